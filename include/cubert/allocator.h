@@ -1,0 +1,103 @@
+/*
+ * cubert/allocator.h: the injected host allocator, overflow-checked size
+ * helpers and an arena over caller memory.
+ *
+ * The core never calls malloc. Every object that needs host memory takes a
+ * cubert_allocator_t, stores it, and frees itself with it. The libc allocator
+ * lives in the hosted layer (cubert/host.h: cubert_allocator_libc()).
+ */
+#ifndef CUBERT_ALLOCATOR_H
+#define CUBERT_ALLOCATOR_H
+
+#include "cubert/base.h"
+#include "cubert/status.h"
+
+CUBERT_EXTERN_C_BEGIN
+
+/* One size-aware function does everything (Lua's lua_Alloc plus alignment):
+ *  - ptr == NULL, new_size > 0: allocate new_size bytes aligned to `align`;
+ *  - new_size == 0: free ptr (old_size is the size it was allocated with);
+ *    returns NULL; freeing NULL is a no-op;
+ *  - otherwise: resize ptr from old_size to new_size, keeping `align`.
+ * Returns NULL on failure and then leaves ptr untouched. `align` is a power of
+ * two, at least 1. The function must be safe to call from every thread that
+ * uses the objects created with it. */
+typedef void *(*cubert_alloc_fn_t)(void *self, void *ptr, size_t old_size,
+                                   size_t new_size, size_t align);
+
+typedef struct cubert_allocator_t {
+  void *self;
+  cubert_alloc_fn_t fn;
+} cubert_allocator_t;
+
+/* An allocator whose every allocation fails (frees are no-ops). Useful to
+ * prove a path does not allocate. Thread-safe. */
+CUBERT_API cubert_allocator_t cubert_allocator_null(void);
+
+/* Allocate `size` bytes aligned to `align` (0 means the natural alignment of
+ * max_align-like data, 16). Zero-fills the block. Returns
+ * CUBERT_STATUS_RESOURCE_EXHAUSTED when the allocator fails,
+ * CUBERT_STATUS_INVALID_ARGUMENT for size 0, NULL out_ptr, or a bad align.
+ * On failure *out_ptr is left untouched. */
+CUBERT_API cubert_status_t cubert_allocator_malloc(cubert_allocator_t allocator, size_t size,
+                                                   size_t align, void **out_ptr);
+
+/* Allocate count*size bytes (zero-filled); CUBERT_STATUS_OVERFLOW when the
+ * product overflows, before calling the allocator. */
+CUBERT_API cubert_status_t cubert_allocator_malloc_array(cubert_allocator_t allocator,
+                                                         size_t count, size_t size,
+                                                         size_t align, void **out_ptr);
+
+/* Resize a block. On failure the old block is untouched and still owned by
+ * the caller; new bytes past old_size are zero-filled. */
+CUBERT_API cubert_status_t cubert_allocator_realloc(cubert_allocator_t allocator, void *ptr,
+                                                    size_t old_size, size_t new_size,
+                                                    size_t align, void **out_ptr);
+
+/* Free a block allocated with `size` bytes. NULL is a no-op. */
+CUBERT_API void cubert_allocator_free(cubert_allocator_t allocator, void *ptr, size_t size,
+                                      size_t align);
+
+/* ---- overflow-checked arithmetic (pure, thread-safe) ---------------------- */
+
+/* *out = a * b; CUBERT_STATUS_OVERFLOW (out untouched) on overflow. */
+CUBERT_API cubert_status_t cubert_size_mul(size_t a, size_t b, size_t *out);
+CUBERT_API cubert_status_t cubert_size_add(size_t a, size_t b, size_t *out);
+/* *out = a * b + c. */
+CUBERT_API cubert_status_t cubert_size_mul_add(size_t a, size_t b, size_t c, size_t *out);
+/* Round up to a multiple of align (align a power of two, else
+ * CUBERT_STATUS_INVALID_ARGUMENT); CUBERT_STATUS_OVERFLOW when it wraps. */
+CUBERT_API cubert_status_t cubert_size_align_up(size_t value, size_t align, size_t *out);
+CUBERT_API cubert_status_t cubert_u64_mul(uint64_t a, uint64_t b, uint64_t *out);
+CUBERT_API cubert_status_t cubert_u64_add(uint64_t a, uint64_t b, uint64_t *out);
+/* Round up to a multiple of `multiple` (any non-zero value). */
+CUBERT_API cubert_status_t cubert_u64_round_up(uint64_t value, uint64_t multiple, uint64_t *out);
+
+/* ---- arena: a bump allocator over a caller buffer ------------------------- */
+
+/* Caller-owned state; the buffer is borrowed for the arena's lifetime.
+ * Frees are accepted; only the most recent block is actually returned to the
+ * arena (stack discipline), resizing the most recent block is in place.
+ * Not thread-safe: one thread at a time (wrap it if shared). */
+typedef struct cubert_arena_t {
+  unsigned char *base;
+  size_t capacity;
+  size_t used;
+  size_t high_water;
+  void *last;       /* most recent block, for in-place resize/free */
+  size_t last_size;
+} cubert_arena_t;
+
+/* Initialize `arena` over buffer[0..capacity) and return an allocator that
+ * draws from it (through *out_allocator). CUBERT_STATUS_INVALID_ARGUMENT for
+ * NULL arena/out_allocator or a NULL buffer with a non-zero capacity. */
+CUBERT_API cubert_status_t cubert_arena_initialize(cubert_arena_t *arena, void *buffer,
+                                                   size_t capacity,
+                                                   cubert_allocator_t *out_allocator);
+
+/* Forget every block; the buffer may be reused. */
+CUBERT_API void cubert_arena_reset(cubert_arena_t *arena);
+
+CUBERT_EXTERN_C_END
+
+#endif /* CUBERT_ALLOCATOR_H */

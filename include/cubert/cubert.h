@@ -1,0 +1,30 @@
+/*
+ * cubert: the CubeCL runtime rebuilt in C99.
+ *
+ * Umbrella header and the conventions every public header follows. They are
+ * written once, here:
+ *
+ *  - Names: prefix `cubert_`; types `cubert_thing_t`; macros `CUBERT_`; noun
+ *    before verb (`cubert_handle_retain`); outputs last, named `out_...`.
+ *  - Status: every fallible function returns a `cubert_status_t` (0 = OK).
+ *    Details go to an optional caller-owned `cubert_error_t *out_error`
+ *    (may be NULL). A call that fails has no side effect.
+ *  - Ownership: "borrows" means the callee keeps no reference after returning;
+ *    "retains" means it takes a reference that it releases later. Objects
+ *    remember the allocator they were created with and free themselves with it.
+ *  - Thread-safety: each declaration says whether it may be called from
+ *    several threads at once. Unless it says so, an object must not be used
+ *    from two threads at the same time.
+ *  - Blocking: each declaration says whether it blocks. Nothing in core/
+ *    blocks the OS; blocking waits live in the hosted layer.
+ *  - The library never aborts, exits, panics or prints.
+ */
+#ifndef CUBERT_CUBERT_H
+#define CUBERT_CUBERT_H
+
+#include "cubert/base.h"
+#include "cubert/status.h"
+#include "cubert/allocator.h"
+#include "cubert/error.h"
+
+#endif /* CUBERT_CUBERT_H */

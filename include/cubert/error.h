@@ -1,0 +1,171 @@
+/*
+ * cubert/error.h: the error record, carrying CubeCL's full error taxonomy.
+ *
+ * A status code says what class of failure happened; the record says exactly
+ * which one, with the seed's numeric fields and reason text. Records are
+ * fixed-size, caller- or object-owned, and never allocate. Where the seed
+ * nests errors (ServerError::Launch(LaunchError::IoError(IoError::...))) the
+ * record keeps the chain of kinds, outermost first, and the fields of the
+ * innermost one.
+ *
+ * Field meaning per kind (field[0..3]):
+ *   RESOURCE_SHARED_MEMORY         requested, max
+ *   RESOURCE_UNITS                 requested, max
+ *   RESOURCE_CUBE_DIM              requested x,y,z packed in field[0..2], max in field2[0..2]
+ *   RESOURCE_MAX_UNIT_PER_CUBE     requested, max
+ *   IO_BUFFER_TOO_BIG              size
+ *   IO_OUT_OF_MEMORY               size
+ *   IO_POOL_CAPACITY_EXCEEDED      size, capacity, in_use
+ *   IO_STORAGE_MAPPING_FAILED      size
+ *   CONFIG_SLICE_LARGER_THAN_PAGE  page_size, max_slice_size
+ *   CONFIG_CAP_SMALLER_THAN_PAGE   page_size, max_pool_size
+ *   CONFIG_TOO_MANY_PAGES          pages
+ *   CONFIG_TOO_MANY_POOLS          count
+ *   INSTALL_POOLS_IN_USE           bytes_in_use
+ *   SERVER_UNHEALTHY               number of aggregated errors (the record
+ *                                  keeps the first one's chain and fields; the
+ *                                  reason text joins all messages by newline,
+ *                                  truncated to the buffer)
+ * Kinds whose seed variant carries a `reason`/`message`/`description` string
+ * keep it in `reason` (truncated, always NUL-terminated).
+ */
+#ifndef CUBERT_ERROR_H
+#define CUBERT_ERROR_H
+
+#include "cubert/base.h"
+#include "cubert/status.h"
+
+CUBERT_EXTERN_C_BEGIN
+
+/* X(name, status, seed name). `status` is the code a function returns when it
+ * fails with this kind at the innermost position. */
+#define CUBERT_ERROR_KIND_LIST(X)                                                      \
+  X(NONE, OK, "None")                                                                  \
+  /* ServerError (spec 9.1) */                                                         \
+  X(SERVER_VALIDATION, INVALID_ARGUMENT, "ServerError::Validation")                    \
+  X(SERVER_GENERIC, INTERNAL, "ServerError::Generic")                                  \
+  X(SERVER_LAUNCH, LAUNCH_FAILED, "ServerError::Launch")                               \
+  X(SERVER_PROFILE, PROFILE_FAILED, "ServerError::Profile")                            \
+  X(SERVER_IO, IO_FAILED, "ServerError::Io")                                           \
+  X(SERVER_UNHEALTHY, SERVER_UNHEALTHY, "ServerError::ServerUnhealthy")                \
+  /* LaunchError (9.2) */                                                              \
+  X(LAUNCH_COMPILATION, COMPILATION_FAILED, "LaunchError::CompilationError")           \
+  X(LAUNCH_OUT_OF_MEMORY, OUT_OF_MEMORY, "LaunchError::OutOfMemory")                   \
+  X(LAUNCH_TOO_MANY_RESOURCES, LIMIT_EXCEEDED, "LaunchError::TooManyResources")        \
+  X(LAUNCH_UNKNOWN, LAUNCH_FAILED, "LaunchError::Unknown")                             \
+  X(LAUNCH_IO, IO_FAILED, "LaunchError::IoError")                                      \
+  /* ResourceLimitError (9.3) */                                                       \
+  X(RESOURCE_SHARED_MEMORY, LIMIT_EXCEEDED, "ResourceLimitError::SharedMemory")        \
+  X(RESOURCE_UNITS, LIMIT_EXCEEDED, "ResourceLimitError::Units")                       \
+  X(RESOURCE_CUBE_DIM, LIMIT_EXCEEDED, "ResourceLimitError::CubeDim")                  \
+  X(RESOURCE_MAX_UNIT_PER_CUBE, LIMIT_EXCEEDED, "ResourceLimitError::MaxUnitPerCube")  \
+  /* ProfileError (9.4) */                                                             \
+  X(PROFILE_UNKNOWN, PROFILE_FAILED, "ProfileError::Unknown")                          \
+  X(PROFILE_NOT_REGISTERED, PROFILE_FAILED, "ProfileError::NotRegistered")             \
+  X(PROFILE_LAUNCH, LAUNCH_FAILED, "ProfileError::Launch")                             \
+  X(PROFILE_SERVER, PROFILE_FAILED, "ProfileError::Server")                            \
+  /* IoError (9.5) */                                                                  \
+  X(IO_BUFFER_TOO_BIG, BUFFER_TOO_BIG, "IoError::BufferTooBig")                        \
+  X(IO_OUT_OF_MEMORY, OUT_OF_MEMORY, "IoError::OutOfMemory")                           \
+  X(IO_POOL_CAPACITY_EXCEEDED, POOL_CAPACITY_EXCEEDED, "IoError::PoolCapacityExceeded") \
+  X(IO_UNSUPPORTED_STRIDES, UNSUPPORTED, "IoError::UnsupportedStrides")                \
+  X(IO_NOT_FOUND, NOT_FOUND, "IoError::NotFound")                                      \
+  X(IO_STORAGE_HANDLE_NOT_FOUND, NOT_FOUND, "IoError::StorageHandleNotFound")          \
+  X(IO_STORAGE_MAPPING_FAILED, OUT_OF_MEMORY, "IoError::StorageMappingFailed")         \
+  X(IO_FREE_ERROR, BUSY, "IoError::FreeError")                                         \
+  X(IO_UNKNOWN, IO_FAILED, "IoError::Unknown")                                         \
+  X(IO_UNSUPPORTED_IO_OPERATION, UNSUPPORTED, "IoError::UnsupportedIoOperation")       \
+  X(IO_EXECUTION, IO_FAILED, "IoError::Execution")                                     \
+  /* CompilationError (9.6) */                                                         \
+  X(COMPILATION_UNSUPPORTED_INSTRUCTION, COMPILATION_FAILED,                           \
+    "CompilationError::UnsupportedInstruction")                                        \
+  X(COMPILATION_GENERIC, COMPILATION_FAILED, "CompilationError::Generic")              \
+  X(COMPILATION_VALIDATION, COMPILATION_FAILED, "CompilationError::Validation")        \
+  /* PoolConfigError (9.7) */                                                          \
+  X(CONFIG_EMPTY_POOL_LIST, CONFIG_INVALID, "PoolConfigError::EmptyPoolList")          \
+  X(CONFIG_ZERO_SIZE, CONFIG_INVALID, "PoolConfigError::ZeroSize")                     \
+  X(CONFIG_SLICE_LARGER_THAN_PAGE, CONFIG_INVALID, "PoolConfigError::SliceLargerThanPage") \
+  X(CONFIG_CAP_SMALLER_THAN_PAGE, CONFIG_INVALID, "PoolConfigError::CapSmallerThanPage") \
+  X(CONFIG_TOO_MANY_PAGES, CONFIG_INVALID, "PoolConfigError::TooManyPages")            \
+  X(CONFIG_TOO_MANY_POOLS, CONFIG_INVALID, "PoolConfigError::TooManyPools")            \
+  X(CONFIG_PRESET_UNAVAILABLE, CONFIG_INVALID, "PoolConfigError::PresetUnavailable")   \
+  X(CONFIG_SLICED_POOLS_UNAVAILABLE, CONFIG_INVALID, "PoolConfigError::SlicedPoolsUnavailable") \
+  /* InstallMemoryPoolsError (9.7) */                                                  \
+  X(INSTALL_POOLS_IN_USE, FAILED_PRECONDITION, "InstallMemoryPoolsError::PoolsInUse")  \
+  X(INSTALL_STREAM_UNAVAILABLE, UNAVAILABLE, "InstallMemoryPoolsError::StreamUnavailable") \
+  X(INSTALL_UNSUPPORTED, UNSUPPORTED, "InstallMemoryPoolsError::Unsupported")          \
+  /* Infrastructure (9.8) */                                                           \
+  X(CALL_ERROR, INTERNAL, "CallError")                                                 \
+  X(SERVICE_CREATION, FAILED_PRECONDITION, "ServiceCreationError")                     \
+  X(STRIDE_MALFORMED_RANKS, INVALID_ARGUMENT, "StrideError::MalformedRanks")           \
+  X(STRIDE_UNSUPPORTED_RANK, INVALID_ARGUMENT, "StrideError::UnsupportedRank")         \
+  X(STRIDE_INVALID, INVALID_ARGUMENT, "StrideError::Invalid")                          \
+  /* cubert argument/handle errors (no seed equivalent: CubeCL panics) */              \
+  X(INVALID_ARGUMENT, INVALID_ARGUMENT, "InvalidArgument")                             \
+  X(OUT_OF_RANGE, OUT_OF_RANGE, "OutOfRange")                                          \
+  X(OVERFLOW, OVERFLOW, "Overflow")                                                    \
+  X(INVALID_HANDLE, INVALID_HANDLE, "InvalidHandle")                                   \
+  X(HOST_OUT_OF_MEMORY, RESOURCE_EXHAUSTED, "HostOutOfMemory")                         \
+  X(DEVICE_MISMATCH, DEVICE_MISMATCH, "DeviceMismatch")                                \
+  X(DEADLINE_EXCEEDED, DEADLINE_EXCEEDED, "DeadlineExceeded")                          \
+  X(DEVICE_LOST, UNAVAILABLE, "DeviceLost")
+
+typedef enum cubert_error_kind_e {
+#define CUBERT_ERROR_KIND_ENUM_(name, status, seed) CUBERT_ERROR_##name,
+  CUBERT_ERROR_KIND_LIST(CUBERT_ERROR_KIND_ENUM_)
+#undef CUBERT_ERROR_KIND_ENUM_
+  CUBERT_ERROR_KIND_COUNT_
+} cubert_error_kind_t;
+
+#define CUBERT_ERROR_MAX_DEPTH 6
+#define CUBERT_ERROR_REASON_SIZE 192
+
+/* The error record. Plain data: copy it by assignment. */
+typedef struct cubert_error_t {
+  cubert_status_t status;                         /* what the failing call returned */
+  uint8_t depth;                                  /* number of valid entries in chain */
+  uint16_t chain[CUBERT_ERROR_MAX_DEPTH];         /* kinds, outermost first */
+  uint64_t field[4];                              /* numeric fields of the innermost kind */
+  uint64_t field2[3];                             /* second triple (CubeDim max) */
+  int64_t backend_code;                           /* CUresult, errno, ... (0 if none) */
+  char reason[CUBERT_ERROR_REASON_SIZE];          /* NUL-terminated, possibly truncated */
+} cubert_error_t;
+
+/* Reset a record to "no error" (status OK, depth 0). NULL is a no-op. */
+CUBERT_API void cubert_error_clear(cubert_error_t *error);
+
+/* Fill `error` (may be NULL: then nothing is written) with a single-kind
+ * error, its fields (count values from `fields`, at most 4) and an optional
+ * reason (NULL for none; truncated). Returns the kind's status code, so a
+ * caller writes `return cubert_error_set(...)`. Thread-safe on distinct records. */
+CUBERT_API cubert_status_t cubert_error_set(cubert_error_t *error, cubert_error_kind_t kind,
+                                            const uint64_t *fields, size_t count,
+                                            const char *reason);
+
+/* Wrap the current content in an outer kind (e.g. IO_OUT_OF_MEMORY inside
+ * LAUNCH_IO inside SERVER_LAUNCH). The status stays the innermost kind's. If
+ * the chain is full, the outermost entries win and the innermost one is kept
+ * (the record stays consistent). NULL is a no-op; returns error->status. */
+CUBERT_API cubert_status_t cubert_error_wrap(cubert_error_t *error, cubert_error_kind_t outer);
+
+/* Innermost kind, CUBERT_ERROR_NONE when depth is 0. NULL gives NONE. */
+CUBERT_API cubert_error_kind_t cubert_error_kind(const cubert_error_t *error);
+
+/* True if `kind` is anywhere in the chain. */
+CUBERT_API bool cubert_error_has_kind(const cubert_error_t *error, cubert_error_kind_t kind);
+
+/* The seed's variant name ("IoError::OutOfMemory"); "Unknown" when out of range. */
+CUBERT_API const char *cubert_error_kind_name(cubert_error_kind_t kind);
+
+/* The status code a kind maps to. */
+CUBERT_API cubert_status_t cubert_error_kind_status(cubert_error_kind_t kind);
+
+/* Write the error's message, in the seed's Display form, into buf[0..size).
+ * Always NUL-terminates when size > 0; truncates safely; never allocates, no
+ * libc. Returns the length the full message would have (snprintf-like), so a
+ * return >= size means it was truncated. buf may be NULL when size is 0. */
+CUBERT_API size_t cubert_error_format(const cubert_error_t *error, char *buf, size_t size);
+
+CUBERT_EXTERN_C_END
+
+#endif /* CUBERT_ERROR_H */

@@ -1,0 +1,93 @@
+/*
+ * tests/support/test.h: cubert's small test framework (no dependency).
+ *
+ *   TEST(suite_name_case) { CHECK(x == 1); CHECK_EQ_U64(a, b); }
+ *
+ * Tests register themselves (constructor attribute, gcc/clang); the runner
+ * (runner.c) runs each in its own process with a timeout, prints a line per
+ * test and ends with "N passed, N failed". Test names are global: prefix them
+ * with the file's subject (layout_, cube_, handle_, ...).
+ *
+ * A failed CHECK prints file:line and both values, then ends the test process
+ * with status 1. TEST_SKIP("why") ends it as skipped, printing the reason.
+ */
+#ifndef CUBERT_TEST_H
+#define CUBERT_TEST_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef void (*test_fn_t)(void);
+
+void test_register(const char *name, test_fn_t fn, unsigned timeout_s);
+void test_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 3, 4)));
+void test_skip(const char *file, int line, const char *reason) __attribute__((noreturn));
+
+#define TEST_EX(name, timeout_s)                                                \
+  static void test_body_##name(void);                                           \
+  __attribute__((constructor)) static void test_reg_##name(void) {              \
+    test_register(#name, test_body_##name, (timeout_s));                        \
+  }                                                                             \
+  static void test_body_##name(void)
+
+/* Default timeout: 60 s (scaled by CUBERT_TEST_TIMEOUT_SCALE). */
+#define TEST(name) TEST_EX(name, 0)
+
+#define TEST_SKIP(reason) test_skip(__FILE__, __LINE__, (reason))
+
+#define CHECK(cond)                                                             \
+  do {                                                                          \
+    if (!(cond)) test_fail(__FILE__, __LINE__, "CHECK(%s) failed", #cond);      \
+  } while (0)
+
+#define CHECK_MSG(cond, ...)                                                    \
+  do {                                                                          \
+    if (!(cond)) test_fail(__FILE__, __LINE__, __VA_ARGS__);                    \
+  } while (0)
+
+#define CHECK_EQ_U64(a, b)                                                      \
+  do {                                                                          \
+    unsigned long long check_a_ = (unsigned long long)(a);                      \
+    unsigned long long check_b_ = (unsigned long long)(b);                      \
+    if (check_a_ != check_b_)                                                   \
+      test_fail(__FILE__, __LINE__, "CHECK_EQ(%s, %s): %llu != %llu", #a, #b,   \
+                check_a_, check_b_);                                            \
+  } while (0)
+
+#define CHECK_EQ_I64(a, b)                                                      \
+  do {                                                                          \
+    long long check_a_ = (long long)(a);                                        \
+    long long check_b_ = (long long)(b);                                        \
+    if (check_a_ != check_b_)                                                   \
+      test_fail(__FILE__, __LINE__, "CHECK_EQ(%s, %s): %lld != %lld", #a, #b,   \
+                check_a_, check_b_);                                            \
+  } while (0)
+
+#define CHECK_EQ_STR(a, b)                                                      \
+  do {                                                                          \
+    const char *check_a_ = (a);                                                 \
+    const char *check_b_ = (b);                                                 \
+    if (check_a_ == NULL || check_b_ == NULL || strcmp(check_a_, check_b_) != 0) \
+      test_fail(__FILE__, __LINE__, "CHECK_EQ_STR(%s, %s): \"%s\" != \"%s\"",   \
+                #a, #b, check_a_ ? check_a_ : "(null)",                         \
+                check_b_ ? check_b_ : "(null)");                                \
+  } while (0)
+
+/* Compare a cubert_status_t result with the expected code, printing names. */
+#define CHECK_STATUS(expr, expected)                                            \
+  do {                                                                          \
+    int check_got_ = (int)(expr);                                               \
+    int check_want_ = (int)(expected);                                          \
+    if (check_got_ != check_want_)                                              \
+      test_fail(__FILE__, __LINE__, "CHECK_STATUS(%s): got %s, want %s", #expr, \
+                test_status_name(check_got_), test_status_name(check_want_));   \
+  } while (0)
+
+#define CHECK_OK(expr) CHECK_STATUS((expr), 0)
+
+const char *test_status_name(int status);
+
+#endif /* CUBERT_TEST_H */
