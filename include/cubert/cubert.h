@@ -26,5 +26,6 @@
 #include "cubert/status.h"
 #include "cubert/allocator.h"
 #include "cubert/error.h"
+#include "cubert/handle.h"
 
 #endif /* CUBERT_CUBERT_H */
