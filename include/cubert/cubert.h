@@ -27,5 +27,6 @@
 #include "cubert/allocator.h"
 #include "cubert/error.h"
 #include "cubert/handle.h"
+#include "cubert/properties.h"
 
 #endif /* CUBERT_CUBERT_H */
