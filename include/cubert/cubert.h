@@ -28,5 +28,6 @@
 #include "cubert/error.h"
 #include "cubert/handle.h"
 #include "cubert/properties.h"
+#include "cubert/device.h"
 
 #endif /* CUBERT_CUBERT_H */
