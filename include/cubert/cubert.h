@@ -29,5 +29,8 @@
 #include "cubert/handle.h"
 #include "cubert/properties.h"
 #include "cubert/device.h"
+#include "cubert/cube.h"
+#include "cubert/comm.h"
+#include "cubert/stream_id.h"
 
 #endif /* CUBERT_CUBERT_H */

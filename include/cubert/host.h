@@ -7,12 +7,73 @@
 #define CUBERT_HOST_H
 
 #include "cubert/allocator.h"
+#include "cubert/stream_id.h"
 
 CUBERT_EXTERN_C_BEGIN
 
 /* The libc allocator (aligned allocation through posix_memalign; resizing
  * copies). Thread-safe, may block briefly inside libc. */
 CUBERT_API cubert_allocator_t cubert_allocator_libc(void);
+
+/* ---- stream identity (spec 3.4; CubeCL's StreamId::current) ------------
+ *
+ * cubert_stream_id_current() resolves, in this order:
+ *  1. the innermost override installed on the calling thread by
+ *     cubert_stream_id_executes_begin (or cubert_stream_id_executes);
+ *  2. the process-wide policy: PER_THREAD (default) and PER_TASK give the
+ *     thread its own id, allocated on the thread's first query from a global
+ *     counter starting at 0 and stable for the thread's life; SINGLE gives 0.
+ * Per-thread state lives in two pthread keys created once (pthread_once).
+ * If the keys cannot be created (the process exhausted PTHREAD_KEYS_MAX) or
+ * a thread's id cannot be stored, that thread uses stream 0 (the SINGLE
+ * stream): always a valid stream, never an error. Ids of exited threads are
+ * not reused.
+ */
+
+/* Caller-owned record of one override; opaque apart from `id`. It must stay
+ * alive and unmoved from _begin to _end. */
+typedef struct cubert_stream_id_token_t {
+  cubert_stream_id_t id;        /* the overriding id */
+  void *previous_;              /* private: the enclosing token or NULL */
+  uint32_t state_;              /* private */
+} cubert_stream_id_token_t;
+
+/* The calling thread's stream id (see above). Never fails. Thread-safe,
+ * non-blocking (the first call of a thread may take the pthread_once). */
+CUBERT_API cubert_stream_id_t cubert_stream_id_current(void);
+
+/* A fresh id from the global counter (CubeCL's StreamId::allocate / manual
+ * Stream::new): every call returns a new value. Thread-safe, lock-free. */
+CUBERT_API cubert_stream_id_t cubert_stream_id_allocate(void);
+
+/* Make `id` the calling thread's stream until the matching _end (CubeCL's
+ * StreamId::executes). Overrides nest: each _end restores the enclosing
+ * override, the outermost restores "no override". Borrows *out_token until
+ * _end. Returns INVALID_ARGUMENT for NULL, RESOURCE_EXHAUSTED when the
+ * per-thread keys are unavailable (PTHREAD_KEYS_MAX reached) or the thread's
+ * slot cannot be stored; nothing changes then. Calling thread only. */
+CUBERT_API cubert_status_t cubert_stream_id_executes_begin(cubert_stream_id_t id,
+                                                           cubert_stream_id_token_t *out_token);
+
+/* End the override `token` started. It must be the calling thread's
+ * innermost override: INVALID_ARGUMENT for NULL, a token already ended, a
+ * token of another thread or one ended out of order (nothing changes then);
+ * RESOURCE_EXHAUSTED if the thread's slot cannot be stored. Calling thread
+ * only. C has no unwinding: the caller must reach _end on every path. */
+CUBERT_API cubert_status_t cubert_stream_id_executes_end(cubert_stream_id_token_t *token);
+
+/* fn(user) under the override `id` (begin, call, end). Returns begin's error
+ * without calling fn, else end's status. NULL fn: INVALID_ARGUMENT. */
+CUBERT_API cubert_status_t cubert_stream_id_executes(cubert_stream_id_t id, void (*fn)(void *user),
+                                                     void *user);
+
+/* Set / read the process-wide policy (CubeCL's set_policy; programmatic
+ * setting always wins, there is no config file here). Default PER_THREAD.
+ * Takes effect for every later cubert_stream_id_current on any thread;
+ * threads keep their per-thread id across policy changes. INVALID_ARGUMENT
+ * for an unknown value (policy unchanged). Thread-safe, lock-free. */
+CUBERT_API cubert_status_t cubert_stream_id_set_policy(cubert_stream_policy_t policy);
+CUBERT_API cubert_stream_policy_t cubert_stream_id_policy(void);
 
 CUBERT_EXTERN_C_END
 
