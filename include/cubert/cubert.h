@@ -32,5 +32,6 @@
 #include "cubert/cube.h"
 #include "cubert/comm.h"
 #include "cubert/stream_id.h"
+#include "cubert/stream.h"
 
 #endif /* CUBERT_CUBERT_H */
