@@ -1,0 +1,571 @@
+/*
+ * cubert/kernel.h: the single-source kernel dialect and the kernel
+ * descriptor.
+ *
+ * One kernel source compiles as C99 for the CPU server and as CUDA C++ with
+ * nvcc (when __CUDACC__ is defined). docs/kernels.md is the guide; in short:
+ *
+ *   CUBERT_KERNEL(add_f32) {
+ *     CUBERT_BUFFER(const float, a, 0);     // typed views of buffer slots
+ *     CUBERT_BUFFER(const float, b, 1);
+ *     CUBERT_BUFFER(float, out, 2);
+ *     CUBERT_PHASE {                        // runs once for every unit
+ *       uint64_t i = ABSOLUTE_POS;
+ *       if (i < CUBERT_LEN(out))
+ *         CUBERT_STORE(out, i, CUBERT_LOAD(a, i) + CUBERT_LOAD(b, i));
+ *     }
+ *   }
+ *
+ * Execution model. A kernel body runs once per cube. Code outside a phase is
+ * *uniform*: on the CPU it runs once per cube, on CUDA every unit (thread)
+ * runs it redundantly, so it must compute the same value for every unit and
+ * must not write memory (declare views, scalars, shared arrays, loop
+ * counters; loop over phases). `CUBERT_PHASE { ... }` is a cube-wide barrier
+ * followed by a block that every unit runs: on the CPU a loop over the
+ * cube's units, on CUDA __syncthreads() then the block. So every phase
+ * boundary is a barrier, and
+ *   - values that cross a phase boundary live in shared memory
+ *     (CUBERT_SHARED) or in a per-unit variable (CUBERT_UNIT_VAR/CUBERT_UNIT);
+ *     a plain local declared inside a phase dies at the end of the phase;
+ *   - phases must not nest, and a phase may only sit under uniform control
+ *     flow (an `if`/`for` whose condition is the same for all units);
+ *   - leave a phase early for the current unit with CUBERT_UNIT_DONE (never
+ *     `return` or a `break` out of the phase: on the CPU that would skip the
+ *     remaining units).
+ * Units of one phase run in order on the CPU (unit 0, 1, ...) but kernels
+ * must not rely on it: on CUDA they run concurrently.
+ *
+ * Positions (CubeCL's names): CUBE_POS_X/Y/Z (uint32_t), CUBE_POS (uint64_t,
+ * linear: x + X*(y + Y*z)), CUBE_COUNT_X/Y/Z, CUBE_COUNT (uint64_t),
+ * CUBE_DIM_X/Y/Z, CUBE_DIM (units per cube), UNIT_POS_X/Y/Z and UNIT_POS
+ * (linear, uint32_t; only inside a phase), ABSOLUTE_POS_X/Y/Z (uint32_t) and
+ * ABSOLUTE_POS (uint64_t: CUBE_POS * CUBE_DIM + UNIT_POS; inside a phase).
+ *
+ * Buffers. CUBERT_BUFFER(type, name, slot) declares a view {ptr, len} of
+ * argument buffer `slot` (len = size_bytes / sizeof(type); `const type` for a
+ * read-only view, which then rejects CUBERT_STORE at compile time).
+ * CUBERT_LOAD(name, i) and CUBERT_STORE(name, i, v) evaluate `i` once and obey
+ * the launch's execution mode:
+ *   UNCHECKED  raw access (an index >= len is undefined behaviour);
+ *   CHECKED    an out-of-bounds load gives 0, an out-of-bounds store is
+ *              dropped; the launch report counts them;
+ *   VALIDATE   as CHECKED, and the report also holds the first violation
+ *              (lowest cube, then program order): buffer slot, element index,
+ *              view length, load or store, cube position.
+ * `name` must be the identifier given to CUBERT_BUFFER (the macros paste it).
+ * Direct `name.ptr[i]` is a raw access in every mode.
+ *
+ * Scalars. CUBERT_SCALAR_U32/I32/U64/I64/F32/F64(name, slot) declares a const
+ * local holding scalar slot `slot` (each slot is 8 bytes; see
+ * cubert_kernel_args_t).
+ *
+ * Shared memory. CUBERT_SHARED(type, name, count) declares a per-cube array
+ * (count a compile-time constant; on the CPU an array in the cube's frame,
+ * on CUDA __shared__). CUBERT_SHARED_DYNAMIC(type, name) points at the
+ * per-cube dynamic block of kernel->shared_memory_bytes
+ * (CUBERT_SHARED_DYNAMIC_BYTES). Every cube has its own shared memory; its
+ * initial content is unspecified. Declare both in uniform code.
+ *
+ * Per-unit variables. CUBERT_UNIT_VAR(type, name) in uniform code declares a
+ * variable every unit has its own copy of (CPU: an array of
+ * CUBERT_KERNEL_MAX_UNITS; CUDA: a register); CUBERT_UNIT(name) is the
+ * current unit's copy, inside a phase.
+ *
+ * This header is self-contained C99/C++; the host part (descriptor, argument
+ * and report types, inline helpers) is what servers use.
+ */
+#ifndef CUBERT_KERNEL_H
+#define CUBERT_KERNEL_H
+
+#include "cubert/base.h"
+#include "cubert/properties.h" /* cubert_dim3_t */
+
+/* ---- limits ------------------------------------------------------------------ */
+
+/* Buffer slots and 8-byte scalar slots of one launch. */
+#define CUBERT_KERNEL_MAX_BUFFERS 16
+#define CUBERT_KERNEL_MAX_SCALARS 16
+/* Units per cube (x*y*z of the cube dim); the CPU executor refuses more. */
+#define CUBERT_KERNEL_MAX_UNITS 1024
+/* Largest element type of a buffer view (bytes). */
+#define CUBERT_KERNEL_MAX_ELEMENT_BYTES 64
+
+/* Execution modes as the dialect sees them; the values equal
+ * cubert_execution_mode_t (cubert/server.h). */
+#define CUBERT_KERNEL_MODE_CHECKED 0
+#define CUBERT_KERNEL_MODE_VALIDATE 1
+#define CUBERT_KERNEL_MODE_UNCHECKED 2
+
+#if defined(__CUDACC__)
+#define CUBERT_KERNEL_FN_ static __host__ __device__ __forceinline__
+#else
+#define CUBERT_KERNEL_FN_ static inline
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define CUBERT_KERNEL_UNUSED_ __attribute__((unused))
+#else
+#define CUBERT_KERNEL_UNUSED_
+#endif
+
+CUBERT_EXTERN_C_BEGIN
+
+/* ---- launch arguments ---------------------------------------------------------- */
+
+/* One resolved buffer: a host pointer (CPU server) or a device address (CUDA
+ * server) and its size in bytes. */
+typedef struct cubert_kernel_buffer_t {
+  void *ptr;
+  uint64_t size_bytes;
+} cubert_kernel_buffer_t;
+
+/* The arguments of one launch, fixed-size so a server fills it without
+ * allocating and the CUDA server passes it by value as the kernel's first
+ * parameter (same layout on host and device).
+ *   buffers[i]  buffer slot i (slots >= buffer_count must be {NULL, 0});
+ *   scalars[j]  scalar slot j, 8 bytes each: a u32/i32 in the low 32 bits, an
+ *               f32 as its IEEE bits in the low 32 bits, a u64/i64/f64 in all
+ *               64 (use the cubert_kernel_args_set_* helpers).
+ * Plain data; zero it (cubert_kernel_args_initialize) before filling it. */
+typedef struct cubert_kernel_args_t {
+  cubert_kernel_buffer_t buffers[CUBERT_KERNEL_MAX_BUFFERS];
+  uint64_t scalars[CUBERT_KERNEL_MAX_SCALARS];
+  uint32_t buffer_count;
+  uint32_t scalar_count;
+} cubert_kernel_args_t;
+
+/* What the accessors observed during one launch (CHECKED / VALIDATE).
+ * oob_count counts out-of-bounds accesses (CHECKED and VALIDATE); the rest is
+ * filled in VALIDATE only, for the first violation: the one in the lowest
+ * linear cube, first in that cube's program order. */
+typedef struct cubert_kernel_report_t {
+  uint64_t oob_count;       /* out-of-bounds loads + stores */
+  uint32_t has_violation;   /* 1 when the fields below are valid */
+  uint32_t buffer_index;    /* buffer slot */
+  uint64_t element_index;   /* the index used */
+  uint64_t buffer_length;   /* the view's length in elements */
+  uint32_t is_write;        /* 1: a store, 0: a load */
+  uint32_t reserved;
+  cubert_dim3_t cube_pos;   /* cube that made the access */
+  uint64_t cube_linear;     /* its CUBE_POS */
+  const char *kernel_name;  /* the descriptor's name (set by the server) */
+} cubert_kernel_report_t;
+
+/* Zero every field. */
+CUBERT_KERNEL_FN_ void cubert_kernel_args_initialize(cubert_kernel_args_t *args) {
+  uint32_t i;
+  for (i = 0; i < CUBERT_KERNEL_MAX_BUFFERS; i++) {
+    args->buffers[i].ptr = NULL;
+    args->buffers[i].size_bytes = 0;
+  }
+  for (i = 0; i < CUBERT_KERNEL_MAX_SCALARS; i++) args->scalars[i] = 0;
+  args->buffer_count = 0;
+  args->scalar_count = 0;
+}
+
+/* Set buffer slot `slot` (< CUBERT_KERNEL_MAX_BUFFERS; larger slots are
+ * ignored and return false) and grow buffer_count to cover it. */
+CUBERT_KERNEL_FN_ bool cubert_kernel_args_set_buffer(cubert_kernel_args_t *args, uint32_t slot,
+                                                     void *ptr, uint64_t size_bytes) {
+  if (slot >= CUBERT_KERNEL_MAX_BUFFERS) return false;
+  args->buffers[slot].ptr = ptr;
+  args->buffers[slot].size_bytes = size_bytes;
+  if (args->buffer_count < slot + 1) args->buffer_count = slot + 1;
+  return true;
+}
+
+/* Set scalar slot `slot` (< CUBERT_KERNEL_MAX_SCALARS, else ignored and
+ * false) to a 64-bit pattern and grow scalar_count to cover it. */
+CUBERT_KERNEL_FN_ bool cubert_kernel_args_set_u64(cubert_kernel_args_t *args, uint32_t slot,
+                                                  uint64_t value) {
+  if (slot >= CUBERT_KERNEL_MAX_SCALARS) return false;
+  args->scalars[slot] = value;
+  if (args->scalar_count < slot + 1) args->scalar_count = slot + 1;
+  return true;
+}
+
+CUBERT_KERNEL_FN_ bool cubert_kernel_args_set_u32(cubert_kernel_args_t *args, uint32_t slot,
+                                                  uint32_t value) {
+  return cubert_kernel_args_set_u64(args, slot, (uint64_t)value);
+}
+
+CUBERT_KERNEL_FN_ bool cubert_kernel_args_set_i32(cubert_kernel_args_t *args, uint32_t slot,
+                                                  int32_t value) {
+  return cubert_kernel_args_set_u64(args, slot, (uint64_t)(uint32_t)value);
+}
+
+CUBERT_KERNEL_FN_ bool cubert_kernel_args_set_i64(cubert_kernel_args_t *args, uint32_t slot,
+                                                  int64_t value) {
+  return cubert_kernel_args_set_u64(args, slot, (uint64_t)value);
+}
+
+/* Bit conversions between scalar slots and floats (IEEE-754 binary32/64). */
+CUBERT_KERNEL_FN_ uint64_t cubert_kernel_f32_bits(float value) {
+  union {
+    float f;
+    uint32_t u;
+  } c;
+  c.f = value;
+  return (uint64_t)c.u;
+}
+
+CUBERT_KERNEL_FN_ float cubert_kernel_bits_f32(uint64_t bits) {
+  union {
+    float f;
+    uint32_t u;
+  } c;
+  c.u = (uint32_t)bits;
+  return c.f;
+}
+
+CUBERT_KERNEL_FN_ uint64_t cubert_kernel_f64_bits(double value) {
+  union {
+    double f;
+    uint64_t u;
+  } c;
+  c.f = value;
+  return c.u;
+}
+
+CUBERT_KERNEL_FN_ double cubert_kernel_bits_f64(uint64_t bits) {
+  union {
+    double f;
+    uint64_t u;
+  } c;
+  c.u = bits;
+  return c.f;
+}
+
+CUBERT_KERNEL_FN_ bool cubert_kernel_args_set_f32(cubert_kernel_args_t *args, uint32_t slot,
+                                                  float value) {
+  return cubert_kernel_args_set_u64(args, slot, cubert_kernel_f32_bits(value));
+}
+
+CUBERT_KERNEL_FN_ bool cubert_kernel_args_set_f64(cubert_kernel_args_t *args, uint32_t slot,
+                                                  double value) {
+  return cubert_kernel_args_set_u64(args, slot, cubert_kernel_f64_bits(value));
+}
+
+/* ---- the cube context ------------------------------------------------------------ */
+
+#if !defined(__CUDACC__)
+/* What a CPU kernel sees of the cube it runs (filled by the executor; the
+ * dialect's macros read it, kernels need not touch it). */
+typedef struct cubert_kernel_cube_t {
+  cubert_dim3_t pos;             /* CUBE_POS_X/Y/Z */
+  cubert_dim3_t count;           /* CUBE_COUNT_X/Y/Z */
+  cubert_dim3_t dim;             /* CUBE_DIM_X/Y/Z */
+  uint32_t units;                /* CUBE_DIM = dim.x * dim.y * dim.z */
+  uint64_t pos_linear;           /* CUBE_POS */
+  uint64_t count_linear;         /* CUBE_COUNT */
+  uint32_t mode;                 /* CUBERT_KERNEL_MODE_* */
+  uint32_t reserved;
+  void *dynamic_shared;          /* this cube's dynamic shared block */
+  uint64_t dynamic_shared_bytes; /* its size (kernel->shared_memory_bytes) */
+  cubert_kernel_report_t *report;/* where the accessors record violations */
+  void *oob_sink;                /* CUBERT_KERNEL_MAX_ELEMENT_BYTES writable bytes */
+  const void *oob_zero;          /* as many zero bytes, never written */
+} cubert_kernel_cube_t;
+
+/* The unit a phase is running (CPU). */
+typedef struct cubert_kernel_unit_t {
+  uint32_t x, y, z;
+  uint32_t linear;
+} cubert_kernel_unit_t;
+
+/* The CPU entry point of a kernel: runs one cube (all its phases). */
+typedef void (*cubert_kernel_cpu_fn_t)(const cubert_kernel_args_t *args,
+                                       cubert_kernel_cube_t *cube);
+#else
+/* On CUDA the cube context carries only the mode and the report. */
+typedef struct cubert_kernel_cube_t {
+  uint32_t mode;
+  cubert_kernel_report_t *report;
+} cubert_kernel_cube_t;
+typedef void (*cubert_kernel_cpu_fn_t)(const cubert_kernel_args_t *args, void *cube);
+#endif
+
+/* ---- the kernel descriptor --------------------------------------------------------- */
+
+/* A kernel as servers see it. Plain constant data, usually `static const`.
+ *   name              for reports and errors;
+ *   cpu_entry         the CPU implementation (NULL: none; the CPU server
+ *                     refuses the launch, COMPILATION_FAILED);
+ *   cuda_entry_name   the extern "C" __global__ symbol (CUBERT_KERNEL's name);
+ *   cuda_image /      a PTX or cubin image holding it (NULL/0 until the CUDA
+ *   cuda_image_size   server loads images; reserved);
+ *   shared_memory_bytes  dynamic shared memory per cube
+ *                     (CUBERT_SHARED_DYNAMIC); static CUBERT_SHARED arrays are
+ *                     the kernel's own and not counted here;
+ *   cube_dim          units per cube (x, y, z), as launched;
+ *   buffer_count /    the slots the kernel reads: a launch must provide at
+ *   scalar_count      least that many (checked by the servers). */
+typedef struct cubert_kernel_t {
+  const char *name;
+  cubert_kernel_cpu_fn_t cpu_entry;
+  const char *cuda_entry_name;
+  const void *cuda_image;
+  size_t cuda_image_size;
+  uint32_t shared_memory_bytes;
+  cubert_dim3_t cube_dim;
+  uint32_t buffer_count;
+  uint32_t scalar_count;
+} cubert_kernel_t;
+
+CUBERT_EXTERN_C_END
+
+/* Define `static const cubert_kernel_t var` for kernel `fn` (defined with
+ * CUBERT_KERNEL). Expands to nothing under nvcc (the CUDA server builds its
+ * descriptors on the host side, from C). */
+#if !defined(__CUDACC__)
+#define CUBERT_KERNEL_DESCRIPTOR(var, fn, buffers, scalars, shared_bytes, dim_x, dim_y, dim_z) \
+  CUBERT_KERNEL_UNUSED_ static const cubert_kernel_t var = {                               \
+      #fn, fn, #fn, NULL, 0, (shared_bytes), {(dim_x), (dim_y), (dim_z)}, (buffers),         \
+      (scalars)}
+#else
+#define CUBERT_KERNEL_DESCRIPTOR(var, fn, buffers, scalars, shared_bytes, dim_x, dim_y, dim_z)
+#endif
+
+/* =====================================================================================
+ * The dialect: CPU (C99) expansion
+ * ===================================================================================== */
+#if !defined(__CUDACC__)
+
+/* Record an out-of-bounds access (cold path). */
+CUBERT_KERNEL_FN_ void cubert_kernel_oob_(cubert_kernel_cube_t *cube, uint32_t buffer_index,
+                                          uint64_t index, uint64_t len, uint32_t is_write) {
+  cubert_kernel_report_t *r = cube->report;
+  if (!r) return;
+  r->oob_count++;
+  if (cube->mode == CUBERT_KERNEL_MODE_VALIDATE && !r->has_violation) {
+    r->has_violation = 1;
+    r->buffer_index = buffer_index;
+    r->element_index = index;
+    r->buffer_length = len;
+    r->is_write = is_write;
+    r->cube_pos = cube->pos;
+    r->cube_linear = cube->pos_linear;
+  }
+}
+
+/* The address an accessor uses: the element, or (out of bounds, not
+ * UNCHECKED) the zero block for a load / the sink for a store. */
+CUBERT_KERNEL_FN_ void *cubert_kernel_access_(cubert_kernel_cube_t *cube, const void *base,
+                                              uint64_t len, uint64_t index, size_t elem_bytes,
+                                              uint32_t buffer_index, uint32_t is_write) {
+  if (index < len || cube->mode == CUBERT_KERNEL_MODE_UNCHECKED)
+    return (void *)((const unsigned char *)base + index * elem_bytes);
+  cubert_kernel_oob_(cube, buffer_index, index, len, is_write);
+  return is_write ? cube->oob_sink : (void *)cube->oob_zero;
+}
+
+CUBERT_KERNEL_FN_ void cubert_kernel_unit_next_(const cubert_kernel_cube_t *cube,
+                                                cubert_kernel_unit_t *unit) {
+  unit->linear++;
+  if (++unit->x == cube->dim.x) {
+    unit->x = 0;
+    if (++unit->y == cube->dim.y) {
+      unit->y = 0;
+      unit->z++;
+    }
+  }
+}
+
+CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
+  cubert_kernel_unit_t u;
+  u.x = u.y = u.z = u.linear = 0;
+  return u;
+}
+
+#define CUBERT_KERNEL(name)                                                                  \
+  CUBERT_KERNEL_UNUSED_ static void name(const cubert_kernel_args_t *cubert_args,            \
+                                         cubert_kernel_cube_t *cubert_cube);                 \
+  static void name(const cubert_kernel_args_t *cubert_args CUBERT_KERNEL_UNUSED_,            \
+                   cubert_kernel_cube_t *cubert_cube CUBERT_KERNEL_UNUSED_)
+
+#define CUBE_POS_X (cubert_cube->pos.x)
+#define CUBE_POS_Y (cubert_cube->pos.y)
+#define CUBE_POS_Z (cubert_cube->pos.z)
+#define CUBE_POS (cubert_cube->pos_linear)
+#define CUBE_COUNT_X (cubert_cube->count.x)
+#define CUBE_COUNT_Y (cubert_cube->count.y)
+#define CUBE_COUNT_Z (cubert_cube->count.z)
+#define CUBE_COUNT (cubert_cube->count_linear)
+#define CUBE_DIM_X (cubert_cube->dim.x)
+#define CUBE_DIM_Y (cubert_cube->dim.y)
+#define CUBE_DIM_Z (cubert_cube->dim.z)
+#define CUBE_DIM (cubert_cube->units)
+#define UNIT_POS_X (cubert_unit.x)
+#define UNIT_POS_Y (cubert_unit.y)
+#define UNIT_POS_Z (cubert_unit.z)
+#define UNIT_POS (cubert_unit.linear)
+
+#define CUBERT_PHASE                                                                         \
+  for (cubert_kernel_unit_t cubert_unit = cubert_kernel_unit_first_();                      \
+       cubert_unit.linear < cubert_cube->units; cubert_kernel_unit_next_(cubert_cube, &cubert_unit))
+
+#define CUBERT_UNIT_DONE continue
+
+#define CUBERT_SHARED(type, name, count) type name[count]
+#define CUBERT_SHARED_DYNAMIC(type, name) type *name = (type *)cubert_cube->dynamic_shared
+#define CUBERT_SHARED_DYNAMIC_BYTES (cubert_cube->dynamic_shared_bytes)
+
+#define CUBERT_UNIT_VAR(type, name) type name[CUBERT_KERNEL_MAX_UNITS]
+#define CUBERT_UNIT(name) (name[cubert_unit.linear])
+
+/* The view: element typedef (for the accessors' casts), pointer, length,
+ * slot, and a compile-time check of the slot and element size. */
+#define CUBERT_BUFFER(type, name, slot)                                                      \
+  typedef type cubert_elem_##name##_;                                                        \
+  struct {                                                                                   \
+    cubert_elem_##name##_ *ptr;                                                              \
+    uint64_t len;                                                                            \
+    uint32_t index;                                                                          \
+    char check_[((slot) < CUBERT_KERNEL_MAX_BUFFERS &&                                       \
+                 sizeof(type) <= CUBERT_KERNEL_MAX_ELEMENT_BYTES) ? 1 : -1];                \
+  } name = {(cubert_elem_##name##_ *)cubert_args->buffers[(slot)].ptr,                      \
+            cubert_args->buffers[(slot)].size_bytes / sizeof(type), (uint32_t)(slot), {0}}
+
+#define CUBERT_LOAD(name, i)                                                                 \
+  (*(const cubert_elem_##name##_ *)cubert_kernel_access_(                                    \
+      cubert_cube, (name).ptr, (name).len, (uint64_t)(i), sizeof(*(name).ptr), (name).index, 0))
+#define CUBERT_STORE(name, i, value)                                                         \
+  ((void)(*(cubert_elem_##name##_ *)cubert_kernel_access_(                                   \
+              cubert_cube, (name).ptr, (name).len, (uint64_t)(i), sizeof(*(name).ptr),       \
+              (name).index, 1) = (value)))
+
+/* =====================================================================================
+ * The dialect: CUDA expansion
+ * ===================================================================================== */
+#else /* __CUDACC__ */
+
+template <typename T> struct cubert_kernel_view_ {
+  T *ptr;
+  uint64_t len;
+  uint32_t index;
+};
+template <typename T> struct cubert_kernel_unconst_ { typedef T type; };
+template <typename T> struct cubert_kernel_unconst_<const T> { typedef T type; };
+
+static __device__ __noinline__ void cubert_kernel_oob_(cubert_kernel_cube_t *cube,
+                                                       uint32_t buffer_index, uint64_t index,
+                                                       uint64_t len, uint32_t is_write) {
+  cubert_kernel_report_t *r = cube->report;
+  if (!r) return;
+  atomicAdd((unsigned long long *)&r->oob_count, 1ull);
+  if (cube->mode == CUBERT_KERNEL_MODE_VALIDATE && atomicCAS(&r->has_violation, 0u, 1u) == 0u) {
+    /* First to claim wins (not ordered by cube on the GPU). */
+    r->buffer_index = buffer_index;
+    r->element_index = index;
+    r->buffer_length = len;
+    r->is_write = is_write;
+    r->cube_pos.x = blockIdx.x;
+    r->cube_pos.y = blockIdx.y;
+    r->cube_pos.z = blockIdx.z;
+    r->cube_linear = (uint64_t)blockIdx.x +
+                     (uint64_t)gridDim.x * ((uint64_t)blockIdx.y + (uint64_t)gridDim.y * blockIdx.z);
+  }
+}
+
+template <typename T>
+static __device__ __forceinline__ typename cubert_kernel_unconst_<T>::type
+cubert_kernel_load_(cubert_kernel_cube_t *cube, const cubert_kernel_view_<T> &v, uint64_t i) {
+  if (i < v.len || cube->mode == CUBERT_KERNEL_MODE_UNCHECKED) return v.ptr[i];
+  cubert_kernel_oob_(cube, v.index, i, v.len, 0);
+  return typename cubert_kernel_unconst_<T>::type();
+}
+
+template <typename T>
+static __device__ __forceinline__ void cubert_kernel_store_(
+    cubert_kernel_cube_t *cube, const cubert_kernel_view_<T> &v, uint64_t i,
+    typename cubert_kernel_unconst_<T>::type value) {
+  if (i < v.len || cube->mode == CUBERT_KERNEL_MODE_UNCHECKED) {
+    v.ptr[i] = value;
+    return;
+  }
+  cubert_kernel_oob_(cube, v.index, i, v.len, 1);
+}
+
+static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(void) {
+  uint32_t n;
+  asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(n));
+  return n;
+}
+
+#define CUBERT_KERNEL(name)                                                                  \
+  static __device__ __forceinline__ void name##_cubert_body_(                                \
+      const cubert_kernel_args_t *cubert_args, cubert_kernel_cube_t *cubert_cube);           \
+  extern "C" __global__ void name(const cubert_kernel_args_t cubert_args_value,              \
+                                  uint32_t cubert_mode, cubert_kernel_report_t *cubert_report) { \
+    cubert_kernel_cube_t cubert_cube_value;                                                  \
+    cubert_cube_value.mode = cubert_mode;                                                    \
+    cubert_cube_value.report = cubert_report;                                                \
+    name##_cubert_body_(&cubert_args_value, &cubert_cube_value);                             \
+  }                                                                                          \
+  static __device__ __forceinline__ void name##_cubert_body_(                                \
+      const cubert_kernel_args_t *cubert_args, cubert_kernel_cube_t *cubert_cube)
+
+#define CUBE_POS_X (blockIdx.x)
+#define CUBE_POS_Y (blockIdx.y)
+#define CUBE_POS_Z (blockIdx.z)
+#define CUBE_POS                                                                             \
+  ((uint64_t)blockIdx.x +                                                                    \
+   (uint64_t)gridDim.x * ((uint64_t)blockIdx.y + (uint64_t)gridDim.y * blockIdx.z))
+#define CUBE_COUNT_X (gridDim.x)
+#define CUBE_COUNT_Y (gridDim.y)
+#define CUBE_COUNT_Z (gridDim.z)
+#define CUBE_COUNT ((uint64_t)gridDim.x * gridDim.y * gridDim.z)
+#define CUBE_DIM_X (blockDim.x)
+#define CUBE_DIM_Y (blockDim.y)
+#define CUBE_DIM_Z (blockDim.z)
+#define CUBE_DIM (blockDim.x * blockDim.y * blockDim.z)
+#define UNIT_POS_X (threadIdx.x)
+#define UNIT_POS_Y (threadIdx.y)
+#define UNIT_POS_Z (threadIdx.z)
+#define UNIT_POS (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))
+
+#define CUBERT_PHASE                                                                         \
+  for (int cubert_phase_once_ = (__syncthreads(), 0); cubert_phase_once_ < 1; ++cubert_phase_once_)
+
+#define CUBERT_UNIT_DONE continue
+
+#define CUBERT_SHARED(type, name, count) __shared__ type name[count]
+#define CUBERT_SHARED_DYNAMIC(type, name)                                                    \
+  extern __shared__ __align__(16) unsigned char cubert_dynamic_shared_[];                    \
+  type *name = (type *)cubert_dynamic_shared_
+#define CUBERT_SHARED_DYNAMIC_BYTES ((uint64_t)cubert_kernel_dynamic_smem_bytes_())
+
+#define CUBERT_UNIT_VAR(type, name) type name
+#define CUBERT_UNIT(name) (name)
+
+#define CUBERT_BUFFER(type, name, slot)                                                      \
+  cubert_kernel_view_<type> name = {(type *)cubert_args->buffers[(slot)].ptr,               \
+                                    cubert_args->buffers[(slot)].size_bytes / sizeof(type),  \
+                                    (uint32_t)(slot)}
+
+#define CUBERT_LOAD(name, i) cubert_kernel_load_(cubert_cube, (name), (uint64_t)(i))
+#define CUBERT_STORE(name, i, value) cubert_kernel_store_(cubert_cube, (name), (uint64_t)(i), (value))
+
+#endif /* __CUDACC__ */
+
+/* ---- common to both expansions ---------------------------------------------------------- */
+
+#define ABSOLUTE_POS_X (CUBE_POS_X * CUBE_DIM_X + UNIT_POS_X)
+#define ABSOLUTE_POS_Y (CUBE_POS_Y * CUBE_DIM_Y + UNIT_POS_Y)
+#define ABSOLUTE_POS_Z (CUBE_POS_Z * CUBE_DIM_Z + UNIT_POS_Z)
+#define ABSOLUTE_POS (CUBE_POS * (uint64_t)CUBE_DIM + UNIT_POS)
+
+/* Length (elements) of a view. */
+#define CUBERT_LEN(name) ((name).len)
+
+#define CUBERT_SCALAR_U32(name, slot) const uint32_t name = (uint32_t)cubert_args->scalars[(slot)]
+#define CUBERT_SCALAR_I32(name, slot)                                                        \
+  const int32_t name = (int32_t)(uint32_t)cubert_args->scalars[(slot)]
+#define CUBERT_SCALAR_U64(name, slot) const uint64_t name = cubert_args->scalars[(slot)]
+#define CUBERT_SCALAR_I64(name, slot) const int64_t name = (int64_t)cubert_args->scalars[(slot)]
+#define CUBERT_SCALAR_F32(name, slot)                                                        \
+  const float name = cubert_kernel_bits_f32(cubert_args->scalars[(slot)])
+#define CUBERT_SCALAR_F64(name, slot)                                                        \
+  const double name = cubert_kernel_bits_f64(cubert_args->scalars[(slot)])
+
+#endif /* CUBERT_KERNEL_H */
