@@ -232,7 +232,8 @@ CUBERT_KERNEL(iso_kernel) {
   iso_acquire();
   CUBERT_PHASE {
     stat[UNIT_POS] = (uint32_t)CUBE_POS * 7u + 1u;
-    block[UNIT_POS] = (uint32_t)CUBE_POS * 7u + 1u;
+    /* relaxed atomics: the negative control's aliasing is deliberate */
+    __atomic_store_n(&block[UNIT_POS], (uint32_t)CUBE_POS * 7u + 1u, __ATOMIC_RELAXED);
   }
   mine = __atomic_add_fetch(&iso_written, 1u, __ATOMIC_SEQ_CST);
   __atomic_store_n(&iso_lock, 0u, __ATOMIC_RELEASE);
@@ -246,7 +247,8 @@ CUBERT_KERNEL(iso_kernel) {
   }
   CUBERT_PHASE {
     uint32_t want = (uint32_t)CUBE_POS * 7u + 1u;
-    if (stat[UNIT_POS] != want || block[UNIT_POS] != want) CUBERT_STORE(errors, CUBE_POS, 1u);
+    if (stat[UNIT_POS] != want || __atomic_load_n(&block[UNIT_POS], __ATOMIC_RELAXED) != want)
+      CUBERT_STORE(errors, CUBE_POS, 1u);
     if (UNIT_POS == 0) CUBERT_STORE(overlapped, CUBE_POS, saw_other);
   }
 }
