@@ -1,11 +1,13 @@
-# cubert: the CubeCL runtime in C99.
+# cubert: the CubeCL runtime in C99.  `make help` lists every target.
 #
 #   make            libcubert.a, libcubert.so.MAJOR (+ symlinks), cubert.pc
 #   make run        the main demo (CPU server)
 #   make test       build and run the test suite (closing line "N passed, N failed")
 #   make check      test + check-freestanding + check-headers + check-32bit + check-cortex-m
+#                   + check-install + fuzz-replay (+ check-clang when clang is installed)
 #   make bench      benchmarks (ratios to peers measured in the same run)
 #   make asan|tsan  the test suite under sanitizers
+#   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each; fuzz-replay replays the corpus
 #   make size       core code size, host and Cortex-M4
 #   make install / uninstall   (PREFIX, DESTDIR, libdir, includedir, pkgconfigdir)
 #   make CUDA=1 ... also build the CUDA server (libcuda loaded at run time)
@@ -29,6 +31,12 @@ ARM_SIZE ?= arm-none-eabi-size
 ARM_NM ?= arm-none-eabi-nm
 NM ?= nm
 SIZE ?= size
+READELF ?= readelf
+CLANG ?= clang
+CLANGXX ?= clang++
+# Fuzzing: libFuzzer needs clang; FUZZ_SECONDS per target (make fuzz).
+FUZZ_CC ?= $(CLANG)
+FUZZ_SECONDS ?= 30
 # Extra flags for a whole build variant (sanitizers); kept apart from CFLAGS.
 VARIANT_FLAGS ?=
 
@@ -78,8 +86,9 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 TOOL_SRC := $(sort $(wildcard tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 
-.PHONY: all test check run bench size install uninstall clean check-freestanding \
-        check-headers check-32bit check-cortex-m asan tsan examples tools
+.PHONY: all test check run bench benches size install uninstall clean check-freestanding \
+        check-headers check-32bit check-cortex-m check-clang check-install asan tsan examples \
+        tools fuzz fuzz-build fuzz-replay fuzz-targets help
 .DEFAULT_GOAL := all
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(PC_FILE)
@@ -99,9 +108,14 @@ $(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c $(wildcard include/cubert/*.h co
 $(BUILD)/obj/tests/%.o: tests/%.c $(wildcard include/cubert/*.h tests/support/*.h tests/cts/*.h) | $(BUILD)/obj/tests/support $(BUILD)/obj/tests/unit $(BUILD)/obj/tests/cts $(BUILD)/obj/tests/host
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -Ibackend-cpu $(CFLAGS) -c $< -o $@
 
+# Fuzz targets and the standalone replay main are hosted code too.
+$(BUILD)/obj/fuzz/%.o: fuzz/%.c $(wildcard include/cubert/*.h fuzz/*.h) | $(BUILD)/obj/fuzz
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(CFLAGS) -c $< -o $@
+
 $(BUILD)/obj/core $(BUILD)/obj/backend-cpu $(BUILD)/obj/backend-cuda $(BUILD)/obj/tests/support \
 $(BUILD)/obj/tests/unit $(BUILD)/obj/tests/cts $(BUILD)/obj/tests/host $(BUILD)/examples \
-$(BUILD)/bench $(BUILD)/tools $(BUILD)/freestanding $(BUILD)/headers $(BUILD)/cortex-m:
+$(BUILD)/bench $(BUILD)/tools $(BUILD)/freestanding $(BUILD)/headers $(BUILD)/cortex-m \
+$(BUILD)/obj/fuzz $(BUILD)/fuzz:
 	mkdir -p $@
 
 # ---- libraries -------------------------------------------------------------------
@@ -110,7 +124,7 @@ $(STATIC_LIB): $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
 $(SHARED_LIB): $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,$(SONAME) $(VARIANT_FLAGS) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
+	$(CC) -shared -Wl,-soname,$(SONAME) $(if $(VARIANT_FLAGS),,-Wl,-z,defs) $(VARIANT_FLAGS) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
 	ln -sf libcubert.so.$(VERSION) $(BUILD)/$(SONAME)
 	ln -sf $(SONAME) $(BUILD)/libcubert.so
 
@@ -126,36 +140,53 @@ test: $(TEST_BIN)
 	$(TEST_BIN) $(TESTS)
 
 # ---- examples, benches, tools --------------------------------------------------------
+BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
+
 $(BUILD)/examples/%: examples/%.c $(wildcard examples/*.h) $(STATIC_LIB) | $(BUILD)/examples
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
 
-$(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h) $(STATIC_LIB) | $(BUILD)/bench
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(CFLAGS) $(LDFLAGS) -o $@ $< $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o)) $(STATIC_LIB) $(HOST_LIBS)
+$(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h) $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) | $(BUILD)/bench
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(CFLAGS) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 
 $(BUILD)/tools/%: tools/%.c $(STATIC_LIB) | $(BUILD)/tools
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
 
 examples: $(EXAMPLE_BIN)
 tools: $(TOOL_BIN)
+benches: $(BENCH_BIN)
 
 run: $(EXAMPLE_BIN)
 	$(BUILD)/examples/demo
 
-bench: $(BENCH_BIN) $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
-	@set -e; for b in $(BENCH_BIN); do echo "== $$b"; $$b; done
+# Builds every bench/*.c and runs each in turn (BENCH_ARGS are passed to each).
+bench: $(BENCH_BIN)
+	@set -e; for b in $(BENCH_BIN); do echo "== $$b $(BENCH_ARGS)"; $$b $(BENCH_ARGS); done
 
 # ---- checks ---------------------------------------------------------------------------
-check: test check-freestanding check-headers check-32bit check-cortex-m
+HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
+check: test check-freestanding check-headers check-32bit check-cortex-m check-install fuzz-replay \
+       $(if $(HAVE_CLANG),check-clang)
+	@echo "check: ok$(if $(HAVE_CLANG),, (check-clang skipped: $(CLANG) not found; Debian: apt-get install clang))"
 
+# memcpy/memset/memmove (emitted for the builtins) and the compiler's own runtime
+# (libgcc / compiler-rt: 64-bit division on 32-bit targets, __aeabi_* on ARM).
 FREESTANDING_ALLOW := memcpy memset memmove
+COMPILER_RT_ALLOW := __aeabi_[A-Za-z0-9_]+|__u?(div|mod|divmod|cmp)[sdt]i[0-9]|__(mul|ash[lr]|lshr|neg|clz|ctz|popcount|ffs|parity|bswap)[sdt]i[0-9]|_GLOBAL_OFFSET_TABLE_
+FREESTANDING_ALLOW_RE := $(subst $() ,|,$(FREESTANDING_ALLOW))|$(COMPILER_RT_ALLOW)
+# The only core files allowed to hold mutable static data (DESIGN.md: the device registry).
+FREESTANDING_STATE_ALLOW := device_registry
+CHECK_FREESTANDING := sh tests/build/check_freestanding.sh \
+  --allow-undef '$(FREESTANDING_ALLOW_RE)' --allow-desc '$(FREESTANDING_ALLOW) + compiler runtime' \
+  --allow-state '$(FREESTANDING_STATE_ALLOW)'
+
+# Scans core/ (and the public headers it includes) for forbidden includes and
+# calls, then compiles every core file freestanding (-nostdinc, no PIC so const
+# tables land in .rodata) and checks its undefined symbols and mutable data.
 check-freestanding: | $(BUILD)/freestanding
-	@set -e; for f in $(CORE_SRC); do \
-	  $(CC) $(CUBERT_WARN) -Iinclude -O2 $(CORE_FREESTANDING) -c $$f -o $(BUILD)/freestanding/$$(basename $$f .c).o; \
-	done; \
-	$(NM) --defined-only $(BUILD)/freestanding/*.o | awk 'NF==3 {print $$3}' | sort -u > $(BUILD)/freestanding/defined.txt; \
-	bad=$$($(NM) -u $(BUILD)/freestanding/*.o | awk 'NF==2 {print $$2}' | sort -u | grep -vxFf $(BUILD)/freestanding/defined.txt | grep -vxE '$(subst $() ,|,$(FREESTANDING_ALLOW))' || true); \
-	if [ -n "$$bad" ]; then echo "check-freestanding: core/ uses symbols outside the allowlist: $$bad"; exit 1; fi; \
-	echo "check-freestanding: ok ($(words $(CORE_SRC)) files; undefined symbols within {$(FREESTANDING_ALLOW)})"
+	@$(CHECK_FREESTANDING) --sources --label check-freestanding --cc '$(CC)' --nm '$(NM)' \
+	  --out $(BUILD)/freestanding \
+	  --cflags '$(CUBERT_WARN) -Iinclude -O2 -fno-pic -fno-stack-protector $(CORE_FREESTANDING)' \
+	  $(CORE_SRC)
 
 check-headers: | $(BUILD)/headers
 	@set -e; for h in include/cubert/*.h; do \
@@ -168,28 +199,43 @@ check-headers: | $(BUILD)/headers
 
 # The core's unit tests, built and run as 32-bit code (size_t is 32 bits).
 check-32bit:
+	@printf 'int main(void) { return 0; }\n' | $(CC) -m32 -x c - -o /dev/null 2>/dev/null || \
+	  { echo "check-32bit: $(CC) -m32 cannot link (Debian: apt-get install gcc-multilib)"; exit 1; }
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/m32 VARIANT_FLAGS=-m32 $(BUILD)/m32/cubert-unit-test
+	@$(READELF) -h $(BUILD)/m32/cubert-unit-test | grep -q 'Class: *ELF32' || \
+	  { echo "check-32bit: $(BUILD)/m32/cubert-unit-test is not a 32-bit program"; exit 1; }
 	$(BUILD)/m32/cubert-unit-test $(TESTS)
 
 UNIT_ONLY_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 $(BUILD)/cubert-unit-test: $(UNIT_ONLY_OBJ) $(CORE_OBJ)
 	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
 
-CORTEX_FLAGS := -mcpu=cortex-m4 -mthumb -Os -ffreestanding -nostdinc \
+CORTEX_FLAGS = -mcpu=cortex-m4 -mthumb -Os -ffreestanding -nostdinc \
   -isystem $(shell $(ARM_CC) -print-file-name=include 2>/dev/null) -ffunction-sections -fdata-sections
 check-cortex-m: | $(BUILD)/cortex-m
 	@command -v $(ARM_CC) >/dev/null || { echo "check-cortex-m: $(ARM_CC) not found (Debian: apt-get install gcc-arm-none-eabi)"; exit 1; }
-	@set -e; for f in $(CORE_SRC); do \
-	  $(ARM_CC) $(CUBERT_WARN) -Iinclude $(CORTEX_FLAGS) -c $$f -o $(BUILD)/cortex-m/$$(basename $$f .c).o; \
-	done; \
-	$(ARM_NM) --defined-only $(BUILD)/cortex-m/*.o | awk 'NF==3 {print $$3}' | sort -u > $(BUILD)/cortex-m/defined.txt; \
-	bad=$$($(ARM_NM) -u $(BUILD)/cortex-m/*.o | awk 'NF==2 {print $$2}' | sort -u | grep -vxFf $(BUILD)/cortex-m/defined.txt | grep -vxE '$(subst $() ,|,$(FREESTANDING_ALLOW))' || true); \
-	if [ -n "$$bad" ]; then echo "check-cortex-m: core/ uses symbols outside the allowlist: $$bad"; exit 1; fi; \
-	echo "check-cortex-m: ok (cortex-m4 thumb, undefined symbols within {$(FREESTANDING_ALLOW)})"
+	@$(CHECK_FREESTANDING) --label check-cortex-m --cc '$(ARM_CC)' --nm '$(ARM_NM)' \
+	  --out $(BUILD)/cortex-m --cflags '$(CUBERT_WARN) -Iinclude $(CORTEX_FLAGS)' $(CORE_SRC)
+
+# The whole library, tests, examples, tools and benches with clang (own BUILD dir),
+# plus the freestanding and header checks with clang/clang++.
+check-clang:
+	@command -v $(CLANG) >/dev/null || { echo "check-clang: $(CLANG) not found (Debian: apt-get install clang)"; exit 1; }
+	@$(MAKE) --no-print-directory CC=$(CLANG) CXX=$(CLANGXX) BUILD=$(BUILD)/clang \
+	  all examples tools benches fuzz-targets check-freestanding check-headers
+	@$(MAKE) --no-print-directory CC=$(CLANG) CXX=$(CLANGXX) BUILD=$(BUILD)/clang test
+
+# Installs into a temporary DESTDIR, checks the tree (headers, .a, .so symlink
+# chain, soname, cubert.pc, exported symbols), builds and runs a consumer
+# through pkg-config (static and shared), then uninstalls.
+check-install: all
+	@CC='$(CC)' MAKE='$(MAKE)' BUILD='$(BUILD)' NM='$(NM)' READELF='$(READELF)' \
+	  sh tests/build/test_install.sh
 
 size: $(CORE_OBJ) check-cortex-m
-	@echo "== core, host ($(CC) $(CFLAGS))"; $(SIZE) -t $(CORE_OBJ) | tail -n 1
-	@echo "== core, Cortex-M4 (-Os -mthumb)"; $(ARM_SIZE) -t $(BUILD)/cortex-m/*.o | tail -n 1
+	@echo "== core, host ($(CC) $(CFLAGS))"; $(SIZE) -t $(CORE_OBJ) | sed -n '1p;$$p'
+	@echo "== core, Cortex-M4 ($(ARM_CC) -mcpu=cortex-m4 -mthumb -Os)"; \
+	  $(ARM_SIZE) -t $(BUILD)/cortex-m/*.o | sed -n '1p;$$p'
 
 # ---- sanitizers -------------------------------------------------------------------------
 asan:
@@ -198,7 +244,54 @@ asan:
 tsan:
 	$(MAKE) BUILD=$(BUILD)/tsan CFLAGS="-O1 -g" VARIANT_FLAGS="-fsanitize=thread" test
 
+# ---- fuzzing ------------------------------------------------------------------------------
+# Every fuzz/fuzz_NAME.c defines LLVMFuzzerTestOneInput (declared in fuzz/fuzz.h);
+# fuzz/corpus/NAME/ holds its seed corpus. See fuzz/README.md.
+FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
+FUZZ_NAMES := $(FUZZ_SRC:fuzz/fuzz_%.c=%)
+FUZZ_BIN := $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
+# Replay builds link the standalone main; libFuzzer builds set these two empty / -fsanitize=fuzzer.
+FUZZ_MAIN_OBJ ?= $(BUILD)/obj/fuzz/standalone_main.o
+FUZZ_LDFLAGS ?=
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/fuzz/fuzz_%.o $(FUZZ_MAIN_OBJ) $(STATIC_LIB) | $(BUILD)/fuzz
+	$(CC) $(VARIANT_FLAGS) $(FUZZ_LDFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(FUZZ_MAIN_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+
+fuzz-targets: $(FUZZ_BIN)
+.PRECIOUS: $(BUILD)/obj/fuzz/%.o
+
+# Replay: the regular CC, every target fed its seed corpus (and the empty input).
+fuzz-replay: $(FUZZ_BIN)
+	@set -e; for n in $(FUZZ_NAMES); do \
+	  if [ -d fuzz/corpus/$$n ]; then $(BUILD)/fuzz/fuzz_$$n fuzz/corpus/$$n; \
+	  else $(BUILD)/fuzz/fuzz_$$n; fi; \
+	done; echo "fuzz-replay: ok ($(words $(FUZZ_NAMES)) targets)"
+
+# libFuzzer builds (clang, ASan + UBSan, coverage on the library too) in $(BUILD)/libfuzzer.
+fuzz-build:
+	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) not found (Debian: apt-get install clang)"; exit 1; }
+	@$(MAKE) --no-print-directory CC=$(FUZZ_CC) BUILD=$(BUILD)/libfuzzer CFLAGS="-O1 -g -fno-omit-frame-pointer" \
+	  VARIANT_FLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" FUZZ_MAIN_OBJ= FUZZ_LDFLAGS=-fsanitize=fuzzer \
+	  fuzz-targets
+
+# Runs each target FUZZ_SECONDS; new inputs go to $(BUILD)/libfuzzer/corpus/NAME,
+# crashes to $(BUILD)/libfuzzer/artifacts/. FUZZ_ARGS adds libFuzzer flags.
+fuzz: fuzz-build
+	@set -e; for n in $(FUZZ_NAMES); do \
+	  mkdir -p $(BUILD)/libfuzzer/corpus/$$n $(BUILD)/libfuzzer/artifacts; \
+	  seeds=; [ -d fuzz/corpus/$$n ] && seeds=fuzz/corpus/$$n; \
+	  echo "== fuzz_$$n for $(FUZZ_SECONDS) s"; \
+	  log=$(BUILD)/libfuzzer/fuzz_$$n.log; \
+	  if $(BUILD)/libfuzzer/fuzz/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -timeout=25 -print_final_stats=1 \
+	    -artifact_prefix=$(BUILD)/libfuzzer/artifacts/$$n- $(FUZZ_ARGS) \
+	    $(BUILD)/libfuzzer/corpus/$$n $$seeds > $$log 2>&1; then tail -n 14 $$log; \
+	  else tail -n 80 $$log; echo "fuzz: fuzz_$$n FAILED (log $$log, inputs in $(BUILD)/libfuzzer/artifacts/)"; exit 1; fi; \
+	done; echo "fuzz: ok ($(words $(FUZZ_NAMES)) targets, $(FUZZ_SECONDS) s each)"
+
 # ---- install ------------------------------------------------------------------------------
+# cubert.pc is written at install time so that PREFIX/libdir given to `make install`
+# are the ones recorded, whatever the library was built with.
 install: all
 	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir)/cubert $(DESTDIR)$(pkgconfigdir)
 	install -m 644 include/cubert/*.h $(DESTDIR)$(includedir)/cubert/
@@ -206,7 +299,9 @@ install: all
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(libdir)/
 	ln -sf libcubert.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libcubert.so
-	install -m 644 $(PC_FILE) $(DESTDIR)$(pkgconfigdir)/cubert.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' -e 's|@INCLUDEDIR@|$(includedir)|' \
+	    -e 's|@VERSION@|$(VERSION)|' cubert.pc.in > $(DESTDIR)$(pkgconfigdir)/cubert.pc
+	chmod 644 $(DESTDIR)$(pkgconfigdir)/cubert.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(libdir)/libcubert.a $(DESTDIR)$(libdir)/libcubert.so \
@@ -216,3 +311,27 @@ uninstall:
 
 clean:
 	rm -rf $(BUILD)
+
+# ---- help ---------------------------------------------------------------------------------
+help:
+	@echo 'cubert $(VERSION). Targets (BUILD=$(BUILD); every output goes under it):'
+	@echo '  all (default)       libcubert.a, libcubert.so.$(VERSION) + symlinks, cubert.pc'
+	@echo '  run                 build the examples and run examples/demo'
+	@echo '  test                build and run the suite; TESTS="prefix ..." runs a subset'
+	@echo '  check               test check-freestanding check-headers check-32bit check-cortex-m'
+	@echo '                      check-install fuzz-replay, and check-clang when $(CLANG) is installed'
+	@echo '  check-freestanding  core/: no libc includes/calls, undefined symbols and mutable data allowlisted'
+	@echo '  check-headers       every public header compiles alone as C99 and C++11'
+	@echo '  check-32bit         core + tests/unit built with -m32 and run (gcc-multilib)'
+	@echo '  check-cortex-m      core cross-compiled for Cortex-M4, symbol allowlist (gcc-arm-none-eabi)'
+	@echo '  check-clang         all, examples, tools, benches, fuzz targets, tests, checks with $(CLANG) (BUILD/clang)'
+	@echo '  check-install       install to a temp DESTDIR, pkg-config consumer (static+shared), uninstall'
+	@echo '  asan | tsan         the suite under ASan+UBSan | TSan (BUILD/asan, BUILD/tsan)'
+	@echo '  fuzz                libFuzzer targets fuzz/fuzz_*.c with $(FUZZ_CC), FUZZ_SECONDS=$(FUZZ_SECONDS) each'
+	@echo '  fuzz-replay         the same targets with CC + fuzz/standalone_main.c over fuzz/corpus/*'
+	@echo '  bench | benches     build and run | only build bench/*.c (BENCH_ARGS passed to each)'
+	@echo '  examples | tools    build examples/*.c | tools/*.c'
+	@echo '  size                .text/.data/.bss of the core, host and Cortex-M4'
+	@echo '  install | uninstall PREFIX=$(PREFIX) DESTDIR= libdir= includedir= pkgconfigdir='
+	@echo '  clean               rm -rf $(BUILD)'
+	@echo 'Variables: CC CXX CFLAGS LDFLAGS BUILD TESTS CUDA=1 CLANG FUZZ_CC FUZZ_SECONDS FUZZ_ARGS'

@@ -1,0 +1,140 @@
+#!/bin/sh
+# tests/build/test_install.sh: `make install` / `make uninstall` into a
+# temporary DESTDIR, checked end to end. Run by `make check-install` (which
+# builds the library first); uses the same BUILD, CC and MAKE.
+#
+#  1. install with PREFIX=/usr; every public header, libcubert.a, the
+#     libcubert.so -> libcubert.so.MAJOR -> libcubert.so.VERSION chain,
+#     the soname (readelf) and cubert.pc (prefix, version) are checked;
+#  2. the shared library exports only cubert_* symbols;
+#  3. a consumer program is built against the installed tree through
+#     pkg-config, once linked statically with libcubert.a and once with
+#     libcubert.so, and both are run;
+#  4. install runs a second time over the first (idempotent);
+#  5. uninstall leaves no cubert file behind.
+set -eu
+
+CC=${CC:-cc}
+MAKE=${MAKE:-make}
+BUILD=${BUILD:-build}
+NM=${NM:-nm}
+READELF=${READELF:-readelf}
+PKG_CONFIG=${PKG_CONFIG:-pkg-config}
+
+fail() {
+  echo "check-install: FAIL: $*" >&2
+  exit 1
+}
+
+command -v "$PKG_CONFIG" >/dev/null 2>&1 ||
+  fail "$PKG_CONFIG not found (Debian: apt-get install pkg-config)"
+
+ver() { sed -n "s/^#define CUBERT_VERSION_$1 \\([0-9]*\\).*/\\1/p" include/cubert/base.h; }
+MAJOR=$(ver MAJOR)
+VERSION=$MAJOR.$(ver MINOR).$(ver PATCH)
+[ -n "$MAJOR" ] || fail "cannot read the version from include/cubert/base.h"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/cubert-install.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+dest=$tmp/root
+lib=$dest/usr/lib
+inc=$dest/usr/include
+
+# ---- 1. install --------------------------------------------------------------
+$MAKE --no-print-directory -s BUILD="$BUILD" CC="$CC" install DESTDIR="$dest" PREFIX=/usr \
+  >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "make install"; }
+
+for h in include/cubert/*.h; do
+  cmp -s "$h" "$inc/cubert/$(basename "$h")" || fail "header $h not installed (or differs)"
+done
+[ -f "$lib/libcubert.a" ] || fail "libcubert.a not installed"
+[ -f "$lib/libcubert.so.$VERSION" ] && [ ! -L "$lib/libcubert.so.$VERSION" ] ||
+  fail "libcubert.so.$VERSION is not a regular file"
+[ "$(readlink "$lib/libcubert.so.$MAJOR")" = "libcubert.so.$VERSION" ] ||
+  fail "libcubert.so.$MAJOR does not point to libcubert.so.$VERSION"
+[ "$(readlink "$lib/libcubert.so")" = "libcubert.so.$MAJOR" ] ||
+  fail "libcubert.so does not point to libcubert.so.$MAJOR"
+soname=$($READELF -d "$lib/libcubert.so.$VERSION" | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p')
+[ "$soname" = "libcubert.so.$MAJOR" ] || fail "soname is '$soname', want libcubert.so.$MAJOR"
+pc=$lib/pkgconfig/cubert.pc
+[ -f "$pc" ] || fail "cubert.pc not installed"
+grep -qx 'prefix=/usr' "$pc" || fail "cubert.pc: prefix is not /usr: $(grep '^prefix=' "$pc")"
+grep -qx "Version: $VERSION" "$pc" || fail "cubert.pc: version is not $VERSION"
+if grep -n '@[A-Z]*@' "$pc"; then fail "cubert.pc has unsubstituted @VARS@"; fi
+
+# ---- 2. exported symbols ----------------------------------------------------------
+$NM -D --defined-only "$lib/libcubert.so.$VERSION" >"$tmp/exports.txt"
+bad=$(awk 'NF >= 3 && $3 !~ /^cubert_/ {print $3}' "$tmp/exports.txt")
+[ -z "$bad" ] || fail "libcubert.so exports non-cubert_ symbols: $(echo $bad)"
+nexports=$(awk 'NF >= 3' "$tmp/exports.txt" | wc -l)
+[ "$nexports" -gt 0 ] || fail "libcubert.so exports nothing"
+
+# ---- 3. a consumer through pkg-config -----------------------------------------------
+cat >"$tmp/consumer.c" <<'EOF'
+/* A program outside the tree: only the installed headers and library. */
+#include <stdio.h>
+#include <string.h>
+#include <cubert/cubert.h>
+#include <cubert/host.h>
+
+int main(void) {
+  size_t n = 0;
+  void *p = NULL;
+  cubert_allocator_t a = cubert_allocator_libc();
+  if (cubert_size_mul(6, 7, &n) != CUBERT_STATUS_OK || n != 42) return 1;
+  if (cubert_size_mul(SIZE_MAX, 2, &n) != CUBERT_STATUS_OVERFLOW) return 2;
+  if (cubert_allocator_malloc(a, 64, 0, &p) != CUBERT_STATUS_OK || !p) return 3;
+  cubert_allocator_free(a, p, 64, 0);
+  if (strcmp(cubert_status_name(CUBERT_STATUS_OK), "") == 0) return 4;
+  printf("consumer: cubert %d.%d.%d ok (%s)\n", CUBERT_VERSION_MAJOR, CUBERT_VERSION_MINOR,
+         CUBERT_VERSION_PATCH, cubert_status_name(CUBERT_STATUS_OVERFLOW));
+  return 0;
+}
+EOF
+# Point pkg-config at the staged tree only; keep /usr/include and /usr/lib in
+# its output (they are under the sysroot here, not the system's).
+PKG_CONFIG_LIBDIR=$lib/pkgconfig
+PKG_CONFIG_PATH=
+PKG_CONFIG_SYSROOT_DIR=$dest
+PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1
+PKG_CONFIG_ALLOW_SYSTEM_LIBS=1
+export PKG_CONFIG_LIBDIR PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_ALLOW_SYSTEM_CFLAGS \
+  PKG_CONFIG_ALLOW_SYSTEM_LIBS
+[ "$($PKG_CONFIG --modversion cubert)" = "$VERSION" ] || fail "pkg-config --modversion cubert"
+cflags=$($PKG_CONFIG --cflags cubert)
+libs=$($PKG_CONFIG --libs cubert)
+case " $cflags " in *" -I$inc "*) ;; *) fail "pkg-config --cflags gives '$cflags', want -I$inc" ;; esac
+case " $libs " in *" -L$lib "*) ;; *) fail "pkg-config --libs gives '$libs', want -L$lib" ;; esac
+
+# Shared: resolved at run time through LD_LIBRARY_PATH to the staged soname.
+# shellcheck disable=SC2086
+$CC -std=c99 -Wall -Werror $cflags "$tmp/consumer.c" -o "$tmp/consumer_shared" $libs ||
+  fail "consumer does not build against libcubert.so"
+$READELF -d "$tmp/consumer_shared" | grep -q "NEEDED.*\[libcubert.so.$MAJOR\]" ||
+  fail "consumer_shared does not need libcubert.so.$MAJOR"
+LD_LIBRARY_PATH=$lib "$tmp/consumer_shared" || fail "consumer_shared does not run"
+
+# Static: libcubert.a plus the private libraries from `pkg-config --static`.
+static_libs=$($PKG_CONFIG --static --libs cubert | sed 's/-lcubert/-Wl,-Bstatic -lcubert -Wl,-Bdynamic/')
+# shellcheck disable=SC2086
+$CC -std=c99 -Wall -Werror $cflags "$tmp/consumer.c" -o "$tmp/consumer_static" $static_libs ||
+  fail "consumer does not build against libcubert.a"
+if $READELF -d "$tmp/consumer_static" | grep -q 'NEEDED.*libcubert'; then
+  fail "consumer_static still needs libcubert.so"
+fi
+env -u LD_LIBRARY_PATH "$tmp/consumer_static" || fail "consumer_static does not run"
+
+# ---- 4. install again over the first ----------------------------------------------------
+$MAKE --no-print-directory -s BUILD="$BUILD" CC="$CC" install DESTDIR="$dest" PREFIX=/usr \
+  >"$tmp/install2.log" 2>&1 || { cat "$tmp/install2.log"; fail "second make install"; }
+
+# ---- 5. uninstall -------------------------------------------------------------------------
+$MAKE --no-print-directory -s BUILD="$BUILD" CC="$CC" uninstall DESTDIR="$dest" PREFIX=/usr \
+  >"$tmp/uninstall.log" 2>&1 || { cat "$tmp/uninstall.log"; fail "make uninstall"; }
+left=$(find "$dest" \( -type f -o -type l \) | grep -i cubert || true)
+[ -z "$left" ] || fail "uninstall left: $left"
+[ ! -e "$inc/cubert" ] || fail "uninstall left $inc/cubert"
+
+echo "check-install: ok (PREFIX=/usr: $(ls include/cubert/*.h | wc -l) headers, libcubert.a," \
+  "libcubert.so.$VERSION soname libcubert.so.$MAJOR, $nexports cubert_ exports, cubert.pc;" \
+  "pkg-config consumer static+shared ran; uninstall clean)"
