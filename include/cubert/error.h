@@ -8,32 +8,55 @@
  * record keeps the chain of kinds, outermost first, and the fields of the
  * innermost one.
  *
- * Field meaning per kind (field[0..3]):
+ * Field meaning per kind (field[0..3], field2[0..2]; unlisted kinds use none):
  *   RESOURCE_SHARED_MEMORY         requested, max
  *   RESOURCE_UNITS                 requested, max
- *   RESOURCE_CUBE_DIM              requested x,y,z packed in field[0..2], max in field2[0..2]
+ *   RESOURCE_CUBE_DIM              requested x,y,z in field[0..2], max x,y,z in field2[0..2]
  *   RESOURCE_MAX_UNIT_PER_CUBE     requested, max
  *   IO_BUFFER_TOO_BIG              size
  *   IO_OUT_OF_MEMORY               size
  *   IO_POOL_CAPACITY_EXCEEDED      size, capacity, in_use
- *   IO_STORAGE_MAPPING_FAILED      size
+ *   IO_STORAGE_MAPPING_FAILED      size (field[0] when innermost; when it wraps
+ *                                  its source IoError, the size is field2[0],
+ *                                  see cubert_error_wrap_storage_mapping_failed)
  *   CONFIG_SLICE_LARGER_THAN_PAGE  page_size, max_slice_size
  *   CONFIG_CAP_SMALLER_THAN_PAGE   page_size, max_pool_size
  *   CONFIG_TOO_MANY_PAGES          pages
  *   CONFIG_TOO_MANY_POOLS          count
  *   INSTALL_POOLS_IN_USE           bytes_in_use
- *   SERVER_UNHEALTHY               number of aggregated errors (the record
- *                                  keeps the first one's chain and fields; the
- *                                  reason text joins all messages by newline,
- *                                  truncated to the buffer)
+ *   CALL_ERROR                     payload (cubert_call_error_payload_t); the
+ *                                  panic message, if any, in reason
+ *   STRIDE_UNSUPPORTED_RANK        rank
+ *   OUT_OF_RANGE                   index, bound (printed when either is non-zero)
+ *   HOST_OUT_OF_MEMORY             size (printed when non-zero)
+ *   DEADLINE_EXCEEDED              timeout in nanoseconds
+ *   SERVER_UNHEALTHY               see "Aggregates" below
  * Kinds whose seed variant carries a `reason`/`message`/`description` string
- * keep it in `reason` (truncated, always NUL-terminated).
+ * (or a string field such as ZeroSize's `field`, PresetUnavailable's `preset`,
+ * a StrideError's record) keep it in `reason` (truncated, always
+ * NUL-terminated). backend_code (CUresult, errno, ...) is 0 when there is none.
+ *
+ * Aggregates (ServerError::ServerUnhealthy, spec 6.6): cubert_error_aggregate
+ * collects the errors drained from a stream's queue into one record whose
+ * chain starts with SERVER_UNHEALTHY followed by the FIRST aggregated error's
+ * chain, so cubert_error_kind / cubert_error_has_kind still see the first
+ * error. In a record whose chain holds a SERVER_UNHEALTHY entry (also one
+ * wrapped later, e.g. in PROFILE_SERVER) the fields are shifted by one:
+ *   field[0]      number of aggregated errors (exact, saturating at UINT64_MAX)
+ *   field[1..3]   the first error's field[0..2] (its field[3] is dropped)
+ *   field2[0..2]  the first error's field2
+ *   backend_code  the first error's backend_code
+ *   reason        every aggregated message (cubert_error_format of each),
+ *                 joined by '\n', truncated to the buffer
+ *   status        CUBERT_STATUS_SERVER_UNHEALTHY
+ * cubert_error_unhealthy_first rebuilds the first error as a plain record.
  */
 #ifndef CUBERT_ERROR_H
 #define CUBERT_ERROR_H
 
 #include "cubert/base.h"
 #include "cubert/status.h"
+#include "cubert/properties.h"
 
 CUBERT_EXTERN_C_BEGIN
 
@@ -148,7 +171,8 @@ CUBERT_API cubert_status_t cubert_error_set(cubert_error_t *error, cubert_error_
  * (the record stays consistent). NULL is a no-op; returns error->status. */
 CUBERT_API cubert_status_t cubert_error_wrap(cubert_error_t *error, cubert_error_kind_t outer);
 
-/* Innermost kind, CUBERT_ERROR_NONE when depth is 0. NULL gives NONE. */
+/* Innermost kind, CUBERT_ERROR_NONE when depth is 0. NULL gives NONE. For an
+ * aggregate this is the first aggregated error's innermost kind. */
 CUBERT_API cubert_error_kind_t cubert_error_kind(const cubert_error_t *error);
 
 /* True if `kind` is anywhere in the chain. */
@@ -161,10 +185,113 @@ CUBERT_API const char *cubert_error_kind_name(cubert_error_kind_t kind);
 CUBERT_API cubert_status_t cubert_error_kind_status(cubert_error_kind_t kind);
 
 /* Write the error's message, in the seed's Display form, into buf[0..size).
+ * The chain is printed outermost first, each wrapping kind followed by the
+ * message of the kind it wraps, as the seed's `#[error("...{0}")]` strings
+ * nest: ServerError::Launch(LaunchError::TooManyResources(
+ * ResourceLimitError::Units { requested: 2048, max: 1024 })) prints
+ *   "A launch error happened during profiling\nCaused by:\n  Too many resources
+ *    were requested during launch\nTotal unit count exceeds maximum.\nRequested
+ *    2048 units, max units is 1024."
+ * Differences from the seed, all deliberate: no "Backtrace" part (cubert
+ * captures none); an empty reason prints "No reason provided for the error"
+ * (the seed's Reason default); a non-zero backend_code appends
+ * "\nBackend code: N"; SERVER_UNHEALTHY prints the joined messages of the
+ * aggregate; a kind of cubert's own prints a short message with its fields.
+ * A NULL or empty record prints "No error". The record is only read, and
+ * out-of-range content (depth, kinds, an unterminated reason) is printed
+ * safely, never trusted.
  * Always NUL-terminates when size > 0; truncates safely; never allocates, no
  * libc. Returns the length the full message would have (snprintf-like), so a
- * return >= size means it was truncated. buf may be NULL when size is 0. */
+ * return >= size means it was truncated. buf may be NULL when size is 0.
+ * Thread-safe (reads only), non-blocking. */
 CUBERT_API size_t cubert_error_format(const cubert_error_t *error, char *buf, size_t size);
+
+/* ---- aggregation (ServerError::ServerUnhealthy, spec 6.6) ------------------ */
+
+/* Add `next` to the aggregate (layout: see "Aggregates" at the top).
+ * - `aggregate` empty (depth 0): it becomes SERVER_UNHEALTHY holding a copy
+ *   of next's chain (behind the SERVER_UNHEALTHY entry; when the chain is full
+ *   the innermost entries win, as in cubert_error_wrap) and shifted fields,
+ *   count 1, reason = next's formatted message.
+ * - `aggregate` holding a plain (non-aggregate) error: that error is made the
+ *   first of an aggregate, then `next` is added.
+ * - otherwise: count += 1 and "\n" + next's formatted message is appended to
+ *   reason, as far as it fits (the count stays exact when the text is cut).
+ * An aggregate `next` is flattened: its count is added and its joined text
+ * appended. A NULL or empty `next` (depth 0) adds nothing. `next` may alias
+ * `aggregate`. Borrows both; never allocates.
+ * Returns CUBERT_STATUS_SERVER_UNHEALTHY once the aggregate holds an error
+ * (also when `aggregate` is NULL and `next` is an error), else
+ * CUBERT_STATUS_OK. Not thread-safe on the same aggregate; non-blocking. */
+CUBERT_API cubert_status_t cubert_error_aggregate(cubert_error_t *aggregate,
+                                                  const cubert_error_t *next);
+
+/* Number of errors an aggregate holds (field[0] of a record whose chain
+ * starts with SERVER_UNHEALTHY; at least 1), 0 for NULL or any other record.
+ * Thread-safe (reads only). */
+CUBERT_API uint64_t cubert_error_aggregate_count(const cubert_error_t *aggregate);
+
+/* Rebuild the first aggregated error as a plain record in *out_first: its
+ * chain, fields, field2, backend_code and status (the innermost kind's).
+ * Its reason text is not kept by the aggregate (the aggregate's reason holds
+ * its formatted message instead), so out_first->reason is empty.
+ * Returns OK; INVALID_ARGUMENT when an argument is NULL; NOT_FOUND when
+ * `aggregate` does not start with SERVER_UNHEALTHY followed by a first error
+ * (*out_first is then left unchanged). Thread-safe (reads only). */
+CUBERT_API cubert_status_t cubert_error_unhealthy_first(const cubert_error_t *aggregate,
+                                                        cubert_error_t *out_first);
+
+/* ---- constructors for the servers (each returns the kind's status) --------
+ * Like cubert_error_set, every constructor accepts a NULL `error` (then it
+ * only returns the status), overwrites the whole record otherwise, never
+ * allocates, and is thread-safe on distinct records. */
+
+/* ResourceLimitError::CubeDim { requested, max } -> LIMIT_EXCEEDED. */
+CUBERT_API cubert_status_t cubert_error_set_resource_cube_dim(cubert_error_t *error,
+                                                              cubert_dim3_t requested,
+                                                              cubert_dim3_t max);
+
+/* A two-field kind { requested, max } (RESOURCE_SHARED_MEMORY, RESOURCE_UNITS,
+ * RESOURCE_MAX_UNIT_PER_CUBE, CONFIG_SLICE_LARGER_THAN_PAGE as {page_size,
+ * max_slice_size}, ...): shorthand for cubert_error_set with 2 fields. */
+CUBERT_API cubert_status_t cubert_error_set2(cubert_error_t *error, cubert_error_kind_t kind,
+                                             uint64_t field0, uint64_t field1);
+
+/* IoError::PoolCapacityExceeded { size, capacity, in_use } ->
+ * POOL_CAPACITY_EXCEEDED. */
+CUBERT_API cubert_status_t cubert_error_set_pool_capacity(cubert_error_t *error, uint64_t size,
+                                                          uint64_t capacity, uint64_t in_use);
+
+/* IoError::NotFound { reason } -> NOT_FOUND. A NULL or empty reason prints
+ * the seed's "No reason provided for the error". */
+CUBERT_API cubert_status_t cubert_error_set_not_found(cubert_error_t *error, const char *reason);
+
+/* Any kind with a backend code: cubert_error_set(kind, no fields, reason) plus
+ * backend_code (e.g. SERVER_GENERIC "cuMemcpyDtoH failed: ..." with the
+ * CUresult). */
+CUBERT_API cubert_status_t cubert_error_set_backend(cubert_error_t *error,
+                                                    cubert_error_kind_t kind,
+                                                    int64_t backend_code, const char *reason);
+
+/* CallError (spec 3.5): what the device runner handed back. */
+typedef enum cubert_call_error_payload_e {
+  CUBERT_CALL_ERROR_DISCONNECTED = 0, /* runner gone before producing a result */
+  CUBERT_CALL_ERROR_PANIC_MESSAGE = 1, /* task failed with a message (reason) */
+  CUBERT_CALL_ERROR_PANIC_NON_STRING = 2 /* task failed without a message */
+} cubert_call_error_payload_t;
+
+/* CallError -> INTERNAL. `message` is used with PANIC_MESSAGE (NULL prints
+ * the seed's "No reason provided for the error"); ignored otherwise. */
+CUBERT_API cubert_status_t cubert_error_set_call(cubert_error_t *error,
+                                                 cubert_call_error_payload_t payload,
+                                                 const char *message);
+
+/* Wrap the current content (the source IoError, e.g. IO_OUT_OF_MEMORY) in
+ * IoError::StorageMappingFailed { size, source }: cubert_error_wrap plus the
+ * size in field2[0]. The status stays the source's. NULL is a no-op; an empty
+ * record stays empty. Returns error->status (OK for NULL). */
+CUBERT_API cubert_status_t cubert_error_wrap_storage_mapping_failed(cubert_error_t *error,
+                                                                    uint64_t size);
 
 CUBERT_EXTERN_C_END
 
