@@ -136,8 +136,10 @@ $(PC_FILE): cubert.pc.in include/cubert/base.h
 $(TEST_BIN): $(TEST_OBJ) $(STATIC_LIB)
 	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 
+# TEST_WRAPPER runs the suite under a command (the sanitizer targets use setarch -R).
+TEST_WRAPPER ?=
 test: $(TEST_BIN)
-	$(TEST_BIN) $(TESTS)
+	$(TEST_WRAPPER) $(TEST_BIN) $(TESTS)
 
 # ---- examples, benches, tools --------------------------------------------------------
 BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
@@ -238,11 +240,17 @@ size: $(CORE_OBJ) check-cortex-m
 	  $(ARM_SIZE) -t $(BUILD)/cortex-m/*.o | sed -n '1p;$$p'
 
 # ---- sanitizers -------------------------------------------------------------------------
+# Sanitizer runtimes of this toolchain generation can fail on kernels with 32 bits of
+# mmap randomization ("unexpected memory mapping"); the suite runs with ASLR off when
+# setarch can do that here.
+SAN_WRAPPER = $(shell setarch $$(uname -m) -R true >/dev/null 2>&1 && echo setarch $$(uname -m) -R)
 asan:
 	$(MAKE) BUILD=$(BUILD)/asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
-	  VARIANT_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" test
+	  VARIANT_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	  TEST_WRAPPER="$(SAN_WRAPPER)" test
 tsan:
-	$(MAKE) BUILD=$(BUILD)/tsan CFLAGS="-O1 -g" VARIANT_FLAGS="-fsanitize=thread" test
+	$(MAKE) BUILD=$(BUILD)/tsan CFLAGS="-O1 -g" VARIANT_FLAGS="-fsanitize=thread" \
+	  TEST_WRAPPER="$(SAN_WRAPPER)" test
 
 # ---- fuzzing ------------------------------------------------------------------------------
 # Every fuzz/fuzz_NAME.c defines LLVMFuzzerTestOneInput (declared in fuzz/fuzz.h);
@@ -262,10 +270,12 @@ fuzz-targets: $(FUZZ_BIN)
 .PRECIOUS: $(BUILD)/obj/fuzz/%.o
 
 # Replay: the regular CC, every target fed its seed corpus (and the empty input).
+# With VARIANT_FLAGS (sanitizers) it runs like the sanitizer suites (ASLR off).
+FUZZ_REPLAY_WRAPPER = $(if $(VARIANT_FLAGS),$(SAN_WRAPPER))
 fuzz-replay: $(FUZZ_BIN)
 	@set -e; for n in $(FUZZ_NAMES); do \
-	  if [ -d fuzz/corpus/$$n ]; then $(BUILD)/fuzz/fuzz_$$n fuzz/corpus/$$n; \
-	  else $(BUILD)/fuzz/fuzz_$$n; fi; \
+	  if [ -d fuzz/corpus/$$n ]; then $(FUZZ_REPLAY_WRAPPER) $(BUILD)/fuzz/fuzz_$$n fuzz/corpus/$$n; \
+	  else $(FUZZ_REPLAY_WRAPPER) $(BUILD)/fuzz/fuzz_$$n; fi; \
 	done; echo "fuzz-replay: ok ($(words $(FUZZ_NAMES)) targets)"
 
 # libFuzzer builds (clang, ASan + UBSan, coverage on the library too) in $(BUILD)/libfuzzer.
@@ -283,7 +293,7 @@ fuzz: fuzz-build
 	  seeds=; [ -d fuzz/corpus/$$n ] && seeds=fuzz/corpus/$$n; \
 	  echo "== fuzz_$$n for $(FUZZ_SECONDS) s"; \
 	  log=$(BUILD)/libfuzzer/fuzz_$$n.log; \
-	  if $(BUILD)/libfuzzer/fuzz/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -timeout=25 -print_final_stats=1 \
+	  if $(SAN_WRAPPER) $(BUILD)/libfuzzer/fuzz/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -timeout=25 -print_final_stats=1 \
 	    -artifact_prefix=$(BUILD)/libfuzzer/artifacts/$$n- $(FUZZ_ARGS) \
 	    $(BUILD)/libfuzzer/corpus/$$n $$seeds > $$log 2>&1; then tail -n 14 $$log; \
 	  else tail -n 80 $$log; echo "fuzz: fuzz_$$n FAILED (log $$log, inputs in $(BUILD)/libfuzzer/artifacts/)"; exit 1; fi; \
