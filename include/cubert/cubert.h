@@ -33,5 +33,6 @@
 #include "cubert/comm.h"
 #include "cubert/stream_id.h"
 #include "cubert/stream.h"
+#include "cubert/layout.h"
 
 #endif /* CUBERT_CUBERT_H */
