@@ -4,14 +4,21 @@
  *
  * Protocol (one launch at a time, under run_mutex):
  *   1. the launching thread writes the job fields, resets next_cube and
- *      `remaining` (= participating workers), then bumps each participant's
- *      `wake` counter (seq_cst store) and signals it if it sleeps;
- *   2. every participant and the launching thread take chunks of linear cube
+ *      `remaining` (= offered workers), sets each offered worker's `state` to
+ *      OFFERED, bumps its `wake` counter and signals it if it sleeps;
+ *   2. a woken worker claims the job with CAS(state, OFFERED -> RUNNING);
+ *      every claimant and the launching thread take chunks of linear cube
  *      indices from next_cube until it passes the total;
- *   3. each participant decrements `remaining` (seq_cst); the last one
+ *   3. when the launching thread runs out of cubes it cancels the offers not
+ *      yet claimed (CAS OFFERED -> IDLE) and decrements `remaining` for
+ *      them, so a small launch never waits for a sleeping worker to wake;
+ *   4. a claimant sets state IDLE and decrements `remaining`; the last one
  *      signals the launching thread if it sleeps; after that decrement a
  *      worker touches no job field;
- *   4. the launching thread waits for remaining == 0, then merges reports.
+ *   5. the launching thread waits for remaining == 0, then merges reports.
+ * A worker's claim succeeds only while its offer stands, and the launcher
+ * changes the job only after every offer was claimed-and-finished or
+ * cancelled, so a late worker never sees a half-written job.
  * Sleep/wake uses the Dekker pattern on (wake, sleeping) and (remaining,
  * caller_waiting): each side stores its flag, then reads the other's, both
  * seq_cst, so at least one side sees the other and no wake-up is lost.
@@ -55,6 +62,7 @@ typedef struct executor_worker_t {
   cubert_host_mutex_t mutex;
   cubert_host_cond_t cond;
   uint32_t wake;     /* atomic: bumped by the launcher (only writer) */
+  uint32_t state;    /* atomic: WORKER_IDLE / WORKER_OFFERED / WORKER_RUNNING */
   uint32_t sleeping; /* atomic: 1 while blocked (or about to) on cond */
   int sync_ready;    /* mutex and cond initialized */
   int started;       /* thread running */
@@ -94,6 +102,8 @@ typedef char executor_mode_values_match_[(CUBERT_KERNEL_MODE_CHECKED == CUBERT_E
                                               CUBERT_EXECUTION_UNCHECKED)
                                              ? 1
                                              : -1];
+
+enum { WORKER_IDLE = 0, WORKER_OFFERED = 1, WORKER_RUNNING = 2 };
 
 static executor_worker_t *executor_worker(cubert_cpu_executor_t *ex, uint32_t i) {
   return (executor_worker_t *)(void *)(ex->workers + (size_t)i * ex->worker_stride);
@@ -187,9 +197,14 @@ static void worker_main(void *arg) {
   cubert_cpu_executor_t *ex = w->executor;
   uint32_t seen = 0;
   for (;;) {
+    uint32_t offered = WORKER_OFFERED;
     seen = worker_wait(w, seen);
     if (__atomic_load_n(&ex->shutdown, __ATOMIC_ACQUIRE)) return;
+    if (!__atomic_compare_exchange_n(&w->state, &offered, (uint32_t)WORKER_RUNNING, false,
+                                     __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+      continue; /* the offer was cancelled: the launch finished without us */
     executor_work(ex, &w->context);
+    __atomic_store_n(&w->state, (uint32_t)WORKER_IDLE, __ATOMIC_RELEASE);
     worker_finish(ex);
   }
 }
@@ -478,9 +493,17 @@ cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,
   for (i = 0; i < participants; i++) {
     executor_worker_t *w = executor_worker(ex, i);
     report_reset(&w->context.report);
+    __atomic_store_n(&w->state, (uint32_t)WORKER_OFFERED, __ATOMIC_SEQ_CST);
     worker_wake(w);
   }
   executor_work(ex, &ex->caller);
+  for (i = 0; i < participants; i++) { /* cancel the offers nobody took up yet */
+    uint32_t offered = WORKER_OFFERED;
+    if (__atomic_compare_exchange_n(&executor_worker(ex, i)->state, &offered,
+                                    (uint32_t)WORKER_IDLE, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST))
+      (void)__atomic_sub_fetch(&ex->remaining, 1u, __ATOMIC_SEQ_CST);
+  }
   if (participants) executor_wait_done(ex);
 
   if (out_report) {

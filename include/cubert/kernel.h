@@ -104,8 +104,10 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define CUBERT_KERNEL_UNUSED_ __attribute__((unused))
+#define CUBERT_KERNEL_LIKELY_(x) __builtin_expect(!!(x), 1)
 #else
 #define CUBERT_KERNEL_UNUSED_
+#define CUBERT_KERNEL_LIKELY_(x) (x)
 #endif
 
 CUBERT_EXTERN_C_BEGIN
@@ -353,22 +355,10 @@ CUBERT_KERNEL_FN_ void cubert_kernel_oob_(cubert_kernel_cube_t *cube, uint32_t b
 CUBERT_KERNEL_FN_ void *cubert_kernel_access_(cubert_kernel_cube_t *cube, const void *base,
                                               uint64_t len, uint64_t index, size_t elem_bytes,
                                               uint32_t buffer_index, uint32_t is_write) {
-  if (index < len || cube->mode == CUBERT_KERNEL_MODE_UNCHECKED)
+  if (CUBERT_KERNEL_LIKELY_(index < len) || cube->mode == CUBERT_KERNEL_MODE_UNCHECKED)
     return (void *)((const unsigned char *)base + index * elem_bytes);
   cubert_kernel_oob_(cube, buffer_index, index, len, is_write);
   return is_write ? cube->oob_sink : (void *)cube->oob_zero;
-}
-
-CUBERT_KERNEL_FN_ void cubert_kernel_unit_next_(const cubert_kernel_cube_t *cube,
-                                                cubert_kernel_unit_t *unit) {
-  unit->linear++;
-  if (++unit->x == cube->dim.x) {
-    unit->x = 0;
-    if (++unit->y == cube->dim.y) {
-      unit->y = 0;
-      unit->z++;
-    }
-  }
 }
 
 CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
@@ -400,9 +390,14 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
 #define UNIT_POS_Z (cubert_unit.z)
 #define UNIT_POS (cubert_unit.linear)
 
+/* Three nested counted loops (z, y, x; `linear` counts along), so the
+ * innermost one is a plain loop over x the compiler can optimize. */
 #define CUBERT_PHASE                                                                         \
   for (cubert_kernel_unit_t cubert_unit = cubert_kernel_unit_first_();                      \
-       cubert_unit.linear < cubert_cube->units; cubert_kernel_unit_next_(cubert_cube, &cubert_unit))
+       cubert_unit.z < cubert_cube->dim.z; cubert_unit.z++)                                  \
+    for (cubert_unit.y = 0; cubert_unit.y < cubert_cube->dim.y; cubert_unit.y++)             \
+      for (cubert_unit.x = 0; cubert_unit.x < cubert_cube->dim.x;                            \
+           cubert_unit.x++, cubert_unit.linear++)
 
 #define CUBERT_UNIT_DONE continue
 

@@ -138,6 +138,17 @@ CUBERT_KERNEL(kt_axpy_f32) {
   }
 }
 
+/* out[c*D + u] = in[c*D + D-1-u] with D = CUBE_DIM: reverses each cube's
+ * block through dynamic shared memory (launch with CUBE_DIM * 4 bytes of it).
+ * Buffers: in, out. */
+CUBERT_KERNEL(kt_reverse_u32) {
+  CUBERT_BUFFER(const uint32_t, in, 0);
+  CUBERT_BUFFER(uint32_t, out, 1);
+  CUBERT_SHARED_DYNAMIC(uint32_t, block);
+  CUBERT_PHASE { block[UNIT_POS] = CUBERT_LOAD(in, ABSOLUTE_POS); }
+  CUBERT_PHASE { CUBERT_STORE(out, ABSOLUTE_POS, block[CUBE_DIM - 1 - UNIT_POS]); }
+}
+
 /* Descriptors (host side; nothing under nvcc). */
 CUBERT_KERNEL_DESCRIPTOR(kt_add_f32_kernel, kt_add_f32, 3, 0, 0, KT_BLOCK, 1, 1);
 CUBERT_KERNEL_DESCRIPTOR(kt_empty_kernel, kt_empty, 0, 0, 0, 1, 1, 1);
@@ -146,5 +157,7 @@ CUBERT_KERNEL_DESCRIPTOR(kt_matmul_f32_kernel, kt_matmul_f32, 3, 3, 0, KT_TILE, 
 CUBERT_KERNEL_DESCRIPTOR(kt_positions_kernel, kt_positions, 2, 0, 0, 1, 1, 1);
 CUBERT_KERNEL_DESCRIPTOR(kt_oob_copy_kernel, kt_oob_copy, 2, 0, 0, 4, 1, 1);
 CUBERT_KERNEL_DESCRIPTOR(kt_axpy_f32_kernel, kt_axpy_f32, 3, 2, 0, 64, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(kt_reverse_u32_kernel, kt_reverse_u32, 2, 0, 128 * sizeof(uint32_t), 128,
+                         1, 1);
 
 #endif /* CUBERT_TESTS_KERNELS_TEST_H */

@@ -540,6 +540,29 @@ TEST(executor_scalar_slots) {
   cubert_cpu_executor_destroy(ex);
 }
 
+/* ---- dynamic shared memory ------------------------------------------------------------ */
+
+TEST(executor_dynamic_shared_reverse) {
+  size_t p;
+  for (p = 0; p < N_POOLS; p++) {
+    cubert_cpu_executor_t *ex = NULL;
+    enum { CUBES = 37, D = 128 };
+    static uint32_t in[CUBES * D], out[CUBES * D];
+    cubert_kernel_args_t args;
+    uint32_t i;
+    for (i = 0; i < CUBES * D; i++) in[i] = i * 2654435761u;
+    CHECK_OK(cubert_cpu_executor_create(cubert_allocator_libc(), k_pools[p], &ex, NULL));
+    cubert_kernel_args_initialize(&args);
+    cubert_kernel_args_set_buffer(&args, 0, in, sizeof(in));
+    cubert_kernel_args_set_buffer(&args, 1, out, sizeof(out));
+    CHECK_OK(cubert_cpu_executor_run(ex, &kt_reverse_u32_kernel, dim3(CUBES, 1, 1),
+                                     kt_reverse_u32_kernel.cube_dim, &args,
+                                     CUBERT_EXECUTION_CHECKED, NULL, NULL));
+    for (i = 0; i < CUBES * D; i++) CHECK_EQ_U64(out[i], in[(i / D) * D + (D - 1 - i % D)]);
+    cubert_cpu_executor_destroy(ex);
+  }
+}
+
 /* ---- pools, lifecycle, errors ---------------------------------------------------------- */
 
 TEST(executor_create_destroy_pools) {
@@ -779,6 +802,40 @@ TEST(executor_concurrent_callers) {
     CHECK(args[i].ok);
   }
   cubert_cpu_executor_destroy(ex);
+}
+
+/* Every cube runs exactly once, whether the launcher, a spinning worker or a
+ * late worker (whose offer the launcher cancelled) gets to it. */
+CUBERT_KERNEL(count_kernel) {
+  CUBERT_BUFFER(uint32_t, counts, 0);
+  CUBERT_PHASE {
+    if (CUBE_POS < CUBERT_LEN(counts))
+      (void)__atomic_fetch_add(&counts.ptr[CUBE_POS], 1u, __ATOMIC_RELAXED);
+  }
+}
+CUBERT_KERNEL_DESCRIPTOR(count_kernel_desc, count_kernel, 1, 0, 0, 1, 1, 1);
+
+TEST(executor_each_cube_runs_once) {
+  size_t p;
+  for (p = 0; p < N_POOLS; p++) {
+    cubert_cpu_executor_t *ex = NULL;
+    static uint32_t counts[64];
+    cubert_kernel_args_t args;
+    uint32_t launch, i;
+    CHECK_OK(cubert_cpu_executor_create(cubert_allocator_libc(), k_pools[p] + 2, &ex, NULL));
+    cubert_kernel_args_initialize(&args);
+    cubert_kernel_args_set_buffer(&args, 0, counts, sizeof(counts));
+    for (launch = 0; launch < 3000; launch++) {
+      uint32_t cubes = 1 + launch % 9;
+      memset(counts, 0, sizeof(counts));
+      if (launch % 500 == 499) cubert_host_sleep_ns(1000000); /* let workers fall asleep */
+      CHECK_OK(cubert_cpu_executor_run(ex, &count_kernel_desc, dim3(cubes, 1, 1),
+                                       dim3(1 + launch % 3, 1, 1), &args,
+                                       CUBERT_EXECUTION_CHECKED, NULL, NULL));
+      for (i = 0; i < 64; i++) CHECK_EQ_U64(counts[i], i < cubes ? 1 + launch % 3 : 0);
+    }
+    cubert_cpu_executor_destroy(ex);
+  }
 }
 
 /* Workers that fell asleep (idle past the spin window) wake for the next launch. */
