@@ -71,6 +71,14 @@
  * CUBERT_KERNEL_MAX_UNITS; CUDA: a register); CUBERT_UNIT(name) is the
  * current unit's copy, inside a phase.
  *
+ * Entry points. On the CPU, CUBERT_KERNEL(name) defines
+ *   static void name(const cubert_kernel_args_t *args, cubert_kernel_cube_t *cube)
+ * which the executor calls once per cube. Under nvcc it defines
+ *   extern "C" __global__ void name(const cubert_kernel_args_t args,
+ *                                   uint32_t mode, cubert_kernel_report_t *report)
+ * (args by value; report may be NULL; launch with blockDim = the cube dim,
+ * gridDim = the cube count, dynamic shared bytes = shared_memory_bytes).
+ *
  * This header is self-contained C99/C++; the host part (descriptor, argument
  * and report types, inline helpers) is what servers use.
  */
