@@ -198,7 +198,7 @@ CUBERT_API void cubert_multi_stream_resolve_end(cubert_multi_stream_t *multi_str
  * effect, creates nothing): for each binding, out_origin_slots[i] (may be
  * NULL) = the origin slot whose sync it needs, or CUBERT_STREAM_NOT_SHARED.
  * Returns the number of distinct origin slots needing a sync (0 for NULL ms,
- * or NULL bindings). */
+ * or NULL bindings). O(count^2): for tests, logs and debugging. */
 CUBERT_API uint32_t cubert_multi_stream_analyze(const cubert_multi_stream_t *multi_stream,
                                                 uint64_t stream_id,
                                                 const cubert_binding_t *bindings, size_t count,
@@ -235,9 +235,9 @@ CUBERT_API uint32_t cubert_multi_stream_synced_count(const cubert_multi_stream_t
 /* ---- per-stream error queue (spec 6.6) --------------------------------------- */
 
 /* Queue an error of asynchronous work on stream_id's slot (creating it if
- * needed). The slot keeps one SERVER_UNHEALTHY aggregate: the count of every
- * queued error, the first one's kinds and fields, the messages joined
- * (truncated to the record). INVALID_ARGUMENT (NULL ms/error, a record with
+ * needed). The slot keeps one SERVER_UNHEALTHY aggregate built with
+ * cubert_error_aggregate: the exact count of queued errors, the first one's
+ * kinds and fields, every message joined (truncated to the record). INVALID_ARGUMENT (NULL ms/error, a record with
  * status OK or no kind),
  * RESOURCE_EXHAUSTED / create_stream's codes when the slot must be created. */
 CUBERT_API cubert_status_t cubert_multi_stream_error_push(cubert_multi_stream_t *multi_stream,
