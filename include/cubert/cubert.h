@@ -34,6 +34,7 @@
 #include "cubert/stream_id.h"
 #include "cubert/stream.h"
 #include "cubert/layout.h"
+#include "cubert/client.h"
 #include "cubert/memory.h"
 #include "cubert/profile.h"
 

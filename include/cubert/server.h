@@ -20,13 +20,13 @@
 #include "cubert/allocator.h"
 #include "cubert/error.h"
 #include "cubert/handle.h"
+#include "cubert/memory.h"
 #include "cubert/properties.h"
 
 CUBERT_EXTERN_C_BEGIN
 
 struct cubert_kernel_t;       /* cubert/kernel.h */
 struct cubert_cube_count_t;   /* cubert/cube.h */
-struct cubert_memory_usage_t; /* cubert/memory.h */
 
 /* CopyDescriptor (spec 2.1): a binding plus the shape/strides (in elements)
  * and element size of the tensor it holds. */
@@ -78,19 +78,14 @@ typedef enum cubert_launch_mode_e {
 } cubert_launch_mode_t;
 
 /* Kernel arguments as the client passes them: buffer bindings (borrowed for
- * the call; the server retains what it keeps) and scalar bytes. */
+ * the call; the server retains what it keeps) and scalar slots of 8 bytes
+ * each (the layout of cubert_kernel_args_t.scalars in cubert/kernel.h). */
 typedef struct cubert_launch_arguments_t {
   const cubert_binding_t *buffers;
   uint32_t buffer_count;
-  const void *scalars;
-  uint32_t scalar_bytes;
+  uint32_t scalar_count;
+  const uint64_t *scalars;
 } cubert_launch_arguments_t;
-
-/* MemoryAllocationMode (spec 4.6). */
-typedef enum cubert_allocation_mode_e {
-  CUBERT_ALLOCATION_MODE_AUTO = 0,
-  CUBERT_ALLOCATION_MODE_PERSISTENT = 1
-} cubert_allocation_mode_t;
 
 /* ProfilingToken (spec 7). */
 typedef struct cubert_profiling_token_t {
@@ -181,7 +176,7 @@ typedef struct cubert_server_vtable_t {
   /* Submit outstanding work; drain the stream's queued errors. */
   cubert_status_t (*flush)(cubert_server_t *server, uint64_t stream, cubert_error_t *out_error);
   cubert_status_t (*memory_usage)(cubert_server_t *server, uint64_t stream,
-                                  struct cubert_memory_usage_t *out_usage,
+                                  cubert_memory_usage_t *out_usage,
                                   cubert_error_t *out_error);
   cubert_status_t (*memory_cleanup)(cubert_server_t *server, uint64_t stream,
                                     cubert_error_t *out_error);
@@ -192,7 +187,8 @@ typedef struct cubert_server_vtable_t {
                                  cubert_profiling_token_t token,
                                  cubert_profile_duration_t *out_duration,
                                  cubert_error_t *out_error);
-  cubert_status_t (*allocation_mode)(cubert_server_t *server, cubert_allocation_mode_t mode,
+  cubert_status_t (*allocation_mode)(cubert_server_t *server,
+                                     cubert_memory_allocation_mode_t mode,
                                      uint64_t stream, cubert_error_t *out_error);
   /* ServerCommunication (spec 2.3, 8). */
   cubert_status_t (*comm_init)(cubert_server_t *server, const uint32_t *device_indices,

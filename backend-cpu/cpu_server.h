@@ -1,0 +1,87 @@
+/* backend-cpu/cpu_server.h: internals of the CPU server (not installed). */
+#ifndef CUBERT_CPU_SERVER_H
+#define CUBERT_CPU_SERVER_H
+
+#include <pthread.h>
+
+#include "cubert/cpu.h"
+#include "cubert/cube.h"
+#include "cubert/kernel.h"
+#include "cubert/memory.h"
+#include "cubert/stream.h"
+#include "cpu_stream.h"
+
+#define CPU_MAX_BINDINGS (CUBERT_KERNEL_MAX_BUFFERS + 1)
+#define CPU_MAX_SCALAR_BYTES 256
+
+typedef struct cpu_server_t cpu_server_t;
+
+/* Bindings an operation holds (descriptor references) until it completed. */
+typedef struct cpu_pins_t {
+  uint32_t count;
+  cubert_memory_id_t ids[CPU_MAX_BINDINGS];
+} cpu_pins_t;
+
+typedef struct cpu_slot_t {
+  int initialized;
+  cpu_stream_t stream;
+  struct cpu_memory_t *memory;
+} cpu_slot_t;
+
+struct cpu_server_t {
+  cubert_server_t base;
+  cubert_allocator_t allocator;
+  cubert_device_properties_t properties;
+  cubert_handle_table_t *table; /* borrowed from the client */
+  uint32_t max_streams;
+  cpu_slot_t *slots; /* max_streams + 1 (the last is the GC stream) */
+  cubert_multi_stream_t *multi;
+  struct cpu_executor_t *executor;
+  pthread_mutex_t events_mutex;
+  struct cpu_event_t *free_events;
+  uint64_t profile_counter;
+  /* GC thread (cpu_gc.c) */
+  int gc_started, gc_running;
+  pthread_t gc_thread;
+  pthread_mutex_t gc_mutex;
+  pthread_cond_t gc_cond;
+  cubert_stream_gc_task_t *gc_ring;
+  uint64_t gc_head, gc_tail, gc_released;
+};
+
+/* ---- GC thread (cpu_gc.c) ---- */
+cubert_status_t cpu_gc_start(cpu_server_t *server, cubert_error_t *out_error);
+void cpu_gc_hand_off(cpu_server_t *server);
+void cpu_gc_drain(cpu_server_t *server);
+void cpu_gc_stop(cpu_server_t *server);
+
+/* ---- memory of one slot (cpu_memory.c) ---- */
+typedef struct cpu_memory_t cpu_memory_t;
+cubert_status_t cpu_memory_create(cpu_server_t *server, uint32_t slot, cpu_memory_t **out,
+                                  cubert_error_t *out_error);
+void cpu_memory_destroy(cpu_memory_t *memory);
+cubert_status_t cpu_memory_reserve_bind(cpu_memory_t *memory, const cubert_handle_t *handle,
+                                        uint64_t size, uint64_t cursor, cubert_error_t *out_error);
+/* Host pointer to the binding's first byte (offsets applied) and its size in use. */
+cubert_status_t cpu_memory_resolve(cpu_memory_t *memory, const cubert_binding_t *binding,
+                                   unsigned char **out_ptr, uint64_t *out_size,
+                                   cubert_error_t *out_error);
+void cpu_memory_usage(cpu_memory_t *memory, cubert_memory_usage_t *out_usage);
+void cpu_memory_cleanup(cpu_memory_t *memory, bool explicit_cleanup);
+cubert_status_t cpu_memory_mode(cpu_memory_t *memory, cubert_memory_allocation_mode_t mode,
+                                cubert_error_t *out_error);
+
+/* ---- events over cpu_stream (cpu_events.c) ---- */
+extern const cubert_event_backend_vtable_t cpu_event_backend_vtable;
+void cpu_events_free_all(cpu_server_t *server);
+
+/* ---- construction (cpu_server.c, cpu_client.c) ---- */
+cubert_status_t cpu_server_create(cubert_allocator_t allocator, const cubert_cpu_options_t *options,
+                                  cubert_handle_table_t *table, cpu_server_t **out_server,
+                                  cubert_error_t *out_error);
+void cpu_fill_properties(const cubert_cpu_options_t *options, cubert_device_properties_t *out);
+
+/* ---- pins ---- */
+void pins_release(cpu_server_t *s, cpu_pins_t *pins);
+
+#endif

@@ -1,0 +1,165 @@
+/* backend-cpu/cpu_stream.c: simulated streams (see cpu_stream.h). */
+#include "cpu_stream.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+static void deadline_after(struct timespec *ts, uint64_t timeout_ns) {
+  clock_gettime(CLOCK_REALTIME, ts);
+  ts->tv_sec += (time_t)(timeout_ns / 1000000000ull);
+  ts->tv_nsec += (long)(timeout_ns % 1000000000ull);
+  if (ts->tv_nsec >= 1000000000L) {
+    ts->tv_sec++;
+    ts->tv_nsec -= 1000000000L;
+  }
+}
+
+static void run_op(cpu_stream_t *s, cpu_op_t *op) {
+  cubert_error_t error;
+  cubert_status_t status;
+  if (op->wait_stream) (void)cpu_stream_wait_point(op->wait_stream, op->wait_seq, UINT64_MAX);
+  cubert_error_clear(&error);
+  status = op->run ? op->run(s, op->payload, &error) : CUBERT_STATUS_OK;
+  if (status != CUBERT_STATUS_OK) {
+    if (error.status == CUBERT_STATUS_OK) error.status = status;
+    cpu_stream_push_error(s, &error);
+  }
+  if (op->done) (void)op->done(s, op->payload, &error);
+}
+
+static void *worker_main(void *arg) {
+  cpu_stream_t *s = (cpu_stream_t *)arg;
+  pthread_mutex_lock(&s->mutex);
+  for (;;) {
+    cpu_op_t *op;
+    while (s->head == s->tail && s->running) pthread_cond_wait(&s->cond_work, &s->mutex);
+    if (s->head == s->tail && !s->running) break;
+    op = &s->ring[s->head % CPU_STREAM_RING];
+    pthread_mutex_unlock(&s->mutex);
+    run_op(s, op);
+    pthread_mutex_lock(&s->mutex);
+    s->completed = op->seq;
+    s->head++;
+    pthread_cond_broadcast(&s->cond_progress);
+  }
+  pthread_mutex_unlock(&s->mutex);
+  return NULL;
+}
+
+cubert_status_t cpu_stream_initialize(cpu_stream_t *s, cubert_allocator_t allocator, uint32_t slot,
+                                      void *server) {
+  memset(s, 0, sizeof(*s));
+  s->allocator = allocator;
+  s->slot = slot;
+  s->server = server;
+  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc_array(allocator, CPU_STREAM_RING, sizeof(cpu_op_t),
+                                                       64, (void **)&s->ring));
+  pthread_mutex_init(&s->mutex, NULL);
+  pthread_cond_init(&s->cond_work, NULL);
+  pthread_cond_init(&s->cond_progress, NULL);
+  s->running = 1;
+  if (pthread_create(&s->thread, NULL, worker_main, s) != 0) {
+    pthread_mutex_destroy(&s->mutex);
+    pthread_cond_destroy(&s->cond_work);
+    pthread_cond_destroy(&s->cond_progress);
+    cubert_allocator_free(allocator, s->ring, CPU_STREAM_RING * sizeof(cpu_op_t), 64);
+    s->ring = NULL;
+    return CUBERT_STATUS_INTERNAL;
+  }
+  s->started = 1;
+  return CUBERT_STATUS_OK;
+}
+
+void cpu_stream_deinitialize(cpu_stream_t *s) {
+  if (!s->started) return;
+  pthread_mutex_lock(&s->mutex);
+  s->running = 0;
+  pthread_cond_broadcast(&s->cond_work);
+  pthread_mutex_unlock(&s->mutex);
+  pthread_join(s->thread, NULL);
+  pthread_mutex_destroy(&s->mutex);
+  pthread_cond_destroy(&s->cond_work);
+  pthread_cond_destroy(&s->cond_progress);
+  cubert_allocator_free(s->allocator, s->ring, CPU_STREAM_RING * sizeof(cpu_op_t), 64);
+  s->ring = NULL;
+  s->started = 0;
+}
+
+cpu_op_t *cpu_stream_reserve(cpu_stream_t *s) {
+  cpu_op_t *op;
+  pthread_mutex_lock(&s->mutex);
+  while (s->tail - s->head >= CPU_STREAM_RING) pthread_cond_wait(&s->cond_progress, &s->mutex);
+  op = &s->ring[s->tail % CPU_STREAM_RING];
+  pthread_mutex_unlock(&s->mutex);
+  op->run = NULL;
+  op->done = NULL;
+  op->wait_stream = NULL;
+  op->wait_seq = 0;
+  return op;
+}
+
+uint64_t cpu_stream_commit(cpu_stream_t *s) {
+  uint64_t seq;
+  pthread_mutex_lock(&s->mutex);
+  seq = ++s->enqueued;
+  s->ring[s->tail % CPU_STREAM_RING].seq = seq;
+  s->tail++;
+  pthread_cond_signal(&s->cond_work);
+  pthread_mutex_unlock(&s->mutex);
+  return seq;
+}
+
+int cpu_stream_point_completed(cpu_stream_t *s, uint64_t seq) {
+  int done;
+  pthread_mutex_lock(&s->mutex);
+  done = s->completed >= seq;
+  pthread_mutex_unlock(&s->mutex);
+  return done;
+}
+
+cubert_status_t cpu_stream_wait_point(cpu_stream_t *s, uint64_t seq, uint64_t timeout_ns) {
+  struct timespec deadline;
+  cubert_status_t status = CUBERT_STATUS_OK;
+  if (timeout_ns != UINT64_MAX) deadline_after(&deadline, timeout_ns);
+  pthread_mutex_lock(&s->mutex);
+  while (s->completed < seq) {
+    if (timeout_ns == UINT64_MAX) {
+      pthread_cond_wait(&s->cond_progress, &s->mutex);
+    } else if (pthread_cond_timedwait(&s->cond_progress, &s->mutex, &deadline) == ETIMEDOUT &&
+               s->completed < seq) {
+      status = CUBERT_STATUS_DEADLINE_EXCEEDED;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&s->mutex);
+  return status;
+}
+
+void cpu_stream_push_error(cpu_stream_t *s, const cubert_error_t *error) {
+  pthread_mutex_lock(&s->mutex);
+  cubert_error_aggregate(&s->errors, error);
+  s->error_count++;
+  pthread_mutex_unlock(&s->mutex);
+}
+
+cubert_status_t cpu_stream_drain_errors(cpu_stream_t *s, cubert_error_t *out_error) {
+  cubert_status_t status = CUBERT_STATUS_OK;
+  pthread_mutex_lock(&s->mutex);
+  if (s->error_count) {
+    if (out_error) *out_error = s->errors;
+    status = CUBERT_STATUS_SERVER_UNHEALTHY;
+    cubert_error_clear(&s->errors);
+    s->error_count = 0;
+  }
+  pthread_mutex_unlock(&s->mutex);
+  return status;
+}
+
+uint32_t cpu_stream_error_count(cpu_stream_t *s) {
+  uint32_t n;
+  pthread_mutex_lock(&s->mutex);
+  n = s->error_count;
+  pthread_mutex_unlock(&s->mutex);
+  return n;
+}

@@ -1,0 +1,90 @@
+/*
+ * backend-cpu/cpu_stream.h: simulated GPU streams. Each stream slot executes
+ * its operations strictly in enqueue order on its own worker thread. An
+ * operation has a sequence number (1, 2, ...); an event is a point
+ * (stream, sequence); a stream waits for another stream's point with a wait
+ * operation; the host waits with cpu_stream_wait_point. Errors raised by
+ * operations are queued on the stream and drained by flush / sync / read.
+ *
+ * Threading: enqueue and drain calls come from the server thread (serialized
+ * by the device handle); the worker runs operations; waits may come from any
+ * thread. Operations come from a fixed ring per stream (no allocation per
+ * enqueue); a full ring makes the enqueuer wait for the worker.
+ */
+#ifndef CUBERT_CPU_STREAM_H
+#define CUBERT_CPU_STREAM_H
+
+#include <pthread.h>
+
+#include "cubert/cubert.h"
+
+#define CPU_STREAM_RING 512
+#define CPU_OP_PAYLOAD 1280
+
+typedef struct cpu_stream_t cpu_stream_t;
+typedef struct cpu_op_t cpu_op_t;
+
+/* Runs on the stream's worker. Returns OK or an error it filled in `error`,
+ * which is queued on the stream. `done` runs after (also on failure) to
+ * release what the op holds. */
+typedef cubert_status_t (*cpu_op_fn_t)(cpu_stream_t *stream, void *payload, cubert_error_t *error);
+
+struct cpu_op_t {
+  cpu_op_fn_t run;
+  cpu_op_fn_t done; /* cleanup; its status is ignored */
+  uint64_t seq;
+  /* wait op: wait for (wait_stream, wait_seq) before running */
+  cpu_stream_t *wait_stream;
+  uint64_t wait_seq;
+  uint64_t payload[CPU_OP_PAYLOAD / 8]; /* 8-aligned storage for the op record */
+};
+
+struct cpu_stream_t {
+  uint32_t slot;
+  pthread_mutex_t mutex;
+  pthread_cond_t cond_work;     /* worker: work arrived / shutdown */
+  pthread_cond_t cond_progress; /* waiters: an op completed / ring has room */
+  pthread_t thread;
+  int running;
+  int started;
+  cpu_op_t *ring; /* CPU_STREAM_RING entries */
+  uint64_t head;  /* next op to run (index = head % RING) */
+  uint64_t tail;  /* next free slot */
+  uint64_t enqueued;  /* sequence of the last enqueued op (cursor) */
+  uint64_t completed; /* sequence of the last completed op */
+  cubert_error_t errors; /* aggregate of queued errors (SERVER_UNHEALTHY) */
+  uint32_t error_count;
+  void *server; /* back pointer for ops */
+  cubert_allocator_t allocator;
+};
+
+/* The op's payload storage, for the op record the server puts there. */
+static inline void *cpu_op_payload(cpu_op_t *op) { return op->payload; }
+
+/* Initialize a stream slot and start its worker. RESOURCE_EXHAUSTED / INTERNAL. */
+cubert_status_t cpu_stream_initialize(cpu_stream_t *stream, cubert_allocator_t allocator,
+                                      uint32_t slot, void *server);
+/* Run every queued op, stop the worker, free the ring. */
+void cpu_stream_deinitialize(cpu_stream_t *stream);
+
+/* Reserve the next op slot (blocks while the ring is full). The caller fills
+ * run/done/payload/wait fields and then calls cpu_stream_commit. */
+cpu_op_t *cpu_stream_reserve(cpu_stream_t *stream);
+/* Publish the reserved op; returns its sequence number. */
+uint64_t cpu_stream_commit(cpu_stream_t *stream);
+
+/* True once (stream, seq) completed. Thread-safe. */
+int cpu_stream_point_completed(cpu_stream_t *stream, uint64_t seq);
+/* Block until (stream, seq) completed or timeout_ns passed (UINT64_MAX: no
+ * timeout). OK or DEADLINE_EXCEEDED. Thread-safe. */
+cubert_status_t cpu_stream_wait_point(cpu_stream_t *stream, uint64_t seq, uint64_t timeout_ns);
+
+/* Queue an error on the stream (worker or server thread). */
+void cpu_stream_push_error(cpu_stream_t *stream, const cubert_error_t *error);
+/* Drain the queued errors: returns OK when none, else SERVER_UNHEALTHY with the
+ * aggregate copied into out_error (if not NULL). */
+cubert_status_t cpu_stream_drain_errors(cpu_stream_t *stream, cubert_error_t *out_error);
+/* Number of queued errors (without draining). */
+uint32_t cpu_stream_error_count(cpu_stream_t *stream);
+
+#endif

@@ -1,0 +1,254 @@
+/*
+ * cubert/client.h: the compute client (CubeCL's ComputeClient, spec 1).
+ *
+ * A client talks to one device's server through the device handle. Client
+ * objects are cheap: several may share one device (cubert_client_clone), each
+ * with its own pinned stream (cubert_client_set_stream). Without a pinned
+ * stream every call uses the calling thread's current stream, as given by the
+ * stream source of the device's configuration (per-thread ids in the hosted
+ * layer, 0 in a freestanding build).
+ *
+ * Handles are created on the client before their memory exists (spec 1.2):
+ * create/empty calls return at once with a handle; the server reserves and
+ * fills the memory in stream order. Failures of that later work (e.g. out of
+ * memory) are queued on the stream and returned as SERVER_UNHEALTHY by the
+ * next flush / sync / read on that stream.
+ *
+ * Thread-safety: every function may be called from several threads at once
+ * on the same device; one client object must not be pinned (set_stream) while
+ * another thread uses it. Blocking: noted per function; "blocks" means it
+ * waits for the device (and for stream work where said).
+ */
+#ifndef CUBERT_CLIENT_H
+#define CUBERT_CLIENT_H
+
+#include "cubert/device.h"
+#include "cubert/handle.h"
+#include "cubert/layout.h"
+#include "cubert/properties.h"
+#include "cubert/server.h"
+
+CUBERT_EXTERN_C_BEGIN
+
+struct cubert_cube_count_t;
+struct cubert_kernel_t;
+
+typedef struct cubert_client_t cubert_client_t;
+
+/* Returns the calling thread's current stream id value. */
+typedef uint64_t (*cubert_stream_source_fn_t)(void *self);
+
+/* Compilation check mode (CubeCL BoundsCheckMode): how launch_unchecked runs. */
+typedef enum cubert_bounds_check_mode_e {
+  CUBERT_BOUNDS_CHECK_AUTO = 0,    /* launch_unchecked runs Unchecked */
+  CUBERT_BOUNDS_CHECK_ENFORCE = 1, /* launch_unchecked runs Checked */
+  CUBERT_BOUNDS_CHECK_VALIDATE = 2 /* launch_unchecked runs Validate */
+} cubert_bounds_check_mode_t;
+
+typedef struct cubert_client_config_t {
+  cubert_device_id_t device;
+  cubert_layout_policy_t layout_policy;
+  uint32_t max_handles;                    /* handle table capacity (0: 1<<20) */
+  cubert_handle_table_t *table;            /* NULL: the client creates one; else the client
+                                              takes ownership on success */
+  cubert_stream_source_fn_t stream_source; /* NULL: always stream 0 */
+  void *stream_source_self;
+  cubert_bounds_check_mode_t bounds_check;
+} cubert_client_config_t;
+
+/* A tensor's memory and strides (CubeCL MemoryLayout). The handle must be
+ * released with cubert_client_handle_release. */
+typedef struct cubert_memory_layout_t {
+  cubert_handle_t memory;
+  uint32_t rank;
+  uint64_t strides[CUBERT_MAX_RANK];
+} cubert_memory_layout_t;
+
+/* ---- lifecycle ------------------------------------------------------------- */
+
+/* Create the device's shared state and a first client over `server` and
+ * `device_handle` (ownership of both moves to the client on success; on
+ * failure the caller keeps them) and register it under config->device.
+ * ALREADY_EXISTS when the device is registered (spec 1.1 init), INVALID_ARGUMENT,
+ * RESOURCE_EXHAUSTED. Blocks briefly. Thread-safe. */
+CUBERT_API cubert_status_t cubert_client_init(cubert_allocator_t allocator,
+                                              const cubert_client_config_t *config,
+                                              cubert_server_t *server,
+                                              cubert_device_handle_t device_handle,
+                                              cubert_client_t **out_client,
+                                              cubert_error_t *out_error);
+/* A new client of a registered device (spec 1.1 load). NOT_FOUND. */
+CUBERT_API cubert_status_t cubert_client_load(cubert_device_id_t device,
+                                              cubert_client_t **out_client);
+/* Another client of the same device, with the same pinned stream. */
+CUBERT_API cubert_status_t cubert_client_clone(const cubert_client_t *client,
+                                               cubert_client_t **out_client);
+/* Release a client. The last client of a device deregisters it, waits for its
+ * streams, and destroys server, device handle and handle table. NULL: no-op. */
+CUBERT_API void cubert_client_release(cubert_client_t *client);
+
+/* Pin this client to a stream (spec 1.1 set_stream); `cubert_client_unpin`
+ * returns to the thread's current stream. Not thread-safe on one client. */
+CUBERT_API void cubert_client_set_stream(cubert_client_t *client, uint64_t stream);
+CUBERT_API void cubert_client_unpin(cubert_client_t *client);
+/* The stream this client uses now (pinned, or the calling thread's). */
+CUBERT_API uint64_t cubert_client_stream(const cubert_client_t *client);
+CUBERT_API cubert_device_id_t cubert_client_device(const cubert_client_t *client);
+/* The device's properties (copied). Pure, thread-safe. */
+CUBERT_API void cubert_client_properties(const cubert_client_t *client,
+                                         cubert_device_properties_t *out_properties);
+/* The handle table of the device (borrowed). */
+CUBERT_API cubert_handle_table_t *cubert_client_handle_table(const cubert_client_t *client);
+
+/* ---- handles ---------------------------------------------------------------- */
+
+/* Release / clone / offset / bind a handle of this client's device
+ * (cubert/handle.h semantics). DEVICE_MISMATCH for a handle of another
+ * device, INVALID_HANDLE for a dead one. Thread-safe, non-blocking. */
+CUBERT_API cubert_status_t cubert_client_handle_release(cubert_client_t *client,
+                                                        const cubert_handle_t *handle);
+CUBERT_API cubert_status_t cubert_client_handle_clone(cubert_client_t *client,
+                                                      const cubert_handle_t *handle,
+                                                      cubert_handle_t *out_handle);
+CUBERT_API cubert_status_t cubert_client_handle_offset(cubert_client_t *client,
+                                                       const cubert_handle_t *handle,
+                                                       uint64_t offset_start, uint64_t offset_end,
+                                                       cubert_handle_t *out_handle);
+
+/* ---- allocation / upload (spec 1.2) ----------------------------------------
+ * All return at once (non-blocking at the stream level). The data is copied
+ * (the `_bytes` form takes ownership instead) before the call returns. */
+
+/* create / create_from_slice: contiguous, shape [size], elem 1. */
+CUBERT_API cubert_status_t cubert_client_create(cubert_client_t *client, const void *data,
+                                                uint64_t size, cubert_handle_t *out_handle,
+                                                cubert_error_t *out_error);
+/* create(Bytes): ownership of `bytes` moves to the runtime on success AND on
+ * failure (its release function is called). */
+CUBERT_API cubert_status_t cubert_client_create_bytes(cubert_client_t *client,
+                                                      cubert_bytes_t bytes,
+                                                      cubert_handle_t *out_handle,
+                                                      cubert_error_t *out_error);
+/* create_tensor(_from_slice): Optimized strategy (pitched on pitched devices).
+ * `data` holds product(shape)*elem_size contiguous bytes. */
+CUBERT_API cubert_status_t cubert_client_create_tensor(cubert_client_t *client, const void *data,
+                                                       uint32_t rank, const uint64_t *shape,
+                                                       uint64_t elem_size,
+                                                       cubert_memory_layout_t *out_layout,
+                                                       cubert_error_t *out_error);
+/* create_tensors(_from_slices): every tensor in ONE allocation. */
+CUBERT_API cubert_status_t cubert_client_create_tensors(cubert_client_t *client,
+                                                        const cubert_layout_descriptor_t *descriptors,
+                                                        const void *const *data, size_t count,
+                                                        cubert_memory_layout_t *out_layouts,
+                                                        cubert_error_t *out_error);
+/* empty / empty_tensor / empty_tensors: as above without data. Contents of
+ * fresh memory are zero on the CPU server; reused memory is not cleared. */
+CUBERT_API cubert_status_t cubert_client_empty(cubert_client_t *client, uint64_t size,
+                                               cubert_handle_t *out_handle,
+                                               cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_client_empty_tensor(cubert_client_t *client, uint32_t rank,
+                                                      const uint64_t *shape, uint64_t elem_size,
+                                                      cubert_memory_layout_t *out_layout,
+                                                      cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_client_empty_tensors(cubert_client_t *client,
+                                                       const cubert_layout_descriptor_t *descriptors,
+                                                       size_t count,
+                                                       cubert_memory_layout_t *out_layouts,
+                                                       cubert_error_t *out_error);
+/* write: overwrite an existing allocation in place (shape [size], elem 1). */
+CUBERT_API cubert_status_t cubert_client_write(cubert_client_t *client,
+                                               const cubert_handle_t *handle, const void *data,
+                                               uint64_t size, cubert_error_t *out_error);
+
+/* ---- reads (spec 1.3) ---------------------------------------------------------
+ * A read copies each handle's size_in_used bytes into dsts[i]
+ * (dst_sizes[i] must be at least that: OUT_OF_RANGE otherwise, nothing read).
+ * `_async` returns once the read is issued; the destinations must stay valid
+ * until the completion is waited on. The others block until the data is on
+ * the host. Errors queued on the stream are returned (SERVER_UNHEALTHY). */
+CUBERT_API cubert_status_t cubert_client_read(cubert_client_t *client,
+                                              const cubert_handle_t *handles, size_t count,
+                                              void *const *dsts, const uint64_t *dst_sizes,
+                                              cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_client_read_async(cubert_client_t *client,
+                                                    const cubert_handle_t *handles, size_t count,
+                                                    void *const *dsts, const uint64_t *dst_sizes,
+                                                    cubert_completion_t *out_completion,
+                                                    cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_client_read_one(cubert_client_t *client,
+                                                  const cubert_handle_t *handle, void *dst,
+                                                  uint64_t dst_size, cubert_error_t *out_error);
+/* Tensor reads: the result is the unpadded contiguous product(shape)*elem_size
+ * bytes; strides must be contiguous or pitched (UNSUPPORTED otherwise). */
+CUBERT_API cubert_status_t cubert_client_read_tensor(cubert_client_t *client,
+                                                     const cubert_copy_descriptor_t *descriptors,
+                                                     size_t count, void *const *dsts,
+                                                     const uint64_t *dst_sizes,
+                                                     cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_client_read_tensor_async(
+    cubert_client_t *client, const cubert_copy_descriptor_t *descriptors, size_t count,
+    void *const *dsts, const uint64_t *dst_sizes, cubert_completion_t *out_completion,
+    cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_client_read_one_tensor_async(
+    cubert_client_t *client, const cubert_copy_descriptor_t *descriptor, void *dst,
+    uint64_t dst_size, cubert_completion_t *out_completion, cubert_error_t *out_error);
+/* The backend resource of a handle (blocks). */
+CUBERT_API cubert_status_t cubert_client_get_resource(cubert_client_t *client,
+                                                      const cubert_handle_t *handle,
+                                                      cubert_resource_t *out_resource,
+                                                      cubert_error_t *out_error);
+
+/* ---- launch, flush, sync (spec 1.4) ------------------------------------------ */
+
+/* Launch in Checked mode. A static count with a zero component returns OK at
+ * once with nothing submitted. Bad arguments (NULL kernel, a buffer of another
+ * device, a dead handle) return an error with nothing submitted; failures while
+ * running are queued on the stream. Non-blocking. */
+CUBERT_API cubert_status_t cubert_client_launch(cubert_client_t *client,
+                                                const struct cubert_kernel_t *kernel,
+                                                const struct cubert_cube_count_t *count,
+                                                const cubert_launch_arguments_t *args,
+                                                cubert_error_t *out_error);
+/* Launch with the execution mode the bounds-check mode maps to (Auto:
+ * Unchecked, Enforce: Checked, Validate: Validate). */
+CUBERT_API cubert_status_t cubert_client_launch_unchecked(cubert_client_t *client,
+                                                          const struct cubert_kernel_t *kernel,
+                                                          const struct cubert_cube_count_t *count,
+                                                          const cubert_launch_arguments_t *args,
+                                                          cubert_error_t *out_error);
+/* Submit outstanding work; returns the stream's queued errors. Blocks briefly. */
+CUBERT_API cubert_status_t cubert_client_flush(cubert_client_t *client, cubert_error_t *out_error);
+/* Wait for every operation submitted to this client's stream. Blocks. */
+CUBERT_API cubert_status_t cubert_client_sync(cubert_client_t *client, cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_client_sync_async(cubert_client_t *client,
+                                                    cubert_completion_t *out_completion,
+                                                    cubert_error_t *out_error);
+
+/* ---- memory (spec 1.5) --------------------------------------------------------- */
+
+CUBERT_API cubert_status_t cubert_client_memory_usage(cubert_client_t *client,
+                                                      cubert_memory_usage_t *out_usage,
+                                                      cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_client_memory_cleanup(cubert_client_t *client,
+                                                        cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_client_allocation_mode(cubert_client_t *client,
+                                                         cubert_memory_allocation_mode_t mode,
+                                                         cubert_error_t *out_error);
+
+/* ---- devices and misc (spec 1.1, 1.8) ------------------------------------------- */
+
+CUBERT_API size_t cubert_client_enumerate_devices(uint16_t type_id, cubert_device_id_t *out_ids,
+                                                  size_t capacity);
+CUBERT_API size_t cubert_client_device_count(uint16_t type_id);
+CUBERT_API size_t cubert_client_device_count_total(void);
+/* io_optimized_vector_sizes for this device (spec 10.5), largest first. */
+CUBERT_API cubert_status_t cubert_client_io_optimized_vector_sizes(const cubert_client_t *client,
+                                                                   uint64_t elem_size,
+                                                                   uint32_t *out_sizes,
+                                                                   size_t capacity,
+                                                                   size_t *out_count);
+
+CUBERT_EXTERN_C_END
+
+#endif /* CUBERT_CLIENT_H */
