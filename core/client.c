@@ -797,6 +797,77 @@ cubert_status_t cubert_client_sync(cubert_client_t *client, cubert_error_t *out_
   return cubert_completion_wait(&completion, UINT64_MAX, out_error);
 }
 
+/* ---- exclusive sections and profiling -------------------------------------------------------- */
+
+typedef struct exclusive_call_t {
+  cubert_client_t *client;
+  cubert_client_fn_t fn;
+  void *user;
+  const char *name;
+  cubert_profile_duration_t *duration;
+  cubert_error_t *error;
+  cubert_error_t local;
+} exclusive_call_t;
+
+static cubert_status_t run_exclusive(void *user) {
+  exclusive_call_t *x = (exclusive_call_t *)user;
+  return x->fn(x->user, x->error);
+}
+
+cubert_status_t cubert_client_exclusive(cubert_client_t *client, cubert_client_fn_t fn, void *user,
+                                        cubert_error_t *out_error) {
+  exclusive_call_t x;
+  cubert_status_t status;
+  CLIENT_CHECK(client && fn, "exclusive: NULL argument");
+  cubert_memset(&x, 0, sizeof x);
+  x.client = client;
+  x.fn = fn;
+  x.user = user;
+  x.error = out_error ? out_error : &x.local;
+  cubert_error_clear(x.error);
+  status = client->state->handle.vtable->exclusive(client->state->handle.self, run_exclusive, &x);
+  if (status != CUBERT_STATUS_OK && x.error->status == CUBERT_STATUS_OK) x.error->status = status;
+  return status;
+}
+
+/* Runs inside the exclusive section: the server calls are made directly (the
+ * device is held by this thread). */
+static cubert_status_t run_profile(void *user) {
+  exclusive_call_t *x = (exclusive_call_t *)user;
+  cubert_server_t *server = x->client->state->server;
+  uint64_t stream = cubert_client_stream(x->client);
+  cubert_profiling_token_t token;
+  cubert_profile_duration_t duration;
+  cubert_status_t status;
+  status = server->vtable->start_profile(server, stream, &token, x->error);
+  if (status != CUBERT_STATUS_OK) return status;
+  status = x->fn(x->user, x->error);
+  if (status != CUBERT_STATUS_OK) {
+    cubert_error_t ignored;
+    (void)server->vtable->end_profile(server, stream, token, &duration, &ignored);
+    return status;
+  }
+  status = server->vtable->end_profile(server, stream, token, &duration, x->error);
+  if (status == CUBERT_STATUS_OK && x->duration) *x->duration = duration;
+  return status;
+}
+
+cubert_status_t cubert_client_profile(cubert_client_t *client, cubert_client_fn_t fn, void *user,
+                                      const char *name, cubert_profile_duration_t *out_duration,
+                                      cubert_error_t *out_error) {
+  exclusive_call_t x;
+  CLIENT_CHECK(client && fn, "profile: NULL argument");
+  cubert_memset(&x, 0, sizeof x);
+  x.client = client;
+  x.fn = fn;
+  x.user = user;
+  x.name = name;
+  x.duration = out_duration;
+  x.error = out_error ? out_error : &x.local;
+  cubert_error_clear(x.error);
+  return client->state->handle.vtable->exclusive(client->state->handle.self, run_profile, &x);
+}
+
 /* ---- memory ----------------------------------------------------------------------------- */
 
 cubert_status_t cubert_client_memory_usage(cubert_client_t *client,

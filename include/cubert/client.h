@@ -225,6 +225,31 @@ CUBERT_API cubert_status_t cubert_client_sync_async(cubert_client_t *client,
                                                     cubert_completion_t *out_completion,
                                                     cubert_error_t *out_error);
 
+/* ---- exclusive sections and profiling (spec 1.4, 7) ----------------------------- */
+
+/* A user function run with the device held. It returns a status and may fill
+ * out_error (never NULL when called). */
+typedef cubert_status_t (*cubert_client_fn_t)(void *user, cubert_error_t *out_error);
+
+/* exclusive(f): run fn(user) with exclusive access to the device; device calls
+ * made inside fn (through any client of this device) run inline, in order.
+ * Returns fn's status and error; the device stays usable after a failing fn
+ * (CubeCL's exclusive_stays_recoverable_on_task_panic). INVALID_ARGUMENT for
+ * NULL client/fn. Blocks. */
+CUBERT_API cubert_status_t cubert_client_exclusive(cubert_client_t *client, cubert_client_fn_t fn,
+                                                   void *user, cubert_error_t *out_error);
+
+/* profile(f, name): one exclusive section that syncs the stream, starts a
+ * token, runs fn(user), syncs again and stops the token (host time between
+ * two stream syncs, spec 7). fn's failure is returned as is (CubeCL re-raises
+ * the panic); a failing sync returns its error (SERVER_UNHEALTHY, ...).
+ * out_duration (may be NULL) receives the measured interval on success.
+ * `name` is borrowed for the call. Blocks. */
+CUBERT_API cubert_status_t cubert_client_profile(cubert_client_t *client, cubert_client_fn_t fn,
+                                                 void *user, const char *name,
+                                                 cubert_profile_duration_t *out_duration,
+                                                 cubert_error_t *out_error);
+
 /* ---- memory (spec 1.5) --------------------------------------------------------- */
 
 CUBERT_API cubert_status_t cubert_client_memory_usage(cubert_client_t *client,

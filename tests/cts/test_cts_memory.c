@@ -3,6 +3,7 @@
 
 #include "cubert/cube.h"
 #include "cubert/memory.h"
+#include "cubert/cpu.h"
 
 TEST(cts_created_resource_is_the_same_when_read) {
   cts_env_t env;
@@ -285,4 +286,73 @@ TEST(cts_device_registry_load_and_enumerate) {
   cubert_client_release(loaded);
   cts_teardown(&env2);
   cts_teardown(&env);
+}
+
+/* A failed allocation inside a create is never lost: CubeCL only logs it on
+ * the device thread (spec 6.7); cubert reserves while the call holds the
+ * device, so the create itself returns the error, leaves nothing behind,
+ * and the device keeps working. */
+TEST(cts_create_beyond_device_memory_fails_cleanly) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_cpu_options_t o;
+  cubert_client_t *client = NULL;
+  cubert_handle_t h;
+  cubert_error_t err;
+  uint8_t small[16] = {1}, out[16];
+  uint32_t live;
+  cubert_cpu_options_initialize(&o);
+  o.device_index = 9;
+  o.memory_size = 1 << 20; /* 1 MiB pages */
+  o.workers = 1;
+  CHECK_OK(cubert_cpu_client_create(a, &o, &client, NULL));
+  live = cubert_handle_table_live(cubert_client_handle_table(client));
+  CHECK(cubert_client_empty(client, 64u << 20, &h, &err) != CUBERT_STATUS_OK);
+  CHECK(err.status == CUBERT_STATUS_BUFFER_TOO_BIG || err.status == CUBERT_STATUS_OUT_OF_MEMORY);
+  CHECK_EQ_U64(cubert_handle_table_live(cubert_client_handle_table(client)), live);
+  CHECK_OK(cubert_client_flush(client, NULL)); /* nothing left queued */
+  CHECK_OK(cubert_client_create(client, small, sizeof small, &h, NULL));
+  CHECK_OK(cubert_client_read_one(client, &h, out, sizeof out, NULL));
+  CHECK_EQ_U64(out[0], 1);
+  CHECK_OK(cubert_client_handle_release(client, &h));
+  cubert_client_release(client);
+  CHECK_EQ_I64(c.live_blocks, 0);
+  counting_allocator_destroy(&c);
+}
+
+/* The allocation-failure loop over a whole client program: the host
+ * allocator fails its 1st, 2nd, ... call; every step either works or returns
+ * an error, and nothing leaks. */
+TEST_EX(cts_host_allocation_failure_loop, 240) {
+  uint64_t n;
+  int completed = 0;
+  for (n = 1; n < 400 && !completed; n++) {
+    counting_allocator_t c;
+    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_cpu_options_t o;
+    cubert_client_t *client = NULL;
+    cubert_handle_t h;
+    uint8_t data[64], out[64];
+    cubert_cpu_options_initialize(&o);
+    o.device_index = 10;
+    o.max_streams = 2;
+    o.workers = 1;
+    o.max_handles = 64;
+    memset(data, 7, sizeof data);
+    counting_allocator_fail_at(&c, n, 1);
+    if (cubert_cpu_client_create(a, &o, &client, NULL) == CUBERT_STATUS_OK) {
+      if (cubert_client_create(client, data, sizeof data, &h, NULL) == CUBERT_STATUS_OK) {
+        cubert_status_t st = cubert_client_read_one(client, &h, out, sizeof out, NULL);
+        CHECK(st == CUBERT_STATUS_OK || st != CUBERT_STATUS_INTERNAL);
+        if (st == CUBERT_STATUS_OK) CHECK(memcmp(out, data, sizeof data) == 0);
+        CHECK_OK(cubert_client_handle_release(client, &h));
+        if (st == CUBERT_STATUS_OK && c.failures == 0) completed = 1;
+      }
+      cubert_client_release(client);
+    }
+    CHECK_MSG(c.live_blocks == 0, "fail at %llu: %lld blocks leaked", (unsigned long long)n,
+              (long long)c.live_blocks);
+    counting_allocator_destroy(&c);
+  }
+  CHECK_MSG(completed, "the program never completed without a failure");
 }
