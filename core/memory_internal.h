@@ -120,6 +120,7 @@ typedef struct cubert_sliced_pool_t {
   uint32_t page_cap, page_count, page_vacant;
   uint32_t pages_live, pages_peak;
 
+  uint64_t scan_credit; /* polls earned for full scans (see memory_sliced.c) */
   uint32_t hand;       /* oldest used slice; NIL when none */
   uint32_t used_count; /* slices on the clock list */
   uint32_t bins[CUBERT_SLICED_BINS];

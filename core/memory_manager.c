@@ -21,7 +21,10 @@ struct cubert_memory_manager_t {
   uint32_t persistent_depth; /* effective mode is Persistent while > 0 */
   bool reclaim_and_retry;
   uint32_t poll_per_reserve;
+  uint64_t next_check; /* earliest alloc_reserve_count a periodic cleanup does anything */
 };
+
+static void next_check_update(cubert_memory_manager_t *mm);
 
 void cubert_memory_manager_options_initialize(cubert_memory_manager_options_t *options) {
   if (!options) return;
@@ -223,7 +226,7 @@ cubert_status_t cubert_memory_manager_create(
   mm->props = resolve_props(storage, props);
   mm->persistent_memory = options->persistent_memory;
   mm->reclaim_and_retry = options->reclaim_and_retry;
-  mm->poll_per_reserve = options->poll_per_reserve ? options->poll_per_reserve : 4;
+  mm->poll_per_reserve = options->poll_per_reserve;
   if (options->has_initial_mode)
     mm->persistent_depth = options->initial_mode == CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT;
   else
@@ -235,6 +238,7 @@ cubert_status_t cubert_memory_manager_create(
     cubert_allocator_free(allocator, mm, sizeof *mm, 0);
     return status;
   }
+  next_check_update(mm);
   *out_manager = mm;
   return CUBERT_STATUS_OK;
 }
@@ -251,9 +255,26 @@ void cubert_memory_manager_destroy(cubert_memory_manager_t *mm) {
 
 /* ---- cleanup and modes ------------------------------------------------------------ */
 
+/* When the next periodic cleanup has work: the earliest exclusive-pool check. */
+static void next_check_update(cubert_memory_manager_t *mm) {
+  uint32_t i;
+  mm->next_check = UINT64_MAX;
+  for (i = 0; i < mm->pool_count; i++) {
+    const cubert_exclusive_pool_t *p = &mm->pools[i].u.exclusive;
+    uint64_t period;
+    if (mm->pools[i].type != CUBERT_MEMORY_POOL_EXCLUSIVE || p->dealloc_period == CUBERT_MEMORY_NONE)
+      continue;
+    period = p->dealloc_period / 5;
+    mm->next_check = CUBERT_MIN(mm->next_check, cubert_memory_sat_add(p->last_check, period));
+  }
+}
+
 static void cleanup(cubert_memory_manager_t *mm, bool explicit_) {
   uint32_t i;
+  /* Periodic cleanups only age exclusive pages: skip until one is due. */
+  if (!explicit_ && mm->alloc_reserve_count < mm->next_check && !mm->env.flush_pending) return;
   for (i = 0; i < mm->pool_count; i++) pool_cleanup(&mm->pools[i], mm->alloc_reserve_count, explicit_);
+  next_check_update(mm);
   if (explicit_) cubert_persistent_pool_cleanup(&mm->persistent, true);
   if (explicit_ || mm->env.flush_pending) {
     mm->env.storage.vtable->flush(mm->env.storage.self);
@@ -564,6 +585,7 @@ cubert_status_t cubert_memory_manager_install_pools(cubert_memory_manager_t *mm,
   mm->pools = pools;
   mm->pool_count = count;
   mm->props.max_page_size = props.max_page_size;
+  next_check_update(mm);
   return CUBERT_STATUS_OK;
 }
 

@@ -11,13 +11,16 @@
  *  - known-free slices sit in size bins (4 per power of two, with a bitmap):
  *    a fit is the first slice of the lowest non-empty bin above the
  *    request's, else a bounded first-fit scan of the request's own bin;
- *  - used slices sit on a clock list, oldest first. Users release ids in the
- *    handle table without telling the pool, so the pool polls: a few of the
- *    oldest slices at each reservation (a sliding window of allocations is
- *    thus detected at once), and, only when no known-free slice fits, every
- *    slice from the oldest on until one fits. A new page is allocated only
- *    after every released slice has been detected and merged, as in CubeCL
- *    (which coalesces every page before every search).
+ *  - used slices sit on a list, oldest first. Users release ids in the
+ *    handle table without telling the pool, so the pool polls, and only
+ *    when no known-free slice fits: first the oldest slices while they are
+ *    released (a sliding window of allocations is thus detected in O(1) per
+ *    release), then every slice from the oldest on until one fits. Only then
+ *    is a new page allocated, as in CubeCL (which coalesces every page
+ *    before every search), with one bound: a scan of every slice of a large
+ *    pool (over SCAN_ALWAYS slices) is amortized over the reservations (see
+ *    SCAN_CREDIT), so a pool whose releases come in random order may add a
+ *    page while a few of its released slices are still unpolled.
  * Detected slices are merged with free neighbours at once, so coalescing is
  * incremental. Differences from CubeCL that no test observes: which of
  * several fitting slices is chosen (a good fit rather than the first in
@@ -203,24 +206,49 @@ static void poll_oldest(cubert_sliced_pool_t *pool, uint32_t k) {
 
 /* Poll every used slice from the oldest on; stop at the first detected free
  * slice of at least `eff` bytes (eff UINT64_MAX: poll all). The hand stays on
- * the oldest used slice. */
-static uint32_t poll_until_fit(cubert_sliced_pool_t *pool, uint64_t eff) {
+ * the oldest used slice. *out_polled: slices polled. */
+static uint32_t poll_until_fit(cubert_sliced_pool_t *pool, uint64_t eff, uint64_t *out_polled) {
   uint32_t cur = pool->hand, steps = pool->used_count, next, r;
+  uint64_t polled = 0;
   while (steps-- > 0 && cur != CUBERT_MEMORY_NIL) {
     next = pool->nodes[cur].link_next;
+    polled++;
     if (node_released(pool, cur)) {
       bool last = next == cur;
       r = detect(pool, cur, pool->merge);
-      if (pool->nodes[r].size >= eff && eff != UINT64_MAX) return r;
+      if (pool->nodes[r].size >= eff && eff != UINT64_MAX) {
+        *out_polled = polled;
+        return r;
+      }
       if (last) break;
     }
     cur = next;
   }
+  *out_polled = polled;
   return CUBERT_MEMORY_NIL;
 }
 
 void cubert_sliced_pool_poll_all(cubert_sliced_pool_t *pool) {
-  (void)poll_until_fit(pool, UINT64_MAX);
+  uint64_t polled;
+  (void)poll_until_fit(pool, UINT64_MAX, &polled);
+}
+
+/* Full scans are amortized: each reservation earns SCAN_CREDIT polls; a scan
+ * of the whole clock list happens when the credit covers it (always for
+ * small pools). Otherwise a new page is allocated at once: at most about
+ * 1/SCAN_CREDIT of the slices can be released-but-unpolled then (the oldest
+ * are polled at every reservation, so a sliding window has none). */
+#define SCAN_CREDIT 16u
+#define SCAN_ALWAYS 1024u
+
+static uint32_t poll_for_fit(cubert_sliced_pool_t *pool, uint64_t eff) {
+  uint64_t polled = 0;
+  uint32_t n;
+  if (pool->used_count > SCAN_ALWAYS && pool->scan_credit < pool->used_count)
+    return CUBERT_MEMORY_NIL;
+  n = poll_until_fit(pool, eff, &polled);
+  pool->scan_credit = pool->scan_credit > polled ? pool->scan_credit - polled : 0;
+  return n;
 }
 
 /* Turn free node n into a used slice of `size` (effective `eff`) owned by
@@ -332,9 +360,14 @@ cubert_status_t cubert_sliced_pool_try_reserve(cubert_sliced_pool_t *pool, uint6
   if (nodes_ensure(pool, 1) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "sliced pool bookkeeping");
-  poll_oldest(pool, pool->poll_per_reserve);
+  if (pool->poll_per_reserve) poll_oldest(pool, pool->poll_per_reserve);
+  if (pool->scan_credit < pool->used_count) pool->scan_credit += SCAN_CREDIT;
   n = find_fit(pool, eff, 8);
-  if (n == CUBERT_MEMORY_NIL) n = poll_until_fit(pool, eff);
+  if (n == CUBERT_MEMORY_NIL) { /* detect the released oldest slices, merge, retry */
+    poll_oldest(pool, UINT32_MAX);
+    n = find_fit(pool, eff, 8);
+  }
+  if (n == CUBERT_MEMORY_NIL) n = poll_for_fit(pool, eff);
   if (n == CUBERT_MEMORY_NIL) n = find_fit(pool, eff, UINT32_MAX);
   if (n == CUBERT_MEMORY_NIL) return CUBERT_STATUS_OK;
   status = set_location(pool, owner, pool->nodes[n].page, n);

@@ -30,9 +30,10 @@
  *
  * Release detection: the handle table does not notify the manager when a
  * user releases an id, so the pools find freed slices by polling. A sliced
- * pool polls its oldest allocations first (a few per reserve) and scans the
- * rest only when nothing known-free fits; memory_usage() and reports poll
- * everything first, so their figures are exact. See docs/memory.md.
+ * pool polls when nothing known-free fits: its oldest allocations first,
+ * then the rest (full scans of large pools are amortized); memory_usage()
+ * and reports poll everything first, so their figures are exact. See
+ * docs/memory.md.
  */
 #ifndef CUBERT_MEMORY_H
 #define CUBERT_MEMORY_H
@@ -265,7 +266,8 @@ typedef struct cubert_memory_manager_options_t {
    * when the storage fails an allocation with OUT_OF_MEMORY, run an explicit
    * cleanup and retry the reservation once. */
   bool reclaim_and_retry;
-  /* Slices polled for release at each sliced-pool reservation (0 = 4). */
+  /* Oldest slices a sliced pool polls for release at every reservation;
+   * 0 (the default, the fastest) polls only when no known-free slice fits. */
   uint32_t poll_per_reserve;
 } cubert_memory_manager_options_t;
 
