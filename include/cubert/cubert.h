@@ -37,5 +37,6 @@
 #include "cubert/client.h"
 #include "cubert/memory.h"
 #include "cubert/profile.h"
+#include "cubert/race.h"
 
 #endif /* CUBERT_CUBERT_H */
