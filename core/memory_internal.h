@@ -122,6 +122,7 @@ typedef struct cubert_sliced_pool_t {
 
   uint64_t scan_credit; /* polls earned for full scans (see memory_sliced.c) */
   uint32_t hand;       /* oldest used slice; NIL when none */
+  uint32_t scan;       /* where the next scan resumes; NIL: at the hand */
   uint32_t used_count; /* slices on the clock list */
   uint32_t bins[CUBERT_SLICED_BINS];
   uint64_t bitmap[4];

@@ -107,6 +107,7 @@ static void clock_remove(cubert_sliced_pool_t *pool, uint32_t n) {
     pool->nodes[node->link_next].link_prev = node->link_prev;
     if (pool->hand == n) pool->hand = node->link_next;
   }
+  if (pool->scan == n) pool->scan = node->link_next == n ? CUBERT_MEMORY_NIL : node->link_next;
   node->link_prev = node->link_next = CUBERT_MEMORY_NIL;
   pool->used_count--;
 }
@@ -204,49 +205,58 @@ static void poll_oldest(cubert_sliced_pool_t *pool, uint32_t k) {
     (void)detect(pool, pool->hand, pool->merge);
 }
 
-/* Poll every used slice from the oldest on; stop at the first detected free
- * slice of at least `eff` bytes (eff UINT64_MAX: poll all). The hand stays on
- * the oldest used slice. *out_polled: slices polled. */
-static uint32_t poll_until_fit(cubert_sliced_pool_t *pool, uint64_t eff, uint64_t *out_polled) {
-  uint32_t cur = pool->hand, steps = pool->used_count, next, r;
-  uint64_t polled = 0;
-  while (steps-- > 0 && cur != CUBERT_MEMORY_NIL) {
+/* Poll up to `limit` used slices from the scan cursor on (round robin, so
+ * successive bounded scans cover the whole list); stop at the first detected
+ * free slice of at least `eff` bytes (eff UINT64_MAX: never stop early). The
+ * hand stays on the oldest used slice. *out_polled: slices polled. */
+static uint32_t poll_until_fit(cubert_sliced_pool_t *pool, uint64_t eff, uint64_t limit,
+                               uint64_t *out_polled) {
+  uint32_t cur = pool->scan != CUBERT_MEMORY_NIL ? pool->scan : pool->hand, next, r;
+  uint64_t polled = 0, steps = CUBERT_MIN(limit, (uint64_t)pool->used_count);
+  uint32_t found = CUBERT_MEMORY_NIL;
+  while (polled < steps && cur != CUBERT_MEMORY_NIL) {
     next = pool->nodes[cur].link_next;
     polled++;
     if (node_released(pool, cur)) {
       bool last = next == cur;
       r = detect(pool, cur, pool->merge);
-      if (pool->nodes[r].size >= eff && eff != UINT64_MAX) {
-        *out_polled = polled;
-        return r;
+      if (last) {
+        cur = CUBERT_MEMORY_NIL;
+        break;
       }
-      if (last) break;
+      if (pool->nodes[r].size >= eff && eff != UINT64_MAX) {
+        found = r;
+        cur = next;
+        break;
+      }
     }
     cur = next;
   }
+  pool->scan = cur;
   *out_polled = polled;
-  return CUBERT_MEMORY_NIL;
+  return found;
 }
 
 void cubert_sliced_pool_poll_all(cubert_sliced_pool_t *pool) {
   uint64_t polled;
-  (void)poll_until_fit(pool, UINT64_MAX, &polled);
+  (void)poll_until_fit(pool, UINT64_MAX, UINT64_MAX, &polled);
 }
 
-/* Full scans are amortized: each reservation earns SCAN_CREDIT polls; a scan
- * of the whole clock list happens when the credit covers it (always for
- * small pools). Otherwise a new page is allocated at once: at most about
- * 1/SCAN_CREDIT of the slices can be released-but-unpolled then (the oldest
- * are polled at every reservation, so a sliding window has none). */
+/* Scans of large pools are amortized: each reservation earns SCAN_CREDIT
+ * polls, and a scan of a pool of more than SCAN_ALWAYS used slices may poll
+ * only what it has earned (it resumes where the last one stopped); when that
+ * finds no fit, a new page is allocated. A pool whose releases come in
+ * random order may so hold up to about 1/SCAN_CREDIT of its slices released
+ * but not yet polled; a sliding window has none (its oldest slices are
+ * polled first). Small pools are always scanned whole, as in CubeCL. */
 #define SCAN_CREDIT 16u
 #define SCAN_ALWAYS 1024u
 
 static uint32_t poll_for_fit(cubert_sliced_pool_t *pool, uint64_t eff) {
-  uint64_t polled = 0;
+  uint64_t polled = 0, limit = pool->used_count;
   uint32_t n;
-  if (pool->used_count > SCAN_ALWAYS && pool->scan_credit < pool->used_count)
-    return CUBERT_MEMORY_NIL;
-  n = poll_until_fit(pool, eff, &polled);
+  if (pool->used_count > SCAN_ALWAYS) limit = pool->scan_credit;
+  n = poll_until_fit(pool, eff, limit, &polled);
   pool->scan_credit = pool->scan_credit > polled ? pool->scan_credit - polled : 0;
   return n;
 }
@@ -319,7 +329,7 @@ cubert_status_t cubert_sliced_pool_initialize(cubert_sliced_pool_t *pool, cubert
   pool->max_alloc_size = CUBERT_MIN(pool->max_slice_size, page);
   pool->merge = true;
   pool->poll_per_reserve = poll_per_reserve;
-  pool->node_free = pool->page_vacant = pool->hand = CUBERT_MEMORY_NIL;
+  pool->node_free = pool->page_vacant = pool->hand = pool->scan = CUBERT_MEMORY_NIL;
   for (i = 0; i < CUBERT_SLICED_BINS; i++) pool->bins[i] = CUBERT_MEMORY_NIL;
   return CUBERT_STATUS_OK;
 }
@@ -542,7 +552,7 @@ void cubert_sliced_pool_trim(cubert_sliced_pool_t *pool) {
   cubert_memory_array_free(pool->env->allocator, (void **)&pool->pages, &pool->page_cap,
                            sizeof(cubert_sliced_page_t));
   pool->node_count = pool->page_count = pool->used_count = 0;
-  pool->node_free = pool->page_vacant = pool->hand = CUBERT_MEMORY_NIL;
+  pool->node_free = pool->page_vacant = pool->hand = pool->scan = CUBERT_MEMORY_NIL;
   for (i = 0; i < CUBERT_SLICED_BINS; i++) pool->bins[i] = CUBERT_MEMORY_NIL;
   for (i = 0; i < 4; i++) pool->bitmap[i] = 0;
 }

@@ -516,3 +516,70 @@ TEST(memory_pool_sliced_near_page_size_rule) {
   CHECK(!cubert_sliced_pool_accept(p, 900));
   mmf_done(&f);
 }
+
+static void sliding_window(uint32_t poll_per_reserve, uint64_t *out_pages) {
+  /* CubeCL's benches/dynamic.rs shape: a window of live handles, the oldest
+   * released before each reservation */
+  static cubert_memory_pool_options_t pools[1];
+  static cubert_memory_id_t ring[300];
+  cubert_memory_manager_options_t o;
+  mm_fixture_t f;
+  uint64_t seed = 777;
+  uint32_t i, head = 0;
+  cubert_memory_manager_options_initialize(&o);
+  o.poll_per_reserve = poll_per_reserve;
+  pools[0] = cubert_memory_pool_sliced(MIB, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
+  mmf_init_opts(&f, 128 * MIB, 32, mmf_custom(pools, 1), &o);
+  for (i = 0; i < 300; i++) ring[i] = mmf_reserve(&f, 1 + rng_next(&seed) % (16 * KIB));
+  for (i = 0; i < 20000; i++) {
+    mmf_drop(&f, ring[head]);
+    ring[head] = mmf_reserve(&f, 1 + rng_next(&seed) % (16 * KIB));
+    head = (head + 1) % 300;
+  }
+  CHECK_EQ_U64(mmf_usage(&f).number_allocs, 300);
+  *out_pages = mmf_pool_report(&f, 0).pages_peak;
+  CHECK(*out_pages <= 4); /* 300 x 8 KiB average = 2.4 MiB live */
+  for (i = 0; i < 300; i++) mmf_drop(&f, ring[i]);
+  mmf_done(&f);
+}
+
+TEST(memory_pool_sliced_sliding_window_stays_bounded) {
+  uint64_t lazy, eager;
+  sliding_window(0, &lazy);
+  sliding_window(4, &eager);
+  CHECK(lazy <= 4 && eager <= 4);
+}
+
+TEST(memory_pool_sliced_large_pool_random_releases) {
+  /* above SCAN_ALWAYS slices, full scans are amortized: memory stays within
+   * a small margin of the live set, and every slice stays consistent */
+  static cubert_memory_pool_options_t pools[1];
+  static live_t live[3000];
+  mm_fixture_t f;
+  uint64_t seed = 4242;
+  uint32_t i, round, n = 0;
+  pools[0] = cubert_memory_pool_sliced(MIB, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
+  mmf_init(&f, 128 * MIB, 32, mmf_custom(pools, 1));
+  for (; n < 3000; n++) {
+    live[n].size = 4 * KIB;
+    live[n].id = mmf_reserve(&f, live[n].size);
+  }
+  CHECK_EQ_U64(mmf_pool_report(&f, 0).pages, 12);
+  for (round = 0; round < 50; round++) {
+    for (i = 0; i < 100; i++) { /* release 100 at random */
+      uint32_t k = (uint32_t)(rng_next(&seed) % n);
+      mmf_drop(&f, live[k].id);
+      live[k] = live[--n];
+    }
+    for (i = 0; i < 100; i++) {
+      live[n].size = 4 * KIB;
+      live[n].id = mmf_reserve(&f, live[n].size);
+      n++;
+    }
+  }
+  CHECK_EQ_U64(mmf_usage(&f).number_allocs, 3000);
+  CHECK(mmf_pool_report(&f, 0).pages <= 14); /* 11.7 MiB live in 1 MiB pages */
+  for (i = 0; i < n; i += 512) check_no_overlap(&f, &live[i], n - i < 512 ? n - i : 512);
+  for (i = 0; i < n; i++) mmf_drop(&f, live[i].id);
+  mmf_done(&f);
+}
