@@ -8,7 +8,10 @@
  *      timed loop ends with one blocking call, so every task ran);
  *  (b) ns per submit_blocking round trip of an empty task;
  *  (c) ns per non-blocking submit when 4 threads submit at once (wall time
- *      / all submits, ending with a blocking call per thread).
+ *      / all submits, ending with a blocking call per thread);
+ *  (d) ns per non-blocking submit in bursts of 32 into an idle handle (the
+ *      caller's cost while the queue has room; the drain after each burst
+ *      is not timed).
  * Prints a table with the ratio runner/direct.
  *
  *   build/bench/bench_device_handle [--runs R] [--n N] [--queue Q]
@@ -91,6 +94,22 @@ static double bench_blocking(cubert_device_handle_t *h, long n) {
   return (double)(cubert_host_clock_ns() - start) / (double)n;
 }
 
+/* (d) */
+#define BENCH_BURST 32
+
+static double bench_burst(cubert_device_handle_t *h, long n) {
+  uint64_t total = 0;
+  long bursts = n / BENCH_BURST + 1, b;
+  int i;
+  for (b = 0; b < bursts; b++) {
+    uint64_t start = cubert_host_clock_ns();
+    for (i = 0; i < BENCH_BURST; i++) bench_check(h->vtable->submit(h->self, task_empty, NULL, 0));
+    total += cubert_host_clock_ns() - start;
+    bench_check(h->vtable->submit_blocking(h->self, task_empty, NULL));
+  }
+  return (double)total / (double)(bursts * BENCH_BURST);
+}
+
 /* (c) */
 typedef struct bench_thread_t {
   cubert_device_handle_t *handle;
@@ -151,18 +170,21 @@ static double bench_measure(bench_impl_t *impl, const bench_config_t *cfg, int w
       samples[r] = bench_submit(&h, cfg->n);
     else if (which == 1)
       samples[r] = bench_blocking(&h, cfg->n / 5 + 1);
-    else
+    else if (which == 2)
       samples[r] = bench_threads(&h, cfg->n / BENCH_THREADS + 1);
+    else
+      samples[r] = bench_burst(&h, cfg->n / 4 + 1);
     h.vtable->destroy(h.self);
   }
   return bench_median(samples, cfg->runs);
 }
 
 int main(int argc, char **argv) {
-  static const char *const rows[3] = {
+  static const char *const rows[4] = {
       "(a) submit, 1 thread (ns/submit)",
       "(b) submit_blocking round trip (ns)",
       "(c) submit, 4 threads (ns/submit, wall)",
+      "(d) submit, bursts of 32 (ns/submit)",
   };
   bench_config_t cfg;
   bench_impl_t direct, runner;
@@ -205,7 +227,7 @@ int main(int argc, char **argv) {
   printf("| %-40s | %10s | %10s | %13s |\n", "operation", "direct", "runner", "runner/direct");
   printf("|%s|------------|------------|---------------|\n",
          "------------------------------------------");
-  for (row = 0; row < 3; row++) {
+  for (row = 0; row < 4; row++) {
     double d = bench_measure(&direct, &cfg, row);
     double r = bench_measure(&runner, &cfg, row);
     printf("| %-40s | %10.1f | %10.1f | %13.2f |\n", rows[row], d, r, r / d);
