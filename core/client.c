@@ -913,3 +913,11 @@ size_t cubert_client_device_count(uint16_t type_id) {
 size_t cubert_client_device_count_total(void) {
   return cubert_device_registry_enumerate(UINT16_MAX, NULL, 0);
 }
+
+cubert_status_t cubert_client_io_optimized_vector_sizes(const cubert_client_t *client,
+                                                        uint64_t elem_size, uint32_t *out_sizes,
+                                                        size_t capacity, size_t *out_count) {
+  if (!client || !out_count || elem_size > (uint64_t)SIZE_MAX) return CUBERT_STATUS_INVALID_ARGUMENT;
+  return cubert_io_optimized_vector_sizes(&client->state->properties.hardware, (size_t)elem_size,
+                                          out_sizes, capacity, out_count);
+}

@@ -356,3 +356,52 @@ TEST_EX(cts_host_allocation_failure_loop, 240) {
   }
   CHECK_MSG(completed, "the program never completed without a failure");
 }
+
+TEST(cts_io_optimized_vector_sizes_of_the_device) {
+  cts_env_t env;
+  uint32_t sizes[32];
+  size_t n = 0;
+  cts_setup(&env, 0);
+  /* CPU load width 512 bits (spec 10.5): 4-byte elements -> [16, 8, 4, 2, 1] */
+  CHECK_OK(cubert_client_io_optimized_vector_sizes(env.client, 4, sizes, 32, &n));
+  CHECK_EQ_U64(n, 5);
+  CHECK_EQ_U64(sizes[0], 16);
+  CHECK_EQ_U64(sizes[4], 1);
+  CHECK_STATUS(cubert_client_io_optimized_vector_sizes(env.client, 0, sizes, 32, &n),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  cts_teardown(&env);
+}
+
+/* The CPU server copies contiguous tensors only (spec 5.6): other strides are
+ * refused with UnsupportedStrides and nothing is read. */
+TEST(cts_read_tensor_rejects_strides_it_cannot_copy) {
+  cts_env_t env;
+  float data[12], out[12];
+  uint64_t shape[2] = {3, 4};
+  cubert_memory_layout_t layout;
+  cubert_copy_descriptor_t d;
+  void *dsts[1];
+  uint64_t sizes[1];
+  cubert_error_t err;
+  int i;
+  cts_setup(&env, 0);
+  for (i = 0; i < 12; i++) data[i] = (float)i;
+  CHECK_OK(cubert_client_create_tensor(env.client, data, 2, shape, 4, &layout, NULL));
+  memset(&d, 0, sizeof d);
+  d.binding = layout.memory;
+  d.rank = 2;
+  d.shape[0] = 3;
+  d.shape[1] = 4;
+  d.strides[0] = 1; /* transposed: not contiguous */
+  d.strides[1] = 3;
+  d.elem_size = 4;
+  dsts[0] = out;
+  sizes[0] = sizeof out;
+  memset(out, 0, sizeof out);
+  CHECK_STATUS(cubert_client_read_tensor(env.client, &d, 1, dsts, sizes, &err),
+               CUBERT_STATUS_UNSUPPORTED);
+  CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_IO_UNSUPPORTED_STRIDES);
+  CHECK(out[1] == 0.0f);
+  CHECK_OK(cubert_client_handle_release(env.client, &layout.memory));
+  cts_teardown(&env);
+}
