@@ -183,7 +183,11 @@ CUBERT_API cubert_status_t cubert_memory_configuration_resolve(
 
 /* The ordered dynamic pools of a configuration for these device properties:
  * the SubSlices ladder, the 24 ExclusivePages buckets, or the CUSTOM list
- * (each entry validated and normalized as in resolve). Writes at most
+ * taken as given, like CubeCL's MemoryPoolOptions (a cap below the page
+ * size shrinks the page, spec 4.4.1; exclusive sizes are rounded up to the
+ * alignment); only a sliced page_size of 0 (CONFIG_ZERO_SIZE), an unknown
+ * type (INVALID_ARGUMENT) and more than 254 pools (CONFIG_TOO_MANY_POOLS)
+ * are rejected. Writes at most
  * `capacity` entries and always the needed count to *out_count;
  * OUT_OF_RANGE when capacity is too small (then out_pools may be NULL).
  * Other errors as cubert_memory_configuration_resolve. Pure, thread-safe. */
@@ -403,7 +407,8 @@ CUBERT_API cubert_status_t cubert_memory_manager_report(cubert_memory_manager_t 
                                                         uint32_t capacity, uint32_t *out_count,
                                                         cubert_memory_pool_report_t *out_persistent);
 
-/* Storage allocations currently held / ever made (for tests and reports). */
+/* Reservations made so far (CubeCL's alloc_reserve_count; it paces the
+ * periodic cleanups). */
 CUBERT_API uint64_t cubert_memory_manager_alloc_reserve_count(
     const cubert_memory_manager_t *manager);
 

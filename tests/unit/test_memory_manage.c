@@ -405,6 +405,7 @@ TEST(memory_manage_resolve_invalid_pool_configs_fail) {
   cubert_memory_pool_options_t e;
   static cubert_memory_pool_options_t many[255];
   uint32_t i;
+  e = cubert_memory_pool_direct(CUBERT_MEMORY_NONE);
   CHECK_STATUS(resolve_list(&e, 0, &err), CUBERT_STATUS_CONFIG_INVALID);
   CHECK(cubert_error_kind(&err) == CUBERT_ERROR_CONFIG_EMPTY_POOL_LIST);
   e = cubert_memory_pool_sliced(0, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
