@@ -81,6 +81,21 @@ cubert_status_t cpu_server_create(cubert_allocator_t allocator, const cubert_cpu
                                   cubert_error_t *out_error);
 void cpu_fill_properties(const cubert_cpu_options_t *options, cubert_device_properties_t *out);
 
+/* ---- ServerCommunication (cpu_comm.c) ---- */
+cubert_status_t cpu_comm_init(cubert_server_t *server, const uint32_t *device_indices, size_t count,
+                              cubert_error_t *out_error);
+cubert_status_t cpu_all_reduce(cubert_server_t *server, const cubert_binding_t *src,
+                               const cubert_binding_t *dst, uint32_t dtype, uint64_t stream,
+                               uint32_t op, const uint32_t *device_indices, size_t count,
+                               cubert_error_t *out_error);
+cubert_status_t cpu_send(cubert_server_t *server, const cubert_copy_descriptor_t *descriptor,
+                         uint32_t dtype, uint64_t stream, uint32_t dst_device,
+                         cubert_error_t *out_error);
+cubert_status_t cpu_recv(cubert_server_t *server, const cubert_handle_t *handle, uint32_t dtype,
+                         uint64_t stream, uint32_t src_device, cubert_error_t *out_error);
+cubert_status_t cpu_sync_collective(cubert_server_t *server, uint64_t stream,
+                                    cubert_error_t *out_error);
+
 /* ---- pins ---- */
 void pins_release(cpu_server_t *s, cpu_pins_t *pins);
 

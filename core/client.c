@@ -8,22 +8,7 @@
 #include "cubert/kernel.h"
 #include "cubert/memory.h"
 
-/* Shared per-device state: one per registered device. */
-typedef struct device_state_t {
-  cubert_allocator_t allocator;
-  cubert_client_config_t config;
-  cubert_server_t *server;
-  cubert_device_handle_t handle;
-  cubert_handle_table_t *table;
-  cubert_device_properties_t properties;
-  cubert_atomic_u32_t refs; /* client objects alive */
-} device_state_t;
-
-struct cubert_client_t {
-  device_state_t *state;
-  bool pinned;
-  uint64_t stream;
-};
+#include "client_internal.h"
 
 /* ---- lifecycle ---------------------------------------------------------------- */
 
@@ -170,7 +155,7 @@ cubert_handle_table_t *cubert_client_handle_table(const cubert_client_t *client)
 
 /* ---- handles ------------------------------------------------------------------ */
 
-static cubert_status_t check_device(const cubert_client_t *client, const cubert_handle_t *handle,
+cubert_status_t client_check_device(const cubert_client_t *client, const cubert_handle_t *handle,
                                     cubert_error_t *out_error) {
   if (!handle) return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "NULL handle");
   if (handle->device != client->state->config.device.index_id) {
@@ -218,38 +203,10 @@ cubert_status_t cubert_client_handle_offset(cubert_client_t *client, const cuber
  * caller's stack. The server call itself only enqueues stream work, so the
  * stream-level behaviour stays asynchronous. */
 
-typedef struct call_t {
-  int op;
-  cubert_status_t status;
-  cubert_error_t *error;
-  uint64_t stream;
-  const void *a;
-  const void *b;
-  const void *c;
-  void *d;
-  void *e;
-  uint64_t u0, u1;
-  size_t count;
-  int ran; /* set by the task: the server took ownership of call->d bytes */
-} call_t;
-
-enum {
-  OP_CREATE,
-  OP_WRITE,
-  OP_READ,
-  OP_SYNC,
-  OP_FLUSH,
-  OP_LAUNCH,
-  OP_RESOURCE,
-  OP_USAGE,
-  OP_CLEANUP,
-  OP_MODE
-};
-
 static void task_call(void *context, void *payload) {
   cubert_server_t *server = (cubert_server_t *)context;
   const cubert_server_vtable_t *v = server->vtable;
-  call_t *call = (call_t *)payload;
+  client_call_t *call = (client_call_t *)payload;
   call->ran = 1;
   switch (call->op) {
     case OP_CREATE:
@@ -310,7 +267,7 @@ static void task_call(void *context, void *payload) {
   }
 }
 
-static cubert_status_t device_call(cubert_client_t *client, call_t *call) {
+cubert_status_t client_device_call(cubert_client_t *client, client_call_t *call) {
   cubert_status_t status;
   call->stream = cubert_client_stream(client);
   call->status = CUBERT_STATUS_INTERNAL;
@@ -321,7 +278,7 @@ static cubert_status_t device_call(cubert_client_t *client, call_t *call) {
   return call->status;
 }
 
-static void call_init(call_t *call, int op, cubert_error_t *out_error) {
+void client_call_init(client_call_t *call, int op, cubert_error_t *out_error) {
   cubert_memset(call, 0, sizeof(*call));
   call->op = op;
   call->error = out_error;
@@ -350,7 +307,7 @@ static cubert_status_t do_create(cubert_client_t *client,
   uint64_t total = 0, stream = cubert_client_stream(client);
   size_t i, made = 0, nbytes = 0;
   cubert_status_t status;
-  call_t call;
+  client_call_t call;
   if (count == 0 || count > CLIENT_MAX_BATCH || !descriptors || !out_layouts) {
     if (owned && owned->release) owned->release(owned->owner, owned->data, owned->size);
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
@@ -418,13 +375,13 @@ static cubert_status_t do_create(cubert_client_t *client,
     }
   }
   if (status == CUBERT_STATUS_OK) {
-    call_init(&call, OP_CREATE, out_error);
+    client_call_init(&call, OP_CREATE, out_error);
     call.a = &base;
     call.u0 = total;
     call.b = descs;
     call.d = bytes;
     call.count = nbytes;
-    status = device_call(client, &call);
+    status = client_device_call(client, &call);
     if (call.ran) nbytes = 0; /* the data now belongs to the server (or was released) */
   }
   (void)cubert_handle_release(s->table, &base); /* sub-handles keep it alive */
@@ -552,9 +509,9 @@ cubert_status_t cubert_client_write(cubert_client_t *client, const cubert_handle
   cubert_copy_descriptor_t d;
   cubert_bytes_t bytes;
   void *copy = NULL;
-  call_t call;
+  client_call_t call;
   CLIENT_CHECK(client && handle && (data || size == 0), "write: NULL argument");
-  CUBERT_RETURN_IF_ERROR(check_device(client, handle, out_error));
+  CUBERT_RETURN_IF_ERROR(client_check_device(client, handle, out_error));
   if (size > cubert_handle_size_in_used(handle)) {
     uint64_t f[2];
     f[0] = size;
@@ -577,12 +534,12 @@ cubert_status_t cubert_client_write(cubert_client_t *client, const cubert_handle
   bytes.property = CUBERT_ALLOCATION_NATIVE;
   bytes.owner = &client->state->allocator;
   bytes.release = size ? release_owned_copy : NULL;
-  call_init(&call, OP_WRITE, out_error);
+  client_call_init(&call, OP_WRITE, out_error);
   call.b = &d;
   call.d = &bytes;
   call.count = 1;
   {
-    cubert_status_t status = device_call(client, &call);
+    cubert_status_t status = client_device_call(client, &call);
     if (!call.ran && bytes.release) bytes.release(bytes.owner, bytes.data, bytes.size);
     return status;
   }
@@ -598,7 +555,7 @@ static cubert_status_t check_reads(cubert_client_t *client, const cubert_copy_de
                "read: NULL argument or count outside 1..64");
   for (i = 0; i < count; i++) {
     uint64_t need = cubert_handle_size_in_used(&descs[i].binding);
-    CUBERT_RETURN_IF_ERROR(check_device(client, &descs[i].binding, out_error));
+    CUBERT_RETURN_IF_ERROR(client_check_device(client, &descs[i].binding, out_error));
     CLIENT_CHECK(dsts[i] || need == 0, "read: NULL destination");
     if (descs[i].rank > 0) {
       uint64_t n = descs[i].elem_size;
@@ -622,16 +579,16 @@ static cubert_status_t read_descriptors(cubert_client_t *client,
                                         void *const *dsts, const uint64_t *dst_sizes,
                                         cubert_completion_t *completion,
                                         cubert_error_t *out_error) {
-  call_t call;
+  client_call_t call;
   CUBERT_RETURN_IF_ERROR(check_reads(client, descs, count, dsts, dst_sizes, out_error));
   CLIENT_CHECK(completion, "read: NULL completion");
-  call_init(&call, OP_READ, out_error);
+  client_call_init(&call, OP_READ, out_error);
   call.b = descs;
   call.c = dsts;
   call.a = dst_sizes;
   call.count = count;
   call.e = completion;
-  return device_call(client, &call);
+  return client_device_call(client, &call);
 }
 
 static cubert_status_t flat_reads(cubert_client_t *client, const cubert_handle_t *handles,
@@ -714,13 +671,13 @@ cubert_status_t cubert_client_read_one_tensor_async(cubert_client_t *client,
 cubert_status_t cubert_client_get_resource(cubert_client_t *client, const cubert_handle_t *handle,
                                            cubert_resource_t *out_resource,
                                            cubert_error_t *out_error) {
-  call_t call;
+  client_call_t call;
   CLIENT_CHECK(client && handle && out_resource, "get_resource: NULL argument");
-  CUBERT_RETURN_IF_ERROR(check_device(client, handle, out_error));
-  call_init(&call, OP_RESOURCE, out_error);
+  CUBERT_RETURN_IF_ERROR(client_check_device(client, handle, out_error));
+  client_call_init(&call, OP_RESOURCE, out_error);
   call.a = handle;
   call.d = out_resource;
-  return device_call(client, &call);
+  return client_device_call(client, &call);
 }
 
 /* ---- launch, flush, sync ------------------------------------------------------------ */
@@ -730,19 +687,19 @@ static cubert_status_t launch_with(cubert_client_t *client, const struct cubert_
                                    const cubert_launch_arguments_t *args,
                                    cubert_execution_mode_t mode, cubert_error_t *out_error) {
   uint32_t i;
-  call_t call;
+  client_call_t call;
   CLIENT_CHECK(client && kernel && count && args, "launch: NULL argument");
   CLIENT_CHECK(args->buffer_count == 0 || args->buffers, "launch: NULL buffer list");
   CLIENT_CHECK(args->scalar_count == 0 || args->scalars, "launch: NULL scalars");
   if (cubert_cube_count_is_empty(count)) return CUBERT_STATUS_OK; /* spec 1.4: dropped */
   for (i = 0; i < args->buffer_count; i++)
-    CUBERT_RETURN_IF_ERROR(check_device(client, &args->buffers[i], out_error));
-  call_init(&call, OP_LAUNCH, out_error);
+    CUBERT_RETURN_IF_ERROR(client_check_device(client, &args->buffers[i], out_error));
+  client_call_init(&call, OP_LAUNCH, out_error);
   call.a = kernel;
   call.b = count;
   call.c = args;
   call.u0 = (uint64_t)mode;
-  return device_call(client, &call);
+  return client_device_call(client, &call);
 }
 
 cubert_status_t cubert_client_launch(cubert_client_t *client, const struct cubert_kernel_t *kernel,
@@ -775,20 +732,20 @@ cubert_status_t cubert_client_launch_unchecked(cubert_client_t *client,
 }
 
 cubert_status_t cubert_client_flush(cubert_client_t *client, cubert_error_t *out_error) {
-  call_t call;
+  client_call_t call;
   CLIENT_CHECK(client, "flush: NULL client");
-  call_init(&call, OP_FLUSH, out_error);
-  return device_call(client, &call);
+  client_call_init(&call, OP_FLUSH, out_error);
+  return client_device_call(client, &call);
 }
 
 cubert_status_t cubert_client_sync_async(cubert_client_t *client,
                                          cubert_completion_t *out_completion,
                                          cubert_error_t *out_error) {
-  call_t call;
+  client_call_t call;
   CLIENT_CHECK(client && out_completion, "sync: NULL argument");
-  call_init(&call, OP_SYNC, out_error);
+  client_call_init(&call, OP_SYNC, out_error);
   call.e = out_completion;
-  return device_call(client, &call);
+  return client_device_call(client, &call);
 }
 
 cubert_status_t cubert_client_sync(cubert_client_t *client, cubert_error_t *out_error) {
@@ -873,30 +830,30 @@ cubert_status_t cubert_client_profile(cubert_client_t *client, cubert_client_fn_
 cubert_status_t cubert_client_memory_usage(cubert_client_t *client,
                                            cubert_memory_usage_t *out_usage,
                                            cubert_error_t *out_error) {
-  call_t call;
+  client_call_t call;
   CLIENT_CHECK(client && out_usage, "memory_usage: NULL argument");
-  call_init(&call, OP_USAGE, out_error);
+  client_call_init(&call, OP_USAGE, out_error);
   call.d = out_usage;
-  return device_call(client, &call);
+  return client_device_call(client, &call);
 }
 
 cubert_status_t cubert_client_memory_cleanup(cubert_client_t *client, cubert_error_t *out_error) {
-  call_t call;
+  client_call_t call;
   CLIENT_CHECK(client, "memory_cleanup: NULL client");
-  call_init(&call, OP_CLEANUP, out_error);
-  return device_call(client, &call);
+  client_call_init(&call, OP_CLEANUP, out_error);
+  return client_device_call(client, &call);
 }
 
 cubert_status_t cubert_client_allocation_mode(cubert_client_t *client,
                                               cubert_memory_allocation_mode_t mode,
                                               cubert_error_t *out_error) {
-  call_t call;
+  client_call_t call;
   CLIENT_CHECK(client, "allocation_mode: NULL client");
   CLIENT_CHECK(mode == CUBERT_MEMORY_ALLOCATION_MODE_AUTO || mode == CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT,
                "allocation_mode: unknown mode");
-  call_init(&call, OP_MODE, out_error);
+  client_call_init(&call, OP_MODE, out_error);
   call.u0 = (uint64_t)mode;
-  return device_call(client, &call);
+  return client_device_call(client, &call);
 }
 
 /* ---- devices and misc --------------------------------------------------------------------- */
