@@ -149,6 +149,10 @@ void cubert_client_properties(const cubert_client_t *client,
   if (client && out_properties) *out_properties = client->state->properties;
 }
 
+uint64_t cubert_client_features(const cubert_client_t *client) {
+  return client ? client->state->properties.features : 0;
+}
+
 cubert_handle_table_t *cubert_client_handle_table(const cubert_client_t *client) {
   return client ? client->state->table : NULL;
 }

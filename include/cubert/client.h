@@ -97,6 +97,8 @@ CUBERT_API cubert_device_id_t cubert_client_device(const cubert_client_t *client
 /* The device's properties (copied). Pure, thread-safe. */
 CUBERT_API void cubert_client_properties(const cubert_client_t *client,
                                          cubert_device_properties_t *out_properties);
+/* The device's feature mask (CUBERT_FEATURE_*, cubert/properties.h). Pure. */
+CUBERT_API uint64_t cubert_client_features(const cubert_client_t *client);
 /* The handle table of the device (borrowed). */
 CUBERT_API cubert_handle_table_t *cubert_client_handle_table(const cubert_client_t *client);
 

@@ -41,8 +41,18 @@ typedef enum cubert_timing_method_e {
   CUBERT_TIMING_DEVICE = 1  /* device events */
 } cubert_timing_method_t;
 
+/* Device features (CubeCL's feature set), a bit mask. */
+#define CUBERT_FEATURE_DYNAMIC_CUBE_COUNT (1u << 0) /* CubeCount::Dynamic */
+#define CUBERT_FEATURE_SHARED_MEMORY (1u << 1)      /* per-cube shared memory */
+#define CUBERT_FEATURE_CHECKED_EXECUTION (1u << 2)  /* Checked / Validate modes */
+#define CUBERT_FEATURE_UNALIGNED_IO (1u << 3)       /* unaligned vector loads (CPU) */
+#define CUBERT_FEATURE_COLLECTIVES (1u << 4)        /* all_reduce / send / recv */
+#define CUBERT_FEATURE_STAGING (1u << 5)            /* pinned staging buffers */
+#define CUBERT_FEATURE_PLANE (1u << 6)              /* plane (warp) operations */
+
 typedef struct cubert_device_properties_t {
   char name[64];
+  uint64_t features; /* CUBERT_FEATURE_* */
   cubert_hardware_properties_t hardware;
   cubert_memory_device_properties_t memory;
   cubert_timing_method_t timing_method;

@@ -310,3 +310,26 @@ TEST(cts_launch_bad_arguments_enqueue_nothing) {
   CHECK_OK(cubert_client_handle_release(env.client, &h));
   cts_teardown(&env);
 }
+
+/* spec 6.6: a read surfaces (and drains) the stream's queued errors. */
+TEST(cts_read_returns_queued_errors) {
+  cts_env_t env;
+  uint32_t data[4] = {0, 0, 0, 0}, out[4];
+  uint64_t delta = 1;
+  cubert_handle_t h;
+  cubert_launch_arguments_t args;
+  cubert_cube_count_t count = cubert_cube_count_new_single();
+  cubert_error_t err;
+  cts_setup(&env, 0);
+  CHECK(cubert_client_features(env.client) & CUBERT_FEATURE_DYNAMIC_CUBE_COUNT);
+  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  args = args_of(&h, 1, &delta, 1);
+  CHECK_OK(cubert_client_launch(env.client, &cts_huge_cube_kernel, &count, &args, NULL));
+  CHECK_OK(cubert_client_launch(env.client, &cts_huge_cube_kernel, &count, &args, NULL));
+  CHECK_STATUS(cubert_client_read_one(env.client, &h, out, sizeof out, &err),
+               CUBERT_STATUS_SERVER_UNHEALTHY);
+  CHECK_EQ_U64(err.field[0], 2); /* both queued errors, aggregated */
+  CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL)); /* drained */
+  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  cts_teardown(&env);
+}
