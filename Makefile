@@ -30,6 +30,7 @@ ARM_CC ?= arm-none-eabi-gcc
 ARM_SIZE ?= arm-none-eabi-size
 ARM_NM ?= arm-none-eabi-nm
 NM ?= nm
+QEMU_I386 ?= qemu-i386
 SIZE ?= size
 READELF ?= readelf
 CLANG ?= clang
@@ -206,7 +207,16 @@ check-32bit:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/m32 VARIANT_FLAGS=-m32 $(BUILD)/m32/cubert-unit-test
 	@$(READELF) -h $(BUILD)/m32/cubert-unit-test | grep -q 'Class: *ELF32' || \
 	  { echo "check-32bit: $(BUILD)/m32/cubert-unit-test is not a 32-bit program"; exit 1; }
-	$(BUILD)/m32/cubert-unit-test $(TESTS)
+	@# A kernel without IA-32 emulation cannot exec the program: run it under qemu-i386 then.
+	@if printf 'int main(void) { return 0; }\n' | $(CC) -m32 -x c - -o $(BUILD)/m32/probe 2>/dev/null && \
+	    $(BUILD)/m32/probe 2>/dev/null; then \
+	  echo "$(BUILD)/m32/cubert-unit-test $(TESTS)"; $(BUILD)/m32/cubert-unit-test $(TESTS); \
+	elif command -v $(QEMU_I386) >/dev/null 2>&1; then \
+	  echo "check-32bit: this kernel cannot run 32-bit programs; running under $(QEMU_I386)"; \
+	  $(QEMU_I386) $(BUILD)/m32/cubert-unit-test $(TESTS); \
+	else \
+	  echo "check-32bit: this kernel cannot run 32-bit programs and $(QEMU_I386) is not installed (Debian: apt-get install qemu-user)"; exit 1; \
+	fi
 
 UNIT_ONLY_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 $(BUILD)/cubert-unit-test: $(UNIT_ONLY_OBJ) $(CORE_OBJ)
