@@ -97,8 +97,7 @@ cubert_status_t cpu_launch_validate(cpu_server_t *s, const cubert_kernel_t *k,
     return cubert_error_set(out_error, CUBERT_ERROR_SERVER_VALIDATION, f, 2,
                             "wrong number of scalars for this kernel");
   }
-  cubert_error_clear(&limit);
-  if (check_limits(s, k, count, &limit) != CUBERT_STATUS_OK) {
+  if (check_limits(s, k, count, &limit) != CUBERT_STATUS_OK) { /* it fills `limit` */
     *out_queued = true;
     if (out_error) *out_error = limit;
   }

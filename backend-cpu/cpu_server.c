@@ -392,15 +392,16 @@ static cubert_status_t cpu_launch(cubert_server_t *server, const struct cubert_k
                                   uint64_t stream, cubert_error_t *out_error) {
   cpu_server_t *s = server_of(server);
   cubert_binding_t bindings[CPU_MAX_BINDINGS];
-  uint32_t nb = args ? args->buffer_count : 0, i;
-  cpu_launch_op_t prepared, *launch;
+  cpu_launch_buffer_t buffers[CUBERT_KERNEL_MAX_BUFFERS];
+  unsigned char *dynamic_count = NULL;
+  uint32_t nb = args ? args->buffer_count : 0, nbind, i;
+  cpu_launch_op_t *launch;
   cubert_resolved_streams_t resolved;
   cpu_stream_t *cs;
   cpu_op_t *op;
   cubert_status_t status;
   bool queued = false;
-  cubert_error_t limit;
-  cubert_error_clear(&limit);
+  cubert_error_t limit; /* written by validate only when it queues an error */
   CUBERT_RETURN_IF_ERROR(cpu_launch_validate(s, kernel, count, args, &queued, &limit));
   if (queued) {
     /* resource limits surface at the next flush/sync (spec 11.14) */
@@ -410,34 +411,34 @@ static cubert_status_t cpu_launch(cubert_server_t *server, const struct cubert_k
     return CUBERT_STATUS_OK;
   }
   if (mode == CUBERT_LAUNCH_SKIP) return CUBERT_STATUS_OK;
-  memset(&prepared, 0, sizeof prepared);
-  prepared.server = s;
-  prepared.kernel = kernel;
-  prepared.count = *count;
-  prepared.execution = execution;
-  prepared.buffer_count = nb;
   for (i = 0; i < nb; i++) {
     bindings[i] = args->buffers[i];
-    CUBERT_RETURN_IF_ERROR(resolve_ptr(s, &args->buffers[i], &prepared.buffers[i].ptr,
-                                       &prepared.buffers[i].size, out_error));
+    CUBERT_RETURN_IF_ERROR(resolve_ptr(s, &args->buffers[i], &buffers[i].ptr, &buffers[i].size,
+                                       out_error));
   }
+  nbind = nb;
   if (count->kind == CUBERT_CUBE_COUNT_DYNAMIC) {
     uint64_t size;
-    bindings[nb] = count->binding;
-    CUBERT_RETURN_IF_ERROR(resolve_ptr(s, &count->binding, &prepared.dynamic_count, &size,
-                                       out_error));
+    bindings[nbind++] = count->binding;
+    CUBERT_RETURN_IF_ERROR(resolve_ptr(s, &count->binding, &dynamic_count, &size, out_error));
     if (size < 12)
       return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, &size, 1,
                               "a dynamic cube count needs 12 bytes");
-    nb++;
   }
-  for (i = 0; i < args->scalar_count; i++) prepared.scalars[i] = args->scalars[i];
-  prepared.scalar_count = args->scalar_count;
-  CUBERT_RETURN_IF_ERROR(begin_op(s, stream, bindings, nb, &resolved, &cs, out_error));
+  CUBERT_RETURN_IF_ERROR(begin_op(s, stream, bindings, nbind, &resolved, &cs, out_error));
+  /* Filled in place: the worker reads buffers / scalars up to their counts. */
   op = cpu_stream_reserve(cs);
   launch = (cpu_launch_op_t *)cpu_op_payload(op);
-  *launch = prepared;
-  status = pins_take(s, &launch->pins, bindings, nb, out_error);
+  launch->server = s;
+  launch->kernel = kernel;
+  launch->count = *count;
+  launch->execution = execution;
+  launch->buffer_count = nb;
+  if (nb) memcpy(launch->buffers, buffers, nb * sizeof buffers[0]);
+  launch->dynamic_count = dynamic_count;
+  launch->scalar_count = args->scalar_count;
+  if (args->scalar_count) memcpy(launch->scalars, args->scalars, args->scalar_count * sizeof(uint64_t));
+  status = pins_take(s, &launch->pins, bindings, nbind, out_error);
   if (status != CUBERT_STATUS_OK) launch->kernel = NULL;
   op->run = launch_run;
   op->done = launch_done;

@@ -1,6 +1,8 @@
 /* backend-cpu/cpu_stream.c: simulated streams (see cpu_stream.h). */
 #include "cpu_stream.h"
 
+#include "host_thread.h"
+
 #include <errno.h>
 #include <string.h>
 #include <time.h>
@@ -13,6 +15,40 @@ static void deadline_after(struct timespec *ts, uint64_t timeout_ns) {
     ts->tv_sec++;
     ts->tv_nsec -= 1000000000L;
   }
+}
+
+/* How long an idle worker, a host waiter or a producer facing a full ring spins
+ * before it sleeps on the stream's condition variables (as the executor). */
+#define STREAM_SPIN_NS 50000u
+
+/* Spin until done(s, arg) or STREAM_SPIN_NS passed; true when done. */
+static int spin_until(cpu_stream_t *s, int (*done)(cpu_stream_t *, uint64_t), uint64_t arg) {
+  uint64_t start = 0;
+  uint32_t i;
+  for (i = 1;; i++) {
+    if (done(s, arg)) return 1;
+    if ((i & 63u) == 0) {
+      uint64_t now = cubert_host_clock_ns();
+      if (!start)
+        start = now;
+      else if (now - start > STREAM_SPIN_NS)
+        return 0;
+    }
+    cubert_host_cpu_relax();
+  }
+}
+
+static int has_work(cpu_stream_t *s, uint64_t unused) {
+  (void)unused;
+  return __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) != s->head ||
+         !__atomic_load_n(&s->running, __ATOMIC_ACQUIRE);
+}
+static int point_done(cpu_stream_t *s, uint64_t seq) {
+  return __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) >= seq;
+}
+static int has_room(cpu_stream_t *s, uint64_t unused) {
+  (void)unused;
+  return s->tail - __atomic_load_n(&s->head, __ATOMIC_ACQUIRE) < CPU_STREAM_RING;
 }
 
 static void run_op(cpu_stream_t *s, cpu_op_t *op) {
@@ -28,22 +64,41 @@ static void run_op(cpu_stream_t *s, cpu_op_t *op) {
   if (op->done) (void)op->done(s, op->payload, &error);
 }
 
+/* Wake host waiters and a producer waiting for room, if any sleeps. */
+static void wake_waiters(cpu_stream_t *s) {
+  if (__atomic_load_n(&s->waiters, __ATOMIC_SEQ_CST)) {
+    pthread_mutex_lock(&s->mutex);
+    pthread_cond_broadcast(&s->cond_progress);
+    pthread_mutex_unlock(&s->mutex);
+  }
+}
+
+/* The worker is the only consumer: it alone writes head and completed. */
 static void *worker_main(void *arg) {
   cpu_stream_t *s = (cpu_stream_t *)arg;
-  pthread_mutex_lock(&s->mutex);
   for (;;) {
     cpu_op_t *op;
-    while (s->head == s->tail && s->running) pthread_cond_wait(&s->cond_work, &s->mutex);
-    if (s->head == s->tail && !s->running) break;
+    if (!spin_until(s, has_work, 0)) {
+      /* Dekker with the producer: sleeping is published before tail is read
+       * again, and the producer publishes tail before it reads sleeping. */
+      pthread_mutex_lock(&s->mutex);
+      __atomic_store_n(&s->sleeping, 1, __ATOMIC_SEQ_CST);
+      while (__atomic_load_n(&s->tail, __ATOMIC_SEQ_CST) == s->head &&
+             __atomic_load_n(&s->running, __ATOMIC_SEQ_CST))
+        pthread_cond_wait(&s->cond_work, &s->mutex);
+      __atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
+      pthread_mutex_unlock(&s->mutex);
+    }
+    if (__atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) == s->head) {
+      if (!__atomic_load_n(&s->running, __ATOMIC_ACQUIRE)) break;
+      continue;
+    }
     op = &s->ring[s->head % CPU_STREAM_RING];
-    pthread_mutex_unlock(&s->mutex);
     run_op(s, op);
-    pthread_mutex_lock(&s->mutex);
-    s->completed = op->seq;
-    s->head++;
-    pthread_cond_broadcast(&s->cond_progress);
+    __atomic_store_n(&s->completed, op->seq, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&s->head, s->head + 1, __ATOMIC_SEQ_CST);
+    wake_waiters(s);
   }
-  pthread_mutex_unlock(&s->mutex);
   return NULL;
 }
 
@@ -74,7 +129,7 @@ cubert_status_t cpu_stream_initialize(cpu_stream_t *s, cubert_allocator_t alloca
 void cpu_stream_deinitialize(cpu_stream_t *s) {
   if (!s->started) return;
   pthread_mutex_lock(&s->mutex);
-  s->running = 0;
+  __atomic_store_n(&s->running, 0, __ATOMIC_SEQ_CST);
   pthread_cond_broadcast(&s->cond_work);
   pthread_mutex_unlock(&s->mutex);
   pthread_join(s->thread, NULL);
@@ -86,12 +141,31 @@ void cpu_stream_deinitialize(cpu_stream_t *s) {
   s->started = 0;
 }
 
+/* Sleep on cond_progress until pred(s, arg) or the deadline; the caller
+ * counts itself in `waiters` first, so the worker wakes it. */
+static cubert_status_t sleep_until(cpu_stream_t *s, int (*pred)(cpu_stream_t *, uint64_t),
+                                   uint64_t arg, const struct timespec *deadline) {
+  cubert_status_t status = CUBERT_STATUS_OK;
+  pthread_mutex_lock(&s->mutex);
+  __atomic_add_fetch(&s->waiters, 1u, __ATOMIC_SEQ_CST);
+  while (!pred(s, arg)) {
+    if (!deadline) {
+      pthread_cond_wait(&s->cond_progress, &s->mutex);
+    } else if (pthread_cond_timedwait(&s->cond_progress, &s->mutex, deadline) == ETIMEDOUT &&
+               !pred(s, arg)) {
+      status = CUBERT_STATUS_DEADLINE_EXCEEDED;
+      break;
+    }
+  }
+  __atomic_sub_fetch(&s->waiters, 1u, __ATOMIC_SEQ_CST);
+  pthread_mutex_unlock(&s->mutex);
+  return status;
+}
+
 cpu_op_t *cpu_stream_reserve(cpu_stream_t *s) {
   cpu_op_t *op;
-  pthread_mutex_lock(&s->mutex);
-  while (s->tail - s->head >= CPU_STREAM_RING) pthread_cond_wait(&s->cond_progress, &s->mutex);
+  if (!has_room(s, 0) && !spin_until(s, has_room, 0)) (void)sleep_until(s, has_room, 0, NULL);
   op = &s->ring[s->tail % CPU_STREAM_RING];
-  pthread_mutex_unlock(&s->mutex);
   op->run = NULL;
   op->done = NULL;
   op->wait_stream = NULL;
@@ -100,40 +174,25 @@ cpu_op_t *cpu_stream_reserve(cpu_stream_t *s) {
 }
 
 uint64_t cpu_stream_commit(cpu_stream_t *s) {
-  uint64_t seq;
-  pthread_mutex_lock(&s->mutex);
-  seq = ++s->enqueued;
+  uint64_t seq = ++s->enqueued;
   s->ring[s->tail % CPU_STREAM_RING].seq = seq;
-  s->tail++;
-  pthread_cond_signal(&s->cond_work);
-  pthread_mutex_unlock(&s->mutex);
+  __atomic_store_n(&s->tail, s->tail + 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST)) {
+    pthread_mutex_lock(&s->mutex);
+    pthread_cond_signal(&s->cond_work);
+    pthread_mutex_unlock(&s->mutex);
+  }
   return seq;
 }
 
-int cpu_stream_point_completed(cpu_stream_t *s, uint64_t seq) {
-  int done;
-  pthread_mutex_lock(&s->mutex);
-  done = s->completed >= seq;
-  pthread_mutex_unlock(&s->mutex);
-  return done;
-}
+int cpu_stream_point_completed(cpu_stream_t *s, uint64_t seq) { return point_done(s, seq); }
 
 cubert_status_t cpu_stream_wait_point(cpu_stream_t *s, uint64_t seq, uint64_t timeout_ns) {
   struct timespec deadline;
-  cubert_status_t status = CUBERT_STATUS_OK;
-  if (timeout_ns != UINT64_MAX) deadline_after(&deadline, timeout_ns);
-  pthread_mutex_lock(&s->mutex);
-  while (s->completed < seq) {
-    if (timeout_ns == UINT64_MAX) {
-      pthread_cond_wait(&s->cond_progress, &s->mutex);
-    } else if (pthread_cond_timedwait(&s->cond_progress, &s->mutex, &deadline) == ETIMEDOUT &&
-               s->completed < seq) {
-      status = CUBERT_STATUS_DEADLINE_EXCEEDED;
-      break;
-    }
-  }
-  pthread_mutex_unlock(&s->mutex);
-  return status;
+  if (point_done(s, seq) || spin_until(s, point_done, seq)) return CUBERT_STATUS_OK;
+  if (timeout_ns == UINT64_MAX) return sleep_until(s, point_done, seq, NULL);
+  deadline_after(&deadline, timeout_ns);
+  return sleep_until(s, point_done, seq, &deadline);
 }
 
 void cpu_stream_push_error(cpu_stream_t *s, const cubert_error_t *error) {

@@ -9,7 +9,9 @@
  * Threading: enqueue and drain calls come from the server thread (serialized
  * by the device handle); the worker runs operations; waits may come from any
  * thread. Operations come from a fixed ring per stream (no allocation per
- * enqueue); a full ring makes the enqueuer wait for the worker.
+ * enqueue, no lock per enqueue); a full ring makes the enqueuer wait for the
+ * worker. An idle worker and a waiting host spin for up to 50 us before they
+ * sleep, so a launch + sync round trip needs no system call in steady state.
  */
 #ifndef CUBERT_CPU_STREAM_H
 #define CUBERT_CPU_STREAM_H
@@ -45,9 +47,16 @@ struct cpu_stream_t {
   pthread_cond_t cond_work;     /* worker: work arrived / shutdown */
   pthread_cond_t cond_progress; /* waiters: an op completed / ring has room */
   pthread_t thread;
-  int running;
+  int running;  /* atomic: cleared at deinitialize */
   int started;
+  int sleeping; /* atomic: the worker sleeps on cond_work (producer must signal) */
+  uint32_t waiters; /* atomic: threads sleeping on cond_progress */
   cpu_op_t *ring; /* CPU_STREAM_RING entries */
+  /* Single producer (the server thread: calls are serialized by the device
+   * handle), single consumer (the worker). head and completed are written by
+   * the worker only, tail and enqueued by the producer only; the other side
+   * reads them with atomic loads. The mutex guards sleeping/waking and the
+   * error queue. */
   uint64_t head;  /* next op to run (index = head % RING) */
   uint64_t tail;  /* next free slot */
   uint64_t enqueued;  /* sequence of the last enqueued op (cursor) */

@@ -30,9 +30,11 @@ static const kind_info_t g_kinds[CUBERT_ERROR_KIND_COUNT_] = {
 static const char k_no_reason[] = "No reason provided for the error";
 static const char k_caused_by[] = "\nCaused by:\n  ";
 
+/* Everything but the reason's tail (it is NUL-terminated at [0]): this runs
+ * on every enqueue and every stream op, and the record is ~300 bytes. */
 void cubert_error_clear(cubert_error_t *error) {
   if (!error) return;
-  cubert_memset(error, 0, sizeof(*error));
+  cubert_memset(error, 0, offsetof(cubert_error_t, reason) + 1u);
 }
 
 const char *cubert_error_kind_name(cubert_error_kind_t kind) {
