@@ -35,7 +35,8 @@ void cpu_fill_properties(const cubert_cpu_options_t *o, cubert_device_properties
   memset(p, 0, sizeof(*p));
   strcpy(p->name, "cubert cpu");
   p->features = CUBERT_FEATURE_DYNAMIC_CUBE_COUNT | CUBERT_FEATURE_SHARED_MEMORY |
-                CUBERT_FEATURE_CHECKED_EXECUTION | CUBERT_FEATURE_UNALIGNED_IO;
+                CUBERT_FEATURE_CHECKED_EXECUTION | CUBERT_FEATURE_UNALIGNED_IO |
+                CUBERT_FEATURE_STAGING;
   p->hardware.load_width = 512;
   p->hardware.plane_size_min = 1;
   p->hardware.plane_size_max = 1;

@@ -40,6 +40,7 @@ struct cpu_server_t {
   pthread_mutex_t events_mutex;
   struct cpu_event_t *free_events;
   uint64_t profile_counter;
+  struct cubert_profiler_t *profiler; /* tokens of start/end_profile (spec 7) */
   /* GC thread (cpu_gc.c) */
   int gc_started, gc_running;
   pthread_t gc_thread;
