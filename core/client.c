@@ -116,6 +116,7 @@ void cubert_client_release(cubert_client_t *client) {
   /* Last client: deregister, drain the device, destroy in dependency order. */
   (void)cubert_device_registry_remove(state->config.device, state);
   state->handle.vtable->destroy(state->handle.self);
+  client_profile_destroy(state);
   state->server->vtable->destroy(state->server);
   cubert_handle_table_destroy(state->table);
   cubert_allocator_free(allocator, state, sizeof(*state), 0);
@@ -296,9 +297,17 @@ static void release_owned_copy(void *owner, void *data, uint64_t size) {
 
 #define CLIENT_MAX_BATCH 64 /* tensors per create_tensors call */
 
+static void release_owned_from(cubert_bytes_t *owned, size_t from, size_t count) {
+  size_t i;
+  if (!owned) return;
+  for (i = from; i < count; i++)
+    if (owned[i].release) owned[i].release(owned[i].owner, owned[i].data, owned[i].size);
+}
+
 /* The shared create path (spec 1.2 do_create). data may be NULL (empty) or
- * have NULL entries; owned (count 1 only) is moved instead of copied. */
-static cubert_status_t do_create(cubert_client_t *client,
+ * have NULL entries; owned (NULL, or `count` buffers) is moved instead of
+ * copied, and released on every failure. */
+cubert_status_t client_do_create(cubert_client_t *client,
                                  const cubert_layout_descriptor_t *descriptors, size_t count,
                                  const void *const *data, cubert_bytes_t *owned,
                                  cubert_memory_layout_t *out_layouts, cubert_error_t *out_error) {
@@ -309,23 +318,23 @@ static cubert_status_t do_create(cubert_client_t *client,
   cubert_memory_layout_t results[CLIENT_MAX_BATCH];
   cubert_handle_t base;
   uint64_t total = 0, stream = cubert_client_stream(client);
-  size_t i, made = 0, nbytes = 0;
+  size_t i, made = 0, nbytes = 0, moved = 0;
   cubert_status_t status;
   client_call_t call;
   if (count == 0 || count > CLIENT_MAX_BATCH || !descriptors || !out_layouts) {
-    if (owned && owned->release) owned->release(owned->owner, owned->data, owned->size);
+    release_owned_from(owned, 0, count);
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "create needs 1..64 descriptors and an output array");
   }
   status = cubert_layout_policy_apply(&s->config.layout_policy, descriptors, count, layouts, &total,
                                       out_error);
   if (status != CUBERT_STATUS_OK) {
-    if (owned && owned->release) owned->release(owned->owner, owned->data, owned->size);
+    release_owned_from(owned, 0, count);
     return status;
   }
   status = cubert_handle_create(s->table, s->config.device.index_id, stream, 0, total, &base);
   if (status != CUBERT_STATUS_OK) {
-    if (owned && owned->release) owned->release(owned->owner, owned->data, owned->size);
+    release_owned_from(owned, 0, count);
     return cubert_error_set(out_error, status == CUBERT_STATUS_RESOURCE_EXHAUSTED
                                            ? CUBERT_ERROR_HOST_OUT_OF_MEMORY
                                            : CUBERT_ERROR_OUT_OF_RANGE,
@@ -353,8 +362,8 @@ static cubert_status_t do_create(cubert_client_t *client,
       d->elem_size = descriptors[i].elem_size;
       len *= descriptors[i].elem_size; /* cannot overflow: the layout checked it */
       if (owned) {
-        bytes[nbytes] = *owned;
-        owned = NULL; /* moved */
+        bytes[nbytes] = owned[i];
+        moved = i + 1; /* owned[0..moved) now sit in bytes[] */
       } else {
         void *copy = NULL;
         bytes[nbytes].data = NULL;
@@ -393,7 +402,7 @@ static cubert_status_t do_create(cubert_client_t *client,
     for (i = 0; i < nbytes; i++)
       if (bytes[i].release) bytes[i].release(bytes[i].owner, bytes[i].data, bytes[i].size);
     for (i = 0; i < made; i++) (void)cubert_handle_release(s->table, &results[i].memory);
-    if (owned && owned->release) owned->release(owned->owner, owned->data, owned->size);
+    release_owned_from(owned, moved, count);
     return status;
   }
   for (i = 0; i < count; i++) out_layouts[i] = results[i];
@@ -437,7 +446,7 @@ cubert_status_t cubert_client_create(cubert_client_t *client, const void *data, 
   CLIENT_CHECK(client && out_handle && (data || size == 0), "create: NULL argument");
   flat_descriptor(&d, size);
   datas[0] = data ? data : (const void *)&layout; /* size 0: nothing is read */
-  CUBERT_RETURN_IF_ERROR(do_create(client, &d, 1, datas, NULL, &layout, out_error));
+  CUBERT_RETURN_IF_ERROR(client_do_create(client, &d, 1, datas, NULL, &layout, out_error));
   *out_handle = layout.memory;
   return CUBERT_STATUS_OK;
 }
@@ -453,7 +462,7 @@ cubert_status_t cubert_client_create_bytes(cubert_client_t *client, cubert_bytes
                             "create_bytes: NULL argument");
   }
   flat_descriptor(&d, bytes.size);
-  CUBERT_RETURN_IF_ERROR(do_create(client, &d, 1, NULL, &bytes, &layout, out_error));
+  CUBERT_RETURN_IF_ERROR(client_do_create(client, &d, 1, NULL, &bytes, &layout, out_error));
   *out_handle = layout.memory;
   return CUBERT_STATUS_OK;
 }
@@ -465,7 +474,7 @@ cubert_status_t cubert_client_create_tensor(cubert_client_t *client, const void 
   cubert_layout_descriptor_t d;
   CLIENT_CHECK(client && out_layout && data, "create_tensor: NULL argument");
   CUBERT_RETURN_IF_ERROR(tensor_descriptor(&d, rank, shape, elem_size, out_error));
-  return do_create(client, &d, 1, &data, NULL, out_layout, out_error);
+  return client_do_create(client, &d, 1, &data, NULL, out_layout, out_error);
 }
 
 cubert_status_t cubert_client_create_tensors(cubert_client_t *client,
@@ -476,7 +485,7 @@ cubert_status_t cubert_client_create_tensors(cubert_client_t *client,
   size_t i;
   CLIENT_CHECK(client && descriptors && data && out_layouts, "create_tensors: NULL argument");
   for (i = 0; i < count; i++) CLIENT_CHECK(data[i], "create_tensors: NULL data entry");
-  return do_create(client, descriptors, count, data, NULL, out_layouts, out_error);
+  return client_do_create(client, descriptors, count, data, NULL, out_layouts, out_error);
 }
 
 cubert_status_t cubert_client_empty(cubert_client_t *client, uint64_t size,
@@ -485,7 +494,7 @@ cubert_status_t cubert_client_empty(cubert_client_t *client, uint64_t size,
   cubert_memory_layout_t layout;
   CLIENT_CHECK(client && out_handle, "empty: NULL argument");
   flat_descriptor(&d, size);
-  CUBERT_RETURN_IF_ERROR(do_create(client, &d, 1, NULL, NULL, &layout, out_error));
+  CUBERT_RETURN_IF_ERROR(client_do_create(client, &d, 1, NULL, NULL, &layout, out_error));
   *out_handle = layout.memory;
   return CUBERT_STATUS_OK;
 }
@@ -497,7 +506,7 @@ cubert_status_t cubert_client_empty_tensor(cubert_client_t *client, uint32_t ran
   cubert_layout_descriptor_t d;
   CLIENT_CHECK(client && out_layout, "empty_tensor: NULL argument");
   CUBERT_RETURN_IF_ERROR(tensor_descriptor(&d, rank, shape, elem_size, out_error));
-  return do_create(client, &d, 1, NULL, NULL, out_layout, out_error);
+  return client_do_create(client, &d, 1, NULL, NULL, out_layout, out_error);
 }
 
 cubert_status_t cubert_client_empty_tensors(cubert_client_t *client,
@@ -505,7 +514,7 @@ cubert_status_t cubert_client_empty_tensors(cubert_client_t *client,
                                             size_t count, cubert_memory_layout_t *out_layouts,
                                             cubert_error_t *out_error) {
   CLIENT_CHECK(client && descriptors && out_layouts, "empty_tensors: NULL argument");
-  return do_create(client, descriptors, count, NULL, NULL, out_layouts, out_error);
+  return client_do_create(client, descriptors, count, NULL, NULL, out_layouts, out_error);
 }
 
 cubert_status_t cubert_client_write(cubert_client_t *client, const cubert_handle_t *handle,
@@ -698,6 +707,8 @@ static cubert_status_t launch_with(cubert_client_t *client, const struct cubert_
   if (cubert_cube_count_is_empty(count)) return CUBERT_STATUS_OK; /* spec 1.4: dropped */
   for (i = 0; i < args->buffer_count; i++)
     CUBERT_RETURN_IF_ERROR(client_check_device(client, &args->buffers[i], out_error));
+  if (cubert_atomic_load_u32(&client->state->profile_level) != CUBERT_PROFILE_LEVEL_OFF)
+    return client_profiled_launch(client, kernel, count, args, mode, out_error); /* client_profile.c */
   client_call_init(&call, OP_LAUNCH, out_error);
   call.a = kernel;
   call.b = count;
@@ -749,7 +760,9 @@ cubert_status_t cubert_client_sync_async(cubert_client_t *client,
   CLIENT_CHECK(client && out_completion, "sync: NULL argument");
   client_call_init(&call, OP_SYNC, out_error);
   call.e = out_completion;
-  return client_device_call(client, &call);
+  CUBERT_RETURN_IF_ERROR(client_device_call(client, &call));
+  client_profile_emit_summary(client); /* spec 1.4: the summary is printed at each sync */
+  return CUBERT_STATUS_OK;
 }
 
 cubert_status_t cubert_client_sync(cubert_client_t *client, cubert_error_t *out_error) {
