@@ -5,6 +5,7 @@
 #include "cts.h"
 
 #include <time.h>
+#include <unistd.h>
 
 #include "cubert/cube.h"
 #include "cubert/host.h"
@@ -411,10 +412,35 @@ TEST(cts_kernel_profiling_errors) {
   cts_teardown(&env);
 }
 
-/* The hosted default sink writes to stderr (smoke: it accepts text). */
-TEST(cts_log_sink_stderr_accepts_text) {
-  cubert_log_sink_stderr(NULL, "", 0);
+/* The hosted default sink writes the text to stderr: used as the sink of
+ * a BASIC profile, the summary table appears on (a captured) stderr. */
+TEST(cts_log_sink_stderr_prints_the_summary) {
+  cts_env_t env;
+  FILE *tmp = tmpfile();
+  int saved;
+  char text[8192];
+  size_t n;
+  CHECK(tmp != NULL);
+  fflush(stderr);
+  saved = dup(2);
+  CHECK(saved >= 0);
+  CHECK(dup2(fileno(tmp), 2) >= 0);
+  cubert_log_sink_stderr(NULL, "cts-sink-check\n", 15);
   cubert_log_sink_stderr(NULL, NULL, 0);
-  cubert_log_sink_stderr(NULL, "cts: log sink check\n", 20);
-  CHECK(1);
+  cts_setup(&env, 0);
+  CHECK_OK(cubert_client_set_profiling(env.client, CUBERT_PROFILE_LEVEL_BASIC,
+                                       cubert_log_sink_stderr, NULL, NULL));
+  CHECK_EQ_U64(run_program(env.client, 2), 2 * 21);
+  CHECK_OK(cubert_client_sync(env.client, NULL));
+  fflush(stderr);
+  CHECK(dup2(saved, 2) >= 0);
+  close(saved);
+  rewind(tmp);
+  n = fread(text, 1, sizeof text - 1, tmp);
+  text[n] = '\0';
+  fclose(tmp);
+  CHECK_MSG(strncmp(text, "cts-sink-check\n", 15) == 0, "stderr: %s", text);
+  CHECK_MSG(strstr(text, "cts_add_scalar_u32") != NULL && strstr(text, "| Total") != NULL,
+            "stderr: %s", text);
+  cts_teardown(&env);
 }
