@@ -377,9 +377,9 @@ CUBERT_API cubert_status_t cubert_client_allocation_mode(cubert_client_t *client
  * the outer one ends). (CubeCL uses the thread's stream even for a pinned
  * client; cubert uses the client's stream, where its allocations go.)
  * Returns fn's status and error; the mode is restored also when fn fails.
- * INVALID_ARGUMENT for a NULL client / fn; RESOURCE_EXHAUSTED (kind
- * OUT_OF_RANGE) when CUBERT_CLIENT_MAX_PERSISTENT_STREAMS other streams of
- * the device have a window open (fn does not run). A failing mode switch is
+ * INVALID_ARGUMENT for a NULL client / fn; OUT_OF_RANGE (kind OUT_OF_RANGE)
+ * when CUBERT_CLIENT_MAX_PERSISTENT_STREAMS other streams of the device have
+ * a window open (fn does not run). A failing mode switch is
  * returned (fn does not run / the error of the switch back is returned when
  * fn succeeded). Blocks (two device round trips around fn). Thread-safe. */
 CUBERT_API cubert_status_t cubert_client_memory_persistent_allocation(cubert_client_t *client,
