@@ -345,7 +345,9 @@ typedef void (*cubert_log_sink_fn_t)(void *self, const char *text, size_t length
  * failures are returned by the launch call itself (the profile's sync takes
  * them off the stream) and the launch is not recorded.
  * Setting a level replaces the summary (recorded launches are dropped).
- * sink may be NULL only for OFF. INVALID_ARGUMENT for a NULL client, an
+ * A launch or sync already running when the setting changes may still use
+ * the previous sink once. sink may be NULL only for OFF. INVALID_ARGUMENT
+ * for a NULL client, an
  * invalid level or a NULL sink; RESOURCE_EXHAUSTED (HOST_OUT_OF_MEMORY) when
  * the summary cannot be allocated (the previous setting stays). Thread-safe;
  * non-blocking. */
