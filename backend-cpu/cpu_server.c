@@ -172,6 +172,7 @@ typedef struct staging_header_t {
 } staging_header_t;
 
 #define STAGING_HEADER 64 /* keeps the data 64-byte aligned */
+typedef char staging_header_fits_[sizeof(staging_header_t) <= STAGING_HEADER ? 1 : -1];
 
 static void staging_release(void *owner, void *data, uint64_t size) {
   staging_header_t *h = (staging_header_t *)owner;

@@ -13,6 +13,8 @@ typedef struct heap_header_t {
   uint64_t size;
 } heap_header_t;
 
+typedef char heap_header_fits_[sizeof(heap_header_t) <= HEAP_HEADER ? 1 : -1];
+
 static void heap_release(void *owner, void *data, uint64_t size) {
   heap_header_t *h = (heap_header_t *)owner;
   cubert_allocator_t allocator = h->allocator;
@@ -134,6 +136,10 @@ cubert_status_t cubert_client_staging(cubert_client_t *client, cubert_bytes_t *b
   if (!client || (count && !bytes) || count > STAGING_MAX_BATCH)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "staging: NULL argument or more than 64 buffers");
+  for (i = 0; i < count; i++)
+    if (!bytes[i].data && bytes[i].size)
+      return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                              "staging: a buffer with a size and no data");
   for (i = 0; i < count; i++) {
     if (!needs_staging(&bytes[i], file_only)) continue;
     sizes[n] = bytes[i].size;

@@ -191,8 +191,9 @@ CUBERT_API cubert_status_t cubert_client_reserve_staging(cubert_client_t *client
  * same sizes, copies each selected buffer into its staging buffer, releases
  * the original and replaces it in bytes[i]. When the server refuses, nothing
  * changes and OK is returned (CubeCL ignores the error). Returns OK;
- * INVALID_ARGUMENT for a NULL client or a NULL bytes with count > 0, or more
- * than 64 buffers (nothing changes). Blocks. */
+ * INVALID_ARGUMENT for a NULL client, a NULL bytes with count > 0, a buffer
+ * with a size and NULL data, or more than 64 buffers (nothing changes).
+ * Blocks. */
 CUBERT_API cubert_status_t cubert_client_staging(cubert_client_t *client, cubert_bytes_t *bytes,
                                                  size_t count, bool file_only,
                                                  cubert_error_t *out_error);

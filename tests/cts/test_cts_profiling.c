@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cubert/cpu.h"
 #include "cubert/cube.h"
 #include "cubert/host.h"
 #include "cubert/profile.h"
@@ -443,4 +444,42 @@ TEST(cts_log_sink_stderr_prints_the_summary) {
   CHECK_MSG(strstr(text, "cts_add_scalar_u32") != NULL && strstr(text, "| Total") != NULL,
             "stderr: %s", text);
   cts_teardown(&env);
+}
+
+/* The CPU options take the level from CUBERT_PROFILE_LEVEL; a device
+ * created with a level has it (stderr sink); an invalid level fails the
+ * create and leaves nothing behind. */
+TEST(cts_cpu_options_profile_level) {
+  cubert_cpu_options_t o;
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_client_t *client = NULL;
+  cubert_error_t err;
+  CHECK(setenv("CUBERT_PROFILE_LEVEL", "execution-only", 1) == 0);
+  cubert_cpu_options_initialize(&o);
+  CHECK_EQ_U64(o.profile_level, CUBERT_PROFILE_LEVEL_EXECUTION_ONLY);
+  CHECK(setenv("CUBERT_PROFILE_LEVEL", "bogus", 1) == 0);
+  cubert_cpu_options_initialize(&o);
+  CHECK_EQ_U64(o.profile_level, CUBERT_PROFILE_LEVEL_OFF);
+  CHECK(unsetenv("CUBERT_PROFILE_LEVEL") == 0);
+  cubert_cpu_options_initialize(&o);
+  CHECK_EQ_U64(o.profile_level, CUBERT_PROFILE_LEVEL_OFF);
+  o.device_index = 30;
+  o.workers = 1;
+  o.profile_level = CUBERT_PROFILE_LEVEL_FULL;
+  CHECK_OK(cubert_cpu_client_create(a, &o, &client, NULL));
+  CHECK_EQ_U64(cubert_client_profiling_level(client), CUBERT_PROFILE_LEVEL_FULL);
+  cubert_client_release(client);
+  CHECK_EQ_I64(c.live_blocks, 0);
+  client = NULL;
+  o.profile_level = (cubert_profile_level_t)42;
+  CHECK_STATUS(cubert_cpu_client_create(a, &o, &client, &err), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK(client == NULL);
+  CHECK_EQ_I64(c.live_blocks, 0);
+  o.profile_level = CUBERT_PROFILE_LEVEL_OFF; /* the index is free again */
+  CHECK_OK(cubert_cpu_client_create(a, &o, &client, NULL));
+  CHECK_EQ_U64(cubert_client_profiling_level(client), CUBERT_PROFILE_LEVEL_OFF);
+  cubert_client_release(client);
+  CHECK_EQ_I64(c.live_blocks, 0);
+  counting_allocator_destroy(&c);
 }

@@ -147,6 +147,10 @@ TEST(cts_staging_file_only_rule) {
   CHECK_STATUS(cubert_client_staging(NULL, b, 1, false, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert_client_staging(env.client, b, 65, false, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
+  b[0].data = NULL;
+  b[0].size = 4;
+  CHECK_STATUS(cubert_client_staging(env.client, b, 1, false, NULL),
+               CUBERT_STATUS_INVALID_ARGUMENT);
   cts_teardown(&env);
 }
 
