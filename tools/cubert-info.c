@@ -163,7 +163,7 @@ int main(int argc, char **argv) {
   size_t n, i;
   uint64_t d;
   int argi, rc = 0;
-  for (argi = 1; argi < argc; argi++) {
+  for (argi = 1; argi < argc; argi += 2) {
     uint64_t *target = NULL;
     if (!strcmp(argv[argi], "-n")) target = &devices;
     else if (!strcmp(argv[argi], "-w")) target = &workers;
@@ -173,7 +173,6 @@ int main(int argc, char **argv) {
               MAX_DEVICES);
       return 2;
     }
-    argi++;
   }
   if (devices < 1 || devices > MAX_DEVICES || workers > 1024) {
     fprintf(stderr, "cubert-info: -n must be 1..%d and -w at most 1024\n", MAX_DEVICES);
