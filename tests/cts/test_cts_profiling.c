@@ -4,6 +4,7 @@
  * with its per-kernel summary written to a log sink at sync. */
 #include "cts.h"
 
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -482,4 +483,87 @@ TEST(cts_cpu_options_profile_level) {
   cubert_client_release(client);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
+}
+
+/* Launches from several threads at once: every launch is counted once in
+ * the summary (execution-only records concurrently; basic serializes). */
+typedef struct locked_sink_t {
+  pthread_mutex_t mutex;
+  capture_t cap;
+  int lines;
+} locked_sink_t;
+
+static void locked_sink(void *self, const char *text, size_t length) {
+  locked_sink_t *s = (locked_sink_t *)self;
+  pthread_mutex_lock(&s->mutex);
+  if (strncmp(text, "Executing ", 10) == 0)
+    s->lines++;
+  else
+    capture_sink(&s->cap, text, length);
+  pthread_mutex_unlock(&s->mutex);
+}
+
+#define PT_THREADS 4
+#define PT_LAUNCHES 25
+
+typedef struct pt_arg_t {
+  cubert_client_t *client;
+  uint32_t out;
+  cubert_status_t status;
+} pt_arg_t;
+
+static void *pt_thread(void *arg) {
+  pt_arg_t *p = (pt_arg_t *)arg;
+  uint32_t data[4] = {0, 0, 0, 0};
+  uint64_t delta = 1;
+  cubert_handle_t h;
+  cubert_launch_arguments_t args;
+  cubert_cube_count_t count = cubert_cube_count_new_single();
+  int i;
+  p->status = cubert_client_create(p->client, data, sizeof data, &h, NULL);
+  if (p->status != CUBERT_STATUS_OK) return NULL;
+  args = one_buffer(&h, &delta);
+  for (i = 0; i < PT_LAUNCHES && p->status == CUBERT_STATUS_OK; i++)
+    p->status = cubert_client_launch(p->client, &cts_add_scalar_kernel, &count, &args, NULL);
+  if (p->status == CUBERT_STATUS_OK)
+    p->status = cubert_client_read_one(p->client, &h, data, sizeof data, NULL);
+  p->out = data[0];
+  (void)cubert_client_handle_release(p->client, &h);
+  return NULL;
+}
+
+TEST(cts_kernel_profiling_concurrent_launches_counted_once) {
+  cts_env_t env;
+  static locked_sink_t sink;
+  pthread_t threads[PT_THREADS];
+  pt_arg_t args[PT_THREADS];
+  cubert_profile_level_t levels[2] = {CUBERT_PROFILE_LEVEL_EXECUTION_ONLY,
+                                      CUBERT_PROFILE_LEVEL_BASIC};
+  char line[512], want[32];
+  int l, i;
+  cts_setup(&env, 0);
+  pthread_mutex_init(&sink.mutex, NULL);
+  for (l = 0; l < 2; l++) {
+    capture_reset(&sink.cap);
+    sink.lines = 0;
+    CHECK_OK(cubert_client_set_profiling(env.client, levels[l], locked_sink, &sink, NULL));
+    for (i = 0; i < PT_THREADS; i++) {
+      CHECK_OK(cubert_client_clone(env.client, &args[i].client));
+      CHECK(pthread_create(&threads[i], NULL, pt_thread, &args[i]) == 0);
+    }
+    for (i = 0; i < PT_THREADS; i++) {
+      CHECK(pthread_join(threads[i], NULL) == 0);
+      CHECK_OK(args[i].status);
+      CHECK_EQ_U64(args[i].out, PT_LAUNCHES);
+      cubert_client_release(args[i].client);
+    }
+    CHECK_OK(cubert_client_sync(env.client, NULL));
+    CHECK_EQ_I64(sink.lines, l == 0 ? PT_THREADS * PT_LAUNCHES : 0);
+    CHECK_MSG(row_of(sink.cap.text, "cts_add_scalar_u32", line, sizeof line) != NULL, "table: %s",
+              sink.cap.text);
+    snprintf(want, sizeof want, "| %d ", PT_THREADS * PT_LAUNCHES);
+    CHECK_MSG(strstr(line, want) != NULL, "row: %s", line);
+  }
+  pthread_mutex_destroy(&sink.mutex);
+  cts_teardown(&env);
 }
