@@ -307,7 +307,7 @@ static void release_owned_from(cubert_bytes_t *owned, size_t from, size_t count)
 /* The shared create path (spec 1.2 do_create). data may be NULL (empty) or
  * have NULL entries; owned (NULL, or `count` buffers) is moved instead of
  * copied, and released on every failure. */
-cubert_status_t client_do_create(cubert_client_t *client,
+static cubert_status_t do_create(cubert_client_t *client,
                                  const cubert_layout_descriptor_t *descriptors, size_t count,
                                  const void *const *data, cubert_bytes_t *owned,
                                  cubert_memory_layout_t *out_layouts, cubert_error_t *out_error) {
@@ -409,6 +409,13 @@ cubert_status_t client_do_create(cubert_client_t *client,
   return CUBERT_STATUS_OK;
 }
 
+cubert_status_t client_do_create(cubert_client_t *client,
+                                 const cubert_layout_descriptor_t *descriptors, size_t count,
+                                 const void *const *data, cubert_bytes_t *owned,
+                                 cubert_memory_layout_t *out_layouts, cubert_error_t *out_error) {
+  return do_create(client, descriptors, count, data, owned, out_layouts, out_error);
+}
+
 static void flat_descriptor(cubert_layout_descriptor_t *d, uint64_t size) {
   cubert_memset(d, 0, sizeof(*d));
   d->strategy = CUBERT_LAYOUT_CONTIGUOUS;
@@ -446,7 +453,7 @@ cubert_status_t cubert_client_create(cubert_client_t *client, const void *data, 
   CLIENT_CHECK(client && out_handle && (data || size == 0), "create: NULL argument");
   flat_descriptor(&d, size);
   datas[0] = data ? data : (const void *)&layout; /* size 0: nothing is read */
-  CUBERT_RETURN_IF_ERROR(client_do_create(client, &d, 1, datas, NULL, &layout, out_error));
+  CUBERT_RETURN_IF_ERROR(do_create(client, &d, 1, datas, NULL, &layout, out_error));
   *out_handle = layout.memory;
   return CUBERT_STATUS_OK;
 }
@@ -462,7 +469,7 @@ cubert_status_t cubert_client_create_bytes(cubert_client_t *client, cubert_bytes
                             "create_bytes: NULL argument");
   }
   flat_descriptor(&d, bytes.size);
-  CUBERT_RETURN_IF_ERROR(client_do_create(client, &d, 1, NULL, &bytes, &layout, out_error));
+  CUBERT_RETURN_IF_ERROR(do_create(client, &d, 1, NULL, &bytes, &layout, out_error));
   *out_handle = layout.memory;
   return CUBERT_STATUS_OK;
 }
@@ -474,7 +481,7 @@ cubert_status_t cubert_client_create_tensor(cubert_client_t *client, const void 
   cubert_layout_descriptor_t d;
   CLIENT_CHECK(client && out_layout && data, "create_tensor: NULL argument");
   CUBERT_RETURN_IF_ERROR(tensor_descriptor(&d, rank, shape, elem_size, out_error));
-  return client_do_create(client, &d, 1, &data, NULL, out_layout, out_error);
+  return do_create(client, &d, 1, &data, NULL, out_layout, out_error);
 }
 
 cubert_status_t cubert_client_create_tensors(cubert_client_t *client,
@@ -485,7 +492,7 @@ cubert_status_t cubert_client_create_tensors(cubert_client_t *client,
   size_t i;
   CLIENT_CHECK(client && descriptors && data && out_layouts, "create_tensors: NULL argument");
   for (i = 0; i < count; i++) CLIENT_CHECK(data[i], "create_tensors: NULL data entry");
-  return client_do_create(client, descriptors, count, data, NULL, out_layouts, out_error);
+  return do_create(client, descriptors, count, data, NULL, out_layouts, out_error);
 }
 
 cubert_status_t cubert_client_empty(cubert_client_t *client, uint64_t size,
@@ -494,7 +501,7 @@ cubert_status_t cubert_client_empty(cubert_client_t *client, uint64_t size,
   cubert_memory_layout_t layout;
   CLIENT_CHECK(client && out_handle, "empty: NULL argument");
   flat_descriptor(&d, size);
-  CUBERT_RETURN_IF_ERROR(client_do_create(client, &d, 1, NULL, NULL, &layout, out_error));
+  CUBERT_RETURN_IF_ERROR(do_create(client, &d, 1, NULL, NULL, &layout, out_error));
   *out_handle = layout.memory;
   return CUBERT_STATUS_OK;
 }
@@ -506,7 +513,7 @@ cubert_status_t cubert_client_empty_tensor(cubert_client_t *client, uint32_t ran
   cubert_layout_descriptor_t d;
   CLIENT_CHECK(client && out_layout, "empty_tensor: NULL argument");
   CUBERT_RETURN_IF_ERROR(tensor_descriptor(&d, rank, shape, elem_size, out_error));
-  return client_do_create(client, &d, 1, NULL, NULL, out_layout, out_error);
+  return do_create(client, &d, 1, NULL, NULL, out_layout, out_error);
 }
 
 cubert_status_t cubert_client_empty_tensors(cubert_client_t *client,
@@ -514,7 +521,7 @@ cubert_status_t cubert_client_empty_tensors(cubert_client_t *client,
                                             size_t count, cubert_memory_layout_t *out_layouts,
                                             cubert_error_t *out_error) {
   CLIENT_CHECK(client && descriptors && out_layouts, "empty_tensors: NULL argument");
-  return client_do_create(client, descriptors, count, NULL, NULL, out_layouts, out_error);
+  return do_create(client, descriptors, count, NULL, NULL, out_layouts, out_error);
 }
 
 cubert_status_t cubert_client_write(cubert_client_t *client, const cubert_handle_t *handle,
