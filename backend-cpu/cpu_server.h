@@ -50,6 +50,10 @@ struct cpu_server_t {
   uint64_t gc_head, gc_tail, gc_released;
 };
 
+/* ---- staging (cpu_staging.c): the vtable's staging ---- */
+cubert_status_t cpu_staging(cubert_server_t *server, const uint64_t *sizes, size_t count,
+                            cubert_bytes_t *out_bytes, uint64_t stream, cubert_error_t *out_error);
+
 /* ---- GC thread (cpu_gc.c) ---- */
 cubert_status_t cpu_gc_start(cpu_server_t *server, cubert_error_t *out_error);
 void cpu_gc_hand_off(cpu_server_t *server);
