@@ -3,6 +3,7 @@
 #include "cts.h"
 
 #include "cubert/cpu.h"
+#include "client_internal.h" /* the server, for direct vtable checks */
 
 typedef struct owned_t {
   int releases;
@@ -273,5 +274,31 @@ TEST(cts_bytes_owner_release_runs_once) {
   b = owned_bytes(&o, 16, CUBERT_ALLOCATION_FILE, 5);
   CHECK_STATUS(cubert_client_create_bytes(env.client, b, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_I64(o.releases, 1);
+  cts_teardown(&env);
+}
+
+/* Sizes no allocator can give: the server refuses, so does the fallback.
+ * The server's own argument checks (unreachable through the client). */
+TEST(cts_staging_impossible_sizes_and_server_arguments) {
+  cts_env_t env;
+  uint64_t huge[2] = {16, UINT64_MAX};
+  cubert_bytes_t b[2];
+  cubert_error_t err;
+  cubert_server_t *server;
+  int64_t before;
+  cts_setup(&env, 0);
+  before = env.counting.live_blocks;
+  CHECK_STATUS(cubert_client_reserve_staging(env.client, huge, 2, b, &err),
+               CUBERT_STATUS_RESOURCE_EXHAUSTED);
+  CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_HOST_OUT_OF_MEMORY);
+  CHECK_EQ_I64(env.counting.live_blocks, before);
+  server = env.client->state->server;
+  CHECK_STATUS(server->vtable->staging(server, NULL, 1, b, 0, &err), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(server->vtable->staging(server, huge, 1, NULL, 0, &err),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(server->vtable->staging(server, huge, 2, b, 0, &err), CUBERT_STATUS_IO_FAILED);
+  CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_IO_UNKNOWN);
+  CHECK_EQ_I64(env.counting.live_blocks, before); /* the first buffer was given back */
+  CHECK_OK(server->vtable->staging(server, NULL, 0, NULL, 0, NULL));
   cts_teardown(&env);
 }
