@@ -2,6 +2,7 @@
  * direct device handle (recursive pthread mutex), per-thread stream ids. */
 #include "cpu_server.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -21,12 +22,24 @@ static uint64_t stream_source(void *self) {
   return cubert_stream_id_current().value;
 }
 
+/* CUBERT_PROFILE_LEVEL: a cubert_profile_level_name, else off. */
+static cubert_profile_level_t profile_level_from_env(void) {
+  const char *v = getenv("CUBERT_PROFILE_LEVEL");
+  int l;
+  if (!v) return CUBERT_PROFILE_LEVEL_OFF;
+  for (l = CUBERT_PROFILE_LEVEL_OFF; l <= CUBERT_PROFILE_LEVEL_FULL; l++)
+    if (strcmp(v, cubert_profile_level_name((cubert_profile_level_t)l)) == 0)
+      return (cubert_profile_level_t)l;
+  return CUBERT_PROFILE_LEVEL_OFF;
+}
+
 void cubert_cpu_options_initialize(cubert_cpu_options_t *options) {
   if (!options) return;
   memset(options, 0, sizeof(*options));
   options->max_streams = 16;
   options->memory_size = 1ull << 30;
   options->bounds_check = CUBERT_BOUNDS_CHECK_AUTO;
+  options->profile_level = profile_level_from_env();
 }
 
 void cpu_fill_properties(const cubert_cpu_options_t *o, cubert_device_properties_t *p) {
@@ -35,7 +48,8 @@ void cpu_fill_properties(const cubert_cpu_options_t *o, cubert_device_properties
   memset(p, 0, sizeof(*p));
   strcpy(p->name, "cubert cpu");
   p->features = CUBERT_FEATURE_DYNAMIC_CUBE_COUNT | CUBERT_FEATURE_SHARED_MEMORY |
-                CUBERT_FEATURE_CHECKED_EXECUTION | CUBERT_FEATURE_UNALIGNED_IO;
+                CUBERT_FEATURE_CHECKED_EXECUTION | CUBERT_FEATURE_UNALIGNED_IO |
+                CUBERT_FEATURE_STAGING;
   p->hardware.load_width = 512;
   p->hardware.plane_size_min = 1;
   p->hardware.plane_size_max = 1;
@@ -166,7 +180,15 @@ cubert_status_t cubert_cpu_client_create(cubert_allocator_t allocator,
   config.stream_source_self = NULL;
   config.bounds_check = o.bounds_check;
   status = cubert_client_init(allocator, &config, &server->base, handle, out_client, out_error);
-  if (status == CUBERT_STATUS_OK) return CUBERT_STATUS_OK;
+  if (status == CUBERT_STATUS_OK) {
+    if (o.profile_level == CUBERT_PROFILE_LEVEL_OFF) return CUBERT_STATUS_OK;
+    status = cubert_client_set_profiling(*out_client, o.profile_level, cubert_log_sink_stderr,
+                                         NULL, out_error);
+    if (status == CUBERT_STATUS_OK) return CUBERT_STATUS_OK;
+    cubert_client_release(*out_client); /* destroys server, handle and table */
+    *out_client = NULL;
+    return status;
+  }
   handle.vtable->destroy(handle.self); /* frees owned + lock */
   owned = NULL;
   lock = NULL;

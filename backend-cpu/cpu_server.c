@@ -15,6 +15,7 @@
  */
 #include "cpu_server.h"
 #include "cpu_launch.h"
+#include "cubert/profile.h"
 
 #include <string.h>
 #include <time.h>
@@ -155,17 +156,7 @@ static cubert_status_t cpu_initialize_memory(cubert_server_t *server, const cube
                                  cubert_multi_stream_cursor(s->multi, stream), out_error);
 }
 
-static cubert_status_t cpu_staging(cubert_server_t *server, const uint64_t *sizes, size_t count,
-                                   cubert_bytes_t *out_bytes, uint64_t stream,
-                                   cubert_error_t *out_error) {
-  (void)server;
-  (void)sizes;
-  (void)count;
-  (void)out_bytes;
-  (void)stream;
-  return cubert_error_set(out_error, CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION, NULL, 0,
-                          "staging is not supported by the CPU server");
-}
+/* staging: backend-cpu/cpu_staging.c */
 
 static void release_all_bytes(cubert_bytes_t *data, size_t count) {
   size_t i;
@@ -498,25 +489,43 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t profile_clock_now(void *self) {
+  (void)self;
+  return now_ns();
+}
+
+/* Wait for the stream and take its queued errors (the CPU server's sync). */
+static cubert_status_t profile_sync(cpu_server_t *s, uint64_t stream, cubert_error_t *out_error) {
+  cpu_slot_t *slot;
+  CUBERT_RETURN_IF_ERROR(cubert_multi_stream_sync(s->multi, stream, out_error));
+  slot = slot_at(s, stream);
+  if (!slot->initialized) return CUBERT_STATUS_OK;
+  return cpu_stream_drain_errors(&slot->stream, out_error);
+}
+
+/* start_profile: sync the stream (its errors are returned), then a token. */
 static cubert_status_t cpu_start_profile(cubert_server_t *server, uint64_t stream,
                                          cubert_profiling_token_t *out_token,
                                          cubert_error_t *out_error) {
   cpu_server_t *s = server_of(server);
-  CUBERT_RETURN_IF_ERROR(cubert_multi_stream_sync(s->multi, stream, out_error));
-  out_token->id = now_ns();
+  CUBERT_RETURN_IF_ERROR(profile_sync(s, stream, out_error));
+  CUBERT_RETURN_IF_ERROR(cubert_profiler_start(s->profiler, out_token, out_error));
   s->profile_counter++;
   return CUBERT_STATUS_OK;
 }
 
+/* end_profile: sync again; a sync error invalidates every active token
+ * (ProfileError::Server), then the token is stopped. */
 static cubert_status_t cpu_end_profile(cubert_server_t *server, uint64_t stream,
                                        cubert_profiling_token_t token,
                                        cubert_profile_duration_t *out_duration,
                                        cubert_error_t *out_error) {
   cpu_server_t *s = server_of(server);
-  CUBERT_RETURN_IF_ERROR(cubert_multi_stream_sync(s->multi, stream, out_error));
-  out_duration->start_ns = token.id;
-  out_duration->end_ns = now_ns();
-  return CUBERT_STATUS_OK;
+  cubert_error_t sync_error;
+  cubert_error_clear(&sync_error);
+  if (profile_sync(s, stream, &sync_error) != CUBERT_STATUS_OK)
+    (void)cubert_profiler_error(s->profiler, &sync_error);
+  return cubert_profiler_stop(s->profiler, token, out_duration, out_error);
 }
 
 /* ---- collectives: backend-cpu/cpu_comm.c ---- */
@@ -565,6 +574,7 @@ static void cpu_destroy(cubert_server_t *server) {
   }
   cpu_events_free_all(s);
   if (s->executor) cpu_launch_executor_destroy(s);
+  cubert_profiler_destroy(s->profiler);
   pthread_mutex_destroy(&s->events_mutex);
   cubert_allocator_free(s->allocator, s->slots, sizeof(cpu_slot_t) * (s->max_streams + 1), 0);
   cubert_allocator_free(s->allocator, s, sizeof(*s), 0);
@@ -592,6 +602,13 @@ cubert_status_t cpu_server_create(cubert_allocator_t allocator, const cubert_cpu
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "stream slots");
   }
   status = cpu_launch_executor_create(s, options->workers, out_error);
+  if (status == CUBERT_STATUS_OK) {
+    cubert_profile_clock_t clock;
+    clock.self = s;
+    clock.now_ns = profile_clock_now;
+    status = cubert_profiler_create(allocator, clock, CUBERT_PROFILER_DEFAULT_CAPACITY,
+                                    &s->profiler, out_error);
+  }
   if (status == CUBERT_STATUS_OK) {
     backend.vtable = &cpu_event_backend_vtable;
     backend.self = s;

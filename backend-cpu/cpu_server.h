@@ -40,6 +40,7 @@ struct cpu_server_t {
   pthread_mutex_t events_mutex;
   struct cpu_event_t *free_events;
   uint64_t profile_counter;
+  struct cubert_profiler_t *profiler; /* tokens of start/end_profile (spec 7) */
   /* GC thread (cpu_gc.c) */
   int gc_started, gc_running;
   pthread_t gc_thread;
@@ -48,6 +49,10 @@ struct cpu_server_t {
   cubert_stream_gc_task_t *gc_ring;
   uint64_t gc_head, gc_tail, gc_released;
 };
+
+/* ---- staging (cpu_staging.c): the vtable's staging ---- */
+cubert_status_t cpu_staging(cubert_server_t *server, const uint64_t *sizes, size_t count,
+                            cubert_bytes_t *out_bytes, uint64_t stream, cubert_error_t *out_error);
 
 /* ---- GC thread (cpu_gc.c) ---- */
 cubert_status_t cpu_gc_start(cpu_server_t *server, cubert_error_t *out_error);

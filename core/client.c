@@ -116,6 +116,7 @@ void cubert_client_release(cubert_client_t *client) {
   /* Last client: deregister, drain the device, destroy in dependency order. */
   (void)cubert_device_registry_remove(state->config.device, state);
   state->handle.vtable->destroy(state->handle.self);
+  client_profile_destroy(state);
   state->server->vtable->destroy(state->server);
   cubert_handle_table_destroy(state->table);
   cubert_allocator_free(allocator, state, sizeof(*state), 0);
@@ -296,8 +297,16 @@ static void release_owned_copy(void *owner, void *data, uint64_t size) {
 
 #define CLIENT_MAX_BATCH 64 /* tensors per create_tensors call */
 
+static void release_owned_from(cubert_bytes_t *owned, size_t from, size_t count) {
+  size_t i;
+  if (!owned) return;
+  for (i = from; i < count; i++)
+    if (owned[i].release) owned[i].release(owned[i].owner, owned[i].data, owned[i].size);
+}
+
 /* The shared create path (spec 1.2 do_create). data may be NULL (empty) or
- * have NULL entries; owned (count 1 only) is moved instead of copied. */
+ * have NULL entries; owned (NULL, or `count` buffers) is moved instead of
+ * copied, and released on every failure. */
 static cubert_status_t do_create(cubert_client_t *client,
                                  const cubert_layout_descriptor_t *descriptors, size_t count,
                                  const void *const *data, cubert_bytes_t *owned,
@@ -309,23 +318,23 @@ static cubert_status_t do_create(cubert_client_t *client,
   cubert_memory_layout_t results[CLIENT_MAX_BATCH];
   cubert_handle_t base;
   uint64_t total = 0, stream = cubert_client_stream(client);
-  size_t i, made = 0, nbytes = 0;
+  size_t i, made = 0, nbytes = 0, moved = 0;
   cubert_status_t status;
   client_call_t call;
   if (count == 0 || count > CLIENT_MAX_BATCH || !descriptors || !out_layouts) {
-    if (owned && owned->release) owned->release(owned->owner, owned->data, owned->size);
+    release_owned_from(owned, 0, count);
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "create needs 1..64 descriptors and an output array");
   }
   status = cubert_layout_policy_apply(&s->config.layout_policy, descriptors, count, layouts, &total,
                                       out_error);
   if (status != CUBERT_STATUS_OK) {
-    if (owned && owned->release) owned->release(owned->owner, owned->data, owned->size);
+    release_owned_from(owned, 0, count);
     return status;
   }
   status = cubert_handle_create(s->table, s->config.device.index_id, stream, 0, total, &base);
   if (status != CUBERT_STATUS_OK) {
-    if (owned && owned->release) owned->release(owned->owner, owned->data, owned->size);
+    release_owned_from(owned, 0, count);
     return cubert_error_set(out_error, status == CUBERT_STATUS_RESOURCE_EXHAUSTED
                                            ? CUBERT_ERROR_HOST_OUT_OF_MEMORY
                                            : CUBERT_ERROR_OUT_OF_RANGE,
@@ -353,8 +362,8 @@ static cubert_status_t do_create(cubert_client_t *client,
       d->elem_size = descriptors[i].elem_size;
       len *= descriptors[i].elem_size; /* cannot overflow: the layout checked it */
       if (owned) {
-        bytes[nbytes] = *owned;
-        owned = NULL; /* moved */
+        bytes[nbytes] = owned[i];
+        moved = i + 1; /* owned[0..moved) now sit in bytes[] */
       } else {
         void *copy = NULL;
         bytes[nbytes].data = NULL;
@@ -393,11 +402,18 @@ static cubert_status_t do_create(cubert_client_t *client,
     for (i = 0; i < nbytes; i++)
       if (bytes[i].release) bytes[i].release(bytes[i].owner, bytes[i].data, bytes[i].size);
     for (i = 0; i < made; i++) (void)cubert_handle_release(s->table, &results[i].memory);
-    if (owned && owned->release) owned->release(owned->owner, owned->data, owned->size);
+    release_owned_from(owned, moved, count);
     return status;
   }
   for (i = 0; i < count; i++) out_layouts[i] = results[i];
   return CUBERT_STATUS_OK;
+}
+
+cubert_status_t client_do_create(cubert_client_t *client,
+                                 const cubert_layout_descriptor_t *descriptors, size_t count,
+                                 const void *const *data, cubert_bytes_t *owned,
+                                 cubert_memory_layout_t *out_layouts, cubert_error_t *out_error) {
+  return do_create(client, descriptors, count, data, owned, out_layouts, out_error);
 }
 
 static void flat_descriptor(cubert_layout_descriptor_t *d, uint64_t size) {
@@ -698,6 +714,8 @@ static cubert_status_t launch_with(cubert_client_t *client, const struct cubert_
   if (cubert_cube_count_is_empty(count)) return CUBERT_STATUS_OK; /* spec 1.4: dropped */
   for (i = 0; i < args->buffer_count; i++)
     CUBERT_RETURN_IF_ERROR(client_check_device(client, &args->buffers[i], out_error));
+  if (cubert_atomic_load_u32(&client->state->profile_level) != CUBERT_PROFILE_LEVEL_OFF)
+    return client_profiled_launch(client, kernel, count, args, mode, out_error); /* client_profile.c */
   client_call_init(&call, OP_LAUNCH, out_error);
   call.a = kernel;
   call.b = count;
@@ -749,7 +767,9 @@ cubert_status_t cubert_client_sync_async(cubert_client_t *client,
   CLIENT_CHECK(client && out_completion, "sync: NULL argument");
   client_call_init(&call, OP_SYNC, out_error);
   call.e = out_completion;
-  return client_device_call(client, &call);
+  CUBERT_RETURN_IF_ERROR(client_device_call(client, &call));
+  client_profile_emit_summary(client); /* spec 1.4: the summary is printed at each sync */
+  return CUBERT_STATUS_OK;
 }
 
 cubert_status_t cubert_client_sync(cubert_client_t *client, cubert_error_t *out_error) {

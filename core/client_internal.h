@@ -9,6 +9,7 @@
 #include "cubert/cube.h"
 #include "cubert/kernel.h"
 #include "cubert/memory.h"
+#include "cubert/profile.h"
 
 /* Shared per-device state: one per registered device. */
 typedef struct device_state_t {
@@ -19,6 +20,19 @@ typedef struct device_state_t {
   cubert_handle_table_t *table;
   cubert_device_properties_t properties;
   cubert_atomic_u32_t refs; /* client objects alive */
+  /* kernel profiling (client_profile.c): level read lock-free, the rest
+   * under ext_lock (a spin lock: held for short, non-blocking work only) */
+  cubert_atomic_u32_t profile_level;
+  cubert_atomic_u32_t ext_lock;
+  struct cubert_profile_summary_t *summary;
+  cubert_log_sink_fn_t sink;
+  void *sink_self;
+  /* persistent allocation windows (client_persistent.c), touched only
+   * inside exclusive sections */
+  struct {
+    uint64_t stream;
+    uint32_t depth;
+  } persistent[CUBERT_CLIENT_MAX_PERSISTENT_STREAMS];
 } device_state_t;
 
 struct cubert_client_t {
@@ -64,5 +78,21 @@ cubert_status_t client_device_call(cubert_client_t *client, client_call_t *call)
 /* DEVICE_MISMATCH / INVALID_HANDLE unless `handle` is a live handle of this device. */
 cubert_status_t client_check_device(const cubert_client_t *client, const cubert_handle_t *handle,
                                     cubert_error_t *out_error);
+
+/* The create path of client.c (owned: NULL or `count` buffers, moved). */
+cubert_status_t client_do_create(cubert_client_t *client,
+                                 const cubert_layout_descriptor_t *descriptors, size_t count,
+                                 const void *const *data, cubert_bytes_t *owned,
+                                 cubert_memory_layout_t *out_layouts, cubert_error_t *out_error);
+
+/* client_profile.c: a launch at a kernel-profiling level other than OFF
+ * (arguments already validated); the summary written to the sink at sync;
+ * teardown of the profiling state (last client). */
+cubert_status_t client_profiled_launch(cubert_client_t *client, const struct cubert_kernel_t *kernel,
+                                       const struct cubert_cube_count_t *count,
+                                       const cubert_launch_arguments_t *args,
+                                       cubert_execution_mode_t mode, cubert_error_t *out_error);
+void client_profile_emit_summary(cubert_client_t *client);
+void client_profile_destroy(device_state_t *state);
 
 #endif

@@ -26,6 +26,7 @@
 #include "cubert/handle.h"
 #include "cubert/layout.h"
 #include "cubert/properties.h"
+#include "cubert/profile.h"
 #include "cubert/server.h"
 
 CUBERT_EXTERN_C_BEGIN
@@ -163,6 +164,56 @@ CUBERT_API cubert_status_t cubert_client_write(cubert_client_t *client,
                                                const cubert_handle_t *handle, const void *data,
                                                uint64_t size, cubert_error_t *out_error);
 
+/* ---- staging (spec 1.2, 12.4) ------------------------------------------------------
+ * Host buffers are cubert_bytes_t (cubert/server.h): data, size, allocation
+ * property (NATIVE, PINNED, FILE, OTHER) and an owner-supplied release
+ * function; whoever owns a buffer last calls release(owner, data, size) once
+ * (NULL release: nothing to do). */
+
+/* reserve_staging(sizes): `count` host buffers of the given sizes, ready to
+ * be filled and passed to create_bytes / write. The server's staging buffers
+ * (PINNED; the CPU server's are "simulated pinned" host memory from the
+ * injected allocator) when it has them; when the server refuses (no staging,
+ * exhausted), plain NATIVE buffers from the client's allocator instead, so
+ * the caller always gets buffers of the requested sizes. Contents are zero.
+ * A size of 0 gives {NULL, 0} with no release. The caller owns the buffers
+ * (release each). count 0: OK, nothing written. INVALID_ARGUMENT for NULL
+ * pointers (count > 0); RESOURCE_EXHAUSTED (HOST_OUT_OF_MEMORY) when even the
+ * fallback fails (nothing is left allocated). Blocks (device round trip). */
+CUBERT_API cubert_status_t cubert_client_reserve_staging(cubert_client_t *client,
+                                                         const uint64_t *sizes, size_t count,
+                                                         cubert_bytes_t *out_bytes,
+                                                         cubert_error_t *out_error);
+
+/* staging(bytes, file_only): marks buffers as staging buffers. Selects
+ * FILE buffers always, NATIVE and OTHER ones only when file_only is false,
+ * PINNED ones never; asks the server (blocking) for staging buffers of the
+ * same sizes, copies each selected buffer into its staging buffer, releases
+ * the original and replaces it in bytes[i]. When the server refuses, nothing
+ * changes and OK is returned (CubeCL ignores the error). Returns OK;
+ * INVALID_ARGUMENT for a NULL client, a NULL bytes with count > 0, a buffer
+ * with a size and NULL data, or more than 64 buffers (nothing changes).
+ * Blocks. */
+CUBERT_API cubert_status_t cubert_client_staging(cubert_client_t *client, cubert_bytes_t *bytes,
+                                                 size_t count, bool file_only,
+                                                 cubert_error_t *out_error);
+
+/* create_from_slice_pinned: as cubert_client_create, copying `data` straight
+ * into a staging buffer (reserve_staging) that is then moved to the server
+ * (one host copy instead of two). Same handle and errors as create. */
+CUBERT_API cubert_status_t cubert_client_create_from_slice_pinned(cubert_client_t *client,
+                                                                  const void *data, uint64_t size,
+                                                                  cubert_handle_t *out_handle,
+                                                                  cubert_error_t *out_error);
+
+/* create_tensors_from_slices_pinned: as cubert_client_create_tensors (one
+ * shared allocation), each data[i] (product(shape)*elem_size bytes) copied
+ * into a staging buffer first. Same results and errors as create_tensors. */
+CUBERT_API cubert_status_t cubert_client_create_tensors_from_slices_pinned(
+    cubert_client_t *client, const cubert_layout_descriptor_t *descriptors,
+    const void *const *data, size_t count, cubert_memory_layout_t *out_layouts,
+    cubert_error_t *out_error);
+
 /* ---- reads (spec 1.3) ---------------------------------------------------------
  * A read copies each handle's size_in_used bytes into dsts[i]
  * (dst_sizes[i] must be at least that: OUT_OF_RANGE otherwise, nothing read).
@@ -252,6 +303,62 @@ CUBERT_API cubert_status_t cubert_client_profile(cubert_client_t *client, cubert
                                                  cubert_profile_duration_t *out_duration,
                                                  cubert_error_t *out_error);
 
+/* Profiling tokens (spec 7, the server's start_profile / end_profile), for
+ * profiles that overlap instead of nesting. profile_start syncs the client's
+ * stream (its queued errors are returned: SERVER_UNHEALTHY) and issues a
+ * token; profile_end syncs again and stops the token. Any error seen by a
+ * sync while tokens are active (e.g. a failed launch queued on the stream)
+ * invalidates EVERY active token of the device: each later profile_end of
+ * those tokens returns that error, wrapped as PROFILE_SERVER (status of the
+ * original error). profile_end of an unknown or already ended token:
+ * PROFILE_FAILED, kind PROFILE_NOT_REGISTERED. Too many active tokens
+ * (CUBERT_PROFILER_DEFAULT_CAPACITY on the CPU server): PROFILE_FAILED, kind
+ * PROFILE_UNKNOWN. INVALID_ARGUMENT for NULL pointers. A server without
+ * profiling returns UNSUPPORTED. Blocks (device round trip plus the syncs).
+ * Thread-safe; tokens are per device, not per client. */
+CUBERT_API cubert_status_t cubert_client_profile_start(cubert_client_t *client,
+                                                       cubert_profiling_token_t *out_token,
+                                                       cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_client_profile_end(cubert_client_t *client,
+                                                     cubert_profiling_token_t token,
+                                                     cubert_profile_duration_t *out_duration,
+                                                     cubert_error_t *out_error);
+
+/* A log sink: receives `length` bytes of UTF-8 text (NUL-terminated too;
+ * one or more '\n'-terminated lines). Called on the thread that launches or
+ * syncs, never with a runtime lock held; it must not call back into the
+ * client. The hosted layer provides cubert_log_sink_stderr (cubert/host.h). */
+typedef void (*cubert_log_sink_fn_t)(void *self, const char *text, size_t length);
+
+/* Kernel profiling (spec 7 "Logger-driven kernel profiling"), per device:
+ *  OFF            nothing (the default);
+ *  EXECUTION_ONLY each launch logs "Executing <name>" and is counted;
+ *  BASIC          each launch is wrapped in a profile (blocking: the launch
+ *                 call waits for the kernel) and its duration recorded;
+ *  MEDIUM         as BASIC, plus a "| <duration> | <name>" line per launch;
+ *  FULL           as MEDIUM, the name being
+ *                 "<name>: <kernel id> CubeCount (x, y, z)".
+ * Names are the kernel's name in CubeCL's Balanced format. At every
+ * cubert_client_sync / sync_async of a client of this device, the per-kernel
+ * summary table (Name, Duration, Num Computed, Ratio; cubert/profile.h
+ * cubert_profile_summary_format) is written to the sink and reset; nothing
+ * is written when no launch was recorded. At the timed levels a launch's
+ * failures are returned by the launch call itself (the profile's sync takes
+ * them off the stream) and the launch is not recorded.
+ * Setting a level replaces the summary (recorded launches are dropped).
+ * A launch or sync already running when the setting changes may still use
+ * the previous sink once. sink may be NULL only for OFF. INVALID_ARGUMENT
+ * for a NULL client, an
+ * invalid level or a NULL sink; RESOURCE_EXHAUSTED (HOST_OUT_OF_MEMORY) when
+ * the summary cannot be allocated (the previous setting stays). Thread-safe;
+ * non-blocking. */
+CUBERT_API cubert_status_t cubert_client_set_profiling(cubert_client_t *client,
+                                                       cubert_profile_level_t level,
+                                                       cubert_log_sink_fn_t sink, void *sink_self,
+                                                       cubert_error_t *out_error);
+/* The device's kernel-profiling level (OFF for NULL). Thread-safe. */
+CUBERT_API cubert_profile_level_t cubert_client_profiling_level(const cubert_client_t *client);
+
 /* ---- memory (spec 1.5) --------------------------------------------------------- */
 
 CUBERT_API cubert_status_t cubert_client_memory_usage(cubert_client_t *client,
@@ -262,6 +369,26 @@ CUBERT_API cubert_status_t cubert_client_memory_cleanup(cubert_client_t *client,
 CUBERT_API cubert_status_t cubert_client_allocation_mode(cubert_client_t *client,
                                                          cubert_memory_allocation_mode_t mode,
                                                          cubert_error_t *out_error);
+
+/* Streams that may have a persistent window open at once, per device. */
+#define CUBERT_CLIENT_MAX_PERSISTENT_STREAMS 16u
+
+/* memory_persistent_allocation(f) (spec 1.2): run fn(user) on the calling
+ * thread with the client's stream in Persistent allocation mode, then return
+ * the stream to Auto. Windows nest: only the outermost window of a stream
+ * switches the mode (an inner window's end leaves the stream Persistent until
+ * the outer one ends). (CubeCL uses the thread's stream even for a pinned
+ * client; cubert uses the client's stream, where its allocations go.)
+ * Returns fn's status and error; the mode is restored also when fn fails.
+ * INVALID_ARGUMENT for a NULL client / fn; OUT_OF_RANGE (kind OUT_OF_RANGE)
+ * when CUBERT_CLIENT_MAX_PERSISTENT_STREAMS other streams of the device have
+ * a window open (fn does not run). A failing mode switch is
+ * returned (fn does not run / the error of the switch back is returned when
+ * fn succeeded). Blocks (two device round trips around fn). Thread-safe. */
+CUBERT_API cubert_status_t cubert_client_memory_persistent_allocation(cubert_client_t *client,
+                                                                      cubert_client_fn_t fn,
+                                                                      void *user,
+                                                                      cubert_error_t *out_error);
 
 /* ---- devices and misc (spec 1.1, 1.8) ------------------------------------------- */
 

@@ -21,15 +21,23 @@ typedef struct cubert_cpu_options_t {
   uint64_t memory_size;   /* max_page_size advertised; 0: 1 GiB */
   uint32_t max_handles;   /* handle table capacity; 0: 1 << 20 */
   cubert_bounds_check_mode_t bounds_check;
+  /* Kernel profiling of the new device (cubert_client_set_profiling) with
+   * the stderr sink. cubert_cpu_options_initialize takes it from the
+   * CUBERT_PROFILE_LEVEL environment variable ("off", "execution-only",
+   * "basic", "medium", "full"; anything else: off). */
+  cubert_profile_level_t profile_level;
 } cubert_cpu_options_t;
 
-/* Defaults for every field (zeros mean "default" too). */
+/* Defaults for every field (zeros mean "default" too). Reads the
+ * CUBERT_PROFILE_LEVEL environment variable (getenv: not thread-safe against
+ * setenv). */
 CUBERT_API void cubert_cpu_options_initialize(cubert_cpu_options_t *options);
 
 /* Create a CPU device and its first client (registered in the device
  * registry; cubert_client_load finds it). Streams default to per-thread ids.
  * ALREADY_EXISTS when the device index is taken; RESOURCE_EXHAUSTED; INTERNAL
- * when a thread cannot be started. Thread-safe; blocks while starting. */
+ * when a thread cannot be started; INVALID_ARGUMENT for an invalid
+ * profile_level (nothing is left registered). Thread-safe; blocks while starting. */
 CUBERT_API cubert_status_t cubert_cpu_client_create(cubert_allocator_t allocator,
                                                     const cubert_cpu_options_t *options,
                                                     cubert_client_t **out_client,

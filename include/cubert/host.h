@@ -126,6 +126,13 @@ CUBERT_API cubert_status_t cubert_device_handle_runner_create(cubert_allocator_t
                                                               uint32_t queue_capacity,
                                                               cubert_device_handle_t *out_handle);
 
+/* ---- logging ------------------------------------------------------------ */
+
+/* The default log sink (cubert_log_sink_fn_t of cubert/client.h): writes
+ * the text to stderr in one fwrite. `self` is ignored. Thread-safe (stdio
+ * locks the stream); blocks on the write. */
+CUBERT_API void cubert_log_sink_stderr(void *self, const char *text, size_t length);
+
 CUBERT_EXTERN_C_END
 
 #endif /* CUBERT_HOST_H */
