@@ -88,7 +88,7 @@ TOOL_SRC := $(sort $(wildcard tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 
 .PHONY: all test check run bench benches size install uninstall clean check-freestanding \
-        check-headers check-32bit check-cortex-m check-clang check-install asan tsan examples \
+        check-headers check-32bit check-cortex-m check-clang check-install check-tools asan tsan examples \
         tools fuzz fuzz-build fuzz-replay fuzz-targets help
 .DEFAULT_GOAL := all
 
@@ -168,7 +168,7 @@ bench: $(BENCH_BIN)
 # ---- checks ---------------------------------------------------------------------------
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
 check: test check-freestanding check-headers check-32bit check-cortex-m check-install fuzz-replay \
-       $(if $(HAVE_CLANG),check-clang)
+       check-tools $(if $(HAVE_CLANG),check-clang)
 	@echo "check: ok$(if $(HAVE_CLANG),, (check-clang skipped: $(CLANG) not found; Debian: apt-get install clang))"
 
 # memcpy/memset/memmove (emitted for the builtins) and the compiler's own runtime
@@ -199,6 +199,16 @@ check-headers: | $(BUILD)/headers
 	  cp $(BUILD)/headers/$$n.c $(BUILD)/headers/$$n.cpp; \
 	  $(CXX) -std=c++11 -pedantic -Wall -Wextra -Werror -Iinclude -c $(BUILD)/headers/$$n.cpp -o $(BUILD)/headers/$$n.cpp.o; \
 	done; echo "check-headers: ok ($$(ls include/cubert/*.h | wc -l) headers, C99 and C++11)"
+
+# tools/cubert-info lists every device it creates and refuses a bad option (exit 2).
+check-tools: $(TOOL_BIN)
+	@out=$$($(BUILD)/tools/cubert-info -n 2) || { echo "check-tools: cubert-info -n 2 failed"; exit 1; }; \
+	  n=$$(printf '%s\n' "$$out" | grep -c '^Device '); \
+	  [ "$$n" = 2 ] || { echo "check-tools: cubert-info -n 2 listed $$n devices, expected 2"; exit 1; }; \
+	  printf '%s\n' "$$out" | grep -q 'Memory pools' || { echo "check-tools: no memory pool layout printed"; exit 1; }; \
+	  rc=0; $(BUILD)/tools/cubert-info --no-such-option >/dev/null 2>&1 || rc=$$?; \
+	  [ "$$rc" = 2 ] || { echo "check-tools: a bad option exited $$rc, expected 2"; exit 1; }; \
+	  echo "check-tools: ok (cubert-info: 2 devices listed with their pool layout; a bad option exits 2)"
 
 # The core's unit tests, built and run as 32-bit code (size_t is 32 bits).
 check-32bit:
