@@ -21,6 +21,9 @@ typedef struct cubert_cpu_options_t {
   uint64_t memory_size;   /* max_page_size advertised; 0: 1 GiB */
   uint32_t max_handles;   /* handle table capacity; 0: 1 << 20 */
   cubert_bounds_check_mode_t bounds_check;
+  uint32_t collective_timeout_ms; /* how long a collective (all_reduce, send, recv) waits
+                                     for its peers before it fails with DEADLINE_EXCEEDED
+                                     and aborts its communicator; 0: 60000 */
 } cubert_cpu_options_t;
 
 /* Defaults for every field (zeros mean "default" too). */
