@@ -102,7 +102,7 @@ static cubert_status_t find_joined(cpu_server_t *s, const uint32_t *devices, siz
     for (i = 0; i < s->comm->joined_count; i++) {
       if (s->comm->joined[i].id == id && s->comm->joined[i].size == count) {
         *out_ref = s->comm->joined[i];
-        return CUBERT_STATUS_OK;
+        return host_comm_check(out_ref, out_error);
       }
     }
   }
@@ -205,7 +205,7 @@ cubert_status_t cpu_comm_init(cubert_server_t *server, const uint32_t *device_in
   if (s->comm) {
     for (i = 0; i < s->comm->joined_count; i++)
       if (s->comm->joined[i].id == id && s->comm->joined[i].size == count)
-        return CUBERT_STATUS_OK; /* idempotent */
+        return host_comm_check(&s->comm->joined[i], out_error); /* idempotent */
     if (s->comm->joined_count == CPU_COMM_MAX_JOINED) {
       uint64_t f = CPU_COMM_MAX_JOINED;
       return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, &f, 1,

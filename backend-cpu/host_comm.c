@@ -18,6 +18,7 @@ typedef struct host_comm_t {
   uint32_t refs;
   unsigned char joined[CUBERT_COMMUNICATION_MAX_DEVICES];
   unsigned char present[CUBERT_COMMUNICATION_MAX_DEVICES];
+  unsigned char left[CUBERT_COMMUNICATION_MAX_DEVICES]; /* joined once, released since */
   uint64_t cancel_at[CUBERT_COMMUNICATION_MAX_DEVICES]; /* 0: not cancelled; else monotonic ns */
   host_comm_contrib_t contrib[CUBERT_COMMUNICATION_MAX_DEVICES];
   int phase;
@@ -159,6 +160,7 @@ cubert_status_t host_comm_join(const uint32_t *devices, size_t count, uint32_t s
     status = CUBERT_STATUS_ALREADY_EXISTS;
   } else {
     c->joined[rank] = 1;
+    c->left[rank] = 0;
     c->cancel_at[rank] = 0;
     c->refs++;
   }
@@ -304,6 +306,18 @@ static cubert_status_t timed_out(host_comm_t *c, uint32_t rank, uint64_t deadlin
                           "collective timed out waiting for its peers");
 }
 
+/* A released member will never arrive: abort instead of waiting for it. */
+static void abort_if_member_left(host_comm_t *c) {
+  uint32_t r;
+  for (r = 0; r < c->size; r++)
+    if (c->left[r]) {
+      comm_abort(c, CUBERT_ERROR_DEVICE_LOST,
+                 "communicator aborted: a member device was released while its peers "
+                 "waited for it");
+      return;
+    }
+}
+
 static cubert_status_t aborted(host_comm_t *c, cubert_error_t *out_error) {
   if (out_error) *out_error = c->abort_error;
   return c->abort_error.status;
@@ -320,6 +334,7 @@ cubert_status_t host_comm_run(const host_comm_ref_t *ref, const host_comm_contri
   /* arrive: wait until the previous round has fully departed */
   for (;;) {
     uint64_t d;
+    abort_if_member_left(c);
     if (c->aborted) {
       status = aborted(c, out_error);
       goto out;
@@ -343,6 +358,7 @@ cubert_status_t host_comm_run(const host_comm_ref_t *ref, const host_comm_contri
     for (;;) {
       uint64_t d;
       if (c->phase == PHASE_DEPARTING) break; /* our round completed (we are present) */
+      abort_if_member_left(c);
       if (c->aborted) {
         status = aborted(c, out_error);
         goto out;
@@ -370,6 +386,17 @@ out:
   return status;
 }
 
+cubert_status_t host_comm_check(const host_comm_ref_t *ref, cubert_error_t *out_error) {
+  host_comm_t *c = &g_comms[ref->slot];
+  cubert_status_t status = CUBERT_STATUS_OK;
+  pthread_mutex_lock(&g_lock);
+  if (c->aborted)
+    status = cubert_error_set(out_error, CUBERT_ERROR_SERVICE_CREATION, &c->id, 1,
+                              "the communicator was aborted; it is reset once every member left");
+  pthread_mutex_unlock(&g_lock);
+  return status;
+}
+
 void host_comm_cancel(const host_comm_ref_t *ref) {
   host_comm_t *c = &g_comms[ref->slot];
   pthread_mutex_lock(&g_lock);
@@ -383,11 +410,9 @@ void host_comm_leave(const host_comm_ref_t *ref) {
   pthread_mutex_lock(&g_lock);
   if (c->used && c->joined[ref->rank]) {
     c->joined[ref->rank] = 0;
+    c->left[ref->rank] = 1; /* peers waiting for it (now or later) abort */
     c->cancel_at[ref->rank] = 0;
-    /* peers waiting in a round this member never joined would wait in vain */
-    if (c->phase == PHASE_COLLECTING && c->arrived > 0 && !c->present[ref->rank])
-      comm_abort(c, CUBERT_ERROR_DEVICE_LOST,
-                 "communicator aborted: a member was released while its peers waited for it");
+    pthread_cond_broadcast(&g_cond);
     if (--c->refs == 0) memset(c, 0, sizeof(*c));
   }
   pthread_mutex_unlock(&g_lock);

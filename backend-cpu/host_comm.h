@@ -80,13 +80,18 @@ cubert_status_t host_comm_join(const uint32_t *devices, size_t count, uint32_t s
 cubert_status_t host_comm_run(const host_comm_ref_t *ref, const host_comm_contrib_t *mine,
                               uint64_t timeout_ns, cubert_error_t *out_error);
 
+/* FAILED_PRECONDITION (SERVICE_CREATION) when the member's communicator was
+ * aborted, else OK. Thread-safe. */
+cubert_status_t host_comm_check(const host_comm_ref_t *ref, cubert_error_t *out_error);
+
 /* The member is being torn down: its waits (current and later) last at most
  * HOST_COMM_CANCEL_GRACE_NS more. Thread-safe, non-blocking. */
 void host_comm_cancel(const host_comm_ref_t *ref);
 
 /* Leave the communicator (after the member's last host_comm_run returned).
- * If peers are waiting in a round the member did not join, the communicator
- * is aborted. The last member frees the slot. Thread-safe. */
+ * Until the member joins again, a peer that waits for it (now or later)
+ * aborts the communicator (UNAVAILABLE) instead of waiting for the timeout.
+ * The last member frees the slot. Thread-safe. */
 void host_comm_leave(const host_comm_ref_t *ref);
 
 /* Number of communicators alive (tests). Thread-safe. */
