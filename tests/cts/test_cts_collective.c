@@ -227,6 +227,30 @@ TEST(cts_all_reduce_integer_mean_truncates_and_sum_wraps) {
   mdev_teardown(&m);
 }
 
+/* A communicator of one device: all_reduce copies (Sum) or keeps (Mean). */
+TEST(cts_all_reduce_single_member_communicator) {
+  cts_env_t env;
+  cubert_device_id_t self;
+  uint64_t v[3] = {5, 6, 7}, out[3] = {0, 0, 0};
+  cubert_handle_t src, dst;
+  int op;
+  cts_setup(&env, 6);
+  self = cubert_client_device(env.client);
+  CHECK_OK(cubert_client_create(env.client, v, sizeof v, &src, NULL));
+  for (op = 0; op < 2; op++) {
+    CHECK_OK(cubert_client_empty(env.client, sizeof v, &dst, NULL));
+    CHECK_OK(cubert_client_all_reduce(env.client, &src, &dst, CUBERT_COMM_DTYPE_U64, &self, 1,
+                                      (cubert_reduce_operation_t)op, NULL));
+    CHECK_OK(cubert_client_sync_collective(env.client, NULL));
+    CHECK_OK(cubert_client_read_one(env.client, &dst, out, sizeof out, NULL));
+    CHECK(memcmp(out, v, sizeof v) == 0);
+    CHECK_OK(cubert_client_handle_release(env.client, &dst));
+  }
+  CHECK_OK(cubert_client_handle_release(env.client, &src));
+  cts_teardown(&env);
+  CHECK_EQ_U64(mdev_live_communicators(), 0);
+}
+
 /* ---- ordering (spec 8): after the producer, visible after sync_collective ---- */
 
 TEST(cts_all_reduce_orders_after_writes_on_the_stream) {
@@ -281,6 +305,48 @@ TEST(cts_all_reduce_data_produced_on_another_stream) {
     cubert_client_release(producer[i]);
     cubert_client_release(consumer[i]);
   }
+  mdev_teardown(&m);
+}
+
+/* The collective holds its bindings until it ran: handles released right
+ * after the call do not let their memory be reused underneath it. */
+TEST(cts_all_reduce_keeps_released_buffers_until_it_ran) {
+  mdev_t m;
+  float v[2][64], junk[64], out[64];
+  cubert_handle_t src[2], dst[2], filler[16];
+  cubert_memory_id_t released;
+  uint32_t i, k;
+  mdev_setup(&m, 2, 0, 0);
+  for (k = 0; k < 64; k++) {
+    v[0][k] = (float)k;
+    v[1][k] = (float)(1000 + k);
+    junk[k] = -1.0f;
+  }
+  for (i = 0; i < 2; i++) {
+    src[i] = make_f32(m.env[i].client, v[i], 64);
+    CHECK_OK(cubert_client_empty(m.env[i].client, sizeof out, &dst[i], NULL));
+  }
+  /* device 0 enqueues; its collective waits for device 1 */
+  CHECK_OK(cubert_client_all_reduce(m.env[0].client, &src[0], &dst[0], CUBERT_COMM_DTYPE_F32,
+                                    m.ids, 2, CUBERT_REDUCE_OPERATION_SUM, NULL));
+  released = src[0].memory;
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src[0]));
+  /* the pending collective still holds the memory */
+  CHECK(cubert_memory_id_is_alive(cubert_client_handle_table(m.env[0].client), released));
+  for (k = 0; k < 16; k++) filler[k] = make_f32(m.env[0].client, junk, 64);
+  CHECK_OK(cubert_client_sync(m.env[0].client, NULL)); /* the fillers are written */
+  CHECK_OK(cubert_client_all_reduce(m.env[1].client, &src[1], &dst[1], CUBERT_COMM_DTYPE_F32,
+                                    m.ids, 2, CUBERT_REDUCE_OPERATION_SUM, NULL));
+  for (i = 0; i < 2; i++) {
+    CHECK_OK(cubert_client_sync_collective(m.env[i].client, NULL));
+    read_f32(m.env[i].client, &dst[i], out, 64);
+    for (k = 0; k < 64; k++) CHECK(out[k] == (float)(1000 + 2 * k));
+    CHECK_OK(cubert_client_handle_release(m.env[i].client, &dst[i]));
+  }
+  /* it ran: the memory is let go */
+  CHECK(!cubert_memory_id_is_alive(cubert_client_handle_table(m.env[0].client), released));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &src[1]));
+  for (k = 0; k < 16; k++) CHECK_OK(cubert_client_handle_release(m.env[0].client, &filler[k]));
   mdev_teardown(&m);
 }
 
