@@ -725,6 +725,28 @@ TEST(cts_all_reduce_missing_peer_times_out_and_aborts) {
   mdev_teardown(&m);
 }
 
+/* Members that disagree on the device set meet in different communicators:
+ * each side times out instead of hanging. */
+TEST(cts_all_reduce_different_device_sets_time_out) {
+  mdev_t m;
+  float v[4] = {1, 2, 3, 4}, out[4];
+  cubert_handle_t h[2];
+  uint32_t i;
+  mdev_setup(&m, 3, 0, 200);
+  for (i = 0; i < 2; i++) h[i] = make_f32(m.env[i].client, v, 4);
+  CHECK_OK(cubert_client_all_reduce(m.env[0].client, &h[0], &h[0], CUBERT_COMM_DTYPE_F32, m.ids, 2,
+                                    CUBERT_REDUCE_OPERATION_SUM, NULL));
+  CHECK_OK(cubert_client_all_reduce(m.env[1].client, &h[1], &h[1], CUBERT_COMM_DTYPE_F32, m.ids, 3,
+                                    CUBERT_REDUCE_OPERATION_SUM, NULL));
+  for (i = 0; i < 2; i++) {
+    expect_queued(m.env[i].client, CUBERT_ERROR_DEADLINE_EXCEEDED);
+    read_f32(m.env[i].client, &h[i], out, 4);
+    CHECK(memcmp(out, v, sizeof v) == 0);
+    CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i]));
+  }
+  mdev_teardown(&m);
+}
+
 TEST(cts_release_with_pending_collective_does_not_hang) {
   mdev_t m;
   float v[4] = {1, 2, 3, 4};

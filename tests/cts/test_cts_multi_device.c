@@ -186,6 +186,22 @@ TEST(cts_to_client_sees_pending_writes) {
   mdev_teardown(&m);
 }
 
+/* to_client within one device is a copy (change_client_sync path). */
+TEST(cts_to_client_same_device_copies) {
+  cts_env_t env;
+  uint16_t v[5] = {1, 2, 3, 4, 5}, out[5];
+  cubert_handle_t src, dst;
+  cts_setup(&env, 0);
+  CHECK_OK(cubert_client_create(env.client, v, sizeof v, &src, NULL));
+  CHECK_OK(cubert_client_to_client(env.client, &src, env.client, CUBERT_COMM_DTYPE_U8, &dst, NULL));
+  CHECK(dst.memory.index != src.memory.index || dst.memory.generation != src.memory.generation);
+  CHECK_OK(cubert_client_handle_release(env.client, &src));
+  CHECK_OK(cubert_client_read_one(env.client, &dst, out, sizeof out, NULL));
+  CHECK(memcmp(out, v, sizeof v) == 0);
+  CHECK_OK(cubert_client_handle_release(env.client, &dst));
+  cts_teardown(&env);
+}
+
 TEST(cts_change_client_sync_tensor_is_contiguous_on_destination) {
   mdev_t m;
   uint64_t shape[2] = {3, 5};
