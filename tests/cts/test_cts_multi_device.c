@@ -186,6 +186,32 @@ TEST(cts_to_client_sees_pending_writes) {
   mdev_teardown(&m);
 }
 
+/* Empty buffers move too (nothing to copy). */
+TEST(cts_to_client_empty_buffer) {
+  mdev_t m;
+  cubert_handle_t src, dst;
+  cubert_copy_descriptor_t d;
+  int tensor;
+  mdev_setup(&m, 2, 0, 0);
+  CHECK_OK(cubert_client_create(m.env[0].client, NULL, 0, &src, NULL));
+  memset(&d, 0, sizeof d);
+  d.binding = src;
+  for (tensor = 0; tensor < 2; tensor++) {
+    if (tensor)
+      CHECK_OK(cubert_client_to_client_tensor(m.env[0].client, &d, m.env[1].client,
+                                              CUBERT_COMM_DTYPE_F32, &dst, NULL));
+    else
+      CHECK_OK(cubert_client_to_client(m.env[0].client, &src, m.env[1].client,
+                                       CUBERT_COMM_DTYPE_F32, &dst, NULL));
+    CHECK_EQ_U64(cubert_handle_size_in_used(&dst), 0);
+    CHECK_OK(cubert_client_sync(m.env[1].client, NULL));
+    CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst));
+  }
+  CHECK_OK(cubert_client_sync(m.env[0].client, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src));
+  mdev_teardown(&m);
+}
+
 /* to_client within one device is a copy (change_client_sync path). */
 TEST(cts_to_client_same_device_copies) {
   cts_env_t env;
