@@ -186,6 +186,39 @@ TEST(cts_to_client_sees_pending_writes) {
   mdev_teardown(&m);
 }
 
+/* to_client_tensor: the send is refused after the recv was enqueued (host
+ * memory exhausted on the source): the call fails, and the queued recv fails
+ * on the destination's stream once its peer does not arrive. */
+TEST(cts_to_client_tensor_refused_send_fails_the_queued_recv) {
+  mdev_t m;
+  uint32_t v[4] = {1, 2, 3, 4};
+  cubert_handle_t src, dst;
+  cubert_copy_descriptor_t d;
+  cubert_client_t *fresh;
+  cubert_error_t err;
+  char msg[512];
+  mdev_setup(&m, 2, 0, 200);
+  CHECK_OK(cubert_client_create(m.env[0].client, v, sizeof v, &src, NULL));
+  CHECK_OK(cubert_client_ensure_init_collective(m.env[0].client, m.ids, 2, NULL));
+  CHECK_OK(cubert_client_ensure_init_collective(m.env[1].client, m.ids, 2, NULL));
+  /* the send resolves a stream never used on the source: creating it fails */
+  CHECK_OK(cubert_client_clone(m.env[0].client, &fresh));
+  cubert_client_set_stream(fresh, 777);
+  memset(&d, 0, sizeof d);
+  d.binding = src;
+  counting_allocator_fail_at(&m.env[0].counting, 1, 1);
+  CHECK_STATUS(cubert_client_to_client_tensor(fresh, &d, m.env[1].client, CUBERT_COMM_DTYPE_U32,
+                                              &dst, &err),
+               CUBERT_STATUS_RESOURCE_EXHAUSTED);
+  counting_allocator_fail_at(&m.env[0].counting, 0, 0);
+  CHECK_STATUS(cubert_client_sync(m.env[1].client, &err), CUBERT_STATUS_SERVER_UNHEALTHY);
+  cubert_error_format(&err, msg, sizeof msg);
+  CHECK_MSG(cubert_error_has_kind(&err, CUBERT_ERROR_DEADLINE_EXCEEDED), "%s", msg);
+  cubert_client_release(fresh);
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src));
+  mdev_teardown(&m);
+}
+
 /* Empty buffers move too (nothing to copy). */
 TEST(cts_to_client_empty_buffer) {
   mdev_t m;
