@@ -405,6 +405,80 @@ TEST(cts_all_reduce_one_thread_per_device) {
   mdev_teardown(&m);
 }
 
+/* One thread per device: all_reduce, then a ring of send/recv (even devices
+ * send first, odd ones receive first, so the blocking pairs match). */
+static void *ring_worker(void *arg) {
+  worker_t *w = (worker_t *)arg;
+  cubert_client_t *c = w->m->env[w->i].client;
+  uint32_t n = w->m->n, i = w->i, next = (i + 1) % n, prev = (i + n - 1) % n, round, k;
+  int32_t a[8], b[8], out[8];
+  cubert_handle_t ha, hb, hr;
+  cubert_copy_descriptor_t d;
+  w->ok = 1;
+  memset(a, 0, sizeof a);
+  if (cubert_client_create(c, a, sizeof a, &ha, NULL) != CUBERT_STATUS_OK ||
+      cubert_client_create(c, a, sizeof a, &hb, NULL) != CUBERT_STATUS_OK) {
+    w->ok = 0;
+    return NULL;
+  }
+  memset(&d, 0, sizeof d);
+  d.binding = hb;
+  for (round = 0; round < 20 && w->ok; round++) {
+    int failed = 0;
+    for (k = 0; k < 8; k++) {
+      a[k] = (int32_t)(i * 100 + round + k);
+      b[k] = (int32_t)(i * 1000 + round * 10 + k);
+    }
+    failed |= cubert_client_write(c, &ha, a, sizeof a, NULL) != CUBERT_STATUS_OK;
+    failed |= cubert_client_write(c, &hb, b, sizeof b, NULL) != CUBERT_STATUS_OK;
+    failed |= cubert_client_all_reduce(c, &ha, &ha, CUBERT_COMM_DTYPE_I32, w->m->ids, n,
+                                       CUBERT_REDUCE_OPERATION_SUM, NULL) != CUBERT_STATUS_OK;
+    if (i % 2 == 0) {
+      failed |= cubert_client_send(c, &d, CUBERT_COMM_DTYPE_I32, w->m->ids[next], NULL) !=
+                CUBERT_STATUS_OK;
+      failed |= cubert_client_recv(c, sizeof b, CUBERT_COMM_DTYPE_I32, w->m->ids[prev], &hr,
+                                   NULL) != CUBERT_STATUS_OK;
+    } else {
+      failed |= cubert_client_recv(c, sizeof b, CUBERT_COMM_DTYPE_I32, w->m->ids[prev], &hr,
+                                   NULL) != CUBERT_STATUS_OK;
+      failed |= cubert_client_send(c, &d, CUBERT_COMM_DTYPE_I32, w->m->ids[next], NULL) !=
+                CUBERT_STATUS_OK;
+    }
+    failed |= cubert_client_sync_collective(c, NULL) != CUBERT_STATUS_OK;
+    if (failed) {
+      w->ok = 0;
+      break;
+    }
+    if (cubert_client_read_one(c, &ha, out, sizeof out, NULL) != CUBERT_STATUS_OK) w->ok = 0;
+    for (k = 0; k < 8 && w->ok; k++)
+      if (out[k] != (int32_t)(100 * (n * (n - 1) / 2) + n * (round + k))) w->ok = 0;
+    if (cubert_client_read_one(c, &hr, out, sizeof out, NULL) != CUBERT_STATUS_OK) w->ok = 0;
+    for (k = 0; k < 8 && w->ok; k++)
+      if (out[k] != (int32_t)(prev * 1000 + round * 10 + k)) w->ok = 0;
+    (void)cubert_client_handle_release(c, &hr);
+  }
+  (void)cubert_client_handle_release(c, &ha);
+  (void)cubert_client_handle_release(c, &hb);
+  return NULL;
+}
+
+TEST(cts_all_reduce_and_send_recv_ring_one_thread_per_device) {
+  mdev_t m;
+  pthread_t threads[4];
+  worker_t workers[4];
+  uint32_t i;
+  mdev_setup(&m, 4, 0, 0);
+  for (i = 0; i < 4; i++) {
+    workers[i].m = &m;
+    workers[i].i = i;
+    workers[i].ok = 0;
+    CHECK(pthread_create(&threads[i], NULL, ring_worker, &workers[i]) == 0);
+  }
+  for (i = 0; i < 4; i++) CHECK(pthread_join(threads[i], NULL) == 0);
+  for (i = 0; i < 4; i++) CHECK_MSG(workers[i].ok, "device %u saw a wrong result", i);
+  mdev_teardown(&m);
+}
+
 /* ---- send / recv ---- */
 
 TEST(cts_send_recv_moves_bytes) {
