@@ -212,12 +212,7 @@ cubert_status_t cpu_comm_init(cubert_server_t *server, const uint32_t *device_in
                               "this device joined too many communicators");
     }
   }
-  CUBERT_RETURN_IF_ERROR(comm_state(s, out_error));
-  if (s->comm->joined_count == CPU_COMM_MAX_JOINED) {
-    uint64_t f = CPU_COMM_MAX_JOINED;
-    return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, &f, 1,
-                            "this device joined too many communicators");
-  }
+  CUBERT_RETURN_IF_ERROR(comm_state(s, out_error)); /* joined_count < max from here on */
   status = host_comm_join(device_indices, count, s->device_index, &ref, out_error);
   if (status == CUBERT_STATUS_ALREADY_EXISTS) status = CUBERT_STATUS_OK; /* cannot happen */
   if (status != CUBERT_STATUS_OK) return status;

@@ -926,6 +926,8 @@ TEST(cts_sync_collective_without_collectives_is_a_no_op) {
   CHECK_OK(cubert_client_sync_collective(env.client, NULL));
   CHECK_OK(cubert_client_sync(env.client, NULL));
   CHECK_STATUS(cubert_client_sync_collective(NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_client_ensure_init_collective(NULL, NULL, 0, NULL),
+               CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert_client_ensure_init_collective(env.client, NULL, 1, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   cts_teardown(&env);

@@ -374,3 +374,82 @@ TEST(cts_to_client_errors_create_nothing) {
   CHECK_OK(cubert_client_handle_release(m.env[1].client, &foreign));
   mdev_teardown(&m);
 }
+
+/* change_client_sync's failures: nothing is created on the destination. */
+TEST(cts_change_client_sync_failures_create_nothing) {
+  mdev_t m;
+  float v[12];
+  uint64_t shape[2] = {3, 4};
+  cubert_memory_layout_t src, out;
+  cubert_copy_descriptor_t d;
+  cubert_handle_table_t *table;
+  cubert_error_t err;
+  uint32_t live, k;
+  mdev_setup(&m, 2, 0, 0);
+  for (k = 0; k < 12; k++) v[k] = (float)k;
+  CHECK_OK(cubert_client_create_tensor(m.env[0].client, v, 2, shape, 4, &src, NULL));
+  table = cubert_client_handle_table(m.env[1].client);
+  live = cubert_handle_table_live(table);
+  memset(&d, 0, sizeof d);
+  d.binding = src.memory;
+  d.rank = 2;
+  d.shape[0] = 3;
+  d.shape[1] = 4;
+  d.strides[0] = src.strides[0];
+  d.strides[1] = src.strides[1];
+  d.elem_size = 4;
+  /* the host buffer cannot be allocated */
+  counting_allocator_fail_at(&m.env[0].counting, 1, 0);
+  CHECK_STATUS(cubert_client_change_client_sync(m.env[0].client, &d, m.env[1].client, &out, &err),
+               CUBERT_STATUS_RESOURCE_EXHAUSTED);
+  CHECK(cubert_error_kind(&err) == CUBERT_ERROR_HOST_OUT_OF_MEMORY);
+  counting_allocator_fail_at(&m.env[0].counting, 0, 0);
+  /* the read on the source fails (strides it cannot read) */
+  d.strides[0] = 1;
+  d.strides[1] = 3;
+  CHECK_STATUS(cubert_client_change_client_sync(m.env[0].client, &d, m.env[1].client, &out, &err),
+               CUBERT_STATUS_UNSUPPORTED);
+  d.strides[0] = src.strides[0];
+  d.strides[1] = src.strides[1];
+  /* the size overflows through the element size */
+  d.elem_size = UINT64_MAX / 8;
+  CHECK_STATUS(cubert_client_change_client_sync(m.env[0].client, &d, m.env[1].client, &out, &err),
+               CUBERT_STATUS_OVERFLOW);
+  d.elem_size = 4;
+  /* the upload to the destination cannot copy the data */
+  counting_allocator_fail_at(&m.env[1].counting, 1, 1);
+  CHECK(cubert_client_change_client_sync(m.env[0].client, &d, m.env[1].client, &out, &err) ==
+        CUBERT_STATUS_RESOURCE_EXHAUSTED);
+  counting_allocator_fail_at(&m.env[1].counting, 0, 0);
+  CHECK_EQ_U64(cubert_handle_table_live(table), live);
+  /* and then it works */
+  CHECK_OK(cubert_client_change_client_sync(m.env[0].client, &d, m.env[1].client, &out, NULL));
+  {
+    float back[12];
+    CHECK_OK(cubert_client_read_one(m.env[1].client, &out.memory, back, sizeof back, NULL));
+    CHECK(memcmp(back, v, sizeof v) == 0);
+  }
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &out.memory));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src.memory));
+  mdev_teardown(&m);
+}
+
+/* recv refused by the server (the destination cannot be reserved): the
+ * client-created handle is released again. */
+TEST(cts_recv_refused_by_the_server_releases_its_handle) {
+  mdev_t m;
+  cubert_handle_t dst;
+  cubert_handle_table_t *table;
+  cubert_error_t err;
+  uint32_t live;
+  mdev_setup(&m, 2, 0, 200);
+  table = cubert_client_handle_table(m.env[1].client);
+  live = cubert_handle_table_live(table);
+  CHECK_STATUS(cubert_client_recv(m.env[1].client, 1ull << 44, CUBERT_COMM_DTYPE_U8, m.ids[0], &dst,
+                                  &err),
+               CUBERT_STATUS_BUFFER_TOO_BIG); /* initialize_memory on the server */
+  CHECK_EQ_U64(cubert_handle_table_live(table), live);
+  CHECK_OK(cubert_client_sync_collective(m.env[1].client, NULL));
+  CHECK_OK(cubert_client_sync(m.env[1].client, NULL)); /* nothing was enqueued */
+  mdev_teardown(&m);
+}
