@@ -71,7 +71,9 @@ static cubert_status_t after_comm_init(void *user, cubert_error_t *out_error) {
                CUBERT_STATUS_DEVICE_MISMATCH);
   /* a released binding */
   CHECK_OK(cubert_client_create(t->m->env[0].client, "x", 1, &dead, NULL));
+  CHECK_OK(cubert_client_sync(t->m->env[0].client, NULL)); /* the upload no longer pins it */
   CHECK_OK(cubert_client_handle_release(t->m->env[0].client, &dead));
+  CHECK(!cubert_memory_id_is_alive(cubert_client_handle_table(t->m->env[0].client), dead.memory));
   CHECK_STATUS(v->all_reduce(s, &dead, &dead, CUBERT_COMM_DTYPE_U8, 0,
                              CUBERT_REDUCE_OPERATION_SUM, pair, 2, &err),
                CUBERT_STATUS_INVALID_HANDLE);
