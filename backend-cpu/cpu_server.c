@@ -563,11 +563,13 @@ static void cpu_destroy(cubert_server_t *server) {
   cpu_server_t *s = server_of(server);
   uint32_t i;
   if (!s) return;
+  cpu_comm_shutdown(s); /* pending collectives wait on compute streams: before those stop */
   /* pending GC tasks wait on stream events: finish them while the streams run */
   if (s->multi) cpu_gc_hand_off(s);
   cpu_gc_stop(s);
   /* the multi-stream syncs and destroys every stream (cpu_events.c) */
   if (s->multi) cubert_multi_stream_destroy(s->multi);
+  cpu_comm_destroy(s);
   for (i = 0; i <= s->max_streams; i++) {
     if (s->slots[i].initialized) cpu_stream_deinitialize(&s->slots[i].stream);
     if (s->slots[i].memory) cpu_memory_destroy(s->slots[i].memory);
@@ -593,6 +595,10 @@ cubert_status_t cpu_server_create(cubert_allocator_t allocator, const cubert_cpu
   s->allocator = allocator;
   s->table = table;
   s->max_streams = options->max_streams;
+  s->device_index = options->device_index;
+  s->collective_timeout_ns = (uint64_t)(options->collective_timeout_ms ? options->collective_timeout_ms
+                                                                       : 60000u) * 1000000ull;
+  s->comm = NULL;
   pthread_mutex_init(&s->events_mutex, NULL);
   cpu_fill_properties(options, &s->properties);
   if (cubert_allocator_malloc_array(allocator, s->max_streams + 1, sizeof(cpu_slot_t), 0,

@@ -48,6 +48,10 @@ struct cpu_server_t {
   pthread_cond_t gc_cond;
   cubert_stream_gc_task_t *gc_ring;
   uint64_t gc_head, gc_tail, gc_released;
+  /* collectives (cpu_comm.c) */
+  uint32_t device_index;
+  uint64_t collective_timeout_ns;
+  struct cpu_comm_t *comm; /* communication stream + joined communicators; NULL until comm_init */
 };
 
 /* ---- staging (cpu_staging.c): the vtable's staging ---- */
@@ -100,6 +104,12 @@ cubert_status_t cpu_recv(cubert_server_t *server, const cubert_handle_t *handle,
                          uint64_t stream, uint32_t src_device, cubert_error_t *out_error);
 cubert_status_t cpu_sync_collective(cubert_server_t *server, uint64_t stream,
                                     cubert_error_t *out_error);
+/* Teardown, first step (before the compute streams stop): cancel pending
+ * collectives, wait for the communication stream, leave every communicator. */
+void cpu_comm_shutdown(cpu_server_t *server);
+/* Teardown, last step (after the compute streams stopped: their ops may wait
+ * on the communication stream): stop it and free the state. */
+void cpu_comm_destroy(cpu_server_t *server);
 
 /* ---- pins ---- */
 void pins_release(cpu_server_t *s, cpu_pins_t *pins);

@@ -57,3 +57,42 @@ cubert_status_t cubert_communication_id(const cubert_device_id_t *devices, size_
 bool cubert_reduce_operation_is_valid(cubert_reduce_operation_t op) {
   return op == CUBERT_REDUCE_OPERATION_SUM || op == CUBERT_REDUCE_OPERATION_MEAN;
 }
+
+uint32_t cubert_comm_dtype_size(uint32_t dtype) {
+  switch (dtype) {
+    case CUBERT_COMM_DTYPE_F64:
+    case CUBERT_COMM_DTYPE_I64:
+    case CUBERT_COMM_DTYPE_U64:
+      return 8;
+    case CUBERT_COMM_DTYPE_F32:
+    case CUBERT_COMM_DTYPE_I32:
+    case CUBERT_COMM_DTYPE_U32:
+      return 4;
+    case CUBERT_COMM_DTYPE_F16:
+    case CUBERT_COMM_DTYPE_BF16:
+      return 2;
+    case CUBERT_COMM_DTYPE_I8:
+    case CUBERT_COMM_DTYPE_U8:
+    case CUBERT_COMM_DTYPE_E4M3:
+    case CUBERT_COMM_DTYPE_E5M2:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+bool cubert_comm_dtype_reducible(uint32_t dtype) {
+  switch (dtype) {
+    case CUBERT_COMM_DTYPE_F32:
+    case CUBERT_COMM_DTYPE_F64:
+    case CUBERT_COMM_DTYPE_I32:
+    case CUBERT_COMM_DTYPE_I64:
+    case CUBERT_COMM_DTYPE_U32:
+    case CUBERT_COMM_DTYPE_U64:
+    case CUBERT_COMM_DTYPE_I8:
+    case CUBERT_COMM_DTYPE_U8:
+      return true;
+    default:
+      return false;
+  }
+}

@@ -22,6 +22,7 @@
 #ifndef CUBERT_CLIENT_H
 #define CUBERT_CLIENT_H
 
+#include "cubert/comm.h"
 #include "cubert/device.h"
 #include "cubert/handle.h"
 #include "cubert/layout.h"
@@ -402,6 +403,130 @@ CUBERT_API cubert_status_t cubert_client_io_optimized_vector_sizes(const cubert_
                                                                    uint32_t *out_sizes,
                                                                    size_t capacity,
                                                                    size_t *out_count);
+
+/* ---- multi-device and collectives (spec 1.6, 8) -----------------------------------
+ * Several devices of one backend type live in one process (CPU: one
+ * cubert_cpu_client_create per device index). Collectives run among devices
+ * that share a communicator, named by the CommunicationId of the device set
+ * (cubert/comm.h). Each device orders its collectives on its own
+ * communication stream: a collective starts after the work enqueued before
+ * it on the calling client's stream, and its result is visible to a stream
+ * only after cubert_client_sync_collective on that stream (spec 8).
+ *
+ * Every function below validates its arguments and those of the server call
+ * before anything is enqueued: on failure nothing was enqueued (except where
+ * noted) and out_error holds the reason. The rendezvous with the peers happens
+ * later, on the communication streams; what fails there (members disagreeing
+ * on dtype/op/size, a peer that never arrives within the backend's timeout,
+ * a peer device released meanwhile) is queued on the communication stream
+ * and returned by the flush / sync / read that follows a sync_collective
+ * (SERVER_UNHEALTHY). A communicator whose rendezvous timed out or lost a
+ * member is aborted: later collectives on it fail until every member
+ * device was released.
+ *
+ * Thread-safety: as every client call. Blocking: the calls block only while
+ * the device runs the (non-blocking) server call, except
+ * change_client_sync / to_client on servers without comm support, which
+ * block for the read of the source. Dtypes are cubert_comm_dtype_t values.
+ */
+
+/* ensure_init_collective: make this device a member of the communicator of
+ * `devices` (count 1..CUBERT_COMMUNICATION_MAX_DEVICES, borrowed; order does
+ * not matter). Idempotent; never waits for the other members (they join with
+ * their own call). INVALID_ARGUMENT (NULL/empty list, a device listed twice),
+ * DEVICE_MISMATCH (a device of another type, or this device not in the list),
+ * OUT_OF_RANGE (too many devices, or this device joined too many
+ * communicators), RESOURCE_EXHAUSTED (no communicator slot left),
+ * FAILED_PRECONDITION (the communicator was aborted); a server without
+ * collectives returns its own error. */
+CUBERT_API cubert_status_t cubert_client_ensure_init_collective(cubert_client_t *client,
+                                                                const cubert_device_id_t *devices,
+                                                                size_t count,
+                                                                cubert_error_t *out_error);
+
+/* all_reduce: reduce `src` of every member of `devices` into each member's
+ * `dst` (Sum or Mean; integer Mean: see cubert/comm.h). src and dst are
+ * handles of this device on the same stream with the same size in use (a
+ * multiple of the dtype's width); they may be the same handle (in place).
+ * Ensures the communicator first. Every member must call all_reduce with the
+ * same device set, dtype, op and size as its next collective on that
+ * communicator. Non-blocking. Codes: INVALID_ARGUMENT (NULL, unknown dtype or
+ * op, src/dst on different streams, size not a multiple of the width),
+ * DEVICE_MISMATCH / INVALID_HANDLE (a handle of another device or released),
+ * OUT_OF_RANGE (sizes differ), UNSUPPORTED (a dtype all_reduce does not
+ * compute on), and the codes of ensure_init_collective. */
+CUBERT_API cubert_status_t cubert_client_all_reduce(cubert_client_t *client,
+                                                    const cubert_handle_t *src,
+                                                    const cubert_handle_t *dst, uint32_t dtype,
+                                                    const cubert_device_id_t *devices,
+                                                    size_t count, cubert_reduce_operation_t op,
+                                                    cubert_error_t *out_error);
+
+/* sync_collective: make this client's stream wait for every collective this
+ * device enqueued so far, and move the communication stream's queued errors
+ * onto it. Non-blocking (the wait is on the stream; a following sync / read
+ * blocks). OK when no collective was ever enqueued. */
+CUBERT_API cubert_status_t cubert_client_sync_collective(cubert_client_t *client,
+                                                         cubert_error_t *out_error);
+
+/* send: point-to-point send of the descriptor's binding (its bytes in use,
+ * not its shape) to `dst_device`, which must post a matching recv (same
+ * dtype and size) as its next collective on the pair's communicator.
+ * Ensures this device's membership of the pair's communicator. Non-blocking.
+ * INVALID_ARGUMENT (NULL, unknown dtype, size not a multiple of its width,
+ * dst_device is this device), DEVICE_MISMATCH (binding of another device,
+ * peer of another type), INVALID_HANDLE. */
+CUBERT_API cubert_status_t cubert_client_send(cubert_client_t *client,
+                                              const cubert_copy_descriptor_t *descriptor,
+                                              uint32_t dtype, cubert_device_id_t dst_device,
+                                              cubert_error_t *out_error);
+
+/* recv: create a handle of `size` bytes on this client's stream and receive
+ * into it from `src_device` (which must send). The new handle is the
+ * caller's to release (also if the transfer later fails). Its data is
+ * readable after cubert_client_sync_collective. Non-blocking. Codes as send;
+ * RESOURCE_EXHAUSTED / OUT_OF_RANGE when no handle can be created;
+ * *out_handle untouched on failure. */
+CUBERT_API cubert_status_t cubert_client_recv(cubert_client_t *client, uint64_t size,
+                                              uint32_t dtype, cubert_device_id_t src_device,
+                                              cubert_handle_t *out_handle,
+                                              cubert_error_t *out_error);
+
+/* change_client_sync: copy a tensor from `src`'s device to `dst`'s: a
+ * blocking read of the descriptor on src (contiguous or pitched, as
+ * read_tensor; rank 0: the binding's bytes in use), then a non-blocking
+ * upload to dst into a new CONTIGUOUS layout on dst's current stream
+ * (CubeCL uses the source's stream id there). *out_layout receives the new
+ * handle (the caller releases it). Codes of read_tensor on src and of
+ * create_tensors on dst; OVERFLOW for a size that overflows; nothing is
+ * created on dst when the read fails. */
+CUBERT_API cubert_status_t cubert_client_change_client_sync(
+    cubert_client_t *src, const cubert_copy_descriptor_t *descriptor, cubert_client_t *dst,
+    cubert_memory_layout_t *out_layout, cubert_error_t *out_error);
+
+/* to_client_tensor: move the descriptor's bytes in use from src's device to
+ * dst's through the pair's communicator: ensures both memberships, creates
+ * the destination handle (same size, dst's stream), enqueues recv +
+ * sync_collective on dst, then send on src. Returns the destination handle
+ * at once (the caller releases it); it reads the data once the transfer ran
+ * (reads on dst's stream wait for it). Codes of send / recv; the devices
+ * must differ (INVALID_ARGUMENT). If the send is refused after the recv was
+ * enqueued (only on host memory exhaustion), the handle is released and the
+ * queued recv fails on dst's stream when its peer does not arrive. */
+CUBERT_API cubert_status_t cubert_client_to_client_tensor(
+    cubert_client_t *src, const cubert_copy_descriptor_t *descriptor, cubert_client_t *dst,
+    uint32_t dtype, cubert_handle_t *out_handle, cubert_error_t *out_error);
+
+/* to_client: copy a handle's bytes in use to dst's device and return the new
+ * handle there (the caller releases it). Servers with comm support
+ * (vtable comm_enabled) use to_client_tensor; the others (CPU)
+ * change_client_sync (blocking read on src). INVALID_ARGUMENT for NULL or an
+ * unknown dtype; otherwise the codes of the path taken. */
+CUBERT_API cubert_status_t cubert_client_to_client(cubert_client_t *src,
+                                                   const cubert_handle_t *handle,
+                                                   cubert_client_t *dst, uint32_t dtype,
+                                                   cubert_handle_t *out_handle,
+                                                   cubert_error_t *out_error);
 
 CUBERT_EXTERN_C_END
 

@@ -45,6 +45,40 @@ typedef enum cubert_reduce_operation_e {
  * that crossed an ABI boundary). Pure. */
 CUBERT_API bool cubert_reduce_operation_is_valid(cubert_reduce_operation_t op);
 
+
+/* Element type of a collective (CubeCL's ElemType as far as collectives
+ * accept it, spec 8). Values are stable ABI. send/recv move bytes of any of
+ * these; all_reduce computes on F32, F64, I8, I32, I64, U8, U32, U64 and
+ * returns UNSUPPORTED for the 16- and 8-bit float types. */
+typedef enum cubert_comm_dtype_e {
+  CUBERT_COMM_DTYPE_F32 = 0,
+  CUBERT_COMM_DTYPE_F64 = 1,
+  CUBERT_COMM_DTYPE_I32 = 2,
+  CUBERT_COMM_DTYPE_I64 = 3,
+  CUBERT_COMM_DTYPE_U32 = 4,
+  CUBERT_COMM_DTYPE_U64 = 5,
+  CUBERT_COMM_DTYPE_I8 = 6,
+  CUBERT_COMM_DTYPE_U8 = 7,
+  CUBERT_COMM_DTYPE_F16 = 8,
+  CUBERT_COMM_DTYPE_BF16 = 9,
+  CUBERT_COMM_DTYPE_E4M3 = 10,
+  CUBERT_COMM_DTYPE_E5M2 = 11
+} cubert_comm_dtype_t;
+
+/* Width in bytes of one element of `dtype`; 0 for a value not listed above
+ * (an unknown dtype). Pure. */
+CUBERT_API uint32_t cubert_comm_dtype_size(uint32_t dtype);
+/* Whether all_reduce can compute on `dtype` (see above). Pure. */
+CUBERT_API bool cubert_comm_dtype_reducible(uint32_t dtype);
+
+/* Integer Mean (all_reduce with CUBERT_REDUCE_OPERATION_MEAN on an integer
+ * dtype) is defined as: the Sum computed in the type's wrapping arithmetic
+ * (modulo 2^bits, two's complement for signed types), then divided by the
+ * number of participants with C's integer division (truncation toward zero).
+ * It is exact only while the sum fits the type. Float Mean is the Sum (added
+ * in rank order, rank = position in the sorted device list) divided by the
+ * number of participants in the type's precision. */
+
 CUBERT_EXTERN_C_END
 
 #endif /* CUBERT_COMM_H */

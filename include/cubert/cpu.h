@@ -26,6 +26,14 @@ typedef struct cubert_cpu_options_t {
    * CUBERT_PROFILE_LEVEL environment variable ("off", "execution-only",
    * "basic", "medium", "full"; anything else: off). */
   cubert_profile_level_t profile_level;
+  uint32_t collective_timeout_ms; /* how long a collective (all_reduce, send, recv) waits
+                                     for its peers before it fails with DEADLINE_EXCEEDED
+                                     and aborts its communicator; 0: 60000. Collectives
+                                     run in order on the device's communication stream
+                                     (one worker); a call blocks while 512 of them are
+                                     pending there. A device released with collectives
+                                     pending lets them wait 1 s more for their peers,
+                                     then cancels them (the communicator is aborted). */
 } cubert_cpu_options_t;
 
 /* Defaults for every field (zeros mean "default" too). Reads the

@@ -190,7 +190,14 @@ typedef struct cubert_server_vtable_t {
   cubert_status_t (*allocation_mode)(cubert_server_t *server,
                                      cubert_memory_allocation_mode_t mode,
                                      uint64_t stream, cubert_error_t *out_error);
-  /* ServerCommunication (spec 2.3, 8). */
+  /* ServerCommunication (spec 2.3, 8). dtype: cubert_comm_dtype_t, op:
+   * cubert_reduce_operation_t (cubert/comm.h); devices by index id (same
+   * type as this server's). comm_init joins the communicator of the device
+   * set (idempotent). all_reduce / send / recv validate, then enqueue on the
+   * server's communication stream after the stream's prior work and return
+   * without waiting for the peers (they must not block the device); recv
+   * reserves and binds the client-created handle first. sync_collective makes
+   * the stream wait for every collective enqueued so far. */
   cubert_status_t (*comm_init)(cubert_server_t *server, const uint32_t *device_indices,
                                size_t count, cubert_error_t *out_error);
   cubert_status_t (*all_reduce)(cubert_server_t *server, const cubert_binding_t *src,

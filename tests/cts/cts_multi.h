@@ -1,0 +1,33 @@
+/*
+ * tests/cts/cts_multi.h: several CPU devices in one test process, for the
+ * multi-device and collective conformance tests.
+ */
+#ifndef CUBERT_CTS_MULTI_H
+#define CUBERT_CTS_MULTI_H
+
+#include "cts.h"
+
+#define MDEV_MAX 8
+
+typedef struct mdev_t {
+  uint32_t n;
+  cts_env_t env[MDEV_MAX]; /* env[i]: device index first_index + i, own counting allocator */
+  cubert_device_id_t ids[MDEV_MAX];
+} mdev_t;
+
+/* Create one CPU device `index` in env with a counting allocator, 8 streams,
+ * 2 workers and the given collective timeout (0: the default). */
+void mdev_create(cts_env_t *env, uint32_t index, uint32_t collective_timeout_ms);
+/* n devices with indices first_index .. first_index + n - 1. */
+void mdev_setup(mdev_t *m, uint32_t n, uint32_t first_index, uint32_t collective_timeout_ms);
+/* Release every device still alive (env[i].client != NULL), check each
+ * allocator came back to zero, and that no communicator is left. */
+void mdev_teardown(mdev_t *m);
+/* Communicators alive in the process (backend-cpu/host_comm.c). */
+uint32_t mdev_live_communicators(void);
+/* Monotonic milliseconds. */
+uint64_t mdev_now_ms(void);
+/* The innermost error kind of `err` (through an aggregate). */
+int mdev_inner_kind(const cubert_error_t *err);
+
+#endif
