@@ -192,17 +192,41 @@ static bool counter_take_one(cubert_atomic_u32_t *c) {
 }
 
 /* The caller lowered the state word from `old` by one descriptor reference.
- * Count 0: the id dies (its generation advances). State exactly 0: the slot
- * is DYING and is freed at its last unpin (the caller holds a pin). */
-static void state_lowered(slot_t *s, uint32_t old, uint32_t id_generation) {
+ * Count 0: the id dies (its generation advances). True when the state is now
+ * exactly 0: the slot is dying and the caller (who holds a pin) must unpin
+ * with slot_unpin_dying. */
+static bool state_lowered(slot_t *s, uint32_t old, uint32_t id_generation) {
   uint32_t now = old - 1u;
   if ((now & STATE_COUNT) == 0) cubert_atomic_store_u32(&s->generation, id_generation + 1u);
-  if (now == 0) (void)cubert_atomic_fetch_or_u32(&s->pins, PIN_DYING);
+  return now == 0;
 }
 
-/* The slot's ownership flag was cleared, giving state `now`. */
-static void state_disowned(slot_t *s, uint32_t now) {
-  if (now == 0) (void)cubert_atomic_fetch_or_u32(&s->pins, PIN_DYING);
+/* Unpin a slot whose state the caller just took to exactly 0: marking it
+ * DYING and dropping our pin are one CAS. When our pin was the only one the
+ * slot goes straight to FREE (pins 1 -> FREE) and we recycle it; otherwise
+ * the last of the other pinners does (slot_unpin). */
+static void slot_unpin_dying(const cubert_handle_table_t *t, const slot_ref_t *r) {
+  uint32_t old = cubert_atomic_load_u32(&r->slot->pins), desired;
+  for (;;) {
+    desired = (old & PIN_COUNT) == 1u ? PIN_FREE : ((old - 1u) | PIN_DYING);
+    if (cubert_atomic_cas_u32(&r->slot->pins, &old, desired)) break;
+  }
+  if (desired == PIN_FREE) slot_recycle((cubert_handle_table_t *)t, r);
+}
+
+/* The owner (who holds no pin) took the state of a slot it owned to exactly
+ * 0. No pin was needed to get here: an owned slot cannot die or be recycled
+ * by anyone else. Now it is dying: with no pin in flight it goes to FREE at
+ * once (0 -> FREE, and we recycle it); otherwise it is marked DYING and the
+ * last unpinner frees it. Exactly one thread takes a slot's state to 0 per
+ * occupancy (no resurrection), so DYING is set at most once. */
+static void slot_free_unpinned(cubert_handle_table_t *t, const slot_ref_t *r) {
+  uint32_t old = cubert_atomic_load_u32(&r->slot->pins), desired;
+  for (;;) {
+    desired = (old & PIN_COUNT) == 0 ? PIN_FREE : (old | PIN_DYING);
+    if (cubert_atomic_cas_u32(&r->slot->pins, &old, desired)) break;
+  }
+  if (desired == PIN_FREE) slot_recycle(t, r);
 }
 
 /* ---- table ---------------------------------------------------------------- */
@@ -315,18 +339,21 @@ static bool chunk_take(chunk_t *chunk, uint32_t start, uint32_t *out_local) {
   }
 }
 
-/* A claimed free slot becomes a live id: counts 1/1, not owned, location
- * unset. The generation is written before FREE is cleared (release), so a
- * call that pins the slot from now on sees the new generation. */
+/* A claimed free slot becomes a live id: counts 1/1, state `state` (1, or
+ * 1|OWNED for acquire_owned), location `loc` (NULL: all 0). The generation,
+ * counts and location are written before FREE is cleared (release), so a
+ * call that pins the slot from now on sees the new occupant. */
 static void slot_activate(cubert_handle_table_t *t, chunk_t *chunk, uint32_t local,
-                          uint32_t slot_index, cubert_memory_id_t *out_id) {
+                          uint32_t slot_index, uint32_t state,
+                          const cubert_memory_location_t *loc, cubert_memory_id_t *out_id) {
   slot_t *s = &chunk->slots[local];
   uint32_t g = cubert_atomic_load_u32(&s->generation) + 1u; /* even -> odd */
   cubert_atomic_store_u32(&s->generation, g);
   cubert_atomic_store_u32(&s->handles, 1u);
   cubert_atomic_store_u32(&s->bindings, 0);
-  cubert_atomic_store_u32(&s->state, 1u);
-  cubert_memset(&s->location, 0, sizeof s->location);
+  cubert_atomic_store_u32(&s->state, state);
+  if (loc) s->location = *loc;
+  else cubert_memset(&s->location, 0, sizeof s->location);
   (void)cubert_atomic_fetch_add_u32(&t->live, 1u);
   cubert_atomic_store_u32(&s->pins, 0);
   out_id->index = (t->tag << ID_TAG_SHIFT) | (slot_index + 1u);
@@ -334,8 +361,8 @@ static void slot_activate(cubert_handle_table_t *t, chunk_t *chunk, uint32_t loc
 }
 
 /* Next-fit search over the n published chunks (capacity cap). */
-static bool table_take(cubert_handle_table_t *t, uint32_t n, uint32_t cap,
-                       cubert_memory_id_t *out_id) {
+static bool table_take(cubert_handle_table_t *t, uint32_t n, uint32_t cap, uint32_t state,
+                       const cubert_memory_location_t *loc, cubert_memory_id_t *out_id) {
   uint32_t start = cubert_atomic_load_u32(&t->cursor), c0, i;
   if (start >= cap) start = 0;
   c0 = start >> CHUNK_SHIFT;
@@ -346,7 +373,7 @@ static bool table_take(cubert_handle_table_t *t, uint32_t n, uint32_t cap,
     chunk = chunk_at(t, c);
     if (chunk && chunk_take(chunk, i == 0 ? (start & (CHUNK_SLOTS - 1u)) : 0, &local)) {
       uint32_t slot_index = (c << CHUNK_SHIFT) + local;
-      slot_activate(t, chunk, local, slot_index, out_id);
+      slot_activate(t, chunk, local, slot_index, state, loc, out_id);
       cubert_atomic_store_u32(&t->cursor, slot_index + 1u);
       return true;
     }
@@ -354,11 +381,11 @@ static bool table_take(cubert_handle_table_t *t, uint32_t n, uint32_t cap,
   return false;
 }
 
-cubert_status_t cubert_memory_id_acquire(cubert_handle_table_t *table,
-                                         cubert_memory_id_t *out_id) {
+static cubert_status_t table_acquire(cubert_handle_table_t *table, uint32_t state,
+                                     const cubert_memory_location_t *loc,
+                                     cubert_memory_id_t *out_id) {
   bool grow_failed = false;
   cubert_status_t grow_status = CUBERT_STATUS_OK;
-  if (!table || !out_id) return CUBERT_STATUS_INVALID_ARGUMENT;
   for (;;) {
     uint32_t n = cubert_atomic_load_u32(&table->chunk_count), cap, live;
     if (n < table->max_chunks && chunk_at(table, n)) {
@@ -373,7 +400,7 @@ cubert_status_t cubert_memory_id_acquire(cubert_handle_table_t *table,
       if (grow_status == CUBERT_STATUS_OK) continue;
       grow_failed = true; /* fall back to the slots we have */
     }
-    if (n > 0 && table_take(table, n, cap, out_id)) return CUBERT_STATUS_OK;
+    if (n > 0 && table_take(table, n, cap, state, loc, out_id)) return CUBERT_STATUS_OK;
     if (!grow_failed && n < table->max_chunks) {
       grow_status = table_grow(table, n);
       if (grow_status == CUBERT_STATUS_OK) continue;
@@ -381,6 +408,22 @@ cubert_status_t cubert_memory_id_acquire(cubert_handle_table_t *table,
     }
     return grow_failed ? grow_status : CUBERT_STATUS_OUT_OF_RANGE;
   }
+}
+
+cubert_status_t cubert_memory_id_acquire(cubert_handle_table_t *table,
+                                         cubert_memory_id_t *out_id) {
+  if (!table || !out_id) return CUBERT_STATUS_INVALID_ARGUMENT;
+  return table_acquire(table, 1u, NULL, out_id);
+}
+
+/* acquire + set_owned(true) + set_location fused: the slot is activated
+ * already owned, with its location, before it leaves the free set, so no
+ * other thread ever sees it unowned and no pin is needed. */
+cubert_status_t cubert_memory_id_acquire_owned(cubert_handle_table_t *table,
+                                               cubert_memory_location_t location,
+                                               cubert_memory_id_t *out_id) {
+  if (!table || !out_id) return CUBERT_STATUS_INVALID_ARGUMENT;
+  return table_acquire(table, 1u | STATE_OWNED, &location, out_id);
 }
 
 /* ---- counts ---------------------------------------------------------------- */
@@ -396,6 +439,7 @@ static cubert_status_t id_count_op(cubert_handle_table_t *t, cubert_memory_id_t 
                                    count_op_e op) {
   slot_ref_t r;
   slot_t *s;
+  bool dying = false;
   cubert_status_t st = CUBERT_STATUS_OK;
   if (!t) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (!slot_lookup(t, id, &r) || !slot_pin(r.slot)) return CUBERT_STATUS_INVALID_HANDLE;
@@ -419,12 +463,13 @@ static cubert_status_t id_count_op(cubert_handle_table_t *t, cubert_memory_id_t 
         } else {
           /* The descriptor count includes the reference just taken off the
            * sub-count, so it is >= 1 here. */
-          state_lowered(s, cubert_atomic_fetch_sub_u32(&s->state, 1u), id.generation);
+          dying = state_lowered(s, cubert_atomic_fetch_sub_u32(&s->state, 1u), id.generation);
         }
         break;
     }
   }
-  slot_unpin(t, &r);
+  if (dying) slot_unpin_dying(t, &r);
+  else slot_unpin(t, &r);
   return st;
 }
 
@@ -460,6 +505,7 @@ cubert_status_t cubert_memory_id_set_owned(cubert_handle_table_t *table, cubert_
   slot_ref_t r;
   slot_t *s;
   uint32_t v;
+  bool dying = false;
   cubert_status_t st = CUBERT_STATUS_OK;
   if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (!slot_lookup(table, id, &r) || !slot_pin(r.slot)) return CUBERT_STATUS_INVALID_HANDLE;
@@ -486,11 +532,29 @@ cubert_status_t cubert_memory_id_set_owned(cubert_handle_table_t *table, cubert_
           break;
         }
       } while (!cubert_atomic_cas_u32(&s->state, &v, v & ~STATE_OWNED));
-      if (st == CUBERT_STATUS_OK) state_disowned(s, v & ~STATE_OWNED);
+      dying = st == CUBERT_STATUS_OK && (v & ~STATE_OWNED) == 0;
     }
   }
-  slot_unpin(table, &r);
+  if (dying) slot_unpin_dying(table, &r);
+  else slot_unpin(table, &r);
   return st;
+}
+
+/* Owner-only disown: no pin (see handle.h for the precondition). The
+ * generation check and the CAS that clears OWNED are safe unpinned because
+ * the slot, owned by the caller, cannot be recycled under it. */
+cubert_status_t cubert_memory_id_disown(cubert_handle_table_t *table, cubert_memory_id_t id) {
+  slot_ref_t r;
+  uint32_t v;
+  if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!slot_lookup(table, id, &r) || !slot_same_occupant(r.slot, id))
+    return CUBERT_STATUS_INVALID_HANDLE;
+  v = cubert_atomic_load_u32(&r.slot->state);
+  do {
+    if (!(v & STATE_OWNED)) return CUBERT_STATUS_INVALID_HANDLE;
+  } while (!cubert_atomic_cas_u32(&r.slot->state, &v, v & ~STATE_OWNED));
+  if ((v & ~STATE_OWNED) == 0) slot_free_unpinned(table, &r);
+  return CUBERT_STATUS_OK;
 }
 
 /* ---- lock-free queries -------------------------------------------------------- */
@@ -574,6 +638,22 @@ cubert_status_t cubert_memory_id_set_location(cubert_handle_table_t *table,
   r.slot->location = location;
   slot_unpin(table, &r);
   return CUBERT_STATUS_OK;
+}
+
+/* Owner-only location write: no pin (see handle.h for the precondition).
+ * An id that does not pass the unpinned checks (not owned, stale, forged)
+ * takes the pinned path, which gives set_location's answer. */
+cubert_status_t cubert_memory_id_set_location_owned(cubert_handle_table_t *table,
+                                                    cubert_memory_id_t id,
+                                                    cubert_memory_location_t location) {
+  slot_ref_t r;
+  if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (slot_lookup(table, id, &r) && slot_same_occupant(r.slot, id) &&
+      (cubert_atomic_load_u32(&r.slot->state) & STATE_OWNED)) {
+    r.slot->location = location;
+    return CUBERT_STATUS_OK;
+  }
+  return cubert_memory_id_set_location(table, id, location);
 }
 
 /* ---- handles and bindings -------------------------------------------------------- */
