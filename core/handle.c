@@ -542,7 +542,12 @@ cubert_status_t cubert_memory_id_set_owned(cubert_handle_table_t *table, cubert_
 
 /* Owner-only disown: no pin (see handle.h for the precondition). The
  * generation check and the CAS that clears OWNED are safe unpinned because
- * the slot, owned by the caller, cannot be recycled under it. */
+ * the slot, owned by the caller, cannot be recycled under it. Every state
+ * value the CAS is based on is bracketed by two generation reads of the
+ * id's occupancy (a reuse writes the generation before the state), so a
+ * stale id whose slot was freed and reused meanwhile is refused: its own
+ * occupancy's state is not owned (its owner gave it up), and a state of the
+ * next occupant is followed by a generation it does not match. */
 cubert_status_t cubert_memory_id_disown(cubert_handle_table_t *table, cubert_memory_id_t id) {
   slot_ref_t r;
   uint32_t v;
@@ -550,9 +555,10 @@ cubert_status_t cubert_memory_id_disown(cubert_handle_table_t *table, cubert_mem
   if (!slot_lookup(table, id, &r) || !slot_same_occupant(r.slot, id))
     return CUBERT_STATUS_INVALID_HANDLE;
   v = cubert_atomic_load_u32(&r.slot->state);
-  do {
-    if (!(v & STATE_OWNED)) return CUBERT_STATUS_INVALID_HANDLE;
-  } while (!cubert_atomic_cas_u32(&r.slot->state, &v, v & ~STATE_OWNED));
+  for (;;) {
+    if (!(v & STATE_OWNED) || !slot_same_occupant(r.slot, id)) return CUBERT_STATUS_INVALID_HANDLE;
+    if (cubert_atomic_cas_u32(&r.slot->state, &v, v & ~STATE_OWNED)) break;
+  }
   if ((v & ~STATE_OWNED) == 0) slot_free_unpinned(table, &r);
   return CUBERT_STATUS_OK;
 }
@@ -649,7 +655,8 @@ cubert_status_t cubert_memory_id_set_location_owned(cubert_handle_table_t *table
   slot_ref_t r;
   if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (slot_lookup(table, id, &r) && slot_same_occupant(r.slot, id) &&
-      (cubert_atomic_load_u32(&r.slot->state) & STATE_OWNED)) {
+      (cubert_atomic_load_u32(&r.slot->state) & STATE_OWNED) &&
+      slot_same_occupant(r.slot, id)) { /* the owned state was this occupancy's */
     r.slot->location = location;
     return CUBERT_STATUS_OK;
   }

@@ -145,8 +145,10 @@ CUBERT_API cubert_status_t cubert_memory_id_set_owned(cubert_handle_table_t *tab
  * is what the pin of the general calls guards against; so these calls
  * validate the id without pinning it. Stale, forged and foreign ids and ids
  * that are not owned are still refused (INVALID_HANDLE), as by the general
- * calls, but a caller that breaks the precondition, racing with another
- * thread's release of the slot, could act on the slot's next occupant.
+ * calls, also while other threads free and reuse the slot. What the
+ * precondition rules out is a caller that is not the owner acting on an id
+ * another party owns: racing with that owner's disown and the slot's reuse,
+ * it could act on the slot's next occupant.
  *
  * disown: set_owned(id, false); INVALID_HANDLE when the slot is not owned or
  * was reused; when the id is dead the slot goes back to the free set.
