@@ -36,17 +36,17 @@
  * with a release store). The lock-free queries (is_alive, counts) do not pin;
  * they read the generation before and after the counts instead.
  *
- * Free set. Each chunk keeps a 256-bit free bitmap and a free counter. A
- * release sets the bit, then raises the counter; acquire first reserves one
- * unit of a chunk's counter (CAS, refusing 0), then clears one set bit with a
- * CAS; the counter never exceeds the unclaimed set bits, so a reservation
- * always finds its bit. This is ABA-free by construction: a bit is claimed by
- * the one CAS that clears it and there is no "next" link that could go stale
- * (a Treiber stack with a 32-bit head would have only 8 tag bits left next to
- * a 24-bit index, which wraps after 256 pushes). Acquire searches next-fit
- * from a cursor, skipping full chunks by their counter, so a released slot
- * is reused late (stale ids stay detectable longer), and the table grows a
- * chunk as soon as 7/8 of its capacity is live, which keeps searches short.
+ * Free set. Each chunk keeps a 256-bit free bitmap (a set bit: the slot is
+ * free). A release sets the slot's bit; acquire claims one set bit with the
+ * CAS that clears it (1 read-modify-write each way; the table's live counter
+ * is the only other one). This is ABA-free by construction: a bit is claimed
+ * by the one CAS that clears it and there is no "next" link that could go
+ * stale (a Treiber stack with a 32-bit head would have only 8 tag bits left
+ * next to a 24-bit index, which wraps after 256 pushes). Acquire searches
+ * next-fit from a cursor, skipping full chunks by their bitmap (one cache
+ * line), so a released slot is reused late (stale ids stay detectable
+ * longer), and the table grows a chunk as soon as 7/8 of its capacity is
+ * live, which keeps searches short.
  *
  * Growth: any thread may allocate chunk n; it publishes it with a CAS on the
  * NULL pointer, and the loser frees its chunk. The published chunk count is
@@ -79,7 +79,6 @@ typedef struct slot_t {
 } slot_t;
 
 typedef struct chunk_t {
-  cubert_atomic_u32_t free_count;
   cubert_atomic_u32_t free_bits[CHUNK_WORDS];
   slot_t slots[CHUNK_SLOTS];
 } chunk_t;
@@ -111,15 +110,6 @@ static uint32_t lowest_bit_index(uint32_t bits) {
                                          16, 7,  26, 12, 18, 6,  11, 5,  10, 9};
   uint32_t low = bits & (0u - bits);
   return k_debruijn[(uint32_t)(low * 0x077CB531u) >> 27];
-}
-
-static uint32_t popcount32(uint32_t v) {
-  uint32_t n = 0;
-  while (v) {
-    v &= v - 1u;
-    n++;
-  }
-  return n;
 }
 
 static chunk_t *chunk_at(const cubert_handle_table_t *t, uint32_t c) {
@@ -156,7 +146,6 @@ static bool slot_pin(slot_t *s) {
 /* Back to the free set (the caller won the DYING|1 -> FREE transition). */
 static void slot_recycle(cubert_handle_table_t *t, const slot_ref_t *r) {
   (void)cubert_atomic_fetch_or_u32(&r->chunk->free_bits[r->local >> 5], 1u << (r->local & 31u));
-  (void)cubert_atomic_fetch_add_u32(&r->chunk->free_count, 1u);
   (void)cubert_atomic_fetch_sub_u32(&t->live, 1u);
 }
 
@@ -289,7 +278,6 @@ static void chunk_init(chunk_t *chunk, uint32_t first_slot, uint32_t max_slots) 
     else bits = (1u << (valid - lo)) - 1u;
     cubert_atomic_store_u32(&chunk->free_bits[i], bits);
   }
-  cubert_atomic_store_u32(&chunk->free_count, valid);
 }
 
 /* Make chunk n exist (allocate it, or find that another thread did). */
@@ -308,35 +296,30 @@ static cubert_status_t table_grow(cubert_handle_table_t *t, uint32_t n) {
   return CUBERT_STATUS_OK;
 }
 
-/* Reserve one free slot of the chunk and claim its bit, preferring slots at
- * or after `start` (next-fit). False when the chunk has none. */
+/* Claim one free slot of the chunk (clear its bit with a CAS), preferring
+ * slots at or after `start` (next-fit). False when no bit was found set. A
+ * bit is claimed by the one CAS that clears it; a failed CAS only makes us
+ * look at the word's new value. */
 static bool chunk_take(chunk_t *chunk, uint32_t start, uint32_t *out_local) {
-  uint32_t count = cubert_atomic_load_u32(&chunk->free_count);
   uint32_t w0 = start >> 5, k;
-  do {
-    if (count == 0) return false;
-  } while (!cubert_atomic_cas_u32(&chunk->free_count, &count, count - 1u));
-  /* A set bit is now ours to claim (the counter never exceeds the unclaimed
-   * set bits); other claimers only make us look again. */
-  for (;;) {
-    for (k = 0; k < CHUNK_WORDS; k++) {
-      uint32_t w = (w0 + k) & (CHUNK_WORDS - 1u);
-      cubert_atomic_u32_t *word = &chunk->free_bits[w];
-      uint32_t bits = cubert_atomic_load_u32(word);
-      while (bits) {
-        uint32_t pick = bits, b;
-        if (k == 0 && (start & 31u)) {
-          uint32_t above = bits & (0xFFFFFFFFu << (start & 31u));
-          if (above) pick = above;
-        }
-        b = lowest_bit_index(pick);
-        if (cubert_atomic_cas_u32(word, &bits, bits & ~(1u << b))) {
-          *out_local = w * 32u + b;
-          return true;
-        }
+  for (k = 0; k < CHUNK_WORDS; k++) {
+    uint32_t w = (w0 + k) & (CHUNK_WORDS - 1u);
+    cubert_atomic_u32_t *word = &chunk->free_bits[w];
+    uint32_t bits = cubert_atomic_load_u32(word);
+    while (bits) {
+      uint32_t pick = bits, b;
+      if (k == 0 && (start & 31u)) {
+        uint32_t above = bits & (0xFFFFFFFFu << (start & 31u));
+        if (above) pick = above;
+      }
+      b = lowest_bit_index(pick);
+      if (cubert_atomic_cas_u32(word, &bits, bits & ~(1u << b))) {
+        *out_local = w * 32u + b;
+        return true;
       }
     }
   }
+  return false;
 }
 
 /* A claimed free slot becomes a live id: counts 1/1, state `state` (1, or
@@ -779,13 +762,11 @@ cubert_status_t cubert_handle_table_debug_check(const cubert_handle_table_t *tab
   if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
   for (c = 0; c < table->max_chunks; c++) {
     chunk_t *chunk = chunk_at(table, c);
-    uint32_t i, set_bits = 0;
+    uint32_t i;
     if (!chunk) {
       if (c < cubert_atomic_load_u32(&table->chunk_count)) return CUBERT_STATUS_INTERNAL;
       continue;
     }
-    for (i = 0; i < CHUNK_WORDS; i++) set_bits += popcount32(cubert_atomic_load_u32(&chunk->free_bits[i]));
-    if (set_bits != cubert_atomic_load_u32(&chunk->free_count)) return CUBERT_STATUS_INTERNAL;
     for (i = 0; i < CHUNK_SLOTS; i++) {
       slot_t *s = &chunk->slots[i];
       uint32_t pins = cubert_atomic_load_u32(&s->pins);
