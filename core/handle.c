@@ -37,16 +37,18 @@
  * they read the generation before and after the counts instead.
  *
  * Free set. Each chunk keeps a 256-bit free bitmap (a set bit: the slot is
- * free). A release sets the slot's bit; acquire claims one set bit with the
- * CAS that clears it (1 read-modify-write each way; the table's live counter
- * is the only other one). This is ABA-free by construction: a bit is claimed
- * by the one CAS that clears it and there is no "next" link that could go
- * stale (a Treiber stack with a 32-bit head would have only 8 tag bits left
- * next to a 24-bit index, which wraps after 256 pushes). Acquire searches
- * next-fit from a cursor, skipping full chunks by their bitmap (one cache
- * line), so a released slot is reused late (stale ids stay detectable
- * longer), and the table grows a chunk as soon as 7/8 of its capacity is
- * live, which keeps searches short.
+ * free). A release sets the slot's bit (one fetch_or); acquire claims one
+ * set bit with the CAS that clears it; there is no other shared counter on
+ * these paths (cubert_handle_table_live counts the bitmaps). This is ABA-free
+ * by construction: a bit is claimed by the one CAS that clears it and there
+ * is no "next" link that could go stale (a Treiber stack with a 32-bit head
+ * would have only 8 tag bits left next to a 24-bit index, which wraps after
+ * 256 pushes). Acquire searches next-fit from a cursor, skipping full chunks
+ * by their bitmap (one cache line), so a released slot is reused late (stale
+ * ids stay detectable longer). Growth: when the table is full, and once
+ * per sweep of the cursor over the table (when the search wraps around),
+ * the live slots are counted from the bitmaps and chunks are added until
+ * less than 7/8 of the capacity is live, which keeps searches short.
  *
  * Growth: any thread may allocate chunk n; it publishes it with a CAS on the
  * NULL pointer, and the loser frees its chunk. The published chunk count is
@@ -89,7 +91,6 @@ struct cubert_handle_table_t {
   uint32_t max_chunks;
   uint32_t tag;
   cubert_atomic_u32_t chunk_count; /* chunks [0, chunk_count) are published */
-  cubert_atomic_u32_t live;        /* slots not in the free set */
   cubert_atomic_u32_t cursor;      /* next-fit hint: slot index to try first */
   void *volatile *chunks;          /* max_chunks pointers to chunk_t (NULL until grown) */
 };
@@ -143,21 +144,21 @@ static bool slot_pin(slot_t *s) {
   }
 }
 
-/* Back to the free set (the caller won the DYING|1 -> FREE transition). */
-static void slot_recycle(cubert_handle_table_t *t, const slot_ref_t *r) {
+/* Back to the free set (the caller won the DYING|1 -> FREE transition): one
+ * fetch_or on the chunk's bitmap, nothing else (the table keeps no live
+ * counter: cubert_handle_table_live counts the bitmaps). */
+static void slot_recycle(const slot_ref_t *r) {
   (void)cubert_atomic_fetch_or_u32(&r->chunk->free_bits[r->local >> 5], 1u << (r->local & 31u));
-  (void)cubert_atomic_fetch_sub_u32(&t->live, 1u);
 }
 
-/* Unpin; the last pin of a DYING slot frees it. The table is only written
- * through its live counter (an atomic), hence the const-accepting callers. */
-static void slot_unpin(const cubert_handle_table_t *t, const slot_ref_t *r) {
+/* Unpin; the last pin of a DYING slot frees it. */
+static void slot_unpin(const slot_ref_t *r) {
   uint32_t old = cubert_atomic_load_u32(&r->slot->pins), desired;
   for (;;) {
     desired = old == (PIN_DYING | 1u) ? PIN_FREE : old - 1u;
     if (cubert_atomic_cas_u32(&r->slot->pins, &old, desired)) break;
   }
-  if (desired == PIN_FREE) slot_recycle((cubert_handle_table_t *)t, r);
+  if (desired == PIN_FREE) slot_recycle(r);
 }
 
 /* +1 descriptor count; refuses 0 -> 1 (no resurrection) and saturates. */
@@ -194,13 +195,13 @@ static bool state_lowered(slot_t *s, uint32_t old, uint32_t id_generation) {
  * DYING and dropping our pin are one CAS. When our pin was the only one the
  * slot goes straight to FREE (pins 1 -> FREE) and we recycle it; otherwise
  * the last of the other pinners does (slot_unpin). */
-static void slot_unpin_dying(const cubert_handle_table_t *t, const slot_ref_t *r) {
+static void slot_unpin_dying(const slot_ref_t *r) {
   uint32_t old = cubert_atomic_load_u32(&r->slot->pins), desired;
   for (;;) {
     desired = (old & PIN_COUNT) == 1u ? PIN_FREE : ((old - 1u) | PIN_DYING);
     if (cubert_atomic_cas_u32(&r->slot->pins, &old, desired)) break;
   }
-  if (desired == PIN_FREE) slot_recycle((cubert_handle_table_t *)t, r);
+  if (desired == PIN_FREE) slot_recycle(r);
 }
 
 /* The owner (who holds no pin) took the state of a slot it owned to exactly
@@ -209,13 +210,13 @@ static void slot_unpin_dying(const cubert_handle_table_t *t, const slot_ref_t *r
  * once (0 -> FREE, and we recycle it); otherwise it is marked DYING and the
  * last unpinner frees it. Exactly one thread takes a slot's state to 0 per
  * occupancy (no resurrection), so DYING is set at most once. */
-static void slot_free_unpinned(cubert_handle_table_t *t, const slot_ref_t *r) {
+static void slot_free_unpinned(const slot_ref_t *r) {
   uint32_t old = cubert_atomic_load_u32(&r->slot->pins), desired;
   for (;;) {
     desired = (old & PIN_COUNT) == 0 ? PIN_FREE : (old | PIN_DYING);
     if (cubert_atomic_cas_u32(&r->slot->pins, &old, desired)) break;
   }
-  if (desired == PIN_FREE) slot_recycle(t, r);
+  if (desired == PIN_FREE) slot_recycle(r);
 }
 
 /* ---- table ---------------------------------------------------------------- */
@@ -243,7 +244,6 @@ cubert_status_t cubert_handle_table_create(cubert_allocator_t allocator, uint32_
   t->tag = tag;
   t->chunks = (void *volatile *)mem; /* zero-filled: every chunk NULL */
   cubert_atomic_store_u32(&t->chunk_count, 0);
-  cubert_atomic_store_u32(&t->live, 0);
   cubert_atomic_store_u32(&t->cursor, 0);
   *out_table = t;
   return CUBERT_STATUS_OK;
@@ -261,8 +261,31 @@ void cubert_handle_table_destroy(cubert_handle_table_t *table) {
   cubert_allocator_free(table->allocator, table, sizeof *table, 0);
 }
 
+static uint32_t popcount32(uint32_t v) {
+  v = v - ((v >> 1) & 0x55555555u);
+  v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
+  v = (v + (v >> 4)) & 0x0F0F0F0Fu;
+  return (v + (v >> 8) + (v >> 16) + (v >> 24)) & 0x3Fu;
+}
+
+/* Slots of chunks [0, n) not in the free set: their valid slots minus the
+ * set bits of their bitmaps (one cache line per chunk). Exact when no call
+ * is in flight, a snapshot otherwise. Chunks are contiguous, so a NULL
+ * chunk ends the walk. */
+static uint32_t table_count_live(const cubert_handle_table_t *t, uint32_t n) {
+  uint32_t c, slots, free_slots = 0;
+  for (c = 0; c < n; c++) {
+    chunk_t *chunk = chunk_at(t, c);
+    uint32_t w;
+    if (!chunk) break;
+    for (w = 0; w < CHUNK_WORDS; w++) free_slots += popcount32(cubert_atomic_load_u32(&chunk->free_bits[w]));
+  }
+  slots = c >= t->max_chunks ? t->max_slots : c << CHUNK_SHIFT;
+  return slots - free_slots;
+}
+
 uint32_t cubert_handle_table_live(const cubert_handle_table_t *table) {
-  return table ? cubert_atomic_load_u32(&table->live) : 0;
+  return table ? table_count_live(table, table->max_chunks) : 0;
 }
 
 /* ---- acquire: free set, growth -------------------------------------------- */
@@ -337,22 +360,30 @@ static void slot_activate(cubert_handle_table_t *t, chunk_t *chunk, uint32_t loc
   cubert_atomic_store_u32(&s->state, state);
   if (loc) s->location = *loc;
   else cubert_memset(&s->location, 0, sizeof s->location);
-  (void)cubert_atomic_fetch_add_u32(&t->live, 1u);
   cubert_atomic_store_u32(&s->pins, 0);
   out_id->index = (t->tag << ID_TAG_SHIFT) | (slot_index + 1u);
   out_id->generation = g;
 }
 
-/* Next-fit search over the n published chunks (capacity cap). */
+/* Next-fit search over the n published chunks (capacity cap). *out_wrapped:
+ * the search went past the last chunk back to the first (the cursor's sweep
+ * over the table ended). */
 static bool table_take(cubert_handle_table_t *t, uint32_t n, uint32_t cap, uint32_t state,
-                       const cubert_memory_location_t *loc, cubert_memory_id_t *out_id) {
+                       const cubert_memory_location_t *loc, cubert_memory_id_t *out_id,
+                       bool *out_wrapped) {
   uint32_t start = cubert_atomic_load_u32(&t->cursor), c0, i;
-  if (start >= cap) start = 0;
+  if (start >= cap) {
+    start = 0;
+    *out_wrapped = true;
+  }
   c0 = start >> CHUNK_SHIFT;
   for (i = 0; i < n; i++) {
     uint32_t c = c0 + i, local;
     chunk_t *chunk;
-    if (c >= n) c -= n;
+    if (c >= n) {
+      c -= n;
+      *out_wrapped = true;
+    }
     chunk = chunk_at(t, c);
     if (chunk && chunk_take(chunk, i == 0 ? (start & (CHUNK_SLOTS - 1u)) : 0, &local)) {
       uint32_t slot_index = (c << CHUNK_SHIFT) + local;
@@ -364,29 +395,48 @@ static bool table_take(cubert_handle_table_t *t, uint32_t n, uint32_t cap, uint3
   return false;
 }
 
+/* Add chunks n, n+1, ... while 7/8 or more of the capacity is live (the
+ * live count is taken once, by counting the bitmaps of chunks [0, n)).
+ * Best effort: stops at max_chunks or at the first failed allocation. */
+static void table_grow_while_crowded(cubert_handle_table_t *t, uint32_t n) {
+  uint32_t live = table_count_live(t, n);
+  while (n < t->max_chunks) {
+    uint32_t cap = n << CHUNK_SHIFT;
+    if (live < cap - cap / 8u || table_grow(t, n) != CUBERT_STATUS_OK) return;
+    n++;
+  }
+}
+
 static cubert_status_t table_acquire(cubert_handle_table_t *table, uint32_t state,
                                      const cubert_memory_location_t *loc,
                                      cubert_memory_id_t *out_id) {
   bool grow_failed = false;
   cubert_status_t grow_status = CUBERT_STATUS_OK;
   for (;;) {
-    uint32_t n = cubert_atomic_load_u32(&table->chunk_count), cap, live;
+    uint32_t n = cubert_atomic_load_u32(&table->chunk_count), cap;
+    bool wrapped = false;
     if (n < table->max_chunks && chunk_at(table, n)) {
       /* Someone published chunk n but has not advanced the count yet. */
       (void)cubert_atomic_cas_u32(&table->chunk_count, &n, n + 1u);
       continue;
     }
     cap = n >= table->max_chunks ? table->max_slots : n << CHUNK_SHIFT;
-    live = cubert_atomic_load_u32(&table->live);
-    if (!grow_failed && n < table->max_chunks && live >= cap - cap / 8u) {
-      grow_status = table_grow(table, n);
-      if (grow_status == CUBERT_STATUS_OK) continue;
-      grow_failed = true; /* fall back to the slots we have */
+    if (n > 0 && table_take(table, n, cap, state, loc, out_id, &wrapped)) {
+      /* Growth is checked once per sweep of the cursor over the table (and
+       * when it is full, below), not per call: the table keeps no live
+       * counter, which would cost two atomic RMWs per acquire + release.
+       * From 7/8 of the capacity live on, chunks are added, which keeps
+       * searches short and reuse late. Best effort: the id is ours already;
+       * a failed growth is retried at the next sweep or when full. */
+      if (wrapped && n < table->max_chunks) table_grow_while_crowded(table, n);
+      return CUBERT_STATUS_OK;
     }
-    if (n > 0 && table_take(table, n, cap, state, loc, out_id)) return CUBERT_STATUS_OK;
     if (!grow_failed && n < table->max_chunks) {
       grow_status = table_grow(table, n);
-      if (grow_status == CUBERT_STATUS_OK) continue;
+      if (grow_status == CUBERT_STATUS_OK) {
+        table_grow_while_crowded(table, n + 1u);
+        continue;
+      }
       grow_failed = true;
     }
     return grow_failed ? grow_status : CUBERT_STATUS_OUT_OF_RANGE;
@@ -451,8 +501,8 @@ static cubert_status_t id_count_op(cubert_handle_table_t *t, cubert_memory_id_t 
         break;
     }
   }
-  if (dying) slot_unpin_dying(t, &r);
-  else slot_unpin(t, &r);
+  if (dying) slot_unpin_dying(&r);
+  else slot_unpin(&r);
   return st;
 }
 
@@ -518,8 +568,8 @@ cubert_status_t cubert_memory_id_set_owned(cubert_handle_table_t *table, cubert_
       dying = st == CUBERT_STATUS_OK && (v & ~STATE_OWNED) == 0;
     }
   }
-  if (dying) slot_unpin_dying(table, &r);
-  else slot_unpin(table, &r);
+  if (dying) slot_unpin_dying(&r);
+  else slot_unpin(&r);
   return st;
 }
 
@@ -542,7 +592,7 @@ cubert_status_t cubert_memory_id_disown(cubert_handle_table_t *table, cubert_mem
     if (!(v & STATE_OWNED) || !slot_same_occupant(r.slot, id)) return CUBERT_STATUS_INVALID_HANDLE;
     if (cubert_atomic_cas_u32(&r.slot->state, &v, v & ~STATE_OWNED)) break;
   }
-  if ((v & ~STATE_OWNED) == 0) slot_free_unpinned(table, &r);
+  if ((v & ~STATE_OWNED) == 0) slot_free_unpinned(&r);
   return CUBERT_STATUS_OK;
 }
 
@@ -603,7 +653,7 @@ static bool slot_pin_for_location(const cubert_handle_table_t *t, cubert_memory_
   state = cubert_atomic_load_u32(&r->slot->state);
   if (slot_same_occupant(r->slot, id) && ((state & STATE_COUNT) || (state & STATE_OWNED)))
     return true;
-  slot_unpin(t, r);
+  slot_unpin(r);
   return false;
 }
 
@@ -614,7 +664,7 @@ cubert_status_t cubert_memory_id_location(const cubert_handle_table_t *table,
   if (!table || !out_location) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (!slot_pin_for_location(table, id, &r)) return CUBERT_STATUS_INVALID_HANDLE;
   *out_location = r.slot->location;
-  slot_unpin(table, &r);
+  slot_unpin(&r);
   return CUBERT_STATUS_OK;
 }
 
@@ -625,7 +675,7 @@ cubert_status_t cubert_memory_id_set_location(cubert_handle_table_t *table,
   if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (!slot_pin_for_location(table, id, &r)) return CUBERT_STATUS_INVALID_HANDLE;
   r.slot->location = location;
-  slot_unpin(table, &r);
+  slot_unpin(&r);
   return CUBERT_STATUS_OK;
 }
 
@@ -796,7 +846,7 @@ cubert_status_t cubert_handle_table_debug_check(const cubert_handle_table_t *tab
       }
     }
   }
-  if (alive + dead_owned != cubert_atomic_load_u32(&table->live)) return CUBERT_STATUS_INTERNAL;
+  if (alive + dead_owned != cubert_handle_table_live(table)) return CUBERT_STATUS_INTERNAL;
   if (out_alive) *out_alive = alive;
   if (out_dead_owned) *out_dead_owned = dead_owned;
   return CUBERT_STATUS_OK;

@@ -86,7 +86,8 @@ CUBERT_API void cubert_handle_table_destroy(cubert_handle_table_t *table);
 
 /* Number of slots currently in use: alive ids plus dead ids still owned by a
  * pool (a slot counts until it is back in the free set). 0 for NULL. A
- * lock-free read. */
+ * lock-free read that counts the free bitmaps of the grown chunks (one cache
+ * line per 256 slots): for tests, leak checks and reports, not hot paths. */
 CUBERT_API uint32_t cubert_handle_table_live(const cubert_handle_table_t *table);
 
 /* A new id with handle count 1 and descriptor count 1, not owned, location

@@ -913,6 +913,37 @@ TEST(handle_released_slots_reused_late) {
   table_done(t, &c);
 }
 
+/* Growth without a live counter: a sliding window of 1000 ids in a table of
+ * up to 8192 slots. The table grows when full and, once per sweep of the
+ * cursor, until less than 7/8 of it is live; it must neither run out nor
+ * keep growing, live() must stay exact, and a released slot is not reused
+ * by the next acquires (next-fit). */
+TEST(handle_table_growth_bounded_under_sliding_window) {
+  enum { WINDOW = 1000, OPS = 40000 };
+  static cubert_memory_id_t ring[WINDOW];
+  counting_allocator_t c;
+  cubert_handle_table_t *t = table_new(&c, 8192, 0x21);
+  int64_t chunks;
+  int i, head = 0;
+  for (i = 0; i < WINDOW; i++) ring[i] = acquire_ok(t);
+  CHECK_EQ_U64(cubert_handle_table_live(t), WINDOW);
+  for (i = 0; i < OPS; i++) {
+    cubert_memory_id_t old = ring[head];
+    CHECK_OK(cubert_memory_id_release_handle(t, old));
+    ring[head] = acquire_ok(t);
+    CHECK(ring[head].index != old.index); /* reused late, not at once */
+    head = (head + 1) % WINDOW;
+    if (i % 5000 == 0) check_consistent(t, WINDOW, 0);
+  }
+  check_consistent(t, WINDOW, 0);
+  chunks = c.live_blocks - 2; /* the table header and its chunk pointer array */
+  CHECK(chunks * 256 >= WINDOW + WINDOW / 7); /* grew past 7/8 live */
+  CHECK(chunks <= 6);                          /* and stopped there */
+  for (i = 0; i < WINDOW; i++) CHECK_OK(cubert_memory_id_release_handle(t, ring[i]));
+  check_consistent(t, 0, 0);
+  table_done(t, &c);
+}
+
 /* Row 39-style OOM loop: fail the allocator's 1st, 2nd, ... call (once, then
  * persistently) while creating a table and acquiring ids across several
  * chunk growths. Every call is OK or RESOURCE_EXHAUSTED; a failed call
