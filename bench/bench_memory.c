@@ -136,13 +136,16 @@ static int bench_manager(const workload_t *w, mm_result_t *out) {
 
 /* The handle-table operations one reserve + release needs at least (the
  * user's release, the pool dropping the old owner, a new id owned by the
- * pool with its location): the floor core/handle.c sets, measured alone. */
+ * pool with its location), through the calls the manager makes (the owner
+ * fast paths: acquire_owned, set_location_owned, disown): the floor
+ * core/handle.c sets, measured alone. */
 static int bench_table_floor(const workload_t *w, double *out_median) {
   cubert_handle_table_t *table = NULL;
   cubert_memory_id_t *ring = (cubert_memory_id_t *)calloc(w->window, sizeof *ring);
-  cubert_memory_location_t loc;
+  cubert_memory_location_t loc, unset;
   size_t i, head = 0, batches = (w->count - w->window) / BATCH, b;
   double *samples = (double *)calloc(batches, sizeof *samples);
+  memset(&unset, 0, sizeof unset);
   loc.pool = 1;
   loc.init = 1;
   loc.page = 2;
@@ -151,19 +154,16 @@ static int bench_table_floor(const workload_t *w, double *out_median) {
       cubert_handle_table_create(cubert_allocator_libc(), (uint32_t)(w->window * 2 + 1024), 1,
                                  &table) != CUBERT_STATUS_OK)
     return -1;
-  for (i = 0; i < w->window; i++) {
-    if (cubert_memory_id_acquire(table, &ring[i]) != CUBERT_STATUS_OK) return -1;
-    cubert_memory_id_set_owned(table, ring[i], true);
-  }
+  for (i = 0; i < w->window; i++)
+    if (cubert_memory_id_acquire_owned(table, loc, &ring[i]) != CUBERT_STATUS_OK) return -1;
   for (b = 0; b < batches; b++) {
     double t0 = now_ns();
     for (i = 0; i < BATCH; i++) {
       cubert_memory_id_t old = ring[head];
       cubert_memory_id_release_handle(table, old);
-      if (cubert_memory_id_is_free(table, old)) cubert_memory_id_set_owned(table, old, false);
-      if (cubert_memory_id_acquire(table, &ring[head]) != CUBERT_STATUS_OK) return -1;
-      cubert_memory_id_set_owned(table, ring[head], true);
-      cubert_memory_id_set_location(table, ring[head], loc);
+      if (cubert_memory_id_is_free(table, old)) cubert_memory_id_disown(table, old);
+      if (cubert_memory_id_acquire_owned(table, unset, &ring[head]) != CUBERT_STATUS_OK) return -1;
+      cubert_memory_id_set_location_owned(table, ring[head], loc);
       head = head + 1 == w->window ? 0 : head + 1;
     }
     samples[b] = (now_ns() - t0) / BATCH;

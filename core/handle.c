@@ -36,17 +36,19 @@
  * with a release store). The lock-free queries (is_alive, counts) do not pin;
  * they read the generation before and after the counts instead.
  *
- * Free set. Each chunk keeps a 256-bit free bitmap and a free counter. A
- * release sets the bit, then raises the counter; acquire first reserves one
- * unit of a chunk's counter (CAS, refusing 0), then clears one set bit with a
- * CAS; the counter never exceeds the unclaimed set bits, so a reservation
- * always finds its bit. This is ABA-free by construction: a bit is claimed by
- * the one CAS that clears it and there is no "next" link that could go stale
- * (a Treiber stack with a 32-bit head would have only 8 tag bits left next to
- * a 24-bit index, which wraps after 256 pushes). Acquire searches next-fit
- * from a cursor, skipping full chunks by their counter, so a released slot
- * is reused late (stale ids stay detectable longer), and the table grows a
- * chunk as soon as 7/8 of its capacity is live, which keeps searches short.
+ * Free set. Each chunk keeps a 256-bit free bitmap (a set bit: the slot is
+ * free). A release sets the slot's bit (one fetch_or); acquire claims one
+ * set bit with the CAS that clears it; there is no other shared counter on
+ * these paths (cubert_handle_table_live counts the bitmaps). This is ABA-free
+ * by construction: a bit is claimed by the one CAS that clears it and there
+ * is no "next" link that could go stale (a Treiber stack with a 32-bit head
+ * would have only 8 tag bits left next to a 24-bit index, which wraps after
+ * 256 pushes). Acquire searches next-fit from a cursor, skipping full chunks
+ * by their bitmap (one cache line), so a released slot is reused late (stale
+ * ids stay detectable longer). Growth: when the table is full, and once
+ * per sweep of the cursor over the table (when the search wraps around),
+ * the live slots are counted from the bitmaps and chunks are added until
+ * less than 7/8 of the capacity is live, which keeps searches short.
  *
  * Growth: any thread may allocate chunk n; it publishes it with a CAS on the
  * NULL pointer, and the loser frees its chunk. The published chunk count is
@@ -79,7 +81,6 @@ typedef struct slot_t {
 } slot_t;
 
 typedef struct chunk_t {
-  cubert_atomic_u32_t free_count;
   cubert_atomic_u32_t free_bits[CHUNK_WORDS];
   slot_t slots[CHUNK_SLOTS];
 } chunk_t;
@@ -90,7 +91,6 @@ struct cubert_handle_table_t {
   uint32_t max_chunks;
   uint32_t tag;
   cubert_atomic_u32_t chunk_count; /* chunks [0, chunk_count) are published */
-  cubert_atomic_u32_t live;        /* slots not in the free set */
   cubert_atomic_u32_t cursor;      /* next-fit hint: slot index to try first */
   void *volatile *chunks;          /* max_chunks pointers to chunk_t (NULL until grown) */
 };
@@ -111,15 +111,6 @@ static uint32_t lowest_bit_index(uint32_t bits) {
                                          16, 7,  26, 12, 18, 6,  11, 5,  10, 9};
   uint32_t low = bits & (0u - bits);
   return k_debruijn[(uint32_t)(low * 0x077CB531u) >> 27];
-}
-
-static uint32_t popcount32(uint32_t v) {
-  uint32_t n = 0;
-  while (v) {
-    v &= v - 1u;
-    n++;
-  }
-  return n;
 }
 
 static chunk_t *chunk_at(const cubert_handle_table_t *t, uint32_t c) {
@@ -153,22 +144,21 @@ static bool slot_pin(slot_t *s) {
   }
 }
 
-/* Back to the free set (the caller won the DYING|1 -> FREE transition). */
-static void slot_recycle(cubert_handle_table_t *t, const slot_ref_t *r) {
+/* Back to the free set (the caller won the DYING|1 -> FREE transition): one
+ * fetch_or on the chunk's bitmap, nothing else (the table keeps no live
+ * counter: cubert_handle_table_live counts the bitmaps). */
+static void slot_recycle(const slot_ref_t *r) {
   (void)cubert_atomic_fetch_or_u32(&r->chunk->free_bits[r->local >> 5], 1u << (r->local & 31u));
-  (void)cubert_atomic_fetch_add_u32(&r->chunk->free_count, 1u);
-  (void)cubert_atomic_fetch_sub_u32(&t->live, 1u);
 }
 
-/* Unpin; the last pin of a DYING slot frees it. The table is only written
- * through its live counter (an atomic), hence the const-accepting callers. */
-static void slot_unpin(const cubert_handle_table_t *t, const slot_ref_t *r) {
+/* Unpin; the last pin of a DYING slot frees it. */
+static void slot_unpin(const slot_ref_t *r) {
   uint32_t old = cubert_atomic_load_u32(&r->slot->pins), desired;
   for (;;) {
     desired = old == (PIN_DYING | 1u) ? PIN_FREE : old - 1u;
     if (cubert_atomic_cas_u32(&r->slot->pins, &old, desired)) break;
   }
-  if (desired == PIN_FREE) slot_recycle((cubert_handle_table_t *)t, r);
+  if (desired == PIN_FREE) slot_recycle(r);
 }
 
 /* +1 descriptor count; refuses 0 -> 1 (no resurrection) and saturates. */
@@ -192,17 +182,41 @@ static bool counter_take_one(cubert_atomic_u32_t *c) {
 }
 
 /* The caller lowered the state word from `old` by one descriptor reference.
- * Count 0: the id dies (its generation advances). State exactly 0: the slot
- * is DYING and is freed at its last unpin (the caller holds a pin). */
-static void state_lowered(slot_t *s, uint32_t old, uint32_t id_generation) {
+ * Count 0: the id dies (its generation advances). True when the state is now
+ * exactly 0: the slot is dying and the caller (who holds a pin) must unpin
+ * with slot_unpin_dying. */
+static bool state_lowered(slot_t *s, uint32_t old, uint32_t id_generation) {
   uint32_t now = old - 1u;
   if ((now & STATE_COUNT) == 0) cubert_atomic_store_u32(&s->generation, id_generation + 1u);
-  if (now == 0) (void)cubert_atomic_fetch_or_u32(&s->pins, PIN_DYING);
+  return now == 0;
 }
 
-/* The slot's ownership flag was cleared, giving state `now`. */
-static void state_disowned(slot_t *s, uint32_t now) {
-  if (now == 0) (void)cubert_atomic_fetch_or_u32(&s->pins, PIN_DYING);
+/* Unpin a slot whose state the caller just took to exactly 0: marking it
+ * DYING and dropping our pin are one CAS. When our pin was the only one the
+ * slot goes straight to FREE (pins 1 -> FREE) and we recycle it; otherwise
+ * the last of the other pinners does (slot_unpin). */
+static void slot_unpin_dying(const slot_ref_t *r) {
+  uint32_t old = cubert_atomic_load_u32(&r->slot->pins), desired;
+  for (;;) {
+    desired = (old & PIN_COUNT) == 1u ? PIN_FREE : ((old - 1u) | PIN_DYING);
+    if (cubert_atomic_cas_u32(&r->slot->pins, &old, desired)) break;
+  }
+  if (desired == PIN_FREE) slot_recycle(r);
+}
+
+/* The owner (who holds no pin) took the state of a slot it owned to exactly
+ * 0. No pin was needed to get here: an owned slot cannot die or be recycled
+ * by anyone else. Now it is dying: with no pin in flight it goes to FREE at
+ * once (0 -> FREE, and we recycle it); otherwise it is marked DYING and the
+ * last unpinner frees it. Exactly one thread takes a slot's state to 0 per
+ * occupancy (no resurrection), so DYING is set at most once. */
+static void slot_free_unpinned(const slot_ref_t *r) {
+  uint32_t old = cubert_atomic_load_u32(&r->slot->pins), desired;
+  for (;;) {
+    desired = (old & PIN_COUNT) == 0 ? PIN_FREE : (old | PIN_DYING);
+    if (cubert_atomic_cas_u32(&r->slot->pins, &old, desired)) break;
+  }
+  if (desired == PIN_FREE) slot_recycle(r);
 }
 
 /* ---- table ---------------------------------------------------------------- */
@@ -230,7 +244,6 @@ cubert_status_t cubert_handle_table_create(cubert_allocator_t allocator, uint32_
   t->tag = tag;
   t->chunks = (void *volatile *)mem; /* zero-filled: every chunk NULL */
   cubert_atomic_store_u32(&t->chunk_count, 0);
-  cubert_atomic_store_u32(&t->live, 0);
   cubert_atomic_store_u32(&t->cursor, 0);
   *out_table = t;
   return CUBERT_STATUS_OK;
@@ -248,8 +261,31 @@ void cubert_handle_table_destroy(cubert_handle_table_t *table) {
   cubert_allocator_free(table->allocator, table, sizeof *table, 0);
 }
 
+static uint32_t popcount32(uint32_t v) {
+  v = v - ((v >> 1) & 0x55555555u);
+  v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
+  v = (v + (v >> 4)) & 0x0F0F0F0Fu;
+  return (v + (v >> 8) + (v >> 16) + (v >> 24)) & 0x3Fu;
+}
+
+/* Slots of chunks [0, n) not in the free set: their valid slots minus the
+ * set bits of their bitmaps (one cache line per chunk). Exact when no call
+ * is in flight, a snapshot otherwise. Chunks are contiguous, so a NULL
+ * chunk ends the walk. */
+static uint32_t table_count_live(const cubert_handle_table_t *t, uint32_t n) {
+  uint32_t c, slots, free_slots = 0;
+  for (c = 0; c < n; c++) {
+    chunk_t *chunk = chunk_at(t, c);
+    uint32_t w;
+    if (!chunk) break;
+    for (w = 0; w < CHUNK_WORDS; w++) free_slots += popcount32(cubert_atomic_load_u32(&chunk->free_bits[w]));
+  }
+  slots = c >= t->max_chunks ? t->max_slots : c << CHUNK_SHIFT;
+  return slots - free_slots;
+}
+
 uint32_t cubert_handle_table_live(const cubert_handle_table_t *table) {
-  return table ? cubert_atomic_load_u32(&table->live) : 0;
+  return table ? table_count_live(table, table->max_chunks) : 0;
 }
 
 /* ---- acquire: free set, growth -------------------------------------------- */
@@ -265,7 +301,6 @@ static void chunk_init(chunk_t *chunk, uint32_t first_slot, uint32_t max_slots) 
     else bits = (1u << (valid - lo)) - 1u;
     cubert_atomic_store_u32(&chunk->free_bits[i], bits);
   }
-  cubert_atomic_store_u32(&chunk->free_count, valid);
 }
 
 /* Make chunk n exist (allocate it, or find that another thread did). */
@@ -284,69 +319,75 @@ static cubert_status_t table_grow(cubert_handle_table_t *t, uint32_t n) {
   return CUBERT_STATUS_OK;
 }
 
-/* Reserve one free slot of the chunk and claim its bit, preferring slots at
- * or after `start` (next-fit). False when the chunk has none. */
+/* Claim one free slot of the chunk (clear its bit with a CAS), preferring
+ * slots at or after `start` (next-fit). False when no bit was found set. A
+ * bit is claimed by the one CAS that clears it; a failed CAS only makes us
+ * look at the word's new value. */
 static bool chunk_take(chunk_t *chunk, uint32_t start, uint32_t *out_local) {
-  uint32_t count = cubert_atomic_load_u32(&chunk->free_count);
   uint32_t w0 = start >> 5, k;
-  do {
-    if (count == 0) return false;
-  } while (!cubert_atomic_cas_u32(&chunk->free_count, &count, count - 1u));
-  /* A set bit is now ours to claim (the counter never exceeds the unclaimed
-   * set bits); other claimers only make us look again. */
-  for (;;) {
-    for (k = 0; k < CHUNK_WORDS; k++) {
-      uint32_t w = (w0 + k) & (CHUNK_WORDS - 1u);
-      cubert_atomic_u32_t *word = &chunk->free_bits[w];
-      uint32_t bits = cubert_atomic_load_u32(word);
-      while (bits) {
-        uint32_t pick = bits, b;
-        if (k == 0 && (start & 31u)) {
-          uint32_t above = bits & (0xFFFFFFFFu << (start & 31u));
-          if (above) pick = above;
-        }
-        b = lowest_bit_index(pick);
-        if (cubert_atomic_cas_u32(word, &bits, bits & ~(1u << b))) {
-          *out_local = w * 32u + b;
-          return true;
-        }
+  for (k = 0; k < CHUNK_WORDS; k++) {
+    uint32_t w = (w0 + k) & (CHUNK_WORDS - 1u);
+    cubert_atomic_u32_t *word = &chunk->free_bits[w];
+    uint32_t bits = cubert_atomic_load_u32(word);
+    while (bits) {
+      uint32_t pick = bits, b;
+      if (k == 0 && (start & 31u)) {
+        uint32_t above = bits & (0xFFFFFFFFu << (start & 31u));
+        if (above) pick = above;
+      }
+      b = lowest_bit_index(pick);
+      if (cubert_atomic_cas_u32(word, &bits, bits & ~(1u << b))) {
+        *out_local = w * 32u + b;
+        return true;
       }
     }
   }
+  return false;
 }
 
-/* A claimed free slot becomes a live id: counts 1/1, not owned, location
- * unset. The generation is written before FREE is cleared (release), so a
- * call that pins the slot from now on sees the new generation. */
+/* A claimed free slot becomes a live id: counts 1/1, state `state` (1, or
+ * 1|OWNED for acquire_owned), location `loc` (NULL: all 0). The generation,
+ * counts and location are written before FREE is cleared (release), so a
+ * call that pins the slot from now on sees the new occupant. */
 static void slot_activate(cubert_handle_table_t *t, chunk_t *chunk, uint32_t local,
-                          uint32_t slot_index, cubert_memory_id_t *out_id) {
+                          uint32_t slot_index, uint32_t state,
+                          const cubert_memory_location_t *loc, cubert_memory_id_t *out_id) {
   slot_t *s = &chunk->slots[local];
   uint32_t g = cubert_atomic_load_u32(&s->generation) + 1u; /* even -> odd */
   cubert_atomic_store_u32(&s->generation, g);
   cubert_atomic_store_u32(&s->handles, 1u);
   cubert_atomic_store_u32(&s->bindings, 0);
-  cubert_atomic_store_u32(&s->state, 1u);
-  cubert_memset(&s->location, 0, sizeof s->location);
-  (void)cubert_atomic_fetch_add_u32(&t->live, 1u);
+  cubert_atomic_store_u32(&s->state, state);
+  if (loc) s->location = *loc;
+  else cubert_memset(&s->location, 0, sizeof s->location);
   cubert_atomic_store_u32(&s->pins, 0);
   out_id->index = (t->tag << ID_TAG_SHIFT) | (slot_index + 1u);
   out_id->generation = g;
 }
 
-/* Next-fit search over the n published chunks (capacity cap). */
-static bool table_take(cubert_handle_table_t *t, uint32_t n, uint32_t cap,
-                       cubert_memory_id_t *out_id) {
+/* Next-fit search over the n published chunks (capacity cap). *out_wrapped:
+ * the search went past the last chunk back to the first (the cursor's sweep
+ * over the table ended). */
+static bool table_take(cubert_handle_table_t *t, uint32_t n, uint32_t cap, uint32_t state,
+                       const cubert_memory_location_t *loc, cubert_memory_id_t *out_id,
+                       bool *out_wrapped) {
   uint32_t start = cubert_atomic_load_u32(&t->cursor), c0, i;
-  if (start >= cap) start = 0;
+  if (start >= cap) {
+    start = 0;
+    *out_wrapped = true;
+  }
   c0 = start >> CHUNK_SHIFT;
   for (i = 0; i < n; i++) {
     uint32_t c = c0 + i, local;
     chunk_t *chunk;
-    if (c >= n) c -= n;
+    if (c >= n) {
+      c -= n;
+      *out_wrapped = true;
+    }
     chunk = chunk_at(t, c);
     if (chunk && chunk_take(chunk, i == 0 ? (start & (CHUNK_SLOTS - 1u)) : 0, &local)) {
       uint32_t slot_index = (c << CHUNK_SHIFT) + local;
-      slot_activate(t, chunk, local, slot_index, out_id);
+      slot_activate(t, chunk, local, slot_index, state, loc, out_id);
       cubert_atomic_store_u32(&t->cursor, slot_index + 1u);
       return true;
     }
@@ -354,33 +395,68 @@ static bool table_take(cubert_handle_table_t *t, uint32_t n, uint32_t cap,
   return false;
 }
 
-cubert_status_t cubert_memory_id_acquire(cubert_handle_table_t *table,
-                                         cubert_memory_id_t *out_id) {
+/* Add chunks n, n+1, ... while 7/8 or more of the capacity is live (the
+ * live count is taken once, by counting the bitmaps of chunks [0, n)).
+ * Best effort: stops at max_chunks or at the first failed allocation. */
+static void table_grow_while_crowded(cubert_handle_table_t *t, uint32_t n) {
+  uint32_t live = table_count_live(t, n);
+  while (n < t->max_chunks) {
+    uint32_t cap = n << CHUNK_SHIFT;
+    if (live < cap - cap / 8u || table_grow(t, n) != CUBERT_STATUS_OK) return;
+    n++;
+  }
+}
+
+static cubert_status_t table_acquire(cubert_handle_table_t *table, uint32_t state,
+                                     const cubert_memory_location_t *loc,
+                                     cubert_memory_id_t *out_id) {
   bool grow_failed = false;
   cubert_status_t grow_status = CUBERT_STATUS_OK;
-  if (!table || !out_id) return CUBERT_STATUS_INVALID_ARGUMENT;
   for (;;) {
-    uint32_t n = cubert_atomic_load_u32(&table->chunk_count), cap, live;
+    uint32_t n = cubert_atomic_load_u32(&table->chunk_count), cap;
+    bool wrapped = false;
     if (n < table->max_chunks && chunk_at(table, n)) {
       /* Someone published chunk n but has not advanced the count yet. */
       (void)cubert_atomic_cas_u32(&table->chunk_count, &n, n + 1u);
       continue;
     }
     cap = n >= table->max_chunks ? table->max_slots : n << CHUNK_SHIFT;
-    live = cubert_atomic_load_u32(&table->live);
-    if (!grow_failed && n < table->max_chunks && live >= cap - cap / 8u) {
-      grow_status = table_grow(table, n);
-      if (grow_status == CUBERT_STATUS_OK) continue;
-      grow_failed = true; /* fall back to the slots we have */
+    if (n > 0 && table_take(table, n, cap, state, loc, out_id, &wrapped)) {
+      /* Growth is checked once per sweep of the cursor over the table (and
+       * when it is full, below), not per call: the table keeps no live
+       * counter, which would cost two atomic RMWs per acquire + release.
+       * From 7/8 of the capacity live on, chunks are added, which keeps
+       * searches short and reuse late. Best effort: the id is ours already;
+       * a failed growth is retried at the next sweep or when full. */
+      if (wrapped && n < table->max_chunks) table_grow_while_crowded(table, n);
+      return CUBERT_STATUS_OK;
     }
-    if (n > 0 && table_take(table, n, cap, out_id)) return CUBERT_STATUS_OK;
     if (!grow_failed && n < table->max_chunks) {
       grow_status = table_grow(table, n);
-      if (grow_status == CUBERT_STATUS_OK) continue;
+      if (grow_status == CUBERT_STATUS_OK) {
+        table_grow_while_crowded(table, n + 1u);
+        continue;
+      }
       grow_failed = true;
     }
     return grow_failed ? grow_status : CUBERT_STATUS_OUT_OF_RANGE;
   }
+}
+
+cubert_status_t cubert_memory_id_acquire(cubert_handle_table_t *table,
+                                         cubert_memory_id_t *out_id) {
+  if (!table || !out_id) return CUBERT_STATUS_INVALID_ARGUMENT;
+  return table_acquire(table, 1u, NULL, out_id);
+}
+
+/* acquire + set_owned(true) + set_location fused: the slot is activated
+ * already owned, with its location, before it leaves the free set, so no
+ * other thread ever sees it unowned and no pin is needed. */
+cubert_status_t cubert_memory_id_acquire_owned(cubert_handle_table_t *table,
+                                               cubert_memory_location_t location,
+                                               cubert_memory_id_t *out_id) {
+  if (!table || !out_id) return CUBERT_STATUS_INVALID_ARGUMENT;
+  return table_acquire(table, 1u | STATE_OWNED, &location, out_id);
 }
 
 /* ---- counts ---------------------------------------------------------------- */
@@ -396,6 +472,7 @@ static cubert_status_t id_count_op(cubert_handle_table_t *t, cubert_memory_id_t 
                                    count_op_e op) {
   slot_ref_t r;
   slot_t *s;
+  bool dying = false;
   cubert_status_t st = CUBERT_STATUS_OK;
   if (!t) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (!slot_lookup(t, id, &r) || !slot_pin(r.slot)) return CUBERT_STATUS_INVALID_HANDLE;
@@ -419,12 +496,13 @@ static cubert_status_t id_count_op(cubert_handle_table_t *t, cubert_memory_id_t 
         } else {
           /* The descriptor count includes the reference just taken off the
            * sub-count, so it is >= 1 here. */
-          state_lowered(s, cubert_atomic_fetch_sub_u32(&s->state, 1u), id.generation);
+          dying = state_lowered(s, cubert_atomic_fetch_sub_u32(&s->state, 1u), id.generation);
         }
         break;
     }
   }
-  slot_unpin(t, &r);
+  if (dying) slot_unpin_dying(&r);
+  else slot_unpin(&r);
   return st;
 }
 
@@ -460,6 +538,7 @@ cubert_status_t cubert_memory_id_set_owned(cubert_handle_table_t *table, cubert_
   slot_ref_t r;
   slot_t *s;
   uint32_t v;
+  bool dying = false;
   cubert_status_t st = CUBERT_STATUS_OK;
   if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (!slot_lookup(table, id, &r) || !slot_pin(r.slot)) return CUBERT_STATUS_INVALID_HANDLE;
@@ -486,11 +565,35 @@ cubert_status_t cubert_memory_id_set_owned(cubert_handle_table_t *table, cubert_
           break;
         }
       } while (!cubert_atomic_cas_u32(&s->state, &v, v & ~STATE_OWNED));
-      if (st == CUBERT_STATUS_OK) state_disowned(s, v & ~STATE_OWNED);
+      dying = st == CUBERT_STATUS_OK && (v & ~STATE_OWNED) == 0;
     }
   }
-  slot_unpin(table, &r);
+  if (dying) slot_unpin_dying(&r);
+  else slot_unpin(&r);
   return st;
+}
+
+/* Owner-only disown: no pin (see handle.h for the precondition). The
+ * generation check and the CAS that clears OWNED are safe unpinned because
+ * the slot, owned by the caller, cannot be recycled under it. Every state
+ * value the CAS is based on is bracketed by two generation reads of the
+ * id's occupancy (a reuse writes the generation before the state), so a
+ * stale id whose slot was freed and reused meanwhile is refused: its own
+ * occupancy's state is not owned (its owner gave it up), and a state of the
+ * next occupant is followed by a generation it does not match. */
+cubert_status_t cubert_memory_id_disown(cubert_handle_table_t *table, cubert_memory_id_t id) {
+  slot_ref_t r;
+  uint32_t v;
+  if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!slot_lookup(table, id, &r) || !slot_same_occupant(r.slot, id))
+    return CUBERT_STATUS_INVALID_HANDLE;
+  v = cubert_atomic_load_u32(&r.slot->state);
+  for (;;) {
+    if (!(v & STATE_OWNED) || !slot_same_occupant(r.slot, id)) return CUBERT_STATUS_INVALID_HANDLE;
+    if (cubert_atomic_cas_u32(&r.slot->state, &v, v & ~STATE_OWNED)) break;
+  }
+  if ((v & ~STATE_OWNED) == 0) slot_free_unpinned(&r);
+  return CUBERT_STATUS_OK;
 }
 
 /* ---- lock-free queries -------------------------------------------------------- */
@@ -550,7 +653,7 @@ static bool slot_pin_for_location(const cubert_handle_table_t *t, cubert_memory_
   state = cubert_atomic_load_u32(&r->slot->state);
   if (slot_same_occupant(r->slot, id) && ((state & STATE_COUNT) || (state & STATE_OWNED)))
     return true;
-  slot_unpin(t, r);
+  slot_unpin(r);
   return false;
 }
 
@@ -561,7 +664,7 @@ cubert_status_t cubert_memory_id_location(const cubert_handle_table_t *table,
   if (!table || !out_location) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (!slot_pin_for_location(table, id, &r)) return CUBERT_STATUS_INVALID_HANDLE;
   *out_location = r.slot->location;
-  slot_unpin(table, &r);
+  slot_unpin(&r);
   return CUBERT_STATUS_OK;
 }
 
@@ -572,8 +675,25 @@ cubert_status_t cubert_memory_id_set_location(cubert_handle_table_t *table,
   if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (!slot_pin_for_location(table, id, &r)) return CUBERT_STATUS_INVALID_HANDLE;
   r.slot->location = location;
-  slot_unpin(table, &r);
+  slot_unpin(&r);
   return CUBERT_STATUS_OK;
+}
+
+/* Owner-only location write: no pin (see handle.h for the precondition).
+ * An id that does not pass the unpinned checks (not owned, stale, forged)
+ * takes the pinned path, which gives set_location's answer. */
+cubert_status_t cubert_memory_id_set_location_owned(cubert_handle_table_t *table,
+                                                    cubert_memory_id_t id,
+                                                    cubert_memory_location_t location) {
+  slot_ref_t r;
+  if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (slot_lookup(table, id, &r) && slot_same_occupant(r.slot, id) &&
+      (cubert_atomic_load_u32(&r.slot->state) & STATE_OWNED) &&
+      slot_same_occupant(r.slot, id)) { /* the owned state was this occupancy's */
+    r.slot->location = location;
+    return CUBERT_STATUS_OK;
+  }
+  return cubert_memory_id_set_location(table, id, location);
 }
 
 /* ---- handles and bindings -------------------------------------------------------- */
@@ -692,13 +812,11 @@ cubert_status_t cubert_handle_table_debug_check(const cubert_handle_table_t *tab
   if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
   for (c = 0; c < table->max_chunks; c++) {
     chunk_t *chunk = chunk_at(table, c);
-    uint32_t i, set_bits = 0;
+    uint32_t i;
     if (!chunk) {
       if (c < cubert_atomic_load_u32(&table->chunk_count)) return CUBERT_STATUS_INTERNAL;
       continue;
     }
-    for (i = 0; i < CHUNK_WORDS; i++) set_bits += popcount32(cubert_atomic_load_u32(&chunk->free_bits[i]));
-    if (set_bits != cubert_atomic_load_u32(&chunk->free_count)) return CUBERT_STATUS_INTERNAL;
     for (i = 0; i < CHUNK_SLOTS; i++) {
       slot_t *s = &chunk->slots[i];
       uint32_t pins = cubert_atomic_load_u32(&s->pins);
@@ -728,7 +846,7 @@ cubert_status_t cubert_handle_table_debug_check(const cubert_handle_table_t *tab
       }
     }
   }
-  if (alive + dead_owned != cubert_atomic_load_u32(&table->live)) return CUBERT_STATUS_INTERNAL;
+  if (alive + dead_owned != cubert_handle_table_live(table)) return CUBERT_STATUS_INTERNAL;
   if (out_alive) *out_alive = alive;
   if (out_dead_owned) *out_dead_owned = dead_owned;
   return CUBERT_STATUS_OK;

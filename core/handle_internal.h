@@ -23,8 +23,8 @@ cubert_status_t cubert_handle_table_debug_set_counts(cubert_handle_table_t *tabl
  * a free slot has no counts and an even generation; an alive slot (odd
  * generation) has descriptor count == handles + bindings, >= 1, and at most
  * CUBERT_HANDLE_MAX_COUNT; a dead slot that is not free is still owned with
- * no counts; no pins are left; the per-chunk free counters match the free
- * set, and cubert_handle_table_live() == alive + dead-owned slots.
+ * no counts; no pins are left; slots beyond max_slots are never free, and
+ * cubert_handle_table_live() == alive + dead-owned slots.
  * Reports the number of alive ids and of dead-but-owned slots (either out
  * pointer may be NULL). Returns OK, INVALID_ARGUMENT (NULL table) or
  * INTERNAL (an invariant is broken). */

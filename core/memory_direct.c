@@ -55,7 +55,7 @@ static cubert_status_t set_location(cubert_direct_pool_t *pool, cubert_memory_id
   loc.init = 1;
   loc.page = 0;
   loc.slice = slice;
-  return cubert_memory_id_set_location(pool->env->table, owner, loc);
+  return cubert_memory_id_set_location_owned(pool->env->table, owner, loc); /* the pool owns it */
 }
 
 static void occupy(cubert_direct_pool_t *pool, cubert_exact_slice_t *x, uint64_t size,

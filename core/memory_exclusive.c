@@ -91,7 +91,7 @@ static cubert_status_t set_location(cubert_exclusive_pool_t *pool, cubert_memory
   loc.init = 1;
   loc.page = (uint16_t)page;
   loc.slice = 0;
-  return cubert_memory_id_set_location(pool->env->table, owner, loc);
+  return cubert_memory_id_set_location_owned(pool->env->table, owner, loc); /* the pool owns it */
 }
 
 static void occupy(cubert_exclusive_pool_t *pool, cubert_exclusive_page_t *p, uint64_t size,

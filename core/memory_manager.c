@@ -428,7 +428,7 @@ static cubert_status_t route(cubert_memory_manager_t *mm, uint64_t size, cubert_
 }
 
 static void id_discard(cubert_memory_manager_t *mm, cubert_memory_id_t id) {
-  (void)cubert_memory_id_set_owned(mm->env.table, id, false);
+  (void)cubert_memory_id_disown(mm->env.table, id);
   (void)cubert_memory_id_release_handle(mm->env.table, id);
 }
 
@@ -436,22 +436,21 @@ cubert_status_t cubert_memory_manager_reserve(cubert_memory_manager_t *mm, uint6
                                               cubert_memory_id_t *out_id,
                                               cubert_error_t *out_error) {
   cubert_memory_id_t nid;
+  cubert_memory_location_t unset;
   cubert_status_t status;
   if (!mm || !out_id)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, NULL);
   mm->alloc_reserve_count++;
   cleanup(mm, false);
-  status = cubert_memory_id_acquire(mm->env.table, &nid);
+  cubert_memset(&unset, 0, sizeof unset);
+  /* The new id is owned by the manager (its pools) from the start. */
+  status = cubert_memory_id_acquire_owned(mm->env.table, unset, &nid);
   if (status != CUBERT_STATUS_OK)
     return cubert_error_set(out_error,
                             status == CUBERT_STATUS_RESOURCE_EXHAUSTED
                                 ? CUBERT_ERROR_HOST_OUT_OF_MEMORY
                                 : CUBERT_ERROR_OUT_OF_RANGE,
                             NULL, 0, "handle table");
-  if (cubert_memory_id_set_owned(mm->env.table, nid, true) != CUBERT_STATUS_OK) {
-    (void)cubert_memory_id_release_handle(mm->env.table, nid);
-    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_HANDLE, NULL, 0, NULL);
-  }
   status = route(mm, size, nid, out_error);
   if (status == CUBERT_STATUS_OUT_OF_MEMORY && mm->reclaim_and_retry) {
     cleanup(mm, true); /* reclaim, then retry once (CubeCL #1468) */
@@ -510,13 +509,13 @@ cubert_status_t cubert_memory_manager_bind(cubert_memory_manager_t *mm, cubert_m
   CUBERT_RETURN_IF_ERROR(find(mm, reserved, &view, NULL, out_error));
   if (cubert_memory_id_set_owned(mm->env.table, assigned, true) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_HANDLE, NULL, 0, "assigned id");
-  if (cubert_memory_id_set_location(mm->env.table, assigned, loc) != CUBERT_STATUS_OK) {
-    (void)cubert_memory_id_set_owned(mm->env.table, assigned, false);
+  if (cubert_memory_id_set_location_owned(mm->env.table, assigned, loc) != CUBERT_STATUS_OK) {
+    (void)cubert_memory_id_disown(mm->env.table, assigned);
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_HANDLE, NULL, 0, "assigned id");
   }
   *view.owner = assigned;
   *view.cursor = cursor;
-  (void)cubert_memory_id_set_owned(mm->env.table, reserved, false);
+  (void)cubert_memory_id_disown(mm->env.table, reserved);
   return CUBERT_STATUS_OK;
 }
 

@@ -56,7 +56,7 @@ void cubert_memory_array_free(cubert_allocator_t allocator, void **array, uint32
 }
 
 void cubert_memory_owner_drop(cubert_memory_env_t *env, cubert_memory_id_t *owner) {
-  if (!cubert_memory_id_is_null(*owner)) (void)cubert_memory_id_set_owned(env->table, *owner, false);
+  if (!cubert_memory_id_is_null(*owner)) (void)cubert_memory_id_disown(env->table, *owner);
   owner->index = 0;
   owner->generation = 0;
 }

@@ -299,7 +299,7 @@ static cubert_status_t set_location(cubert_sliced_pool_t *pool, cubert_memory_id
   loc.init = 1;
   loc.page = (uint16_t)page;
   loc.slice = slice;
-  return cubert_memory_id_set_location(pool->env->table, owner, loc);
+  return cubert_memory_id_set_location_owned(pool->env->table, owner, loc); /* the pool owns it */
 }
 
 /* ---- pool operations ------------------------------------------------------------- */

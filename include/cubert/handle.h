@@ -86,7 +86,8 @@ CUBERT_API void cubert_handle_table_destroy(cubert_handle_table_t *table);
 
 /* Number of slots currently in use: alive ids plus dead ids still owned by a
  * pool (a slot counts until it is back in the free set). 0 for NULL. A
- * lock-free read. */
+ * lock-free read that counts the free bitmaps of the grown chunks (one cache
+ * line per 256 slots): for tests, leak checks and reports, not hot paths. */
 CUBERT_API uint32_t cubert_handle_table_live(const cubert_handle_table_t *table);
 
 /* A new id with handle count 1 and descriptor count 1, not owned, location
@@ -96,6 +97,15 @@ CUBERT_API uint32_t cubert_handle_table_live(const cubert_handle_table_t *table)
  * in use. *out_id untouched on failure. Thread-safe, lock-free. */
 CUBERT_API cubert_status_t cubert_memory_id_acquire(cubert_handle_table_t *table,
                                                     cubert_memory_id_t *out_id);
+/* acquire + set_owned(true) + set_location in one step: a new id with
+ * handle count 1 and descriptor count 1, already owned by the caller (a
+ * pool, on behalf of the memory manager), with `location`. The slot is
+ * activated owned before it leaves the free set, so the id is never seen
+ * unowned. Same codes as cubert_memory_id_acquire. Thread-safe, lock-free.
+ * The caller is the id's owner from now on (see cubert_memory_id_disown). */
+CUBERT_API cubert_status_t cubert_memory_id_acquire_owned(cubert_handle_table_t *table,
+                                                          cubert_memory_location_t location,
+                                                          cubert_memory_id_t *out_id);
 
 /* +1 handle count and +1 descriptor count. INVALID_HANDLE (null, dead,
  * forged or other table's id), OVERFLOW (descriptor count already at
@@ -126,6 +136,29 @@ CUBERT_API cubert_status_t cubert_memory_id_release_binding(cubert_handle_table_
 CUBERT_API cubert_status_t cubert_memory_id_set_owned(cubert_handle_table_t *table,
                                                       cubert_memory_id_t id, bool owned);
 
+/* Owner-only fast paths (no pin, fewer atomic read-modify-writes).
+ *
+ * Precondition: the caller is the id's owner: it took the ownership
+ * (set_owned(true) or acquire_owned returned OK for this id), has not given
+ * it up since, and no other thread calls set_owned(false) / disown /
+ * set_location_owned on this id concurrently (the memory manager's server
+ * thread and its pools). Ownership keeps the slot from being recycled, which
+ * is what the pin of the general calls guards against; so these calls
+ * validate the id without pinning it. Stale, forged and foreign ids and ids
+ * that are not owned are still refused (INVALID_HANDLE), as by the general
+ * calls, also while other threads free and reuse the slot. What the
+ * precondition rules out is a caller that is not the owner acting on an id
+ * another party owns: racing with that owner's disown and the slot's reuse,
+ * it could act on the slot's next occupant.
+ *
+ * disown: set_owned(id, false); INVALID_HANDLE when the slot is not owned or
+ * was reused; when the id is dead the slot goes back to the free set.
+ * set_location_owned: set_location. An id that is not owned (or fails the
+ * unpinned checks) goes through cubert_memory_id_set_location (pinned) and
+ * gets its answer. */
+CUBERT_API cubert_status_t cubert_memory_id_disown(cubert_handle_table_t *table,
+                                                   cubert_memory_id_t id);
+
 /* True when the id is alive in this table (descriptor count >= 1). */
 CUBERT_API bool cubert_memory_id_is_alive(const cubert_handle_table_t *table,
                                           cubert_memory_id_t id);
@@ -153,6 +186,10 @@ CUBERT_API cubert_status_t cubert_memory_id_location(const cubert_handle_table_t
 CUBERT_API cubert_status_t cubert_memory_id_set_location(cubert_handle_table_t *table,
                                                          cubert_memory_id_t id,
                                                          cubert_memory_location_t location);
+/* Owner-only set_location without a pin: see cubert_memory_id_disown. */
+CUBERT_API cubert_status_t cubert_memory_id_set_location_owned(cubert_handle_table_t *table,
+                                                               cubert_memory_id_t id,
+                                                               cubert_memory_location_t location);
 
 /* ---- user-facing handles and bindings (spec 4.1, 5.3) ---------------------
  *

@@ -588,3 +588,210 @@ TEST_EX(handle_threads_tiny_table_reuse, 600) {
   CHECK_EQ_U64(c.bad_frees, 0);
   counting_allocator_destroy(&c);
 }
+
+/* ---- owner fast paths: the memory manager's pattern under contention -------
+ *
+ * Each thread plays a pool: acquire_owned (the slot activated owned, with its
+ * location), set_location_owned and disown without pins, while the other
+ * threads retain and release its published ids (pins racing with the
+ * unpinned disown that may free the slot, and releases that take the state
+ * to 0 after the disown) and probe its stale ids with disown /
+ * set_location_owned (refused while their slots are reused). A 6-slot table,
+ * so every freed slot is reused at once. Locations are only read by their
+ * owner. */
+
+#define OWNER_SLOTS 6u
+#define OWNER_ROUNDS 100000
+#define OWNER_CELLS 4
+#define OWNER_STALE 8
+
+typedef struct owner_state_t {
+  cubert_handle_table_t *table;
+  uint64_t cells[OWNER_CELLS];
+  uint64_t stale[NTHREADS][OWNER_STALE]; /* each thread's dead ids, readable by all */
+  pthread_barrier_t start;
+} owner_state_t;
+
+typedef struct owner_worker_t {
+  owner_state_t *st;
+  int index;
+  uint64_t rng;
+  int nstale;
+  uint64_t full, reuses_seen, foreign_ok, foreign_refused, disown_frees, stale_probes;
+} owner_worker_t;
+
+static uint32_t owner_rnd(owner_worker_t *w, uint32_t n) {
+  uint64_t x = w->rng;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  w->rng = x;
+  return (uint32_t)((x >> 16) % n);
+}
+
+/* Another thread's published (owned) id: take references and give them back
+ * (never ownership or location: those belong to the owner). */
+static void owner_foreign(owner_worker_t *w) {
+  cubert_handle_table_t *t = w->st->table;
+  uint64_t v = __atomic_load_n(&w->st->cells[owner_rnd(w, OWNER_CELLS)], __ATOMIC_ACQUIRE);
+  cubert_memory_id_t id;
+  cubert_status_t st;
+  bool handle = owner_rnd(w, 2) == 0;
+  if (!v) return;
+  id = unpack(v);
+  st = handle ? cubert_memory_id_retain_handle(t, id) : cubert_memory_id_retain_binding(t, id);
+  if (st != CUBERT_STATUS_OK) {
+    CHECK_STATUS(st, CUBERT_STATUS_INVALID_HANDLE);
+    w->foreign_refused++;
+    return;
+  }
+  w->foreign_ok++;
+  CHECK(cubert_memory_id_is_alive(t, id));
+  CHECK(cubert_memory_id_descriptor_count(t, id) >= 1u);
+  /* our reference may be the last: its release then frees the slot (the
+   * owner may have disowned meanwhile) */
+  if (handle) CHECK_OK(cubert_memory_id_release_handle(t, id));
+  else CHECK_OK(cubert_memory_id_release_binding(t, id));
+}
+
+/* Any thread's stale id (dead and disowned by its owner, the slot possibly
+ * reused and owned by someone else right now): the owner calls refuse it. */
+static void owner_stale_probe(owner_worker_t *w) {
+  cubert_handle_table_t *t = w->st->table;
+  uint64_t v = __atomic_load_n(&w->st->stale[owner_rnd(w, NTHREADS)][owner_rnd(w, OWNER_STALE)],
+                               __ATOMIC_ACQUIRE);
+  cubert_memory_location_t loc = {9, 1, 9, 9};
+  cubert_memory_id_t id;
+  if (!v) return;
+  id = unpack(v);
+  w->stale_probes++;
+  if (owner_rnd(w, 2)) CHECK_STATUS(cubert_memory_id_disown(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  else CHECK_STATUS(cubert_memory_id_set_location_owned(t, id, loc), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert_memory_id_retain_handle(t, id), CUBERT_STATUS_INVALID_HANDLE);
+}
+
+static void *owner_main(void *arg) {
+  owner_worker_t *w = (owner_worker_t *)arg;
+  cubert_handle_table_t *t = w->st->table;
+  int round;
+  pthread_barrier_wait(&w->st->start);
+  for (round = 0; round < OWNER_ROUNDS; round++) {
+    cubert_memory_id_t id;
+    cubert_memory_location_t loc, got;
+    cubert_status_t st;
+    int cell = w->index % OWNER_CELLS, k, extra;
+    uint64_t expected;
+    owner_foreign(w);
+    owner_stale_probe(w);
+    loc.pool = (uint8_t)w->index;
+    loc.init = 0;
+    loc.page = (uint16_t)w->index;
+    loc.slice = (uint32_t)round;
+    st = cubert_memory_id_acquire_owned(t, loc, &id);
+    if (st == CUBERT_STATUS_OUT_OF_RANGE) {
+      w->full++;
+      continue;
+    }
+    CHECK_OK(st);
+    if (id.generation > 1u) w->reuses_seen++;
+    CHECK_EQ_U64(cubert_memory_id_handle_count(t, id), 1);
+    CHECK_EQ_U64(cubert_memory_id_descriptor_count(t, id), 1);
+    CHECK_STATUS(cubert_memory_id_set_owned(t, id, true), CUBERT_STATUS_INVALID_HANDLE);
+    CHECK_OK(cubert_memory_id_location(t, id, &got));
+    CHECK_EQ_U64(got.slice, (uint32_t)round);
+    CHECK_EQ_U64(got.pool, (uint8_t)w->index);
+    extra = (int)owner_rnd(w, 3);
+    for (k = 0; k < extra; k++) CHECK_OK(cubert_memory_id_retain_binding(t, id));
+    /* publish: others take and drop references from now on */
+    expected = 0;
+    if (!__atomic_compare_exchange_n(&w->st->cells[cell], &expected, pack(id), false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      cell = -1; /* another thread of the same cell still has its id there */
+    owner_foreign(w);
+    loc.init = 1;
+    loc.page = (uint16_t)(round & 0xFFFF);
+    CHECK_OK(cubert_memory_id_set_location_owned(t, id, loc));
+    CHECK_OK(cubert_memory_id_location(t, id, &got));
+    CHECK_EQ_U64(got.init, 1);
+    CHECK_EQ_U64(got.page, (uint16_t)(round & 0xFFFF));
+    CHECK_EQ_U64(got.slice, (uint32_t)round);
+    for (k = 0; k < extra; k++) CHECK_OK(cubert_memory_id_release_binding(t, id));
+    if (owner_rnd(w, 2)) {
+      /* the manager's order: the user releases, later the pool disowns the
+       * dead id (which frees the slot unless a foreign pin is in flight) */
+      CHECK_OK(cubert_memory_id_release_handle(t, id));
+      owner_foreign(w);
+      CHECK_OK(cubert_memory_id_location(t, id, &got)); /* dead but owned */
+      CHECK_EQ_U64(got.slice, (uint32_t)round);
+      CHECK_OK(cubert_memory_id_disown(t, id));
+      w->disown_frees++;
+    } else {
+      /* disown while alive (foreign references may outlive ours) */
+      CHECK_OK(cubert_memory_id_disown(t, id));
+      CHECK_STATUS(cubert_memory_id_disown(t, id), CUBERT_STATUS_INVALID_HANDLE);
+      owner_foreign(w);
+      CHECK_OK(cubert_memory_id_release_handle(t, id));
+    }
+    if (cell >= 0) {
+      expected = pack(id);
+      CHECK(__atomic_compare_exchange_n(&w->st->cells[cell], &expected, 0, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE));
+    }
+    /* the id is stale only once nobody can hold a reference: unpublished, and
+     * every foreign retain that succeeded has been released (a foreign
+     * retain may still be in flight, so it counts as stale when dead) */
+    if (!cubert_memory_id_is_alive(t, id)) {
+      __atomic_store_n(&w->st->stale[w->index][w->nstale % OWNER_STALE], pack(id),
+                       __ATOMIC_RELEASE);
+      w->nstale++;
+    }
+  }
+  return NULL;
+}
+
+TEST_EX(handle_threads_owner_fast_paths, 600) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_init(&c);
+  static owner_state_t st;
+  static owner_worker_t workers[NTHREADS];
+  pthread_t threads[NTHREADS];
+  uint64_t full = 0, reuses = 0, ok = 0, refused = 0, probes = 0, frees = 0;
+  uint32_t alive = 1, dead_owned = 1;
+  int i;
+  memset(&st, 0, sizeof st);
+  CHECK_OK(cubert_handle_table_create(a, OWNER_SLOTS, 0x2B, &st.table));
+  CHECK(pthread_barrier_init(&st.start, NULL, NTHREADS) == 0);
+  for (i = 0; i < NTHREADS; i++) {
+    memset(&workers[i], 0, sizeof workers[i]);
+    workers[i].st = &st;
+    workers[i].index = i;
+    workers[i].rng = 0xA0761D6478BD642Full * (uint64_t)(i + 3);
+    CHECK(pthread_create(&threads[i], NULL, owner_main, &workers[i]) == 0);
+  }
+  for (i = 0; i < NTHREADS; i++) {
+    CHECK(pthread_join(threads[i], NULL) == 0);
+    full += workers[i].full;
+    reuses += workers[i].reuses_seen;
+    ok += workers[i].foreign_ok;
+    refused += workers[i].foreign_refused;
+    probes += workers[i].stale_probes;
+    frees += workers[i].disown_frees;
+  }
+  pthread_barrier_destroy(&st.start);
+  for (i = 0; i < OWNER_CELLS; i++) CHECK_EQ_U64(st.cells[i], 0);
+  CHECK_OK(cubert_handle_table_debug_check(st.table, &alive, &dead_owned));
+  CHECK_EQ_U64(alive, 0);
+  CHECK_EQ_U64(dead_owned, 0);
+  CHECK_EQ_U64(cubert_handle_table_live(st.table), 0);
+  CHECK(reuses > 1000);
+  CHECK(probes > 1000);
+  CHECK(frees > 1000);
+  printf("  handle_threads_owner_fast_paths: %llu reuses, %llu table-full, %llu release-then-disown, "
+         "%llu stale probes, foreign ops %llu ok / %llu refused\n",
+         (unsigned long long)reuses, (unsigned long long)full, (unsigned long long)frees,
+         (unsigned long long)probes, (unsigned long long)ok, (unsigned long long)refused);
+  cubert_handle_table_destroy(st.table);
+  CHECK_EQ_I64(c.live_blocks, 0);
+  CHECK_EQ_U64(c.bad_frees, 0);
+  counting_allocator_destroy(&c);
+}

@@ -53,6 +53,8 @@ static void check_rejected(cubert_handle_table_t *t, cubert_memory_id_t id) {
   CHECK_STATUS(cubert_memory_id_location(t, id, &loc), CUBERT_STATUS_INVALID_HANDLE);
   CHECK_EQ_U64(loc.pool, 9); /* out untouched */
   CHECK_STATUS(cubert_memory_id_set_location(t, id, set), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert_memory_id_set_location_owned(t, id, set), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert_memory_id_disown(t, id), CUBERT_STATUS_INVALID_HANDLE);
   CHECK(!cubert_memory_id_is_alive(t, id));
   CHECK(cubert_memory_id_is_free(t, id));
   CHECK(!cubert_memory_id_can_mut(t, id));
@@ -358,6 +360,252 @@ TEST(handle_location_of_dead_owned_id) {
   table_done(t, &c);
 }
 
+/* ---- owner fast paths: acquire_owned, disown, set_location_owned ------------------ */
+
+/* acquire_owned = acquire + set_owned(true) + set_location: counts 1/1, owned,
+ * the location given, and the same life cycle as the three calls. */
+TEST(handle_acquire_owned_fresh_id) {
+  counting_allocator_t c;
+  cubert_handle_table_t *t = table_new(&c, 64, 0x3C);
+  cubert_memory_location_t loc = {2, 1, 7, 99}, got = {0, 0, 0, 0};
+  cubert_memory_id_t id = {0, 0}, plain = acquire_ok(t);
+  CHECK_OK(cubert_memory_id_acquire_owned(t, loc, &id));
+  CHECK_EQ_U64(id.index >> 24, 0x3C);
+  CHECK_EQ_U64(id.generation & 1u, 1);
+  CHECK(!id_eq(id, plain));
+  check_counts(t, id, 1, 1);
+  CHECK(cubert_memory_id_is_alive(t, id));
+  CHECK(cubert_memory_id_can_mut(t, id));
+  CHECK_OK(cubert_memory_id_location(t, id, &got));
+  CHECK_EQ_U64(got.pool, 2);
+  CHECK_EQ_U64(got.init, 1);
+  CHECK_EQ_U64(got.page, 7);
+  CHECK_EQ_U64(got.slice, 99);
+  CHECK_STATUS(cubert_memory_id_set_owned(t, id, true), CUBERT_STATUS_INVALID_HANDLE); /* owned */
+  check_consistent(t, 2, 0);
+  /* dead but owned: the slot stays (location readable) until disowned */
+  CHECK_OK(cubert_memory_id_release_handle(t, id));
+  check_consistent(t, 1, 1);
+  CHECK_OK(cubert_memory_id_location(t, id, &got));
+  CHECK_EQ_U64(got.slice, 99);
+  CHECK_OK(cubert_memory_id_set_owned(t, id, false)); /* the general call works on it too */
+  check_consistent(t, 1, 0);
+  check_rejected(t, id);
+  /* the plain acquire's id is unaffected and not owned */
+  CHECK_STATUS(cubert_memory_id_disown(t, plain), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_OK(cubert_memory_id_location(t, plain, &got));
+  CHECK_EQ_U64(got.init, 0);
+  CHECK_OK(cubert_memory_id_release_handle(t, plain));
+  check_consistent(t, 0, 0);
+  table_done(t, &c);
+}
+
+TEST(handle_acquire_owned_rejects_null_and_full_table) {
+  counting_allocator_t c;
+  cubert_handle_table_t *t = table_new(&c, 2, 0);
+  cubert_memory_location_t loc = {1, 1, 1, 1};
+  cubert_memory_id_t a, b, extra = {123, 456};
+  CHECK_STATUS(cubert_memory_id_acquire_owned(NULL, loc, &extra), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_memory_id_acquire_owned(t, loc, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_EQ_U64(extra.index, 123);
+  CHECK_EQ_U64(cubert_handle_table_live(t), 0);
+  CHECK_OK(cubert_memory_id_acquire_owned(t, loc, &a));
+  CHECK_OK(cubert_memory_id_acquire_owned(t, loc, &b));
+  CHECK_STATUS(cubert_memory_id_acquire_owned(t, loc, &extra), CUBERT_STATUS_OUT_OF_RANGE);
+  CHECK_EQ_U64(extra.index, 123);
+  CHECK_EQ_U64(extra.generation, 456);
+  /* a dead-but-owned slot is not free either */
+  CHECK_OK(cubert_memory_id_release_handle(t, a));
+  CHECK_STATUS(cubert_memory_id_acquire_owned(t, loc, &extra), CUBERT_STATUS_OUT_OF_RANGE);
+  check_consistent(t, 1, 1);
+  CHECK_OK(cubert_memory_id_disown(t, a));
+  CHECK_OK(cubert_memory_id_acquire_owned(t, loc, &extra));
+  CHECK_EQ_U64(extra.index, a.index);
+  CHECK(extra.generation != a.generation);
+  check_rejected(t, a);
+  CHECK_OK(cubert_memory_id_disown(t, extra));
+  CHECK_OK(cubert_memory_id_release_handle(t, extra));
+  CHECK_OK(cubert_memory_id_disown(t, b));
+  CHECK_OK(cubert_memory_id_release_handle(t, b));
+  check_consistent(t, 0, 0);
+  table_done(t, &c);
+}
+
+/* disown follows set_owned(false)'s rules: refused when not owned (twice,
+ * never owned, dead and freed); on an alive id it keeps the id alive; on a
+ * dead id it frees the slot; it never touches a stale id's new occupant. */
+TEST(handle_disown_rules) {
+  counting_allocator_t c;
+  cubert_handle_table_t *t = table_new(&c, 1, 4); /* one slot: reuse is certain */
+  cubert_memory_location_t loc = {3, 1, 4, 5}, got;
+  cubert_memory_id_t id = acquire_ok(t), next;
+  CHECK_STATUS(cubert_memory_id_disown(NULL, id), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_memory_id_disown(t, id), CUBERT_STATUS_INVALID_HANDLE); /* never owned */
+  CHECK_OK(cubert_memory_id_set_owned(t, id, true));
+  CHECK_OK(cubert_memory_id_retain_binding(t, id));
+  CHECK_OK(cubert_memory_id_disown(t, id));
+  CHECK_STATUS(cubert_memory_id_disown(t, id), CUBERT_STATUS_INVALID_HANDLE); /* twice */
+  check_counts(t, id, 1, 2); /* ownership is not a count */
+  check_consistent(t, 1, 0);
+  CHECK_OK(cubert_memory_id_set_owned(t, id, true)); /* owned again, then dies owned */
+  CHECK_OK(cubert_memory_id_release_binding(t, id));
+  CHECK_OK(cubert_memory_id_release_handle(t, id));
+  check_consistent(t, 0, 1);
+  CHECK_OK(cubert_memory_id_disown(t, id)); /* frees the slot */
+  check_consistent(t, 0, 0);
+  check_rejected(t, id);
+  /* the slot's next occupant, owned: the stale id touches nothing */
+  CHECK_OK(cubert_memory_id_acquire_owned(t, loc, &next));
+  CHECK_EQ_U64(next.index, id.index);
+  CHECK_STATUS(cubert_memory_id_disown(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert_memory_id_set_location_owned(t, id, loc), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert_memory_id_set_owned(t, next, true), CUBERT_STATUS_INVALID_HANDLE); /* still owned */
+  CHECK_OK(cubert_memory_id_release_handle(t, next));
+  check_consistent(t, 0, 1);
+  CHECK_STATUS(cubert_memory_id_disown(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_OK(cubert_memory_id_location(t, next, &got));
+  CHECK_EQ_U64(got.slice, 5);
+  CHECK_OK(cubert_memory_id_disown(t, next));
+  check_consistent(t, 0, 0);
+  CHECK_STATUS(cubert_memory_id_disown(t, next), CUBERT_STATUS_INVALID_HANDLE);
+  table_done(t, &c);
+}
+
+/* set_location_owned writes an owned id's location (alive, or dead but still
+ * owned) and answers as set_location for any other id. */
+TEST(handle_set_location_owned_rules) {
+  counting_allocator_t c;
+  cubert_handle_table_t *t = table_new(&c, 16, 8);
+  cubert_memory_location_t zero = {0, 0, 0, 0}, loc = {1, 1, 2, 3}, got;
+  cubert_memory_id_t owned, plain = acquire_ok(t);
+  CHECK_OK(cubert_memory_id_acquire_owned(t, zero, &owned));
+  CHECK_STATUS(cubert_memory_id_set_location_owned(NULL, owned, loc),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_OK(cubert_memory_id_set_location_owned(t, owned, loc));
+  CHECK_OK(cubert_memory_id_location(t, owned, &got));
+  CHECK_EQ_U64(got.init, 1);
+  CHECK_EQ_U64(got.page, 2);
+  CHECK_EQ_U64(got.slice, 3);
+  /* not owned: the pinned path, same answer as set_location */
+  loc.slice = 11;
+  CHECK_OK(cubert_memory_id_set_location_owned(t, plain, loc));
+  CHECK_OK(cubert_memory_id_location(t, plain, &got));
+  CHECK_EQ_U64(got.slice, 11);
+  /* dead but owned: still writable; dead and not owned: refused */
+  CHECK_OK(cubert_memory_id_release_handle(t, owned));
+  loc.slice = 12;
+  CHECK_OK(cubert_memory_id_set_location_owned(t, owned, loc));
+  CHECK_OK(cubert_memory_id_location(t, owned, &got));
+  CHECK_EQ_U64(got.slice, 12);
+  CHECK_OK(cubert_memory_id_disown(t, owned));
+  CHECK_STATUS(cubert_memory_id_set_location_owned(t, owned, loc), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_OK(cubert_memory_id_release_handle(t, plain));
+  CHECK_STATUS(cubert_memory_id_set_location_owned(t, plain, loc), CUBERT_STATUS_INVALID_HANDLE);
+  check_consistent(t, 0, 0);
+  table_done(t, &c);
+}
+
+/* The fused DYING + unpin CAS: the release, set_owned(false) or disown that
+ * takes a slot's state to 0 frees it at once (no pin left behind), in both
+ * orders (disown then release, release then disown). */
+TEST(handle_last_reference_frees_slot_in_every_order) {
+  counting_allocator_t c;
+  cubert_handle_table_t *t = table_new(&c, 4, 2);
+  cubert_memory_location_t zero = {0, 0, 0, 0};
+  cubert_memory_id_t id;
+  int order;
+  for (order = 0; order < 6; order++) {
+    CHECK_OK(cubert_memory_id_acquire_owned(t, zero, &id));
+    CHECK_OK(cubert_memory_id_retain_binding(t, id));
+    switch (order) {
+      case 0: /* disown, then the references */
+        CHECK_OK(cubert_memory_id_disown(t, id));
+        CHECK_OK(cubert_memory_id_release_handle(t, id));
+        check_consistent(t, 1, 0);
+        CHECK_OK(cubert_memory_id_release_binding(t, id));
+        break;
+      case 1: /* the references, then disown */
+        CHECK_OK(cubert_memory_id_release_binding(t, id));
+        CHECK_OK(cubert_memory_id_release_handle(t, id));
+        check_consistent(t, 0, 1);
+        CHECK_OK(cubert_memory_id_disown(t, id));
+        break;
+      case 2: /* set_owned(false) last */
+        CHECK_OK(cubert_memory_id_release_handle(t, id));
+        CHECK_OK(cubert_memory_id_release_binding(t, id));
+        CHECK_OK(cubert_memory_id_set_owned(t, id, false));
+        break;
+      case 3: /* set_owned(false) first, binding last */
+        CHECK_OK(cubert_memory_id_set_owned(t, id, false));
+        CHECK_OK(cubert_memory_id_release_handle(t, id));
+        CHECK_OK(cubert_memory_id_release_binding(t, id));
+        break;
+      case 4: /* between the references */
+        CHECK_OK(cubert_memory_id_release_binding(t, id));
+        CHECK_OK(cubert_memory_id_disown(t, id));
+        CHECK_OK(cubert_memory_id_release_handle(t, id));
+        break;
+      default: /* handle last after a re-own */
+        CHECK_OK(cubert_memory_id_disown(t, id));
+        CHECK_OK(cubert_memory_id_set_owned(t, id, true));
+        CHECK_OK(cubert_memory_id_release_binding(t, id));
+        CHECK_OK(cubert_memory_id_disown(t, id));
+        CHECK_OK(cubert_memory_id_release_handle(t, id));
+        break;
+    }
+    check_consistent(t, 0, 0); /* no pin, no count, slot back in the free set */
+    check_rejected(t, id);
+  }
+  table_done(t, &c);
+}
+
+/* Allocation failure while acquire_owned grows the table: OK or
+ * RESOURCE_EXHAUSTED, a failed call changes nothing, nothing leaks. */
+TEST(handle_acquire_owned_allocation_failure) {
+  enum { MAX_SLOTS = 1000, WANT = 700 };
+  static cubert_memory_id_t ids[WANT];
+  cubert_memory_location_t loc = {1, 1, 0, 0};
+  uint64_t k;
+  int done = 0;
+  for (k = 1; !done; k++) {
+    counting_allocator_t c;
+    cubert_handle_table_t *t = NULL;
+    int n = 0, i;
+    CHECK(k < 100);
+    CHECK_OK(cubert_handle_table_create(counting_allocator_init(&c), MAX_SLOTS, 6, &t));
+    counting_allocator_fail_at(&c, k, 1); /* the k-th chunk growth on, for good */
+    for (i = 0; i < WANT; i++) {
+      cubert_memory_id_t id = {0xDEAD, 0xBEEF};
+      uint32_t live_before = cubert_handle_table_live(t);
+      cubert_status_t st;
+      loc.slice = (uint32_t)i;
+      st = cubert_memory_id_acquire_owned(t, loc, &id);
+      if (st == CUBERT_STATUS_OK) {
+        ids[n++] = id;
+        continue;
+      }
+      CHECK_STATUS(st, CUBERT_STATUS_RESOURCE_EXHAUSTED);
+      CHECK_EQ_U64(id.index, 0xDEAD);
+      CHECK_EQ_U64(cubert_handle_table_live(t), live_before);
+      check_consistent(t, (uint32_t)n, 0);
+    }
+    for (i = 0; i < n; i++) {
+      cubert_memory_location_t got;
+      CHECK_OK(cubert_memory_id_location(t, ids[i], &got));
+      CHECK_EQ_U64(got.slice, (uint32_t)i);
+      CHECK_OK(cubert_memory_id_release_handle(t, ids[i]));
+      CHECK_OK(cubert_memory_id_disown(t, ids[i]));
+    }
+    check_consistent(t, 0, 0);
+    cubert_handle_table_destroy(t);
+    CHECK_EQ_I64(c.live_blocks, 0);
+    CHECK_EQ_U64(c.bad_frees, 0);
+    if (c.failures == 0) done = 1;
+    counting_allocator_destroy(&c);
+  }
+  CHECK(k > 2);
+}
+
 /* ---- bad inputs (reliability.md 7) ------------------------------------------------ */
 
 /* Row 1: the null id. */
@@ -661,6 +909,37 @@ TEST(handle_released_slots_reused_late) {
     seen[id.index & 0xFFFFFFu] = 1;
     CHECK_OK(cubert_memory_id_release_handle(t, id));
   }
+  check_consistent(t, 0, 0);
+  table_done(t, &c);
+}
+
+/* Growth without a live counter: a sliding window of 1000 ids in a table of
+ * up to 8192 slots. The table grows when full and, once per sweep of the
+ * cursor, until less than 7/8 of it is live; it must neither run out nor
+ * keep growing, live() must stay exact, and a released slot is not reused
+ * by the next acquires (next-fit). */
+TEST(handle_table_growth_bounded_under_sliding_window) {
+  enum { WINDOW = 1000, OPS = 40000 };
+  static cubert_memory_id_t ring[WINDOW];
+  counting_allocator_t c;
+  cubert_handle_table_t *t = table_new(&c, 8192, 0x21);
+  int64_t chunks;
+  int i, head = 0;
+  for (i = 0; i < WINDOW; i++) ring[i] = acquire_ok(t);
+  CHECK_EQ_U64(cubert_handle_table_live(t), WINDOW);
+  for (i = 0; i < OPS; i++) {
+    cubert_memory_id_t old = ring[head];
+    CHECK_OK(cubert_memory_id_release_handle(t, old));
+    ring[head] = acquire_ok(t);
+    CHECK(ring[head].index != old.index); /* reused late, not at once */
+    head = (head + 1) % WINDOW;
+    if (i % 5000 == 0) check_consistent(t, WINDOW, 0);
+  }
+  check_consistent(t, WINDOW, 0);
+  chunks = c.live_blocks - 2; /* the table header and its chunk pointer array */
+  CHECK(chunks * 256 >= WINDOW + WINDOW / 7); /* grew past 7/8 live */
+  CHECK(chunks <= 6);                          /* and stopped there */
+  for (i = 0; i < WINDOW; i++) CHECK_OK(cubert_memory_id_release_handle(t, ring[i]));
   check_consistent(t, 0, 0);
   table_done(t, &c);
 }
