@@ -1,5 +1,6 @@
 /* backend-cpu/cpu_stream.c: simulated streams (see cpu_stream.h). */
 #include "cpu_stream.h"
+#include "cpu_server.h"
 
 #include <errno.h>
 #include <string.h>
@@ -48,17 +49,22 @@ static void *worker_main(void *arg) {
 }
 
 cubert_status_t cpu_stream_initialize(cpu_stream_t *s, cubert_allocator_t allocator, uint32_t slot,
-                                      void *server) {
+                                      void *server, int deterministic) {
   memset(s, 0, sizeof(*s));
   s->allocator = allocator;
   s->slot = slot;
   s->server = server;
+  s->deterministic = deterministic;
   CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc_array(allocator, CPU_STREAM_RING, sizeof(cpu_op_t),
                                                        64, (void **)&s->ring));
   pthread_mutex_init(&s->mutex, NULL);
   pthread_cond_init(&s->cond_work, NULL);
   pthread_cond_init(&s->cond_progress, NULL);
   s->running = 1;
+  if (deterministic) {
+    s->started = 1;
+    return CUBERT_STATUS_OK;
+  }
   if (pthread_create(&s->thread, NULL, worker_main, s) != 0) {
     pthread_mutex_destroy(&s->mutex);
     pthread_cond_destroy(&s->cond_work);
@@ -71,13 +77,22 @@ cubert_status_t cpu_stream_initialize(cpu_stream_t *s, cubert_allocator_t alloca
   return CUBERT_STATUS_OK;
 }
 
+static bool stream_idle_fn(void *arg) { return cpu_stream_idle((cpu_stream_t *)arg); }
+
 void cpu_stream_deinitialize(cpu_stream_t *s) {
   if (!s->started) return;
-  pthread_mutex_lock(&s->mutex);
-  s->running = 0;
-  pthread_cond_broadcast(&s->cond_work);
-  pthread_mutex_unlock(&s->mutex);
-  pthread_join(s->thread, NULL);
+  if (s->deterministic) {
+    /* run what is queued (other streams' steps too, in the chooser's order);
+     * a deadlock cannot hold the teardown: the rest runs in order */
+    if (cpu_sim_run_until((cpu_server_t *)s->server, stream_idle_fn, s) != CUBERT_STATUS_OK)
+      while (!cpu_stream_idle(s)) cpu_stream_step(s);
+  } else {
+    pthread_mutex_lock(&s->mutex);
+    s->running = 0;
+    pthread_cond_broadcast(&s->cond_work);
+    pthread_mutex_unlock(&s->mutex);
+    pthread_join(s->thread, NULL);
+  }
   pthread_mutex_destroy(&s->mutex);
   pthread_cond_destroy(&s->cond_work);
   pthread_cond_destroy(&s->cond_progress);
@@ -86,8 +101,23 @@ void cpu_stream_deinitialize(cpu_stream_t *s) {
   s->started = 0;
 }
 
+static bool stream_has_room(void *arg) {
+  cpu_stream_t *s = (cpu_stream_t *)arg;
+  bool room;
+  pthread_mutex_lock(&s->mutex);
+  room = s->tail - s->head < CPU_STREAM_RING;
+  pthread_mutex_unlock(&s->mutex);
+  return room;
+}
+
 cpu_op_t *cpu_stream_reserve(cpu_stream_t *s) {
   cpu_op_t *op;
+  /* deterministic: make room by running steps; no step runnable cannot
+   * happen (a wait op waits for an already enqueued point), but would run
+   * the head op anyway rather than hang */
+  if (s->deterministic && !stream_has_room(s) &&
+      cpu_sim_run_until((cpu_server_t *)s->server, stream_has_room, s) != CUBERT_STATUS_OK)
+    cpu_stream_step(s);
   pthread_mutex_lock(&s->mutex);
   while (s->tail - s->head >= CPU_STREAM_RING) pthread_cond_wait(&s->cond_progress, &s->mutex);
   op = &s->ring[s->tail % CPU_STREAM_RING];
@@ -118,9 +148,26 @@ int cpu_stream_point_completed(cpu_stream_t *s, uint64_t seq) {
   return done;
 }
 
+typedef struct point_t {
+  cpu_stream_t *stream;
+  uint64_t seq;
+} point_t;
+
+static bool point_done_fn(void *arg) {
+  point_t *p = (point_t *)arg;
+  return cpu_stream_point_completed(p->stream, p->seq) != 0;
+}
+
 cubert_status_t cpu_stream_wait_point(cpu_stream_t *s, uint64_t seq, uint64_t timeout_ns) {
   struct timespec deadline;
   cubert_status_t status = CUBERT_STATUS_OK;
+  if (s->deterministic) {
+    point_t p;
+    p.stream = s;
+    p.seq = seq;
+    if (point_done_fn(&p)) return CUBERT_STATUS_OK;
+    return cpu_sim_run_until((cpu_server_t *)s->server, point_done_fn, &p);
+  }
   if (timeout_ns != UINT64_MAX) deadline_after(&deadline, timeout_ns);
   pthread_mutex_lock(&s->mutex);
   while (s->completed < seq) {
@@ -162,4 +209,45 @@ uint32_t cpu_stream_error_count(cpu_stream_t *s) {
   n = s->error_count;
   pthread_mutex_unlock(&s->mutex);
   return n;
+}
+
+bool cpu_stream_head_runnable(cpu_stream_t *s, uint64_t *out_seq) {
+  cpu_op_t *op = NULL;
+  pthread_mutex_lock(&s->mutex);
+  if (s->head != s->tail) op = &s->ring[s->head % CPU_STREAM_RING];
+  pthread_mutex_unlock(&s->mutex);
+  if (!op) return false;
+  if (op->wait_stream && !cpu_stream_point_completed(op->wait_stream, op->wait_seq)) return false;
+  *out_seq = op->seq;
+  return true;
+}
+
+void cpu_stream_step(cpu_stream_t *s) {
+  cpu_op_t *op = NULL;
+  cubert_error_t error;
+  cubert_status_t status;
+  pthread_mutex_lock(&s->mutex);
+  if (s->head != s->tail) op = &s->ring[s->head % CPU_STREAM_RING];
+  pthread_mutex_unlock(&s->mutex);
+  if (!op) return;
+  cubert_error_clear(&error);
+  status = op->run ? op->run(s, op->payload, &error) : CUBERT_STATUS_OK;
+  if (status != CUBERT_STATUS_OK) {
+    if (error.status == CUBERT_STATUS_OK) error.status = status;
+    cpu_stream_push_error(s, &error);
+  }
+  if (op->done) (void)op->done(s, op->payload, &error);
+  pthread_mutex_lock(&s->mutex);
+  s->completed = op->seq;
+  s->head++;
+  pthread_cond_broadcast(&s->cond_progress);
+  pthread_mutex_unlock(&s->mutex);
+}
+
+bool cpu_stream_idle(cpu_stream_t *s) {
+  bool idle;
+  pthread_mutex_lock(&s->mutex);
+  idle = s->head == s->tail;
+  pthread_mutex_unlock(&s->mutex);
+  return idle;
 }
