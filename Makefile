@@ -74,7 +74,7 @@ PC_FILE := $(BUILD)/cubert.pc
 
 SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
-CTS_SRC := $(sort $(wildcard tests/cts/*.c tests/host/*.c))
+CTS_SRC := $(sort $(wildcard tests/cts/*.c tests/host/*.c tests/sim/*.c))
 TEST_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) \
             $(CTS_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(BUILD)/cubert-test
@@ -105,7 +105,7 @@ $(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c $(wildcard include/cubert/*.h co
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I$(CUDA_INCLUDE) $(CFLAGS) -c $< -o $@
 
 # Tests, examples, benches and tools are hosted code (they may use libc).
-$(BUILD)/obj/tests/%.o: tests/%.c $(wildcard include/cubert/*.h tests/support/*.h tests/cts/*.h) | $(BUILD)/obj/tests/support $(BUILD)/obj/tests/unit $(BUILD)/obj/tests/cts $(BUILD)/obj/tests/host
+$(BUILD)/obj/tests/%.o: tests/%.c $(wildcard include/cubert/*.h tests/support/*.h tests/cts/*.h tests/sim/*.h) | $(BUILD)/obj/tests/support $(BUILD)/obj/tests/unit $(BUILD)/obj/tests/cts $(BUILD)/obj/tests/host $(BUILD)/obj/tests/sim
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -Ibackend-cpu $(CFLAGS) -c $< -o $@
 
 # Fuzz targets and the standalone replay main are hosted code too.
@@ -113,7 +113,7 @@ $(BUILD)/obj/fuzz/%.o: fuzz/%.c $(wildcard include/cubert/*.h fuzz/*.h) | $(BUIL
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/core $(BUILD)/obj/backend-cpu $(BUILD)/obj/backend-cuda $(BUILD)/obj/tests/support \
-$(BUILD)/obj/tests/unit $(BUILD)/obj/tests/cts $(BUILD)/obj/tests/host $(BUILD)/examples \
+$(BUILD)/obj/tests/unit $(BUILD)/obj/tests/cts $(BUILD)/obj/tests/host $(BUILD)/obj/tests/sim $(BUILD)/examples \
 $(BUILD)/bench $(BUILD)/tools $(BUILD)/freestanding $(BUILD)/headers $(BUILD)/cortex-m \
 $(BUILD)/obj/fuzz $(BUILD)/fuzz:
 	mkdir -p $@

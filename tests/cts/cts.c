@@ -1,19 +1,37 @@
-/* tests/cts/cts.c: the backend under test for the conformance suite. */
+/* tests/cts/cts.c: the backend under test for the conformance suite.
+ *
+ * Environment (read by cts_setup):
+ *   CUBERT_CTS_MODE=deterministic  run the CPU server in deterministic mode
+ *                                  (seed CUBERT_CTS_SEED, default 1);
+ *   CUBERT_CTS_RACE=0              turn the race checker off (it is on by
+ *                                  default: cts_teardown checks 0 reports). */
 #include "cts.h"
 
 #include "cubert/cpu.h"
+
+static uint64_t env_u64(const char *name, uint64_t fallback) {
+  const char *v = getenv(name);
+  return v && *v ? strtoull(v, NULL, 0) : fallback;
+}
 
 void cts_setup(cts_env_t *env, uint32_t device_index) {
   cubert_cpu_options_t options;
   cubert_error_t err;
   char msg[256];
   cubert_status_t status;
+  const char *mode = getenv("CUBERT_CTS_MODE");
   memset(env, 0, sizeof(*env));
   env->allocator = counting_allocator_init(&env->counting);
   cubert_cpu_options_initialize(&options);
   options.device_index = device_index;
   options.max_streams = 8;
   options.workers = 2;
+  if (mode && strcmp(mode, "deterministic") == 0) {
+    options.mode = CUBERT_CPU_MODE_DETERMINISTIC;
+    options.seed = env_u64("CUBERT_CTS_SEED", 1);
+  }
+  options.race_check = env_u64("CUBERT_CTS_RACE", 1) != 0;
+  env->race_check = options.race_check;
   status = cubert_cpu_client_create(env->allocator, &options, &env->client, &err);
   if (status != CUBERT_STATUS_OK) {
     cubert_error_format(&err, msg, sizeof msg);
@@ -22,6 +40,17 @@ void cts_setup(cts_env_t *env, uint32_t device_index) {
 }
 
 void cts_teardown(cts_env_t *env) {
+  if (env->race_check) {
+    cubert_race_counters_t counters;
+    cubert_race_report_t report;
+    char line[512];
+    CHECK_OK(cubert_cpu_race_counters(env->client, &counters));
+    if (counters.reports && cubert_cpu_race_last_report(env->client, &report) == CUBERT_STATUS_OK) {
+      cubert_race_report_format(&report, line, sizeof line);
+      test_fail(__FILE__, __LINE__, "%llu race report(s), last: %s",
+                (unsigned long long)counters.reports, line);
+    }
+  }
   cubert_client_release(env->client);
   env->client = NULL;
   CHECK_MSG(env->counting.live_blocks == 0, "leaked %lld blocks (%lld bytes)",

@@ -16,6 +16,7 @@ typedef struct cts_env_t {
   counting_allocator_t counting;
   cubert_allocator_t allocator;
   cubert_client_t *client;
+  uint32_t race_check; /* the race checker runs; teardown checks 0 reports */
 } cts_env_t;
 
 /* Create a fresh device (index `device_index`) with a counting allocator;
