@@ -36,7 +36,7 @@ static void *worker_main(void *arg) {
     cpu_op_t *op;
     while (s->head == s->tail && s->running) pthread_cond_wait(&s->cond_work, &s->mutex);
     if (s->head == s->tail && !s->running) break;
-    op = &s->ring[s->head % CPU_STREAM_RING];
+    op = &s->ring[s->head % s->ring_size];
     pthread_mutex_unlock(&s->mutex);
     run_op(s, op);
     pthread_mutex_lock(&s->mutex);
@@ -55,8 +55,9 @@ cubert_status_t cpu_stream_initialize(cpu_stream_t *s, cubert_allocator_t alloca
   s->slot = slot;
   s->server = server;
   s->deterministic = deterministic;
-  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc_array(allocator, CPU_STREAM_RING, sizeof(cpu_op_t),
-                                                       64, (void **)&s->ring));
+  s->ring_size = deterministic ? CPU_STREAM_RING_DETERMINISTIC : CPU_STREAM_RING;
+  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc_array(allocator, (size_t)s->ring_size,
+                                                       sizeof(cpu_op_t), 64, (void **)&s->ring));
   pthread_mutex_init(&s->mutex, NULL);
   pthread_cond_init(&s->cond_work, NULL);
   pthread_cond_init(&s->cond_progress, NULL);
@@ -69,7 +70,7 @@ cubert_status_t cpu_stream_initialize(cpu_stream_t *s, cubert_allocator_t alloca
     pthread_mutex_destroy(&s->mutex);
     pthread_cond_destroy(&s->cond_work);
     pthread_cond_destroy(&s->cond_progress);
-    cubert_allocator_free(allocator, s->ring, CPU_STREAM_RING * sizeof(cpu_op_t), 64);
+    cubert_allocator_free(allocator, s->ring, (size_t)s->ring_size * sizeof(cpu_op_t), 64);
     s->ring = NULL;
     return CUBERT_STATUS_INTERNAL;
   }
@@ -96,7 +97,7 @@ void cpu_stream_deinitialize(cpu_stream_t *s) {
   pthread_mutex_destroy(&s->mutex);
   pthread_cond_destroy(&s->cond_work);
   pthread_cond_destroy(&s->cond_progress);
-  cubert_allocator_free(s->allocator, s->ring, CPU_STREAM_RING * sizeof(cpu_op_t), 64);
+  cubert_allocator_free(s->allocator, s->ring, (size_t)s->ring_size * sizeof(cpu_op_t), 64);
   s->ring = NULL;
   s->started = 0;
 }
@@ -105,7 +106,7 @@ static bool stream_has_room(void *arg) {
   cpu_stream_t *s = (cpu_stream_t *)arg;
   bool room;
   pthread_mutex_lock(&s->mutex);
-  room = s->tail - s->head < CPU_STREAM_RING;
+  room = s->tail - s->head < s->ring_size;
   pthread_mutex_unlock(&s->mutex);
   return room;
 }
@@ -119,8 +120,8 @@ cpu_op_t *cpu_stream_reserve(cpu_stream_t *s) {
       cpu_sim_run_until((cpu_server_t *)s->server, stream_has_room, s) != CUBERT_STATUS_OK)
     cpu_stream_step(s);
   pthread_mutex_lock(&s->mutex);
-  while (s->tail - s->head >= CPU_STREAM_RING) pthread_cond_wait(&s->cond_progress, &s->mutex);
-  op = &s->ring[s->tail % CPU_STREAM_RING];
+  while (s->tail - s->head >= s->ring_size) pthread_cond_wait(&s->cond_progress, &s->mutex);
+  op = &s->ring[s->tail % s->ring_size];
   pthread_mutex_unlock(&s->mutex);
   op->run = NULL;
   op->done = NULL;
@@ -133,7 +134,7 @@ uint64_t cpu_stream_commit(cpu_stream_t *s) {
   uint64_t seq;
   pthread_mutex_lock(&s->mutex);
   seq = ++s->enqueued;
-  s->ring[s->tail % CPU_STREAM_RING].seq = seq;
+  s->ring[s->tail % s->ring_size].seq = seq;
   s->tail++;
   pthread_cond_signal(&s->cond_work);
   pthread_mutex_unlock(&s->mutex);
@@ -214,7 +215,7 @@ uint32_t cpu_stream_error_count(cpu_stream_t *s) {
 bool cpu_stream_head_runnable(cpu_stream_t *s, uint64_t *out_seq) {
   cpu_op_t *op = NULL;
   pthread_mutex_lock(&s->mutex);
-  if (s->head != s->tail) op = &s->ring[s->head % CPU_STREAM_RING];
+  if (s->head != s->tail) op = &s->ring[s->head % s->ring_size];
   pthread_mutex_unlock(&s->mutex);
   if (!op) return false;
   if (op->wait_stream && !cpu_stream_point_completed(op->wait_stream, op->wait_seq)) return false;
@@ -227,7 +228,7 @@ void cpu_stream_step(cpu_stream_t *s) {
   cubert_error_t error;
   cubert_status_t status;
   pthread_mutex_lock(&s->mutex);
-  if (s->head != s->tail) op = &s->ring[s->head % CPU_STREAM_RING];
+  if (s->head != s->tail) op = &s->ring[s->head % s->ring_size];
   pthread_mutex_unlock(&s->mutex);
   if (!op) return;
   cubert_error_clear(&error);

@@ -19,6 +19,9 @@
 #include "cubert/cubert.h"
 
 #define CPU_STREAM_RING 512
+/* Deterministic mode: a smaller ring (a full ring runs steps instead of
+ * blocking; creating a server per seed stays cheap). */
+#define CPU_STREAM_RING_DETERMINISTIC 64
 #define CPU_OP_PAYLOAD 1280
 
 typedef struct cpu_stream_t cpu_stream_t;
@@ -47,7 +50,8 @@ struct cpu_stream_t {
   pthread_t thread;
   int running;
   int started;
-  cpu_op_t *ring; /* CPU_STREAM_RING entries */
+  cpu_op_t *ring; /* ring_size entries */
+  uint64_t ring_size;
   uint64_t head;  /* next op to run (index = head % RING) */
   uint64_t tail;  /* next free slot */
   uint64_t enqueued;  /* sequence of the last enqueued op (cursor) */

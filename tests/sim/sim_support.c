@@ -1,6 +1,10 @@
 /* tests/sim/sim_support.c: see sim_support.h. */
 #include "sim_support.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 /* buf[i] += delta */
 CUBERT_KERNEL(sim_add_u32) {
   CUBERT_BUFFER(uint32_t, buf, 0);
@@ -57,11 +61,18 @@ void sim_env_open(sim_env_t *env, const sim_config_t *config) {
   char msg[256];
   int i;
   memset(env, 0, sizeof(*env));
+#if defined(__GLIBC__)
+  /* thousands of short-lived devices per test: keep freed memory in the heap
+   * instead of trimming it back to the kernel after every run */
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+#endif
   env->allocator = counting_allocator_init(&env->counting);
   cubert_cpu_options_initialize(&o);
   o.max_streams = 8;
   o.workers = 2;
   o.max_handles = 1u << 12;
+  o.memory_size = 1u << 16; /* small pages: each run zero-fills less */
   o.mode = config->mode;
   o.seed = config->seed;
   o.race_check = config->race;
@@ -184,3 +195,5 @@ void sim_release(cubert_client_t *c, const cubert_handle_t *h) {
 }
 
 const cubert_kernel_t *sim_add_kernel_ptr(void) { return &sim_add_kernel; }
+
+const cubert_kernel_t *sim_copy_kernel_ptr(void) { return &sim_copy_kernel; }

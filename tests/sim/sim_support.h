@@ -77,5 +77,7 @@ void sim_write(cubert_client_t *c, const cubert_handle_t *h, uint32_t base);
 void sim_release(cubert_client_t *c, const cubert_handle_t *h);
 /* The sim_add kernel (buffer 0 += scalar 0), for custom launches. */
 const cubert_kernel_t *sim_add_kernel_ptr(void);
+/* The sim_copy kernel (buffer 1 = buffer 0). */
+const cubert_kernel_t *sim_copy_kernel_ptr(void);
 
 #endif
