@@ -164,6 +164,12 @@ run: $(EXAMPLE_BIN)
 bench: $(BENCH_BIN)
 	@set -e; for b in $(BENCH_BIN); do echo "== $$b $(BENCH_ARGS)"; $$b $(BENCH_ARGS); done
 
+# Deterministic simulation sweep (tools/cubert_sim.c, docs/simulation.md): SEEDS seeds, each twice.
+SEEDS ?= 100000
+.PHONY: sim
+sim: $(BUILD)/tools/cubert_sim
+	$(BUILD)/tools/cubert_sim $(SEEDS)
+
 # ---- checks ---------------------------------------------------------------------------
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
 check: test check-freestanding check-headers check-32bit check-cortex-m check-install fuzz-replay \
@@ -341,6 +347,7 @@ help:
 	@echo '  fuzz-replay         the same targets with CC + fuzz/standalone_main.c over fuzz/corpus/*'
 	@echo '  bench | benches     build and run | only build bench/*.c (BENCH_ARGS passed to each)'
 	@echo '  examples | tools    build examples/*.c | tools/*.c'
+	@echo '  sim                 deterministic-simulation seed sweep (SEEDS=$(SEEDS)): seeds run, violations, slowest seed'
 	@echo '  size                .text/.data/.bss of the core, host and Cortex-M4'
 	@echo '  install | uninstall PREFIX=$(PREFIX) DESTDIR= libdir= includedir= pkgconfigdir='
 	@echo '  clean               rm -rf $(BUILD)'
