@@ -43,7 +43,10 @@ static cubert_status_t ev_create_stream(void *self, uint32_t slot, void **out_st
                                              ? CUBERT_ERROR_HOST_OUT_OF_MEMORY
                                              : CUBERT_ERROR_SERVER_GENERIC,
                               NULL, 0, "cannot start the stream worker");
+    /* the deterministic step loop scans `initialized` under its lock */
+    if (s->deterministic) pthread_mutex_lock(&s->sim_mutex);
     sl->initialized = 1;
+    if (s->deterministic) pthread_mutex_unlock(&s->sim_mutex);
   }
   *out_stream = &sl->stream;
   return CUBERT_STATUS_OK;
@@ -55,7 +58,9 @@ static void ev_destroy_stream(void *self, void *stream) {
   cpu_slot_t *sl = &s->slots[cs->slot];
   if (!sl->initialized) return;
   cpu_stream_deinitialize(cs);
+  if (s->deterministic) pthread_mutex_lock(&s->sim_mutex);
   sl->initialized = 0;
+  if (s->deterministic) pthread_mutex_unlock(&s->sim_mutex);
 }
 
 static cubert_status_t ev_flush(void *self, void *stream, void **out_event,

@@ -586,7 +586,10 @@ static void cpu_destroy(cubert_server_t *server) {
   /* the multi-stream syncs and destroys every stream (cpu_events.c) */
   if (s->multi) cubert_multi_stream_destroy(s->multi);
   for (i = 0; i <= s->max_streams; i++) {
-    if (s->slots[i].initialized) cpu_stream_deinitialize(&s->slots[i].stream);
+    if (s->slots[i].initialized) {
+      cpu_stream_deinitialize(&s->slots[i].stream);
+      s->slots[i].initialized = 0; /* the step loop must not see it again */
+    }
     if (s->slots[i].memory) cpu_memory_destroy(s->slots[i].memory);
   }
   cpu_events_free_all(s);

@@ -2,7 +2,9 @@
  * cubert/cpu.h: the CPU server (hosted layer). Streams are simulated by one
  * worker thread per stream slot; kernels are C functions (written in the
  * kernel dialect of cubert/kernel.h) run over the cube grid by a persistent
- * worker pool.
+ * worker pool. In deterministic mode (docs/simulation.md) no thread is
+ * started and a seeded chooser orders every step; the race checker
+ * (docs/race-checker.md) can run in either mode.
  */
 #ifndef CUBERT_CPU_H
 #define CUBERT_CPU_H
