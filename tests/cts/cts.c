@@ -9,6 +9,20 @@
 
 #include "cubert/cpu.h"
 
+/* Deterministic runs: a failing test prints its seed and choice log at exit. */
+static cubert_client_t *g_sim_client;
+
+static void print_sim_run(void) {
+  cubert_cpu_sim_info_t info;
+  size_t i;
+  if (!g_sim_client || cubert_cpu_sim_info(g_sim_client, &info) != CUBERT_STATUS_OK) return;
+  fprintf(stderr, "deterministic run: seed %llu trace 0x%016llx steps %llu log [",
+          (unsigned long long)info.seed, (unsigned long long)info.trace_hash,
+          (unsigned long long)info.steps);
+  for (i = 0; i < info.log_len; i++) fprintf(stderr, "%s%u", i ? "," : "", info.log[i]);
+  fprintf(stderr, "]%s\n", info.log_truncated ? " (truncated)" : "");
+}
+
 static uint64_t env_u64(const char *name, uint64_t fallback) {
   const char *v = getenv(name);
   return v && *v ? strtoull(v, NULL, 0) : fallback;
@@ -37,6 +51,11 @@ void cts_setup(cts_env_t *env, uint32_t device_index) {
     cubert_error_format(&err, msg, sizeof msg);
     test_fail(__FILE__, __LINE__, "cts_setup: cannot create the CPU device: %s", msg);
   }
+  if (options.mode == CUBERT_CPU_MODE_DETERMINISTIC) {
+    static int registered;
+    g_sim_client = env->client;
+    if (!registered) registered = atexit(print_sim_run) == 0;
+  }
 }
 
 void cts_teardown(cts_env_t *env) {
@@ -51,6 +70,7 @@ void cts_teardown(cts_env_t *env) {
                 (unsigned long long)counters.reports, line);
     }
   }
+  if (g_sim_client == env->client) g_sim_client = NULL;
   cubert_client_release(env->client);
   env->client = NULL;
   CHECK_MSG(env->counting.live_blocks == 0, "leaked %lld blocks (%lld bytes)",
