@@ -95,6 +95,9 @@ static cubert_status_t ev_wait_event(void *self, void *stream, void *event,
   if (s->fault_drop_wait && cs->slot < s->max_streams && ev->stream != cs &&
       ++s->waits_seen == s->fault_drop_wait)
     return CUBERT_STATUS_OK;
+  if (s->fault_drop_gc_wait && cs->slot == s->max_streams &&
+      ++s->gc_waits_seen == s->fault_drop_gc_wait)
+    return CUBERT_STATUS_OK;
   /* what the program expresses, even when the point already completed */
   cpu_race_stream_wait(s, cs->slot, ev->race);
   if (ev->stream == cs || cpu_stream_point_completed(ev->stream, ev->seq)) return CUBERT_STATUS_OK;

@@ -64,7 +64,7 @@ struct cpu_server_t {
   cubert_race_checker_t *race;
   pthread_mutex_t race_mutex;
   uint64_t race_errors;          /* checker calls that failed (allocation) */
-  uint32_t fault_drop_wait, waits_seen;
+  uint32_t fault_drop_wait, waits_seen, fault_drop_gc_wait, gc_waits_seen;
   struct cpu_server_t *registry_next; /* cpu_sim.c: servers of this process */
 };
 

@@ -63,6 +63,7 @@ cubert_status_t cpu_sim_create(cpu_server_t *s, const cubert_cpu_options_t *o,
   cubert_status_t status;
   pthread_mutex_init(&s->sim_mutex, NULL);
   s->fault_drop_wait = o->fault_drop_wait;
+  s->fault_drop_gc_wait = o->fault_drop_gc_wait;
   if (o->mode != CUBERT_CPU_MODE_DETERMINISTIC) return CUBERT_STATUS_OK;
   s->deterministic = 1;
   cap = o->log_capacity ? o->log_capacity : SIM_DEFAULT_LOG;

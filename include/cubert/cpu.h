@@ -64,6 +64,9 @@ typedef struct cubert_cpu_options_t {
    * wait the multi-stream asks for (neither enqueued nor told to the race
    * checker). 0: none. Waits of the GC stream are not counted. */
   uint32_t fault_drop_wait;
+  /* TEST ONLY: drop the Nth (1-based) wait of the GC stream on a consumer
+   * (the fence a GC reclamation relies on). 0: none. */
+  uint32_t fault_drop_gc_wait;
 } cubert_cpu_options_t;
 
 /* Defaults for every field (zeros mean "default" too). */

@@ -77,6 +77,7 @@ void sim_env_open(sim_env_t *env, const sim_config_t *config) {
   o.seed = config->seed;
   o.race_check = config->race;
   o.fault_drop_wait = config->drop_wait;
+  o.fault_drop_gc_wait = config->drop_gc_wait;
   o.replay = config->replay;
   o.replay_count = config->replay_count;
   o.log_capacity = 4096;

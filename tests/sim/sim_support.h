@@ -50,6 +50,7 @@ typedef struct sim_config_t {
   uint64_t seed;
   uint32_t race;       /* race checker on */
   uint32_t drop_wait;  /* options.fault_drop_wait */
+  uint32_t drop_gc_wait; /* options.fault_drop_gc_wait */
   const uint32_t *replay;
   size_t replay_count;
   cubert_race_sink_t sink; /* NULL vtable: none */
