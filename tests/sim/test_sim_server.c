@@ -63,13 +63,17 @@ static void program(sim_env_t *e, prog_result_t *r) {
   sim_release(e->client, &u);
 }
 
-static void check_result(const prog_result_t *r, uint64_t seed) {
+static bool result_ok(const prog_result_t *r) {
   uint32_t i;
   for (i = 0; i < SIM_N; i++) {
     uint32_t x = 1 + i + 1, w = 7 + i + 3, v = 5 + i + 5, y = x * 3 + v;
-    CHECK_MSG(r->x[i] == x && r->w[i] == w && r->y[i] == y && r->u[i] == y + w,
-              "seed %llu: wrong result at %u", (unsigned long long)seed, i);
+    if (r->x[i] != x || r->w[i] != w || r->y[i] != y || r->u[i] != y + w) return false;
   }
+  return true;
+}
+
+static void check_result(const prog_result_t *r, uint64_t seed) {
+  CHECK_MSG(result_ok(r), "seed %llu: wrong result", (unsigned long long)seed);
 }
 
 typedef struct run_t {
@@ -99,6 +103,10 @@ static void run_seed(uint64_t seed, uint32_t race, run_t *out) {
   out->choices = info.choices;
   out->log_len = info.log_len;
   memcpy(out->log, info.log, info.log_len * sizeof(uint32_t));
+  if (!result_ok(&out->result)) {
+    sim_print_run(&env, "wrong result");
+    check_result(&out->result, seed);
+  }
   if (race && sim_env_reports(&env) != 0) {
     sim_print_run(&env, "race-free program");
     CHECK_EQ_U64(sim_env_reports(&env), 0);
