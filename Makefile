@@ -75,7 +75,7 @@ PC_FILE := $(BUILD)/cubert.pc
 
 SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
-CTS_SRC := $(sort $(wildcard tests/cts/*.c tests/host/*.c))
+CTS_SRC := $(sort $(wildcard tests/cts/*.c tests/host/*.c tests/sim/*.c))
 TEST_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) \
             $(CTS_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(BUILD)/cubert-test
@@ -106,7 +106,7 @@ $(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c $(wildcard include/cubert/*.h co
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I$(CUDA_INCLUDE) $(CFLAGS) -c $< -o $@
 
 # Tests, examples, benches and tools are hosted code (they may use libc).
-$(BUILD)/obj/tests/%.o: tests/%.c $(wildcard include/cubert/*.h tests/support/*.h tests/cts/*.h) | $(BUILD)/obj/tests/support $(BUILD)/obj/tests/unit $(BUILD)/obj/tests/cts $(BUILD)/obj/tests/host
+$(BUILD)/obj/tests/%.o: tests/%.c $(wildcard include/cubert/*.h tests/support/*.h tests/cts/*.h tests/sim/*.h) | $(BUILD)/obj/tests/support $(BUILD)/obj/tests/unit $(BUILD)/obj/tests/cts $(BUILD)/obj/tests/host $(BUILD)/obj/tests/sim
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -Ibackend-cpu $(CFLAGS) -c $< -o $@
 
 # Fuzz targets and the standalone replay main are hosted code too.
@@ -114,7 +114,7 @@ $(BUILD)/obj/fuzz/%.o: fuzz/%.c $(wildcard include/cubert/*.h fuzz/*.h) | $(BUIL
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/core $(BUILD)/obj/backend-cpu $(BUILD)/obj/backend-cuda $(BUILD)/obj/tests/support \
-$(BUILD)/obj/tests/unit $(BUILD)/obj/tests/cts $(BUILD)/obj/tests/host $(BUILD)/examples \
+$(BUILD)/obj/tests/unit $(BUILD)/obj/tests/cts $(BUILD)/obj/tests/host $(BUILD)/obj/tests/sim $(BUILD)/examples \
 $(BUILD)/bench $(BUILD)/tools $(BUILD)/freestanding $(BUILD)/headers $(BUILD)/cortex-m \
 $(BUILD)/obj/fuzz $(BUILD)/fuzz:
 	mkdir -p $@
@@ -164,6 +164,12 @@ run: $(EXAMPLE_BIN)
 # Builds every bench/*.c and runs each in turn (BENCH_ARGS are passed to each).
 bench: $(BENCH_BIN)
 	@set -e; for b in $(BENCH_BIN); do echo "== $$b $(BENCH_ARGS)"; $$b $(BENCH_ARGS); done
+
+# Deterministic simulation sweep (tools/cubert_sim.c, docs/simulation.md): SEEDS seeds, each twice.
+SEEDS ?= 100000
+.PHONY: sim
+sim: $(BUILD)/tools/cubert_sim
+	$(BUILD)/tools/cubert_sim $(SEEDS)
 
 # ---- checks ---------------------------------------------------------------------------
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
@@ -362,6 +368,7 @@ help:
 	@echo '  fuzz-replay         the same targets with CC + fuzz/standalone_main.c over fuzz/corpus/*'
 	@echo '  bench | benches     build and run | only build bench/*.c (BENCH_ARGS passed to each)'
 	@echo '  examples | tools    build examples/*.c | tools/*.c'
+	@echo '  sim                 deterministic-simulation seed sweep (SEEDS=$(SEEDS)): seeds run, violations, slowest seed'
 	@echo '  size                .text/.data/.bss of the core, host and Cortex-M4'
 	@echo '  install | uninstall PREFIX=$(PREFIX) DESTDIR= libdir= includedir= pkgconfigdir='
 	@echo '  clean               rm -rf $(BUILD)'

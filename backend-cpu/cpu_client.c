@@ -141,6 +141,16 @@ cubert_status_t cubert_cpu_client_create(cubert_allocator_t allocator,
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2,
                             "max_streams above the limit");
   }
+  if (o.mode != CUBERT_CPU_MODE_THREADED && o.mode != CUBERT_CPU_MODE_DETERMINISTIC)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "unknown mode");
+  if ((!o.replay && o.replay_count) || (!o.choice_bytes && o.choice_bytes_count) ||
+      ((o.replay || o.replay_count) && (o.choice_bytes || o.choice_bytes_count)))
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "bad replay log or choice bytes");
+  if (o.mode != CUBERT_CPU_MODE_DETERMINISTIC &&
+      (o.replay || o.replay_count || o.choice_bytes || o.choice_bytes_count))
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "replay and choice bytes need the deterministic mode");
   cpus = sysconf(_SC_NPROCESSORS_ONLN);
   if (!o.workers) o.workers = cpus > 1 ? (uint32_t)(cpus - 1) : 1u;
   status = cubert_handle_table_create(allocator, o.max_handles ? o.max_handles : (1u << 20),

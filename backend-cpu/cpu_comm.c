@@ -117,7 +117,8 @@ static cubert_status_t comm_state(cpu_server_t *s, cubert_error_t *out_error) {
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "communication state");
   memset(c, 0, sizeof(*c));
-  if (cpu_stream_initialize(&c->stream, s->allocator, s->max_streams + 1, s) != CUBERT_STATUS_OK) {
+  if (cpu_stream_initialize(&c->stream, s->allocator, s->max_streams + 1, s, 0) !=
+      CUBERT_STATUS_OK) {
     cubert_allocator_free(s->allocator, c, sizeof(*c), 0);
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "communication stream");
@@ -200,6 +201,11 @@ cubert_status_t cpu_comm_init(cubert_server_t *server, const uint32_t *device_in
   cubert_status_t status;
   uint32_t sorted[CUBERT_COMMUNICATION_MAX_DEVICES], rank, i;
   uint64_t id;
+  /* A collective blocks until its peers' step loops ran: one host thread
+   * stepping every device cannot do that, so deterministic mode has none. */
+  if (s->deterministic)
+    return cubert_error_set(out_error, CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION, NULL, 0,
+                            "collectives need the threaded mode of the CPU server");
   CUBERT_RETURN_IF_ERROR(
       host_comm_describe(device_indices, count, s->device_index, sorted, &id, &rank, out_error));
   if (s->comm) {

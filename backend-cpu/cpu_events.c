@@ -9,7 +9,21 @@ typedef struct cpu_event_t {
   struct cpu_event_t *next;
   cpu_stream_t *stream;
   uint64_t seq;
+  cubert_race_event_t race; /* the race checker's token for the same point ({0,0}: off) */
 } cpu_event_t;
+
+cubert_race_event_t cpu_event_race_take(void *event) {
+  cpu_event_t *ev = (cpu_event_t *)event;
+  cubert_race_event_t token = ev->race;
+  ev->race.index = 0;
+  ev->race.generation = 0;
+  return token;
+}
+
+bool cpu_event_completed(void *event) {
+  cpu_event_t *ev = (cpu_event_t *)event;
+  return cpu_stream_point_completed(ev->stream, ev->seq) != 0;
+}
 
 static cubert_status_t ev_create_stream(void *self, uint32_t slot, void **out_stream,
                                         cubert_error_t *out_error) {
@@ -23,13 +37,16 @@ static cubert_status_t ev_create_stream(void *self, uint32_t slot, void **out_st
       status = cpu_memory_create(s, slot, &sl->memory, out_error);
       if (status != CUBERT_STATUS_OK) return status;
     }
-    status = cpu_stream_initialize(&sl->stream, s->allocator, slot, s);
+    status = cpu_stream_initialize(&sl->stream, s->allocator, slot, s, s->deterministic);
     if (status != CUBERT_STATUS_OK)
       return cubert_error_set(out_error, status == CUBERT_STATUS_RESOURCE_EXHAUSTED
                                              ? CUBERT_ERROR_HOST_OUT_OF_MEMORY
                                              : CUBERT_ERROR_SERVER_GENERIC,
                               NULL, 0, "cannot start the stream worker");
+    /* the deterministic step loop scans `initialized` under its lock */
+    if (s->deterministic) pthread_mutex_lock(&s->sim_mutex);
     sl->initialized = 1;
+    if (s->deterministic) pthread_mutex_unlock(&s->sim_mutex);
   }
   *out_stream = &sl->stream;
   return CUBERT_STATUS_OK;
@@ -41,7 +58,9 @@ static void ev_destroy_stream(void *self, void *stream) {
   cpu_slot_t *sl = &s->slots[cs->slot];
   if (!sl->initialized) return;
   cpu_stream_deinitialize(cs);
+  if (s->deterministic) pthread_mutex_lock(&s->sim_mutex);
   sl->initialized = 0;
+  if (s->deterministic) pthread_mutex_unlock(&s->sim_mutex);
 }
 
 static cubert_status_t ev_flush(void *self, void *stream, void **out_event,
@@ -60,17 +79,27 @@ static cubert_status_t ev_flush(void *self, void *stream, void **out_event,
   pthread_mutex_lock(&cs->mutex);
   ev->seq = cs->enqueued;
   pthread_mutex_unlock(&cs->mutex);
+  ev->race = cpu_race_record(s, cs->slot);
   *out_event = ev;
   return CUBERT_STATUS_OK;
 }
 
 static cubert_status_t ev_wait_event(void *self, void *stream, void *event,
                                      cubert_error_t *out_error) {
+  cpu_server_t *s = (cpu_server_t *)self;
   cpu_stream_t *cs = (cpu_stream_t *)stream;
   cpu_event_t *ev = (cpu_event_t *)event;
   cpu_op_t *op;
-  (void)self;
   (void)out_error;
+  /* test-only fault: drop the Nth cross-stream wait of a regular stream */
+  if (s->fault_drop_wait && cs->slot < s->max_streams && ev->stream != cs &&
+      ++s->waits_seen == s->fault_drop_wait)
+    return CUBERT_STATUS_OK;
+  if (s->fault_drop_gc_wait && cs->slot == s->max_streams &&
+      ++s->gc_waits_seen == s->fault_drop_gc_wait)
+    return CUBERT_STATUS_OK;
+  /* what the program expresses, even when the point already completed */
+  cpu_race_stream_wait(s, cs->slot, ev->race);
   if (ev->stream == cs || cpu_stream_point_completed(ev->stream, ev->seq)) return CUBERT_STATUS_OK;
   op = cpu_stream_reserve(cs);
   op->wait_stream = ev->stream;
@@ -95,6 +124,9 @@ static bool ev_event_completed(void *self, void *event) {
 static void ev_release_event(void *self, void *event) {
   cpu_server_t *s = (cpu_server_t *)self;
   cpu_event_t *ev = (cpu_event_t *)event;
+  cpu_race_release(s, ev->race);
+  ev->race.index = 0;
+  ev->race.generation = 0;
   pthread_mutex_lock(&s->events_mutex);
   ev->next = s->free_events;
   s->free_events = ev;

@@ -215,6 +215,10 @@ static cubert_status_t cpu_write(cubert_server_t *server, const cubert_copy_desc
       release_all_bytes(data + i, count - i);
       return status;
     }
+    {
+      uint8_t mode = CUBERT_RACE_WRITE;
+      cpu_race_op(s, resolved.slot, "write", &descs[i].binding, &mode, 1);
+    }
     op = cpu_stream_reserve(cs);
     c = (copy_op_t *)cpu_op_payload(op);
     memset(c, 0, sizeof(*c));
@@ -267,6 +271,10 @@ static cubert_status_t cpu_read(cubert_server_t *server, const cubert_copy_descr
     cubert_status_t status;
     (void)resolve_ptr(s, &descs[i].binding, &ptr, &size, NULL);
     CUBERT_RETURN_IF_ERROR(begin_op(s, stream, &descs[i].binding, 1, &resolved, &cs, out_error));
+    {
+      uint8_t mode = CUBERT_RACE_READ;
+      cpu_race_op(s, resolved.slot, "read", &descs[i].binding, &mode, 1);
+    }
     op = cpu_stream_reserve(cs);
     c = (copy_op_t *)cpu_op_payload(op);
     memset(c, 0, sizeof(*c));
@@ -300,7 +308,11 @@ static cubert_status_t completion_wait(cubert_completion_t *c, uint64_t timeout_
   cpu_stream_t *stream = (cpu_stream_t *)c->impl[0];
   uint64_t seq = ((uint64_t)(uintptr_t)c->impl[1] << 32) | (uint64_t)(uintptr_t)c->impl[2];
   cubert_status_t status = cpu_stream_wait_point(stream, seq, timeout_ns);
-  if (status == CUBERT_STATUS_OK) c->vtable = NULL; /* finished: later waits return at once */
+  if (status == CUBERT_STATUS_OK) {
+    c->vtable = NULL; /* finished: later waits return at once */
+    /* the host observed the stream (its clock as of now: docs/race-checker.md) */
+    cpu_race_host_sync((cpu_server_t *)stream->server, stream->slot);
+  }
   return status;
 }
 
@@ -355,6 +367,10 @@ static cubert_status_t cpu_get_resource(cubert_server_t *server, const cubert_bi
   CUBERT_RETURN_IF_ERROR(cubert_multi_stream_sync(s->multi, binding->stream, out_error));
   CUBERT_RETURN_IF_ERROR(cubert_multi_stream_stream(s->multi, stream, &backend_stream, out_error));
   CUBERT_RETURN_IF_ERROR(cubert_multi_stream_sync(s->multi, stream, out_error));
+  /* the host synced both streams, then may read and write the memory */
+  cpu_race_host_sync(s, (uint32_t)(binding->stream % s->max_streams));
+  cpu_race_host_sync(s, (uint32_t)(stream % s->max_streams));
+  cpu_race_host_op(s, "get_resource", binding);
   out_resource->ptr = ptr;
   out_resource->address = (uint64_t)(uintptr_t)ptr;
   out_resource->size = size;
@@ -418,6 +434,14 @@ static cubert_status_t cpu_launch(cubert_server_t *server, const struct cubert_k
   }
   CUBERT_RETURN_IF_ERROR(begin_op(s, stream, bindings, nbind, &resolved, &cs, out_error));
   /* Filled in place: the worker reads buffers / scalars up to their counts. */
+  if (s->race) {
+    uint8_t modes[CPU_MAX_BINDINGS];
+    for (i = 0; i < nbind; i++)
+      modes[i] = (i < nb && i < 32 && !(kernel->read_only_mask & (1u << i)))
+                     ? CUBERT_RACE_WRITE
+                     : CUBERT_RACE_READ; /* read-only buffers and the dynamic count */
+    cpu_race_op(s, resolved.slot, kernel->name, bindings, modes, nbind);
+  }
   op = cpu_stream_reserve(cs);
   launch = (cpu_launch_op_t *)cpu_op_payload(op);
   launch->server = s;
@@ -498,6 +522,7 @@ static uint64_t profile_clock_now(void *self) {
 static cubert_status_t profile_sync(cpu_server_t *s, uint64_t stream, cubert_error_t *out_error) {
   cpu_slot_t *slot;
   CUBERT_RETURN_IF_ERROR(cubert_multi_stream_sync(s->multi, stream, out_error));
+  cpu_race_host_sync(s, (uint32_t)(stream % s->max_streams));
   slot = slot_at(s, stream);
   if (!slot->initialized) return CUBERT_STATUS_OK;
   return cpu_stream_drain_errors(&slot->stream, out_error);
@@ -564,6 +589,7 @@ static void cpu_destroy(cubert_server_t *server) {
   uint32_t i;
   if (!s) return;
   cpu_comm_shutdown(s); /* pending collectives wait on compute streams: before those stop */
+  cpu_registry_remove(s);
   /* pending GC tasks wait on stream events: finish them while the streams run */
   if (s->multi) cpu_gc_hand_off(s);
   cpu_gc_stop(s);
@@ -571,12 +597,17 @@ static void cpu_destroy(cubert_server_t *server) {
   if (s->multi) cubert_multi_stream_destroy(s->multi);
   cpu_comm_destroy(s);
   for (i = 0; i <= s->max_streams; i++) {
-    if (s->slots[i].initialized) cpu_stream_deinitialize(&s->slots[i].stream);
+    if (s->slots[i].initialized) {
+      cpu_stream_deinitialize(&s->slots[i].stream);
+      s->slots[i].initialized = 0; /* the step loop must not see it again */
+    }
     if (s->slots[i].memory) cpu_memory_destroy(s->slots[i].memory);
   }
   cpu_events_free_all(s);
   if (s->executor) cpu_launch_executor_destroy(s);
   cubert_profiler_destroy(s->profiler);
+  cpu_race_destroy(s);
+  cpu_sim_destroy(s);
   pthread_mutex_destroy(&s->events_mutex);
   cubert_allocator_free(s->allocator, s->slots, sizeof(cpu_slot_t) * (s->max_streams + 1), 0);
   cubert_allocator_free(s->allocator, s, sizeof(*s), 0);
@@ -607,7 +638,18 @@ cubert_status_t cpu_server_create(cubert_allocator_t allocator, const cubert_cpu
     cubert_allocator_free(allocator, s, sizeof(*s), 0);
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "stream slots");
   }
-  status = cpu_launch_executor_create(s, options->workers, out_error);
+  /* simulation and race checker first: destroy expects their mutexes */
+  status = cpu_sim_create(s, options, out_error);
+  if (status == CUBERT_STATUS_OK) status = cpu_race_create(s, options, out_error);
+  if (status != CUBERT_STATUS_OK) {
+    cpu_race_destroy(s);
+    cpu_sim_destroy(s);
+    pthread_mutex_destroy(&s->events_mutex);
+    cubert_allocator_free(allocator, s->slots, sizeof(cpu_slot_t) * (s->max_streams + 1), 0);
+    cubert_allocator_free(allocator, s, sizeof(*s), 0);
+    return status;
+  }
+  status = cpu_launch_executor_create(s, s->deterministic ? 0 : options->workers, out_error);
   if (status == CUBERT_STATUS_OK) {
     cubert_profile_clock_t clock;
     clock.self = s;
@@ -627,6 +669,7 @@ cubert_status_t cpu_server_create(cubert_allocator_t allocator, const cubert_cpu
     cpu_destroy(&s->base);
     return status;
   }
+  cpu_registry_add(s);
   *out_server = s;
   return CUBERT_STATUS_OK;
 }

@@ -1,5 +1,6 @@
 /* backend-cpu/cpu_stream.c: simulated streams (see cpu_stream.h). */
 #include "cpu_stream.h"
+#include "cpu_server.h"
 
 #include "host_thread.h"
 
@@ -48,7 +49,7 @@ static int point_done(cpu_stream_t *s, uint64_t seq) {
 }
 static int has_room(cpu_stream_t *s, uint64_t unused) {
   (void)unused;
-  return s->tail - __atomic_load_n(&s->head, __ATOMIC_ACQUIRE) < CPU_STREAM_RING;
+  return s->tail - __atomic_load_n(&s->head, __ATOMIC_ACQUIRE) < s->ring_size;
 }
 
 static void run_op(cpu_stream_t *s, cpu_op_t *op) {
@@ -93,7 +94,7 @@ static void *worker_main(void *arg) {
       if (!__atomic_load_n(&s->running, __ATOMIC_ACQUIRE)) break;
       continue;
     }
-    op = &s->ring[s->head % CPU_STREAM_RING];
+    op = &s->ring[s->head % s->ring_size];
     run_op(s, op);
     __atomic_store_n(&s->completed, op->seq, __ATOMIC_SEQ_CST);
     __atomic_store_n(&s->head, s->head + 1, __ATOMIC_SEQ_CST);
@@ -103,22 +104,28 @@ static void *worker_main(void *arg) {
 }
 
 cubert_status_t cpu_stream_initialize(cpu_stream_t *s, cubert_allocator_t allocator, uint32_t slot,
-                                      void *server) {
+                                      void *server, int deterministic) {
   memset(s, 0, sizeof(*s));
   s->allocator = allocator;
   s->slot = slot;
   s->server = server;
-  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc_array(allocator, CPU_STREAM_RING, sizeof(cpu_op_t),
-                                                       64, (void **)&s->ring));
+  s->deterministic = deterministic;
+  s->ring_size = deterministic ? CPU_STREAM_RING_DETERMINISTIC : CPU_STREAM_RING;
+  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc_array(allocator, (size_t)s->ring_size,
+                                                       sizeof(cpu_op_t), 64, (void **)&s->ring));
   pthread_mutex_init(&s->mutex, NULL);
   pthread_cond_init(&s->cond_work, NULL);
   pthread_cond_init(&s->cond_progress, NULL);
   s->running = 1;
+  if (deterministic) { /* no worker: the server's step loop runs the ops */
+    s->started = 1;
+    return CUBERT_STATUS_OK;
+  }
   if (pthread_create(&s->thread, NULL, worker_main, s) != 0) {
     pthread_mutex_destroy(&s->mutex);
     pthread_cond_destroy(&s->cond_work);
     pthread_cond_destroy(&s->cond_progress);
-    cubert_allocator_free(allocator, s->ring, CPU_STREAM_RING * sizeof(cpu_op_t), 64);
+    cubert_allocator_free(allocator, s->ring, (size_t)s->ring_size * sizeof(cpu_op_t), 64);
     s->ring = NULL;
     return CUBERT_STATUS_INTERNAL;
   }
@@ -126,17 +133,26 @@ cubert_status_t cpu_stream_initialize(cpu_stream_t *s, cubert_allocator_t alloca
   return CUBERT_STATUS_OK;
 }
 
+static bool stream_idle_fn(void *arg) { return cpu_stream_idle((cpu_stream_t *)arg); }
+
 void cpu_stream_deinitialize(cpu_stream_t *s) {
   if (!s->started) return;
-  pthread_mutex_lock(&s->mutex);
-  __atomic_store_n(&s->running, 0, __ATOMIC_SEQ_CST);
-  pthread_cond_broadcast(&s->cond_work);
-  pthread_mutex_unlock(&s->mutex);
-  pthread_join(s->thread, NULL);
+  if (s->deterministic) {
+    /* run what is queued (other streams' steps too, in the chooser's order);
+     * a deadlock cannot hold the teardown: the rest runs in order */
+    if (cpu_sim_run_until((cpu_server_t *)s->server, stream_idle_fn, s) != CUBERT_STATUS_OK)
+      while (!cpu_stream_idle(s)) cpu_stream_step(s);
+  } else {
+    pthread_mutex_lock(&s->mutex);
+    __atomic_store_n(&s->running, 0, __ATOMIC_SEQ_CST);
+    pthread_cond_broadcast(&s->cond_work);
+    pthread_mutex_unlock(&s->mutex);
+    pthread_join(s->thread, NULL);
+  }
   pthread_mutex_destroy(&s->mutex);
   pthread_cond_destroy(&s->cond_work);
   pthread_cond_destroy(&s->cond_progress);
-  cubert_allocator_free(s->allocator, s->ring, CPU_STREAM_RING * sizeof(cpu_op_t), 64);
+  cubert_allocator_free(s->allocator, s->ring, (size_t)s->ring_size * sizeof(cpu_op_t), 64);
   s->ring = NULL;
   s->started = 0;
 }
@@ -162,10 +178,22 @@ static cubert_status_t sleep_until(cpu_stream_t *s, int (*pred)(cpu_stream_t *, 
   return status;
 }
 
+static bool stream_has_room(void *arg) { return has_room((cpu_stream_t *)arg, 0) != 0; }
+
 cpu_op_t *cpu_stream_reserve(cpu_stream_t *s) {
   cpu_op_t *op;
-  if (!has_room(s, 0) && !spin_until(s, has_room, 0)) (void)sleep_until(s, has_room, 0, NULL);
-  op = &s->ring[s->tail % CPU_STREAM_RING];
+  if (!has_room(s, 0)) {
+    if (s->deterministic) {
+      /* make room by running steps; no step runnable cannot happen (a wait
+       * op waits for an already enqueued point), but would run the head op
+       * anyway rather than hang */
+      if (cpu_sim_run_until((cpu_server_t *)s->server, stream_has_room, s) != CUBERT_STATUS_OK)
+        cpu_stream_step(s);
+    } else if (!spin_until(s, has_room, 0)) {
+      (void)sleep_until(s, has_room, 0, NULL);
+    }
+  }
+  op = &s->ring[s->tail % s->ring_size];
   op->run = NULL;
   op->done = NULL;
   op->wait_stream = NULL;
@@ -175,7 +203,7 @@ cpu_op_t *cpu_stream_reserve(cpu_stream_t *s) {
 
 uint64_t cpu_stream_commit(cpu_stream_t *s) {
   uint64_t seq = ++s->enqueued;
-  s->ring[s->tail % CPU_STREAM_RING].seq = seq;
+  s->ring[s->tail % s->ring_size].seq = seq;
   __atomic_store_n(&s->tail, s->tail + 1, __ATOMIC_SEQ_CST);
   if (__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST)) {
     pthread_mutex_lock(&s->mutex);
@@ -187,9 +215,26 @@ uint64_t cpu_stream_commit(cpu_stream_t *s) {
 
 int cpu_stream_point_completed(cpu_stream_t *s, uint64_t seq) { return point_done(s, seq); }
 
+typedef struct point_t {
+  cpu_stream_t *stream;
+  uint64_t seq;
+} point_t;
+
+static bool point_done_fn(void *arg) {
+  point_t *p = (point_t *)arg;
+  return point_done(p->stream, p->seq) != 0;
+}
+
 cubert_status_t cpu_stream_wait_point(cpu_stream_t *s, uint64_t seq, uint64_t timeout_ns) {
   struct timespec deadline;
-  if (point_done(s, seq) || spin_until(s, point_done, seq)) return CUBERT_STATUS_OK;
+  if (point_done(s, seq)) return CUBERT_STATUS_OK;
+  if (s->deterministic) { /* virtual time: the step loop runs until the point */
+    point_t p;
+    p.stream = s;
+    p.seq = seq;
+    return cpu_sim_run_until((cpu_server_t *)s->server, point_done_fn, &p);
+  }
+  if (spin_until(s, point_done, seq)) return CUBERT_STATUS_OK;
   if (timeout_ns == UINT64_MAX) return sleep_until(s, point_done, seq, NULL);
   deadline_after(&deadline, timeout_ns);
   return sleep_until(s, point_done, seq, &deadline);
@@ -221,4 +266,37 @@ uint32_t cpu_stream_error_count(cpu_stream_t *s) {
   n = s->error_count;
   pthread_mutex_unlock(&s->mutex);
   return n;
+}
+
+/* ---- deterministic mode (cpu_sim.c): the step loop is the consumer ---- */
+
+bool cpu_stream_head_runnable(cpu_stream_t *s, uint64_t *out_seq) {
+  cpu_op_t *op;
+  if (__atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) == s->head) return false;
+  op = &s->ring[s->head % s->ring_size];
+  if (op->wait_stream && !point_done(op->wait_stream, op->wait_seq)) return false;
+  *out_seq = op->seq;
+  return true;
+}
+
+void cpu_stream_step(cpu_stream_t *s) {
+  cpu_op_t *op;
+  cubert_error_t error;
+  cubert_status_t status;
+  if (__atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) == s->head) return;
+  op = &s->ring[s->head % s->ring_size];
+  cubert_error_clear(&error);
+  status = op->run ? op->run(s, op->payload, &error) : CUBERT_STATUS_OK;
+  if (status != CUBERT_STATUS_OK) {
+    if (error.status == CUBERT_STATUS_OK) error.status = status;
+    cpu_stream_push_error(s, &error);
+  }
+  if (op->done) (void)op->done(s, op->payload, &error);
+  __atomic_store_n(&s->completed, op->seq, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&s->head, s->head + 1, __ATOMIC_SEQ_CST);
+  wake_waiters(s);
+}
+
+bool cpu_stream_idle(cpu_stream_t *s) {
+  return __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
 }

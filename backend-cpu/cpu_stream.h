@@ -21,6 +21,9 @@
 #include "cubert/cubert.h"
 
 #define CPU_STREAM_RING 512
+/* Deterministic mode: a smaller ring (a full ring runs steps instead of
+ * blocking; creating a server per seed stays cheap). */
+#define CPU_STREAM_RING_DETERMINISTIC 64
 #define CPU_OP_PAYLOAD 1280
 
 typedef struct cpu_stream_t cpu_stream_t;
@@ -51,7 +54,8 @@ struct cpu_stream_t {
   int started;
   int sleeping; /* atomic: the worker sleeps on cond_work (producer must signal) */
   uint32_t waiters; /* atomic: threads sleeping on cond_progress */
-  cpu_op_t *ring; /* CPU_STREAM_RING entries */
+  cpu_op_t *ring; /* ring_size entries */
+  uint64_t ring_size;
   /* Single producer (the server thread: calls are serialized by the device
    * handle), single consumer (the worker). head and completed are written by
    * the worker only, tail and enqueued by the producer only; the other side
@@ -65,14 +69,25 @@ struct cpu_stream_t {
   uint32_t error_count;
   void *server; /* back pointer for ops */
   cubert_allocator_t allocator;
+  int deterministic; /* no worker: the server's step loop runs the ops (cpu_sim.c) */
 };
 
 /* The op's payload storage, for the op record the server puts there. */
 static inline void *cpu_op_payload(cpu_op_t *op) { return op->payload; }
 
-/* Initialize a stream slot and start its worker. RESOURCE_EXHAUSTED / INTERNAL. */
+/* Initialize a stream slot and start its worker (deterministic: no worker;
+ * `server` is then the cpu_server_t whose step loop runs the ops).
+ * RESOURCE_EXHAUSTED / INTERNAL. */
 cubert_status_t cpu_stream_initialize(cpu_stream_t *stream, cubert_allocator_t allocator,
-                                      uint32_t slot, void *server);
+                                      uint32_t slot, void *server, int deterministic);
+
+/* Deterministic mode (cpu_sim.c): true when the stream has a head op whose
+ * wait is satisfied (*out_seq: its sequence number). */
+bool cpu_stream_head_runnable(cpu_stream_t *stream, uint64_t *out_seq);
+/* Run the head op (its wait is not re-checked) and mark it completed. */
+void cpu_stream_step(cpu_stream_t *stream);
+/* True when no op is queued. */
+bool cpu_stream_idle(cpu_stream_t *stream);
 /* Run every queued op, stop the worker, free the ring. */
 void cpu_stream_deinitialize(cpu_stream_t *stream);
 
@@ -85,7 +100,9 @@ uint64_t cpu_stream_commit(cpu_stream_t *stream);
 /* True once (stream, seq) completed. Thread-safe. */
 int cpu_stream_point_completed(cpu_stream_t *stream, uint64_t seq);
 /* Block until (stream, seq) completed or timeout_ns passed (UINT64_MAX: no
- * timeout). OK or DEADLINE_EXCEEDED. Thread-safe. */
+ * timeout). OK or DEADLINE_EXCEEDED. Thread-safe. Deterministic mode: runs
+ * the server's step loop until the point completed (no timeout: time is
+ * virtual); FAILED_PRECONDITION when no step is runnable first (deadlock). */
 cubert_status_t cpu_stream_wait_point(cpu_stream_t *stream, uint64_t seq, uint64_t timeout_ns);
 
 /* Queue an error on the stream (worker or server thread). */

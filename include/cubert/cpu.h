@@ -2,22 +2,40 @@
  * cubert/cpu.h: the CPU server (hosted layer). Streams are simulated by one
  * worker thread per stream slot; kernels are C functions (written in the
  * kernel dialect of cubert/kernel.h) run over the cube grid by a persistent
- * worker pool.
+ * worker pool. In deterministic mode (docs/simulation.md) no thread is
+ * started and a seeded chooser orders every step; the race checker
+ * (docs/race-checker.md) can run in either mode.
  */
 #ifndef CUBERT_CPU_H
 #define CUBERT_CPU_H
 
 #include "cubert/client.h"
+#include "cubert/race.h"
+#include "cubert/sim.h"
 
 CUBERT_EXTERN_C_BEGIN
 
 /* Type id of CPU devices in the device registry. */
 #define CUBERT_CPU_DEVICE_TYPE 1
 
+/* How the server runs its streams (docs/simulation.md). */
+typedef enum cubert_cpu_mode_e {
+  /* One worker thread per stream slot, a GC thread, a kernel worker pool. */
+  CUBERT_CPU_MODE_THREADED = 0,
+  /* No thread at all: whenever the host must wait (a sync or read
+   * completion, a full op ring, a GC drain, destroy), one loop on the waiting
+   * thread runs the runnable steps (each stream's head op whose wait is
+   * satisfied, the oldest GC reclamation whose event completed), one at a
+   * time, in the order the chooser decides; kernels run inline, cubes in
+   * order. Same seed (or replay log) => same order, trace hash and results
+   * on any machine, for a single-threaded host program. */
+  CUBERT_CPU_MODE_DETERMINISTIC = 1
+} cubert_cpu_mode_t;
+
 typedef struct cubert_cpu_options_t {
   uint32_t device_index;  /* registered as {CUBERT_CPU_DEVICE_TYPE, device_index} */
   uint32_t max_streams;   /* stream slots (stream id mod max_streams); 0: 16 */
-  uint32_t workers;       /* kernel worker threads; 0: online CPUs - 1 */
+  uint32_t workers;       /* kernel worker threads; 0: online CPUs - 1 (deterministic: none) */
   uint64_t memory_size;   /* max_page_size advertised; 0: 1 GiB */
   uint32_t max_handles;   /* handle table capacity; 0: 1 << 20 */
   cubert_bounds_check_mode_t bounds_check;
@@ -34,6 +52,34 @@ typedef struct cubert_cpu_options_t {
                                      pending there. A device released with collectives
                                      pending lets them wait 1 s more for their peers,
                                      then cancels them (the communicator is aborted). */
+  /* ---- simulation and race checking (docs/simulation.md) ---- */
+  uint32_t mode;          /* cubert_cpu_mode_t; default THREADED */
+  uint64_t seed;          /* DETERMINISTIC: seed of the built-in chooser (splitmix64) */
+  /* DETERMINISTIC: replay this choice log instead of the seed (borrowed; must
+   * outlive the client); NULL with 0: use the seed. */
+  const uint32_t *replay;
+  size_t replay_count;
+  /* DETERMINISTIC: take choices from these bytes (fuzzers; borrowed); NULL
+   * with 0: not used. At most one of replay and choice_bytes. */
+  const uint8_t *choice_bytes;
+  size_t choice_bytes_count;
+  /* DETERMINISTIC: entries of the built-in choice log (allocated); 0: 65536.
+   * Choices beyond it are still made but not logged (info.log_truncated). */
+  uint32_t log_capacity;
+  /* Non-zero: run the race checker (cubert/race.h) in either mode; reports
+   * are counted (cubert_cpu_race_counters), the last is kept and each goes
+   * to race_sink (called with the server's race lock held, on the thread
+   * that issued the action; it must not call the client). 0: off (one branch
+   * per hook). */
+  uint32_t race_check;
+  cubert_race_sink_t race_sink;
+  /* TEST ONLY (seeded-bug programs): drop the Nth (1-based) cross-stream
+   * wait the multi-stream asks for (neither enqueued nor told to the race
+   * checker). 0: none. Waits of the GC stream are not counted. */
+  uint32_t fault_drop_wait;
+  /* TEST ONLY: drop the Nth (1-based) wait of the GC stream on a consumer
+   * (the fence a GC reclamation relies on). 0: none. */
+  uint32_t fault_drop_gc_wait;
 } cubert_cpu_options_t;
 
 /* Defaults for every field (zeros mean "default" too). Reads the
@@ -45,11 +91,61 @@ CUBERT_API void cubert_cpu_options_initialize(cubert_cpu_options_t *options);
  * registry; cubert_client_load finds it). Streams default to per-thread ids.
  * ALREADY_EXISTS when the device index is taken; RESOURCE_EXHAUSTED; INTERNAL
  * when a thread cannot be started; INVALID_ARGUMENT for an invalid
- * profile_level (nothing is left registered). Thread-safe; blocks while starting. */
+ * profile_level, an unknown mode, replay / choice_bytes given together, a
+ * NULL array with a non-zero count, or replay / choice_bytes without
+ * DETERMINISTIC mode (nothing is left registered). Thread-safe; blocks while
+ * starting. */
 CUBERT_API cubert_status_t cubert_cpu_client_create(cubert_allocator_t allocator,
                                                     const cubert_cpu_options_t *options,
                                                     cubert_client_t **out_client,
                                                     cubert_error_t *out_error);
+
+/* ---- deterministic simulation ------------------------------------------------
+ * Every function takes a client of a CPU device created by
+ * cubert_cpu_client_create (or a clone). INVALID_ARGUMENT for NULL arguments;
+ * NOT_FOUND when the client is not on a CPU device of this process;
+ * FAILED_PRECONDITION for a DETERMINISTIC-only call on a THREADED server. */
+
+typedef struct cubert_cpu_sim_info_t {
+  uint32_t deterministic;  /* 1 in DETERMINISTIC mode */
+  uint32_t source;         /* the active chooser's cubert_sim_source_t */
+  uint64_t seed;           /* the active chooser's seed (SEED, PCT) */
+  uint64_t trace_hash;     /* of every step and choice so far */
+  uint64_t steps;          /* steps run */
+  uint64_t choices;        /* choice points (2 or more runnable steps) */
+  const uint32_t *log;     /* the choice log (borrowed: valid until the next call
+                              on this device or a chooser change) */
+  size_t log_len;
+  uint32_t log_truncated;  /* some choices were not logged */
+  uint32_t diverged;       /* a replayed choice did not fit its choice point */
+  uint64_t deadlocks;      /* host waits that found no runnable step */
+} cubert_cpu_sim_info_t;
+
+/* Copy the simulation state. Thread-safe (takes the simulation lock). A
+ * THREADED server reports deterministic 0 and zeros. */
+CUBERT_API cubert_status_t cubert_cpu_sim_info(cubert_client_t *client,
+                                               cubert_cpu_sim_info_t *out_info);
+
+/* Use `chooser` (caller storage; it must stay valid until replaced or the
+ * device is released) for every later choice; NULL: back to the built-in
+ * chooser (its state continues). Deterministic only. Thread-safe. */
+CUBERT_API cubert_status_t cubert_cpu_sim_attach(cubert_client_t *client,
+                                                 cubert_sim_chooser_t *chooser);
+
+/* Run steps (in the chooser's order) until nothing is runnable: every
+ * enqueued op and every GC reclamation whose event completed ran.
+ * Deterministic only. Blocks (runs kernels inline). Thread-safe. */
+CUBERT_API cubert_status_t cubert_cpu_sim_drain(cubert_client_t *client);
+
+/* ---- race checker (options.race_check) ---------------------------------------- */
+
+/* Counters of the device's checker (all zero when it is off). Thread-safe. */
+CUBERT_API cubert_status_t cubert_cpu_race_counters(cubert_client_t *client,
+                                                    cubert_race_counters_t *out_counters);
+/* The most recent report: OK, or NOT_FOUND when there was none (or the
+ * checker is off). Thread-safe. */
+CUBERT_API cubert_status_t cubert_cpu_race_last_report(cubert_client_t *client,
+                                                       cubert_race_report_t *out_report);
 
 CUBERT_EXTERN_C_END
 

@@ -320,6 +320,10 @@ typedef struct cubert_kernel_t {
   cubert_dim3_t cube_dim;
   uint32_t buffer_count;
   uint32_t scalar_count;
+  /* Bit i set: the kernel only reads buffer i (the race checker then reports
+   * it as a read; clear bits count as read + write). 0: every buffer may be
+   * written. */
+  uint32_t read_only_mask;
 } cubert_kernel_t;
 
 CUBERT_EXTERN_C_END
@@ -329,11 +333,17 @@ CUBERT_EXTERN_C_END
  * descriptors on the host side, from C). */
 #if !defined(__CUDACC__)
 #define CUBERT_KERNEL_DESCRIPTOR(var, fn, buffers, scalars, shared_bytes, dim_x, dim_y, dim_z) \
-  CUBERT_KERNEL_UNUSED_ static const cubert_kernel_t var = {                               \
-      #fn, fn, #fn, NULL, 0, (shared_bytes), {(dim_x), (dim_y), (dim_z)}, (buffers),         \
-      (scalars)}
+  CUBERT_KERNEL_DESCRIPTOR_RO(var, fn, buffers, scalars, shared_bytes, dim_x, dim_y, dim_z, 0u)
+/* The same with read_only_mask (bit i: buffer i is only read). */
+#define CUBERT_KERNEL_DESCRIPTOR_RO(var, fn, buffers, scalars, shared_bytes, dim_x, dim_y, dim_z, \
+                                    read_only)                                                  \
+  CUBERT_KERNEL_UNUSED_ static const cubert_kernel_t var = {                                  \
+      #fn, fn, #fn, NULL, 0, (shared_bytes), {(dim_x), (dim_y), (dim_z)}, (buffers),            \
+      (scalars), (read_only)}
 #else
 #define CUBERT_KERNEL_DESCRIPTOR(var, fn, buffers, scalars, shared_bytes, dim_x, dim_y, dim_z)
+#define CUBERT_KERNEL_DESCRIPTOR_RO(var, fn, buffers, scalars, shared_bytes, dim_x, dim_y, dim_z, \
+                                    read_only)
 #endif
 
 /* =====================================================================================

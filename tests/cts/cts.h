@@ -16,6 +16,8 @@ typedef struct cts_env_t {
   counting_allocator_t counting;
   cubert_allocator_t allocator;
   cubert_client_t *client;
+  uint32_t race_check; /* the race checker runs; teardown checks 0 reports */
+  int deterministic;   /* the CPU server runs in deterministic mode (CUBERT_CTS_MODE) */
 } cts_env_t;
 
 /* Create a fresh device (index `device_index`) with a counting allocator;

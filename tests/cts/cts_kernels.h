@@ -48,9 +48,9 @@ CUBERT_KERNEL(cts_oob_write_u32) {
   }
 }
 
-CUBERT_KERNEL_DESCRIPTOR(cts_add_u8_kernel, cts_add_u8, 3, 0, 0, CTS_BLOCK, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR_RO(cts_add_u8_kernel, cts_add_u8, 3, 0, 0, CTS_BLOCK, 1, 1, 0x3u);
 CUBERT_KERNEL_DESCRIPTOR(cts_add_scalar_kernel, cts_add_scalar_u32, 1, 1, 0, CTS_BLOCK, 1, 1);
-CUBERT_KERNEL_DESCRIPTOR(cts_double_kernel, cts_double_u32, 2, 0, 0, CTS_BLOCK, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR_RO(cts_double_kernel, cts_double_u32, 2, 0, 0, CTS_BLOCK, 1, 1, 0x1u);
 CUBERT_KERNEL_DESCRIPTOR(cts_oob_kernel, cts_oob_write_u32, 1, 0, 0, CTS_BLOCK, 1, 1);
 /* Too many units per cube for any device (spec 11.14 limit test). */
 CUBERT_KERNEL_DESCRIPTOR(cts_huge_cube_kernel, cts_add_scalar_u32, 1, 1, 0, 1024, 2, 1);

@@ -121,7 +121,7 @@ static cubert_status_t count_fn(void *user, cubert_error_t *err) {
   return CUBERT_STATUS_OK;
 }
 
-static const cubert_kernel_t k_fake = {"fake_kernel", NULL, NULL, NULL, 0, 0, {1, 1, 1}, 0, 0};
+static const cubert_kernel_t k_fake = {"fake_kernel", NULL, NULL, NULL, 0, 0, {1, 1, 1}, 0, 0, 0};
 
 static cubert_status_t launch_once(cubert_client_t *client, cubert_error_t *err) {
   cubert_launch_arguments_t args;
