@@ -11,16 +11,18 @@ typedef struct cpu_launch_buffer_t {
 
 /* The payload of a launch op (fits CPU_OP_PAYLOAD). */
 typedef struct cpu_launch_op_t {
+  /* The fields every launch writes come first, so an empty launch touches
+   * few cache lines of the ring slot (the worker reads them on another core). */
   cpu_server_t *server;
   const cubert_kernel_t *kernel; /* NULL: the launch was cancelled */
-  cubert_cube_count_t count;
   cubert_execution_mode_t execution;
   uint32_t buffer_count;
-  cpu_launch_buffer_t buffers[CUBERT_KERNEL_MAX_BUFFERS];
-  unsigned char *dynamic_count; /* 12 bytes: u32 x, y, z (DYNAMIC counts) */
-  uint64_t scalars[CUBERT_KERNEL_MAX_SCALARS];
   uint32_t scalar_count;
+  unsigned char *dynamic_count; /* 12 bytes: u32 x, y, z (DYNAMIC counts) */
+  cubert_cube_count_t count;
   cpu_pins_t pins;
+  cpu_launch_buffer_t buffers[CUBERT_KERNEL_MAX_BUFFERS];
+  uint64_t scalars[CUBERT_KERNEL_MAX_SCALARS];
 } cpu_launch_op_t;
 
 /* Check a launch against the device before anything is enqueued. Argument

@@ -39,17 +39,22 @@ static int spin_until(cpu_stream_t *s, int (*done)(cpu_stream_t *, uint64_t), ui
   }
 }
 
+/* Worker side: tail is re-read only when the last value seen is used up. */
 static int has_work(cpu_stream_t *s, uint64_t unused) {
   (void)unused;
-  return __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) != s->head ||
-         !__atomic_load_n(&s->running, __ATOMIC_ACQUIRE);
+  if (s->tail_seen != s->head) return 1;
+  s->tail_seen = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+  return s->tail_seen != s->head || !__atomic_load_n(&s->running, __ATOMIC_ACQUIRE);
 }
 static int point_done(cpu_stream_t *s, uint64_t seq) {
   return __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) >= seq;
 }
+/* Producer side: head is re-read only when the last value seen says full. */
 static int has_room(cpu_stream_t *s, uint64_t unused) {
   (void)unused;
-  return s->tail - __atomic_load_n(&s->head, __ATOMIC_ACQUIRE) < s->ring_size;
+  if (s->tail - s->head_seen < s->ring_size) return 1;
+  s->head_seen = __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
+  return s->tail - s->head_seen < s->ring_size;
 }
 
 static void run_op(cpu_stream_t *s, cpu_op_t *op) {
@@ -90,9 +95,12 @@ static void *worker_main(void *arg) {
       __atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
       pthread_mutex_unlock(&s->mutex);
     }
-    if (__atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) == s->head) {
-      if (!__atomic_load_n(&s->running, __ATOMIC_ACQUIRE)) break;
-      continue;
+    if (s->tail_seen == s->head) {
+      s->tail_seen = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+      if (s->tail_seen == s->head) {
+        if (!__atomic_load_n(&s->running, __ATOMIC_ACQUIRE)) break;
+        continue;
+      }
     }
     op = &s->ring[s->head % s->ring_size];
     run_op(s, op);
@@ -300,3 +308,6 @@ void cpu_stream_step(cpu_stream_t *s) {
 bool cpu_stream_idle(cpu_stream_t *s) {
   return __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
 }
+
+/* Ops start on cache-line boundaries of the 64-aligned ring. */
+typedef char cpu_op_is_whole_lines_[sizeof(cpu_op_t) % 64 == 0 ? 1 : -1];

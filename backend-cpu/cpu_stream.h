@@ -24,7 +24,10 @@
 /* Deterministic mode: a smaller ring (a full ring runs steps instead of
  * blocking; creating a server per seed stays cheap). */
 #define CPU_STREAM_RING_DETERMINISTIC 64
-#define CPU_OP_PAYLOAD 1280
+#define CPU_OP_PAYLOAD 1304 /* with the 40-byte op header: 21 cache lines per op */
+/* Padding between the producer's and the worker's hot fields (two lines:
+ * the adjacent-line prefetcher pairs them). */
+#define CPU_STREAM_LINE 128
 
 typedef struct cpu_stream_t cpu_stream_t;
 typedef struct cpu_op_t cpu_op_t;
@@ -59,12 +62,18 @@ struct cpu_stream_t {
   /* Single producer (the server thread: calls are serialized by the device
    * handle), single consumer (the worker). head and completed are written by
    * the worker only, tail and enqueued by the producer only; the other side
-   * reads them with atomic loads. The mutex guards sleeping/waking and the
-   * error queue. */
-  uint64_t head;  /* next op to run (index = head % RING) */
-  uint64_t tail;  /* next free slot */
+   * reads them with atomic loads. Each side's fields have their own cache
+   * lines (the padding), so an enqueue does not bounce the worker's line.
+   * The mutex guards sleeping/waking and the error queue. */
+  char pad_producer_[CPU_STREAM_LINE];
+  uint64_t tail;      /* next free slot */
   uint64_t enqueued;  /* sequence of the last enqueued op (cursor) */
+  uint64_t head_seen; /* the producer's last read of head (room check) */
+  char pad_consumer_[CPU_STREAM_LINE];
+  uint64_t head;      /* next op to run (index = head % ring_size) */
   uint64_t completed; /* sequence of the last completed op */
+  uint64_t tail_seen; /* the worker's last read of tail */
+  char pad_end_[CPU_STREAM_LINE];
   cubert_error_t errors; /* aggregate of queued errors (SERVER_UNHEALTHY) */
   uint32_t error_count;
   void *server; /* back pointer for ops */
