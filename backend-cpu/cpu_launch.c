@@ -111,11 +111,14 @@ cubert_status_t cpu_launch_execute(cpu_launch_op_t *op, cubert_error_t *error) {
   uint32_t i;
   cubert_status_t status;
   if (!op->kernel) return CUBERT_STATUS_OK;
-  if (op->count.kind == CUBERT_CUBE_COUNT_DYNAMIC) {
+  if (op->count_kind == (uint32_t)CUBERT_CUBE_COUNT_DYNAMIC) {
+    cubert_cube_count_t count; /* what check_limits reads: the kind */
+    memset(&count, 0, sizeof count);
+    count.kind = CUBERT_CUBE_COUNT_DYNAMIC;
     memcpy(&dims.x, op->dynamic_count, 4);
     memcpy(&dims.y, op->dynamic_count + 4, 4);
     memcpy(&dims.z, op->dynamic_count + 8, 4);
-    if (check_limits(op->server, op->kernel, &op->count, error) != CUBERT_STATUS_OK)
+    if (check_limits(op->server, op->kernel, &count, error) != CUBERT_STATUS_OK)
       return error->status;
     if (dims.x > op->server->properties.hardware.max_cube_count.x ||
         dims.y > op->server->properties.hardware.max_cube_count.y ||
@@ -125,7 +128,7 @@ cubert_status_t cpu_launch_execute(cpu_launch_op_t *op, cubert_error_t *error) {
                          op->server->properties.hardware.max_cube_count.y,
                          "dynamic cube count above the device's maximum");
   } else {
-    dims = op->count.count;
+    dims = op->count_dims;
   }
   if (dims.x == 0 || dims.y == 0 || dims.z == 0) return CUBERT_STATUS_OK; /* spec 10.1 */
   cubert_kernel_args_initialize(&args);

@@ -18,8 +18,9 @@ typedef struct cpu_launch_op_t {
   cubert_execution_mode_t execution;
   uint32_t buffer_count;
   uint32_t scalar_count;
+  uint32_t count_kind;          /* cubert_cube_count_kind_t */
+  cubert_dim3_t count_dims;     /* STATIC counts */
   unsigned char *dynamic_count; /* 12 bytes: u32 x, y, z (DYNAMIC counts) */
-  cubert_cube_count_t count;
   cpu_pins_t pins;
   cpu_launch_buffer_t buffers[CUBERT_KERNEL_MAX_BUFFERS];
   uint64_t scalars[CUBERT_KERNEL_MAX_SCALARS];

@@ -446,7 +446,8 @@ static cubert_status_t cpu_launch(cubert_server_t *server, const struct cubert_k
   launch = (cpu_launch_op_t *)cpu_op_payload(op);
   launch->server = s;
   launch->kernel = kernel;
-  launch->count = *count;
+  launch->count_kind = (uint32_t)count->kind;
+  launch->count_dims = count->count;
   launch->execution = execution;
   launch->buffer_count = nb;
   if (nb) memcpy(launch->buffers, buffers, nb * sizeof buffers[0]);
