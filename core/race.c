@@ -255,7 +255,7 @@ void cubert_race_checker_reset(cubert_race_checker_t *checker) {
   if (!checker) return;
   cubert_memset(checker->block, 0, checker->block_size);
   checker->host_version = 0;
-  /* Every token dies: recorded slots become free (even generation), and the
+  /* Every token dies: recorded slots become unused (even generation), and the
    * free list is rebuilt over the slots handed out so far. */
   checker->event_free = RACE_NIL;
   for (i = checker->event_used; i > 0; i--) {
