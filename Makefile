@@ -110,7 +110,7 @@ $(BUILD)/obj/tests/%.o: tests/%.c $(wildcard include/cubert/*.h tests/support/*.
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -Ibackend-cpu $(CFLAGS) -c $< -o $@
 
 # Fuzz targets and the standalone replay main are hosted code too.
-$(BUILD)/obj/fuzz/%.o: fuzz/%.c $(wildcard include/cubert/*.h fuzz/*.h) | $(BUILD)/obj/fuzz
+$(BUILD)/obj/fuzz/%.o: fuzz/%.c $(wildcard include/cubert/*.h fuzz/*.h tests/cts/cts_kernels.h) | $(BUILD)/obj/fuzz
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/core $(BUILD)/obj/backend-cpu $(BUILD)/obj/backend-cuda $(BUILD)/obj/tests/support \
@@ -151,7 +151,7 @@ $(BUILD)/examples/%: examples/%.c $(wildcard examples/*.h) $(STATIC_LIB) | $(BUI
 $(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h) $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) | $(BUILD)/bench
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(CFLAGS) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 
-$(BUILD)/tools/%: tools/%.c $(STATIC_LIB) | $(BUILD)/tools
+$(BUILD)/tools/%: tools/%.c tests/cts/cts_kernels.h $(STATIC_LIB) | $(BUILD)/tools
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
 
 examples: $(EXAMPLE_BIN)

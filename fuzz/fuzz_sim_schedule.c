@@ -15,6 +15,7 @@
 #include "cubert/cube.h"
 #include "cubert/host.h"
 #include "cubert/kernel.h"
+#include "../tests/cts/cts_kernels.h"
 #include "fuzz.h"
 
 #define FUZZ_CHECK(cond)                                                                 \
@@ -28,28 +29,9 @@
 
 #define N 32u
 
-CUBERT_KERNEL(fz_add_u32) {
-  CUBERT_BUFFER(uint32_t, buf, 0);
-  CUBERT_SCALAR_U32(delta, 0);
-  CUBERT_PHASE {
-    uint64_t i = ABSOLUTE_POS;
-    if (i >= CUBERT_LEN(buf)) CUBERT_UNIT_DONE;
-    CUBERT_STORE(buf, i, CUBERT_LOAD(buf, i) + delta);
-  }
-}
-
-CUBERT_KERNEL(fz_mix_u32) {
-  CUBERT_BUFFER(const uint32_t, src, 0);
-  CUBERT_BUFFER(uint32_t, dst, 1);
-  CUBERT_PHASE {
-    uint64_t i = ABSOLUTE_POS;
-    if (i >= CUBERT_LEN(dst)) CUBERT_UNIT_DONE;
-    CUBERT_STORE(dst, i, CUBERT_LOAD(dst, i) * 3u + CUBERT_LOAD(src, i));
-  }
-}
-
-CUBERT_KERNEL_DESCRIPTOR(fz_add_kernel, fz_add_u32, 1, 1, 0, N, 1, 1);
-CUBERT_KERNEL_DESCRIPTOR_RO(fz_mix_kernel, fz_mix_u32, 2, 0, 0, N, 1, 1, 0x1u);
+/* Kernels shared with the conformance suite (tests/cts/cts_kernels.h). */
+CUBERT_KERNEL_DESCRIPTOR(fz_add_kernel, cts_add_scalar_u32, 1, 1, 0, N, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR_RO(fz_mix_kernel, cts_mix_u32, 2, 0, 0, N, 1, 1, 0x1u);
 
 static void launch(cubert_client_t *c, const cubert_kernel_t *k, const cubert_handle_t *b,
                    uint32_t nb, uint64_t scalar) {

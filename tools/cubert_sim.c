@@ -18,33 +18,15 @@
 #include "cubert/cube.h"
 #include "cubert/host.h"
 #include "cubert/kernel.h"
+#include "../tests/cts/cts_kernels.h"
 
 #define N 64u
 #define STREAMS 4
 #define LOG_CAP 4096u
 
-CUBERT_KERNEL(tool_add_u32) {
-  CUBERT_BUFFER(uint32_t, buf, 0);
-  CUBERT_SCALAR_U32(delta, 0);
-  CUBERT_PHASE {
-    uint64_t i = ABSOLUTE_POS;
-    if (i >= CUBERT_LEN(buf)) CUBERT_UNIT_DONE;
-    CUBERT_STORE(buf, i, CUBERT_LOAD(buf, i) + delta);
-  }
-}
-
-CUBERT_KERNEL(tool_mix_u32) {
-  CUBERT_BUFFER(const uint32_t, src, 0);
-  CUBERT_BUFFER(uint32_t, dst, 1);
-  CUBERT_PHASE {
-    uint64_t i = ABSOLUTE_POS;
-    if (i >= CUBERT_LEN(dst)) CUBERT_UNIT_DONE;
-    CUBERT_STORE(dst, i, CUBERT_LOAD(dst, i) * 3u + CUBERT_LOAD(src, i));
-  }
-}
-
-CUBERT_KERNEL_DESCRIPTOR(tool_add_kernel, tool_add_u32, 1, 1, 0, N, 1, 1);
-CUBERT_KERNEL_DESCRIPTOR_RO(tool_mix_kernel, tool_mix_u32, 2, 0, 0, N, 1, 1, 0x1u);
+/* Kernels shared with the conformance suite (tests/cts/cts_kernels.h). */
+CUBERT_KERNEL_DESCRIPTOR(tool_add_kernel, cts_add_scalar_u32, 1, 1, 0, N, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR_RO(tool_mix_kernel, cts_mix_u32, 2, 0, 0, N, 1, 1, 0x1u);
 
 typedef struct run_t {
   uint64_t trace, reports, deadlocks;

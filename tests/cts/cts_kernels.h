@@ -40,6 +40,18 @@ CUBERT_KERNEL(cts_double_u32) {
   }
 }
 
+/* dst[i] = dst[i] * 3 + src[i] (order-sensitive: the simulation drivers
+ * tools/cubert_sim.c and fuzz/fuzz_sim_schedule.c use it). */
+CUBERT_KERNEL(cts_mix_u32) {
+  CUBERT_BUFFER(const uint32_t, src, 0);
+  CUBERT_BUFFER(uint32_t, dst, 1);
+  CUBERT_PHASE {
+    uint64_t i = ABSOLUTE_POS;
+    if (i >= CUBERT_LEN(dst)) CUBERT_UNIT_DONE;
+    CUBERT_STORE(dst, i, CUBERT_LOAD(dst, i) * 3u + CUBERT_LOAD(src, i));
+  }
+}
+
 /* Writes one element past the end of its buffer (index = len). */
 CUBERT_KERNEL(cts_oob_write_u32) {
   CUBERT_BUFFER(uint32_t, buf, 0);
