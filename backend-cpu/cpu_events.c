@@ -77,7 +77,7 @@ static cubert_status_t ev_flush(void *self, void *stream, void **out_event,
   ev->next = NULL;
   ev->stream = cs;
   pthread_mutex_lock(&cs->mutex);
-  ev->seq = cs->enqueued;
+  ev->seq = cs->tail; /* the last committed op (server thread: the producer) */
   pthread_mutex_unlock(&cs->mutex);
   ev->race = cpu_race_record(s, cs->slot);
   *out_event = ev;

@@ -111,6 +111,43 @@ static executor_worker_t *executor_worker(cubert_cpu_executor_t *ex, uint32_t i)
 
 /* ---- running cubes ----------------------------------------------------------- */
 
+/* Point the thread's cube record at the job. */
+static void cube_begin(executor_context_t *ctx, const cubert_kernel_t *kernel, cubert_dim3_t count,
+                       cubert_dim3_t dim, uint32_t units, uint32_t mode, uint64_t total) {
+  cubert_kernel_cube_t *cube = &ctx->cube;
+  cube->count = count;
+  cube->dim = dim;
+  cube->units = units;
+  cube->count_linear = total;
+  cube->mode = mode;
+  cube->dynamic_shared = ctx->dynamic_shared;
+  cube->dynamic_shared_bytes = kernel->shared_memory_bytes;
+  cube->report = &ctx->report;
+  cube->oob_sink = ctx->oob_sink.bytes;
+  cube->oob_zero = ctx->oob_zero.bytes;
+}
+
+/* A launch one thread runs alone (one cube, or no workers): every cube in
+ * linear order, without the shared cube counter or a division. */
+static void executor_run_alone(executor_context_t *ctx, const cubert_kernel_t *kernel,
+                               const cubert_kernel_args_t *args, cubert_dim3_t count,
+                               cubert_dim3_t dim, uint32_t units, uint32_t mode, uint64_t total) {
+  cubert_kernel_cpu_fn_t entry = kernel->cpu_entry;
+  cubert_kernel_cube_t *cube = &ctx->cube;
+  uint64_t linear = 0;
+  uint32_t x, y, z;
+  cube_begin(ctx, kernel, count, dim, units, mode, total);
+  for (z = 0; z < count.z; z++)
+    for (y = 0; y < count.y; y++)
+      for (x = 0; x < count.x; x++) {
+        cube->pos.x = x;
+        cube->pos.y = y;
+        cube->pos.z = z;
+        cube->pos_linear = linear++;
+        entry(args, cube);
+      }
+}
+
 static void executor_work(cubert_cpu_executor_t *ex, executor_context_t *ctx) {
   const cubert_kernel_t *kernel = ex->kernel;
   cubert_kernel_cpu_fn_t entry = kernel->cpu_entry;
@@ -119,16 +156,7 @@ static void executor_work(cubert_cpu_executor_t *ex, executor_context_t *ctx) {
   const uint64_t total = ex->total, chunk = ex->chunk;
   const uint32_t cx = ex->count.x, cy = ex->count.y;
 
-  cube->count = ex->count;
-  cube->dim = ex->dim;
-  cube->units = ex->units;
-  cube->count_linear = total;
-  cube->mode = ex->mode;
-  cube->dynamic_shared = ctx->dynamic_shared;
-  cube->dynamic_shared_bytes = kernel->shared_memory_bytes;
-  cube->report = &ctx->report;
-  cube->oob_sink = ctx->oob_sink.bytes;
-  cube->oob_zero = ctx->oob_zero.bytes;
+  cube_begin(ctx, kernel, ex->count, ex->dim, ex->units, ex->mode, total);
 
   for (;;) {
     uint64_t start = __atomic_fetch_add(&ex->next_cube, chunk, __ATOMIC_RELAXED);
@@ -475,6 +503,17 @@ cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,
                             "cpu executor: cannot allocate dynamic shared memory");
   }
   participants = total - 1 < ex->worker_count ? (uint32_t)(total - 1) : ex->worker_count;
+  if (participants == 0) {
+    report_reset(&ex->caller.report);
+    executor_run_alone(&ex->caller, kernel, args, cube_count, cube_dim, (uint32_t)units,
+                       (uint32_t)mode, total);
+    if (out_report) {
+      *out_report = ex->caller.report; /* out_report was reset: the merge below, for one */
+      out_report->kernel_name = kernel->name;
+    }
+    cubert_host_mutex_unlock(&ex->run_mutex);
+    return CUBERT_STATUS_OK;
+  }
   chunk = total / (((uint64_t)participants + 1) * 8u);
   if (chunk < 1) chunk = 1;
   if (chunk > EXECUTOR_MAX_CHUNK) chunk = EXECUTOR_MAX_CHUNK;

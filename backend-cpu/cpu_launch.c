@@ -104,34 +104,36 @@ cubert_status_t cpu_launch_validate(cpu_server_t *s, const cubert_kernel_t *k,
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cpu_launch_execute(cpu_launch_op_t *op, cubert_error_t *error) {
+cubert_status_t cpu_launch_execute(cpu_server_t *server, const cpu_launch_op_t *op,
+                                   cubert_error_t *error) {
   cubert_kernel_args_t args;
   cubert_kernel_report_t report;
   cubert_dim3_t dims;
   uint32_t i;
   cubert_status_t status;
   if (!op->kernel) return CUBERT_STATUS_OK;
-  if (op->count_kind == (uint32_t)CUBERT_CUBE_COUNT_DYNAMIC) {
+  if (op->count_kind == (uint8_t)CUBERT_CUBE_COUNT_DYNAMIC) {
     cubert_cube_count_t count; /* what check_limits reads: the kind */
     memset(&count, 0, sizeof count);
     count.kind = CUBERT_CUBE_COUNT_DYNAMIC;
     memcpy(&dims.x, op->dynamic_count, 4);
     memcpy(&dims.y, op->dynamic_count + 4, 4);
     memcpy(&dims.z, op->dynamic_count + 8, 4);
-    if (check_limits(op->server, op->kernel, &count, error) != CUBERT_STATUS_OK)
+    if (check_limits(server, op->kernel, &count, error) != CUBERT_STATUS_OK)
       return error->status;
-    if (dims.x > op->server->properties.hardware.max_cube_count.x ||
-        dims.y > op->server->properties.hardware.max_cube_count.y ||
-        dims.z > op->server->properties.hardware.max_cube_count.z)
+    if (dims.x > server->properties.hardware.max_cube_count.x ||
+        dims.y > server->properties.hardware.max_cube_count.y ||
+        dims.z > server->properties.hardware.max_cube_count.z)
       return limit_error(error, CUBERT_ERROR_RESOURCE_UNITS,
-                         dims.x > op->server->properties.hardware.max_cube_count.x ? dims.x : dims.y,
-                         op->server->properties.hardware.max_cube_count.y,
+                         dims.x > server->properties.hardware.max_cube_count.x ? dims.x : dims.y,
+                         server->properties.hardware.max_cube_count.y,
                          "dynamic cube count above the device's maximum");
   } else {
     dims = op->count_dims;
   }
   if (dims.x == 0 || dims.y == 0 || dims.z == 0) return CUBERT_STATUS_OK; /* spec 10.1 */
-  cubert_kernel_args_initialize(&args);
+  /* only the slots below the counts are read (the executor checks the
+   * counts against the kernel's): no need to zero the rest */
   for (i = 0; i < op->buffer_count; i++) {
     args.buffers[i].ptr = op->buffers[i].ptr;
     args.buffers[i].size_bytes = op->buffers[i].size;
@@ -139,10 +141,11 @@ cubert_status_t cpu_launch_execute(cpu_launch_op_t *op, cubert_error_t *error) {
   args.buffer_count = op->buffer_count;
   for (i = 0; i < op->scalar_count; i++) args.scalars[i] = op->scalars[i];
   args.scalar_count = op->scalar_count;
-  status = cubert_cpu_executor_run((cubert_cpu_executor_t *)op->server->executor, op->kernel, dims,
-                                   op->kernel->cube_dim, &args, op->execution, &report, error);
+  status = cubert_cpu_executor_run((cubert_cpu_executor_t *)server->executor, op->kernel, dims,
+                                   op->kernel->cube_dim, &args,
+                                   (cubert_execution_mode_t)op->execution, &report, error);
   if (status != CUBERT_STATUS_OK) return cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
-  if (op->execution == CUBERT_EXECUTION_VALIDATE && report.has_violation) {
+  if (op->execution == (uint8_t)CUBERT_EXECUTION_VALIDATE && report.has_violation) {
     uint64_t f[4];
     f[0] = report.buffer_index;
     f[1] = report.element_index;

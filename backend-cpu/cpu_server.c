@@ -17,6 +17,7 @@
 #include "cpu_launch.h"
 #include "cubert/profile.h"
 
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
@@ -380,15 +381,13 @@ static cubert_status_t cpu_get_resource(cubert_server_t *server, const cubert_bi
 /* ---- launch ---- */
 
 static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
-  (void)stream;
-  return cpu_launch_execute((cpu_launch_op_t *)payload, error);
+  return cpu_launch_execute((cpu_server_t *)stream->server, (const cpu_launch_op_t *)payload, error);
 }
 
 static cubert_status_t launch_done(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
   cpu_launch_op_t *op = (cpu_launch_op_t *)payload;
-  (void)stream;
   (void)error;
-  pins_release((cpu_server_t *)op->server, &op->pins);
+  if (op->pinned) pins_release((cpu_server_t *)stream->server, &op->pins);
   return CUBERT_STATUS_OK;
 }
 
@@ -444,18 +443,19 @@ static cubert_status_t cpu_launch(cubert_server_t *server, const struct cubert_k
   }
   op = cpu_stream_reserve(cs);
   launch = (cpu_launch_op_t *)cpu_op_payload(op);
-  launch->server = s;
+  /* an empty launch writes the first cache line of the slot only */
   launch->kernel = kernel;
-  launch->count_kind = (uint32_t)count->kind;
+  launch->execution = (uint8_t)execution;
+  launch->count_kind = (uint8_t)count->kind;
+  launch->buffer_count = (uint8_t)nb; /* validated: <= CUBERT_KERNEL_MAX_BUFFERS */
+  launch->scalar_count = (uint8_t)args->scalar_count;
+  launch->pinned = nbind != 0;
   launch->count_dims = count->count;
-  launch->execution = execution;
-  launch->buffer_count = nb;
   if (nb) memcpy(launch->buffers, buffers, nb * sizeof buffers[0]);
-  launch->dynamic_count = dynamic_count;
-  launch->scalar_count = args->scalar_count;
+  if (dynamic_count) launch->dynamic_count = dynamic_count;
   if (args->scalar_count) memcpy(launch->scalars, args->scalars, args->scalar_count * sizeof(uint64_t));
-  status = pins_take(s, &launch->pins, bindings, nbind, out_error);
-  if (status != CUBERT_STATUS_OK) launch->kernel = NULL;
+  status = nbind ? pins_take(s, &launch->pins, bindings, nbind, out_error) : CUBERT_STATUS_OK;
+  if (status != CUBERT_STATUS_OK) launch->kernel = NULL; /* pins_take left none */
   op->run = launch_run;
   op->done = launch_done;
   (void)cpu_stream_commit(cs);
@@ -677,4 +677,10 @@ cubert_status_t cpu_server_create(cubert_allocator_t allocator, const cubert_cpu
 
 /* Every op record must fit the stream's fixed op slot. */
 typedef char cpu_launch_op_fits_[sizeof(cpu_launch_op_t) <= CPU_OP_PAYLOAD ? 1 : -1];
+/* an empty launch's fields share the op header's cache line */
+typedef char cpu_launch_op_first_line_[offsetof(cpu_op_t, payload) +
+                                               offsetof(cpu_launch_op_t, dynamic_count) <=
+                                           64
+                                       ? 1
+                                       : -1];
 typedef char cpu_copy_op_fits_[sizeof(copy_op_t) <= CPU_OP_PAYLOAD ? 1 : -1];

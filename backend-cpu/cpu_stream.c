@@ -21,6 +21,10 @@ static void deadline_after(struct timespec *ts, uint64_t timeout_ns) {
 /* How long an idle worker, a host waiter or a producer facing a full ring spins
  * before it sleeps on the stream's condition variables (as the executor). */
 #define STREAM_SPIN_NS 50000u
+/* An idle spinning worker looks at the producer's unpublished tail every
+ * this many spins (power of two): work nobody flushes starts within a few
+ * microseconds, and the producer's line moves once per pull, not per op. */
+#define STREAM_PULL_SPINS 1024u
 
 /* Spin until done(s, arg) or STREAM_SPIN_NS passed; true when done. */
 static int spin_until(cpu_stream_t *s, int (*done)(cpu_stream_t *, uint64_t), uint64_t arg) {
@@ -39,12 +43,21 @@ static int spin_until(cpu_stream_t *s, int (*done)(cpu_stream_t *, uint64_t), ui
   }
 }
 
-/* Worker side: tail is re-read only when the last value seen is used up. */
-static int has_work(cpu_stream_t *s, uint64_t unused) {
-  (void)unused;
-  if (s->tail_seen != s->head) return 1;
+/* Worker side: ops published so far. published is re-read only when the
+ * last value seen is used up; it can lag behind what a pull saw (and so
+ * behind head), hence the orderings, never equality. */
+static int has_published_work(cpu_stream_t *s) {
+  uint64_t p;
+  if (s->tail_seen > s->head) return 1;
+  p = __atomic_load_n(&s->published, __ATOMIC_ACQUIRE);
+  if (p > s->tail_seen) s->tail_seen = p;
+  return s->tail_seen > s->head;
+}
+/* Worker side: the lazy pull of committed ops not published yet (a read of
+ * the producer's line, so not on every spin). */
+static int pull_committed(cpu_stream_t *s) {
   s->tail_seen = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
-  return s->tail_seen != s->head || !__atomic_load_n(&s->running, __ATOMIC_ACQUIRE);
+  return s->tail_seen > s->head;
 }
 static int point_done(cpu_stream_t *s, uint64_t seq) {
   return __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) >= seq;
@@ -79,32 +92,51 @@ static void wake_waiters(cpu_stream_t *s) {
   }
 }
 
+/* Worker: wait until an op is visible (1) or the stream stops with every
+ * committed op run (0). Spins on `published`, pulls `tail` every 64 spins,
+ * sleeps on cond_work after STREAM_SPIN_NS. Dekker with cpu_stream_publish:
+ * sleeping is published (seq_cst) before published is read again, and a
+ * publisher's seq_cst compare-and-swap of published precedes its read of
+ * sleeping, so one of the two sees the other. */
+static int worker_wait(cpu_stream_t *s) {
+  uint64_t start = 0;
+  uint32_t i;
+  for (i = 1;; i++) {
+    if (has_published_work(s)) return 1;
+    if ((i & (STREAM_PULL_SPINS - 1u)) == 0) {
+      uint64_t now;
+      if (pull_committed(s)) return 1;
+      /* stopped: deinitialize stores running after the last commit, so a
+       * pull after seeing it sees every committed op */
+      if (!__atomic_load_n(&s->running, __ATOMIC_ACQUIRE)) return pull_committed(s);
+      now = cubert_host_clock_ns();
+      if (!start)
+        start = now;
+      else if (now - start > STREAM_SPIN_NS)
+        break;
+    }
+    cubert_host_cpu_relax();
+  }
+  pthread_mutex_lock(&s->mutex);
+  __atomic_store_n(&s->sleeping, 1, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&s->published, __ATOMIC_SEQ_CST) <= s->head &&
+         __atomic_load_n(&s->tail, __ATOMIC_SEQ_CST) == s->head &&
+         __atomic_load_n(&s->running, __ATOMIC_SEQ_CST))
+    pthread_cond_wait(&s->cond_work, &s->mutex);
+  __atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&s->mutex);
+  return pull_committed(s); /* woken by work, or stopped (as above) */
+}
+
 /* The worker is the only consumer: it alone writes head and completed. */
 static void *worker_main(void *arg) {
   cpu_stream_t *s = (cpu_stream_t *)arg;
   for (;;) {
     cpu_op_t *op;
-    if (!spin_until(s, has_work, 0)) {
-      /* Dekker with the producer: sleeping is published before tail is read
-       * again, and the producer publishes tail before it reads sleeping. */
-      pthread_mutex_lock(&s->mutex);
-      __atomic_store_n(&s->sleeping, 1, __ATOMIC_SEQ_CST);
-      while (__atomic_load_n(&s->tail, __ATOMIC_SEQ_CST) == s->head &&
-             __atomic_load_n(&s->running, __ATOMIC_SEQ_CST))
-        pthread_cond_wait(&s->cond_work, &s->mutex);
-      __atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
-      pthread_mutex_unlock(&s->mutex);
-    }
-    if (s->tail_seen == s->head) {
-      s->tail_seen = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
-      if (s->tail_seen == s->head) {
-        if (!__atomic_load_n(&s->running, __ATOMIC_ACQUIRE)) break;
-        continue;
-      }
-    }
+    if (s->tail_seen <= s->head && !worker_wait(s)) break;
     op = &s->ring[s->head % s->ring_size];
     run_op(s, op);
-    __atomic_store_n(&s->completed, op->seq, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&s->completed, s->head + 1, __ATOMIC_SEQ_CST);
     __atomic_store_n(&s->head, s->head + 1, __ATOMIC_SEQ_CST);
     wake_waiters(s);
   }
@@ -197,8 +229,9 @@ cpu_op_t *cpu_stream_reserve(cpu_stream_t *s) {
        * anyway rather than hang */
       if (cpu_sim_run_until((cpu_server_t *)s->server, stream_has_room, s) != CUBERT_STATUS_OK)
         cpu_stream_step(s);
-    } else if (!spin_until(s, has_room, 0)) {
-      (void)sleep_until(s, has_room, 0, NULL);
+    } else {
+      cpu_stream_publish(s); /* the worker must see what fills the ring */
+      if (!spin_until(s, has_room, 0)) (void)sleep_until(s, has_room, 0, NULL);
     }
   }
   op = &s->ring[s->tail % s->ring_size];
@@ -209,19 +242,38 @@ cpu_op_t *cpu_stream_reserve(cpu_stream_t *s) {
   return op;
 }
 
-uint64_t cpu_stream_commit(cpu_stream_t *s) {
-  uint64_t seq = ++s->enqueued;
-  s->ring[s->tail % s->ring_size].seq = seq;
-  __atomic_store_n(&s->tail, s->tail + 1, __ATOMIC_SEQ_CST);
+void cpu_stream_publish(cpu_stream_t *s) {
+  uint64_t t = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+  uint64_t p = __atomic_load_n(&s->published, __ATOMIC_RELAXED);
+  /* published only grows: a publisher with an older tail loses the race */
+  while (p < t &&
+         !__atomic_compare_exchange_n(&s->published, &p, t, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+  }
   if (__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST)) {
     pthread_mutex_lock(&s->mutex);
     pthread_cond_signal(&s->cond_work);
     pthread_mutex_unlock(&s->mutex);
   }
-  return seq;
 }
 
-int cpu_stream_point_completed(cpu_stream_t *s, uint64_t seq) { return point_done(s, seq); }
+uint64_t cpu_stream_commit(cpu_stream_t *s) {
+  uint64_t t = s->tail + 1; /* tail: written by this thread only; seq = t */
+  __atomic_store_n(&s->tail, t, __ATOMIC_RELEASE);
+  /* publish a full batch, or wake a sleeping worker (a relaxed look: a
+   * sleep that begins right now is caught by the next publish, which every
+   * wait does first) */
+  if (t - s->published_seen >= CPU_STREAM_BATCH || __atomic_load_n(&s->sleeping, __ATOMIC_RELAXED)) {
+    s->published_seen = t;
+    cpu_stream_publish(s);
+  }
+  return t;
+}
+
+int cpu_stream_point_completed(cpu_stream_t *s, uint64_t seq) {
+  if (point_done(s, seq)) return 1;
+  if (!s->deterministic) cpu_stream_publish(s); /* a poller must not wait on an unpublished op */
+  return point_done(s, seq);
+}
 
 typedef struct point_t {
   cpu_stream_t *stream;
@@ -236,6 +288,7 @@ static bool point_done_fn(void *arg) {
 cubert_status_t cpu_stream_wait_point(cpu_stream_t *s, uint64_t seq, uint64_t timeout_ns) {
   struct timespec deadline;
   if (point_done(s, seq)) return CUBERT_STATUS_OK;
+  if (!s->deterministic) cpu_stream_publish(s); /* the point may be unpublished */
   if (s->deterministic) { /* virtual time: the step loop runs until the point */
     point_t p;
     p.stream = s;
@@ -283,7 +336,7 @@ bool cpu_stream_head_runnable(cpu_stream_t *s, uint64_t *out_seq) {
   if (__atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) == s->head) return false;
   op = &s->ring[s->head % s->ring_size];
   if (op->wait_stream && !point_done(op->wait_stream, op->wait_seq)) return false;
-  *out_seq = op->seq;
+  *out_seq = s->head + 1;
   return true;
 }
 
@@ -300,7 +353,7 @@ void cpu_stream_step(cpu_stream_t *s) {
     cpu_stream_push_error(s, &error);
   }
   if (op->done) (void)op->done(s, op->payload, &error);
-  __atomic_store_n(&s->completed, op->seq, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&s->completed, s->head + 1, __ATOMIC_SEQ_CST);
   __atomic_store_n(&s->head, s->head + 1, __ATOMIC_SEQ_CST);
   wake_waiters(s);
 }

@@ -21,10 +21,14 @@
 #include "cubert/cubert.h"
 
 #define CPU_STREAM_RING 512
+/* Committed ops are published to the worker in batches of this many, and
+ * at every wait (cpu_stream_publish): one write of the shared index per
+ * batch instead of per op. */
+#define CPU_STREAM_BATCH 32
 /* Deterministic mode: a smaller ring (a full ring runs steps instead of
  * blocking; creating a server per seed stays cheap). */
 #define CPU_STREAM_RING_DETERMINISTIC 64
-#define CPU_OP_PAYLOAD 1304 /* with the 40-byte op header: 21 cache lines per op */
+#define CPU_OP_PAYLOAD 1312 /* with the 32-byte op header: 21 cache lines per op */
 /* Padding between the producer's and the worker's hot fields (two lines:
  * the adjacent-line prefetcher pairs them). */
 #define CPU_STREAM_LINE 128
@@ -37,10 +41,11 @@ typedef struct cpu_op_t cpu_op_t;
  * release what the op holds. */
 typedef cubert_status_t (*cpu_op_fn_t)(cpu_stream_t *stream, void *payload, cubert_error_t *error);
 
+/* An op's sequence number is its ring position + 1 (not stored). The
+ * header is 32 bytes, so a payload's first 32 bytes share its cache line. */
 struct cpu_op_t {
   cpu_op_fn_t run;
   cpu_op_fn_t done; /* cleanup; its status is ignored */
-  uint64_t seq;
   /* wait op: wait for (wait_stream, wait_seq) before running */
   cpu_stream_t *wait_stream;
   uint64_t wait_seq;
@@ -61,18 +66,21 @@ struct cpu_stream_t {
   uint64_t ring_size;
   /* Single producer (the server thread: calls are serialized by the device
    * handle), single consumer (the worker). head and completed are written by
-   * the worker only, tail and enqueued by the producer only; the other side
+   * the worker only, tail by the producer only (tail is also the sequence
+   * of the last committed op); the other side
    * reads them with atomic loads. Each side's fields have their own cache
    * lines (the padding), so an enqueue does not bounce the worker's line.
    * The mutex guards sleeping/waking and the error queue. */
   char pad_producer_[CPU_STREAM_LINE];
-  uint64_t tail;      /* next free slot */
-  uint64_t enqueued;  /* sequence of the last enqueued op (cursor) */
+  uint64_t tail;      /* atomic: next free slot (ops below it are committed) */
   uint64_t head_seen; /* the producer's last read of head (room check) */
+  uint64_t published_seen; /* the producer's last publication */
+  char pad_published_[CPU_STREAM_LINE];
+  uint64_t published; /* atomic: ops below it are visible to the worker */
   char pad_consumer_[CPU_STREAM_LINE];
   uint64_t head;      /* next op to run (index = head % ring_size) */
   uint64_t completed; /* sequence of the last completed op */
-  uint64_t tail_seen; /* the worker's last read of tail */
+  uint64_t tail_seen; /* the worker's last read of published or tail */
   char pad_end_[CPU_STREAM_LINE];
   cubert_error_t errors; /* aggregate of queued errors (SERVER_UNHEALTHY) */
   uint32_t error_count;
@@ -103,8 +111,14 @@ void cpu_stream_deinitialize(cpu_stream_t *stream);
 /* Reserve the next op slot (blocks while the ring is full). The caller fills
  * run/done/payload/wait fields and then calls cpu_stream_commit. */
 cpu_op_t *cpu_stream_reserve(cpu_stream_t *stream);
-/* Publish the reserved op; returns its sequence number. */
+/* Commit the reserved op; returns its sequence number. The worker sees it
+ * when CPU_STREAM_BATCH ops are committed, when anyone publishes (every wait
+ * on a point of the stream does), when a sleeping worker is woken, or when an
+ * idle worker's periodic look at the tail finds it (within microseconds). */
 uint64_t cpu_stream_commit(cpu_stream_t *stream);
+/* Make every committed op visible to the worker (and wake it if it sleeps).
+ * Any thread; lock-free except the wake. */
+void cpu_stream_publish(cpu_stream_t *stream);
 
 /* True once (stream, seq) completed. Thread-safe. */
 int cpu_stream_point_completed(cpu_stream_t *stream, uint64_t seq);

@@ -467,6 +467,17 @@ static cubert_status_t staging_reserve(cubert_multi_stream_t *ms, size_t needed,
   return CUBERT_STATUS_OK;
 }
 
+static void resolved_fill(cubert_resolved_streams_t *r, const stream_slot_t *cur, uint64_t stream_id,
+                          uint32_t cur_index, uint32_t waits, uint32_t pinned) {
+  r->current = stream_id;
+  r->cursor = cur->cursor;
+  r->stream = cur->stream;
+  r->slot = cur_index;
+  r->waits = waits;
+  r->pinned = pinned;
+  r->reserved_ = 0;
+}
+
 cubert_status_t cubert_multi_stream_resolve(cubert_multi_stream_t *ms, uint64_t stream_id,
                                             const cubert_binding_t *bindings, size_t count,
                                             bool enforce_healthy,
@@ -494,6 +505,14 @@ cubert_status_t cubert_multi_stream_resolve(cubert_multi_stream_t *ms, uint64_t 
   }
   for (i = 0; i < count; i++)
     if (bindings[i].stream != stream_id) ncross++;
+  if (cur && ncross == 0) { /* the common case: nothing to create, pin or wait for */
+    cur->cursor++;
+    ms->active = true;
+    ms->active_stream = stream_id;
+    ms->active_slot = cur_index;
+    resolved_fill(out_resolved, cur, stream_id, cur_index, 0, 0);
+    return CUBERT_STATUS_OK;
+  }
   CUBERT_RETURN_IF_ERROR(staging_reserve(ms, ncross, out_error));
 
   /* Slots: current, every origin, the GC stream. */
@@ -549,13 +568,7 @@ cubert_status_t cubert_multi_stream_resolve(cubert_multi_stream_t *ms, uint64_t 
   ms->active = true;
   ms->active_stream = stream_id;
   ms->active_slot = cur_index;
-  out_resolved->current = stream_id;
-  out_resolved->cursor = cur->cursor;
-  out_resolved->stream = cur->stream;
-  out_resolved->slot = cur_index;
-  out_resolved->waits = nneeds;
-  out_resolved->pinned = npins;
-  out_resolved->reserved_ = 0;
+  resolved_fill(out_resolved, cur, stream_id, cur_index, nneeds, npins);
   return CUBERT_STATUS_OK;
 
 rollback:

@@ -37,6 +37,7 @@ void cubert_stream_pool_deinitialize(cubert_stream_pool_t *pool) {
 }
 
 uint32_t cubert_stream_pool_index(const cubert_stream_pool_t *pool, uint64_t stream_id) {
+  if (stream_id < pool->max_streams) return (uint32_t)stream_id; /* common: no division */
   if (pool->max_streams == 0) return 0;
   return (uint32_t)(stream_id % (uint64_t)pool->max_streams);
 }

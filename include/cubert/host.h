@@ -24,11 +24,10 @@ CUBERT_API cubert_allocator_t cubert_allocator_libc(void);
  *  2. the process-wide policy: PER_THREAD (default) and PER_TASK give the
  *     thread its own id, allocated on the thread's first query from a global
  *     counter starting at 0 and stable for the thread's life; SINGLE gives 0.
- * Per-thread state lives in two pthread keys created once (pthread_once).
- * If the keys cannot be created (the process exhausted PTHREAD_KEYS_MAX) or
- * a thread's id cannot be stored, that thread uses stream 0 (the SINGLE
- * stream): always a valid stream, never an error. Ids of exited threads are
- * not reused.
+ * Per-thread state lives in thread-local variables (no allocation, no
+ * system call). Ids of exited threads are not reused; once the counter is
+ * exhausted (2^64 - 1 ids) a thread without an id uses stream 0 (the SINGLE
+ * stream): always a valid stream, never an error.
  */
 
 /* Caller-owned record of one override; opaque apart from `id`. It must stay
@@ -40,7 +39,7 @@ typedef struct cubert_stream_id_token_t {
 } cubert_stream_id_token_t;
 
 /* The calling thread's stream id (see above). Never fails. Thread-safe,
- * non-blocking (the first call of a thread may take the pthread_once). */
+ * non-blocking, lock-free. */
 CUBERT_API cubert_stream_id_t cubert_stream_id_current(void);
 
 /* A fresh id from the global counter (CubeCL's StreamId::allocate / manual
@@ -50,17 +49,15 @@ CUBERT_API cubert_stream_id_t cubert_stream_id_allocate(void);
 /* Make `id` the calling thread's stream until the matching _end (CubeCL's
  * StreamId::executes). Overrides nest: each _end restores the enclosing
  * override, the outermost restores "no override". Borrows *out_token until
- * _end. Returns INVALID_ARGUMENT for NULL, RESOURCE_EXHAUSTED when the
- * per-thread keys are unavailable (PTHREAD_KEYS_MAX reached) or the thread's
- * slot cannot be stored; nothing changes then. Calling thread only. */
+ * _end. Returns OK, or INVALID_ARGUMENT for NULL (nothing changes then).
+ * Calling thread only. */
 CUBERT_API cubert_status_t cubert_stream_id_executes_begin(cubert_stream_id_t id,
                                                            cubert_stream_id_token_t *out_token);
 
 /* End the override `token` started. It must be the calling thread's
  * innermost override: INVALID_ARGUMENT for NULL, a token already ended, a
- * token of another thread or one ended out of order (nothing changes then);
- * RESOURCE_EXHAUSTED if the thread's slot cannot be stored. Calling thread
- * only. C has no unwinding: the caller must reach _end on every path. */
+ * token of another thread or one ended out of order (nothing changes then).
+ * Calling thread only. C has no unwinding: the caller must reach _end on every path. */
 CUBERT_API cubert_status_t cubert_stream_id_executes_end(cubert_stream_id_token_t *token);
 
 /* fn(user) under the override `id` (begin, call, end). Returns begin's error
