@@ -106,7 +106,7 @@ $(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c $(wildcard include/cubert/*.h co
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I$(CUDA_INCLUDE) $(CFLAGS) -c $< -o $@
 
 # Tests, examples, benches and tools are hosted code (they may use libc).
-$(BUILD)/obj/tests/%.o: tests/%.c $(wildcard include/cubert/*.h tests/support/*.h tests/cts/*.h tests/sim/*.h) | $(BUILD)/obj/tests/support $(BUILD)/obj/tests/unit $(BUILD)/obj/tests/cts $(BUILD)/obj/tests/host $(BUILD)/obj/tests/sim
+$(BUILD)/obj/tests/%.o: tests/%.c $(wildcard include/cubert/*.h core/*.h backend-cpu/*.h tests/support/*.h tests/cts/*.h tests/sim/*.h) | $(BUILD)/obj/tests/support $(BUILD)/obj/tests/unit $(BUILD)/obj/tests/cts $(BUILD)/obj/tests/host $(BUILD)/obj/tests/sim
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -Ibackend-cpu $(CFLAGS) -c $< -o $@
 
 # Fuzz targets and the standalone replay main are hosted code too.
@@ -148,7 +148,7 @@ BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_
 $(BUILD)/examples/%: examples/%.c $(wildcard examples/*.h) $(STATIC_LIB) | $(BUILD)/examples
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
 
-$(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h) $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) | $(BUILD)/bench
+$(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h core/*.h backend-cpu/*.h) $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) | $(BUILD)/bench
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(CFLAGS) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 
 $(BUILD)/tools/%: tools/%.c tests/cts/cts_kernels.h $(STATIC_LIB) | $(BUILD)/tools

@@ -1,5 +1,5 @@
 /* backend-cpu/cpu_client.c: cubert_cpu_client_create: a CPU server behind a
- * direct device handle (recursive pthread mutex), per-thread stream ids. */
+ * direct device handle (a recursive lock), per-thread stream ids. */
 #include "cpu_server.h"
 
 #include <stdlib.h>
@@ -9,13 +9,39 @@
 #include "cubert/host.h"
 
 
+/* The device's recursive lock: a plain mutex plus the owning thread and a
+ * depth (a re-entry is a compare, not a second lock). Every launch takes it,
+ * and glibc's recursive mutex cost about twice as many instructions. */
 typedef struct cpu_lock_t {
   pthread_mutex_t mutex;
+  uintptr_t owner; /* atomic: the owning thread's token, 0 when free */
+  uint32_t depth;  /* owner only */
   cubert_allocator_t allocator;
 } cpu_lock_t;
 
-static void lock_fn(void *self) { pthread_mutex_lock(&((cpu_lock_t *)self)->mutex); }
-static void unlock_fn(void *self) { pthread_mutex_unlock(&((cpu_lock_t *)self)->mutex); }
+/* A thread's token: the address of its thread-local byte (never 0). A
+ * thread reads `owner` racing only with other threads' stores of their own
+ * tokens or 0, so it sees its own token exactly when it holds the lock. */
+static __thread char t_lock_token;
+
+static void lock_fn(void *self) {
+  cpu_lock_t *l = (cpu_lock_t *)self;
+  uintptr_t me = (uintptr_t)&t_lock_token;
+  if (__atomic_load_n(&l->owner, __ATOMIC_RELAXED) == me) {
+    l->depth++;
+    return;
+  }
+  pthread_mutex_lock(&l->mutex);
+  __atomic_store_n(&l->owner, me, __ATOMIC_RELAXED);
+  l->depth = 1;
+}
+
+static void unlock_fn(void *self) {
+  cpu_lock_t *l = (cpu_lock_t *)self;
+  if (--l->depth) return;
+  __atomic_store_n(&l->owner, (uintptr_t)0, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&l->mutex);
+}
 
 static uint64_t stream_source(void *self) {
   (void)self;
@@ -121,7 +147,6 @@ cubert_status_t cubert_cpu_client_create(cubert_allocator_t allocator,
   owned_handle_t *owned = NULL;
   cubert_handle_table_t *table = NULL;
   cubert_lock_t l;
-  pthread_mutexattr_t attr;
   cubert_client_config_t config;
   cubert_device_handle_t handle;
   cubert_status_t status;
@@ -165,10 +190,9 @@ cubert_status_t cubert_cpu_client_create(cubert_allocator_t allocator,
   status = cubert_allocator_malloc(allocator, sizeof(*lock), 0, (void **)&lock);
   if (status != CUBERT_STATUS_OK) goto fail_oom;
   lock->allocator = allocator;
-  pthread_mutexattr_init(&attr);
-  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-  pthread_mutex_init(&lock->mutex, &attr);
-  pthread_mutexattr_destroy(&attr);
+  pthread_mutex_init(&lock->mutex, NULL);
+  lock->owner = 0;
+  lock->depth = 0;
   status = cubert_allocator_malloc(allocator, sizeof(*owned), 0, (void **)&owned);
   if (status != CUBERT_STATUS_OK) goto fail_oom;
   l.self = lock;

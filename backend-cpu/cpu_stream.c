@@ -62,11 +62,17 @@ static int pull_committed(cpu_stream_t *s) {
 static int point_done(cpu_stream_t *s, uint64_t seq) {
   return __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) >= seq;
 }
-/* Producer side: head is re-read only when the last value seen says full. */
+/* Producer side: the worker's progress is re-read only when the last value
+ * seen says full. It reads `completed` (equal to head once an op is done;
+ * the slot is free by then), whose seq_cst store pairs with `waiters` for a
+ * producer that sleeps on a full ring. */
+static uint64_t load_progress(cpu_stream_t *s) {
+  return __atomic_load_n(&s->completed, __ATOMIC_SEQ_CST);
+}
 static int has_room(cpu_stream_t *s, uint64_t unused) {
   (void)unused;
   if (s->tail - s->head_seen < s->ring_size) return 1;
-  s->head_seen = __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
+  s->head_seen = load_progress(s);
   return s->tail - s->head_seen < s->ring_size;
 }
 
@@ -135,9 +141,11 @@ static void *worker_main(void *arg) {
     cpu_op_t *op;
     if (s->tail_seen <= s->head && !worker_wait(s)) break;
     op = &s->ring[s->head % s->ring_size];
+    if (s->tail_seen > s->head + 2) /* the op after next, written on the producer's core */
+      __builtin_prefetch(&s->ring[(s->head + 2) % s->ring_size], 0, 3);
     run_op(s, op);
     __atomic_store_n(&s->completed, s->head + 1, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&s->head, s->head + 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&s->head, s->head + 1, __ATOMIC_RELEASE);
     wake_waiters(s);
   }
   return NULL;
@@ -151,6 +159,7 @@ cubert_status_t cpu_stream_initialize(cpu_stream_t *s, cubert_allocator_t alloca
   s->server = server;
   s->deterministic = deterministic;
   s->ring_size = deterministic ? CPU_STREAM_RING_DETERMINISTIC : CPU_STREAM_RING;
+  s->prefetch_write = cubert_host_cpu_has_prefetch_write();
   CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc_array(allocator, (size_t)s->ring_size,
                                                        sizeof(cpu_op_t), 64, (void **)&s->ring));
   pthread_mutex_init(&s->mutex, NULL);
@@ -218,6 +227,27 @@ static cubert_status_t sleep_until(cpu_stream_t *s, int (*pred)(cpu_stream_t *, 
   return status;
 }
 
+/* Producer facing a full ring: spin until a quarter of the ring is free
+ * (true) or STREAM_SPIN_NS passed (false). Progress is read every 32
+ * pauses, not on every spin: each read pulls the line the worker writes per
+ * op. */
+static int wait_for_room(cpu_stream_t *s) {
+  uint64_t start = 0;
+  uint32_t i, k;
+  for (i = 1;; i++) {
+    s->head_seen = load_progress(s);
+    if (s->tail - s->head_seen <= s->ring_size - s->ring_size / 4) return 1;
+    for (k = 0; k < 32; k++) cubert_host_cpu_relax();
+    if ((i & 7u) == 0) {
+      uint64_t now = cubert_host_clock_ns();
+      if (!start)
+        start = now;
+      else if (now - start > STREAM_SPIN_NS)
+        return 0;
+    }
+  }
+}
+
 static bool stream_has_room(void *arg) { return has_room((cpu_stream_t *)arg, 0) != 0; }
 
 cpu_op_t *cpu_stream_reserve(cpu_stream_t *s) {
@@ -231,7 +261,7 @@ cpu_op_t *cpu_stream_reserve(cpu_stream_t *s) {
         cpu_stream_step(s);
     } else {
       cpu_stream_publish(s); /* the worker must see what fills the ring */
-      if (!spin_until(s, has_room, 0)) (void)sleep_until(s, has_room, 0, NULL);
+      if (!wait_for_room(s)) (void)sleep_until(s, has_room, 0, NULL);
     }
   }
   op = &s->ring[s->tail % s->ring_size];
@@ -259,6 +289,10 @@ void cpu_stream_publish(cpu_stream_t *s) {
 uint64_t cpu_stream_commit(cpu_stream_t *s) {
   uint64_t t = s->tail + 1; /* tail: written by this thread only; seq = t */
   __atomic_store_n(&s->tail, t, __ATOMIC_RELEASE);
+  /* the slot a few launches ahead: its line was last read by the worker;
+   * taking it now keeps that transfer off this thread's next fence (the
+   * device lock), which otherwise waits for it on every launch */
+  cubert_host_prefetch_write(&s->ring[(t + CPU_STREAM_PREFETCH) % s->ring_size], s->prefetch_write);
   /* publish a full batch, or wake a sleeping worker (a relaxed look: a
    * sleep that begins right now is caught by the next publish, which every
    * wait does first) */

@@ -10,8 +10,12 @@
  * by the device handle); the worker runs operations; waits may come from any
  * thread. Operations come from a fixed ring per stream (no allocation per
  * enqueue, no lock per enqueue); a full ring makes the enqueuer wait for the
- * worker. An idle worker and a waiting host spin for up to 50 us before they
- * sleep, so a launch + sync round trip needs no system call in steady state.
+ * worker. Committed operations are published to the worker in batches
+ * (CPU_STREAM_BATCH) and at every wait, so a launch writes no shared index;
+ * an idle worker also looks at the unpublished tail now and then, so work
+ * nobody waits for still starts. An idle worker and a waiting host spin for
+ * up to 50 us before they sleep, so a launch + sync round trip needs no
+ * system call in steady state.
  */
 #ifndef CUBERT_CPU_STREAM_H
 #define CUBERT_CPU_STREAM_H
@@ -25,6 +29,8 @@
  * at every wait (cpu_stream_publish): one write of the shared index per
  * batch instead of per op. */
 #define CPU_STREAM_BATCH 32
+/* The producer takes ownership of the slot this many ops ahead of its tail. */
+#define CPU_STREAM_PREFETCH 4
 /* Deterministic mode: a smaller ring (a full ring runs steps instead of
  * blocking; creating a server per seed stays cheap). */
 #define CPU_STREAM_RING_DETERMINISTIC 64
@@ -73,7 +79,8 @@ struct cpu_stream_t {
    * The mutex guards sleeping/waking and the error queue. */
   char pad_producer_[CPU_STREAM_LINE];
   uint64_t tail;      /* atomic: next free slot (ops below it are committed) */
-  uint64_t head_seen; /* the producer's last read of head (room check) */
+  uint64_t head_seen; /* the producer's last read of the worker's progress */
+  int prefetch_write;  /* cubert_host_cpu_has_prefetch_write() */
   uint64_t published_seen; /* the producer's last publication */
   char pad_published_[CPU_STREAM_LINE];
   uint64_t published; /* atomic: ops below it are visible to the worker */

@@ -7,6 +7,10 @@
 
 #include "host_thread.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 static cubert_status_t status_from_errno(int err) {
   if (err == ENOMEM || err == EAGAIN) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   if (err == EINVAL) return CUBERT_STATUS_INVALID_ARGUMENT;
@@ -153,4 +157,14 @@ void cubert_host_sleep_ns(uint64_t ns) {
   req.tv_sec = (time_t)(ns / 1000000000u);
   req.tv_nsec = (long)(ns % 1000000000u);
   while (nanosleep(&req, &rem) != 0 && errno == EINTR) req = rem;
+}
+
+int cubert_host_cpu_has_prefetch_write(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0x80000001u, &a, &b, &c, &d)) return 0;
+  return (c >> 8) & 1u; /* PRFCHW (3DNowPrefetch) */
+#else
+  return 1;
+#endif
 }

@@ -93,6 +93,24 @@ void cubert_host_thread_yield(void);
 /* Sleep for at least ns nanoseconds (nanosleep, restarted on EINTR). */
 void cubert_host_sleep_ns(uint64_t ns);
 
+/* 1 when cubert_host_prefetch_write can ask for ownership of a line on this
+ * CPU (x86: the PRFCHW cpuid bit; other targets: their write prefetch). */
+int cubert_host_cpu_has_prefetch_write(void);
+
+/* Ask for the cache line at p in exclusive state ahead of a write, so that
+ * the write does not stall a later fence on the line's transfer from
+ * another core. `supported`: cubert_host_cpu_has_prefetch_write(). A hint:
+ * no effect on the program's meaning. */
+static inline void cubert_host_prefetch_write(const void *p, int supported) {
+#if defined(__x86_64__) || defined(__i386__)
+  /* without -mprfchw the compiler's write prefetch is a read prefetch */
+  if (supported) __asm__ __volatile__("prefetchw %0" : : "m"(*(const char *)p));
+#else
+  (void)supported;
+  __builtin_prefetch(p, 1, 3);
+#endif
+}
+
 /* Hint to the CPU that the caller is spinning (x86 pause, Arm yield). */
 static inline void cubert_host_cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
