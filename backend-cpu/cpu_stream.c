@@ -21,9 +21,10 @@ static void deadline_after(struct timespec *ts, uint64_t timeout_ns) {
 /* How long an idle worker, a host waiter or a producer facing a full ring spins
  * before it sleeps on the stream's condition variables (as the executor). */
 #define STREAM_SPIN_NS 50000u
-/* An idle spinning worker looks at the producer's unpublished tail every
- * this many spins (power of two): work nobody flushes starts within a few
- * microseconds, and the producer's line moves once per pull, not per op. */
+/* An idle spinning worker looks at the producer's unpublished tail (and the
+ * clock) every this many spins (power of two): work nobody flushes starts
+ * within tens of microseconds, and the producer's line moves once per pull,
+ * not once per op. */
 #define STREAM_PULL_SPINS 1024u
 
 /* Spin until done(s, arg) or STREAM_SPIN_NS passed; true when done. */
@@ -99,8 +100,8 @@ static void wake_waiters(cpu_stream_t *s) {
 }
 
 /* Worker: wait until an op is visible (1) or the stream stops with every
- * committed op run (0). Spins on `published`, pulls `tail` every 64 spins,
- * sleeps on cond_work after STREAM_SPIN_NS. Dekker with cpu_stream_publish:
+ * committed op run (0). Spins on `published`, pulls `tail` every
+ * STREAM_PULL_SPINS spins, sleeps on cond_work after STREAM_SPIN_NS. Dekker with cpu_stream_publish:
  * sleeping is published (seq_cst) before published is read again, and a
  * publisher's seq_cst compare-and-swap of published precedes its read of
  * sleeping, so one of the two sees the other. */
