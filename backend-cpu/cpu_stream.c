@@ -26,6 +26,8 @@ static void deadline_after(struct timespec *ts, uint64_t timeout_ns) {
  * within tens of microseconds, and the producer's line moves once per pull,
  * not once per op. */
 #define STREAM_PULL_SPINS 1024u
+/* The worker's first sleep after spinning is bounded (see worker_wait). */
+#define STREAM_FIRST_SLEEP_NS 1000000u
 
 /* Spin until done(s, arg) or STREAM_SPIN_NS passed; true when done. */
 static int spin_until(cpu_stream_t *s, int (*done)(cpu_stream_t *, uint64_t), uint64_t arg) {
@@ -108,6 +110,7 @@ static void wake_waiters(cpu_stream_t *s) {
 static int worker_wait(cpu_stream_t *s) {
   uint64_t start = 0;
   uint32_t i;
+  int first;
   for (i = 1;; i++) {
     if (has_published_work(s)) return 1;
     if ((i & (STREAM_PULL_SPINS - 1u)) == 0) {
@@ -126,10 +129,23 @@ static int worker_wait(cpu_stream_t *s) {
   }
   pthread_mutex_lock(&s->mutex);
   __atomic_store_n(&s->sleeping, 1, __ATOMIC_SEQ_CST);
+  first = 1;
   while (__atomic_load_n(&s->published, __ATOMIC_SEQ_CST) <= s->head &&
          __atomic_load_n(&s->tail, __ATOMIC_SEQ_CST) == s->head &&
-         __atomic_load_n(&s->running, __ATOMIC_SEQ_CST))
-    pthread_cond_wait(&s->cond_work, &s->mutex);
+         __atomic_load_n(&s->running, __ATOMIC_SEQ_CST)) {
+    if (first) {
+      /* A commit's relaxed look at `sleeping` (no fence on the fast path)
+       * can miss this sleep while its tail store is still on its way: the
+       * first sleep is 1 ms, so such an op starts within 1 ms even if
+       * nobody publishes. Later sleeps need a wake-up. */
+      struct timespec deadline;
+      deadline_after(&deadline, STREAM_FIRST_SLEEP_NS);
+      (void)pthread_cond_timedwait(&s->cond_work, &s->mutex, &deadline);
+      first = 0;
+    } else {
+      pthread_cond_wait(&s->cond_work, &s->mutex);
+    }
+  }
   __atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&s->mutex);
   return pull_committed(s); /* woken by work, or stopped (as above) */
@@ -296,7 +312,7 @@ uint64_t cpu_stream_commit(cpu_stream_t *s) {
   cubert_host_prefetch_write(&s->ring[(t + CPU_STREAM_PREFETCH) % s->ring_size], s->prefetch_write);
   /* publish a full batch, or wake a sleeping worker (a relaxed look: a
    * sleep that begins right now is caught by the next publish, which every
-   * wait does first) */
+   * wait does first, or at the end of the worker's first, 1 ms sleep) */
   if (t - s->published_seen >= CPU_STREAM_BATCH || __atomic_load_n(&s->sleeping, __ATOMIC_RELAXED)) {
     s->published_seen = t;
     cpu_stream_publish(s);

@@ -120,8 +120,11 @@ void cpu_stream_deinitialize(cpu_stream_t *stream);
 cpu_op_t *cpu_stream_reserve(cpu_stream_t *stream);
 /* Commit the reserved op; returns its sequence number. The worker sees it
  * when CPU_STREAM_BATCH ops are committed, when anyone publishes (every wait
- * on a point of the stream does), when a sleeping worker is woken, or when an
- * idle worker's periodic look at the tail finds it (within microseconds). */
+ * on a point of the stream does), when the commit finds the worker asleep
+ * and wakes it, or when an idle worker's periodic look at the tail finds it
+ * (within tens of microseconds; within 1 ms if the worker fell asleep just
+ * as the op was committed). Server thread only; never blocks unless the
+ * ring is full (cpu_stream_reserve). */
 uint64_t cpu_stream_commit(cpu_stream_t *stream);
 /* Make every committed op visible to the worker (and wake it if it sleeps).
  * Any thread; lock-free except the wake. */
