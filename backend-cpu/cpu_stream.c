@@ -29,19 +29,24 @@ static void deadline_after(struct timespec *ts, uint64_t timeout_ns) {
 /* The worker's first sleep after spinning is bounded (see worker_wait). */
 #define STREAM_FIRST_SLEEP_NS 1000000u
 
+/* A spinner's budget: call with *start = 0 first; true once STREAM_SPIN_NS
+ * passed since that first call. */
+static int spin_budget_spent(uint64_t *start) {
+  uint64_t now = cubert_host_clock_ns();
+  if (!*start) {
+    *start = now;
+    return 0;
+  }
+  return now - *start > STREAM_SPIN_NS;
+}
+
 /* Spin until done(s, arg) or STREAM_SPIN_NS passed; true when done. */
 static int spin_until(cpu_stream_t *s, int (*done)(cpu_stream_t *, uint64_t), uint64_t arg) {
   uint64_t start = 0;
   uint32_t i;
   for (i = 1;; i++) {
     if (done(s, arg)) return 1;
-    if ((i & 63u) == 0) {
-      uint64_t now = cubert_host_clock_ns();
-      if (!start)
-        start = now;
-      else if (now - start > STREAM_SPIN_NS)
-        return 0;
-    }
+    if ((i & 63u) == 0 && spin_budget_spent(&start)) return 0;
     cubert_host_cpu_relax();
   }
 }
@@ -103,10 +108,11 @@ static void wake_waiters(cpu_stream_t *s) {
 
 /* Worker: wait until an op is visible (1) or the stream stops with every
  * committed op run (0). Spins on `published`, pulls `tail` every
- * STREAM_PULL_SPINS spins, sleeps on cond_work after STREAM_SPIN_NS. Dekker with cpu_stream_publish:
- * sleeping is published (seq_cst) before published is read again, and a
- * publisher's seq_cst compare-and-swap of published precedes its read of
- * sleeping, so one of the two sees the other. */
+ * STREAM_PULL_SPINS spins, sleeps on cond_work after STREAM_SPIN_NS.
+ * Dekker with cpu_stream_publish: sleeping is published (seq_cst) before
+ * published is read again, and a publisher's seq_cst compare-and-swap of
+ * published precedes its read of sleeping, so one of the two sees the
+ * other. */
 static int worker_wait(cpu_stream_t *s) {
   uint64_t start = 0;
   uint32_t i;
@@ -114,16 +120,11 @@ static int worker_wait(cpu_stream_t *s) {
   for (i = 1;; i++) {
     if (has_published_work(s)) return 1;
     if ((i & (STREAM_PULL_SPINS - 1u)) == 0) {
-      uint64_t now;
       if (pull_committed(s)) return 1;
       /* stopped: deinitialize stores running after the last commit, so a
        * pull after seeing it sees every committed op */
       if (!__atomic_load_n(&s->running, __ATOMIC_ACQUIRE)) return pull_committed(s);
-      now = cubert_host_clock_ns();
-      if (!start)
-        start = now;
-      else if (now - start > STREAM_SPIN_NS)
-        break;
+      if (spin_budget_spent(&start)) break;
     }
     cubert_host_cpu_relax();
   }
@@ -255,13 +256,7 @@ static int wait_for_room(cpu_stream_t *s) {
     s->head_seen = load_progress(s);
     if (s->tail - s->head_seen <= s->ring_size - s->ring_size / 4) return 1;
     for (k = 0; k < 32; k++) cubert_host_cpu_relax();
-    if ((i & 7u) == 0) {
-      uint64_t now = cubert_host_clock_ns();
-      if (!start)
-        start = now;
-      else if (now - start > STREAM_SPIN_NS)
-        return 0;
-    }
+    if ((i & 7u) == 0 && spin_budget_spent(&start)) return 0;
   }
 }
 

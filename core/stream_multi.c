@@ -467,8 +467,16 @@ static cubert_status_t staging_reserve(cubert_multi_stream_t *ms, size_t needed,
   return CUBERT_STATUS_OK;
 }
 
-static void resolved_fill(cubert_resolved_streams_t *r, const stream_slot_t *cur, uint64_t stream_id,
-                          uint32_t cur_index, uint32_t waits, uint32_t pinned) {
+/* Advance the current slot's cursor and open the resolution (both paths of
+ * resolve end here). */
+static void resolution_open(cubert_multi_stream_t *ms, stream_slot_t *cur, uint64_t stream_id,
+                            uint32_t cur_index, uint32_t waits, uint32_t pinned,
+                            cubert_resolved_streams_t *r) {
+  cur->cursor++;
+  ms->staging_count = pinned;
+  ms->active = true;
+  ms->active_stream = stream_id;
+  ms->active_slot = cur_index;
   r->current = stream_id;
   r->cursor = cur->cursor;
   r->stream = cur->stream;
@@ -506,11 +514,7 @@ cubert_status_t cubert_multi_stream_resolve(cubert_multi_stream_t *ms, uint64_t 
   for (i = 0; i < count; i++)
     if (bindings[i].stream != stream_id) ncross++;
   if (cur && ncross == 0) { /* the common case: nothing to create, pin or wait for */
-    cur->cursor++;
-    ms->active = true;
-    ms->active_stream = stream_id;
-    ms->active_slot = cur_index;
-    resolved_fill(out_resolved, cur, stream_id, cur_index, 0, 0);
+    resolution_open(ms, cur, stream_id, cur_index, 0, 0, out_resolved);
     return CUBERT_STATUS_OK;
   }
   CUBERT_RETURN_IF_ERROR(staging_reserve(ms, ncross, out_error));
@@ -563,12 +567,7 @@ cubert_status_t cubert_multi_stream_resolve(cubert_multi_stream_t *ms, uint64_t 
   for (k = 0; k < nevents; k++) vt->release_event(ms->backend.self, ms->needs_event[k]);
   for (k = 0; k < nneeds; k++) slot_set_synced(cur, ms->needs[k], ms->needs_cursor[k]);
 
-  cur->cursor++;
-  ms->staging_count = npins;
-  ms->active = true;
-  ms->active_stream = stream_id;
-  ms->active_slot = cur_index;
-  resolved_fill(out_resolved, cur, stream_id, cur_index, nneeds, npins);
+  resolution_open(ms, cur, stream_id, cur_index, nneeds, npins, out_resolved);
   return CUBERT_STATUS_OK;
 
 rollback:
