@@ -55,8 +55,10 @@ CORE_FREESTANDING := -ffreestanding -nostdinc -isystem $(shell $(CC) -print-file
 HOST_DEFS := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 HOST_LIBS := -lpthread -ldl -lm
 
-CORE_SRC := $(sort $(wildcard core/*.c))
-HOST_SRC := $(sort $(wildcard backend-cpu/*.c))
+# core/ is split into layers (docs/architecture.md): base, memory, stream, check, device, client.
+CORE_SRC := $(sort $(wildcard core/*/*.c))
+# backend-cpu/: host/ (the OS layer) and cpu/ (the CPU server).
+HOST_SRC := $(sort $(wildcard backend-cpu/*/*.c))
 CUDA_SRC :=
 ifeq ($(CUDA),1)
 CUDA_SRC := $(sort $(wildcard backend-cuda/*.c))
@@ -95,29 +97,37 @@ TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 all: $(STATIC_LIB) $(SHARED_LIB) $(PC_FILE)
 
 # ---- objects -------------------------------------------------------------------
+# Header dependencies are tracked by the compiler (-MMD -MP): touching a header
+# rebuilds exactly the objects that include it (the .d files beside the objects).
+DEPFLAGS = -MMD -MP
 # core/ is compiled freestanding in every build: only the compiler's headers.
-$(BUILD)/obj/core/%.o: core/%.c $(wildcard include/cubert/*.h core/*.h) | $(BUILD)/obj/core
-	$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) $(CFLAGS) -c $< -o $@
+$(BUILD)/obj/core/%.o: core/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore $(DEPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/backend-cpu/%.o: backend-cpu/%.c $(wildcard include/cubert/*.h core/*.h backend-cpu/*.h) | $(BUILD)/obj/backend-cpu
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CFLAGS) -c $< -o $@
+$(BUILD)/obj/backend-cpu/%.o: backend-cpu/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ibackend-cpu $(DEPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c $(wildcard include/cubert/*.h core/*.h backend-cuda/*.h) | $(BUILD)/obj/backend-cuda
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I$(CUDA_INCLUDE) $(CFLAGS) -c $< -o $@
+$(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I$(CUDA_INCLUDE) $(DEPFLAGS) $(CFLAGS) -c $< -o $@
 
 # Tests, examples, benches and tools are hosted code (they may use libc).
-$(BUILD)/obj/tests/%.o: tests/%.c $(wildcard include/cubert/*.h core/*.h backend-cpu/*.h tests/support/*.h tests/cts/*.h tests/sim/*.h) | $(BUILD)/obj/tests/support $(BUILD)/obj/tests/unit $(BUILD)/obj/tests/cts $(BUILD)/obj/tests/host $(BUILD)/obj/tests/sim
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -Ibackend-cpu $(CFLAGS) -c $< -o $@
+$(BUILD)/obj/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -Ibackend-cpu $(DEPFLAGS) $(CFLAGS) -c $< -o $@
 
 # Fuzz targets and the standalone replay main are hosted code too.
-$(BUILD)/obj/fuzz/%.o: fuzz/%.c $(wildcard include/cubert/*.h fuzz/*.h tests/cts/cts_kernels.h) | $(BUILD)/obj/fuzz
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(CFLAGS) -c $< -o $@
+$(BUILD)/obj/fuzz/%.o: fuzz/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(DEPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/core $(BUILD)/obj/backend-cpu $(BUILD)/obj/backend-cuda $(BUILD)/obj/tests/support \
-$(BUILD)/obj/tests/unit $(BUILD)/obj/tests/cts $(BUILD)/obj/tests/host $(BUILD)/obj/tests/sim $(BUILD)/examples \
-$(BUILD)/bench $(BUILD)/tools $(BUILD)/freestanding $(BUILD)/headers $(BUILD)/cortex-m \
-$(BUILD)/obj/fuzz $(BUILD)/fuzz:
+$(BUILD)/examples $(BUILD)/bench $(BUILD)/tools $(BUILD)/freestanding $(BUILD)/headers $(BUILD)/cortex-m \
+$(BUILD)/fuzz:
 	mkdir -p $@
+
+-include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/*/*/*/*.d)
 
 # ---- libraries -------------------------------------------------------------------
 $(STATIC_LIB): $(LIB_OBJ)
@@ -145,14 +155,16 @@ test: $(TEST_BIN)
 # ---- examples, benches, tools --------------------------------------------------------
 BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
 
-$(BUILD)/examples/%: examples/%.c $(wildcard examples/*.h) $(STATIC_LIB) | $(BUILD)/examples
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
+$(BUILD)/examples/%: examples/%.c $(STATIC_LIB) | $(BUILD)/examples
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
 
-$(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h core/*.h backend-cpu/*.h) $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) | $(BUILD)/bench
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(CFLAGS) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+$(BUILD)/bench/%: bench/%.c $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) | $(BUILD)/bench
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 
-$(BUILD)/tools/%: tools/%.c tests/cts/cts_kernels.h $(STATIC_LIB) | $(BUILD)/tools
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
+$(BUILD)/tools/%: tools/%.c $(STATIC_LIB) | $(BUILD)/tools
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
+
+-include $(wildcard $(BUILD)/examples/*.d $(BUILD)/bench/*.d $(BUILD)/tools/*.d)
 
 examples: $(EXAMPLE_BIN)
 tools: $(TOOL_BIN)
@@ -194,7 +206,7 @@ CHECK_FREESTANDING := sh tests/build/check_freestanding.sh \
 check-freestanding: | $(BUILD)/freestanding
 	@$(CHECK_FREESTANDING) --sources --label check-freestanding --cc '$(CC)' --nm '$(NM)' \
 	  --out $(BUILD)/freestanding \
-	  --cflags '$(CUBERT_WARN) -Iinclude -O2 -fno-pic -fno-stack-protector $(CORE_FREESTANDING)' \
+	  --cflags '$(CUBERT_WARN) -Iinclude -Icore -O2 -fno-pic -fno-stack-protector $(CORE_FREESTANDING)' \
 	  $(CORE_SRC)
 
 check-headers: | $(BUILD)/headers
@@ -243,7 +255,7 @@ CORTEX_FLAGS = -mcpu=cortex-m4 -mthumb -Os -ffreestanding -nostdinc \
 check-cortex-m: | $(BUILD)/cortex-m
 	@command -v $(ARM_CC) >/dev/null || { echo "check-cortex-m: $(ARM_CC) not found (Debian: apt-get install gcc-arm-none-eabi)"; exit 1; }
 	@$(CHECK_FREESTANDING) --label check-cortex-m --cc '$(ARM_CC)' --nm '$(ARM_NM)' \
-	  --out $(BUILD)/cortex-m --cflags '$(CUBERT_WARN) -Iinclude $(CORTEX_FLAGS)' $(CORE_SRC)
+	  --out $(BUILD)/cortex-m --cflags '$(CUBERT_WARN) -Iinclude -Icore $(CORTEX_FLAGS)' $(CORE_SRC)
 
 # The whole library, tests, examples, tools and benches with clang (own BUILD dir),
 # plus the freestanding and header checks with clang/clang++.

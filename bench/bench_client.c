@@ -19,7 +19,7 @@
  *     ratios). Once with the default worker count (online CPUs - 1) and once
  *     with workers = 1. The stream's worker thread also runs cubes, so a
  *     device runs kernels on workers + 1 threads.
- * Context rows: the bare executor (backend-cpu/cpu_executor.h) launch + wait
+ * Context rows: the bare executor (backend-cpu/cpu/cpu_executor.h) launch + wait
  * of the same empty kernel, i.e. the floor under figure 1 without the client,
  * the device handle and the stream thread; a 2-thread memcpy (each thread
  * half of the 64 MiB) as the machine's parallel copy bandwidth.
@@ -45,7 +45,7 @@
 #include "cubert/cpu.h"
 #include "cubert/cube.h"
 #include "cubert/host.h"
-#include "cpu_executor.h"
+#include "cpu/cpu_executor.h"
 #include "../tests/host/kernels_test.h"
 
 #define MAX_RUNS 101

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "cubert/host.h"
-#include "host_thread.h"
+#include "host/host_thread.h"
 
 #define BENCH_THREADS 4
 #define BENCH_MAX_RUNS 101

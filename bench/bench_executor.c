@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "cubert/host.h"
-#include "cpu_executor.h"
-#include "host_thread.h"
+#include "cpu/cpu_executor.h"
+#include "host/host_thread.h"
 #include "../tests/host/kernels_test.h"
 
 #define REPEATS 15

@@ -138,7 +138,7 @@ static int bench_manager(const workload_t *w, mm_result_t *out) {
  * user's release, the pool dropping the old owner, a new id owned by the
  * pool with its location), through the calls the manager makes (the owner
  * fast paths: acquire_owned, set_location_owned, disown): the floor
- * core/handle.c sets, measured alone. */
+ * core/memory/handle.c sets, measured alone. */
 static int bench_table_floor(const workload_t *w, double *out_median) {
   cubert_handle_table_t *table = NULL;
   cubert_memory_id_t *ring = (cubert_memory_id_t *)calloc(w->window, sizeof *ring);

@@ -1,6 +1,6 @@
 /*
  * fuzz/fuzz_error_format.c: cubert_error_format and the ServerUnhealthy
- * aggregate on arbitrary records, and core/fmt.h against snprintf.
+ * aggregate on arbitrary records, and core/base/fmt.h against snprintf.
  *
  * Input: a mode byte, then the record's content (a raw byte image of the
  * record, or a chain/fields/reason built through the API), then the buffer
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "cubert/error.h"
-#include "fmt.h"
+#include "base/fmt.h"
 #include "fuzz.h"
 
 #define FUZZ_CHECK(cond)                                                            \
@@ -148,7 +148,7 @@ static void check_aggregate(const cubert_error_t *e, fuzz_reader_t *r) {
   }
 }
 
-/* core/fmt.h numbers against snprintf. */
+/* core/base/fmt.h numbers against snprintf. */
 static void check_fmt_numbers(fuzz_reader_t *r) {
   char ours[64], ref[64];
   cubert_fmt_t f;

@@ -21,7 +21,7 @@
  * free set (and may be reused by a new id) once it is also not owned by a
  * pool.
  *
- * Counts are atomic (32-bit, see core/atomic.h): handles and bindings may be
+ * Counts are atomic (32-bit, see core/base/atomic.h): handles and bindings may be
  * retained/released from any thread. retain refuses 0 -> 1 (no resurrection)
  * and saturates: at CUBERT_HANDLE_MAX_COUNT it returns CUBERT_STATUS_OVERFLOW
  * with the count unchanged. A release never takes a count below 0: releasing

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/build/check_freestanding.sh: proves core/ is freestanding.
 #
-# usage: check_freestanding.sh [options] core/*.c
+# usage: check_freestanding.sh [options] FILE.c ...   (core/**/*.c and other freestanding code)
 #   --label NAME        name printed in messages (check-freestanding, check-cortex-m)
 #   --cc CC             compiler used to build the objects
 #   --nm NM             nm for that compiler's objects
@@ -12,8 +12,9 @@
 #   --allow-desc TEXT   how the allowlist is described in the closing line
 #   --allow-state LIST  space-separated file stems (device_registry) allowed to
 #                       hold mutable static data; every other core file must not
-#   --sources           also scan the sources (core/*.c core/*.h and the public
-#                       headers other than host.h) for forbidden includes and calls
+#   --sources           also scan the sources (the given .c files, the .h files
+#                       beside them, and the public headers other than host.h)
+#                       for forbidden includes and calls
 #
 # Fails with file:line for every finding. POSIX sh + awk + nm only.
 set -eu
@@ -51,7 +52,9 @@ fail=0
 # ---- 1. source scan -----------------------------------------------------------
 if [ "$sources" = 1 ]; then
   scan=
-  for f in core/*.c core/*.h include/cubert/*.h; do
+  dirs=$(for f in "$@"; do dirname "$f"; done | sort -u)
+  # shellcheck disable=SC2086
+  for f in "$@" $(for d in $dirs; do ls "$d"/*.h 2>/dev/null; done) include/cubert/*.h include/cubert/backend/*.h; do
     [ -f "$f" ] || continue
     [ "$f" = include/cubert/host.h ] && continue
     scan="$scan $f"
@@ -120,7 +123,8 @@ fi
 # ---- 2. compile every file and check its symbols --------------------------------
 objs=
 for f in "$@"; do
-  o="$out/$(basename "$f" .c).o"
+  # one object per source path (core/base/x.c -> core_base_x.o): stems may repeat across folders
+  o="$out/$(printf '%s' "${f%.c}" | tr '/' '_').o"
   # shellcheck disable=SC2086
   if ! $cc $cflags -c "$f" -o "$o"; then
     echo "$label: $f does not compile freestanding"
@@ -135,7 +139,10 @@ if [ -n "$objs" ]; then
   # shellcheck disable=SC2086
   $nm --defined-only $objs | awk 'NF==3 {print $3}' | sort -u > "$out/defined.txt"
   for o in $objs; do
-    src="core/$(basename "$o" .o).c"
+    src=
+    for f in "$@"; do
+      [ "$out/$(printf '%s' "${f%.c}" | tr '/' '_').o" = "$o" ] && src=$f
+    done
     for sym in $($nm -u "$o" | awk 'NF==2 {print $2}' | sort -u); do
       if grep -qxF "$sym" "$out/defined.txt"; then continue; fi
       if printf '%s\n' "$sym" | grep -qxE "$allow_undef"; then continue; fi
@@ -149,7 +156,7 @@ if [ -n "$objs" ]; then
       fail=1
     done
     # Mutable static data: .data/.bss/common symbols (b B d D c C g G s S).
-    stem=$(basename "$o" .o)
+    stem=$(basename "$src" .c)
     case " $allow_state " in *" $stem "*) continue ;; esac
     for sym in $($nm "$o" | awk 'NF==3 && $2 ~ /^[bBdDcCgGsS]$/ {print $3}' | sort -u); do
       base=${sym%%.*}

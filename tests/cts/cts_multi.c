@@ -4,7 +4,7 @@
 #include <time.h>
 
 #include "cubert/cpu.h"
-#include "host_comm.h"
+#include "host/host_comm.h"
 
 void mdev_create(cts_env_t *env, uint32_t index, uint32_t collective_timeout_ms) {
   cubert_cpu_options_t options;

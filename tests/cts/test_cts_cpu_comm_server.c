@@ -3,7 +3,7 @@
  * because it validates first. */
 #include "cts_multi.h"
 
-#include "client_internal.h"
+#include "client/client_internal.h"
 
 typedef struct server_case_t {
   mdev_t *m;

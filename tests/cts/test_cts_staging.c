@@ -3,7 +3,7 @@
 #include "cts.h"
 
 #include "cubert/cpu.h"
-#include "client_internal.h" /* the server, for direct vtable checks */
+#include "client/client_internal.h" /* the server, for direct vtable checks */
 
 typedef struct owned_t {
   int releases;

@@ -11,8 +11,8 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/host.h"
-#include "cpu_executor.h"
-#include "host_thread.h"
+#include "cpu/cpu_executor.h"
+#include "host/host_thread.h"
 #include "kernels_test.h"
 
 static const uint32_t k_pools[] = {0, 1, 4};

@@ -1,4 +1,4 @@
-/* The CPU server's simulated stream (backend-cpu/cpu_stream.h) on its own:
+/* The CPU server's simulated stream (backend-cpu/cpu/cpu_stream.h) on its own:
  * batched publication of committed ops, the idle worker's look at the
  * unpublished tail, waking a sleeping worker, waits from other threads, a
  * full ring, teardown. Ops count their runs in an atomic counter; the tests
@@ -9,7 +9,7 @@
 
 #include "test.h"
 #include "counting_allocator.h"
-#include "cpu_stream.h"
+#include "cpu/cpu_stream.h"
 
 static uint64_t g_runs; /* atomic */
 

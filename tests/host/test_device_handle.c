@@ -3,7 +3,7 @@
  * against both implementations of cubert_device_handle_vtable_t:
  *  - direct: cubert_device_handle_direct_create (core) over a recursive
  *    pthread mutex (the adapter below);
- *  - runner: cubert_device_handle_runner_create (backend-cpu/host_runner.c).
+ *  - runner: cubert_device_handle_runner_create (backend-cpu/host/host_runner.c).
  * Ports the cubecl-common device-handle tests (spec 11.14) and the ordering
  * / shutdown guarantees of spec 3.2-3.3. Each shared test is defined once
  * (DH_TEST_BOTH) and registered as device_handle_direct_X and
@@ -14,7 +14,7 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/host.h"
-#include "host_thread.h"
+#include "host/host_thread.h"
 
 /* ---- fixture --------------------------------------------------------------- */
 

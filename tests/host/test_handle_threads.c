@@ -1,6 +1,6 @@
 /*
  * tests/host/test_handle_threads.c: the handle table under concurrency
- * (core/handle.c). 4 threads x 100k random operations on shared ids (held by
+ * (core/memory/handle.c). 4 threads x 100k random operations on shared ids (held by
  * the main thread, retained/released by all), private ids (acquire, counts,
  * ownership, location, release: slots churn and are reused by other
  * threads), stale ids (must stay INVALID_HANDLE while their slots are
@@ -15,7 +15,7 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/handle.h"
-#include "handle_internal.h"
+#include "memory/handle_internal.h"
 
 #define NTHREADS 4
 #define NOPS 100000

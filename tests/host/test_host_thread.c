@@ -1,9 +1,9 @@
 /*
  * tests/host/test_host_thread.c: the hosted threading wrappers
- * (backend-cpu/host_thread.h).
+ * (backend-cpu/host/host_thread.h).
  */
 #include "test.h"
-#include "host_thread.h"
+#include "host/host_thread.h"
 
 typedef struct counter_t {
   cubert_host_mutex_t mutex;

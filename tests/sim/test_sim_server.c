@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cubert/host.h"
-#include "cpu_server.h"
+#include "cpu/cpu_server.h"
 
 static double now_ms(void) {
   struct timespec ts;

@@ -1,10 +1,10 @@
 /* tests/unit/test_error.c: the error record's Display text (spec 9, seed 001
  * `#[error(...)]` strings), chains, truncation, the ServerUnhealthy aggregate
- * (spec 6.6), CallError (spec 3.5), and the core text builder (core/fmt.h). */
+ * (spec 6.6), CallError (spec 3.5), and the core text builder (core/base/fmt.h). */
 #include <string.h>
 
 #include "cubert/error.h"
-#include "fmt.h"
+#include "base/fmt.h"
 #include "test.h"
 
 #define CANARY ((char)0x5a)
@@ -610,7 +610,7 @@ TEST(error_aggregate_full_chain_keeps_first_innermost) {
   CHECK_EQ_U64(agg.field[1], 123);
 }
 
-/* ---- core/fmt.h ------------------------------------------------------------- */
+/* ---- core/base/fmt.h ------------------------------------------------------------- */
 
 TEST(error_fmt_numbers) {
   char buf[128];

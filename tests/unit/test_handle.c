@@ -1,10 +1,10 @@
-/* Handle table, memory ids, handles and bindings (core/handle.c).
+/* Handle table, memory ids, handles and bindings (core/memory/handle.c).
  * Memory semantics: spec cubecl-runtime.md 4.1, 2.1 and the 11.6 / 11.8
  * handle vectors; bad inputs: reliability.md 7, rows 1-9. */
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/handle.h"
-#include "handle_internal.h"
+#include "memory/handle_internal.h"
 
 static cubert_handle_table_t *table_new(counting_allocator_t *c, uint32_t max_slots, uint8_t tag) {
   cubert_handle_table_t *t = NULL;

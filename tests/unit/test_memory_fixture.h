@@ -9,7 +9,7 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "host_storage.h"
-#include "memory_internal.h"
+#include "memory/memory_internal.h"
 
 #define KIB ((uint64_t)1024)
 #define MIB ((uint64_t)1024 * 1024)

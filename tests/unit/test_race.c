@@ -1,4 +1,4 @@
-/* The predictive cross-stream race checker (core/race.c, cubert/race.h).
+/* The predictive cross-stream race checker (core/check/race.c, cubert/race.h).
  * Semantics: reliability.md 4.2 (CUDA stream-ordering rules), 4.4 (the
  * happens-before checker: sync-edge table, shadow per buffer, lifetime
  * checks), 2.4 P8 (no buffer reclaimed while a stream may access it).

@@ -1,4 +1,4 @@
-/* tests/unit/test_sim.c: the simulation chooser of core/sim.c (cubert/sim.h):
+/* tests/unit/test_sim.c: the simulation chooser of core/check/sim.c (cubert/sim.h):
  * sources, trace hash, exhaustive explorer, PCT, shrinker, bad arguments. */
 #include "test.h"
 

@@ -1,0 +1,564 @@
+/*
+ * backend-cpu/cpu/cpu_executor.c: the persistent worker pool that runs dialect
+ * kernels over a cube grid (see cpu_executor.h).
+ *
+ * Protocol (one launch at a time, under run_mutex):
+ *   1. the launching thread writes the job fields, resets next_cube and
+ *      `remaining` (= offered workers), sets each offered worker's `state` to
+ *      OFFERED, bumps its `wake` counter and signals it if it sleeps;
+ *   2. a woken worker claims the job with CAS(state, OFFERED -> RUNNING);
+ *      every claimant and the launching thread take chunks of linear cube
+ *      indices from next_cube until it passes the total;
+ *   3. when the launching thread runs out of cubes it cancels the offers not
+ *      yet claimed (CAS OFFERED -> IDLE) and decrements `remaining` for
+ *      them, so a small launch never waits for a sleeping worker to wake;
+ *   4. a claimant sets state IDLE and decrements `remaining`; the last one
+ *      signals the launching thread if it sleeps; after that decrement a
+ *      worker touches no job field;
+ *   5. the launching thread waits for remaining == 0, then merges reports.
+ * A worker's claim succeeds only while its offer stands, and the launcher
+ * changes the job only after every offer was claimed-and-finished or
+ * cancelled, so a late worker never sees a half-written job.
+ * Sleep/wake uses the Dekker pattern on (wake, sleeping) and (remaining,
+ * caller_waiting): each side stores its flag, then reads the other's, both
+ * seq_cst, so at least one side sees the other and no wake-up is lost.
+ */
+#include "cpu/cpu_executor.h"
+
+#include "host/host_thread.h"
+
+/* How long an idle worker (or a waiting launcher) spins before sleeping. */
+#define EXECUTOR_SPIN_NS 50000u
+/* Padding against false sharing between threads' hot data (two lines: the
+ * adjacent-line prefetcher pairs them), and the allocation alignment. */
+#define EXECUTOR_LINE 128u
+#define EXECUTOR_ALIGN 64u
+/* Cubes per chunk: about 8 chunks per thread, at most this many. */
+#define EXECUTOR_MAX_CHUNK 4096u
+
+typedef union executor_scratch_t {
+  unsigned char bytes[CUBERT_KERNEL_MAX_ELEMENT_BYTES];
+  uint64_t u64;
+  double f64;
+  long double f128;
+  void *ptr;
+} executor_scratch_t;
+
+/* What one thread needs to run cubes. */
+typedef struct executor_context_t {
+  cubert_kernel_cube_t cube;
+  cubert_kernel_report_t report;
+  unsigned char *dynamic_shared; /* this thread's dynamic shared block */
+  size_t dynamic_capacity;
+  unsigned char *pending;        /* a larger block being prepared */
+  executor_scratch_t oob_sink;   /* written by dropped stores, never read */
+  executor_scratch_t oob_zero;   /* read by out-of-bounds loads, never written */
+} executor_context_t;
+
+typedef struct executor_worker_t {
+  executor_context_t context;
+  struct cubert_cpu_executor_t *executor;
+  cubert_host_thread_t thread;
+  cubert_host_mutex_t mutex;
+  cubert_host_cond_t cond;
+  uint32_t wake;     /* atomic: bumped by the launcher (only writer) */
+  uint32_t state;    /* atomic: WORKER_IDLE / WORKER_OFFERED / WORKER_RUNNING */
+  uint32_t sleeping; /* atomic: 1 while blocked (or about to) on cond */
+  int sync_ready;    /* mutex and cond initialized */
+  int started;       /* thread running */
+} executor_worker_t;
+
+struct cubert_cpu_executor_t {
+  cubert_allocator_t allocator;
+  uint32_t worker_count;
+  size_t worker_stride;   /* bytes per worker in `workers` */
+  unsigned char *workers; /* worker_count * worker_stride bytes */
+  cubert_host_mutex_t run_mutex;
+  cubert_host_mutex_t done_mutex;
+  cubert_host_cond_t done_cond;
+  /* The job, written under run_mutex before the wake-up. */
+  const cubert_kernel_t *kernel;
+  const cubert_kernel_args_t *args;
+  cubert_dim3_t count;
+  cubert_dim3_t dim;
+  uint32_t units;
+  uint32_t mode;
+  uint64_t total;
+  uint64_t chunk;
+  unsigned char pad0[EXECUTOR_LINE];
+  uint64_t next_cube; /* atomic */
+  unsigned char pad1[EXECUTOR_LINE];
+  uint32_t remaining;      /* atomic: participants still working */
+  uint32_t caller_waiting; /* atomic */
+  uint32_t shutdown;       /* atomic */
+  unsigned char pad2[EXECUTOR_LINE];
+  executor_context_t caller; /* the launching thread's context */
+};
+
+typedef char executor_mode_values_match_[(CUBERT_KERNEL_MODE_CHECKED == CUBERT_EXECUTION_CHECKED &&
+                                          CUBERT_KERNEL_MODE_VALIDATE ==
+                                              CUBERT_EXECUTION_VALIDATE &&
+                                          CUBERT_KERNEL_MODE_UNCHECKED ==
+                                              CUBERT_EXECUTION_UNCHECKED)
+                                             ? 1
+                                             : -1];
+
+enum { WORKER_IDLE = 0, WORKER_OFFERED = 1, WORKER_RUNNING = 2 };
+
+static executor_worker_t *executor_worker(cubert_cpu_executor_t *ex, uint32_t i) {
+  return (executor_worker_t *)(void *)(ex->workers + (size_t)i * ex->worker_stride);
+}
+
+/* ---- running cubes ----------------------------------------------------------- */
+
+/* Point the thread's cube record at the job. */
+static void cube_begin(executor_context_t *ctx, const cubert_kernel_t *kernel, cubert_dim3_t count,
+                       cubert_dim3_t dim, uint32_t units, uint32_t mode, uint64_t total) {
+  cubert_kernel_cube_t *cube = &ctx->cube;
+  cube->count = count;
+  cube->dim = dim;
+  cube->units = units;
+  cube->count_linear = total;
+  cube->mode = mode;
+  cube->dynamic_shared = ctx->dynamic_shared;
+  cube->dynamic_shared_bytes = kernel->shared_memory_bytes;
+  cube->report = &ctx->report;
+  cube->oob_sink = ctx->oob_sink.bytes;
+  cube->oob_zero = ctx->oob_zero.bytes;
+}
+
+/* A launch one thread runs alone (one cube, or no workers): every cube in
+ * linear order, without the shared cube counter or a division. */
+static void executor_run_alone(executor_context_t *ctx, const cubert_kernel_t *kernel,
+                               const cubert_kernel_args_t *args, cubert_dim3_t count,
+                               cubert_dim3_t dim, uint32_t units, uint32_t mode, uint64_t total) {
+  cubert_kernel_cpu_fn_t entry = kernel->cpu_entry;
+  cubert_kernel_cube_t *cube = &ctx->cube;
+  uint64_t linear = 0;
+  uint32_t x, y, z;
+  cube_begin(ctx, kernel, count, dim, units, mode, total);
+  for (z = 0; z < count.z; z++)
+    for (y = 0; y < count.y; y++)
+      for (x = 0; x < count.x; x++) {
+        cube->pos.x = x;
+        cube->pos.y = y;
+        cube->pos.z = z;
+        cube->pos_linear = linear++;
+        entry(args, cube);
+      }
+}
+
+static void executor_work(cubert_cpu_executor_t *ex, executor_context_t *ctx) {
+  const cubert_kernel_t *kernel = ex->kernel;
+  cubert_kernel_cpu_fn_t entry = kernel->cpu_entry;
+  const cubert_kernel_args_t *args = ex->args;
+  cubert_kernel_cube_t *cube = &ctx->cube;
+  const uint64_t total = ex->total, chunk = ex->chunk;
+  const uint32_t cx = ex->count.x, cy = ex->count.y;
+
+  cube_begin(ctx, kernel, ex->count, ex->dim, ex->units, ex->mode, total);
+
+  for (;;) {
+    uint64_t start = __atomic_fetch_add(&ex->next_cube, chunk, __ATOMIC_RELAXED);
+    uint64_t end, i, rest;
+    uint32_t x, y, z;
+    if (start >= total) break;
+    end = total - start < chunk ? total : start + chunk;
+    x = (uint32_t)(start % cx);
+    rest = start / cx;
+    y = (uint32_t)(rest % cy);
+    z = (uint32_t)(rest / cy);
+    for (i = start; i < end; i++) {
+      cube->pos.x = x;
+      cube->pos.y = y;
+      cube->pos.z = z;
+      cube->pos_linear = i;
+      entry(args, cube);
+      if (++x == cx) {
+        x = 0;
+        if (++y == cy) {
+          y = 0;
+          z++;
+        }
+      }
+    }
+  }
+}
+
+/* ---- workers ----------------------------------------------------------------- */
+
+static uint32_t worker_wait(executor_worker_t *w, uint32_t seen) {
+  uint64_t start = 0;
+  uint32_t v, i;
+  for (i = 1;; i++) {
+    v = __atomic_load_n(&w->wake, __ATOMIC_ACQUIRE);
+    if (v != seen) return v;
+    if ((i & 63u) == 0) {
+      uint64_t now = cubert_host_clock_ns();
+      if (!start)
+        start = now;
+      else if (now - start > EXECUTOR_SPIN_NS)
+        break;
+    }
+    cubert_host_cpu_relax();
+  }
+  cubert_host_mutex_lock(&w->mutex);
+  __atomic_store_n(&w->sleeping, 1u, __ATOMIC_SEQ_CST);
+  while ((v = __atomic_load_n(&w->wake, __ATOMIC_SEQ_CST)) == seen)
+    cubert_host_cond_wait(&w->cond, &w->mutex);
+  __atomic_store_n(&w->sleeping, 0u, __ATOMIC_RELAXED);
+  cubert_host_mutex_unlock(&w->mutex);
+  return v;
+}
+
+static void worker_finish(cubert_cpu_executor_t *ex) {
+  if (__atomic_sub_fetch(&ex->remaining, 1u, __ATOMIC_SEQ_CST) == 0 &&
+      __atomic_load_n(&ex->caller_waiting, __ATOMIC_SEQ_CST)) {
+    cubert_host_mutex_lock(&ex->done_mutex);
+    cubert_host_cond_broadcast(&ex->done_cond);
+    cubert_host_mutex_unlock(&ex->done_mutex);
+  }
+}
+
+static void worker_main(void *arg) {
+  executor_worker_t *w = (executor_worker_t *)arg;
+  cubert_cpu_executor_t *ex = w->executor;
+  uint32_t seen = 0;
+  for (;;) {
+    uint32_t offered = WORKER_OFFERED;
+    seen = worker_wait(w, seen);
+    if (__atomic_load_n(&ex->shutdown, __ATOMIC_ACQUIRE)) return;
+    if (!__atomic_compare_exchange_n(&w->state, &offered, (uint32_t)WORKER_RUNNING, false,
+                                     __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+      continue; /* the offer was cancelled: the launch finished without us */
+    executor_work(ex, &w->context);
+    __atomic_store_n(&w->state, (uint32_t)WORKER_IDLE, __ATOMIC_RELEASE);
+    worker_finish(ex);
+  }
+}
+
+/* Called by the launcher only (the only writer of w->wake). */
+static void worker_wake(executor_worker_t *w) {
+  uint32_t next = __atomic_load_n(&w->wake, __ATOMIC_RELAXED) + 1u;
+  __atomic_store_n(&w->wake, next, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&w->sleeping, __ATOMIC_SEQ_CST)) {
+    cubert_host_mutex_lock(&w->mutex);
+    cubert_host_cond_signal(&w->cond);
+    cubert_host_mutex_unlock(&w->mutex);
+  }
+}
+
+static void executor_wait_done(cubert_cpu_executor_t *ex) {
+  uint64_t start = 0;
+  uint32_t i;
+  for (i = 1; __atomic_load_n(&ex->remaining, __ATOMIC_ACQUIRE) != 0; i++) {
+    if ((i & 63u) == 0) {
+      uint64_t now = cubert_host_clock_ns();
+      if (!start) {
+        start = now;
+      } else if (now - start > EXECUTOR_SPIN_NS) {
+        cubert_host_mutex_lock(&ex->done_mutex);
+        __atomic_store_n(&ex->caller_waiting, 1u, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(&ex->remaining, __ATOMIC_SEQ_CST) != 0)
+          cubert_host_cond_wait(&ex->done_cond, &ex->done_mutex);
+        __atomic_store_n(&ex->caller_waiting, 0u, __ATOMIC_RELAXED);
+        cubert_host_mutex_unlock(&ex->done_mutex);
+        return;
+      }
+    }
+    cubert_host_cpu_relax();
+  }
+}
+
+/* ---- lifecycle ---------------------------------------------------------------- */
+
+static void context_free(cubert_allocator_t a, executor_context_t *ctx) {
+  cubert_allocator_free(a, ctx->dynamic_shared, ctx->dynamic_capacity, 64);
+  ctx->dynamic_shared = NULL;
+  ctx->dynamic_capacity = 0;
+}
+
+/* Stop and join the started workers, release their sync objects and
+ * memory, then the executor. Works on a partially created executor. */
+static void executor_teardown(cubert_cpu_executor_t *ex, int ex_sync_ready) {
+  uint32_t i;
+  __atomic_store_n(&ex->shutdown, 1u, __ATOMIC_SEQ_CST);
+  for (i = 0; i < ex->worker_count; i++) {
+    executor_worker_t *w = executor_worker(ex, i);
+    if (w->started) worker_wake(w);
+  }
+  for (i = 0; i < ex->worker_count; i++) {
+    executor_worker_t *w = executor_worker(ex, i);
+    if (w->started) cubert_host_thread_join(&w->thread);
+    if (w->sync_ready) {
+      cubert_host_cond_deinitialize(&w->cond);
+      cubert_host_mutex_deinitialize(&w->mutex);
+    }
+    context_free(ex->allocator, &w->context);
+  }
+  context_free(ex->allocator, &ex->caller);
+  if (ex_sync_ready) {
+    cubert_host_cond_deinitialize(&ex->done_cond);
+    cubert_host_mutex_deinitialize(&ex->done_mutex);
+    cubert_host_mutex_deinitialize(&ex->run_mutex);
+  }
+  if (ex->workers)
+    cubert_allocator_free(ex->allocator, ex->workers, (size_t)ex->worker_count * ex->worker_stride,
+                          EXECUTOR_ALIGN);
+  cubert_allocator_free(ex->allocator, ex, sizeof(*ex), EXECUTOR_ALIGN);
+}
+
+static cubert_status_t executor_sync_init(cubert_host_mutex_t *m1, cubert_host_mutex_t *m2,
+                                          cubert_host_cond_t *c) {
+  cubert_status_t s = cubert_host_mutex_initialize(m1);
+  if (s != CUBERT_STATUS_OK) return s;
+  if (m2) {
+    s = cubert_host_mutex_initialize(m2);
+    if (s != CUBERT_STATUS_OK) {
+      cubert_host_mutex_deinitialize(m1);
+      return s;
+    }
+  }
+  s = cubert_host_cond_initialize(c);
+  if (s != CUBERT_STATUS_OK) {
+    if (m2) cubert_host_mutex_deinitialize(m2);
+    cubert_host_mutex_deinitialize(m1);
+  }
+  return s;
+}
+
+static cubert_status_t executor_fail(cubert_error_t *out_error, cubert_status_t s,
+                                     const char *reason) {
+  if (s == CUBERT_STATUS_RESOURCE_EXHAUSTED)
+    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, reason);
+  if (s == CUBERT_STATUS_INVALID_ARGUMENT)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, reason);
+  return cubert_error_set(out_error, CUBERT_ERROR_SERVER_GENERIC, NULL, 0, reason);
+}
+
+cubert_status_t cubert_cpu_executor_create(cubert_allocator_t allocator, uint32_t n_workers,
+                                           cubert_cpu_executor_t **out_executor,
+                                           cubert_error_t *out_error) {
+  cubert_cpu_executor_t *ex = NULL;
+  cubert_status_t s;
+  uint32_t i;
+  size_t stride, bytes;
+  if (!out_executor)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "cpu executor: NULL out_executor");
+  if (n_workers > CUBERT_CPU_EXECUTOR_MAX_WORKERS) {
+    uint64_t f[2];
+    f[0] = n_workers;
+    f[1] = CUBERT_CPU_EXECUTOR_MAX_WORKERS;
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2,
+                            "cpu executor: too many workers");
+  }
+  s = cubert_allocator_malloc(allocator, sizeof(*ex), EXECUTOR_ALIGN, (void **)&ex);
+  if (s != CUBERT_STATUS_OK) return executor_fail(out_error, s, "cpu executor: allocation failed");
+  ex->allocator = allocator;
+  stride = (sizeof(executor_worker_t) + EXECUTOR_LINE - 1) / EXECUTOR_LINE * EXECUTOR_LINE;
+  ex->worker_stride = stride;
+  if (n_workers) {
+    /* n_workers <= 1024 and stride is small: no overflow. */
+    bytes = (size_t)n_workers * stride;
+    s = cubert_allocator_malloc(allocator, bytes, EXECUTOR_ALIGN, (void **)&ex->workers);
+    if (s != CUBERT_STATUS_OK) {
+      cubert_allocator_free(allocator, ex, sizeof(*ex), EXECUTOR_ALIGN);
+      return executor_fail(out_error, s, "cpu executor: allocation failed");
+    }
+  }
+  ex->worker_count = n_workers; /* zero-filled workers: nothing initialized or started yet */
+  s = executor_sync_init(&ex->run_mutex, &ex->done_mutex, &ex->done_cond);
+  if (s != CUBERT_STATUS_OK) {
+    executor_teardown(ex, 0);
+    return executor_fail(out_error, s, "cpu executor: mutex/cond initialization failed");
+  }
+  for (i = 0; i < n_workers; i++) {
+    executor_worker_t *w = executor_worker(ex, i);
+    w->executor = ex;
+    s = executor_sync_init(&w->mutex, NULL, &w->cond);
+    if (s != CUBERT_STATUS_OK) break;
+    w->sync_ready = 1;
+    s = cubert_host_thread_create(&w->thread, worker_main, w, CUBERT_CPU_EXECUTOR_STACK_BYTES);
+    if (s != CUBERT_STATUS_OK) break;
+    w->started = 1;
+  }
+  if (s != CUBERT_STATUS_OK) {
+    executor_teardown(ex, 1);
+    return executor_fail(out_error, s, "cpu executor: could not start a worker thread");
+  }
+  *out_executor = ex;
+  return CUBERT_STATUS_OK;
+}
+
+void cubert_cpu_executor_destroy(cubert_cpu_executor_t *executor) {
+  if (executor) executor_teardown(executor, 1);
+}
+
+uint32_t cubert_cpu_executor_worker_count(const cubert_cpu_executor_t *executor) {
+  return executor ? executor->worker_count : 0;
+}
+
+/* ---- launching ------------------------------------------------------------------ */
+
+static executor_context_t *executor_context(cubert_cpu_executor_t *ex, uint32_t i) {
+  return i < ex->worker_count ? &executor_worker(ex, i)->context : &ex->caller;
+}
+
+/* Make every context's dynamic shared block at least `need` bytes, all or
+ * nothing. */
+static cubert_status_t executor_reserve_shared(cubert_cpu_executor_t *ex, size_t need) {
+  uint32_t i, n = ex->worker_count + 1;
+  cubert_status_t s = CUBERT_STATUS_OK;
+  if (need == 0 || ex->caller.dynamic_capacity >= need) return CUBERT_STATUS_OK;
+  for (i = 0; i < n && s == CUBERT_STATUS_OK; i++)
+    s = cubert_allocator_malloc(ex->allocator, need, 64, (void **)&executor_context(ex, i)->pending);
+  for (i = 0; i < n; i++) {
+    executor_context_t *ctx = executor_context(ex, i);
+    if (!ctx->pending) continue;
+    if (s != CUBERT_STATUS_OK) {
+      cubert_allocator_free(ex->allocator, ctx->pending, need, 64);
+    } else {
+      context_free(ex->allocator, ctx);
+      ctx->dynamic_shared = ctx->pending;
+      ctx->dynamic_capacity = need;
+    }
+    ctx->pending = NULL;
+  }
+  return s;
+}
+
+static void report_reset(cubert_kernel_report_t *r) {
+  r->oob_count = 0;
+  r->has_violation = 0;
+  r->buffer_index = 0;
+  r->element_index = 0;
+  r->buffer_length = 0;
+  r->is_write = 0;
+  r->reserved = 0;
+  r->cube_pos.x = r->cube_pos.y = r->cube_pos.z = 0;
+  r->cube_linear = 0;
+  r->kernel_name = NULL;
+}
+
+static cubert_status_t run_invalid(cubert_error_t *out_error, const char *reason) {
+  return cubert_error_set(out_error, CUBERT_ERROR_SERVER_VALIDATION, NULL, 0, reason);
+}
+
+cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,
+                                        const cubert_kernel_t *kernel, cubert_dim3_t cube_count,
+                                        cubert_dim3_t cube_dim, const cubert_kernel_args_t *args,
+                                        cubert_execution_mode_t mode,
+                                        cubert_kernel_report_t *out_report,
+                                        cubert_error_t *out_error) {
+  cubert_cpu_executor_t *ex = executor;
+  uint64_t units, total, chunk;
+  uint32_t participants, i;
+  size_t need;
+  cubert_status_t s;
+
+  if (!ex || !kernel || !args) return run_invalid(out_error, "cpu executor: NULL argument");
+  if (cube_dim.x == 0 || cube_dim.y == 0 || cube_dim.z == 0)
+    return run_invalid(out_error, "cpu executor: cube dim has a zero component");
+  if ((unsigned)mode > (unsigned)CUBERT_EXECUTION_UNCHECKED)
+    return run_invalid(out_error, "cpu executor: unknown execution mode");
+  if (args->buffer_count > CUBERT_KERNEL_MAX_BUFFERS ||
+      args->scalar_count > CUBERT_KERNEL_MAX_SCALARS)
+    return run_invalid(out_error, "cpu executor: too many buffers or scalars");
+  if (args->buffer_count < kernel->buffer_count || args->scalar_count < kernel->scalar_count)
+    return run_invalid(out_error, "cpu executor: fewer arguments than the kernel reads");
+  if (!kernel->cpu_entry)
+    return cubert_error_set(out_error, CUBERT_ERROR_COMPILATION_GENERIC, NULL, 0,
+                            "cpu executor: kernel has no CPU entry point");
+  units = (uint64_t)cube_dim.x * cube_dim.y; /* < 2^64 */
+  if (units <= CUBERT_KERNEL_MAX_UNITS) units *= cube_dim.z; /* <= 2^42: no overflow */
+  if (units > CUBERT_KERNEL_MAX_UNITS) {
+    uint64_t f[2];
+    f[0] = units; /* x*y alone when that already exceeds the limit */
+    f[1] = CUBERT_KERNEL_MAX_UNITS;
+    return cubert_error_set(out_error, CUBERT_ERROR_RESOURCE_MAX_UNIT_PER_CUBE, f, 2,
+                            "cpu executor: too many units per cube");
+  }
+  if (out_report) report_reset(out_report);
+  if (cube_count.x == 0 || cube_count.y == 0 || cube_count.z == 0) {
+    if (out_report) out_report->kernel_name = kernel->name;
+    return CUBERT_STATUS_OK;
+  }
+  total = (uint64_t)cube_count.x * cube_count.y;
+  if (cubert_u64_mul(total, cube_count.z, &total) != CUBERT_STATUS_OK ||
+      total > ((uint64_t)1 << 63)) {
+    uint64_t f[1];
+    f[0] = cube_count.z;
+    return cubert_error_set(out_error, CUBERT_ERROR_RESOURCE_UNITS, f, 1,
+                            "cpu executor: more than 2^63 cubes");
+  }
+  need = (size_t)kernel->shared_memory_bytes;
+  need = (need + 63u) & ~(size_t)63u;
+
+  cubert_host_mutex_lock(&ex->run_mutex);
+  s = executor_reserve_shared(ex, need);
+  if (s != CUBERT_STATUS_OK) {
+    cubert_host_mutex_unlock(&ex->run_mutex);
+    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
+                            "cpu executor: cannot allocate dynamic shared memory");
+  }
+  participants = total - 1 < ex->worker_count ? (uint32_t)(total - 1) : ex->worker_count;
+  if (participants == 0) {
+    report_reset(&ex->caller.report);
+    executor_run_alone(&ex->caller, kernel, args, cube_count, cube_dim, (uint32_t)units,
+                       (uint32_t)mode, total);
+    if (out_report) {
+      *out_report = ex->caller.report; /* out_report was reset: the merge below, for one */
+      out_report->kernel_name = kernel->name;
+    }
+    cubert_host_mutex_unlock(&ex->run_mutex);
+    return CUBERT_STATUS_OK;
+  }
+  chunk = total / (((uint64_t)participants + 1) * 8u);
+  if (chunk < 1) chunk = 1;
+  if (chunk > EXECUTOR_MAX_CHUNK) chunk = EXECUTOR_MAX_CHUNK;
+
+  ex->kernel = kernel;
+  ex->args = args;
+  ex->count = cube_count;
+  ex->dim = cube_dim;
+  ex->units = (uint32_t)units;
+  ex->mode = (uint32_t)mode;
+  ex->total = total;
+  ex->chunk = chunk;
+  __atomic_store_n(&ex->next_cube, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&ex->remaining, participants, __ATOMIC_RELAXED);
+  report_reset(&ex->caller.report);
+  for (i = 0; i < participants; i++) {
+    executor_worker_t *w = executor_worker(ex, i);
+    report_reset(&w->context.report);
+    __atomic_store_n(&w->state, (uint32_t)WORKER_OFFERED, __ATOMIC_SEQ_CST);
+    worker_wake(w);
+  }
+  executor_work(ex, &ex->caller);
+  for (i = 0; i < participants; i++) { /* cancel the offers nobody took up yet */
+    uint32_t offered = WORKER_OFFERED;
+    if (__atomic_compare_exchange_n(&executor_worker(ex, i)->state, &offered,
+                                    (uint32_t)WORKER_IDLE, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST))
+      (void)__atomic_sub_fetch(&ex->remaining, 1u, __ATOMIC_SEQ_CST);
+  }
+  if (participants) executor_wait_done(ex);
+
+  if (out_report) {
+    for (i = 0; i <= participants; i++) {
+      const cubert_kernel_report_t *r =
+          i < participants ? &executor_worker(ex, i)->context.report : &ex->caller.report;
+      out_report->oob_count += r->oob_count;
+      if (r->has_violation &&
+          (!out_report->has_violation || r->cube_linear < out_report->cube_linear)) {
+        uint64_t count = out_report->oob_count;
+        *out_report = *r;
+        out_report->oob_count = count;
+      }
+    }
+    out_report->kernel_name = kernel->name;
+  }
+  cubert_host_mutex_unlock(&ex->run_mutex);
+  return CUBERT_STATUS_OK;
+}

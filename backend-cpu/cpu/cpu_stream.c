@@ -1,0 +1,412 @@
+/* backend-cpu/cpu/cpu_stream.c: simulated streams (see cpu_stream.h). */
+#include "cpu/cpu_stream.h"
+#include "cpu/cpu_server.h"
+
+#include "host/host_thread.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+static void deadline_after(struct timespec *ts, uint64_t timeout_ns) {
+  clock_gettime(CLOCK_REALTIME, ts);
+  ts->tv_sec += (time_t)(timeout_ns / 1000000000ull);
+  ts->tv_nsec += (long)(timeout_ns % 1000000000ull);
+  if (ts->tv_nsec >= 1000000000L) {
+    ts->tv_sec++;
+    ts->tv_nsec -= 1000000000L;
+  }
+}
+
+/* How long an idle worker, a host waiter or a producer facing a full ring spins
+ * before it sleeps on the stream's condition variables (as the executor). */
+#define STREAM_SPIN_NS 50000u
+/* An idle spinning worker looks at the producer's unpublished tail (and the
+ * clock) every this many spins (power of two): work nobody flushes starts
+ * within tens of microseconds, and the producer's line moves once per pull,
+ * not once per op. */
+#define STREAM_PULL_SPINS 1024u
+/* The worker's first sleep after spinning is bounded (see worker_wait). */
+#define STREAM_FIRST_SLEEP_NS 1000000u
+
+/* A spinner's budget: call with *start = 0 first; true once STREAM_SPIN_NS
+ * passed since that first call. */
+static int spin_budget_spent(uint64_t *start) {
+  uint64_t now = cubert_host_clock_ns();
+  if (!*start) {
+    *start = now;
+    return 0;
+  }
+  return now - *start > STREAM_SPIN_NS;
+}
+
+/* Spin until done(s, arg) or STREAM_SPIN_NS passed; true when done. */
+static int spin_until(cpu_stream_t *s, int (*done)(cpu_stream_t *, uint64_t), uint64_t arg) {
+  uint64_t start = 0;
+  uint32_t i;
+  for (i = 1;; i++) {
+    if (done(s, arg)) return 1;
+    if ((i & 63u) == 0 && spin_budget_spent(&start)) return 0;
+    cubert_host_cpu_relax();
+  }
+}
+
+/* Worker side: ops published so far. published is re-read only when the
+ * last value seen is used up; it can lag behind what a pull saw (and so
+ * behind head), hence the orderings, never equality. */
+static int has_published_work(cpu_stream_t *s) {
+  uint64_t p;
+  if (s->tail_seen > s->head) return 1;
+  p = __atomic_load_n(&s->published, __ATOMIC_ACQUIRE);
+  if (p > s->tail_seen) s->tail_seen = p;
+  return s->tail_seen > s->head;
+}
+/* Worker side: the lazy pull of committed ops not published yet (a read of
+ * the producer's line, so not on every spin). */
+static int pull_committed(cpu_stream_t *s) {
+  s->tail_seen = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+  return s->tail_seen > s->head;
+}
+static int point_done(cpu_stream_t *s, uint64_t seq) {
+  return __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) >= seq;
+}
+/* Producer side: the worker's progress is re-read only when the last value
+ * seen says full. It reads `completed` (equal to head once an op is done;
+ * the slot is free by then), whose seq_cst store pairs with `waiters` for a
+ * producer that sleeps on a full ring. */
+static uint64_t load_progress(cpu_stream_t *s) {
+  return __atomic_load_n(&s->completed, __ATOMIC_SEQ_CST);
+}
+static int has_room(cpu_stream_t *s, uint64_t unused) {
+  (void)unused;
+  if (s->tail - s->head_seen < s->ring_size) return 1;
+  s->head_seen = load_progress(s);
+  return s->tail - s->head_seen < s->ring_size;
+}
+
+static void run_op(cpu_stream_t *s, cpu_op_t *op) {
+  cubert_error_t error;
+  cubert_status_t status;
+  if (op->wait_stream) (void)cpu_stream_wait_point(op->wait_stream, op->wait_seq, UINT64_MAX);
+  cubert_error_clear(&error);
+  status = op->run ? op->run(s, op->payload, &error) : CUBERT_STATUS_OK;
+  if (status != CUBERT_STATUS_OK) {
+    if (error.status == CUBERT_STATUS_OK) error.status = status;
+    cpu_stream_push_error(s, &error);
+  }
+  if (op->done) (void)op->done(s, op->payload, &error);
+}
+
+/* Wake host waiters and a producer waiting for room, if any sleeps. */
+static void wake_waiters(cpu_stream_t *s) {
+  if (__atomic_load_n(&s->waiters, __ATOMIC_SEQ_CST)) {
+    pthread_mutex_lock(&s->mutex);
+    pthread_cond_broadcast(&s->cond_progress);
+    pthread_mutex_unlock(&s->mutex);
+  }
+}
+
+/* Worker: wait until an op is visible (1) or the stream stops with every
+ * committed op run (0). Spins on `published`, pulls `tail` every
+ * STREAM_PULL_SPINS spins, sleeps on cond_work after STREAM_SPIN_NS.
+ * Dekker with cpu_stream_publish: sleeping is published (seq_cst) before
+ * published is read again, and a publisher's seq_cst compare-and-swap of
+ * published precedes its read of sleeping, so one of the two sees the
+ * other. */
+static int worker_wait(cpu_stream_t *s) {
+  uint64_t start = 0;
+  uint32_t i;
+  int first;
+  for (i = 1;; i++) {
+    if (has_published_work(s)) return 1;
+    if ((i & (STREAM_PULL_SPINS - 1u)) == 0) {
+      if (pull_committed(s)) return 1;
+      /* stopped: deinitialize stores running after the last commit, so a
+       * pull after seeing it sees every committed op */
+      if (!__atomic_load_n(&s->running, __ATOMIC_ACQUIRE)) return pull_committed(s);
+      if (spin_budget_spent(&start)) break;
+    }
+    cubert_host_cpu_relax();
+  }
+  pthread_mutex_lock(&s->mutex);
+  __atomic_store_n(&s->sleeping, 1, __ATOMIC_SEQ_CST);
+  first = 1;
+  while (__atomic_load_n(&s->published, __ATOMIC_SEQ_CST) <= s->head &&
+         __atomic_load_n(&s->tail, __ATOMIC_SEQ_CST) == s->head &&
+         __atomic_load_n(&s->running, __ATOMIC_SEQ_CST)) {
+    if (first) {
+      /* A commit's relaxed look at `sleeping` (no fence on the fast path)
+       * can miss this sleep while its tail store is still on its way: the
+       * first sleep is 1 ms, so such an op starts within 1 ms even if
+       * nobody publishes. Later sleeps need a wake-up. */
+      struct timespec deadline;
+      deadline_after(&deadline, STREAM_FIRST_SLEEP_NS);
+      (void)pthread_cond_timedwait(&s->cond_work, &s->mutex, &deadline);
+      first = 0;
+    } else {
+      pthread_cond_wait(&s->cond_work, &s->mutex);
+    }
+  }
+  __atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&s->mutex);
+  return pull_committed(s); /* woken by work, or stopped (as above) */
+}
+
+/* The worker is the only consumer: it alone writes head and completed. */
+static void *worker_main(void *arg) {
+  cpu_stream_t *s = (cpu_stream_t *)arg;
+  for (;;) {
+    cpu_op_t *op;
+    if (s->tail_seen <= s->head && !worker_wait(s)) break;
+    op = &s->ring[s->head % s->ring_size];
+    if (s->tail_seen > s->head + 2) /* the op after next, written on the producer's core */
+      __builtin_prefetch(&s->ring[(s->head + 2) % s->ring_size], 0, 3);
+    run_op(s, op);
+    __atomic_store_n(&s->completed, s->head + 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&s->head, s->head + 1, __ATOMIC_RELEASE);
+    wake_waiters(s);
+  }
+  return NULL;
+}
+
+cubert_status_t cpu_stream_initialize(cpu_stream_t *s, cubert_allocator_t allocator, uint32_t slot,
+                                      void *server, int deterministic) {
+  memset(s, 0, sizeof(*s));
+  s->allocator = allocator;
+  s->slot = slot;
+  s->server = server;
+  s->deterministic = deterministic;
+  s->ring_size = deterministic ? CPU_STREAM_RING_DETERMINISTIC : CPU_STREAM_RING;
+  s->prefetch_write = cubert_host_cpu_has_prefetch_write();
+  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc_array(allocator, (size_t)s->ring_size,
+                                                       sizeof(cpu_op_t), 64, (void **)&s->ring));
+  pthread_mutex_init(&s->mutex, NULL);
+  pthread_cond_init(&s->cond_work, NULL);
+  pthread_cond_init(&s->cond_progress, NULL);
+  s->running = 1;
+  if (deterministic) { /* no worker: the server's step loop runs the ops */
+    s->started = 1;
+    return CUBERT_STATUS_OK;
+  }
+  if (pthread_create(&s->thread, NULL, worker_main, s) != 0) {
+    pthread_mutex_destroy(&s->mutex);
+    pthread_cond_destroy(&s->cond_work);
+    pthread_cond_destroy(&s->cond_progress);
+    cubert_allocator_free(allocator, s->ring, (size_t)s->ring_size * sizeof(cpu_op_t), 64);
+    s->ring = NULL;
+    return CUBERT_STATUS_INTERNAL;
+  }
+  s->started = 1;
+  return CUBERT_STATUS_OK;
+}
+
+static bool stream_idle_fn(void *arg) { return cpu_stream_idle((cpu_stream_t *)arg); }
+
+void cpu_stream_deinitialize(cpu_stream_t *s) {
+  if (!s->started) return;
+  if (s->deterministic) {
+    /* run what is queued (other streams' steps too, in the chooser's order);
+     * a deadlock cannot hold the teardown: the rest runs in order */
+    if (cpu_sim_run_until((cpu_server_t *)s->server, stream_idle_fn, s) != CUBERT_STATUS_OK)
+      while (!cpu_stream_idle(s)) cpu_stream_step(s);
+  } else {
+    pthread_mutex_lock(&s->mutex);
+    __atomic_store_n(&s->running, 0, __ATOMIC_SEQ_CST);
+    pthread_cond_broadcast(&s->cond_work);
+    pthread_mutex_unlock(&s->mutex);
+    pthread_join(s->thread, NULL);
+  }
+  pthread_mutex_destroy(&s->mutex);
+  pthread_cond_destroy(&s->cond_work);
+  pthread_cond_destroy(&s->cond_progress);
+  cubert_allocator_free(s->allocator, s->ring, (size_t)s->ring_size * sizeof(cpu_op_t), 64);
+  s->ring = NULL;
+  s->started = 0;
+}
+
+/* Sleep on cond_progress until pred(s, arg) or the deadline; the caller
+ * counts itself in `waiters` first, so the worker wakes it. */
+static cubert_status_t sleep_until(cpu_stream_t *s, int (*pred)(cpu_stream_t *, uint64_t),
+                                   uint64_t arg, const struct timespec *deadline) {
+  cubert_status_t status = CUBERT_STATUS_OK;
+  pthread_mutex_lock(&s->mutex);
+  __atomic_add_fetch(&s->waiters, 1u, __ATOMIC_SEQ_CST);
+  while (!pred(s, arg)) {
+    if (!deadline) {
+      pthread_cond_wait(&s->cond_progress, &s->mutex);
+    } else if (pthread_cond_timedwait(&s->cond_progress, &s->mutex, deadline) == ETIMEDOUT &&
+               !pred(s, arg)) {
+      status = CUBERT_STATUS_DEADLINE_EXCEEDED;
+      break;
+    }
+  }
+  __atomic_sub_fetch(&s->waiters, 1u, __ATOMIC_SEQ_CST);
+  pthread_mutex_unlock(&s->mutex);
+  return status;
+}
+
+/* Producer facing a full ring: spin until a quarter of the ring is free
+ * (true) or STREAM_SPIN_NS passed (false). Progress is read every 32
+ * pauses, not on every spin: each read pulls the line the worker writes per
+ * op. */
+static int wait_for_room(cpu_stream_t *s) {
+  uint64_t start = 0;
+  uint32_t i, k;
+  for (i = 1;; i++) {
+    s->head_seen = load_progress(s);
+    if (s->tail - s->head_seen <= s->ring_size - s->ring_size / 4) return 1;
+    for (k = 0; k < 32; k++) cubert_host_cpu_relax();
+    if ((i & 7u) == 0 && spin_budget_spent(&start)) return 0;
+  }
+}
+
+static bool stream_has_room(void *arg) { return has_room((cpu_stream_t *)arg, 0) != 0; }
+
+cpu_op_t *cpu_stream_reserve(cpu_stream_t *s) {
+  cpu_op_t *op;
+  if (!has_room(s, 0)) {
+    if (s->deterministic) {
+      /* make room by running steps; no step runnable cannot happen (a wait
+       * op waits for an already enqueued point), but would run the head op
+       * anyway rather than hang */
+      if (cpu_sim_run_until((cpu_server_t *)s->server, stream_has_room, s) != CUBERT_STATUS_OK)
+        cpu_stream_step(s);
+    } else {
+      cpu_stream_publish(s); /* the worker must see what fills the ring */
+      if (!wait_for_room(s)) (void)sleep_until(s, has_room, 0, NULL);
+    }
+  }
+  op = &s->ring[s->tail % s->ring_size];
+  op->run = NULL;
+  op->done = NULL;
+  op->wait_stream = NULL;
+  op->wait_seq = 0;
+  return op;
+}
+
+void cpu_stream_publish(cpu_stream_t *s) {
+  uint64_t t = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+  uint64_t p = __atomic_load_n(&s->published, __ATOMIC_RELAXED);
+  /* published only grows: a publisher with an older tail loses the race */
+  while (p < t &&
+         !__atomic_compare_exchange_n(&s->published, &p, t, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+  }
+  if (__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST)) {
+    pthread_mutex_lock(&s->mutex);
+    pthread_cond_signal(&s->cond_work);
+    pthread_mutex_unlock(&s->mutex);
+  }
+}
+
+uint64_t cpu_stream_commit(cpu_stream_t *s) {
+  uint64_t t = s->tail + 1; /* tail: written by this thread only; seq = t */
+  __atomic_store_n(&s->tail, t, __ATOMIC_RELEASE);
+  /* the slot a few launches ahead: its line was last read by the worker;
+   * taking it now keeps that transfer off this thread's next fence (the
+   * device lock), which otherwise waits for it on every launch */
+  cubert_host_prefetch_write(&s->ring[(t + CPU_STREAM_PREFETCH) % s->ring_size], s->prefetch_write);
+  /* publish a full batch, or wake a sleeping worker (a relaxed look: a
+   * sleep that begins right now is caught by the next publish, which every
+   * wait does first, or at the end of the worker's first, 1 ms sleep) */
+  if (t - s->published_seen >= CPU_STREAM_BATCH || __atomic_load_n(&s->sleeping, __ATOMIC_RELAXED)) {
+    s->published_seen = t;
+    cpu_stream_publish(s);
+  }
+  return t;
+}
+
+int cpu_stream_point_completed(cpu_stream_t *s, uint64_t seq) {
+  if (point_done(s, seq)) return 1;
+  if (!s->deterministic) cpu_stream_publish(s); /* a poller must not wait on an unpublished op */
+  return point_done(s, seq);
+}
+
+typedef struct point_t {
+  cpu_stream_t *stream;
+  uint64_t seq;
+} point_t;
+
+static bool point_done_fn(void *arg) {
+  point_t *p = (point_t *)arg;
+  return point_done(p->stream, p->seq) != 0;
+}
+
+cubert_status_t cpu_stream_wait_point(cpu_stream_t *s, uint64_t seq, uint64_t timeout_ns) {
+  struct timespec deadline;
+  if (point_done(s, seq)) return CUBERT_STATUS_OK;
+  if (!s->deterministic) cpu_stream_publish(s); /* the point may be unpublished */
+  if (s->deterministic) { /* virtual time: the step loop runs until the point */
+    point_t p;
+    p.stream = s;
+    p.seq = seq;
+    return cpu_sim_run_until((cpu_server_t *)s->server, point_done_fn, &p);
+  }
+  if (spin_until(s, point_done, seq)) return CUBERT_STATUS_OK;
+  if (timeout_ns == UINT64_MAX) return sleep_until(s, point_done, seq, NULL);
+  deadline_after(&deadline, timeout_ns);
+  return sleep_until(s, point_done, seq, &deadline);
+}
+
+void cpu_stream_push_error(cpu_stream_t *s, const cubert_error_t *error) {
+  pthread_mutex_lock(&s->mutex);
+  cubert_error_aggregate(&s->errors, error);
+  s->error_count++;
+  pthread_mutex_unlock(&s->mutex);
+}
+
+cubert_status_t cpu_stream_drain_errors(cpu_stream_t *s, cubert_error_t *out_error) {
+  cubert_status_t status = CUBERT_STATUS_OK;
+  pthread_mutex_lock(&s->mutex);
+  if (s->error_count) {
+    if (out_error) *out_error = s->errors;
+    status = CUBERT_STATUS_SERVER_UNHEALTHY;
+    cubert_error_clear(&s->errors);
+    s->error_count = 0;
+  }
+  pthread_mutex_unlock(&s->mutex);
+  return status;
+}
+
+uint32_t cpu_stream_error_count(cpu_stream_t *s) {
+  uint32_t n;
+  pthread_mutex_lock(&s->mutex);
+  n = s->error_count;
+  pthread_mutex_unlock(&s->mutex);
+  return n;
+}
+
+/* ---- deterministic mode (cpu_sim.c): the step loop is the consumer ---- */
+
+bool cpu_stream_head_runnable(cpu_stream_t *s, uint64_t *out_seq) {
+  cpu_op_t *op;
+  if (__atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) == s->head) return false;
+  op = &s->ring[s->head % s->ring_size];
+  if (op->wait_stream && !point_done(op->wait_stream, op->wait_seq)) return false;
+  *out_seq = s->head + 1;
+  return true;
+}
+
+void cpu_stream_step(cpu_stream_t *s) {
+  cpu_op_t *op;
+  cubert_error_t error;
+  cubert_status_t status;
+  if (__atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) == s->head) return;
+  op = &s->ring[s->head % s->ring_size];
+  cubert_error_clear(&error);
+  status = op->run ? op->run(s, op->payload, &error) : CUBERT_STATUS_OK;
+  if (status != CUBERT_STATUS_OK) {
+    if (error.status == CUBERT_STATUS_OK) error.status = status;
+    cpu_stream_push_error(s, &error);
+  }
+  if (op->done) (void)op->done(s, op->payload, &error);
+  __atomic_store_n(&s->completed, s->head + 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&s->head, s->head + 1, __ATOMIC_SEQ_CST);
+  wake_waiters(s);
+}
+
+bool cpu_stream_idle(cpu_stream_t *s) {
+  return __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
+}
+
+/* Ops start on cache-line boundaries of the 64-aligned ring. */
+typedef char cpu_op_is_whole_lines_[sizeof(cpu_op_t) % 64 == 0 ? 1 : -1];

@@ -1,0 +1,149 @@
+/*
+ * backend-cpu/cpu/cpu_stream.h: simulated GPU streams. Each stream slot executes
+ * its operations strictly in enqueue order on its own worker thread. An
+ * operation has a sequence number (1, 2, ...); an event is a point
+ * (stream, sequence); a stream waits for another stream's point with a wait
+ * operation; the host waits with cpu_stream_wait_point. Errors raised by
+ * operations are queued on the stream and drained by flush / sync / read.
+ *
+ * Threading: enqueue and drain calls come from the server thread (serialized
+ * by the device handle); the worker runs operations; waits may come from any
+ * thread. Operations come from a fixed ring per stream (no allocation per
+ * enqueue, no lock per enqueue); a full ring makes the enqueuer wait for the
+ * worker. Committed operations are published to the worker in batches
+ * (CPU_STREAM_BATCH) and at every wait, so a launch writes no shared index;
+ * an idle worker also looks at the unpublished tail now and then, so work
+ * nobody waits for still starts. An idle worker and a waiting host spin for
+ * up to 50 us before they sleep, so a launch + sync round trip needs no
+ * system call in steady state.
+ */
+#ifndef CUBERT_CPU_STREAM_H
+#define CUBERT_CPU_STREAM_H
+
+#include <pthread.h>
+
+#include "cubert/cubert.h"
+
+#define CPU_STREAM_RING 512
+/* Committed ops are published to the worker in batches of this many, and
+ * at every wait (cpu_stream_publish): one write of the shared index per
+ * batch instead of per op. */
+#define CPU_STREAM_BATCH 32
+/* The producer takes ownership of the slot this many ops ahead of its tail. */
+#define CPU_STREAM_PREFETCH 4
+/* Deterministic mode: a smaller ring (a full ring runs steps instead of
+ * blocking; creating a server per seed stays cheap). */
+#define CPU_STREAM_RING_DETERMINISTIC 64
+#define CPU_OP_PAYLOAD 1312 /* with the 32-byte op header: 21 cache lines per op */
+/* Padding between the producer's and the worker's hot fields (two lines:
+ * the adjacent-line prefetcher pairs them). */
+#define CPU_STREAM_LINE 128
+
+typedef struct cpu_stream_t cpu_stream_t;
+typedef struct cpu_op_t cpu_op_t;
+
+/* Runs on the stream's worker. Returns OK or an error it filled in `error`,
+ * which is queued on the stream. `done` runs after (also on failure) to
+ * release what the op holds. */
+typedef cubert_status_t (*cpu_op_fn_t)(cpu_stream_t *stream, void *payload, cubert_error_t *error);
+
+/* An op's sequence number is its ring position + 1 (not stored). The
+ * header is 32 bytes, so a payload's first 32 bytes share its cache line. */
+struct cpu_op_t {
+  cpu_op_fn_t run;
+  cpu_op_fn_t done; /* cleanup; its status is ignored */
+  /* wait op: wait for (wait_stream, wait_seq) before running */
+  cpu_stream_t *wait_stream;
+  uint64_t wait_seq;
+  uint64_t payload[CPU_OP_PAYLOAD / 8]; /* 8-aligned storage for the op record */
+};
+
+struct cpu_stream_t {
+  uint32_t slot;
+  pthread_mutex_t mutex;
+  pthread_cond_t cond_work;     /* worker: work arrived / shutdown */
+  pthread_cond_t cond_progress; /* waiters: an op completed / ring has room */
+  pthread_t thread;
+  int running;  /* atomic: cleared at deinitialize */
+  int started;
+  int sleeping; /* atomic: the worker sleeps on cond_work (producer must signal) */
+  uint32_t waiters; /* atomic: threads sleeping on cond_progress */
+  cpu_op_t *ring; /* ring_size entries */
+  uint64_t ring_size;
+  /* Single producer (the server thread: calls are serialized by the device
+   * handle), single consumer (the worker). head and completed are written by
+   * the worker only, tail by the producer only (tail is also the sequence
+   * of the last committed op); the other side
+   * reads them with atomic loads. Each side's fields have their own cache
+   * lines (the padding), so an enqueue does not bounce the worker's line.
+   * The mutex guards sleeping/waking and the error queue. */
+  char pad_producer_[CPU_STREAM_LINE];
+  uint64_t tail;      /* atomic: next free slot (ops below it are committed) */
+  uint64_t head_seen; /* the producer's last read of the worker's progress */
+  int prefetch_write;  /* cubert_host_cpu_has_prefetch_write() */
+  uint64_t published_seen; /* the producer's last publication */
+  char pad_published_[CPU_STREAM_LINE];
+  uint64_t published; /* atomic: ops below it are visible to the worker */
+  char pad_consumer_[CPU_STREAM_LINE];
+  uint64_t head;      /* next op to run (index = head % ring_size) */
+  uint64_t completed; /* sequence of the last completed op */
+  uint64_t tail_seen; /* the worker's last read of published or tail */
+  char pad_end_[CPU_STREAM_LINE];
+  cubert_error_t errors; /* aggregate of queued errors (SERVER_UNHEALTHY) */
+  uint32_t error_count;
+  void *server; /* back pointer for ops */
+  cubert_allocator_t allocator;
+  int deterministic; /* no worker: the server's step loop runs the ops (cpu_sim.c) */
+};
+
+/* The op's payload storage, for the op record the server puts there. */
+static inline void *cpu_op_payload(cpu_op_t *op) { return op->payload; }
+
+/* Initialize a stream slot and start its worker (deterministic: no worker;
+ * `server` is then the cpu_server_t whose step loop runs the ops).
+ * RESOURCE_EXHAUSTED / INTERNAL. */
+cubert_status_t cpu_stream_initialize(cpu_stream_t *stream, cubert_allocator_t allocator,
+                                      uint32_t slot, void *server, int deterministic);
+
+/* Deterministic mode (cpu_sim.c): true when the stream has a head op whose
+ * wait is satisfied (*out_seq: its sequence number). */
+bool cpu_stream_head_runnable(cpu_stream_t *stream, uint64_t *out_seq);
+/* Run the head op (its wait is not re-checked) and mark it completed. */
+void cpu_stream_step(cpu_stream_t *stream);
+/* True when no op is queued. */
+bool cpu_stream_idle(cpu_stream_t *stream);
+/* Run every queued op, stop the worker, free the ring. */
+void cpu_stream_deinitialize(cpu_stream_t *stream);
+
+/* Reserve the next op slot (blocks while the ring is full). The caller fills
+ * run/done/payload/wait fields and then calls cpu_stream_commit. */
+cpu_op_t *cpu_stream_reserve(cpu_stream_t *stream);
+/* Commit the reserved op; returns its sequence number. The worker sees it
+ * when CPU_STREAM_BATCH ops are committed, when anyone publishes (every wait
+ * on a point of the stream does), when the commit finds the worker asleep
+ * and wakes it, or when an idle worker's periodic look at the tail finds it
+ * (within tens of microseconds; within 1 ms if the worker fell asleep just
+ * as the op was committed). Server thread only; never blocks unless the
+ * ring is full (cpu_stream_reserve). */
+uint64_t cpu_stream_commit(cpu_stream_t *stream);
+/* Make every committed op visible to the worker (and wake it if it sleeps).
+ * Any thread; lock-free except the wake. */
+void cpu_stream_publish(cpu_stream_t *stream);
+
+/* True once (stream, seq) completed. Thread-safe. */
+int cpu_stream_point_completed(cpu_stream_t *stream, uint64_t seq);
+/* Block until (stream, seq) completed or timeout_ns passed (UINT64_MAX: no
+ * timeout). OK or DEADLINE_EXCEEDED. Thread-safe. Deterministic mode: runs
+ * the server's step loop until the point completed (no timeout: time is
+ * virtual); FAILED_PRECONDITION when no step is runnable first (deadlock). */
+cubert_status_t cpu_stream_wait_point(cpu_stream_t *stream, uint64_t seq, uint64_t timeout_ns);
+
+/* Queue an error on the stream (worker or server thread). */
+void cpu_stream_push_error(cpu_stream_t *stream, const cubert_error_t *error);
+/* Drain the queued errors: returns OK when none, else SERVER_UNHEALTHY with the
+ * aggregate copied into out_error (if not NULL). */
+cubert_status_t cpu_stream_drain_errors(cpu_stream_t *stream, cubert_error_t *out_error);
+/* Number of queued errors (without draining). */
+uint32_t cpu_stream_error_count(cpu_stream_t *stream);
+
+#endif

@@ -1,0 +1,182 @@
+/* core/base/allocator.c: allocator wrappers, checked size arithmetic, arena. */
+#include "base/internal.h"
+
+/* ---- checked arithmetic ------------------------------------------------- */
+
+cubert_status_t cubert_size_mul(size_t a, size_t b, size_t *out) {
+  if (!out) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (a != 0 && b > SIZE_MAX / a) return CUBERT_STATUS_OVERFLOW;
+  *out = a * b;
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_size_add(size_t a, size_t b, size_t *out) {
+  if (!out) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (b > SIZE_MAX - a) return CUBERT_STATUS_OVERFLOW;
+  *out = a + b;
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_size_mul_add(size_t a, size_t b, size_t c, size_t *out) {
+  size_t m;
+  if (!out) return CUBERT_STATUS_INVALID_ARGUMENT;
+  CUBERT_RETURN_IF_ERROR(cubert_size_mul(a, b, &m));
+  return cubert_size_add(m, c, out);
+}
+
+cubert_status_t cubert_size_align_up(size_t value, size_t align, size_t *out) {
+  if (!out || !cubert_is_pow2(align)) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (value > SIZE_MAX - (align - 1)) return CUBERT_STATUS_OVERFLOW;
+  *out = (value + (align - 1)) & ~(align - 1);
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_u64_mul(uint64_t a, uint64_t b, uint64_t *out) {
+  if (!out) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (a != 0 && b > UINT64_MAX / a) return CUBERT_STATUS_OVERFLOW;
+  *out = a * b;
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_u64_add(uint64_t a, uint64_t b, uint64_t *out) {
+  if (!out) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (b > UINT64_MAX - a) return CUBERT_STATUS_OVERFLOW;
+  *out = a + b;
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_u64_round_up(uint64_t value, uint64_t multiple, uint64_t *out) {
+  uint64_t rem;
+  if (!out || multiple == 0) return CUBERT_STATUS_INVALID_ARGUMENT;
+  rem = value % multiple;
+  if (rem == 0) {
+    *out = value;
+    return CUBERT_STATUS_OK;
+  }
+  if (multiple - rem > UINT64_MAX - value) return CUBERT_STATUS_OVERFLOW;
+  *out = value + (multiple - rem);
+  return CUBERT_STATUS_OK;
+}
+
+/* ---- allocator wrappers -------------------------------------------------- */
+
+static void *null_alloc_fn(void *self, void *ptr, size_t old_size, size_t new_size,
+                           size_t align) {
+  (void)self;
+  (void)ptr;
+  (void)old_size;
+  (void)new_size;
+  (void)align;
+  return NULL;
+}
+
+cubert_allocator_t cubert_allocator_null(void) {
+  cubert_allocator_t a;
+  a.self = NULL;
+  a.fn = null_alloc_fn;
+  return a;
+}
+
+static size_t effective_align(size_t align) { return align == 0 ? 16 : align; }
+
+cubert_status_t cubert_allocator_malloc(cubert_allocator_t allocator, size_t size, size_t align,
+                                        void **out_ptr) {
+  void *p;
+  align = effective_align(align);
+  if (!out_ptr || size == 0 || !allocator.fn || !cubert_is_pow2(align))
+    return CUBERT_STATUS_INVALID_ARGUMENT;
+  p = allocator.fn(allocator.self, NULL, 0, size, align);
+  if (!p) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
+  cubert_memset(p, 0, size);
+  *out_ptr = p;
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_allocator_malloc_array(cubert_allocator_t allocator, size_t count,
+                                              size_t size, size_t align, void **out_ptr) {
+  size_t total;
+  if (!out_ptr) return CUBERT_STATUS_INVALID_ARGUMENT;
+  CUBERT_RETURN_IF_ERROR(cubert_size_mul(count, size, &total));
+  return cubert_allocator_malloc(allocator, total, align, out_ptr);
+}
+
+cubert_status_t cubert_allocator_realloc(cubert_allocator_t allocator, void *ptr,
+                                         size_t old_size, size_t new_size, size_t align,
+                                         void **out_ptr) {
+  void *p;
+  align = effective_align(align);
+  if (!out_ptr || new_size == 0 || !allocator.fn || !cubert_is_pow2(align))
+    return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!ptr) return cubert_allocator_malloc(allocator, new_size, align, out_ptr);
+  p = allocator.fn(allocator.self, ptr, old_size, new_size, align);
+  if (!p) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
+  if (new_size > old_size) cubert_memset((unsigned char *)p + old_size, 0, new_size - old_size);
+  *out_ptr = p;
+  return CUBERT_STATUS_OK;
+}
+
+void cubert_allocator_free(cubert_allocator_t allocator, void *ptr, size_t size, size_t align) {
+  if (!ptr || !allocator.fn) return;
+  (void)allocator.fn(allocator.self, ptr, size, 0, effective_align(align));
+}
+
+/* ---- arena ----------------------------------------------------------------- */
+
+static void *arena_fn(void *self, void *ptr, size_t old_size, size_t new_size, size_t align) {
+  cubert_arena_t *arena = (cubert_arena_t *)self;
+  uintptr_t base, cur, aligned;
+  if (new_size == 0) {
+    /* Free: only the most recent block gives its bytes back. */
+    if (ptr && ptr == arena->last) {
+      arena->used = (size_t)((unsigned char *)ptr - arena->base);
+      arena->last = NULL;
+      arena->last_size = 0;
+    }
+    return NULL;
+  }
+  if (!cubert_is_pow2(align)) return NULL;
+  if (ptr && ptr == arena->last) {
+    /* Resize the most recent block in place when it fits. */
+    size_t start = (size_t)((unsigned char *)ptr - arena->base);
+    if (new_size <= arena->capacity - start) {
+      arena->used = start + new_size;
+      arena->last_size = new_size;
+      if (arena->used > arena->high_water) arena->high_water = arena->used;
+      return ptr;
+    }
+    return NULL;
+  }
+  base = (uintptr_t)arena->base;
+  cur = base + arena->used;
+  if (cur > UINTPTR_MAX - (align - 1)) return NULL;
+  aligned = (cur + (align - 1)) & ~((uintptr_t)align - 1);
+  if (aligned - base > arena->capacity || new_size > arena->capacity - (aligned - base))
+    return NULL;
+  arena->used = (size_t)(aligned - base) + new_size;
+  if (arena->used > arena->high_water) arena->high_water = arena->used;
+  if (ptr) cubert_memcpy((void *)aligned, ptr, old_size < new_size ? old_size : new_size);
+  arena->last = (void *)aligned;
+  arena->last_size = new_size;
+  return (void *)aligned;
+}
+
+cubert_status_t cubert_arena_initialize(cubert_arena_t *arena, void *buffer, size_t capacity,
+                                        cubert_allocator_t *out_allocator) {
+  if (!arena || !out_allocator || (!buffer && capacity)) return CUBERT_STATUS_INVALID_ARGUMENT;
+  arena->base = (unsigned char *)buffer;
+  arena->capacity = capacity;
+  arena->used = 0;
+  arena->high_water = 0;
+  arena->last = NULL;
+  arena->last_size = 0;
+  out_allocator->self = arena;
+  out_allocator->fn = arena_fn;
+  return CUBERT_STATUS_OK;
+}
+
+void cubert_arena_reset(cubert_arena_t *arena) {
+  if (!arena) return;
+  arena->used = 0;
+  arena->last = NULL;
+  arena->last_size = 0;
+}

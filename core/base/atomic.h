@@ -1,0 +1,99 @@
+/*
+ * core/base/atomic.h: the only place core touches atomics. GCC/Clang __atomic
+ * builtins on 32-bit and pointer-sized values (Cortex-M4 has no lock-free
+ * 64-bit atomics). Build with -DCUBERT_SINGLE_THREADED=1 to get plain loads
+ * and stores for single-threaded hosts.
+ */
+#ifndef CUBERT_CORE_ATOMIC_H
+#define CUBERT_CORE_ATOMIC_H
+
+#include <stdint.h>
+#include <stdbool.h>
+
+typedef struct cubert_atomic_u32_t {
+  volatile uint32_t value;
+} cubert_atomic_u32_t;
+
+#if defined(CUBERT_SINGLE_THREADED) && CUBERT_SINGLE_THREADED
+
+static inline uint32_t cubert_atomic_load_u32(const cubert_atomic_u32_t *a) { return a->value; }
+static inline void cubert_atomic_store_u32(cubert_atomic_u32_t *a, uint32_t v) { a->value = v; }
+static inline uint32_t cubert_atomic_fetch_add_u32(cubert_atomic_u32_t *a, uint32_t v) {
+  uint32_t old = a->value;
+  a->value = old + v;
+  return old;
+}
+static inline uint32_t cubert_atomic_fetch_sub_u32(cubert_atomic_u32_t *a, uint32_t v) {
+  uint32_t old = a->value;
+  a->value = old - v;
+  return old;
+}
+static inline uint32_t cubert_atomic_fetch_and_u32(cubert_atomic_u32_t *a, uint32_t v) {
+  uint32_t old = a->value;
+  a->value = old & v;
+  return old;
+}
+static inline uint32_t cubert_atomic_fetch_or_u32(cubert_atomic_u32_t *a, uint32_t v) {
+  uint32_t old = a->value;
+  a->value = old | v;
+  return old;
+}
+static inline bool cubert_atomic_cas_u32(cubert_atomic_u32_t *a, uint32_t *expected,
+                                         uint32_t desired) {
+  if (a->value == *expected) {
+    a->value = desired;
+    return true;
+  }
+  *expected = a->value;
+  return false;
+}
+static inline void *cubert_atomic_load_ptr(void *const volatile *p) { return *p; }
+static inline void cubert_atomic_store_ptr(void *volatile *p, void *v) { *p = v; }
+static inline bool cubert_atomic_cas_ptr(void *volatile *p, void **expected, void *desired) {
+  if (*p == *expected) {
+    *p = desired;
+    return true;
+  }
+  *expected = *p;
+  return false;
+}
+
+#else
+
+static inline uint32_t cubert_atomic_load_u32(const cubert_atomic_u32_t *a) {
+  return __atomic_load_n(&a->value, __ATOMIC_ACQUIRE);
+}
+static inline void cubert_atomic_store_u32(cubert_atomic_u32_t *a, uint32_t v) {
+  __atomic_store_n(&a->value, v, __ATOMIC_RELEASE);
+}
+static inline uint32_t cubert_atomic_fetch_add_u32(cubert_atomic_u32_t *a, uint32_t v) {
+  return __atomic_fetch_add(&a->value, v, __ATOMIC_ACQ_REL);
+}
+static inline uint32_t cubert_atomic_fetch_sub_u32(cubert_atomic_u32_t *a, uint32_t v) {
+  return __atomic_fetch_sub(&a->value, v, __ATOMIC_ACQ_REL);
+}
+static inline uint32_t cubert_atomic_fetch_and_u32(cubert_atomic_u32_t *a, uint32_t v) {
+  return __atomic_fetch_and(&a->value, v, __ATOMIC_ACQ_REL);
+}
+static inline uint32_t cubert_atomic_fetch_or_u32(cubert_atomic_u32_t *a, uint32_t v) {
+  return __atomic_fetch_or(&a->value, v, __ATOMIC_ACQ_REL);
+}
+static inline bool cubert_atomic_cas_u32(cubert_atomic_u32_t *a, uint32_t *expected,
+                                         uint32_t desired) {
+  return __atomic_compare_exchange_n(&a->value, expected, desired, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE);
+}
+static inline void *cubert_atomic_load_ptr(void *const volatile *p) {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+static inline void cubert_atomic_store_ptr(void *volatile *p, void *v) {
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+static inline bool cubert_atomic_cas_ptr(void *volatile *p, void **expected, void *desired) {
+  return __atomic_compare_exchange_n(p, expected, desired, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE);
+}
+
+#endif
+
+#endif /* CUBERT_CORE_ATOMIC_H */

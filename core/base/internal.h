@@ -1,0 +1,44 @@
+/*
+ * core/base/internal.h: helpers shared by the freestanding core. Not installed.
+ * core/ includes only <stddef.h> <stdint.h> <stdbool.h> <stdarg.h> and its own
+ * headers; memcpy/memset/memmove come from compiler builtins (they may lower
+ * to calls, which the freestanding allowlist permits).
+ */
+#ifndef CUBERT_CORE_INTERNAL_H
+#define CUBERT_CORE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include "cubert/cubert.h"
+
+#define cubert_memcpy(d, s, n) __builtin_memcpy((d), (s), (n))
+#define cubert_memset(d, c, n) __builtin_memset((d), (c), (n))
+#define cubert_memmove(d, s, n) __builtin_memmove((d), (s), (n))
+
+#define CUBERT_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define CUBERT_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define CUBERT_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static inline bool cubert_is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+/* Length of a NUL-terminated string (no libc). */
+static inline size_t cubert_strlen(const char *s) {
+  size_t n = 0;
+  if (!s) return 0;
+  while (s[n]) n++;
+  return n;
+}
+
+/* Copy at most size-1 bytes and NUL-terminate (size > 0). Returns strlen(src). */
+static inline size_t cubert_strlcpy(char *dst, const char *src, size_t size) {
+  size_t n = cubert_strlen(src), k;
+  if (size == 0) return n;
+  k = n < size - 1 ? n : size - 1;
+  if (k) cubert_memcpy(dst, src, k);
+  dst[k] = 0;
+  return n;
+}
+
+#endif /* CUBERT_CORE_INTERNAL_H */

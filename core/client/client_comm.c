@@ -1,0 +1,370 @@
+/*
+ * core/client/client_comm.c: the client's multi-device operations (spec 1.6) and
+ * collectives (spec 8): change_client_sync, to_client, to_client_tensor,
+ * ensure_init_collective, all_reduce, send, recv, sync_collective.
+ *
+ * Every server call here runs as a blocking device task: the server only
+ * validates and enqueues (the rendezvous with the peers happens on the
+ * server's communication stream), so a device thread never waits for another
+ * device and the call can return the server's validation error at once
+ * (CubeCL submits without waiting and panics on the device thread instead).
+ */
+#include "client/client_internal.h"
+#include "cubert/comm.h"
+
+#define COMM_CHECK(cond, what)                                                          \
+  do {                                                                                  \
+    if (!(cond))                                                                        \
+      return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, what); \
+  } while (0)
+
+enum { COMM_INIT, COMM_ALL_REDUCE, COMM_SEND, COMM_RECV, COMM_SYNC, COMM_RECV_SYNC };
+
+typedef struct comm_call_t {
+  int op;
+  cubert_status_t status;
+  cubert_error_t *error;
+  uint64_t stream;
+  const uint32_t *indices;
+  size_t count;
+  const cubert_binding_t *src;
+  const cubert_binding_t *dst;
+  const cubert_copy_descriptor_t *descriptor;
+  const cubert_handle_t *handle;
+  uint32_t dtype;
+  uint32_t reduce_op;
+  uint32_t peer;
+} comm_call_t;
+
+static void comm_task(void *context, void *payload) {
+  cubert_server_t *server = (cubert_server_t *)context;
+  const cubert_server_vtable_t *v = server->vtable;
+  comm_call_t *call = (comm_call_t *)payload;
+  switch (call->op) {
+    case COMM_INIT:
+      call->status = v->comm_init(server, call->indices, call->count, call->error);
+      break;
+    case COMM_ALL_REDUCE:
+      call->status = v->all_reduce(server, call->src, call->dst, call->dtype, call->stream,
+                                   call->reduce_op, call->indices, call->count, call->error);
+      break;
+    case COMM_SEND:
+      call->status = v->send(server, call->descriptor, call->dtype, call->stream, call->peer,
+                             call->error);
+      break;
+    case COMM_RECV:
+    case COMM_RECV_SYNC:
+      call->status = v->recv(server, call->handle, call->dtype, call->stream, call->peer,
+                             call->error);
+      if (call->status == CUBERT_STATUS_OK && call->op == COMM_RECV_SYNC)
+        call->status = v->sync_collective(server, call->stream, call->error);
+      break;
+    case COMM_SYNC:
+      call->status = v->sync_collective(server, call->stream, call->error);
+      break;
+    default:
+      call->status = cubert_error_set(call->error, CUBERT_ERROR_SERVER_GENERIC, NULL, 0,
+                                      "unknown communication call");
+      break;
+  }
+}
+
+static void comm_call_init(comm_call_t *call, int op, cubert_error_t *out_error) {
+  cubert_memset(call, 0, sizeof(*call));
+  call->op = op;
+  call->error = out_error;
+  call->status = CUBERT_STATUS_INTERNAL;
+}
+
+static cubert_status_t comm_device_call(cubert_client_t *client, comm_call_t *call) {
+  device_state_t *s = client->state;
+  call->stream = cubert_client_stream(client);
+  if (s->handle.vtable->submit_blocking(s->handle.self, comm_task, call) != CUBERT_STATUS_OK)
+    return cubert_error_set(call->error, CUBERT_ERROR_DEVICE_LOST, NULL, 0,
+                            "the device handle refused the call");
+  return call->status;
+}
+
+/* The index ids of `devices`, which must all be of this client's device type. */
+static cubert_status_t device_indices(const cubert_client_t *client,
+                                      const cubert_device_id_t *devices, size_t count,
+                                      uint32_t *out_indices, cubert_error_t *out_error) {
+  size_t i;
+  uint16_t type = client->state->config.device.type_id;
+  COMM_CHECK(devices && count > 0, "collective: NULL or empty device list");
+  if (count > CUBERT_COMMUNICATION_MAX_DEVICES) {
+    uint64_t f[2];
+    f[0] = count;
+    f[1] = CUBERT_COMMUNICATION_MAX_DEVICES;
+    return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2,
+                            "collective: too many devices");
+  }
+  for (i = 0; i < count; i++) {
+    if (devices[i].type_id != type) {
+      uint64_t f[2];
+      f[0] = devices[i].type_id;
+      f[1] = type;
+      return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, f, 2,
+                              "collective: a device of another backend type");
+    }
+    out_indices[i] = devices[i].index_id;
+  }
+  return CUBERT_STATUS_OK;
+}
+
+static cubert_status_t check_dtype(uint32_t dtype, cubert_error_t *out_error) {
+  if (cubert_comm_dtype_size(dtype) == 0) {
+    uint64_t f = dtype;
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, &f, 1,
+                            "unknown collective dtype");
+  }
+  return CUBERT_STATUS_OK;
+}
+
+/* ---- collectives ---- */
+
+cubert_status_t cubert_client_ensure_init_collective(cubert_client_t *client,
+                                                     const cubert_device_id_t *devices,
+                                                     size_t count, cubert_error_t *out_error) {
+  uint32_t indices[CUBERT_COMMUNICATION_MAX_DEVICES];
+  comm_call_t call;
+  COMM_CHECK(client, "ensure_init_collective: NULL client");
+  CUBERT_RETURN_IF_ERROR(device_indices(client, devices, count, indices, out_error));
+  comm_call_init(&call, COMM_INIT, out_error);
+  call.indices = indices;
+  call.count = count;
+  return comm_device_call(client, &call);
+}
+
+cubert_status_t cubert_client_all_reduce(cubert_client_t *client, const cubert_handle_t *src,
+                                         const cubert_handle_t *dst, uint32_t dtype,
+                                         const cubert_device_id_t *devices, size_t count,
+                                         cubert_reduce_operation_t op, cubert_error_t *out_error) {
+  uint32_t indices[CUBERT_COMMUNICATION_MAX_DEVICES];
+  comm_call_t call;
+  COMM_CHECK(client && src && dst, "all_reduce: NULL argument");
+  CUBERT_RETURN_IF_ERROR(client_check_device(client, src, out_error));
+  CUBERT_RETURN_IF_ERROR(client_check_device(client, dst, out_error));
+  CUBERT_RETURN_IF_ERROR(check_dtype(dtype, out_error));
+  if (!cubert_reduce_operation_is_valid(op)) {
+    uint64_t f = (uint64_t)op;
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, &f, 1,
+                            "all_reduce: unknown reduce operation");
+  }
+  CUBERT_RETURN_IF_ERROR(device_indices(client, devices, count, indices, out_error));
+  CUBERT_RETURN_IF_ERROR(cubert_client_ensure_init_collective(client, devices, count, out_error));
+  comm_call_init(&call, COMM_ALL_REDUCE, out_error);
+  call.src = src;
+  call.dst = dst;
+  call.dtype = dtype;
+  call.reduce_op = (uint32_t)op;
+  call.indices = indices;
+  call.count = count;
+  return comm_device_call(client, &call);
+}
+
+cubert_status_t cubert_client_sync_collective(cubert_client_t *client, cubert_error_t *out_error) {
+  comm_call_t call;
+  COMM_CHECK(client, "sync_collective: NULL client");
+  comm_call_init(&call, COMM_SYNC, out_error);
+  return comm_device_call(client, &call);
+}
+
+/* The pair {self, peer} as device ids, after checking the peer. */
+static cubert_status_t pair_of(const cubert_client_t *client, cubert_device_id_t peer,
+                               cubert_device_id_t *out_pair, cubert_error_t *out_error) {
+  cubert_device_id_t self = client->state->config.device;
+  if (peer.type_id != self.type_id) {
+    uint64_t f[2];
+    f[0] = peer.type_id;
+    f[1] = self.type_id;
+    return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, f, 2,
+                            "peer device of another backend type");
+  }
+  if (peer.index_id == self.index_id) {
+    uint64_t f = peer.index_id;
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, &f, 1,
+                            "a device cannot send to or receive from itself");
+  }
+  out_pair[0] = self;
+  out_pair[1] = peer;
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_client_send(cubert_client_t *client,
+                                   const cubert_copy_descriptor_t *descriptor, uint32_t dtype,
+                                   cubert_device_id_t dst_device, cubert_error_t *out_error) {
+  cubert_device_id_t pair[2];
+  comm_call_t call;
+  COMM_CHECK(client && descriptor, "send: NULL argument");
+  CUBERT_RETURN_IF_ERROR(client_check_device(client, &descriptor->binding, out_error));
+  CUBERT_RETURN_IF_ERROR(check_dtype(dtype, out_error));
+  CUBERT_RETURN_IF_ERROR(pair_of(client, dst_device, pair, out_error));
+  CUBERT_RETURN_IF_ERROR(cubert_client_ensure_init_collective(client, pair, 2, out_error));
+  comm_call_init(&call, COMM_SEND, out_error);
+  call.descriptor = descriptor;
+  call.dtype = dtype;
+  call.peer = dst_device.index_id;
+  return comm_device_call(client, &call);
+}
+
+static cubert_status_t recv_with(cubert_client_t *client, uint64_t size, uint32_t dtype,
+                                 cubert_device_id_t src_device, int op,
+                                 cubert_handle_t *out_handle, cubert_error_t *out_error) {
+  device_state_t *s;
+  cubert_device_id_t pair[2];
+  cubert_handle_t handle;
+  comm_call_t call;
+  cubert_status_t status;
+  COMM_CHECK(client && out_handle, "recv: NULL argument");
+  s = client->state;
+  CUBERT_RETURN_IF_ERROR(check_dtype(dtype, out_error));
+  if (size % cubert_comm_dtype_size(dtype)) {
+    uint64_t f[2];
+    f[0] = size;
+    f[1] = cubert_comm_dtype_size(dtype);
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2,
+                            "recv: size is not a multiple of the dtype's width");
+  }
+  CUBERT_RETURN_IF_ERROR(pair_of(client, src_device, pair, out_error));
+  CUBERT_RETURN_IF_ERROR(cubert_client_ensure_init_collective(client, pair, 2, out_error));
+  status = cubert_handle_create(s->table, s->config.device.index_id, cubert_client_stream(client),
+                                0, size, &handle);
+  if (status != CUBERT_STATUS_OK)
+    return cubert_error_set(out_error, status == CUBERT_STATUS_RESOURCE_EXHAUSTED
+                                           ? CUBERT_ERROR_HOST_OUT_OF_MEMORY
+                                           : CUBERT_ERROR_OUT_OF_RANGE,
+                            NULL, 0, "recv: no handle slot for the destination");
+  comm_call_init(&call, op, out_error);
+  call.handle = &handle;
+  call.dtype = dtype;
+  call.peer = src_device.index_id;
+  status = comm_device_call(client, &call);
+  if (status != CUBERT_STATUS_OK) {
+    (void)cubert_handle_release(s->table, &handle);
+    return status;
+  }
+  *out_handle = handle;
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_client_recv(cubert_client_t *client, uint64_t size, uint32_t dtype,
+                                   cubert_device_id_t src_device, cubert_handle_t *out_handle,
+                                   cubert_error_t *out_error) {
+  return recv_with(client, size, dtype, src_device, COMM_RECV, out_handle, out_error);
+}
+
+/* ---- moving data between clients ---- */
+
+cubert_status_t cubert_client_to_client_tensor(cubert_client_t *src,
+                                               const cubert_copy_descriptor_t *descriptor,
+                                               cubert_client_t *dst, uint32_t dtype,
+                                               cubert_handle_t *out_handle,
+                                               cubert_error_t *out_error) {
+  cubert_device_id_t src_id, dst_id, pair[2];
+  uint64_t size;
+  cubert_handle_t handle;
+  cubert_status_t status;
+  COMM_CHECK(src && descriptor && dst && out_handle, "to_client_tensor: NULL argument");
+  CUBERT_RETURN_IF_ERROR(client_check_device(src, &descriptor->binding, out_error));
+  CUBERT_RETURN_IF_ERROR(check_dtype(dtype, out_error));
+  src_id = src->state->config.device;
+  dst_id = dst->state->config.device;
+  CUBERT_RETURN_IF_ERROR(pair_of(src, dst_id, pair, out_error));
+  size = cubert_handle_size_in_used(&descriptor->binding);
+  if (size % cubert_comm_dtype_size(dtype)) {
+    uint64_t f[2];
+    f[0] = size;
+    f[1] = cubert_comm_dtype_size(dtype);
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2,
+                            "to_client_tensor: size is not a multiple of the dtype's width");
+  }
+  /* both devices join the pair's communicator before either side enqueues */
+  CUBERT_RETURN_IF_ERROR(cubert_client_ensure_init_collective(src, pair, 2, out_error));
+  CUBERT_RETURN_IF_ERROR(cubert_client_ensure_init_collective(dst, pair, 2, out_error));
+  /* receiver first: if it fails nothing was sent */
+  CUBERT_RETURN_IF_ERROR(recv_with(dst, size, dtype, src_id, COMM_RECV_SYNC, &handle, out_error));
+  status = cubert_client_send(src, descriptor, dtype, dst_id, out_error);
+  if (status != CUBERT_STATUS_OK) {
+    /* the recv is queued and will fail when its peer does not arrive */
+    (void)cubert_handle_release(dst->state->table, &handle);
+    return status;
+  }
+  *out_handle = handle;
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_client_change_client_sync(cubert_client_t *src,
+                                                 const cubert_copy_descriptor_t *descriptor,
+                                                 cubert_client_t *dst,
+                                                 cubert_memory_layout_t *out_layout,
+                                                 cubert_error_t *out_error) {
+  cubert_layout_descriptor_t layout;
+  uint64_t size = 1;
+  uint32_t r;
+  void *buffer = NULL;
+  void *dsts[1];
+  const void *datas[1];
+  cubert_status_t status;
+  cubert_allocator_t allocator;
+  COMM_CHECK(src && descriptor && dst && out_layout, "change_client_sync: NULL argument");
+  CUBERT_RETURN_IF_ERROR(client_check_device(src, &descriptor->binding, out_error));
+  COMM_CHECK(descriptor->rank <= CUBERT_MAX_RANK, "change_client_sync: rank above CUBERT_MAX_RANK");
+  cubert_memset(&layout, 0, sizeof layout);
+  layout.strategy = CUBERT_LAYOUT_CONTIGUOUS;
+  if (descriptor->rank == 0) {
+    layout.rank = 1;
+    layout.shape[0] = cubert_handle_size_in_used(&descriptor->binding);
+    layout.elem_size = 1;
+  } else {
+    layout.rank = descriptor->rank;
+    layout.elem_size = descriptor->elem_size;
+    for (r = 0; r < descriptor->rank; r++) layout.shape[r] = descriptor->shape[r];
+  }
+  for (r = 0; r < layout.rank; r++) {
+    if (layout.shape[r] && size > UINT64_MAX / layout.shape[r])
+      return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0,
+                              "change_client_sync: tensor size overflows");
+    size *= layout.shape[r];
+  }
+  if (layout.elem_size && size > UINT64_MAX / layout.elem_size)
+    return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0,
+                            "change_client_sync: tensor size overflows");
+  size *= layout.elem_size;
+  if (size > (uint64_t)SIZE_MAX)
+    return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, &size, 1,
+                            "change_client_sync: tensor larger than the address space");
+  allocator = src->state->allocator;
+  if (size && cubert_allocator_malloc(allocator, (size_t)size, 0, &buffer) != CUBERT_STATUS_OK)
+    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &size, 1,
+                            "change_client_sync: host buffer");
+  /* blocking read on the source, then a non-blocking upload to the destination */
+  dsts[0] = buffer ? buffer : (void *)&layout;
+  status = cubert_client_read_tensor(src, descriptor, 1, dsts, &size, out_error);
+  if (status == CUBERT_STATUS_OK) {
+    datas[0] = dsts[0];
+    status = cubert_client_create_tensors(dst, &layout, datas, 1, out_layout, out_error);
+  }
+  if (buffer) cubert_allocator_free(allocator, buffer, (size_t)size, 0);
+  return status;
+}
+
+cubert_status_t cubert_client_to_client(cubert_client_t *src, const cubert_handle_t *handle,
+                                        cubert_client_t *dst, uint32_t dtype,
+                                        cubert_handle_t *out_handle, cubert_error_t *out_error) {
+  cubert_copy_descriptor_t desc;
+  cubert_memory_layout_t layout;
+  COMM_CHECK(src && handle && dst && out_handle, "to_client: NULL argument");
+  CUBERT_RETURN_IF_ERROR(check_dtype(dtype, out_error));
+  cubert_memset(&desc, 0, sizeof desc);
+  desc.binding = *handle;
+  desc.rank = 1;
+  desc.shape[0] = cubert_handle_size_in_used(handle);
+  desc.strides[0] = 1;
+  desc.elem_size = 1;
+  if (src->state->server->vtable->comm_enabled)
+    return cubert_client_to_client_tensor(src, &desc, dst, dtype, out_handle, out_error);
+  CUBERT_RETURN_IF_ERROR(cubert_client_change_client_sync(src, &desc, dst, &layout, out_error));
+  *out_handle = layout.memory;
+  return CUBERT_STATUS_OK;
+}

@@ -1,0 +1,207 @@
+/* core/client/client_staging.c: staging buffers and the pinned create variants
+ * (spec 1.2, 12.4). */
+#include "client/client_internal.h"
+
+#define STAGING_MAX_BATCH 64 /* buffers per staging / create_tensors call */
+#define HEAP_HEADER 64       /* keeps the data 64-byte aligned */
+
+/* ---- fallback buffers: the client's allocator, with the allocator in a header
+ * so a buffer may outlive the device ---- */
+
+typedef struct heap_header_t {
+  cubert_allocator_t allocator;
+  uint64_t size;
+} heap_header_t;
+
+typedef char heap_header_fits_[sizeof(heap_header_t) <= HEAP_HEADER ? 1 : -1];
+
+static void heap_release(void *owner, void *data, uint64_t size) {
+  heap_header_t *h = (heap_header_t *)owner;
+  cubert_allocator_t allocator = h->allocator;
+  (void)data;
+  (void)size;
+  cubert_allocator_free(allocator, h, (size_t)(HEAP_HEADER + h->size), 64);
+}
+
+static void release_bytes(cubert_bytes_t *bytes, size_t count) {
+  size_t i;
+  for (i = 0; i < count; i++) {
+    if (bytes[i].release) bytes[i].release(bytes[i].owner, bytes[i].data, bytes[i].size);
+    bytes[i].release = NULL;
+  }
+}
+
+static cubert_status_t heap_bytes(cubert_allocator_t allocator, uint64_t size,
+                                  cubert_bytes_t *out) {
+  void *block = NULL;
+  heap_header_t *h;
+  cubert_memset(out, 0, sizeof(*out));
+  out->property = CUBERT_ALLOCATION_NATIVE;
+  if (size == 0) return CUBERT_STATUS_OK;
+  if (size > (uint64_t)SIZE_MAX - HEAP_HEADER) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
+  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, (size_t)(HEAP_HEADER + size), 64, &block));
+  h = (heap_header_t *)block;
+  h->allocator = allocator;
+  h->size = size;
+  out->data = (unsigned char *)block + HEAP_HEADER;
+  out->size = size;
+  out->owner = h;
+  out->release = heap_release;
+  return CUBERT_STATUS_OK;
+}
+
+/* ---- the server's staging, as a blocking device call ---- */
+
+typedef struct staging_call_t {
+  const uint64_t *sizes;
+  size_t count;
+  cubert_bytes_t *out;
+  uint64_t stream;
+  cubert_status_t status;
+  cubert_error_t *error;
+} staging_call_t;
+
+static void staging_task(void *context, void *payload) {
+  cubert_server_t *server = (cubert_server_t *)context;
+  staging_call_t *call = (staging_call_t *)payload;
+  if (!server->vtable->staging) {
+    call->status = cubert_error_set(call->error, CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION, NULL, 0,
+                                    "this server has no staging");
+    return;
+  }
+  call->status =
+      server->vtable->staging(server, call->sizes, call->count, call->out, call->stream, call->error);
+}
+
+static cubert_status_t server_staging(cubert_client_t *client, const uint64_t *sizes, size_t count,
+                                      cubert_bytes_t *out, cubert_error_t *error) {
+  staging_call_t call;
+  cubert_status_t status;
+  call.sizes = sizes;
+  call.count = count;
+  call.out = out;
+  call.stream = cubert_client_stream(client);
+  call.status = CUBERT_STATUS_INTERNAL;
+  call.error = error;
+  status = client->state->handle.vtable->submit_blocking(client->state->handle.self, staging_task,
+                                                         &call);
+  if (status != CUBERT_STATUS_OK)
+    return cubert_error_set(error, CUBERT_ERROR_DEVICE_LOST, NULL, 0,
+                            "the device handle refused the call");
+  return call.status;
+}
+
+cubert_status_t cubert_client_reserve_staging(cubert_client_t *client, const uint64_t *sizes,
+                                              size_t count, cubert_bytes_t *out_bytes,
+                                              cubert_error_t *out_error) {
+  cubert_error_t ignored;
+  size_t i;
+  if (!client || (count && (!sizes || !out_bytes)))
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "reserve_staging: NULL argument");
+  if (count == 0) return CUBERT_STATUS_OK;
+  cubert_error_clear(&ignored);
+  if (server_staging(client, sizes, count, out_bytes, &ignored) == CUBERT_STATUS_OK)
+    return CUBERT_STATUS_OK;
+  /* the server refused (spec 1.2): plain host buffers of the requested sizes */
+  for (i = 0; i < count; i++) {
+    if (heap_bytes(client->state->allocator, sizes[i], &out_bytes[i]) != CUBERT_STATUS_OK) {
+      uint64_t size = sizes[i];
+      release_bytes(out_bytes, i);
+      return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &size, 1,
+                              "staging fallback buffer");
+    }
+  }
+  return CUBERT_STATUS_OK;
+}
+
+/* CubeCL's has_staging: File always; Native/Other unless file_only; Pinned never. */
+static bool needs_staging(const cubert_bytes_t *b, bool file_only) {
+  switch (b->property) {
+    case CUBERT_ALLOCATION_PINNED: return false;
+    case CUBERT_ALLOCATION_FILE: return true;
+    case CUBERT_ALLOCATION_NATIVE:
+    case CUBERT_ALLOCATION_OTHER:
+    default: return !file_only;
+  }
+}
+
+cubert_status_t cubert_client_staging(cubert_client_t *client, cubert_bytes_t *bytes, size_t count,
+                                      bool file_only, cubert_error_t *out_error) {
+  uint64_t sizes[STAGING_MAX_BATCH];
+  size_t which[STAGING_MAX_BATCH];
+  cubert_bytes_t staged[STAGING_MAX_BATCH];
+  cubert_error_t ignored;
+  size_t i, n = 0;
+  if (!client || (count && !bytes) || count > STAGING_MAX_BATCH)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "staging: NULL argument or more than 64 buffers");
+  for (i = 0; i < count; i++)
+    if (!bytes[i].data && bytes[i].size)
+      return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                              "staging: a buffer with a size and no data");
+  for (i = 0; i < count; i++) {
+    if (!needs_staging(&bytes[i], file_only)) continue;
+    sizes[n] = bytes[i].size;
+    which[n] = i;
+    n++;
+  }
+  if (n == 0) return CUBERT_STATUS_OK;
+  cubert_error_clear(&ignored);
+  if (server_staging(client, sizes, n, staged, &ignored) != CUBERT_STATUS_OK)
+    return CUBERT_STATUS_OK; /* CubeCL: the server's error is ignored, nothing changes */
+  for (i = 0; i < n; i++) {
+    cubert_bytes_t *b = &bytes[which[i]];
+    if (b->size) cubert_memcpy(staged[i].data, b->data, (size_t)b->size);
+    if (b->release) b->release(b->owner, b->data, b->size);
+    *b = staged[i];
+  }
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_client_create_from_slice_pinned(cubert_client_t *client, const void *data,
+                                                       uint64_t size, cubert_handle_t *out_handle,
+                                                       cubert_error_t *out_error) {
+  cubert_bytes_t b;
+  if (!client || !out_handle || (!data && size))
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "create_from_slice_pinned: NULL argument");
+  CUBERT_RETURN_IF_ERROR(cubert_client_reserve_staging(client, &size, 1, &b, out_error));
+  if (size) cubert_memcpy(b.data, data, (size_t)size);
+  return cubert_client_create_bytes(client, b, out_handle, out_error); /* takes b */
+}
+
+cubert_status_t cubert_client_create_tensors_from_slices_pinned(
+    cubert_client_t *client, const cubert_layout_descriptor_t *descriptors,
+    const void *const *data, size_t count, cubert_memory_layout_t *out_layouts,
+    cubert_error_t *out_error) {
+  uint64_t sizes[STAGING_MAX_BATCH];
+  cubert_bytes_t bytes[STAGING_MAX_BATCH];
+  size_t i;
+  if (!client || !descriptors || !data || !out_layouts || count == 0 || count > STAGING_MAX_BATCH)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "create_tensors_from_slices_pinned: NULL argument or count outside "
+                            "1..64");
+  for (i = 0; i < count; i++) {
+    uint64_t n = descriptors[i].elem_size;
+    uint32_t r;
+    if (descriptors[i].rank > CUBERT_MAX_RANK)
+      return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                              "rank above CUBERT_MAX_RANK");
+    for (r = 0; r < descriptors[i].rank; r++) {
+      if (descriptors[i].shape[r] && n > UINT64_MAX / descriptors[i].shape[r])
+        return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0,
+                                "tensor size overflows");
+      n *= descriptors[i].shape[r];
+    }
+    if (n && !data[i])
+      return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                              "create_tensors_from_slices_pinned: NULL data entry");
+    sizes[i] = n;
+  }
+  CUBERT_RETURN_IF_ERROR(cubert_client_reserve_staging(client, sizes, count, bytes, out_error));
+  for (i = 0; i < count; i++)
+    if (sizes[i]) cubert_memcpy(bytes[i].data, data[i], (size_t)sizes[i]);
+  /* ownership of every buffer moves to the create path (released on failure) */
+  return client_do_create(client, descriptors, count, data, bytes, out_layouts, out_error);
+}

@@ -1,0 +1,853 @@
+/*
+ * core/memory/handle.c: the handle table: managed memory ids, their two reference
+ * counts and pool ownership (CubeCL's ManagedMemoryHandle / Handle / Binding,
+ * spec 4.1 and 2.1), lock-free, with 32-bit atomics only.
+ *
+ * Layout. Slots live in chunks of 256, allocated on demand and never moved
+ * or freed before the table is destroyed; the chunk pointer array (one entry
+ * per possible chunk) is allocated at create. A lookup is: check the tag and
+ * the index, load one chunk pointer, index into the chunk. No lock anywhere.
+ *
+ * Per slot (all 32-bit atomics except the location):
+ *   state       bits 0..29 descriptor count (handles + bindings), bit 30 owned
+ *   handles     user handles          (guard + can_mut)
+ *   bindings    user bindings         (guard: a surplus binding release is
+ *                                      refused instead of eating a handle's
+ *                                      reference)
+ *   generation  odd while the id is alive; +1 when the descriptor count
+ *               reaches 0 (the id dies), +1 when the slot is reused
+ *   pins        bits 0..29 calls in flight on the slot, bit 30 DYING (state
+ *               reached exactly 0: count 0 and not owned), bit 31 FREE (the
+ *               slot is in the free set)
+ * Invariant: descriptor count >= handles + bindings at every instant (a
+ * retain raises the descriptor count first, a release lowers the sub-count
+ * first), so with both sub-counts guarded no count ever goes below zero.
+ *
+ * Why pins. A retain or release reads the generation and then CASes the
+ * count. Without more, the id could die, its slot be recycled and re-acquired
+ * between those two steps, and the CAS would hit the new occupant (a release
+ * could even kill it). So every call that touches a slot first pins it
+ * (refused while the slot is FREE), validates the generation, works, and
+ * unpins. A slot whose state reached 0 is marked DYING; it goes back to the
+ * free set only when its pin count is 0, by exactly one thread: the one whose
+ * CAS turns pins from DYING|1 (its own pin) into FREE. A pinned slot therefore
+ * cannot be recycled, and a call that pinned a later occupant sees that
+ * occupant's generation (acquire writes the generation before it clears FREE
+ * with a release store). The lock-free queries (is_alive, counts) do not pin;
+ * they read the generation before and after the counts instead.
+ *
+ * Free set. Each chunk keeps a 256-bit free bitmap (a set bit: the slot is
+ * free). A release sets the slot's bit (one fetch_or); acquire claims one
+ * set bit with the CAS that clears it; there is no other shared counter on
+ * these paths (cubert_handle_table_live counts the bitmaps). This is ABA-free
+ * by construction: a bit is claimed by the one CAS that clears it and there
+ * is no "next" link that could go stale (a Treiber stack with a 32-bit head
+ * would have only 8 tag bits left next to a 24-bit index, which wraps after
+ * 256 pushes). Acquire searches next-fit from a cursor, skipping full chunks
+ * by their bitmap (one cache line), so a released slot is reused late (stale
+ * ids stay detectable longer). Growth: when the table is full, and once
+ * per sweep of the cursor over the table (when the search wraps around),
+ * the live slots are counted from the bitmaps and chunks are added until
+ * less than 7/8 of the capacity is live, which keeps searches short.
+ *
+ * Growth: any thread may allocate chunk n; it publishes it with a CAS on the
+ * NULL pointer, and the loser frees its chunk. The published chunk count is
+ * advanced (CAS) by whoever sees the chunk, so chunks are contiguous.
+ */
+#include "base/internal.h"
+#include "base/atomic.h"
+#include "memory/handle_internal.h"
+
+#define CHUNK_SHIFT 8u
+#define CHUNK_SLOTS 256u
+#define CHUNK_WORDS (CHUNK_SLOTS / 32u)
+#define ID_INDEX_MASK 0x00FFFFFFu
+#define ID_TAG_SHIFT 24u
+
+#define STATE_COUNT CUBERT_HANDLE_MAX_COUNT
+#define STATE_OWNED 0x40000000u
+
+#define PIN_COUNT 0x3FFFFFFFu
+#define PIN_DYING 0x40000000u
+#define PIN_FREE 0x80000000u
+
+typedef struct slot_t {
+  cubert_atomic_u32_t state;
+  cubert_atomic_u32_t handles;
+  cubert_atomic_u32_t bindings;
+  cubert_atomic_u32_t generation;
+  cubert_atomic_u32_t pins;
+  cubert_memory_location_t location; /* server thread only */
+} slot_t;
+
+typedef struct chunk_t {
+  cubert_atomic_u32_t free_bits[CHUNK_WORDS];
+  slot_t slots[CHUNK_SLOTS];
+} chunk_t;
+
+struct cubert_handle_table_t {
+  cubert_allocator_t allocator;
+  uint32_t max_slots;
+  uint32_t max_chunks;
+  uint32_t tag;
+  cubert_atomic_u32_t chunk_count; /* chunks [0, chunk_count) are published */
+  cubert_atomic_u32_t cursor;      /* next-fit hint: slot index to try first */
+  void *volatile *chunks;          /* max_chunks pointers to chunk_t (NULL until grown) */
+};
+
+typedef struct slot_ref_t {
+  chunk_t *chunk;
+  slot_t *slot;
+  uint32_t local; /* index in the chunk */
+} slot_ref_t;
+
+#define CHUNK_ALIGN 64u
+
+/* ---- small helpers ------------------------------------------------------- */
+
+static uint32_t lowest_bit_index(uint32_t bits) {
+  static const uint8_t k_debruijn[32] = {0,  1,  28, 2,  29, 14, 24, 3,  30, 22, 20,
+                                         15, 25, 17, 4,  8,  31, 27, 13, 23, 21, 19,
+                                         16, 7,  26, 12, 18, 6,  11, 5,  10, 9};
+  uint32_t low = bits & (0u - bits);
+  return k_debruijn[(uint32_t)(low * 0x077CB531u) >> 27];
+}
+
+static chunk_t *chunk_at(const cubert_handle_table_t *t, uint32_t c) {
+  return (chunk_t *)cubert_atomic_load_ptr(&t->chunks[c]);
+}
+
+/* Decode an id to its slot. False for the null id, a foreign tag, an index
+ * beyond max_slots, an even generation (never alive) or a chunk never grown.
+ * Touches nothing but the table header and one chunk pointer. */
+static bool slot_lookup(const cubert_handle_table_t *t, cubert_memory_id_t id, slot_ref_t *out) {
+  uint32_t low = id.index & ID_INDEX_MASK, s;
+  chunk_t *chunk;
+  if ((id.index >> ID_TAG_SHIFT) != t->tag) return false;
+  if (low == 0 || low > t->max_slots) return false;
+  if ((id.generation & 1u) == 0) return false;
+  s = low - 1u;
+  chunk = chunk_at(t, s >> CHUNK_SHIFT);
+  if (!chunk) return false;
+  out->chunk = chunk;
+  out->local = s & (CHUNK_SLOTS - 1u);
+  out->slot = &chunk->slots[out->local];
+  return true;
+}
+
+/* Pin: refused while the slot is in the free set. */
+static bool slot_pin(slot_t *s) {
+  uint32_t old = cubert_atomic_load_u32(&s->pins);
+  for (;;) {
+    if (old & PIN_FREE) return false;
+    if (cubert_atomic_cas_u32(&s->pins, &old, old + 1u)) return true;
+  }
+}
+
+/* Back to the free set (the caller won the DYING|1 -> FREE transition): one
+ * fetch_or on the chunk's bitmap, nothing else (the table keeps no live
+ * counter: cubert_handle_table_live counts the bitmaps). */
+static void slot_recycle(const slot_ref_t *r) {
+  (void)cubert_atomic_fetch_or_u32(&r->chunk->free_bits[r->local >> 5], 1u << (r->local & 31u));
+}
+
+/* Unpin; the last pin of a DYING slot frees it. */
+static void slot_unpin(const slot_ref_t *r) {
+  uint32_t old = cubert_atomic_load_u32(&r->slot->pins), desired;
+  for (;;) {
+    desired = old == (PIN_DYING | 1u) ? PIN_FREE : old - 1u;
+    if (cubert_atomic_cas_u32(&r->slot->pins, &old, desired)) break;
+  }
+  if (desired == PIN_FREE) slot_recycle(r);
+}
+
+/* +1 descriptor count; refuses 0 -> 1 (no resurrection) and saturates. */
+static cubert_status_t state_retain(slot_t *s) {
+  uint32_t v = cubert_atomic_load_u32(&s->state);
+  do {
+    uint32_t n = v & STATE_COUNT;
+    if (n == 0) return CUBERT_STATUS_INVALID_HANDLE;
+    if (n >= CUBERT_HANDLE_MAX_COUNT) return CUBERT_STATUS_OVERFLOW;
+  } while (!cubert_atomic_cas_u32(&s->state, &v, v + 1u));
+  return CUBERT_STATUS_OK;
+}
+
+/* -1 on a sub-count; refuses 0 (a double release). */
+static bool counter_take_one(cubert_atomic_u32_t *c) {
+  uint32_t v = cubert_atomic_load_u32(c);
+  do {
+    if (v == 0) return false;
+  } while (!cubert_atomic_cas_u32(c, &v, v - 1u));
+  return true;
+}
+
+/* The caller lowered the state word from `old` by one descriptor reference.
+ * Count 0: the id dies (its generation advances). True when the state is now
+ * exactly 0: the slot is dying and the caller (who holds a pin) must unpin
+ * with slot_unpin_dying. */
+static bool state_lowered(slot_t *s, uint32_t old, uint32_t id_generation) {
+  uint32_t now = old - 1u;
+  if ((now & STATE_COUNT) == 0) cubert_atomic_store_u32(&s->generation, id_generation + 1u);
+  return now == 0;
+}
+
+/* Unpin a slot whose state the caller just took to exactly 0: marking it
+ * DYING and dropping our pin are one CAS. When our pin was the only one the
+ * slot goes straight to FREE (pins 1 -> FREE) and we recycle it; otherwise
+ * the last of the other pinners does (slot_unpin). */
+static void slot_unpin_dying(const slot_ref_t *r) {
+  uint32_t old = cubert_atomic_load_u32(&r->slot->pins), desired;
+  for (;;) {
+    desired = (old & PIN_COUNT) == 1u ? PIN_FREE : ((old - 1u) | PIN_DYING);
+    if (cubert_atomic_cas_u32(&r->slot->pins, &old, desired)) break;
+  }
+  if (desired == PIN_FREE) slot_recycle(r);
+}
+
+/* The owner (who holds no pin) took the state of a slot it owned to exactly
+ * 0. No pin was needed to get here: an owned slot cannot die or be recycled
+ * by anyone else. Now it is dying: with no pin in flight it goes to FREE at
+ * once (0 -> FREE, and we recycle it); otherwise it is marked DYING and the
+ * last unpinner frees it. Exactly one thread takes a slot's state to 0 per
+ * occupancy (no resurrection), so DYING is set at most once. */
+static void slot_free_unpinned(const slot_ref_t *r) {
+  uint32_t old = cubert_atomic_load_u32(&r->slot->pins), desired;
+  for (;;) {
+    desired = (old & PIN_COUNT) == 0 ? PIN_FREE : (old | PIN_DYING);
+    if (cubert_atomic_cas_u32(&r->slot->pins, &old, desired)) break;
+  }
+  if (desired == PIN_FREE) slot_recycle(r);
+}
+
+/* ---- table ---------------------------------------------------------------- */
+
+cubert_status_t cubert_handle_table_create(cubert_allocator_t allocator, uint32_t max_slots,
+                                           uint8_t tag, cubert_handle_table_t **out_table) {
+  cubert_handle_table_t *t = NULL;
+  void *mem = NULL;
+  uint32_t max_chunks;
+  cubert_status_t st;
+  if (!out_table || !allocator.fn || max_slots == 0 || max_slots > CUBERT_HANDLE_TABLE_MAX_SLOTS)
+    return CUBERT_STATUS_INVALID_ARGUMENT;
+  max_chunks = (max_slots + (CHUNK_SLOTS - 1u)) >> CHUNK_SHIFT;
+  st = cubert_allocator_malloc(allocator, sizeof *t, 0, &mem);
+  if (st != CUBERT_STATUS_OK) return st;
+  t = (cubert_handle_table_t *)mem;
+  st = cubert_allocator_malloc_array(allocator, max_chunks, sizeof(void *), 0, &mem);
+  if (st != CUBERT_STATUS_OK) {
+    cubert_allocator_free(allocator, t, sizeof *t, 0);
+    return st;
+  }
+  t->allocator = allocator;
+  t->max_slots = max_slots;
+  t->max_chunks = max_chunks;
+  t->tag = tag;
+  t->chunks = (void *volatile *)mem; /* zero-filled: every chunk NULL */
+  cubert_atomic_store_u32(&t->chunk_count, 0);
+  cubert_atomic_store_u32(&t->cursor, 0);
+  *out_table = t;
+  return CUBERT_STATUS_OK;
+}
+
+void cubert_handle_table_destroy(cubert_handle_table_t *table) {
+  uint32_t c;
+  if (!table) return;
+  for (c = 0; c < table->max_chunks; c++) {
+    chunk_t *chunk = chunk_at(table, c);
+    if (chunk) cubert_allocator_free(table->allocator, chunk, sizeof *chunk, CHUNK_ALIGN);
+  }
+  cubert_allocator_free(table->allocator, (void *)table->chunks,
+                        (size_t)table->max_chunks * sizeof(void *), 0);
+  cubert_allocator_free(table->allocator, table, sizeof *table, 0);
+}
+
+static uint32_t popcount32(uint32_t v) {
+  v = v - ((v >> 1) & 0x55555555u);
+  v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
+  v = (v + (v >> 4)) & 0x0F0F0F0Fu;
+  return (v + (v >> 8) + (v >> 16) + (v >> 24)) & 0x3Fu;
+}
+
+/* Slots of chunks [0, n) not in the free set: their valid slots minus the
+ * set bits of their bitmaps (one cache line per chunk). Exact when no call
+ * is in flight, a snapshot otherwise. Chunks are contiguous, so a NULL
+ * chunk ends the walk. */
+static uint32_t table_count_live(const cubert_handle_table_t *t, uint32_t n) {
+  uint32_t c, slots, free_slots = 0;
+  for (c = 0; c < n; c++) {
+    chunk_t *chunk = chunk_at(t, c);
+    uint32_t w;
+    if (!chunk) break;
+    for (w = 0; w < CHUNK_WORDS; w++) free_slots += popcount32(cubert_atomic_load_u32(&chunk->free_bits[w]));
+  }
+  slots = c >= t->max_chunks ? t->max_slots : c << CHUNK_SHIFT;
+  return slots - free_slots;
+}
+
+uint32_t cubert_handle_table_live(const cubert_handle_table_t *table) {
+  return table ? table_count_live(table, table->max_chunks) : 0;
+}
+
+/* ---- acquire: free set, growth -------------------------------------------- */
+
+static void chunk_init(chunk_t *chunk, uint32_t first_slot, uint32_t max_slots) {
+  uint32_t valid = max_slots - first_slot, i;
+  if (valid > CHUNK_SLOTS) valid = CHUNK_SLOTS;
+  for (i = 0; i < CHUNK_SLOTS; i++) cubert_atomic_store_u32(&chunk->slots[i].pins, PIN_FREE);
+  for (i = 0; i < CHUNK_WORDS; i++) {
+    uint32_t lo = i * 32u, bits;
+    if (valid >= lo + 32u) bits = 0xFFFFFFFFu;
+    else if (valid <= lo) bits = 0;
+    else bits = (1u << (valid - lo)) - 1u;
+    cubert_atomic_store_u32(&chunk->free_bits[i], bits);
+  }
+}
+
+/* Make chunk n exist (allocate it, or find that another thread did). */
+static cubert_status_t table_grow(cubert_handle_table_t *t, uint32_t n) {
+  void *mem = NULL, *expected = NULL;
+  uint32_t expected_n = n;
+  cubert_status_t st;
+  if (!chunk_at(t, n)) {
+    st = cubert_allocator_malloc(t->allocator, sizeof(chunk_t), CHUNK_ALIGN, &mem);
+    if (st != CUBERT_STATUS_OK) return st;
+    chunk_init((chunk_t *)mem, n << CHUNK_SHIFT, t->max_slots);
+    if (!cubert_atomic_cas_ptr(&t->chunks[n], &expected, mem))
+      cubert_allocator_free(t->allocator, mem, sizeof(chunk_t), CHUNK_ALIGN);
+  }
+  (void)cubert_atomic_cas_u32(&t->chunk_count, &expected_n, n + 1u);
+  return CUBERT_STATUS_OK;
+}
+
+/* Claim one free slot of the chunk (clear its bit with a CAS), preferring
+ * slots at or after `start` (next-fit). False when no bit was found set. A
+ * bit is claimed by the one CAS that clears it; a failed CAS only makes us
+ * look at the word's new value. */
+static bool chunk_take(chunk_t *chunk, uint32_t start, uint32_t *out_local) {
+  uint32_t w0 = start >> 5, k;
+  for (k = 0; k < CHUNK_WORDS; k++) {
+    uint32_t w = (w0 + k) & (CHUNK_WORDS - 1u);
+    cubert_atomic_u32_t *word = &chunk->free_bits[w];
+    uint32_t bits = cubert_atomic_load_u32(word);
+    while (bits) {
+      uint32_t pick = bits, b;
+      if (k == 0 && (start & 31u)) {
+        uint32_t above = bits & (0xFFFFFFFFu << (start & 31u));
+        if (above) pick = above;
+      }
+      b = lowest_bit_index(pick);
+      if (cubert_atomic_cas_u32(word, &bits, bits & ~(1u << b))) {
+        *out_local = w * 32u + b;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+/* A claimed free slot becomes a live id: counts 1/1, state `state` (1, or
+ * 1|OWNED for acquire_owned), location `loc` (NULL: all 0). The generation,
+ * counts and location are written before FREE is cleared (release), so a
+ * call that pins the slot from now on sees the new occupant. */
+static void slot_activate(cubert_handle_table_t *t, chunk_t *chunk, uint32_t local,
+                          uint32_t slot_index, uint32_t state,
+                          const cubert_memory_location_t *loc, cubert_memory_id_t *out_id) {
+  slot_t *s = &chunk->slots[local];
+  uint32_t g = cubert_atomic_load_u32(&s->generation) + 1u; /* even -> odd */
+  cubert_atomic_store_u32(&s->generation, g);
+  cubert_atomic_store_u32(&s->handles, 1u);
+  cubert_atomic_store_u32(&s->bindings, 0);
+  cubert_atomic_store_u32(&s->state, state);
+  if (loc) s->location = *loc;
+  else cubert_memset(&s->location, 0, sizeof s->location);
+  cubert_atomic_store_u32(&s->pins, 0);
+  out_id->index = (t->tag << ID_TAG_SHIFT) | (slot_index + 1u);
+  out_id->generation = g;
+}
+
+/* Next-fit search over the n published chunks (capacity cap). *out_wrapped:
+ * the search went past the last chunk back to the first (the cursor's sweep
+ * over the table ended). */
+static bool table_take(cubert_handle_table_t *t, uint32_t n, uint32_t cap, uint32_t state,
+                       const cubert_memory_location_t *loc, cubert_memory_id_t *out_id,
+                       bool *out_wrapped) {
+  uint32_t start = cubert_atomic_load_u32(&t->cursor), c0, i;
+  if (start >= cap) {
+    start = 0;
+    *out_wrapped = true;
+  }
+  c0 = start >> CHUNK_SHIFT;
+  for (i = 0; i < n; i++) {
+    uint32_t c = c0 + i, local;
+    chunk_t *chunk;
+    if (c >= n) {
+      c -= n;
+      *out_wrapped = true;
+    }
+    chunk = chunk_at(t, c);
+    if (chunk && chunk_take(chunk, i == 0 ? (start & (CHUNK_SLOTS - 1u)) : 0, &local)) {
+      uint32_t slot_index = (c << CHUNK_SHIFT) + local;
+      slot_activate(t, chunk, local, slot_index, state, loc, out_id);
+      cubert_atomic_store_u32(&t->cursor, slot_index + 1u);
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Add chunks n, n+1, ... while 7/8 or more of the capacity is live (the
+ * live count is taken once, by counting the bitmaps of chunks [0, n)).
+ * Best effort: stops at max_chunks or at the first failed allocation. */
+static void table_grow_while_crowded(cubert_handle_table_t *t, uint32_t n) {
+  uint32_t live = table_count_live(t, n);
+  while (n < t->max_chunks) {
+    uint32_t cap = n << CHUNK_SHIFT;
+    if (live < cap - cap / 8u || table_grow(t, n) != CUBERT_STATUS_OK) return;
+    n++;
+  }
+}
+
+static cubert_status_t table_acquire(cubert_handle_table_t *table, uint32_t state,
+                                     const cubert_memory_location_t *loc,
+                                     cubert_memory_id_t *out_id) {
+  bool grow_failed = false;
+  cubert_status_t grow_status = CUBERT_STATUS_OK;
+  for (;;) {
+    uint32_t n = cubert_atomic_load_u32(&table->chunk_count), cap;
+    bool wrapped = false;
+    if (n < table->max_chunks && chunk_at(table, n)) {
+      /* Someone published chunk n but has not advanced the count yet. */
+      (void)cubert_atomic_cas_u32(&table->chunk_count, &n, n + 1u);
+      continue;
+    }
+    cap = n >= table->max_chunks ? table->max_slots : n << CHUNK_SHIFT;
+    if (n > 0 && table_take(table, n, cap, state, loc, out_id, &wrapped)) {
+      /* Growth is checked once per sweep of the cursor over the table (and
+       * when it is full, below), not per call: the table keeps no live
+       * counter, which would cost two atomic RMWs per acquire + release.
+       * From 7/8 of the capacity live on, chunks are added, which keeps
+       * searches short and reuse late. Best effort: the id is ours already;
+       * a failed growth is retried at the next sweep or when full. */
+      if (wrapped && n < table->max_chunks) table_grow_while_crowded(table, n);
+      return CUBERT_STATUS_OK;
+    }
+    if (!grow_failed && n < table->max_chunks) {
+      grow_status = table_grow(table, n);
+      if (grow_status == CUBERT_STATUS_OK) {
+        table_grow_while_crowded(table, n + 1u);
+        continue;
+      }
+      grow_failed = true;
+    }
+    return grow_failed ? grow_status : CUBERT_STATUS_OUT_OF_RANGE;
+  }
+}
+
+cubert_status_t cubert_memory_id_acquire(cubert_handle_table_t *table,
+                                         cubert_memory_id_t *out_id) {
+  if (!table || !out_id) return CUBERT_STATUS_INVALID_ARGUMENT;
+  return table_acquire(table, 1u, NULL, out_id);
+}
+
+/* acquire + set_owned(true) + set_location fused: the slot is activated
+ * already owned, with its location, before it leaves the free set, so no
+ * other thread ever sees it unowned and no pin is needed. */
+cubert_status_t cubert_memory_id_acquire_owned(cubert_handle_table_t *table,
+                                               cubert_memory_location_t location,
+                                               cubert_memory_id_t *out_id) {
+  if (!table || !out_id) return CUBERT_STATUS_INVALID_ARGUMENT;
+  return table_acquire(table, 1u | STATE_OWNED, &location, out_id);
+}
+
+/* ---- counts ---------------------------------------------------------------- */
+
+typedef enum count_op_e {
+  COUNT_RETAIN_HANDLE,
+  COUNT_RELEASE_HANDLE,
+  COUNT_RETAIN_BINDING,
+  COUNT_RELEASE_BINDING
+} count_op_e;
+
+static cubert_status_t id_count_op(cubert_handle_table_t *t, cubert_memory_id_t id,
+                                   count_op_e op) {
+  slot_ref_t r;
+  slot_t *s;
+  bool dying = false;
+  cubert_status_t st = CUBERT_STATUS_OK;
+  if (!t) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!slot_lookup(t, id, &r) || !slot_pin(r.slot)) return CUBERT_STATUS_INVALID_HANDLE;
+  s = r.slot;
+  if (cubert_atomic_load_u32(&s->generation) != id.generation) {
+    st = CUBERT_STATUS_INVALID_HANDLE;
+  } else {
+    switch (op) {
+      case COUNT_RETAIN_HANDLE:
+        st = state_retain(s);
+        if (st == CUBERT_STATUS_OK) (void)cubert_atomic_fetch_add_u32(&s->handles, 1u);
+        break;
+      case COUNT_RETAIN_BINDING:
+        st = state_retain(s);
+        if (st == CUBERT_STATUS_OK) (void)cubert_atomic_fetch_add_u32(&s->bindings, 1u);
+        break;
+      case COUNT_RELEASE_HANDLE:
+      case COUNT_RELEASE_BINDING:
+        if (!counter_take_one(op == COUNT_RELEASE_HANDLE ? &s->handles : &s->bindings)) {
+          st = CUBERT_STATUS_INVALID_HANDLE;
+        } else {
+          /* The descriptor count includes the reference just taken off the
+           * sub-count, so it is >= 1 here. */
+          dying = state_lowered(s, cubert_atomic_fetch_sub_u32(&s->state, 1u), id.generation);
+        }
+        break;
+    }
+  }
+  if (dying) slot_unpin_dying(&r);
+  else slot_unpin(&r);
+  return st;
+}
+
+cubert_status_t cubert_memory_id_retain_handle(cubert_handle_table_t *table,
+                                               cubert_memory_id_t id) {
+  return id_count_op(table, id, COUNT_RETAIN_HANDLE);
+}
+
+cubert_status_t cubert_memory_id_release_handle(cubert_handle_table_t *table,
+                                                cubert_memory_id_t id) {
+  return id_count_op(table, id, COUNT_RELEASE_HANDLE);
+}
+
+cubert_status_t cubert_memory_id_retain_binding(cubert_handle_table_t *table,
+                                                cubert_memory_id_t id) {
+  return id_count_op(table, id, COUNT_RETAIN_BINDING);
+}
+
+cubert_status_t cubert_memory_id_release_binding(cubert_handle_table_t *table,
+                                                 cubert_memory_id_t id) {
+  return id_count_op(table, id, COUNT_RELEASE_BINDING);
+}
+
+/* True when the pinned slot still holds the id's occupancy: alive, or dead
+ * but not yet back in the free set (generation + 1). */
+static bool slot_same_occupant(slot_t *s, cubert_memory_id_t id) {
+  uint32_t g = cubert_atomic_load_u32(&s->generation);
+  return g == id.generation || g == id.generation + 1u;
+}
+
+cubert_status_t cubert_memory_id_set_owned(cubert_handle_table_t *table, cubert_memory_id_t id,
+                                           bool owned) {
+  slot_ref_t r;
+  slot_t *s;
+  uint32_t v;
+  bool dying = false;
+  cubert_status_t st = CUBERT_STATUS_OK;
+  if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!slot_lookup(table, id, &r) || !slot_pin(r.slot)) return CUBERT_STATUS_INVALID_HANDLE;
+  s = r.slot;
+  v = cubert_atomic_load_u32(&s->state);
+  if (owned) {
+    if (cubert_atomic_load_u32(&s->generation) != id.generation) {
+      st = CUBERT_STATUS_INVALID_HANDLE;
+    } else {
+      do {
+        if ((v & STATE_COUNT) == 0 || (v & STATE_OWNED)) {
+          st = CUBERT_STATUS_INVALID_HANDLE; /* dead, or already owned */
+          break;
+        }
+      } while (!cubert_atomic_cas_u32(&s->state, &v, v | STATE_OWNED));
+    }
+  } else {
+    if (!slot_same_occupant(s, id)) {
+      st = CUBERT_STATUS_INVALID_HANDLE;
+    } else {
+      do {
+        if (!(v & STATE_OWNED)) {
+          st = CUBERT_STATUS_INVALID_HANDLE;
+          break;
+        }
+      } while (!cubert_atomic_cas_u32(&s->state, &v, v & ~STATE_OWNED));
+      dying = st == CUBERT_STATUS_OK && (v & ~STATE_OWNED) == 0;
+    }
+  }
+  if (dying) slot_unpin_dying(&r);
+  else slot_unpin(&r);
+  return st;
+}
+
+/* Owner-only disown: no pin (see handle.h for the precondition). The
+ * generation check and the CAS that clears OWNED are safe unpinned because
+ * the slot, owned by the caller, cannot be recycled under it. Every state
+ * value the CAS is based on is bracketed by two generation reads of the
+ * id's occupancy (a reuse writes the generation before the state), so a
+ * stale id whose slot was freed and reused meanwhile is refused: its own
+ * occupancy's state is not owned (its owner gave it up), and a state of the
+ * next occupant is followed by a generation it does not match. */
+cubert_status_t cubert_memory_id_disown(cubert_handle_table_t *table, cubert_memory_id_t id) {
+  slot_ref_t r;
+  uint32_t v;
+  if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!slot_lookup(table, id, &r) || !slot_same_occupant(r.slot, id))
+    return CUBERT_STATUS_INVALID_HANDLE;
+  v = cubert_atomic_load_u32(&r.slot->state);
+  for (;;) {
+    if (!(v & STATE_OWNED) || !slot_same_occupant(r.slot, id)) return CUBERT_STATUS_INVALID_HANDLE;
+    if (cubert_atomic_cas_u32(&r.slot->state, &v, v & ~STATE_OWNED)) break;
+  }
+  if ((v & ~STATE_OWNED) == 0) slot_free_unpinned(&r);
+  return CUBERT_STATUS_OK;
+}
+
+/* ---- lock-free queries -------------------------------------------------------- */
+
+/* Counts of an alive id, read between two generation checks so they belong
+ * to the id's occupancy (a reuse changes the generation first). */
+static bool slot_snapshot(const cubert_handle_table_t *t, cubert_memory_id_t id,
+                          uint32_t *out_state, uint32_t *out_handles) {
+  slot_ref_t r;
+  uint32_t state, handles;
+  if (!t || !slot_lookup(t, id, &r)) return false;
+  if (cubert_atomic_load_u32(&r.slot->generation) != id.generation) return false;
+  state = cubert_atomic_load_u32(&r.slot->state);
+  handles = cubert_atomic_load_u32(&r.slot->handles);
+  if (cubert_atomic_load_u32(&r.slot->generation) != id.generation) return false;
+  if ((state & STATE_COUNT) == 0) return false; /* dying: generation not advanced yet */
+  *out_state = state;
+  *out_handles = handles;
+  return true;
+}
+
+bool cubert_memory_id_is_alive(const cubert_handle_table_t *table, cubert_memory_id_t id) {
+  uint32_t state, handles;
+  return slot_snapshot(table, id, &state, &handles);
+}
+
+bool cubert_memory_id_is_free(const cubert_handle_table_t *table, cubert_memory_id_t id) {
+  uint32_t state, handles;
+  if (!table) return false;
+  return !slot_snapshot(table, id, &state, &handles);
+}
+
+bool cubert_memory_id_can_mut(const cubert_handle_table_t *table, cubert_memory_id_t id) {
+  uint32_t state, handles;
+  return slot_snapshot(table, id, &state, &handles) && handles <= 1u;
+}
+
+uint32_t cubert_memory_id_handle_count(const cubert_handle_table_t *table,
+                                       cubert_memory_id_t id) {
+  uint32_t state, handles;
+  return slot_snapshot(table, id, &state, &handles) ? handles : 0;
+}
+
+uint32_t cubert_memory_id_descriptor_count(const cubert_handle_table_t *table,
+                                           cubert_memory_id_t id) {
+  uint32_t state, handles;
+  return slot_snapshot(table, id, &state, &handles) ? (state & STATE_COUNT) : 0;
+}
+
+/* ---- location ----------------------------------------------------------------- */
+
+/* Pin the slot if the id still occupies it and is alive or still owned. */
+static bool slot_pin_for_location(const cubert_handle_table_t *t, cubert_memory_id_t id,
+                                  slot_ref_t *r) {
+  uint32_t state;
+  if (!slot_lookup(t, id, r) || !slot_pin(r->slot)) return false;
+  state = cubert_atomic_load_u32(&r->slot->state);
+  if (slot_same_occupant(r->slot, id) && ((state & STATE_COUNT) || (state & STATE_OWNED)))
+    return true;
+  slot_unpin(r);
+  return false;
+}
+
+cubert_status_t cubert_memory_id_location(const cubert_handle_table_t *table,
+                                          cubert_memory_id_t id,
+                                          cubert_memory_location_t *out_location) {
+  slot_ref_t r;
+  if (!table || !out_location) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!slot_pin_for_location(table, id, &r)) return CUBERT_STATUS_INVALID_HANDLE;
+  *out_location = r.slot->location;
+  slot_unpin(&r);
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_memory_id_set_location(cubert_handle_table_t *table,
+                                              cubert_memory_id_t id,
+                                              cubert_memory_location_t location) {
+  slot_ref_t r;
+  if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!slot_pin_for_location(table, id, &r)) return CUBERT_STATUS_INVALID_HANDLE;
+  r.slot->location = location;
+  slot_unpin(&r);
+  return CUBERT_STATUS_OK;
+}
+
+/* Owner-only location write: no pin (see handle.h for the precondition).
+ * An id that does not pass the unpinned checks (not owned, stale, forged)
+ * takes the pinned path, which gives set_location's answer. */
+cubert_status_t cubert_memory_id_set_location_owned(cubert_handle_table_t *table,
+                                                    cubert_memory_id_t id,
+                                                    cubert_memory_location_t location) {
+  slot_ref_t r;
+  if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (slot_lookup(table, id, &r) && slot_same_occupant(r.slot, id) &&
+      (cubert_atomic_load_u32(&r.slot->state) & STATE_OWNED) &&
+      slot_same_occupant(r.slot, id)) { /* the owned state was this occupancy's */
+    r.slot->location = location;
+    return CUBERT_STATUS_OK;
+  }
+  return cubert_memory_id_set_location(table, id, location);
+}
+
+/* ---- handles and bindings -------------------------------------------------------- */
+
+uint64_t cubert_handle_size_in_used(const cubert_handle_t *handle) {
+  if (!handle || handle->offset_start > handle->size ||
+      handle->offset_end > handle->size - handle->offset_start)
+    return 0;
+  return handle->size - handle->offset_start - handle->offset_end;
+}
+
+cubert_status_t cubert_handle_create(cubert_handle_table_t *table, uint32_t device,
+                                     uint64_t stream, uint64_t cursor, uint64_t size,
+                                     cubert_handle_t *out_handle) {
+  cubert_handle_t h;
+  cubert_status_t st;
+  if (!table || !out_handle) return CUBERT_STATUS_INVALID_ARGUMENT;
+  cubert_memset(&h, 0, sizeof h);
+  st = cubert_memory_id_acquire(table, &h.memory);
+  if (st != CUBERT_STATUS_OK) return st;
+  h.device = device;
+  h.stream = stream;
+  h.cursor = cursor;
+  h.size = size;
+  *out_handle = h;
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_handle_clone(cubert_handle_table_t *table, const cubert_handle_t *handle,
+                                    cubert_handle_t *out_handle) {
+  cubert_handle_t h;
+  cubert_status_t st;
+  if (!table || !handle || !out_handle) return CUBERT_STATUS_INVALID_ARGUMENT;
+  h = *handle;
+  st = cubert_memory_id_retain_handle(table, h.memory);
+  if (st != CUBERT_STATUS_OK) return st;
+  *out_handle = h;
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_handle_offset(cubert_handle_table_t *table, const cubert_handle_t *handle,
+                                     uint64_t offset_start, uint64_t offset_end,
+                                     cubert_handle_t *out_handle) {
+  cubert_handle_t h;
+  uint64_t start, end, trimmed;
+  cubert_status_t st;
+  if (!table || !handle || !out_handle) return CUBERT_STATUS_INVALID_ARGUMENT;
+  h = *handle;
+  if (cubert_u64_add(h.offset_start, offset_start, &start) != CUBERT_STATUS_OK ||
+      cubert_u64_add(h.offset_end, offset_end, &end) != CUBERT_STATUS_OK ||
+      cubert_u64_add(start, end, &trimmed) != CUBERT_STATUS_OK)
+    return CUBERT_STATUS_OVERFLOW;
+  if (trimmed > h.size) return CUBERT_STATUS_OUT_OF_RANGE;
+  st = cubert_memory_id_retain_handle(table, h.memory);
+  if (st != CUBERT_STATUS_OK) return st;
+  h.offset_start = start;
+  h.offset_end = end;
+  *out_handle = h;
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_handle_binding(cubert_handle_table_t *table, const cubert_handle_t *handle,
+                                      cubert_binding_t *out_binding) {
+  cubert_handle_t h;
+  cubert_status_t st;
+  if (!table || !handle || !out_binding) return CUBERT_STATUS_INVALID_ARGUMENT;
+  h = *handle;
+  st = cubert_memory_id_retain_binding(table, h.memory);
+  if (st != CUBERT_STATUS_OK) return st;
+  *out_binding = h;
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_binding_clone(cubert_handle_table_t *table, const cubert_binding_t *binding,
+                                     cubert_binding_t *out_binding) {
+  return cubert_handle_binding(table, binding, out_binding);
+}
+
+cubert_status_t cubert_handle_release(cubert_handle_table_t *table,
+                                      const cubert_handle_t *handle) {
+  if (!table || !handle) return CUBERT_STATUS_INVALID_ARGUMENT;
+  return cubert_memory_id_release_handle(table, handle->memory);
+}
+
+cubert_status_t cubert_binding_release(cubert_handle_table_t *table,
+                                       const cubert_binding_t *binding) {
+  if (!table || !binding) return CUBERT_STATUS_INVALID_ARGUMENT;
+  return cubert_memory_id_release_binding(table, binding->memory);
+}
+
+bool cubert_handle_can_mut(const cubert_handle_table_t *table, const cubert_handle_t *handle) {
+  return table && handle && cubert_memory_id_can_mut(table, handle->memory);
+}
+
+/* ---- test hooks (core/memory/handle_internal.h) -------------------------------------------- */
+
+cubert_status_t cubert_handle_table_debug_set_counts(cubert_handle_table_t *table,
+                                                     cubert_memory_id_t id, uint32_t handles,
+                                                     uint32_t bindings) {
+  slot_ref_t r;
+  uint32_t state, old_handles;
+  if (!table || handles > CUBERT_HANDLE_MAX_COUNT ||
+      bindings > CUBERT_HANDLE_MAX_COUNT - handles || handles + bindings == 0)
+    return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!slot_snapshot(table, id, &state, &old_handles)) return CUBERT_STATUS_INVALID_HANDLE;
+  (void)slot_lookup(table, id, &r);
+  cubert_atomic_store_u32(&r.slot->state, (state & STATE_OWNED) | (handles + bindings));
+  cubert_atomic_store_u32(&r.slot->handles, handles);
+  cubert_atomic_store_u32(&r.slot->bindings, bindings);
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_handle_table_debug_check(const cubert_handle_table_t *table,
+                                                uint32_t *out_alive, uint32_t *out_dead_owned) {
+  uint32_t c, alive = 0, dead_owned = 0;
+  if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
+  for (c = 0; c < table->max_chunks; c++) {
+    chunk_t *chunk = chunk_at(table, c);
+    uint32_t i;
+    if (!chunk) {
+      if (c < cubert_atomic_load_u32(&table->chunk_count)) return CUBERT_STATUS_INTERNAL;
+      continue;
+    }
+    for (i = 0; i < CHUNK_SLOTS; i++) {
+      slot_t *s = &chunk->slots[i];
+      uint32_t pins = cubert_atomic_load_u32(&s->pins);
+      uint32_t state = cubert_atomic_load_u32(&s->state);
+      uint32_t handles = cubert_atomic_load_u32(&s->handles);
+      uint32_t bindings = cubert_atomic_load_u32(&s->bindings);
+      uint32_t gen = cubert_atomic_load_u32(&s->generation);
+      bool bit = (cubert_atomic_load_u32(&chunk->free_bits[i >> 5]) >> (i & 31u)) & 1u;
+      if ((c << CHUNK_SHIFT) + i >= table->max_slots) {
+        if (pins != PIN_FREE || bit) return CUBERT_STATUS_INTERNAL;
+        continue;
+      }
+      if (pins == PIN_FREE) {
+        if (!bit || state != 0 || (gen & 1u)) return CUBERT_STATUS_INTERNAL;
+        continue;
+      }
+      if (bit || pins != 0) return CUBERT_STATUS_INTERNAL;
+      if (gen & 1u) {
+        uint32_t n = state & STATE_COUNT;
+        if (n == 0 || (state & ~(STATE_COUNT | STATE_OWNED)) || handles > n ||
+            bindings != n - handles)
+          return CUBERT_STATUS_INTERNAL;
+        alive++;
+      } else {
+        if (state != STATE_OWNED || handles != 0 || bindings != 0) return CUBERT_STATUS_INTERNAL;
+        dead_owned++;
+      }
+    }
+  }
+  if (alive + dead_owned != cubert_handle_table_live(table)) return CUBERT_STATUS_INTERNAL;
+  if (out_alive) *out_alive = alive;
+  if (out_dead_owned) *out_dead_owned = dead_owned;
+  return CUBERT_STATUS_OK;
+}

@@ -1,0 +1,322 @@
+/*
+ * core/memory/memory_internal.h: the memory pools behind cubert/memory.h. Not
+ * installed. Every structure here is used by one thread (the manager's).
+ *
+ * Files: memory_config.c (presets, resolution), memory_sliced.c,
+ * memory_exclusive.c, memory_persistent.c, memory_direct.c (one pool kind
+ * each), memory_manager.c (routing, lookups, cleanup, layouts),
+ * memory_report.c (usage, reports, formatting).
+ */
+#ifndef CUBERT_CORE_MEMORY_INTERNAL_H
+#define CUBERT_CORE_MEMORY_INTERNAL_H
+
+#include "base/internal.h"
+#include "cubert/memory.h"
+
+#define CUBERT_MEMORY_NIL UINT32_MAX
+/* Memory locations hold a u16 page index: at most 65536 pages per pool. */
+#define CUBERT_MEMORY_PAGE_SLOTS 65536u
+
+/* What every pool of one manager shares. */
+typedef struct cubert_memory_env_t {
+  cubert_allocator_t allocator;
+  cubert_storage_t storage;
+  cubert_handle_table_t *table;
+  bool flush_pending; /* a dealloc happened since the last flush */
+} cubert_memory_env_t;
+
+/* A found slice, as the manager needs it. */
+typedef struct cubert_memory_slice_view_t {
+  cubert_storage_handle_t storage; /* page id, offset in page, requested size */
+  uint64_t *cursor;                /* the slice's cursor (writable by bind) */
+  cubert_memory_id_t *owner;       /* the slice's owner (writable by bind) */
+} cubert_memory_slice_view_t;
+
+/* ---- small shared helpers (memory_report.c) ------------------------------ */
+
+static inline bool cubert_memory_id_equal(cubert_memory_id_t a, cubert_memory_id_t b) {
+  return a.index == b.index && a.generation == b.generation;
+}
+static inline bool cubert_memory_id_is_null(cubert_memory_id_t a) {
+  return a.index == 0 && a.generation == 0;
+}
+/* padding(size, align) = 0 if size mod align = 0 else align - size mod align
+ * (align >= 1). */
+uint64_t cubert_memory_padding(uint64_t size, uint64_t align);
+/* size + padding; OVERFLOW when it wraps. */
+cubert_status_t cubert_memory_effective_size(uint64_t size, uint64_t align, uint64_t *out);
+/* Saturating add. */
+static inline uint64_t cubert_memory_sat_add(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+/* Grow an array of `elem` bytes to hold at least `need` elements (doubling,
+ * at least `min_cap`). *cap updated on success; RESOURCE_EXHAUSTED/OVERFLOW
+ * leave it untouched. */
+cubert_status_t cubert_memory_array_reserve(cubert_allocator_t allocator, void **array,
+                                            uint32_t *cap, uint32_t need, size_t elem,
+                                            uint32_t min_cap);
+/* Free an array allocated by cubert_memory_array_reserve. */
+void cubert_memory_array_free(cubert_allocator_t allocator, void **array, uint32_t *cap,
+                              size_t elem);
+/* The pool drops its reference on an owner id (ignores a failure: the id is
+ * then already not owned). */
+void cubert_memory_owner_drop(cubert_memory_env_t *env, cubert_memory_id_t *owner);
+/* Is the slice owned by `owner` reusable (every user reference gone)? */
+static inline bool cubert_memory_owner_is_free(const cubert_memory_env_t *env,
+                                               cubert_memory_id_t owner) {
+  return cubert_memory_id_is_null(owner) || cubert_memory_id_is_free(env->table, owner);
+}
+/* Deallocate a storage allocation and remember to flush. */
+void cubert_memory_storage_dealloc(cubert_memory_env_t *env, uint64_t id);
+/* NOT_FOUND with a reason "<prefix><n><suffix>". */
+cubert_status_t cubert_memory_not_found(cubert_error_t *out_error, const char *prefix,
+                                        uint64_t n, const char *suffix);
+/* Decimal digits of v into buf (at least 21 bytes); returns the length. */
+size_t cubert_memory_format_u64(uint64_t v, char *buf);
+
+/* ---- sliced pool (memory_sliced.c, spec 4.4.1) --------------------------- */
+
+#define CUBERT_SLICED_BINS 252u
+#define CUBERT_SLICE_VACANT 0u
+#define CUBERT_SLICE_FREE 1u
+#define CUBERT_SLICE_USED 2u
+
+/* A slice of a page. Used slices sit on the pool's clock list (oldest
+ * first), free slices in a size bin; vacant nodes on the node free list. */
+typedef struct cubert_sliced_node_t {
+  uint64_t offset;  /* in the page */
+  uint64_t size;    /* used: requested size; free: usable length */
+  uint64_t padding; /* used: alignment padding; free: 0 */
+  uint64_t cursor;
+  cubert_memory_id_t owner; /* used: the owner; free: null */
+  uint32_t page;            /* page slot */
+  uint32_t prev, next;      /* address order within the page */
+  uint32_t link_prev, link_next; /* clock list / bin list / node free list */
+  uint8_t state;
+  uint8_t bin;
+} cubert_sliced_node_t;
+
+typedef struct cubert_sliced_page_t {
+  cubert_storage_handle_t storage; /* whole page */
+  uint32_t first;                  /* node at offset 0; NIL: vacant slot */
+  uint32_t next_vacant;
+} cubert_sliced_page_t;
+
+typedef struct cubert_sliced_pool_t {
+  cubert_memory_env_t *env;
+  uint8_t position;
+  uint64_t alignment;
+  uint64_t page_size;
+  uint64_t max_slice_size;
+  uint64_t max_alloc_size;
+  uint32_t max_pages; /* UINT32_MAX when uncapped */
+  bool capped;
+  bool merge; /* merge neighbouring free slices when detected (tests turn it off) */
+  uint32_t poll_per_reserve;
+
+  cubert_sliced_node_t *nodes;
+  uint32_t node_cap, node_count, node_free;
+  cubert_sliced_page_t *pages;
+  uint32_t page_cap, page_count, page_vacant;
+  uint32_t pages_live, pages_peak;
+
+  uint64_t scan_credit; /* polls earned for full scans (see memory_sliced.c) */
+  uint32_t hand;       /* oldest used slice; NIL when none */
+  uint32_t scan;       /* where the next scan resumes; NIL: at the hand */
+  uint32_t used_count; /* slices on the clock list */
+  uint32_t bins[CUBERT_SLICED_BINS];
+  uint64_t bitmap[4];
+
+  uint64_t number_allocs, bytes_in_use, bytes_padding;
+  uint64_t largest_alloc;
+} cubert_sliced_pool_t;
+
+/* Validate and set up (no allocation). page_size 0: CONFIG_ZERO_SIZE. */
+cubert_status_t cubert_sliced_pool_initialize(cubert_sliced_pool_t *pool, cubert_memory_env_t *env,
+                                              uint8_t position, const cubert_memory_pool_options_t *opt,
+                                              uint64_t alignment, uint32_t poll_per_reserve,
+                                              cubert_error_t *out_error);
+/* Release every page (dropping every owner) and the bookkeeping. */
+void cubert_sliced_pool_deinitialize(cubert_sliced_pool_t *pool);
+bool cubert_sliced_pool_accept(const cubert_sliced_pool_t *pool, uint64_t size);
+/* Reuse free space for `owner` (a new id already owned by the pool). OK with
+ * *out_found false when nothing fits. RESOURCE_EXHAUSTED, OVERFLOW. */
+cubert_status_t cubert_sliced_pool_try_reserve(cubert_sliced_pool_t *pool, uint64_t size,
+                                               cubert_memory_id_t owner, bool *out_found,
+                                               cubert_error_t *out_error);
+/* A new page, carved for `owner`. POOL_CAPACITY_EXCEEDED, storage errors,
+ * RESOURCE_EXHAUSTED, OVERFLOW. */
+cubert_status_t cubert_sliced_pool_alloc(cubert_sliced_pool_t *pool, uint64_t size,
+                                         cubert_memory_id_t owner, cubert_error_t *out_error);
+cubert_status_t cubert_sliced_pool_find(cubert_sliced_pool_t *pool, cubert_memory_location_t loc,
+                                        cubert_memory_id_t id, cubert_memory_slice_view_t *out,
+                                        cubert_error_t *out_error);
+/* Explicit: coalesce and release wholly free pages. Periodic: nothing. */
+void cubert_sliced_pool_cleanup(cubert_sliced_pool_t *pool, bool explicit_);
+/* Detect every released slice (and merge). */
+void cubert_sliced_pool_poll_all(cubert_sliced_pool_t *pool);
+void cubert_sliced_pool_report(cubert_sliced_pool_t *pool, cubert_memory_pool_report_t *out);
+/* Free the bookkeeping when the pool holds no page. */
+void cubert_sliced_pool_trim(cubert_sliced_pool_t *pool);
+/* Test hooks (spec 11.6 page vectors): merge each page's runs of free
+ * slices; list a page's slices in address order. */
+void cubert_sliced_pool_coalesce(cubert_sliced_pool_t *pool);
+typedef struct cubert_sliced_block_t {
+  uint64_t offset;
+  uint64_t size; /* effective size (size + padding) */
+  bool is_free;
+} cubert_sliced_block_t;
+uint32_t cubert_sliced_pool_page_blocks(cubert_sliced_pool_t *pool, uint32_t page,
+                                        cubert_sliced_block_t *out, uint32_t capacity);
+
+/* ---- exclusive pool (memory_exclusive.c, spec 4.4.2) --------------------- */
+
+typedef struct cubert_exclusive_page_t {
+  cubert_storage_handle_t storage; /* id, 0, alloc_size */
+  uint64_t size, padding, cursor;
+  cubert_memory_id_t owner; /* null when free */
+  uint32_t free_count;
+  uint8_t state; /* CUBERT_SLICE_* */
+} cubert_exclusive_page_t;
+
+typedef struct cubert_exclusive_pool_t {
+  cubert_memory_env_t *env;
+  uint8_t position;
+  uint64_t alignment;
+  uint64_t max_alloc_size;
+  uint64_t dealloc_period; /* CUBERT_MEMORY_NONE: never periodic */
+  uint64_t avg_int;        /* running average, integer part */
+  uint32_t avg_frac;       /* fraction, units of 2^-32 */
+  uint64_t last_check;
+  cubert_exclusive_page_t *pages;
+  uint32_t page_cap, page_count; /* slots, vacant ones included */
+  uint32_t pages_live, pages_peak;
+  uint64_t largest_alloc;
+} cubert_exclusive_pool_t;
+
+cubert_status_t cubert_exclusive_pool_initialize(cubert_exclusive_pool_t *pool,
+                                                 cubert_memory_env_t *env, uint8_t position,
+                                                 const cubert_memory_pool_options_t *opt,
+                                                 uint64_t alignment, cubert_error_t *out_error);
+void cubert_exclusive_pool_deinitialize(cubert_exclusive_pool_t *pool);
+bool cubert_exclusive_pool_accept(const cubert_exclusive_pool_t *pool, uint64_t size);
+cubert_status_t cubert_exclusive_pool_try_reserve(cubert_exclusive_pool_t *pool, uint64_t size,
+                                                  cubert_memory_id_t owner, bool *out_found,
+                                                  cubert_error_t *out_error);
+cubert_status_t cubert_exclusive_pool_alloc(cubert_exclusive_pool_t *pool, uint64_t size,
+                                            cubert_memory_id_t owner, cubert_error_t *out_error);
+cubert_status_t cubert_exclusive_pool_find(cubert_exclusive_pool_t *pool,
+                                           cubert_memory_location_t loc, cubert_memory_id_t id,
+                                           cubert_memory_slice_view_t *out,
+                                           cubert_error_t *out_error);
+void cubert_exclusive_pool_cleanup(cubert_exclusive_pool_t *pool, uint64_t alloc_nr,
+                                   bool explicit_);
+void cubert_exclusive_pool_report(cubert_exclusive_pool_t *pool, cubert_memory_pool_report_t *out);
+void cubert_exclusive_pool_trim(cubert_exclusive_pool_t *pool);
+/* The running average's integer part (tests). */
+uint64_t cubert_exclusive_pool_average(const cubert_exclusive_pool_t *pool);
+
+/* ---- exact-size slices: persistent and direct pools ---------------------- */
+
+typedef struct cubert_exact_slice_t {
+  cubert_storage_handle_t storage; /* id, 0, effective size */
+  uint64_t size, padding, cursor;
+  cubert_memory_id_t owner;
+  uint32_t bucket_next; /* persistent: next slice of the same size */
+  uint8_t state;
+} cubert_exact_slice_t;
+
+typedef struct cubert_persistent_bucket_t {
+  uint64_t key; /* effective size; 0 with head NIL = empty cell */
+  uint32_t head, tail;
+} cubert_persistent_bucket_t;
+
+/* memory_persistent.c, spec 4.4.3 */
+typedef struct cubert_persistent_pool_t {
+  cubert_memory_env_t *env;
+  uint64_t alignment;
+  uint64_t max_alloc_size; /* device max_page_size (reported only) */
+  cubert_exact_slice_t *slices;
+  uint32_t slice_cap, slice_count;
+  uint32_t live, peak;
+  cubert_persistent_bucket_t *buckets; /* open addressing, power-of-two size */
+  uint32_t bucket_cap, bucket_used;
+  uint64_t largest_alloc;
+} cubert_persistent_pool_t;
+
+void cubert_persistent_pool_initialize(cubert_persistent_pool_t *pool, cubert_memory_env_t *env,
+                                       uint64_t alignment, uint64_t max_alloc_size);
+void cubert_persistent_pool_deinitialize(cubert_persistent_pool_t *pool);
+cubert_status_t cubert_persistent_pool_try_reserve(cubert_persistent_pool_t *pool, uint64_t size,
+                                                   cubert_memory_id_t owner, bool *out_found,
+                                                   cubert_error_t *out_error);
+cubert_status_t cubert_persistent_pool_alloc(cubert_persistent_pool_t *pool, uint64_t size,
+                                             cubert_memory_id_t owner, cubert_error_t *out_error);
+bool cubert_persistent_pool_has_size(const cubert_persistent_pool_t *pool, uint64_t size);
+cubert_status_t cubert_persistent_pool_find(cubert_persistent_pool_t *pool,
+                                            cubert_memory_location_t loc, cubert_memory_id_t id,
+                                            cubert_memory_slice_view_t *out,
+                                            cubert_error_t *out_error);
+void cubert_persistent_pool_cleanup(cubert_persistent_pool_t *pool, bool explicit_);
+void cubert_persistent_pool_report(cubert_persistent_pool_t *pool,
+                                   cubert_memory_pool_report_t *out);
+void cubert_persistent_pool_trim(cubert_persistent_pool_t *pool);
+
+/* memory_direct.c, spec 4.4.4 */
+typedef struct cubert_direct_pool_t {
+  cubert_memory_env_t *env;
+  uint8_t position;
+  uint64_t alignment;
+  uint64_t reclaim_at; /* CUBERT_MEMORY_NONE: no ceiling */
+  cubert_exact_slice_t *slices;
+  uint32_t slice_cap, slice_count;
+  uint32_t live, peak;
+  uint64_t bytes_reserved;
+  uint64_t largest_alloc;
+} cubert_direct_pool_t;
+
+void cubert_direct_pool_initialize(cubert_direct_pool_t *pool, cubert_memory_env_t *env,
+                                   uint8_t position, const cubert_memory_pool_options_t *opt,
+                                   uint64_t alignment);
+void cubert_direct_pool_deinitialize(cubert_direct_pool_t *pool);
+cubert_status_t cubert_direct_pool_try_reserve(cubert_direct_pool_t *pool, uint64_t size,
+                                               cubert_memory_id_t owner, bool *out_found,
+                                               cubert_error_t *out_error);
+cubert_status_t cubert_direct_pool_alloc(cubert_direct_pool_t *pool, uint64_t size,
+                                         cubert_memory_id_t owner, cubert_error_t *out_error);
+cubert_status_t cubert_direct_pool_find(cubert_direct_pool_t *pool, cubert_memory_location_t loc,
+                                        cubert_memory_id_t id, cubert_memory_slice_view_t *out,
+                                        cubert_error_t *out_error);
+void cubert_direct_pool_cleanup(cubert_direct_pool_t *pool, bool explicit_);
+void cubert_direct_pool_report(cubert_direct_pool_t *pool, cubert_memory_pool_report_t *out);
+void cubert_direct_pool_trim(cubert_direct_pool_t *pool);
+
+/* ---- configuration helpers (memory_config.c) ----------------------------- */
+
+/* Validate and normalize one explicit-layout entry (spec 4.5). */
+cubert_status_t cubert_memory_pool_entry_resolve(const cubert_memory_pool_options_t *entry,
+                                                 uint64_t alignment, bool exclusive_memory_only,
+                                                 cubert_memory_pool_options_t *out,
+                                                 cubert_error_t *out_error);
+/* 5000 * round_half_away(1 + size / 2^30). */
+uint64_t cubert_memory_dealloc_period(uint64_t size);
+
+/* ---- manager internals exposed to tests ---------------------------------- */
+
+/* Kinds of the dynamic pools, for tests that reach into one pool. */
+typedef struct cubert_memory_pool_t {
+  cubert_memory_pool_type_t type;
+  bool capacity_exceeded;
+  union {
+    cubert_sliced_pool_t sliced;
+    cubert_exclusive_pool_t exclusive;
+    cubert_direct_pool_t direct;
+  } u;
+} cubert_memory_pool_t;
+
+/* The dynamic pool at `position` (NULL when out of range). */
+cubert_memory_pool_t *cubert_memory_manager_pool(cubert_memory_manager_t *manager,
+                                                 uint32_t position);
+cubert_persistent_pool_t *cubert_memory_manager_persistent(cubert_memory_manager_t *manager);
+
+#endif /* CUBERT_CORE_MEMORY_INTERNAL_H */
