@@ -28,7 +28,7 @@ static cubert_status_t hs_alloc(void *self, uint64_t size, cubert_storage_handle
     s->records = (host_storage_record_t *)grown;
     s->record_cap = cap;
   }
-  if (!s->virtual_memory && size > 0) {
+  if (!s->virtual_memory && size > 0 && (s->backed_max == 0 || size <= s->backed_max)) {
     if (size > (uint64_t)SIZE_MAX) return cubert_error_set(err, CUBERT_ERROR_IO_BUFFER_TOO_BIG, &size, 1, NULL);
     ptr = (unsigned char *)calloc(1, (size_t)size);
     /* BytesStorage: a failed host allocation is BufferTooBig */
@@ -101,6 +101,9 @@ void host_storage_init(host_storage_t *s, uint64_t alignment) {
   memset(s, 0, sizeof *s);
   s->alignment = alignment;
   s->fail_status = CUBERT_STATUS_OUT_OF_MEMORY;
+#if defined(CUBERT_TEST_EMBEDDED) && CUBERT_TEST_EMBEDDED
+  s->backed_max = HOST_STORAGE_EMBEDDED_BACKED_MAX;
+#endif
   s->storage.self = s;
   s->storage.vtable = &k_host_storage_vtable;
 }

@@ -4,7 +4,10 @@
  * gives no memory) plus counters, an optional capacity (allocations beyond
  * it fail with OUT_OF_MEMORY like a full device), fail-the-Nth-alloc
  * injection, deferred deallocation until flush, and a virtual mode that
- * hands out ids without memory (for benches with large sizes).
+ * hands out ids without memory (for benches with large sizes). Built with
+ * CUBERT_TEST_EMBEDDED (tests/embedded: a 16 MiB heap), allocations above
+ * HOST_STORAGE_EMBEDDED_BACKED_MAX are ids only: the memory tests check the
+ * manager's bookkeeping, and a test that reads such bytes fails on ptr NULL.
  * Single-threaded, like the manager that uses it.
  */
 #ifndef CUBERT_TESTS_HOST_STORAGE_H
@@ -26,6 +29,7 @@ typedef struct host_storage_t {
   uint64_t alignment;
   bool virtual_memory; /* ids only, no memory */
   bool deferred;       /* dealloc waits for flush (like CUDA's GpuStorage) */
+  uint64_t backed_max; /* 0 = back every allocation; else larger ones are ids only (ptr NULL) */
   uint64_t capacity;   /* 0 = unlimited; else live bytes may not exceed it */
   host_storage_record_t *records; /* by id - 1 */
   uint64_t record_count, record_cap;
@@ -40,6 +44,8 @@ typedef struct host_storage_t {
   uint64_t failures;
   cubert_status_t fail_status; /* default OUT_OF_MEMORY */
 } host_storage_t;
+
+#define HOST_STORAGE_EMBEDDED_BACKED_MAX ((uint64_t)1 << 20)
 
 void host_storage_init(host_storage_t *s, uint64_t alignment);
 /* Frees everything still allocated; returns how many allocations were

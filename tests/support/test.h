@@ -38,6 +38,14 @@ void test_skip(const char *file, int line, const char *reason) __attribute__((no
 
 #define TEST_SKIP(reason) test_skip(__FILE__, __LINE__, (reason))
 
+/* Skips on the embedded harness (tests/embedded: one process, one thread, a 16 MiB heap,
+ * built with CUBERT_TEST_EMBEDDED=1), for a test that needs what it lacks; a no-op elsewhere. */
+#if defined(CUBERT_TEST_EMBEDDED) && CUBERT_TEST_EMBEDDED
+#define TEST_SKIP_IF_EMBEDDED(reason) TEST_SKIP(reason)
+#else
+#define TEST_SKIP_IF_EMBEDDED(reason) ((void)0)
+#endif
+
 #define CHECK(cond)                                                             \
   do {                                                                          \
     if (!(cond)) test_fail(__FILE__, __LINE__, "CHECK(%s) failed", #cond);      \

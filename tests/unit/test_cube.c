@@ -159,7 +159,8 @@ TEST(cube_spread_table_vectors) {
     cubert_dim3_t out;
     CHECK_OK(cubert_cube_count_spread(dim3(v->mx, v->my, v->mz), v->n, &out));
     CHECK_MSG(out.x == v->x && out.y == v->y && out.z == v->z,
-              "row %zu: [%u,%u,%u] != [%u,%u,%u]", i, out.x, out.y, out.z, v->x, v->y, v->z);
+              "row %zu: [%u,%u,%u] != [%u,%u,%u]", i, (unsigned)out.x, (unsigned)out.y,
+              (unsigned)out.z, (unsigned)v->x, (unsigned)v->y, (unsigned)v->z);
   }
 }
 
@@ -424,7 +425,7 @@ static void check_sizes(uint64_t max_vec, uint32_t width, size_t elem, uint32_t 
   for (v = largest; v != 0; v >>= 1) expected_count++;
   CHECK_OK(cubert_io_optimized_vector_sizes_from_limits(max_vec, width, elem, sizes,
                                                         CUBERT_IO_VECTOR_SIZES_MAX, &count));
-  CHECK_MSG(count == expected_count, "width %u elem %zu: count %zu != %zu", width, elem, count,
+  CHECK_MSG(count == expected_count, "width %u elem %zu: count %zu != %zu", (unsigned)width, elem, count,
             expected_count);
   for (i = 0; i < count; i++) CHECK_EQ_U64(sizes[i], largest >> i);
   CHECK_EQ_U64(sizes[count - 1], 1);

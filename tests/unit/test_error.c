@@ -136,7 +136,8 @@ TEST(error_kind_table_covers_every_kind) {
                 "duplicate name %s", name);
   }
   CHECK_EQ_STR(cubert_error_kind_name(CUBERT_ERROR_KIND_COUNT_), "Unknown");
-  CHECK_EQ_STR(cubert_error_kind_name((cubert_error_kind_t)9999), "Unknown");
+  /* 127: out of the list yet representable by every enum size (-fshort-enums). */
+  CHECK_EQ_STR(cubert_error_kind_name((cubert_error_kind_t)127), "Unknown");
   CHECK_EQ_STR(cubert_error_kind_name(CUBERT_ERROR_IO_OUT_OF_MEMORY), "IoError::OutOfMemory");
   CHECK_EQ_STR(cubert_error_kind_name(CUBERT_ERROR_SERVER_UNHEALTHY),
                "ServerError::ServerUnhealthy");

@@ -100,9 +100,9 @@ static void check_blocks(cubert_sliced_pool_t *pool, const block_t *want, uint32
   CHECK_EQ_U64(count, n);
   for (i = 0; i < n; i++) {
     CHECK_EQ_U64(got[i].offset, offset);
-    CHECK_MSG(got[i].size == want[i].size_mib * MIB, "block %u: %llu bytes, want %llu MiB", i,
+    CHECK_MSG(got[i].size == want[i].size_mib * MIB, "block %u: %llu bytes, want %llu MiB", (unsigned)i,
               (unsigned long long)got[i].size, (unsigned long long)want[i].size_mib);
-    CHECK_MSG(got[i].is_free == want[i].is_free, "block %u: free %d", i, (int)got[i].is_free);
+    CHECK_MSG(got[i].is_free == want[i].is_free, "block %u: free %d", (unsigned)i, (int)got[i].is_free);
     offset += got[i].size;
   }
 }
@@ -431,7 +431,7 @@ static void check_no_overlap(mm_fixture_t *f, const live_t *live, uint32_t n) {
     for (j = i + 1; j < n; j++)
       if (h[i].id == h[j].id)
         CHECK_MSG(h[i].offset + h[i].size <= h[j].offset || h[j].offset + h[j].size <= h[i].offset,
-                  "slices %u and %u overlap", i, j);
+                  "slices %u and %u overlap", (unsigned)i, (unsigned)j);
 }
 
 TEST(memory_pool_sliced_random_consistency) {

@@ -503,10 +503,12 @@ static const seeded_t k_seeded[] = {
 static void check_op(const seeded_t *s, const cubert_race_op_t *got, uint32_t stream,
                      uint64_t index, uint32_t access, const char *name, uint64_t start,
                      uint64_t end) {
-  CHECK_MSG(got->stream == stream, "%s: stream %u, want %u", s->name, got->stream, stream);
+  CHECK_MSG(got->stream == stream, "%s: stream %u, want %u", s->name, (unsigned)got->stream,
+            (unsigned)stream);
   CHECK_MSG(got->index == index, "%s: op %llu, want %llu", s->name, (unsigned long long)got->index,
             (unsigned long long)index);
-  CHECK_MSG(got->access == access, "%s: access %u, want %u", s->name, got->access, access);
+  CHECK_MSG(got->access == access, "%s: access %u, want %u", s->name, (unsigned)got->access,
+            (unsigned)access);
   CHECK_MSG(str_eq(got->name, name), "%s: name %s, want %s", s->name,
             got->name ? got->name : "(null)", name ? name : "(null)");
   CHECK_MSG(got->start == start && got->end == end, "%s: range [%llu, %llu)", s->name,
@@ -526,7 +528,8 @@ static size_t run_seeded(const seeded_t *s, bool bug, uint32_t flags) {
   if (bug && n == 1) {
     const cubert_race_report_t *r = &f.reports[0];
     CHECK_MSG(r->buffer == s->buffer, "%s: buffer %llx", s->name, (unsigned long long)r->buffer);
-    CHECK_MSG(r->kind == s->kind, "%s: kind %u, want %u", s->name, r->kind, s->kind);
+    CHECK_MSG(r->kind == s->kind, "%s: kind %u, want %u", s->name, (unsigned)r->kind,
+              (unsigned)s->kind);
     CHECK_EQ_U64(r->sequence, 1);
     CHECK_EQ_U64(r->has_seed, 0);
     check_op(s, &r->current, s->cur_stream, s->cur_index, s->cur_access, s->cur_name,
