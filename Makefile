@@ -5,6 +5,7 @@
 #   make test       build and run the test suite (closing line "N passed, N failed")
 #   make check      test + check-freestanding + check-headers + check-32bit + check-cortex-m
 #                   + check-install + fuzz-replay + check-tools (+ check-clang when clang is installed)
+#   make test-cortex-m | test-bigendian   unit tests on Cortex-M4 (QEMU) | s390x (qemu-user)
 #   make bench      benchmarks (ratios to peers measured in the same run)
 #   make asan|tsan  the test suite under sanitizers
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each; fuzz-replay replays the corpus
@@ -257,6 +258,9 @@ check-cortex-m: | $(BUILD)/cortex-m
 	@$(CHECK_FREESTANDING) --label check-cortex-m --cc '$(ARM_CC)' --nm '$(ARM_NM)' \
 	  --out $(BUILD)/cortex-m --cflags '$(CUBERT_WARN) -Iinclude -Icore $(CORTEX_FLAGS)' $(CORE_SRC)
 
+# test-cortex-m, test-bigendian (docs/embedding.md).
+include tests/embedded/embedded.mk
+
 # The whole library, tests, examples, tools and benches with clang (own BUILD dir),
 # plus the freestanding and header checks with clang/clang++.
 check-clang:
@@ -372,6 +376,8 @@ help:
 	@echo '  check-headers       every public header compiles alone as C99 and C++11'
 	@echo '  check-32bit         core + tests/unit built with -m32 and run (gcc-multilib)'
 	@echo '  check-cortex-m      core cross-compiled for Cortex-M4, symbol allowlist (gcc-arm-none-eabi)'
+	@echo '  test-cortex-m       unit tests on Cortex-M4F under qemu-system-arm -M mps2-an386 (docs/embedding.md)'
+	@echo '  test-bigendian      unit tests built for s390x, run under qemu-s390x'
 	@echo '  check-clang         all, examples, tools, benches, fuzz targets, tests, checks with $(CLANG) (BUILD/clang)'
 	@echo '  check-install       install to a temp DESTDIR, pkg-config consumer (static+shared), uninstall'
 	@echo '  check-tools         build/tools/cubert-info lists devices and pool layouts; a bad option exits 2'
