@@ -2,7 +2,10 @@
  * core/base/atomic.h: the only place core touches atomics. GCC/Clang __atomic
  * builtins on 32-bit and pointer-sized values (Cortex-M4 has no lock-free
  * 64-bit atomics). Build with -DCUBERT_SINGLE_THREADED=1 to get plain loads
- * and stores for single-threaded hosts.
+ * and stores for single-threaded hosts, or with -DCUBERT_ATOMIC_CRITICAL_SECTION=1
+ * for targets without atomic read-modify-write instructions (Cortex-M0): every
+ * operation is then plain accesses inside the host's cubert_critical_enter() /
+ * cubert_critical_exit() (cubert/critical_section.h, docs/embedding.md).
  */
 #ifndef CUBERT_CORE_ATOMIC_H
 #define CUBERT_CORE_ATOMIC_H
@@ -13,6 +16,11 @@
 typedef struct cubert_atomic_u32_t {
   volatile uint32_t value;
 } cubert_atomic_u32_t;
+
+#if defined(CUBERT_SINGLE_THREADED) && CUBERT_SINGLE_THREADED && \
+    defined(CUBERT_ATOMIC_CRITICAL_SECTION) && CUBERT_ATOMIC_CRITICAL_SECTION
+#error "CUBERT_SINGLE_THREADED and CUBERT_ATOMIC_CRITICAL_SECTION exclude each other"
+#endif
 
 #if defined(CUBERT_SINGLE_THREADED) && CUBERT_SINGLE_THREADED
 
@@ -56,6 +64,79 @@ static inline bool cubert_atomic_cas_ptr(void *volatile *p, void **expected, voi
   }
   *expected = *p;
   return false;
+}
+
+#elif defined(CUBERT_ATOMIC_CRITICAL_SECTION) && CUBERT_ATOMIC_CRITICAL_SECTION
+
+/* Each operation: one enter, plain accesses, one exit (the hooks are the barriers). */
+#include "cubert/critical_section.h"
+
+static inline uint32_t cubert_atomic_load_u32(const cubert_atomic_u32_t *a) {
+  cubert_critical_state_t s = cubert_critical_enter();
+  uint32_t v = a->value;
+  cubert_critical_exit(s);
+  return v;
+}
+static inline void cubert_atomic_store_u32(cubert_atomic_u32_t *a, uint32_t v) {
+  cubert_critical_state_t s = cubert_critical_enter();
+  a->value = v;
+  cubert_critical_exit(s);
+}
+static inline uint32_t cubert_atomic_fetch_add_u32(cubert_atomic_u32_t *a, uint32_t v) {
+  cubert_critical_state_t s = cubert_critical_enter();
+  uint32_t old = a->value;
+  a->value = old + v;
+  cubert_critical_exit(s);
+  return old;
+}
+static inline uint32_t cubert_atomic_fetch_sub_u32(cubert_atomic_u32_t *a, uint32_t v) {
+  cubert_critical_state_t s = cubert_critical_enter();
+  uint32_t old = a->value;
+  a->value = old - v;
+  cubert_critical_exit(s);
+  return old;
+}
+static inline uint32_t cubert_atomic_fetch_and_u32(cubert_atomic_u32_t *a, uint32_t v) {
+  cubert_critical_state_t s = cubert_critical_enter();
+  uint32_t old = a->value;
+  a->value = old & v;
+  cubert_critical_exit(s);
+  return old;
+}
+static inline uint32_t cubert_atomic_fetch_or_u32(cubert_atomic_u32_t *a, uint32_t v) {
+  cubert_critical_state_t s = cubert_critical_enter();
+  uint32_t old = a->value;
+  a->value = old | v;
+  cubert_critical_exit(s);
+  return old;
+}
+static inline bool cubert_atomic_cas_u32(cubert_atomic_u32_t *a, uint32_t *expected,
+                                         uint32_t desired) {
+  cubert_critical_state_t s = cubert_critical_enter();
+  bool same = a->value == *expected;
+  if (same) a->value = desired;
+  else *expected = a->value;
+  cubert_critical_exit(s);
+  return same;
+}
+static inline void *cubert_atomic_load_ptr(void *const volatile *p) {
+  cubert_critical_state_t s = cubert_critical_enter();
+  void *v = *p;
+  cubert_critical_exit(s);
+  return v;
+}
+static inline void cubert_atomic_store_ptr(void *volatile *p, void *v) {
+  cubert_critical_state_t s = cubert_critical_enter();
+  *p = v;
+  cubert_critical_exit(s);
+}
+static inline bool cubert_atomic_cas_ptr(void *volatile *p, void **expected, void *desired) {
+  cubert_critical_state_t s = cubert_critical_enter();
+  bool same = *p == *expected;
+  if (same) *p = desired;
+  else *expected = *p;
+  cubert_critical_exit(s);
+  return same;
 }
 
 #else

@@ -2,6 +2,8 @@
 #
 #   make test-cortex-m    the core's unit tests on Cortex-M4F, run under qemu-system-arm -M mps2-an386
 #   make test-bigendian   the same unit tests built for s390x (big-endian), run under qemu-s390x
+#   make check-cortex-m0  the core for Cortex-M0 (no atomic RMW instructions) through the
+#                         critical-section hook, linked; plus the host unit tests through that hook
 #
 # Missing Debian packages are installed by tests/embedded/need_packages.sh (apt-get, as root or
 # through sudo -n; EMBEDDED_NO_APT=1 only reports them).
@@ -15,7 +17,7 @@ BE_SYSROOT ?= /usr/s390x-linux-gnu
 CORTEX_M_TIMEOUT ?= 300
 NEED_PACKAGES = sh tests/embedded/need_packages.sh
 
-.PHONY: test-cortex-m test-bigendian
+.PHONY: test-cortex-m test-bigendian check-cortex-m0
 
 # ---- Cortex-M4F: the unit tests under QEMU ---------------------------------------------
 CM4_BUILD := $(BUILD)/cortex-m4
@@ -84,3 +86,59 @@ test-bigendian:
 	  { echo "test-bigendian: $(BE_CROSS)gcc does not target a big-endian machine"; exit 1; }
 	@echo "QEMU_LD_PREFIX=$(BE_SYSROOT) $(QEMU_BE) $(BE_BUILD)/cubert-unit-test $(TESTS)"
 	@QEMU_LD_PREFIX=$(BE_SYSROOT) $(QEMU_BE) $(BE_BUILD)/cubert-unit-test $(TESTS)
+
+# ---- Cortex-M0: the core through the critical-section hook --------------------------------
+# ARMv6-M has no LDREX/STREX: without the hook, GCC turns every atomic read-modify-write into
+# a __atomic_*_4 library call that no bare-metal library provides. With
+# CUBERT_ATOMIC_CRITICAL_SECTION=1 the core calls the host's cubert_critical_enter/exit
+# (cubert/critical_section.h) instead. The check compiles the core so, links it with the
+# PRIMASK hooks of tests/embedded/cortex-m0/critical_section.c, requires no __atomic_* /
+# __sync_* symbol (and, as a control, that one file built without the hook does need them),
+# then runs the host unit tests with the core built the same way (a pthread-mutex hook).
+CM0_BUILD := $(BUILD)/cortex-m0
+CM0_ARCH := -mcpu=cortex-m0 -mthumb
+CM0_BASE_FLAGS = $(CUBERT_WARN) -Iinclude -Icore $(CM0_ARCH) -Os -ffunction-sections -fdata-sections \
+  -ffreestanding -nostdinc -isystem $(shell $(ARM_CC) -print-file-name=include 2>/dev/null)
+CM0_FLAGS = $(CM0_BASE_FLAGS) -DCUBERT_ATOMIC_CRITICAL_SECTION=1
+CM0_CORE_OBJ := $(CORE_SRC:%.c=$(CM0_BUILD)/obj/%.o)
+CM0_ATOMIC_RE := __(atomic|sync)_[A-Za-z0-9_]+
+# libgcc's Thumb-1 switch-table helpers, on top of the core's allowlist.
+CM0_RT_ALLOW := __gnu_thumb1_case_[a-z0-9]+
+
+$(CM0_BUILD)/obj/core/%.o: core/%.c
+	@mkdir -p $(dir $@)
+	$(ARM_CC) $(CM0_FLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(CM0_BUILD)/obj/critical_section.o: tests/embedded/cortex-m0/critical_section.c
+	@mkdir -p $(dir $@)
+	$(ARM_CC) $(CUBERT_WARN) -Iinclude $(CM0_ARCH) -Os $(DEPFLAGS) -c $< -o $@
+
+-include $(wildcard $(CM0_BUILD)/obj/*.d $(CM0_BUILD)/obj/*/*/*.d)
+
+$(CM0_BUILD)/cubert-core-m0.elf: $(CM0_CORE_OBJ) $(CM0_BUILD)/obj/critical_section.o
+	$(ARM_CC) $(CM0_ARCH) -nostartfiles -Wl,--entry=cubert_critical_enter -o $@ $^ -lc -lgcc
+
+# The host unit tests with the core built through the hook (inside BUILD=$(BUILD)/critical-section).
+CS_EXTRA_OBJ := $(BUILD)/obj/tests/embedded/critical_section_host.o $(BUILD)/obj/tests/embedded/test_critical_section.o
+$(BUILD)/cubert-unit-test-cs: $(UNIT_ONLY_OBJ) $(CS_EXTRA_OBJ) $(CORE_OBJ)
+	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
+
+check-cortex-m0:
+	@command -v $(ARM_CC) >/dev/null || { echo "check-cortex-m0: $(ARM_CC) not found (Debian: apt-get install gcc-arm-none-eabi)"; exit 1; }
+	@$(MAKE) --no-print-directory $(CM0_BUILD)/cubert-core-m0.elf
+	@$(ARM_CC) $(CM0_ARCH) -r -nostdlib -o $(CM0_BUILD)/core-relocatable.o $(CM0_CORE_OBJ); \
+	  undef=$$($(ARM_NM) -u $(CM0_BUILD)/core-relocatable.o | awk '{print $$NF}' | \
+	    grep -Ev '^($(FREESTANDING_ALLOW_RE)|$(CM0_RT_ALLOW)|cubert_critical_enter|cubert_critical_exit)$$' || true); \
+	  [ -z "$$undef" ] || { echo "check-cortex-m0: the core needs" $$undef; exit 1; }; \
+	  atomics=$$($(ARM_NM) -u $(CM0_BUILD)/core-relocatable.o | grep -E ' $(CM0_ATOMIC_RE)$$' || true); \
+	  [ -z "$$atomics" ] || { echo "check-cortex-m0: atomic library calls remain:" $$atomics; exit 1; }; \
+	  $(ARM_CC) $(CM0_BASE_FLAGS) -c core/memory/handle.c -o $(CM0_BUILD)/handle-without-hook.o; \
+	  control=$$($(ARM_NM) -u $(CM0_BUILD)/handle-without-hook.o | grep -cE ' $(CM0_ATOMIC_RE)$$' || true); \
+	  [ "$$control" -gt 0 ] || { echo "check-cortex-m0: control failed: core/memory/handle.c without the hook made no atomic call, so the check above proves nothing"; exit 1; }; \
+	  hooks=$$($(ARM_NM) -u $(CM0_BUILD)/core-relocatable.o | grep -c ' cubert_critical_e' || true); \
+	  echo "check-cortex-m0: ok (core linked for cortex-m0 with the PRIMASK hooks: no __atomic_*/__sync_* call;" \
+	    "$$hooks hook symbols used; without the hook core/memory/handle.c alone needs $$control atomic library functions)"; \
+	  $(ARM_SIZE) -t $(CM0_CORE_OBJ) | tail -n 1 | awk '{print "check-cortex-m0: core for cortex-m0 -Os: text " $$1 ", data " $$2 ", bss " $$3 " (objects, unlinked)"}'
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/critical-section VARIANT_FLAGS=-DCUBERT_ATOMIC_CRITICAL_SECTION=1 \
+	  $(BUILD)/critical-section/cubert-unit-test-cs
+	@echo "$(BUILD)/critical-section/cubert-unit-test-cs $(TESTS)"; $(BUILD)/critical-section/cubert-unit-test-cs $(TESTS)
