@@ -4,7 +4,7 @@
 #   make run        the main demo (CPU server)
 #   make test       build and run the test suite (closing line "N passed, N failed")
 #   make check      test + check-freestanding + check-headers + check-32bit + check-cortex-m
-#                   + check-install + fuzz-replay + check-tools + check-cortex-m0
+#                   + check-install + fuzz-replay + check-tools + check-cortex-m0 + check-cxx-host
 #                   (+ check-clang when clang is installed)
 #   make test-cortex-m | test-bigendian   unit tests on Cortex-M4 (QEMU) | s390x (qemu-user)
 #   make bench      benchmarks (ratios to peers measured in the same run)
@@ -188,7 +188,7 @@ sim: $(BUILD)/tools/cubert_sim
 # ---- checks ---------------------------------------------------------------------------
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
 check: test check-freestanding check-headers check-32bit check-cortex-m check-install fuzz-replay \
-       check-tools check-cortex-m0 $(if $(HAVE_CLANG),check-clang)
+       check-tools check-cortex-m0 check-cxx-host $(if $(HAVE_CLANG),check-clang)
 	@echo "check: ok$(if $(HAVE_CLANG),, (check-clang skipped: $(CLANG) not found; Debian: apt-get install clang))"
 
 # memcpy/memset/memmove (emitted for the builtins) and the compiler's own runtime
@@ -259,7 +259,7 @@ check-cortex-m: | $(BUILD)/cortex-m
 	@$(CHECK_FREESTANDING) --label check-cortex-m --cc '$(ARM_CC)' --nm '$(ARM_NM)' \
 	  --out $(BUILD)/cortex-m --cflags '$(CUBERT_WARN) -Iinclude -Icore $(CORTEX_FLAGS)' $(CORE_SRC)
 
-# test-cortex-m, test-bigendian, check-cortex-m0 (docs/embedding.md).
+# test-cortex-m, test-bigendian, check-cortex-m0, check-cxx-host (docs/embedding.md).
 include tests/embedded/embedded.mk
 
 # The whole library, tests, examples, tools and benches with clang (own BUILD dir),
@@ -372,12 +372,13 @@ help:
 	@echo '  run                 build the examples and run examples/demo'
 	@echo '  test                build and run the suite; TESTS="prefix ..." runs a subset'
 	@echo '  check               test check-freestanding check-headers check-32bit check-cortex-m check-install'
-	@echo '                      fuzz-replay check-tools check-cortex-m0, and check-clang when $(CLANG) is installed'
+	@echo '                      fuzz-replay check-tools check-cortex-m0 check-cxx-host, and check-clang when $(CLANG) is installed'
 	@echo '  check-freestanding  core/: no libc includes/calls, undefined symbols and mutable data allowlisted'
 	@echo '  check-headers       every public header compiles alone as C99 and C++11'
 	@echo '  check-32bit         core + tests/unit built with -m32 and run (gcc-multilib)'
 	@echo '  check-cortex-m      core cross-compiled for Cortex-M4, symbol allowlist (gcc-arm-none-eabi)'
 	@echo '  check-cortex-m0     core for Cortex-M0 through the critical-section hook; unit tests through the hook'
+	@echo '  check-cxx-host      examples/embedded/cxx_host.cpp with g++ and clang++ -std=c++11 -Werror, run'
 	@echo '  test-cortex-m       unit tests on Cortex-M4F under qemu-system-arm -M mps2-an386 (docs/embedding.md)'
 	@echo '  test-bigendian      unit tests built for s390x, run under qemu-s390x'
 	@echo '  check-clang         all, examples, tools, benches, fuzz targets, tests, checks with $(CLANG) (BUILD/clang)'

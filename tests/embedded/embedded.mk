@@ -4,6 +4,7 @@
 #   make test-bigendian   the same unit tests built for s390x (big-endian), run under qemu-s390x
 #   make check-cortex-m0  the core for Cortex-M0 (no atomic RMW instructions) through the
 #                         critical-section hook, linked; plus the host unit tests through that hook
+#   make check-cxx-host   tests/embedded/cxx_host.cpp with g++ and clang++ -std=c++11 -Werror
 #
 # Missing Debian packages are installed by tests/embedded/need_packages.sh (apt-get, as root or
 # through sudo -n; EMBEDDED_NO_APT=1 only reports them).
@@ -17,7 +18,7 @@ BE_SYSROOT ?= /usr/s390x-linux-gnu
 CORTEX_M_TIMEOUT ?= 300
 NEED_PACKAGES = sh tests/embedded/need_packages.sh
 
-.PHONY: test-cortex-m test-bigendian check-cortex-m0
+.PHONY: test-cortex-m test-bigendian check-cortex-m0 check-cxx-host
 
 # ---- Cortex-M4F: the unit tests under QEMU ---------------------------------------------
 CM4_BUILD := $(BUILD)/cortex-m4
@@ -142,3 +143,16 @@ check-cortex-m0:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/critical-section VARIANT_FLAGS=-DCUBERT_ATOMIC_CRITICAL_SECTION=1 \
 	  $(BUILD)/critical-section/cubert-unit-test-cs
 	@echo "$(BUILD)/critical-section/cubert-unit-test-cs $(TESTS)"; $(BUILD)/critical-section/cubert-unit-test-cs $(TESTS)
+
+# ---- a C++11 host ---------------------------------------------------------------------------
+# examples/embedded/cxx_host.cpp against the public headers and libcubert.a, with $(CXX) and,
+# when installed, $(CLANGXX); each binary runs (it checks its results and that it leaks nothing).
+CXX_HOST_FLAGS := -std=c++11 -pedantic -Wall -Wextra -Werror -Iinclude
+HAVE_CLANGXX = $(shell command -v $(CLANGXX) 2>/dev/null)
+check-cxx-host: $(STATIC_LIB) | $(BUILD)/examples
+	@set -e; for cxx in $(CXX) $(if $(HAVE_CLANGXX),$(CLANGXX)); do \
+	  out=$(BUILD)/examples/cxx_host-$$(basename $$cxx); \
+	  echo "$$cxx $(CXX_HOST_FLAGS) examples/embedded/cxx_host.cpp -o $$out"; \
+	  $$cxx $(CXX_HOST_FLAGS) examples/embedded/cxx_host.cpp -o $$out $(STATIC_LIB) $(HOST_LIBS); \
+	  $$out; \
+	done; echo "check-cxx-host: ok ($(CXX)$(if $(HAVE_CLANGXX), and $(CLANGXX),; $(CLANGXX) not found))"
