@@ -1,7 +1,8 @@
 # tests/embedded/embedded.mk: the embedded targets (docs/embedding.md), included by the Makefile.
 #
 #   make test-cortex-m    the core's unit tests on Cortex-M4F, run under qemu-system-arm -M mps2-an386
-#   make test-bigendian   the same unit tests built for s390x (big-endian), run under qemu-s390x
+#   make test-bigendian   the same unit tests built for s390x (big-endian) with clang and Debian's
+#                         s390x sysroot, run under qemu-s390x
 #   make check-cortex-m0  the core for Cortex-M0 (no atomic RMW instructions) through the
 #                         critical-section hook, linked; plus the host unit tests through that hook
 #   make check-cxx-host   tests/embedded/cxx_host.cpp with g++ and clang++ -std=c++11 -Werror
@@ -12,8 +13,12 @@
 ARM_AR ?= arm-none-eabi-ar
 QEMU_ARM ?= qemu-system-arm
 QEMU_BE ?= qemu-s390x
-BE_CROSS ?= s390x-linux-gnu-
-BE_SYSROOT ?= /usr/s390x-linux-gnu
+# Debian's s390x-linux-gnu-gcc conflicts with gcc-multilib (check-32bit), so the big-endian
+# build uses clang as the cross compiler over the same Debian cross sysroot and binutils.
+BE_TRIPLE ?= s390x-linux-gnu
+BE_CC ?= $(CLANG) --target=$(BE_TRIPLE)
+BE_SYSROOT ?= /usr/$(BE_TRIPLE)
+BE_LIBGCC ?= /usr/lib/gcc-cross/$(BE_TRIPLE)/12/libgcc.a
 # Wall-clock bound of the whole Cortex-M run (the runner has no per-test timeout).
 CORTEX_M_TIMEOUT ?= 300
 NEED_PACKAGES = sh tests/embedded/need_packages.sh
@@ -78,13 +83,15 @@ test-cortex-m:
 # ---- big-endian: the unit tests on s390x under qemu-user ---------------------------------
 BE_BUILD := $(BUILD)/s390x
 test-bigendian:
-	@$(NEED_PACKAGES) test-bigendian $(BE_CROSS)gcc:gcc-s390x-linux-gnu $(QEMU_BE):qemu-user
-	@$(MAKE) --no-print-directory BUILD=$(BE_BUILD) CC=$(BE_CROSS)gcc AR=$(BE_CROSS)ar \
+	@$(NEED_PACKAGES) test-bigendian $(CLANG):clang $(BE_TRIPLE)-ld:binutils-$(BE_TRIPLE) \
+	  $(BE_SYSROOT)/include/stdio.h:libc6-dev-$(subst _,-,$(firstword $(subst -, ,$(BE_TRIPLE))))-cross \
+	  $(BE_LIBGCC):libgcc-12-dev-$(firstword $(subst -, ,$(BE_TRIPLE)))-cross $(QEMU_BE):qemu-user
+	@$(MAKE) --no-print-directory BUILD=$(BE_BUILD) CC="$(BE_CC)" AR=$(BE_TRIPLE)-ar \
 	  $(BE_BUILD)/cubert-unit-test
 	@printf 'int main(void){union{unsigned u;unsigned char c[4];}x;x.u=1;return x.c[0];}\n' | \
-	  $(BE_CROSS)gcc -x c - -o $(BE_BUILD)/endian-probe && \
+	  $(BE_CC) -x c - -o $(BE_BUILD)/endian-probe && \
 	  QEMU_LD_PREFIX=$(BE_SYSROOT) $(QEMU_BE) $(BE_BUILD)/endian-probe || \
-	  { echo "test-bigendian: $(BE_CROSS)gcc does not target a big-endian machine"; exit 1; }
+	  { echo "test-bigendian: $(BE_CC) does not build big-endian programs that $(QEMU_BE) runs"; exit 1; }
 	@echo "QEMU_LD_PREFIX=$(BE_SYSROOT) $(QEMU_BE) $(BE_BUILD)/cubert-unit-test $(TESTS)"
 	@QEMU_LD_PREFIX=$(BE_SYSROOT) $(QEMU_BE) $(BE_BUILD)/cubert-unit-test $(TESTS)
 

@@ -3,8 +3,9 @@
 # installing the missing Debian packages (apt-get update first) when it can.
 #
 # usage: need_packages.sh LABEL TOOL:PACKAGE ...
-#   TOOL is a command looked up on PATH; the word "newlib" stands for newlib's Cortex-M
-#   multilib (librdimon.a for -mcpu=cortex-m4 -mfloat-abi=hard, found through arm-none-eabi-gcc).
+#   TOOL is a command looked up on PATH, or an absolute path that must exist (a sysroot file);
+#   the word "newlib" stands for newlib's Cortex-M multilib (librdimon.a for -mcpu=cortex-m4
+#   -mfloat-abi=hard, found through arm-none-eabi-gcc).
 # Environment: EMBEDDED_NO_APT=1 only reports what is missing; ARM_CC (arm-none-eabi-gcc).
 set -eu
 label=$1
@@ -15,6 +16,7 @@ have() {
       lib=$(${ARM_CC:-arm-none-eabi-gcc} -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 \
         -print-file-name=librdimon.a 2>/dev/null) || return 1
       [ -f "$lib" ] ;;
+    /*) [ -e "$1" ] ;;
     *) command -v "$1" >/dev/null 2>&1 ;;
   esac
 }
