@@ -4,7 +4,8 @@
 #   make run        the main demo (CPU server)
 #   make test       build and run the test suite (closing line "N passed, N failed")
 #   make check      test + check-freestanding + check-headers + check-32bit + check-cortex-m
-#                   + check-install + fuzz-replay + check-tools (+ check-clang when clang is installed)
+#                   + check-install + check-symbols + fuzz-replay + check-tools
+#                   (+ check-clang when clang is installed)
 #   make bench      benchmarks (ratios to peers measured in the same run)
 #   make asan|tsan  the test suite under sanitizers
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each; fuzz-replay replays the corpus
@@ -16,6 +17,7 @@
 CC ?= cc
 CXX ?= c++
 AR ?= ar
+OBJCOPY ?= objcopy
 CFLAGS ?= -O2 -g
 LDFLAGS ?=
 PREFIX ?= /usr/local
@@ -71,6 +73,10 @@ CUDA_OBJ := $(CUDA_SRC:%.c=$(BUILD)/obj/%.o)
 LIB_OBJ := $(CORE_OBJ) $(HOST_OBJ) $(CUDA_OBJ)
 
 STATIC_LIB := $(BUILD)/libcubert.a
+# Tests, benches and fuzz targets test internal units: they link the plain
+# objects (this archive); the installed libcubert.a exports only the API.
+INTERNAL_LIB := $(BUILD)/libcubert-internal.a
+LIB_RELOC := $(BUILD)/obj/libcubert.o
 SHARED_LIB := $(BUILD)/libcubert.so.$(VERSION)
 SONAME := libcubert.so.$(MAJOR)
 PC_FILE := $(BUILD)/cubert.pc
@@ -90,7 +96,7 @@ TOOL_SRC := $(sort $(wildcard tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 
 .PHONY: all test check run bench benches size install uninstall clean check-freestanding \
-        check-headers check-32bit check-cortex-m check-clang check-install check-tools asan tsan examples \
+        check-headers check-32bit check-cortex-m check-clang check-install check-symbols check-tools asan tsan examples \
         tools fuzz fuzz-build fuzz-replay fuzz-targets help
 .DEFAULT_GOAL := all
 
@@ -130,7 +136,17 @@ $(BUILD)/fuzz:
 -include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/*/*/*/*.d)
 
 # ---- libraries -------------------------------------------------------------------
-$(STATIC_LIB): $(LIB_OBJ)
+# libcubert.a is one relocatable object whose hidden symbols (all but the
+# CUBERT_API ones) are made local, so it exports what the .so exports.
+$(LIB_RELOC): $(LIB_OBJ)
+	$(CC) $(VARIANT_FLAGS) -r -nostdlib -o $@ $^
+	$(OBJCOPY) --localize-hidden $@
+
+$(STATIC_LIB): $(LIB_RELOC)
+	rm -f $@
+	$(AR) rcs $@ $<
+
+$(INTERNAL_LIB): $(LIB_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $^
 
@@ -144,8 +160,8 @@ $(PC_FILE): cubert.pc.in include/cubert/base.h
 	    -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 # ---- tests ---------------------------------------------------------------------------
-$(TEST_BIN): $(TEST_OBJ) $(STATIC_LIB)
-	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+$(TEST_BIN): $(TEST_OBJ) $(INTERNAL_LIB)
+	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 
 # TEST_WRAPPER runs the suite under a command (the sanitizer targets use setarch -R).
 TEST_WRAPPER ?=
@@ -158,8 +174,8 @@ BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_
 $(BUILD)/examples/%: examples/%.c $(STATIC_LIB) | $(BUILD)/examples
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
 
-$(BUILD)/bench/%: bench/%.c $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) | $(BUILD)/bench
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+$(BUILD)/bench/%: bench/%.c $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 
 $(BUILD)/tools/%: tools/%.c $(STATIC_LIB) | $(BUILD)/tools
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
@@ -185,8 +201,8 @@ sim: $(BUILD)/tools/cubert_sim
 
 # ---- checks ---------------------------------------------------------------------------
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
-check: test check-freestanding check-headers check-32bit check-cortex-m check-install fuzz-replay \
-       check-tools $(if $(HAVE_CLANG),check-clang)
+check: test check-freestanding check-headers check-32bit check-cortex-m check-install check-symbols \
+       fuzz-replay check-tools $(if $(HAVE_CLANG),check-clang)
 	@echo "check: ok$(if $(HAVE_CLANG),, (check-clang skipped: $(CLANG) not found; Debian: apt-get install clang))"
 
 # memcpy/memset/memmove (emitted for the builtins) and the compiler's own runtime
@@ -272,6 +288,10 @@ check-install: all
 	@CC='$(CC)' MAKE='$(MAKE)' BUILD='$(BUILD)' NM='$(NM)' READELF='$(READELF)' \
 	  sh tests/build/test_install.sh
 
+# The installed libraries export only cubert_ symbols (tests/build/check_symbols.sh).
+check-symbols: $(STATIC_LIB) $(SHARED_LIB)
+	@sh tests/build/check_symbols.sh '$(NM)' $(STATIC_LIB) $(SHARED_LIB)
+
 size: $(CORE_OBJ) check-cortex-m
 	@echo "== core, host ($(CC) $(CFLAGS))"; $(SIZE) -t $(CORE_OBJ) | sed -n '1p;$$p'
 	@echo "== core, Cortex-M4 ($(ARM_CC) -mcpu=cortex-m4 -mthumb -Os)"; \
@@ -301,8 +321,8 @@ FUZZ_MAIN_OBJ ?= $(BUILD)/obj/fuzz/standalone_main.o
 FUZZ_LDFLAGS ?=
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
-$(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/fuzz/fuzz_%.o $(FUZZ_MAIN_OBJ) $(STATIC_LIB) | $(BUILD)/fuzz
-	$(CC) $(VARIANT_FLAGS) $(FUZZ_LDFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(FUZZ_MAIN_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/fuzz/fuzz_%.o $(FUZZ_MAIN_OBJ) $(INTERNAL_LIB) | $(BUILD)/fuzz
+	$(CC) $(VARIANT_FLAGS) $(FUZZ_LDFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(FUZZ_MAIN_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 
 fuzz-targets: $(FUZZ_BIN)
 .PRECIOUS: $(BUILD)/obj/fuzz/%.o
@@ -367,13 +387,14 @@ help:
 	@echo '  run                 build the examples and run examples/demo'
 	@echo '  test                build and run the suite; TESTS="prefix ..." runs a subset'
 	@echo '  check               test check-freestanding check-headers check-32bit check-cortex-m'
-	@echo '                      check-install fuzz-replay check-tools, and check-clang when $(CLANG) is installed'
+	@echo '                      check-install check-symbols fuzz-replay check-tools, and check-clang when $(CLANG) is installed'
 	@echo '  check-freestanding  core/: no libc includes/calls, undefined symbols and mutable data allowlisted'
 	@echo '  check-headers       every public header compiles alone as C99 and C++11'
 	@echo '  check-32bit         core + tests/unit built with -m32 and run (gcc-multilib)'
 	@echo '  check-cortex-m      core cross-compiled for Cortex-M4, symbol allowlist (gcc-arm-none-eabi)'
 	@echo '  check-clang         all, examples, tools, benches, fuzz targets, tests, checks with $(CLANG) (BUILD/clang)'
 	@echo '  check-install       install to a temp DESTDIR, pkg-config consumer (static+shared), uninstall'
+	@echo '  check-symbols       libcubert.a and libcubert.so export only cubert_ symbols (the same set)'
 	@echo '  check-tools         build/tools/cubert-info lists devices and pool layouts; a bad option exits 2'
 	@echo '  asan | tsan         the suite under ASan+UBSan | TSan (BUILD/asan, BUILD/tsan)'
 	@echo '  fuzz                libFuzzer targets fuzz/fuzz_*.c with $(FUZZ_CC), FUZZ_SECONDS=$(FUZZ_SECONDS) each'
