@@ -96,7 +96,7 @@ TOOL_SRC := $(sort $(wildcard tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 
 .PHONY: all test check run bench benches size install uninstall clean check-freestanding \
-        check-headers check-32bit check-cortex-m check-clang check-install check-symbols check-tools asan tsan examples \
+        check-headers check-32bit check-cortex-m check-clang check-install check-symbols check-stack check-tools asan tsan examples \
         tools fuzz fuzz-build fuzz-replay fuzz-targets help
 .DEFAULT_GOAL := all
 
@@ -288,6 +288,14 @@ check-install: all
 	@CC='$(CC)' MAKE='$(MAKE)' BUILD='$(BUILD)' NM='$(NM)' READELF='$(READELF)' \
 	  sh tests/build/test_install.sh
 
+# Stack frames of the freestanding code stay <= STACK_LIMIT bytes (gcc -fstack-usage,
+# the flags of the core build). STACK_SRC adds other freestanding sources.
+STACK_LIMIT ?= 2048
+STACK_SRC ?=
+check-stack:
+	@sh tests/build/check_stack.sh --cc '$(CC)' --limit $(STACK_LIMIT) --out $(BUILD)/stack \
+	  --cflags '$(CUBERT_WARN) -Iinclude -Icore $(CORE_FREESTANDING) $(CFLAGS)' $(CORE_SRC) $(STACK_SRC)
+
 # The installed libraries export only cubert_ symbols (tests/build/check_symbols.sh).
 check-symbols: $(STATIC_LIB) $(SHARED_LIB)
 	@sh tests/build/check_symbols.sh '$(NM)' $(STATIC_LIB) $(SHARED_LIB)
@@ -395,6 +403,7 @@ help:
 	@echo '  check-clang         all, examples, tools, benches, fuzz targets, tests, checks with $(CLANG) (BUILD/clang)'
 	@echo '  check-install       install to a temp DESTDIR, pkg-config consumer (static+shared), uninstall'
 	@echo '  check-symbols       libcubert.a and libcubert.so export only cubert_ symbols (the same set)'
+	@echo '  check-stack         no stack frame of core/ (+ STACK_SRC) over STACK_LIMIT=$(STACK_LIMIT) bytes (gcc -fstack-usage)'
 	@echo '  check-tools         build/tools/cubert-info lists devices and pool layouts; a bad option exits 2'
 	@echo '  asan | tsan         the suite under ASan+UBSan | TSan (BUILD/asan, BUILD/tsan)'
 	@echo '  fuzz                libFuzzer targets fuzz/fuzz_*.c with $(FUZZ_CC), FUZZ_SECONDS=$(FUZZ_SECONDS) each'
