@@ -9,7 +9,7 @@
 #   make bench      benchmarks (ratios to peers measured in the same run)
 #   make asan|tsan  the test suite under sanitizers
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each; fuzz-replay replays the corpus
-#   make size       core code size, host and Cortex-M4
+#   make size       core code size, full and minimal, x86-64 and Cortex-M4
 #   make install / uninstall   (PREFIX, DESTDIR, libdir, includedir, pkgconfigdir)
 #   make CUDA=1 ... also build the CUDA server (libcuda loaded at run time)
 
@@ -42,6 +42,8 @@ FUZZ_CC ?= $(CLANG)
 FUZZ_SECONDS ?= 30
 # Extra flags for a whole build variant (sanitizers); kept apart from CFLAGS.
 VARIANT_FLAGS ?=
+# Compile-time switches of cubert/config.h, e.g. CONFIG_FLAGS=-DCUBERT_CONFIG_PROFILING=0.
+CONFIG_FLAGS ?=
 
 # ---- project-owned (never overwritten by the user's CFLAGS) ------------------
 MAJOR := $(shell sed -n 's/^\#define CUBERT_VERSION_MAJOR \([0-9]*\).*/\1/p' include/cubert/base.h)
@@ -52,7 +54,10 @@ VERSION := $(MAJOR).$(MINOR).$(PATCH)
 CUBERT_WARN := -std=c99 -pedantic -Wall -Wextra -Werror -Wshadow -Wundef -Wstrict-prototypes \
   -Wmissing-prototypes -Wold-style-definition -Wwrite-strings -Wcast-align -Wvla \
   -Wpointer-arith -Wdeclaration-after-statement -Wmissing-declarations
-CUBERT_CFLAGS := $(CUBERT_WARN) -Iinclude -fvisibility=hidden -fPIC $(VARIANT_FLAGS)
+CUBERT_CFLAGS := $(CUBERT_WARN) -Iinclude -fvisibility=hidden -fPIC $(VARIANT_FLAGS) $(CONFIG_FLAGS)
+# Every switch of cubert/config.h off: the minimal core (make size, make check-minimal).
+MINIMAL_CONFIG := -DCUBERT_CONFIG_RACE_CHECKER=0 -DCUBERT_CONFIG_SIMULATION=0 \
+  -DCUBERT_CONFIG_PROFILING=0 -DCUBERT_CONFIG_ERROR_TEXT=0
 CORE_FREESTANDING := -ffreestanding -nostdinc -isystem $(shell $(CC) -print-file-name=include)
 HOST_DEFS := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 HOST_LIBS := -lpthread -ldl -lm
@@ -96,7 +101,7 @@ TOOL_SRC := $(sort $(wildcard tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 
 .PHONY: all test check run bench benches size install uninstall clean check-freestanding \
-        check-headers check-32bit check-cortex-m check-clang check-install check-symbols check-stack check-tools asan tsan examples \
+        check-headers check-32bit check-cortex-m check-clang check-install check-symbols check-stack check-minimal check-tools asan tsan examples \
         tools fuzz fuzz-build fuzz-replay fuzz-targets help
 .DEFAULT_GOAL := all
 
@@ -262,6 +267,18 @@ check-32bit:
 	  echo "check-32bit: this kernel cannot run 32-bit programs and $(QEMU_I386) is not installed (Debian: apt-get install qemu-user)"; exit 1; \
 	fi
 
+# The core and tests/unit built with every feature of cubert/config.h compiled
+# out (BUILD/minimal): the switched-off API says so, the tests of those
+# features print "skipped: compiled out".
+# MINIMAL_TESTS: the test prefixes run (client_: core/client's tests still
+# expect profiling to be there).
+MINIMAL_TESTS ?= allocator comm config cube device error handle layout memory profile race sim \
+  stream version
+check-minimal:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/minimal CONFIG_FLAGS='$(MINIMAL_CONFIG)' \
+	  $(BUILD)/minimal/cubert-unit-test
+	$(BUILD)/minimal/cubert-unit-test $(or $(TESTS),$(MINIMAL_TESTS))
+
 UNIT_ONLY_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 $(BUILD)/cubert-unit-test: $(UNIT_ONLY_OBJ) $(CORE_OBJ)
 	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
@@ -300,10 +317,14 @@ check-stack:
 check-symbols: $(STATIC_LIB) $(SHARED_LIB)
 	@sh tests/build/check_symbols.sh '$(NM)' $(STATIC_LIB) $(SHARED_LIB)
 
-size: $(CORE_OBJ) check-cortex-m
-	@echo "== core, host ($(CC) $(CFLAGS))"; $(SIZE) -t $(CORE_OBJ) | sed -n '1p;$$p'
-	@echo "== core, Cortex-M4 ($(ARM_CC) -mcpu=cortex-m4 -mthumb -Os)"; \
-	  $(ARM_SIZE) -t $(BUILD)/cortex-m/*.o | sed -n '1p;$$p'
+# .text/.data/.bss of the full and the minimal core (MINIMAL_CONFIG), x86-64 at
+# -O2 and -Os and Cortex-M4 at -Os (tests/build/core_size.sh).
+size: | $(BUILD)/freestanding
+	@sh tests/build/core_size.sh --out $(BUILD)/size --cc '$(CC)' --size '$(SIZE)' \
+	  --cflags '$(CUBERT_WARN) -Iinclude -Icore -fno-pic -fno-stack-protector $(CORE_FREESTANDING)' \
+	  --arm-cc '$(ARM_CC)' --arm-size '$(ARM_SIZE)' --arm-nm '$(ARM_NM)' \
+	  --arm-cflags '$(CUBERT_WARN) -Iinclude -Icore $(CORTEX_FLAGS)' --minimal '$(MINIMAL_CONFIG)' \
+	  $(CORE_SRC)
 
 # ---- sanitizers -------------------------------------------------------------------------
 # Sanitizer runtimes of this toolchain generation can fail on kernels with 32 bits of
@@ -403,6 +424,7 @@ help:
 	@echo '  check-clang         all, examples, tools, benches, fuzz targets, tests, checks with $(CLANG) (BUILD/clang)'
 	@echo '  check-install       install to a temp DESTDIR, pkg-config consumer (static+shared), uninstall'
 	@echo '  check-symbols       libcubert.a and libcubert.so export only cubert_ symbols (the same set)'
+	@echo '  check-minimal       core + tests/unit with every cubert/config.h feature compiled out (BUILD/minimal)'
 	@echo '  check-stack         no stack frame of core/ (+ STACK_SRC) over STACK_LIMIT=$(STACK_LIMIT) bytes (gcc -fstack-usage)'
 	@echo '  check-tools         build/tools/cubert-info lists devices and pool layouts; a bad option exits 2'
 	@echo '  asan | tsan         the suite under ASan+UBSan | TSan (BUILD/asan, BUILD/tsan)'
@@ -411,7 +433,7 @@ help:
 	@echo '  bench | benches     build and run | only build bench/*.c (BENCH_ARGS passed to each)'
 	@echo '  examples | tools    build examples/*.c | tools/*.c'
 	@echo '  sim                 deterministic-simulation seed sweep (SEEDS=$(SEEDS)): seeds run, violations, slowest seed'
-	@echo '  size                .text/.data/.bss of the core, host and Cortex-M4'
+	@echo '  size                .text/.data/.bss of the full and minimal core, x86-64 (-O2, -Os) and Cortex-M4'
 	@echo '  install | uninstall PREFIX=$(PREFIX) DESTDIR= libdir= includedir= pkgconfigdir='
 	@echo '  clean               rm -rf $(BUILD)'
-	@echo 'Variables: CC CXX CFLAGS LDFLAGS BUILD TESTS CUDA=1 CLANG FUZZ_CC FUZZ_SECONDS FUZZ_ARGS'
+	@echo 'Variables: CC CXX CFLAGS LDFLAGS BUILD TESTS CONFIG_FLAGS CUDA=1 CLANG FUZZ_CC FUZZ_SECONDS FUZZ_ARGS'

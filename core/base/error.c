@@ -6,15 +6,12 @@
 #include "base/fmt.h"
 #include "base/error_internal.h"
 
-typedef struct kind_info_t {
-  const char *name;
-  cubert_status_t status;
-} kind_info_t;
-
-static const kind_info_t g_kinds[CUBERT_ERROR_KIND_COUNT_] = {
-#define CUBERT_ERROR_KIND_INFO_(kname, kstatus, seed) {seed, CUBERT_STATUS_##kstatus},
-    CUBERT_ERROR_KIND_LIST(CUBERT_ERROR_KIND_INFO_)
-#undef CUBERT_ERROR_KIND_INFO_
+/* The status of each kind (every status value fits a byte). The kinds'
+ * names are text: error_format.c. */
+static const uint8_t g_kind_status[CUBERT_ERROR_KIND_COUNT_] = {
+#define CUBERT_ERROR_KIND_STATUS_(kname, kstatus, seed) (uint8_t)CUBERT_STATUS_##kstatus,
+    CUBERT_ERROR_KIND_LIST(CUBERT_ERROR_KIND_STATUS_)
+#undef CUBERT_ERROR_KIND_STATUS_
 };
 
 /* Everything but the reason's tail (it is NUL-terminated at [0]): this runs
@@ -24,14 +21,9 @@ void cubert_error_clear(cubert_error_t *error) {
   cubert_memset(error, 0, offsetof(cubert_error_t, reason) + 1u);
 }
 
-const char *cubert_error_kind_name(cubert_error_kind_t kind) {
-  if ((unsigned)kind >= (unsigned)CUBERT_ERROR_KIND_COUNT_) return "Unknown";
-  return g_kinds[kind].name;
-}
-
 cubert_status_t cubert_error_kind_status(cubert_error_kind_t kind) {
   if ((unsigned)kind >= (unsigned)CUBERT_ERROR_KIND_COUNT_) return CUBERT_STATUS_INTERNAL;
-  return g_kinds[kind].status;
+  return (cubert_status_t)g_kind_status[kind];
 }
 
 cubert_status_t cubert_error_set(cubert_error_t *error, cubert_error_kind_t kind,

@@ -135,8 +135,21 @@ static const char *const k_text[CUBERT_ERROR_KIND_COUNT_] = {
     K(DEVICE_MISMATCH) = "Device mismatch" T_CR,
     K(DEADLINE_EXCEEDED) = "Deadline exceeded after " T_F0 " ns" T_CR,
     K(DEVICE_LOST) = "Device lost" T_CR,
+    K(COMPILED_OUT) = "Compiled out of this build" T_CR,
 };
 #undef K
+
+/* CubeCL's variant names ("IoError::BufferTooBig"), cubert's for its own kinds. */
+static const char *const k_names[CUBERT_ERROR_KIND_COUNT_] = {
+#define CUBERT_ERROR_KIND_NAME_(kname, kstatus, seed) seed,
+    CUBERT_ERROR_KIND_LIST(CUBERT_ERROR_KIND_NAME_)
+#undef CUBERT_ERROR_KIND_NAME_
+};
+
+const char *cubert_error_kind_name(cubert_error_kind_t kind) {
+  if ((unsigned)kind >= (unsigned)CUBERT_ERROR_KIND_COUNT_) return "Unknown";
+  return k_names[kind];
+}
 
 static size_t reason_length(const cubert_error_t *e) {
   size_t n = 0;
@@ -266,6 +279,12 @@ void cubert_error_format_record_(cubert_fmt_t *f, const cubert_error_t *e) {
 }
 
 #else /* !CUBERT_CONFIG_ERROR_TEXT */
+
+/* Compiled out: no names (the kind's number is in every formatted record). */
+const char *cubert_error_kind_name(cubert_error_kind_t kind) {
+  (void)kind;
+  return "(error text compiled out)";
+}
 
 /* Compiled out (include/cubert/config.h): the record in numbers, e.g.
  * "error 3 > 21 (status 7) fields 1024 0 0 0: reason [text compiled out]". */

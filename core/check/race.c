@@ -19,6 +19,8 @@
  */
 #include "check/race_internal.h"
 
+#if CUBERT_CONFIG_RACE_CHECKER /* else race_omitted.c (cubert/config.h) */
+
 /* ---- create / destroy / reset ------------------------------------------------- */
 
 void cubert_race_options_initialize(cubert_race_options_t *options) {
@@ -349,3 +351,5 @@ uint64_t cubert_race_clock(const cubert_race_checker_t *checker, uint32_t of, ui
   }
   return race_row(checker, a)[b];
 }
+
+#endif /* CUBERT_CONFIG_RACE_CHECKER */

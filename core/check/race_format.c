@@ -2,6 +2,8 @@
 #include "check/race_internal.h"
 #include "base/fmt.h"
 
+#if CUBERT_CONFIG_RACE_CHECKER /* else race_omitted.c (cubert/config.h) */
+
 const char *cubert_race_access_name(uint32_t access) {
   switch (access) {
     case CUBERT_RACE_READ: return "read";
@@ -76,3 +78,5 @@ size_t cubert_race_report_format(const cubert_race_report_t *report, char *buf, 
   }
   return cubert_fmt_length(&f);
 }
+
+#endif /* CUBERT_CONFIG_RACE_CHECKER */

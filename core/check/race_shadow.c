@@ -5,6 +5,8 @@
  */
 #include "check/race_internal.h"
 
+#if CUBERT_CONFIG_RACE_CHECKER /* else race_omitted.c (cubert/config.h) */
+
 /* ---- shadow table --------------------------------------------------------------- */
 
 /* The bucket holding key, or NULL. */
@@ -364,3 +366,5 @@ cubert_status_t cubert_race_forget(cubert_race_checker_t *checker, uint64_t buff
   if (b) race_bucket_drop(checker, b);
   return CUBERT_STATUS_OK;
 }
+
+#endif /* CUBERT_CONFIG_RACE_CHECKER */

@@ -5,6 +5,8 @@
 #include "base/fmt.h"
 #include "cubert/profile.h"
 
+#if CUBERT_CONFIG_PROFILING /* else profile_omitted.c (cubert/config.h) */
+
 /* ---- shared helpers ----------------------------------------------------------- */
 
 static cubert_status_t invalid_argument(cubert_error_t *out_error, const char *reason) {
@@ -704,3 +706,5 @@ size_t cubert_profile_summary_flush(cubert_profile_summary_t *summary, char *buf
   cubert_profile_summary_reset(summary);
   return n;
 }
+
+#endif /* CUBERT_CONFIG_PROFILING */

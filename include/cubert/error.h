@@ -30,6 +30,7 @@
  *   OUT_OF_RANGE                   index, bound (printed when either is non-zero)
  *   HOST_OUT_OF_MEMORY             size (printed when non-zero)
  *   DEADLINE_EXCEEDED              timeout in nanoseconds
+ *   COMPILED_OUT                   none; the feature and its CUBERT_CONFIG_ switch in reason
  *   SERVER_UNHEALTHY               see "Aggregates" below
  * Kinds whose seed variant carries a `reason`/`message`/`description` string
  * (or a string field such as ZeroSize's `field`, PresetUnavailable's `preset`,
@@ -131,7 +132,8 @@ CUBERT_EXTERN_C_BEGIN
   X(HOST_OUT_OF_MEMORY, RESOURCE_EXHAUSTED, "HostOutOfMemory")                         \
   X(DEVICE_MISMATCH, DEVICE_MISMATCH, "DeviceMismatch")                                \
   X(DEADLINE_EXCEEDED, DEADLINE_EXCEEDED, "DeadlineExceeded")                          \
-  X(DEVICE_LOST, UNAVAILABLE, "DeviceLost")
+  X(DEVICE_LOST, UNAVAILABLE, "DeviceLost")                                            \
+  X(COMPILED_OUT, UNSUPPORTED, "CompiledOut") /* a feature left out (cubert/config.h) */
 
 typedef enum cubert_error_kind_e {
 #define CUBERT_ERROR_KIND_ENUM_(name, status, seed) CUBERT_ERROR_##name,
@@ -178,7 +180,9 @@ CUBERT_API cubert_error_kind_t cubert_error_kind(const cubert_error_t *error);
 /* True if `kind` is anywhere in the chain. */
 CUBERT_API bool cubert_error_has_kind(const cubert_error_t *error, cubert_error_kind_t kind);
 
-/* The seed's variant name ("IoError::OutOfMemory"); "Unknown" when out of range. */
+/* CubeCL's variant name ("IoError::OutOfMemory"); "Unknown" when out of
+ * range. Without CUBERT_CONFIG_ERROR_TEXT (cubert/config.h):
+ * "(error text compiled out)". */
 CUBERT_API const char *cubert_error_kind_name(cubert_error_kind_t kind);
 
 /* The status code a kind maps to. */
@@ -203,6 +207,10 @@ CUBERT_API cubert_status_t cubert_error_kind_status(cubert_error_kind_t kind);
  * Always NUL-terminates when size > 0; truncates safely; never allocates, no
  * libc. Returns the length the full message would have (snprintf-like), so a
  * return >= size means it was truncated. buf may be NULL when size is 0.
+ * Without CUBERT_CONFIG_ERROR_TEXT (cubert/config.h) the record is written in
+ * numbers: "error 3 > 20 (status 7) fields 1024 0 0 0: reason backend N
+ * [text compiled out]" (kinds outermost first, the reason and backend code
+ * only when present); aggregates join such lines.
  * Thread-safe (reads only), non-blocking. */
 CUBERT_API size_t cubert_error_format(const cubert_error_t *error, char *buf, size_t size);
 

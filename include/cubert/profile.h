@@ -16,10 +16,16 @@
  * serializes every server call, and the client owns its summary, so each
  * object has one user at a time (distinct objects may be used from distinct
  * threads). Nothing blocks. See docs/profiling.md.
+ *
+ * Compiled out (CUBERT_CONFIG_PROFILING 0, cubert/config.h): profilers and
+ * summaries cannot be created (UNSUPPORTED with a COMPILED_OUT record), calls
+ * on them return UNSUPPORTED or report nothing, the text helpers write
+ * "(profiling compiled out)"; the level helpers still describe the levels.
  */
 #ifndef CUBERT_PROFILE_H
 #define CUBERT_PROFILE_H
 
+#include "cubert/config.h"
 #include "cubert/base.h"
 #include "cubert/status.h"
 #include "cubert/allocator.h"

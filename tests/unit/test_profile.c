@@ -2,6 +2,7 @@
  * summary table and the profiling text helpers. */
 #include "test.h"
 #include "counting_allocator.h"
+#include "cubert/config.h"
 #include "cubert/profile.h"
 
 /* ---- a fake clock ------------------------------------------------------------ */
@@ -71,6 +72,7 @@ static void check_not_registered(cubert_profiler_t *p, cubert_profiling_token_t 
 /* ---- timestamp profiler: creation ---------------------------------------------- */
 
 TEST(profile_profiler_create_invalid_arguments) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_clock_t fc;
@@ -102,6 +104,7 @@ TEST(profile_profiler_create_invalid_arguments) {
 }
 
 TEST(profile_profiler_create_allocation_failure_loop) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   uint64_t k;
   int persist;
   for (persist = 0; persist <= 1; persist++) {
@@ -138,6 +141,7 @@ TEST(profile_profiler_create_allocation_failure_loop) {
 }
 
 TEST(profile_profiler_null_arguments) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_clock_t fc;
@@ -163,6 +167,7 @@ TEST(profile_profiler_null_arguments) {
 /* ---- timestamp profiler: tokens (spec 7 "Tokens") --------------------------------- */
 
 TEST(profile_profiler_single_token) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_clock_t fc;
@@ -188,6 +193,7 @@ TEST(profile_profiler_single_token) {
 }
 
 TEST(profile_profiler_nested_tokens) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_clock_t fc;
@@ -214,6 +220,7 @@ TEST(profile_profiler_nested_tokens) {
 }
 
 TEST(profile_profiler_overlapping_tokens) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_clock_t fc;
@@ -242,6 +249,7 @@ TEST(profile_profiler_overlapping_tokens) {
 
 /* Many active tokens stopped in a scrambled order: each keeps its own start. */
 TEST(profile_profiler_many_tokens_any_order) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_clock_t fc;
@@ -268,6 +276,7 @@ TEST(profile_profiler_many_tokens_any_order) {
 }
 
 TEST(profile_profiler_stop_twice) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_clock_t fc;
@@ -285,6 +294,7 @@ TEST(profile_profiler_stop_twice) {
 }
 
 TEST(profile_profiler_unknown_token) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_clock_t fc;
@@ -310,6 +320,7 @@ TEST(profile_profiler_unknown_token) {
 }
 
 TEST(profile_profiler_clock_going_back_is_clamped) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_clock_t fc;
@@ -324,6 +335,7 @@ TEST(profile_profiler_clock_going_back_is_clamped) {
 }
 
 TEST(profile_profiler_capacity_full) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_clock_t fc;
@@ -371,6 +383,7 @@ static void stop_expect_error(cubert_profiler_t *p, cubert_profiling_token_t t,
 }
 
 TEST(profile_profiler_error_invalidates_all_active) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_clock_t fc;
@@ -423,6 +436,7 @@ TEST(profile_profiler_error_invalidates_all_active) {
 }
 
 TEST(profile_profiler_error_wrapping_by_kind) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_clock_t fc;
@@ -486,6 +500,7 @@ TEST(profile_profiler_error_wrapping_by_kind) {
 }
 
 TEST(profile_profiler_error_arguments_and_no_active) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_clock_t fc;
@@ -538,6 +553,7 @@ static void check_duration_text(uint64_t ns, const char *expected) {
 
 /* Rust's Debug of Duration::from_nanos(ns). */
 TEST(profile_format_duration_matches_rust_debug) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   check_duration_text(0, "0ns");
   check_duration_text(1, "1ns");
   check_duration_text(999, "999ns");
@@ -565,6 +581,7 @@ static void check_type_name(const char *in, const char *expected) {
 
 /* Spec 11.3 test_format_name, ported literally. */
 TEST(profile_format_type_name_spec_vector) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   check_type_name("burn_cubecl::kernel::unary_numeric::unary_numeric::UnaryNumeric<f32, "
                   "burn_cubecl::tensor::base::CubeTensor<_>::copy::Copy, "
                   "cubecl_cuda::runtime::CudaRuntime>",
@@ -573,6 +590,7 @@ TEST(profile_format_type_name_spec_vector) {
 
 /* More cases, each worked out by hand from CubeCL's Balanced algorithm. */
 TEST(profile_format_type_name_cases) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   char deep[4 * 4096 + 16];
   char *text;
   size_t i, n;
@@ -639,6 +657,7 @@ static size_t produce_duration(void *ctx, char *buf, size_t size) {
 }
 
 TEST(profile_format_helpers_truncate_safely) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   uint64_t ns = 1234567;
   check_truncation("UnaryNumeric | f32 | CubeTensor | Copy | CudaRuntime", produce_type_name,
                    (void *)"burn_cubecl::kernel::unary_numeric::unary_numeric::UnaryNumeric<f32, "
@@ -650,6 +669,7 @@ TEST(profile_format_helpers_truncate_safely) {
 }
 
 TEST(profile_format_launch_lines) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   char text[128];
   size_t n;
   /* CubeCL: `| {duration:<10?} | {name}`; the padding counts characters */
@@ -712,6 +732,7 @@ static char *summary_text(const cubert_profile_summary_t *s) {
 }
 
 TEST(profile_summary_create_invalid_arguments) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   cubert_allocator_t no_alloc = a;
@@ -742,6 +763,7 @@ TEST(profile_summary_create_invalid_arguments) {
 }
 
 TEST(profile_summary_create_allocation_failure_loop) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   uint64_t k;
   for (k = 1;; k++) {
     counting_allocator_t c;
@@ -772,6 +794,7 @@ TEST(profile_summary_create_allocation_failure_loop) {
 }
 
 TEST(profile_summary_records_durations_and_counts) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_MEDIUM, 8, 256);
@@ -826,6 +849,7 @@ TEST(profile_summary_records_durations_and_counts) {
 
 /* Spec 7: durations are accumulated per name, "first line of the name". */
 TEST(profile_summary_first_line_rule) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_FULL, 8, 256);
@@ -850,6 +874,7 @@ TEST(profile_summary_first_line_rule) {
 
 /* The table for a small known profile, character for character. */
 TEST(profile_summary_format_exact_durations) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, 8, 256);
@@ -884,6 +909,7 @@ TEST(profile_summary_format_exact_durations) {
 
 /* Long names and long durations widen their columns; ties keep registration order. */
 TEST(profile_summary_format_widths_and_ties) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_MEDIUM, 8, 256);
@@ -913,6 +939,7 @@ TEST(profile_summary_format_widths_and_ties) {
 }
 
 TEST(profile_summary_format_exact_execution_only) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_EXECUTION_ONLY, 8, 256);
@@ -946,6 +973,7 @@ TEST(profile_summary_format_exact_execution_only) {
 
 /* Table full: launches of names that do not fit go to the "(other)" row. */
 TEST(profile_summary_table_full_other_row) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, 2, 256);
@@ -997,6 +1025,7 @@ TEST(profile_summary_table_full_other_row) {
 
 /* Name storage full: a name that does not fit in name_bytes goes to other. */
 TEST(profile_summary_name_bytes_full) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, 8, 5);
@@ -1025,6 +1054,7 @@ TEST(profile_summary_name_bytes_full) {
 
 /* The most names a summary takes; the table still prints sorted. */
 TEST(profile_summary_max_names_sorted) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   uint32_t n = CUBERT_PROFILE_SUMMARY_MAX_NAMES, i;
@@ -1058,6 +1088,7 @@ TEST(profile_summary_max_names_sorted) {
 }
 
 TEST(profile_summary_ratio_under_one_microsecond) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, 4, 64);
@@ -1076,6 +1107,7 @@ TEST(profile_summary_ratio_under_one_microsecond) {
 }
 
 TEST(profile_summary_off_level_records_nothing) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_OFF, 4, 64);
@@ -1092,6 +1124,7 @@ TEST(profile_summary_off_level_records_nothing) {
 
 /* CubeCL prints the summary at each sync and starts over. */
 TEST(profile_summary_flush_prints_then_resets) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, 4, 64);
@@ -1130,6 +1163,7 @@ static size_t produce_summary(void *ctx, char *buf, size_t size) {
 }
 
 TEST(profile_summary_format_truncates_safely) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, 4, 64);

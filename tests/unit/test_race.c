@@ -9,6 +9,7 @@
  * synchronization present must give none. Then the predictive property and
  * the ordering rules. The API's other paths are in test_race_api.c, the
  * differential test against a naive model in test_race_differential.c. */
+#define TEST_REQUIRES CUBERT_FEATURE_RACE_CHECKER
 #include "test_race_fixture.h"
 #include "fake_event_backend.h"
 

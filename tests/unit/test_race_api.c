@@ -1,6 +1,7 @@
 /* The race checker's API (cubert/race.h): reclamation, event tokens, misuse,
  * allocation failures (OK or RESOURCE_EXHAUSTED, state unchanged, 0 leaks),
  * counters, sink, seed, last report, report text, and the disabled checker. */
+#define TEST_REQUIRES CUBERT_FEATURE_RACE_CHECKER
 #include "test_race_fixture.h"
 
 /* ---- reclamation -------------------------------------------------------------------- */

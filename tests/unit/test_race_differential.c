@@ -1,5 +1,6 @@
 /* The race checker's shadow table against a naive model that keeps every
  * access (cubert/race.h, docs/race-checker.md). */
+#define TEST_REQUIRES CUBERT_FEATURE_RACE_CHECKER
 #include "test_race_fixture.h"
 
 /* ---- differential: the shadow against a naive model that keeps every access ------
