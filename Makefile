@@ -124,15 +124,19 @@ $(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I$(CUDA_INCLUDE) $(DEPFLAGS) $(CFLAGS) -c $< -o $@
 
+# The kernel library every example, test, tool, bench and fuzz target uses
+# (examples/kernels/cubert_kernels.h, docs/kernels.md).
+KERNELS_INC := -Iexamples/kernels
+
 # Tests, examples, benches and tools are hosted code (they may use libc).
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -Ibackend-cpu $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -Ibackend-cpu $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) -c $< -o $@
 
 # Fuzz targets and the standalone replay main are hosted code too.
 $(BUILD)/obj/fuzz/%.o: fuzz/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/examples $(BUILD)/bench $(BUILD)/tools $(BUILD)/freestanding $(BUILD)/headers $(BUILD)/cortex-m \
 $(BUILD)/fuzz:
@@ -177,13 +181,13 @@ test: $(TEST_BIN)
 BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
 
 $(BUILD)/examples/%: examples/%.c $(STATIC_LIB) | $(BUILD)/examples
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 
 $(BUILD)/tools/%: tools/%.c $(STATIC_LIB) | $(BUILD)/tools
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
 
 -include $(wildcard $(BUILD)/examples/*.d $(BUILD)/bench/*.d $(BUILD)/tools/*.d)
 
