@@ -219,7 +219,7 @@ check: test check-freestanding check-headers check-32bit check-cortex-m check-in
 FREESTANDING_ALLOW := memcpy memset memmove
 COMPILER_RT_ALLOW := __aeabi_[A-Za-z0-9_]+|__u?(div|mod|divmod|cmp)[sdt]i[0-9]|__(mul|ash[lr]|lshr|neg|clz|ctz|popcount|ffs|parity|bswap)[sdt]i[0-9]|_GLOBAL_OFFSET_TABLE_
 FREESTANDING_ALLOW_RE := $(subst $() ,|,$(FREESTANDING_ALLOW))|$(COMPILER_RT_ALLOW)
-# The only core files allowed to hold mutable static data (DESIGN.md: the device registry).
+# The only core files allowed to hold mutable static data (docs/architecture.md: the device registry).
 FREESTANDING_STATE_ALLOW := device_registry
 CHECK_FREESTANDING := sh tests/build/check_freestanding.sh \
   --allow-undef '$(FREESTANDING_ALLOW_RE)' --allow-desc '$(FREESTANDING_ALLOW) + compiler runtime' \

@@ -1,5 +1,6 @@
 /* core/device/profile.c: the timestamp profiler, the per-kernel profiling summary
- * and the profiling text helpers (spec 7, 9.4, 11.3; see cubert/profile.h).
+ * and the profiling text helpers (cubert/profile.h; docs/cubecl-mapping.md,
+ * "Profiling").
  * Freestanding: memory only at create, time from the injected clock. */
 #include "base/internal.h"
 #include "base/fmt.h"
@@ -24,7 +25,7 @@ static uint64_t u64_add_saturating(uint64_t a, uint64_t b) {
 
 /* ---- timestamp profiler ------------------------------------------------------- */
 
-/* One active token: Start(instant) or Error(e) (the seed's State). */
+/* One active token: Start(instant) or Error(e) (CubeCL's State). */
 typedef struct profiler_slot_t {
   uint64_t id;
   uint64_t start_ns;
@@ -128,7 +129,7 @@ cubert_status_t cubert_profiler_stop(cubert_profiler_t *profiler, cubert_profili
     if (out_error) *out_error = slot->error;
     if (status == CUBERT_STATUS_OK) status = CUBERT_STATUS_PROFILE_FAILED; /* never "ok" */
     if (out_error) out_error->status = status;
-    /* forget the token (the seed removes it before matching its state) */
+    /* forget the token (CubeCL removes it before matching its state) */
     profiler->active--;
     if (i != profiler->active) *slot = profiler->slots[profiler->active];
     return status;

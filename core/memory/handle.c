@@ -1,7 +1,7 @@
 /*
  * core/memory/handle.c: the handle table: managed memory ids, their two reference
- * counts and pool ownership (CubeCL's ManagedMemoryHandle / Handle / Binding,
- * spec 4.1 and 2.1), lock-free, with 32-bit atomics only. The handle and
+ * counts and pool ownership (CubeCL's ManagedMemoryHandle / Handle / Binding;
+ * docs/cubecl-mapping.md, "Handles and bindings"), lock-free, with 32-bit atomics only. The handle and
  * binding descriptors over these ids are in handle_binding.c.
  *
  * Layout. Slots live in chunks of 256, allocated on demand and never moved

@@ -1,5 +1,6 @@
 /*
- * core/memory/memory_direct.c: the direct pool (spec 4.4.4): one storage
+ * core/memory/memory_direct.c: the direct pool (CubeCL's DirectPool;
+ * docs/cubecl-mapping.md, "Direct pool"): one storage
  * allocation per reservation, sized to the padded request, reused only by
  * the exact padded size. Slots are tombstoned and recycled so live
  * locations stay valid (memory_slots.c). Before a new allocation, free

@@ -1,6 +1,6 @@
 /*
- * core/memory/memory_exclusive.c: the exclusive pool (CubeCL's ExclusiveMemoryPool,
- * spec 4.4.2): one slice per page; pages sized after a moving average of the
+ * core/memory/memory_exclusive.c: the exclusive pool (CubeCL's ExclusiveMemoryPool;
+ * docs/cubecl-mapping.md, "Exclusive pool"): one slice per page; pages sized after a moving average of the
  * requests (SIZE_AVG_DECAY = 0.01); a page free at ALLOC_AFTER_FREE = 5
  * consecutive checks (every dealloc_period/5 reservations) is released.
  *

@@ -75,7 +75,7 @@ cubert_status_t cubert_memory_not_found(cubert_error_t *out_error, const char *p
 /* Decimal digits of v into buf (at least 21 bytes); returns the length. */
 size_t cubert_memory_format_u64(uint64_t v, char *buf);
 
-/* ---- sliced pool (memory_sliced.c, spec 4.4.1) --------------------------- */
+/* ---- sliced pool (memory_sliced.c) --------------------------------------- */
 
 #define CUBERT_SLICED_BINS 252u
 #define CUBERT_SLICE_VACANT 0u
@@ -159,7 +159,7 @@ void cubert_sliced_pool_poll_all(cubert_sliced_pool_t *pool);
 void cubert_sliced_pool_report(cubert_sliced_pool_t *pool, cubert_memory_pool_report_t *out);
 /* Free the bookkeeping when the pool holds no page. */
 void cubert_sliced_pool_trim(cubert_sliced_pool_t *pool);
-/* Test hooks (spec 11.6 page vectors): merge each page's runs of free
+/* Test hooks: merge each page's runs of free
  * slices; list a page's slices in address order. */
 void cubert_sliced_pool_coalesce(cubert_sliced_pool_t *pool);
 typedef struct cubert_sliced_block_t {
@@ -240,7 +240,7 @@ void cubert_memory_slots_report(cubert_memory_slots_t *slots, cubert_memory_pool
 /* Free the slot array when no allocation is held. */
 void cubert_memory_slots_trim(cubert_memory_slots_t *slots);
 
-/* ---- exclusive pool (memory_exclusive.c, spec 4.4.2) --------------------- */
+/* ---- exclusive pool (memory_exclusive.c) --------------------------------- */
 
 typedef struct cubert_exclusive_pool_t {
   cubert_memory_slots_t pages; /* one reservation per page; aux: free_count */
@@ -281,7 +281,7 @@ typedef struct cubert_persistent_bucket_t {
   uint32_t head, tail;
 } cubert_persistent_bucket_t;
 
-/* memory_persistent.c, spec 4.4.3 */
+/* memory_persistent.c */
 typedef struct cubert_persistent_pool_t {
   cubert_memory_slots_t slices; /* aux: next slice of the same size */
   uint64_t alignment;
@@ -308,7 +308,7 @@ void cubert_persistent_pool_report(cubert_persistent_pool_t *pool,
                                    cubert_memory_pool_report_t *out);
 void cubert_persistent_pool_trim(cubert_persistent_pool_t *pool);
 
-/* memory_direct.c, spec 4.4.4 */
+/* memory_direct.c */
 typedef struct cubert_direct_pool_t {
   cubert_memory_slots_t slices;
   uint64_t alignment;
@@ -333,7 +333,7 @@ void cubert_direct_pool_trim(cubert_direct_pool_t *pool);
 
 /* ---- configuration helpers (memory_config.c) ----------------------------- */
 
-/* Validate and normalize one explicit-layout entry (spec 4.5). */
+/* Validate and normalize one explicit-layout entry. */
 cubert_status_t cubert_memory_pool_entry_resolve(const cubert_memory_pool_options_t *entry,
                                                  uint64_t alignment, bool exclusive_memory_only,
                                                  cubert_memory_pool_options_t *out,

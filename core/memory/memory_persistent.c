@@ -1,5 +1,6 @@
 /*
- * core/memory/memory_persistent.c: the persistent pool (spec 4.4.3): exact-fit
+ * core/memory/memory_persistent.c: the persistent pool (docs/cubecl-mapping.md,
+ * "Persistent pool"): exact-fit
  * slices, each a whole storage allocation of the padded size, indexed by
  * padded size (both reuse and allocation key by size + padding: the #1224
  * regression). Released only by explicit cleanups. Location: pool 255,

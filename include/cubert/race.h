@@ -1,6 +1,6 @@
 /*
- * cubert/race.h: the predictive cross-stream race checker (reliability.md
- * 4.2-4.4, DESIGN.md "Determinism and checking"; docs/race-checker.md).
+ * cubert/race.h: the predictive cross-stream race checker
+ * (docs/race-checker.md).
  *
  * A happens-before checker over vector clocks. One clock domain (timeline)
  * is the host; every stream slot 0..max_streams-1 is another. The owning

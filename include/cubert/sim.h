@@ -1,7 +1,6 @@
 /*
  * cubert/sim.h: the choice point of deterministic simulation
- * (reliability.md 2.4, DESIGN.md "Determinism and checking";
- * docs/simulation.md).
+ * (docs/simulation.md).
  *
  * A deterministic server makes every scheduling decision through one
  * chooser: cubert_sim_choose(chooser, n, ids) returns which of n runnable

@@ -1,6 +1,7 @@
-/* tests/unit/test_error.c: the error record's Display text (spec 9, seed 001
- * `#[error(...)]` strings), chains, truncation, the ServerUnhealthy aggregate
- * (spec 6.6), CallError (spec 3.5), and the core text builder (core/base/fmt.h). */
+/* tests/unit/test_error.c: the error record's Display text (CubeCL's
+ * `#[error(...)]` strings, docs/errors.md), chains, truncation, the
+ * ServerUnhealthy aggregate, CallError, and the core text builder
+ * (core/base/fmt.h). */
 #include <string.h>
 
 #include "cubert/config.h"
@@ -170,7 +171,7 @@ TEST(error_kind_status_mapping) {
 }
 
 /* Seed 001's `#[error(...)]` strings, literally (without the Backtrace part). */
-TEST(error_format_seed_exact_leaves) {
+TEST(error_format_cubecl_exact_leaves) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t e;
   uint64_t f2[2] = {49152, 32768};
@@ -224,8 +225,8 @@ TEST(error_format_seed_exact_leaves) {
   CHECK_EQ_STR(fmt_big(&e), "The current IO operation is not supported");
 }
 
-/* The spec 9 variants newer than seed 001 (CubeCL upstream Display text). */
-TEST(error_format_upstream_exact_leaves) {
+/* The variants newer cubecl-runtime versions added (their Display text). */
+TEST(error_format_newer_exact_leaves) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t e;
   uint64_t v = 4096;
@@ -241,7 +242,7 @@ TEST(error_format_upstream_exact_leaves) {
   CHECK_EQ_STR(fmt_big(&e), "Unknown error happened during execution: Unable to reserve pinned memory");
 }
 
-/* Spec 3.5: the three CallError Debug forms. */
+/* The three forms of CallError's Debug text. */
 TEST(error_call_error_payloads) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t e;
@@ -311,7 +312,7 @@ TEST(error_format_nesting_three_levels_outer_to_inner) {
   CHECK(a < b && b < c);
 }
 
-/* A kind that does not wrap in the seed, used as an outer kind, still shows
+/* A kind that does not wrap in CubeCL, used as an outer kind, still shows
  * its name and the inner message; a wrapping kind used alone shows its reason. */
 TEST(error_format_unusual_chains) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
@@ -456,7 +457,7 @@ TEST(error_set_clamps_and_truncates) {
   CHECK_STATUS(e.status, CUBERT_STATUS_OK);
 }
 
-/* ---- ServerUnhealthy aggregate (spec 6.6) ---------------------------------- */
+/* ---- ServerUnhealthy aggregate --------------------------------------------- */
 
 static void make_small(cubert_error_t *e, uint64_t i) {
   cubert_error_set(e, CUBERT_ERROR_IO_BUFFER_TOO_BIG, &i, 1, NULL);

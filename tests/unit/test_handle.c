@@ -72,11 +72,11 @@ TEST(handle_acquire_rejects_null) {
   table_done(t, &c);
 }
 
-/* ---- memory semantics (spec 4.1) ---------------------------------------------- */
+/* ---- memory semantics --------------------------------------------------------- */
 
-/* Spec 4.1: cloning a handle increments both counts; a binding only the
+/* As in CubeCL, cloning a handle increments both counts; a binding only the
  * descriptor count. */
-TEST(handle_clone_and_binding_counts_spec_4_1) {
+TEST(handle_clone_and_binding_counts) {
   counting_allocator_t c;
   cubert_handle_table_t *t = table_new(&c, 16, 1);
   cubert_memory_id_t id = acquire_ok(t);
@@ -100,11 +100,11 @@ TEST(handle_clone_and_binding_counts_spec_4_1) {
   table_done(t, &c);
 }
 
-/* Spec 11.8 test_handle_mutability: with one extra clone !can_mut; after
- * dropping it can_mut. Spec 4.1: bindings are ignored by can_mut; is_free iff
- * no user handle or binding is left (11.6 test_memory_page: not free while
- * the handle is held, free once the last reference is gone). */
-TEST(handle_is_free_and_can_mut_spec_4_1) {
+/* CubeCL's test_handle_mutability: with one extra clone !can_mut; after
+ * dropping it can_mut. Bindings are ignored by can_mut; is_free iff no user
+ * handle or binding is left (CubeCL's test_memory_page: not free while the
+ * handle is held, free once the last reference is gone). */
+TEST(handle_is_free_and_can_mut) {
   counting_allocator_t c;
   cubert_handle_table_t *t = table_new(&c, 16, 1);
   cubert_memory_id_t id = acquire_ok(t);
@@ -132,10 +132,10 @@ TEST(handle_is_free_and_can_mut_spec_4_1) {
   table_done(t, &c);
 }
 
-/* Spec 4.1: multi-tensor allocations share one base; each tensor is a clone
+/* Multi-tensor allocations share one base; each tensor is a clone
  * with offsets, so the base is freed only after all sub-handles and bindings
  * are dropped. */
-TEST(handle_sub_handle_keeps_base_alive_spec_4_1) {
+TEST(handle_sub_handle_keeps_base_alive) {
   counting_allocator_t c;
   cubert_handle_table_t *t = table_new(&c, 16, 2);
   cubert_handle_t base, a, b;
@@ -161,12 +161,12 @@ TEST(handle_sub_handle_keeps_base_alive_spec_4_1) {
   table_done(t, &c);
 }
 
-/* Spec 4.1 (and 11.8 find_stale_descriptor_returns_not_found): the pool's
+/* As in CubeCL (and its find_stale_descriptor_returns_not_found): the pool's
  * slice owns the reserved id R; reserve hands a reference of R to a user;
  * bind(reserved, assigned) moves the slice to the user's assigned id A and
  * copies R's location into A. R is then an orphan: it stays alive until its
  * user releases it, and its slot is then recycled; A keeps the slice. */
-TEST(handle_orphan_reserved_assigned_spec_4_1) {
+TEST(handle_orphan_reserved_assigned) {
   counting_allocator_t c;
   cubert_handle_table_t *t = table_new(&c, 16, 3);
   cubert_memory_id_t r, a, later;
@@ -210,11 +210,11 @@ TEST(handle_orphan_reserved_assigned_spec_4_1) {
   table_done(t, &c);
 }
 
-/* Spec 11.6 handle::test_location_visible_through_shared_arc and
+/* CubeCL's handle::test_location_visible_through_shared_arc and
  * test_memory_id_mutability: a location set through one reference is seen
  * through every other (one id, shared); updating the slice is visible; copying
  * a location to another id's descriptor copies slice 4. */
-TEST(handle_location_shared_spec_11_6) {
+TEST(handle_location_shared) {
   counting_allocator_t c;
   cubert_handle_table_t *t = table_new(&c, 16, 4);
   cubert_handle_t h, clone;

@@ -2,7 +2,7 @@
  * cubert/handle.h). */
 #include "test_handle_fixture.h"
 
-/* ---- handle / binding API (spec 2.1) -------------------------------------------------- */
+/* ---- handle / binding API ------------------------------------------------------------- */
 
 TEST(handle_api_create_clone_offset_binding) {
   counting_allocator_t c;

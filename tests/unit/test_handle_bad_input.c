@@ -3,7 +3,7 @@
  * allocation failures. */
 #include "test_handle_fixture.h"
 
-/* ---- bad inputs (reliability.md 7) ------------------------------------------------ */
+/* ---- bad inputs ------------------------------------------------------------------- */
 
 /* Row 1: the null id. */
 TEST(handle_null_id_rejected) {

@@ -1,4 +1,4 @@
-/* Profiling (spec 7, 9.4, 11.3): the timestamp profiler, the per-kernel
+/* Profiling (docs/cubecl-mapping.md, "Profiling"): the timestamp profiler, the per-kernel
  * summary table and the profiling text helpers. */
 #include "test.h"
 #include "counting_allocator.h"
@@ -63,7 +63,7 @@ static void check_not_registered(cubert_profiler_t *p, cubert_profiling_token_t 
   CHECK_EQ_I64(cubert_error_kind(&e), CUBERT_ERROR_PROFILE_NOT_REGISTERED);
   CHECK_EQ_U64(e.depth, 1);
   cubert_error_format(&e, text, sizeof text);
-  CHECK_EQ_STR(text, "No profiling registered"); /* seed's Display */
+  CHECK_EQ_STR(text, "No profiling registered"); /* CubeCL's Display */
   CHECK_EQ_U64(d.start_ns, 777);                 /* untouched */
   CHECK_EQ_U64(d.end_ns, 888);
   CHECK_EQ_U64(cubert_profiler_active_count(p), active);
@@ -164,7 +164,7 @@ TEST(profile_profiler_null_arguments) {
   counting_allocator_destroy(&c);
 }
 
-/* ---- timestamp profiler: tokens (spec 7 "Tokens") --------------------------------- */
+/* ---- timestamp profiler: tokens --------------------------------------------------- */
 
 TEST(profile_profiler_single_token) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
@@ -371,7 +371,7 @@ TEST(profile_profiler_capacity_full) {
   counting_allocator_destroy(&c);
 }
 
-/* ---- timestamp profiler: errors (spec 7: error(e) invalidates every active token) ---- */
+/* ---- timestamp profiler: errors (error(e) invalidates every active token) ---------- */
 
 static void stop_expect_error(cubert_profiler_t *p, cubert_profiling_token_t t,
                               cubert_status_t status, cubert_error_t *out) {
@@ -472,7 +472,7 @@ TEST(profile_profiler_error_wrapping_by_kind) {
   CHECK_EQ_I64(cubert_error_kind(&e), CUBERT_ERROR_RESOURCE_UNITS);
   CHECK_EQ_U64(e.field[0], 2048);
   CHECK_EQ_U64(e.field[1], 1024);
-  /* a stream's ServerUnhealthy aggregate (spec 6.6) keeps its count */
+  /* a stream's ServerUnhealthy aggregate keeps its count */
   t = start_at(p, &fc, 4);
   cubert_error_clear(&in);
   cubert_error_set(&first, CUBERT_ERROR_SERVER_GENERIC, NULL, 0, "first");
@@ -579,8 +579,8 @@ static void check_type_name(const char *in, const char *expected) {
   CHECK_EQ_U64(n, strlen(expected));
 }
 
-/* Spec 11.3 test_format_name, ported literally. */
-TEST(profile_format_type_name_spec_vector) {
+/* CubeCL's test_format_name, ported literally. */
+TEST(profile_format_type_name_cubecl_vector) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   check_type_name("burn_cubecl::kernel::unary_numeric::unary_numeric::UnaryNumeric<f32, "
                   "burn_cubecl::tensor::base::CubeTensor<_>::copy::Copy, "
@@ -847,7 +847,7 @@ TEST(profile_summary_records_durations_and_counts) {
   counting_allocator_destroy(&c);
 }
 
-/* Spec 7: durations are accumulated per name, "first line of the name". */
+/* As in CubeCL, durations are accumulated per name, "first line of the name". */
 TEST(profile_summary_first_line_rule) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;

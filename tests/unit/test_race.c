@@ -160,7 +160,7 @@ TEST(race_predictive_reports_safe_run_without_sync) {
   fake_event_backend_destroy(&fb);
 }
 
-/* ---- ordering rules (reliability.md 4.4 sync-edge table) ------------------------- */
+/* ---- ordering rules (the sync edges of docs/race-checker.md) --------------------- */
 
 TEST(race_same_stream_is_ordered) {
   fixture_t f;
@@ -286,7 +286,7 @@ TEST(race_stream_inherits_host_clock) {
 }
 
 /* cudaStreamWaitEvent uses the state captured at record time, not later work
- * (reliability.md 4.2 rule 3). */
+ * (CUDA's stream-ordering rules). */
 TEST(race_event_captures_record_time_state) {
   fixture_t f;
   uint64_t a1, a2, b1;

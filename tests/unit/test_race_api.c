@@ -68,7 +68,7 @@ TEST(race_reclaim_by_stream_includes_host_knowledge) {
   fx_done(&f);
 }
 
-/* A pinned cross-stream binding (spec 6.2, docs/streams.md): A allocates
+/* A pinned cross-stream binding (docs/streams.md): A allocates
  * and writes X, B reads it, the GC stream waits for B and its event frees
  * the pin. Reuse on A is safe only because the runtime reuses after the GC
  * event: stream order alone does not cover B's read. */
