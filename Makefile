@@ -4,13 +4,13 @@
 #   make run        the main demo (CPU server)
 #   make test       build and run the test suite (closing line "N passed, N failed")
 #   make check      test + check-freestanding + check-headers + check-32bit + check-cortex-m
-#                   + check-install + fuzz-replay + check-tools + check-cortex-m0 + check-cxx-host
-#                   (+ check-clang when clang is installed)
+#                   + check-install + check-symbols + fuzz-replay + check-tools + check-cortex-m0
+#                   + check-cxx-host (+ check-clang when clang is installed)
 #   make test-cortex-m | test-bigendian   unit tests on Cortex-M4 (QEMU) | s390x (qemu-user)
 #   make bench      benchmarks (ratios to peers measured in the same run)
 #   make asan|tsan  the test suite under sanitizers
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each; fuzz-replay replays the corpus
-#   make size       core code size, host and Cortex-M4
+#   make size       core code size, full and minimal, x86-64 and Cortex-M4
 #   make install / uninstall   (PREFIX, DESTDIR, libdir, includedir, pkgconfigdir)
 #   make CUDA=1 ... also build the CUDA server (libcuda loaded at run time)
 
@@ -18,6 +18,7 @@
 CC ?= cc
 CXX ?= c++
 AR ?= ar
+OBJCOPY ?= objcopy
 CFLAGS ?= -O2 -g
 LDFLAGS ?=
 PREFIX ?= /usr/local
@@ -42,6 +43,8 @@ FUZZ_CC ?= $(CLANG)
 FUZZ_SECONDS ?= 30
 # Extra flags for a whole build variant (sanitizers); kept apart from CFLAGS.
 VARIANT_FLAGS ?=
+# Compile-time switches of cubert/config.h, e.g. CONFIG_FLAGS=-DCUBERT_CONFIG_PROFILING=0.
+CONFIG_FLAGS ?=
 
 # ---- project-owned (never overwritten by the user's CFLAGS) ------------------
 MAJOR := $(shell sed -n 's/^\#define CUBERT_VERSION_MAJOR \([0-9]*\).*/\1/p' include/cubert/base.h)
@@ -52,7 +55,10 @@ VERSION := $(MAJOR).$(MINOR).$(PATCH)
 CUBERT_WARN := -std=c99 -pedantic -Wall -Wextra -Werror -Wshadow -Wundef -Wstrict-prototypes \
   -Wmissing-prototypes -Wold-style-definition -Wwrite-strings -Wcast-align -Wvla \
   -Wpointer-arith -Wdeclaration-after-statement -Wmissing-declarations
-CUBERT_CFLAGS := $(CUBERT_WARN) -Iinclude -fvisibility=hidden -fPIC $(VARIANT_FLAGS)
+CUBERT_CFLAGS := $(CUBERT_WARN) -Iinclude -fvisibility=hidden -fPIC $(VARIANT_FLAGS) $(CONFIG_FLAGS)
+# Every switch of cubert/config.h off: the minimal core (make size, make check-minimal).
+MINIMAL_CONFIG := -DCUBERT_CONFIG_RACE_CHECKER=0 -DCUBERT_CONFIG_SIMULATION=0 \
+  -DCUBERT_CONFIG_PROFILING=0 -DCUBERT_CONFIG_ERROR_TEXT=0
 CORE_FREESTANDING := -ffreestanding -nostdinc -isystem $(shell $(CC) -print-file-name=include)
 HOST_DEFS := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 HOST_LIBS := -lpthread -ldl -lm
@@ -73,6 +79,10 @@ CUDA_OBJ := $(CUDA_SRC:%.c=$(BUILD)/obj/%.o)
 LIB_OBJ := $(CORE_OBJ) $(HOST_OBJ) $(CUDA_OBJ)
 
 STATIC_LIB := $(BUILD)/libcubert.a
+# Tests, benches and fuzz targets test internal units: they link the plain
+# objects (this archive); the installed libcubert.a exports only the API.
+INTERNAL_LIB := $(BUILD)/libcubert-internal.a
+LIB_RELOC := $(BUILD)/obj/libcubert.o
 SHARED_LIB := $(BUILD)/libcubert.so.$(VERSION)
 SONAME := libcubert.so.$(MAJOR)
 PC_FILE := $(BUILD)/cubert.pc
@@ -92,7 +102,7 @@ TOOL_SRC := $(sort $(wildcard tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 
 .PHONY: all test check run bench benches size install uninstall clean check-freestanding \
-        check-headers check-32bit check-cortex-m check-clang check-install check-tools asan tsan examples \
+        check-headers check-32bit check-cortex-m check-clang check-install check-symbols check-stack check-minimal check-tools asan tsan examples \
         tools fuzz fuzz-build fuzz-replay fuzz-targets help
 .DEFAULT_GOAL := all
 
@@ -115,15 +125,19 @@ $(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I$(CUDA_INCLUDE) $(DEPFLAGS) $(CFLAGS) -c $< -o $@
 
+# The kernel library every example, test, tool, bench and fuzz target uses
+# (examples/kernels/cubert_kernels.h, docs/kernels.md).
+KERNELS_INC := -Iexamples/kernels
+
 # Tests, examples, benches and tools are hosted code (they may use libc).
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -Ibackend-cpu $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -Ibackend-cpu $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) -c $< -o $@
 
 # Fuzz targets and the standalone replay main are hosted code too.
 $(BUILD)/obj/fuzz/%.o: fuzz/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/examples $(BUILD)/bench $(BUILD)/tools $(BUILD)/freestanding $(BUILD)/headers $(BUILD)/cortex-m \
 $(BUILD)/fuzz:
@@ -132,7 +146,17 @@ $(BUILD)/fuzz:
 -include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/*/*/*/*.d)
 
 # ---- libraries -------------------------------------------------------------------
-$(STATIC_LIB): $(LIB_OBJ)
+# libcubert.a is one relocatable object whose hidden symbols (all but the
+# CUBERT_API ones) are made local, so it exports what the .so exports.
+$(LIB_RELOC): $(LIB_OBJ)
+	$(CC) $(VARIANT_FLAGS) -r -nostdlib -o $@ $^
+	$(OBJCOPY) --localize-hidden $@
+
+$(STATIC_LIB): $(LIB_RELOC)
+	rm -f $@
+	$(AR) rcs $@ $<
+
+$(INTERNAL_LIB): $(LIB_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $^
 
@@ -146,8 +170,8 @@ $(PC_FILE): cubert.pc.in include/cubert/base.h
 	    -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 # ---- tests ---------------------------------------------------------------------------
-$(TEST_BIN): $(TEST_OBJ) $(STATIC_LIB)
-	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+$(TEST_BIN): $(TEST_OBJ) $(INTERNAL_LIB)
+	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 
 # TEST_WRAPPER runs the suite under a command (the sanitizer targets use setarch -R).
 TEST_WRAPPER ?=
@@ -158,13 +182,13 @@ test: $(TEST_BIN)
 BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
 
 $(BUILD)/examples/%: examples/%.c $(STATIC_LIB) | $(BUILD)/examples
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
 
-$(BUILD)/bench/%: bench/%.c $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) | $(BUILD)/bench
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+$(BUILD)/bench/%: bench/%.c $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 
 $(BUILD)/tools/%: tools/%.c $(STATIC_LIB) | $(BUILD)/tools
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
 
 -include $(wildcard $(BUILD)/examples/*.d $(BUILD)/bench/*.d $(BUILD)/tools/*.d)
 
@@ -187,8 +211,8 @@ sim: $(BUILD)/tools/cubert_sim
 
 # ---- checks ---------------------------------------------------------------------------
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
-check: test check-freestanding check-headers check-32bit check-cortex-m check-install fuzz-replay \
-       check-tools check-cortex-m0 check-cxx-host $(if $(HAVE_CLANG),check-clang)
+check: test check-freestanding check-headers check-32bit check-cortex-m check-install check-symbols \
+       fuzz-replay check-tools check-cortex-m0 check-cxx-host $(if $(HAVE_CLANG),check-clang)
 	@echo "check: ok$(if $(HAVE_CLANG),, (check-clang skipped: $(CLANG) not found; Debian: apt-get install clang))"
 
 # memcpy/memset/memmove (emitted for the builtins) and the compiler's own runtime
@@ -196,7 +220,7 @@ check: test check-freestanding check-headers check-32bit check-cortex-m check-in
 FREESTANDING_ALLOW := memcpy memset memmove
 COMPILER_RT_ALLOW := __aeabi_[A-Za-z0-9_]+|__u?(div|mod|divmod|cmp)[sdt]i[0-9]|__(mul|ash[lr]|lshr|neg|clz|ctz|popcount|ffs|parity|bswap)[sdt]i[0-9]|_GLOBAL_OFFSET_TABLE_
 FREESTANDING_ALLOW_RE := $(subst $() ,|,$(FREESTANDING_ALLOW))|$(COMPILER_RT_ALLOW)
-# The only core files allowed to hold mutable static data (DESIGN.md: the device registry).
+# The only core files allowed to hold mutable static data (docs/architecture.md: the device registry).
 FREESTANDING_STATE_ALLOW := device_registry
 CHECK_FREESTANDING := sh tests/build/check_freestanding.sh \
   --allow-undef '$(FREESTANDING_ALLOW_RE)' --allow-desc '$(FREESTANDING_ALLOW) + compiler runtime' \
@@ -248,6 +272,18 @@ check-32bit:
 	  echo "check-32bit: this kernel cannot run 32-bit programs and $(QEMU_I386) is not installed (Debian: apt-get install qemu-user)"; exit 1; \
 	fi
 
+# The core and tests/unit built with every feature of cubert/config.h compiled
+# out (BUILD/minimal): the switched-off API says so, the tests of those
+# features print "skipped: compiled out".
+# MINIMAL_TESTS: the test prefixes run (client_: core/client's tests still
+# expect profiling to be there).
+MINIMAL_TESTS ?= allocator comm config cube device error handle layout memory profile race sim \
+  stream version
+check-minimal:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/minimal CONFIG_FLAGS='$(MINIMAL_CONFIG)' \
+	  $(BUILD)/minimal/cubert-unit-test
+	$(BUILD)/minimal/cubert-unit-test $(or $(TESTS),$(MINIMAL_TESTS))
+
 UNIT_ONLY_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 $(BUILD)/cubert-unit-test: $(UNIT_ONLY_OBJ) $(CORE_OBJ)
 	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
@@ -277,10 +313,26 @@ check-install: all
 	@CC='$(CC)' MAKE='$(MAKE)' BUILD='$(BUILD)' NM='$(NM)' READELF='$(READELF)' \
 	  sh tests/build/test_install.sh
 
-size: $(CORE_OBJ) check-cortex-m
-	@echo "== core, host ($(CC) $(CFLAGS))"; $(SIZE) -t $(CORE_OBJ) | sed -n '1p;$$p'
-	@echo "== core, Cortex-M4 ($(ARM_CC) -mcpu=cortex-m4 -mthumb -Os)"; \
-	  $(ARM_SIZE) -t $(BUILD)/cortex-m/*.o | sed -n '1p;$$p'
+# Stack frames of the freestanding code stay <= STACK_LIMIT bytes (gcc -fstack-usage,
+# the flags of the core build). STACK_SRC adds other freestanding sources.
+STACK_LIMIT ?= 2048
+STACK_SRC ?=
+check-stack:
+	@sh tests/build/check_stack.sh --cc '$(CC)' --limit $(STACK_LIMIT) --out $(BUILD)/stack \
+	  --cflags '$(CUBERT_WARN) -Iinclude -Icore $(CORE_FREESTANDING) $(CFLAGS)' $(CORE_SRC) $(STACK_SRC)
+
+# The installed libraries export only cubert_ symbols (tests/build/check_symbols.sh).
+check-symbols: $(STATIC_LIB) $(SHARED_LIB)
+	@sh tests/build/check_symbols.sh '$(NM)' $(STATIC_LIB) $(SHARED_LIB)
+
+# .text/.data/.bss of the full and the minimal core (MINIMAL_CONFIG), x86-64 at
+# -O2 and -Os and Cortex-M4 at -Os (tests/build/core_size.sh).
+size: | $(BUILD)/freestanding
+	@sh tests/build/core_size.sh --out $(BUILD)/size --cc '$(CC)' --size '$(SIZE)' \
+	  --cflags '$(CUBERT_WARN) -Iinclude -Icore -fno-pic -fno-stack-protector $(CORE_FREESTANDING)' \
+	  --arm-cc '$(ARM_CC)' --arm-size '$(ARM_SIZE)' --arm-nm '$(ARM_NM)' \
+	  --arm-cflags '$(CUBERT_WARN) -Iinclude -Icore $(CORTEX_FLAGS)' --minimal '$(MINIMAL_CONFIG)' \
+	  $(CORE_SRC)
 
 # ---- sanitizers -------------------------------------------------------------------------
 # Sanitizer runtimes of this toolchain generation can fail on kernels with 32 bits of
@@ -306,8 +358,8 @@ FUZZ_MAIN_OBJ ?= $(BUILD)/obj/fuzz/standalone_main.o
 FUZZ_LDFLAGS ?=
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
-$(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/fuzz/fuzz_%.o $(FUZZ_MAIN_OBJ) $(STATIC_LIB) | $(BUILD)/fuzz
-	$(CC) $(VARIANT_FLAGS) $(FUZZ_LDFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(FUZZ_MAIN_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/fuzz/fuzz_%.o $(FUZZ_MAIN_OBJ) $(INTERNAL_LIB) | $(BUILD)/fuzz
+	$(CC) $(VARIANT_FLAGS) $(FUZZ_LDFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(FUZZ_MAIN_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 
 fuzz-targets: $(FUZZ_BIN)
 .PRECIOUS: $(BUILD)/obj/fuzz/%.o
@@ -372,7 +424,7 @@ help:
 	@echo '  run                 build the examples and run examples/demo'
 	@echo '  test                build and run the suite; TESTS="prefix ..." runs a subset'
 	@echo '  check               test check-freestanding check-headers check-32bit check-cortex-m check-install'
-	@echo '                      fuzz-replay check-tools check-cortex-m0 check-cxx-host, and check-clang when $(CLANG) is installed'
+	@echo '                      check-symbols fuzz-replay check-tools check-cortex-m0 check-cxx-host, and check-clang'
 	@echo '  check-freestanding  core/: no libc includes/calls, undefined symbols and mutable data allowlisted'
 	@echo '  check-headers       every public header compiles alone as C99 and C++11'
 	@echo '  check-32bit         core + tests/unit built with -m32 and run (gcc-multilib)'
@@ -383,6 +435,9 @@ help:
 	@echo '  test-bigendian      unit tests built for s390x, run under qemu-s390x'
 	@echo '  check-clang         all, examples, tools, benches, fuzz targets, tests, checks with $(CLANG) (BUILD/clang)'
 	@echo '  check-install       install to a temp DESTDIR, pkg-config consumer (static+shared), uninstall'
+	@echo '  check-symbols       libcubert.a and libcubert.so export only cubert_ symbols (the same set)'
+	@echo '  check-minimal       core + tests/unit with every cubert/config.h feature compiled out (BUILD/minimal)'
+	@echo '  check-stack         no stack frame of core/ (+ STACK_SRC) over STACK_LIMIT=$(STACK_LIMIT) bytes (gcc -fstack-usage)'
 	@echo '  check-tools         build/tools/cubert-info lists devices and pool layouts; a bad option exits 2'
 	@echo '  asan | tsan         the suite under ASan+UBSan | TSan (BUILD/asan, BUILD/tsan)'
 	@echo '  fuzz                libFuzzer targets fuzz/fuzz_*.c with $(FUZZ_CC), FUZZ_SECONDS=$(FUZZ_SECONDS) each'
@@ -390,7 +445,7 @@ help:
 	@echo '  bench | benches     build and run | only build bench/*.c (BENCH_ARGS passed to each)'
 	@echo '  examples | tools    build examples/*.c | tools/*.c'
 	@echo '  sim                 deterministic-simulation seed sweep (SEEDS=$(SEEDS)): seeds run, violations, slowest seed'
-	@echo '  size                .text/.data/.bss of the core, host and Cortex-M4'
+	@echo '  size                .text/.data/.bss of the full and minimal core, x86-64 (-O2, -Os) and Cortex-M4'
 	@echo '  install | uninstall PREFIX=$(PREFIX) DESTDIR= libdir= includedir= pkgconfigdir='
 	@echo '  clean               rm -rf $(BUILD)'
-	@echo 'Variables: CC CXX CFLAGS LDFLAGS BUILD TESTS CUDA=1 CLANG FUZZ_CC FUZZ_SECONDS FUZZ_ARGS'
+	@echo 'Variables: CC CXX CFLAGS LDFLAGS BUILD TESTS CONFIG_FLAGS CUDA=1 CLANG FUZZ_CC FUZZ_SECONDS FUZZ_ARGS'

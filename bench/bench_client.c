@@ -46,7 +46,7 @@
 #include "cubert/cube.h"
 #include "cubert/host.h"
 #include "cpu/cpu_executor.h"
-#include "../tests/host/kernels_test.h"
+#include "cubert_kernels.h"
 
 #define MAX_RUNS 101
 #define BURST 256
@@ -139,7 +139,7 @@ static stat_t bench_round_trip(cubert_client_t *client, const config_t *cfg) {
   for (r = -1; r < cfg->runs; r++) { /* r = -1: warm-up */
     double t0 = now_ns();
     for (i = 0; i < cfg->round_trips; i++) {
-      MUST("launch", cubert_client_launch(client, &kt_empty_kernel, &count, &args, &err));
+      MUST("launch", cubert_client_launch(client, &ck_empty_kernel, &count, &args, &err));
       MUST("sync", cubert_client_sync(client, &err));
     }
     if (r >= 0) t[r] = (now_ns() - t0) / (double)cfg->round_trips;
@@ -159,7 +159,7 @@ static stat_t bench_async_sustained(cubert_client_t *client, const config_t *cfg
   for (r = -1; r < cfg->runs; r++) {
     double t0 = now_ns();
     for (i = 0; i < cfg->async_n; i++)
-      MUST("launch", cubert_client_launch(client, &kt_empty_kernel, &count, &args, &err));
+      MUST("launch", cubert_client_launch(client, &ck_empty_kernel, &count, &args, &err));
     MUST("sync", cubert_client_sync(client, &err));
     if (r >= 0) t[r] = (now_ns() - t0) / (double)cfg->async_n;
   }
@@ -179,7 +179,7 @@ static stat_t bench_async_burst(cubert_client_t *client, const config_t *cfg) {
       MUST("sync", cubert_client_sync(client, &err)); /* idle stream, empty ring */
       t0 = now_ns();
       for (i = 0; i < BURST; i++)
-        MUST("launch", cubert_client_launch(client, &kt_empty_kernel, &count, &args, &err));
+        MUST("launch", cubert_client_launch(client, &ck_empty_kernel, &count, &args, &err));
       total += now_ns() - t0;
     }
     if (r >= 0) t[r] = total / ((double)cfg->bursts * BURST);
@@ -204,7 +204,7 @@ static stat_t bench_executor_floor(const config_t *cfg, uint32_t workers) {
   for (r = -1; r < cfg->runs; r++) {
     double t0 = now_ns();
     for (i = 0; i < cfg->round_trips; i++)
-      MUST("executor run", cubert_cpu_executor_run(ex, &kt_empty_kernel, one, one, &args,
+      MUST("executor run", cubert_cpu_executor_run(ex, &ck_empty_kernel, one, one, &args,
                                                    CUBERT_EXECUTION_CHECKED, NULL, &err));
     if (r >= 0) t[r] = (now_ns() - t0) / (double)cfg->round_trips;
   }
@@ -270,7 +270,7 @@ static bandwidth_t bench_add(uint32_t workers, const config_t *cfg, const float 
   cubert_dim3_t grid;
   cubert_handle_t h[3];
   cubert_launch_arguments_t args;
-  cubert_cube_count_t count = cubert_cube_count_new_1d((uint32_t)((n + KT_BLOCK - 1) / KT_BLOCK));
+  cubert_cube_count_t count = cubert_cube_count_new_1d((uint32_t)((n + CK_BLOCK - 1) / CK_BLOCK));
   cubert_error_t err;
   bandwidth_t out;
   size_t i, bad = 0;
@@ -281,7 +281,7 @@ static bandwidth_t bench_add(uint32_t workers, const config_t *cfg, const float 
   cubert_kernel_args_set_buffer(&kargs, 0, (void *)(uintptr_t)a, bytes);
   cubert_kernel_args_set_buffer(&kargs, 1, (void *)(uintptr_t)b, bytes);
   cubert_kernel_args_set_buffer(&kargs, 2, host_out, bytes);
-  grid.x = (uint32_t)((n + KT_BLOCK - 1) / KT_BLOCK);
+  grid.x = (uint32_t)((n + CK_BLOCK - 1) / CK_BLOCK);
   grid.y = grid.z = 1;
   MUST("create a", cubert_client_create(client, a, bytes, &h[0], &err));
   MUST("create b", cubert_client_create(client, b, bytes, &h[1], &err));
@@ -290,12 +290,12 @@ static bandwidth_t bench_add(uint32_t workers, const config_t *cfg, const float 
   args = args_of(h, 3);
   for (r = -1; r < cfg->runs; r++) { /* r = -1: warm-up */
     double t0 = now_ns(), ta, te, tm, tm2;
-    MUST("add launch", cubert_client_launch(client, &kt_add_f32_kernel, &count, &args, &err));
+    MUST("add launch", cubert_client_launch(client, &ck_add_f32_kernel, &count, &args, &err));
     MUST("sync", cubert_client_sync(client, &err));
     ta = now_ns() - t0;
     t0 = now_ns();
-    MUST("executor add", cubert_cpu_executor_run(ex, &kt_add_f32_kernel, grid,
-                                                 kt_add_f32_kernel.cube_dim, &kargs,
+    MUST("executor add", cubert_cpu_executor_run(ex, &ck_add_f32_kernel, grid,
+                                                 ck_add_f32_kernel.cube_dim, &kargs,
                                                  CUBERT_EXECUTION_CHECKED, NULL, &err));
     te = now_ns() - t0;
     tm = timed_memcpy(copy_dst, a, bytes, 1);

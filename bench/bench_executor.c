@@ -19,7 +19,7 @@
 #include "cubert/host.h"
 #include "cpu/cpu_executor.h"
 #include "host/host_thread.h"
-#include "../tests/host/kernels_test.h"
+#include "cubert_kernels.h"
 
 #define REPEATS 15
 
@@ -41,7 +41,7 @@ static cubert_dim3_t dim3(uint32_t x, uint32_t y, uint32_t z) {
   return d;
 }
 
-/* Median nanoseconds per launch+wait of kt_empty over `cubes` cubes. */
+/* Median nanoseconds per launch+wait of ck_empty over `cubes` cubes. */
 static double bench_empty(cubert_cpu_executor_t *ex, uint32_t cubes) {
   const int batch = 2000;
   uint64_t t[REPEATS];
@@ -49,12 +49,12 @@ static double bench_empty(cubert_cpu_executor_t *ex, uint32_t cubes) {
   int r, i;
   cubert_kernel_args_initialize(&args);
   for (i = 0; i < batch; i++) /* warm-up */
-    (void)cubert_cpu_executor_run(ex, &kt_empty_kernel, dim3(cubes, 1, 1), dim3(1, 1, 1), &args,
+    (void)cubert_cpu_executor_run(ex, &ck_empty_kernel, dim3(cubes, 1, 1), dim3(1, 1, 1), &args,
                                   CUBERT_EXECUTION_CHECKED, NULL, NULL);
   for (r = 0; r < REPEATS; r++) {
     uint64_t t0 = cubert_host_clock_ns();
     for (i = 0; i < batch; i++)
-      if (cubert_cpu_executor_run(ex, &kt_empty_kernel, dim3(cubes, 1, 1), dim3(1, 1, 1), &args,
+      if (cubert_cpu_executor_run(ex, &ck_empty_kernel, dim3(cubes, 1, 1), dim3(1, 1, 1), &args,
                                   CUBERT_EXECUTION_CHECKED, NULL, NULL) != CUBERT_STATUS_OK) {
         fprintf(stderr, "bench_executor: launch failed\n");
         exit(1);
@@ -68,7 +68,7 @@ static double bench_empty(cubert_cpu_executor_t *ex, uint32_t cubes) {
 static double bench_add(cubert_cpu_executor_t *ex, float *a, float *b, float *out, size_t n) {
   uint64_t t[REPEATS];
   cubert_kernel_args_t args;
-  uint32_t cubes = (uint32_t)((n + KT_BLOCK - 1) / KT_BLOCK);
+  uint32_t cubes = (uint32_t)((n + CK_BLOCK - 1) / CK_BLOCK);
   int r;
   cubert_kernel_args_initialize(&args);
   cubert_kernel_args_set_buffer(&args, 0, a, n * sizeof(float));
@@ -76,8 +76,8 @@ static double bench_add(cubert_cpu_executor_t *ex, float *a, float *b, float *ou
   cubert_kernel_args_set_buffer(&args, 2, out, n * sizeof(float));
   for (r = -1; r < REPEATS; r++) { /* r = -1: warm-up */
     uint64_t t0 = cubert_host_clock_ns();
-    if (cubert_cpu_executor_run(ex, &kt_add_f32_kernel, dim3(cubes, 1, 1),
-                                kt_add_f32_kernel.cube_dim, &args, CUBERT_EXECUTION_CHECKED, NULL,
+    if (cubert_cpu_executor_run(ex, &ck_add_f32_kernel, dim3(cubes, 1, 1),
+                                ck_add_f32_kernel.cube_dim, &args, CUBERT_EXECUTION_CHECKED, NULL,
                                 NULL) != CUBERT_STATUS_OK) {
       fprintf(stderr, "bench_executor: add failed\n");
       exit(1);

@@ -17,7 +17,7 @@
 #include "cubert/cube.h"
 #include "cubert/host.h"
 #include "cubert/memory.h"
-#include "demo_kernels.h"
+#include "cubert_kernels.h"
 
 #define THREADS 4
 #define N (1u << 18)
@@ -41,7 +41,7 @@ static int check(cubert_status_t status, const cubert_error_t *err, const char *
   return 0;
 }
 
-static uint32_t cubes_for(uint64_t n) { return (uint32_t)((n + DEMO_BLOCK - 1) / DEMO_BLOCK); }
+static uint32_t cubes_for(uint64_t n) { return (uint32_t)((n + CK_BLOCK - 1) / CK_BLOCK); }
 
 /* out = a * alpha + b on this thread's stream, then read back and compare. */
 static void *elementwise_worker(void *arg) {
@@ -76,7 +76,7 @@ static void *elementwise_worker(void *arg) {
   args.scalars = scalars;
   args.scalar_count = 1;
   count = cubert_cube_count_new_1d(cubes_for(N));
-  if (check(cubert_client_launch(g_client, &demo_axpy_kernel, &count, &args, &err), &err, label) &&
+  if (check(cubert_client_launch(g_client, &ck_axpy_f32_kernel, &count, &args, &err), &err, label) &&
       check(cubert_client_read_one(g_client, &hout, out, N * sizeof(float), &err), &err, label)) {
     for (i = 0; i < N; i++)
       if (out[i] != a[i] * alpha + b[i]) bad++;
@@ -131,7 +131,7 @@ static void reduction(void) {
   args.scalars = NULL;
   args.scalar_count = 0;
   count = cubert_cube_count_new_1d(cubes);
-  if (check(cubert_client_launch(g_client, &demo_reduce_kernel, &count, &args, &err), &err,
+  if (check(cubert_client_launch(g_client, &ck_reduce_sum_f32_kernel, &count, &args, &err), &err,
             "reduction launch") &&
       check(cubert_client_read_one(g_client, &hpartial, partial, cubes * sizeof(float), &err),
             &err, "reduction read")) {
@@ -176,8 +176,8 @@ static void matmul(void) {
   args.buffer_count = 3;
   args.scalars = scalars;
   args.scalar_count = 3;
-  count = cubert_cube_count_new_2d((n + DEMO_TILE - 1) / DEMO_TILE, (m + DEMO_TILE - 1) / DEMO_TILE);
-  if (check(cubert_client_launch(g_client, &demo_matmul_kernel, &count, &args, &err), &err,
+  count = cubert_cube_count_new_2d((n + CK_TILE - 1) / CK_TILE, (m + CK_TILE - 1) / CK_TILE);
+  if (check(cubert_client_launch(g_client, &ck_matmul_f32_kernel, &count, &args, &err), &err,
             "matmul launch") &&
       check(cubert_client_read_one(g_client, &lc.memory, c, m * n * sizeof(float), &err), &err,
             "matmul read")) {

@@ -15,7 +15,7 @@
 #include "cubert/cube.h"
 #include "cubert/host.h"
 #include "cubert/kernel.h"
-#include "../tests/cts/cts_kernels.h"
+#include "cubert_kernels.h"
 #include "fuzz.h"
 
 #define FUZZ_CHECK(cond)                                                                 \
@@ -29,9 +29,9 @@
 
 #define N 32u
 
-/* Kernels shared with the conformance suite (tests/cts/cts_kernels.h). */
-CUBERT_KERNEL_DESCRIPTOR(fz_add_kernel, cts_add_scalar_u32, 1, 1, 0, N, 1, 1);
-CUBERT_KERNEL_DESCRIPTOR_RO(fz_mix_kernel, cts_mix_u32, 2, 0, 0, N, 1, 1, 0x1u);
+/* Kernels of the kernel library (examples/kernels/cubert_kernels.h). */
+CUBERT_KERNEL_DESCRIPTOR(fz_add_kernel, ck_add_scalar_u32, 1, 1, 0, N, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR_RO(fz_mix_kernel, ck_mix_u32, 2, 0, 0, N, 1, 1, 0x1u);
 
 static void launch(cubert_client_t *c, const cubert_kernel_t *k, const cubert_handle_t *b,
                    uint32_t nb, uint64_t scalar) {

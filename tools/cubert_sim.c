@@ -18,15 +18,15 @@
 #include "cubert/cube.h"
 #include "cubert/host.h"
 #include "cubert/kernel.h"
-#include "../tests/cts/cts_kernels.h"
+#include "cubert_kernels.h"
 
 #define N 64u
 #define STREAMS 4
 #define LOG_CAP 4096u
 
-/* Kernels shared with the conformance suite (tests/cts/cts_kernels.h). */
-CUBERT_KERNEL_DESCRIPTOR(tool_add_kernel, cts_add_scalar_u32, 1, 1, 0, N, 1, 1);
-CUBERT_KERNEL_DESCRIPTOR_RO(tool_mix_kernel, cts_mix_u32, 2, 0, 0, N, 1, 1, 0x1u);
+/* Kernels of the kernel library (examples/kernels/cubert_kernels.h). */
+CUBERT_KERNEL_DESCRIPTOR(tool_add_kernel, ck_add_scalar_u32, 1, 1, 0, N, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR_RO(tool_mix_kernel, ck_mix_u32, 2, 0, 0, N, 1, 1, 0x1u);
 
 typedef struct run_t {
   uint64_t trace, reports, deadlocks;

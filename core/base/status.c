@@ -1,4 +1,5 @@
-/* core/base/status.c: names and descriptions of status codes. */
+/* core/base/status.c: names and descriptions of status codes (the
+ * descriptions are text: CUBERT_CONFIG_ERROR_TEXT, cubert/config.h). */
 #include "base/internal.h"
 
 const char *cubert_status_name(cubert_status_t status) {
@@ -13,6 +14,7 @@ const char *cubert_status_name(cubert_status_t status) {
   }
 }
 
+#if CUBERT_CONFIG_ERROR_TEXT
 const char *cubert_status_description(cubert_status_t status) {
   switch (status) {
 #define CUBERT_STATUS_TEXT_(name, value, text) \
@@ -24,3 +26,10 @@ const char *cubert_status_description(cubert_status_t status) {
       return "unknown status";
   }
 }
+#else
+/* Compiled out (cubert/config.h): cubert_status_name still names the code. */
+const char *cubert_status_description(cubert_status_t status) {
+  (void)status;
+  return "(error text compiled out)";
+}
+#endif

@@ -9,12 +9,15 @@
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME 0x100000001b3ull
 
+/* Kept when the simulation is compiled out: program generators share it. */
 uint64_t cubert_sim_splitmix64(uint64_t *state) {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
+
+#if CUBERT_CONFIG_SIMULATION /* else sim_omitted.c (cubert/config.h) */
 
 /* 0..n-1 from a 64-bit draw: multiply-shift on the high 32 bits (exact on
  * every machine). */
@@ -235,3 +238,5 @@ size_t cubert_sim_shrink(uint32_t *choices, size_t count, uint32_t *scratch,
   while (count > 0 && choices[count - 1] == 0 && fails(user, choices, count - 1)) count--;
   return count;
 }
+
+#endif /* CUBERT_CONFIG_SIMULATION */

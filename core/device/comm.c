@@ -1,5 +1,6 @@
 /*
- * core/device/comm.c: CommunicationId and ReduceOperation (spec 2.1).
+ * core/device/comm.c: CommunicationId and ReduceOperation (docs/cubecl-mapping.md,
+ * "Value types").
  */
 #include "base/internal.h"
 

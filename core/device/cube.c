@@ -1,6 +1,7 @@
 /*
  * core/device/cube.c: CubeCount, cube_count_spread, CubeCountSelection, CubeDim and
- * io_optimized_vector_sizes (spec 10). Pure value arithmetic.
+ * io_optimized_vector_sizes (docs/cubecl-mapping.md, "Cube counts and dims").
+ * Pure value arithmetic.
  */
 #include "base/internal.h"
 
@@ -108,7 +109,7 @@ cubert_status_t cubert_cube_count_format(const cubert_cube_count_t *count, char 
   return CUBERT_STATUS_OK;
 }
 
-/* ---- cube_count_spread (spec 10.2) -------------------------------------------- */
+/* ---- cube_count_spread -------------------------------------------------------- */
 
 cubert_status_t cubert_cube_count_spread(cubert_dim3_t max_cube_count, uint32_t num_cubes,
                                          cubert_dim3_t *out_counts) {
@@ -138,7 +139,7 @@ cubert_status_t cubert_cube_count_spread(cubert_dim3_t max_cube_count, uint32_t 
   return CUBERT_STATUS_OK;
 }
 
-/* ---- CubeCountSelection (spec 10.3) ------------------------------------------- */
+/* ---- CubeCountSelection ------------------------------------------------------- */
 
 cubert_status_t cubert_cube_count_selection_new(cubert_dim3_t max_cube_count, uint32_t num_cubes,
                                                 cubert_cube_count_selection_t *out_selection) {
@@ -185,7 +186,7 @@ cubert_status_t cubert_calculate_cube_count_elemwise(cubert_dim3_t max_cube_coun
   return CUBERT_STATUS_OK;
 }
 
-/* ---- CubeDim (spec 10.4) -------------------------------------------------------- */
+/* ---- CubeDim -------------------------------------------------------------------- */
 
 static cubert_cube_dim_t cube_dim_make(uint32_t x, uint32_t y, uint32_t z) {
   cubert_cube_dim_t d;
@@ -248,7 +249,7 @@ cubert_status_t cubert_cube_dim_new(const cubert_hardware_properties_t *hardware
   return CUBERT_STATUS_OK;
 }
 
-/* ---- io_optimized_vector_sizes (spec 10.5) ------------------------------------- */
+/* ---- io_optimized_vector_sizes ------------------------------------------------- */
 
 cubert_status_t cubert_io_optimized_vector_sizes_from_limits(uint64_t max_vector_size,
                                                              uint32_t load_width_bits,

@@ -1,9 +1,12 @@
 /* core/device/profile.c: the timestamp profiler, the per-kernel profiling summary
- * and the profiling text helpers (spec 7, 9.4, 11.3; see cubert/profile.h).
+ * and the profiling text helpers (cubert/profile.h; docs/cubecl-mapping.md,
+ * "Profiling").
  * Freestanding: memory only at create, time from the injected clock. */
 #include "base/internal.h"
 #include "base/fmt.h"
 #include "cubert/profile.h"
+
+#if CUBERT_CONFIG_PROFILING /* else profile_omitted.c (cubert/config.h) */
 
 /* ---- shared helpers ----------------------------------------------------------- */
 
@@ -22,7 +25,7 @@ static uint64_t u64_add_saturating(uint64_t a, uint64_t b) {
 
 /* ---- timestamp profiler ------------------------------------------------------- */
 
-/* One active token: Start(instant) or Error(e) (the seed's State). */
+/* One active token: Start(instant) or Error(e) (CubeCL's State). */
 typedef struct profiler_slot_t {
   uint64_t id;
   uint64_t start_ns;
@@ -126,7 +129,7 @@ cubert_status_t cubert_profiler_stop(cubert_profiler_t *profiler, cubert_profili
     if (out_error) *out_error = slot->error;
     if (status == CUBERT_STATUS_OK) status = CUBERT_STATUS_PROFILE_FAILED; /* never "ok" */
     if (out_error) out_error->status = status;
-    /* forget the token (the seed removes it before matching its state) */
+    /* forget the token (CubeCL removes it before matching its state) */
     profiler->active--;
     if (i != profiler->active) *slot = profiler->slots[profiler->active];
     return status;
@@ -704,3 +707,5 @@ size_t cubert_profile_summary_flush(cubert_profile_summary_t *summary, char *buf
   cubert_profile_summary_reset(summary);
   return n;
 }
+
+#endif /* CUBERT_CONFIG_PROFILING */

@@ -1,6 +1,6 @@
 /*
- * core/memory/layout.c: the memory layout policies (spec 5.2-5.4), stride
- * validation and copy plans (spec 5.6). Pure uint64_t arithmetic; every
+ * core/memory/layout.c: the memory layout policies, stride validation and
+ * copy plans (docs/cubecl-mapping.md, "Memory layout"). Pure uint64_t arithmetic; every
  * product and rounding is overflow-checked, every failure leaves the outputs
  * untouched.
  */
@@ -48,7 +48,7 @@ static uint64_t layout_next_pow2(uint64_t x) {
   return p;
 }
 
-/* ---- optimal_align (spec 5.2) ------------------------------------------------- */
+/* ---- optimal_align ------------------------------------------------------------ */
 
 cubert_status_t cubert_layout_optimal_align(uint64_t last_dim, uint64_t elem_size,
                                             uint64_t buffer_align, uint64_t *out_align,
@@ -131,7 +131,7 @@ static cubert_status_t layout_compute_one(const cubert_layout_policy_t *policy,
   return CUBERT_STATUS_OK;
 }
 
-/* ---- apply (spec 5.3, 5.4) ---------------------------------------------------- */
+/* ---- apply -------------------------------------------------------------------- */
 
 cubert_status_t cubert_layout_policy_apply(const cubert_layout_policy_t *policy,
                                            const cubert_layout_descriptor_t *descriptors,
@@ -175,7 +175,7 @@ cubert_status_t cubert_layout_policy_apply(const cubert_layout_policy_t *policy,
   return CUBERT_STATUS_OK;
 }
 
-/* ---- stride validation (spec 5.6) --------------------------------------------- */
+/* ---- stride validation -------------------------------------------------------- */
 
 /* stride[i] == shape[i+1] * stride[i+1] for every i < last (overflow: no). */
 static bool strides_chain_matches(const uint64_t *shape, const uint64_t *strides,
@@ -210,7 +210,7 @@ bool cubert_strides_is_pitched_row_major(uint32_t rank, const uint64_t *shape,
   return true;
 }
 
-/* ---- copy plan (spec 5.6) ----------------------------------------------------- */
+/* ---- copy plan ---------------------------------------------------------------- */
 
 cubert_status_t cubert_copy_plan(uint32_t rank, const uint64_t *shape, const uint64_t *strides,
                                  uint64_t elem_size, cubert_copy_plan_t *out_plan,

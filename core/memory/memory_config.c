@@ -1,5 +1,6 @@
 /*
- * core/memory/memory_config.c: memory configurations (spec 4.5, 9.7): the SubSlices
+ * core/memory/memory_config.c: memory configurations (docs/cubecl-mapping.md,
+ * "Memory configuration"): the SubSlices
  * preset ladder, the ExclusivePages buckets, and the resolution of explicit
  * layouts with every validation error.
  */
@@ -8,7 +9,7 @@
 #define MIB ((uint64_t)1 << 20)
 
 /* ---- natural log and exp without libm -------------------------------------
- * The ExclusivePages buckets are defined through ln/exp (spec 4.5); these
+ * The ExclusivePages buckets are defined through ln/exp; these
  * are accurate to about an ulp, which the bucket vectors check. */
 
 static const double k_ln2_hi = 6.93147180369123816490e-01;
@@ -265,7 +266,7 @@ cubert_status_t cubert_memory_pool_entry_resolve(const cubert_memory_pool_option
 
 /* A CUSTOM configuration's entries are taken as given (CubeCL builds its
  * pools from MemoryPoolOptions without the explicit-layout checks: a cap
- * smaller than the page shrinks the page, spec 4.4.1); only what would make
+ * smaller than the page shrinks the page); only what would make
  * a pool meaningless is rejected. */
 static cubert_status_t custom_entry_check(const cubert_memory_pool_options_t *entry,
                                           cubert_error_t *out_error) {

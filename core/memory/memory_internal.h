@@ -4,7 +4,8 @@
  *
  * Files: memory_config.c (presets, resolution), memory_sliced.c,
  * memory_exclusive.c, memory_persistent.c, memory_direct.c (one pool kind
- * each), memory_manager.c (routing, lookups, cleanup, layouts),
+ * each; the last three over memory_slots.c, what they share),
+ * memory_manager.c (routing, lookups, cleanup, layouts),
  * memory_report.c (usage, reports, formatting).
  */
 #ifndef CUBERT_CORE_MEMORY_INTERNAL_H
@@ -74,7 +75,7 @@ cubert_status_t cubert_memory_not_found(cubert_error_t *out_error, const char *p
 /* Decimal digits of v into buf (at least 21 bytes); returns the length. */
 size_t cubert_memory_format_u64(uint64_t v, char *buf);
 
-/* ---- sliced pool (memory_sliced.c, spec 4.4.1) --------------------------- */
+/* ---- sliced pool (memory_sliced.c) --------------------------------------- */
 
 #define CUBERT_SLICED_BINS 252u
 #define CUBERT_SLICE_VACANT 0u
@@ -158,7 +159,7 @@ void cubert_sliced_pool_poll_all(cubert_sliced_pool_t *pool);
 void cubert_sliced_pool_report(cubert_sliced_pool_t *pool, cubert_memory_pool_report_t *out);
 /* Free the bookkeeping when the pool holds no page. */
 void cubert_sliced_pool_trim(cubert_sliced_pool_t *pool);
-/* Test hooks (spec 11.6 page vectors): merge each page's runs of free
+/* Test hooks: merge each page's runs of free
  * slices; list a page's slices in address order. */
 void cubert_sliced_pool_coalesce(cubert_sliced_pool_t *pool);
 typedef struct cubert_sliced_block_t {
@@ -169,29 +170,86 @@ typedef struct cubert_sliced_block_t {
 uint32_t cubert_sliced_pool_page_blocks(cubert_sliced_pool_t *pool, uint32_t page,
                                         cubert_sliced_block_t *out, uint32_t capacity);
 
-/* ---- exclusive pool (memory_exclusive.c, spec 4.4.2) --------------------- */
+/* ---- whole-allocation slots (memory_slots.c) ------------------------------ */
 
-typedef struct cubert_exclusive_page_t {
-  cubert_storage_handle_t storage; /* id, 0, alloc_size */
-  uint64_t size, padding, cursor;
-  cubert_memory_id_t owner; /* null when free */
-  uint32_t free_count;
+/* The exclusive, persistent and direct pools hold one storage allocation per
+ * slot and one reservation per allocation: the exclusive pool's page, the
+ * persistent and direct pools' exact-size slice. */
+typedef struct cubert_memory_slot_t {
+  cubert_storage_handle_t storage; /* id, 0, bytes allocated */
+  uint64_t size, padding, cursor;  /* used: the reservation; free: 0 */
+  cubert_memory_id_t owner;        /* used: the owner; free: null */
+  uint32_t aux; /* exclusive: free_count; persistent: next slot of the same size */
   uint8_t state; /* CUBERT_SLICE_* */
-} cubert_exclusive_page_t;
+} cubert_memory_slot_t;
+
+typedef struct cubert_memory_slots_t {
+  cubert_memory_env_t *env;
+  cubert_memory_slot_t *items;
+  uint32_t cap, count;    /* slots, vacant ones included */
+  uint32_t max_count;     /* more slots: POOL_CAPACITY_EXCEEDED */
+  uint32_t live, peak;    /* allocations held */
+  uint64_t bytes_reserved;
+  uint64_t largest_alloc;
+  uint8_t position; /* the pool's position in locations */
+  bool by_page;     /* location: page = slot (exclusive) or slice = slot */
+} cubert_memory_slots_t;
+
+void cubert_memory_slots_initialize(cubert_memory_slots_t *slots, cubert_memory_env_t *env,
+                                    uint8_t position, bool by_page, uint32_t max_count);
+/* Release every allocation (dropping every owner) and the slot array. */
+void cubert_memory_slots_deinitialize(cubert_memory_slots_t *slots);
+/* A used slot whose owner is released becomes free. */
+void cubert_memory_slot_set_free(cubert_memory_env_t *env, cubert_memory_slot_t *x);
+/* Is the slot free? (Inline: the pools' scans call it for every slot.) */
+static inline bool cubert_memory_slot_is_free(cubert_memory_env_t *env, cubert_memory_slot_t *x) {
+  if (x->state == CUBERT_SLICE_FREE) return true;
+  if (x->state != CUBERT_SLICE_USED || !cubert_memory_owner_is_free(env, x->owner)) return false;
+  cubert_memory_slot_set_free(env, x);
+  return true;
+}
+/* Reuse the free slot s for `owner` (size, padding). INVALID_HANDLE. */
+cubert_status_t cubert_memory_slots_occupy(cubert_memory_slots_t *slots, uint32_t s, uint64_t size,
+                                           uint64_t padding, cubert_memory_id_t owner,
+                                           cubert_error_t *out_error);
+/* The first vacant slot; count when there is none. */
+uint32_t cubert_memory_slots_vacant(const cubert_memory_slots_t *slots);
+/* Room for one slot past count. POOL_CAPACITY_EXCEEDED (max_count),
+ * RESOURCE_EXHAUSTED, OVERFLOW; nothing changes on failure. */
+cubert_status_t cubert_memory_slots_room(cubert_memory_slots_t *slots);
+/* A new storage allocation of `bytes` in slot s (vacant, or count with room
+ * made), used by `owner`. Storage errors, INVALID_HANDLE; nothing changes on
+ * failure. */
+cubert_status_t cubert_memory_slots_allocate(cubert_memory_slots_t *slots, uint32_t s,
+                                             uint64_t bytes, uint64_t size, uint64_t padding,
+                                             cubert_memory_id_t owner, cubert_error_t *out_error);
+/* The slice view of a location (NOT_FOUND with CubeCL's texts). */
+cubert_status_t cubert_memory_slots_find(cubert_memory_slots_t *slots,
+                                         cubert_memory_location_t loc, cubert_memory_id_t id,
+                                         cubert_memory_slice_view_t *out,
+                                         cubert_error_t *out_error);
+/* Deallocate slot s's storage; the slot becomes vacant. */
+void cubert_memory_slots_release(cubert_memory_slots_t *slots, uint32_t s);
+/* Forget the vacant slots at the end. */
+void cubert_memory_slots_trim_tail(cubert_memory_slots_t *slots);
+/* Release every free slot, then trim the tail; returns how many. */
+uint32_t cubert_memory_slots_release_free(cubert_memory_slots_t *slots);
+/* Usage, pages, peak, largest free/alloc; max_pool_size and reclaim_at NONE. */
+void cubert_memory_slots_report(cubert_memory_slots_t *slots, cubert_memory_pool_kind_t kind,
+                                cubert_memory_pool_report_t *out);
+/* Free the slot array when no allocation is held. */
+void cubert_memory_slots_trim(cubert_memory_slots_t *slots);
+
+/* ---- exclusive pool (memory_exclusive.c) --------------------------------- */
 
 typedef struct cubert_exclusive_pool_t {
-  cubert_memory_env_t *env;
-  uint8_t position;
+  cubert_memory_slots_t pages; /* one reservation per page; aux: free_count */
   uint64_t alignment;
   uint64_t max_alloc_size;
   uint64_t dealloc_period; /* CUBERT_MEMORY_NONE: never periodic */
   uint64_t avg_int;        /* running average, integer part */
   uint32_t avg_frac;       /* fraction, units of 2^-32 */
   uint64_t last_check;
-  cubert_exclusive_page_t *pages;
-  uint32_t page_cap, page_count; /* slots, vacant ones included */
-  uint32_t pages_live, pages_peak;
-  uint64_t largest_alloc;
 } cubert_exclusive_pool_t;
 
 cubert_status_t cubert_exclusive_pool_initialize(cubert_exclusive_pool_t *pool,
@@ -218,30 +276,18 @@ uint64_t cubert_exclusive_pool_average(const cubert_exclusive_pool_t *pool);
 
 /* ---- exact-size slices: persistent and direct pools ---------------------- */
 
-typedef struct cubert_exact_slice_t {
-  cubert_storage_handle_t storage; /* id, 0, effective size */
-  uint64_t size, padding, cursor;
-  cubert_memory_id_t owner;
-  uint32_t bucket_next; /* persistent: next slice of the same size */
-  uint8_t state;
-} cubert_exact_slice_t;
-
 typedef struct cubert_persistent_bucket_t {
   uint64_t key; /* effective size; 0 with head NIL = empty cell */
   uint32_t head, tail;
 } cubert_persistent_bucket_t;
 
-/* memory_persistent.c, spec 4.4.3 */
+/* memory_persistent.c */
 typedef struct cubert_persistent_pool_t {
-  cubert_memory_env_t *env;
+  cubert_memory_slots_t slices; /* aux: next slice of the same size */
   uint64_t alignment;
   uint64_t max_alloc_size; /* device max_page_size (reported only) */
-  cubert_exact_slice_t *slices;
-  uint32_t slice_cap, slice_count;
-  uint32_t live, peak;
   cubert_persistent_bucket_t *buckets; /* open addressing, power-of-two size */
   uint32_t bucket_cap, bucket_used;
-  uint64_t largest_alloc;
 } cubert_persistent_pool_t;
 
 void cubert_persistent_pool_initialize(cubert_persistent_pool_t *pool, cubert_memory_env_t *env,
@@ -262,17 +308,11 @@ void cubert_persistent_pool_report(cubert_persistent_pool_t *pool,
                                    cubert_memory_pool_report_t *out);
 void cubert_persistent_pool_trim(cubert_persistent_pool_t *pool);
 
-/* memory_direct.c, spec 4.4.4 */
+/* memory_direct.c */
 typedef struct cubert_direct_pool_t {
-  cubert_memory_env_t *env;
-  uint8_t position;
+  cubert_memory_slots_t slices;
   uint64_t alignment;
   uint64_t reclaim_at; /* CUBERT_MEMORY_NONE: no ceiling */
-  cubert_exact_slice_t *slices;
-  uint32_t slice_cap, slice_count;
-  uint32_t live, peak;
-  uint64_t bytes_reserved;
-  uint64_t largest_alloc;
 } cubert_direct_pool_t;
 
 void cubert_direct_pool_initialize(cubert_direct_pool_t *pool, cubert_memory_env_t *env,
@@ -293,7 +333,7 @@ void cubert_direct_pool_trim(cubert_direct_pool_t *pool);
 
 /* ---- configuration helpers (memory_config.c) ----------------------------- */
 
-/* Validate and normalize one explicit-layout entry (spec 4.5). */
+/* Validate and normalize one explicit-layout entry. */
 cubert_status_t cubert_memory_pool_entry_resolve(const cubert_memory_pool_options_t *entry,
                                                  uint64_t alignment, bool exclusive_memory_only,
                                                  cubert_memory_pool_options_t *out,

@@ -1,9 +1,10 @@
 /*
  * core/memory/memory_manager.c: the memory manager of one stream slot (CubeCL's
- * MemoryManagement, spec 4.3, 4.6, 4.7, 4.9): reservation routing through
+ * MemoryManagement; docs/cubecl-mapping.md, "Memory manager"): reservation routing through
  * the persistent pool and the dynamic pools, bind, lookups with the identity
  * check, cleanup, allocation modes, pool layouts, usage and reports; plus
- * cubert's additions for what CubeCL users report (spec 13): reclaim and
+ * cubert's additions for what CubeCL users report (docs/cubecl-mapping.md,
+ * "Issues CubeCL users report"): reclaim and
  * retry on a device OOM, an OOM error carrying the pool report, and the
  * release of a dead stream slot's pools. Single-threaded (the server thread
  * that owns the slot).
@@ -352,7 +353,7 @@ cubert_status_t cubert_memory_manager_report(cubert_memory_manager_t *mm,
   return capacity < mm->pool_count ? CUBERT_STATUS_OUT_OF_RANGE : CUBERT_STATUS_OK;
 }
 
-/* The OOM record carries the report (cubert's addition, spec 13): enough to
+/* The OOM record carries the report (cubert's addition): enough to
  * tell a leak (in use ~ reserved) from fragmentation (largest free block
  * small next to reserved - in use). */
 static void attach_report(cubert_memory_manager_t *mm, uint64_t size, cubert_error_t *err) {

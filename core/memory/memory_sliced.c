@@ -1,6 +1,6 @@
 /*
- * core/memory/memory_sliced.c: the sliced pool (CubeCL's SlicedPool + MemoryPage,
- * spec 4.4.1): pages of one size, each an address-ordered list of slices;
+ * core/memory/memory_sliced.c: the sliced pool (CubeCL's SlicedPool + MemoryPage;
+ * docs/cubecl-mapping.md, "Sliced pool"): pages of one size, each an address-ordered list of slices;
  * first fit with a split, coalescing of neighbouring free slices, an
  * optional capacity cap, and the accept rule with its near-page-size case.
  *

@@ -1,5 +1,5 @@
 /*
- * cubert/comm.h: value types of collective communication (spec 2.1):
+ * cubert/comm.h: value types of collective communication:
  * CommunicationId (one id per unordered set of devices, naming the
  * communicator those devices share) and ReduceOperation.
  * Pure, thread-safe, non-blocking, no allocation.
@@ -47,7 +47,7 @@ CUBERT_API bool cubert_reduce_operation_is_valid(cubert_reduce_operation_t op);
 
 
 /* Element type of a collective (CubeCL's ElemType as far as collectives
- * accept it, spec 8). Values are stable ABI. send/recv move bytes of any of
+ * accept it). Values are stable ABI. send/recv move bytes of any of
  * these; all_reduce computes on F32, F64, I8, I32, I64, U8, U32, U64 and
  * returns UNSUPPORTED for the 16- and 8-bit float types. */
 typedef enum cubert_comm_dtype_e {

@@ -1,7 +1,8 @@
 /*
- * cubert/cube.h: cube counts and cube dims (spec 10; CubeCL's CubeCount,
+ * cubert/cube.h: cube counts and cube dims (CubeCL's CubeCount,
  * CubeCountSelection, cube_count_spread, CubeDim, io_optimized_vector_sizes).
  *
+ * docs/cubecl-mapping.md, "Cube counts and dims", has the rules.
  * A cube is a CUDA block / workgroup, a unit is a thread, a plane is a warp.
  * Everything here is plain value arithmetic: pure, thread-safe, non-blocking,
  * no allocation.
@@ -20,7 +21,7 @@
 
 CUBERT_EXTERN_C_BEGIN
 
-/* ---- CubeCount (spec 10.1) ------------------------------------------------ */
+/* ---- CubeCount ------------------------------------------------------------ */
 
 typedef enum cubert_cube_count_kind_e {
   CUBERT_CUBE_COUNT_STATIC = 0, /* a known (x, y, z) grid */
@@ -73,7 +74,7 @@ CUBERT_API cubert_status_t cubert_cube_count_format(const cubert_cube_count_t *c
                                                     char *buffer, size_t buffer_size,
                                                     size_t *out_length);
 
-/* ---- cube_count_spread (spec 10.2) ---------------------------------------- */
+/* ---- cube_count_spread ---------------------------------------------------- */
 
 /* Spread `num_cubes` over the axes so x and y fit `max`:
  * start with [num_cubes, 1, 1]; for axis x then axis y: if the axis count is
@@ -97,7 +98,7 @@ CUBERT_API cubert_status_t cubert_cube_count_format(const cubert_cube_count_t *c
 CUBERT_API cubert_status_t cubert_cube_count_spread(cubert_dim3_t max_cube_count, uint32_t num_cubes,
                                                     cubert_dim3_t *out_counts);
 
-/* ---- CubeCountSelection (spec 10.3) --------------------------------------- */
+/* ---- CubeCountSelection --------------------------------------------------- */
 
 /* CubeCL's Exact(count) / Approx(count, actual). `count` is always STATIC.
  * actual = x * y * z of the spread (u64: CubeCL's u32 product may overflow,
@@ -136,7 +137,7 @@ CUBERT_API cubert_status_t cubert_calculate_cube_count_elemwise(cubert_dim3_t ma
                                                                 cubert_dim3_t cube_dim,
                                                                 cubert_cube_count_t *out_count);
 
-/* ---- CubeDim (spec 10.4) -------------------------------------------------- */
+/* ---- CubeDim -------------------------------------------------------------- */
 
 /* Units of one cube along x, y, z. */
 typedef cubert_dim3_t cubert_cube_dim_t;
@@ -169,7 +170,7 @@ CUBERT_API bool cubert_cube_dim_can_contain(cubert_cube_dim_t dim, cubert_cube_d
 CUBERT_API cubert_status_t cubert_cube_dim_new(const cubert_hardware_properties_t *hardware,
                                                uint64_t working_units, cubert_cube_dim_t *out_dim);
 
-/* ---- io_optimized_vector_sizes (spec 10.5) -------------------------------- */
+/* ---- io_optimized_vector_sizes -------------------------------------------- */
 
 /* Array size that always holds the result (max <= 2^29, so at most 30 sizes). */
 #define CUBERT_IO_VECTOR_SIZES_MAX 32

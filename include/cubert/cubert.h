@@ -23,6 +23,7 @@
 #define CUBERT_CUBERT_H
 
 #include "cubert/base.h"
+#include "cubert/config.h"
 #include "cubert/status.h"
 #include "cubert/allocator.h"
 #include "cubert/error.h"

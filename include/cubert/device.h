@@ -7,7 +7,7 @@
  *    task on the calling thread. Blocking by construction.
  *  - runner thread (hosted layer, cubert/host.h): one thread per device runs
  *    tasks from a bounded queue; submit copies the task and returns at once.
- * Ordering guarantees (spec 3.2), for both: tasks from one thread run in the
+ * Ordering guarantees, for both: tasks from one thread run in the
  * order they were submitted; a blocking call observes every earlier
  * submission from the same thread; a call made from inside a task on the
  * device (the runner thread, or the lock owner) runs inline. No allocation

@@ -2,8 +2,8 @@
  * cubert/error.h: the error record, carrying CubeCL's full error taxonomy.
  *
  * A status code says what class of failure happened; the record says exactly
- * which one, with the seed's numeric fields and reason text. Records are
- * fixed-size, caller- or object-owned, and never allocate. Where the seed
+ * which one, with CubeCL's numeric fields and reason text. Records are
+ * fixed-size, caller- or object-owned, and never allocate. Where CubeCL
  * nests errors (ServerError::Launch(LaunchError::IoError(IoError::...))) the
  * record keeps the chain of kinds, outermost first, and the fields of the
  * innermost one.
@@ -30,13 +30,14 @@
  *   OUT_OF_RANGE                   index, bound (printed when either is non-zero)
  *   HOST_OUT_OF_MEMORY             size (printed when non-zero)
  *   DEADLINE_EXCEEDED              timeout in nanoseconds
+ *   COMPILED_OUT                   none; the feature and its CUBERT_CONFIG_ switch in reason
  *   SERVER_UNHEALTHY               see "Aggregates" below
- * Kinds whose seed variant carries a `reason`/`message`/`description` string
+ * Kinds whose CubeCL variant carries a `reason`/`message`/`description` string
  * (or a string field such as ZeroSize's `field`, PresetUnavailable's `preset`,
  * a StrideError's record) keep it in `reason` (truncated, always
  * NUL-terminated). backend_code (CUresult, errno, ...) is 0 when there is none.
  *
- * Aggregates (ServerError::ServerUnhealthy, spec 6.6): cubert_error_aggregate
+ * Aggregates (ServerError::ServerUnhealthy): cubert_error_aggregate
  * collects the errors drained from a stream's queue into one record whose
  * chain starts with SERVER_UNHEALTHY followed by the FIRST aggregated error's
  * chain, so cubert_error_kind / cubert_error_has_kind still see the first
@@ -60,34 +61,34 @@
 
 CUBERT_EXTERN_C_BEGIN
 
-/* X(name, status, seed name). `status` is the code a function returns when it
+/* X(name, status, CubeCL name). `status` is the code a function returns when it
  * fails with this kind at the innermost position. */
 #define CUBERT_ERROR_KIND_LIST(X)                                                      \
   X(NONE, OK, "None")                                                                  \
-  /* ServerError (spec 9.1) */                                                         \
+  /* ServerError */                                                                    \
   X(SERVER_VALIDATION, INVALID_ARGUMENT, "ServerError::Validation")                    \
   X(SERVER_GENERIC, INTERNAL, "ServerError::Generic")                                  \
   X(SERVER_LAUNCH, LAUNCH_FAILED, "ServerError::Launch")                               \
   X(SERVER_PROFILE, PROFILE_FAILED, "ServerError::Profile")                            \
   X(SERVER_IO, IO_FAILED, "ServerError::Io")                                           \
   X(SERVER_UNHEALTHY, SERVER_UNHEALTHY, "ServerError::ServerUnhealthy")                \
-  /* LaunchError (9.2) */                                                              \
+  /* LaunchError */                                                                    \
   X(LAUNCH_COMPILATION, COMPILATION_FAILED, "LaunchError::CompilationError")           \
   X(LAUNCH_OUT_OF_MEMORY, OUT_OF_MEMORY, "LaunchError::OutOfMemory")                   \
   X(LAUNCH_TOO_MANY_RESOURCES, LIMIT_EXCEEDED, "LaunchError::TooManyResources")        \
   X(LAUNCH_UNKNOWN, LAUNCH_FAILED, "LaunchError::Unknown")                             \
   X(LAUNCH_IO, IO_FAILED, "LaunchError::IoError")                                      \
-  /* ResourceLimitError (9.3) */                                                       \
+  /* ResourceLimitError */                                                             \
   X(RESOURCE_SHARED_MEMORY, LIMIT_EXCEEDED, "ResourceLimitError::SharedMemory")        \
   X(RESOURCE_UNITS, LIMIT_EXCEEDED, "ResourceLimitError::Units")                       \
   X(RESOURCE_CUBE_DIM, LIMIT_EXCEEDED, "ResourceLimitError::CubeDim")                  \
   X(RESOURCE_MAX_UNIT_PER_CUBE, LIMIT_EXCEEDED, "ResourceLimitError::MaxUnitPerCube")  \
-  /* ProfileError (9.4) */                                                             \
+  /* ProfileError */                                                                   \
   X(PROFILE_UNKNOWN, PROFILE_FAILED, "ProfileError::Unknown")                          \
   X(PROFILE_NOT_REGISTERED, PROFILE_FAILED, "ProfileError::NotRegistered")             \
   X(PROFILE_LAUNCH, LAUNCH_FAILED, "ProfileError::Launch")                             \
   X(PROFILE_SERVER, PROFILE_FAILED, "ProfileError::Server")                            \
-  /* IoError (9.5) */                                                                  \
+  /* IoError */                                                                        \
   X(IO_BUFFER_TOO_BIG, BUFFER_TOO_BIG, "IoError::BufferTooBig")                        \
   X(IO_OUT_OF_MEMORY, OUT_OF_MEMORY, "IoError::OutOfMemory")                           \
   X(IO_POOL_CAPACITY_EXCEEDED, POOL_CAPACITY_EXCEEDED, "IoError::PoolCapacityExceeded") \
@@ -99,12 +100,12 @@ CUBERT_EXTERN_C_BEGIN
   X(IO_UNKNOWN, IO_FAILED, "IoError::Unknown")                                         \
   X(IO_UNSUPPORTED_IO_OPERATION, UNSUPPORTED, "IoError::UnsupportedIoOperation")       \
   X(IO_EXECUTION, IO_FAILED, "IoError::Execution")                                     \
-  /* CompilationError (9.6) */                                                         \
+  /* CompilationError */                                                               \
   X(COMPILATION_UNSUPPORTED_INSTRUCTION, COMPILATION_FAILED,                           \
     "CompilationError::UnsupportedInstruction")                                        \
   X(COMPILATION_GENERIC, COMPILATION_FAILED, "CompilationError::Generic")              \
   X(COMPILATION_VALIDATION, COMPILATION_FAILED, "CompilationError::Validation")        \
-  /* PoolConfigError (9.7) */                                                          \
+  /* PoolConfigError */                                                                \
   X(CONFIG_EMPTY_POOL_LIST, CONFIG_INVALID, "PoolConfigError::EmptyPoolList")          \
   X(CONFIG_ZERO_SIZE, CONFIG_INVALID, "PoolConfigError::ZeroSize")                     \
   X(CONFIG_SLICE_LARGER_THAN_PAGE, CONFIG_INVALID, "PoolConfigError::SliceLargerThanPage") \
@@ -113,17 +114,17 @@ CUBERT_EXTERN_C_BEGIN
   X(CONFIG_TOO_MANY_POOLS, CONFIG_INVALID, "PoolConfigError::TooManyPools")            \
   X(CONFIG_PRESET_UNAVAILABLE, CONFIG_INVALID, "PoolConfigError::PresetUnavailable")   \
   X(CONFIG_SLICED_POOLS_UNAVAILABLE, CONFIG_INVALID, "PoolConfigError::SlicedPoolsUnavailable") \
-  /* InstallMemoryPoolsError (9.7) */                                                  \
+  /* InstallMemoryPoolsError */                                                        \
   X(INSTALL_POOLS_IN_USE, FAILED_PRECONDITION, "InstallMemoryPoolsError::PoolsInUse")  \
   X(INSTALL_STREAM_UNAVAILABLE, UNAVAILABLE, "InstallMemoryPoolsError::StreamUnavailable") \
   X(INSTALL_UNSUPPORTED, UNSUPPORTED, "InstallMemoryPoolsError::Unsupported")          \
-  /* Infrastructure (9.8) */                                                           \
+  /* Infrastructure */                                                                 \
   X(CALL_ERROR, INTERNAL, "CallError")                                                 \
   X(SERVICE_CREATION, FAILED_PRECONDITION, "ServiceCreationError")                     \
   X(STRIDE_MALFORMED_RANKS, INVALID_ARGUMENT, "StrideError::MalformedRanks")           \
   X(STRIDE_UNSUPPORTED_RANK, INVALID_ARGUMENT, "StrideError::UnsupportedRank")         \
   X(STRIDE_INVALID, INVALID_ARGUMENT, "StrideError::Invalid")                          \
-  /* cubert argument/handle errors (no seed equivalent: CubeCL panics) */              \
+  /* cubert argument/handle errors (CubeCL panics instead) */                          \
   X(INVALID_ARGUMENT, INVALID_ARGUMENT, "InvalidArgument")                             \
   X(OUT_OF_RANGE, OUT_OF_RANGE, "OutOfRange")                                          \
   X(OVERFLOW, OVERFLOW, "Overflow")                                                    \
@@ -131,7 +132,8 @@ CUBERT_EXTERN_C_BEGIN
   X(HOST_OUT_OF_MEMORY, RESOURCE_EXHAUSTED, "HostOutOfMemory")                         \
   X(DEVICE_MISMATCH, DEVICE_MISMATCH, "DeviceMismatch")                                \
   X(DEADLINE_EXCEEDED, DEADLINE_EXCEEDED, "DeadlineExceeded")                          \
-  X(DEVICE_LOST, UNAVAILABLE, "DeviceLost")
+  X(DEVICE_LOST, UNAVAILABLE, "DeviceLost")                                            \
+  X(COMPILED_OUT, UNSUPPORTED, "CompiledOut") /* a feature left out (cubert/config.h) */
 
 typedef enum cubert_error_kind_e {
 #define CUBERT_ERROR_KIND_ENUM_(name, status, seed) CUBERT_ERROR_##name,
@@ -178,23 +180,25 @@ CUBERT_API cubert_error_kind_t cubert_error_kind(const cubert_error_t *error);
 /* True if `kind` is anywhere in the chain. */
 CUBERT_API bool cubert_error_has_kind(const cubert_error_t *error, cubert_error_kind_t kind);
 
-/* The seed's variant name ("IoError::OutOfMemory"); "Unknown" when out of range. */
+/* CubeCL's variant name ("IoError::OutOfMemory"); "Unknown" when out of
+ * range. Without CUBERT_CONFIG_ERROR_TEXT (cubert/config.h):
+ * "(error text compiled out)". */
 CUBERT_API const char *cubert_error_kind_name(cubert_error_kind_t kind);
 
 /* The status code a kind maps to. */
 CUBERT_API cubert_status_t cubert_error_kind_status(cubert_error_kind_t kind);
 
-/* Write the error's message, in the seed's Display form, into buf[0..size).
+/* Write the error's message, in CubeCL's Display form, into buf[0..size).
  * The chain is printed outermost first, each wrapping kind followed by the
- * message of the kind it wraps, as the seed's `#[error("...{0}")]` strings
+ * message of the kind it wraps, as CubeCL's `#[error("...{0}")]` strings
  * nest: ServerError::Launch(LaunchError::TooManyResources(
  * ResourceLimitError::Units { requested: 2048, max: 1024 })) prints
  *   "A launch error happened during profiling\nCaused by:\n  Too many resources
  *    were requested during launch\nTotal unit count exceeds maximum.\nRequested
  *    2048 units, max units is 1024."
- * Differences from the seed, all deliberate: no "Backtrace" part (cubert
+ * Differences from CubeCL, all deliberate: no "Backtrace" part (cubert
  * captures none); an empty reason prints "No reason provided for the error"
- * (the seed's Reason default); a non-zero backend_code appends
+ * (CubeCL's Reason default); a non-zero backend_code appends
  * "\nBackend code: N"; SERVER_UNHEALTHY prints the joined messages of the
  * aggregate; a kind of cubert's own prints a short message with its fields.
  * A NULL or empty record prints "No error". The record is only read, and
@@ -203,10 +207,14 @@ CUBERT_API cubert_status_t cubert_error_kind_status(cubert_error_kind_t kind);
  * Always NUL-terminates when size > 0; truncates safely; never allocates, no
  * libc. Returns the length the full message would have (snprintf-like), so a
  * return >= size means it was truncated. buf may be NULL when size is 0.
+ * Without CUBERT_CONFIG_ERROR_TEXT (cubert/config.h) the record is written in
+ * numbers: "error 3 > 20 (status 7) fields 1024 0 0 0: reason backend N
+ * [text compiled out]" (kinds outermost first, the reason and backend code
+ * only when present); aggregates join such lines.
  * Thread-safe (reads only), non-blocking. */
 CUBERT_API size_t cubert_error_format(const cubert_error_t *error, char *buf, size_t size);
 
-/* ---- aggregation (ServerError::ServerUnhealthy, spec 6.6) ------------------ */
+/* ---- aggregation (ServerError::ServerUnhealthy) ---------------------------- */
 
 /* Add `next` to the aggregate (layout: see "Aggregates" at the top).
  * - `aggregate` empty (depth 0): it becomes SERVER_UNHEALTHY holding a copy
@@ -263,7 +271,7 @@ CUBERT_API cubert_status_t cubert_error_set_pool_capacity(cubert_error_t *error,
                                                           uint64_t capacity, uint64_t in_use);
 
 /* IoError::NotFound { reason } -> NOT_FOUND. A NULL or empty reason prints
- * the seed's "No reason provided for the error". */
+ * CubeCL's "No reason provided for the error". */
 CUBERT_API cubert_status_t cubert_error_set_not_found(cubert_error_t *error, const char *reason);
 
 /* Any kind with a backend code: cubert_error_set(kind, no fields, reason) plus
@@ -273,7 +281,7 @@ CUBERT_API cubert_status_t cubert_error_set_backend(cubert_error_t *error,
                                                     cubert_error_kind_t kind,
                                                     int64_t backend_code, const char *reason);
 
-/* CallError (spec 3.5): what the device runner handed back. */
+/* CallError: what the device runner handed back. */
 typedef enum cubert_call_error_payload_e {
   CUBERT_CALL_ERROR_DISCONNECTED = 0, /* runner gone before producing a result */
   CUBERT_CALL_ERROR_PANIC_MESSAGE = 1, /* task failed with a message (reason) */
@@ -281,7 +289,7 @@ typedef enum cubert_call_error_payload_e {
 } cubert_call_error_payload_t;
 
 /* CallError -> INTERNAL. `message` is used with PANIC_MESSAGE (NULL prints
- * the seed's "No reason provided for the error"); ignored otherwise. */
+ * CubeCL's "No reason provided for the error"); ignored otherwise. */
 CUBERT_API cubert_status_t cubert_error_set_call(cubert_error_t *error,
                                                  cubert_call_error_payload_t payload,
                                                  const char *message);

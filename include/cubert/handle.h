@@ -1,6 +1,6 @@
 /*
  * cubert/handle.h: managed memory handles, bindings and their reference counts
- * (CubeCL's Handle / Binding / managed memory descriptor; spec 4.1).
+ * (CubeCL's Handle / Binding / managed memory descriptor).
  *
  * A handle table (one per device) holds one slot per managed memory id. A
  * memory id is {index, generation}: using an id whose generation no longer
@@ -8,7 +8,7 @@
  * CUBERT_STATUS_INVALID_HANDLE deterministically and never touches the slot's
  * new occupant.
  *
- * Two counts per slot, as in CubeCL (spec 4.1):
+ * Two counts per slot, as in CubeCL:
  *  - the descriptor count: user handles + user bindings. It decides "free":
  *    a slot is free (its pool slice may be reused) when this count is 0.
  *  - the handle count: user handles only. It decides "can mutate in place":
@@ -58,7 +58,7 @@ typedef struct cubert_memory_id_t {
   uint32_t generation; /* odd while the id is alive */
 } cubert_memory_id_t;
 
-/* Where a pool put the memory of an id (spec 4.1 MemoryLocation).
+/* Where a pool put the memory of an id (CubeCL's MemoryLocation).
  * init == 0: not bound to any pool yet. */
 typedef struct cubert_memory_location_t {
   uint8_t pool;   /* 0..253 dynamic pools, 255 = persistent pool */
@@ -191,7 +191,7 @@ CUBERT_API cubert_status_t cubert_memory_id_set_location_owned(cubert_handle_tab
                                                                cubert_memory_id_t id,
                                                                cubert_memory_location_t location);
 
-/* ---- user-facing handles and bindings (spec 4.1, 5.3) ---------------------
+/* ---- user-facing handles and bindings -------------------------------------
  *
  * A handle is a value: a reference to (part of) one base allocation, plus the
  * device and stream it was created on and the stream cursor at creation.

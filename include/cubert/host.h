@@ -16,7 +16,7 @@ CUBERT_EXTERN_C_BEGIN
  * copies). Thread-safe, may block briefly inside libc. */
 CUBERT_API cubert_allocator_t cubert_allocator_libc(void);
 
-/* ---- stream identity (spec 3.4; CubeCL's StreamId::current) ------------
+/* ---- stream identity (CubeCL's StreamId::current) ----------------------
  *
  * cubert_stream_id_current() resolves, in this order:
  *  1. the innermost override installed on the calling thread by
@@ -73,7 +73,7 @@ CUBERT_API cubert_status_t cubert_stream_id_executes(cubert_stream_id_t id, void
 CUBERT_API cubert_status_t cubert_stream_id_set_policy(cubert_stream_policy_t policy);
 CUBERT_API cubert_stream_policy_t cubert_stream_id_policy(void);
 
-/* ---- runner-thread device handle (spec 3.2; CubeCL's channel handle) -----
+/* ---- runner-thread device handle (CubeCL's channel handle) ---------------
  *
  * A cubert_device_handle_t (cubert/device.h) whose tasks run on one
  * dedicated thread per handle, from a bounded queue of fixed-size records:

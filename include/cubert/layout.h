@@ -1,16 +1,17 @@
 /*
- * cubert/layout.h: the memory layout policy (spec 5; CubeCL's
+ * cubert/layout.h: the memory layout policy (docs/cubecl-mapping.md, "Memory
+ * layout"; CubeCL's
  * MemoryLayoutPolicy, MemoryLayoutStrategy, MemoryLayoutDescriptor,
  * MemoryLayout, optimal_align, has_contiguous_row_major_strides,
  * has_pitched_row_major_strides) and the copy plan a server derives from a
- * CopyDescriptor's shape and strides (spec 5.6).
+ * CopyDescriptor's shape and strides.
  *
  * A policy turns a list of tensor descriptors into ONE shared allocation of
  * `total` bytes plus, per descriptor, its strides (in elements), its size in
  * bytes and its place in the allocation as (offset_start, offset_end): the
  * sub-handle of descriptor i is the base handle with offset_start bytes
- * skipped at the front and offset_end bytes trimmed at the end (spec 2.1
- * Handle, 5.3 offset_handles). This header only computes the numbers; the
+ * skipped at the front and offset_end bytes trimmed at the end (CubeCL's
+ * Handle and offset_handles). This header only computes the numbers; the
  * client creates the base handle and the sub-handles from them.
  *
  * Everything here is pure value arithmetic in uint64_t (independent of the
@@ -20,7 +21,7 @@
  * Where CubeCL panics or leaves a case undefined, cubert defines it:
  *  - rank 0 (a scalar) is one element: size = elem_size, no strides, under
  *    both policies (CubeCL's contiguous stride helper underflows on rank 0;
- *    its pitched policy already gives the spec 5.5 vector `O, [], 4` -> 4).
+ *    its pitched policy already gives `O, [], 4` -> 4).
  *  - a zero-sized dimension is a valid empty tensor: size 0 (it takes no
  *    bytes of the shared allocation), strides still computed by the same
  *    formulas (so they may contain 0; nothing is divided by a dimension).
@@ -45,7 +46,7 @@ typedef enum cubert_layout_strategy_e {
   CUBERT_LAYOUT_OPTIMIZED = 1   /* the runtime's choice (pitched rows on CUDA/HIP) */
 } cubert_layout_strategy_t;
 
-/* Which MemoryLayoutPolicy a backend uses (spec 5.1). */
+/* Which MemoryLayoutPolicy a backend uses. */
 typedef enum cubert_layout_policy_kind_e {
   CUBERT_LAYOUT_POLICY_CONTIGUOUS = 0, /* CPU (8), wgpu/Metal (device alignment), dummy (4) */
   CUBERT_LAYOUT_POLICY_PITCHED = 1     /* CUDA (512), HIP (max(32, texture, surface)) */
@@ -80,7 +81,7 @@ typedef struct cubert_layout_t {
   uint64_t offset_end;
 } cubert_layout_t;
 
-/* optimal_align (spec 5.2): the row alignment, in bytes, of an optimized
+/* optimal_align: the row alignment, in bytes, of an optimized
  * pitched tensor whose last dimension is last_dim elements of elem_size
  * bytes:
  *   last_dim == 1 -> elem_size (not clamped);
@@ -98,7 +99,7 @@ CUBERT_API cubert_status_t cubert_layout_optimal_align(uint64_t last_dim, uint64
                                                        uint64_t *out_align,
                                                        cubert_error_t *out_error);
 
-/* MemoryLayoutPolicy::apply (spec 5.3, 5.4): lay out descriptors[0..count)
+/* MemoryLayoutPolicy::apply: lay out descriptors[0..count)
  * in one shared allocation. For each descriptor (shape s, rank r, element
  * size e; for rank 0 the last dimension is 1):
  *   CONTIGUOUS policy (either strategy):
@@ -143,7 +144,7 @@ CUBERT_API cubert_status_t cubert_layout_policy_apply(const cubert_layout_policy
                                                       uint64_t *out_total,
                                                       cubert_error_t *out_error);
 
-/* ---- stride validation (spec 5.6) ----------------------------------------- */
+/* ---- stride validation ---------------------------------------------------- */
 
 /* has_contiguous_row_major_strides: strides[r-1] == 1 and
  * strides[i] == shape[i+1] * strides[i+1] for every i < r-1 (a product that
@@ -188,7 +189,7 @@ typedef struct cubert_copy_plan_t {
   uint64_t span_bytes;
 } cubert_copy_plan_t;
 
-/* The copy plan of a CopyDescriptor's shape/strides (spec 5.6, CUDA's read
+/* The copy plan of a CopyDescriptor's shape/strides (CUDA's read
  * and write): strides must be pitched row-major
  * (cubert_strides_is_pitched_row_major); the transfer is pitched iff
  * rank > 1 and strides[r-2] != shape[r-1]: width_bytes = shape[r-1] * e,

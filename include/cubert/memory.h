@@ -1,13 +1,13 @@
 /*
  * cubert/memory.h: device memory management (CubeCL's MemoryManagement,
- * memory pools, MemoryConfiguration, MemoryUsage; spec 4.2-4.11, 9.5, 9.7).
+ * memory pools, MemoryConfiguration, MemoryUsage).
  *
  * A memory manager owns the device memory of one stream slot. It carves user
  * allocations out of pools of storage allocations ("pages") obtained through
  * a storage vtable (the backend: CUDA device memory, host bytes, ...), and
  * keeps its own bookkeeping in memory from the injected host allocator.
  *
- * Pools (spec 4.4): sliced pages (first fit in shared pages, coalescing,
+ * Pools: sliced pages (first fit in shared pages, coalescing,
  * optional capacity cap), exclusive pages (one allocation per page, periodic
  * release), persistent (exact padded-size reuse, always present, position
  * 255) and direct (one storage allocation per reservation, reclaimed above a
@@ -45,7 +45,7 @@
 
 CUBERT_EXTERN_C_BEGIN
 
-/* ---- storage (spec 4.2) ------------------------------------------------- */
+/* ---- storage ------------------------------------------------------------ */
 
 /* A storage allocation, or a part of one. `id` is chosen by the storage. */
 typedef struct cubert_storage_handle_t {
@@ -89,7 +89,7 @@ typedef struct cubert_storage_t {
   const cubert_storage_vtable_t *vtable;
 } cubert_storage_t;
 
-/* ---- pool configuration (spec 4.5, 9.7) ---------------------------------- */
+/* ---- pool configuration -------------------------------------------------- */
 
 /* "None" for the optional fields of cubert_memory_pool_options_t. */
 #define CUBERT_MEMORY_NONE UINT64_MAX
@@ -157,11 +157,11 @@ typedef struct cubert_memory_pools_config_t {
 } cubert_memory_pools_config_t;
 
 /* The runtime's default: SubSlices, or ExclusivePages when
- * exclusive_memory_only (spec 4.5). Pure. */
+ * exclusive_memory_only. Pure. */
 CUBERT_API cubert_memory_configuration_t cubert_memory_configuration_default(
     bool exclusive_memory_only);
 
-/* MemoryConfiguration::resolve (spec 4.5). `pools` NULL keeps
+/* MemoryConfiguration::resolve. `pools` NULL keeps
  * `runtime_choice`; a preset replaces it; an explicit list is validated and
  * normalized (alignment = max(1, props.alignment)) into pool_buffer[0..count)
  * and *out_config becomes CUSTOM pointing at pool_buffer. Pure, thread-safe.
@@ -184,7 +184,7 @@ CUBERT_API cubert_status_t cubert_memory_configuration_resolve(
 /* The ordered dynamic pools of a configuration for these device properties:
  * the SubSlices ladder, the 24 ExclusivePages buckets, or the CUSTOM list
  * taken as given, like CubeCL's MemoryPoolOptions (a cap below the page
- * size shrinks the page, spec 4.4.1; exclusive sizes are rounded up to the
+ * size shrinks the page; exclusive sizes are rounded up to the
  * alignment); only a sliced page_size of 0 (CONFIG_ZERO_SIZE), an unknown
  * type (INVALID_ARGUMENT) and more than 254 pools (CONFIG_TOO_MANY_POOLS)
  * are rejected. Writes at most
@@ -196,7 +196,7 @@ CUBERT_API cubert_status_t cubert_memory_configuration_pools(
     cubert_memory_pool_options_t *out_pools, uint32_t capacity, uint32_t *out_count,
     cubert_error_t *out_error);
 
-/* ---- usage and reports (spec 4.11) --------------------------------------- */
+/* ---- usage and reports --------------------------------------------------- */
 
 typedef struct cubert_memory_usage_t {
   uint64_t number_allocs;  /* live allocations (slices), not pages */
@@ -245,14 +245,14 @@ CUBERT_API size_t cubert_memory_bytes_format(uint64_t bytes, char *buf, size_t s
 CUBERT_API size_t cubert_memory_usage_format(const cubert_memory_usage_t *usage, char *buf,
                                              size_t size);
 
-/* ---- memory manager (spec 4.3, 4.6, 4.7, 4.9) ---------------------------- */
+/* ---- memory manager ------------------------------------------------------ */
 
 typedef enum cubert_memory_allocation_mode_e {
   CUBERT_MEMORY_ALLOCATION_MODE_AUTO = 0,
   CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT = 1
 } cubert_memory_allocation_mode_t;
 
-/* Config memory.persistent_memory (spec 4.6). */
+/* Config memory.persistent_memory. */
 typedef enum cubert_persistent_memory_e {
   CUBERT_PERSISTENT_MEMORY_ENABLED = 0,    /* default: windows route to the persistent pool */
   CUBERT_PERSISTENT_MEMORY_SIZE_MATCH = 1, /* also serve Auto requests matching a bucket */
@@ -298,7 +298,7 @@ CUBERT_API cubert_status_t cubert_memory_manager_create(
  * in the table but no longer resolve to memory). NULL is a no-op. */
 CUBERT_API void cubert_memory_manager_destroy(cubert_memory_manager_t *manager);
 
-/* reserve(size) (spec 4.3): periodic cleanup, then the persistent pool (in a
+/* reserve(size): periodic cleanup, then the persistent pool (in a
  * persistent window / size-match) or the first accepting dynamic pool (reuse,
  * else a new page; a full capped pool spills to the next accepting pool).
  * *out_id: a new memory id owned by the pool, holding one user handle
@@ -333,7 +333,7 @@ CUBERT_API cubert_status_t cubert_memory_manager_bind(cubert_memory_manager_t *m
                                                       uint64_t cursor, cubert_error_t *out_error);
 
 /* Lookups of a live binding (any id holding a reference). NOT_FOUND with the
- * spec 4.3 reasons: "Memory location was never initialized", "Pool N doesn't
+ * CubeCL's reasons: "Memory location was never initialized", "Pool N doesn't
  * exist", "Memory page N doesn't exist", "Memory slice N doesn't exist",
  * "Memory location points to a different allocation" (identity check: the
  * slice belongs to another id); INVALID_HANDLE for a dead id. */
@@ -354,7 +354,7 @@ CUBERT_API cubert_status_t cubert_memory_manager_get_resource(
     cubert_memory_manager_t *manager, cubert_memory_id_t binding, uint64_t offset_start,
     uint64_t offset_end, cubert_storage_resource_t *out_resource, cubert_error_t *out_error);
 
-/* cleanup(explicit) (spec 4.9). Periodic (explicit false): exclusive pools
+/* cleanup(explicit). Periodic (explicit false): exclusive pools
  * age their free pages and release those seen free at 5 checks, every
  * dealloc_period/5 reservations; nothing else. Explicit: every dynamic pool
  * releases its free pages/slices (sliced pages only when wholly free), the
@@ -362,7 +362,7 @@ CUBERT_API cubert_status_t cubert_memory_manager_get_resource(
  * that released memory, and always after an explicit one. Never fails. */
 CUBERT_API void cubert_memory_manager_cleanup(cubert_memory_manager_t *manager, bool explicit_);
 
-/* mode(m) (spec 4.6): Persistent opens a (nested) persistent window, Auto
+/* mode(m): Persistent opens a (nested) persistent window, Auto
  * closes one (saturating). Ignored when persistent_memory is DISABLED or
  * ENFORCED. */
 CUBERT_API void cubert_memory_manager_set_mode(cubert_memory_manager_t *manager,
@@ -371,7 +371,7 @@ CUBERT_API void cubert_memory_manager_set_mode(cubert_memory_manager_t *manager,
 CUBERT_API cubert_memory_allocation_mode_t cubert_memory_manager_mode(
     const cubert_memory_manager_t *manager);
 
-/* install_pools(config, props) (spec 4.7): explicit cleanup, then replace
+/* install_pools(config, props): explicit cleanup, then replace
  * the dynamic pools (peaks and capacity latches reset). The persistent pool
  * is untouched. Errors (old layout kept): FAILED_PRECONDITION
  * (INSTALL_POOLS_IN_USE {bytes_in_use}), the configuration errors,
@@ -381,7 +381,7 @@ CUBERT_API cubert_status_t cubert_memory_manager_install_pools(
     cubert_memory_device_properties_t props, cubert_error_t *out_error);
 
 /* Release the pools of a stream slot whose thread is gone (cubert's
- * addition; CubeCL never reclaims them, spec 13 burn#4792): every free page
+ * addition; CubeCL never reclaims them, burn#4792): every free page
  * and slice of every pool, persistent included, goes back to the storage,
  * and the bookkeeping of pools left empty goes back to the allocator.
  * Allocations still referenced stay valid. *out_remaining (may be NULL) gets

@@ -1,5 +1,5 @@
 /*
- * cubert/profile.h: profiling (spec 7, 9.4).
+ * cubert/profile.h: profiling.
  *
  *  1. The timestamp profiler (CubeCL's TimestampProfiler): tokens issued from
  *     a counter, each remembering the host instant it started at, or the
@@ -16,10 +16,16 @@
  * serializes every server call, and the client owns its summary, so each
  * object has one user at a time (distinct objects may be used from distinct
  * threads). Nothing blocks. See docs/profiling.md.
+ *
+ * Compiled out (CUBERT_CONFIG_PROFILING 0, cubert/config.h): profilers and
+ * summaries cannot be created (UNSUPPORTED with a COMPILED_OUT record), calls
+ * on them return UNSUPPORTED or report nothing, the text helpers write
+ * "(profiling compiled out)"; the level helpers still describe the levels.
  */
 #ifndef CUBERT_PROFILE_H
 #define CUBERT_PROFILE_H
 
+#include "cubert/config.h"
 #include "cubert/base.h"
 #include "cubert/status.h"
 #include "cubert/allocator.h"
@@ -38,7 +44,7 @@ typedef struct cubert_profile_clock_t {
   uint64_t (*now_ns)(void *self);
 } cubert_profile_clock_t;
 
-/* ---- timestamp profiler (spec 7 "Tokens") ------------------------------------ */
+/* ---- timestamp profiler ------------------------------------------------------ */
 
 /* Capacity suggested for a server: simultaneously active (started, not yet
  * stopped) tokens. Nested `profile` calls nest tokens, so this is the
@@ -97,12 +103,12 @@ CUBERT_API cubert_status_t cubert_profiler_stop(cubert_profiler_t *profiler,
 /* TimestampProfiler::error: any error during a profile invalidates every
  * overlapping profile, so every active token (also one invalidated before)
  * now holds `error`; tokens started later are not affected. `error` is
- * copied and stored as a ProfileError (spec 9.4):
+ * copied and stored as a ProfileError:
  *  - outermost kind PROFILE_*: stored as is;
  *  - outermost kind LAUNCH_* (a LaunchError): wrapped in PROFILE_LAUNCH;
  *  - anything else (a ServerError, e.g. a stream's SERVER_UNHEALTHY
  *    aggregate from the sync in end_profile): wrapped in PROFILE_SERVER, as
- *    the seed's servers record ProfileError::Server(error).
+ *    CubeCL's servers record ProfileError::Server(error).
  * The stored record keeps the status of `error`. With no active token this
  * does nothing. Borrows `error`.
  * Returns OK; INVALID_ARGUMENT for a NULL profiler, a NULL error or an empty
@@ -117,7 +123,7 @@ CUBERT_API uint32_t cubert_profiler_active_count(const cubert_profiler_t *profil
 /* The capacity given at create; 0 for NULL. */
 CUBERT_API uint32_t cubert_profiler_capacity(const cubert_profiler_t *profiler);
 
-/* ---- profiling level (spec 7 "Logger-driven kernel profiling") -------------- */
+/* ---- profiling level -------------------------------------------------------- */
 
 /* Values are stable ABI. */
 typedef enum cubert_profile_level_e {
@@ -257,7 +263,7 @@ CUBERT_API size_t cubert_profile_summary_flush(cubert_profile_summary_t *summary
  * every digit down to the last non-zero one). "µ" is U+00B5 (2 bytes). */
 CUBERT_API size_t cubert_profile_format_duration(uint64_t ns, char *buf, size_t size);
 
-/* CubeCL's TypeNameFormatLevel::Balanced (spec 11.3 test_format_name):
+/* CubeCL's TypeNameFormatLevel::Balanced (its test_format_name is ported):
  *   a::b::Name<T1, c::T2, ...>  ->  "Name | T1 | T2 | ..."
  * The part before the first '<' keeps only its last "::" segment (segments
  * found left to right), is trimmed of ASCII whitespace and loses every '>'.

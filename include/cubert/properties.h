@@ -15,13 +15,13 @@ typedef struct cubert_dim3_t {
   uint32_t x, y, z;
 } cubert_dim3_t;
 
-/* What the memory manager needs to know about device memory (spec 4.5). */
+/* What the memory manager needs to know about device memory. */
 typedef struct cubert_memory_device_properties_t {
   uint64_t max_page_size; /* largest single storage allocation */
   uint64_t alignment;     /* storage alignment (power of two) */
 } cubert_memory_device_properties_t;
 
-/* Hardware limits (spec 2.4, 10). */
+/* Hardware limits. */
 typedef struct cubert_hardware_properties_t {
   uint32_t load_width;             /* bits per vectorized load: CUDA 128, CPU 512 */
   uint32_t plane_size_min;

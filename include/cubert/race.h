@@ -1,6 +1,6 @@
 /*
- * cubert/race.h: the predictive cross-stream race checker (reliability.md
- * 4.2-4.4, DESIGN.md "Determinism and checking"; docs/race-checker.md).
+ * cubert/race.h: the predictive cross-stream race checker
+ * (docs/race-checker.md).
  *
  * A happens-before checker over vector clocks. One clock domain (timeline)
  * is the host; every stream slot 0..max_streams-1 is another. The owning
@@ -55,10 +55,17 @@
  * plus access records) grows by doubling. Nothing else allocates: in steady
  * state (no new buffers, no more live events than before) no call allocates.
  * Every call that fails has no side effect (a pool may have grown, invisibly).
+ *
+ * Compiled out (CUBERT_CONFIG_RACE_CHECKER 0, cubert/config.h): create
+ * returns UNSUPPORTED with a COMPILED_OUT record and no checker; every other
+ * call returns UNSUPPORTED or reports nothing (counters 0, no last report),
+ * the names and cubert_race_report_format write "(race checker compiled
+ * out)", and the hooks below still do nothing for a NULL checker.
  */
 #ifndef CUBERT_RACE_H
 #define CUBERT_RACE_H
 
+#include "cubert/config.h"
 #include "cubert/allocator.h"
 #include "cubert/error.h"
 #include "cubert/handle.h"

@@ -1,7 +1,6 @@
 /*
  * cubert/sim.h: the choice point of deterministic simulation
- * (reliability.md 2.4, DESIGN.md "Determinism and checking";
- * docs/simulation.md).
+ * (docs/simulation.md).
  *
  * A deterministic server makes every scheduling decision through one
  * chooser: cubert_sim_choose(chooser, n, ids) returns which of n runnable
@@ -25,10 +24,16 @@
  * Freestanding, no allocation: logs and explorer stacks are caller storage.
  * Not thread-safe: one chooser is driven by one thread at a time (the
  * server's simulation lock). Nothing blocks.
+ *
+ * Compiled out (CUBERT_CONFIG_SIMULATION 0, cubert/config.h): the
+ * initializers return UNSUPPORTED (the object untouched), cubert_sim_choose
+ * returns 0, cubert_sim_trace does nothing, cubert_sim_explorer_next returns
+ * false and cubert_sim_shrink returns count; cubert_sim_splitmix64 stays.
  */
 #ifndef CUBERT_SIM_H
 #define CUBERT_SIM_H
 
+#include "cubert/config.h"
 #include "cubert/base.h"
 #include "cubert/status.h"
 

@@ -51,7 +51,8 @@ typedef enum cubert_status_e {
  * outside the list. Never NULL. Thread-safe, non-blocking. */
 CUBERT_API const char *cubert_status_name(cubert_status_t status);
 
-/* Human description of a code ("invalid argument"). Never NULL. */
+/* Human description of a code ("invalid argument"). Never NULL. Without
+ * CUBERT_CONFIG_ERROR_TEXT (cubert/config.h): "(error text compiled out)". */
 CUBERT_API const char *cubert_status_description(cubert_status_t status);
 
 /* Evaluate an expression yielding a status; return it from the caller when it

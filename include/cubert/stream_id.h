@@ -1,5 +1,5 @@
 /*
- * cubert/stream_id.h: stream identity (spec 3.4; CubeCL's StreamId and
+ * cubert/stream_id.h: stream identity (CubeCL's StreamId and
  * StreamPolicy). A stream id is a plain u64 value; backends map it to one of
  * their `max_streams` stream slots by `value mod max_streams`, so threads
  * whose ids differ by a multiple of max_streams share a slot (and its memory

@@ -86,8 +86,10 @@ int main(void) {
   if (cubert_allocator_malloc(a, 64, 0, &p) != CUBERT_STATUS_OK || !p) return 3;
   cubert_allocator_free(a, p, 64, 0);
   if (strcmp(cubert_status_name(CUBERT_STATUS_OK), "") == 0) return 4;
-  printf("consumer: cubert %d.%d.%d ok (%s)\n", CUBERT_VERSION_MAJOR, CUBERT_VERSION_MINOR,
-         CUBERT_VERSION_PATCH, cubert_status_name(CUBERT_STATUS_OVERFLOW));
+  if (strcmp(cubert_version(), CUBERT_VERSION_STRING) != 0) return 5;
+  if (cubert_version_number() != CUBERT_VERSION_NUMBER) return 6;
+  printf("consumer: cubert %s ok (%s)\n", cubert_version(),
+         cubert_status_name(CUBERT_STATUS_OVERFLOW));
   return 0;
 }
 EOF

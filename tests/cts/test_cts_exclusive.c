@@ -2,7 +2,7 @@
 #include "cts.h"
 
 #include "cubert/cube.h"
-#include "cts_kernels.h"
+#include "cubert_kernels.h"
 
 static cubert_status_t returns_42(void *user, cubert_error_t *err) {
   (void)err;
@@ -50,7 +50,7 @@ static cubert_status_t device_calls_inside(void *user, cubert_error_t *err) {
   args.buffer_count = 1;
   args.scalars = &delta;
   args.scalar_count = 1;
-  CUBERT_RETURN_IF_ERROR(cubert_client_launch(in->client, &cts_add_scalar_kernel, &count, &args, err));
+  CUBERT_RETURN_IF_ERROR(cubert_client_launch(in->client, &ck_add_scalar_u32_kernel, &count, &args, err));
   return cubert_client_read_one(in->client, &in->handle, in->out, sizeof in->out, err);
 }
 

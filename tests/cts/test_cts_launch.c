@@ -5,7 +5,7 @@
 #include <pthread.h>
 
 #include "cubert/cube.h"
-#include "cts_kernels.h"
+#include "cubert_kernels.h"
 #include "cubert/cpu.h"
 
 static cubert_launch_arguments_t args_of(const cubert_binding_t *b, uint32_t nb,
@@ -30,7 +30,7 @@ TEST(cts_execute_elementwise_addition) {
   CHECK_OK(cubert_client_create(env.client, rhs, 3, &h[1], NULL));
   CHECK_OK(cubert_client_empty(env.client, 3, &h[2], NULL));
   args = args_of(h, 3, NULL, 0);
-  CHECK_OK(cubert_client_launch(env.client, &cts_add_u8_kernel, &count, &args, NULL));
+  CHECK_OK(cubert_client_launch(env.client, &ck_add_u8_kernel, &count, &args, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h[2], out, 3, NULL));
   CHECK_EQ_U64(out[0], 4);
   CHECK_EQ_U64(out[1], 5);
@@ -51,7 +51,7 @@ TEST(cts_zero_cube_count_leaves_data_untouched) {
   cts_setup(&env, 0);
   CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, &delta, 1);
-  CHECK_OK(cubert_client_launch(env.client, &cts_add_scalar_kernel, &zero, &args, NULL));
+  CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &zero, &args, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[0], 7);
   CHECK_EQ_U64(out[1], 8);
@@ -74,9 +74,9 @@ TEST(cts_dynamic_cube_count) {
   CHECK_OK(cubert_client_create(env.client, zero, sizeof zero, &hz, NULL));
   args = args_of(&h, 1, &delta, 1);
   count = cubert_cube_count_new_dynamic(&hc);
-  CHECK_OK(cubert_client_launch(env.client, &cts_add_scalar_kernel, &count, &args, NULL));
+  CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL));
   count = cubert_cube_count_new_dynamic(&hz); /* (0,0,0): nothing runs */
-  CHECK_OK(cubert_client_launch(env.client, &cts_add_scalar_kernel, &count, &args, NULL));
+  CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   for (i = 0; i < 128; i++) CHECK_EQ_U64(out[i], (uint32_t)i + 1);
   CHECK_OK(cubert_client_handle_release(env.client, &h));
@@ -91,14 +91,14 @@ TEST(cts_launches_on_one_stream_run_in_order) {
   uint64_t delta = 3;
   cubert_handle_t h;
   cubert_launch_arguments_t args;
-  cubert_cube_count_t count = cubert_cube_count_new_1d((1000 + CTS_BLOCK - 1) / CTS_BLOCK);
+  cubert_cube_count_t count = cubert_cube_count_new_1d((1000 + CK_SMALL_BLOCK - 1) / CK_SMALL_BLOCK);
   int i;
   cts_setup(&env, 0);
   memset(data, 0, sizeof data);
   CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, &delta, 1);
   for (i = 0; i < 300; i++)
-    CHECK_OK(cubert_client_launch(env.client, &cts_add_scalar_kernel, &count, &args, NULL));
+    CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   for (i = 0; i < 1000; i++) CHECK_EQ_U64(out[i], 900);
   CHECK_OK(cubert_client_handle_release(env.client, &h));
@@ -113,7 +113,7 @@ TEST(cts_cross_stream_read_waits_for_the_producer) {
   uint64_t delta = 1;
   cubert_handle_t h;
   cubert_launch_arguments_t args;
-  cubert_cube_count_t count = cubert_cube_count_new_1d(4096 / CTS_BLOCK);
+  cubert_cube_count_t count = cubert_cube_count_new_1d(4096 / CK_SMALL_BLOCK);
   int i;
   cts_setup(&env, 0);
   CHECK_OK(cubert_client_clone(env.client, &producer));
@@ -124,7 +124,7 @@ TEST(cts_cross_stream_read_waits_for_the_producer) {
   CHECK_OK(cubert_client_create(producer, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, &delta, 1);
   for (i = 0; i < 300; i++)
-    CHECK_OK(cubert_client_launch(producer, &cts_add_scalar_kernel, &count, &args, NULL));
+    CHECK_OK(cubert_client_launch(producer, &ck_add_scalar_u32_kernel, &count, &args, NULL));
   CHECK_OK(cubert_client_read_one(consumer, &h, out, sizeof out, NULL));
   for (i = 0; i < 4096; i++) CHECK_EQ_U64(out[i], 300);
   CHECK_OK(cubert_client_handle_release(env.client, &h));
@@ -142,7 +142,7 @@ TEST(cts_cross_stream_launch_binding) {
   cubert_handle_t hs, hd;
   cubert_binding_t pair[2];
   cubert_launch_arguments_t args;
-  cubert_cube_count_t count = cubert_cube_count_new_1d(2048 / CTS_BLOCK);
+  cubert_cube_count_t count = cubert_cube_count_new_1d(2048 / CK_SMALL_BLOCK);
   int round, i;
   cts_setup(&env, 0);
   CHECK_OK(cubert_client_clone(env.client, &a));
@@ -154,11 +154,11 @@ TEST(cts_cross_stream_launch_binding) {
   CHECK_OK(cubert_client_empty(b, sizeof out, &hd, NULL));
   for (round = 0; round < 20; round++) {
     args = args_of(&hs, 1, &delta, 1);
-    CHECK_OK(cubert_client_launch(a, &cts_add_scalar_kernel, &count, &args, NULL));
+    CHECK_OK(cubert_client_launch(a, &ck_add_scalar_u32_kernel, &count, &args, NULL));
     pair[0] = hs;
     pair[1] = hd;
     args = args_of(pair, 2, NULL, 0);
-    CHECK_OK(cubert_client_launch(b, &cts_double_kernel, &count, &args, NULL));
+    CHECK_OK(cubert_client_launch(b, &ck_double_u32_kernel, &count, &args, NULL));
     CHECK_OK(cubert_client_read_one(b, &hd, out, sizeof out, NULL));
     for (i = 0; i < 2048; i++) CHECK_EQ_U64(out[i], 2u * ((uint32_t)i + 5u * (uint32_t)(round + 1)));
   }
@@ -181,7 +181,7 @@ static void *thread_program(void *arg) {
   uint64_t delta = (uint64_t)w->id + 1;
   cubert_handle_t h;
   cubert_launch_arguments_t args;
-  cubert_cube_count_t count = cubert_cube_count_new_1d(512 / CTS_BLOCK);
+  cubert_cube_count_t count = cubert_cube_count_new_1d(512 / CK_SMALL_BLOCK);
   int i, round;
   w->ok = 1;
   for (round = 0; round < 10; round++) {
@@ -191,7 +191,7 @@ static void *thread_program(void *arg) {
       return NULL;
     }
     args = args_of(&h, 1, &delta, 1);
-    if (cubert_client_launch(w->client, &cts_add_scalar_kernel, &count, &args, NULL) ||
+    if (cubert_client_launch(w->client, &ck_add_scalar_u32_kernel, &count, &args, NULL) ||
         cubert_client_read_one(w->client, &h, out, sizeof out, NULL))
       w->ok = 0;
     for (i = 0; i < 512; i++)
@@ -233,7 +233,7 @@ TEST(cts_resource_limit_surfaces_at_flush) {
   cts_setup(&env, 0);
   CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, &delta, 1);
-  CHECK_OK(cubert_client_launch(env.client, &cts_huge_cube_kernel, &count, &args, NULL));
+  CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_huge_cube_kernel, &count, &args, NULL));
   CHECK_STATUS(cubert_client_flush(env.client, &err), CUBERT_STATUS_SERVER_UNHEALTHY);
   CHECK(cubert_error_has_kind(&err, CUBERT_ERROR_LAUNCH_TOO_MANY_RESOURCES));
   CHECK(cubert_error_has_kind(&err, CUBERT_ERROR_RESOURCE_UNITS));
@@ -266,13 +266,13 @@ TEST(cts_validate_mode_queues_the_violation) {
   CHECK_OK(cubert_cpu_client_create(a, &o, &client, NULL));
   CHECK_OK(cubert_client_create(client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, NULL, 0);
-  CHECK_OK(cubert_client_launch_unchecked(client, &cts_oob_kernel, &count, &args, NULL));
+  CHECK_OK(cubert_client_launch_unchecked(client, &ck_oob_write_u32_kernel, &count, &args, NULL));
   CHECK_STATUS(cubert_client_sync(client, &err), CUBERT_STATUS_SERVER_UNHEALTHY);
   CHECK(cubert_error_has_kind(&err, CUBERT_ERROR_SERVER_VALIDATION));
   CHECK_EQ_U64(err.field[0], 1); /* one error aggregated */
   CHECK_EQ_U64(err.field[2], 8); /* the element index written (aggregate shifts fields by one) */
   /* checked mode (launch): the write is dropped, nothing queued */
-  CHECK_OK(cubert_client_launch(client, &cts_oob_kernel, &count, &args, NULL));
+  CHECK_OK(cubert_client_launch(client, &ck_oob_write_u32_kernel, &count, &args, NULL));
   CHECK_OK(cubert_client_sync(client, NULL));
   CHECK_OK(cubert_client_handle_release(client, &h));
   cubert_client_release(client);
@@ -287,16 +287,16 @@ TEST(cts_launch_bad_arguments_enqueue_nothing) {
   cubert_handle_t h, dead;
   cubert_launch_arguments_t args;
   cubert_cube_count_t count = cubert_cube_count_new_single();
-  cubert_kernel_t no_entry = cts_add_scalar_kernel;
+  cubert_kernel_t no_entry = ck_add_scalar_u32_kernel;
   cts_setup(&env, 0);
   CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
   CHECK_OK(cubert_client_create(env.client, data, sizeof data, &dead, NULL));
   CHECK_OK(cubert_client_handle_release(env.client, &dead));
   args = args_of(&dead, 1, &delta, 1);
-  CHECK_STATUS(cubert_client_launch(env.client, &cts_add_scalar_kernel, &count, &args, NULL),
+  CHECK_STATUS(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL),
                CUBERT_STATUS_INVALID_HANDLE);
   args = args_of(&h, 1, &delta, 0); /* the kernel needs one scalar */
-  CHECK_STATUS(cubert_client_launch(env.client, &cts_add_scalar_kernel, &count, &args, NULL),
+  CHECK_STATUS(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   no_entry.cpu_entry = NULL;
   args = args_of(&h, 1, &delta, 1);
@@ -324,8 +324,8 @@ TEST(cts_read_returns_queued_errors) {
   CHECK(cubert_client_features(env.client) & CUBERT_FEATURE_DYNAMIC_CUBE_COUNT);
   CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, &delta, 1);
-  CHECK_OK(cubert_client_launch(env.client, &cts_huge_cube_kernel, &count, &args, NULL));
-  CHECK_OK(cubert_client_launch(env.client, &cts_huge_cube_kernel, &count, &args, NULL));
+  CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_huge_cube_kernel, &count, &args, NULL));
+  CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_huge_cube_kernel, &count, &args, NULL));
   CHECK_STATUS(cubert_client_read_one(env.client, &h, out, sizeof out, &err),
                CUBERT_STATUS_SERVER_UNHEALTHY);
   CHECK_EQ_U64(err.field[0], 2); /* both queued errors, aggregated */

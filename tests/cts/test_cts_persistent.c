@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include "cubert/cube.h"
-#include "cts_kernels.h"
+#include "cubert_kernels.h"
 
 #define ALLOC 1024 /* a multiple of the CPU alignment: persistent slices are exact */
 
@@ -223,7 +223,7 @@ static cubert_status_t outer_launch_then_nest(void *user, cubert_error_t *err) {
   args.buffer_count = 1;
   args.scalars = &delta;
   args.scalar_count = 1;
-  CUBERT_RETURN_IF_ERROR(cubert_client_launch(n->client, &cts_add_scalar_kernel, &count, &args, err));
+  CUBERT_RETURN_IF_ERROR(cubert_client_launch(n->client, &ck_add_scalar_u32_kernel, &count, &args, err));
   CUBERT_RETURN_IF_ERROR(cubert_client_exclusive(n->client, inner_read, n, err));
   return cubert_error_set(err, CUBERT_ERROR_SERVER_GENERIC, NULL, 0, "after nesting");
 }

@@ -12,7 +12,7 @@
 #include "cubert/cube.h"
 #include "cubert/host.h"
 #include "cubert/profile.h"
-#include "cts_kernels.h"
+#include "cubert_kernels.h"
 
 #define SLEEP_MS 20
 
@@ -266,11 +266,11 @@ static uint32_t run_program(cubert_client_t *client, int adds) {
   CHECK_OK(cubert_client_empty(client, sizeof data, &h[1], NULL));
   args = one_buffer(&h[0], &delta);
   for (i = 0; i < adds; i++)
-    CHECK_OK(cubert_client_launch(client, &cts_add_scalar_kernel, &count, &args, NULL));
+    CHECK_OK(cubert_client_launch(client, &ck_add_scalar_u32_kernel, &count, &args, NULL));
   args.buffers = h;
   args.buffer_count = 2;
   args.scalar_count = 0;
-  CHECK_OK(cubert_client_launch(client, &cts_double_kernel, &count, &args, NULL));
+  CHECK_OK(cubert_client_launch(client, &ck_double_u32_kernel, &count, &args, NULL));
   CHECK_OK(cubert_client_read_one(client, &h[1], out, sizeof out, NULL));
   CHECK_OK(cubert_client_handle_release(client, &h[0]));
   CHECK_OK(cubert_client_handle_release(client, &h[1]));
@@ -294,10 +294,10 @@ TEST(cts_kernel_profiling_basic_prints_summary_at_sync) {
   CHECK_MSG(strstr(cap.text, "| Name") && strstr(cap.text, "Duration") &&
                 strstr(cap.text, "Num Computed") && strstr(cap.text, "Ratio"),
             "table: %s", cap.text);
-  CHECK_MSG(row_of(cap.text, "cts_add_scalar_u32", line, sizeof line) != NULL, "table: %s",
+  CHECK_MSG(row_of(cap.text, "ck_add_scalar_u32", line, sizeof line) != NULL, "table: %s",
             cap.text);
   CHECK_MSG(strstr(line, "| 3 ") != NULL, "add row: %s", line);
-  CHECK_MSG(row_of(cap.text, "cts_double_u32", line, sizeof line) != NULL, "table: %s", cap.text);
+  CHECK_MSG(row_of(cap.text, "ck_double_u32", line, sizeof line) != NULL, "table: %s", cap.text);
   CHECK_MSG(strstr(line, "| 1 ") != NULL, "double row: %s", line);
   CHECK_MSG(row_of(cap.text, "| Total", line, sizeof line) != NULL, "table: %s", cap.text);
   CHECK_MSG(strstr(line, "| 4 ") != NULL && strstr(line, "100 %") != NULL, "total: %s", line);
@@ -324,13 +324,13 @@ TEST(cts_kernel_profiling_execution_only_medium_full) {
                                        capture_sink, &cap, NULL));
   CHECK_EQ_U64(run_program(env.client, 2), 2 * 21);
   CHECK_EQ_I64(cap.calls, 3);
-  CHECK_MSG(strstr(cap.text, "Executing cts_add_scalar_u32\n") != NULL, "log: %s", cap.text);
-  CHECK_MSG(strstr(cap.text, "Executing cts_double_u32\n") != NULL, "log: %s", cap.text);
+  CHECK_MSG(strstr(cap.text, "Executing ck_add_scalar_u32\n") != NULL, "log: %s", cap.text);
+  CHECK_MSG(strstr(cap.text, "Executing ck_double_u32\n") != NULL, "log: %s", cap.text);
   capture_reset(&cap);
   CHECK_OK(cubert_client_sync(env.client, NULL));
   CHECK_MSG(strstr(cap.text, "Num Computed") != NULL && strstr(cap.text, "Duration") == NULL,
             "table: %s", cap.text);
-  CHECK(row_of(cap.text, "cts_add_scalar_u32", line, sizeof line) != NULL);
+  CHECK(row_of(cap.text, "ck_add_scalar_u32", line, sizeof line) != NULL);
   CHECK_MSG(strstr(line, "| 2 ") != NULL && strstr(line, "66 %") != NULL, "row: %s", line);
   /* medium: one "| <duration> | <name>" line per launch */
   capture_reset(&cap);
@@ -338,7 +338,7 @@ TEST(cts_kernel_profiling_execution_only_medium_full) {
                                        &cap, NULL));
   CHECK_EQ_U64(run_program(env.client, 1), 22);
   CHECK_EQ_I64(cap.calls, 2);
-  CHECK_MSG(row_of(cap.text, "cts_add_scalar_u32", line, sizeof line) != NULL && line[0] == '|' &&
+  CHECK_MSG(row_of(cap.text, "ck_add_scalar_u32", line, sizeof line) != NULL && line[0] == '|' &&
                 strstr(line, "s") != NULL,
             "log: %s", cap.text);
   /* full: the name carries the kernel id and the cube count */
@@ -346,7 +346,7 @@ TEST(cts_kernel_profiling_execution_only_medium_full) {
   CHECK_OK(cubert_client_set_profiling(env.client, CUBERT_PROFILE_LEVEL_FULL, capture_sink, &cap,
                                        NULL));
   CHECK_EQ_U64(run_program(env.client, 1), 22);
-  CHECK_MSG(strstr(cap.text, "cts_add_scalar_u32: cts_add_scalar_u32 CubeCount (2, 1, 1)") != NULL,
+  CHECK_MSG(strstr(cap.text, "ck_add_scalar_u32: ck_add_scalar_u32 CubeCount (2, 1, 1)") != NULL,
             "log: %s", cap.text);
   capture_reset(&cap);
   CHECK_OK(cubert_client_sync(env.client, NULL));
@@ -398,7 +398,7 @@ TEST(cts_kernel_profiling_errors) {
   CHECK_STATUS(cubert_client_launch(env.client, &cts_sleep_kernel, &count, &args, &err),
                CUBERT_STATUS_INVALID_HANDLE);
   args = one_buffer(&h, NULL); /* missing scalar: refused by the server at launch */
-  CHECK(cubert_client_launch(env.client, &cts_add_scalar_kernel, &count, &args, &err) !=
+  CHECK(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, &err) !=
         CUBERT_STATUS_OK);
   CHECK_OK(cubert_client_sync(env.client, NULL));
   CHECK_EQ_I64(cap.calls, 0); /* nothing was recorded */
@@ -442,7 +442,7 @@ TEST(cts_log_sink_stderr_prints_the_summary) {
   text[n] = '\0';
   fclose(tmp);
   CHECK_MSG(strncmp(text, "cts-sink-check\n", 15) == 0, "stderr: %s", text);
-  CHECK_MSG(strstr(text, "cts_add_scalar_u32") != NULL && strstr(text, "| Total") != NULL,
+  CHECK_MSG(strstr(text, "ck_add_scalar_u32") != NULL && strstr(text, "| Total") != NULL,
             "stderr: %s", text);
   cts_teardown(&env);
 }
@@ -524,7 +524,7 @@ static void *pt_thread(void *arg) {
   if (p->status != CUBERT_STATUS_OK) return NULL;
   args = one_buffer(&h, &delta);
   for (i = 0; i < PT_LAUNCHES && p->status == CUBERT_STATUS_OK; i++)
-    p->status = cubert_client_launch(p->client, &cts_add_scalar_kernel, &count, &args, NULL);
+    p->status = cubert_client_launch(p->client, &ck_add_scalar_u32_kernel, &count, &args, NULL);
   if (p->status == CUBERT_STATUS_OK)
     p->status = cubert_client_read_one(p->client, &h, data, sizeof data, NULL);
   p->out = data[0];
@@ -559,7 +559,7 @@ TEST(cts_kernel_profiling_concurrent_launches_counted_once) {
     }
     CHECK_OK(cubert_client_sync(env.client, NULL));
     CHECK_EQ_I64(sink.lines, l == 0 ? PT_THREADS * PT_LAUNCHES : 0);
-    CHECK_MSG(row_of(sink.cap.text, "cts_add_scalar_u32", line, sizeof line) != NULL, "table: %s",
+    CHECK_MSG(row_of(sink.cap.text, "ck_add_scalar_u32", line, sizeof line) != NULL, "table: %s",
               sink.cap.text);
     snprintf(want, sizeof want, "| %d ", PT_THREADS * PT_LAUNCHES);
     CHECK_MSG(strstr(line, want) != NULL, "row: %s", line);

@@ -1,6 +1,6 @@
 /*
  * tests/host/test_cpu_executor.c: the CPU kernel executor running kernels
- * written in the dialect of cubert/kernel.h (kernels_test.h), over pools of
+ * written in the dialect of cubert/kernel.h (examples/kernels/cubert_kernels.h), over pools of
  * 0, 1 and 4 workers.
  */
 #include <math.h>
@@ -13,7 +13,7 @@
 #include "cubert/host.h"
 #include "cpu/cpu_executor.h"
 #include "host/host_thread.h"
-#include "kernels_test.h"
+#include "cubert_kernels.h"
 
 static const uint32_t k_pools[] = {0, 1, 4};
 #define N_POOLS (sizeof(k_pools) / sizeof(k_pools[0]))
@@ -40,7 +40,7 @@ static void run_add(cubert_cpu_executor_t *ex, size_t n) {
   cubert_kernel_args_t args;
   cubert_kernel_report_t report;
   size_t i;
-  uint32_t cubes = (uint32_t)((n + KT_BLOCK - 1) / KT_BLOCK);
+  uint32_t cubes = (uint32_t)((n + CK_BLOCK - 1) / CK_BLOCK);
   for (i = 0; i < n + 16; i++) {
     a[i] = (float)i;
     b[i] = 0.5f * (float)(i % 1000);
@@ -50,8 +50,8 @@ static void run_add(cubert_cpu_executor_t *ex, size_t n) {
   cubert_kernel_args_set_buffer(&args, 0, a, n * sizeof(float));
   cubert_kernel_args_set_buffer(&args, 1, b, n * sizeof(float));
   cubert_kernel_args_set_buffer(&args, 2, out, n * sizeof(float));
-  CHECK_OK(cubert_cpu_executor_run(ex, &kt_add_f32_kernel, dim3(cubes, 1, 1),
-                                   kt_add_f32_kernel.cube_dim, &args, CUBERT_EXECUTION_CHECKED,
+  CHECK_OK(cubert_cpu_executor_run(ex, &ck_add_f32_kernel, dim3(cubes, 1, 1),
+                                   ck_add_f32_kernel.cube_dim, &args, CUBERT_EXECUTION_CHECKED,
                                    &report, NULL));
   CHECK_EQ_U64(report.oob_count, 0);
   for (i = 0; i < n; i++)
@@ -97,11 +97,11 @@ TEST(executor_zero_cubes_is_noop) {
   for (z = 0; z < 3; z++) {
     cubert_dim3_t count = dim3(z == 0 ? 0 : 5, z == 1 ? 0 : 5, z == 2 ? 0 : 5);
     memset(&report, 0xff, sizeof(report));
-    CHECK_OK(cubert_cpu_executor_run(ex, &kt_oob_copy_kernel, count, dim3(4, 1, 1), &args,
+    CHECK_OK(cubert_cpu_executor_run(ex, &ck_oob_copy_f32_kernel, count, dim3(4, 1, 1), &args,
                                      CUBERT_EXECUTION_UNCHECKED, &report, NULL));
     CHECK_EQ_U64(report.oob_count, 0);
     CHECK_EQ_U64(report.has_violation, 0);
-    CHECK_EQ_STR(report.kernel_name, "kt_oob_copy");
+    CHECK_EQ_STR(report.kernel_name, "ck_oob_copy_f32");
   }
   CHECK(out[0] == 1 && out[1] == 2 && out[2] == 3 && out[3] == 4);
   cubert_cpu_executor_destroy(ex);
@@ -130,7 +130,7 @@ TEST(executor_reduce_shared_tree_matches_reference) {
       cubert_kernel_args_initialize(&args);
       cubert_kernel_args_set_buffer(&args, 0, in, n * sizeof(float));
       cubert_kernel_args_set_buffer(&args, 1, partial, cubes * sizeof(float));
-      CHECK_OK(cubert_cpu_executor_run(ex, &kt_reduce_sum_f32_kernel, dim3((uint32_t)cubes, 1, 1),
+      CHECK_OK(cubert_cpu_executor_run(ex, &ck_reduce_sum_f32_kernel, dim3((uint32_t)cubes, 1, 1),
                                        dim3(block, 1, 1), &args, CUBERT_EXECUTION_CHECKED, NULL,
                                        NULL));
       for (cube = 0; cube < cubes; cube++) {
@@ -164,9 +164,9 @@ static void check_matmul(cubert_cpu_executor_t *ex, uint32_t m, uint32_t k, uint
   cubert_kernel_args_set_u32(&args, 0, m);
   cubert_kernel_args_set_u32(&args, 1, k);
   cubert_kernel_args_set_u32(&args, 2, n);
-  CHECK_OK(cubert_cpu_executor_run(ex, &kt_matmul_f32_kernel,
-                                   dim3((n + KT_TILE - 1) / KT_TILE, (m + KT_TILE - 1) / KT_TILE, 1),
-                                   kt_matmul_f32_kernel.cube_dim, &args,
+  CHECK_OK(cubert_cpu_executor_run(ex, &ck_matmul_f32_kernel,
+                                   dim3((n + CK_TILE - 1) / CK_TILE, (m + CK_TILE - 1) / CK_TILE, 1),
+                                   ck_matmul_f32_kernel.cube_dim, &args,
                                    CUBERT_EXECUTION_VALIDATE, &report, NULL));
   CHECK_EQ_U64(report.oob_count, 0);
   for (i = 0; i < m; i++)
@@ -334,9 +334,9 @@ TEST(executor_1000_launches_allocate_nothing) {
     live = c.live_blocks;
     for (i = 0; i < 1000; i++) {
       cubert_kernel_report_t report;
-      CHECK_OK(cubert_cpu_executor_run(ex, &kt_add_f32_kernel,
-                                       dim3((uint32_t)((n + KT_BLOCK - 1) / KT_BLOCK), 1, 1),
-                                       kt_add_f32_kernel.cube_dim, &args,
+      CHECK_OK(cubert_cpu_executor_run(ex, &ck_add_f32_kernel,
+                                       dim3((uint32_t)((n + CK_BLOCK - 1) / CK_BLOCK), 1, 1),
+                                       ck_add_f32_kernel.cube_dim, &args,
                                        (cubert_execution_mode_t)(i % 3), &report, NULL));
       CHECK_EQ_U64(c.calls, calls);
       CHECK_EQ_I64(c.live_blocks, live);
@@ -365,7 +365,7 @@ static void check_positions(cubert_cpu_executor_t *ex, cubert_dim3_t count, cube
   cubert_kernel_args_initialize(&args);
   cubert_kernel_args_set_buffer(&args, 0, pos, total * 8 * sizeof(uint32_t));
   cubert_kernel_args_set_buffer(&args, 1, abs_pos, total * 3 * sizeof(uint32_t));
-  CHECK_OK(cubert_cpu_executor_run(ex, &kt_positions_kernel, count, dim, &args,
+  CHECK_OK(cubert_cpu_executor_run(ex, &ck_positions_kernel, count, dim, &args,
                                    CUBERT_EXECUTION_VALIDATE, &report, NULL));
   CHECK_EQ_U64(report.oob_count, 0);
   for (g = 0; g < total; g++) {
@@ -418,7 +418,7 @@ static void oob_run(cubert_cpu_executor_t *ex, cubert_execution_mode_t mode, flo
   cubert_kernel_args_initialize(&args);
   cubert_kernel_args_set_buffer(&args, 0, in, 9 * sizeof(float));
   cubert_kernel_args_set_buffer(&args, 1, out, 9 * sizeof(float));
-  CHECK_OK(cubert_cpu_executor_run(ex, &kt_oob_copy_kernel, dim3(4, 1, 1), dim3(4, 1, 1), &args,
+  CHECK_OK(cubert_cpu_executor_run(ex, &ck_oob_copy_f32_kernel, dim3(4, 1, 1), dim3(4, 1, 1), &args,
                                    mode, report, NULL));
 }
 
@@ -437,7 +437,7 @@ TEST(executor_modes_checked_validate_unchecked) {
     for (i = 9; i < 16; i++) CHECK(out[i] == -1.0f);
     CHECK_EQ_U64(r.oob_count, 14); /* 7 loads + 7 stores */
     CHECK_EQ_U64(r.has_violation, 0);
-    CHECK_EQ_STR(r.kernel_name, "kt_oob_copy");
+    CHECK_EQ_STR(r.kernel_name, "ck_oob_copy_f32");
 
     /* VALIDATE: same effect; the first violation is cube 2's first unit load
      * of in[9] (unit 1 of cube 2 = absolute 9). */
@@ -452,7 +452,7 @@ TEST(executor_modes_checked_validate_unchecked) {
     CHECK_EQ_U64(r.is_write, 0);
     CHECK_EQ_U64(r.cube_linear, 2);
     CHECK(r.cube_pos.x == 2 && r.cube_pos.y == 0 && r.cube_pos.z == 0);
-    CHECK_EQ_STR(r.kernel_name, "kt_oob_copy");
+    CHECK_EQ_STR(r.kernel_name, "ck_oob_copy_f32");
 
     /* UNCHECKED: raw accesses reach the backing past the view; nothing counted. */
     oob_run(ex, CUBERT_EXECUTION_UNCHECKED, in, out, &r);
@@ -474,7 +474,7 @@ TEST(executor_validate_reports_store_violation) {
   cubert_kernel_args_initialize(&args);
   cubert_kernel_args_set_buffer(&args, 0, in, sizeof(in));
   cubert_kernel_args_set_buffer(&args, 1, out, 5 * sizeof(float));
-  CHECK_OK(cubert_cpu_executor_run(ex, &kt_oob_copy_kernel, dim3(2, 2, 2), dim3(2, 2, 2), &args,
+  CHECK_OK(cubert_cpu_executor_run(ex, &ck_oob_copy_f32_kernel, dim3(2, 2, 2), dim3(2, 2, 2), &args,
                                    CUBERT_EXECUTION_VALIDATE, &r, NULL));
   CHECK_EQ_U64(r.oob_count, 64 - 5);
   CHECK_EQ_U64(r.has_violation, 1);
@@ -500,7 +500,7 @@ TEST(executor_validate_first_violation_is_deterministic) {
       cubert_kernel_args_initialize(&args);
       cubert_kernel_args_set_buffer(&args, 0, in, 3000 * sizeof(float));
       cubert_kernel_args_set_buffer(&args, 1, out, 4096 * sizeof(float));
-      CHECK_OK(cubert_cpu_executor_run(ex, &kt_oob_copy_kernel, dim3(1024, 1, 1), dim3(4, 1, 1),
+      CHECK_OK(cubert_cpu_executor_run(ex, &ck_oob_copy_f32_kernel, dim3(1024, 1, 1), dim3(4, 1, 1),
                                        &args, CUBERT_EXECUTION_VALIDATE, &r, NULL));
       CHECK_EQ_U64(r.oob_count, 4096 - 3000);
       CHECK_EQ_U64(r.cube_linear, 750);
@@ -532,7 +532,7 @@ TEST(executor_scalar_slots) {
   CHECK_EQ_U64(args.buffer_count, 3);
   CHECK_EQ_U64(args.scalars[0], 0x40200000u); /* 2.5f */
   CHECK(cubert_kernel_bits_f64(cubert_kernel_f64_bits(-0.125)) == -0.125);
-  CHECK_OK(cubert_cpu_executor_run(ex, &kt_axpy_f32_kernel, dim3(2, 1, 1), dim3(64, 1, 1), &args,
+  CHECK_OK(cubert_cpu_executor_run(ex, &ck_axpy_offset_f32_kernel, dim3(2, 1, 1), dim3(64, 1, 1), &args,
                                    CUBERT_EXECUTION_CHECKED, NULL, NULL));
   /* x index i - 3: out of bounds (a load of 0) for i < 3. */
   for (i = 0; i < 100; i++)
@@ -555,8 +555,8 @@ TEST(executor_dynamic_shared_reverse) {
     cubert_kernel_args_initialize(&args);
     cubert_kernel_args_set_buffer(&args, 0, in, sizeof(in));
     cubert_kernel_args_set_buffer(&args, 1, out, sizeof(out));
-    CHECK_OK(cubert_cpu_executor_run(ex, &kt_reverse_u32_kernel, dim3(CUBES, 1, 1),
-                                     kt_reverse_u32_kernel.cube_dim, &args,
+    CHECK_OK(cubert_cpu_executor_run(ex, &ck_reverse_u32_kernel, dim3(CUBES, 1, 1),
+                                     ck_reverse_u32_kernel.cube_dim, &args,
                                      CUBERT_EXECUTION_CHECKED, NULL, NULL));
     for (i = 0; i < CUBES * D; i++) CHECK_EQ_U64(out[i], in[(i / D) * D + (D - 1 - i % D)]);
     cubert_cpu_executor_destroy(ex);
@@ -643,7 +643,7 @@ TEST(executor_create_thread_start_failure) {
 TEST(executor_run_bad_arguments) {
   cubert_cpu_executor_t *ex = NULL;
   cubert_kernel_args_t args;
-  cubert_kernel_t k = kt_add_f32_kernel;
+  cubert_kernel_t k = ck_add_f32_kernel;
   cubert_kernel_report_t r;
   cubert_error_t e;
   float buf[8];
@@ -774,7 +774,7 @@ static void *concurrent_main(void *p) {
   cubert_kernel_args_set_buffer(&args, 2, out, n * sizeof(float));
   for (rep = 0; rep < 50 && arg->ok; rep++) {
     memset(out, 0, n * sizeof(float));
-    if (cubert_cpu_executor_run(arg->ex, &kt_add_f32_kernel, dim3(12, 1, 1), dim3(256, 1, 1),
+    if (cubert_cpu_executor_run(arg->ex, &ck_add_f32_kernel, dim3(12, 1, 1), dim3(256, 1, 1),
                                 &args, CUBERT_EXECUTION_CHECKED, NULL, NULL) != CUBERT_STATUS_OK)
       arg->ok = 0;
     for (i = 0; i < n; i++)

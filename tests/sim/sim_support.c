@@ -1,59 +1,15 @@
 /* tests/sim/sim_support.c: see sim_support.h. */
 #include "sim_support.h"
+#include "cubert_kernels.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
-/* buf[i] += delta */
-CUBERT_KERNEL(sim_add_u32) {
-  CUBERT_BUFFER(uint32_t, buf, 0);
-  CUBERT_SCALAR_U32(delta, 0);
-  CUBERT_PHASE {
-    uint64_t i = ABSOLUTE_POS;
-    if (i >= CUBERT_LEN(buf)) CUBERT_UNIT_DONE;
-    CUBERT_STORE(buf, i, CUBERT_LOAD(buf, i) + delta);
-  }
-}
-
-/* dst[i] = src[i] */
-CUBERT_KERNEL(sim_copy_u32) {
-  CUBERT_BUFFER(const uint32_t, src, 0);
-  CUBERT_BUFFER(uint32_t, dst, 1);
-  CUBERT_PHASE {
-    uint64_t i = ABSOLUTE_POS;
-    if (i >= CUBERT_LEN(dst) || i >= CUBERT_LEN(src)) CUBERT_UNIT_DONE;
-    CUBERT_STORE(dst, i, CUBERT_LOAD(src, i));
-  }
-}
-
-/* dst[i] = dst[i] * 3 + src[i] (order-sensitive) */
-CUBERT_KERNEL(sim_mix_u32) {
-  CUBERT_BUFFER(const uint32_t, src, 0);
-  CUBERT_BUFFER(uint32_t, dst, 1);
-  CUBERT_PHASE {
-    uint64_t i = ABSOLUTE_POS;
-    if (i >= CUBERT_LEN(dst) || i >= CUBERT_LEN(src)) CUBERT_UNIT_DONE;
-    CUBERT_STORE(dst, i, CUBERT_LOAD(dst, i) * 3u + CUBERT_LOAD(src, i));
-  }
-}
-
-/* dst[i] = a[i] + b[i] */
-CUBERT_KERNEL(sim_sum_u32) {
-  CUBERT_BUFFER(const uint32_t, a, 0);
-  CUBERT_BUFFER(const uint32_t, b, 1);
-  CUBERT_BUFFER(uint32_t, dst, 2);
-  CUBERT_PHASE {
-    uint64_t i = ABSOLUTE_POS;
-    if (i >= CUBERT_LEN(dst) || i >= CUBERT_LEN(a) || i >= CUBERT_LEN(b)) CUBERT_UNIT_DONE;
-    CUBERT_STORE(dst, i, CUBERT_LOAD(a, i) + CUBERT_LOAD(b, i));
-  }
-}
-
-CUBERT_KERNEL_DESCRIPTOR(sim_add_kernel, sim_add_u32, 1, 1, 0, SIM_N, 1, 1);
-CUBERT_KERNEL_DESCRIPTOR_RO(sim_copy_kernel, sim_copy_u32, 2, 0, 0, SIM_N, 1, 1, 0x1u);
-CUBERT_KERNEL_DESCRIPTOR_RO(sim_mix_kernel, sim_mix_u32, 2, 0, 0, SIM_N, 1, 1, 0x1u);
-CUBERT_KERNEL_DESCRIPTOR_RO(sim_sum_kernel, sim_sum_u32, 3, 0, 0, SIM_N, 1, 1, 0x3u);
+CUBERT_KERNEL_DESCRIPTOR(sim_add_kernel, ck_add_scalar_u32, 1, 1, 0, SIM_N, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR_RO(sim_copy_kernel, ck_copy_u32, 2, 0, 0, SIM_N, 1, 1, 0x1u);
+CUBERT_KERNEL_DESCRIPTOR_RO(sim_mix_kernel, ck_mix_u32, 2, 0, 0, SIM_N, 1, 1, 0x1u);
+CUBERT_KERNEL_DESCRIPTOR_RO(sim_sum_kernel, ck_sum_u32, 3, 0, 0, SIM_N, 1, 1, 0x3u);
 
 void sim_env_open(sim_env_t *env, const sim_config_t *config) {
   cubert_cpu_options_t o;

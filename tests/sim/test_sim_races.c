@@ -418,7 +418,7 @@ TEST(simrace_last_report_and_counters) {
   CHECK(c.ops >= 3 && c.accesses >= 3);
   CHECK_OK(cubert_cpu_race_last_report(env.client, &r));
   CHECK_EQ_U64(r.seed, 99);
-  CHECK_EQ_STR(r.current.name, "sim_add_u32");
+  CHECK_EQ_STR(r.current.name, "ck_add_scalar_u32");
   CHECK_EQ_U64(r.current.stream, 1); /* A: stream id 1 -> slot 1 */
   CHECK_EQ_U64(r.previous.stream, 2);
   CHECK_STATUS(cubert_cpu_race_counters(env.client, NULL), CUBERT_STATUS_INVALID_ARGUMENT);

@@ -10,6 +10,12 @@
  *
  * A failed CHECK prints file:line and both values, then ends the test process
  * with status 1. TEST_SKIP("why") ends it as skipped, printing the reason.
+ *
+ * Tests of a feature that a build may leave out (cubert/config.h) skip with
+ * "skipped: compiled out (...)": one test with TEST_REQUIRE_FEATURE(bit) at
+ * the start of its body, every test of a file with
+ *   #define TEST_REQUIRES CUBERT_FEATURE_RACE_CHECKER
+ * before the file's first #include.
  */
 #ifndef CUBERT_TEST_H
 #define CUBERT_TEST_H
@@ -25,11 +31,22 @@ void test_register(const char *name, test_fn_t fn, unsigned timeout_s);
 void test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 3, 4)));
 void test_skip(const char *file, int line, const char *reason) __attribute__((noreturn));
+/* Skip (not return) unless the library holds every CUBERT_FEATURE_* bit;
+ * returns 0 otherwise. */
+int test_require_features(const char *file, int line, unsigned bits);
+
+#ifndef TEST_REQUIRES
+#define TEST_REQUIRES 0u
+#endif
 
 #define TEST_EX(name, timeout_s)                                                \
   static void test_body_##name(void);                                           \
+  static void test_run_##name(void) {                                           \
+    (void)test_require_features(__FILE__, __LINE__, (TEST_REQUIRES));           \
+    test_body_##name();                                                         \
+  }                                                                             \
   __attribute__((constructor)) static void test_reg_##name(void) {              \
-    test_register(#name, test_body_##name, (timeout_s));                        \
+    test_register(#name, test_run_##name, (timeout_s));                         \
   }                                                                             \
   static void test_body_##name(void)
 
@@ -37,6 +54,9 @@ void test_skip(const char *file, int line, const char *reason) __attribute__((no
 #define TEST(name) TEST_EX(name, 0)
 
 #define TEST_SKIP(reason) test_skip(__FILE__, __LINE__, (reason))
+/* A declaration, so it may open a test body before the other declarations. */
+#define TEST_REQUIRE_FEATURE(bits) \
+  int test_required_ __attribute__((unused)) = test_require_features(__FILE__, __LINE__, (bits))
 
 /* Skips on the embedded harness (tests/embedded: one process, one thread, a 16 MiB heap,
  * built with CUBERT_TEST_EMBEDDED=1), for a test that needs what it lacks; a no-op elsewhere. */

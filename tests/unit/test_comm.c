@@ -1,4 +1,4 @@
-/* CommunicationId and ReduceOperation (spec 2.1). */
+/* CommunicationId and ReduceOperation. */
 #include "test.h"
 #include "cubert/comm.h"
 
@@ -29,7 +29,7 @@ TEST(comm_id_pinned_values) {
   CHECK_EQ_U64(comm_id_of(NULL, 0), 0x813f0174a2367c13ull);
 }
 
-/* Spec 2.1: any permutation of the same device set yields the same id. */
+/* As in CubeCL, any permutation of the same device set yields the same id. */
 TEST(comm_id_permutation_invariant) {
   const cubert_device_id_t base[4] = {{1, 0}, {1, 3}, {2, 1}, {0, 9}};
   int perm[4] = {0, 1, 2, 3};

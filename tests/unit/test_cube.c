@@ -1,5 +1,5 @@
 /* CubeCount, cube_count_spread, CubeCountSelection, CubeDim and
- * io_optimized_vector_sizes (spec 10). */
+ * io_optimized_vector_sizes. */
 #include "test.h"
 #include "cubert/cube.h"
 
@@ -18,7 +18,7 @@ static cubert_dim3_t dim3(uint32_t x, uint32_t y, uint32_t z) {
     CHECK_EQ_U64((d).z, (ez));                                                  \
   } while (0)
 
-/* ---- CubeCount (spec 10.1) ---------------------------------------------------- */
+/* ---- CubeCount ---------------------------------------------------------------- */
 
 TEST(cube_count_constructors) {
   cubert_cube_count_t c = cubert_cube_count_new_single();
@@ -115,7 +115,7 @@ TEST(cube_count_format_errors_write_nothing) {
   CHECK_EQ_U64(len, 7);
 }
 
-/* ---- cube_count_spread and CubeCountSelection (spec 10.2, 10.3 table) ---------- */
+/* ---- cube_count_spread and CubeCountSelection ----------------------------------- */
 
 typedef struct spread_vector_t {
   uint32_t mx, my, mz, n;
@@ -124,7 +124,7 @@ typedef struct spread_vector_t {
   uint64_t actual;
 } spread_vector_t;
 
-/* Spec 10.3 table, every row ("repo test" rows are CubeCL's safe_num_cubes_*). */
+/* Vectors derived from CubeCL's algorithm (the safe_num_cubes_* rows are CubeCL's tests). */
 static const spread_vector_t k_spread_vectors[] = {
     {32, 32, 32, 2048, 32, 32, 2, 1, 2048},                          /* safe_num_cubes_even */
     {48, 32, 16, 3177, 25, 32, 4, 0, 3200},                          /* safe_num_cubes_odd */
@@ -138,14 +138,14 @@ static const spread_vector_t k_spread_vectors[] = {
     {32, 32, 32, 33, 17, 2, 1, 0, 34},                               /* derived */
 };
 
-/* CubeCL repo test server/base.rs safe_num_cubes_even (spec 11.1). */
+/* CubeCL repo test server/base.rs safe_num_cubes_even. */
 TEST(cube_spread_safe_num_cubes_even) {
   cubert_dim3_t out;
   CHECK_OK(cubert_cube_count_spread(dim3(32, 32, 32), 2048, &out));
   CHECK_DIM3(out, 32, 32, 2);
 }
 
-/* CubeCL repo test server/base.rs safe_num_cubes_odd (spec 11.1). */
+/* CubeCL repo test server/base.rs safe_num_cubes_odd. */
 TEST(cube_spread_safe_num_cubes_odd) {
   cubert_dim3_t out;
   CHECK_OK(cubert_cube_count_spread(dim3(48, 32, 16), 3177, &out));
@@ -243,7 +243,7 @@ TEST(cube_spread_zero_max) {
   CHECK_DIM3(out, 100, 1, 1);
 }
 
-/* ---- calculate_cube_count_elemwise (spec 10.3) ---------------------------------- */
+/* ---- calculate_cube_count_elemwise ---------------------------------------------- */
 
 TEST(cube_elemwise_zero_elems_is_zero_count) {
   cubert_cube_count_t c = cubert_cube_count_new_single();
@@ -304,7 +304,7 @@ TEST(cube_elemwise_errors_leave_out_untouched) {
                CUBERT_STATUS_INVALID_ARGUMENT);
 }
 
-/* ---- CubeDim (spec 10.4) ------------------------------------------------------------ */
+/* ---- CubeDim ------------------------------------------------------------------------ */
 
 TEST(cube_dim_constructors_and_contain) {
   cubert_cube_dim_t d = cubert_cube_dim_new_single();
@@ -367,7 +367,7 @@ static cubert_cube_dim_t cube_dim_of(const cubert_hardware_properties_t *hw, uin
   return d;
 }
 
-/* Spec 10.4 derived vectors, GPU (p = 32, max units 1024, no cpu cores). */
+/* Vectors derived from CubeCL's CubeDim::new, GPU (p = 32, max units 1024, no cpu cores). */
 TEST(cube_dim_new_gpu_vectors) {
   cubert_hardware_properties_t hw = hw_gpu(32, 1024);
   CHECK_DIM3(cube_dim_of(&hw, 0), 32, 1, 1);
@@ -382,7 +382,7 @@ TEST(cube_dim_new_gpu_vectors) {
   CHECK_DIM3(cube_dim_of(&hw, 4096), 64, 8, 1);
 }
 
-/* Spec 10.4 derived vectors, CPU (p = 1, 16 cores, max units 16). */
+/* Vectors derived from CubeCL's CubeDim::new, CPU (p = 1, 16 cores, max units 16). */
 TEST(cube_dim_new_cpu_vectors) {
   cubert_hardware_properties_t hw = hw_cpu(16, 16);
   CHECK_DIM3(cube_dim_of(&hw, 10), 1, 10, 1);
@@ -416,7 +416,7 @@ TEST(cube_dim_new_errors) {
   CHECK_DIM3(d, 3, 4, 5);
 }
 
-/* ---- io_optimized_vector_sizes (spec 10.5) ----------------------------------------- */
+/* ---- io_optimized_vector_sizes ----------------------------------------------------- */
 
 static void check_sizes(uint64_t max_vec, uint32_t width, size_t elem, uint32_t largest) {
   uint32_t sizes[CUBERT_IO_VECTOR_SIZES_MAX];
@@ -431,7 +431,7 @@ static void check_sizes(uint64_t max_vec, uint32_t width, size_t elem, uint32_t 
   CHECK_EQ_U64(sizes[count - 1], 1);
 }
 
-/* Spec 10.5 derived vectors, load width 128 (CUDA, dummy). */
+/* Vectors derived from io_optimized_vector_sizes, load width 128 (CUDA, dummy). */
 TEST(cube_io_vector_sizes_width_128) {
   check_sizes(UINT64_MAX, 128, 1, 16); /* [16,8,4,2,1] */
   check_sizes(UINT64_MAX, 128, 2, 8);  /* [8,4,2,1] */
@@ -442,7 +442,7 @@ TEST(cube_io_vector_sizes_width_128) {
   check_sizes(UINT64_MAX, 128, 12, 1); /* [1] */
 }
 
-/* Spec 10.5 derived vectors, load width 512 (CPU). */
+/* Vectors derived from io_optimized_vector_sizes, load width 512 (CPU). */
 TEST(cube_io_vector_sizes_width_512) {
   check_sizes(UINT64_MAX, 512, 1, 64); /* [64,...,1] */
   check_sizes(UINT64_MAX, 512, 2, 32);

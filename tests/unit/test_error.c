@@ -1,8 +1,10 @@
-/* tests/unit/test_error.c: the error record's Display text (spec 9, seed 001
- * `#[error(...)]` strings), chains, truncation, the ServerUnhealthy aggregate
- * (spec 6.6), CallError (spec 3.5), and the core text builder (core/base/fmt.h). */
+/* tests/unit/test_error.c: the error record's Display text (CubeCL's
+ * `#[error(...)]` strings, docs/errors.md), chains, truncation, the
+ * ServerUnhealthy aggregate, CallError, and the core text builder
+ * (core/base/fmt.h). */
 #include <string.h>
 
+#include "cubert/config.h"
 #include "cubert/error.h"
 #include "base/fmt.h"
 #include "test.h"
@@ -103,9 +105,11 @@ static const kind_expect_t k_expect[] = {
     {CUBERT_ERROR_DEVICE_MISMATCH, {"Device mismatch: why-R"}},
     {CUBERT_ERROR_DEADLINE_EXCEEDED, {"Deadline exceeded after 11 ns: why-R"}},
     {CUBERT_ERROR_DEVICE_LOST, {"Device lost: why-R"}},
+    {CUBERT_ERROR_COMPILED_OUT, {"Compiled out of this build: why-R"}},
 };
 
 TEST(error_format_every_kind_shows_its_fields) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   size_t i, j;
   cubert_error_t e;
   CHECK_EQ_U64(sizeof(k_expect) / sizeof(k_expect[0]), CUBERT_ERROR_KIND_COUNT_);
@@ -121,6 +125,7 @@ TEST(error_format_every_kind_shows_its_fields) {
 }
 
 TEST(error_kind_table_covers_every_kind) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   int k, m;
   for (k = 0; k < (int)CUBERT_ERROR_KIND_COUNT_; k++) {
     const char *name = cubert_error_kind_name((cubert_error_kind_t)k);
@@ -167,7 +172,8 @@ TEST(error_kind_status_mapping) {
 }
 
 /* Seed 001's `#[error(...)]` strings, literally (without the Backtrace part). */
-TEST(error_format_seed_exact_leaves) {
+TEST(error_format_cubecl_exact_leaves) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t e;
   uint64_t f2[2] = {49152, 32768};
   cubert_dim3_t req = {1024, 2, 1}, max = {1024, 1024, 64};
@@ -220,8 +226,9 @@ TEST(error_format_seed_exact_leaves) {
   CHECK_EQ_STR(fmt_big(&e), "The current IO operation is not supported");
 }
 
-/* The spec 9 variants newer than seed 001 (CubeCL upstream Display text). */
-TEST(error_format_upstream_exact_leaves) {
+/* The variants newer cubecl-runtime versions added (their Display text). */
+TEST(error_format_newer_exact_leaves) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t e;
   uint64_t v = 4096;
   CHECK_STATUS(cubert_error_set_pool_capacity(&e, 1024, 65536, 65000), CUBERT_STATUS_POOL_CAPACITY_EXCEEDED);
@@ -236,8 +243,9 @@ TEST(error_format_upstream_exact_leaves) {
   CHECK_EQ_STR(fmt_big(&e), "Unknown error happened during execution: Unable to reserve pinned memory");
 }
 
-/* Spec 3.5: the three CallError Debug forms. */
+/* The three forms of CallError's Debug text. */
 TEST(error_call_error_payloads) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t e;
   CHECK_STATUS(cubert_error_set_call(&e, CUBERT_CALL_ERROR_PANIC_MESSAGE, "boom"), CUBERT_STATUS_INTERNAL);
   CHECK_EQ_STR(fmt_big(&e), "CallError(task panicked on device runner thread: boom)");
@@ -252,6 +260,7 @@ TEST(error_call_error_payloads) {
 /* The example of the task: ServerError::Launch(LaunchError::TooManyResources(
  * ResourceLimitError::Units { requested, max })). */
 TEST(error_format_nested_exact) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t e;
   uint64_t size = 1u << 20;
   cubert_error_set2(&e, CUBERT_ERROR_RESOURCE_UNITS, 2048, 1024);
@@ -287,6 +296,7 @@ TEST(error_format_nested_exact) {
 }
 
 TEST(error_format_nesting_three_levels_outer_to_inner) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t e;
   const char *text, *a, *b, *c;
   cubert_error_set(&e, CUBERT_ERROR_COMPILATION_GENERIC, NULL, 0, "[Compilation Error] bad ptx");
@@ -303,9 +313,10 @@ TEST(error_format_nesting_three_levels_outer_to_inner) {
   CHECK(a < b && b < c);
 }
 
-/* A kind that does not wrap in the seed, used as an outer kind, still shows
+/* A kind that does not wrap in CubeCL, used as an outer kind, still shows
  * its name and the inner message; a wrapping kind used alone shows its reason. */
 TEST(error_format_unusual_chains) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t e;
   cubert_error_set(&e, CUBERT_ERROR_IO_BUFFER_TOO_BIG, NULL, 0, NULL);
   cubert_error_wrap(&e, CUBERT_ERROR_DEVICE_LOST);
@@ -315,6 +326,7 @@ TEST(error_format_unusual_chains) {
 }
 
 TEST(error_wrap_full_chain_keeps_innermost) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t e;
   int i;
   uint64_t size = 77;
@@ -405,6 +417,7 @@ TEST(error_null_record_handling) {
 
 /* A record filled with garbage (a reader must never trust it). */
 TEST(error_format_corrupt_record_is_safe) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t e;
   char buf[1024];
   size_t n;
@@ -422,6 +435,7 @@ TEST(error_format_corrupt_record_is_safe) {
 }
 
 TEST(error_backend_code_is_shown) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t e;
   CHECK_STATUS(cubert_error_set_backend(&e, CUBERT_ERROR_SERVER_GENERIC, -2, "cuMemcpyDtoH failed: CUDA_ERROR_ILLEGAL_ADDRESS"),
                CUBERT_STATUS_INTERNAL);
@@ -444,7 +458,7 @@ TEST(error_set_clamps_and_truncates) {
   CHECK_STATUS(e.status, CUBERT_STATUS_OK);
 }
 
-/* ---- ServerUnhealthy aggregate (spec 6.6) ---------------------------------- */
+/* ---- ServerUnhealthy aggregate --------------------------------------------- */
 
 static void make_small(cubert_error_t *e, uint64_t i) {
   cubert_error_set(e, CUBERT_ERROR_IO_BUFFER_TOO_BIG, &i, 1, NULL);
@@ -456,6 +470,7 @@ static void make_numbered(cubert_error_t *e, uint64_t i) {
 }
 
 TEST(error_aggregate_one) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t agg, e, first;
   char one[256];
   cubert_dim3_t req = {2048, 1, 1}, max = {1024, 1024, 64};
@@ -500,6 +515,7 @@ TEST(error_aggregate_one) {
 }
 
 TEST(error_aggregate_three_joined_by_newline) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t agg, e;
   char expect[1024];
   cubert_error_clear(&agg);
@@ -519,6 +535,7 @@ TEST(error_aggregate_three_joined_by_newline) {
 }
 
 TEST(error_aggregate_hundred_truncates_text_keeps_count) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t agg, e;
   char full[16384];
   cubert_fmt_t f;
@@ -546,6 +563,7 @@ TEST(error_aggregate_hundred_truncates_text_keeps_count) {
 }
 
 TEST(error_aggregate_flattens_and_converts) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t a, b, plain, e;
   cubert_error_clear(&a);
   cubert_error_clear(&b);

@@ -1,5 +1,7 @@
 /* Memory layout policies, optimal_align, stride validation and copy plans
- * (spec 5). */
+ * (docs/cubecl-mapping.md, "Memory layout"). The layout vectors below (CUDA
+ * pitched, CPU and dummy contiguous) were derived from CubeCL's algorithm;
+ * they are checked literally. */
 #include "test.h"
 #include "cubert/layout.h"
 
@@ -14,7 +16,7 @@ static cubert_layout_policy_t policy_of(cubert_layout_policy_kind_t kind, uint64
   return p;
 }
 
-/* CUDA's policy (spec 5.1): pitched, 512. CPU: contiguous, 8. Dummy: 4. */
+/* CUDA's policy: pitched, 512. CPU: contiguous, 8. Dummy: 4. */
 static cubert_layout_policy_t cuda_policy(void) {
   return policy_of(CUBERT_LAYOUT_POLICY_PITCHED, 512);
 }
@@ -54,7 +56,7 @@ static void check_layout(const cubert_layout_t *l, uint64_t size, uint32_t rank,
   CHECK_EQ_U64(l->offset_end, end);
 }
 
-/* Apply `policy` to one descriptor and check the spec row. */
+/* Apply `policy` to one descriptor and check one vector. */
 static void check_single(cubert_layout_policy_t policy, cubert_layout_descriptor_t d,
                          uint64_t size, const uint64_t *strides, uint64_t start, uint64_t end,
                          uint64_t total) {
@@ -66,7 +68,7 @@ static void check_single(cubert_layout_policy_t policy, cubert_layout_descriptor
   check_layout(&l, size, d.rank, strides, start, end);
 }
 
-/* ---- spec 5.5: CUDA (pitched, mem_alignment 512), every row ----------------------- */
+/* ---- CUDA (pitched, mem_alignment 512) -------------------------------------------- */
 
 TEST(layout_cuda_vector_o_3x5_f32) {
   static const uint64_t s[] = {8, 1};
@@ -133,7 +135,7 @@ TEST(layout_cuda_vector_multi) {
   check_layout(&l[2], 32, 2, s2, 1024, 480);
 }
 
-/* ---- spec 5.5: CPU (contiguous, 8) and dummy (contiguous, 4) ------------------------ */
+/* ---- CPU (contiguous, 8) and dummy (contiguous, 4) ---------------------------------- */
 
 TEST(layout_cpu_vector_multi) {
   static const uint64_t s0[] = {5, 1}, s1[] = {1}, s2[] = {1};
@@ -249,7 +251,7 @@ TEST(layout_large_dims_exact) {
   }
 }
 
-/* ---- optimal_align (spec 5.2) ------------------------------------------------------- */
+/* ---- optimal_align ------------------------------------------------------------------ */
 
 static uint64_t align_of(uint64_t last_dim, uint64_t e, uint64_t buffer_align) {
   uint64_t a = 777;
@@ -494,7 +496,7 @@ TEST(layout_apply_late_failure_leaves_earlier_outputs_untouched) {
   check_apply_fails(cuda_policy(), d, 3, CUBERT_STATUS_OVERFLOW, CUBERT_ERROR_OVERFLOW);
 }
 
-/* ---- stride validation (spec 5.6) --------------------------------------------------- */
+/* ---- stride validation -------------------------------------------------------------- */
 
 TEST(layout_strides_valid_contiguous_and_pitched) {
   static const uint64_t sh2[] = {3, 5}, st_c[] = {5, 1}, st_p[] = {8, 1};
@@ -567,7 +569,7 @@ TEST(layout_strides_overflowing_product_never_matches) {
 }
 
 TEST(layout_strides_policy_output_is_readable) {
-  /* Every spec 5.5 CUDA layout is pitched row-major (what CUDA's
+  /* Every CUDA layout above is pitched row-major (what CUDA's
    * can_read_tensor checks); the contiguous one is also contiguous. */
   cubert_layout_policy_t p = cuda_policy();
   cubert_layout_descriptor_t d[5];
@@ -586,7 +588,7 @@ TEST(layout_strides_policy_output_is_readable) {
   CHECK(cubert_strides_is_contiguous_row_major(2, d[4].shape, l[4].strides));
 }
 
-/* ---- copy plans (spec 5.6) ---------------------------------------------------------- */
+/* ---- copy plans --------------------------------------------------------------------- */
 
 static void check_plan(const cubert_copy_plan_t *p, bool pitched, uint64_t width, uint64_t height,
                        uint64_t pitch, uint64_t total, uint64_t span) {

@@ -1,6 +1,8 @@
 /*
- * Spec 4.5: the SubSlices ladders and the ExclusivePages buckets (the exact
- * numbers are the tests), custom layouts; spec 4.11: usage formatting.
+ * Memory configurations (docs/cubecl-mapping.md, "Memory configuration"):
+ * the SubSlices ladders and the ExclusivePages buckets (the exact numbers,
+ * derived from CubeCL's algorithm, are the tests), custom layouts; usage
+ * formatting.
  */
 #include "test_memory_fixture.h"
 
@@ -30,7 +32,7 @@ static void check_ladder(uint64_t max_page, uint64_t align, const ladder_t *slic
   CHECK_EQ_U64(pools[n - 1].dealloc_period, period);
 }
 
-/* spec 4.5 table "Derived ladders" */
+/* ladders derived from CubeCL's SubSlices algorithm */
 TEST(memory_config_sub_slices_ladder_128mib) {
   static const ladder_t l[] = {{8 * MIB, 2 * MIB}, {32 * MIB, 16 * MIB}};
   check_ladder(128 * MIB, 32, l, 2, 128 * MIB, 5000);
@@ -182,7 +184,7 @@ TEST(memory_config_resolve_arguments) {
   CHECK_EQ_U64(out.pools[0].dealloc_period, CUBERT_MEMORY_NONE); /* dropped for direct pools */
 }
 
-/* ---- spec 4.11 formatting ---------------------------------------------------------- */
+/* ---- usage formatting ------------------------------------------------------------- */
 
 TEST(memory_config_bytes_format) {
   char buf[32];

@@ -1,7 +1,7 @@
 /*
- * Lookups and their errors (spec 4.3): every NotFound reason, the identity
+ * Lookups and their errors: every NotFound reason, the identity
  * check (a stale binding never resolves to a later owner), bind's errors,
- * get_resource offsets, bad arguments, and storage flushing (spec 4.9).
+ * get_resource offsets, bad arguments, and storage flushing.
  */
 #include "test_memory_fixture.h"
 

@@ -1,7 +1,7 @@
 /*
  * tests/unit/test_memory_fixture.h: a memory manager over the host storage,
  * a handle table and a counting allocator, for the memory_* tests.
- * "MM(props, config)" of spec 11 = mmf_init(&f, max_page, align, &config).
+ * CubeCL's tests' "MM(props, config)" = mmf_init(&f, max_page, align, &config).
  */
 #ifndef CUBERT_TEST_MEMORY_FIXTURE_H
 #define CUBERT_TEST_MEMORY_FIXTURE_H

@@ -1,9 +1,9 @@
 /*
- * Spec 11.13: pool-layout tests (tests/memory_pools_config.rs, props
- * 128 MiB / 32), the direct-pool vectors of spec 4.4.4, install_pools
- * (spec 4.7) and the persistent_memory options (spec 4.6).
+ * CubeCL's pool-layout tests (tests/memory_pools_config.rs, props
+ * 128 MiB / 32), its direct-pool vectors, install_pools
+ * and the persistent_memory options.
  *
- * Not ported (cubert has no dry run / lazy backing, spec 4.10):
+ * Not ported (cubert has no dry run / lazy backing):
  * a_measurement_maps_only_what_it_resolves,
  * dry_run_reservations_stay_unmapped_until_resolved,
  * dry_run_persistent_reservations_stay_unmapped,
@@ -147,7 +147,7 @@ TEST(memory_layout_full_capped_pool_spills_to_tail) {
   mmf_done(&f);
 }
 
-/* ---- direct pools (spec 4.4.4, 11.13) ---------------------------------------------- */
+/* ---- direct pools ------------------------------------------------------------------ */
 
 TEST(memory_layout_direct_pool_pads_only_to_alignment) {
   mm_fixture_t f;
@@ -232,7 +232,7 @@ TEST(memory_layout_direct_pool_cleanup_releases_everything_free) {
   mmf_done(&f);
 }
 
-/* ---- install_pools (spec 4.7) --------------------------------------------------------- */
+/* ---- install_pools -------------------------------------------------------------------- */
 
 TEST(memory_layout_install_keeps_persistent_pool_and_rejects_bad_layouts) {
   mm_fixture_t f;
@@ -271,7 +271,7 @@ TEST(memory_layout_install_out_of_host_memory_keeps_layout) {
   mmf_done(&f);
 }
 
-/* ---- persistent_memory options (spec 4.6) ---------------------------------------------- */
+/* ---- persistent_memory options --------------------------------------------------------- */
 
 static void init_pm(mm_fixture_t *f, cubert_persistent_memory_t pm) {
   cubert_memory_manager_options_t o;

@@ -1,8 +1,8 @@
 /*
- * Spec 11.8: CubeCL's memory_manage.rs tests (41), ported against the host
+ * CubeCL's memory_manage.rs tests (41), ported against the host
  * storage. DUMMY props = 128 MiB / 32. "drop" = release the user handle.
  *
- * Not ported (cubert has no graph capture, spec 4.8 is out of this
+ * Not ported (cubert has no graph capture; it is out of this
  * component's scope): capture_pins_reused_persistent_slice,
  * capture_pins_preexisting_slice_freed_and_reused_midwindow,
  * capture_does_not_retain_untouched_free_slices, capture_survives_explicit_cleanup,
@@ -315,7 +315,7 @@ static void allocs_on_correct_page(void) {
 TEST(memory_manage_allocs_on_correct_page) { allocs_on_correct_page(); }
 TEST(memory_manage_noslice_allocs_on_correct_page) { allocs_on_correct_page(); }
 
-/* ---- resolution (spec 4.5) ------------------------------------------------------ */
+/* ---- resolution ----------------------------------------------------------------- */
 
 TEST(memory_manage_resolve_absent_pools_config_keeps_runtime_choice) {
   cubert_memory_configuration_t out, choice;
@@ -431,7 +431,7 @@ TEST(memory_manage_resolve_invalid_pool_configs_fail) {
   CHECK(cubert_error_kind(&err) == CUBERT_ERROR_CONFIG_TOO_MANY_POOLS);
   CHECK_EQ_U64(err.field[0], 255);
   CHECK_OK(resolve_list(many, 254, &err)); /* the limit itself is fine */
-  /* the other ZeroSize fields (spec 9.7) */
+  /* the other ZeroSize fields */
   e = cubert_memory_pool_sliced(1024, 0, CUBERT_MEMORY_NONE);
   CHECK_STATUS(resolve_list(&e, 1, &err), CUBERT_STATUS_CONFIG_INVALID);
   CHECK_EQ_STR(err.reason, "max_slice_size");

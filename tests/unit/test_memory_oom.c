@@ -1,5 +1,6 @@
 /*
- * Out of memory (spec 13, reliability.md 1.2): the allocation-failure loop
+ * Out of memory (docs/cubecl-mapping.md, "Issues CubeCL users report"): the
+ * allocation-failure loop
  * over the pool operations (the injected allocator and the storage fail
  * their 1st, 2nd, ... call, once or from then on: every outcome is success
  * or an out-of-memory error, nothing leaks, a failed call changes nothing),
@@ -312,7 +313,7 @@ TEST(memory_oom_no_pool_accepts) {
   mmf_done(&f);
 }
 
-/* ---- a stream slot whose thread is gone (spec 13, burn#4792) ------------------------------ */
+/* ---- a stream slot whose thread is gone (burn#4792) --------------------------------------- */
 
 TEST(memory_oom_release_pools_of_a_dead_stream_slot) {
   mm_fixture_t f;

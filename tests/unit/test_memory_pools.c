@@ -1,5 +1,6 @@
 /*
- * Spec 11.6 (memory_pool tests) and the pool vectors of spec 4.4: page
+ * CubeCL's memory_pool tests and pool vectors (docs/cubecl-mapping.md,
+ * "Memory pools"): page
  * carving and coalescing, the persistent pool, the exclusive pool's moving
  * average and free-count ageing, and a randomized consistency check of the
  * sliced pool (no two live slices overlap, every live id resolves).
@@ -19,7 +20,7 @@ static void owner_discard(mm_fixture_t *f, cubert_memory_id_t id) {
   mmf_drop(f, id);
 }
 
-/* ---- handle::* (spec 11.6): locations through the handle table ------------------ */
+/* ---- handle::*: locations through the handle table ------------------------------ */
 
 TEST(memory_pool_handle_test_memory_id_mutability) {
   mm_fixture_t f;
@@ -76,7 +77,7 @@ TEST(memory_pool_handle_test_location_visible_through_shared_arc) {
   counting_allocator_destroy(&f.counting);
 }
 
-/* ---- memory_page::* (spec 11.6, 4.4.1): one 32 MiB page, alignment 4 ------------- */
+/* ---- memory_page::*: one 32 MiB page, alignment 4 -------------------------------- */
 
 static cubert_sliced_pool_t *one_page_pool(mm_fixture_t *f) {
   static cubert_memory_pool_options_t pools[1];
@@ -199,7 +200,7 @@ TEST(memory_pool_sliced_merges_when_enabled) {
   mmf_done(&f);
 }
 
-/* ---- persistent_pool::* (spec 11.6, 4.4.3) ----------------------------------------- */
+/* ---- persistent_pool::* ------------------------------------------------------------ */
 
 TEST(memory_pool_persistent_pool_try_reserve_reuses_slice_with_padding) {
   mm_fixture_t f;
@@ -292,7 +293,7 @@ TEST(memory_pool_persistent_many_sizes_grow_the_index) {
   mmf_done(&f);
 }
 
-/* ---- exclusive pool (spec 4.4.2) ---------------------------------------------------- */
+/* ---- exclusive pool ----------------------------------------------------------------- */
 
 TEST(memory_pool_exclusive_first_page_follows_the_average) {
   /* the first 100-byte reservation in a pool with max 512, alignment 32
@@ -340,7 +341,7 @@ static void tick(mm_fixture_t *f) {
 TEST(memory_pool_exclusive_free_count_ageing) {
   /* dealloc_period 50: a check every 10 reservations; a new page starts at
    * free_count 4, every reuse lowers it, every check seeing it free raises
-   * it; released at 5 (spec 4.4.2, 4.9) */
+   * it; released at 5 */
   static cubert_memory_pool_options_t pools[1];
   mm_fixture_t f;
   cubert_memory_id_t a;
@@ -497,7 +498,7 @@ TEST(memory_pool_sliced_finds_every_released_slice) {
 
 TEST(memory_pool_sliced_near_page_size_rule) {
   /* uncapped: a request above max_slice but wasting < 20 % of a page takes a
-   * page; capped pools never do (spec 4.4.1) */
+   * page; capped pools never do */
   static cubert_memory_pool_options_t pools[2];
   cubert_sliced_pool_t *p;
   mm_fixture_t f;

@@ -2,6 +2,7 @@
  * sources, trace hash, exhaustive explorer, PCT, shrinker, bad arguments. */
 #include "test.h"
 
+#include "cubert/config.h"
 #include "cubert/sim.h"
 
 /* An abstract scenario: `streams` streams of `ops` steps each; every step of
@@ -37,6 +38,7 @@ static void explore_count(uint32_t streams, uint32_t ops, uint64_t expect) {
   cubert_sim_explorer_t e;
   cubert_sim_chooser_t c;
   uint64_t n = 0, i;
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   CHECK_OK(cubert_sim_explorer_init(&e, choice, arity, 64));
   do {
     CHECK_OK(cubert_sim_chooser_init_explore(&c, &e, NULL, 0));
@@ -61,6 +63,7 @@ TEST(sim_splitmix64_matches_the_reference) {
 }
 
 TEST(sim_seed_is_reproducible_and_seeds_differ) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   cubert_sim_chooser_t a, b;
   uint32_t la[64], lb[64];
   uint64_t h1, h2, distinct = 0, prev = 0, s;
@@ -82,6 +85,7 @@ TEST(sim_seed_is_reproducible_and_seeds_differ) {
 }
 
 TEST(sim_replay_reproduces_a_seeded_run) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   cubert_sim_chooser_t a, r;
   uint32_t la[64], lr[64];
   uint64_t h;
@@ -95,6 +99,7 @@ TEST(sim_replay_reproduces_a_seeded_run) {
 }
 
 TEST(sim_replay_out_of_range_diverges_and_end_takes_zero) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   cubert_sim_chooser_t r;
   uint32_t bad[2] = {5, 1};
   CHECK_OK(cubert_sim_chooser_init_replay(&r, bad, 2, NULL, 0));
@@ -107,6 +112,7 @@ TEST(sim_replay_out_of_range_diverges_and_end_takes_zero) {
 }
 
 TEST(sim_bytes_source_and_log_truncation) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   cubert_sim_chooser_t c;
   const uint8_t bytes[3] = {7, 2, 255};
   uint32_t log[2];
@@ -122,6 +128,7 @@ TEST(sim_bytes_source_and_log_truncation) {
 }
 
 TEST(sim_pct_depth_1_runs_one_stream_to_the_end) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   /* depth 1: no change point, the highest priority runnable id always runs */
   cubert_sim_chooser_t c;
   uint32_t ids[2] = {4, 9}, first, i;
@@ -131,6 +138,7 @@ TEST(sim_pct_depth_1_runs_one_stream_to_the_end) {
 }
 
 TEST(sim_pct_change_points_switch_streams) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   /* depth 2 with a change point within 4 steps: the first stream loses
    * priority there, so both streams run within the first 8 steps for every seed */
   uint64_t seed;
@@ -156,6 +164,7 @@ static bool two_nonzero(void *user, const uint32_t *choices, size_t n) {
 }
 
 TEST(sim_shrink_reduces_a_failing_log) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   uint32_t log[40], scratch[40];
   shrink_ctx_t ctx = {0};
   size_t n, i, nonzero = 0;
@@ -174,6 +183,7 @@ TEST(sim_shrink_reduces_a_failing_log) {
 }
 
 TEST(sim_bad_arguments) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   cubert_sim_chooser_t c;
   cubert_sim_explorer_t e;
   uint32_t buf[4];
@@ -197,6 +207,7 @@ TEST(sim_bad_arguments) {
 }
 
 TEST(sim_explorer_overflow_is_reported) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   uint32_t choice[3], arity[3];
   cubert_sim_explorer_t e;
   cubert_sim_chooser_t c;

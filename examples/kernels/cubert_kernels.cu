@@ -1,30 +1,30 @@
 /*
- * tests/host/kernels_test.cu: the kernels of kernels_test.h compiled by nvcc,
- * proving the dialect's CUDA expansion builds the very source the CPU tests
- * run. Each CUBERT_KERNEL(name) becomes
+ * examples/kernels/cubert_kernels.cu: the kernel library (cubert_kernels.h)
+ * compiled by nvcc, proving the dialect's CUDA expansion builds the very
+ * source the CPU servers run. Each CUBERT_KERNEL(name) becomes
  *   extern "C" __global__ void name(const cubert_kernel_args_t args,
  *                                   uint32_t mode, cubert_kernel_report_t *report)
  * (args by value: the CUDA server passes {&args, &mode, &report} to
  * cuLaunchKernel; report may be NULL in UNCHECKED mode).
  *
- *   nvcc -std=c++14 -arch=sm_90 -Iinclude -Itests/host -c tests/host/kernels_test.cu -o k.o
- *   nvcc -std=c++14 -arch=sm_90 -Iinclude -Itests/host -ptx tests/host/kernels_test.cu -o k.ptx
+ *   nvcc -std=c++14 -arch=sm_90 -Iinclude -Iexamples/kernels -c examples/kernels/cubert_kernels.cu -o k.o
+ *   nvcc -std=c++14 -arch=sm_90 -Iinclude -Iexamples/kernels -ptx examples/kernels/cubert_kernels.cu -o k.ptx
  *
- * With -DKT_CUDA_MAIN it is also a program that runs the kernels on a GPU
+ * With -DCK_CUDA_MAIN it is also a program that runs the kernels on a GPU
  * (CUDA runtime API) and checks them against plain C references:
- *   nvcc -std=c++14 -arch=sm_90 -DKT_CUDA_MAIN -Iinclude -Itests/host \
- *        tests/host/kernels_test.cu -o kt_cuda && ./kt_cuda
+ *   nvcc -std=c++14 -arch=sm_90 -DCK_CUDA_MAIN -Iinclude -Iexamples/kernels \
+ *        examples/kernels/cubert_kernels.cu -o ck_cuda && ./ck_cuda
  */
-#include "kernels_test.h"
+#include "cubert_kernels.h"
 
-#ifdef KT_CUDA_MAIN
+#ifdef CK_CUDA_MAIN
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int g_checks, g_failures;
 
-#define KT_CHECK(cond, ...)                                                                  \
+#define CK_CHECK(cond, ...)                                                                  \
   do {                                                                                       \
     g_checks++;                                                                              \
     if (!(cond)) {                                                                           \
@@ -70,12 +70,12 @@ static void test_add(void) {
   da = dev_buffer(&args, 0, a, n * 4);
   db = dev_buffer(&args, 1, b, n * 4);
   dout = dev_buffer(&args, 2, NULL, n * 4);
-  kt_add_f32<<<(unsigned)((n + KT_BLOCK - 1) / KT_BLOCK), KT_BLOCK>>>(
+  ck_add_f32<<<(unsigned)((n + CK_BLOCK - 1) / CK_BLOCK), CK_BLOCK>>>(
       args, CUBERT_KERNEL_MODE_UNCHECKED, NULL);
   CU(cudaGetLastError());
   CU(cudaMemcpy(out, dout, n * 4, cudaMemcpyDeviceToHost));
   for (i = 0; i < n; i++)
-    KT_CHECK(out[i] == (float)i + 0.5f * (float)(i % 1000), "add i=%zu got %f", i, out[i]);
+    CK_CHECK(out[i] == (float)i + 0.5f * (float)(i % 1000), "add i=%zu got %f", i, out[i]);
   cudaFree(da);
   cudaFree(db);
   cudaFree(dout);
@@ -85,7 +85,7 @@ static void test_add(void) {
 }
 
 static void test_reduce(void) {
-  const size_t n = 100003, cubes = (n + KT_BLOCK - 1) / KT_BLOCK;
+  const size_t n = 100003, cubes = (n + CK_BLOCK - 1) / CK_BLOCK;
   float *in = (float *)malloc(n * 4), *partial = (float *)malloc(cubes * 4);
   cubert_kernel_args_t args;
   void *din, *dp;
@@ -94,13 +94,13 @@ static void test_reduce(void) {
   cubert_kernel_args_initialize(&args);
   din = dev_buffer(&args, 0, in, n * 4);
   dp = dev_buffer(&args, 1, NULL, cubes * 4);
-  kt_reduce_sum_f32<<<(unsigned)cubes, KT_BLOCK>>>(args, CUBERT_KERNEL_MODE_CHECKED, NULL);
+  ck_reduce_sum_f32<<<(unsigned)cubes, CK_BLOCK>>>(args, CUBERT_KERNEL_MODE_CHECKED, NULL);
   CU(cudaGetLastError());
   CU(cudaMemcpy(partial, dp, cubes * 4, cudaMemcpyDeviceToHost));
   for (c = 0; c < cubes; c++) {
     float ref = 0.0f;
-    for (i = c * KT_BLOCK; i < (c + 1) * KT_BLOCK && i < n; i++) ref += in[i];
-    KT_CHECK(partial[c] == ref, "reduce cube %zu: %f != %f", c, partial[c], ref);
+    for (i = c * CK_BLOCK; i < (c + 1) * CK_BLOCK && i < n; i++) ref += in[i];
+    CK_CHECK(partial[c] == ref, "reduce cube %zu: %f != %f", c, partial[c], ref);
   }
   cudaFree(din);
   cudaFree(dp);
@@ -126,18 +126,18 @@ static void test_matmul(uint32_t m, uint32_t k, uint32_t n) {
   cubert_kernel_args_set_u32(&args, 2, n);
   CU(cudaMalloc((void **)&drep, sizeof(*drep)));
   CU(cudaMemset(drep, 0, sizeof(*drep)));
-  kt_matmul_f32<<<dim3((n + KT_TILE - 1) / KT_TILE, (m + KT_TILE - 1) / KT_TILE, 1),
-                  dim3(KT_TILE, KT_TILE, 1)>>>(args, CUBERT_KERNEL_MODE_VALIDATE, drep);
+  ck_matmul_f32<<<dim3((n + CK_TILE - 1) / CK_TILE, (m + CK_TILE - 1) / CK_TILE, 1),
+                  dim3(CK_TILE, CK_TILE, 1)>>>(args, CUBERT_KERNEL_MODE_VALIDATE, drep);
   CU(cudaGetLastError());
   CU(cudaMemcpy(c, dc, (size_t)m * n * 4, cudaMemcpyDeviceToHost));
   CU(cudaMemcpy(&rep, drep, sizeof(rep), cudaMemcpyDeviceToHost));
-  KT_CHECK(rep.oob_count == 0 && rep.has_violation == 0, "matmul oob %llu",
+  CK_CHECK(rep.oob_count == 0 && rep.has_violation == 0, "matmul oob %llu",
            (unsigned long long)rep.oob_count);
   for (i = 0; i < m; i++)
     for (j = 0; j < n; j++) {
       float ref = 0.0f;
       for (t = 0; t < k; t++) ref += a[i * k + t] * b[t * n + j];
-      KT_CHECK(c[i * n + j] == ref, "matmul %ux%ux%u c[%u][%u]=%f want %f", m, k, n, i, j,
+      CK_CHECK(c[i * n + j] == ref, "matmul %ux%ux%u c[%u][%u]=%f want %f", m, k, n, i, j,
                c[i * n + j], ref);
     }
   cudaFree(da);
@@ -158,7 +158,7 @@ static void test_positions(void) {
   cubert_kernel_args_initialize(&args);
   dpos = dev_buffer(&args, 0, NULL, total * 8 * 4);
   dab = dev_buffer(&args, 1, NULL, total * 3 * 4);
-  kt_positions<<<count, d>>>(args, CUBERT_KERNEL_MODE_CHECKED, NULL);
+  ck_positions<<<count, d>>>(args, CUBERT_KERNEL_MODE_CHECKED, NULL);
   CU(cudaGetLastError());
   CU(cudaMemcpy(pos, dpos, total * 8 * 4, cudaMemcpyDeviceToHost));
   CU(cudaMemcpy(ab, dab, total * 3 * 4, cudaMemcpyDeviceToHost));
@@ -167,10 +167,10 @@ static void test_positions(void) {
     uint32_t cx = cube % 3, cy = cube / 3 % 2, cz = cube / 6;
     uint32_t ux = unit % 4, uy = unit / 4 % 2, uz = unit / 8;
     const uint32_t *w = pos + g * 8, *a3 = ab + g * 3;
-    KT_CHECK(w[0] == cx && w[1] == cy && w[2] == cz && w[3] == ux && w[4] == uy && w[5] == uz &&
+    CK_CHECK(w[0] == cx && w[1] == cy && w[2] == cz && w[3] == ux && w[4] == uy && w[5] == uz &&
                  w[6] == unit && w[7] == cube,
              "positions g=%u", g);
-    KT_CHECK(a3[0] == cx * 4 + ux && a3[1] == cy * 2 + uy && a3[2] == cz * 3 + uz,
+    CK_CHECK(a3[0] == cx * 4 + ux && a3[1] == cy * 2 + uy && a3[2] == cz * 3 + uz,
              "absolute g=%u", g);
   }
   cudaFree(dpos);
@@ -198,24 +198,24 @@ static void test_modes(void) {
     cubert_kernel_args_initialize(&args);
     cubert_kernel_args_set_buffer(&args, 0, din, 9 * 4);
     cubert_kernel_args_set_buffer(&args, 1, dout, 9 * 4);
-    kt_oob_copy<<<4, 4>>>(args, mode, drep);
+    ck_oob_copy_f32<<<4, 4>>>(args, mode, drep);
     CU(cudaGetLastError());
     CU(cudaMemcpy(out, dout, sizeof(out), cudaMemcpyDeviceToHost));
     CU(cudaMemcpy(&rep, drep, sizeof(rep), cudaMemcpyDeviceToHost));
     for (i = 0; i < 16; i++) {
       float want = (i < 9 || mode == CUBERT_KERNEL_MODE_UNCHECKED) ? (float)(10 * i) + 1.0f : -1.0f;
-      KT_CHECK(out[i] == want, "mode %u out[%d]=%f want %f", mode, i, out[i], want);
+      CK_CHECK(out[i] == want, "mode %u out[%d]=%f want %f", mode, i, out[i], want);
     }
-    KT_CHECK(rep.oob_count == (mode == CUBERT_KERNEL_MODE_UNCHECKED ? 0u : 14u),
+    CK_CHECK(rep.oob_count == (mode == CUBERT_KERNEL_MODE_UNCHECKED ? 0u : 14u),
              "mode %u oob_count %llu", mode, (unsigned long long)rep.oob_count);
     if (mode == CUBERT_KERNEL_MODE_VALIDATE)
-      KT_CHECK(rep.has_violation == 1 && rep.element_index >= 9 && rep.buffer_length == 9 &&
+      CK_CHECK(rep.has_violation == 1 && rep.element_index >= 9 && rep.buffer_length == 9 &&
                    rep.cube_linear >= 2,
                "validate report: has=%u index=%llu len=%llu cube=%llu", rep.has_violation,
                (unsigned long long)rep.element_index, (unsigned long long)rep.buffer_length,
                (unsigned long long)rep.cube_linear);
     else
-      KT_CHECK(rep.has_violation == 0, "mode %u has_violation", mode);
+      CK_CHECK(rep.has_violation == 0, "mode %u has_violation", mode);
   }
   cudaFree(din);
   cudaFree(dout);
@@ -236,21 +236,21 @@ static void test_axpy_and_reverse(void) {
   dout = dev_buffer(&args, 2, NULL, sizeof(out));
   cubert_kernel_args_set_f32(&args, 0, 2.5f);
   cubert_kernel_args_set_i64(&args, 1, -3);
-  kt_axpy_f32<<<2, 64>>>(args, CUBERT_KERNEL_MODE_CHECKED, NULL);
+  ck_axpy_offset_f32<<<2, 64>>>(args, CUBERT_KERNEL_MODE_CHECKED, NULL);
   CU(cudaGetLastError());
   CU(cudaMemcpy(out, dout, sizeof(out), cudaMemcpyDeviceToHost));
   for (i = 0; i < 100; i++)
-    KT_CHECK(out[i] == (i < 3 ? 1000.0f : 2.5f * (float)(i - 3) + 1000.0f), "axpy %d: %f", i,
+    CK_CHECK(out[i] == (i < 3 ? 1000.0f : 2.5f * (float)(i - 3) + 1000.0f), "axpy %d: %f", i,
              out[i]);
   for (i = 0; i < 37 * 128; i++) rin[i] = (uint32_t)i * 2654435761u;
   cubert_kernel_args_initialize(&args);
   drin = dev_buffer(&args, 0, rin, sizeof(rin));
   drout = dev_buffer(&args, 1, NULL, sizeof(rout));
-  kt_reverse_u32<<<37, 128, 128 * 4>>>(args, CUBERT_KERNEL_MODE_CHECKED, NULL);
+  ck_reverse_u32<<<37, 128, 128 * 4>>>(args, CUBERT_KERNEL_MODE_CHECKED, NULL);
   CU(cudaGetLastError());
   CU(cudaMemcpy(rout, drout, sizeof(rout), cudaMemcpyDeviceToHost));
   for (i = 0; i < 37 * 128; i++)
-    KT_CHECK(rout[i] == rin[(i / 128) * 128 + (127 - i % 128)], "reverse %d", i);
+    CK_CHECK(rout[i] == rin[(i / 128) * 128 + (127 - i % 128)], "reverse %d", i);
   cudaFree(dx);
   cudaFree(dy);
   cudaFree(dout);
@@ -270,7 +270,7 @@ int main(void) {
   test_modes();
   test_axpy_and_reverse();
   CU(cudaDeviceSynchronize());
-  printf("kernels_test.cu: %d checks, %d failed\n", g_checks, g_failures);
+  printf("cubert_kernels.cu: %d checks, %d failed\n", g_checks, g_failures);
   return g_failures ? 1 : 0;
 }
-#endif /* KT_CUDA_MAIN */
+#endif /* CK_CUDA_MAIN */

@@ -1,0 +1,14 @@
+/* core/base/version.c: the library's version (cubert/base.h) and compiled-in
+ * features (cubert/config.h). */
+#include "base/internal.h"
+
+const char *cubert_version(void) { return CUBERT_VERSION_STRING; }
+
+uint32_t cubert_version_number(void) { return (uint32_t)CUBERT_VERSION_NUMBER; }
+
+uint32_t cubert_config_features(void) {
+  return (CUBERT_CONFIG_RACE_CHECKER ? CUBERT_FEATURE_RACE_CHECKER : 0u) |
+         (CUBERT_CONFIG_SIMULATION ? CUBERT_FEATURE_SIMULATION : 0u) |
+         (CUBERT_CONFIG_PROFILING ? CUBERT_FEATURE_PROFILING : 0u) |
+         (CUBERT_CONFIG_ERROR_TEXT ? CUBERT_FEATURE_ERROR_TEXT : 0u);
+}

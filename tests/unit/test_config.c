@@ -1,0 +1,170 @@
+/* The compile-time switches of cubert/config.h. Each test checks the feature
+ * in the build it runs in: working when compiled in, and, when compiled out
+ * (make check-minimal), that its API still links and says so: UNSUPPORTED
+ * with a COMPILED_OUT record, nothing created, text naming the switch. */
+#include <string.h>
+
+#include "test.h"
+#include "counting_allocator.h"
+#include "cubert/config.h"
+#include "cubert/error.h"
+#include "cubert/profile.h"
+#include "cubert/race.h"
+#include "cubert/sim.h"
+
+static void check_compiled_out(const cubert_error_t *e, const char *switch_name) {
+  char text[256];
+  CHECK_EQ_U64(e->status, CUBERT_STATUS_UNSUPPORTED);
+  CHECK_EQ_U64(cubert_error_kind(e), CUBERT_ERROR_COMPILED_OUT);
+  CHECK_MSG(strstr(e->reason, switch_name) != NULL, "reason '%s' does not name %s", e->reason,
+            switch_name);
+  cubert_error_format(e, text, sizeof text);
+  CHECK_MSG(strstr(text, switch_name) != NULL, "text '%s' does not name %s", text, switch_name);
+}
+
+TEST(config_features_match_the_build) {
+  uint32_t f = cubert_config_features();
+  CHECK_EQ_U64((f & CUBERT_FEATURE_RACE_CHECKER) != 0, CUBERT_CONFIG_RACE_CHECKER);
+  CHECK_EQ_U64((f & CUBERT_FEATURE_SIMULATION) != 0, CUBERT_CONFIG_SIMULATION);
+  CHECK_EQ_U64((f & CUBERT_FEATURE_PROFILING) != 0, CUBERT_CONFIG_PROFILING);
+  CHECK_EQ_U64((f & CUBERT_FEATURE_ERROR_TEXT) != 0, CUBERT_CONFIG_ERROR_TEXT);
+  CHECK_EQ_U64(f & ~(uint32_t)(CUBERT_FEATURE_RACE_CHECKER | CUBERT_FEATURE_SIMULATION |
+                               CUBERT_FEATURE_PROFILING | CUBERT_FEATURE_ERROR_TEXT),
+               0);
+  CHECK_EQ_STR(cubert_error_kind_name(CUBERT_ERROR_COMPILED_OUT),
+               CUBERT_CONFIG_ERROR_TEXT ? "CompiledOut" : "(error text compiled out)");
+  CHECK_EQ_STR(cubert_status_description(CUBERT_STATUS_UNSUPPORTED),
+               CUBERT_CONFIG_ERROR_TEXT ? "unsupported" : "(error text compiled out)");
+  CHECK_EQ_STR(cubert_status_name(CUBERT_STATUS_UNSUPPORTED), "UNSUPPORTED");
+  CHECK_EQ_U64(cubert_error_kind_status(CUBERT_ERROR_COMPILED_OUT), CUBERT_STATUS_UNSUPPORTED);
+}
+
+TEST(config_race_checker) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_race_checker_t *checker = NULL;
+  cubert_race_counters_t k;
+  cubert_race_report_t r;
+  cubert_error_t err;
+  char text[128];
+  uint64_t op = 7;
+  cubert_status_t st = cubert_race_checker_create(a, NULL, &checker, &err);
+  if (CUBERT_CONFIG_RACE_CHECKER) {
+    CHECK_OK(st);
+    CHECK(checker != NULL);
+    CHECK_OK(cubert_race_op_begin(checker, 0, "op", &op));
+    CHECK_EQ_U64(op, 1);
+    cubert_race_checker_destroy(checker);
+  } else {
+    CHECK_STATUS(st, CUBERT_STATUS_UNSUPPORTED);
+    CHECK(checker == NULL);
+    check_compiled_out(&err, "CUBERT_CONFIG_RACE_CHECKER");
+    CHECK_STATUS(cubert_race_op_begin(checker, 0, "op", &op), CUBERT_STATUS_UNSUPPORTED);
+    CHECK_EQ_U64(op, 7);
+    CHECK_STATUS(cubert_race_access(checker, 1, 0, 1, CUBERT_RACE_READ, 0, 4),
+                 CUBERT_STATUS_UNSUPPORTED);
+    CHECK_STATUS(cubert_race_host_sync_all(checker), CUBERT_STATUS_UNSUPPORTED);
+    memset(&k, 0xFF, sizeof k);
+    cubert_race_counters(checker, &k);
+    CHECK_EQ_U64(k.reports, 0);
+    CHECK(!cubert_race_last_report(checker, &r));
+    memset(&r, 0, sizeof r);
+    CHECK_EQ_U64(cubert_race_report_format(&r, text, sizeof text), strlen(text));
+    CHECK(strstr(text, "compiled out") != NULL);
+    CHECK(strstr(cubert_race_kind_name(CUBERT_RACE_KIND_RECLAIM), "compiled out") != NULL);
+  }
+  /* The hooks a server calls do nothing for the NULL checker it keeps. */
+  CHECK_OK(cubert_race_hook_op_begin(NULL, 0, "op", &op));
+  CHECK_EQ_I64(c.live_blocks, 0);
+  counting_allocator_destroy(&c);
+}
+
+TEST(config_simulation) {
+  cubert_sim_chooser_t ch;
+  cubert_sim_explorer_t e;
+  uint32_t log[4], choice[4], arity[4], shrunk[3] = {2, 1, 2}, scratch[3];
+  uint64_t state = 0;
+  cubert_status_t st;
+  /* splitmix64 stays in every build (Vigna's reference, seed 0). */
+  CHECK_EQ_U64(cubert_sim_splitmix64(&state), 0xe220a8397b1dcdafull);
+  memset(&ch, 0xAB, sizeof ch);
+  st = cubert_sim_chooser_init_seed(&ch, 42, log, 4);
+  if (CUBERT_CONFIG_SIMULATION) {
+    CHECK_OK(st);
+    CHECK(cubert_sim_choose(&ch, 3, NULL) < 3);
+    CHECK_EQ_U64(ch.choices, 1);
+    CHECK_OK(cubert_sim_explorer_init(&e, choice, arity, 4));
+  } else {
+    CHECK_STATUS(st, CUBERT_STATUS_UNSUPPORTED);
+    CHECK_EQ_U64(ch.source, 0xABABABABu); /* untouched */
+    CHECK_EQ_U64(cubert_sim_choose(&ch, 3, NULL), 0);
+    CHECK_STATUS(cubert_sim_chooser_init_replay(&ch, log, 0, NULL, 0), CUBERT_STATUS_UNSUPPORTED);
+    CHECK_STATUS(cubert_sim_explorer_init(&e, choice, arity, 4), CUBERT_STATUS_UNSUPPORTED);
+    CHECK(!cubert_sim_explorer_next(&e));
+    CHECK_EQ_U64(cubert_sim_shrink(shrunk, 3, scratch, NULL, NULL), 3);
+    CHECK_EQ_U64(shrunk[0], 2);
+  }
+}
+
+static uint64_t zero_clock(void *self) {
+  (void)self;
+  return 0;
+}
+
+TEST(config_profiling) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_profiler_t *p = NULL;
+  cubert_profile_summary_t *s = NULL;
+  cubert_profile_clock_t clock;
+  cubert_error_t err;
+  char text[64];
+  cubert_status_t st;
+  clock.self = NULL;
+  clock.now_ns = zero_clock;
+  st = cubert_profiler_create(a, clock, 4, &p, &err);
+  if (CUBERT_CONFIG_PROFILING) {
+    CHECK_OK(st);
+    cubert_profiler_destroy(p);
+    CHECK_OK(cubert_profile_summary_create(a, CUBERT_PROFILE_LEVEL_BASIC, 4, 64, &s, NULL));
+    cubert_profile_summary_destroy(s);
+    cubert_profile_format_duration(1500, text, sizeof text);
+    CHECK_EQ_STR(text, "1.5\xC2\xB5s");
+  } else {
+    CHECK_STATUS(st, CUBERT_STATUS_UNSUPPORTED);
+    CHECK(p == NULL);
+    check_compiled_out(&err, "CUBERT_CONFIG_PROFILING");
+    CHECK_STATUS(cubert_profile_summary_create(a, CUBERT_PROFILE_LEVEL_BASIC, 4, 64, &s, &err),
+                 CUBERT_STATUS_UNSUPPORTED);
+    CHECK(s == NULL);
+    check_compiled_out(&err, "CUBERT_CONFIG_PROFILING");
+    CHECK_EQ_U64(cubert_profile_format_duration(1500, text, sizeof text), strlen(text));
+    CHECK_EQ_STR(text, "(profiling compiled out)");
+  }
+  CHECK_EQ_STR(cubert_profile_level_name(CUBERT_PROFILE_LEVEL_MEDIUM), "medium");
+  CHECK_EQ_I64(c.live_blocks, 0);
+  counting_allocator_destroy(&c);
+}
+
+TEST(config_error_text) {
+  cubert_error_t e, agg;
+  char text[512];
+  uint64_t size = 1024;
+  cubert_error_set(&e, CUBERT_ERROR_IO_BUFFER_TOO_BIG, &size, 1, NULL);
+  cubert_error_format(&e, text, sizeof text);
+  if (CUBERT_CONFIG_ERROR_TEXT) {
+    CHECK_EQ_STR(text, "can't allocate buffer of size: 1024");
+  } else {
+    char want[128];
+    snprintf(want, sizeof want, "error %d (status %d) fields 1024 0 0 0 [text compiled out]",
+             (int)CUBERT_ERROR_IO_BUFFER_TOO_BIG, (int)CUBERT_STATUS_BUFFER_TOO_BIG);
+    CHECK_EQ_STR(text, want);
+  }
+  /* Aggregates keep their count and first error in every build. */
+  memset(&agg, 0, sizeof agg);
+  CHECK_STATUS(cubert_error_aggregate(&agg, &e), CUBERT_STATUS_SERVER_UNHEALTHY);
+  CHECK_STATUS(cubert_error_aggregate(&agg, &e), CUBERT_STATUS_SERVER_UNHEALTHY);
+  CHECK_EQ_U64(cubert_error_aggregate_count(&agg), 2);
+  CHECK_EQ_U64(cubert_error_kind(&agg), CUBERT_ERROR_IO_BUFFER_TOO_BIG);
+  CHECK(strstr(agg.reason, CUBERT_CONFIG_ERROR_TEXT ? "size: 1024" : "fields 1024") != NULL);
+}
