@@ -10,7 +10,8 @@
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each; fuzz-replay replays the corpus
 #   make size       core code size, host and Cortex-M4
 #   make install / uninstall   (PREFIX, DESTDIR, libdir, includedir, pkgconfigdir)
-#   make CUDA=1 ... also build the CUDA server (libcuda loaded at run time)
+#   make CUDA=1 ... also build the CUDA backend (libcuda loaded at run time; BUILD=build/cuda;
+#                   docs/cuda.md); make CUDA=1 cuda-smoke runs the GPU smoke program
 
 # ---- user-overridable -------------------------------------------------------
 CC ?= cc
@@ -23,9 +24,16 @@ DESTDIR ?=
 libdir ?= $(PREFIX)/lib
 includedir ?= $(PREFIX)/include
 pkgconfigdir ?= $(libdir)/pkgconfig
-BUILD ?= build
 CUDA ?= 0
-CUDA_INCLUDE ?= /usr/local/cuda/include
+# A CUDA=1 build keeps its own objects (its flags differ from a plain build's).
+ifeq ($(CUDA),1)
+BUILD ?= build/cuda
+else
+BUILD ?= build
+endif
+CUDA_PATH ?= /usr/local/cuda
+CUDA_INCLUDE ?= $(CUDA_PATH)/include
+NVCC ?= $(CUDA_PATH)/bin/nvcc
 ARM_CC ?= arm-none-eabi-gcc
 ARM_SIZE ?= arm-none-eabi-size
 ARM_NM ?= arm-none-eabi-nm
@@ -58,9 +66,21 @@ HOST_LIBS := -lpthread -ldl -lm
 CORE_SRC := $(sort $(wildcard core/*.c))
 HOST_SRC := $(sort $(wildcard backend-cpu/*.c))
 CUDA_SRC :=
+# Objects linked into the test binary, examples, tools and benches of a CUDA=1 build
+# (the embedded kernel images); the CUDA section below fills it.
+CUDA_LINK_OBJ :=
+CUDA_TEST_DEPS :=
+HAVE_NVCC :=
 ifeq ($(CUDA),1)
 CUDA_SRC := $(sort $(wildcard backend-cuda/*.c))
 CUBERT_CFLAGS += -DCUBERT_HAVE_BACKEND_CUDA=1
+HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
+# The single-source kernel files whose CUDA images every program of the build
+# carries (one kernel library; nvcc needed, else the images are left out and the
+# GPU tests say so).
+KERNEL_SOURCES := examples/demo_kernels.h tests/cts/cts_kernels.h tests/host/kernels_test.h
+CUDA_LINK_OBJ := $(if $(HAVE_NVCC),$(KERNEL_SOURCES:%.h=$(BUILD)/kernels/%.o))
+CUDA_TEST_DEPS := $(BUILD)/cuda-fake/libcuda.so.1 $(BUILD)/cuda-fake-nogpa/libcuda.so.1
 endif
 
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
@@ -76,8 +96,9 @@ PC_FILE := $(BUILD)/cubert.pc
 SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 CTS_SRC := $(sort $(wildcard tests/cts/*.c tests/host/*.c tests/sim/*.c))
+CUDA_TEST_SRC := $(if $(filter 1,$(CUDA)),$(sort $(wildcard tests/cuda/test_*.c)))
 TEST_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) \
-            $(CTS_SRC:%.c=$(BUILD)/obj/%.o)
+            $(CTS_SRC:%.c=$(BUILD)/obj/%.o) $(CUDA_TEST_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(BUILD)/cubert-test
 
 EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
@@ -102,8 +123,9 @@ $(BUILD)/obj/core/%.o: core/%.c $(wildcard include/cubert/*.h core/*.h) | $(BUIL
 $(BUILD)/obj/backend-cpu/%.o: backend-cpu/%.c $(wildcard include/cubert/*.h core/*.h backend-cpu/*.h) | $(BUILD)/obj/backend-cpu
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c $(wildcard include/cubert/*.h core/*.h backend-cuda/*.h) | $(BUILD)/obj/backend-cuda
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I$(CUDA_INCLUDE) $(CFLAGS) -c $< -o $@
+# cuda.h is a system header here (-isystem): it uses anonymous unions, which C99 lacks.
+$(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c $(wildcard include/cubert/*.h core/*.h backend-cuda/*.h) | $(BUILD)/obj/backend-cuda cuda-headers
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -isystem $(CUDA_INCLUDE) $(CFLAGS) -c $< -o $@
 
 # Tests, examples, benches and tools are hosted code (they may use libc).
 $(BUILD)/obj/tests/%.o: tests/%.c $(wildcard include/cubert/*.h core/*.h backend-cpu/*.h tests/support/*.h tests/cts/*.h tests/sim/*.h) | $(BUILD)/obj/tests/support $(BUILD)/obj/tests/unit $(BUILD)/obj/tests/cts $(BUILD)/obj/tests/host $(BUILD)/obj/tests/sim
@@ -113,7 +135,7 @@ $(BUILD)/obj/tests/%.o: tests/%.c $(wildcard include/cubert/*.h core/*.h backend
 $(BUILD)/obj/fuzz/%.o: fuzz/%.c $(wildcard include/cubert/*.h fuzz/*.h tests/cts/cts_kernels.h) | $(BUILD)/obj/fuzz
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/core $(BUILD)/obj/backend-cpu $(BUILD)/obj/backend-cuda $(BUILD)/obj/tests/support \
+$(BUILD)/obj/core $(BUILD)/obj/backend-cpu $(BUILD)/obj/backend-cuda $(BUILD)/obj/tests/support $(BUILD)/obj/tests/cuda \
 $(BUILD)/obj/tests/unit $(BUILD)/obj/tests/cts $(BUILD)/obj/tests/host $(BUILD)/obj/tests/sim $(BUILD)/examples \
 $(BUILD)/bench $(BUILD)/tools $(BUILD)/freestanding $(BUILD)/headers $(BUILD)/cortex-m \
 $(BUILD)/obj/fuzz $(BUILD)/fuzz:
@@ -134,8 +156,8 @@ $(PC_FILE): cubert.pc.in include/cubert/base.h
 	    -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 # ---- tests ---------------------------------------------------------------------------
-$(TEST_BIN): $(TEST_OBJ) $(STATIC_LIB)
-	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+$(TEST_BIN): $(TEST_OBJ) $(CUDA_LINK_OBJ) $(STATIC_LIB) $(CUDA_TEST_DEPS)
+	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 
 # TEST_WRAPPER runs the suite under a command (the sanitizer targets use setarch -R).
 TEST_WRAPPER ?=
@@ -145,14 +167,14 @@ test: $(TEST_BIN)
 # ---- examples, benches, tools --------------------------------------------------------
 BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
 
-$(BUILD)/examples/%: examples/%.c $(wildcard examples/*.h) $(STATIC_LIB) | $(BUILD)/examples
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
+$(BUILD)/examples/%: examples/%.c $(wildcard examples/*.h) $(CUDA_LINK_OBJ) $(STATIC_LIB) | $(BUILD)/examples
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 
 $(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h core/*.h backend-cpu/*.h) $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) | $(BUILD)/bench
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(CFLAGS) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 
-$(BUILD)/tools/%: tools/%.c tests/cts/cts_kernels.h $(STATIC_LIB) | $(BUILD)/tools
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
+$(BUILD)/tools/%: tools/%.c tests/cts/cts_kernels.h $(CUDA_LINK_OBJ) $(STATIC_LIB) | $(BUILD)/tools
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 
 examples: $(EXAMPLE_BIN)
 tools: $(TOOL_BIN)
@@ -348,6 +370,63 @@ uninstall:
 clean:
 	rm -rf $(BUILD)
 
+# ---- CUDA (CUDA=1) --------------------------------------------------------------------------
+# docs/cuda.md. backend-cuda/ includes cuda.h for its types only and never links -lcuda:
+# libcuda.so.1 is opened at run time. Kernel images: nvcc compiles each single-source
+# kernel file (-x cu) to PTX for NVCC_PTX_ARCH (every later GPU JIT-compiles it) and,
+# when nvcc knows it, a cubin for NVCC_CUBIN_ARCH; tools/cubert-kernel-image.sh embeds both
+# as a C file whose image registers itself (docs/kernels.md).
+NVCC_FLAGS ?= -std=c++14 -O3
+NVCC_PTX_ARCH ?= compute_75
+NVCC_CUBIN_ARCH ?= sm_90
+CUDA_TEST_CFLAGS = -Itests/support -Ibackend-cuda -isystem $(CUDA_INCLUDE) \
+  -Itests/cts -Itests/host -DCUBERT_TEST_BUILD_DIR='"$(abspath $(BUILD))"' -DCUBERT_TEST_HAVE_IMAGES=$(if $(HAVE_NVCC),1,0)
+
+.PHONY: cuda-headers cuda-smoke kernel-image
+cuda-headers:
+	@test -f $(CUDA_INCLUDE)/cuda.h || { echo "CUDA=1 needs the CUDA headers: $(CUDA_INCLUDE)/cuda.h not found (set CUDA_PATH or CUDA_INCLUDE; no GPU needed)"; exit 1; }
+
+$(BUILD)/kernels/%.c: %.h include/cubert/kernel.h tools/cubert-kernel-image.sh
+	@mkdir -p $(@D)
+	NVCC='$(NVCC)' NVCC_FLAGS='$(NVCC_FLAGS)' PTX_ARCH='$(NVCC_PTX_ARCH)' CUBIN_ARCH='$(NVCC_CUBIN_ARCH)' \
+	  sh tools/cubert-kernel-image.sh -I include -o $@ $<
+$(BUILD)/kernels/%.o: $(BUILD)/kernels/%.c include/cubert/cuda.h include/cubert/error.h
+	$(CC) $(CUBERT_CFLAGS) $(CFLAGS) -c $< -o $@
+.PRECIOUS: $(BUILD)/kernels/%.c
+
+$(BUILD)/obj/tests/cuda/%.o: tests/cuda/%.c $(wildcard include/cubert/*.h backend-cuda/*.h tests/support/*.h tests/cuda/*.h tests/cts/cts_kernels.h tests/host/kernels_test.h) | $(BUILD)/obj/tests/cuda cuda-headers
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CUDA_TEST_CFLAGS) $(CFLAGS) -c $< -o $@
+
+# The fake driver the CUDA tests load instead of libcuda.so.1 (tests/cuda/fake_libcuda.c),
+# and a variant without cuGetProcAddress_v2 (a driver library missing a symbol).
+$(BUILD)/cuda-fake/libcuda.so.1: tests/cuda/fake_libcuda.c tests/cuda/fake_libcuda.h | cuda-headers
+	@mkdir -p $(@D)
+	$(CC) $(CUBERT_WARN) $(HOST_DEFS) -Itests/cuda -isystem $(CUDA_INCLUDE) $(CFLAGS) -fPIC -shared \
+	  -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
+$(BUILD)/cuda-fake-nogpa/libcuda.so.1: tests/cuda/fake_libcuda.c tests/cuda/fake_libcuda.h | cuda-headers
+	@mkdir -p $(@D)
+	$(CC) $(CUBERT_WARN) $(HOST_DEFS) -DFAKE_CUDA_NO_GET_PROC_ADDRESS -Itests/cuda -isystem $(CUDA_INCLUDE) $(CFLAGS) \
+	  -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
+
+# The GPU smoke program (tests/cuda/cuda_smoke.c): run it on a machine with a GPU.
+$(BUILD)/cuda-smoke: tests/cuda/cuda_smoke.c $(wildcard backend-cuda/*.h tests/cts/cts_kernels.h tests/host/kernels_test.h) $(CUDA_LINK_OBJ) $(STATIC_LIB) | cuda-headers
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ibackend-cuda -isystem $(CUDA_INCLUDE) $(CFLAGS) $(LDFLAGS) \
+	  -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+ifeq ($(CUDA),1)
+cuda-smoke: $(BUILD)/cuda-smoke
+	$(BUILD)/cuda-smoke $(SMOKE_ARGS)
+else
+cuda-smoke:
+	@echo "cuda-smoke: needs CUDA=1 (make CUDA=1 cuda-smoke)"; exit 1
+endif
+
+# A user's own kernels: make kernel-image KERNELS=path/my_kernels.h [OUT=my_kernels_image.c]
+# writes the C file to compile into the program (docs/kernels.md).
+kernel-image:
+	@test -n "$(KERNELS)" || { echo "usage: make kernel-image KERNELS=path/my_kernels.h [OUT=file.c]"; exit 2; }
+	NVCC='$(NVCC)' NVCC_FLAGS='$(NVCC_FLAGS)' PTX_ARCH='$(NVCC_PTX_ARCH)' CUBIN_ARCH='$(NVCC_CUBIN_ARCH)' \
+	  sh tools/cubert-kernel-image.sh -I include -o $(or $(OUT),$(basename $(KERNELS))_image.c) $(KERNELS)
+
 # ---- help ---------------------------------------------------------------------------------
 help:
 	@echo 'cubert $(VERSION). Targets (BUILD=$(BUILD); every output goes under it):'
@@ -369,7 +448,10 @@ help:
 	@echo '  bench | benches     build and run | only build bench/*.c (BENCH_ARGS passed to each)'
 	@echo '  examples | tools    build examples/*.c | tools/*.c'
 	@echo '  sim                 deterministic-simulation seed sweep (SEEDS=$(SEEDS)): seeds run, violations, slowest seed'
+	@echo '  CUDA=1 ...          also the CUDA backend (BUILD=build/cuda, CUDA_PATH=$(CUDA_PATH)); docs/cuda.md'
+	@echo '  cuda-smoke          (CUDA=1) the GPU smoke program; tools/gpu-run.sh runs everything on a GPU machine'
+	@echo '  kernel-image        KERNELS=my_kernels.h [OUT=file.c]: embed a kernel file'"'"'s CUDA image (nvcc)'
 	@echo '  size                .text/.data/.bss of the core, host and Cortex-M4'
 	@echo '  install | uninstall PREFIX=$(PREFIX) DESTDIR= libdir= includedir= pkgconfigdir='
 	@echo '  clean               rm -rf $(BUILD)'
-	@echo 'Variables: CC CXX CFLAGS LDFLAGS BUILD TESTS CUDA=1 CLANG FUZZ_CC FUZZ_SECONDS FUZZ_ARGS'
+	@echo 'Variables: CC CXX CFLAGS LDFLAGS BUILD TESTS CUDA=1 CUDA_PATH NVCC CLANG FUZZ_CC FUZZ_SECONDS FUZZ_ARGS'
