@@ -33,7 +33,7 @@ BUILD ?= build
 endif
 CUDA_PATH ?= /usr/local/cuda
 CUDA_INCLUDE ?= $(CUDA_PATH)/include
-NVCC ?= $(CUDA_PATH)/bin/nvcc
+NVCC ?= $(firstword $(wildcard $(CUDA_PATH)/bin/nvcc) nvcc)
 ARM_CC ?= arm-none-eabi-gcc
 ARM_SIZE ?= arm-none-eabi-size
 ARM_NM ?= arm-none-eabi-nm
@@ -234,6 +234,7 @@ check-tools: $(TOOL_BIN)
 	  n=$$(printf '%s\n' "$$out" | grep -c '^Device '); \
 	  [ "$$n" = 2 ] || { echo "check-tools: cubert-info -n 2 listed $$n devices, expected 2"; exit 1; }; \
 	  printf '%s\n' "$$out" | grep -q 'Memory pools' || { echo "check-tools: no memory pool layout printed"; exit 1; }; \
+	  $(if $(filter 1,$(CUDA)),printf '%s\n' "$$out" | grep -q '^CUDA: ' || { echo "check-tools: no CUDA line in a CUDA=1 build"; exit 1; };) \
 	  rc=0; $(BUILD)/tools/cubert-info --no-such-option >/dev/null 2>&1 || rc=$$?; \
 	  [ "$$rc" = 2 ] || { echo "check-tools: a bad option exited $$rc, expected 2"; exit 1; }; \
 	  echo "check-tools: ok (cubert-info: 2 devices listed with their pool layout; a bad option exits 2)"
@@ -409,9 +410,9 @@ $(BUILD)/cuda-fake-nogpa/libcuda.so.1: tests/cuda/fake_libcuda.c tests/cuda/fake
 	  -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
 
 # The GPU smoke program (tests/cuda/cuda_smoke.c): run it on a machine with a GPU.
-$(BUILD)/cuda-smoke: tests/cuda/cuda_smoke.c $(wildcard backend-cuda/*.h tests/cts/cts_kernels.h tests/host/kernels_test.h) $(CUDA_LINK_OBJ) $(STATIC_LIB) | cuda-headers
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ibackend-cuda -isystem $(CUDA_INCLUDE) $(CFLAGS) $(LDFLAGS) \
-	  -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+$(BUILD)/cuda-smoke: tests/cuda/cuda_smoke.c $(wildcard backend-cuda/*.h examples/*.h tests/cts/cts_kernels.h tests/host/kernels_test.h) $(CUDA_LINK_OBJ) $(STATIC_LIB) | cuda-headers
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ibackend-cuda -Iexamples -Itests/cts -Itests/host \
+	  -isystem $(CUDA_INCLUDE) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 ifeq ($(CUDA),1)
 cuda-smoke: $(BUILD)/cuda-smoke
 	$(BUILD)/cuda-smoke $(SMOKE_ARGS)

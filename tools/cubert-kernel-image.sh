@@ -109,7 +109,7 @@ fi
   echo "#endif"
   echo
   if [ -n "$ptx" ]; then
-    echo "static const char cubert_image_${name}_ptx_[] CUBERT_IMAGE_ALIGN_ = {"
+    echo "static const unsigned char cubert_image_${name}_ptx_[] CUBERT_IMAGE_ALIGN_ = {"
     hex_lines "$ptx" nul
     echo "};"
   fi
@@ -125,7 +125,7 @@ fi
   echo "const cubert_cuda_image_t cubert_image_${name} = {"
   echo "  \"$name\","
   if [ -n "$ptx" ]; then
-    echo "  cubert_image_${name}_ptx_, sizeof cubert_image_${name}_ptx_,"
+    echo "  (const char *)cubert_image_${name}_ptx_, sizeof cubert_image_${name}_ptx_,"
   else
     echo "  0, 0,"
   fi
