@@ -161,7 +161,7 @@ $(TEST_BIN): $(TEST_OBJ) $(CUDA_LINK_OBJ) $(STATIC_LIB) $(CUDA_TEST_DEPS)
 
 # TEST_WRAPPER runs the suite under a command (the sanitizer targets use setarch -R).
 TEST_WRAPPER ?=
-test: $(TEST_BIN)
+test: $(TEST_BIN) $(if $(filter 1,$(CUDA)),$(BUILD)/cuda-smoke)
 	$(TEST_WRAPPER) $(TEST_BIN) $(TESTS)
 
 # ---- examples, benches, tools --------------------------------------------------------
@@ -400,14 +400,16 @@ $(BUILD)/obj/tests/cuda/%.o: tests/cuda/%.c $(wildcard include/cubert/*.h backen
 
 # The fake driver the CUDA tests load instead of libcuda.so.1 (tests/cuda/fake_libcuda.c),
 # and a variant without cuGetProcAddress_v2 (a driver library missing a symbol).
-$(BUILD)/cuda-fake/libcuda.so.1: tests/cuda/fake_libcuda.c tests/cuda/fake_libcuda.h | cuda-headers
+FAKE_LIBCUDA_SRC := tests/cuda/fake_libcuda.c tests/cuda/fake_libcuda_exec.c
+FAKE_LIBCUDA_DEPS := $(FAKE_LIBCUDA_SRC) tests/cuda/fake_libcuda.h tests/cuda/fake_libcuda_internal.h
+$(BUILD)/cuda-fake/libcuda.so.1: $(FAKE_LIBCUDA_DEPS) | cuda-headers
 	@mkdir -p $(@D)
 	$(CC) $(CUBERT_WARN) $(HOST_DEFS) -Itests/cuda -isystem $(CUDA_INCLUDE) $(CFLAGS) -fPIC -shared \
-	  -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
-$(BUILD)/cuda-fake-nogpa/libcuda.so.1: tests/cuda/fake_libcuda.c tests/cuda/fake_libcuda.h | cuda-headers
+	  -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_LIBCUDA_SRC) -lpthread
+$(BUILD)/cuda-fake-nogpa/libcuda.so.1: $(FAKE_LIBCUDA_DEPS) | cuda-headers
 	@mkdir -p $(@D)
-	$(CC) $(CUBERT_WARN) $(HOST_DEFS) -DFAKE_CUDA_NO_GET_PROC_ADDRESS -Itests/cuda -isystem $(CUDA_INCLUDE) $(CFLAGS) \
-	  -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
+	$(CC) $(CUBERT_WARN) $(HOST_DEFS) -DFAKE_CUDA_NO_GET_PROC_ADDRESS -Itests/cuda -isystem $(CUDA_INCLUDE) \
+	  $(CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_LIBCUDA_SRC) -lpthread
 
 # The GPU smoke program (tests/cuda/cuda_smoke.c): run it on a machine with a GPU.
 $(BUILD)/cuda-smoke: tests/cuda/cuda_smoke.c $(wildcard backend-cuda/*.h examples/*.h tests/cts/cts_kernels.h tests/host/kernels_test.h) $(CUDA_LINK_OBJ) $(STATIC_LIB) | cuda-headers

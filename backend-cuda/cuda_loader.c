@@ -47,10 +47,6 @@ typedef CUresult(CUDAAPI *loader_get_proc_fn)(const char *, void **, int, cuuint
                                               CUdriverProcAddressQueryResult *);
 typedef CUresult(CUDAAPI *loader_version_fn)(int *);
 
-static void *loader_dlsym(void *library, const char *symbol) {
-  return dlsym(library, symbol);
-}
-
 static const char *loader_query_text(CUdriverProcAddressQueryResult q) {
   switch (q) {
     case CU_GET_PROC_ADDRESS_SUCCESS: return "found without an address";
@@ -90,7 +86,7 @@ static cubert_status_t loader_initialize(cubert_cuda_loader_t *cu, cubert_error_
   int version = 0, count = 0;
   CUresult r;
   cubert_status_t st;
-  sym = loader_dlsym(cu->library, "cuDriverGetVersion");
+  sym = dlsym(cu->library, "cuDriverGetVersion");
   if (!sym) return cubert_cuda_unavailable(out_error, 0, "%s has no cuDriverGetVersion", cu->path);
   memcpy(&get_version, &sym, sizeof sym);
   r = get_version(&version);
@@ -105,7 +101,7 @@ static cubert_status_t loader_initialize(cubert_cuda_loader_t *cu, cubert_error_
                                    CUBERT_CUDA_DRIVER_VERSION_MIN % 1000 / 10,
                                    CUBERT_CUDA_DRIVER_VERSION_MIN);
   cu->driver_version = version;
-  sym = loader_dlsym(cu->library, "cuGetProcAddress_v2");
+  sym = dlsym(cu->library, "cuGetProcAddress_v2");
   if (!sym) return cubert_cuda_unavailable(out_error, 0, "%s has no cuGetProcAddress_v2", cu->path);
   memcpy(&get_proc, &sym, sizeof sym);
   st = loader_resolve(cu, get_proc, out_error);

@@ -190,3 +190,58 @@ TEST(cuda_staging_upload_failure_returns_the_chunks) {
   fake_env_close(&env);
   free(src);
 }
+
+/* Staging chunks and events are released from other threads (a client
+ * dropping a staging buffer, the GC): the pools take their own locks. */
+typedef struct staging_thread_t {
+  fake_env_t *env;
+  int failures;
+} staging_thread_t;
+
+static void *staging_thread(void *user) {
+  staging_thread_t *t = (staging_thread_t *)user;
+  int i;
+  for (i = 0; i < 2000; i++) {
+    cubert_cuda_staging_chunk_t *c = NULL;
+    if (cubert_cuda_staging_acquire(t->env->device, 4096u << (i % 3), &c, NULL) !=
+        CUBERT_STATUS_OK) {
+      t->failures++;
+      continue;
+    }
+    ((unsigned char *)c->ptr)[0] = (unsigned char)i;
+    cubert_cuda_staging_release(t->env->device, c, NULL);
+  }
+  return NULL;
+}
+
+TEST(cuda_staging_and_events_across_threads) {
+  fake_env_t env;
+  cubert_error_t err;
+  pthread_t th[3];
+  staging_thread_t st[3];
+  cubert_cuda_staging_stats_t s;
+  cubert_cuda_event_t *e = NULL;
+  uint64_t live;
+  int i;
+  fake_env_open(&env);
+  for (i = 0; i < 3; i++) {
+    st[i].env = &env;
+    st[i].failures = 0;
+    CHECK(pthread_create(&th[i], NULL, staging_thread, &st[i]) == 0);
+  }
+  for (i = 0; i < 2000; i++) { /* meanwhile: events recorded here, released here */
+    CHECK_OK(cubert_cuda_event_record(&env.stream, false, &e, &err));
+    cubert_cuda_event_release(env.device, e);
+  }
+  for (i = 0; i < 3; i++) {
+    CHECK(pthread_join(th[i], NULL) == 0);
+    CHECK_EQ_I64(st[i].failures, 0);
+  }
+  cubert_cuda_staging_stats(env.device, &s);
+  CHECK_EQ_U64(s.handed_out, 0);
+  CHECK(s.host_allocs <= 9); /* at most one chunk per thread and class */
+  CHECK_EQ_U64(s.reuses + s.host_allocs, 6000);
+  cubert_cuda_event_pool_counts(env.device, NULL, NULL, &live);
+  CHECK_EQ_U64(live, 0);
+  fake_env_close(&env);
+}
