@@ -78,7 +78,38 @@ static cubert_status_t loader_resolve(cubert_cuda_loader_t *cu, loader_get_proc_
   return CUBERT_STATUS_OK;
 }
 
-/* Version gate, table, cuInit, device count: everything after dlopen. */
+typedef CUresult(CUDAAPI *loader_init_fn)(unsigned int);
+typedef CUresult(CUDAAPI *loader_error_string_fn)(CUresult, const char **);
+
+/* A symbol the library must export, as a function pointer (POSIX lets a
+ * dlsym result be converted so). NULL when absent. */
+static void *loader_export(cubert_cuda_loader_t *cu, const char *symbol, cubert_error_t *out_error) {
+  void *sym = dlsym(cu->library, symbol);
+  if (!sym) (void)cubert_cuda_unavailable(out_error, 0, "%s has no %s", cu->path, symbol);
+  return sym;
+}
+
+/* cuInit first (the Driver API wants it before any other call but the
+ * version query), through the exported symbol. */
+static cubert_status_t loader_init_driver(cubert_cuda_loader_t *cu, cubert_error_t *out_error) {
+  loader_init_fn init;
+  loader_error_string_fn error_string;
+  void *sym_init = loader_export(cu, "cuInit", out_error), *sym_text;
+  const char *text = NULL;
+  CUresult r;
+  if (!sym_init) return CUBERT_STATUS_FAILED_PRECONDITION;
+  sym_text = loader_export(cu, "cuGetErrorString", out_error);
+  if (!sym_text) return CUBERT_STATUS_FAILED_PRECONDITION;
+  memcpy(&init, &sym_init, sizeof sym_init);
+  memcpy(&error_string, &sym_text, sizeof sym_text);
+  r = init(0);
+  if (r == CUDA_SUCCESS) return CUBERT_STATUS_OK;
+  if (error_string(r, &text) != CUDA_SUCCESS || !text) text = "no description";
+  return cubert_cuda_unavailable(out_error, (int64_t)r, "cuInit failed: %s (%s)",
+                                 cubert_cuda_result_name(r), text);
+}
+
+/* Version gate, cuInit, the table, device count: everything after dlopen. */
 static cubert_status_t loader_initialize(cubert_cuda_loader_t *cu, cubert_error_t *out_error) {
   loader_version_fn get_version;
   loader_get_proc_fn get_proc;
@@ -86,8 +117,8 @@ static cubert_status_t loader_initialize(cubert_cuda_loader_t *cu, cubert_error_
   int version = 0, count = 0;
   CUresult r;
   cubert_status_t st;
-  sym = dlsym(cu->library, "cuDriverGetVersion");
-  if (!sym) return cubert_cuda_unavailable(out_error, 0, "%s has no cuDriverGetVersion", cu->path);
+  sym = loader_export(cu, "cuDriverGetVersion", out_error);
+  if (!sym) return CUBERT_STATUS_FAILED_PRECONDITION;
   memcpy(&get_version, &sym, sizeof sym);
   r = get_version(&version);
   if (r != CUDA_SUCCESS)
@@ -101,18 +132,13 @@ static cubert_status_t loader_initialize(cubert_cuda_loader_t *cu, cubert_error_
                                    CUBERT_CUDA_DRIVER_VERSION_MIN % 1000 / 10,
                                    CUBERT_CUDA_DRIVER_VERSION_MIN);
   cu->driver_version = version;
-  sym = dlsym(cu->library, "cuGetProcAddress_v2");
-  if (!sym) return cubert_cuda_unavailable(out_error, 0, "%s has no cuGetProcAddress_v2", cu->path);
+  st = loader_init_driver(cu, out_error);
+  if (st != CUBERT_STATUS_OK) return st;
+  sym = loader_export(cu, "cuGetProcAddress_v2", out_error);
+  if (!sym) return CUBERT_STATUS_FAILED_PRECONDITION;
   memcpy(&get_proc, &sym, sizeof sym);
   st = loader_resolve(cu, get_proc, out_error);
   if (st != CUBERT_STATUS_OK) return st;
-  r = cu->cuInit(0);
-  if (r != CUDA_SUCCESS) {
-    const char *text = NULL;
-    if (cu->cuGetErrorString(r, &text) != CUDA_SUCCESS || !text) text = "no description";
-    return cubert_cuda_unavailable(out_error, (int64_t)r, "cuInit failed: %s (%s)",
-                                   cubert_cuda_result_name(r), text);
-  }
   r = cu->cuDeviceGetCount(&count);
   if (r != CUDA_SUCCESS)
     return cubert_cuda_unavailable(out_error, (int64_t)r, "cuDeviceGetCount failed: %s",

@@ -2,10 +2,12 @@
  * backend-cuda/cuda_loader.h: libcuda opened at run time.
  *
  * The library is never linked: cubert_cuda_loader_open dlopens
- * libcuda.so.1, checks the driver version, resolves every entry point the
- * CUDA server uses through cuGetProcAddress with an explicit ABI version
- * each (the version of the PFN_<name>_v<version> typedef of cudaTypedefs.h
- * whose signature the call sites use), then runs cuInit and counts devices.
+ * libcuda.so.1, checks the driver version (cuDriverGetVersion), runs cuInit
+ * (both through dlsym: the Driver API wants cuInit before any other call),
+ * resolves every entry point the CUDA server uses through
+ * cuGetProcAddress_v2 with an explicit ABI version each (the version of the
+ * PFN_<name>_v<version> typedef of cudaTypedefs.h whose signature the call
+ * sites use), then counts devices.
  * Any failure leaves a single status and an error record
  * "CUDA unavailable: <reason>" (kind SERVICE_CREATION, status
  * FAILED_PRECONDITION, backend_code the CUresult when a driver call failed),

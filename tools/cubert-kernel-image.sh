@@ -29,7 +29,7 @@ usage() {
   exit 2
 }
 
-name= out= src= ptx= cubin= arch= incs=
+name='' out='' src='' ptx='' cubin='' arch='' incs=''
 while [ $# -gt 0 ]; do
   case "$1" in
     -I) [ $# -ge 2 ] || usage; incs="$incs -I$2"; shift 2 ;;

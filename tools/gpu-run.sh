@@ -19,7 +19,7 @@
 # Exit status: 0 when every step passed, else 1.
 set -u
 
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 OUT=${OUT:-build/gpu-run}
 # The CUDA toolkit: CUDA_PATH, else /usr/local/cuda, else where nvcc is found.
 if [ -z "${CUDA_PATH:-}" ]; then

@@ -5,10 +5,10 @@
  * streams, events, errors and cuGetProcAddress; memory, copies, modules and
  * launches are in fake_libcuda_exec.c.
  *
- * cuDriverGetVersion, cuGetProcAddress_v2 (left out with
- * -DFAKE_CUDA_NO_GET_PROC_ADDRESS) and cubert_fake_cuda_stats are what the
- * backend looks up by name; every other entry point is reached through
- * cuGetProcAddress, as the backend does.
+ * cuDriverGetVersion, cuInit, cuGetErrorString, cuGetProcAddress_v2 (left
+ * out with -DFAKE_CUDA_NO_GET_PROC_ADDRESS) and cubert_fake_cuda_stats are
+ * what the backend looks up by name; every other entry point is reached
+ * through cuGetProcAddress, as the backend does.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +57,7 @@ CUresult fake_ctx_check(void) {
 
 /* ---- init, version, errors ------------------------------------------------------ */
 
-static CUresult fake_cuInit(unsigned int flags) {
+CUresult CUDAAPI cuInit(unsigned int flags) {
   CUresult r = (CUresult)fake_knob("CUBERT_FAKE_CUDA_INIT_RESULT", 0);
   (void)flags;
   pthread_mutex_lock(&fake_mutex);
@@ -118,7 +118,7 @@ static CUresult fake_cuGetErrorName(CUresult error, const char **out) {
   return error_lookup(error, out, 0);
 }
 
-static CUresult fake_cuGetErrorString(CUresult error, const char **out) {
+CUresult CUDAAPI cuGetErrorString(CUresult error, const char **out) {
   return error_lookup(error, out, 1);
 }
 
@@ -379,8 +379,9 @@ static const struct {
   const char *name;
   fake_fn fn;
 } k_entries[] = {
-    FAKE_ENTRY(cuInit), {"cuDriverGetVersion", (fake_fn)cuDriverGetVersion},
-    FAKE_ENTRY(cuGetErrorName), FAKE_ENTRY(cuGetErrorString), FAKE_ENTRY(cuDeviceGet),
+    {"cuInit", (fake_fn)cuInit}, {"cuDriverGetVersion", (fake_fn)cuDriverGetVersion},
+    FAKE_ENTRY(cuGetErrorName), {"cuGetErrorString", (fake_fn)cuGetErrorString},
+    FAKE_ENTRY(cuDeviceGet),
     FAKE_ENTRY(cuDeviceGetCount), FAKE_ENTRY(cuDeviceGetName), FAKE_ENTRY(cuDeviceGetAttribute),
     FAKE_ENTRY(cuDeviceTotalMem), FAKE_ENTRY(cuDeviceGetPCIBusId),
     FAKE_ENTRY(cuDevicePrimaryCtxRetain), FAKE_ENTRY(cuDevicePrimaryCtxRelease),
