@@ -472,7 +472,9 @@ void cubert_cuda_staging_release(cubert_cuda_device_t *device,
  * from `src` (the driver stages it). Above: through two pinned chunks of
  * upload_chunk_bytes (one when the upload fits one), alternately filled
  * (memcpy) and copied (cuMemcpyHtoDAsync), so filling one overlaps the
- * other's transfer; the chunks come from the pool and go back to it. Returns
+ * other's transfer; the chunks come from the pool and go back to it (when
+ * the pool's chunks of that size are all still in use by earlier copies,
+ * the oldest is waited for rather than a new one pinned). Returns
  * once the last piece is enqueued: `src` may be reused then. On failure the
  * chunks are back in the pool (after the stream was synchronized) and the
  * destination content is unspecified. */

@@ -90,9 +90,23 @@ uint64_t cubert_cuda_staging_trim(cubert_cuda_device_t *device) {
   return freed;
 }
 
-cubert_status_t cubert_cuda_staging_acquire(cubert_cuda_device_t *device, uint64_t size,
-                                            cubert_cuda_staging_chunk_t **out_chunk,
-                                            cubert_error_t *out_error) {
+/* Take the oldest pending chunk of class `cls` (the first one: pending
+ * chunks are appended), or NULL. Caller holds the mutex. */
+static cubert_cuda_staging_chunk_t *staging_take_oldest(cubert_cuda_staging_pool_t *pool,
+                                                        uint32_t cls) {
+  cubert_cuda_staging_chunk_t *c = pool->idle[cls];
+  if (c) {
+    pool->idle[cls] = c->next;
+    c->next = NULL;
+  }
+  return c;
+}
+
+/* Acquire; `wait`: when the class holds chunks but none is ready, wait for
+ * the oldest one's use to complete instead of pinning a new chunk. */
+static cubert_status_t staging_acquire(cubert_cuda_device_t *device, uint64_t size, bool wait,
+                                       cubert_cuda_staging_chunk_t **out_chunk,
+                                       cubert_error_t *out_error) {
   cubert_cuda_staging_pool_t *pool;
   cubert_cuda_staging_chunk_t *c;
   uint64_t capacity;
@@ -112,11 +126,21 @@ cubert_status_t cubert_cuda_staging_acquire(cubert_cuda_device_t *device, uint64
   pool = &device->staging;
   (void)pthread_mutex_lock(&pool->mutex);
   c = staging_take_ready(device, cls);
+  if (!c && wait) c = staging_take_oldest(pool, cls);
   if (c) {
     pool->stats.reuses++;
     pool->stats.handed_out++;
   }
   (void)pthread_mutex_unlock(&pool->mutex);
+  if (c && c->event) { /* the oldest pending chunk: its copy finishes first */
+    st = cubert_cuda_event_synchronize(device, c->event, out_error);
+    cubert_cuda_event_release(device, c->event);
+    c->event = NULL;
+    if (st != CUBERT_STATUS_OK) {
+      cubert_cuda_staging_release(device, c, NULL);
+      return st;
+    }
+  }
   if (c) {
     *out_chunk = c;
     return CUBERT_STATUS_OK;
@@ -144,6 +168,12 @@ cubert_status_t cubert_cuda_staging_acquire(cubert_cuda_device_t *device, uint64
   (void)pthread_mutex_unlock(&pool->mutex);
   *out_chunk = c;
   return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_cuda_staging_acquire(cubert_cuda_device_t *device, uint64_t size,
+                                            cubert_cuda_staging_chunk_t **out_chunk,
+                                            cubert_error_t *out_error) {
+  return staging_acquire(device, size, false, out_chunk, out_error);
 }
 
 void cubert_cuda_staging_release(cubert_cuda_device_t *device,
@@ -241,9 +271,9 @@ cubert_status_t cubert_cuda_staging_upload(cubert_cuda_stream_t *stream, CUdevic
     return cubert_cuda_copy_h2d(stream, dst, src, size, out_error);
   /* Pieces of the upload class only, so every upload reuses the same chunks. */
   piece = d->staging.upload_chunk_bytes;
-  st = cubert_cuda_staging_acquire(d, piece, &buf[0], out_error);
+  st = staging_acquire(d, piece, true, &buf[0], out_error);
   if (st == CUBERT_STATUS_OK && size > piece)
-    st = cubert_cuda_staging_acquire(d, piece, &buf[1], out_error);
+    st = staging_acquire(d, piece, true, &buf[1], out_error);
   if (st == CUBERT_STATUS_OK && !buf[1]) buf[1] = buf[0]; /* one piece: one chunk */
   if (st == CUBERT_STATUS_OK)
     st = staging_upload_pieces(stream, dst, (const unsigned char *)src, size, buf, ev, out_error);

@@ -245,3 +245,33 @@ TEST(cuda_staging_and_events_across_threads) {
   CHECK_EQ_U64(live, 0);
   fake_env_close(&env);
 }
+
+/* Back-to-back uploads: the second one waits for the first one's chunks
+ * (their copies are still "in flight": the fake answers NOT_READY) instead
+ * of pinning new ones; a plain acquisition pins a new chunk then. */
+TEST(cuda_staging_upload_waits_for_its_chunks) {
+  fake_env_t env;
+  cubert_error_t err;
+  cubert_cuda_staging_stats_t st;
+  cubert_cuda_staging_chunk_t *c = NULL;
+  const uint64_t size = 3 * 65536;
+  unsigned char *src = (unsigned char *)calloc(1, size);
+  CUdeviceptr d = 0;
+  CHECK(src != NULL);
+  fake_knob("CUBERT_FAKE_CUDA_EVENT_DELAY", "1000000");
+  fake_env_open(&env);
+  env.device->staging.upload_chunk_bytes = 65536;
+  CHECK_OK(cubert_cuda_memory_alloc(&env.stream, size, &d, &err));
+  CHECK_OK(cubert_cuda_staging_upload(&env.stream, d, src, size, &err));
+  CHECK_OK(cubert_cuda_staging_upload(&env.stream, d, src, size, &err));
+  cubert_cuda_staging_stats(env.device, &st);
+  CHECK_EQ_U64(st.host_allocs, 2);
+  CHECK_EQ_U64(st.reuses, 2);
+  CHECK_OK(cubert_cuda_staging_acquire(env.device, 65536, &c, &err));
+  cubert_cuda_staging_stats(env.device, &st);
+  CHECK_EQ_U64(st.host_allocs, 3);
+  cubert_cuda_staging_release(env.device, c, NULL);
+  CHECK_OK(cubert_cuda_memory_free(&env.stream, d, &err));
+  fake_env_close(&env);
+  free(src);
+}
