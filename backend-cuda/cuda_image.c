@@ -28,7 +28,8 @@ cubert_status_t cubert_cuda_image_register(const cubert_cuda_image_t *image,
   cubert_status_t st = CUBERT_STATUS_OK;
   if (!image_valid(image))
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
-                            "cubert_cuda_image_register: NULL image, no PTX nor cubin, or no entry");
+                            "cubert_cuda_image_register: NULL image, no PTX nor cubin, "
+                            "or no entry");
   (void)pthread_mutex_lock(&g_images_mutex);
   for (i = 0; i < g_image_count; i++)
     if (g_images[i] == image) break;

@@ -37,7 +37,8 @@ cubert_status_t cubert_cuda_launch_check(const cubert_cuda_device_t *device,
                         "units per cube above the device's");
   if (function->max_threads && units > function->max_threads)
     return launch_limit(out_error, CUBERT_ERROR_RESOURCE_MAX_UNIT_PER_CUBE, units,
-                        function->max_threads, "units per cube above what the compiled kernel allows");
+                        function->max_threads,
+                        "units per cube above what the compiled kernel allows");
   if (shared > hw->max_shared_memory_size)
     return launch_limit(out_error, CUBERT_ERROR_RESOURCE_SHARED_MEMORY, shared,
                         hw->max_shared_memory_size, "shared memory above the device's");

@@ -83,7 +83,8 @@ typedef CUresult(CUDAAPI *loader_error_string_fn)(CUresult, const char **);
 
 /* A symbol the library must export, as a function pointer (POSIX lets a
  * dlsym result be converted so). NULL when absent. */
-static void *loader_export(cubert_cuda_loader_t *cu, const char *symbol, cubert_error_t *out_error) {
+static void *loader_export(cubert_cuda_loader_t *cu, const char *symbol,
+                           cubert_error_t *out_error) {
   void *sym = dlsym(cu->library, symbol);
   if (!sym) (void)cubert_cuda_unavailable(out_error, 0, "%s has no %s", cu->path, symbol);
   return sym;
@@ -126,7 +127,8 @@ static cubert_status_t loader_initialize(cubert_cuda_loader_t *cu, cubert_error_
                                    cubert_cuda_result_name(r));
   if (version < CUBERT_CUDA_DRIVER_VERSION_MIN)
     return cubert_cuda_unavailable(out_error, 0,
-                                   "driver version %d.%d (%d) is older than the required %d.%d (%d)",
+                                   "driver version %d.%d (%d) is older than the required "
+                                   "%d.%d (%d)",
                                    version / 1000, version % 1000 / 10, version,
                                    CUBERT_CUDA_DRIVER_VERSION_MIN / 1000,
                                    CUBERT_CUDA_DRIVER_VERSION_MIN % 1000 / 10,

@@ -93,7 +93,8 @@ static cubert_status_t module_source(const cubert_kernel_t *k, module_source_t *
     }
     if (n == 0 || memchr(b, '\0', n) == NULL)
       return compile_error(out_error,
-                           "kernel %s: its cuda_image is neither a cubin/fatbin nor NUL-terminated PTX",
+                           "kernel %s: its cuda_image is neither a cubin/fatbin nor "
+                           "NUL-terminated PTX",
                            out->name ? out->name : "?");
     out->ptx = b;
     out->ptx_size = n;
@@ -230,7 +231,8 @@ static cubert_status_t function_make(cubert_cuda_device_t *d, const cubert_kerne
     return cubert_error_wrap(out_error, CUBERT_ERROR_SERVER_LAUNCH);
   }
   cubert_cuda_format(what, sizeof what, "cuModuleGetFunction(%s)", k->cuda_entry_name);
-  if (r != CUDA_SUCCESS) return cubert_cuda_device_fail(d, r, CUBERT_CUDA_OP_MODULE, what, 0, out_error);
+  if (r != CUDA_SUCCESS)
+    return cubert_cuda_device_fail(d, r, CUBERT_CUDA_OP_MODULE, what, 0, out_error);
   r = cu->cuFuncGetAttribute(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, out->handle);
   if (r == CUDA_SUCCESS)
     r = cu->cuFuncGetAttribute(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, out->handle);
