@@ -12,7 +12,8 @@
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each; fuzz-replay replays the corpus
 #   make size       core code size, full and minimal, x86-64 and Cortex-M4
 #   make install / uninstall   (PREFIX, DESTDIR, libdir, includedir, pkgconfigdir)
-#   make CUDA=1 ... also build the CUDA server (libcuda loaded at run time)
+#   make CUDA=1 ... also build the CUDA backend (libcuda loaded at run time; BUILD=build/cuda;
+#                   docs/cuda.md); make CUDA=1 cuda-smoke runs the GPU smoke program
 
 # ---- user-overridable -------------------------------------------------------
 CC ?= cc
@@ -26,9 +27,16 @@ DESTDIR ?=
 libdir ?= $(PREFIX)/lib
 includedir ?= $(PREFIX)/include
 pkgconfigdir ?= $(libdir)/pkgconfig
-BUILD ?= build
 CUDA ?= 0
-CUDA_INCLUDE ?= /usr/local/cuda/include
+# A CUDA=1 build keeps its own objects (its flags differ from a plain build's).
+ifeq ($(CUDA),1)
+BUILD ?= build/cuda
+else
+BUILD ?= build
+endif
+CUDA_PATH ?= /usr/local/cuda
+CUDA_INCLUDE ?= $(CUDA_PATH)/include
+NVCC ?= $(firstword $(wildcard $(CUDA_PATH)/bin/nvcc) nvcc)
 ARM_CC ?= arm-none-eabi-gcc
 ARM_SIZE ?= arm-none-eabi-size
 ARM_NM ?= arm-none-eabi-nm
@@ -68,9 +76,21 @@ CORE_SRC := $(sort $(wildcard core/*/*.c))
 # backend-cpu/: host/ (the OS layer) and cpu/ (the CPU server).
 HOST_SRC := $(sort $(wildcard backend-cpu/*/*.c))
 CUDA_SRC :=
+# Objects linked into the test binary, examples, tools and benches of a CUDA=1 build
+# (the embedded kernel images); the CUDA section below fills it.
+CUDA_LINK_OBJ :=
+CUDA_TEST_DEPS :=
+HAVE_NVCC :=
 ifeq ($(CUDA),1)
 CUDA_SRC := $(sort $(wildcard backend-cuda/*.c))
 CUBERT_CFLAGS += -DCUBERT_HAVE_BACKEND_CUDA=1
+HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
+# The single-source kernel files whose CUDA images every program of the build
+# carries (one kernel library; nvcc needed, else the images are left out and the
+# GPU tests say so).
+KERNEL_SOURCES := examples/kernels/cubert_kernels.h
+CUDA_LINK_OBJ := $(if $(HAVE_NVCC),$(KERNEL_SOURCES:%.h=$(BUILD)/kernels/%.o))
+CUDA_TEST_DEPS := $(BUILD)/cuda-fake/libcuda.so.1 $(BUILD)/cuda-fake-nogpa/libcuda.so.1
 endif
 
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
@@ -90,8 +110,9 @@ PC_FILE := $(BUILD)/cubert.pc
 SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 CTS_SRC := $(sort $(wildcard tests/cts/*.c tests/host/*.c tests/sim/*.c))
+CUDA_TEST_SRC := $(if $(filter 1,$(CUDA)),$(sort $(wildcard tests/cuda/test_*.c)))
 TEST_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) \
-            $(CTS_SRC:%.c=$(BUILD)/obj/%.o)
+            $(CTS_SRC:%.c=$(BUILD)/obj/%.o) $(CUDA_TEST_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(BUILD)/cubert-test
 
 EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
@@ -121,9 +142,10 @@ $(BUILD)/obj/backend-cpu/%.o: backend-cpu/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ibackend-cpu $(DEPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c
+# cuda.h is a system header here (-isystem): it uses anonymous unions, which C99 lacks.
+$(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c | cuda-headers
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I$(CUDA_INCLUDE) $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -isystem $(CUDA_INCLUDE) $(DEPFLAGS) $(CFLAGS) -c $< -o $@
 
 # The kernel library every example, test, tool, bench and fuzz target uses
 # (examples/kernels/cubert_kernels.h, docs/kernels.md).
@@ -170,25 +192,25 @@ $(PC_FILE): cubert.pc.in include/cubert/base.h
 	    -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 # ---- tests ---------------------------------------------------------------------------
-$(TEST_BIN): $(TEST_OBJ) $(INTERNAL_LIB)
-	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+$(TEST_BIN): $(TEST_OBJ) $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(CUDA_TEST_DEPS)
+	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 
 # TEST_WRAPPER runs the suite under a command (the sanitizer targets use setarch -R).
 TEST_WRAPPER ?=
-test: $(TEST_BIN)
+test: $(TEST_BIN) $(if $(filter 1,$(CUDA)),$(BUILD)/cuda-smoke)
 	$(TEST_WRAPPER) $(TEST_BIN) $(TESTS)
 
 # ---- examples, benches, tools --------------------------------------------------------
 BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
 
-$(BUILD)/examples/%: examples/%.c $(STATIC_LIB) | $(BUILD)/examples
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
+$(BUILD)/examples/%: examples/%.c $(CUDA_LINK_OBJ) $(STATIC_LIB) | $(BUILD)/examples
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 
-$(BUILD)/tools/%: tools/%.c $(STATIC_LIB) | $(BUILD)/tools
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
+$(BUILD)/tools/%: tools/%.c $(CUDA_LINK_OBJ) $(STATIC_LIB) | $(BUILD)/tools
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 
 -include $(wildcard $(BUILD)/examples/*.d $(BUILD)/bench/*.d $(BUILD)/tools/*.d)
 
@@ -250,6 +272,7 @@ check-tools: $(TOOL_BIN)
 	  n=$$(printf '%s\n' "$$out" | grep -c '^Device '); \
 	  [ "$$n" = 2 ] || { echo "check-tools: cubert-info -n 2 listed $$n devices, expected 2"; exit 1; }; \
 	  printf '%s\n' "$$out" | grep -q 'Memory pools' || { echo "check-tools: no memory pool layout printed"; exit 1; }; \
+	  $(if $(filter 1,$(CUDA)),printf '%s\n' "$$out" | grep -q '^CUDA: ' || { echo "check-tools: no CUDA line in a CUDA=1 build"; exit 1; };) \
 	  rc=0; $(BUILD)/tools/cubert-info --no-such-option >/dev/null 2>&1 || rc=$$?; \
 	  [ "$$rc" = 2 ] || { echo "check-tools: a bad option exited $$rc, expected 2"; exit 1; }; \
 	  echo "check-tools: ok (cubert-info: 2 devices listed with their pool layout; a bad option exits 2)"
@@ -417,6 +440,67 @@ uninstall:
 clean:
 	rm -rf $(BUILD)
 
+# ---- CUDA (CUDA=1) --------------------------------------------------------------------------
+# docs/cuda.md. backend-cuda/ includes cuda.h for its types only and never links -lcuda:
+# libcuda.so.1 is opened at run time. Kernel images: nvcc compiles each single-source
+# kernel file (-x cu) to PTX for NVCC_PTX_ARCH (every later GPU JIT-compiles it) and,
+# when nvcc knows it, a cubin for NVCC_CUBIN_ARCH; tools/cubert-kernel-image.sh embeds both
+# as a C file whose image registers itself (docs/kernels.md).
+NVCC_FLAGS ?= -std=c++14 -O3
+NVCC_PTX_ARCH ?= compute_75
+NVCC_CUBIN_ARCH ?= sm_90
+CUDA_TEST_CFLAGS = -Itests/support -Ibackend-cuda -isystem $(CUDA_INCLUDE) \
+  $(KERNELS_INC) -DCUBERT_TEST_BUILD_DIR='"$(abspath $(BUILD))"' -DCUBERT_TEST_HAVE_IMAGES=$(if $(HAVE_NVCC),1,0)
+
+.PHONY: cuda-headers cuda-smoke kernel-image
+cuda-headers:
+	@test -f $(CUDA_INCLUDE)/cuda.h || { echo "CUDA=1 needs the CUDA headers: $(CUDA_INCLUDE)/cuda.h not found (set CUDA_PATH or CUDA_INCLUDE; no GPU needed)"; exit 1; }
+
+$(BUILD)/kernels/%.c: %.h include/cubert/kernel.h tools/cubert-kernel-image.sh
+	@mkdir -p $(@D)
+	NVCC='$(NVCC)' NVCC_FLAGS='$(NVCC_FLAGS)' PTX_ARCH='$(NVCC_PTX_ARCH)' CUBIN_ARCH='$(NVCC_CUBIN_ARCH)' \
+	  sh tools/cubert-kernel-image.sh -I include -o $@ $<
+$(BUILD)/kernels/%.o: $(BUILD)/kernels/%.c include/cubert/cuda.h include/cubert/error.h
+	$(CC) $(CUBERT_CFLAGS) $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+.PRECIOUS: $(BUILD)/kernels/%.c
+
+$(BUILD)/obj/tests/cuda/%.o: tests/cuda/%.c | cuda-headers
+	@mkdir -p $(dir $@)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CUDA_TEST_CFLAGS) $(CFLAGS) -c $< -o $@
+
+# The fake driver the CUDA tests load instead of libcuda.so.1 (tests/cuda/fake_libcuda.c),
+# and a variant without cuGetProcAddress_v2 (a driver library missing a symbol).
+FAKE_LIBCUDA_SRC := tests/cuda/fake_libcuda.c tests/cuda/fake_libcuda_exec.c
+FAKE_LIBCUDA_DEPS := $(FAKE_LIBCUDA_SRC) tests/cuda/fake_libcuda.h tests/cuda/fake_libcuda_internal.h
+$(BUILD)/cuda-fake/libcuda.so.1: $(FAKE_LIBCUDA_DEPS) | cuda-headers
+	@mkdir -p $(@D)
+	$(CC) $(CUBERT_WARN) $(HOST_DEFS) -Itests/cuda -isystem $(CUDA_INCLUDE) $(CFLAGS) -fPIC -shared \
+	  -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_LIBCUDA_SRC) -lpthread
+$(BUILD)/cuda-fake-nogpa/libcuda.so.1: $(FAKE_LIBCUDA_DEPS) | cuda-headers
+	@mkdir -p $(@D)
+	$(CC) $(CUBERT_WARN) $(HOST_DEFS) -DFAKE_CUDA_NO_GET_PROC_ADDRESS -Itests/cuda -isystem $(CUDA_INCLUDE) \
+	  $(CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_LIBCUDA_SRC) -lpthread
+
+# The GPU smoke program (tests/cuda/cuda_smoke.c): run it on a machine with a GPU.
+# (it calls the device layer's internal functions: it links the internal archive)
+$(BUILD)/cuda-smoke: tests/cuda/cuda_smoke.c $(CUDA_LINK_OBJ) $(INTERNAL_LIB) | cuda-headers
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ibackend-cuda $(KERNELS_INC) \
+	  -isystem $(CUDA_INCLUDE) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+ifeq ($(CUDA),1)
+cuda-smoke: $(BUILD)/cuda-smoke
+	$(BUILD)/cuda-smoke $(SMOKE_ARGS)
+else
+cuda-smoke:
+	@echo "cuda-smoke: needs CUDA=1 (make CUDA=1 cuda-smoke)"; exit 1
+endif
+
+# A user's own kernels: make kernel-image KERNELS=path/my_kernels.h [OUT=my_kernels_image.c]
+# writes the C file to compile into the program (docs/kernels.md).
+kernel-image:
+	@test -n "$(KERNELS)" || { echo "usage: make kernel-image KERNELS=path/my_kernels.h [OUT=file.c]"; exit 2; }
+	NVCC='$(NVCC)' NVCC_FLAGS='$(NVCC_FLAGS)' PTX_ARCH='$(NVCC_PTX_ARCH)' CUBIN_ARCH='$(NVCC_CUBIN_ARCH)' \
+	  sh tools/cubert-kernel-image.sh -I include -o $(or $(OUT),$(basename $(KERNELS))_image.c) $(KERNELS)
+
 # ---- help ---------------------------------------------------------------------------------
 help:
 	@echo 'cubert $(VERSION). Targets (BUILD=$(BUILD); every output goes under it):'
@@ -445,7 +529,10 @@ help:
 	@echo '  bench | benches     build and run | only build bench/*.c (BENCH_ARGS passed to each)'
 	@echo '  examples | tools    build examples/*.c | tools/*.c'
 	@echo '  sim                 deterministic-simulation seed sweep (SEEDS=$(SEEDS)): seeds run, violations, slowest seed'
+	@echo '  CUDA=1 ...          also the CUDA backend (BUILD=build/cuda, CUDA_PATH=$(CUDA_PATH)); docs/cuda.md'
+	@echo '  cuda-smoke          (CUDA=1) the GPU smoke program; tools/gpu-run.sh runs everything on a GPU machine'
+	@echo '  kernel-image        KERNELS=my_kernels.h [OUT=file.c]: embed a kernel file'"'"'s CUDA image (nvcc)'
 	@echo '  size                .text/.data/.bss of the full and minimal core, x86-64 (-O2, -Os) and Cortex-M4'
 	@echo '  install | uninstall PREFIX=$(PREFIX) DESTDIR= libdir= includedir= pkgconfigdir='
 	@echo '  clean               rm -rf $(BUILD)'
-	@echo 'Variables: CC CXX CFLAGS LDFLAGS BUILD TESTS CONFIG_FLAGS CUDA=1 CLANG FUZZ_CC FUZZ_SECONDS FUZZ_ARGS'
+	@echo 'Variables: CC CXX CFLAGS LDFLAGS BUILD TESTS CONFIG_FLAGS CUDA=1 CUDA_PATH NVCC CLANG FUZZ_CC FUZZ_SECONDS FUZZ_ARGS'

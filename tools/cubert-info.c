@@ -6,7 +6,10 @@
  * Creates DEVICES CPU devices (default 1) and prints, for each registered
  * device: identity, features, hardware limits, memory properties, timing
  * method, the io-optimized vector sizes, the dynamic memory pools its memory
- * manager uses, and its memory usage. Exit status 0, or 1 on an error. */
+ * manager uses, and its memory usage. In a CUDA=1 build it then lists the
+ * CUDA devices with their properties, or prints the one line
+ * "CUDA: unavailable: <reason>" (no driver, no GPU, ...), which is not an
+ * error. Exit status 0, or 1 on an error. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +18,9 @@
 #include "cubert/cpu.h"
 #include "cubert/host.h"
 #include "cubert/memory.h"
+#if defined(CUBERT_HAVE_BACKEND_CUDA)
+#include "cubert/cuda.h"
+#endif
 
 #define MAX_DEVICES 64
 #define MAX_POOLS 256
@@ -146,6 +152,65 @@ static int print_device(cubert_device_id_t id) {
   return 0;
 }
 
+#if defined(CUBERT_HAVE_BACKEND_CUDA)
+/* The CUDA devices (cubert/cuda.h), after the CPU ones. */
+static int print_cuda_devices(void) {
+  static const char prefix[] = "CUDA unavailable: ";
+  cubert_error_t err;
+  uint32_t n = 0, i;
+  int rc = 0;
+  char a[32];
+  if (cubert_cuda_device_count(&n, &err) != CUBERT_STATUS_OK) {
+    const char *reason = err.reason;
+    if (strncmp(reason, prefix, sizeof prefix - 1) == 0) reason += sizeof prefix - 1;
+    printf("CUDA: unavailable: %s\n", reason);
+    return 0;
+  }
+  printf("CUDA: %u device(s)\n\n", (unsigned)n);
+  for (i = 0; i < n; i++) {
+    cubert_cuda_device_info_t info;
+    const cubert_hardware_properties_t *hw = &info.properties.hardware;
+    if (cubert_cuda_device_info(i, &info, &err) != CUBERT_STATUS_OK) {
+      fprintf(stderr, "cubert-info: CUDA device %u: %s\n", (unsigned)i, err.reason);
+      rc = 1;
+      continue;
+    }
+    printf("CUDA device %u \"%s\"\n", (unsigned)i, info.properties.name);
+    printf("  Compute capability:                 %u.%u\n", (unsigned)info.compute_major,
+           (unsigned)info.compute_minor);
+    printf("  Driver version:                     %d.%d\n", info.driver_version / 1000,
+           info.driver_version % 1000 / 10);
+    printf("  PCI bus id:                         %s\n", info.pci_bus_id[0] ? info.pci_bus_id : "?");
+    printf("  Global memory:                      %s\n", bytes_text(info.total_memory, a, sizeof a));
+    printf("  Streaming multiprocessors:          %u\n",
+           (unsigned)hw->num_streaming_multiprocessors);
+    printf("  SM clock / memory clock:            %u MHz / %u MHz\n",
+           (unsigned)(info.clock_khz / 1000), (unsigned)(info.memory_clock_khz / 1000));
+    printf("  Memory bus width:                   %u bits\n", (unsigned)info.memory_bus_width);
+    printf("  L2 cache:                           %s\n", bytes_text(info.l2_cache_bytes, a, sizeof a));
+    printf("  Plane (warp) size:                  %u\n", (unsigned)hw->plane_size_max);
+    printf("  Max units per cube:                 %u\n", (unsigned)hw->max_units_per_cube);
+    printf("  Max cube dim (x, y, z):             (%u, %u, %u)\n", (unsigned)hw->max_cube_dim.x,
+           (unsigned)hw->max_cube_dim.y, (unsigned)hw->max_cube_dim.z);
+    printf("  Max cube count (x, y, z):           (%u, %u, %u)\n", (unsigned)hw->max_cube_count.x,
+           (unsigned)hw->max_cube_count.y, (unsigned)hw->max_cube_count.z);
+    printf("  Max shared memory per cube:         %s (opt-in; ",
+           bytes_text(hw->max_shared_memory_size, a, sizeof a));
+    printf("%s by default)\n", bytes_text(info.max_shared_memory_per_block, a, sizeof a));
+    printf("  Registers per cube:                 %u\n", (unsigned)info.registers_per_block);
+    printf("  Stream-ordered allocation:          %s\n",
+           info.async_alloc ? "yes (cuMemAllocAsync)" : "no (cuMemAlloc)");
+    printf("  Max page size:                      %s\n",
+           bytes_text(info.properties.memory.max_page_size, a, sizeof a));
+    printf("  Memory alignment:                   %llu bytes\n",
+           (unsigned long long)info.properties.memory.alignment);
+    print_pools(&info.properties);
+    printf("\n");
+  }
+  return rc;
+}
+#endif
+
 static int parse_u64(const char *s, uint64_t *out) {
   char *end = NULL;
   unsigned long long v;
@@ -203,5 +268,8 @@ int main(int argc, char **argv) {
     printf("\n");
   }
   for (d = 0; d < devices; d++) cubert_client_release(clients[d]);
+#if defined(CUBERT_HAVE_BACKEND_CUDA)
+  rc |= print_cuda_devices();
+#endif
   return rc;
 }

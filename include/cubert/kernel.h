@@ -302,8 +302,13 @@ typedef void (*cubert_kernel_cpu_fn_t)(const cubert_kernel_args_t *args, void *c
  *   cpu_entry         the CPU implementation (NULL: none; the CPU server
  *                     refuses the launch, COMPILATION_FAILED);
  *   cuda_entry_name   the extern "C" __global__ symbol (CUBERT_KERNEL's name);
- *   cuda_image /      a PTX or cubin image holding it (NULL/0 until the CUDA
- *   cuda_image_size   server loads images; reserved);
+ *   cuda_image /      the CUDA code holding it. NULL/0 (what
+ *   cuda_image_size   CUBERT_KERNEL_DESCRIPTOR sets): the CUDA server finds
+ *                     the image registered under cuda_entry_name
+ *                     (cubert/cuda.h; the build embeds what nvcc made of the
+ *                     kernel source, docs/kernels.md). Else NUL-terminated
+ *                     PTX text (size counting the NUL) or cubin / fatbin
+ *                     bytes, used as given;
  *   shared_memory_bytes  dynamic shared memory per cube
  *                     (CUBERT_SHARED_DYNAMIC); static CUBERT_SHARED arrays are
  *                     the kernel's own and not counted here;

@@ -1,0 +1,144 @@
+/*
+ * backend-cuda/cuda_memory.c: device memory (stream-ordered through
+ * cuMemAllocAsync / cuMemFreeAsync, cuMemAlloc / cuMemFree on devices
+ * without memory pools), memset, memory info, pinned host memory.
+ */
+#include "cuda_device.h"
+
+#include <stdio.h>
+
+static cubert_status_t memory_stream_check(cubert_cuda_stream_t *stream, const char *fn,
+                                           cubert_error_t *out_error) {
+  if (!stream || !stream->handle) {
+    char reason[96];
+    cubert_cuda_format(reason, sizeof reason, "%s: no stream", fn);
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, reason);
+  }
+  return cubert_cuda_device_enter(stream->device, out_error);
+}
+
+cubert_status_t cubert_cuda_memory_alloc(cubert_cuda_stream_t *stream, uint64_t size,
+                                         CUdeviceptr *out_ptr, cubert_error_t *out_error) {
+  cubert_cuda_device_t *device;
+  const cubert_cuda_loader_t *cu;
+  CUdeviceptr ptr = 0;
+  uint64_t rounded;
+  CUresult r;
+  cubert_status_t st = memory_stream_check(stream, "cubert_cuda_memory_alloc", out_error);
+  if (st != CUBERT_STATUS_OK) return st;
+  if (!out_ptr || size == 0)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "cubert_cuda_memory_alloc: size 0 or NULL out_ptr");
+  if (cubert_u64_round_up(size, CUBERT_CUDA_MEMORY_ALIGNMENT, &rounded) != CUBERT_STATUS_OK ||
+      rounded > (uint64_t)SIZE_MAX) {
+    uint64_t f = size;
+    return cubert_error_set(out_error, CUBERT_ERROR_IO_BUFFER_TOO_BIG, &f, 1,
+                            "allocation size does not fit the address space");
+  }
+  device = stream->device;
+  cu = device->cu;
+  if (device->async_alloc) r = cu->cuMemAllocAsync(&ptr, (size_t)rounded, stream->handle);
+  else r = cu->cuMemAlloc(&ptr, (size_t)rounded);
+  if (r != CUDA_SUCCESS)
+    return cubert_cuda_device_fail(device, r, CUBERT_CUDA_OP_MEMORY,
+                                   device->async_alloc ? "cuMemAllocAsync" : "cuMemAlloc", size,
+                                   out_error);
+  if (ptr % CUBERT_CUDA_MEMORY_ALIGNMENT != 0) {
+    if (device->async_alloc) (void)cu->cuMemFreeAsync(ptr, stream->handle);
+    else (void)cu->cuMemFree(ptr);
+    return cubert_error_set(out_error, CUBERT_ERROR_IO_UNKNOWN, NULL, 0,
+                            "the driver returned device memory not aligned to 512 bytes");
+  }
+  *out_ptr = ptr;
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_cuda_memory_alloc_retry(cubert_cuda_stream_t *stream, uint64_t size,
+                                               void (*reclaim)(void *user), void *user,
+                                               CUdeviceptr *out_ptr, cubert_error_t *out_error) {
+  cubert_status_t st = cubert_cuda_memory_alloc(stream, size, out_ptr, out_error);
+  if (st != CUBERT_STATUS_OUT_OF_MEMORY || !reclaim) return st;
+  reclaim(user);
+  return cubert_cuda_memory_alloc(stream, size, out_ptr, out_error);
+}
+
+cubert_status_t cubert_cuda_memory_free(cubert_cuda_stream_t *stream, CUdeviceptr ptr,
+                                        cubert_error_t *out_error) {
+  cubert_cuda_device_t *device;
+  CUresult r;
+  cubert_status_t st;
+  if (ptr == 0) return CUBERT_STATUS_OK;
+  st = memory_stream_check(stream, "cubert_cuda_memory_free", out_error);
+  if (st != CUBERT_STATUS_OK) return st;
+  device = stream->device;
+  if (device->async_alloc) r = device->cu->cuMemFreeAsync(ptr, stream->handle);
+  else r = device->cu->cuMemFree(ptr);
+  if (r != CUDA_SUCCESS)
+    return cubert_cuda_device_fail(device, r, CUBERT_CUDA_OP_MEMORY,
+                                   device->async_alloc ? "cuMemFreeAsync" : "cuMemFree", 0,
+                                   out_error);
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_cuda_memory_set(cubert_cuda_stream_t *stream, CUdeviceptr ptr,
+                                       uint8_t value, uint64_t size, cubert_error_t *out_error) {
+  CUresult r;
+  cubert_status_t st = memory_stream_check(stream, "cubert_cuda_memory_set", out_error);
+  if (st != CUBERT_STATUS_OK) return st;
+  if (size == 0) return CUBERT_STATUS_OK;
+  if (ptr == 0 || size > (uint64_t)SIZE_MAX)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "cubert_cuda_memory_set: NULL address or size too big");
+  r = stream->device->cu->cuMemsetD8Async(ptr, value, (size_t)size, stream->handle);
+  if (r != CUDA_SUCCESS)
+    return cubert_cuda_device_fail(stream->device, r, CUBERT_CUDA_OP_COPY, "cuMemsetD8Async", 0,
+                                   out_error);
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_cuda_memory_info(cubert_cuda_device_t *device, uint64_t *out_free,
+                                        uint64_t *out_total, cubert_error_t *out_error) {
+  size_t free_bytes = 0, total = 0;
+  CUresult r;
+  cubert_status_t st;
+  if (!device || !out_free || !out_total)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "cubert_cuda_memory_info: NULL argument");
+  st = cubert_cuda_device_enter(device, out_error);
+  if (st != CUBERT_STATUS_OK) return st;
+  r = device->cu->cuMemGetInfo(&free_bytes, &total);
+  if (r != CUDA_SUCCESS)
+    return cubert_cuda_device_fail(device, r, CUBERT_CUDA_OP_MEMORY, "cuMemGetInfo", 0, out_error);
+  *out_free = (uint64_t)free_bytes;
+  *out_total = (uint64_t)total;
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_cuda_host_alloc(cubert_cuda_device_t *device, uint64_t size,
+                                       void **out_ptr, cubert_error_t *out_error) {
+  void *ptr = NULL;
+  CUresult r;
+  cubert_status_t st;
+  if (!device || !out_ptr || size == 0)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "cubert_cuda_host_alloc: size 0 or NULL argument");
+  if (size > (uint64_t)SIZE_MAX) {
+    uint64_t f = size;
+    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &f, 1,
+                            "pinned size does not fit the address space");
+  }
+  st = cubert_cuda_device_enter(device, out_error);
+  if (st != CUBERT_STATUS_OK) return st;
+  r = device->cu->cuMemHostAlloc(&ptr, (size_t)size, CU_MEMHOSTALLOC_PORTABLE);
+  if (r != CUDA_SUCCESS)
+    return cubert_cuda_device_fail(device, r, CUBERT_CUDA_OP_HOST, "cuMemHostAlloc", size,
+                                   out_error);
+  *out_ptr = ptr;
+  return CUBERT_STATUS_OK;
+}
+
+void cubert_cuda_host_free(cubert_cuda_device_t *device, void *ptr) {
+  if (!device || !ptr) return;
+  (void)cubert_cuda_device_enter(device, NULL);
+  (void)device->cu->cuMemFreeHost(ptr);
+}

@@ -1,0 +1,77 @@
+/*
+ * tests/cuda/fake_libcuda.h: the fake CUDA driver the CUDA tests load in
+ * place of libcuda.so.1 (built by `make CUDA=1` as
+ * $(BUILD)/cuda-fake/libcuda.so.1, and $(BUILD)/cuda-fake-nogpa/libcuda.so.1
+ * without cuGetProcAddress_v2).
+ *
+ * It implements the entry points the CUDA backend resolves, on host memory:
+ * device pointers are host addresses, streams run everything at once,
+ * events complete after CUBERT_FAKE_CUDA_EVENT_DELAY queries, a few kernels
+ * have host implementations. Knobs, read from the environment at each call
+ * (set them before opening the loader):
+ *
+ *   CUBERT_FAKE_CUDA_INIT_RESULT     cuInit returns this CUresult (default 0)
+ *   CUBERT_FAKE_CUDA_DEVICES         device count (default 1; 0 is allowed)
+ *   CUBERT_FAKE_CUDA_DRIVER_VERSION  cuDriverGetVersion (default 13000)
+ *   CUBERT_FAKE_CUDA_MISSING         an entry point cuGetProcAddress does not find
+ *   CUBERT_FAKE_CUDA_MEMORY          device memory per device (default 256 MiB);
+ *                                    allocations past it: CUDA_ERROR_OUT_OF_MEMORY
+ *   CUBERT_FAKE_CUDA_HOST_MEMORY     pinned memory in all (default 1 GiB)
+ *   CUBERT_FAKE_CUDA_NO_POOLS        1: no memory pools (attribute 0 and
+ *                                    cuMemAllocAsync fails with NOT_SUPPORTED)
+ *   CUBERT_FAKE_CUDA_EVENT_DELAY     cuEventQuery answers NOT_READY this many
+ *                                    times after each record (default 0)
+ *   CUBERT_FAKE_CUDA_COPY_RESULT     1-D host<->device copies return this CUresult
+ *   CUBERT_FAKE_CUDA_LAUNCH_RESULT   cuLaunchKernel returns this CUresult; a
+ *                                    context-poisoning one poisons the context
+ *   CUBERT_FAKE_CUDA_FUNC_MAX_THREADS  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+ *                                    (default 1024)
+ *
+ * Kernels with a host implementation (by entry name):
+ *   ck_add_scalar_u32        buffer 0 (u32) += scalar 0, one element per unit
+ *   fake_fault                launches fine, then poisons the context with
+ *                             CUDA_ERROR_ILLEGAL_ADDRESS (seen at the next
+ *                             synchronize / query, as on a GPU)
+ * Module images: PTX text whose `.visible .entry NAME(` lines name the
+ * kernels; "\x7f" "ELF" followed by such text counts as a cubin. An image
+ * containing FAKE_SYNTAX_ERROR fails to load (CUDA_ERROR_INVALID_PTX, with a
+ * JIT error log); a cubin containing FAKE_CUBIN_FAIL fails with
+ * CUDA_ERROR_NO_BINARY_FOR_GPU. The device is compute capability 9.0.
+ */
+#ifndef CUBERT_TESTS_FAKE_LIBCUDA_H
+#define CUBERT_TESTS_FAKE_LIBCUDA_H
+
+#include <stdint.h>
+
+/* Size of the argument block copied from the last launch (params[0]). */
+#define FAKE_CUDA_ARGS_BYTES 392
+
+typedef struct fake_cuda_stats_t {
+  uint64_t init_calls;
+  uint64_t ctx_set_current_calls;
+  int64_t contexts_retained;   /* primary context retains - releases */
+  uint64_t mem_alloc_async, mem_alloc_sync, mem_free_async, mem_free_sync;
+  int64_t device_allocs_live;
+  int64_t device_bytes_live;
+  uint64_t host_allocs, host_frees;
+  int64_t host_bytes_live;
+  uint64_t events_created, events_destroyed, event_records;
+  uint64_t streams_created, streams_destroyed;
+  uint64_t module_loads, module_unloads;
+  uint64_t copies_h2d, copies_d2h, copies_d2d, copies_2d, memsets;
+  uint64_t launches;
+  /* the last launch */
+  uint32_t grid[3], block[3];
+  uint32_t shared_bytes;
+  uint32_t mode;
+  uint64_t report;
+  char kernel[64];
+  unsigned char args[FAKE_CUDA_ARGS_BYTES];
+  int last_dynamic_shared_attribute; /* the last cuFuncSetAttribute value */
+} fake_cuda_stats_t;
+
+/* Exported by the fake (find it with dlsym): a consistent copy of its counters. */
+typedef void (*fake_cuda_stats_fn)(fake_cuda_stats_t *out);
+void cubert_fake_cuda_stats(fake_cuda_stats_t *out);
+
+#endif /* CUBERT_TESTS_FAKE_LIBCUDA_H */

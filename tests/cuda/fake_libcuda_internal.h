@@ -1,0 +1,91 @@
+/*
+ * tests/cuda/fake_libcuda_internal.h: what the two files of the fake CUDA
+ * driver share (fake_libcuda.c: devices, contexts, streams, events,
+ * cuGetProcAddress; fake_libcuda_exec.c: memory, copies, modules,
+ * launches). The handle types of cuda.h are completed here. Not installed.
+ */
+#ifndef CUBERT_TESTS_FAKE_LIBCUDA_INTERNAL_H
+#define CUBERT_TESTS_FAKE_LIBCUDA_INTERNAL_H
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "fake_libcuda.h"
+
+#define FAKE_MAX_DEVICES 8
+
+struct CUctx_st {
+  int device;
+  int refs;
+  CUresult poison; /* sticky context-poisoning error, 0 while healthy */
+};
+
+struct CUstream_st {
+  struct CUctx_st *ctx;
+};
+
+struct CUevent_st {
+  struct CUctx_st *ctx;
+  unsigned flags;
+  int pending; /* queries left that answer NOT_READY */
+};
+
+struct CUmod_st {
+  struct CUctx_st *ctx;
+  unsigned char *bytes; /* copy of the image (text NUL-terminated) */
+  size_t size;
+  int elf; /* a real ELF cubin: functions are found by their symbol names */
+  struct CUfunc_st *funcs; /* freed with the module */
+};
+
+struct CUfunc_st {
+  struct CUmod_st *module;
+  struct CUfunc_st *next;
+  char name[64];
+  int dynamic_shared;
+};
+
+/* State, under fake_mutex (fake_current is the calling thread's context). */
+extern pthread_mutex_t fake_mutex;
+extern int fake_initialized;
+extern uint64_t fake_device_used[FAKE_MAX_DEVICES];
+extern fake_cuda_stats_t fake_stats_;
+extern __thread struct CUctx_st *fake_current;
+
+/* An environment knob as a number (fallback when unset). */
+long long fake_knob(const char *name, long long fallback);
+/* Context-poisoning CUresult. */
+int fake_is_fatal(CUresult r);
+/* The current context, healthy; else the error a real driver gives. */
+CUresult fake_ctx_check(void);
+/* The same, and `s` belongs to the current context. */
+CUresult fake_stream_check(CUstream s);
+/* Device memory per device (CUBERT_FAKE_CUDA_MEMORY). */
+uint64_t fake_device_memory(void);
+/* Free every device block of `device` (caller holds fake_mutex). */
+void fake_blocks_free_device(int device);
+
+/* Entry points of fake_libcuda_exec.c (reached through cuGetProcAddress). */
+CUresult fake_cuMemAlloc(CUdeviceptr *out, size_t size);
+CUresult fake_cuMemFree(CUdeviceptr p);
+CUresult fake_cuMemAllocAsync(CUdeviceptr *out, size_t size, CUstream s);
+CUresult fake_cuMemFreeAsync(CUdeviceptr p, CUstream s);
+CUresult fake_cuMemHostAlloc(void **out, size_t size, unsigned int flags);
+CUresult fake_cuMemFreeHost(void *p);
+CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream s);
+CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s);
+CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
+CUresult fake_cuMemcpy2DAsync(const CUDA_MEMCPY2D *c, CUstream s);
+CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s);
+CUresult fake_cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned int n,
+                                 CUjit_option *opts, void **vals);
+CUresult fake_cuModuleUnload(CUmodule m);
+CUresult fake_cuModuleGetFunction(CUfunction *out, CUmodule m, const char *name);
+CUresult fake_cuFuncGetAttribute(int *out, CUfunction_attribute a, CUfunction f);
+CUresult fake_cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int value);
+CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                             unsigned by, unsigned bz, unsigned shared, CUstream s,
+                             void **params, void **extra);
+
+#endif /* CUBERT_TESTS_FAKE_LIBCUDA_INTERNAL_H */
