@@ -91,7 +91,7 @@ BUILD_DIR=build/cuda
 step build 300 "$OUT/build.log" \
   make -j"$JOBS" CUDA=1 all tools examples "$BUILD_DIR/cubert-test" "$BUILD_DIR/cuda-smoke"
 images=$(find "$BUILD_DIR/kernels" -name '*.o' 2>/dev/null | wc -l)
-if [ "$images" -ge 3 ]; then
+if [ "$images" -ge 1 ]; then
   note "kernel images: $images embedded"
 else
   note "kernel images: NOT embedded (nvcc not found? see build.log)"
