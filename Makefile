@@ -209,14 +209,15 @@ check-freestanding: | $(BUILD)/freestanding
 	  --cflags '$(CUBERT_WARN) -Iinclude -Icore -O2 -fno-pic -fno-stack-protector $(CORE_FREESTANDING)' \
 	  $(CORE_SRC)
 
+PUBLIC_HEADERS := $(sort $(wildcard include/cubert/*.h include/cubert/backend/*.h))
 check-headers: | $(BUILD)/headers
-	@set -e; for h in include/cubert/*.h; do \
-	  n=$$(basename $$h .h); \
-	  printf '#include "cubert/%s.h"\n' $$n > $(BUILD)/headers/$$n.c; \
+	@set -e; for h in $(PUBLIC_HEADERS); do \
+	  p=$${h#include/}; n=$$(printf '%s' "$${p%.h}" | tr / _); \
+	  printf '#include "%s"\n' $$p > $(BUILD)/headers/$$n.c; \
 	  $(CC) $(CUBERT_WARN) -Iinclude -c $(BUILD)/headers/$$n.c -o $(BUILD)/headers/$$n.o; \
 	  cp $(BUILD)/headers/$$n.c $(BUILD)/headers/$$n.cpp; \
 	  $(CXX) -std=c++11 -pedantic -Wall -Wextra -Werror -Iinclude -c $(BUILD)/headers/$$n.cpp -o $(BUILD)/headers/$$n.cpp.o; \
-	done; echo "check-headers: ok ($$(ls include/cubert/*.h | wc -l) headers, C99 and C++11)"
+	done; echo "check-headers: ok ($(words $(PUBLIC_HEADERS)) headers, C99 and C++11)"
 
 # tools/cubert-info lists every device it creates and refuses a bad option (exit 2).
 check-tools: $(TOOL_BIN)
@@ -341,8 +342,9 @@ fuzz: fuzz-build
 # cubert.pc is written at install time so that PREFIX/libdir given to `make install`
 # are the ones recorded, whatever the library was built with.
 install: all
-	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir)/cubert $(DESTDIR)$(pkgconfigdir)
+	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir)/cubert/backend $(DESTDIR)$(pkgconfigdir)
 	install -m 644 include/cubert/*.h $(DESTDIR)$(includedir)/cubert/
+	install -m 644 include/cubert/backend/*.h $(DESTDIR)$(includedir)/cubert/backend/
 	install -m 644 $(STATIC_LIB) $(DESTDIR)$(libdir)/
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(libdir)/
 	ln -sf libcubert.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME)
