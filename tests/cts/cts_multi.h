@@ -1,5 +1,5 @@
 /*
- * tests/cts/cts_multi.h: several CPU devices in one test process, for the
+ * tests/cts/cts_multi.h: several devices in one test process, for the
  * multi-device and collective conformance tests.
  */
 #ifndef CUBERT_CTS_MULTI_H
@@ -15,11 +15,18 @@ typedef struct mdev_t {
   cubert_device_id_t ids[MDEV_MAX];
 } mdev_t;
 
-/* Create one CPU device `index` in env with a counting allocator, 8 streams,
- * 2 workers and the given collective timeout (0: the default). */
+/* Create one device `index` of the driver under test in env with a counting
+ * allocator, 8 streams, 2 workers and the given collective timeout (0: the
+ * default). */
 void mdev_create(cts_env_t *env, uint32_t index, uint32_t collective_timeout_ms);
+/* Does env's device have collectives (cts_has_collectives)? */
+int mdev_collectives(const cts_env_t *env);
 /* n devices with indices first_index .. first_index + n - 1. */
 void mdev_setup(mdev_t *m, uint32_t n, uint32_t first_index, uint32_t collective_timeout_ms);
+/* The same for a test that needs collectives: it is skipped (before any
+ * device is made) when the device under test has none (the inline driver;
+ * its UNSUPPORTED answer is checked by cts_all_reduce_single_member_communicator). */
+void mdev_setup_comm(mdev_t *m, uint32_t n, uint32_t first_index, uint32_t collective_timeout_ms);
 /* Release every device still alive (env[i].client != NULL), check each
  * allocator came back to zero, and that no communicator is left. */
 void mdev_teardown(mdev_t *m);

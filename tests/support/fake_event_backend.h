@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cubert/stream.h"
+#include "cubert/backend/stream.h"
 
 #define FAKE_EVENT_MAX_SLOTS 260
 #define FAKE_EVENT_MAX_STREAMS 1024

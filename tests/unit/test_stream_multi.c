@@ -3,7 +3,7 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "fake_event_backend.h"
-#include "cubert/stream.h"
+#include "cubert/backend/stream.h"
 
 #define MAX_STREAMS 4u /* the seed tests' MAX_STREAMS */
 
