@@ -16,6 +16,8 @@ typedef struct fake_device_t {
   cubert_allocator_t allocator;
   int launches, copies, calls, destroyed;
   int lose_at_launch; /* the next launch reports the device lost */
+  int busy;           /* event_query answers BUSY (only event_synchronize completes) */
+  int queries, syncs, host_allocs, host_frees;
   uint64_t last_height, last_src_pitch, last_dst_pitch;
   int live_blocks, live_streams, live_events;
   unsigned char stream_token, event_token;
@@ -139,18 +141,33 @@ static cubert_status_t fd_event_wait(void *self, cubert_driver_stream_t *s,
 }
 
 static cubert_status_t fd_event_query(void *self, cubert_driver_event_t *e) {
-  (void)self;
+  fake_device_t *d = (fake_device_t *)self;
   (void)e;
-  return CUBERT_STATUS_OK;
+  d->queries++;
+  return d->busy ? CUBERT_STATUS_BUSY : CUBERT_STATUS_OK;
 }
 
 static cubert_status_t fd_event_sync(void *self, cubert_driver_event_t *e, uint64_t timeout,
                                      cubert_error_t *err) {
-  (void)self;
   (void)e;
   (void)timeout;
   (void)err;
+  ((fake_device_t *)self)->syncs++;
   return CUBERT_STATUS_OK;
+}
+
+static cubert_status_t fd_host_alloc(void *self, uint64_t size, void **out, cubert_error_t *err) {
+  fake_device_t *d = (fake_device_t *)self;
+  if (cubert_allocator_malloc(d->allocator, (size_t)size, 16, out) != CUBERT_STATUS_OK)
+    return cubert_error_set(err, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &size, 1, "fake pinned");
+  d->host_allocs++;
+  return CUBERT_STATUS_OK;
+}
+
+static void fd_host_free_real(void *self, void *ptr, uint64_t size) {
+  fake_device_t *d = (fake_device_t *)self;
+  d->host_frees++;
+  cubert_allocator_free(d->allocator, ptr, (size_t)size, 16);
 }
 
 static void fd_event_destroy(void *self, cubert_driver_event_t *e) {
@@ -476,6 +493,75 @@ TEST(client_device_refusing_calls) {
   CHECK_EQ_I64(d.launches, 0);
   CHECK_EQ_I64(sink.calls, 0);
   CHECK_EQ_U64(cubert_kit_collect(client), 0);
+  fake_release(client, &d, &c);
+}
+
+/* The GC: host bytes wait for their copy's event. With events that never
+ * complete by themselves, the ring of 4 entries blocks on its oldest entry
+ * (event_synchronize) before it takes a fifth; sync and memory_usage drain
+ * it; nothing leaks. */
+TEST(client_kit_gc_back_pressure_and_drain) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_init(&c);
+  fake_device_t d;
+  cubert_kit_options_t o;
+  cubert_client_t *client;
+  cubert_handle_t h[10];
+  cubert_memory_usage_t usage;
+  uint8_t data[16] = {9};
+  int64_t blocks;
+  uint32_t i;
+  fake_options(&o, 45);
+  o.gc_capacity = 4;
+  client = fake_client(a, &d, &o);
+  d.busy = 1;
+  blocks = c.live_blocks;
+  for (i = 0; i < 10; i++) CHECK_OK(cubert_client_create(client, data, sizeof data, &h[i], NULL));
+  CHECK_EQ_I64(d.syncs, 6);     /* entries 1..6 waited for, 7..10 pending */
+  CHECK(d.live_events == 4);    /* the pending entries' events */
+  CHECK(c.live_blocks > blocks); /* their bytes too */
+  CHECK_OK(cubert_client_memory_usage(client, &usage, NULL)); /* drains */
+  CHECK_EQ_I64(d.live_events, 0);
+  CHECK_EQ_U64(usage.number_allocs, 10);
+  d.busy = 0;
+  for (i = 0; i < 10; i++) CHECK_OK(cubert_client_handle_release(client, &h[i]));
+  fake_release(client, &d, &c);
+}
+
+/* Pinned host memory from the driver: staging buffers are PINNED and go
+ * back through host_free. */
+TEST(client_kit_staging_from_the_driver) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_init(&c);
+  fake_device_t d;
+  cubert_kit_options_t o;
+  cubert_driver_t pinned = g_fake_driver;
+  cubert_client_t *client = NULL;
+  cubert_bytes_t b[2];
+  uint64_t sizes[2] = {24, 0};
+  uint64_t huge = (uint64_t)1 << 62;
+  cubert_error_t err;
+  cubert_handle_t h;
+  pinned.host_alloc = fd_host_alloc;
+  pinned.host_free = fd_host_free_real;
+  fake_options(&o, 46);
+  memset(&d, 0, sizeof d);
+  d.allocator = a;
+  CHECK_OK(cubert_kit_client_create(a, &o, &pinned, &d, &client, NULL));
+  CHECK_OK(cubert_client_reserve_staging(client, sizes, 2, b, NULL));
+  CHECK_EQ_U64(b[0].property, CUBERT_ALLOCATION_PINNED);
+  CHECK_EQ_U64(b[1].property, CUBERT_ALLOCATION_PINNED);
+  CHECK(b[1].data == NULL && b[1].release == NULL);
+  CHECK_EQ_I64(d.host_allocs, 1);
+  memset(b[0].data, 3, 24);
+  CHECK_OK(cubert_client_create_bytes(client, b[0], &h, NULL)); /* moved: released after its copy */
+  CHECK_OK(cubert_client_sync(client, NULL));
+  CHECK_EQ_I64(d.host_frees, 1);
+  /* the driver refuses (and so does the fallback): nothing is left */
+  CHECK_STATUS(cubert_client_reserve_staging(client, &huge, 1, b, &err),
+               CUBERT_STATUS_RESOURCE_EXHAUSTED);
+  CHECK_EQ_I64(d.host_allocs, 1);
+  CHECK_OK(cubert_client_handle_release(client, &h));
   fake_release(client, &d, &c);
 }
 
