@@ -187,6 +187,18 @@ static void cpu_stream_destroy(void *self, cubert_driver_stream_t *stream) {
   cubert_allocator_free(d->allocator, s, sizeof(*s), 64);
 }
 
+static cubert_status_t cpu_stream_synchronize(void *self, cubert_driver_stream_t *stream,
+                                              cubert_error_t *out_error) {
+  cpu_stream_t *s = stream_of(stream);
+  cubert_status_t status;
+  (void)self;
+  status = cpu_stream_wait_point(s, s->tail, UINT64_MAX);
+  if (status == CUBERT_STATUS_FAILED_PRECONDITION)
+    return cubert_error_set(out_error, CUBERT_ERROR_SERVER_GENERIC, NULL, 0,
+                            "deterministic mode: no step is runnable (deadlock)");
+  return status;
+}
+
 static cubert_status_t cpu_stream_errors(void *self, cubert_driver_stream_t *stream,
                                          cubert_error_t *out_error) {
   (void)self;
@@ -296,6 +308,7 @@ const cubert_driver_t cpu_driver = {
     .launch = cpu_launch,
     .stream_create = cpu_stream_create,
     .stream_destroy = cpu_stream_destroy,
+    .stream_synchronize = cpu_stream_synchronize,
     .stream_errors = cpu_stream_errors,
     .event_record = cpu_event_record,
     .event_wait = cpu_event_wait,

@@ -140,6 +140,14 @@ static void inline_stream_destroy(void *self, cubert_driver_stream_t *stream) {
   cubert_allocator_free(device_of(self)->allocator, stream_of(stream), sizeof(inline_stream_t), 0);
 }
 
+static cubert_status_t inline_stream_synchronize(void *self, cubert_driver_stream_t *stream,
+                                                 cubert_error_t *out_error) {
+  (void)self;
+  (void)stream;
+  (void)out_error;
+  return CUBERT_STATUS_OK; /* nothing is ever pending */
+}
+
 static cubert_status_t inline_stream_errors(void *self, cubert_driver_stream_t *stream,
                                             cubert_error_t *out_error) {
   inline_stream_t *s = stream_of(stream);
@@ -202,6 +210,7 @@ static const cubert_driver_t g_inline_driver = {
     .launch = inline_launch,
     .stream_create = inline_stream_create,
     .stream_destroy = inline_stream_destroy,
+    .stream_synchronize = inline_stream_synchronize,
     .stream_errors = inline_stream_errors,
     .event_record = inline_event_record,
     .event_wait = inline_event_wait,

@@ -116,7 +116,8 @@ cubert_status_t cubert_kit_check_driver(const cubert_driver_t *d, cubert_error_t
                             "kit: the driver was built for another table version");
   }
   if (!d->destroy || !d->properties || !d->memory_alloc || !d->memory_free || !d->copy ||
-      !d->launch || !d->stream_create || !d->stream_destroy || !d->stream_errors ||
+      !d->launch || !d->stream_create || !d->stream_destroy || !d->stream_synchronize ||
+      !d->stream_errors ||
       !d->event_record || !d->event_wait || !d->event_query || !d->event_synchronize ||
       !d->event_destroy)
     return driver_incomplete(out_error, "kit: the driver lacks a required primitive");

@@ -112,7 +112,10 @@ void kit_gc_retire_pins(cubert_kit_t *kit, cubert_driver_stream_t *stream,
   if (kit_lost(kit, NULL) != CUBERT_STATUS_OK ||
       kit_note(kit, kit->driver->event_record(kit->self, stream, &event, &e), &e) !=
           CUBERT_STATUS_OK) {
-    /* no event: the device is lost or out of memory; release at once */
+    /* no event (host memory exhausted, or the device is lost): wait for the
+     * stream (no allocation) unless the device is gone, then release */
+    if (kit_lost(kit, NULL) == CUBERT_STATUS_OK)
+      (void)kit_note(kit, kit->driver->stream_synchronize(kit->self, stream, &e), &e);
     for (i = 0; i < count; i++) (void)cubert_memory_id_release_binding(kit->table, pins[i]);
     return;
   }
@@ -135,10 +138,11 @@ void kit_gc_retire_bytes(cubert_kit_t *kit, kit_slot_t *slot, cubert_bytes_t *by
     if (status == CUBERT_STATUS_OK)
       status = kit_note(kit, kit->driver->event_record(kit->self, slot->stream, &event, &e), &e);
     if (status != CUBERT_STATUS_OK) {
-      /* no event to wait for: the copy may still read the bytes unless the
-       * device is gone; make sure it ran before they go */
+      /* no event to wait for (host memory exhausted): the copy may still read
+       * the bytes unless the device is gone; wait for the stream (no
+       * allocation) before they go */
       if (kit_lost(kit, NULL) == CUBERT_STATUS_OK)
-        (void)cubert_multi_stream_sync(kit->multi, slot->index, NULL);
+        (void)kit_note(kit, kit->driver->stream_synchronize(kit->self, slot->stream, &e), &e);
       bytes[i].release(bytes[i].owner, bytes[i].data, bytes[i].size);
       bytes[i].release = NULL;
       continue;

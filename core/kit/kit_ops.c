@@ -260,13 +260,32 @@ static cubert_status_t completion_wait(cubert_completion_t *c, uint64_t timeout_
 
 static const cubert_completion_vtable_t g_completion_vtable = {completion_wait};
 
+/* No event for the completion (host memory exhausted): the copies already
+ * enqueued write the caller's memory, so wait for the stream here (no
+ * allocation) and finish the completion at once. */
+static cubert_status_t completion_now(cubert_kit_t *kit, kit_slot_t *slot, cubert_completion_t *c,
+                                      cubert_error_t *out_error) {
+  cubert_status_t status = kit_lost(kit, out_error);
+  if (status == CUBERT_STATUS_OK)
+    status = kit_note(kit, kit->driver->stream_synchronize(kit->self, slot->stream, out_error),
+                      out_error);
+  if (status != CUBERT_STATUS_OK) return status;
+  kit_race_host_sync(kit, slot->index);
+  cubert_error_clear(&c->error);
+  c->status = kit_drain(kit, slot->index, &c->error);
+  c->vtable = NULL;
+  return CUBERT_STATUS_OK;
+}
+
 /* Arm `c` on an event recorded now at the end of `slot`. */
 static cubert_status_t completion_arm(cubert_kit_t *kit, kit_slot_t *slot, cubert_completion_t *c,
                                       cubert_error_t *out_error) {
   cubert_driver_event_t *event = NULL;
-  CUBERT_RETURN_IF_ERROR(
+  cubert_status_t status =
       kit_note(kit, kit->driver->event_record(kit->self, slot->stream, &event, out_error),
-               out_error));
+               out_error);
+  if (status == CUBERT_STATUS_RESOURCE_EXHAUSTED) return completion_now(kit, slot, c, out_error);
+  if (status != CUBERT_STATUS_OK) return status;
   cubert_error_clear(&c->error);
   c->status = CUBERT_STATUS_OK;
   c->impl[0] = kit;

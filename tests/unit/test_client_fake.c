@@ -114,6 +114,13 @@ static void fd_stream_destroy(void *self, cubert_driver_stream_t *s) {
   dev(self)->live_streams--;
 }
 
+static cubert_status_t fd_stream_sync(void *self, cubert_driver_stream_t *s, cubert_error_t *e) {
+  (void)s;
+  (void)e;
+  ((fake_device_t *)self)->syncs++;
+  return CUBERT_STATUS_OK;
+}
+
 static cubert_status_t fd_stream_errors(void *self, cubert_driver_stream_t *s, cubert_error_t *e) {
   (void)self;
   (void)s;
@@ -158,7 +165,8 @@ static cubert_status_t fd_event_sync(void *self, cubert_driver_event_t *e, uint6
 
 static cubert_status_t fd_host_alloc(void *self, uint64_t size, void **out, cubert_error_t *err) {
   fake_device_t *d = (fake_device_t *)self;
-  if (cubert_allocator_malloc(d->allocator, (size_t)size, 16, out) != CUBERT_STATUS_OK)
+  if (size > ((uint64_t)1 << 30) ||
+      cubert_allocator_malloc(d->allocator, (size_t)size, 16, out) != CUBERT_STATUS_OK)
     return cubert_error_set(err, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &size, 1, "fake pinned");
   d->host_allocs++;
   return CUBERT_STATUS_OK;
@@ -187,6 +195,7 @@ static const cubert_driver_t g_fake_driver = {
     .launch = fd_launch,
     .stream_create = fd_stream_create,
     .stream_destroy = fd_stream_destroy,
+    .stream_synchronize = fd_stream_sync,
     .stream_errors = fd_stream_errors,
     .event_record = fd_event_record,
     .event_wait = fd_event_wait,
@@ -539,7 +548,7 @@ TEST(client_kit_staging_from_the_driver) {
   cubert_client_t *client = NULL;
   cubert_bytes_t b[2];
   uint64_t sizes[2] = {24, 0};
-  uint64_t huge = (uint64_t)1 << 62;
+  uint64_t huge = UINT64_MAX;
   cubert_error_t err;
   cubert_handle_t h;
   pinned.host_alloc = fd_host_alloc;

@@ -15,7 +15,8 @@
  *   host_alloc / free    cuMemHostAlloc / cuMemFreeHost    (optional: pinned staging)
  *   copy                 cuMemcpy2DAsync (H2D, D2H, D2D; 1-D when height is 1)
  *   launch               cuLaunchKernel
- *   stream_create / destroy     cuStreamCreate / cuStreamDestroy
+ *   stream_create / destroy / synchronize
+ *                        cuStreamCreate / cuStreamDestroy / cuStreamSynchronize
  *   event_record / wait / query / synchronize / destroy
  *                        cuEventCreate+cuEventRecord / cuStreamWaitEvent /
  *                        cuEventQuery / cuEventSynchronize / cuEventDestroy
@@ -36,7 +37,8 @@
  *    primitive (not with event_destroy of the same event); host_free may be
  *    called from any thread at any time before destroy. The driver's own
  *    threads (stream workers, ...) are its business.
- *  - Blocking. Only event_synchronize, stream_destroy and destroy may block
+ *  - Blocking. Only event_synchronize, stream_synchronize, stream_destroy and
+ *    destroy may block
  *    the calling thread until device work finished. Every other primitive
  *    returns without waiting for device work (it may wait briefly for room
  *    in a queue).
@@ -249,6 +251,12 @@ typedef struct cubert_driver_t {
   /* Run what is still enqueued on the stream, then destroy it. The kit
    * synchronized the stream and destroyed its events first. May block. */
   void (*stream_destroy)(void *self, cubert_driver_stream_t *stream);
+  /* Block until everything enqueued on the stream so far completed
+   * (cuStreamSynchronize). Must not allocate: the kit uses it when it cannot
+   * get an event (host memory exhausted) and must still know when host
+   * memory a copy reads or writes is free. OK or UNAVAILABLE. */
+  cubert_status_t (*stream_synchronize)(void *self, cubert_driver_stream_t *stream,
+                                        cubert_error_t *out_error);
   /* Drain the errors raised by work on the stream so far: OK when none,
    * else SERVER_UNHEALTHY with their aggregate (cubert_error_aggregate:
    * count, first error's kinds and fields, messages joined) copied into
