@@ -128,7 +128,7 @@ static cubert_status_t cpu_copy(void *self, const cubert_driver_copy_t *c,
 
 static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
   const cpu_kernel_launch_t *l = (const cpu_kernel_launch_t *)payload;
-  cpu_device_t *d = stream->device;
+  cpu_device_t *d = (cpu_device_t *)stream->owner;
   cubert_kernel_args_t args;
   cubert_kernel_report_t report;
   cubert_dim3_t count;
@@ -165,7 +165,8 @@ static cubert_status_t cpu_stream_create(void *self, uint32_t index,
     return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0, "no such stream");
   if (cubert_allocator_malloc(d->allocator, sizeof(*s), 64, (void **)&s) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "stream");
-  status = cpu_stream_initialize(s, d->allocator, index, d, d->deterministic);
+  status = cpu_stream_initialize(s, d->allocator, index, d,
+                                 d->deterministic ? cpu_sim_run_until : NULL);
   if (status != CUBERT_STATUS_OK) {
     cubert_allocator_free(d->allocator, s, sizeof(*s), 64);
     return cubert_error_set(out_error, status == CUBERT_STATUS_RESOURCE_EXHAUSTED

@@ -56,13 +56,13 @@ cubert_status_t cpu_device_of(cubert_client_t *client, cpu_device_t **out_device
 void cpu_fill_properties(const cubert_cpu_options_t *options, cubert_device_properties_t *out);
 
 /* ---- deterministic mode (cpu_sim.c) ---- */
-typedef bool (*cpu_sim_done_fn_t)(void *arg);
 cubert_status_t cpu_sim_create(cpu_device_t *d, const cubert_cpu_options_t *options,
                                cubert_error_t *out_error);
 void cpu_sim_destroy(cpu_device_t *d);
-/* Run steps until done(arg) (NULL: until nothing is runnable). OK, or
- * FAILED_PRECONDITION when no step is runnable and done is still false. */
-cubert_status_t cpu_sim_run_until(cpu_device_t *d, cpu_sim_done_fn_t done, void *arg);
+/* Run steps until done(arg) (NULL: until nothing is runnable); `device` is
+ * the cpu_device_t (a cpu_stream_run_fn_t). OK, or FAILED_PRECONDITION when
+ * no step is runnable and done is still false. */
+cubert_status_t cpu_sim_run_until(void *device, cpu_stream_done_fn_t done, void *arg);
 /* Set streams[index] (NULL: gone), visible to the step loop. */
 void cpu_sim_set_stream(cpu_device_t *d, uint32_t index, cpu_stream_t *stream);
 

@@ -14,8 +14,6 @@
  * a seed still fixes everything. */
 #include "cpu/cpu_driver.h"
 
-#include <string.h>
-
 #define SIM_DEFAULT_LOG 65536u
 #define STEP_STREAM 1u
 
@@ -71,7 +69,8 @@ void cpu_sim_set_stream(cpu_device_t *d, uint32_t index, cpu_stream_t *stream) {
   if (d->deterministic) pthread_mutex_unlock(&d->sim_mutex);
 }
 
-cubert_status_t cpu_sim_run_until(cpu_device_t *d, cpu_sim_done_fn_t done, void *arg) {
+cubert_status_t cpu_sim_run_until(void *device, cpu_stream_done_fn_t done, void *arg) {
+  cpu_device_t *d = (cpu_device_t *)device;
   cubert_status_t status = CUBERT_STATUS_OK;
   pthread_mutex_lock(&d->sim_mutex);
   for (;;) {
@@ -94,64 +93,4 @@ cubert_status_t cpu_sim_run_until(cpu_device_t *d, cpu_sim_done_fn_t done, void 
   }
   pthread_mutex_unlock(&d->sim_mutex);
   return status;
-}
-
-/* ---- public API ---- */
-
-cubert_status_t cubert_cpu_sim_info(cubert_client_t *client, cubert_cpu_sim_info_t *out) {
-  cpu_device_t *d = NULL;
-  if (!out) return CUBERT_STATUS_INVALID_ARGUMENT;
-  CUBERT_RETURN_IF_ERROR(cpu_device_of(client, &d));
-  memset(out, 0, sizeof(*out));
-  if (!d->deterministic) return CUBERT_STATUS_OK;
-  pthread_mutex_lock(&d->sim_mutex);
-  out->deterministic = 1;
-  out->source = d->sim->source;
-  out->seed = d->sim->seed;
-  out->trace_hash = d->sim->trace_hash;
-  out->steps = d->sim->steps;
-  out->choices = d->sim->choices;
-  out->log = d->sim->log;
-  out->log_len = d->sim->log_len;
-  out->log_truncated = d->sim->log_truncated;
-  out->diverged = d->sim->diverged;
-  out->deadlocks = d->sim_deadlocks;
-  pthread_mutex_unlock(&d->sim_mutex);
-  return CUBERT_STATUS_OK;
-}
-
-cubert_status_t cubert_cpu_sim_attach(cubert_client_t *client, cubert_sim_chooser_t *chooser) {
-  cpu_device_t *d = NULL;
-  uint64_t seed = 0;
-  CUBERT_RETURN_IF_ERROR(cpu_device_of(client, &d));
-  if (!d->deterministic) return CUBERT_STATUS_FAILED_PRECONDITION;
-  pthread_mutex_lock(&d->sim_mutex);
-  d->sim = chooser ? chooser : &d->sim_own;
-  if (d->sim->source == CUBERT_SIM_SOURCE_SEED || d->sim->source == CUBERT_SIM_SOURCE_PCT)
-    seed = d->sim->seed;
-  pthread_mutex_unlock(&d->sim_mutex);
-  return cubert_kit_race_seed(client, seed); /* reports carry the seed (0: none) */
-}
-
-cubert_status_t cubert_cpu_sim_drain(cubert_client_t *client) {
-  cpu_device_t *d = NULL;
-  CUBERT_RETURN_IF_ERROR(cpu_device_of(client, &d));
-  if (!d->deterministic) return CUBERT_STATUS_FAILED_PRECONDITION;
-  CUBERT_RETURN_IF_ERROR(cpu_sim_run_until(d, NULL, NULL));
-  (void)cubert_kit_collect(client); /* what the GC holds for events that completed */
-  return CUBERT_STATUS_OK;
-}
-
-cubert_status_t cubert_cpu_race_counters(cubert_client_t *client, cubert_race_counters_t *out) {
-  cpu_device_t *d = NULL;
-  if (!out) return CUBERT_STATUS_INVALID_ARGUMENT;
-  CUBERT_RETURN_IF_ERROR(cpu_device_of(client, &d));
-  return cubert_kit_race_counters(client, out);
-}
-
-cubert_status_t cubert_cpu_race_last_report(cubert_client_t *client, cubert_race_report_t *out) {
-  cpu_device_t *d = NULL;
-  if (!out) return CUBERT_STATUS_INVALID_ARGUMENT;
-  CUBERT_RETURN_IF_ERROR(cpu_device_of(client, &d));
-  return cubert_kit_race_last_report(client, out);
 }

@@ -24,8 +24,6 @@
 
 #include "cubert/cubert.h"
 
-struct cpu_device_t; /* cpu_driver.h */
-
 #define CPU_STREAM_RING 512
 /* Committed ops are published to the worker in batches of this many, and
  * at every wait (cpu_stream_publish): one write of the shared index per
@@ -43,6 +41,12 @@ struct cpu_device_t; /* cpu_driver.h */
 
 typedef struct cpu_stream_t cpu_stream_t;
 typedef struct cpu_op_t cpu_op_t;
+
+/* Deterministic mode: the owner's step loop, run on a thread that must wait
+ * (a point, room in the ring, teardown): steps until done(arg), OK, or
+ * FAILED_PRECONDITION when no step is runnable first (deadlock). */
+typedef bool (*cpu_stream_done_fn_t)(void *arg);
+typedef cubert_status_t (*cpu_stream_run_fn_t)(void *owner, cpu_stream_done_fn_t done, void *arg);
 
 /* Runs on the stream's worker. Returns OK or an error it filled in `error`,
  * which is queued on the stream. `done` runs after (also on failure) to
@@ -93,20 +97,20 @@ struct cpu_stream_t {
   char pad_end_[CPU_STREAM_LINE];
   cubert_error_t errors; /* aggregate of queued errors (SERVER_UNHEALTHY) */
   uint32_t error_count;  /* atomic reads: drains skip the mutex when 0 */
-  struct cpu_device_t *device; /* back pointer for ops */
+  void *owner; /* the driver's device, for ops and run_until */
   cubert_allocator_t allocator;
-  int deterministic; /* no worker: the device's step loop runs the ops (cpu_sim.c) */
+  cpu_stream_run_fn_t run_until; /* deterministic: the owner's step loop; NULL: a worker */
+  int deterministic; /* no worker: the owner's step loop runs the ops (cpu_sim.c) */
 };
 
 /* The op's payload storage, for the op record the driver puts there. */
 static inline void *cpu_op_payload(cpu_op_t *op) { return op->payload; }
 
-/* Initialize a stream and start its worker (deterministic: no worker;
- * `device` then runs the ops in its step loop). RESOURCE_EXHAUSTED /
+/* Initialize a stream and start its worker; with run_until (deterministic
+ * mode) no worker: the owner's step loop runs the ops. RESOURCE_EXHAUSTED /
  * INTERNAL. */
 cubert_status_t cpu_stream_initialize(cpu_stream_t *stream, cubert_allocator_t allocator,
-                                      uint32_t slot, struct cpu_device_t *device,
-                                      int deterministic);
+                                      uint32_t slot, void *owner, cpu_stream_run_fn_t run_until);
 
 /* Deterministic mode (cpu_sim.c): true when the stream has a head op whose
  * wait is satisfied (*out_seq: its sequence number). */

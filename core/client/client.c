@@ -1,22 +1,9 @@
 /* core/client/client.c: the compute client (spec 1): devices and their
- * clients, streams, handles, and the device tasks every operation runs as.
- * Each operation is computed on the calling thread where CubeCL does so
- * (layouts, handles), then handed to the kit through the device handle as a
- * typed task (client_memory.c, client_io.c, client_launch.c, ...). */
+ * clients, streams, properties, handles, and the kit behind a client
+ * (cubert/backend/kit.h). The operations live in client_memory.c,
+ * client_io.c, client_launch.c, ...; the task machinery they share in
+ * client_task.c. */
 #include "client/client_internal.h"
-
-/* ---- device tasks ---------------------------------------------------------------- */
-
-cubert_status_t client_submit(cubert_client_t *client, cubert_device_task_fn_t fn,
-                              client_task_t *task, cubert_error_t *out_error) {
-  device_state_t *s = client->state;
-  task->status = CUBERT_STATUS_INTERNAL;
-  task->error = out_error;
-  if (s->handle.vtable->submit_blocking(s->handle.self, fn, task) != CUBERT_STATUS_OK)
-    return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_LOST, NULL, 0,
-                            "the device handle refused the call");
-  return task->status;
-}
 
 /* ---- devices ---------------------------------------------------------------------- */
 
@@ -189,14 +176,6 @@ void cubert_client_unpin(cubert_client_t *client) {
   if (client) client->pinned = false;
 }
 
-uint64_t cubert_client_stream(const cubert_client_t *client) {
-  const device_state_t *s;
-  if (!client) return 0;
-  if (client->pinned) return client->stream;
-  s = client->state;
-  return s->stream_source ? s->stream_source(s->stream_source_self) : 0;
-}
-
 cubert_device_id_t cubert_client_device(const cubert_client_t *client) {
   cubert_device_id_t none = {0, 0};
   return client ? client->state->device : none;
@@ -216,24 +195,6 @@ cubert_handle_table_t *cubert_client_handle_table(const cubert_client_t *client)
 }
 
 /* ---- handles ------------------------------------------------------------------------ */
-
-cubert_status_t client_check_device(const cubert_client_t *client, const cubert_handle_t *handle,
-                                    cubert_error_t *out_error) {
-  if (!handle) return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "NULL handle");
-  if (handle->device != client->state->device.index_id) {
-    uint64_t f[2];
-    f[0] = handle->device;
-    f[1] = client->state->device.index_id;
-    return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, f, 2,
-                            "handle belongs to another device");
-  }
-  /* Client calls take handles: the user must still hold a handle reference.
-   * (The memory may stay alive a little longer, pinned by queued work.) */
-  if (cubert_memory_id_handle_count(client->state->table, handle->memory) == 0)
-    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_HANDLE, NULL, 0,
-                            "handle was released or never issued");
-  return CUBERT_STATUS_OK;
-}
 
 cubert_status_t cubert_client_handle_release(cubert_client_t *client,
                                              const cubert_handle_t *handle) {

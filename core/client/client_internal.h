@@ -85,7 +85,7 @@ cubert_status_t client_do_create(cubert_client_t *client,
                                  const void *const *data, cubert_bytes_t *owned,
                                  cubert_memory_layout_t *out_layouts, cubert_error_t *out_error);
 
-/* client_launch.c: a launch task (arguments checked) run through the device. */
+/* client_task.c: a launch task (arguments checked) run through the device. */
 cubert_status_t client_launch_task(cubert_client_t *client, const cubert_kernel_t *kernel,
                                    const cubert_cube_count_t *count,
                                    const cubert_launch_arguments_t *args,

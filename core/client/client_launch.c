@@ -4,29 +4,6 @@
 
 /* ---- launch ------------------------------------------------------------------------ */
 
-typedef struct launch_task_t {
-  client_task_t head;
-  cubert_kit_launch_t op;
-} launch_task_t;
-
-static void launch_run(void *context, void *payload) {
-  launch_task_t *t = (launch_task_t *)payload;
-  t->head.status = cubert_kit_launch((cubert_kit_t *)context, &t->op, t->head.error);
-}
-
-cubert_status_t client_launch_task(cubert_client_t *client, const cubert_kernel_t *kernel,
-                                   const cubert_cube_count_t *count,
-                                   const cubert_launch_arguments_t *args,
-                                   cubert_execution_mode_t mode, cubert_error_t *out_error) {
-  launch_task_t t;
-  t.op.stream = cubert_client_stream(client);
-  t.op.kernel = kernel;
-  t.op.count = count;
-  t.op.args = args;
-  t.op.execution = mode;
-  return client_submit(client, launch_run, &t.head, out_error);
-}
-
 static cubert_status_t launch_with(cubert_client_t *client, const struct cubert_kernel_t *kernel,
                                    const struct cubert_cube_count_t *count,
                                    const cubert_launch_arguments_t *args,

@@ -19,19 +19,6 @@
  */
 #include "kit/kit_internal.h"
 
-typedef struct kit_comm_joined_t {
-  uint64_t id;
-  uint32_t size;
-  cubert_driver_comm_t *comm;
-} kit_comm_joined_t;
-
-typedef struct kit_comm_t {
-  cubert_driver_stream_t *stream; /* the communication stream */
-  uint32_t enqueued;              /* a collective ran or is pending there */
-  uint32_t joined_count;
-  kit_comm_joined_t joined[CUBERT_KIT_MAX_COMMUNICATORS];
-} kit_comm_t;
-
 bool cubert_kit_has_collectives(const cubert_kit_t *kit) { return kit->driver->collective != NULL; }
 
 /* Sort the device set, compute its CommunicationId and this device's rank.
@@ -338,17 +325,6 @@ cubert_status_t cubert_kit_sync_collective(cubert_kit_t *kit, uint64_t stream,
   if (slot->comm_event) kit->driver->event_destroy(kit->self, slot->comm_event);
   slot->comm_event = event;
   return CUBERT_STATUS_OK;
-}
-
-void kit_comm_collect(cubert_kit_t *kit, kit_slot_t *slot, cubert_error_t *aggregate) {
-  cubert_error_t e;
-  if (!kit->comm || kit->driver->event_query(kit->self, slot->comm_event) != CUBERT_STATUS_OK)
-    return; /* not reached yet: a later drain takes them */
-  kit->driver->event_destroy(kit->self, slot->comm_event);
-  slot->comm_event = NULL;
-  cubert_error_clear(&e);
-  if (kit->driver->stream_errors(kit->self, kit->comm->stream, &e) != CUBERT_STATUS_OK)
-    (void)cubert_error_aggregate(aggregate, &e);
 }
 
 /* ---- teardown ----------------------------------------------------------------------- */

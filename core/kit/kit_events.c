@@ -13,16 +13,6 @@
  */
 #include "kit/kit_internal.h"
 
-cubert_driver_event_t *kit_event_driver(void *event) { return ((kit_event_t *)event)->event; }
-
-cubert_race_event_t kit_event_race_take(void *event) {
-  kit_event_t *ev = (kit_event_t *)event;
-  cubert_race_event_t token = ev->race;
-  ev->race.index = 0;
-  ev->race.generation = 0;
-  return token;
-}
-
 static cubert_status_t ev_create_stream(void *self, uint32_t index, void **out_stream,
                                         cubert_error_t *out_error) {
   cubert_kit_t *kit = (cubert_kit_t *)self;

@@ -63,7 +63,20 @@ typedef struct kit_retire_t {
   uint32_t pin_count;
 } kit_retire_t;
 
-struct kit_comm_t; /* kit_comm.c */
+typedef struct kit_comm_joined_t {
+  uint64_t id;
+  uint32_t size;
+  cubert_driver_comm_t *comm;
+} kit_comm_joined_t;
+
+typedef struct kit_comm_t {
+  cubert_driver_stream_t *stream; /* the communication stream */
+  uint32_t enqueued;              /* a collective ran or is pending there */
+  uint32_t joined_count;
+  kit_comm_joined_t joined[CUBERT_KIT_MAX_COMMUNICATORS];
+} kit_comm_t;
+
+
 
 struct cubert_kit_t {
   cubert_allocator_t allocator;
@@ -90,10 +103,10 @@ struct cubert_kit_t {
   uint64_t race_errors;
   /* test-only faults */
   uint32_t fault_drop_wait, waits_seen, fault_drop_gc_wait, gc_waits_seen;
-  struct kit_comm_t *comm;
+  kit_comm_t *comm;
 };
 
-/* ---- kit.c ---- */
+/* ---- kit_base.c ---- */
 /* The sticky device-lost error: OK while the device works. */
 cubert_status_t kit_lost(const cubert_kit_t *kit, cubert_error_t *out_error);
 /* Note a driver status: UNAVAILABLE makes the kit sticky. Returns status. */
@@ -118,9 +131,17 @@ cubert_status_t kit_unsupported(const cubert_kit_t *kit, const char *what,
 extern const cubert_event_backend_vtable_t kit_event_backend_vtable;
 void kit_events_free_all(cubert_kit_t *kit);
 /* The driver event of a multi-stream event. */
-cubert_driver_event_t *kit_event_driver(void *event);
+static inline cubert_driver_event_t *kit_event_driver(void *event) {
+  return ((kit_event_t *)event)->event;
+}
 /* Take the race token out of a multi-stream event (release then leaves it). */
-cubert_race_event_t kit_event_race_take(void *event);
+static inline cubert_race_event_t kit_event_race_take(void *event) {
+  kit_event_t *ev = (kit_event_t *)event;
+  cubert_race_event_t token = ev->race;
+  ev->race.index = 0;
+  ev->race.generation = 0;
+  return token;
+}
 
 /* ---- kit_memory.c ---- */
 cubert_status_t kit_memory_create(cubert_kit_t *kit, kit_slot_t *slot, cubert_error_t *out_error);
@@ -169,8 +190,6 @@ void kit_race_release_task(cubert_kit_t *kit, cubert_stream_gc_task_t *task);
 /* ---- kit_comm.c ---- */
 void kit_comm_shutdown(cubert_kit_t *kit);
 void kit_comm_destroy(cubert_kit_t *kit);
-/* Move the communication stream's errors due to `slot` into *aggregate. */
-void kit_comm_collect(cubert_kit_t *kit, kit_slot_t *slot, cubert_error_t *aggregate);
 
 /* ---- copies (kit_ops.c) ---- */
 /* The 2-D shape of a contiguous or pitched descriptor: rows of `width` bytes

@@ -384,3 +384,10 @@ cubert_status_t cubert_kit_get_resource(cubert_kit_t *kit, uint64_t stream,
   out_resource->size = size;
   return CUBERT_STATUS_OK;
 }
+
+/* ---- flush ------------------------------------------------------------------------ */
+
+cubert_status_t cubert_kit_flush(cubert_kit_t *kit, uint64_t stream, cubert_error_t *out_error) {
+  kit_gc_poll_if_pending(kit);
+  return kit_drain(kit, stream, out_error);
+}
