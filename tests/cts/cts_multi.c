@@ -51,3 +51,37 @@ uint64_t mdev_now_ms(void) {
 }
 
 int mdev_inner_kind(const cubert_error_t *err) { return (int)cubert_error_kind(err); }
+
+/* ---- collective helpers ---- */
+
+cubert_handle_t mdev_make_f32(cubert_client_t *c, const float *v, size_t n) {
+  cubert_handle_t h;
+  CHECK_OK(cubert_client_create(c, v, n * sizeof(float), &h, NULL));
+  return h;
+}
+
+void mdev_read_f32(cubert_client_t *c, const cubert_handle_t *h, float *out, size_t n) {
+  CHECK_OK(cubert_client_read_one(c, h, out, n * sizeof(float), NULL));
+}
+
+void mdev_sync_all(mdev_t *m) {
+  uint32_t i;
+  for (i = 0; i < m->n; i++) {
+    CHECK_OK(cubert_client_sync_collective(m->env[i].client, NULL));
+    CHECK_OK(cubert_client_sync(m->env[i].client, NULL));
+  }
+}
+
+/* After sync_collective, the device's next sync reports a queued collective
+ * error whose innermost kind is `kind`. */
+void mdev_expect_queued(cubert_client_t *c, cubert_error_kind_t kind) {
+  cubert_error_t err;
+  char msg[512];
+  CHECK_OK(cubert_client_sync_collective(c, NULL));
+  CHECK_STATUS(cubert_client_sync(c, &err), CUBERT_STATUS_SERVER_UNHEALTHY);
+  cubert_error_format(&err, msg, sizeof msg);
+  CHECK_MSG(cubert_error_has_kind(&err, kind), "expected %s in: %s", cubert_error_kind_name(kind),
+            msg);
+  /* drained: the stream is healthy again */
+  CHECK_OK(cubert_client_sync(c, NULL));
+}

@@ -37,4 +37,13 @@ uint64_t mdev_now_ms(void);
 /* The innermost error kind of `err` (through an aggregate). */
 int mdev_inner_kind(const cubert_error_t *err);
 
+/* Collective test helpers: an f32 buffer on c; read n f32 back; every
+ * device's sync_collective + sync; after sync_collective, c's next sync
+ * reports a queued error whose innermost kind is `kind` (then the stream is
+ * healthy again). */
+cubert_handle_t mdev_make_f32(cubert_client_t *c, const float *v, size_t n);
+void mdev_read_f32(cubert_client_t *c, const cubert_handle_t *h, float *out, size_t n);
+void mdev_sync_all(mdev_t *m);
+void mdev_expect_queued(cubert_client_t *c, cubert_error_kind_t kind);
+
 #endif
