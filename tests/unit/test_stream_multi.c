@@ -1,4 +1,4 @@
-/* MultiStream over an event backend (cubert/stream.h; spec 6.1-6.2, 6.6,
+/* MultiStream over an event backend (cubert/backend/stream.h; spec 6.1-6.2, 6.6,
  * 11.10; seed 004), against the deterministic fake event backend. */
 #include "test.h"
 #include "counting_allocator.h"
