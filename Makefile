@@ -2,7 +2,9 @@
 #
 #   make            libcubert.a, libcubert.so.MAJOR (+ symlinks), cubert.pc
 #   make run        the main demo (CPU server)
-#   make test       build and run the test suite (closing line "N passed, N failed")
+#   make test       build and run the test suite, the conformance suite on the three drivers
+#                   (closing line "N passed, N failed")
+#   make cts SERVER=cpu|deterministic|inline   the conformance suite on one driver
 #   make check      test + check-freestanding + check-headers + check-32bit + check-cortex-m
 #                   + check-install + check-symbols + fuzz-replay + check-tools + check-cortex-m0
 #                   + check-cxx-host (+ check-clang when clang is installed)
@@ -71,10 +73,12 @@ CORE_FREESTANDING := -ffreestanding -nostdinc -isystem $(shell $(CC) -print-file
 HOST_DEFS := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 HOST_LIBS := -lpthread -ldl -lm
 
-# core/ is split into layers (docs/architecture.md): base, memory, stream, check, device, client.
+# core/ is split into layers (docs/architecture.md): base, memory, stream, check, device, kit, client.
 CORE_SRC := $(sort $(wildcard core/*/*.c))
-# backend-cpu/: host/ (the OS layer) and cpu/ (the CPU server).
-HOST_SRC := $(sort $(wildcard backend-cpu/*/*.c))
+# backend-cpu/: host/ (the OS layer), cpu/ (the CPU driver), and the freestanding parts
+# built with the core's flags: kernel/ (running CPU kernels) and inline/ (the inline driver).
+FREESTANDING_CPU_SRC := $(sort $(wildcard backend-cpu/kernel/*.c backend-cpu/inline/*.c))
+HOST_SRC := $(sort $(wildcard backend-cpu/host/*.c backend-cpu/cpu/*.c)) $(FREESTANDING_CPU_SRC)
 CUDA_SRC :=
 # Objects linked into the test binary, examples, tools and benches of a CUDA=1 build
 # (the embedded kernel images); the CUDA section below fills it.
@@ -142,6 +146,15 @@ $(BUILD)/obj/backend-cpu/%.o: backend-cpu/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ibackend-cpu $(DEPFLAGS) $(CFLAGS) -c $< -o $@
 
+# The freestanding parts of backend-cpu follow the core's rules (check-freestanding).
+$(BUILD)/obj/backend-cpu/kernel/%.o: backend-cpu/kernel/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore -Ibackend-cpu $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/backend-cpu/inline/%.o: backend-cpu/inline/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore -Ibackend-cpu $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+
 # cuda.h is a system header here (-isystem): it uses anonymous unions, which C99 lacks.
 $(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c | cuda-headers
 	@mkdir -p $(dir $@)
@@ -196,9 +209,17 @@ $(TEST_BIN): $(TEST_OBJ) $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(CUDA_TEST_DEPS)
 	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 
 # TEST_WRAPPER runs the suite under a command (the sanitizer targets use setarch -R).
+# `make test`: the suite, then the conformance suite on the other two drivers
+# (tests/build/run_suite.sh); TESTS="prefix ..." runs only those tests.
 TEST_WRAPPER ?=
 test: $(TEST_BIN) $(if $(filter 1,$(CUDA)),$(BUILD)/cuda-smoke)
-	$(TEST_WRAPPER) $(TEST_BIN) $(TESTS)
+	@sh tests/build/run_suite.sh '$(TEST_WRAPPER)' $(TEST_BIN) $(TESTS)
+
+# The conformance suite on one driver: make cts SERVER=cpu|deterministic|inline
+SERVER ?= cpu
+.PHONY: cts
+cts: $(TEST_BIN)
+	CUBERT_CTS_SERVER=$(SERVER) $(TEST_WRAPPER) $(TEST_BIN) cts_
 
 # ---- examples, benches, tools --------------------------------------------------------
 BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
@@ -248,23 +269,25 @@ CHECK_FREESTANDING := sh tests/build/check_freestanding.sh \
   --allow-undef '$(FREESTANDING_ALLOW_RE)' --allow-desc '$(FREESTANDING_ALLOW) + compiler runtime' \
   --allow-state '$(FREESTANDING_STATE_ALLOW)'
 
-# Scans core/ (and the public headers it includes) for forbidden includes and
-# calls, then compiles every core file freestanding (-nostdinc, no PIC so const
+# Scans core/ and the freestanding parts of backend-cpu (kernel/, inline/), with
+# the public headers they include, for forbidden includes and calls, then
+# compiles every such file freestanding (-nostdinc, no PIC so const
 # tables land in .rodata) and checks its undefined symbols and mutable data.
 check-freestanding: | $(BUILD)/freestanding
 	@$(CHECK_FREESTANDING) --sources --label check-freestanding --cc '$(CC)' --nm '$(NM)' \
 	  --out $(BUILD)/freestanding \
-	  --cflags '$(CUBERT_WARN) -Iinclude -Icore -O2 -fno-pic -fno-stack-protector $(CORE_FREESTANDING)' \
-	  $(CORE_SRC)
+	  --cflags '$(CUBERT_WARN) -Iinclude -Icore -Ibackend-cpu -O2 -fno-pic -fno-stack-protector $(CORE_FREESTANDING)' \
+	  $(CORE_SRC) $(FREESTANDING_CPU_SRC)
 
+PUBLIC_HEADERS := $(sort $(wildcard include/cubert/*.h include/cubert/backend/*.h))
 check-headers: | $(BUILD)/headers
-	@set -e; for h in include/cubert/*.h; do \
-	  n=$$(basename $$h .h); \
-	  printf '#include "cubert/%s.h"\n' $$n > $(BUILD)/headers/$$n.c; \
+	@set -e; for h in $(PUBLIC_HEADERS); do \
+	  p=$${h#include/}; n=$$(printf '%s' "$${p%.h}" | tr / _); \
+	  printf '#include "%s"\n' $$p > $(BUILD)/headers/$$n.c; \
 	  $(CC) $(CUBERT_WARN) -Iinclude -c $(BUILD)/headers/$$n.c -o $(BUILD)/headers/$$n.o; \
 	  cp $(BUILD)/headers/$$n.c $(BUILD)/headers/$$n.cpp; \
 	  $(CXX) -std=c++11 -pedantic -Wall -Wextra -Werror -Iinclude -c $(BUILD)/headers/$$n.cpp -o $(BUILD)/headers/$$n.cpp.o; \
-	done; echo "check-headers: ok ($$(ls include/cubert/*.h | wc -l) headers, C99 and C++11)"
+	done; echo "check-headers: ok ($(words $(PUBLIC_HEADERS)) headers, C99 and C++11)"
 
 # tools/cubert-info lists every device it creates and refuses a bad option (exit 2).
 check-tools: $(TOOL_BIN)
@@ -316,7 +339,8 @@ CORTEX_FLAGS = -mcpu=cortex-m4 -mthumb -Os -ffreestanding -nostdinc \
 check-cortex-m: | $(BUILD)/cortex-m
 	@command -v $(ARM_CC) >/dev/null || { echo "check-cortex-m: $(ARM_CC) not found (Debian: apt-get install gcc-arm-none-eabi)"; exit 1; }
 	@$(CHECK_FREESTANDING) --label check-cortex-m --cc '$(ARM_CC)' --nm '$(ARM_NM)' \
-	  --out $(BUILD)/cortex-m --cflags '$(CUBERT_WARN) -Iinclude -Icore $(CORTEX_FLAGS)' $(CORE_SRC)
+	  --out $(BUILD)/cortex-m --cflags '$(CUBERT_WARN) -Iinclude -Icore -Ibackend-cpu $(CORTEX_FLAGS)' \
+	  $(CORE_SRC) $(FREESTANDING_CPU_SRC)
 
 # test-cortex-m, test-bigendian, check-cortex-m0, check-cxx-host (docs/embedding.md).
 include tests/embedded/embedded.mk
@@ -421,8 +445,9 @@ fuzz: fuzz-build
 # cubert.pc is written at install time so that PREFIX/libdir given to `make install`
 # are the ones recorded, whatever the library was built with.
 install: all
-	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir)/cubert $(DESTDIR)$(pkgconfigdir)
+	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir)/cubert/backend $(DESTDIR)$(pkgconfigdir)
 	install -m 644 include/cubert/*.h $(DESTDIR)$(includedir)/cubert/
+	install -m 644 include/cubert/backend/*.h $(DESTDIR)$(includedir)/cubert/backend/
 	install -m 644 $(STATIC_LIB) $(DESTDIR)$(libdir)/
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(libdir)/
 	ln -sf libcubert.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME)
@@ -506,7 +531,9 @@ help:
 	@echo 'cubert $(VERSION). Targets (BUILD=$(BUILD); every output goes under it):'
 	@echo '  all (default)       libcubert.a, libcubert.so.$(VERSION) + symlinks, cubert.pc'
 	@echo '  run                 build the examples and run examples/demo'
-	@echo '  test                build and run the suite; TESTS="prefix ..." runs a subset'
+	@echo '  test                build and run the suite, then the conformance suite on all three drivers;'
+	@echo '                      TESTS="prefix ..." runs a subset'
+	@echo '  cts                 the conformance suite on one driver: SERVER=cpu|deterministic|inline'
 	@echo '  check               test check-freestanding check-headers check-32bit check-cortex-m check-install'
 	@echo '                      check-symbols fuzz-replay check-tools check-cortex-m0 check-cxx-host, and check-clang'
 	@echo '  check-freestanding  core/: no libc includes/calls, undefined symbols and mutable data allowlisted'

@@ -1,52 +1,18 @@
-/* backend-cpu/cpu/cpu_client.c: cubert_cpu_client_create: a CPU server behind a
- * direct device handle (a recursive lock), per-thread stream ids. */
-#include "cpu/cpu_server.h"
+/* backend-cpu/cpu/cpu_client.c: the CPU device's public functions
+ * (cubert/cpu.h): cubert_cpu_client_create, a CPU driver (cpu_driver.c)
+ * under the server kit with the hosted layer's hooks (a recursive device
+ * lock, the monotonic clock, per-thread stream ids: cubert/host.h), and the
+ * simulation and race-checker controls of a CPU device. */
+#include "cpu/cpu_driver.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cubert/backend/cpu_testing.h"
+#include "cubert/backend/kit.h"
+#include "cubert/backend/stream.h"
 #include "cubert/host.h"
-
-
-/* The device's recursive lock: a plain mutex plus the owning thread and a
- * depth (a re-entry is a compare, not a second lock). Every launch takes it,
- * and glibc's recursive mutex cost about twice as many instructions. */
-typedef struct cpu_lock_t {
-  pthread_mutex_t mutex;
-  uintptr_t owner; /* atomic: the owning thread's token, 0 when free */
-  uint32_t depth;  /* owner only */
-  cubert_allocator_t allocator;
-} cpu_lock_t;
-
-/* A thread's token: the address of its thread-local byte (never 0). A
- * thread reads `owner` racing only with other threads' stores of their own
- * tokens or 0, so it sees its own token exactly when it holds the lock. */
-static __thread char t_lock_token;
-
-static void lock_fn(void *self) {
-  cpu_lock_t *l = (cpu_lock_t *)self;
-  uintptr_t me = (uintptr_t)&t_lock_token;
-  if (__atomic_load_n(&l->owner, __ATOMIC_RELAXED) == me) {
-    l->depth++;
-    return;
-  }
-  pthread_mutex_lock(&l->mutex);
-  __atomic_store_n(&l->owner, me, __ATOMIC_RELAXED);
-  l->depth = 1;
-}
-
-static void unlock_fn(void *self) {
-  cpu_lock_t *l = (cpu_lock_t *)self;
-  if (--l->depth) return;
-  __atomic_store_n(&l->owner, (uintptr_t)0, __ATOMIC_RELAXED);
-  pthread_mutex_unlock(&l->mutex);
-}
-
-static uint64_t stream_source(void *self) {
-  (void)self;
-  return cubert_stream_id_current().value;
-}
 
 /* CUBERT_PROFILE_LEVEL: a cubert_profile_level_name, else off. */
 static cubert_profile_level_t profile_level_from_env(void) {
@@ -79,7 +45,7 @@ void cpu_fill_properties(const cubert_cpu_options_t *o, cubert_device_properties
   p->hardware.load_width = 512;
   p->hardware.plane_size_min = 1;
   p->hardware.plane_size_max = 1;
-  p->hardware.max_bindings = CPU_MAX_BINDINGS;
+  p->hardware.max_bindings = CUBERT_KERNEL_MAX_BUFFERS + 1;
   p->hardware.max_shared_memory_size = 64 * 1024;
   /* the same limits as CUDA so tests stay portable (reliability.md #28) */
   p->hardware.max_cube_count.x = 0x7FFFFFFFu;
@@ -96,143 +62,224 @@ void cpu_fill_properties(const cubert_cpu_options_t *o, cubert_device_properties
   p->timing_method = CUBERT_TIMING_SYSTEM;
 }
 
-static void lock_destroy_on_release(cpu_lock_t *lock) {
-  pthread_mutex_destroy(&lock->mutex);
-  cubert_allocator_free(lock->allocator, lock, sizeof(*lock), 0);
+cubert_status_t cpu_device_of(cubert_client_t *client, cpu_device_t **out_device) {
+  const cubert_driver_t *driver = NULL;
+  void *self = NULL;
+  if (!client) return CUBERT_STATUS_INVALID_ARGUMENT;
+  CUBERT_RETURN_IF_ERROR(cubert_kit_driver_of(client, &driver, &self));
+  if (driver != &cpu_driver) return CUBERT_STATUS_NOT_FOUND;
+  *out_device = (cpu_device_t *)self;
+  return CUBERT_STATUS_OK;
 }
 
-/* The device handle owns the lock: wrap its destroy. */
-typedef struct owned_handle_t {
-  cubert_device_handle_t inner;
-  cpu_lock_t *lock;
-  cubert_allocator_t allocator;
-} owned_handle_t;
+/* ---- options ---- */
 
-static cubert_status_t oh_submit(void *self, cubert_device_task_fn_t fn, const void *p, size_t n) {
-  owned_handle_t *h = (owned_handle_t *)self;
-  return h->inner.vtable->submit(h->inner.self, fn, p, n);
-}
-static cubert_status_t oh_submit_blocking(void *self, cubert_device_task_fn_t fn, void *p) {
-  owned_handle_t *h = (owned_handle_t *)self;
-  return h->inner.vtable->submit_blocking(h->inner.self, fn, p);
-}
-static cubert_status_t oh_exclusive(void *self, cubert_device_exclusive_fn_t fn, void *user) {
-  owned_handle_t *h = (owned_handle_t *)self;
-  return h->inner.vtable->exclusive(h->inner.self, fn, user);
-}
-static cubert_status_t oh_flush_queue(void *self) {
-  owned_handle_t *h = (owned_handle_t *)self;
-  return h->inner.vtable->flush_queue(h->inner.self);
-}
-static bool oh_is_blocking(const void *self) {
-  const owned_handle_t *h = (const owned_handle_t *)self;
-  return h->inner.vtable->is_blocking(h->inner.self);
-}
-static void oh_destroy(void *self) {
-  owned_handle_t *h = (owned_handle_t *)self;
-  h->inner.vtable->destroy(h->inner.self);
-  lock_destroy_on_release(h->lock);
-  cubert_allocator_free(h->allocator, h, sizeof(*h), 0);
-}
-static const cubert_device_handle_vtable_t g_owned_vtable = {
-    oh_submit, oh_submit_blocking, oh_exclusive, oh_flush_queue, oh_is_blocking, oh_destroy,
-};
-
-cubert_status_t cubert_cpu_client_create(cubert_allocator_t allocator,
-                                         const cubert_cpu_options_t *options,
-                                         cubert_client_t **out_client, cubert_error_t *out_error) {
-  cubert_cpu_options_t o;
-  cpu_server_t *server = NULL;
-  cpu_lock_t *lock = NULL;
-  owned_handle_t *owned = NULL;
-  cubert_handle_table_t *table = NULL;
-  cubert_lock_t l;
-  cubert_client_config_t config;
-  cubert_device_handle_t handle;
-  cubert_status_t status;
-  long cpus;
-  if (!out_client)
-    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "NULL out_client");
-  cubert_cpu_options_initialize(&o);
-  if (options) {
-    o = *options;
-    if (!o.max_streams) o.max_streams = 16;
-    if (!o.memory_size) o.memory_size = 1ull << 30;
+static cubert_status_t check_options(cubert_cpu_options_t *o, const cubert_cpu_options_t *given,
+                                     cubert_error_t *out_error) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  cubert_cpu_options_initialize(o);
+  if (given) {
+    *o = *given;
+    if (!o->max_streams) o->max_streams = 16;
+    if (!o->memory_size) o->memory_size = 1ull << 30;
   }
-  if (o.max_streams > CUBERT_STREAM_MAX_STREAMS_LIMIT) {
+  if (o->max_streams > CUBERT_STREAM_MAX_STREAMS_LIMIT) {
     uint64_t f[2];
-    f[0] = o.max_streams;
+    f[0] = o->max_streams;
     f[1] = CUBERT_STREAM_MAX_STREAMS_LIMIT;
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2,
                             "max_streams above the limit");
   }
-  if (o.mode != CUBERT_CPU_MODE_THREADED && o.mode != CUBERT_CPU_MODE_DETERMINISTIC)
+  if (o->mode != CUBERT_CPU_MODE_THREADED && o->mode != CUBERT_CPU_MODE_DETERMINISTIC)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "unknown mode");
-  if ((!o.replay && o.replay_count) || (!o.choice_bytes && o.choice_bytes_count) ||
-      ((o.replay || o.replay_count) && (o.choice_bytes || o.choice_bytes_count)))
+  if ((!o->replay && o->replay_count) || (!o->choice_bytes && o->choice_bytes_count) ||
+      ((o->replay || o->replay_count) && (o->choice_bytes || o->choice_bytes_count)))
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "bad replay log or choice bytes");
-  if (o.mode != CUBERT_CPU_MODE_DETERMINISTIC &&
-      (o.replay || o.replay_count || o.choice_bytes || o.choice_bytes_count))
+  if (o->mode != CUBERT_CPU_MODE_DETERMINISTIC &&
+      (o->replay || o->replay_count || o->choice_bytes || o->choice_bytes_count))
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "replay and choice bytes need the deterministic mode");
-  cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  if (!o.workers) o.workers = cpus > 1 ? (uint32_t)(cpus - 1) : 1u;
-  status = cubert_handle_table_create(allocator, o.max_handles ? o.max_handles : (1u << 20),
-                                      (uint8_t)(o.device_index & 0xFFu), &table);
-  if (status != CUBERT_STATUS_OK)
-    return cubert_error_set(out_error, status == CUBERT_STATUS_RESOURCE_EXHAUSTED
-                                           ? CUBERT_ERROR_HOST_OUT_OF_MEMORY
-                                           : CUBERT_ERROR_INVALID_ARGUMENT,
-                            NULL, 0, "handle table");
-  status = cpu_server_create(allocator, &o, table, &server, out_error);
-  if (status != CUBERT_STATUS_OK) goto fail;
-  status = cubert_allocator_malloc(allocator, sizeof(*lock), 0, (void **)&lock);
-  if (status != CUBERT_STATUS_OK) goto fail_oom;
-  lock->allocator = allocator;
-  pthread_mutex_init(&lock->mutex, NULL);
-  lock->owner = 0;
-  lock->depth = 0;
-  status = cubert_allocator_malloc(allocator, sizeof(*owned), 0, (void **)&owned);
-  if (status != CUBERT_STATUS_OK) goto fail_oom;
-  l.self = lock;
-  l.lock = lock_fn;
-  l.unlock = unlock_fn;
-  status = cubert_device_handle_direct_create(allocator, server, l, &owned->inner);
-  if (status != CUBERT_STATUS_OK) goto fail_oom;
-  owned->lock = lock;
-  owned->allocator = allocator;
-  handle.vtable = &g_owned_vtable;
-  handle.self = owned;
-  memset(&config, 0, sizeof config);
-  config.device.type_id = CUBERT_CPU_DEVICE_TYPE;
-  config.device.index_id = o.device_index;
-  config.layout_policy.kind = CUBERT_LAYOUT_POLICY_CONTIGUOUS;
-  config.layout_policy.mem_alignment = 8;
-  config.table = table;
-  config.stream_source = stream_source;
-  config.stream_source_self = NULL;
-  config.bounds_check = o.bounds_check;
-  status = cubert_client_init(allocator, &config, &server->base, handle, out_client, out_error);
-  if (status == CUBERT_STATUS_OK) {
-    if (o.profile_level == CUBERT_PROFILE_LEVEL_OFF) return CUBERT_STATUS_OK;
-    status = cubert_client_set_profiling(*out_client, o.profile_level, cubert_log_sink_stderr,
-                                         NULL, out_error);
-    if (status == CUBERT_STATUS_OK) return CUBERT_STATUS_OK;
-    cubert_client_release(*out_client); /* destroys server, handle and table */
-    *out_client = NULL;
+  if (!cubert_profile_level_is_valid(o->profile_level))
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "unknown profile level");
+  if (!o->workers) o->workers = cpus > 1 ? (uint32_t)(cpus - 1) : 1u;
+  return CUBERT_STATUS_OK;
+}
+
+/* ---- the device ---- */
+
+static void device_free(cpu_device_t *d) { cpu_driver.destroy(d); }
+
+static cubert_status_t device_create(cubert_allocator_t allocator, const cubert_cpu_options_t *o,
+                                     cpu_device_t **out_device, cubert_error_t *out_error) {
+  cpu_device_t *d = NULL;
+  cubert_status_t status;
+  if (cubert_allocator_malloc(allocator, sizeof(*d), 0, (void **)&d) != CUBERT_STATUS_OK)
+    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cpu device");
+  d->allocator = allocator;
+  d->device_index = o->device_index;
+  d->stream_count = o->max_streams + 2u;
+  d->collective_timeout_ns =
+      (uint64_t)(o->collective_timeout_ms ? o->collective_timeout_ms : 60000u) * 1000000ull;
+  pthread_mutex_init(&d->events_mutex, NULL);
+  cpu_fill_properties(o, &d->properties);
+  status = cpu_sim_create(d, o, out_error);
+  if (status == CUBERT_STATUS_OK &&
+      cubert_allocator_malloc_array(allocator, d->stream_count, sizeof(cpu_stream_t *), 0,
+                                    (void **)&d->streams) != CUBERT_STATUS_OK)
+    status = cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "streams");
+  if (status == CUBERT_STATUS_OK)
+    status = cubert_cpu_executor_create(allocator, d->deterministic ? 0 : o->workers,
+                                        &d->executor, out_error);
+  if (status != CUBERT_STATUS_OK) {
+    device_free(d);
     return status;
   }
-  handle.vtable->destroy(handle.self); /* frees owned + lock */
-  owned = NULL;
-  lock = NULL;
-  goto fail;
-fail_oom:
-  status = cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cpu device");
-fail:
-  if (owned) cubert_allocator_free(allocator, owned, sizeof(*owned), 0);
-  if (lock) lock_destroy_on_release(lock);
-  if (server) server->base.vtable->destroy(&server->base);
-  cubert_handle_table_destroy(table);
+  *out_device = d;
+  return CUBERT_STATUS_OK;
+}
+
+static void release_lock(void *self) {
+  cubert_lock_t *lock = (cubert_lock_t *)self;
+  cubert_allocator_t allocator = *(cubert_allocator_t *)(void *)(lock + 1);
+  cubert_host_lock_destroy(*lock);
+  cubert_allocator_free(allocator, lock, sizeof(cubert_lock_t) + sizeof(cubert_allocator_t), 0);
+}
+
+/* The lock lives in a small block with its allocator behind it, freed by
+ * the kit's host_release once the device is gone. */
+static cubert_status_t make_lock(cubert_allocator_t allocator, cubert_lock_t **out_lock) {
+  cubert_lock_t *lock = NULL;
+  if (cubert_allocator_malloc(allocator, sizeof(cubert_lock_t) + sizeof(cubert_allocator_t), 0,
+                              (void **)&lock) != CUBERT_STATUS_OK)
+    return CUBERT_STATUS_RESOURCE_EXHAUSTED;
+  if (cubert_host_lock_create(allocator, lock) != CUBERT_STATUS_OK) {
+    cubert_allocator_free(allocator, lock, sizeof(cubert_lock_t) + sizeof(cubert_allocator_t), 0);
+    return CUBERT_STATUS_RESOURCE_EXHAUSTED;
+  }
+  *(cubert_allocator_t *)(void *)(lock + 1) = allocator;
+  *out_lock = lock;
+  return CUBERT_STATUS_OK;
+}
+
+static void kit_options(const cubert_cpu_options_t *o, const cubert_kit_faults_t *faults,
+                        cpu_device_t *d, cubert_lock_t *lock, cubert_kit_options_t *k) {
+  cubert_kit_options_initialize(k);
+  k->device.type_id = CUBERT_CPU_DEVICE_TYPE;
+  k->device.index_id = o->device_index;
+  k->max_streams = o->max_streams;
+  k->max_handles = o->max_handles;
+  k->layout_policy.kind = CUBERT_LAYOUT_POLICY_CONTIGUOUS;
+  k->layout_policy.mem_alignment = 8;
+  k->bounds_check = o->bounds_check;
+  k->race_check = o->race_check;
+  k->race_sink = o->race_sink;
+  if (d->deterministic && d->sim->source == CUBERT_SIM_SOURCE_SEED) k->race_seed = d->sim->seed;
+  k->lock = *lock;
+  k->clock = cubert_host_clock();
+  k->stream_source = cubert_host_stream_source;
+  k->host_release = release_lock;
+  k->host_release_self = lock;
+  k->faults = faults;
+}
+
+cubert_status_t cubert_cpu_client_create_with_faults(cubert_allocator_t allocator,
+                                                     const cubert_cpu_options_t *options,
+                                                     const cubert_kit_faults_t *faults,
+                                                     cubert_client_t **out_client,
+                                                     cubert_error_t *out_error) {
+  cubert_cpu_options_t o;
+  cubert_kit_options_t k;
+  cpu_device_t *d = NULL;
+  cubert_lock_t *lock = NULL;
+  cubert_status_t status;
+  if (!out_client)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "NULL out_client");
+  CUBERT_RETURN_IF_ERROR(check_options(&o, options, out_error));
+  CUBERT_RETURN_IF_ERROR(device_create(allocator, &o, &d, out_error));
+  if (make_lock(allocator, &lock) != CUBERT_STATUS_OK) {
+    device_free(d);
+    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "device lock");
+  }
+  kit_options(&o, faults, d, lock, &k);
+  status = cubert_kit_client_create(allocator, &k, &cpu_driver, d, out_client, out_error);
+  if (status != CUBERT_STATUS_OK) {
+    release_lock(lock);
+    device_free(d);
+    return status;
+  }
+  if (o.profile_level == CUBERT_PROFILE_LEVEL_OFF) return CUBERT_STATUS_OK;
+  status = cubert_client_set_profiling(*out_client, o.profile_level, cubert_log_sink_stderr, NULL,
+                                       out_error);
+  if (status == CUBERT_STATUS_OK) return CUBERT_STATUS_OK;
+  cubert_client_release(*out_client); /* destroys the kit, the driver and the lock */
+  *out_client = NULL;
   return status;
+}
+
+cubert_status_t cubert_cpu_client_create(cubert_allocator_t allocator,
+                                         const cubert_cpu_options_t *options,
+                                         cubert_client_t **out_client, cubert_error_t *out_error) {
+  return cubert_cpu_client_create_with_faults(allocator, options, NULL, out_client, out_error);
+}
+
+/* ---- deterministic simulation and race checker (cubert/cpu.h) ---- */
+
+cubert_status_t cubert_cpu_sim_info(cubert_client_t *client, cubert_cpu_sim_info_t *out) {
+  cpu_device_t *d = NULL;
+  if (!out) return CUBERT_STATUS_INVALID_ARGUMENT;
+  CUBERT_RETURN_IF_ERROR(cpu_device_of(client, &d));
+  memset(out, 0, sizeof(*out));
+  if (!d->deterministic) return CUBERT_STATUS_OK;
+  pthread_mutex_lock(&d->sim_mutex);
+  out->deterministic = 1;
+  out->source = d->sim->source;
+  out->seed = d->sim->seed;
+  out->trace_hash = d->sim->trace_hash;
+  out->steps = d->sim->steps;
+  out->choices = d->sim->choices;
+  out->log = d->sim->log;
+  out->log_len = d->sim->log_len;
+  out->log_truncated = d->sim->log_truncated;
+  out->diverged = d->sim->diverged;
+  out->deadlocks = d->sim_deadlocks;
+  pthread_mutex_unlock(&d->sim_mutex);
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_cpu_sim_attach(cubert_client_t *client, cubert_sim_chooser_t *chooser) {
+  cpu_device_t *d = NULL;
+  uint64_t seed = 0;
+  CUBERT_RETURN_IF_ERROR(cpu_device_of(client, &d));
+  if (!d->deterministic) return CUBERT_STATUS_FAILED_PRECONDITION;
+  pthread_mutex_lock(&d->sim_mutex);
+  d->sim = chooser ? chooser : &d->sim_own;
+  if (d->sim->source == CUBERT_SIM_SOURCE_SEED || d->sim->source == CUBERT_SIM_SOURCE_PCT)
+    seed = d->sim->seed;
+  pthread_mutex_unlock(&d->sim_mutex);
+  return cubert_kit_race_seed(client, seed); /* reports carry the seed (0: none) */
+}
+
+cubert_status_t cubert_cpu_sim_drain(cubert_client_t *client) {
+  cpu_device_t *d = NULL;
+  CUBERT_RETURN_IF_ERROR(cpu_device_of(client, &d));
+  if (!d->deterministic) return CUBERT_STATUS_FAILED_PRECONDITION;
+  CUBERT_RETURN_IF_ERROR(cpu_sim_run_until(d, NULL, NULL));
+  (void)cubert_kit_collect(client); /* what the GC holds for events that completed */
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_cpu_race_counters(cubert_client_t *client, cubert_race_counters_t *out) {
+  cpu_device_t *d = NULL;
+  if (!out) return CUBERT_STATUS_INVALID_ARGUMENT;
+  CUBERT_RETURN_IF_ERROR(cpu_device_of(client, &d));
+  return cubert_kit_race_counters(client, out);
+}
+
+cubert_status_t cubert_cpu_race_last_report(cubert_client_t *client, cubert_race_report_t *out) {
+  cpu_device_t *d = NULL;
+  if (!out) return CUBERT_STATUS_INVALID_ARGUMENT;
+  CUBERT_RETURN_IF_ERROR(cpu_device_of(client, &d));
+  return cubert_kit_race_last_report(client, out);
 }

@@ -26,6 +26,7 @@
 #include "cpu/cpu_executor.h"
 
 #include "host/host_thread.h"
+#include "kernel/cpu_kernel.h"
 
 /* How long an idle worker (or a waiting launcher) spins before sleeping. */
 #define EXECUTOR_SPIN_NS 50000u
@@ -36,24 +37,7 @@
 /* Cubes per chunk: about 8 chunks per thread, at most this many. */
 #define EXECUTOR_MAX_CHUNK 4096u
 
-typedef union executor_scratch_t {
-  unsigned char bytes[CUBERT_KERNEL_MAX_ELEMENT_BYTES];
-  uint64_t u64;
-  double f64;
-  long double f128;
-  void *ptr;
-} executor_scratch_t;
-
-/* What one thread needs to run cubes. */
-typedef struct executor_context_t {
-  cubert_kernel_cube_t cube;
-  cubert_kernel_report_t report;
-  unsigned char *dynamic_shared; /* this thread's dynamic shared block */
-  size_t dynamic_capacity;
-  unsigned char *pending;        /* a larger block being prepared */
-  executor_scratch_t oob_sink;   /* written by dropped stores, never read */
-  executor_scratch_t oob_zero;   /* read by out-of-bounds loads, never written */
-} executor_context_t;
+typedef cpu_kernel_context_t executor_context_t;
 
 typedef struct executor_worker_t {
   executor_context_t context;
@@ -79,11 +63,7 @@ struct cubert_cpu_executor_t {
   /* The job, written under run_mutex before the wake-up. */
   const cubert_kernel_t *kernel;
   const cubert_kernel_args_t *args;
-  cubert_dim3_t count;
-  cubert_dim3_t dim;
-  uint32_t units;
-  uint32_t mode;
-  uint64_t total;
+  cpu_kernel_grid_t grid;
   uint64_t chunk;
   unsigned char pad0[EXECUTOR_LINE];
   uint64_t next_cube; /* atomic */
@@ -95,14 +75,6 @@ struct cubert_cpu_executor_t {
   executor_context_t caller; /* the launching thread's context */
 };
 
-typedef char executor_mode_values_match_[(CUBERT_KERNEL_MODE_CHECKED == CUBERT_EXECUTION_CHECKED &&
-                                          CUBERT_KERNEL_MODE_VALIDATE ==
-                                              CUBERT_EXECUTION_VALIDATE &&
-                                          CUBERT_KERNEL_MODE_UNCHECKED ==
-                                              CUBERT_EXECUTION_UNCHECKED)
-                                             ? 1
-                                             : -1];
-
 enum { WORKER_IDLE = 0, WORKER_OFFERED = 1, WORKER_RUNNING = 2 };
 
 static executor_worker_t *executor_worker(cubert_cpu_executor_t *ex, uint32_t i) {
@@ -111,77 +83,15 @@ static executor_worker_t *executor_worker(cubert_cpu_executor_t *ex, uint32_t i)
 
 /* ---- running cubes ----------------------------------------------------------- */
 
-/* Point the thread's cube record at the job. */
-static void cube_begin(executor_context_t *ctx, const cubert_kernel_t *kernel, cubert_dim3_t count,
-                       cubert_dim3_t dim, uint32_t units, uint32_t mode, uint64_t total) {
-  cubert_kernel_cube_t *cube = &ctx->cube;
-  cube->count = count;
-  cube->dim = dim;
-  cube->units = units;
-  cube->count_linear = total;
-  cube->mode = mode;
-  cube->dynamic_shared = ctx->dynamic_shared;
-  cube->dynamic_shared_bytes = kernel->shared_memory_bytes;
-  cube->report = &ctx->report;
-  cube->oob_sink = ctx->oob_sink.bytes;
-  cube->oob_zero = ctx->oob_zero.bytes;
-}
-
-/* A launch one thread runs alone (one cube, or no workers): every cube in
- * linear order, without the shared cube counter or a division. */
-static void executor_run_alone(executor_context_t *ctx, const cubert_kernel_t *kernel,
-                               const cubert_kernel_args_t *args, cubert_dim3_t count,
-                               cubert_dim3_t dim, uint32_t units, uint32_t mode, uint64_t total) {
-  cubert_kernel_cpu_fn_t entry = kernel->cpu_entry;
-  cubert_kernel_cube_t *cube = &ctx->cube;
-  uint64_t linear = 0;
-  uint32_t x, y, z;
-  cube_begin(ctx, kernel, count, dim, units, mode, total);
-  for (z = 0; z < count.z; z++)
-    for (y = 0; y < count.y; y++)
-      for (x = 0; x < count.x; x++) {
-        cube->pos.x = x;
-        cube->pos.y = y;
-        cube->pos.z = z;
-        cube->pos_linear = linear++;
-        entry(args, cube);
-      }
-}
-
 static void executor_work(cubert_cpu_executor_t *ex, executor_context_t *ctx) {
   const cubert_kernel_t *kernel = ex->kernel;
-  cubert_kernel_cpu_fn_t entry = kernel->cpu_entry;
   const cubert_kernel_args_t *args = ex->args;
-  cubert_kernel_cube_t *cube = &ctx->cube;
-  const uint64_t total = ex->total, chunk = ex->chunk;
-  const uint32_t cx = ex->count.x, cy = ex->count.y;
-
-  cube_begin(ctx, kernel, ex->count, ex->dim, ex->units, ex->mode, total);
-
+  const uint64_t total = ex->grid.total, chunk = ex->chunk;
+  cpu_kernel_context_begin(ctx, kernel, &ex->grid);
   for (;;) {
     uint64_t start = __atomic_fetch_add(&ex->next_cube, chunk, __ATOMIC_RELAXED);
-    uint64_t end, i, rest;
-    uint32_t x, y, z;
     if (start >= total) break;
-    end = total - start < chunk ? total : start + chunk;
-    x = (uint32_t)(start % cx);
-    rest = start / cx;
-    y = (uint32_t)(rest % cy);
-    z = (uint32_t)(rest / cy);
-    for (i = start; i < end; i++) {
-      cube->pos.x = x;
-      cube->pos.y = y;
-      cube->pos.z = z;
-      cube->pos_linear = i;
-      entry(args, cube);
-      if (++x == cx) {
-        x = 0;
-        if (++y == cy) {
-          y = 0;
-          z++;
-        }
-      }
-    }
+    cpu_kernel_run_range(ctx, kernel, args, start, total - start < chunk ? total : start + chunk);
   }
 }
 
@@ -273,9 +183,7 @@ static void executor_wait_done(cubert_cpu_executor_t *ex) {
 /* ---- lifecycle ---------------------------------------------------------------- */
 
 static void context_free(cubert_allocator_t a, executor_context_t *ctx) {
-  cubert_allocator_free(a, ctx->dynamic_shared, ctx->dynamic_capacity, 64);
-  ctx->dynamic_shared = NULL;
-  ctx->dynamic_capacity = 0;
+  cpu_kernel_context_free(ctx, a);
 }
 
 /* Stop and join the started workers, release their sync objects and
@@ -428,110 +336,16 @@ static cubert_status_t executor_reserve_shared(cubert_cpu_executor_t *ex, size_t
   return s;
 }
 
-static void report_reset(cubert_kernel_report_t *r) {
-  r->oob_count = 0;
-  r->has_violation = 0;
-  r->buffer_index = 0;
-  r->element_index = 0;
-  r->buffer_length = 0;
-  r->is_write = 0;
-  r->reserved = 0;
-  r->cube_pos.x = r->cube_pos.y = r->cube_pos.z = 0;
-  r->cube_linear = 0;
-  r->kernel_name = NULL;
-}
-
-static cubert_status_t run_invalid(cubert_error_t *out_error, const char *reason) {
-  return cubert_error_set(out_error, CUBERT_ERROR_SERVER_VALIDATION, NULL, 0, reason);
-}
-
-cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,
-                                        const cubert_kernel_t *kernel, cubert_dim3_t cube_count,
-                                        cubert_dim3_t cube_dim, const cubert_kernel_args_t *args,
-                                        cubert_execution_mode_t mode,
-                                        cubert_kernel_report_t *out_report,
-                                        cubert_error_t *out_error) {
-  cubert_cpu_executor_t *ex = executor;
-  uint64_t units, total, chunk;
-  uint32_t participants, i;
-  size_t need;
-  cubert_status_t s;
-
-  if (!ex || !kernel || !args) return run_invalid(out_error, "cpu executor: NULL argument");
-  if (cube_dim.x == 0 || cube_dim.y == 0 || cube_dim.z == 0)
-    return run_invalid(out_error, "cpu executor: cube dim has a zero component");
-  if ((unsigned)mode > (unsigned)CUBERT_EXECUTION_UNCHECKED)
-    return run_invalid(out_error, "cpu executor: unknown execution mode");
-  if (args->buffer_count > CUBERT_KERNEL_MAX_BUFFERS ||
-      args->scalar_count > CUBERT_KERNEL_MAX_SCALARS)
-    return run_invalid(out_error, "cpu executor: too many buffers or scalars");
-  if (args->buffer_count < kernel->buffer_count || args->scalar_count < kernel->scalar_count)
-    return run_invalid(out_error, "cpu executor: fewer arguments than the kernel reads");
-  if (!kernel->cpu_entry)
-    return cubert_error_set(out_error, CUBERT_ERROR_COMPILATION_GENERIC, NULL, 0,
-                            "cpu executor: kernel has no CPU entry point");
-  units = (uint64_t)cube_dim.x * cube_dim.y; /* < 2^64 */
-  if (units <= CUBERT_KERNEL_MAX_UNITS) units *= cube_dim.z; /* <= 2^42: no overflow */
-  if (units > CUBERT_KERNEL_MAX_UNITS) {
-    uint64_t f[2];
-    f[0] = units; /* x*y alone when that already exceeds the limit */
-    f[1] = CUBERT_KERNEL_MAX_UNITS;
-    return cubert_error_set(out_error, CUBERT_ERROR_RESOURCE_MAX_UNIT_PER_CUBE, f, 2,
-                            "cpu executor: too many units per cube");
-  }
-  if (out_report) report_reset(out_report);
-  if (cube_count.x == 0 || cube_count.y == 0 || cube_count.z == 0) {
-    if (out_report) out_report->kernel_name = kernel->name;
-    return CUBERT_STATUS_OK;
-  }
-  total = (uint64_t)cube_count.x * cube_count.y;
-  if (cubert_u64_mul(total, cube_count.z, &total) != CUBERT_STATUS_OK ||
-      total > ((uint64_t)1 << 63)) {
-    uint64_t f[1];
-    f[0] = cube_count.z;
-    return cubert_error_set(out_error, CUBERT_ERROR_RESOURCE_UNITS, f, 1,
-                            "cpu executor: more than 2^63 cubes");
-  }
-  need = (size_t)kernel->shared_memory_bytes;
-  need = (need + 63u) & ~(size_t)63u;
-
-  cubert_host_mutex_lock(&ex->run_mutex);
-  s = executor_reserve_shared(ex, need);
-  if (s != CUBERT_STATUS_OK) {
-    cubert_host_mutex_unlock(&ex->run_mutex);
-    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
-                            "cpu executor: cannot allocate dynamic shared memory");
-  }
-  participants = total - 1 < ex->worker_count ? (uint32_t)(total - 1) : ex->worker_count;
-  if (participants == 0) {
-    report_reset(&ex->caller.report);
-    executor_run_alone(&ex->caller, kernel, args, cube_count, cube_dim, (uint32_t)units,
-                       (uint32_t)mode, total);
-    if (out_report) {
-      *out_report = ex->caller.report; /* out_report was reset: the merge below, for one */
-      out_report->kernel_name = kernel->name;
-    }
-    cubert_host_mutex_unlock(&ex->run_mutex);
-    return CUBERT_STATUS_OK;
-  }
-  chunk = total / (((uint64_t)participants + 1) * 8u);
-  if (chunk < 1) chunk = 1;
-  if (chunk > EXECUTOR_MAX_CHUNK) chunk = EXECUTOR_MAX_CHUNK;
-
-  ex->kernel = kernel;
-  ex->args = args;
-  ex->count = cube_count;
-  ex->dim = cube_dim;
-  ex->units = (uint32_t)units;
-  ex->mode = (uint32_t)mode;
-  ex->total = total;
-  ex->chunk = chunk;
+/* Offer the job to `participants` workers, run cubes on this thread too,
+ * cancel the offers nobody took up, wait for the rest. */
+static void executor_run_pool(cubert_cpu_executor_t *ex, uint32_t participants) {
+  uint32_t i;
   __atomic_store_n(&ex->next_cube, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&ex->remaining, participants, __ATOMIC_RELAXED);
-  report_reset(&ex->caller.report);
+  cpu_kernel_report_reset(&ex->caller.report);
   for (i = 0; i < participants; i++) {
     executor_worker_t *w = executor_worker(ex, i);
-    report_reset(&w->context.report);
+    cpu_kernel_report_reset(&w->context.report);
     __atomic_store_n(&w->state, (uint32_t)WORKER_OFFERED, __ATOMIC_SEQ_CST);
     worker_wake(w);
   }
@@ -543,21 +357,55 @@ cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,
                                     __ATOMIC_SEQ_CST))
       (void)__atomic_sub_fetch(&ex->remaining, 1u, __ATOMIC_SEQ_CST);
   }
-  if (participants) executor_wait_done(ex);
+  executor_wait_done(ex);
+}
 
+cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,
+                                        const cubert_kernel_t *kernel, cubert_dim3_t cube_count,
+                                        cubert_dim3_t cube_dim, const cubert_kernel_args_t *args,
+                                        cubert_execution_mode_t mode,
+                                        cubert_kernel_report_t *out_report,
+                                        cubert_error_t *out_error) {
+  cubert_cpu_executor_t *ex = executor;
+  cpu_kernel_grid_t grid;
+  uint64_t chunk;
+  uint32_t participants, i;
+  if (!ex)
+    return cubert_error_set(out_error, CUBERT_ERROR_SERVER_VALIDATION, NULL, 0,
+                            "cpu executor: NULL argument");
+  CUBERT_RETURN_IF_ERROR(cpu_kernel_grid(kernel, cube_count, cube_dim, args, mode, &grid, out_error));
   if (out_report) {
-    for (i = 0; i <= participants; i++) {
-      const cubert_kernel_report_t *r =
-          i < participants ? &executor_worker(ex, i)->context.report : &ex->caller.report;
-      out_report->oob_count += r->oob_count;
-      if (r->has_violation &&
-          (!out_report->has_violation || r->cube_linear < out_report->cube_linear)) {
-        uint64_t count = out_report->oob_count;
-        *out_report = *r;
-        out_report->oob_count = count;
-      }
-    }
+    cpu_kernel_report_reset(out_report);
     out_report->kernel_name = kernel->name;
+  }
+  if (grid.total == 0) return CUBERT_STATUS_OK;
+
+  cubert_host_mutex_lock(&ex->run_mutex);
+  if (executor_reserve_shared(ex, grid.shared_bytes) != CUBERT_STATUS_OK) {
+    cubert_host_mutex_unlock(&ex->run_mutex);
+    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
+                            "cpu executor: cannot allocate dynamic shared memory");
+  }
+  participants = grid.total - 1 < ex->worker_count ? (uint32_t)(grid.total - 1) : ex->worker_count;
+  if (participants == 0) { /* one thread: cubes in order, no shared counter */
+    cpu_kernel_report_reset(&ex->caller.report);
+    cpu_kernel_run_all(&ex->caller, kernel, args, &grid);
+    if (out_report) cpu_kernel_report_merge(out_report, &ex->caller.report);
+    cubert_host_mutex_unlock(&ex->run_mutex);
+    return CUBERT_STATUS_OK;
+  }
+  chunk = grid.total / (((uint64_t)participants + 1) * 8u);
+  if (chunk < 1) chunk = 1;
+  if (chunk > EXECUTOR_MAX_CHUNK) chunk = EXECUTOR_MAX_CHUNK;
+  ex->kernel = kernel;
+  ex->args = args;
+  ex->grid = grid;
+  ex->chunk = chunk;
+  executor_run_pool(ex, participants);
+  if (out_report) {
+    for (i = 0; i < participants; i++)
+      cpu_kernel_report_merge(out_report, &executor_worker(ex, i)->context.report);
+    cpu_kernel_report_merge(out_report, &ex->caller.report);
   }
   cubert_host_mutex_unlock(&ex->run_mutex);
   return CUBERT_STATUS_OK;

@@ -24,7 +24,6 @@
 
 #include "cubert/cubert.h"
 #include "cubert/kernel.h"
-#include "cubert/server.h"
 
 typedef struct cubert_cpu_executor_t cubert_cpu_executor_t;
 

@@ -1,6 +1,5 @@
 /* backend-cpu/cpu/cpu_stream.c: simulated streams (see cpu_stream.h). */
 #include "cpu/cpu_stream.h"
-#include "cpu/cpu_server.h"
 
 #include "host/host_thread.h"
 
@@ -170,11 +169,13 @@ static void *worker_main(void *arg) {
 }
 
 cubert_status_t cpu_stream_initialize(cpu_stream_t *s, cubert_allocator_t allocator, uint32_t slot,
-                                      void *server, int deterministic) {
+                                      void *owner, cpu_stream_run_fn_t run_until) {
+  int deterministic = run_until != NULL;
   memset(s, 0, sizeof(*s));
   s->allocator = allocator;
   s->slot = slot;
-  s->server = server;
+  s->owner = owner;
+  s->run_until = run_until;
   s->deterministic = deterministic;
   s->ring_size = deterministic ? CPU_STREAM_RING_DETERMINISTIC : CPU_STREAM_RING;
   s->prefetch_write = cubert_host_cpu_has_prefetch_write();
@@ -184,7 +185,7 @@ cubert_status_t cpu_stream_initialize(cpu_stream_t *s, cubert_allocator_t alloca
   pthread_cond_init(&s->cond_work, NULL);
   pthread_cond_init(&s->cond_progress, NULL);
   s->running = 1;
-  if (deterministic) { /* no worker: the server's step loop runs the ops */
+  if (deterministic) { /* no worker: the device's step loop runs the ops */
     s->started = 1;
     return CUBERT_STATUS_OK;
   }
@@ -207,7 +208,7 @@ void cpu_stream_deinitialize(cpu_stream_t *s) {
   if (s->deterministic) {
     /* run what is queued (other streams' steps too, in the chooser's order);
      * a deadlock cannot hold the teardown: the rest runs in order */
-    if (cpu_sim_run_until((cpu_server_t *)s->server, stream_idle_fn, s) != CUBERT_STATUS_OK)
+    if (s->run_until(s->owner, stream_idle_fn, s) != CUBERT_STATUS_OK)
       while (!cpu_stream_idle(s)) cpu_stream_step(s);
   } else {
     pthread_mutex_lock(&s->mutex);
@@ -269,7 +270,7 @@ cpu_op_t *cpu_stream_reserve(cpu_stream_t *s) {
       /* make room by running steps; no step runnable cannot happen (a wait
        * op waits for an already enqueued point), but would run the head op
        * anyway rather than hang */
-      if (cpu_sim_run_until((cpu_server_t *)s->server, stream_has_room, s) != CUBERT_STATUS_OK)
+      if (s->run_until(s->owner, stream_has_room, s) != CUBERT_STATUS_OK)
         cpu_stream_step(s);
     } else {
       cpu_stream_publish(s); /* the worker must see what fills the ring */
@@ -339,7 +340,7 @@ cubert_status_t cpu_stream_wait_point(cpu_stream_t *s, uint64_t seq, uint64_t ti
     point_t p;
     p.stream = s;
     p.seq = seq;
-    return cpu_sim_run_until((cpu_server_t *)s->server, point_done_fn, &p);
+    return s->run_until(s->owner, point_done_fn, &p);
   }
   if (spin_until(s, point_done, seq)) return CUBERT_STATUS_OK;
   if (timeout_ns == UINT64_MAX) return sleep_until(s, point_done, seq, NULL);
@@ -350,18 +351,21 @@ cubert_status_t cpu_stream_wait_point(cpu_stream_t *s, uint64_t seq, uint64_t ti
 void cpu_stream_push_error(cpu_stream_t *s, const cubert_error_t *error) {
   pthread_mutex_lock(&s->mutex);
   cubert_error_aggregate(&s->errors, error);
-  s->error_count++;
+  __atomic_store_n(&s->error_count, s->error_count + 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&s->mutex);
 }
 
 cubert_status_t cpu_stream_drain_errors(cpu_stream_t *s, cubert_error_t *out_error) {
   cubert_status_t status = CUBERT_STATUS_OK;
+  /* the common case, no error, without the mutex: a push is seen once its
+   * op completed (the caller waited for it, acquire) */
+  if (__atomic_load_n(&s->error_count, __ATOMIC_ACQUIRE) == 0) return CUBERT_STATUS_OK;
   pthread_mutex_lock(&s->mutex);
   if (s->error_count) {
     if (out_error) *out_error = s->errors;
     status = CUBERT_STATUS_SERVER_UNHEALTHY;
     cubert_error_clear(&s->errors);
-    s->error_count = 0;
+    __atomic_store_n(&s->error_count, 0u, __ATOMIC_RELAXED);
   }
   pthread_mutex_unlock(&s->mutex);
   return status;

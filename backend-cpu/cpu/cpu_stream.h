@@ -6,8 +6,8 @@
  * operation; the host waits with cpu_stream_wait_point. Errors raised by
  * operations are queued on the stream and drained by flush / sync / read.
  *
- * Threading: enqueue and drain calls come from the server thread (serialized
- * by the device handle); the worker runs operations; waits may come from any
+ * Threading: enqueue and drain calls come from the kit (serialized by the
+ * device lock); the worker runs operations; waits may come from any
  * thread. Operations come from a fixed ring per stream (no allocation per
  * enqueue, no lock per enqueue); a full ring makes the enqueuer wait for the
  * worker. Committed operations are published to the worker in batches
@@ -32,7 +32,7 @@
 /* The producer takes ownership of the slot this many ops ahead of its tail. */
 #define CPU_STREAM_PREFETCH 4
 /* Deterministic mode: a smaller ring (a full ring runs steps instead of
- * blocking; creating a server per seed stays cheap). */
+ * blocking; creating a device per seed stays cheap). */
 #define CPU_STREAM_RING_DETERMINISTIC 64
 #define CPU_OP_PAYLOAD 1312 /* with the 32-byte op header: 21 cache lines per op */
 /* Padding between the producer's and the worker's hot fields (two lines:
@@ -41,6 +41,12 @@
 
 typedef struct cpu_stream_t cpu_stream_t;
 typedef struct cpu_op_t cpu_op_t;
+
+/* Deterministic mode: the owner's step loop, run on a thread that must wait
+ * (a point, room in the ring, teardown): steps until done(arg), OK, or
+ * FAILED_PRECONDITION when no step is runnable first (deadlock). */
+typedef bool (*cpu_stream_done_fn_t)(void *arg);
+typedef cubert_status_t (*cpu_stream_run_fn_t)(void *owner, cpu_stream_done_fn_t done, void *arg);
 
 /* Runs on the stream's worker. Returns OK or an error it filled in `error`,
  * which is queued on the stream. `done` runs after (also on failure) to
@@ -70,7 +76,7 @@ struct cpu_stream_t {
   uint32_t waiters; /* atomic: threads sleeping on cond_progress */
   cpu_op_t *ring; /* ring_size entries */
   uint64_t ring_size;
-  /* Single producer (the server thread: calls are serialized by the device
+  /* Single producer (the kit: calls are serialized by the device
    * handle), single consumer (the worker). head and completed are written by
    * the worker only, tail by the producer only (tail is also the sequence
    * of the last committed op); the other side
@@ -90,20 +96,21 @@ struct cpu_stream_t {
   uint64_t tail_seen; /* the worker's last read of published or tail */
   char pad_end_[CPU_STREAM_LINE];
   cubert_error_t errors; /* aggregate of queued errors (SERVER_UNHEALTHY) */
-  uint32_t error_count;
-  void *server; /* back pointer for ops */
+  uint32_t error_count;  /* atomic reads: drains skip the mutex when 0 */
+  void *owner; /* the driver's device, for ops and run_until */
   cubert_allocator_t allocator;
-  int deterministic; /* no worker: the server's step loop runs the ops (cpu_sim.c) */
+  cpu_stream_run_fn_t run_until; /* deterministic: the owner's step loop; NULL: a worker */
+  int deterministic; /* no worker: the owner's step loop runs the ops (cpu_sim.c) */
 };
 
-/* The op's payload storage, for the op record the server puts there. */
+/* The op's payload storage, for the op record the driver puts there. */
 static inline void *cpu_op_payload(cpu_op_t *op) { return op->payload; }
 
-/* Initialize a stream slot and start its worker (deterministic: no worker;
- * `server` is then the cpu_server_t whose step loop runs the ops).
- * RESOURCE_EXHAUSTED / INTERNAL. */
+/* Initialize a stream and start its worker; with run_until (deterministic
+ * mode) no worker: the owner's step loop runs the ops. RESOURCE_EXHAUSTED /
+ * INTERNAL. */
 cubert_status_t cpu_stream_initialize(cpu_stream_t *stream, cubert_allocator_t allocator,
-                                      uint32_t slot, void *server, int deterministic);
+                                      uint32_t slot, void *owner, cpu_stream_run_fn_t run_until);
 
 /* Deterministic mode (cpu_sim.c): true when the stream has a head op whose
  * wait is satisfied (*out_seq: its sequence number). */
@@ -123,8 +130,8 @@ cpu_op_t *cpu_stream_reserve(cpu_stream_t *stream);
  * on a point of the stream does), when the commit finds the worker asleep
  * and wakes it, or when an idle worker's periodic look at the tail finds it
  * (within tens of microseconds; within 1 ms if the worker fell asleep just
- * as the op was committed). Server thread only; never blocks unless the
- * ring is full (cpu_stream_reserve). */
+ * as the op was committed). Producer (device lock) only; never blocks unless
+ * the ring is full (cpu_stream_reserve). */
 uint64_t cpu_stream_commit(cpu_stream_t *stream);
 /* Make every committed op visible to the worker (and wake it if it sleeps).
  * Any thread; lock-free except the wake. */
@@ -134,11 +141,11 @@ void cpu_stream_publish(cpu_stream_t *stream);
 int cpu_stream_point_completed(cpu_stream_t *stream, uint64_t seq);
 /* Block until (stream, seq) completed or timeout_ns passed (UINT64_MAX: no
  * timeout). OK or DEADLINE_EXCEEDED. Thread-safe. Deterministic mode: runs
- * the server's step loop until the point completed (no timeout: time is
+ * the device's step loop until the point completed (no timeout: time is
  * virtual); FAILED_PRECONDITION when no step is runnable first (deadlock). */
 cubert_status_t cpu_stream_wait_point(cpu_stream_t *stream, uint64_t seq, uint64_t timeout_ns);
 
-/* Queue an error on the stream (worker or server thread). */
+/* Queue an error on the stream (worker or producer). */
 void cpu_stream_push_error(cpu_stream_t *stream, const cubert_error_t *error);
 /* Drain the queued errors: returns OK when none, else SERVER_UNHEALTHY with the
  * aggregate copied into out_error (if not NULL). */

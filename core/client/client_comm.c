@@ -3,11 +3,11 @@
  * collectives (spec 8): change_client_sync, to_client, to_client_tensor,
  * ensure_init_collective, all_reduce, send, recv, sync_collective.
  *
- * Every server call here runs as a blocking device task: the server only
- * validates and enqueues (the rendezvous with the peers happens on the
- * server's communication stream), so a device thread never waits for another
- * device and the call can return the server's validation error at once
- * (CubeCL submits without waiting and panics on the device thread instead).
+ * Every kit call here runs as a blocking device task: the kit only validates
+ * and enqueues (the rendezvous with the peers happens on the device's
+ * communication stream), so a device thread never waits for another device
+ * and the call can return the validation error at once (CubeCL submits
+ * without waiting and panics on the device thread instead).
  */
 #include "client/client_internal.h"
 #include "cubert/comm.h"
@@ -18,71 +18,51 @@
       return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, what); \
   } while (0)
 
-enum { COMM_INIT, COMM_ALL_REDUCE, COMM_SEND, COMM_RECV, COMM_SYNC, COMM_RECV_SYNC };
+/* ---- device tasks ---- */
 
-typedef struct comm_call_t {
-  int op;
-  cubert_status_t status;
-  cubert_error_t *error;
-  uint64_t stream;
+typedef struct comm_init_task_t {
+  client_task_t head;
   const uint32_t *indices;
   size_t count;
-  const cubert_binding_t *src;
-  const cubert_binding_t *dst;
-  const cubert_copy_descriptor_t *descriptor;
-  const cubert_handle_t *handle;
-  uint32_t dtype;
-  uint32_t reduce_op;
-  uint32_t peer;
-} comm_call_t;
+} comm_init_task_t;
 
-static void comm_task(void *context, void *payload) {
-  cubert_server_t *server = (cubert_server_t *)context;
-  const cubert_server_vtable_t *v = server->vtable;
-  comm_call_t *call = (comm_call_t *)payload;
-  switch (call->op) {
-    case COMM_INIT:
-      call->status = v->comm_init(server, call->indices, call->count, call->error);
-      break;
-    case COMM_ALL_REDUCE:
-      call->status = v->all_reduce(server, call->src, call->dst, call->dtype, call->stream,
-                                   call->reduce_op, call->indices, call->count, call->error);
-      break;
-    case COMM_SEND:
-      call->status = v->send(server, call->descriptor, call->dtype, call->stream, call->peer,
-                             call->error);
-      break;
-    case COMM_RECV:
-    case COMM_RECV_SYNC:
-      call->status = v->recv(server, call->handle, call->dtype, call->stream, call->peer,
-                             call->error);
-      if (call->status == CUBERT_STATUS_OK && call->op == COMM_RECV_SYNC)
-        call->status = v->sync_collective(server, call->stream, call->error);
-      break;
-    case COMM_SYNC:
-      call->status = v->sync_collective(server, call->stream, call->error);
-      break;
-    default:
-      call->status = cubert_error_set(call->error, CUBERT_ERROR_SERVER_GENERIC, NULL, 0,
-                                      "unknown communication call");
-      break;
-  }
+static void comm_init_run(void *context, void *payload) {
+  comm_init_task_t *t = (comm_init_task_t *)payload;
+  t->head.status = cubert_kit_comm_init((cubert_kit_t *)context, t->indices, t->count, t->head.error);
 }
 
-static void comm_call_init(comm_call_t *call, int op, cubert_error_t *out_error) {
-  cubert_memset(call, 0, sizeof(*call));
-  call->op = op;
-  call->error = out_error;
-  call->status = CUBERT_STATUS_INTERNAL;
+/* One collective; sync_after: a sync_collective on the same stream right
+ * after it succeeded (to_client_tensor's receiver). */
+typedef struct collective_task_t {
+  client_task_t head;
+  cubert_kit_collective_t op;
+  int sync_after;
+} collective_task_t;
+
+static void collective_run(void *context, void *payload) {
+  collective_task_t *t = (collective_task_t *)payload;
+  cubert_kit_t *kit = (cubert_kit_t *)context;
+  t->head.status = cubert_kit_collective(kit, &t->op, t->head.error);
+  if (t->head.status == CUBERT_STATUS_OK && t->sync_after)
+    t->head.status = cubert_kit_sync_collective(kit, t->op.stream, t->head.error);
 }
 
-static cubert_status_t comm_device_call(cubert_client_t *client, comm_call_t *call) {
-  device_state_t *s = client->state;
-  call->stream = cubert_client_stream(client);
-  if (s->handle.vtable->submit_blocking(s->handle.self, comm_task, call) != CUBERT_STATUS_OK)
-    return cubert_error_set(call->error, CUBERT_ERROR_DEVICE_LOST, NULL, 0,
-                            "the device handle refused the call");
-  return call->status;
+typedef struct sync_collective_task_t {
+  client_task_t head;
+  uint64_t stream;
+} sync_collective_task_t;
+
+static void sync_collective_run(void *context, void *payload) {
+  sync_collective_task_t *t = (sync_collective_task_t *)payload;
+  t->head.status = cubert_kit_sync_collective((cubert_kit_t *)context, t->stream, t->head.error);
+}
+
+static void collective_init(collective_task_t *t, cubert_client_t *client, uint32_t kind,
+                            uint32_t dtype) {
+  cubert_memset(t, 0, sizeof(*t));
+  t->op.stream = cubert_client_stream(client);
+  t->op.kind = kind;
+  t->op.dtype = dtype;
 }
 
 /* The index ids of `devices`, which must all be of this client's device type. */
@@ -90,7 +70,7 @@ static cubert_status_t device_indices(const cubert_client_t *client,
                                       const cubert_device_id_t *devices, size_t count,
                                       uint32_t *out_indices, cubert_error_t *out_error) {
   size_t i;
-  uint16_t type = client->state->config.device.type_id;
+  uint16_t type = client->state->device.type_id;
   COMM_CHECK(devices && count > 0, "collective: NULL or empty device list");
   if (count > CUBERT_COMMUNICATION_MAX_DEVICES) {
     uint64_t f[2];
@@ -127,13 +107,12 @@ cubert_status_t cubert_client_ensure_init_collective(cubert_client_t *client,
                                                      const cubert_device_id_t *devices,
                                                      size_t count, cubert_error_t *out_error) {
   uint32_t indices[CUBERT_COMMUNICATION_MAX_DEVICES];
-  comm_call_t call;
+  comm_init_task_t t;
   COMM_CHECK(client, "ensure_init_collective: NULL client");
   CUBERT_RETURN_IF_ERROR(device_indices(client, devices, count, indices, out_error));
-  comm_call_init(&call, COMM_INIT, out_error);
-  call.indices = indices;
-  call.count = count;
-  return comm_device_call(client, &call);
+  t.indices = indices;
+  t.count = count;
+  return client_submit(client, comm_init_run, &t.head, out_error);
 }
 
 cubert_status_t cubert_client_all_reduce(cubert_client_t *client, const cubert_handle_t *src,
@@ -141,7 +120,7 @@ cubert_status_t cubert_client_all_reduce(cubert_client_t *client, const cubert_h
                                          const cubert_device_id_t *devices, size_t count,
                                          cubert_reduce_operation_t op, cubert_error_t *out_error) {
   uint32_t indices[CUBERT_COMMUNICATION_MAX_DEVICES];
-  comm_call_t call;
+  collective_task_t t;
   COMM_CHECK(client && src && dst, "all_reduce: NULL argument");
   CUBERT_RETURN_IF_ERROR(client_check_device(client, src, out_error));
   CUBERT_RETURN_IF_ERROR(client_check_device(client, dst, out_error));
@@ -153,27 +132,26 @@ cubert_status_t cubert_client_all_reduce(cubert_client_t *client, const cubert_h
   }
   CUBERT_RETURN_IF_ERROR(device_indices(client, devices, count, indices, out_error));
   CUBERT_RETURN_IF_ERROR(cubert_client_ensure_init_collective(client, devices, count, out_error));
-  comm_call_init(&call, COMM_ALL_REDUCE, out_error);
-  call.src = src;
-  call.dst = dst;
-  call.dtype = dtype;
-  call.reduce_op = (uint32_t)op;
-  call.indices = indices;
-  call.count = count;
-  return comm_device_call(client, &call);
+  collective_init(&t, client, CUBERT_COLLECTIVE_ALL_REDUCE, dtype);
+  t.op.src = src;
+  t.op.dst = dst;
+  t.op.op = (uint32_t)op;
+  t.op.devices = indices;
+  t.op.device_count = count;
+  return client_submit(client, collective_run, &t.head, out_error);
 }
 
 cubert_status_t cubert_client_sync_collective(cubert_client_t *client, cubert_error_t *out_error) {
-  comm_call_t call;
+  sync_collective_task_t t;
   COMM_CHECK(client, "sync_collective: NULL client");
-  comm_call_init(&call, COMM_SYNC, out_error);
-  return comm_device_call(client, &call);
+  t.stream = cubert_client_stream(client);
+  return client_submit(client, sync_collective_run, &t.head, out_error);
 }
 
 /* The pair {self, peer} as device ids, after checking the peer. */
 static cubert_status_t pair_of(const cubert_client_t *client, cubert_device_id_t peer,
                                cubert_device_id_t *out_pair, cubert_error_t *out_error) {
-  cubert_device_id_t self = client->state->config.device;
+  cubert_device_id_t self = client->state->device;
   if (peer.type_id != self.type_id) {
     uint64_t f[2];
     f[0] = peer.type_id;
@@ -195,26 +173,31 @@ cubert_status_t cubert_client_send(cubert_client_t *client,
                                    const cubert_copy_descriptor_t *descriptor, uint32_t dtype,
                                    cubert_device_id_t dst_device, cubert_error_t *out_error) {
   cubert_device_id_t pair[2];
-  comm_call_t call;
+  uint32_t indices[2];
+  collective_task_t t;
   COMM_CHECK(client && descriptor, "send: NULL argument");
   CUBERT_RETURN_IF_ERROR(client_check_device(client, &descriptor->binding, out_error));
   CUBERT_RETURN_IF_ERROR(check_dtype(dtype, out_error));
   CUBERT_RETURN_IF_ERROR(pair_of(client, dst_device, pair, out_error));
   CUBERT_RETURN_IF_ERROR(cubert_client_ensure_init_collective(client, pair, 2, out_error));
-  comm_call_init(&call, COMM_SEND, out_error);
-  call.descriptor = descriptor;
-  call.dtype = dtype;
-  call.peer = dst_device.index_id;
-  return comm_device_call(client, &call);
+  collective_init(&t, client, CUBERT_COLLECTIVE_SEND, dtype);
+  t.op.src = &descriptor->binding;
+  t.op.peer = dst_device.index_id;
+  indices[0] = pair[0].index_id;
+  indices[1] = pair[1].index_id;
+  t.op.devices = indices;
+  t.op.device_count = 2;
+  return client_submit(client, collective_run, &t.head, out_error);
 }
 
 static cubert_status_t recv_with(cubert_client_t *client, uint64_t size, uint32_t dtype,
-                                 cubert_device_id_t src_device, int op,
+                                 cubert_device_id_t src_device, int sync_after,
                                  cubert_handle_t *out_handle, cubert_error_t *out_error) {
   device_state_t *s;
   cubert_device_id_t pair[2];
+  uint32_t indices[2];
   cubert_handle_t handle;
-  comm_call_t call;
+  collective_task_t t;
   cubert_status_t status;
   COMM_CHECK(client && out_handle, "recv: NULL argument");
   s = client->state;
@@ -228,18 +211,22 @@ static cubert_status_t recv_with(cubert_client_t *client, uint64_t size, uint32_
   }
   CUBERT_RETURN_IF_ERROR(pair_of(client, src_device, pair, out_error));
   CUBERT_RETURN_IF_ERROR(cubert_client_ensure_init_collective(client, pair, 2, out_error));
-  status = cubert_handle_create(s->table, s->config.device.index_id, cubert_client_stream(client),
-                                0, size, &handle);
+  status = cubert_handle_create(s->table, s->device.index_id, cubert_client_stream(client), 0,
+                                size, &handle);
   if (status != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, status == CUBERT_STATUS_RESOURCE_EXHAUSTED
                                            ? CUBERT_ERROR_HOST_OUT_OF_MEMORY
                                            : CUBERT_ERROR_OUT_OF_RANGE,
                             NULL, 0, "recv: no handle slot for the destination");
-  comm_call_init(&call, op, out_error);
-  call.handle = &handle;
-  call.dtype = dtype;
-  call.peer = src_device.index_id;
-  status = comm_device_call(client, &call);
+  collective_init(&t, client, CUBERT_COLLECTIVE_RECV, dtype);
+  t.op.dst = &handle;
+  t.op.peer = src_device.index_id;
+  indices[0] = pair[0].index_id;
+  indices[1] = pair[1].index_id;
+  t.op.devices = indices;
+  t.op.device_count = 2;
+  t.sync_after = sync_after;
+  status = client_submit(client, collective_run, &t.head, out_error);
   if (status != CUBERT_STATUS_OK) {
     (void)cubert_handle_release(s->table, &handle);
     return status;
@@ -251,7 +238,7 @@ static cubert_status_t recv_with(cubert_client_t *client, uint64_t size, uint32_
 cubert_status_t cubert_client_recv(cubert_client_t *client, uint64_t size, uint32_t dtype,
                                    cubert_device_id_t src_device, cubert_handle_t *out_handle,
                                    cubert_error_t *out_error) {
-  return recv_with(client, size, dtype, src_device, COMM_RECV, out_handle, out_error);
+  return recv_with(client, size, dtype, src_device, 0, out_handle, out_error);
 }
 
 /* ---- moving data between clients ---- */
@@ -268,8 +255,8 @@ cubert_status_t cubert_client_to_client_tensor(cubert_client_t *src,
   COMM_CHECK(src && descriptor && dst && out_handle, "to_client_tensor: NULL argument");
   CUBERT_RETURN_IF_ERROR(client_check_device(src, &descriptor->binding, out_error));
   CUBERT_RETURN_IF_ERROR(check_dtype(dtype, out_error));
-  src_id = src->state->config.device;
-  dst_id = dst->state->config.device;
+  src_id = src->state->device;
+  dst_id = dst->state->device;
   CUBERT_RETURN_IF_ERROR(pair_of(src, dst_id, pair, out_error));
   size = cubert_handle_size_in_used(&descriptor->binding);
   if (size % cubert_comm_dtype_size(dtype)) {
@@ -283,7 +270,7 @@ cubert_status_t cubert_client_to_client_tensor(cubert_client_t *src,
   CUBERT_RETURN_IF_ERROR(cubert_client_ensure_init_collective(src, pair, 2, out_error));
   CUBERT_RETURN_IF_ERROR(cubert_client_ensure_init_collective(dst, pair, 2, out_error));
   /* receiver first: if it fails nothing was sent */
-  CUBERT_RETURN_IF_ERROR(recv_with(dst, size, dtype, src_id, COMM_RECV_SYNC, &handle, out_error));
+  CUBERT_RETURN_IF_ERROR(recv_with(dst, size, dtype, src_id, 1, &handle, out_error));
   status = cubert_client_send(src, descriptor, dtype, dst_id, out_error);
   if (status != CUBERT_STATUS_OK) {
     /* the recv is queued and will fail when its peer does not arrive */
@@ -362,7 +349,7 @@ cubert_status_t cubert_client_to_client(cubert_client_t *src, const cubert_handl
   desc.shape[0] = cubert_handle_size_in_used(handle);
   desc.strides[0] = 1;
   desc.elem_size = 1;
-  if (src->state->server->vtable->comm_enabled)
+  if (src->state->properties.features & CUBERT_FEATURE_COLLECTIVES)
     return cubert_client_to_client_tensor(src, &desc, dst, dtype, out_handle, out_error);
   CUBERT_RETURN_IF_ERROR(cubert_client_change_client_sync(src, &desc, dst, &layout, out_error));
   *out_handle = layout.memory;

@@ -1,5 +1,11 @@
 /* core/client/client_internal.h: the client's shared state, for the client's own
- * files (client.c, client_comm.c, ...). Not installed. */
+ * files (client.c, client_memory.c, client_io.c, ...). Not installed.
+ *
+ * A device's state is shared by every client object of the device; the
+ * server behind it is the kit (core/kit/kit.h). Each client operation is a
+ * typed device task: a small record (client_task_t first, then the kit's
+ * operation record) run by the device handle with the device held, calling
+ * the one kit function of that operation. */
 #ifndef CUBERT_CORE_CLIENT_INTERNAL_H
 #define CUBERT_CORE_CLIENT_INTERNAL_H
 
@@ -10,15 +16,25 @@
 #include "cubert/kernel.h"
 #include "cubert/memory.h"
 #include "cubert/profile.h"
+#include "kit/kit.h"
+
+/* Buffers / tensors per create_tensors, read or staging call. */
+#define CLIENT_MAX_BATCH 64
 
 /* Shared per-device state: one per registered device. */
 typedef struct device_state_t {
   cubert_allocator_t allocator;
-  cubert_client_config_t config;
-  cubert_server_t *server;
+  cubert_device_id_t device;
+  cubert_layout_policy_t layout_policy;
+  cubert_bounds_check_mode_t bounds_check;
+  cubert_stream_source_fn_t stream_source; /* NULL: stream 0 */
+  void *stream_source_self;
+  cubert_kit_t *kit;
   cubert_device_handle_t handle;
   cubert_handle_table_t *table;
   cubert_device_properties_t properties;
+  void (*host_release)(void *self);
+  void *host_release_self;
   cubert_atomic_u32_t refs; /* client objects alive */
   /* kernel profiling (client_profile.c): level read lock-free, the rest
    * under ext_lock (a spin lock: held for short, non-blocking work only) */
@@ -41,49 +57,39 @@ struct cubert_client_t {
   uint64_t stream;
 };
 
-/* ---- device calls: a server call run as a blocking device task ---- */
+/* ---- typed device tasks ---- */
 
-typedef struct client_call_t {
-  int op;
+/* The head of every task record: what the task reports. */
+typedef struct client_task_t {
   cubert_status_t status;
   cubert_error_t *error;
-  uint64_t stream;
-  const void *a;
-  const void *b;
-  const void *c;
-  void *d;
-  void *e;
-  uint64_t u0, u1;
-  size_t count;
-  int ran; /* set by the task: the server took ownership of call->d bytes */
-} client_call_t;
+} client_task_t;
 
-enum {
-  OP_CREATE,
-  OP_WRITE,
-  OP_READ,
-  OP_SYNC,
-  OP_FLUSH,
-  OP_LAUNCH,
-  OP_RESOURCE,
-  OP_USAGE,
-  OP_CLEANUP,
-  OP_MODE
-};
-
-/* Reset `call` for operation `op` (OP_*) reporting into out_error. */
-void client_call_init(client_call_t *call, int op, cubert_error_t *out_error);
-/* Run the call on the device (blocking) with the client's current stream. */
-cubert_status_t client_device_call(cubert_client_t *client, client_call_t *call);
+/* Run fn(kit, task) with the device held and return task->status;
+ * DEVICE_LOST (UNAVAILABLE) when the device handle refuses (shut down). */
+cubert_status_t client_submit(cubert_client_t *client, cubert_device_task_fn_t fn,
+                              client_task_t *task, cubert_error_t *out_error);
 /* DEVICE_MISMATCH / INVALID_HANDLE unless `handle` is a live handle of this device. */
 cubert_status_t client_check_device(const cubert_client_t *client, const cubert_handle_t *handle,
                                     cubert_error_t *out_error);
 
-/* The create path of client.c (owned: NULL or `count` buffers, moved). */
+#define CLIENT_CHECK(cond, what)                                                        \
+  do {                                                                                  \
+    if (!(cond))                                                                        \
+      return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, what); \
+  } while (0)
+
+/* The create path of client_memory.c (owned: NULL or `count` buffers, moved). */
 cubert_status_t client_do_create(cubert_client_t *client,
                                  const cubert_layout_descriptor_t *descriptors, size_t count,
                                  const void *const *data, cubert_bytes_t *owned,
                                  cubert_memory_layout_t *out_layouts, cubert_error_t *out_error);
+
+/* client_task.c: a launch task (arguments checked) run through the device. */
+cubert_status_t client_launch_task(cubert_client_t *client, const cubert_kernel_t *kernel,
+                                   const cubert_cube_count_t *count,
+                                   const cubert_launch_arguments_t *args,
+                                   cubert_execution_mode_t mode, cubert_error_t *out_error);
 
 /* client_profile.c: a launch at a kernel-profiling level other than OFF
  * (arguments already validated); the summary written to the sink at sync;

@@ -13,9 +13,7 @@ typedef struct window_edge_t {
 
 static cubert_status_t set_mode(device_state_t *s, uint64_t stream,
                                 cubert_memory_allocation_mode_t mode, cubert_error_t *error) {
-  cubert_server_t *server = s->server;
-  if (!server->vtable->allocation_mode) return CUBERT_STATUS_OK; /* nothing to switch */
-  return server->vtable->allocation_mode(server, mode, stream, error);
+  return cubert_kit_allocation_mode(s->kit, stream, mode, error);
 }
 
 static cubert_status_t run_window_edge(void *user) {

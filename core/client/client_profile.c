@@ -19,69 +19,50 @@ static void ext_unlock(device_state_t *s) { cubert_atomic_store_u32(&s->ext_lock
 
 /* ---- tokens ------------------------------------------------------------------- */
 
-typedef struct token_call_t {
+typedef struct token_task_t {
+  client_task_t head;
   int end;
   uint64_t stream;
   cubert_profiling_token_t token;
   cubert_profile_duration_t duration;
-  cubert_status_t status;
-  cubert_error_t *error;
-} token_call_t;
+} token_task_t;
 
-static void token_task(void *context, void *payload) {
-  cubert_server_t *server = (cubert_server_t *)context;
-  token_call_t *call = (token_call_t *)payload;
-  const cubert_server_vtable_t *v = server->vtable;
-  if (!v->start_profile || !v->end_profile) {
-    call->status = cubert_error_set(call->error, CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION, NULL, 0,
-                                    "this server has no profiling");
-    return;
-  }
-  if (call->end)
-    call->status = v->end_profile(server, call->stream, call->token, &call->duration, call->error);
+static void token_run(void *context, void *payload) {
+  cubert_kit_t *kit = (cubert_kit_t *)context;
+  token_task_t *t = (token_task_t *)payload;
+  if (t->end)
+    t->head.status = cubert_kit_profile_end(kit, t->stream, t->token, &t->duration, t->head.error);
   else
-    call->status = v->start_profile(server, call->stream, &call->token, call->error);
-}
-
-static cubert_status_t token_call(cubert_client_t *client, token_call_t *call) {
-  cubert_status_t status;
-  call->stream = cubert_client_stream(client);
-  call->status = CUBERT_STATUS_INTERNAL;
-  status = client->state->handle.vtable->submit_blocking(client->state->handle.self, token_task,
-                                                         call);
-  if (status != CUBERT_STATUS_OK)
-    return cubert_error_set(call->error, CUBERT_ERROR_DEVICE_LOST, NULL, 0,
-                            "the device handle refused the call");
-  return call->status;
+    t->head.status = cubert_kit_profile_start(kit, t->stream, &t->token, t->head.error);
 }
 
 cubert_status_t cubert_client_profile_start(cubert_client_t *client,
                                             cubert_profiling_token_t *out_token,
                                             cubert_error_t *out_error) {
-  token_call_t call;
+  token_task_t t;
   if (!client || !out_token)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "profile_start: NULL argument");
-  cubert_memset(&call, 0, sizeof call);
-  call.error = out_error;
-  CUBERT_RETURN_IF_ERROR(token_call(client, &call));
-  *out_token = call.token;
+  cubert_memset(&t, 0, sizeof t);
+  t.stream = cubert_client_stream(client);
+  CUBERT_RETURN_IF_ERROR(client_submit(client, token_run, &t.head, out_error));
+  *out_token = t.token;
   return CUBERT_STATUS_OK;
 }
 
 cubert_status_t cubert_client_profile_end(cubert_client_t *client, cubert_profiling_token_t token,
                                           cubert_profile_duration_t *out_duration,
                                           cubert_error_t *out_error) {
-  token_call_t call;
+  token_task_t t;
   if (!client || !out_duration)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "profile_end: NULL argument");
-  cubert_memset(&call, 0, sizeof call);
-  call.end = 1;
-  call.token = token;
-  call.error = out_error;
-  CUBERT_RETURN_IF_ERROR(token_call(client, &call));
-  *out_duration = call.duration;
+  cubert_memset(&t, 0, sizeof t);
+  t.end = 1;
+  t.token = token;
+  t.stream = cubert_client_stream(client);
+  CUBERT_RETURN_IF_ERROR(client_submit(client, token_run, &t.head, out_error));
+  *out_duration = t.duration;
   return CUBERT_STATUS_OK;
 }
 
@@ -167,39 +148,29 @@ typedef struct profiled_launch_t {
 /* Inside an exclusive section: start a token (syncs), launch, end it (syncs). */
 static cubert_status_t run_profiled_launch(void *user) {
   profiled_launch_t *x = (profiled_launch_t *)user;
-  cubert_server_t *server = x->client->state->server;
-  const cubert_server_vtable_t *v = server->vtable;
-  uint64_t stream = cubert_client_stream(x->client);
+  cubert_kit_t *kit = x->client->state->kit;
+  cubert_kit_launch_t op;
   cubert_profiling_token_t token;
   cubert_profile_duration_t d;
   cubert_status_t status;
-  if (!v->start_profile || !v->end_profile)
+  op.stream = cubert_client_stream(x->client);
+  op.kernel = x->kernel;
+  op.count = x->count;
+  op.args = x->args;
+  op.execution = x->mode;
+  if (!cubert_kit_has_clock(kit))
     return cubert_error_set(x->error, CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION, NULL, 0,
-                            "kernel profiling needs a server with profiling");
-  CUBERT_RETURN_IF_ERROR(v->start_profile(server, stream, &token, x->error));
-  status = v->launch(server, x->kernel, x->count, x->args, x->mode, CUBERT_LAUNCH_EXECUTE, stream,
-                     x->error);
+                            "kernel profiling needs a device with a clock");
+  CUBERT_RETURN_IF_ERROR(cubert_kit_profile_start(kit, op.stream, &token, x->error));
+  status = cubert_kit_launch(kit, &op, x->error);
   if (status != CUBERT_STATUS_OK) {
     cubert_error_t ignored;
-    (void)v->end_profile(server, stream, token, &d, &ignored);
+    (void)cubert_kit_profile_end(kit, op.stream, token, &d, &ignored);
     return status;
   }
-  CUBERT_RETURN_IF_ERROR(v->end_profile(server, stream, token, &d, x->error));
+  CUBERT_RETURN_IF_ERROR(cubert_kit_profile_end(kit, op.stream, token, &d, x->error));
   x->duration_ns = d.end_ns >= d.start_ns ? d.end_ns - d.start_ns : 0;
   return CUBERT_STATUS_OK;
-}
-
-typedef struct plain_launch_t {
-  profiled_launch_t *x;
-  uint64_t stream;
-  cubert_status_t status;
-} plain_launch_t;
-
-static void plain_launch_task(void *context, void *payload) {
-  cubert_server_t *server = (cubert_server_t *)context;
-  plain_launch_t *p = (plain_launch_t *)payload;
-  p->status = server->vtable->launch(server, p->x->kernel, p->x->count, p->x->args, p->x->mode,
-                                     CUBERT_LAUNCH_EXECUTE, p->stream, p->x->error);
 }
 
 cubert_status_t client_profiled_launch(cubert_client_t *client, const struct cubert_kernel_t *kernel,
@@ -228,16 +199,7 @@ cubert_status_t client_profiled_launch(cubert_client_t *client, const struct cub
     if (status != CUBERT_STATUS_OK && x.error->status == CUBERT_STATUS_OK)
       cubert_error_set(x.error, CUBERT_ERROR_DEVICE_LOST, NULL, 0, "the device refused the call");
   } else {
-    plain_launch_t p;
-    p.x = &x;
-    p.stream = cubert_client_stream(client);
-    p.status = CUBERT_STATUS_INTERNAL;
-    status = s->handle.vtable->submit_blocking(s->handle.self, plain_launch_task, &p);
-    if (status != CUBERT_STATUS_OK)
-      status = cubert_error_set(x.error, CUBERT_ERROR_DEVICE_LOST, NULL, 0,
-                                "the device handle refused the call");
-    else
-      status = p.status;
+    status = client_launch_task(client, kernel, count, args, mode, x.error);
   }
   if (status != CUBERT_STATUS_OK) return status;
   launch_name(level, kernel, count, name, sizeof name);

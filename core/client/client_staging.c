@@ -1,5 +1,6 @@
 /* core/client/client_staging.c: staging buffers and the pinned create variants
- * (spec 1.2, 12.4). */
+ * (spec 1.2, 12.4): the kit's staging buffers (cubert_kit_staging), or plain
+ * host buffers from the client's allocator when the device has none. */
 #include "client/client_internal.h"
 
 #define STAGING_MAX_BATCH 64 /* buffers per staging / create_tensors call */
@@ -50,45 +51,28 @@ static cubert_status_t heap_bytes(cubert_allocator_t allocator, uint64_t size,
   return CUBERT_STATUS_OK;
 }
 
-/* ---- the server's staging, as a blocking device call ---- */
+/* ---- the kit's staging, as a device task ---- */
 
-typedef struct staging_call_t {
+typedef struct staging_task_t {
+  client_task_t head;
   const uint64_t *sizes;
   size_t count;
   cubert_bytes_t *out;
-  uint64_t stream;
-  cubert_status_t status;
-  cubert_error_t *error;
-} staging_call_t;
+} staging_task_t;
 
-static void staging_task(void *context, void *payload) {
-  cubert_server_t *server = (cubert_server_t *)context;
-  staging_call_t *call = (staging_call_t *)payload;
-  if (!server->vtable->staging) {
-    call->status = cubert_error_set(call->error, CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION, NULL, 0,
-                                    "this server has no staging");
-    return;
-  }
-  call->status =
-      server->vtable->staging(server, call->sizes, call->count, call->out, call->stream, call->error);
+static void staging_run(void *context, void *payload) {
+  staging_task_t *t = (staging_task_t *)payload;
+  t->head.status = cubert_kit_staging((cubert_kit_t *)context, t->sizes, t->count, t->out,
+                                      t->head.error);
 }
 
-static cubert_status_t server_staging(cubert_client_t *client, const uint64_t *sizes, size_t count,
-                                      cubert_bytes_t *out, cubert_error_t *error) {
-  staging_call_t call;
-  cubert_status_t status;
-  call.sizes = sizes;
-  call.count = count;
-  call.out = out;
-  call.stream = cubert_client_stream(client);
-  call.status = CUBERT_STATUS_INTERNAL;
-  call.error = error;
-  status = client->state->handle.vtable->submit_blocking(client->state->handle.self, staging_task,
-                                                         &call);
-  if (status != CUBERT_STATUS_OK)
-    return cubert_error_set(error, CUBERT_ERROR_DEVICE_LOST, NULL, 0,
-                            "the device handle refused the call");
-  return call.status;
+static cubert_status_t kit_staging(cubert_client_t *client, const uint64_t *sizes, size_t count,
+                                   cubert_bytes_t *out, cubert_error_t *error) {
+  staging_task_t t;
+  t.sizes = sizes;
+  t.count = count;
+  t.out = out;
+  return client_submit(client, staging_run, &t.head, error);
 }
 
 cubert_status_t cubert_client_reserve_staging(cubert_client_t *client, const uint64_t *sizes,
@@ -101,9 +85,9 @@ cubert_status_t cubert_client_reserve_staging(cubert_client_t *client, const uin
                             "reserve_staging: NULL argument");
   if (count == 0) return CUBERT_STATUS_OK;
   cubert_error_clear(&ignored);
-  if (server_staging(client, sizes, count, out_bytes, &ignored) == CUBERT_STATUS_OK)
+  if (kit_staging(client, sizes, count, out_bytes, &ignored) == CUBERT_STATUS_OK)
     return CUBERT_STATUS_OK;
-  /* the server refused (spec 1.2): plain host buffers of the requested sizes */
+  /* the device refused (spec 1.2): plain host buffers of the requested sizes */
   for (i = 0; i < count; i++) {
     if (heap_bytes(client->state->allocator, sizes[i], &out_bytes[i]) != CUBERT_STATUS_OK) {
       uint64_t size = sizes[i];
@@ -126,12 +110,19 @@ static bool needs_staging(const cubert_bytes_t *b, bool file_only) {
   }
 }
 
-cubert_status_t cubert_client_staging(cubert_client_t *client, cubert_bytes_t *bytes, size_t count,
-                                      bool file_only, cubert_error_t *out_error) {
+/* Scratch of one staging call: sizes, positions and the new buffers of the
+ * selected entries (heap: 64 of them would need 3.5 KB of stack). */
+typedef struct staging_scratch_t {
   uint64_t sizes[STAGING_MAX_BATCH];
   size_t which[STAGING_MAX_BATCH];
   cubert_bytes_t staged[STAGING_MAX_BATCH];
+} staging_scratch_t;
+
+cubert_status_t cubert_client_staging(cubert_client_t *client, cubert_bytes_t *bytes, size_t count,
+                                      bool file_only, cubert_error_t *out_error) {
+  staging_scratch_t *x = NULL;
   cubert_error_t ignored;
+  cubert_status_t status;
   size_t i, n = 0;
   if (!client || (count && !bytes) || count > STAGING_MAX_BATCH)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
@@ -140,22 +131,29 @@ cubert_status_t cubert_client_staging(cubert_client_t *client, cubert_bytes_t *b
     if (!bytes[i].data && bytes[i].size)
       return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                               "staging: a buffer with a size and no data");
-  for (i = 0; i < count; i++) {
+  for (i = 0; i < count; i++)
+    if (needs_staging(&bytes[i], file_only)) n++;
+  if (n == 0) return CUBERT_STATUS_OK;
+  /* no scratch: as if the device refused (nothing changes) */
+  if (cubert_allocator_malloc(client->state->allocator, sizeof(*x), 0, (void **)&x) !=
+      CUBERT_STATUS_OK)
+    return CUBERT_STATUS_OK;
+  for (i = 0, n = 0; i < count; i++) {
     if (!needs_staging(&bytes[i], file_only)) continue;
-    sizes[n] = bytes[i].size;
-    which[n] = i;
+    x->sizes[n] = bytes[i].size;
+    x->which[n] = i;
     n++;
   }
-  if (n == 0) return CUBERT_STATUS_OK;
   cubert_error_clear(&ignored);
-  if (server_staging(client, sizes, n, staged, &ignored) != CUBERT_STATUS_OK)
-    return CUBERT_STATUS_OK; /* CubeCL: the server's error is ignored, nothing changes */
-  for (i = 0; i < n; i++) {
-    cubert_bytes_t *b = &bytes[which[i]];
-    if (b->size) cubert_memcpy(staged[i].data, b->data, (size_t)b->size);
+  status = kit_staging(client, x->sizes, n, x->staged, &ignored);
+  /* CubeCL: the device's error is ignored, nothing changes */
+  for (i = 0; status == CUBERT_STATUS_OK && i < n; i++) {
+    cubert_bytes_t *b = &bytes[x->which[i]];
+    if (b->size) cubert_memcpy(x->staged[i].data, b->data, (size_t)b->size);
     if (b->release) b->release(b->owner, b->data, b->size);
-    *b = staged[i];
+    *b = x->staged[i];
   }
+  cubert_allocator_free(client->state->allocator, x, sizeof(*x), 0);
   return CUBERT_STATUS_OK;
 }
 
@@ -171,37 +169,59 @@ cubert_status_t cubert_client_create_from_slice_pinned(cubert_client_t *client, 
   return cubert_client_create_bytes(client, b, out_handle, out_error); /* takes b */
 }
 
+/* The bytes of tensor i: product(shape) * elem_size. */
+static cubert_status_t tensor_bytes(const cubert_layout_descriptor_t *d, uint64_t *out,
+                                    cubert_error_t *out_error) {
+  uint64_t n = d->elem_size;
+  uint32_t r;
+  if (d->rank > CUBERT_MAX_RANK)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "rank above CUBERT_MAX_RANK");
+  for (r = 0; r < d->rank; r++) {
+    if (d->shape[r] && n > UINT64_MAX / d->shape[r])
+      return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0,
+                              "tensor size overflows");
+    n *= d->shape[r];
+  }
+  *out = n;
+  return CUBERT_STATUS_OK;
+}
+
+typedef struct pinned_scratch_t {
+  uint64_t sizes[STAGING_MAX_BATCH];
+  cubert_bytes_t bytes[STAGING_MAX_BATCH];
+} pinned_scratch_t;
+
 cubert_status_t cubert_client_create_tensors_from_slices_pinned(
     cubert_client_t *client, const cubert_layout_descriptor_t *descriptors,
     const void *const *data, size_t count, cubert_memory_layout_t *out_layouts,
     cubert_error_t *out_error) {
-  uint64_t sizes[STAGING_MAX_BATCH];
-  cubert_bytes_t bytes[STAGING_MAX_BATCH];
+  pinned_scratch_t *x = NULL;
+  cubert_allocator_t allocator;
+  cubert_status_t status = CUBERT_STATUS_OK;
   size_t i;
   if (!client || !descriptors || !data || !out_layouts || count == 0 || count > STAGING_MAX_BATCH)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "create_tensors_from_slices_pinned: NULL argument or count outside "
                             "1..64");
-  for (i = 0; i < count; i++) {
-    uint64_t n = descriptors[i].elem_size;
-    uint32_t r;
-    if (descriptors[i].rank > CUBERT_MAX_RANK)
-      return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
-                              "rank above CUBERT_MAX_RANK");
-    for (r = 0; r < descriptors[i].rank; r++) {
-      if (descriptors[i].shape[r] && n > UINT64_MAX / descriptors[i].shape[r])
-        return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0,
-                                "tensor size overflows");
-      n *= descriptors[i].shape[r];
-    }
-    if (n && !data[i])
-      return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
-                              "create_tensors_from_slices_pinned: NULL data entry");
-    sizes[i] = n;
+  allocator = client->state->allocator;
+  if (cubert_allocator_malloc(allocator, sizeof(*x), 0, (void **)&x) != CUBERT_STATUS_OK)
+    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
+                            "create_tensors_from_slices_pinned: scratch");
+  for (i = 0; i < count && status == CUBERT_STATUS_OK; i++) {
+    status = tensor_bytes(&descriptors[i], &x->sizes[i], out_error);
+    if (status == CUBERT_STATUS_OK && x->sizes[i] && !data[i])
+      status = cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                                "create_tensors_from_slices_pinned: NULL data entry");
   }
-  CUBERT_RETURN_IF_ERROR(cubert_client_reserve_staging(client, sizes, count, bytes, out_error));
-  for (i = 0; i < count; i++)
-    if (sizes[i]) cubert_memcpy(bytes[i].data, data[i], (size_t)sizes[i]);
-  /* ownership of every buffer moves to the create path (released on failure) */
-  return client_do_create(client, descriptors, count, data, bytes, out_layouts, out_error);
+  if (status == CUBERT_STATUS_OK)
+    status = cubert_client_reserve_staging(client, x->sizes, count, x->bytes, out_error);
+  if (status == CUBERT_STATUS_OK) {
+    for (i = 0; i < count; i++)
+      if (x->sizes[i]) cubert_memcpy(x->bytes[i].data, data[i], (size_t)x->sizes[i]);
+    /* ownership of every buffer moves to the create path (released on failure) */
+    status = client_do_create(client, descriptors, count, data, x->bytes, out_layouts, out_error);
+  }
+  cubert_allocator_free(allocator, x, sizeof(*x), 0);
+  return status;
 }

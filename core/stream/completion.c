@@ -1,6 +1,7 @@
-/* core/stream/completion.c: waiting on completions (the wait itself is the server's). */
+/* core/stream/completion.c: waiting on completions (the wait itself is the device's: the kit's
+ * completions synchronize an event, then drain the stream's errors). */
 #include "base/internal.h"
-#include "cubert/server.h"
+#include "cubert/client.h"
 
 void cubert_completion_set_done(cubert_completion_t *completion, cubert_status_t status,
                                 const cubert_error_t *error) {

@@ -7,7 +7,7 @@
 #define CUBERT_CORE_STREAM_INTERNAL_H
 
 #include "base/internal.h"
-#include "cubert/stream.h"
+#include "cubert/backend/stream.h"
 
 /* Creates the entry of slot `index` (regular 0..max_streams-1, special k at
  * max_streams + k). Returns OK with *out_entry non-NULL, or an error with

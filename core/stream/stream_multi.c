@@ -2,7 +2,7 @@
  * seed 004): per-slot cursors and last_synced points, the shared-binding
  * analysis, GC pinning of cross-stream bindings, per-stream error queues.
  * No lock: the owning server serializes every cubert_multi_stream_* call
- * (see the threading contract in cubert/stream.h). */
+ * (see the threading contract in cubert/backend/stream.h). */
 #include "stream/stream_internal.h"
 
 /* Bits of the per-slot "synced with slot o" set (max_streams <= 255). */

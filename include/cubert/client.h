@@ -26,9 +26,9 @@
 #include "cubert/device.h"
 #include "cubert/handle.h"
 #include "cubert/layout.h"
+#include "cubert/memory.h"
 #include "cubert/properties.h"
 #include "cubert/profile.h"
-#include "cubert/server.h"
 
 CUBERT_EXTERN_C_BEGIN
 
@@ -47,16 +47,87 @@ typedef enum cubert_bounds_check_mode_e {
   CUBERT_BOUNDS_CHECK_VALIDATE = 2 /* launch_unchecked runs Validate */
 } cubert_bounds_check_mode_t;
 
-typedef struct cubert_client_config_t {
-  cubert_device_id_t device;
-  cubert_layout_policy_t layout_policy;
-  uint32_t max_handles;                    /* handle table capacity (0: 1<<20) */
-  cubert_handle_table_t *table;            /* NULL: the client creates one; else the client
-                                              takes ownership on success */
-  cubert_stream_source_fn_t stream_source; /* NULL: always stream 0 */
-  void *stream_source_self;
-  cubert_bounds_check_mode_t bounds_check;
-} cubert_client_config_t;
+/* ---- values that cross the client API ---------------------------------------- */
+
+/* CopyDescriptor (spec 2.1): a binding plus the shape/strides (in elements)
+ * and element size of the tensor it holds. */
+typedef struct cubert_copy_descriptor_t {
+  cubert_binding_t binding;
+  uint32_t rank;
+  uint64_t shape[CUBERT_MAX_RANK];
+  uint64_t strides[CUBERT_MAX_RANK];
+  uint64_t elem_size;
+} cubert_copy_descriptor_t;
+
+/* Where host bytes live (CubeCL's AllocationProperty). */
+typedef enum cubert_allocation_property_e {
+  CUBERT_ALLOCATION_NATIVE = 0, /* ordinary host memory */
+  CUBERT_ALLOCATION_PINNED = 1, /* page-locked staging memory */
+  CUBERT_ALLOCATION_FILE = 2,   /* memory-mapped file */
+  CUBERT_ALLOCATION_OTHER = 3
+} cubert_allocation_property_t;
+
+/* Host bytes whose ownership can move: `release(owner, data, size)` is called
+ * exactly once by whoever owns them last (NULL release: borrowed, nothing to
+ * do). */
+typedef struct cubert_bytes_t {
+  void *data;
+  uint64_t size;
+  cubert_allocation_property_t property;
+  void *owner;
+  void (*release)(void *owner, void *data, uint64_t size);
+} cubert_bytes_t;
+
+/* A handle's memory as the device sees it: a host pointer (CPU drivers;
+ * NULL when the device memory is not host-addressable), the device address,
+ * and the size in use. */
+typedef struct cubert_resource_t {
+  void *ptr;
+  uint64_t address;
+  uint64_t size;
+} cubert_resource_t;
+
+/* Kernel arguments as the client passes them: buffer bindings (borrowed for
+ * the call; the device retains what it keeps) and scalar slots of 8 bytes
+ * each (the layout of cubert_kernel_args_t.scalars in cubert/kernel.h). */
+typedef struct cubert_launch_arguments_t {
+  const cubert_binding_t *buffers;
+  uint32_t buffer_count;
+  uint32_t scalar_count;
+  const uint64_t *scalars;
+} cubert_launch_arguments_t;
+
+/* ---- completions ------------------------------------------------------------
+ * An asynchronous operation (read_async, sync_async) fills a caller-owned
+ * completion. The device sets it up; the caller waits on it once, then the
+ * completion is finished (its status and error record are final). */
+typedef struct cubert_completion_t cubert_completion_t;
+
+typedef struct cubert_completion_vtable_t {
+  /* Block until done or until timeout_ns elapsed (UINT64_MAX: forever).
+   * DEADLINE_EXCEEDED on timeout (the completion stays pending and may be
+   * waited on again). */
+  cubert_status_t (*wait)(cubert_completion_t *completion, uint64_t timeout_ns);
+} cubert_completion_vtable_t;
+
+struct cubert_completion_t {
+  const cubert_completion_vtable_t *vtable; /* NULL: completed synchronously */
+  void *impl[4];                            /* the device's bookkeeping */
+  cubert_status_t status;                   /* final once done */
+  cubert_error_t error;                     /* details of a failure */
+};
+
+/* Wait for a completion and return its status (copying its error record into
+ * out_error when not OK). A completion prepared synchronously returns at once.
+ * INVALID_ARGUMENT for NULL. DEADLINE_EXCEEDED when timeout_ns passes first.
+ * Blocks (the device's event wait; a deterministic CPU device runs its queued
+ * work here). Not thread-safe on one completion. */
+CUBERT_API cubert_status_t cubert_completion_wait(cubert_completion_t *completion,
+                                                  uint64_t timeout_ns, cubert_error_t *out_error);
+
+/* Mark a completion as already finished with `status` / `error` (NULL: none). */
+CUBERT_API void cubert_completion_set_done(cubert_completion_t *completion, cubert_status_t status,
+                                           const cubert_error_t *error);
 
 /* A tensor's memory and strides (CubeCL MemoryLayout). The handle must be
  * released with cubert_client_handle_release. */
@@ -68,17 +139,10 @@ typedef struct cubert_memory_layout_t {
 
 /* ---- lifecycle ------------------------------------------------------------- */
 
-/* Create the device's shared state and a first client over `server` and
- * `device_handle` (ownership of both moves to the client on success; on
- * failure the caller keeps them) and register it under config->device.
- * ALREADY_EXISTS when the device is registered (spec 1.1 init), INVALID_ARGUMENT,
- * RESOURCE_EXHAUSTED. Blocks briefly. Thread-safe. */
-CUBERT_API cubert_status_t cubert_client_init(cubert_allocator_t allocator,
-                                              const cubert_client_config_t *config,
-                                              cubert_server_t *server,
-                                              cubert_device_handle_t device_handle,
-                                              cubert_client_t **out_client,
-                                              cubert_error_t *out_error);
+/* Devices are created by their backend: cubert_cpu_client_create
+ * (cubert/cpu.h), cubert_inline_client_create (cubert/inline.h), or
+ * cubert_kit_client_create (cubert/backend/kit.h) for a new driver. */
+
 /* A new client of a registered device (spec 1.1 load). NOT_FOUND. */
 CUBERT_API cubert_status_t cubert_client_load(cubert_device_id_t device,
                                               cubert_client_t **out_client);
@@ -166,7 +230,7 @@ CUBERT_API cubert_status_t cubert_client_write(cubert_client_t *client,
                                                uint64_t size, cubert_error_t *out_error);
 
 /* ---- staging (spec 1.2, 12.4) ------------------------------------------------------
- * Host buffers are cubert_bytes_t (cubert/server.h): data, size, allocation
+ * Host buffers are cubert_bytes_t (above): data, size, allocation
  * property (NATIVE, PINNED, FILE, OTHER) and an owner-supplied release
  * function; whoever owns a buffer last calls release(owner, data, size) once
  * (NULL release: nothing to do). */
@@ -518,9 +582,9 @@ CUBERT_API cubert_status_t cubert_client_to_client_tensor(
     uint32_t dtype, cubert_handle_t *out_handle, cubert_error_t *out_error);
 
 /* to_client: copy a handle's bytes in use to dst's device and return the new
- * handle there (the caller releases it). Servers with comm support
- * (vtable comm_enabled) use to_client_tensor; the others (CPU)
- * change_client_sync (blocking read on src). INVALID_ARGUMENT for NULL or an
+ * handle there (the caller releases it). Devices whose features include
+ * CUBERT_FEATURE_COLLECTIVES use to_client_tensor; the others (the CPU
+ * drivers) change_client_sync (blocking read on src). INVALID_ARGUMENT for NULL or an
  * unknown dtype; otherwise the codes of the path taken. */
 CUBERT_API cubert_status_t cubert_client_to_client(cubert_client_t *src,
                                                    const cubert_handle_t *handle,

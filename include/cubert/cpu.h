@@ -1,10 +1,12 @@
 /*
- * cubert/cpu.h: the CPU server (hosted layer). Streams are simulated by one
+ * cubert/cpu.h: the CPU device (hosted layer): the CPU driver
+ * (backend-cpu/cpu) under the server kit. Streams are simulated by one
  * worker thread per stream slot; kernels are C functions (written in the
  * kernel dialect of cubert/kernel.h) run over the cube grid by a persistent
  * worker pool. In deterministic mode (docs/simulation.md) no thread is
- * started and a seeded chooser orders every step; the race checker
- * (docs/race-checker.md) can run in either mode.
+ * started and a seeded chooser orders every step; the kit's race checker
+ * (docs/race-checker.md) can run in either mode. Test-only switches:
+ * cubert/backend/testing.h.
  */
 #ifndef CUBERT_CPU_H
 #define CUBERT_CPU_H
@@ -18,16 +20,15 @@ CUBERT_EXTERN_C_BEGIN
 /* Type id of CPU devices in the device registry. */
 #define CUBERT_CPU_DEVICE_TYPE 1
 
-/* How the server runs its streams (docs/simulation.md). */
+/* How the driver runs its streams (docs/simulation.md). */
 typedef enum cubert_cpu_mode_e {
-  /* One worker thread per stream slot, a GC thread, a kernel worker pool. */
+  /* One worker thread per stream, a kernel worker pool. */
   CUBERT_CPU_MODE_THREADED = 0,
-  /* No thread at all: whenever the host must wait (a sync or read
-   * completion, a full op ring, a GC drain, destroy), one loop on the waiting
-   * thread runs the runnable steps (each stream's head op whose wait is
-   * satisfied, the oldest GC reclamation whose event completed), one at a
-   * time, in the order the chooser decides; kernels run inline, cubes in
-   * order. Same seed (or replay log) => same order, trace hash and results
+  /* No thread at all: whenever the host must wait (an event synchronize:
+   * a sync or read completion, a GC wait, a full op ring, destroy), one loop
+   * on the waiting thread runs the runnable steps (each stream's head op
+   * whose wait is satisfied), one at a time, in the order the chooser
+   * decides; kernels run inline, cubes in order. Same seed (or replay log) => same order, trace hash and results
    * on any machine, for a single-threaded host program. */
   CUBERT_CPU_MODE_DETERMINISTIC = 1
 } cubert_cpu_mode_t;
@@ -68,18 +69,10 @@ typedef struct cubert_cpu_options_t {
   uint32_t log_capacity;
   /* Non-zero: run the race checker (cubert/race.h) in either mode; reports
    * are counted (cubert_cpu_race_counters), the last is kept and each goes
-   * to race_sink (called with the server's race lock held, on the thread
-   * that issued the action; it must not call the client). 0: off (one branch
-   * per hook). */
+   * to race_sink (called with the device held, on the thread that issued the
+   * action; it must not call the client). 0: off (one branch per hook). */
   uint32_t race_check;
   cubert_race_sink_t race_sink;
-  /* TEST ONLY (seeded-bug programs): drop the Nth (1-based) cross-stream
-   * wait the multi-stream asks for (neither enqueued nor told to the race
-   * checker). 0: none. Waits of the GC stream are not counted. */
-  uint32_t fault_drop_wait;
-  /* TEST ONLY: drop the Nth (1-based) wait of the GC stream on a consumer
-   * (the fence a GC reclamation relies on). 0: none. */
-  uint32_t fault_drop_gc_wait;
 } cubert_cpu_options_t;
 
 /* Defaults for every field (zeros mean "default" too). Reads the
@@ -103,8 +96,8 @@ CUBERT_API cubert_status_t cubert_cpu_client_create(cubert_allocator_t allocator
 /* ---- deterministic simulation ------------------------------------------------
  * Every function takes a client of a CPU device created by
  * cubert_cpu_client_create (or a clone). INVALID_ARGUMENT for NULL arguments;
- * NOT_FOUND when the client is not on a CPU device of this process;
- * FAILED_PRECONDITION for a DETERMINISTIC-only call on a THREADED server. */
+ * NOT_FOUND when the client is not on a CPU device;
+ * FAILED_PRECONDITION for a DETERMINISTIC-only call on a THREADED device. */
 
 typedef struct cubert_cpu_sim_info_t {
   uint32_t deterministic;  /* 1 in DETERMINISTIC mode */
@@ -122,7 +115,7 @@ typedef struct cubert_cpu_sim_info_t {
 } cubert_cpu_sim_info_t;
 
 /* Copy the simulation state. Thread-safe (takes the simulation lock). A
- * THREADED server reports deterministic 0 and zeros. */
+ * THREADED device reports deterministic 0 and zeros. */
 CUBERT_API cubert_status_t cubert_cpu_sim_info(cubert_client_t *client,
                                                cubert_cpu_sim_info_t *out_info);
 
@@ -132,14 +125,15 @@ CUBERT_API cubert_status_t cubert_cpu_sim_info(cubert_client_t *client,
 CUBERT_API cubert_status_t cubert_cpu_sim_attach(cubert_client_t *client,
                                                  cubert_sim_chooser_t *chooser);
 
-/* Run steps (in the chooser's order) until nothing is runnable: every
- * enqueued op and every GC reclamation whose event completed ran.
- * Deterministic only. Blocks (runs kernels inline). Thread-safe. */
+/* Run steps (in the chooser's order) until nothing is runnable (every
+ * enqueued op ran), then release what the kit's GC holds whose event
+ * completed. Deterministic only. Blocks (runs kernels inline). Thread-safe. */
 CUBERT_API cubert_status_t cubert_cpu_sim_drain(cubert_client_t *client);
 
 /* ---- race checker (options.race_check) ---------------------------------------- */
 
-/* Counters of the device's checker (all zero when it is off). Thread-safe. */
+/* Counters of the device's checker (all zero when it is off); the same as
+ * cubert_kit_race_counters (cubert/backend/kit.h). Thread-safe. */
 CUBERT_API cubert_status_t cubert_cpu_race_counters(cubert_client_t *client,
                                                     cubert_race_counters_t *out_counters);
 /* The most recent report: OK, or NOT_FOUND when there was none (or the

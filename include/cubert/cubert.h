@@ -1,8 +1,14 @@
 /*
  * cubert: the CubeCL runtime rebuilt in C99.
  *
- * Umbrella header and the conventions every public header follows. They are
- * written once, here:
+ * Umbrella header: the client API (client, handles, kernels, layouts, cube
+ * counts, errors, properties, profiling). A device is created by its backend
+ * (cubert/cpu.h, cubert/inline.h; the hosted layer: cubert/host.h). The
+ * interface for backend authors (the driver table and the server kit) lives
+ * in cubert/backend/ and is not included here; neither are the race checker
+ * (cubert/race.h) and the simulation chooser (cubert/sim.h).
+ *
+ * The conventions every public header follows are written once, here:
  *
  *  - Names: prefix `cubert_`; types `cubert_thing_t`; macros `CUBERT_`; noun
  *    before verb (`cubert_handle_retain`); outputs last, named `out_...`.
@@ -33,11 +39,10 @@
 #include "cubert/cube.h"
 #include "cubert/comm.h"
 #include "cubert/stream_id.h"
-#include "cubert/stream.h"
 #include "cubert/layout.h"
 #include "cubert/client.h"
 #include "cubert/memory.h"
 #include "cubert/profile.h"
-#include "cubert/race.h"
+#include "cubert/kernel.h"
 
 #endif /* CUBERT_CUBERT_H */

@@ -8,6 +8,7 @@
 
 #include "cubert/allocator.h"
 #include "cubert/device.h"
+#include "cubert/profile.h"
 #include "cubert/stream_id.h"
 
 CUBERT_EXTERN_C_BEGIN
@@ -122,6 +123,27 @@ CUBERT_API cubert_status_t cubert_device_handle_runner_create(cubert_allocator_t
                                                               void *context,
                                                               uint32_t queue_capacity,
                                                               cubert_device_handle_t *out_handle);
+
+/* ---- hooks for the server kit (cubert/backend/kit.h, cubert/inline.h) --- */
+
+/* A recursive device lock (cubert_lock_t): a mutex plus its owner thread and
+ * a depth, so a re-entry is a compare. *out_lock owns the allocation until
+ * cubert_host_lock_destroy. INVALID_ARGUMENT (NULL), RESOURCE_EXHAUSTED.
+ * The lock functions are thread-safe and block while another thread holds
+ * it. */
+CUBERT_API cubert_status_t cubert_host_lock_create(cubert_allocator_t allocator,
+                                                   cubert_lock_t *out_lock);
+/* Destroy a lock made by cubert_host_lock_create (not held). A lock with NULL
+ * functions: no-op. */
+CUBERT_API void cubert_host_lock_destroy(cubert_lock_t lock);
+
+/* The host's monotonic clock (CLOCK_MONOTONIC, nanoseconds) as a profiling
+ * clock. Thread-safe, non-blocking. */
+CUBERT_API cubert_profile_clock_t cubert_host_clock(void);
+
+/* A stream source (cubert_stream_source_fn_t of cubert/client.h) returning
+ * cubert_stream_id_current().value; `self` is ignored. */
+CUBERT_API uint64_t cubert_host_stream_source(void *self);
 
 /* ---- logging ------------------------------------------------------------ */
 

@@ -99,7 +99,7 @@
 #define CUBERT_KERNEL_MAX_ELEMENT_BYTES 64
 
 /* Execution modes as the dialect sees them; the values equal
- * cubert_execution_mode_t (cubert/server.h). */
+ * cubert_execution_mode_t (below). */
 #define CUBERT_KERNEL_MODE_CHECKED 0
 #define CUBERT_KERNEL_MODE_VALIDATE 1
 #define CUBERT_KERNEL_MODE_UNCHECKED 2
@@ -119,6 +119,13 @@
 #endif
 
 CUBERT_EXTERN_C_BEGIN
+
+/* How kernel accessors treat out-of-bounds indices (CubeCL ExecutionMode). */
+typedef enum cubert_execution_mode_e {
+  CUBERT_EXECUTION_CHECKED = 0,   /* OOB reads give 0, OOB writes are dropped */
+  CUBERT_EXECUTION_VALIDATE = 1,  /* as checked, and an error is queued */
+  CUBERT_EXECUTION_UNCHECKED = 2  /* raw accesses */
+} cubert_execution_mode_t;
 
 /* ---- launch arguments ---------------------------------------------------------- */
 

@@ -30,9 +30,19 @@
 #include "cubert/status.h"
 #include "cubert/allocator.h"
 #include "cubert/error.h"
-#include "cubert/server.h" /* cubert_profiling_token_t, cubert_profile_duration_t */
 
 CUBERT_EXTERN_C_BEGIN
+
+/* ProfilingToken (spec 7). */
+typedef struct cubert_profiling_token_t {
+  uint64_t id;
+} cubert_profiling_token_t;
+
+/* A completed profile: host nanoseconds between two stream syncs. */
+typedef struct cubert_profile_duration_t {
+  uint64_t start_ns;
+  uint64_t end_ns;
+} cubert_profile_duration_t;
 
 /* ---- clock ------------------------------------------------------------------ */
 

@@ -44,8 +44,8 @@ inc=$dest/usr/include
 $MAKE --no-print-directory -s BUILD="$BUILD" CC="$CC" install DESTDIR="$dest" PREFIX=/usr \
   >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "make install"; }
 
-for h in include/cubert/*.h; do
-  cmp -s "$h" "$inc/cubert/$(basename "$h")" || fail "header $h not installed (or differs)"
+for h in include/cubert/*.h include/cubert/backend/*.h; do
+  cmp -s "$h" "$inc/${h#include/}" || fail "header $h not installed (or differs)"
 done
 [ -f "$lib/libcubert.a" ] || fail "libcubert.a not installed"
 [ -f "$lib/libcubert.so.$VERSION" ] && [ ! -L "$lib/libcubert.so.$VERSION" ] ||
@@ -137,6 +137,6 @@ left=$(find "$dest" \( -type f -o -type l \) | grep -i cubert || true)
 [ -z "$left" ] || fail "uninstall left: $left"
 [ ! -e "$inc/cubert" ] || fail "uninstall left $inc/cubert"
 
-echo "check-install: ok (PREFIX=/usr: $(ls include/cubert/*.h | wc -l) headers, libcubert.a," \
+echo "check-install: ok (PREFIX=/usr: $(ls include/cubert/*.h include/cubert/backend/*.h | wc -l) headers, libcubert.a," \
   "libcubert.so.$VERSION soname libcubert.so.$MAJOR, $nexports cubert_ exports, cubert.pc;" \
   "pkg-config consumer static+shared ran; uninstall clean)"

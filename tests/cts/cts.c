@@ -1,13 +1,10 @@
-/* tests/cts/cts.c: the backend under test for the conformance suite.
- *
- * Environment (read by cts_setup):
- *   CUBERT_CTS_MODE=deterministic  run the CPU server in deterministic mode
- *                                  (seed CUBERT_CTS_SEED, default 1);
- *   CUBERT_CTS_RACE=0              turn the race checker off (it is on by
- *                                  default: cts_teardown checks 0 reports). */
+/* tests/cts/cts.c: the device under test for the conformance suite (see cts.h). */
 #include "cts.h"
 
+#include "cubert/backend/kit.h"
 #include "cubert/cpu.h"
+#include "cubert/host.h"
+#include "cubert/inline.h"
 
 /* Deterministic runs: a failing test prints its seed and choice log at exit. */
 static cubert_client_t *g_sim_client;
@@ -28,35 +25,124 @@ static uint64_t env_u64(const char *name, uint64_t fallback) {
   return v && *v ? strtoull(v, NULL, 0) : fallback;
 }
 
-void cts_setup(cts_env_t *env, uint32_t device_index) {
-  cubert_cpu_options_t options;
+cts_server_t cts_server(void) {
+  const char *v = getenv("CUBERT_CTS_SERVER");
+  const char *mode = getenv("CUBERT_CTS_MODE");
+  if (!v || !*v) return mode && strcmp(mode, "deterministic") == 0 ? CTS_SERVER_DETERMINISTIC
+                                                                   : CTS_SERVER_CPU;
+  if (strcmp(v, "cpu") == 0) return CTS_SERVER_CPU;
+  if (strcmp(v, "deterministic") == 0) return CTS_SERVER_DETERMINISTIC;
+  if (strcmp(v, "inline") == 0) return CTS_SERVER_INLINE;
+  test_fail(__FILE__, __LINE__, "CUBERT_CTS_SERVER=%s: expected cpu, deterministic or inline", v);
+}
+
+const char *cts_server_name(void) {
+  switch (cts_server()) {
+    case CTS_SERVER_DETERMINISTIC: return "deterministic";
+    case CTS_SERVER_INLINE: return "inline";
+    case CTS_SERVER_CPU:
+    default: return "cpu";
+  }
+}
+
+int cts_is_threaded(void) { return cts_server() == CTS_SERVER_CPU; }
+
+uint16_t cts_device_type(void) {
+  return cts_server() == CTS_SERVER_INLINE ? CUBERT_INLINE_DEVICE_TYPE : CUBERT_CPU_DEVICE_TYPE;
+}
+
+/* The inline device's lock: made here, freed when the device is gone. */
+typedef struct inline_lock_t {
+  cubert_lock_t lock;
+  cubert_allocator_t allocator;
+} inline_lock_t;
+
+static void inline_lock_release(void *self) {
+  inline_lock_t *l = (inline_lock_t *)self;
+  cubert_allocator_t a = l->allocator;
+  cubert_host_lock_destroy(l->lock);
+  cubert_allocator_free(a, l, sizeof(*l), 0);
+}
+
+static cubert_status_t inline_create(cubert_allocator_t a, const cts_options_t *o,
+                                     cubert_client_t **out, cubert_error_t *err) {
+  cubert_inline_options_t io;
+  inline_lock_t *l = NULL;
+  cubert_status_t status;
+  if (cubert_allocator_malloc(a, sizeof(*l), 0, (void **)&l) != CUBERT_STATUS_OK)
+    return cubert_error_set(err, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cts: lock");
+  l->allocator = a;
+  if (cubert_host_lock_create(a, &l->lock) != CUBERT_STATUS_OK) {
+    cubert_allocator_free(a, l, sizeof(*l), 0);
+    return cubert_error_set(err, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cts: lock");
+  }
+  cubert_inline_options_initialize(&io);
+  io.device_index = o->device_index;
+  io.max_streams = o->max_streams ? o->max_streams : 8;
+  io.memory_size = o->memory_size;
+  io.max_handles = o->max_handles;
+  io.bounds_check = o->bounds_check;
+  io.race_check = env_u64("CUBERT_CTS_RACE", 1) != 0;
+  io.lock = l->lock;
+  io.clock = cubert_host_clock();
+  io.stream_source = cubert_host_stream_source;
+  io.release = inline_lock_release;
+  io.release_self = l;
+  status = cubert_inline_client_create(a, &io, out, err);
+  if (status != CUBERT_STATUS_OK) inline_lock_release(l);
+  return status;
+}
+
+cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_options_t *options,
+                                  cubert_client_t **out_client, cubert_error_t *out_error) {
+  cubert_cpu_options_t o;
+  cts_options_t none;
+  if (!options) {
+    memset(&none, 0, sizeof none);
+    options = &none;
+  }
+  if (cts_server() == CTS_SERVER_INLINE && !options->threaded)
+    return inline_create(allocator, options, out_client, out_error);
+  cubert_cpu_options_initialize(&o);
+  o.device_index = options->device_index;
+  o.max_streams = options->max_streams ? options->max_streams : 8;
+  o.workers = options->workers ? options->workers : 2;
+  if (options->memory_size) o.memory_size = options->memory_size;
+  o.max_handles = options->max_handles;
+  o.bounds_check = options->bounds_check;
+  o.collective_timeout_ms = options->collective_timeout_ms;
+  if (cts_server() == CTS_SERVER_DETERMINISTIC && !options->threaded) {
+    o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
+    o.seed = env_u64("CUBERT_CTS_SEED", 1);
+  }
+  o.race_check = env_u64("CUBERT_CTS_RACE", 1) != 0;
+  return cubert_cpu_client_create(allocator, &o, out_client, out_error);
+}
+
+void cts_setup_with(cts_env_t *env, const cts_options_t *options) {
   cubert_error_t err;
   char msg[256];
-  cubert_status_t status;
-  const char *mode = getenv("CUBERT_CTS_MODE");
   memset(env, 0, sizeof(*env));
   env->allocator = counting_allocator_init(&env->counting);
-  cubert_cpu_options_initialize(&options);
-  options.device_index = device_index;
-  options.max_streams = 8;
-  options.workers = 2;
-  if (mode && strcmp(mode, "deterministic") == 0) {
-    options.mode = CUBERT_CPU_MODE_DETERMINISTIC;
-    options.seed = env_u64("CUBERT_CTS_SEED", 1);
-    env->deterministic = 1;
-  }
-  options.race_check = env_u64("CUBERT_CTS_RACE", 1) != 0;
-  env->race_check = options.race_check;
-  status = cubert_cpu_client_create(env->allocator, &options, &env->client, &err);
-  if (status != CUBERT_STATUS_OK) {
+  env->deterministic = cts_server() == CTS_SERVER_DETERMINISTIC && !options->threaded;
+  env->race_check = env_u64("CUBERT_CTS_RACE", 1) != 0;
+  if (cts_client_create(env->allocator, options, &env->client, &err) != CUBERT_STATUS_OK) {
     cubert_error_format(&err, msg, sizeof msg);
-    test_fail(__FILE__, __LINE__, "cts_setup: cannot create the CPU device: %s", msg);
+    test_fail(__FILE__, __LINE__, "cts_setup: cannot create the %s device: %s", cts_server_name(),
+              msg);
   }
-  if (options.mode == CUBERT_CPU_MODE_DETERMINISTIC) {
+  if (env->deterministic) {
     static int registered;
     g_sim_client = env->client;
     if (!registered) registered = atexit(print_sim_run) == 0;
   }
+}
+
+void cts_setup(cts_env_t *env, uint32_t device_index) {
+  cts_options_t o;
+  memset(&o, 0, sizeof o);
+  o.device_index = device_index;
+  cts_setup_with(env, &o);
 }
 
 void cts_teardown(cts_env_t *env) {
@@ -64,8 +150,8 @@ void cts_teardown(cts_env_t *env) {
     cubert_race_counters_t counters;
     cubert_race_report_t report;
     char line[512];
-    CHECK_OK(cubert_cpu_race_counters(env->client, &counters));
-    if (counters.reports && cubert_cpu_race_last_report(env->client, &report) == CUBERT_STATUS_OK) {
+    CHECK_OK(cubert_kit_race_counters(env->client, &counters));
+    if (counters.reports && cubert_kit_race_last_report(env->client, &report) == CUBERT_STATUS_OK) {
       cubert_race_report_format(&report, line, sizeof line);
       test_fail(__FILE__, __LINE__, "%llu race report(s), last: %s",
                 (unsigned long long)counters.reports, line);
@@ -78,4 +164,14 @@ void cts_teardown(cts_env_t *env) {
             (long long)env->counting.live_blocks, (long long)env->counting.live_bytes);
   CHECK_EQ_U64(env->counting.bad_frees, 0);
   counting_allocator_destroy(&env->counting);
+}
+
+int cts_has_collectives(cubert_client_t *client) {
+  const cubert_driver_t *driver = NULL;
+  void *self = NULL;
+  cubert_cpu_sim_info_t info;
+  if (cubert_kit_driver_of(client, &driver, &self) != CUBERT_STATUS_OK) return 0;
+  if (!driver->collective) return 0;
+  /* the CPU driver refuses them in deterministic mode */
+  return cubert_cpu_sim_info(client, &info) != CUBERT_STATUS_OK || !info.deterministic;
 }

@@ -1,8 +1,17 @@
 /*
- * tests/cts/cts.h: the conformance suite's view of "the backend under test".
- * Every CTS test gets its client from cts_client_create, so the same tests
- * run on the CPU server (default) and on the CUDA server (CUBERT_CTS_BACKEND=cuda
- * in a CUDA=1 build).
+ * tests/cts/cts.h: the conformance suite's view of "the device under test".
+ * Every CTS test gets its devices from cts_setup / cts_client_create, so the
+ * same tests run on each driver under the server kit:
+ *
+ *   CUBERT_CTS_SERVER=cpu            the threaded CPU driver (default)
+ *   CUBERT_CTS_SERVER=deterministic  the CPU driver in deterministic mode
+ *                                    (seed CUBERT_CTS_SEED, default 1)
+ *   CUBERT_CTS_SERVER=inline         the inline driver (synchronous, no threads)
+ *   CUBERT_CTS_RACE=0                turn the race checker off (it is on by
+ *                                    default: cts_teardown checks 0 reports)
+ *
+ * (`make cts SERVER=cpu|deterministic|inline`.) A test that cannot apply to
+ * the device under test skips with the reason ("skipped: ...").
  */
 #ifndef CUBERT_CTS_H
 #define CUBERT_CTS_H
@@ -12,18 +21,53 @@
 #include "cubert/cubert.h"
 #include "cubert/client.h"
 
+typedef enum cts_server_e { CTS_SERVER_CPU = 0, CTS_SERVER_DETERMINISTIC = 1, CTS_SERVER_INLINE = 2 } cts_server_t;
+
+/* The device under test (from CUBERT_CTS_SERVER; CUBERT_CTS_MODE=deterministic is
+ * read too). An unknown value fails the test. */
+cts_server_t cts_server(void);
+const char *cts_server_name(void);
+
+/* What a test may ask of a device; zeros are the defaults (8 streams, 2
+ * workers, 1 GiB pages, ...). */
+typedef struct cts_options_t {
+  uint32_t device_index;
+  uint32_t max_streams;          /* 0: 8 */
+  uint32_t workers;              /* CPU: kernel workers (0: 2) */
+  uint64_t memory_size;          /* 0: 1 GiB */
+  uint32_t max_handles;          /* 0: the default */
+  cubert_bounds_check_mode_t bounds_check;
+  uint32_t collective_timeout_ms; /* CPU: 0: the default */
+  int threaded;                  /* the threaded CPU driver whatever is under test
+                                    (multi-device runs of the deterministic mode) */
+} cts_options_t;
+
+/* Create a device of the driver under test (race checker as CUBERT_CTS_RACE
+ * says); the allocator also serves the device's lock where it needs one. */
+cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_options_t *options,
+                                  cubert_client_t **out_client, cubert_error_t *out_error);
+
 typedef struct cts_env_t {
   counting_allocator_t counting;
   cubert_allocator_t allocator;
   cubert_client_t *client;
   uint32_t race_check; /* the race checker runs; teardown checks 0 reports */
-  int deterministic;   /* the CPU server runs in deterministic mode (CUBERT_CTS_MODE) */
+  int deterministic;   /* the CPU driver runs in deterministic mode */
 } cts_env_t;
 
-/* Create a fresh device (index `device_index`) with a counting allocator;
- * skips the test (with the reason printed) when the backend is unavailable. */
+/* Create a fresh device (index `device_index`) with a counting allocator. */
 void cts_setup(cts_env_t *env, uint32_t device_index);
+/* The same with options (options->device_index is used). */
+void cts_setup_with(cts_env_t *env, const cts_options_t *options);
 /* Release the client and check that every block was given back. */
 void cts_teardown(cts_env_t *env);
+
+/* Does the device under test have collectives (the CPU drivers in threaded
+ * mode do)? Tests that need them skip otherwise. */
+int cts_has_collectives(cubert_client_t *client);
+/* Does it run work on other threads (the threaded CPU driver)? */
+int cts_is_threaded(void);
+/* The registry type id of the device under test's devices. */
+uint16_t cts_device_type(void);
 
 #endif

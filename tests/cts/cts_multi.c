@@ -1,27 +1,22 @@
-/* tests/cts/cts_multi.c: several CPU devices in one test process. */
+/* tests/cts/cts_multi.c: several devices of the driver under test in one
+ * test process (the deterministic mode's multi-device tests run threaded:
+ * collectives need the threads). */
 #include "cts_multi.h"
 
 #include <time.h>
 
-#include "cubert/cpu.h"
 #include "host/host_comm.h"
 
 void mdev_create(cts_env_t *env, uint32_t index, uint32_t collective_timeout_ms) {
-  cubert_cpu_options_t options;
-  cubert_error_t err;
-  char msg[256];
-  memset(env, 0, sizeof(*env));
-  env->allocator = counting_allocator_init(&env->counting);
-  cubert_cpu_options_initialize(&options);
-  options.device_index = index;
-  options.max_streams = 8;
-  options.workers = 2;
-  options.collective_timeout_ms = collective_timeout_ms;
-  if (cubert_cpu_client_create(env->allocator, &options, &env->client, &err) != CUBERT_STATUS_OK) {
-    cubert_error_format(&err, msg, sizeof msg);
-    test_fail(__FILE__, __LINE__, "mdev_create: cannot create CPU device %u: %s", index, msg);
-  }
+  cts_options_t o;
+  memset(&o, 0, sizeof o);
+  o.device_index = index;
+  o.collective_timeout_ms = collective_timeout_ms;
+  o.threaded = cts_server() == CTS_SERVER_DETERMINISTIC;
+  cts_setup_with(env, &o);
 }
+
+int mdev_collectives(const cts_env_t *env) { return cts_has_collectives(env->client); }
 
 void mdev_setup(mdev_t *m, uint32_t n, uint32_t first_index, uint32_t collective_timeout_ms) {
   uint32_t i;
@@ -32,6 +27,12 @@ void mdev_setup(mdev_t *m, uint32_t n, uint32_t first_index, uint32_t collective
     mdev_create(&m->env[i], first_index + i, collective_timeout_ms);
     m->ids[i] = cubert_client_device(m->env[i].client);
   }
+}
+
+void mdev_setup_comm(mdev_t *m, uint32_t n, uint32_t first_index, uint32_t collective_timeout_ms) {
+  if (cts_server() == CTS_SERVER_INLINE)
+    TEST_SKIP("collectives: the inline driver has none (it answers UNSUPPORTED)");
+  mdev_setup(m, n, first_index, collective_timeout_ms);
 }
 
 void mdev_teardown(mdev_t *m) {
@@ -50,3 +51,37 @@ uint64_t mdev_now_ms(void) {
 }
 
 int mdev_inner_kind(const cubert_error_t *err) { return (int)cubert_error_kind(err); }
+
+/* ---- collective helpers ---- */
+
+cubert_handle_t mdev_make_f32(cubert_client_t *c, const float *v, size_t n) {
+  cubert_handle_t h;
+  CHECK_OK(cubert_client_create(c, v, n * sizeof(float), &h, NULL));
+  return h;
+}
+
+void mdev_read_f32(cubert_client_t *c, const cubert_handle_t *h, float *out, size_t n) {
+  CHECK_OK(cubert_client_read_one(c, h, out, n * sizeof(float), NULL));
+}
+
+void mdev_sync_all(mdev_t *m) {
+  uint32_t i;
+  for (i = 0; i < m->n; i++) {
+    CHECK_OK(cubert_client_sync_collective(m->env[i].client, NULL));
+    CHECK_OK(cubert_client_sync(m->env[i].client, NULL));
+  }
+}
+
+/* After sync_collective, the device's next sync reports a queued collective
+ * error whose innermost kind is `kind`. */
+void mdev_expect_queued(cubert_client_t *c, cubert_error_kind_t kind) {
+  cubert_error_t err;
+  char msg[512];
+  CHECK_OK(cubert_client_sync_collective(c, NULL));
+  CHECK_STATUS(cubert_client_sync(c, &err), CUBERT_STATUS_SERVER_UNHEALTHY);
+  cubert_error_format(&err, msg, sizeof msg);
+  CHECK_MSG(cubert_error_has_kind(&err, kind), "expected %s in: %s", cubert_error_kind_name(kind),
+            msg);
+  /* drained: the stream is healthy again */
+  CHECK_OK(cubert_client_sync(c, NULL));
+}

@@ -295,17 +295,17 @@ TEST(cts_device_registry_load_and_enumerate) {
 TEST(cts_create_beyond_device_memory_fails_cleanly) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
-  cubert_cpu_options_t o;
+  cts_options_t o;
   cubert_client_t *client = NULL;
   cubert_handle_t h;
   cubert_error_t err;
   uint8_t small[16] = {1}, out[16];
   uint32_t live;
-  cubert_cpu_options_initialize(&o);
+  memset(&o, 0, sizeof o);
   o.device_index = 9;
   o.memory_size = 1 << 20; /* 1 MiB pages */
   o.workers = 1;
-  CHECK_OK(cubert_cpu_client_create(a, &o, &client, NULL));
+  CHECK_OK(cts_client_create(a, &o, &client, NULL));
   live = cubert_handle_table_live(cubert_client_handle_table(client));
   CHECK(cubert_client_empty(client, 64u << 20, &h, &err) != CUBERT_STATUS_OK);
   CHECK(err.status == CUBERT_STATUS_BUFFER_TOO_BIG || err.status == CUBERT_STATUS_OUT_OF_MEMORY);
@@ -329,18 +329,18 @@ TEST_EX(cts_host_allocation_failure_loop, 240) {
   for (n = 1; n < 400 && !completed; n++) {
     counting_allocator_t c;
     cubert_allocator_t a = counting_allocator_init(&c);
-    cubert_cpu_options_t o;
+    cts_options_t o;
     cubert_client_t *client = NULL;
     cubert_handle_t h;
     uint8_t data[64], out[64];
-    cubert_cpu_options_initialize(&o);
+    memset(&o, 0, sizeof o);
     o.device_index = 10;
     o.max_streams = 2;
     o.workers = 1;
     o.max_handles = 64;
     memset(data, 7, sizeof data);
     counting_allocator_fail_at(&c, n, 1);
-    if (cubert_cpu_client_create(a, &o, &client, NULL) == CUBERT_STATUS_OK) {
+    if (cts_client_create(a, &o, &client, NULL) == CUBERT_STATUS_OK) {
       if (cubert_client_create(client, data, sizeof data, &h, NULL) == CUBERT_STATUS_OK) {
         cubert_status_t st = cubert_client_read_one(client, &h, out, sizeof out, NULL);
         CHECK(st == CUBERT_STATUS_OK || st != CUBERT_STATUS_INTERNAL);

@@ -31,15 +31,15 @@ typedef struct mode_env_t {
 
 /* A client with `mode`; parent = {10..17}, view = its first 4 elements. */
 static void mode_setup(mode_env_t *m, uint32_t index, cubert_bounds_check_mode_t mode) {
-  cubert_cpu_options_t o;
+  cts_options_t o;
   uint32_t data[8] = {10, 11, 12, 13, 14, 15, 16, 17}, zero[2] = {5, 5};
   cubert_allocator_t a = counting_allocator_init(&m->counting);
-  cubert_cpu_options_initialize(&o);
+  memset(&o, 0, sizeof o);
   o.device_index = index;
   o.bounds_check = mode;
   o.workers = 2;
   o.max_streams = 4;
-  CHECK_OK(cubert_cpu_client_create(a, &o, &m->client, NULL));
+  CHECK_OK(cts_client_create(a, &o, &m->client, NULL));
   CHECK_OK(cubert_client_create(m->client, data, sizeof data, &m->parent, NULL));
   CHECK_OK(cubert_client_handle_offset(m->client, &m->parent, 0, 16, &m->view));
   CHECK_EQ_U64(cubert_handle_size_in_used(&m->view), 16);

@@ -6,6 +6,7 @@
 
 #include "test.h"
 #include "counting_allocator.h"
+#include "cubert/backend/cpu_testing.h"
 #include "cubert/cpu.h"
 #include "cubert/cube.h"
 #include "cubert/kernel.h"
@@ -49,8 +50,8 @@ typedef struct sim_config_t {
   uint32_t mode;       /* cubert_cpu_mode_t */
   uint64_t seed;
   uint32_t race;       /* race checker on */
-  uint32_t drop_wait;  /* options.fault_drop_wait */
-  uint32_t drop_gc_wait; /* options.fault_drop_gc_wait */
+  uint32_t drop_wait;    /* cubert_kit_faults_t.drop_wait (cubert/backend/testing.h) */
+  uint32_t drop_gc_wait; /* cubert_kit_faults_t.drop_gc_wait */
   const uint32_t *replay;
   size_t replay_count;
   cubert_race_sink_t sink; /* NULL vtable: none */

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cubert/host.h"
-#include "cpu/cpu_server.h"
+#include "cpu/cpu_driver.h"
 
 static double now_ms(void) {
   struct timespec ts;
@@ -429,7 +429,7 @@ static int run_cts_child(const char *seed) {
   int status = 0;
   if (pid == 0) {
     char *argv[3];
-    setenv("CUBERT_CTS_MODE", "deterministic", 1);
+    setenv("CUBERT_CTS_SERVER", "deterministic", 1);
     setenv("CUBERT_CTS_SEED", seed, 1);
     setenv("CUBERT_CTS_RACE", "1", 1);
     argv[0] = (char *)"cubert-test";
@@ -443,10 +443,11 @@ static int run_cts_child(const char *seed) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
+/* `make test` runs the conformance suite in deterministic mode with seed 1
+ * (make cts SERVER=deterministic); this is another seed. */
 TEST_EX(simdet_conformance_suite_in_deterministic_mode, 600) {
-  CHECK_EQ_U64(run_cts_child("1"), 0);
   CHECK_EQ_U64(run_cts_child("977"), 0);
-  printf("the conformance suite passed in deterministic mode (seeds 1 and 977), race checker on, "
+  printf("the conformance suite passed in deterministic mode (seed 977), race checker on, "
          "0 reports\n");
 }
 
@@ -506,25 +507,29 @@ TEST(simdet_deadlock_is_an_error_not_a_hang) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   cubert_cpu_options_t o;
-  cubert_handle_table_t *table = NULL;
-  cpu_server_t *s = NULL;
-  void *stream = NULL;
+  cubert_client_t *client = NULL;
+  const cubert_driver_t *driver = NULL;
+  void *self = NULL;
+  cubert_driver_stream_t *stream = NULL;
+  cubert_cpu_sim_info_t info;
   cpu_stream_t *cs;
   cubert_cpu_options_initialize(&o);
   o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
   o.max_streams = 2;
   o.memory_size = 1u << 16;
   o.device_index = 77;
-  CHECK_OK(cubert_handle_table_create(a, 64, 0, &table));
-  CHECK_OK(cpu_server_create(a, &o, table, &s, NULL));
-  CHECK_OK(cubert_multi_stream_stream(s->multi, 0, &stream, NULL));
-  cs = (cpu_stream_t *)stream;
+  CHECK_OK(cubert_cpu_client_create(a, &o, &client, NULL));
+  CHECK_OK(cubert_kit_driver_of(client, &driver, &self));
+  /* a stream of the driver the kit does not use in this mode (communication) */
+  CHECK_OK(driver->stream_create(self, o.max_streams + 1, &stream, NULL));
+  cs = (cpu_stream_t *)(void *)stream;
   /* point 5 of an empty stream: nothing can ever complete it */
   CHECK_STATUS(cpu_stream_wait_point(cs, 5, UINT64_MAX), CUBERT_STATUS_FAILED_PRECONDITION);
-  CHECK_EQ_U64(s->sim_deadlocks, 1);
+  CHECK_OK(cubert_cpu_sim_info(client, &info));
+  CHECK_EQ_U64(info.deadlocks, 1);
   CHECK_OK(cpu_stream_wait_point(cs, 0, UINT64_MAX)); /* nothing to wait for */
-  s->base.vtable->destroy(&s->base);
-  cubert_handle_table_destroy(table);
+  driver->stream_destroy(self, stream);
+  cubert_client_release(client);
   CHECK_EQ_U64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }

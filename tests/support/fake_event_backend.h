@@ -1,6 +1,6 @@
 /*
  * tests/support/fake_event_backend.h: a deterministic event backend for the
- * multi-stream tests (cubert/stream.h). A stream is a queue of recorded ops
+ * multi-stream tests (cubert/backend/stream.h). A stream is a queue of recorded ops
  * (user work, event records, waits); an event is a point (stream, position);
  * nothing runs until a test runs it: fake_event_backend_run completes ops of
  * one stream in order and stops at a wait whose event has not completed.
@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cubert/stream.h"
+#include "cubert/backend/stream.h"
 
 #define FAKE_EVENT_MAX_SLOTS 260
 #define FAKE_EVENT_MAX_STREAMS 1024

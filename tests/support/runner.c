@@ -236,7 +236,7 @@ int main(int argc, char **argv) {
           passed++;
         } else if (WIFEXITED(st) && WEXITSTATUS(st) == EXIT_SKIP) {
           if (!first_line(run[k].log, line, sizeof line)) strcpy(line, "no reason given");
-          printf("skip %s: %s\n", t->name, line);
+          printf("skip %s: skipped: %s\n", t->name, line);
           skipped++;
         } else {
           if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)

@@ -1,75 +1,424 @@
-/* The client's staging, profiling and persistent-window paths over a server
- * without staging / profiling / allocation modes, and over a device handle
- * that refuses every call (the fallbacks and error paths the CPU server
- * never takes). */
+/* The client and the server kit over a fake driver (core only: this file is
+ * part of the unit tests that also run as 32-bit code): a device whose
+ * memory is not host-addressable, with no pinned memory, no clock and no
+ * collectives (the kit's fallbacks and UNSUPPORTED answers), pitched 2-D
+ * copies, a driver that reports the device lost (the kit turns sticky), a
+ * device handle that refuses every call, and incomplete driver tables. */
 #include "test.h"
 #include "counting_allocator.h"
-#include "cubert/client.h"
+#include "cubert/backend/kit.h"
 #include "cubert/cube.h"
 #include "cubert/kernel.h"
 
-typedef struct fake_server_t {
-  cubert_server_t base;
-  int launches;
-  int writes;
-} fake_server_t;
+/* ---- the fake driver: work runs at once; events are always complete ---- */
 
-static void fs_destroy(cubert_server_t *server) { (void)server; }
+typedef struct fake_device_t {
+  cubert_allocator_t allocator;
+  int launches, copies, calls, destroyed;
+  int lose_at_launch; /* the next launch reports the device lost */
+  int busy;           /* event_query answers BUSY (only event_synchronize completes) */
+  int queries, syncs, host_allocs, host_frees;
+  uint64_t last_height, last_src_pitch, last_dst_pitch;
+  int live_blocks, live_streams, live_events;
+  unsigned char stream_token, event_token;
+} fake_device_t;
 
-static cubert_status_t fs_properties(cubert_server_t *server, cubert_device_properties_t *out) {
-  (void)server;
+static fake_device_t *dev(void *self) {
+  fake_device_t *d = (fake_device_t *)self;
+  d->calls++;
+  return d;
+}
+
+static void fd_destroy(void *self) { dev(self)->destroyed++; }
+
+static void fd_properties(void *self, cubert_device_properties_t *out) {
+  (void)self;
   memset(out, 0, sizeof(*out));
-  out->memory.alignment = 8;
-  return CUBERT_STATUS_OK;
+  strcpy(out->name, "fake");
+  out->memory.alignment = 16;
+  out->memory.max_page_size = 1 << 20;
+  out->hardware.max_cube_count.x = out->hardware.max_cube_count.y = 1024;
+  out->hardware.max_cube_count.z = 64;
+  out->hardware.max_cube_dim.x = out->hardware.max_cube_dim.y = 1024;
+  out->hardware.max_cube_dim.z = 64;
+  out->hardware.max_units_per_cube = 1024;
+  out->hardware.max_shared_memory_size = 1024;
 }
 
-static cubert_status_t fs_initialize(cubert_server_t *server, const cubert_handle_t *memory,
-                                     uint64_t size, uint64_t stream, cubert_error_t *out_error) {
-  (void)server;
-  (void)memory;
-  (void)size;
+static cubert_status_t fd_alloc(void *self, uint64_t size, cubert_driver_stream_t *stream,
+                                cubert_device_ptr_t *out, cubert_error_t *err) {
+  fake_device_t *d = dev(self);
+  void *p = NULL;
   (void)stream;
-  (void)out_error;
+  if (cubert_allocator_malloc(d->allocator, (size_t)size, 16, &p) != CUBERT_STATUS_OK)
+    return cubert_error_set(err, CUBERT_ERROR_IO_OUT_OF_MEMORY, &size, 1, "fake memory");
+  d->live_blocks++;
+  *out = (cubert_device_ptr_t)(uintptr_t)p;
   return CUBERT_STATUS_OK;
 }
 
-static cubert_status_t fs_write(cubert_server_t *server, const cubert_copy_descriptor_t *descs,
-                                cubert_bytes_t *data, size_t count, uint64_t stream,
-                                cubert_error_t *out_error) {
-  size_t i;
-  (void)descs;
+static void fd_free(void *self, cubert_device_ptr_t address, uint64_t size,
+                    cubert_driver_stream_t *stream) {
+  fake_device_t *d = dev(self);
+  (void)stream; /* the work already ran */
+  d->live_blocks--;
+  cubert_allocator_free(d->allocator, (void *)(uintptr_t)address, (size_t)size, 16);
+}
+
+static cubert_status_t fd_copy(void *self, const cubert_driver_copy_t *c,
+                               cubert_driver_stream_t *stream, cubert_error_t *err) {
+  fake_device_t *d = dev(self);
+  const unsigned char *src = c->kind == CUBERT_COPY_HOST_TO_DEVICE
+                                 ? (const unsigned char *)c->src_host
+                                 : (const unsigned char *)(uintptr_t)c->src_device;
+  unsigned char *dst = c->kind == CUBERT_COPY_DEVICE_TO_HOST ? (unsigned char *)c->dst_host
+                                                             : (unsigned char *)(uintptr_t)c->dst_device;
+  uint64_t r;
   (void)stream;
-  (void)out_error;
-  ((fake_server_t *)server)->writes++;
-  for (i = 0; i < count; i++)
-    if (data[i].release) data[i].release(data[i].owner, data[i].data, data[i].size);
+  (void)err;
+  d->copies++;
+  d->last_height = c->height;
+  d->last_src_pitch = c->src_pitch;
+  d->last_dst_pitch = c->dst_pitch;
+  for (r = 0; r < c->height; r++)
+    memcpy(dst + r * (c->height > 1 ? c->dst_pitch : 0),
+           src + r * (c->height > 1 ? c->src_pitch : 0), (size_t)c->width);
   return CUBERT_STATUS_OK;
 }
 
-static cubert_status_t fs_launch(cubert_server_t *server, const struct cubert_kernel_t *kernel,
-                                 const struct cubert_cube_count_t *count,
-                                 const cubert_launch_arguments_t *args,
-                                 cubert_execution_mode_t execution, cubert_launch_mode_t mode,
-                                 uint64_t stream, cubert_error_t *out_error) {
-  (void)kernel;
-  (void)count;
-  (void)args;
-  (void)execution;
-  (void)mode;
+static cubert_status_t fd_launch(void *self, const cubert_driver_launch_t *l,
+                                 cubert_driver_stream_t *stream, cubert_error_t *err) {
+  fake_device_t *d = dev(self);
+  (void)l;
   (void)stream;
-  (void)out_error;
-  ((fake_server_t *)server)->launches++;
+  if (d->lose_at_launch) {
+    d->lose_at_launch = 0;
+    return cubert_error_set(err, CUBERT_ERROR_DEVICE_LOST, NULL, 0, "fake: the device fell off");
+  }
+  d->launches++;
   return CUBERT_STATUS_OK;
 }
 
-static const cubert_server_vtable_t g_fake_vtable = {
-    "fake", false, fs_destroy, fs_properties, fs_initialize, NULL /* staging */, NULL, fs_write,
-    NULL, NULL, fs_launch, NULL, NULL, NULL, NULL /* start_profile */, NULL /* end_profile */,
-    NULL /* allocation_mode */, NULL, NULL, NULL, NULL, NULL};
+static cubert_status_t fd_stream_create(void *self, uint32_t index, cubert_driver_stream_t **out,
+                                        cubert_error_t *err) {
+  fake_device_t *d = dev(self);
+  (void)index;
+  (void)err;
+  d->live_streams++;
+  *out = (cubert_driver_stream_t *)(void *)&d->stream_token;
+  return CUBERT_STATUS_OK;
+}
+
+static void fd_stream_destroy(void *self, cubert_driver_stream_t *s) {
+  (void)s;
+  dev(self)->live_streams--;
+}
+
+static cubert_status_t fd_stream_sync(void *self, cubert_driver_stream_t *s, cubert_error_t *e) {
+  (void)s;
+  (void)e;
+  ((fake_device_t *)self)->syncs++;
+  return CUBERT_STATUS_OK;
+}
+
+static cubert_status_t fd_stream_errors(void *self, cubert_driver_stream_t *s, cubert_error_t *e) {
+  (void)self;
+  (void)s;
+  (void)e;
+  return CUBERT_STATUS_OK;
+}
+
+static cubert_status_t fd_event_record(void *self, cubert_driver_stream_t *s,
+                                       cubert_driver_event_t **out, cubert_error_t *err) {
+  fake_device_t *d = dev(self);
+  (void)s;
+  (void)err;
+  d->live_events++;
+  *out = (cubert_driver_event_t *)(void *)&d->event_token;
+  return CUBERT_STATUS_OK;
+}
+
+static cubert_status_t fd_event_wait(void *self, cubert_driver_stream_t *s,
+                                     cubert_driver_event_t *e, cubert_error_t *err) {
+  (void)dev(self);
+  (void)s;
+  (void)e;
+  (void)err;
+  return CUBERT_STATUS_OK;
+}
+
+static cubert_status_t fd_event_query(void *self, cubert_driver_event_t *e) {
+  fake_device_t *d = (fake_device_t *)self;
+  (void)e;
+  d->queries++;
+  return d->busy ? CUBERT_STATUS_BUSY : CUBERT_STATUS_OK;
+}
+
+static cubert_status_t fd_event_sync(void *self, cubert_driver_event_t *e, uint64_t timeout,
+                                     cubert_error_t *err) {
+  (void)e;
+  (void)timeout;
+  (void)err;
+  ((fake_device_t *)self)->syncs++;
+  return CUBERT_STATUS_OK;
+}
+
+static cubert_status_t fd_host_alloc(void *self, uint64_t size, void **out, cubert_error_t *err) {
+  fake_device_t *d = (fake_device_t *)self;
+  if (size > ((uint64_t)1 << 30) ||
+      cubert_allocator_malloc(d->allocator, (size_t)size, 16, out) != CUBERT_STATUS_OK)
+    return cubert_error_set(err, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &size, 1, "fake pinned");
+  d->host_allocs++;
+  return CUBERT_STATUS_OK;
+}
+
+static void fd_host_free_real(void *self, void *ptr, uint64_t size) {
+  fake_device_t *d = (fake_device_t *)self;
+  d->host_frees++;
+  cubert_allocator_free(d->allocator, ptr, (size_t)size, 16);
+}
+
+static void fd_event_destroy(void *self, cubert_driver_event_t *e) {
+  (void)e;
+  dev(self)->live_events--;
+}
+
+static const cubert_driver_t g_fake_driver = {
+    .name = "fake",
+    .abi_version = CUBERT_DRIVER_ABI_VERSION,
+    .flags = 0, /* device memory is not host memory; no pinned memory, no collectives */
+    .destroy = fd_destroy,
+    .properties = fd_properties,
+    .memory_alloc = fd_alloc,
+    .memory_free = fd_free,
+    .copy = fd_copy,
+    .launch = fd_launch,
+    .stream_create = fd_stream_create,
+    .stream_destroy = fd_stream_destroy,
+    .stream_synchronize = fd_stream_sync,
+    .stream_errors = fd_stream_errors,
+    .event_record = fd_event_record,
+    .event_wait = fd_event_wait,
+    .event_query = fd_event_query,
+    .event_synchronize = fd_event_sync,
+    .event_destroy = fd_event_destroy,
+};
+
+/* ---- helpers ---- */
 
 static void no_lock(void *self) { (void)self; }
 
-/* A device handle that refuses every call. */
+typedef struct sink_t {
+  char text[1024];
+  int calls;
+} sink_t;
+
+static void sink_fn(void *self, const char *text, size_t length) {
+  sink_t *s = (sink_t *)self;
+  s->calls++;
+  if (length < sizeof s->text) memcpy(s->text, text, length + 1);
+}
+
+static cubert_status_t count_fn(void *user, cubert_error_t *err) {
+  (void)err;
+  (*(int *)user)++;
+  return CUBERT_STATUS_OK;
+}
+
+static void fake_kernel_entry(const cubert_kernel_args_t *args, cubert_kernel_cube_t *cube) {
+  (void)args;
+  (void)cube;
+}
+static const cubert_kernel_t k_fake = {"fake_kernel", fake_kernel_entry, NULL, NULL, 0, 0,
+                                       {1, 1, 1}, 0, 0, 0};
+
+static cubert_status_t launch_once(cubert_client_t *client, cubert_error_t *err) {
+  cubert_launch_arguments_t args;
+  cubert_cube_count_t count = cubert_cube_count_new_single();
+  memset(&args, 0, sizeof args);
+  return cubert_client_launch(client, &k_fake, &count, &args, err);
+}
+
+static void fake_options(cubert_kit_options_t *o, uint32_t index) {
+  cubert_kit_options_initialize(o);
+  o->device.type_id = 77;
+  o->device.index_id = index;
+  o->max_handles = 64;
+  o->max_streams = 4;
+  o->lock.lock = no_lock;
+  o->lock.unlock = no_lock;
+}
+
+static cubert_client_t *fake_client(cubert_allocator_t a, fake_device_t *d,
+                                    const cubert_kit_options_t *o) {
+  cubert_client_t *client = NULL;
+  memset(d, 0, sizeof(*d));
+  d->allocator = a;
+  CHECK_OK(cubert_kit_client_create(a, o, &g_fake_driver, d, &client, NULL));
+  return client;
+}
+
+static void fake_release(cubert_client_t *client, fake_device_t *d, counting_allocator_t *c) {
+  cubert_client_release(client);
+  CHECK_EQ_I64(d->destroyed, 1);
+  CHECK_EQ_I64(d->live_blocks, 0);
+  CHECK_EQ_I64(d->live_streams, 0);
+  CHECK_EQ_I64(d->live_events, 0);
+  CHECK_EQ_I64(c->live_blocks, 0);
+  counting_allocator_destroy(c);
+}
+
+/* ---- tests ---- */
+
+TEST(client_kit_driver_without_staging_profiling_collectives) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_init(&c);
+  fake_device_t d;
+  cubert_kit_options_t o;
+  cubert_client_t *client;
+  cubert_bytes_t b;
+  cubert_profiling_token_t t;
+  cubert_profile_duration_t dur;
+  cubert_resource_t res;
+  cubert_error_t err;
+  cubert_handle_t h;
+  cubert_device_id_t self;
+  uint64_t size = 8;
+  uint8_t data[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8];
+  static sink_t sink;
+  int runs = 0;
+  fake_options(&o, 40);
+  client = fake_client(a, &d, &o);
+  /* staging: neither pinned memory nor host-addressable memory -> plain host buffers */
+  CHECK_OK(cubert_client_reserve_staging(client, &size, 1, &b, NULL));
+  CHECK_EQ_U64(b.property, CUBERT_ALLOCATION_NATIVE);
+  CHECK_EQ_U64(b.size, 8);
+  {
+    void *before = b.data;
+    CHECK_OK(cubert_client_staging(client, &b, 1, false, NULL));
+    CHECK(b.data == before);
+  }
+  b.release(b.owner, b.data, b.size);
+  /* the pinned create variant falls back to host buffers and still uploads */
+  CHECK_OK(cubert_client_create_from_slice_pinned(client, data, sizeof data, &h, NULL));
+  CHECK_EQ_I64(d.copies, 1);
+  CHECK_OK(cubert_client_read_one(client, &h, out, sizeof out, NULL));
+  CHECK(memcmp(out, data, sizeof data) == 0);
+  /* the resource: an address, no host pointer */
+  CHECK_OK(cubert_client_get_resource(client, &h, &res, NULL));
+  CHECK(res.ptr == NULL && res.address != 0 && res.size == 8);
+  CHECK_OK(cubert_client_handle_release(client, &h));
+  /* profiling tokens: no clock */
+  CHECK_STATUS(cubert_client_profile_start(client, &t, &err), CUBERT_STATUS_UNSUPPORTED);
+  CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION);
+  CHECK(strstr(err.reason, "fake driver") != NULL);
+  t.id = 0;
+  CHECK_STATUS(cubert_client_profile_end(client, t, &dur, &err), CUBERT_STATUS_UNSUPPORTED);
+  /* timed kernel profiling needs tokens: the launch fails, nothing runs */
+  CHECK_OK(cubert_client_set_profiling(client, CUBERT_PROFILE_LEVEL_BASIC, sink_fn, &sink, NULL));
+  CHECK_STATUS(launch_once(client, &err), CUBERT_STATUS_UNSUPPORTED);
+  CHECK_EQ_I64(d.launches, 0);
+  /* execution-only needs no tokens */
+  CHECK_OK(cubert_client_set_profiling(client, CUBERT_PROFILE_LEVEL_EXECUTION_ONLY, sink_fn, &sink,
+                                       NULL));
+  CHECK_OK(launch_once(client, NULL));
+  CHECK_EQ_I64(d.launches, 1);
+  CHECK_EQ_I64(sink.calls, 1);
+  CHECK_EQ_STR(sink.text, "Executing fake_kernel\n");
+  /* windows switch the allocation mode and run f */
+  CHECK_OK(cubert_client_memory_persistent_allocation(client, count_fn, &runs, NULL));
+  CHECK_EQ_I64(runs, 1);
+  /* no collectives: UNSUPPORTED with a message, nothing enqueued */
+  self = cubert_client_device(client);
+  CHECK_STATUS(cubert_client_ensure_init_collective(client, &self, 1, &err),
+               CUBERT_STATUS_UNSUPPORTED);
+  CHECK(strstr(err.reason, "fake driver has no collectives") != NULL);
+  CHECK_OK(cubert_client_sync_collective(client, NULL)); /* nothing to wait for */
+  CHECK_OK(cubert_client_sync(client, NULL));
+  fake_release(client, &d, &c);
+}
+
+/* Pitched layouts make the kit issue 2-D copies (rows `pitch` apart). */
+TEST(client_kit_pitched_tensors_use_2d_copies) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_init(&c);
+  fake_device_t d;
+  cubert_kit_options_t o;
+  cubert_client_t *client;
+  cubert_memory_layout_t layout;
+  cubert_copy_descriptor_t desc;
+  uint64_t shape[2] = {3, 5}, dst_size = sizeof(uint32_t) * 15;
+  uint32_t values[15], back[15];
+  void *dsts[1];
+  uint32_t i;
+  fake_options(&o, 42);
+  o.layout_policy.kind = CUBERT_LAYOUT_POLICY_PITCHED;
+  o.layout_policy.mem_alignment = 64;
+  client = fake_client(a, &d, &o);
+  for (i = 0; i < 15; i++) values[i] = 100 + i;
+  CHECK_OK(cubert_client_create_tensor(client, values, 2, shape, 4, &layout, NULL));
+  CHECK(layout.strides[0] > 5); /* rows padded */
+  CHECK_EQ_U64(layout.strides[1], 1);
+  CHECK_EQ_U64(d.last_height, 3);
+  CHECK_EQ_U64(d.last_src_pitch, 20);
+  CHECK_EQ_U64(d.last_dst_pitch, layout.strides[0] * 4);
+  memset(&desc, 0, sizeof desc);
+  desc.binding = layout.memory;
+  desc.rank = 2;
+  desc.shape[0] = 3;
+  desc.shape[1] = 5;
+  desc.strides[0] = layout.strides[0];
+  desc.strides[1] = layout.strides[1];
+  desc.elem_size = 4;
+  dsts[0] = back;
+  memset(back, 0, sizeof back);
+  CHECK_OK(cubert_client_read_tensor(client, &desc, 1, dsts, &dst_size, NULL));
+  CHECK_EQ_U64(d.last_height, 3);
+  CHECK_EQ_U64(d.last_src_pitch, layout.strides[0] * 4);
+  CHECK(memcmp(back, values, sizeof values) == 0);
+  /* strides that are neither contiguous nor pitched */
+  desc.strides[0] = 1;
+  desc.strides[1] = 3;
+  CHECK_STATUS(cubert_client_read_tensor(client, &desc, 1, dsts, &dst_size, NULL),
+               CUBERT_STATUS_UNSUPPORTED);
+  CHECK_OK(cubert_client_handle_release(client, &layout.memory));
+  fake_release(client, &d, &c);
+}
+
+/* A driver status UNAVAILABLE: the device is lost; every later call returns
+ * that error at once without calling the driver. */
+TEST(client_kit_device_lost_is_sticky) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_init(&c);
+  fake_device_t d;
+  cubert_kit_options_t o;
+  cubert_client_t *client;
+  cubert_error_t err;
+  cubert_handle_t h;
+  cubert_memory_usage_t usage;
+  uint8_t data[4] = {1, 2, 3, 4};
+  int calls;
+  fake_options(&o, 43);
+  client = fake_client(a, &d, &o);
+  CHECK_OK(cubert_client_create(client, data, sizeof data, &h, NULL));
+  d.lose_at_launch = 1;
+  CHECK_STATUS(launch_once(client, &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK(strstr(err.reason, "fell off") != NULL);
+  calls = d.calls;
+  CHECK_STATUS(launch_once(client, &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_DEVICE_LOST);
+  CHECK_STATUS(cubert_client_flush(client, &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK_STATUS(cubert_client_sync(client, &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK_STATUS(cubert_client_read_one(client, &h, data, sizeof data, &err),
+               CUBERT_STATUS_UNAVAILABLE);
+  CHECK_STATUS(cubert_client_write(client, &h, data, sizeof data, &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK_STATUS(cubert_client_memory_usage(client, &usage, &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK_EQ_I64(d.calls, calls); /* nothing reached the driver */
+  CHECK_OK(cubert_client_handle_release(client, &h));
+  fake_release(client, &d, &c);
+}
+
+/* A device handle that refuses every call (a device shutting down). */
 static cubert_status_t refuse_submit(void *self, cubert_device_task_fn_t fn, const void *p,
                                      size_t n) {
   (void)self;
@@ -104,128 +453,36 @@ static const cubert_device_handle_vtable_t g_refusing = {refuse_submit,   refuse
                                                          refuse_exclusive, refuse_flush,
                                                          refuse_is_blocking, refuse_destroy};
 
-typedef struct sink_t {
-  char text[1024];
-  int calls;
-} sink_t;
-
-static void sink_fn(void *self, const char *text, size_t length) {
-  sink_t *s = (sink_t *)self;
-  s->calls++;
-  if (length < sizeof s->text) memcpy(s->text, text, length + 1);
-}
-
-static cubert_status_t count_fn(void *user, cubert_error_t *err) {
-  (void)err;
-  (*(int *)user)++;
+static cubert_status_t refusing_factory(void *self, cubert_allocator_t allocator, void *context,
+                                        cubert_device_handle_t *out) {
+  (void)self;
+  (void)allocator;
+  (void)context;
+  out->vtable = &g_refusing;
+  out->self = NULL;
   return CUBERT_STATUS_OK;
-}
-
-static const cubert_kernel_t k_fake = {"fake_kernel", NULL, NULL, NULL, 0, 0, {1, 1, 1}, 0, 0, 0};
-
-static cubert_status_t launch_once(cubert_client_t *client, cubert_error_t *err) {
-  cubert_launch_arguments_t args;
-  cubert_cube_count_t count = cubert_cube_count_new_single();
-  memset(&args, 0, sizeof args);
-  return cubert_client_launch(client, &k_fake, &count, &args, err);
-}
-
-static cubert_client_t *fake_client(cubert_allocator_t a, fake_server_t *server,
-                                    cubert_device_handle_t handle, uint32_t index) {
-  cubert_client_config_t config;
-  cubert_client_t *client = NULL;
-  memset(&config, 0, sizeof config);
-  config.device.type_id = 77;
-  config.device.index_id = index;
-  config.max_handles = 64;
-  config.layout_policy.kind = CUBERT_LAYOUT_POLICY_CONTIGUOUS;
-  config.layout_policy.mem_alignment = 8;
-  memset(server, 0, sizeof(*server));
-  server->base.vtable = &g_fake_vtable;
-  CHECK_OK(cubert_client_init(a, &config, &server->base, handle, &client, NULL));
-  return client;
-}
-
-TEST(client_server_without_staging_or_profiling) {
-  counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
-  fake_server_t server;
-  cubert_lock_t lock;
-  cubert_device_handle_t handle;
-  cubert_client_t *client;
-  cubert_bytes_t b;
-  cubert_profiling_token_t t;
-  cubert_profile_duration_t d;
-  cubert_error_t err;
-  cubert_handle_t h;
-  uint64_t size = 8;
-  uint8_t data[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-  static sink_t sink;
-  int runs = 0;
-  lock.self = NULL;
-  lock.lock = no_lock;
-  lock.unlock = no_lock;
-  CHECK_OK(cubert_device_handle_direct_create(a, &server.base, lock, &handle));
-  client = fake_client(a, &server, handle, 40);
-  /* staging: the server has none -> plain host buffers; staging() no-op */
-  CHECK_OK(cubert_client_reserve_staging(client, &size, 1, &b, NULL));
-  CHECK_EQ_U64(b.property, CUBERT_ALLOCATION_NATIVE);
-  CHECK_EQ_U64(b.size, 8);
-  CHECK(b.release != NULL);
-  {
-    void *before = b.data;
-    CHECK_OK(cubert_client_staging(client, &b, 1, false, NULL));
-    CHECK(b.data == before);
-  }
-  b.release(b.owner, b.data, b.size);
-  /* the pinned create variant falls back to host buffers and still uploads */
-  CHECK_OK(cubert_client_create_from_slice_pinned(client, data, sizeof data, &h, NULL));
-  CHECK_EQ_I64(server.writes, 1);
-  CHECK_OK(cubert_client_handle_release(client, &h));
-  /* profiling tokens: unsupported */
-  CHECK_STATUS(cubert_client_profile_start(client, &t, &err), CUBERT_STATUS_UNSUPPORTED);
-  CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION);
-  t.id = 0;
-  CHECK_STATUS(cubert_client_profile_end(client, t, &d, &err), CUBERT_STATUS_UNSUPPORTED);
-  /* timed kernel profiling needs tokens: the launch fails, nothing runs */
-  CHECK_OK(cubert_client_set_profiling(client, CUBERT_PROFILE_LEVEL_BASIC, sink_fn, &sink, NULL));
-  CHECK_STATUS(launch_once(client, &err), CUBERT_STATUS_UNSUPPORTED);
-  CHECK_EQ_I64(server.launches, 0);
-  /* execution-only needs no tokens */
-  CHECK_OK(cubert_client_set_profiling(client, CUBERT_PROFILE_LEVEL_EXECUTION_ONLY, sink_fn, &sink,
-                                       NULL));
-  CHECK_OK(launch_once(client, NULL));
-  CHECK_EQ_I64(server.launches, 1);
-  CHECK_EQ_I64(sink.calls, 1);
-  CHECK_EQ_STR(sink.text, "Executing fake_kernel\n");
-  /* no allocation modes: the window still runs f */
-  CHECK_OK(cubert_client_memory_persistent_allocation(client, count_fn, &runs, NULL));
-  CHECK_EQ_I64(runs, 1);
-  cubert_client_release(client);
-  CHECK_EQ_I64(c.live_blocks, 0);
-  counting_allocator_destroy(&c);
 }
 
 TEST(client_device_refusing_calls) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
-  fake_server_t server;
-  cubert_device_handle_t handle;
+  fake_device_t d;
+  cubert_kit_options_t o;
   cubert_client_t *client;
   cubert_bytes_t b;
   cubert_profiling_token_t t;
-  cubert_profile_duration_t d;
+  cubert_profile_duration_t dur;
   cubert_error_t err;
   uint64_t size = 16;
   static sink_t sink;
   int runs = 0;
-  handle.vtable = &g_refusing;
-  handle.self = NULL;
-  client = fake_client(a, &server, handle, 41);
+  fake_options(&o, 41);
+  o.handle_factory = refusing_factory;
+  client = fake_client(a, &d, &o);
   CHECK_STATUS(cubert_client_profile_start(client, &t, &err), CUBERT_STATUS_UNAVAILABLE);
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_DEVICE_LOST);
   t.id = 0;
-  CHECK_STATUS(cubert_client_profile_end(client, t, &d, &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK_STATUS(cubert_client_profile_end(client, t, &dur, &err), CUBERT_STATUS_UNAVAILABLE);
   /* reserve_staging still gives host buffers */
   CHECK_OK(cubert_client_reserve_staging(client, &size, 1, &b, NULL));
   CHECK_EQ_U64(b.property, CUBERT_ALLOCATION_NATIVE);
@@ -242,9 +499,149 @@ TEST(client_device_refusing_calls) {
   CHECK_OK(cubert_client_set_profiling(client, CUBERT_PROFILE_LEVEL_EXECUTION_ONLY, sink_fn, &sink,
                                        NULL));
   CHECK_STATUS(launch_once(client, &err), CUBERT_STATUS_UNAVAILABLE);
-  CHECK_EQ_I64(server.launches, 0);
+  CHECK_EQ_I64(d.launches, 0);
   CHECK_EQ_I64(sink.calls, 0);
-  cubert_client_release(client);
+  CHECK_EQ_U64(cubert_kit_collect(client), 0);
+  fake_release(client, &d, &c);
+}
+
+/* The GC: host bytes wait for their copy's event. With events that never
+ * complete by themselves, the ring of 4 entries blocks on its oldest entry
+ * (event_synchronize) before it takes a fifth; sync and memory_usage drain
+ * it; nothing leaks. */
+TEST(client_kit_gc_back_pressure_and_drain) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_init(&c);
+  fake_device_t d;
+  cubert_kit_options_t o;
+  cubert_client_t *client;
+  cubert_handle_t h[10];
+  cubert_memory_usage_t usage;
+  uint8_t data[16] = {9};
+  int64_t blocks;
+  uint32_t i;
+  fake_options(&o, 45);
+  o.gc_capacity = 4;
+  client = fake_client(a, &d, &o);
+  d.busy = 1;
+  blocks = c.live_blocks;
+  for (i = 0; i < 10; i++) CHECK_OK(cubert_client_create(client, data, sizeof data, &h[i], NULL));
+  CHECK_EQ_I64(d.syncs, 6);     /* entries 1..6 waited for, 7..10 pending */
+  CHECK(d.live_events == 4);    /* the pending entries' events */
+  CHECK(c.live_blocks > blocks); /* their bytes too */
+  CHECK_OK(cubert_client_memory_usage(client, &usage, NULL)); /* drains */
+  CHECK_EQ_I64(d.live_events, 0);
+  CHECK_EQ_U64(usage.number_allocs, 10);
+  d.busy = 0;
+  for (i = 0; i < 10; i++) CHECK_OK(cubert_client_handle_release(client, &h[i]));
+  fake_release(client, &d, &c);
+}
+
+/* Pinned host memory from the driver: staging buffers are PINNED and go
+ * back through host_free. */
+TEST(client_kit_staging_from_the_driver) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_init(&c);
+  fake_device_t d;
+  cubert_kit_options_t o;
+  cubert_driver_t pinned = g_fake_driver;
+  cubert_client_t *client = NULL;
+  cubert_bytes_t b[2];
+  uint64_t sizes[2] = {24, 0};
+  uint64_t huge = UINT64_MAX;
+  cubert_error_t err;
+  cubert_handle_t h;
+  pinned.host_alloc = fd_host_alloc;
+  pinned.host_free = fd_host_free_real;
+  fake_options(&o, 46);
+  memset(&d, 0, sizeof d);
+  d.allocator = a;
+  CHECK_OK(cubert_kit_client_create(a, &o, &pinned, &d, &client, NULL));
+  CHECK_OK(cubert_client_reserve_staging(client, sizes, 2, b, NULL));
+  CHECK_EQ_U64(b[0].property, CUBERT_ALLOCATION_PINNED);
+  CHECK_EQ_U64(b[1].property, CUBERT_ALLOCATION_PINNED);
+  CHECK(b[1].data == NULL && b[1].release == NULL);
+  CHECK_EQ_I64(d.host_allocs, 1);
+  memset(b[0].data, 3, 24);
+  CHECK_OK(cubert_client_create_bytes(client, b[0], &h, NULL)); /* moved: released after its copy */
+  CHECK_OK(cubert_client_sync(client, NULL));
+  CHECK_EQ_I64(d.host_frees, 1);
+  /* the driver refuses (and so does the fallback): nothing is left */
+  CHECK_STATUS(cubert_client_reserve_staging(client, &huge, 1, b, &err),
+               CUBERT_STATUS_RESOURCE_EXHAUSTED);
+  CHECK_EQ_I64(d.host_allocs, 1);
+  CHECK_OK(cubert_client_handle_release(client, &h));
+  fake_release(client, &d, &c);
+}
+
+/* Halves of optional groups (never called: the table is refused). */
+static void fd_comm_destroy(void *self, cubert_driver_comm_t *comm) {
+  (void)self;
+  (void)comm;
+}
+static void fd_host_free(void *self, void *ptr, uint64_t size) {
+  (void)self;
+  (void)ptr;
+  (void)size;
+}
+
+/* Incomplete tables are refused with INVALID_ARGUMENT; nothing is left. */
+TEST(client_kit_refuses_incomplete_drivers) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_init(&c);
+  fake_device_t d;
+  cubert_kit_options_t o;
+  cubert_driver_t bad;
+  cubert_client_t *client = NULL;
+  cubert_error_t err;
+  memset(&d, 0, sizeof d);
+  d.allocator = a;
+  fake_options(&o, 44);
+  bad = g_fake_driver;
+  bad.event_query = NULL;
+  CHECK_STATUS(cubert_kit_client_create(a, &o, &bad, &d, &client, &err),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK(strstr(err.reason, "required primitive") != NULL);
+  bad = g_fake_driver;
+  bad.comm_destroy = fd_comm_destroy;
+  CHECK_STATUS(cubert_kit_client_create(a, &o, &bad, &d, &client, &err),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK(strstr(err.reason, "all four or none") != NULL);
+  bad = g_fake_driver;
+  bad.host_free = fd_host_free;
+  CHECK_STATUS(cubert_kit_client_create(a, &o, &bad, &d, &client, &err),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK(strstr(err.reason, "host_alloc without host_free") != NULL);
+  bad = g_fake_driver;
+  bad.abi_version = CUBERT_DRIVER_ABI_VERSION + 1;
+  CHECK_STATUS(cubert_kit_client_create(a, &o, &bad, &d, &client, &err),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_kit_client_create(a, &o, NULL, &d, &client, &err),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  o.lock.lock = NULL;
+  CHECK_STATUS(cubert_kit_client_create(a, &o, &g_fake_driver, &d, &client, &err),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  o.lock.lock = no_lock;
+  o.max_streams = 300;
+  CHECK_STATUS(cubert_kit_client_create(a, &o, &g_fake_driver, &d, &client, &err),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK(client == NULL);
+  CHECK_EQ_I64(d.destroyed, 0); /* the caller keeps its driver on failure */
   CHECK_EQ_I64(c.live_blocks, 0);
-  counting_allocator_destroy(&c);
+  /* the same device id twice: the second is refused, the first keeps working */
+  o.max_streams = 4;
+  client = fake_client(a, &d, &o);
+  {
+    fake_device_t d2;
+    cubert_client_t *second = NULL;
+    memset(&d2, 0, sizeof d2);
+    d2.allocator = a;
+    CHECK_STATUS(cubert_kit_client_create(a, &o, &g_fake_driver, &d2, &second, &err),
+                 CUBERT_STATUS_FAILED_PRECONDITION);
+    CHECK(cubert_error_kind(&err) == CUBERT_ERROR_SERVICE_CREATION);
+    CHECK_EQ_I64(d2.destroyed, 0);
+    CHECK_EQ_I64(d2.live_streams, 0);
+  }
+  CHECK_OK(launch_once(client, NULL));
+  fake_release(client, &d, &c);
 }

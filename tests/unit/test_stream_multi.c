@@ -1,12 +1,11 @@
-/* MultiStream over an event backend (cubert/stream.h; docs/cubecl-mapping.md,
- * "Streams"; CubeCL's stream tests), against the deterministic fake event
- * backend. */
+/* MultiStream over an event backend (cubert/backend/stream.h; spec 6.1-6.2, 6.6,
+ * 11.10; seed 004), against the deterministic fake event backend. */
 #include "test.h"
 #include "counting_allocator.h"
 #include "fake_event_backend.h"
-#include "cubert/stream.h"
+#include "cubert/backend/stream.h"
 
-#define MAX_STREAMS 4u /* CubeCL's tests' MAX_STREAMS */
+#define MAX_STREAMS 4u /* the seed tests' MAX_STREAMS */
 
 typedef struct fixture_t {
   counting_allocator_t c;
@@ -46,7 +45,7 @@ static void fx_fini(fixture_t *f) {
   counting_allocator_destroy(&f->c);
 }
 
-/* CubeCL's `binding(stream)`: a fresh 10-byte handle on `stream` at
+/* The seed's `binding(stream)`: a fresh 10-byte handle on `stream` at
  * `cursor`, and a binding of it. Caller releases both. */
 static cubert_binding_t fx_binding(fixture_t *f, uint64_t stream, uint64_t cursor,
                                    cubert_handle_t *out_handle) {
@@ -75,7 +74,7 @@ static cubert_resolved_streams_t fx_command(fixture_t *f, uint64_t stream,
   return copy;
 }
 
-/* ---- CubeCL's four MultiStream tests ---------------------------------------- */
+/* ---- seed 004's four tests (spec 11.10) ------------------------------------- */
 
 TEST(stream_analysis_shared_bindings_1) {
   fixture_t f;
@@ -137,7 +136,7 @@ TEST(stream_analysis_no_shared) {
 }
 
 TEST(stream_state) {
-  /* CubeCL's test_state: max 4, streams 1 and 2 resolved once, then stream 1
+  /* spec 6.2 vector: max 4, streams 1 and 2 resolved once, then stream 1
    * with bindings from 1, 2, 1. */
   fixture_t f;
   cubert_handle_t h[3];
@@ -162,7 +161,7 @@ TEST(stream_state) {
   fx_fini(&f);
 }
 
-/* ---- GC pinning (the guard drop) ------------------------------------------------- */
+/* ---- GC pinning (spec 6.2 guard drop, 11.10) ------------------------------------ */
 
 TEST(stream_cross_stream_binding_pinned_until_gc_event) {
   fixture_t f;
@@ -416,7 +415,7 @@ TEST(stream_get_and_sync) {
   fx_fini(&f);
 }
 
-/* ---- per-stream error queue ------------------------------------------------------- */
+/* ---- per-stream error queue (spec 6.6) -------------------------------------------- */
 
 TEST(stream_error_queue_drain_and_aggregate) {
   fixture_t f;
@@ -832,7 +831,7 @@ TEST(stream_resolve_end_failure_queues_error_and_unpins) {
   }
 }
 
-/* Allocation-failure loop: fail the 1st, 2nd, ... allocating
+/* Allocation-failure loop (reliability.md): fail the 1st, 2nd, ... allocating
  * call of a resolve that must create the current, two origin slots and the
  * GC stream and grow the pin buffer. Each run returns OK or
  * RESOURCE_EXHAUSTED with nothing changed, and nothing leaks. */

@@ -1,5 +1,5 @@
 /*
- * cubert/stream.h: streams and events (CubeCL's EventStreamBackend,
+ * cubert/backend/stream.h: streams and events (CubeCL's EventStreamBackend,
  * StreamPool and MultiStream, spec 6.1-6.2, 6.5-6.6; seed 004).
  *
  * A server that runs work on several device streams keeps one multi-stream.
@@ -38,8 +38,8 @@
  * Nothing here blocks the OS except through the backend's wait_event_sync,
  * which resolve never calls (see each function for when it is called).
  */
-#ifndef CUBERT_STREAM_H
-#define CUBERT_STREAM_H
+#ifndef CUBERT_BACKEND_STREAM_H
+#define CUBERT_BACKEND_STREAM_H
 
 #include "cubert/allocator.h"
 #include "cubert/error.h"
@@ -318,4 +318,4 @@ CUBERT_API void cubert_stream_gc_task_release(cubert_stream_gc_task_t *task);
 
 CUBERT_EXTERN_C_END
 
-#endif /* CUBERT_STREAM_H */
+#endif /* CUBERT_BACKEND_STREAM_H */

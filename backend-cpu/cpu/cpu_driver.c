@@ -1,0 +1,334 @@
+/*
+ * backend-cpu/cpu/cpu_driver.c: the CPU driver's table (cubert/backend/
+ * driver.h) over simulated streams (cpu_stream.c) and the kernel worker pool
+ * (cpu_executor.c). Device memory is host memory from the allocator, so
+ * device addresses are host pointers (CUBERT_DRIVER_HOST_ADDRESSABLE) and
+ * staging buffers come from the kit's allocator (no host_alloc here).
+ *
+ * Every primitive that enqueues writes one op into the stream's ring; the
+ * stream's worker (or, in deterministic mode, the step loop of a thread
+ * that waits) runs it. An event is a point (stream, sequence): complete
+ * once the stream's worker completed that op.
+ */
+#include "cpu/cpu_driver.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "kernel/cpu_kernel.h"
+
+struct cpu_event_t {
+  cpu_event_t *next; /* the free list */
+  cpu_event_t *all;  /* every event made */
+  cpu_stream_t *stream;
+  uint64_t seq;
+};
+
+static cpu_device_t *device_of(void *self) { return (cpu_device_t *)self; }
+static cpu_stream_t *stream_of(cubert_driver_stream_t *s) { return (cpu_stream_t *)(void *)s; }
+static cpu_event_t *event_of(cubert_driver_event_t *e) { return (cpu_event_t *)(void *)e; }
+
+/* ---- device memory ------------------------------------------------------------------- */
+
+#define CPU_MEMORY_ALIGN 64
+
+static cubert_status_t cpu_memory_alloc(void *self, uint64_t size, cubert_driver_stream_t *stream,
+                                        cubert_device_ptr_t *out_address,
+                                        cubert_error_t *out_error) {
+  cpu_device_t *d = device_of(self);
+  void *p = NULL;
+  (void)stream; /* host memory: usable at once */
+  if (size > (uint64_t)SIZE_MAX)
+    return cubert_error_set(out_error, CUBERT_ERROR_IO_BUFFER_TOO_BIG, &size, 1, NULL);
+  if (cubert_allocator_malloc(d->allocator, (size_t)size, CPU_MEMORY_ALIGN, &p) != CUBERT_STATUS_OK)
+    return cubert_error_set(out_error, CUBERT_ERROR_IO_OUT_OF_MEMORY, &size, 1,
+                            "host memory allocation failed");
+  *out_address = (cubert_device_ptr_t)(uintptr_t)p;
+  return CUBERT_STATUS_OK;
+}
+
+typedef struct free_op_t {
+  cubert_allocator_t allocator;
+  void *ptr;
+  uint64_t size;
+} free_op_t;
+
+static cubert_status_t free_run(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
+  free_op_t *op = (free_op_t *)payload;
+  (void)stream;
+  (void)error;
+  cubert_allocator_free(op->allocator, op->ptr, (size_t)op->size, CPU_MEMORY_ALIGN);
+  return CUBERT_STATUS_OK;
+}
+
+static void cpu_memory_free(void *self, cubert_device_ptr_t address, uint64_t size,
+                            cubert_driver_stream_t *stream) {
+  cpu_device_t *d = device_of(self);
+  cpu_op_t *op;
+  free_op_t *f;
+  if (!stream) {
+    cubert_allocator_free(d->allocator, (void *)(uintptr_t)address, (size_t)size, CPU_MEMORY_ALIGN);
+    return;
+  }
+  op = cpu_stream_reserve(stream_of(stream)); /* after the stream's earlier work */
+  f = (free_op_t *)cpu_op_payload(op);
+  f->allocator = d->allocator;
+  f->ptr = (void *)(uintptr_t)address;
+  f->size = size;
+  op->run = free_run;
+  (void)cpu_stream_commit(stream_of(stream));
+}
+
+/* ---- copies --------------------------------------------------------------------------- */
+
+typedef struct copy_op_t {
+  unsigned char *dst;
+  const unsigned char *src;
+  uint64_t width, height, src_pitch, dst_pitch;
+} copy_op_t;
+
+static cubert_status_t copy_run(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
+  copy_op_t *op = (copy_op_t *)payload;
+  uint64_t r;
+  (void)stream;
+  (void)error;
+  if (op->height == 1) {
+    memcpy(op->dst, op->src, (size_t)op->width);
+    return CUBERT_STATUS_OK;
+  }
+  for (r = 0; r < op->height; r++)
+    memcpy(op->dst + r * op->dst_pitch, op->src + r * op->src_pitch, (size_t)op->width);
+  return CUBERT_STATUS_OK;
+}
+
+static cubert_status_t cpu_copy(void *self, const cubert_driver_copy_t *c,
+                                cubert_driver_stream_t *stream, cubert_error_t *out_error) {
+  cpu_op_t *op;
+  copy_op_t *p;
+  (void)self;
+  if (c->kind > CUBERT_COPY_DEVICE_TO_DEVICE)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "unknown copy kind");
+  if (c->width == 0 || c->height == 0) return CUBERT_STATUS_OK;
+  op = cpu_stream_reserve(stream_of(stream));
+  p = (copy_op_t *)cpu_op_payload(op);
+  p->src = c->kind == CUBERT_COPY_HOST_TO_DEVICE ? (const unsigned char *)c->src_host
+                                                 : (const unsigned char *)(uintptr_t)c->src_device;
+  p->dst = c->kind == CUBERT_COPY_DEVICE_TO_HOST ? (unsigned char *)c->dst_host
+                                                 : (unsigned char *)(uintptr_t)c->dst_device;
+  p->width = c->width;
+  p->height = c->height;
+  p->src_pitch = c->src_pitch;
+  p->dst_pitch = c->dst_pitch;
+  op->run = copy_run;
+  (void)cpu_stream_commit(stream_of(stream));
+  return CUBERT_STATUS_OK;
+}
+
+/* ---- launches ------------------------------------------------------------------------- */
+
+static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
+  const cpu_kernel_launch_t *l = (const cpu_kernel_launch_t *)payload;
+  cpu_device_t *d = (cpu_device_t *)stream->owner;
+  cubert_kernel_args_t args;
+  cubert_kernel_report_t report;
+  cubert_dim3_t count;
+  CUBERT_RETURN_IF_ERROR(cpu_kernel_launch_count(l, &d->properties.hardware, &count, error));
+  cpu_kernel_launch_args(l, &args);
+  if (cubert_cpu_executor_run(d->executor, l->kernel, count, l->kernel->cube_dim, &args,
+                              (cubert_execution_mode_t)l->execution, &report,
+                              error) != CUBERT_STATUS_OK)
+    return cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
+  return cpu_kernel_launch_report(l, &report, error);
+}
+
+static cubert_status_t cpu_launch(void *self, const cubert_driver_launch_t *launch,
+                                  cubert_driver_stream_t *stream, cubert_error_t *out_error) {
+  cpu_op_t *op;
+  (void)self;
+  CUBERT_RETURN_IF_ERROR(cpu_kernel_launch_check(launch, out_error));
+  op = cpu_stream_reserve(stream_of(stream));
+  cpu_kernel_launch_record(launch, (cpu_kernel_launch_t *)cpu_op_payload(op));
+  op->run = launch_run;
+  (void)cpu_stream_commit(stream_of(stream));
+  return CUBERT_STATUS_OK;
+}
+
+/* ---- streams --------------------------------------------------------------------------- */
+
+static cubert_status_t cpu_stream_create(void *self, uint32_t index,
+                                         cubert_driver_stream_t **out_stream,
+                                         cubert_error_t *out_error) {
+  cpu_device_t *d = device_of(self);
+  cpu_stream_t *s = NULL;
+  cubert_status_t status;
+  if (index >= d->stream_count || __atomic_load_n(&d->streams[index], __ATOMIC_ACQUIRE))
+    return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0, "no such stream");
+  if (cubert_allocator_malloc(d->allocator, sizeof(*s), 64, (void **)&s) != CUBERT_STATUS_OK)
+    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "stream");
+  status = cpu_stream_initialize(s, d->allocator, index, d,
+                                 d->deterministic ? cpu_sim_run_until : NULL);
+  if (status != CUBERT_STATUS_OK) {
+    cubert_allocator_free(d->allocator, s, sizeof(*s), 64);
+    return cubert_error_set(out_error, status == CUBERT_STATUS_RESOURCE_EXHAUSTED
+                                           ? CUBERT_ERROR_HOST_OUT_OF_MEMORY
+                                           : CUBERT_ERROR_SERVER_GENERIC,
+                            NULL, 0, "cannot start the stream worker");
+  }
+  cpu_sim_set_stream(d, index, s);
+  *out_stream = (cubert_driver_stream_t *)(void *)s;
+  return CUBERT_STATUS_OK;
+}
+
+static void cpu_stream_destroy(void *self, cubert_driver_stream_t *stream) {
+  cpu_device_t *d = device_of(self);
+  cpu_stream_t *s = stream_of(stream);
+  uint32_t index = s->slot;
+  cpu_stream_deinitialize(s); /* runs what is queued (deterministic: in the loop) */
+  cpu_sim_set_stream(d, index, NULL);
+  cubert_allocator_free(d->allocator, s, sizeof(*s), 64);
+}
+
+static cubert_status_t cpu_stream_synchronize(void *self, cubert_driver_stream_t *stream,
+                                              cubert_error_t *out_error) {
+  cpu_stream_t *s = stream_of(stream);
+  cubert_status_t status;
+  (void)self;
+  status = cpu_stream_wait_point(s, s->tail, UINT64_MAX);
+  if (status == CUBERT_STATUS_FAILED_PRECONDITION)
+    return cubert_error_set(out_error, CUBERT_ERROR_SERVER_GENERIC, NULL, 0,
+                            "deterministic mode: no step is runnable (deadlock)");
+  return status;
+}
+
+static cubert_status_t cpu_stream_errors(void *self, cubert_driver_stream_t *stream,
+                                         cubert_error_t *out_error) {
+  (void)self;
+  return cpu_stream_drain_errors(stream_of(stream), out_error);
+}
+
+/* ---- events ----------------------------------------------------------------------------- */
+
+static cubert_status_t cpu_event_record(void *self, cubert_driver_stream_t *stream,
+                                        cubert_driver_event_t **out_event,
+                                        cubert_error_t *out_error) {
+  cpu_device_t *d = device_of(self);
+  cpu_event_t *ev;
+  pthread_mutex_lock(&d->events_mutex);
+  ev = d->free_events;
+  if (ev) d->free_events = ev->next;
+  pthread_mutex_unlock(&d->events_mutex);
+  if (!ev) {
+    if (cubert_allocator_malloc(d->allocator, sizeof(*ev), 0, (void **)&ev) != CUBERT_STATUS_OK)
+      return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "event");
+    pthread_mutex_lock(&d->events_mutex);
+    ev->all = d->all_events;
+    d->all_events = ev;
+    pthread_mutex_unlock(&d->events_mutex);
+  }
+  ev->next = NULL;
+  ev->stream = stream_of(stream);
+  ev->seq = ev->stream->tail; /* the last committed op (the producer reads its own index) */
+  *out_event = (cubert_driver_event_t *)(void *)ev;
+  return CUBERT_STATUS_OK;
+}
+
+static cubert_status_t cpu_event_wait(void *self, cubert_driver_stream_t *stream,
+                                      cubert_driver_event_t *event, cubert_error_t *out_error) {
+  cpu_stream_t *s = stream_of(stream);
+  cpu_event_t *ev = event_of(event);
+  cpu_op_t *op;
+  (void)self;
+  (void)out_error;
+  if (ev->stream == s || cpu_stream_point_completed(ev->stream, ev->seq)) return CUBERT_STATUS_OK;
+  op = cpu_stream_reserve(s);
+  op->wait_stream = ev->stream;
+  op->wait_seq = ev->seq;
+  (void)cpu_stream_commit(s);
+  return CUBERT_STATUS_OK;
+}
+
+static cubert_status_t cpu_event_query(void *self, cubert_driver_event_t *event) {
+  cpu_event_t *ev = event_of(event);
+  (void)self;
+  return cpu_stream_point_completed(ev->stream, ev->seq) ? CUBERT_STATUS_OK : CUBERT_STATUS_BUSY;
+}
+
+static cubert_status_t cpu_event_synchronize(void *self, cubert_driver_event_t *event,
+                                             uint64_t timeout_ns, cubert_error_t *out_error) {
+  cpu_event_t *ev = event_of(event);
+  cubert_status_t status;
+  (void)self;
+  status = cpu_stream_wait_point(ev->stream, ev->seq, timeout_ns);
+  if (status == CUBERT_STATUS_FAILED_PRECONDITION)
+    return cubert_error_set(out_error, CUBERT_ERROR_SERVER_GENERIC, NULL, 0,
+                            "deterministic mode: no step is runnable (deadlock)");
+  return status;
+}
+
+static void cpu_event_destroy(void *self, cubert_driver_event_t *event) {
+  cpu_device_t *d = device_of(self);
+  cpu_event_t *ev = event_of(event);
+  pthread_mutex_lock(&d->events_mutex);
+  ev->next = d->free_events;
+  d->free_events = ev;
+  pthread_mutex_unlock(&d->events_mutex);
+}
+
+/* ---- the device ---------------------------------------------------------------------------- */
+
+static void cpu_properties(void *self, cubert_device_properties_t *out) {
+  *out = device_of(self)->properties;
+}
+
+static void cpu_destroy(void *self) {
+  cpu_device_t *d = device_of(self);
+  cpu_comm_free_all(d);
+  while (d->all_events) {
+    cpu_event_t *ev = d->all_events;
+    d->all_events = ev->all;
+    cubert_allocator_free(d->allocator, ev, sizeof(*ev), 0);
+  }
+  cubert_cpu_executor_destroy(d->executor);
+  cpu_sim_destroy(d);
+  pthread_mutex_destroy(&d->events_mutex);
+  cubert_allocator_free(d->allocator, d->streams, d->stream_count * sizeof(cpu_stream_t *), 0);
+  cubert_allocator_free(d->allocator, d, sizeof(*d), 0);
+}
+
+const cubert_driver_t cpu_driver = {
+    .name = "cpu",
+    .abi_version = CUBERT_DRIVER_ABI_VERSION,
+    .flags = CUBERT_DRIVER_HOST_ADDRESSABLE,
+    .destroy = cpu_destroy,
+    .properties = cpu_properties,
+    .memory_alloc = cpu_memory_alloc,
+    .memory_free = cpu_memory_free,
+    .host_alloc = NULL, /* staging: simulated pinned memory from the kit */
+    .host_free = NULL,
+    .copy = cpu_copy,
+    .launch = cpu_launch,
+    .stream_create = cpu_stream_create,
+    .stream_destroy = cpu_stream_destroy,
+    .stream_synchronize = cpu_stream_synchronize,
+    .stream_errors = cpu_stream_errors,
+    .event_record = cpu_event_record,
+    .event_wait = cpu_event_wait,
+    .event_query = cpu_event_query,
+    .event_synchronize = cpu_event_synchronize,
+    .event_destroy = cpu_event_destroy,
+    .comm_create = cpu_comm_create,
+    .comm_query = cpu_comm_query,
+    .comm_destroy = cpu_comm_destroy,
+    .collective = cpu_collective,
+};
+
+/* Every op record must fit the stream's fixed op slot. */
+typedef char cpu_launch_op_fits_[sizeof(cpu_kernel_launch_t) <= CPU_OP_PAYLOAD ? 1 : -1];
+/* an empty launch's fields share the op header's cache line */
+typedef char cpu_launch_op_first_line_[offsetof(cpu_op_t, payload) +
+                                               offsetof(cpu_kernel_launch_t, dynamic_count) <=
+                                           64
+                                       ? 1
+                                       : -1];
+typedef char cpu_copy_op_fits_[sizeof(copy_op_t) <= CPU_OP_PAYLOAD ? 1 : -1];
+typedef char cpu_free_op_fits_[sizeof(free_op_t) <= CPU_OP_PAYLOAD ? 1 : -1];

@@ -1,0 +1,80 @@
+/* backend-cpu/cpu/cpu_driver.h: the CPU driver's state (not installed).
+ *
+ * The CPU driver is the device under the server kit (cubert/backend/kit.h):
+ * streams are cpu_stream_t rings run by one worker thread each (threaded
+ * mode) or by the step loop of a waiting host thread (deterministic mode,
+ * cpu_sim.c); kernels run on the executor's worker pool; device memory is
+ * host memory from the allocator; an event is a point (stream, sequence).
+ * Include order: cpu_stream.h, cpu_executor.h, then this. */
+#ifndef CUBERT_CPU_DRIVER_H
+#define CUBERT_CPU_DRIVER_H
+
+#include <pthread.h>
+
+#include "cubert/backend/kit.h"
+#include "cubert/cpu.h"
+#include "cubert/sim.h"
+#include "cpu/cpu_executor.h"
+#include "cpu/cpu_stream.h"
+
+typedef struct cpu_event_t cpu_event_t;
+typedef struct cpu_comm_t cpu_comm_t;
+
+typedef struct cpu_device_t {
+  cubert_allocator_t allocator;
+  cubert_device_properties_t properties;
+  uint32_t device_index;
+  uint32_t stream_count;  /* max_streams + 2: regular, GC, communication */
+  cpu_stream_t **streams; /* by index, NULL until created */
+  cubert_cpu_executor_t *executor;
+  /* events: a free list, and every event made (freed at destroy) */
+  pthread_mutex_t events_mutex;
+  cpu_event_t *free_events;
+  cpu_event_t *all_events;
+  /* collectives (cpu_comm.c) */
+  uint64_t collective_timeout_ns;
+  cpu_comm_t *comms; /* communicators left but not yet gone (leave at destroy) */
+  /* deterministic mode (cpu_sim.c); sim_mutex serializes the step loop */
+  int deterministic;
+  pthread_mutex_t sim_mutex;
+  cubert_sim_chooser_t sim_own; /* the built-in chooser */
+  cubert_sim_chooser_t *sim;    /* the active chooser (sim_own or attached) */
+  uint32_t *sim_log;            /* sim_own's log */
+  size_t sim_log_capacity;
+  uint32_t *sim_ids;            /* stream_count step identities */
+  uint64_t *sim_seqs;           /* their sequence numbers */
+  uint64_t sim_deadlocks;
+} cpu_device_t;
+
+/* The CPU driver's table (cpu_driver.c). */
+extern const cubert_driver_t cpu_driver;
+
+/* ---- cpu_driver.c ---- */
+/* The device of a client made by cubert_cpu_client_create. NOT_FOUND when
+ * it is another driver's; INVALID_ARGUMENT for NULL. */
+cubert_status_t cpu_device_of(cubert_client_t *client, cpu_device_t **out_device);
+void cpu_fill_properties(const cubert_cpu_options_t *options, cubert_device_properties_t *out);
+
+/* ---- deterministic mode (cpu_sim.c) ---- */
+cubert_status_t cpu_sim_create(cpu_device_t *d, const cubert_cpu_options_t *options,
+                               cubert_error_t *out_error);
+void cpu_sim_destroy(cpu_device_t *d);
+/* Run steps until done(arg) (NULL: until nothing is runnable); `device` is
+ * the cpu_device_t (a cpu_stream_run_fn_t). OK, or FAILED_PRECONDITION when
+ * no step is runnable and done is still false. */
+cubert_status_t cpu_sim_run_until(void *device, cpu_stream_done_fn_t done, void *arg);
+/* Set streams[index] (NULL: gone), visible to the step loop. */
+void cpu_sim_set_stream(cpu_device_t *d, uint32_t index, cpu_stream_t *stream);
+
+/* ---- collectives (cpu_comm.c): the driver's optional primitives ---- */
+cubert_status_t cpu_comm_create(void *self, const uint32_t *devices, uint32_t count, uint32_t rank,
+                                cubert_driver_comm_t **out_comm, cubert_error_t *out_error);
+cubert_status_t cpu_comm_query(void *self, cubert_driver_comm_t *comm, cubert_error_t *out_error);
+void cpu_comm_destroy(void *self, cubert_driver_comm_t *comm);
+cubert_status_t cpu_collective(void *self, cubert_driver_comm_t *comm,
+                               const cubert_driver_collective_t *collective,
+                               cubert_driver_stream_t *stream, cubert_error_t *out_error);
+/* Teardown: leave every communicator left at comm_destroy. */
+void cpu_comm_free_all(cpu_device_t *d);
+
+#endif

@@ -1,0 +1,248 @@
+/* backend-cpu/kernel/cpu_kernel.c: running CPU kernels, shared by the CPU
+ * drivers (see cpu_kernel.h). Freestanding. */
+#include "kernel/cpu_kernel.h"
+
+typedef char cpu_kernel_mode_values_match_[(CUBERT_KERNEL_MODE_CHECKED == CUBERT_EXECUTION_CHECKED &&
+                                            CUBERT_KERNEL_MODE_VALIDATE ==
+                                                CUBERT_EXECUTION_VALIDATE &&
+                                            CUBERT_KERNEL_MODE_UNCHECKED ==
+                                                CUBERT_EXECUTION_UNCHECKED)
+                                               ? 1
+                                               : -1];
+
+static cubert_status_t grid_invalid(cubert_error_t *out_error, const char *reason) {
+  return cubert_error_set(out_error, CUBERT_ERROR_SERVER_VALIDATION, NULL, 0, reason);
+}
+
+cubert_status_t cpu_kernel_grid(const cubert_kernel_t *kernel, cubert_dim3_t cube_count,
+                                cubert_dim3_t cube_dim, const cubert_kernel_args_t *args,
+                                cubert_execution_mode_t mode, cpu_kernel_grid_t *out_grid,
+                                cubert_error_t *out_error) {
+  uint64_t units, total;
+  if (!kernel || !args) return grid_invalid(out_error, "cpu executor: NULL argument");
+  if (cube_dim.x == 0 || cube_dim.y == 0 || cube_dim.z == 0)
+    return grid_invalid(out_error, "cpu executor: cube dim has a zero component");
+  if ((unsigned)mode > (unsigned)CUBERT_EXECUTION_UNCHECKED)
+    return grid_invalid(out_error, "cpu executor: unknown execution mode");
+  if (args->buffer_count > CUBERT_KERNEL_MAX_BUFFERS ||
+      args->scalar_count > CUBERT_KERNEL_MAX_SCALARS)
+    return grid_invalid(out_error, "cpu executor: too many buffers or scalars");
+  if (args->buffer_count < kernel->buffer_count || args->scalar_count < kernel->scalar_count)
+    return grid_invalid(out_error, "cpu executor: fewer arguments than the kernel reads");
+  if (!kernel->cpu_entry)
+    return cubert_error_set(out_error, CUBERT_ERROR_COMPILATION_GENERIC, NULL, 0,
+                            "cpu executor: kernel has no CPU entry point");
+  units = (uint64_t)cube_dim.x * cube_dim.y; /* < 2^64 */
+  if (units <= CUBERT_KERNEL_MAX_UNITS) units *= cube_dim.z; /* <= 2^42: no overflow */
+  if (units > CUBERT_KERNEL_MAX_UNITS) {
+    uint64_t f[2];
+    f[0] = units; /* x*y alone when that already exceeds the limit */
+    f[1] = CUBERT_KERNEL_MAX_UNITS;
+    return cubert_error_set(out_error, CUBERT_ERROR_RESOURCE_MAX_UNIT_PER_CUBE, f, 2,
+                            "cpu executor: too many units per cube");
+  }
+  total = (uint64_t)cube_count.x * cube_count.y;
+  if (cubert_u64_mul(total, cube_count.z, &total) != CUBERT_STATUS_OK ||
+      total > ((uint64_t)1 << 63)) {
+    uint64_t f[1];
+    f[0] = cube_count.z;
+    return cubert_error_set(out_error, CUBERT_ERROR_RESOURCE_UNITS, f, 1,
+                            "cpu executor: more than 2^63 cubes");
+  }
+  out_grid->count = cube_count;
+  out_grid->dim = cube_dim;
+  out_grid->units = (uint32_t)units;
+  out_grid->mode = (uint32_t)mode;
+  out_grid->total = total;
+  out_grid->shared_bytes = ((size_t)kernel->shared_memory_bytes + 63u) & ~(size_t)63u;
+  return CUBERT_STATUS_OK;
+}
+
+/* ---- reports ---------------------------------------------------------------------- */
+
+void cpu_kernel_report_reset(cubert_kernel_report_t *r) {
+  r->oob_count = 0;
+  r->has_violation = 0;
+  r->buffer_index = 0;
+  r->element_index = 0;
+  r->buffer_length = 0;
+  r->is_write = 0;
+  r->reserved = 0;
+  r->cube_pos.x = r->cube_pos.y = r->cube_pos.z = 0;
+  r->cube_linear = 0;
+  r->kernel_name = 0;
+}
+
+void cpu_kernel_report_merge(cubert_kernel_report_t *total, const cubert_kernel_report_t *part) {
+  total->oob_count += part->oob_count;
+  if (part->has_violation && (!total->has_violation || part->cube_linear < total->cube_linear)) {
+    uint64_t count = total->oob_count;
+    const char *name = total->kernel_name;
+    *total = *part;
+    total->oob_count = count;
+    total->kernel_name = name;
+  }
+}
+
+/* ---- contexts --------------------------------------------------------------------- */
+
+cubert_status_t cpu_kernel_context_reserve(cpu_kernel_context_t *ctx, cubert_allocator_t allocator,
+                                           size_t need) {
+  void *block = 0;
+  if (need == 0 || ctx->dynamic_capacity >= need) return CUBERT_STATUS_OK;
+  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, need, 64, &block));
+  cubert_allocator_free(allocator, ctx->dynamic_shared, ctx->dynamic_capacity, 64);
+  ctx->dynamic_shared = (unsigned char *)block;
+  ctx->dynamic_capacity = need;
+  return CUBERT_STATUS_OK;
+}
+
+void cpu_kernel_context_free(cpu_kernel_context_t *ctx, cubert_allocator_t allocator) {
+  cubert_allocator_free(allocator, ctx->dynamic_shared, ctx->dynamic_capacity, 64);
+  ctx->dynamic_shared = 0;
+  ctx->dynamic_capacity = 0;
+}
+
+void cpu_kernel_context_begin(cpu_kernel_context_t *ctx, const cubert_kernel_t *kernel,
+                              const cpu_kernel_grid_t *grid) {
+  cubert_kernel_cube_t *cube = &ctx->cube;
+  cube->count = grid->count;
+  cube->dim = grid->dim;
+  cube->units = grid->units;
+  cube->count_linear = grid->total;
+  cube->mode = grid->mode;
+  cube->dynamic_shared = ctx->dynamic_shared;
+  cube->dynamic_shared_bytes = kernel->shared_memory_bytes;
+  cube->report = &ctx->report;
+  cube->oob_sink = ctx->oob_sink.bytes;
+  cube->oob_zero = ctx->oob_zero.bytes;
+}
+
+void cpu_kernel_run_range(cpu_kernel_context_t *ctx, const cubert_kernel_t *kernel,
+                          const cubert_kernel_args_t *args, uint64_t start, uint64_t end) {
+  cubert_kernel_cpu_fn_t entry = kernel->cpu_entry;
+  cubert_kernel_cube_t *cube = &ctx->cube;
+  const uint32_t cx = cube->count.x, cy = cube->count.y;
+  uint64_t i, rest = start / cx;
+  uint32_t x = (uint32_t)(start % cx), y = (uint32_t)(rest % cy), z = (uint32_t)(rest / cy);
+  for (i = start; i < end; i++) {
+    cube->pos.x = x;
+    cube->pos.y = y;
+    cube->pos.z = z;
+    cube->pos_linear = i;
+    entry(args, cube);
+    if (++x == cx) {
+      x = 0;
+      if (++y == cy) {
+        y = 0;
+        z++;
+      }
+    }
+  }
+}
+
+void cpu_kernel_run_all(cpu_kernel_context_t *ctx, const cubert_kernel_t *kernel,
+                        const cubert_kernel_args_t *args, const cpu_kernel_grid_t *grid) {
+  cubert_kernel_cpu_fn_t entry = kernel->cpu_entry;
+  cubert_kernel_cube_t *cube = &ctx->cube;
+  uint64_t linear = 0;
+  uint32_t x, y, z;
+  cpu_kernel_context_begin(ctx, kernel, grid);
+  for (z = 0; z < grid->count.z; z++)
+    for (y = 0; y < grid->count.y; y++)
+      for (x = 0; x < grid->count.x; x++) {
+        cube->pos.x = x;
+        cube->pos.y = y;
+        cube->pos.z = z;
+        cube->pos_linear = linear++;
+        entry(args, cube);
+      }
+}
+
+/* ---- driver launches ------------------------------------------------------------------ */
+
+cubert_status_t cpu_kernel_launch_check(const cubert_driver_launch_t *launch,
+                                        cubert_error_t *out_error) {
+  cubert_status_t status;
+  if (launch->kernel->cpu_entry) return CUBERT_STATUS_OK;
+  status = cubert_error_set(out_error, CUBERT_ERROR_COMPILATION_UNSUPPORTED_INSTRUCTION, 0, 0,
+                            "kernel has no CPU entry point");
+  cubert_error_wrap(out_error, CUBERT_ERROR_LAUNCH_COMPILATION);
+  cubert_error_wrap(out_error, CUBERT_ERROR_SERVER_LAUNCH);
+  return status; /* out_error may be NULL: wrapping nothing returns OK */
+}
+
+void cpu_kernel_launch_record(const cubert_driver_launch_t *l, cpu_kernel_launch_t *out) {
+  uint32_t i;
+  /* an empty launch writes the first fields only */
+  out->kernel = l->kernel;
+  out->execution = (uint8_t)l->execution;
+  out->dynamic = (uint8_t)l->dynamic;
+  out->buffer_count = (uint8_t)l->buffer_count;
+  out->scalar_count = (uint8_t)l->scalar_count;
+  out->count = l->count;
+  if (l->dynamic) out->dynamic_count = (const unsigned char *)(uintptr_t)l->dynamic_count;
+  for (i = 0; i < l->buffer_count; i++) {
+    out->buffers[i].ptr = (void *)(uintptr_t)l->buffers[i].address;
+    out->buffers[i].size_bytes = l->buffers[i].size;
+  }
+  if (l->scalar_count)
+    __builtin_memcpy(out->scalars, l->scalars, l->scalar_count * sizeof(uint64_t));
+}
+
+static cubert_status_t limit_error(cubert_error_t *e, uint64_t requested, uint64_t max,
+                                   const char *what) {
+  uint64_t f[2];
+  f[0] = requested;
+  f[1] = max;
+  cubert_error_set(e, CUBERT_ERROR_RESOURCE_UNITS, f, 2, what);
+  cubert_error_wrap(e, CUBERT_ERROR_LAUNCH_TOO_MANY_RESOURCES);
+  return cubert_error_wrap(e, CUBERT_ERROR_SERVER_LAUNCH);
+}
+
+cubert_status_t cpu_kernel_launch_count(const cpu_kernel_launch_t *l,
+                                        const cubert_hardware_properties_t *hw,
+                                        cubert_dim3_t *out_count, cubert_error_t *out_error) {
+  cubert_dim3_t d;
+  if (!l->dynamic) {
+    *out_count = l->count;
+    return CUBERT_STATUS_OK;
+  }
+  __builtin_memcpy(&d.x, l->dynamic_count, 4);
+  __builtin_memcpy(&d.y, l->dynamic_count + 4, 4);
+  __builtin_memcpy(&d.z, l->dynamic_count + 8, 4);
+  if (d.x > hw->max_cube_count.x)
+    return limit_error(out_error, d.x, hw->max_cube_count.x,
+                       "dynamic cube count above the device's maximum");
+  if (d.y > hw->max_cube_count.y)
+    return limit_error(out_error, d.y, hw->max_cube_count.y,
+                       "dynamic cube count above the device's maximum");
+  if (d.z > hw->max_cube_count.z)
+    return limit_error(out_error, d.z, hw->max_cube_count.z,
+                       "dynamic cube count above the device's maximum");
+  *out_count = d;
+  return CUBERT_STATUS_OK;
+}
+
+void cpu_kernel_launch_args(const cpu_kernel_launch_t *l, cubert_kernel_args_t *args) {
+  uint32_t i;
+  /* only the slots below the counts are read (the grid check compares the
+   * counts with the kernel's): no need to zero the rest */
+  for (i = 0; i < l->buffer_count; i++) args->buffers[i] = l->buffers[i];
+  args->buffer_count = l->buffer_count;
+  for (i = 0; i < l->scalar_count; i++) args->scalars[i] = l->scalars[i];
+  args->scalar_count = l->scalar_count;
+}
+
+cubert_status_t cpu_kernel_launch_report(const cpu_kernel_launch_t *l,
+                                         const cubert_kernel_report_t *r,
+                                         cubert_error_t *out_error) {
+  uint64_t f[4];
+  if (l->execution != (uint8_t)CUBERT_EXECUTION_VALIDATE || !r->has_violation)
+    return CUBERT_STATUS_OK;
+  f[0] = r->buffer_index;
+  f[1] = r->element_index;
+  f[2] = r->buffer_length;
+  f[3] = r->is_write;
+  return cubert_error_set(out_error, CUBERT_ERROR_SERVER_VALIDATION, f, 4, l->kernel->name);
+}

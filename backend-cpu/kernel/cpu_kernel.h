@@ -1,0 +1,119 @@
+/*
+ * backend-cpu/kernel/cpu_kernel.h: running CPU kernels (the dialect of
+ * cubert/kernel.h), shared by the two CPU drivers: the threaded one's worker
+ * pool (backend-cpu/cpu/cpu_executor.c) and the inline driver
+ * (backend-cpu/inline). Freestanding (the core's rules: no libc, no OS,
+ * memory from the allocator given), checked by `make check-freestanding`.
+ *
+ * A thread that runs cubes owns a cpu_kernel_context_t: the cube record the
+ * dialect's macros read, its own dynamic shared block (two cubes running at
+ * once never share a byte, unlike CubeCL's CPU backend, cubecl#1575) and
+ * its own bounds-check report, merged after the launch.
+ */
+#ifndef CUBERT_CPU_KERNEL_H
+#define CUBERT_CPU_KERNEL_H
+
+#include "cubert/backend/driver.h"
+#include "cubert/kernel.h"
+
+/* Scratch an out-of-bounds access reads (zeros) or writes (dropped). */
+typedef union cpu_kernel_scratch_t {
+  unsigned char bytes[CUBERT_KERNEL_MAX_ELEMENT_BYTES];
+  uint64_t u64;
+  double f64;
+  long double f128;
+  void *ptr;
+} cpu_kernel_scratch_t;
+
+/* What one thread needs to run cubes. Zero it before first use. */
+typedef struct cpu_kernel_context_t {
+  cubert_kernel_cube_t cube;
+  cubert_kernel_report_t report;
+  unsigned char *dynamic_shared; /* this thread's dynamic shared block */
+  size_t dynamic_capacity;
+  unsigned char *pending;        /* a larger block being prepared */
+  cpu_kernel_scratch_t oob_sink; /* written by dropped stores, never read */
+  cpu_kernel_scratch_t oob_zero; /* read by out-of-bounds loads, never written */
+} cpu_kernel_context_t;
+
+/* One launch's grid, checked (cpu_kernel_grid). */
+typedef struct cpu_kernel_grid_t {
+  cubert_dim3_t count;
+  cubert_dim3_t dim;
+  uint32_t units;
+  uint32_t mode; /* CUBERT_KERNEL_MODE_* */
+  uint64_t total; /* cubes */
+  size_t shared_bytes; /* dynamic shared memory per cube, rounded up to 64 */
+} cpu_kernel_grid_t;
+
+/* Check a run of `kernel` over cube_count x cube_dim with `args` in `mode`
+ * and fill *out_grid. Errors as cubert_cpu_executor_run documents
+ * (cpu_executor.h): SERVER_VALIDATION (INVALID_ARGUMENT) for bad arguments,
+ * COMPILATION_GENERIC for a kernel without a CPU entry, LIMIT_EXCEEDED for
+ * too many units or cubes. total is 0 for a count with a zero component. */
+cubert_status_t cpu_kernel_grid(const cubert_kernel_t *kernel, cubert_dim3_t cube_count,
+                                cubert_dim3_t cube_dim, const cubert_kernel_args_t *args,
+                                cubert_execution_mode_t mode, cpu_kernel_grid_t *out_grid,
+                                cubert_error_t *out_error);
+
+/* Zero a report. */
+void cpu_kernel_report_reset(cubert_kernel_report_t *report);
+/* Add `part` to `total`: counts summed, the violation of the lowest cube kept. */
+void cpu_kernel_report_merge(cubert_kernel_report_t *total, const cubert_kernel_report_t *part);
+
+/* Make the context's dynamic shared block at least `need` bytes (64-aligned
+ * from `allocator`). RESOURCE_EXHAUSTED leaves it unchanged. */
+cubert_status_t cpu_kernel_context_reserve(cpu_kernel_context_t *ctx, cubert_allocator_t allocator,
+                                           size_t need);
+/* Free the context's blocks. */
+void cpu_kernel_context_free(cpu_kernel_context_t *ctx, cubert_allocator_t allocator);
+
+/* Point the context's cube record at a launch (reset its report first). */
+void cpu_kernel_context_begin(cpu_kernel_context_t *ctx, const cubert_kernel_t *kernel,
+                              const cpu_kernel_grid_t *grid);
+/* Run the linear cubes [start, end) (x fastest, then y, then z). */
+void cpu_kernel_run_range(cpu_kernel_context_t *ctx, const cubert_kernel_t *kernel,
+                          const cubert_kernel_args_t *args, uint64_t start, uint64_t end);
+/* Run every cube in linear order on this thread (begin included). */
+void cpu_kernel_run_all(cpu_kernel_context_t *ctx, const cubert_kernel_t *kernel,
+                        const cubert_kernel_args_t *args, const cpu_kernel_grid_t *grid);
+
+/* ---- a driver launch (cubert_driver_launch_t) on a CPU driver ---- */
+
+/* What a CPU driver keeps of a launch until it runs (plain data). */
+typedef struct cpu_kernel_launch_t {
+  const cubert_kernel_t *kernel;
+  uint8_t execution;    /* cubert_execution_mode_t */
+  uint8_t dynamic;      /* 1: the count is read from dynamic_count */
+  uint8_t buffer_count; /* <= CUBERT_KERNEL_MAX_BUFFERS */
+  uint8_t scalar_count; /* <= CUBERT_KERNEL_MAX_SCALARS */
+  uint32_t reserved_;
+  cubert_dim3_t count;
+  const unsigned char *dynamic_count; /* 12 bytes: u32 x, y, z */
+  cubert_kernel_buffer_t buffers[CUBERT_KERNEL_MAX_BUFFERS];
+  uint64_t scalars[CUBERT_KERNEL_MAX_SCALARS];
+} cpu_kernel_launch_t;
+
+/* Refuse a launch a CPU driver cannot run: no CPU entry point
+ * (COMPILATION_FAILED, kinds COMPILATION_UNSUPPORTED_INSTRUCTION <
+ * LAUNCH_COMPILATION < SERVER_LAUNCH). */
+cubert_status_t cpu_kernel_launch_check(const cubert_driver_launch_t *launch,
+                                        cubert_error_t *out_error);
+/* Copy what the launch needs into *out (only the used slots are written). */
+void cpu_kernel_launch_record(const cubert_driver_launch_t *launch, cpu_kernel_launch_t *out);
+/* The cube count to run: the static one, or the dynamic one read now and
+ * checked against the device's limits (LIMIT_EXCEEDED, kinds
+ * RESOURCE_UNITS < LAUNCH_TOO_MANY_RESOURCES < SERVER_LAUNCH). */
+cubert_status_t cpu_kernel_launch_count(const cpu_kernel_launch_t *launch,
+                                        const cubert_hardware_properties_t *hardware,
+                                        cubert_dim3_t *out_count, cubert_error_t *out_error);
+/* The kernel arguments of a launch. */
+void cpu_kernel_launch_args(const cpu_kernel_launch_t *launch, cubert_kernel_args_t *out_args);
+/* A VALIDATE launch's first violation as a stream error (SERVER_VALIDATION,
+ * fields {buffer slot, element index, buffer length, is_write}, the kernel's
+ * name as reason); OK when there was none. */
+cubert_status_t cpu_kernel_launch_report(const cpu_kernel_launch_t *launch,
+                                         const cubert_kernel_report_t *report,
+                                         cubert_error_t *out_error);
+
+#endif /* CUBERT_CPU_KERNEL_H */

@@ -1,0 +1,68 @@
+/* core/client/client_task.c: what every client operation shares: the
+ * client's current stream, the device check of a handle, and running a
+ * typed task through the device handle (the base of core/client: it calls
+ * no other client file). */
+#include "client/client_internal.h"
+
+cubert_status_t client_submit(cubert_client_t *client, cubert_device_task_fn_t fn,
+                              client_task_t *task, cubert_error_t *out_error) {
+  device_state_t *s = client->state;
+  task->status = CUBERT_STATUS_INTERNAL;
+  task->error = out_error;
+  if (s->handle.vtable->submit_blocking(s->handle.self, fn, task) != CUBERT_STATUS_OK)
+    return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_LOST, NULL, 0,
+                            "the device handle refused the call");
+  return task->status;
+}
+
+uint64_t cubert_client_stream(const cubert_client_t *client) {
+  const device_state_t *s;
+  if (!client) return 0;
+  if (client->pinned) return client->stream;
+  s = client->state;
+  return s->stream_source ? s->stream_source(s->stream_source_self) : 0;
+}
+
+/* The launch task: client_launch.c and the profiled launches of
+ * client_profile.c run it. */
+typedef struct launch_task_t {
+  client_task_t head;
+  cubert_kit_launch_t op;
+} launch_task_t;
+
+static void launch_run(void *context, void *payload) {
+  launch_task_t *t = (launch_task_t *)payload;
+  t->head.status = cubert_kit_launch((cubert_kit_t *)context, &t->op, t->head.error);
+}
+
+cubert_status_t client_launch_task(cubert_client_t *client, const cubert_kernel_t *kernel,
+                                   const cubert_cube_count_t *count,
+                                   const cubert_launch_arguments_t *args,
+                                   cubert_execution_mode_t mode, cubert_error_t *out_error) {
+  launch_task_t t;
+  t.op.stream = cubert_client_stream(client);
+  t.op.kernel = kernel;
+  t.op.count = count;
+  t.op.args = args;
+  t.op.execution = mode;
+  return client_submit(client, launch_run, &t.head, out_error);
+}
+
+cubert_status_t client_check_device(const cubert_client_t *client, const cubert_handle_t *handle,
+                                    cubert_error_t *out_error) {
+  if (!handle) return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "NULL handle");
+  if (handle->device != client->state->device.index_id) {
+    uint64_t f[2];
+    f[0] = handle->device;
+    f[1] = client->state->device.index_id;
+    return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, f, 2,
+                            "handle belongs to another device");
+  }
+  /* Client calls take handles: the user must still hold a handle reference.
+   * (The memory may stay alive a little longer, pinned by queued work.) */
+  if (cubert_memory_id_handle_count(client->state->table, handle->memory) == 0)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_HANDLE, NULL, 0,
+                            "handle was released or never issued");
+  return CUBERT_STATUS_OK;
+}
+

@@ -1,0 +1,161 @@
+/*
+ * core/kit/kit.h: the server kit as the client calls it (not installed).
+ *
+ * One function per client operation, each taking a small typed record.
+ * The client runs each as a device task (core/client), so every function
+ * here is called with the device held, on one thread at a time; they never
+ * wait for device work except where noted ("blocks"). Every function returns
+ * OK or a status with out_error filled (may be NULL); a call that fails
+ * enqueues nothing that changes data (cross-stream waits it issued only add
+ * ordering). Once the driver reported the device lost, every call returns
+ * that error at once.
+ *
+ * Stream ids are the client's stream id values (slot = value mod
+ * max_streams).
+ */
+#ifndef CUBERT_CORE_KIT_H
+#define CUBERT_CORE_KIT_H
+
+#include "base/internal.h"
+#include "cubert/backend/kit.h"
+#include "cubert/backend/stream.h"
+#include "cubert/backend/testing.h"
+#include "cubert/cube.h"
+#include "cubert/kernel.h"
+#include "cubert/memory.h"
+
+typedef struct cubert_kit_t cubert_kit_t;
+
+/* ---- lifecycle (core/client's device creation) ---- */
+
+/* The kit over a driver the caller checked (kit_check_driver); `table` is
+ * borrowed. On failure nothing is left (the driver is not destroyed). */
+cubert_status_t cubert_kit_create(cubert_allocator_t allocator, const cubert_kit_options_t *options,
+                                  const cubert_driver_t *driver, void *driver_self,
+                                  cubert_handle_table_t *table, cubert_kit_t **out_kit,
+                                  cubert_error_t *out_error);
+/* INVALID_ARGUMENT unless every required primitive is set, optional groups
+ * are whole and abi_version matches. */
+cubert_status_t cubert_kit_check_driver(const cubert_driver_t *driver, cubert_error_t *out_error);
+/* The handle completions use to take the device for their drain. */
+void cubert_kit_set_handle(cubert_kit_t *kit, cubert_device_handle_t handle);
+/* Synchronize and destroy everything, the driver last (unless
+ * destroy_driver is false: a creation that failed after the kit). Blocks. */
+void cubert_kit_destroy(cubert_kit_t *kit, bool destroy_driver);
+const cubert_device_properties_t *cubert_kit_properties(const cubert_kit_t *kit);
+const cubert_driver_t *cubert_kit_driver(const cubert_kit_t *kit, void **out_self);
+/* GC polling (cubert_kit_collect) and the race checker's state. */
+uint32_t cubert_kit_gc_collect(cubert_kit_t *kit);
+void cubert_kit_race_state(const cubert_kit_t *kit, cubert_race_counters_t *out_counters,
+                           cubert_race_report_t *out_last, bool *out_has_last);
+void cubert_kit_set_race_seed(cubert_kit_t *kit, uint64_t seed);
+
+/* ---- memory and transfers ---- */
+
+/* create: reserve `size` bytes on `stream` and bind them to `memory` (a new
+ * client handle, not yet backed), then enqueue count writes (as write). The
+ * bytes move to the kit: released after their copy, or at once on failure. */
+typedef struct cubert_kit_create_t {
+  uint64_t stream;
+  const cubert_handle_t *memory;
+  uint64_t size;
+  const cubert_copy_descriptor_t *descriptors;
+  cubert_bytes_t *bytes;
+  size_t count;
+} cubert_kit_create_t;
+cubert_status_t cubert_kit_create_memory(cubert_kit_t *kit, const cubert_kit_create_t *op,
+                                         cubert_error_t *out_error);
+
+/* write: each bytes[i] (contiguous, bytes[i].size <= the destination) into
+ * descriptors[i] (contiguous or pitched), in stream order. Validates every
+ * item first; ownership of the bytes moves to the kit (also on failure). */
+typedef struct cubert_kit_write_t {
+  uint64_t stream;
+  const cubert_copy_descriptor_t *descriptors;
+  cubert_bytes_t *bytes;
+  size_t count;
+} cubert_kit_write_t;
+cubert_status_t cubert_kit_write(cubert_kit_t *kit, const cubert_kit_write_t *op,
+                                 cubert_error_t *out_error);
+
+/* read: copy each item into dsts[i] and arm `completion` (waited on without
+ * the device). Items are handles (their bytes in use) or descriptors
+ * (contiguous or pitched tensors, unpadded result); exactly one is set. */
+typedef struct cubert_kit_read_t {
+  uint64_t stream;
+  const cubert_handle_t *handles;
+  const cubert_copy_descriptor_t *descriptors;
+  size_t count;
+  void *const *dsts;
+  const uint64_t *dst_sizes;
+  cubert_completion_t *completion;
+} cubert_kit_read_t;
+cubert_status_t cubert_kit_read(cubert_kit_t *kit, const cubert_kit_read_t *op,
+                                cubert_error_t *out_error);
+
+/* The resource of a handle, both streams synchronized first (blocks). */
+cubert_status_t cubert_kit_get_resource(cubert_kit_t *kit, uint64_t stream,
+                                        const cubert_binding_t *binding,
+                                        cubert_resource_t *out_resource, cubert_error_t *out_error);
+
+/* ---- launch, flush, sync ---- */
+
+typedef struct cubert_kit_launch_t {
+  uint64_t stream;
+  const cubert_kernel_t *kernel;
+  const cubert_cube_count_t *count;
+  const cubert_launch_arguments_t *args;
+  cubert_execution_mode_t execution;
+} cubert_kit_launch_t;
+cubert_status_t cubert_kit_launch(cubert_kit_t *kit, const cubert_kit_launch_t *op,
+                                  cubert_error_t *out_error);
+/* The stream's queued errors (SERVER_UNHEALTHY), drained. */
+cubert_status_t cubert_kit_flush(cubert_kit_t *kit, uint64_t stream, cubert_error_t *out_error);
+/* Arm `completion`: done when everything enqueued on the stream so far ran;
+ * its status holds the stream's errors then. */
+cubert_status_t cubert_kit_sync(cubert_kit_t *kit, uint64_t stream,
+                                cubert_completion_t *completion, cubert_error_t *out_error);
+
+/* ---- memory management ---- */
+cubert_status_t cubert_kit_memory_usage(cubert_kit_t *kit, cubert_memory_usage_t *out_usage,
+                                        cubert_error_t *out_error);
+cubert_status_t cubert_kit_memory_cleanup(cubert_kit_t *kit, cubert_error_t *out_error);
+cubert_status_t cubert_kit_allocation_mode(cubert_kit_t *kit, uint64_t stream,
+                                           cubert_memory_allocation_mode_t mode,
+                                           cubert_error_t *out_error);
+/* Staging buffers (see cubert_client_reserve_staging). UNSUPPORTED when the
+ * driver has none. */
+cubert_status_t cubert_kit_staging(cubert_kit_t *kit, const uint64_t *sizes, size_t count,
+                                   cubert_bytes_t *out_bytes, cubert_error_t *out_error);
+
+/* ---- profiling tokens (blocks: both sync the stream) ---- */
+cubert_status_t cubert_kit_profile_start(cubert_kit_t *kit, uint64_t stream,
+                                         cubert_profiling_token_t *out_token,
+                                         cubert_error_t *out_error);
+cubert_status_t cubert_kit_profile_end(cubert_kit_t *kit, uint64_t stream,
+                                       cubert_profiling_token_t token,
+                                       cubert_profile_duration_t *out_duration,
+                                       cubert_error_t *out_error);
+bool cubert_kit_has_clock(const cubert_kit_t *kit);
+
+/* ---- collectives (UNSUPPORTED without the driver's primitives) ---- */
+cubert_status_t cubert_kit_comm_init(cubert_kit_t *kit, const uint32_t *device_indices,
+                                     size_t count, cubert_error_t *out_error);
+typedef struct cubert_kit_collective_t {
+  uint64_t stream;
+  uint32_t kind; /* cubert_collective_kind_t */
+  uint32_t dtype;
+  uint32_t op;   /* ALL_REDUCE */
+  uint32_t peer; /* SEND / RECV */
+  const cubert_binding_t *src; /* ALL_REDUCE, SEND */
+  const cubert_binding_t *dst; /* ALL_REDUCE; RECV: a new handle, reserved and bound first */
+  const uint32_t *devices;     /* the communicator's device set */
+  size_t device_count;
+} cubert_kit_collective_t;
+cubert_status_t cubert_kit_collective(cubert_kit_t *kit, const cubert_kit_collective_t *op,
+                                      cubert_error_t *out_error);
+cubert_status_t cubert_kit_sync_collective(cubert_kit_t *kit, uint64_t stream,
+                                           cubert_error_t *out_error);
+bool cubert_kit_has_collectives(const cubert_kit_t *kit);
+
+#endif /* CUBERT_CORE_KIT_H */

@@ -1,0 +1,353 @@
+/*
+ * core/kit/kit_comm.c: the bookkeeping of collectives (spec 2.3, 8,
+ * docs/collectives.md). The driver supplies the primitive (comm_create /
+ * comm_query / comm_destroy / collective: NCCL on CUDA, the in-process
+ * rendezvous on the CPU); the kit keeps, for every driver:
+ *  - the communicators this device joined (by CommunicationId of the sorted
+ *    device set; at most CUBERT_KIT_MAX_COMMUNICATORS);
+ *  - one communication stream (driver stream max_streams + 1), created by
+ *    the first comm_init; collectives run there in call order;
+ *  - the ordering: a collective starts after the work enqueued before it on
+ *    the caller's stream (the MultiStream resolves that stream over the
+ *    bindings, an event recorded there is waited on by the communication
+ *    stream), and its bindings stay pinned until it ran;
+ *  - sync_collective: the caller's stream waits for everything enqueued on
+ *    the communication stream so far, and that stream's errors up to there
+ *    are surfaced by the caller's next drain (flush / sync / read).
+ * Validation happens before anything is enqueued: a refused call enqueues
+ * nothing.
+ */
+#include "kit/kit_internal.h"
+
+bool cubert_kit_has_collectives(const cubert_kit_t *kit) { return kit->driver->collective != NULL; }
+
+/* Sort the device set, compute its CommunicationId and this device's rank.
+ * INVALID_ARGUMENT (NULL, empty, duplicates), OUT_OF_RANGE (too many),
+ * DEVICE_MISMATCH (this device is not in it). */
+static cubert_status_t describe(const cubert_kit_t *kit, const uint32_t *devices, size_t count,
+                                uint32_t *out_sorted, uint64_t *out_id, uint32_t *out_rank,
+                                cubert_error_t *out_error) {
+  cubert_device_id_t ids[CUBERT_COMMUNICATION_MAX_DEVICES];
+  size_t i, j;
+  uint32_t rank = UINT32_MAX;
+  if (!devices || count == 0)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "a communicator needs at least one device");
+  if (count > CUBERT_COMMUNICATION_MAX_DEVICES) {
+    uint64_t f[2];
+    f[0] = count;
+    f[1] = CUBERT_COMMUNICATION_MAX_DEVICES;
+    return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2,
+                            "too many devices in one communicator");
+  }
+  for (i = 0; i < count; i++) { /* insertion sort: at most 64 */
+    uint32_t d = devices[i];
+    for (j = i; j > 0 && out_sorted[j - 1] > d; j--) out_sorted[j] = out_sorted[j - 1];
+    out_sorted[j] = d;
+  }
+  for (i = 0; i < count; i++) {
+    if (i > 0 && out_sorted[i] == out_sorted[i - 1]) {
+      uint64_t f = out_sorted[i];
+      return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, &f, 1,
+                              "a device appears twice in the communicator's device list");
+    }
+    if (out_sorted[i] == kit->device_index) rank = (uint32_t)i;
+    ids[i].type_id = kit->device_type;
+    ids[i].index_id = out_sorted[i];
+  }
+  if (rank == UINT32_MAX) {
+    uint64_t f = kit->device_index;
+    return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, &f, 1,
+                            "this device is not in the communicator's device list");
+  }
+  (void)cubert_communication_id(ids, count, out_id);
+  *out_rank = rank;
+  return CUBERT_STATUS_OK;
+}
+
+static kit_comm_joined_t *joined_find(kit_comm_t *c, uint64_t id, size_t count) {
+  uint32_t i;
+  if (!c) return NULL;
+  for (i = 0; i < c->joined_count; i++)
+    if (c->joined[i].id == id && c->joined[i].size == count) return &c->joined[i];
+  return NULL;
+}
+
+/* The communication state and stream, made by the first comm_init. */
+static cubert_status_t comm_state(cubert_kit_t *kit, cubert_error_t *out_error) {
+  kit_comm_t *c = NULL;
+  cubert_status_t status;
+  if (kit->comm) return CUBERT_STATUS_OK;
+  if (cubert_allocator_malloc(kit->allocator, sizeof(*c), 0, (void **)&c) != CUBERT_STATUS_OK)
+    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
+                            "communication state");
+  status = kit_note(
+      kit, kit->driver->stream_create(kit->self, kit->max_streams + 1u, &c->stream, out_error),
+      out_error);
+  if (status != CUBERT_STATUS_OK) {
+    cubert_allocator_free(kit->allocator, c, sizeof(*c), 0);
+    return status;
+  }
+  kit->comm = c;
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_kit_comm_init(cubert_kit_t *kit, const uint32_t *devices, size_t count,
+                                     cubert_error_t *out_error) {
+  uint32_t sorted[CUBERT_COMMUNICATION_MAX_DEVICES], rank;
+  uint64_t id;
+  kit_comm_joined_t *j;
+  cubert_driver_comm_t *comm = NULL;
+  cubert_status_t status;
+  CUBERT_RETURN_IF_ERROR(kit_lost(kit, out_error));
+  if (!kit->driver->collective) return kit_unsupported(kit, "collectives", out_error);
+  CUBERT_RETURN_IF_ERROR(describe(kit, devices, count, sorted, &id, &rank, out_error));
+  j = joined_find(kit->comm, id, count);
+  if (j) return kit->driver->comm_query(kit->self, j->comm, out_error); /* idempotent */
+  if (kit->comm && kit->comm->joined_count == CUBERT_KIT_MAX_COMMUNICATORS) {
+    uint64_t f = CUBERT_KIT_MAX_COMMUNICATORS;
+    return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, &f, 1,
+                            "this device joined too many communicators");
+  }
+  CUBERT_RETURN_IF_ERROR(kit_note(
+      kit, kit->driver->comm_create(kit->self, sorted, (uint32_t)count, rank, &comm, out_error),
+      out_error));
+  status = comm_state(kit, out_error);
+  if (status != CUBERT_STATUS_OK) {
+    kit->driver->comm_destroy(kit->self, comm);
+    return status;
+  }
+  j = &kit->comm->joined[kit->comm->joined_count++];
+  j->id = id;
+  j->size = (uint32_t)count;
+  j->comm = comm;
+  return CUBERT_STATUS_OK;
+}
+
+/* ---- one collective -------------------------------------------------------------- */
+
+/* The joined communicator of the op's device set, still working. */
+static cubert_status_t find_joined(cubert_kit_t *kit, const cubert_kit_collective_t *op,
+                                   cubert_driver_comm_t **out_comm, cubert_error_t *out_error) {
+  uint32_t sorted[CUBERT_COMMUNICATION_MAX_DEVICES], rank;
+  uint64_t id;
+  kit_comm_joined_t *j;
+  CUBERT_RETURN_IF_ERROR(describe(kit, op->devices, op->device_count, sorted, &id, &rank,
+                                  out_error));
+  j = joined_find(kit->comm, id, op->device_count);
+  if (!j)
+    return cubert_error_set(out_error, CUBERT_ERROR_SERVICE_CREATION, &id, 1,
+                            "no communicator for this device set: call comm_init first");
+  *out_comm = j->comm;
+  return kit->driver->comm_query(kit->self, j->comm, out_error);
+}
+
+static cubert_status_t check_dtype(uint32_t dtype, uint64_t bytes, bool reduce,
+                                   const cubert_kit_t *kit, cubert_error_t *out_error) {
+  uint32_t width = cubert_comm_dtype_size(dtype);
+  uint64_t f[2];
+  if (width == 0) {
+    f[0] = dtype;
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 1,
+                            "unknown collective dtype");
+  }
+  if (reduce && !cubert_comm_dtype_reducible(dtype)) {
+    f[0] = dtype;
+    (void)kit;
+    return cubert_error_set(out_error, CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION, f, 1,
+                            "all_reduce does not compute on this dtype");
+  }
+  if (bytes % width) {
+    f[0] = bytes;
+    f[1] = width;
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2,
+                            "buffer size is not a multiple of the dtype's width");
+  }
+  return CUBERT_STATUS_OK;
+}
+
+/* The op's shape: its bindings are there, the reduce operation is known. */
+static cubert_status_t check_op(const cubert_kit_collective_t *op, cubert_error_t *out_error) {
+  bool ok;
+  switch (op->kind) {
+    case CUBERT_COLLECTIVE_ALL_REDUCE: ok = op->src && op->dst; break;
+    case CUBERT_COLLECTIVE_SEND: ok = op->src && !op->dst; break;
+    case CUBERT_COLLECTIVE_RECV: ok = !op->src && op->dst; break;
+    default: ok = false; break;
+  }
+  if (!ok)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "collective: NULL binding");
+  if (op->kind == CUBERT_COLLECTIVE_ALL_REDUCE &&
+      !cubert_reduce_operation_is_valid((cubert_reduce_operation_t)op->op)) {
+    uint64_t f = op->op;
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, &f, 1,
+                            "all_reduce: unknown reduce operation");
+  }
+  return CUBERT_STATUS_OK;
+}
+
+/* Validate the op and fill the driver's record. */
+static cubert_status_t prepare(cubert_kit_t *kit, const cubert_kit_collective_t *op,
+                               cubert_driver_collective_t *c, cubert_error_t *out_error) {
+  uint64_t ss = 0, ds = 0;
+  cubert_memset(c, 0, sizeof(*c));
+  c->kind = op->kind;
+  c->dtype = op->dtype;
+  c->op = op->op;
+  c->peer = op->peer;
+  if (op->src) CUBERT_RETURN_IF_ERROR(kit_resolve(kit, op->src, &c->src, &ss, out_error));
+  if (op->dst) CUBERT_RETURN_IF_ERROR(kit_resolve(kit, op->dst, &c->dst, &ds, out_error));
+  if (op->kind == CUBERT_COLLECTIVE_ALL_REDUCE) {
+    if (op->src->stream != op->dst->stream) {
+      uint64_t f[2];
+      f[0] = op->src->stream;
+      f[1] = op->dst->stream;
+      return cubert_error_set(out_error, CUBERT_ERROR_SERVER_VALIDATION, f, 2,
+                              "Source and destination should be on the same stream.");
+    }
+    if (ss != ds) {
+      uint64_t f[2];
+      f[0] = ss;
+      f[1] = ds;
+      return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2,
+                              "all_reduce: source and destination sizes differ");
+    }
+  }
+  c->bytes = op->src ? ss : ds;
+  return check_dtype(op->dtype, c->bytes, op->kind == CUBERT_COLLECTIVE_ALL_REDUCE, kit,
+                     out_error);
+}
+
+/* A recv's destination: a new handle of this device, reserved and bound on
+ * the caller's stream once its size suits the dtype. */
+static cubert_status_t recv_memory(cubert_kit_t *kit, const cubert_kit_collective_t *op,
+                                   cubert_error_t *out_error) {
+  cubert_kit_create_t create;
+  if (!op->dst)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "recv: NULL handle");
+  if (op->dst->device != kit->device_index) {
+    uint64_t f[2];
+    f[0] = op->dst->device;
+    f[1] = kit->device_index;
+    return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, f, 2,
+                            "recv: handle belongs to another device");
+  }
+  CUBERT_RETURN_IF_ERROR(
+      check_dtype(op->dtype, cubert_handle_size_in_used(op->dst), false, kit, out_error));
+  create.stream = op->stream;
+  create.memory = op->dst;
+  create.size = op->dst->size;
+  create.descriptors = NULL;
+  create.bytes = NULL;
+  create.count = 0;
+  return cubert_kit_create_memory(kit, &create, out_error);
+}
+
+/* Fence the caller's stream over the bindings and make the communication
+ * stream wait for it. */
+static cubert_status_t fence(cubert_kit_t *kit, uint64_t stream, const cubert_binding_t *bindings,
+                             uint32_t count, cubert_error_t *out_error) {
+  cubert_resolved_streams_t resolved;
+  cubert_driver_event_t *event = NULL;
+  cubert_status_t status;
+  CUBERT_RETURN_IF_ERROR(cubert_multi_stream_resolve(kit->multi, stream, bindings, count, false,
+                                                     &resolved, out_error));
+  status = kit_note(kit,
+                    kit->driver->event_record(kit->self, ((kit_slot_t *)resolved.stream)->stream,
+                                              &event, out_error),
+                    out_error);
+  if (status == CUBERT_STATUS_OK) {
+    status = kit_note(kit, kit->driver->event_wait(kit->self, kit->comm->stream, event, out_error),
+                      out_error);
+    kit->driver->event_destroy(kit->self, event);
+  }
+  cubert_multi_stream_resolve_end(kit->multi, &resolved);
+  kit_gc_take_tasks(kit);
+  return status;
+}
+
+cubert_status_t cubert_kit_collective(cubert_kit_t *kit, const cubert_kit_collective_t *op,
+                                      cubert_error_t *out_error) {
+  cubert_driver_collective_t c;
+  cubert_driver_comm_t *comm = NULL;
+  cubert_binding_t bindings[2];
+  cubert_memory_id_t pins[2];
+  uint32_t n = 0, i;
+  cubert_status_t status;
+  CUBERT_RETURN_IF_ERROR(kit_lost(kit, out_error));
+  if (!kit->driver->collective) return kit_unsupported(kit, "collectives", out_error);
+  CUBERT_RETURN_IF_ERROR(check_op(op, out_error));
+  CUBERT_RETURN_IF_ERROR(find_joined(kit, op, &comm, out_error));
+  if (op->kind == CUBERT_COLLECTIVE_RECV) /* reserve and bind the new handle first */
+    CUBERT_RETURN_IF_ERROR(recv_memory(kit, op, out_error));
+  CUBERT_RETURN_IF_ERROR(prepare(kit, op, &c, out_error));
+  if (op->src) bindings[n++] = *op->src;
+  if (op->dst) bindings[n++] = *op->dst;
+  for (i = 0; i < n; i++) {
+    if (cubert_memory_id_retain_binding(kit->table, bindings[i].memory) != CUBERT_STATUS_OK) {
+      while (i-- > 0) (void)cubert_memory_id_release_binding(kit->table, pins[i]);
+      return cubert_error_set(out_error, CUBERT_ERROR_INVALID_HANDLE, NULL, 0,
+                              "binding was released before the collective was enqueued");
+    }
+    pins[i] = bindings[i].memory;
+  }
+  status = fence(kit, op->stream, bindings, n, out_error);
+  if (status == CUBERT_STATUS_OK)
+    status = kit_note(kit, kit->driver->collective(kit->self, comm, &c, kit->comm->stream, out_error),
+                      out_error);
+  if (status != CUBERT_STATUS_OK) {
+    for (i = 0; i < n; i++) (void)cubert_memory_id_release_binding(kit->table, pins[i]);
+    return status;
+  }
+  kit->comm->enqueued = 1;
+  kit_gc_retire_pins(kit, kit->comm->stream, pins, n); /* until the collective ran */
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_kit_sync_collective(cubert_kit_t *kit, uint64_t stream,
+                                           cubert_error_t *out_error) {
+  kit_slot_t *slot = NULL;
+  cubert_driver_event_t *event = NULL;
+  cubert_status_t status;
+  CUBERT_RETURN_IF_ERROR(kit_lost(kit, out_error));
+  if (!kit->comm || !kit->comm->enqueued) return CUBERT_STATUS_OK; /* nothing to wait for */
+  CUBERT_RETURN_IF_ERROR(kit_slot(kit, stream, &slot, out_error));
+  CUBERT_RETURN_IF_ERROR(kit_note(
+      kit, kit->driver->event_record(kit->self, kit->comm->stream, &event, out_error), out_error));
+  status = kit_note(kit, kit->driver->event_wait(kit->self, slot->stream, event, out_error),
+                    out_error);
+  if (status != CUBERT_STATUS_OK) {
+    kit->driver->event_destroy(kit->self, event);
+    return status;
+  }
+  /* the newest point covers the earlier ones */
+  if (slot->comm_event) kit->driver->event_destroy(kit->self, slot->comm_event);
+  slot->comm_event = event;
+  return CUBERT_STATUS_OK;
+}
+
+/* ---- teardown ----------------------------------------------------------------------- */
+
+void kit_comm_shutdown(cubert_kit_t *kit) {
+  kit_comm_t *c = kit->comm;
+  cubert_driver_event_t *event = NULL;
+  uint32_t i;
+  if (!c) return;
+  /* leaving aborts what waits for peers: the stream then drains quickly */
+  for (i = 0; i < c->joined_count; i++) kit->driver->comm_destroy(kit->self, c->joined[i].comm);
+  c->joined_count = 0;
+  if (kit_lost(kit, NULL) == CUBERT_STATUS_OK &&
+      kit->driver->event_record(kit->self, c->stream, &event, NULL) == CUBERT_STATUS_OK) {
+    (void)kit->driver->event_synchronize(kit->self, event, UINT64_MAX, NULL);
+    kit->driver->event_destroy(kit->self, event);
+  }
+}
+
+void kit_comm_destroy(cubert_kit_t *kit) {
+  kit_comm_t *c = kit->comm;
+  if (!c) return;
+  kit->driver->stream_destroy(kit->self, c->stream);
+  cubert_allocator_free(kit->allocator, c, sizeof(*c), 0);
+  kit->comm = NULL;
+}

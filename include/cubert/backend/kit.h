@@ -1,0 +1,133 @@
+/*
+ * cubert/backend/kit.h: the server kit, for backend authors
+ * (docs/writing-a-server.md, docs/architecture.md).
+ *
+ * A backend supplies a driver (cubert/backend/driver.h) and creates its
+ * devices with cubert_kit_client_create: the kit is the server behind the
+ * client API. It owns, for every driver alike:
+ *  - the stream slots (stream id mod max_streams), their cursors, the
+ *    cross-stream waits and pins of the MultiStream (cubert/backend/stream.h);
+ *  - per-slot memory: a memory manager over the pools of core/memory, whose
+ *    storage calls the driver's memory_alloc / stream-ordered memory_free;
+ *  - the GC: pinned bindings, the host bytes of writes and staging buffers
+ *    retire once an event recorded after their last use completed (polled
+ *    with event_query at each call, bounded by a blocking
+ *    event_synchronize when too many are pending);
+ *  - the error queues (SERVER_UNHEALTHY at flush / sync / read), the sticky
+ *    device-lost state, profiling tokens, staging and the bookkeeping of
+ *    collectives, and the race checker (cubert/race.h) when asked for.
+ *
+ * The kit is freestanding (core/kit): what needs an OS comes in as hooks
+ * (the device lock, a clock, the stream-id source), given by the host layer
+ * (cubert/host.h) or by an embedded host.
+ */
+#ifndef CUBERT_BACKEND_KIT_H
+#define CUBERT_BACKEND_KIT_H
+
+#include "cubert/backend/driver.h"
+#include "cubert/client.h"
+#include "cubert/profile.h"
+#include "cubert/race.h"
+
+CUBERT_EXTERN_C_BEGIN
+
+/* Pending GC entries (pinned bindings, host bytes) kept per device when
+ * options.gc_capacity is 0; one more entry first waits for the oldest. */
+#define CUBERT_KIT_DEFAULT_GC_CAPACITY 256u
+/* Stream slots when options.max_streams is 0. */
+#define CUBERT_KIT_DEFAULT_MAX_STREAMS 16u
+/* Communicators one device may join. */
+#define CUBERT_KIT_MAX_COMMUNICATORS 16u
+
+struct cubert_kit_faults_t; /* cubert/backend/testing.h (tests only) */
+
+/* Makes the device handle of a new device (e.g. the runner-thread handle of
+ * cubert/host.h) over `context`, which every task receives. */
+typedef cubert_status_t (*cubert_kit_handle_factory_fn_t)(void *self, cubert_allocator_t allocator,
+                                                          void *context,
+                                                          cubert_device_handle_t *out_handle);
+
+typedef struct cubert_kit_options_t {
+  cubert_device_id_t device;  /* registered under this id */
+  uint32_t max_streams;       /* stream slots, 1..255; 0: 16 */
+  uint32_t max_handles;       /* handle table capacity; 0: 1 << 20 */
+  uint32_t gc_capacity;       /* pending GC entries; 0: CUBERT_KIT_DEFAULT_GC_CAPACITY */
+  /* Memory layouts of tensors. kind CONTIGUOUS with mem_alignment 0: the
+   * device's memory alignment (a zeroed policy is contiguous). */
+  cubert_layout_policy_t layout_policy;
+  cubert_bounds_check_mode_t bounds_check;
+  /* Non-zero: run the race checker (cubert/race.h); reports go to race_sink
+   * (called with the device held, on the thread that issued the action; it
+   * must not call the client) and are counted (cubert_kit_race_counters). */
+  uint32_t race_check;
+  cubert_race_sink_t race_sink;
+  /* DETERMINISTIC drivers: the seed reported with race reports (0: none). */
+  uint64_t race_seed;
+  /* ---- host hooks ---- */
+  /* The device lock (recursive; borrowed until host_release). Used to make
+   * the direct device handle (cubert/device.h) unless handle_factory is set.
+   * A single-threaded host may pass functions that do nothing. */
+  cubert_lock_t lock;
+  cubert_kit_handle_factory_fn_t handle_factory; /* NULL: a direct handle over `lock` */
+  void *handle_factory_self;
+  /* The profiling clock; now_ns NULL: no profiling (the token calls and
+   * timed kernel profiling return UNSUPPORTED). */
+  cubert_profile_clock_t clock;
+  /* The calling thread's stream id (cubert_client_config_t); NULL: 0. */
+  cubert_stream_source_fn_t stream_source;
+  void *stream_source_self;
+  /* Called once when the device is gone, after the driver's destroy (e.g.
+   * to free the lock). May be NULL. */
+  void (*host_release)(void *self);
+  void *host_release_self;
+  /* TEST ONLY: fault injection (NULL: none). Borrowed for the call. */
+  const struct cubert_kit_faults_t *faults;
+} cubert_kit_options_t;
+
+/* Zeros: 16 streams, defaults everywhere, no lock (set one), no clock. NULL
+ * is a no-op. */
+CUBERT_API void cubert_kit_options_initialize(cubert_kit_options_t *options);
+
+/* Create a device: the kit over `driver` / `driver_self`, its handle table,
+ * its device handle, and a first client; register it under options->device
+ * (cubert_client_load finds it). Ownership of driver_self moves to the kit
+ * on success (driver->destroy runs when the last client is released, then
+ * host_release); on failure the caller keeps it and must destroy it.
+ * Checks the table: INVALID_ARGUMENT for a NULL or incomplete driver (a
+ * required primitive missing, half of an optional group, a wrong
+ * abi_version), NULL lock functions without a handle factory, bad options;
+ * ALREADY_EXISTS (kind SERVICE_CREATION) when the device id is registered;
+ * OUT_OF_RANGE when the registry is full; RESOURCE_EXHAUSTED; the driver's
+ * codes. Nothing is left registered or allocated on failure. Thread-safe;
+ * blocks briefly. */
+CUBERT_API cubert_status_t cubert_kit_client_create(cubert_allocator_t allocator,
+                                                    const cubert_kit_options_t *options,
+                                                    const cubert_driver_t *driver, void *driver_self,
+                                                    cubert_client_t **out_client,
+                                                    cubert_error_t *out_error);
+
+/* The driver of a client's device (for backend-specific calls such as the
+ * CPU driver's simulation controls). INVALID_ARGUMENT for NULL. Pure. */
+CUBERT_API cubert_status_t cubert_kit_driver_of(const cubert_client_t *client,
+                                                const cubert_driver_t **out_driver,
+                                                void **out_self);
+
+/* Release what the GC holds whose event completed (polling, never blocks).
+ * Takes the device. Returns the number of entries released; 0 for NULL. */
+CUBERT_API uint32_t cubert_kit_collect(cubert_client_t *client);
+
+/* The race checker's counters (all zero when it is off). INVALID_ARGUMENT
+ * for NULL. Takes the device briefly; thread-safe. */
+CUBERT_API cubert_status_t cubert_kit_race_counters(cubert_client_t *client,
+                                                    cubert_race_counters_t *out_counters);
+/* The most recent race report: OK, NOT_FOUND when there was none (or the
+ * checker is off), INVALID_ARGUMENT for NULL. Takes the device briefly. */
+CUBERT_API cubert_status_t cubert_kit_race_last_report(cubert_client_t *client,
+                                                       cubert_race_report_t *out_report);
+/* Set the seed carried by later race reports (deterministic drivers; 0:
+ * none). Takes the device briefly. INVALID_ARGUMENT for NULL. */
+CUBERT_API cubert_status_t cubert_kit_race_seed(cubert_client_t *client, uint64_t seed);
+
+CUBERT_EXTERN_C_END
+
+#endif /* CUBERT_BACKEND_KIT_H */

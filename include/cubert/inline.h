@@ -1,0 +1,64 @@
+/*
+ * cubert/inline.h: the inline device (backend-cpu/inline, freestanding): the
+ * inline driver under the server kit. Every operation runs to completion on
+ * the calling thread before the call returns (IREE's local-sync idea):
+ * copies are memcpy, a launch runs its cubes one after another, streams are
+ * trivial and events are always complete. No thread, no OS: memory comes
+ * from the injected allocator, and the host supplies the device lock (may
+ * do nothing on a single-threaded host) and, optionally, a clock.
+ *
+ * Kernels are the CPU entry points of the kernel dialect (cubert/kernel.h),
+ * as on the CPU device. No collectives (UNSUPPORTED). The kit's race checker
+ * works as on every device (cubert/backend/kit.h: cubert_kit_race_counters).
+ */
+#ifndef CUBERT_INLINE_H
+#define CUBERT_INLINE_H
+
+#include "cubert/client.h"
+#include "cubert/race.h"
+
+CUBERT_EXTERN_C_BEGIN
+
+/* Type id of inline devices in the device registry. */
+#define CUBERT_INLINE_DEVICE_TYPE 3
+
+typedef struct cubert_inline_options_t {
+  uint32_t device_index;  /* registered as {CUBERT_INLINE_DEVICE_TYPE, device_index} */
+  uint32_t max_streams;   /* stream slots (stream id mod max_streams); 0: 16 */
+  uint64_t memory_size;   /* max_page_size advertised; 0: 1 GiB */
+  uint32_t max_handles;   /* handle table capacity; 0: 1 << 20 */
+  cubert_bounds_check_mode_t bounds_check;
+  /* Non-zero: the race checker (cubert/race.h); reports go to race_sink. */
+  uint32_t race_check;
+  cubert_race_sink_t race_sink;
+  /* The device lock (recursive; borrowed: it must outlive the device).
+   * NULL functions: no lock (a single-threaded host). */
+  cubert_lock_t lock;
+  /* The profiling clock; now_ns NULL: profiling returns UNSUPPORTED. */
+  cubert_profile_clock_t clock;
+  /* The calling thread's stream id; NULL: every call uses stream 0. */
+  cubert_stream_source_fn_t stream_source;
+  void *stream_source_self;
+  /* Called once when the device is gone (the last client released), e.g. to
+   * free the lock; NULL: nothing. Not called when the creation fails. */
+  void (*release)(void *self);
+  void *release_self;
+} cubert_inline_options_t;
+
+/* Zeros (the defaults above): no lock, no clock, stream 0. NULL: no-op. */
+CUBERT_API void cubert_inline_options_initialize(cubert_inline_options_t *options);
+
+/* Create an inline device and its first client (registered in the device
+ * registry; cubert_client_load finds it). options NULL: the defaults.
+ * INVALID_ARGUMENT (NULL out_client, max_streams above 255, half a lock);
+ * ALREADY_EXISTS (kind SERVICE_CREATION) when the index is taken;
+ * RESOURCE_EXHAUSTED. Nothing is left behind on failure. Thread-safe when
+ * the lock is; never blocks the OS. */
+CUBERT_API cubert_status_t cubert_inline_client_create(cubert_allocator_t allocator,
+                                                       const cubert_inline_options_t *options,
+                                                       cubert_client_t **out_client,
+                                                       cubert_error_t *out_error);
+
+CUBERT_EXTERN_C_END
+
+#endif /* CUBERT_INLINE_H */

@@ -1,0 +1,43 @@
+#!/bin/sh
+# tests/build/run_suite.sh: what `make test` runs.
+#
+#   run_suite.sh WRAPPER TEST_BIN [PREFIX ...]
+#
+# With no PREFIX: the whole suite (its conformance tests on the threaded CPU
+# driver), then the conformance suite again on the CPU driver in
+# deterministic mode and on the inline driver (`make cts SERVER=...`), and a
+# closing line that adds the three up: "N passed, N failed[, N skipped]".
+# With prefixes: only those tests, as the runner prints them. Exit status 1
+# when anything failed.
+set -u
+wrapper=$1
+bin=$2
+shift 2
+if [ $# -gt 0 ]; then
+  exec $wrapper "$bin" "$@"
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+status=0
+run() { # name, env assignment, args...
+  name=$1
+  shift
+  echo "== $name"
+  env "$@" >"$tmp/out" 2>&1
+  rc=$?
+  cat "$tmp/out"
+  [ $rc -eq 0 ] || status=1
+  tail -n 1 "$tmp/out" >>"$tmp/summaries"
+}
+run "the suite (conformance on the threaded CPU driver)" CUBERT_CTS_SERVER=cpu $wrapper "$bin"
+run "conformance suite: CPU driver, deterministic mode" CUBERT_CTS_SERVER=deterministic $wrapper "$bin" cts_
+run "conformance suite: inline driver" CUBERT_CTS_SERVER=inline $wrapper "$bin" cts_
+awk '
+  { for (i = 1; i < NF; i++) {
+      if ($(i + 1) ~ /^passed/) p += $i
+      if ($(i + 1) ~ /^failed/) f += $i
+      if ($(i + 1) ~ /^skipped/) s += $i } }
+  END { printf "== total of the three runs\n"
+        if (s) printf "%d passed, %d failed, %d skipped\n", p, f, s
+        else printf "%d passed, %d failed\n", p, f }' "$tmp/summaries"
+exit $status
