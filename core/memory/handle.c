@@ -799,7 +799,8 @@ cubert_status_t cubert_handle_table_debug_set_counts(cubert_handle_table_t *tabl
       bindings > CUBERT_HANDLE_MAX_COUNT - handles || handles + bindings == 0)
     return CUBERT_STATUS_INVALID_ARGUMENT;
   if (!slot_snapshot(table, id, &state, &old_handles)) return CUBERT_STATUS_INVALID_HANDLE;
-  (void)slot_lookup(table, id, &r);
+  /* unreachable: slot_snapshot found the slot by this lookup, and chunks are never freed */
+  if (!slot_lookup(table, id, &r)) return CUBERT_STATUS_INVALID_HANDLE;
   cubert_atomic_store_u32(&r.slot->state, (state & STATE_OWNED) | (handles + bindings));
   cubert_atomic_store_u32(&r.slot->handles, handles);
   cubert_atomic_store_u32(&r.slot->bindings, bindings);
