@@ -11,13 +11,23 @@
 #   make size       core code size, host and Cortex-M4
 #   make install / uninstall   (PREFIX, DESTDIR, libdir, includedir, pkgconfigdir)
 #   make CUDA=1 ... also build the CUDA server (libcuda loaded at run time)
+#   make check-matrix   gcc/clang x -O0/-O2/-O3/-Os, -fno-common, -j1/-j8, out-of-tree, user CFLAGS
+#   make coverage       the suite built with --coverage; line and branch summary of core/
+#   make WERROR=1 ...   warnings are errors (CI always sets it; the default only warns)
 
 # ---- user-overridable -------------------------------------------------------
 CC ?= cc
 CXX ?= c++
 AR ?= ar
+# CFLAGS, CPPFLAGS and LDFLAGS are the user's: they add to the project's flags
+# (CUBERT_* below) and never replace them; what the code needs comes after them.
 CFLAGS ?= -O2 -g
+CPPFLAGS ?=
 LDFLAGS ?=
+# WERROR=1 turns every warning into an error (CI sets it everywhere: .ci/run).
+# The default keeps every warning on but never fails on one, so that a warning a
+# newer compiler adds cannot break a user's build.
+WERROR ?= 0
 PREFIX ?= /usr/local
 DESTDIR ?=
 libdir ?= $(PREFIX)/lib
@@ -47,10 +57,17 @@ MINOR := $(shell sed -n 's/^\#define CUBERT_VERSION_MINOR \([0-9]*\).*/\1/p' inc
 PATCH := $(shell sed -n 's/^\#define CUBERT_VERSION_PATCH \([0-9]*\).*/\1/p' include/cubert/base.h)
 VERSION := $(MAJOR).$(MINOR).$(PATCH)
 
-CUBERT_WARN := -std=c99 -pedantic -Wall -Wextra -Werror -Wshadow -Wundef -Wstrict-prototypes \
+# The project's warning set (always on), and -Werror when WERROR=1.
+CUBERT_WARN := -std=c99 -pedantic -Wall -Wextra -Wshadow -Wundef -Wstrict-prototypes \
   -Wmissing-prototypes -Wold-style-definition -Wwrite-strings -Wcast-align -Wvla \
   -Wpointer-arith -Wdeclaration-after-statement -Wmissing-declarations
-CUBERT_CFLAGS := $(CUBERT_WARN) -Iinclude -fvisibility=hidden -fPIC $(VARIANT_FLAGS)
+CUBERT_WERROR := $(if $(filter 1,$(WERROR)),-Werror)
+# Before the user's CFLAGS: warnings (a user's -Wno-... still applies) and include paths.
+CUBERT_CFLAGS := $(CUBERT_WARN) $(CUBERT_WERROR) -Iinclude $(VARIANT_FLAGS)
+# After the user's CFLAGS, so that no CFLAGS can drop them: the language (C99), position-
+# independent code (the same objects go into libcubert.so), hidden symbols (only the
+# CUBERT_API functions are exported) and, for core/, freestanding with no libc headers.
+CUBERT_REQUIRED := -std=c99 -fPIC -fvisibility=hidden
 CORE_FREESTANDING := -ffreestanding -nostdinc -isystem $(shell $(CC) -print-file-name=include)
 HOST_DEFS := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 HOST_LIBS := -lpthread -ldl -lm
@@ -91,7 +108,7 @@ TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 
 .PHONY: all test check run bench benches size install uninstall clean check-freestanding \
         check-headers check-32bit check-cortex-m check-clang check-install check-tools asan tsan examples \
-        tools fuzz fuzz-build fuzz-replay fuzz-targets help
+        tools fuzz fuzz-build fuzz-replay fuzz-targets help check-matrix coverage
 .DEFAULT_GOAL := all
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(PC_FILE)
@@ -103,25 +120,25 @@ DEPFLAGS = -MMD -MP
 # core/ is compiled freestanding in every build: only the compiler's headers.
 $(BUILD)/obj/core/%.o: core/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) -Icore $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(CORE_FREESTANDING) -c $< -o $@
 
 $(BUILD)/obj/backend-cpu/%.o: backend-cpu/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ibackend-cpu $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 $(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I$(CUDA_INCLUDE) $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I$(CUDA_INCLUDE) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # Tests, examples, benches and tools are hosted code (they may use libc).
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -Ibackend-cpu $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # Fuzz targets and the standalone replay main are hosted code too.
 $(BUILD)/obj/fuzz/%.o: fuzz/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 $(BUILD)/examples $(BUILD)/bench $(BUILD)/tools $(BUILD)/freestanding $(BUILD)/headers $(BUILD)/cortex-m \
 $(BUILD)/fuzz:
@@ -156,13 +173,13 @@ test: $(TEST_BIN)
 BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
 
 $(BUILD)/examples/%: examples/%.c $(STATIC_LIB) | $(BUILD)/examples
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) | $(BUILD)/bench
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 
 $(BUILD)/tools/%: tools/%.c $(STATIC_LIB) | $(BUILD)/tools
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
 
 -include $(wildcard $(BUILD)/examples/*.d $(BUILD)/bench/*.d $(BUILD)/tools/*.d)
 
@@ -206,14 +223,19 @@ CHECK_FREESTANDING := sh tests/build/check_freestanding.sh \
 check-freestanding: | $(BUILD)/freestanding
 	@$(CHECK_FREESTANDING) --sources --label check-freestanding --cc '$(CC)' --nm '$(NM)' \
 	  --out $(BUILD)/freestanding \
-	  --cflags '$(CUBERT_WARN) -Iinclude -Icore -O2 -fno-pic -fno-stack-protector $(CORE_FREESTANDING)' \
+	  --cflags '$(CUBERT_WARN) $(CUBERT_WERROR) -Iinclude -Icore -O2 -fno-pic -fno-stack-protector $(CORE_FREESTANDING)' \
 	  $(CORE_SRC)
 
+# check-headers keeps -Werror whatever WERROR says: a warning in a public header is the
+# defect it looks for (it lands in every program that includes the header, and breaks
+# those built with -Werror). check-freestanding and check-cortex-m follow WERROR: they
+# compile the core the library build compiles, and check includes, symbols and data
+# apart from the compiler's diagnostics.
 check-headers: | $(BUILD)/headers
 	@set -e; for h in include/cubert/*.h; do \
 	  n=$$(basename $$h .h); \
 	  printf '#include "cubert/%s.h"\n' $$n > $(BUILD)/headers/$$n.c; \
-	  $(CC) $(CUBERT_WARN) -Iinclude -c $(BUILD)/headers/$$n.c -o $(BUILD)/headers/$$n.o; \
+	  $(CC) $(CUBERT_WARN) -Werror -Iinclude -c $(BUILD)/headers/$$n.c -o $(BUILD)/headers/$$n.o; \
 	  cp $(BUILD)/headers/$$n.c $(BUILD)/headers/$$n.cpp; \
 	  $(CXX) -std=c++11 -pedantic -Wall -Wextra -Werror -Iinclude -c $(BUILD)/headers/$$n.cpp -o $(BUILD)/headers/$$n.cpp.o; \
 	done; echo "check-headers: ok ($$(ls include/cubert/*.h | wc -l) headers, C99 and C++11)"
@@ -232,7 +254,7 @@ check-tools: $(TOOL_BIN)
 check-32bit:
 	@printf 'int main(void) { return 0; }\n' | $(CC) -m32 -x c - -o /dev/null 2>/dev/null || \
 	  { echo "check-32bit: $(CC) -m32 cannot link (Debian: apt-get install gcc-multilib)"; exit 1; }
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)/m32 VARIANT_FLAGS=-m32 $(BUILD)/m32/cubert-unit-test
+	@$(MAKE) --no-print-directory WERROR=$(WERROR) BUILD=$(BUILD)/m32 VARIANT_FLAGS=-m32 $(BUILD)/m32/cubert-unit-test
 	@$(READELF) -h $(BUILD)/m32/cubert-unit-test | grep -q 'Class: *ELF32' || \
 	  { echo "check-32bit: $(BUILD)/m32/cubert-unit-test is not a 32-bit program"; exit 1; }
 	@# A kernel without IA-32 emulation cannot exec the program: run it under qemu-i386 then.
@@ -255,15 +277,24 @@ CORTEX_FLAGS = -mcpu=cortex-m4 -mthumb -Os -ffreestanding -nostdinc \
 check-cortex-m: | $(BUILD)/cortex-m
 	@command -v $(ARM_CC) >/dev/null || { echo "check-cortex-m: $(ARM_CC) not found (Debian: apt-get install gcc-arm-none-eabi)"; exit 1; }
 	@$(CHECK_FREESTANDING) --label check-cortex-m --cc '$(ARM_CC)' --nm '$(ARM_NM)' \
-	  --out $(BUILD)/cortex-m --cflags '$(CUBERT_WARN) -Iinclude -Icore $(CORTEX_FLAGS)' $(CORE_SRC)
+	  --out $(BUILD)/cortex-m --cflags '$(CUBERT_WARN) $(CUBERT_WERROR) -Iinclude -Icore $(CORTEX_FLAGS)' $(CORE_SRC)
 
 # The whole library, tests, examples, tools and benches with clang (own BUILD dir),
 # plus the freestanding and header checks with clang/clang++.
 check-clang:
 	@command -v $(CLANG) >/dev/null || { echo "check-clang: $(CLANG) not found (Debian: apt-get install clang)"; exit 1; }
-	@$(MAKE) --no-print-directory CC=$(CLANG) CXX=$(CLANGXX) BUILD=$(BUILD)/clang \
+	@$(MAKE) --no-print-directory WERROR=$(WERROR) CC=$(CLANG) CXX=$(CLANGXX) BUILD=$(BUILD)/clang \
 	  all examples tools benches fuzz-targets check-freestanding check-headers
-	@$(MAKE) --no-print-directory CC=$(CLANG) CXX=$(CLANGXX) BUILD=$(BUILD)/clang test
+	@$(MAKE) --no-print-directory WERROR=$(WERROR) CC=$(CLANG) CXX=$(CLANGXX) BUILD=$(BUILD)/clang test
+
+# The builds users try (tests/build/check_matrix.sh): gcc and clang at -O0 -g, -O2,
+# -O3 -march=native and -Os (make test at -O0 and -O3), -fno-common, make -j1 and -j8,
+# an out-of-tree BUILD, CFLAGS/LDFLAGS on the command line; each from clean in
+# $(BUILD)/matrix/CELL. WERROR is passed to every cell.
+MATRIX_GCC ?= gcc
+check-matrix:
+	@MAKE='$(MAKE)' GCC='$(MATRIX_GCC)' CLANG='$(CLANG)' NM='$(NM)' WERROR='$(WERROR)' \
+	  MATRIX_DIR='$(BUILD)/matrix' sh tests/build/check_matrix.sh
 
 # Installs into a temporary DESTDIR, checks the tree (headers, .a, .so symlink
 # chain, soname, cubert.pc, exported symbols), builds and runs a consumer
@@ -283,11 +314,11 @@ size: $(CORE_OBJ) check-cortex-m
 # setarch can do that here.
 SAN_WRAPPER = $(shell setarch $$(uname -m) -R true >/dev/null 2>&1 && echo setarch $$(uname -m) -R)
 asan:
-	$(MAKE) BUILD=$(BUILD)/asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
+	$(MAKE) WERROR=$(WERROR) BUILD=$(BUILD)/asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
 	  VARIANT_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	  TEST_WRAPPER="$(SAN_WRAPPER)" test
 tsan:
-	$(MAKE) BUILD=$(BUILD)/tsan CFLAGS="-O1 -g" VARIANT_FLAGS="-fsanitize=thread" \
+	$(MAKE) WERROR=$(WERROR) BUILD=$(BUILD)/tsan CFLAGS="-O1 -g" VARIANT_FLAGS="-fsanitize=thread" \
 	  TEST_WRAPPER="$(SAN_WRAPPER)" test
 
 # ---- fuzzing ------------------------------------------------------------------------------
@@ -319,7 +350,7 @@ fuzz-replay: $(FUZZ_BIN)
 # libFuzzer builds (clang, ASan + UBSan, coverage on the library too) in $(BUILD)/libfuzzer.
 fuzz-build:
 	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) not found (Debian: apt-get install clang)"; exit 1; }
-	@$(MAKE) --no-print-directory CC=$(FUZZ_CC) BUILD=$(BUILD)/libfuzzer CFLAGS="-O1 -g -fno-omit-frame-pointer" \
+	@$(MAKE) --no-print-directory WERROR=$(WERROR) CC=$(FUZZ_CC) BUILD=$(BUILD)/libfuzzer CFLAGS="-O1 -g -fno-omit-frame-pointer" \
 	  VARIANT_FLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" FUZZ_MAIN_OBJ= FUZZ_LDFLAGS=-fsanitize=fuzzer \
 	  fuzz-targets
 
