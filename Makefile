@@ -321,6 +321,22 @@ tsan:
 	$(MAKE) WERROR=$(WERROR) BUILD=$(BUILD)/tsan CFLAGS="-O1 -g" VARIANT_FLAGS="-fsanitize=thread" \
 	  TEST_WRAPPER="$(SAN_WRAPPER)" test
 
+# ---- coverage ------------------------------------------------------------------------------
+# The suite built with --coverage at -O0 by COV_CC in $(BUILD)/coverage, run once from zero
+# counts; then per-file, per-folder and total line and branch-taken figures for every core/
+# folder (tests/build/coverage.sh; never-run lines and branches in $(BUILD)/coverage/report).
+COV_CC ?= gcc
+GCOV ?= gcov
+coverage:
+	@$(MAKE) --no-print-directory WERROR=$(WERROR) CC=$(COV_CC) BUILD=$(BUILD)/coverage CFLAGS="-O0 -g" \
+	  VARIANT_FLAGS=--coverage $(BUILD)/coverage/cubert-test
+	@find $(BUILD)/coverage -name '*.gcda' -exec rm -f {} +
+	@$(BUILD)/coverage/cubert-test $(TESTS) >$(BUILD)/coverage/test.log 2>&1 || \
+	  { tail -n 40 $(BUILD)/coverage/test.log; echo "coverage: the suite failed (log $(BUILD)/coverage/test.log)"; exit 1; }
+	@echo "coverage: suite run: $$(tail -n 1 $(BUILD)/coverage/test.log)"
+	@sh tests/build/coverage.sh --gcov '$(GCOV)' --obj $(BUILD)/coverage/obj --out $(BUILD)/coverage/report \
+	  $(CORE_SRC)
+
 # ---- fuzzing ------------------------------------------------------------------------------
 # Every fuzz/fuzz_NAME.c defines LLVMFuzzerTestOneInput (declared in fuzz/fuzz.h);
 # fuzz/corpus/NAME/ holds its seed corpus. See fuzz/README.md.
@@ -406,6 +422,9 @@ help:
 	@echo '  check-clang         all, examples, tools, benches, fuzz targets, tests, checks with $(CLANG) (BUILD/clang)'
 	@echo '  check-install       install to a temp DESTDIR, pkg-config consumer (static+shared), uninstall'
 	@echo '  check-tools         build/tools/cubert-info lists devices and pool layouts; a bad option exits 2'
+	@echo '  check-matrix        gcc/clang x -O0 -g/-O2/-O3 -march=native/-Os, -fno-common, -j1/-j8, out-of-tree BUILD,'
+	@echo '                      user CFLAGS/LDFLAGS; each from clean in BUILD/matrix (make test at -O0 and -O3)'
+	@echo '  coverage            the suite built with --coverage (gcc -O0): line and branch-taken summary of core/'
 	@echo '  asan | tsan         the suite under ASan+UBSan | TSan (BUILD/asan, BUILD/tsan)'
 	@echo '  fuzz                libFuzzer targets fuzz/fuzz_*.c with $(FUZZ_CC), FUZZ_SECONDS=$(FUZZ_SECONDS) each'
 	@echo '  fuzz-replay         the same targets with CC + fuzz/standalone_main.c over fuzz/corpus/*'
@@ -415,4 +434,5 @@ help:
 	@echo '  size                .text/.data/.bss of the core, host and Cortex-M4'
 	@echo '  install | uninstall PREFIX=$(PREFIX) DESTDIR= libdir= includedir= pkgconfigdir='
 	@echo '  clean               rm -rf $(BUILD)'
-	@echo 'Variables: CC CXX CFLAGS LDFLAGS BUILD TESTS CUDA=1 CLANG FUZZ_CC FUZZ_SECONDS FUZZ_ARGS'
+	@echo 'Variables: CC CXX CFLAGS CPPFLAGS LDFLAGS (added to the project flags) WERROR=1 (warnings are errors)'
+	@echo '           BUILD TESTS CUDA=1 CLANG FUZZ_CC FUZZ_SECONDS FUZZ_ARGS COV_CC GCOV MATRIX_GCC'
