@@ -64,7 +64,6 @@ awk -v missing="$out/missing.txt" '
     if (!ok) next
     if (text ~ /unreachable:/) { marker[file, ln] = 1; marker[file, ln + 1] = 1 }
     line = ln
-    bi = 0
     if (cnt == "-") next
     key = file SUBSEP ln
     if (!(key in lexec)) { lexec[key] = 0; lcount[file]++ }
@@ -73,8 +72,7 @@ awk -v missing="$out/missing.txt" '
   }
   /^branch +[0-9]+ / {
     if (!ok) next
-    key = file SUBSEP line SUBSEP bi
-    bi++
+    key = file SUBSEP line SUBSEP $2 # gcov numbers branches and calls of a line together
     if (!(key in btaken)) { btaken[key] = 0; bcount[file]++ }
     if ($3 == "taken" && $4 + 0 > 0 && !btaken[key]) { btaken[key] = 1; brun[file]++ }
     next
