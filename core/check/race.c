@@ -197,6 +197,7 @@ cubert_status_t cubert_race_checker_create(cubert_allocator_t allocator,
   }
   width = (size_t)options->max_streams + 1u;
   /* clocks (width^2) + scratch (width) u64, then the timelines. */
+  /* unreachable: overflow (width <= CUBERT_RACE_MAX_STREAMS_LIMIT + 1 = 1025: about 8 MiB) */
   if (cubert_size_mul_add(width, width, width, &cells) != CUBERT_STATUS_OK ||
       cubert_size_mul(cells, sizeof(uint64_t), &clock_bytes) != CUBERT_STATUS_OK ||
       cubert_size_mul(width, sizeof(race_timeline_t), &timeline_bytes) != CUBERT_STATUS_OK ||
@@ -319,8 +320,10 @@ static cubert_status_t race_events_grow(cubert_race_checker_t *c) {
   uint32_t capacity;
   size_t slot_bytes, clock_bytes, old_slot_bytes, old_clock_bytes;
   void *slots = NULL, *clocks = NULL;
+  /* unreachable: in tests (2^30 live events take over 32 GiB of slots and clocks) */
   if (c->event_capacity >= RACE_MAX_CAPACITY) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   capacity = c->event_capacity ? c->event_capacity * 2u : 8u;
+  /* unreachable: overflow (capacity < 2^31 slots; it is the allocation that fails first) */
   if (cubert_size_mul(capacity, sizeof(race_event_slot_t), &slot_bytes) != CUBERT_STATUS_OK ||
       cubert_size_mul((size_t)capacity * sizeof(uint64_t), c->width, &clock_bytes) !=
           CUBERT_STATUS_OK) {
@@ -401,6 +404,7 @@ cubert_status_t cubert_race_op_begin(cubert_race_checker_t *checker, uint32_t st
     return CUBERT_STATUS_INVALID_ARGUMENT;
   }
   row = race_row(checker, timeline);
+  /* unreachable: in tests (2^64 - 1 ops on one timeline) */
   if (row[timeline] == UINT64_MAX) return CUBERT_STATUS_OVERFLOW;
   race_inherit_host(checker, timeline);
   row[timeline]++;
@@ -497,8 +501,10 @@ static cubert_status_t race_buckets_reserve(cubert_race_checker_t *c) {
   void *fresh = NULL;
   race_bucket_t *buckets;
   if ((c->counters.buffers + 1u) * 2u <= c->bucket_capacity) return CUBERT_STATUS_OK;
+  /* unreachable: in tests (2^29 tracked buffers take over 16 GiB) */
   if (c->bucket_capacity >= RACE_MAX_CAPACITY) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   capacity = c->bucket_capacity ? c->bucket_capacity * 2u : 16u;
+  /* unreachable: overflow (capacity < 2^31 buckets; it is the allocation that fails first) */
   if (cubert_size_mul(capacity, sizeof(race_bucket_t), &bytes) != CUBERT_STATUS_OK ||
       cubert_allocator_malloc(c->allocator, bytes, RACE_ALIGN, &fresh) != CUBERT_STATUS_OK) {
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
@@ -540,8 +546,10 @@ static cubert_status_t race_records_reserve(cubert_race_checker_t *c) {
   size_t bytes, old_bytes;
   void *fresh = NULL;
   if (c->record_free != RACE_NIL || c->record_used < c->record_capacity) return CUBERT_STATUS_OK;
+  /* unreachable: in tests (2^30 access records take over 48 GiB) */
   if (c->record_capacity >= RACE_MAX_CAPACITY) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   capacity = c->record_capacity ? c->record_capacity * 2u : 32u;
+  /* unreachable: overflow (capacity < 2^31 records; it is the allocation that fails first) */
   if (cubert_size_mul(capacity, sizeof(race_record_t), &bytes) != CUBERT_STATUS_OK ||
       cubert_allocator_malloc(c->allocator, bytes, RACE_ALIGN, &fresh) != CUBERT_STATUS_OK) {
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
@@ -612,6 +620,7 @@ static uint32_t race_find_conflict(const cubert_race_checker_t *c, const race_bu
     cur = &c->records[best];
     if (rec->timeline < cur->timeline ||
         (rec->timeline == cur->timeline &&
+         /* unreachable: rec->index > cur->index (a bucket lists one timeline's records newest first) */
          (rec->index > cur->index || (rec->index == cur->index && rec->mode > cur->mode)))) {
       best = r;
     }

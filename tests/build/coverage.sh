@@ -12,8 +12,9 @@
 # inline functions they compile), lines run / lines and branches taken / branches,
 # then the same per folder and for the whole. Code from a header counts once however
 # many files include it: a line is run, or a branch taken, if it is in any of them.
-# A branch never taken on a line that carries an "unreachable: <reason>" comment, or
-# right below one, is counted apart ("marked"): the reason says why no test can take it.
+# A branch never taken in a statement marked by an "unreachable: <reason>" comment (on
+# its first line or on the line right above it; the mark runs to the first line that
+# ends in ; { or }) is counted apart ("marked"): the reason says why no test takes it.
 # POSIX sh + awk + gcov (gcc 10 or newer: -t).
 set -eu
 
@@ -57,12 +58,20 @@ awk -v missing="$out/missing.txt" '
       if (text ~ /^Source:/) {
         file = substr(text, 8)
         ok = (file ~ /^core\//)
+        open_marker = 0
         if (ok && !(file in seen)) { seen[file] = 1; files[++nfiles] = file }
       }
       next
     }
     if (!ok) next
-    if (text ~ /unreachable:/) { marker[file, ln] = 1; marker[file, ln + 1] = 1 }
+    # A marker covers its own line through the end of the statement it sits on or
+    # precedes: the first line whose code (comments left out) ends in ; { or }.
+    if (text ~ /unreachable:/) open_marker = 1
+    if (open_marker) {
+      marker[file, ln] = 1
+      code = text; gsub(/\/\*.*\*\//, "", code); sub(/\/\/.*/, "", code); sub(/[ \t]+$/, "", code)
+      if (code ~ /[;{}]$/) open_marker = 0
+    }
     line = ln
     if (cnt == "-") next
     key = file SUBSEP ln
