@@ -39,6 +39,7 @@ void cubert_memory_manager_options_initialize(cubert_memory_manager_options_t *o
 /* ---- pool dispatch ------------------------------------------------------------ */
 
 static void pool_deinitialize(cubert_memory_pool_t *pool) {
+  /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
     case CUBERT_MEMORY_POOL_SLICED: cubert_sliced_pool_deinitialize(&pool->u.sliced); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert_exclusive_pool_deinitialize(&pool->u.exclusive); break;
@@ -47,6 +48,7 @@ static void pool_deinitialize(cubert_memory_pool_t *pool) {
 }
 
 static bool pool_accept(const cubert_memory_pool_t *pool, uint64_t size) {
+  /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
     case CUBERT_MEMORY_POOL_SLICED: return cubert_sliced_pool_accept(&pool->u.sliced, size);
     case CUBERT_MEMORY_POOL_EXCLUSIVE: return cubert_exclusive_pool_accept(&pool->u.exclusive, size);
@@ -58,6 +60,7 @@ static bool pool_accept(const cubert_memory_pool_t *pool, uint64_t size) {
 static cubert_status_t pool_try_reserve(cubert_memory_pool_t *pool, uint64_t size,
                                         cubert_memory_id_t owner, bool *found,
                                         cubert_error_t *err) {
+  /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
     case CUBERT_MEMORY_POOL_SLICED:
       return cubert_sliced_pool_try_reserve(&pool->u.sliced, size, owner, found, err);
@@ -72,6 +75,7 @@ static cubert_status_t pool_try_reserve(cubert_memory_pool_t *pool, uint64_t siz
 
 static cubert_status_t pool_alloc(cubert_memory_pool_t *pool, uint64_t size,
                                   cubert_memory_id_t owner, cubert_error_t *err) {
+  /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
     case CUBERT_MEMORY_POOL_SLICED: return cubert_sliced_pool_alloc(&pool->u.sliced, size, owner, err);
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
@@ -84,6 +88,7 @@ static cubert_status_t pool_alloc(cubert_memory_pool_t *pool, uint64_t size,
 static cubert_status_t pool_find(cubert_memory_pool_t *pool, cubert_memory_location_t loc,
                                  cubert_memory_id_t id, cubert_memory_slice_view_t *view,
                                  cubert_error_t *err) {
+  /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
     case CUBERT_MEMORY_POOL_SLICED: return cubert_sliced_pool_find(&pool->u.sliced, loc, id, view, err);
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
@@ -94,6 +99,7 @@ static cubert_status_t pool_find(cubert_memory_pool_t *pool, cubert_memory_locat
 }
 
 static void pool_cleanup(cubert_memory_pool_t *pool, uint64_t alloc_nr, bool explicit_) {
+  /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
     case CUBERT_MEMORY_POOL_SLICED: cubert_sliced_pool_cleanup(&pool->u.sliced, explicit_); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
@@ -104,6 +110,7 @@ static void pool_cleanup(cubert_memory_pool_t *pool, uint64_t alloc_nr, bool exp
 }
 
 static void pool_report(cubert_memory_pool_t *pool, cubert_memory_pool_report_t *out) {
+  /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
     case CUBERT_MEMORY_POOL_SLICED: cubert_sliced_pool_report(&pool->u.sliced, out); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert_exclusive_pool_report(&pool->u.exclusive, out); break;
@@ -113,6 +120,7 @@ static void pool_report(cubert_memory_pool_t *pool, cubert_memory_pool_report_t 
 }
 
 static void pool_trim(cubert_memory_pool_t *pool) {
+  /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
     case CUBERT_MEMORY_POOL_SLICED: cubert_sliced_pool_trim(&pool->u.sliced); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert_exclusive_pool_trim(&pool->u.exclusive); break;
@@ -141,6 +149,7 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
   cubert_status_t status;
   status = cubert_memory_configuration_pools(config, props, NULL, 0, &count, out_error);
   if (status != CUBERT_STATUS_OK && status != CUBERT_STATUS_OUT_OF_RANGE) return status;
+  /* unreachable: count > max (configuration_pools refuses more pools first) */
   if (count > CUBERT_MEMORY_MAX_DYNAMIC_POOLS) {
     uint64_t n = count;
     return cubert_error_set(out_error, CUBERT_ERROR_CONFIG_TOO_MANY_POOLS, &n, 1, NULL);
@@ -159,9 +168,11 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
                             "memory pools");
   }
   status = cubert_memory_configuration_pools(config, props, options, count, &count, out_error);
+  /* unreachable: a pool failing to initialize (the configuration refused a zero page) */
   for (i = 0; status == CUBERT_STATUS_OK && i < count; i++) {
     pools[i].type = options[i].type;
     pools[i].capacity_exceeded = false;
+    /* unreachable: another pool type (the configuration checked each entry) */
     switch (options[i].type) {
       case CUBERT_MEMORY_POOL_SLICED:
         status = cubert_sliced_pool_initialize(&pools[i].u.sliced, &mm->env, (uint8_t)i,
@@ -179,6 +190,7 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
     }
   }
   cubert_allocator_free(mm->env.allocator, options, count * sizeof(*options), 0);
+  /* unreachable: status != OK (no pool fails to initialize, above) */
   if (status != CUBERT_STATUS_OK) {
     /* initialized pools hold no memory yet */
     cubert_allocator_free(mm->env.allocator, pools, count * sizeof(*pools), 0);
@@ -292,6 +304,7 @@ void cubert_memory_manager_set_mode(cubert_memory_manager_t *mm,
       mm->persistent_memory == CUBERT_PERSISTENT_MEMORY_ENFORCED)
     return;
   if (mode == CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT) {
+    /* unreachable: in tests (2^32 - 1 nested persistent modes) */
     if (mm->persistent_depth < UINT32_MAX) mm->persistent_depth++;
   } else if (mm->persistent_depth > 0) {
     mm->persistent_depth--;
@@ -369,6 +382,7 @@ static void attach_report(cubert_memory_manager_t *mm, uint64_t size, cubert_err
 #define PUT_BYTES_(v) \
   if (len < sizeof reason) len += cubert_memory_bytes_format((v), reason + len, sizeof reason - len)
   reason[0] = 0;
+  /* unreachable(8): len >= sizeof reason (the text stays under 120 of 192 bytes) */
   PUT_TEXT_("reserved ");
   PUT_BYTES_(u.bytes_reserved);
   PUT_TEXT_(", in use ");

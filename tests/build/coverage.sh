@@ -14,7 +14,8 @@
 # many files include it: a line is run, or a branch taken, if it is in any of them.
 # A branch never taken in a statement marked by an "unreachable: <reason>" comment (on
 # its first line or on the line right above it; the mark runs to the first line that
-# ends in ; { or }) is counted apart ("marked"): the reason says why no test takes it.
+# ends in ; { or }; "unreachable(N):" runs over N statements) is counted apart
+# ("marked"): the reason says why no test takes it.
 # POSIX sh + awk + gcov (gcc 10 or newer: -t).
 set -eu
 
@@ -66,11 +67,15 @@ awk -v missing="$out/missing.txt" '
     if (!ok) next
     # A marker covers its own line through the end of the statement it sits on or
     # precedes: the first line whose code (comments left out) ends in ; { or }.
-    if (text ~ /unreachable:/) open_marker = 1
-    if (open_marker) {
+    # "unreachable(N):" covers the next N statements.
+    if (text ~ /unreachable(\([0-9]+\))?:/) {
+      open_marker = 1
+      if (match(text, /unreachable\([0-9]+\):/)) open_marker = substr(text, RSTART + 12, RLENGTH - 14) + 0
+    }
+    if (open_marker > 0) {
       marker[file, ln] = 1
       code = text; gsub(/\/\*.*\*\//, "", code); sub(/\/\/.*/, "", code); sub(/[ \t]+$/, "", code)
-      if (code ~ /[;{}]$/) open_marker = 0
+      if (code ~ /[;{}]$/) open_marker--
     }
     line = ln
     if (cnt == "-") next
