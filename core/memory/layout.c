@@ -108,6 +108,7 @@ static cubert_status_t layout_compute_one(const cubert_layout_policy_t *policy,
     uint64_t width = r > 0 ? desc->shape[r - 1] : 1;
     uint64_t height = 1, width_bytes, pitch, pitch_align = 1;
     if (desc->strategy == CUBERT_LAYOUT_OPTIMIZED)
+      /* unreachable: an error (policy_apply checked mem_alignment as optimal_align needs it) */
       CUBERT_RETURN_IF_ERROR(cubert_layout_optimal_align(width, e, policy->mem_alignment,
                                                          &pitch_align, out_error));
     if (r > 1 && layout_product(desc->shape, 0, r - 1, &height) != CUBERT_STATUS_OK)
@@ -164,6 +165,7 @@ cubert_status_t cubert_layout_policy_apply(const cubert_layout_policy_t *policy,
   /* Pass 2: the same computations, which succeeded above, now written out
    * with the offsets of offset_handles. */
   for (i = 0; i < count; i++) {
+    /* unreachable: an error (pass 1 computed the same without one) */
     CUBERT_RETURN_IF_ERROR(layout_compute_one(policy, &descriptors[i], &l, out_error));
     (void)cubert_u64_round_up(l.size, policy->mem_alignment, &slot);
     l.offset_start = offset;

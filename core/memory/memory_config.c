@@ -46,7 +46,7 @@ static double memory_exp(double x) {
   int k, i;
   uint64_t bits;
   double scale;
-  /* unreachable(4): NaN, x > 709, x < 0 (callers pass ln of sizes in [32768, 2^64)) */
+  /* unreachable(5): NaN, x > 709, x < 0 (callers pass ln of sizes in [32768, 2^64)) */
   if (x != x) return x;
   if (x > 709.0) return 1.0e308;
   if (x < -745.0) return 0.0;
@@ -140,7 +140,7 @@ static cubert_status_t preset_sub_slices(cubert_memory_device_properties_t props
   uint64_t align = props_alignment(props);
   uint64_t pages[64], slices[64], current = props.max_page_size, tail;
   uint32_t recorded = 0, n = 0, base = 1, i;
-  /* unreachable(3): 64 levels, or rounding current / 4 <= 2^62 up past 2^64 (sizes fit u64) */
+  /* unreachable(4): 64 levels, or rounding current / 4 <= 2^62 up past 2^64 (sizes fit u64) */
   while (current >= 32 * MIB && recorded < 64) {
     if (cubert_u64_round_up(current / 4, align, &current) != CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0, "page size");

@@ -34,6 +34,7 @@ void cubert_direct_pool_deinitialize(cubert_direct_pool_t *pool) {
 
 static bool slice_free(cubert_memory_env_t *env, cubert_exact_slice_t *x) {
   if (x->state == CUBERT_SLICE_FREE) return true;
+  /* unreachable: state != USED (FREE returned above; callers skip VACANT slots) */
   if (x->state != CUBERT_SLICE_USED || !cubert_memory_owner_is_free(env, x->owner)) return false;
   cubert_memory_owner_drop(env, &x->owner);
   x->state = CUBERT_SLICE_FREE;
@@ -98,6 +99,7 @@ cubert_status_t cubert_direct_pool_alloc(cubert_direct_pool_t *pool, uint64_t si
   if (cubert_memory_effective_size(size, pool->alignment, &eff) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_IO_BUFFER_TOO_BIG, &size, 1, NULL);
   /* Room for one more slot first, so a bookkeeping failure changes nothing. */
+  /* unreachable: in tests (2^32 - 2 slots) */
   if (pool->slice_count >= CUBERT_MEMORY_NIL - 1 ||
       cubert_memory_array_reserve(pool->env->allocator, (void **)&pool->slices, &pool->slice_cap,
                                   pool->slice_count + 1, sizeof(cubert_exact_slice_t),

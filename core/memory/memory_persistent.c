@@ -56,6 +56,7 @@ static void bucket_append(cubert_persistent_pool_t *pool, uint32_t s) {
 /* Rebuild the index from the slots in index order (no allocation). */
 static void buckets_rebuild(cubert_persistent_pool_t *pool) {
   uint32_t s;
+  /* unreachable: no index (a slice to release means one was allocated with it) */
   if (pool->bucket_cap == 0) return;
   buckets_clear(pool->buckets, pool->bucket_cap);
   pool->bucket_used = 0;
@@ -72,6 +73,7 @@ static cubert_status_t buckets_ensure(cubert_persistent_pool_t *pool) {
   if (pool->bucket_cap != 0 && (pool->bucket_used + 1) * 2 <= pool->bucket_cap)
     return CUBERT_STATUS_OK;
   while ((pool->bucket_used + 1) * 2 > cap) {
+    /* unreachable: in tests (2^29 distinct sizes) */
     if (cap > (UINT32_MAX >> 2)) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
     cap *= 2;
   }
@@ -107,6 +109,7 @@ void cubert_persistent_pool_deinitialize(cubert_persistent_pool_t *pool) {
 
 static bool slice_free(cubert_memory_env_t *env, cubert_exact_slice_t *x) {
   if (x->state == CUBERT_SLICE_FREE) return true;
+  /* unreachable: state != USED (FREE returned above; callers skip VACANT slots) */
   if (x->state != CUBERT_SLICE_USED || !cubert_memory_owner_is_free(env, x->owner)) return false;
   cubert_memory_owner_drop(env, &x->owner);
   x->state = CUBERT_SLICE_FREE;

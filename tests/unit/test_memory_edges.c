@@ -312,3 +312,123 @@ TEST(memory_format_without_buffer_and_huge_ratios) {
   CHECK_EQ_U64(cubert_memory_usage_format(NULL, buf, sizeof buf), 0);
   CHECK_EQ_STR(buf, "");
 }
+
+/* ---- routing, reports, the handle table ----------------------------------------------------- */
+
+TEST(memory_manager_more_refusals_and_a_full_handle_table) {
+  mm_fixture_t f;
+  cubert_memory_manager_t *mm = NULL;
+  cubert_handle_table_t *tiny = NULL;
+  cubert_memory_configuration_t c = cubert_memory_configuration_default(false);
+  cubert_memory_id_t id, first;
+  cubert_storage_handle_t h;
+  uint64_t cursor;
+  cubert_error_t err;
+  mmf_init(&f, 128 * MIB, 32, cubert_memory_configuration_default(false));
+  id = mmf_reserve(&f, 64);
+  CHECK_STATUS(cubert_memory_manager_create(f.allocator, f.storage.storage, f.table, f.props, &c,
+                                            NULL, NULL, &err),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_memory_manager_report(NULL, NULL, 0, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_memory_manager_get_cursor(NULL, id, &cursor, &err), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_memory_manager_get_storage(NULL, id, &h, &err), CUBERT_STATUS_INVALID_ARGUMENT);
+  mmf_drop(&f, id);
+  /* a manager over a handle table of one slot: the second reservation finds no id */
+  CHECK_OK(cubert_handle_table_create(f.allocator, 1, 9, &tiny));
+  CHECK_OK(cubert_memory_manager_create(f.allocator, f.storage.storage, tiny, f.props, &c, NULL, &mm,
+                                        &err));
+  CHECK_OK(cubert_memory_manager_reserve(mm, 64, &first, &err));
+  CHECK_STATUS(cubert_memory_manager_reserve(mm, 64, &id, &err), CUBERT_STATUS_OUT_OF_RANGE);
+  CHECK(cubert_error_kind(&err) == CUBERT_ERROR_OUT_OF_RANGE);
+  CHECK_OK(cubert_memory_id_release_handle(tiny, first));
+  cubert_memory_manager_destroy(mm);
+  cubert_handle_table_destroy(tiny);
+  mmf_done(&f);
+}
+
+TEST(memory_manager_usage_counts_the_persistent_pools_free_block) {
+  mm_fixture_t f;
+  cubert_memory_id_t id;
+  cubert_memory_usage_t u;
+  cubert_memory_pool_report_t r;
+  mmf_init(&f, 128 * MIB, 32, cubert_memory_configuration_default(false));
+  cubert_memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
+  id = mmf_reserve(&f, 1 * MIB);
+  cubert_memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
+  mmf_drop(&f, id);
+  u = mmf_usage(&f); /* the persistent slice is free now, and the largest free block */
+  CHECK_EQ_U64(u.bytes_reserved, 1 * MIB);
+  CHECK_EQ_U64(u.bytes_in_use, 0);
+  r = mmf_persistent_report(&f);
+  CHECK_EQ_U64(r.largest_free, 1 * MIB);
+  mmf_done(&f);
+}
+
+TEST(memory_manager_failure_after_a_full_pool_reports_the_full_pool) {
+  /* pool 0: capped sliced (one page), full -> capacity exceeded, spill; pool 1: direct,
+   * its storage fails -> routing stops there (pool 2 is not tried) and the error is the
+   * capacity one (CubeCL reports the pool that was full) */
+  mm_fixture_t f;
+  cubert_memory_pool_options_t pools[3];
+  cubert_memory_id_t a, b;
+  cubert_error_t err;
+  uint64_t calls;
+  pools[0] = cubert_memory_pool_sliced(1024, CUBERT_MEMORY_NONE, 1024);
+  pools[1] = cubert_memory_pool_direct(CUBERT_MEMORY_NONE);
+  pools[2] = cubert_memory_pool_direct(CUBERT_MEMORY_NONE);
+  mmf_init(&f, 128 * MIB, 32, mmf_custom(pools, 3));
+  a = mmf_reserve(&f, 1024); /* fills pool 0 */
+  f.storage.fail_status = CUBERT_STATUS_UNAVAILABLE;
+  host_storage_fail_at(&f.storage, 1, 0);
+  calls = f.storage.alloc_calls;
+  CHECK_STATUS(cubert_memory_manager_reserve(f.mm, 1000, &b, &err),
+               CUBERT_STATUS_POOL_CAPACITY_EXCEEDED);
+  CHECK(cubert_error_kind(&err) == CUBERT_ERROR_IO_POOL_CAPACITY_EXCEEDED);
+  CHECK_EQ_U64(f.storage.alloc_calls, calls + 1); /* pool 1's call only */
+  CHECK_EQ_U64(cubert_memory_manager_memory_usage(f.mm).number_allocs, 1);
+  b = mmf_reserve(&f, 1000); /* storage back: pool 1 serves it */
+  mmf_drop(&f, a);
+  mmf_drop(&f, b);
+  mmf_done(&f);
+}
+
+TEST(memory_manager_two_periodic_exclusive_pools_check_at_the_earliest) {
+  mm_fixture_t f;
+  cubert_memory_pool_options_t pools[2];
+  cubert_memory_id_t id;
+  int i;
+  pools[0] = cubert_memory_pool_exclusive(1024, 50);   /* checked every 10 reservations */
+  pools[1] = cubert_memory_pool_exclusive(1 * MIB, 10); /* every 2 */
+  mmf_init(&f, 128 * MIB, 32, mmf_custom(pools, 2));
+  for (i = 0; i < 12; i++) {
+    id = mmf_reserve(&f, 4096);
+    mmf_drop(&f, id);
+  }
+  CHECK_EQ_U64(cubert_memory_manager_alloc_reserve_count(f.mm), 12);
+  /* freed pages age on the small period: pool 1's page was released by now */
+  CHECK(mmf_pool_report(&f, 1).pages <= 1);
+  mmf_done(&f);
+}
+
+TEST(memory_manager_direct_reclaim_flushes_at_the_next_reserve) {
+  /* a direct pool over its watermark releases storage during a reservation: the flush
+   * that release needs happens at the next reservation, though no periodic check is due;
+   * and of two periodic exclusive pools the earlier check counts */
+  mm_fixture_t f;
+  cubert_memory_pool_options_t pools[3];
+  cubert_memory_id_t a, b, c;
+  uint64_t flushes;
+  pools[0] = cubert_memory_pool_exclusive(64, 10);        /* checked every 2 */
+  pools[1] = cubert_memory_pool_exclusive(128, 1000000); /* every 200000 */
+  pools[2] = cubert_memory_pool_direct(300);
+  mmf_init(&f, 128 * MIB, 32, mmf_custom(pools, 3));
+  a = mmf_reserve(&f, 256);
+  mmf_drop(&f, a);
+  b = mmf_reserve(&f, 224); /* 256 + 224 > 300: a's storage is released */
+  flushes = f.storage.flush_calls;
+  c = mmf_reserve(&f, 200);
+  CHECK(f.storage.flush_calls > flushes);
+  mmf_drop(&f, b);
+  mmf_drop(&f, c);
+  mmf_done(&f);
+}
