@@ -598,6 +598,7 @@ cubert_status_t cubert_memory_id_disown(cubert_handle_table_t *table, cubert_mem
     return CUBERT_STATUS_INVALID_HANDLE;
   v = cubert_atomic_load_u32(&r.slot->state);
   for (;;) {
+    /* unreachable: in single-threaded tests (the slot reused since the check above) */
     if (!(v & STATE_OWNED) || !slot_same_occupant(r.slot, id)) return CUBERT_STATUS_INVALID_HANDLE;
     if (cubert_atomic_cas_u32(&r.slot->state, &v, v & ~STATE_OWNED)) break;
   }

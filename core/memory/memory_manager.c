@@ -39,7 +39,6 @@ void cubert_memory_manager_options_initialize(cubert_memory_manager_options_t *o
 /* ---- pool dispatch ------------------------------------------------------------ */
 
 static void pool_deinitialize(cubert_memory_pool_t *pool) {
-  /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
     case CUBERT_MEMORY_POOL_SLICED: cubert_sliced_pool_deinitialize(&pool->u.sliced); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert_exclusive_pool_deinitialize(&pool->u.exclusive); break;
@@ -48,7 +47,6 @@ static void pool_deinitialize(cubert_memory_pool_t *pool) {
 }
 
 static bool pool_accept(const cubert_memory_pool_t *pool, uint64_t size) {
-  /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
     case CUBERT_MEMORY_POOL_SLICED: return cubert_sliced_pool_accept(&pool->u.sliced, size);
     case CUBERT_MEMORY_POOL_EXCLUSIVE: return cubert_exclusive_pool_accept(&pool->u.exclusive, size);
@@ -99,7 +97,6 @@ static cubert_status_t pool_find(cubert_memory_pool_t *pool, cubert_memory_locat
 }
 
 static void pool_cleanup(cubert_memory_pool_t *pool, uint64_t alloc_nr, bool explicit_) {
-  /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
     case CUBERT_MEMORY_POOL_SLICED: cubert_sliced_pool_cleanup(&pool->u.sliced, explicit_); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
@@ -110,7 +107,6 @@ static void pool_cleanup(cubert_memory_pool_t *pool, uint64_t alloc_nr, bool exp
 }
 
 static void pool_report(cubert_memory_pool_t *pool, cubert_memory_pool_report_t *out) {
-  /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
     case CUBERT_MEMORY_POOL_SLICED: cubert_sliced_pool_report(&pool->u.sliced, out); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert_exclusive_pool_report(&pool->u.exclusive, out); break;
@@ -120,7 +116,6 @@ static void pool_report(cubert_memory_pool_t *pool, cubert_memory_pool_report_t 
 }
 
 static void pool_trim(cubert_memory_pool_t *pool) {
-  /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
     case CUBERT_MEMORY_POOL_SLICED: cubert_sliced_pool_trim(&pool->u.sliced); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert_exclusive_pool_trim(&pool->u.exclusive); break;

@@ -174,6 +174,7 @@ cubert_status_t cubert_persistent_pool_alloc(cubert_persistent_pool_t *pool, uin
     return cubert_error_set(out_error, CUBERT_ERROR_IO_BUFFER_TOO_BIG, &size, 1, NULL);
   for (s = 0; s < pool->slice_count; s++)
     if (pool->slices[s].state == CUBERT_SLICE_VACANT) break;
+  /* unreachable: in tests (2^32 - 2 slots) */
   if ((s == pool->slice_count &&
        (s >= CUBERT_MEMORY_NIL - 1 ||
         cubert_memory_array_reserve(pool->env->allocator, (void **)&pool->slices,

@@ -216,6 +216,7 @@ static uint32_t poll_until_fit(cubert_sliced_pool_t *pool, uint64_t eff, uint64_
   uint32_t cur = pool->scan != CUBERT_MEMORY_NIL ? pool->scan : pool->hand, next, r;
   uint64_t polled = 0, steps = CUBERT_MIN(limit, (uint64_t)pool->used_count);
   uint32_t found = CUBERT_MEMORY_NIL;
+  /* unreachable: cur NIL with steps left (steps <= used slices, which the list holds) */
   while (polled < steps && cur != CUBERT_MEMORY_NIL) {
     next = pool->nodes[cur].link_next;
     polled++;

@@ -432,3 +432,31 @@ TEST(memory_manager_direct_reclaim_flushes_at_the_next_reserve) {
   mmf_drop(&f, c);
   mmf_done(&f);
 }
+
+TEST(memory_manager_pool_of_an_unknown_type_is_skipped_and_left_alone) {
+  /* A corrupt pool type (memory overwritten): routing skips the pool, cleanups and trims
+   * leave it alone, its report entry is not written, and tearing down does not touch it.
+   * The pool is a sliced pool that holds no memory yet, so nothing leaks. */
+  mm_fixture_t f;
+  cubert_memory_pool_options_t pools[2];
+  cubert_memory_pool_t *pool;
+  cubert_memory_pool_report_t reports[2];
+  cubert_memory_id_t id;
+  uint32_t n = 0;
+  pools[0] = cubert_memory_pool_sliced(4096, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
+  pools[1] = cubert_memory_pool_direct(CUBERT_MEMORY_NONE);
+  mmf_init(&f, 128 * MIB, 32, mmf_custom(pools, 2));
+  pool = cubert_memory_manager_pool(f.mm, 0);
+  pool->type = (cubert_memory_pool_type_t)77;
+  id = mmf_reserve(&f, 100); /* not the sliced pool: the direct one */
+  CHECK_EQ_U64(cubert_memory_manager_pool(f.mm, 1)->u.direct.live, 1);
+  cubert_memory_manager_cleanup(f.mm, true);
+  CHECK_OK(cubert_memory_manager_release_pools(f.mm, NULL));
+  memset(reports, 0x33, sizeof reports);
+  CHECK_OK(cubert_memory_manager_report(f.mm, reports, 2, &n, NULL));
+  CHECK_EQ_U64(n, 2);
+  CHECK_EQ_U64(reports[0].page_size, 0x3333333333333333ull); /* not written */
+  CHECK_EQ_U64(reports[1].usage.number_allocs, 1);
+  mmf_drop(&f, id);
+  mmf_done(&f);
+}

@@ -390,6 +390,12 @@ TEST(layout_copy_plan_byte_counts_that_overflow) {
   /* pitched rows: the span (rows - 1) * pitch overflows */
   view2(shape, strides, 5, 4, (uint64_t)1 << 61);
   CHECK_STATUS(cubert_copy_plan(2, shape, strides, 2, &plan, &err), CUBERT_STATUS_OVERFLOW);
+  /* pitched rows: the bytes copied (width * rows) overflow */
+  view2(shape, strides, (uint64_t)1 << 31, (uint64_t)1 << 30, ((uint64_t)1 << 30) + 1);
+  CHECK_STATUS(cubert_copy_plan(2, shape, strides, 8, &plan, &err), CUBERT_STATUS_OVERFLOW);
+  /* pitched rows: the span (one pitch + the last row's width) passes 2^64 */
+  view2(shape, strides, 2, (uint64_t)1 << 59, (uint64_t)3 << 59);
+  CHECK_STATUS(cubert_copy_plan(2, shape, strides, 8, &plan, &err), CUBERT_STATUS_OVERFLOW);
   /* contiguous: the element count, then the bytes, overflow */
   view2(shape, strides, (uint64_t)1 << 40, (uint64_t)1 << 40, (uint64_t)1 << 40);
   CHECK_STATUS(cubert_copy_plan(2, shape, strides, 1, &plan, &err), CUBERT_STATUS_OVERFLOW);
@@ -637,4 +643,92 @@ TEST(layout_strides_null_shape_and_pitched_height_overflow) {
   strides[0] = (uint64_t)1 << 43;
   CHECK(cubert_strides_is_pitched_row_major(3, shape, strides));
   CHECK_STATUS(cubert_copy_plan(3, shape, strides, 4, &plan, &err), CUBERT_STATUS_OVERFLOW);
+}
+
+TEST(handle_disown_of_an_id_nobody_owns_is_refused) {
+  counting_allocator_t ca;
+  cubert_handle_table_t *t = NULL;
+  cubert_memory_id_t id;
+  CHECK_OK(cubert_handle_table_create(counting_allocator_init(&ca), 64, 7, &t));
+  CHECK_OK(cubert_memory_id_acquire(t, &id));
+  CHECK_STATUS(cubert_memory_id_disown(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK(cubert_memory_id_is_alive(t, id)); /* unchanged */
+  CHECK_OK(cubert_memory_id_release_handle(t, id));
+  cubert_handle_table_destroy(t);
+  CHECK_EQ_I64(ca.live_blocks, 0);
+  counting_allocator_destroy(&ca);
+}
+
+TEST(memory_pool_sliced_bounded_scan_of_one_bin) {
+  /* a full page of 32 slices of 1 KiB; every other one released: 16 free slices in one
+   * size bin and nothing above. A request a little larger than 1 KiB (same bin) scans
+   * at most 8 of them before polling, finds none, and takes a new page. */
+  pool_fx_t p;
+  cubert_sliced_pool_t pool;
+  cubert_memory_pool_options_t o = cubert_memory_pool_sliced(32 * KIB, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
+  cubert_memory_id_t ids[33];
+  cubert_error_t err;
+  bool found = true;
+  int i;
+  pfx_init(&p);
+  CHECK_OK(cubert_sliced_pool_initialize(&pool, &p.env, 0, &o, 32, 0, &err));
+  for (i = 0; i < 32; i++) {
+    ids[i] = owner_new(&p);
+    if (i == 0) CHECK_OK(cubert_sliced_pool_alloc(&pool, 1024, ids[i], &err));
+    else {
+      CHECK_OK(cubert_sliced_pool_try_reserve(&pool, 1024, ids[i], &found, &err));
+      CHECK(found);
+    }
+  }
+  CHECK_EQ_U64(pool.pages_live, 1);
+  for (i = 0; i < 32; i += 2) CHECK_OK(cubert_memory_id_release_handle(p.f.table, ids[i]));
+  cubert_sliced_pool_poll_all(&pool); /* the 16 released slices detected, each in the bin */
+  ids[32] = owner_new(&p);
+  CHECK_OK(cubert_sliced_pool_try_reserve(&pool, 1056, ids[32], &found, &err));
+  CHECK(!found);
+  CHECK_OK(cubert_sliced_pool_alloc(&pool, 1056, ids[32], &err));
+  CHECK_EQ_U64(pool.pages_live, 2);
+  for (i = 1; i < 33; i += 2) CHECK_OK(cubert_memory_id_release_handle(p.f.table, ids[i]));
+  CHECK_OK(cubert_memory_id_release_handle(p.f.table, ids[32]));
+  cubert_sliced_pool_deinitialize(&pool);
+  CHECK_EQ_U64(p.f.storage.live_allocs, 0);
+  pfx_done(&p);
+}
+
+TEST(memory_pool_sliced_65536_pages_is_the_most) {
+  /* storage without memory (ids only): 65536 pages of 64 bytes, then one more refused */
+  mm_fixture_t f;
+  cubert_memory_env_t env;
+  cubert_sliced_pool_t pool;
+  cubert_memory_pool_options_t o = cubert_memory_pool_sliced(64, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
+  cubert_memory_location_t unset;
+  cubert_memory_id_t id;
+  cubert_handle_table_t *table = NULL;
+  cubert_error_t err;
+  uint32_t i;
+  mmf_base(&f, 128 * MIB, 32);
+  f.storage.virtual_memory = true;
+  CHECK_OK(cubert_handle_table_create(f.allocator, 70000, 3, &table));
+  env.allocator = f.allocator;
+  env.storage = f.storage.storage;
+  env.table = table;
+  env.flush_pending = false;
+  memset(&unset, 0, sizeof unset);
+  CHECK_OK(cubert_sliced_pool_initialize(&pool, &env, 0, &o, 32, 0, &err));
+  for (i = 0; i < CUBERT_MEMORY_PAGE_SLOTS; i++) {
+    CHECK_OK(cubert_memory_id_acquire_owned(table, unset, &id));
+    CHECK_OK(cubert_sliced_pool_alloc(&pool, 64, id, &err));
+    CHECK_OK(cubert_memory_id_release_handle(table, id)); /* the pool still owns it */
+  }
+  CHECK_EQ_U64(pool.pages_live, CUBERT_MEMORY_PAGE_SLOTS);
+  CHECK_OK(cubert_memory_id_acquire_owned(table, unset, &id));
+  CHECK_STATUS(cubert_sliced_pool_alloc(&pool, 64, id, &err), CUBERT_STATUS_POOL_CAPACITY_EXCEEDED);
+  CHECK(cubert_error_kind(&err) == CUBERT_ERROR_IO_POOL_CAPACITY_EXCEEDED);
+  CHECK_EQ_U64(err.field[1], (uint64_t)CUBERT_MEMORY_PAGE_SLOTS * 64);
+  CHECK_OK(cubert_memory_id_release_handle(table, id));
+  CHECK_OK(cubert_memory_id_disown(table, id));
+  cubert_sliced_pool_deinitialize(&pool);
+  CHECK_EQ_U64(cubert_handle_table_live(table), 0);
+  cubert_handle_table_destroy(table);
+  mmf_done(&f);
 }
