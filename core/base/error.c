@@ -189,6 +189,7 @@ static bool put_wrapper_prefix(cubert_fmt_t *f, cubert_error_kind_t kind, const 
 /* The message of a kind that is the innermost entry and wraps nothing. */
 static void put_leaf(cubert_fmt_t *f, cubert_error_kind_t kind, const cubert_error_t *e) {
   const uint64_t *v = e->field;
+  /* unreachable: default (wrapping kinds and SERVER_UNHEALTHY are written by the caller) */
   switch (kind) {
     case CUBERT_ERROR_NONE:
       cubert_fmt_append_str(f, "No error"); /* [cubert] */

@@ -227,6 +227,13 @@ TEST(error_format_unterminated_reason_and_kind_none_leaf) {
   CHECK_EQ_STR(format_big(&e), "No error");
 }
 
+TEST(error_set_with_an_empty_reason_has_none) {
+  cubert_error_t e;
+  cubert_error_set(&e, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0, "");
+  CHECK_EQ_STR(e.reason, "");
+  CHECK_EQ_STR(format_big(&e), "Out of range"); /* no ": " */
+}
+
 TEST(error_format_optional_fields) {
   static const uint64_t index_only[2] = {5, 0}, bound_only[2] = {0, 9};
   cubert_error_t e;
@@ -268,7 +275,9 @@ TEST(error_aggregate_hand_built_and_corrupt_inputs) {
   CHECK_EQ_U64(cubert_error_aggregate_count(&agg), 2);
   CHECK(agg.reason[0] != '\n');
   check_has(agg.reason, "second");
-  /* a wrapped plain error is not an aggregate: no first error to rebuild */
+  /* an empty record, and a wrapped plain error, are no aggregates: no first error */
+  cubert_error_clear(&next);
+  CHECK_STATUS(cubert_error_unhealthy_first(&next, &first), CUBERT_STATUS_NOT_FOUND);
   cubert_error_set_not_found(&next, "x");
   cubert_error_wrap(&next, CUBERT_ERROR_SERVER_GENERIC);
   CHECK_STATUS(cubert_error_unhealthy_first(&next, &first), CUBERT_STATUS_NOT_FOUND);
