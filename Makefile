@@ -293,7 +293,7 @@ check-clang:
 # $(BUILD)/matrix/CELL. WERROR is passed to every cell.
 MATRIX_GCC ?= gcc
 check-matrix:
-	@MAKE='$(MAKE)' GCC='$(MATRIX_GCC)' CLANG='$(CLANG)' NM='$(NM)' WERROR='$(WERROR)' \
+	@MAKE='$(MAKE)' GCC='$(MATRIX_GCC)' CLANG='$(CLANG)' NM='$(NM)' WERROR='$(WERROR)' JOBS='$(JOBS)' \
 	  MATRIX_DIR='$(BUILD)/matrix' sh tests/build/check_matrix.sh
 
 # Installs into a temporary DESTDIR, checks the tree (headers, .a, .so symlink
@@ -322,14 +322,16 @@ tsan:
 	  TEST_WRAPPER="$(SAN_WRAPPER)" test
 
 # ---- coverage ------------------------------------------------------------------------------
-# The suite built with --coverage at -O0 by COV_CC in $(BUILD)/coverage, run once from zero
+# The suite built with --coverage at -O0 by COV_CC in $(BUILD)/coverage (counters updated
+# atomically: the CPU server's threads run core code concurrently), run once from zero
 # counts; then per-file, per-folder and total line and branch-taken figures for every core/
 # folder (tests/build/coverage.sh; never-run lines and branches in $(BUILD)/coverage/report).
 COV_CC ?= gcc
 GCOV ?= gcov
 coverage:
+	@rm -rf $(BUILD)/coverage # built from clean: objects do not record the flags they were built with
 	@$(MAKE) --no-print-directory WERROR=$(WERROR) CC=$(COV_CC) BUILD=$(BUILD)/coverage CFLAGS="-O0 -g" \
-	  VARIANT_FLAGS=--coverage $(BUILD)/coverage/cubert-test
+	  VARIANT_FLAGS="--coverage -fprofile-update=atomic" $(BUILD)/coverage/cubert-test
 	@find $(BUILD)/coverage -name '*.gcda' -exec rm -f {} +
 	@$(BUILD)/coverage/cubert-test $(TESTS) >$(BUILD)/coverage/test.log 2>&1 || \
 	  { tail -n 40 $(BUILD)/coverage/test.log; echo "coverage: the suite failed (log $(BUILD)/coverage/test.log)"; exit 1; }

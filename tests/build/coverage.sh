@@ -50,7 +50,8 @@ done
 awk -v missing="$out/missing.txt" '
   function folder(f) { sub(/\/[^\/]*$/, "", f); return f }
   # "   count:  line:text": the count is -, #####, =====, or a number (maybe with *).
-  /^ *(-|#####|=====|[0-9]+\*?): *[0-9]+:/ {
+  # (a count updated by racing threads without -fprofile-update=atomic can read negative)
+  /^ *(-|#####|=====|-?[0-9]+\*?): *[0-9]+:/ {
     split($0, p, ":")
     cnt = p[1]; gsub(/ /, "", cnt)
     ln = p[2] + 0
@@ -81,14 +82,14 @@ awk -v missing="$out/missing.txt" '
     if (cnt == "-") next
     key = file SUBSEP ln
     if (!(key in lexec)) { lexec[key] = 0; lcount[file]++ }
-    if (cnt ~ /^[0-9]/ && cnt + 0 > 0 && !lexec[key]) { lexec[key] = 1; lrun[file]++ }
+    if (cnt ~ /^-?[0-9]/ && cnt + 0 != 0 && !lexec[key]) { lexec[key] = 1; lrun[file]++ }
     next
   }
   /^branch +[0-9]+ / {
     if (!ok) next
     key = file SUBSEP line SUBSEP $2 # gcov numbers branches and calls of a line together
     if (!(key in btaken)) { btaken[key] = 0; bcount[file]++ }
-    if ($3 == "taken" && $4 + 0 > 0 && !btaken[key]) { btaken[key] = 1; brun[file]++ }
+    if ($3 == "taken" && $4 + 0 != 0 && !btaken[key]) { btaken[key] = 1; brun[file]++ }
     next
   }
   END {
