@@ -69,6 +69,11 @@ CUBERT_CFLAGS := $(CUBERT_WARN) $(CUBERT_WERROR) -Iinclude $(VARIANT_FLAGS)
 # CUBERT_API functions are exported) and, for core/, freestanding with no libc headers.
 CUBERT_REQUIRED := -std=c99 -fPIC -fvisibility=hidden
 CORE_FREESTANDING := -ffreestanding -nostdinc -isystem $(shell $(CC) -print-file-name=include)
+# $(BUILD)/flags records the compiler and flags this BUILD was made with; it is rewritten
+# only when they change, and objects and programs depend on it (end of this file): after
+# `make`, a `make CFLAGS=-O0` or `make WERROR=1` rebuilds instead of keeping stale objects.
+FLAGS_FILE = $(BUILD)/flags
+BUILD_FLAGS = $(CC) | $(CUBERT_CFLAGS) | $(CPPFLAGS) | $(CFLAGS) | $(CUBERT_REQUIRED) | $(LDFLAGS)
 HOST_DEFS := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 HOST_LIBS := -lpthread -ldl -lm
 
@@ -329,7 +334,6 @@ tsan:
 COV_CC ?= gcc
 GCOV ?= gcov
 coverage:
-	@rm -rf $(BUILD)/coverage # built from clean: objects do not record the flags they were built with
 	@$(MAKE) --no-print-directory WERROR=$(WERROR) CC=$(COV_CC) BUILD=$(BUILD)/coverage CFLAGS="-O0 -g" \
 	  VARIANT_FLAGS="--coverage -fprofile-update=atomic" $(BUILD)/coverage/cubert-test
 	@find $(BUILD)/coverage -name '*.gcda' -exec rm -f {} +
@@ -438,3 +442,12 @@ help:
 	@echo '  clean               rm -rf $(BUILD)'
 	@echo 'Variables: CC CXX CFLAGS CPPFLAGS LDFLAGS (added to the project flags) WERROR=1 (warnings are errors)'
 	@echo '           BUILD TESTS CUDA=1 CLANG FUZZ_CC FUZZ_SECONDS FUZZ_ARGS COV_CC GCOV MATRIX_GCC'
+
+# ---- rebuild on changed flags (see FLAGS_FILE) ---------------------------------------------
+ifeq ($(filter clean help uninstall,$(MAKECMDGOALS)),)
+$(shell mkdir -p '$(BUILD)' && printf '%s\n' '$(subst ','\'',$(BUILD_FLAGS))' | cmp -s - '$(FLAGS_FILE)' || \
+  printf '%s\n' '$(subst ','\'',$(BUILD_FLAGS))' > '$(FLAGS_FILE)')
+endif
+$(FLAGS_FILE): ;
+$(LIB_OBJ) $(TEST_OBJ) $(UNIT_ONLY_OBJ) $(FUZZ_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/fuzz/standalone_main.o \
+$(TEST_BIN) $(EXAMPLE_BIN) $(BENCH_BIN) $(TOOL_BIN) $(FUZZ_BIN): $(FLAGS_FILE)
