@@ -157,7 +157,7 @@ $(STATIC_LIB): $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
 $(SHARED_LIB): $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,$(SONAME) $(if $(VARIANT_FLAGS),,-Wl,-z,defs) $(VARIANT_FLAGS) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
+	$(CC) -shared -Wl,-soname,$(SONAME) $(if $(VARIANT_FLAGS),,-Wl,-z,defs) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
 	ln -sf libcubert.so.$(VERSION) $(BUILD)/$(SONAME)
 	ln -sf $(SONAME) $(BUILD)/libcubert.so
 
@@ -293,7 +293,8 @@ check-clang:
 	@$(MAKE) --no-print-directory WERROR=$(WERROR) CC=$(CLANG) CXX=$(CLANGXX) BUILD=$(BUILD)/clang test
 
 # The builds users try (tests/build/check_matrix.sh): gcc and clang at -O0 -g, -O2,
-# -O3 -march=native and -Os (make test at -O0 and -O3), -fno-common, make -j1 and -j8,
+# -O3 -march=native and -Os (make test at -O0 and -O3), -fno-common, -O0 -g --coverage,
+# make -j1 and -j8,
 # an out-of-tree BUILD, CFLAGS/LDFLAGS on the command line; each from clean in
 # $(BUILD)/matrix/CELL. WERROR is passed to every cell.
 MATRIX_GCC ?= gcc
@@ -334,7 +335,7 @@ tsan:
 COV_CC ?= gcc
 GCOV ?= gcov
 coverage:
-	@$(MAKE) --no-print-directory WERROR=$(WERROR) CC=$(COV_CC) BUILD=$(BUILD)/coverage CFLAGS="-O0 -g" \
+	@$(MAKE) --no-print-directory -s WERROR=$(WERROR) CC=$(COV_CC) BUILD=$(BUILD)/coverage CFLAGS="-O0 -g" \
 	  VARIANT_FLAGS="--coverage -fprofile-update=atomic" $(BUILD)/coverage/cubert-test
 	@find $(BUILD)/coverage -name '*.gcda' -exec rm -f {} +
 	@$(BUILD)/coverage/cubert-test $(TESTS) >$(BUILD)/coverage/test.log 2>&1 || \
@@ -428,7 +429,7 @@ help:
 	@echo '  check-clang         all, examples, tools, benches, fuzz targets, tests, checks with $(CLANG) (BUILD/clang)'
 	@echo '  check-install       install to a temp DESTDIR, pkg-config consumer (static+shared), uninstall'
 	@echo '  check-tools         build/tools/cubert-info lists devices and pool layouts; a bad option exits 2'
-	@echo '  check-matrix        gcc/clang x -O0 -g/-O2/-O3 -march=native/-Os, -fno-common, -j1/-j8, out-of-tree BUILD,'
+	@echo '  check-matrix        gcc/clang x -O0 -g/-O2/-O3 -march=native/-Os, -fno-common, --coverage, -j1/-j8, out-of-tree BUILD,'
 	@echo '                      user CFLAGS/LDFLAGS; each from clean in BUILD/matrix (make test at -O0 and -O3)'
 	@echo '  coverage            the suite built with --coverage (gcc -O0): line and branch-taken summary of core/'
 	@echo '  asan | tsan         the suite under ASan+UBSan | TSan (BUILD/asan, BUILD/tsan)'

@@ -6,7 +6,7 @@
 # Cells (each builds the library, the examples and the test program in its own
 # BUILD folder under MATRIX_DIR, removed first so that nothing is reused):
 #   gcc and clang, each at -O0 -g, -O2, -O3 -march=native and -Os; `make test` runs at
-#   -O0 and -O3; -fno-common; a fresh `make -j1` and `make -j8`; an out-of-tree BUILD
+#   -O0 and -O3; -fno-common; -O0 -g --coverage; a fresh `make -j1` and `make -j8`; an out-of-tree BUILD
 #   (a folder outside the source tree, make run from elsewhere with -C), which must
 #   write nothing into the source tree; CFLAGS/LDFLAGS given on the command line,
 #   which must add to the project's flags and never drop the ones it needs.
@@ -111,6 +111,9 @@ done
 
 # ---- -fno-common: every object defined once ---------------------------------------------
 compiler_cell gcc "$GCC" fno-common "-O2 -fno-common" 0
+
+# ---- a debug build with --coverage in CFLAGS (the shared library links libgcov too) -----
+compiler_cell gcc "$GCC" coverage "-O0 -g --coverage" 0
 
 # ---- a fresh make -j1 and make -j8 with the default flags --------------------------------
 for j in 1 8; do
