@@ -294,9 +294,8 @@ check-clang:
 
 # The builds users try (tests/build/check_matrix.sh): gcc and clang at -O0 -g, -O2,
 # -O3 -march=native and -Os (make test at -O0 and -O3), -fno-common, -O0 -g --coverage,
-# make -j1 and -j8,
-# an out-of-tree BUILD, CFLAGS/LDFLAGS on the command line; each from clean in
-# $(BUILD)/matrix/CELL. WERROR is passed to every cell.
+# make -j1 and -j8, an out-of-tree BUILD, CFLAGS/LDFLAGS on the command line; each from
+# clean in $(BUILD)/matrix/CELL. WERROR is passed to every cell.
 MATRIX_GCC ?= gcc
 check-matrix:
 	@MAKE='$(MAKE)' GCC='$(MATRIX_GCC)' CLANG='$(CLANG)' NM='$(NM)' WERROR='$(WERROR)' JOBS='$(JOBS)' \
