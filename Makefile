@@ -16,14 +16,24 @@
 #   make install / uninstall   (PREFIX, DESTDIR, libdir, includedir, pkgconfigdir)
 #   make CUDA=1 ... also build the CUDA backend (libcuda loaded at run time; BUILD=build/cuda;
 #                   docs/cuda.md); make CUDA=1 cuda-smoke runs the GPU smoke program
+#   make check-matrix   gcc/clang x -O0/-O2/-O3/-Os, -fno-common, -j1/-j8, out-of-tree, user CFLAGS
+#   make coverage       the suite built with --coverage; line and branch summary of core/
+#   make WERROR=1 ...   warnings are errors (CI always sets it; the default only warns)
 
 # ---- user-overridable -------------------------------------------------------
 CC ?= cc
 CXX ?= c++
 AR ?= ar
 OBJCOPY ?= objcopy
+# CFLAGS, CPPFLAGS and LDFLAGS are the user's: they add to the project's flags
+# (CUBERT_* below) and never replace them; what the code needs comes after them.
 CFLAGS ?= -O2 -g
+CPPFLAGS ?=
 LDFLAGS ?=
+# WERROR=1 turns every warning into an error (CI sets it everywhere: .ci/run).
+# The default keeps every warning on but never fails on one, so that a warning a
+# newer compiler adds cannot break a user's build.
+WERROR ?= 0
 PREFIX ?= /usr/local
 DESTDIR ?=
 libdir ?= $(PREFIX)/lib
@@ -62,14 +72,27 @@ MINOR := $(shell sed -n 's/^\#define CUBERT_VERSION_MINOR \([0-9]*\).*/\1/p' inc
 PATCH := $(shell sed -n 's/^\#define CUBERT_VERSION_PATCH \([0-9]*\).*/\1/p' include/cubert/base.h)
 VERSION := $(MAJOR).$(MINOR).$(PATCH)
 
-CUBERT_WARN := -std=c99 -pedantic -Wall -Wextra -Werror -Wshadow -Wundef -Wstrict-prototypes \
+# The project's warning set (always on), and -Werror when WERROR=1.
+CUBERT_WARN := -std=c99 -pedantic -Wall -Wextra -Wshadow -Wundef -Wstrict-prototypes \
   -Wmissing-prototypes -Wold-style-definition -Wwrite-strings -Wcast-align -Wvla \
   -Wpointer-arith -Wdeclaration-after-statement -Wmissing-declarations
-CUBERT_CFLAGS := $(CUBERT_WARN) -Iinclude -fvisibility=hidden -fPIC $(VARIANT_FLAGS) $(CONFIG_FLAGS)
+CUBERT_WERROR := $(if $(filter 1,$(WERROR)),-Werror)
+# Before the user's CFLAGS: warnings (a user's -Wno-... still applies), include paths and
+# the compile-time switches of cubert/config.h (CONFIG_FLAGS).
+CUBERT_CFLAGS := $(CUBERT_WARN) $(CUBERT_WERROR) -Iinclude $(VARIANT_FLAGS) $(CONFIG_FLAGS)
+# After the user's CFLAGS, so that no CFLAGS can drop them: the language (C99), position-
+# independent code (the same objects go into libcubert.so), hidden symbols (only the
+# CUBERT_API functions are exported) and, for core/, freestanding with no libc headers.
+CUBERT_REQUIRED := -std=c99 -fPIC -fvisibility=hidden
 # Every switch of cubert/config.h off: the minimal core (make size, make check-minimal).
 MINIMAL_CONFIG := -DCUBERT_CONFIG_RACE_CHECKER=0 -DCUBERT_CONFIG_SIMULATION=0 \
   -DCUBERT_CONFIG_PROFILING=0 -DCUBERT_CONFIG_ERROR_TEXT=0
 CORE_FREESTANDING := -ffreestanding -nostdinc -isystem $(shell $(CC) -print-file-name=include)
+# $(BUILD)/flags records the compiler and flags this BUILD was made with; it is rewritten
+# only when they change, and objects and programs depend on it (end of this file): after
+# `make`, a `make CFLAGS=-O0` or `make WERROR=1` rebuilds instead of keeping stale objects.
+FLAGS_FILE = $(BUILD)/flags
+BUILD_FLAGS = $(CC) | $(CUBERT_CFLAGS) | $(CPPFLAGS) | $(CFLAGS) | $(CUBERT_REQUIRED) | $(LDFLAGS)
 HOST_DEFS := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 HOST_LIBS := -lpthread -ldl -lm
 
@@ -128,7 +151,7 @@ TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 
 .PHONY: all test check run bench benches size install uninstall clean check-freestanding \
         check-headers check-32bit check-cortex-m check-clang check-install check-symbols check-stack check-minimal check-tools asan tsan examples \
-        tools fuzz fuzz-build fuzz-replay fuzz-targets help
+        tools fuzz fuzz-build fuzz-replay fuzz-targets help check-matrix coverage
 .DEFAULT_GOAL := all
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(PC_FILE)
@@ -140,25 +163,25 @@ DEPFLAGS = -MMD -MP
 # core/ is compiled freestanding in every build: only the compiler's headers.
 $(BUILD)/obj/core/%.o: core/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) -Icore $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(CORE_FREESTANDING) -c $< -o $@
 
 $(BUILD)/obj/backend-cpu/%.o: backend-cpu/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ibackend-cpu $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # The freestanding parts of backend-cpu follow the core's rules (check-freestanding).
 $(BUILD)/obj/backend-cpu/kernel/%.o: backend-cpu/kernel/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore -Ibackend-cpu $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 $(BUILD)/obj/backend-cpu/inline/%.o: backend-cpu/inline/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore -Ibackend-cpu $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # cuda.h is a system header here (-isystem): it uses anonymous unions, which C99 lacks.
 $(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c | cuda-headers
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -isystem $(CUDA_INCLUDE) $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -isystem $(CUDA_INCLUDE) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # The kernel library every example, test, tool, bench and fuzz target uses
 # (examples/kernels/cubert_kernels.h, docs/kernels.md).
@@ -167,12 +190,12 @@ KERNELS_INC := -Iexamples/kernels
 # Tests, examples, benches and tools are hosted code (they may use libc).
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -Ibackend-cpu $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -Ibackend-cpu $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # Fuzz targets and the standalone replay main are hosted code too.
 $(BUILD)/obj/fuzz/%.o: fuzz/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 $(BUILD)/examples $(BUILD)/bench $(BUILD)/tools $(BUILD)/freestanding $(BUILD)/headers $(BUILD)/cortex-m \
 $(BUILD)/fuzz:
@@ -196,7 +219,7 @@ $(INTERNAL_LIB): $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
 $(SHARED_LIB): $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,$(SONAME) $(if $(VARIANT_FLAGS),,-Wl,-z,defs) $(VARIANT_FLAGS) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
+	$(CC) -shared -Wl,-soname,$(SONAME) $(if $(VARIANT_FLAGS),,-Wl,-z,defs) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
 	ln -sf libcubert.so.$(VERSION) $(BUILD)/$(SONAME)
 	ln -sf $(SONAME) $(BUILD)/libcubert.so
 
@@ -225,13 +248,13 @@ cts: $(TEST_BIN)
 BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
 
 $(BUILD)/examples/%: examples/%.c $(CUDA_LINK_OBJ) $(STATIC_LIB) | $(BUILD)/examples
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 
 $(BUILD)/tools/%: tools/%.c $(CUDA_LINK_OBJ) $(STATIC_LIB) | $(BUILD)/tools
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 
 -include $(wildcard $(BUILD)/examples/*.d $(BUILD)/bench/*.d $(BUILD)/tools/*.d)
 
@@ -276,15 +299,20 @@ CHECK_FREESTANDING := sh tests/build/check_freestanding.sh \
 check-freestanding: | $(BUILD)/freestanding
 	@$(CHECK_FREESTANDING) --sources --label check-freestanding --cc '$(CC)' --nm '$(NM)' \
 	  --out $(BUILD)/freestanding \
-	  --cflags '$(CUBERT_WARN) -Iinclude -Icore -Ibackend-cpu -O2 -fno-pic -fno-stack-protector $(CORE_FREESTANDING)' \
+	  --cflags '$(CUBERT_WARN) $(CUBERT_WERROR) -Iinclude -Icore -Ibackend-cpu -O2 -fno-pic -fno-stack-protector $(CORE_FREESTANDING)' \
 	  $(CORE_SRC) $(FREESTANDING_CPU_SRC)
 
+# check-headers keeps -Werror whatever WERROR says: a warning in a public header is the
+# defect it looks for (it lands in every program that includes the header, and breaks
+# those built with -Werror). check-freestanding and check-cortex-m follow WERROR: they
+# compile the core the library build compiles, and check includes, symbols and data
+# apart from the compiler's diagnostics.
 PUBLIC_HEADERS := $(sort $(wildcard include/cubert/*.h include/cubert/backend/*.h))
 check-headers: | $(BUILD)/headers
 	@set -e; for h in $(PUBLIC_HEADERS); do \
 	  p=$${h#include/}; n=$$(printf '%s' "$${p%.h}" | tr / _); \
 	  printf '#include "%s"\n' $$p > $(BUILD)/headers/$$n.c; \
-	  $(CC) $(CUBERT_WARN) -Iinclude -c $(BUILD)/headers/$$n.c -o $(BUILD)/headers/$$n.o; \
+	  $(CC) $(CUBERT_WARN) -Werror -Iinclude -c $(BUILD)/headers/$$n.c -o $(BUILD)/headers/$$n.o; \
 	  cp $(BUILD)/headers/$$n.c $(BUILD)/headers/$$n.cpp; \
 	  $(CXX) -std=c++11 -pedantic -Wall -Wextra -Werror -Iinclude -c $(BUILD)/headers/$$n.cpp -o $(BUILD)/headers/$$n.cpp.o; \
 	done; echo "check-headers: ok ($(words $(PUBLIC_HEADERS)) headers, C99 and C++11)"
@@ -304,7 +332,7 @@ check-tools: $(TOOL_BIN)
 check-32bit:
 	@printf 'int main(void) { return 0; }\n' | $(CC) -m32 -x c - -o /dev/null 2>/dev/null || \
 	  { echo "check-32bit: $(CC) -m32 cannot link (Debian: apt-get install gcc-multilib)"; exit 1; }
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)/m32 VARIANT_FLAGS=-m32 $(BUILD)/m32/cubert-unit-test
+	@$(MAKE) --no-print-directory WERROR=$(WERROR) BUILD=$(BUILD)/m32 VARIANT_FLAGS=-m32 $(BUILD)/m32/cubert-unit-test
 	@$(READELF) -h $(BUILD)/m32/cubert-unit-test | grep -q 'Class: *ELF32' || \
 	  { echo "check-32bit: $(BUILD)/m32/cubert-unit-test is not a 32-bit program"; exit 1; }
 	@# A kernel without IA-32 emulation cannot exec the program: run it under qemu-i386 then.
@@ -339,7 +367,7 @@ CORTEX_FLAGS = -mcpu=cortex-m4 -mthumb -Os -ffreestanding -nostdinc \
 check-cortex-m: | $(BUILD)/cortex-m
 	@command -v $(ARM_CC) >/dev/null || { echo "check-cortex-m: $(ARM_CC) not found (Debian: apt-get install gcc-arm-none-eabi)"; exit 1; }
 	@$(CHECK_FREESTANDING) --label check-cortex-m --cc '$(ARM_CC)' --nm '$(ARM_NM)' \
-	  --out $(BUILD)/cortex-m --cflags '$(CUBERT_WARN) -Iinclude -Icore -Ibackend-cpu $(CORTEX_FLAGS)' \
+	  --out $(BUILD)/cortex-m --cflags '$(CUBERT_WARN) $(CUBERT_WERROR) -Iinclude -Icore -Ibackend-cpu $(CORTEX_FLAGS)' \
 	  $(CORE_SRC) $(FREESTANDING_CPU_SRC)
 
 # test-cortex-m, test-bigendian, check-cortex-m0, check-cxx-host (docs/embedding.md).
@@ -349,9 +377,18 @@ include tests/embedded/embedded.mk
 # plus the freestanding and header checks with clang/clang++.
 check-clang:
 	@command -v $(CLANG) >/dev/null || { echo "check-clang: $(CLANG) not found (Debian: apt-get install clang)"; exit 1; }
-	@$(MAKE) --no-print-directory CC=$(CLANG) CXX=$(CLANGXX) BUILD=$(BUILD)/clang \
+	@$(MAKE) --no-print-directory WERROR=$(WERROR) CC=$(CLANG) CXX=$(CLANGXX) BUILD=$(BUILD)/clang \
 	  all examples tools benches fuzz-targets check-freestanding check-headers
-	@$(MAKE) --no-print-directory CC=$(CLANG) CXX=$(CLANGXX) BUILD=$(BUILD)/clang test
+	@$(MAKE) --no-print-directory WERROR=$(WERROR) CC=$(CLANG) CXX=$(CLANGXX) BUILD=$(BUILD)/clang test
+
+# The builds users try (tests/build/check_matrix.sh): gcc and clang at -O0 -g, -O2,
+# -O3 -march=native and -Os (make test at -O0 and -O3), -fno-common, -O0 -g --coverage,
+# make -j1 and -j8, an out-of-tree BUILD, CFLAGS/LDFLAGS on the command line; each from
+# clean in $(BUILD)/matrix/CELL. WERROR is passed to every cell.
+MATRIX_GCC ?= gcc
+check-matrix:
+	@MAKE='$(MAKE)' GCC='$(MATRIX_GCC)' CLANG='$(CLANG)' NM='$(NM)' WERROR='$(WERROR)' JOBS='$(JOBS)' \
+	  MATRIX_DIR='$(BUILD)/matrix' sh tests/build/check_matrix.sh
 
 # Installs into a temporary DESTDIR, checks the tree (headers, .a, .so symlink
 # chain, soname, cubert.pc, exported symbols), builds and runs a consumer
@@ -387,12 +424,29 @@ size: | $(BUILD)/freestanding
 # setarch can do that here.
 SAN_WRAPPER = $(shell setarch $$(uname -m) -R true >/dev/null 2>&1 && echo setarch $$(uname -m) -R)
 asan:
-	$(MAKE) BUILD=$(BUILD)/asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
+	$(MAKE) WERROR=$(WERROR) BUILD=$(BUILD)/asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
 	  VARIANT_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	  TEST_WRAPPER="$(SAN_WRAPPER)" test
 tsan:
-	$(MAKE) BUILD=$(BUILD)/tsan CFLAGS="-O1 -g" VARIANT_FLAGS="-fsanitize=thread" \
+	$(MAKE) WERROR=$(WERROR) BUILD=$(BUILD)/tsan CFLAGS="-O1 -g" VARIANT_FLAGS="-fsanitize=thread" \
 	  TEST_WRAPPER="$(SAN_WRAPPER)" test
+
+# ---- coverage ------------------------------------------------------------------------------
+# The suite built with --coverage at -O0 by COV_CC in $(BUILD)/coverage (counters updated
+# atomically: the CPU server's threads run core code concurrently), run once from zero
+# counts; then per-file, per-folder and total line and branch-taken figures for every core/
+# folder (tests/build/coverage.sh; never-run lines and branches in $(BUILD)/coverage/report).
+COV_CC ?= gcc
+GCOV ?= gcov
+coverage:
+	@$(MAKE) --no-print-directory -s WERROR=$(WERROR) CC=$(COV_CC) BUILD=$(BUILD)/coverage CFLAGS="-O0 -g" \
+	  VARIANT_FLAGS="--coverage -fprofile-update=atomic" $(BUILD)/coverage/cubert-test
+	@find $(BUILD)/coverage -name '*.gcda' -exec rm -f {} +
+	@$(BUILD)/coverage/cubert-test $(TESTS) >$(BUILD)/coverage/test.log 2>&1 || \
+	  { tail -n 40 $(BUILD)/coverage/test.log; echo "coverage: the suite failed (log $(BUILD)/coverage/test.log)"; exit 1; }
+	@echo "coverage: suite run: $$(tail -n 1 $(BUILD)/coverage/test.log)"
+	@sh tests/build/coverage.sh --gcov '$(GCOV)' --obj $(BUILD)/coverage/obj --out $(BUILD)/coverage/report \
+	  $(CORE_SRC)
 
 # ---- fuzzing ------------------------------------------------------------------------------
 # Every fuzz/fuzz_NAME.c defines LLVMFuzzerTestOneInput (declared in fuzz/fuzz.h);
@@ -423,7 +477,7 @@ fuzz-replay: $(FUZZ_BIN)
 # libFuzzer builds (clang, ASan + UBSan, coverage on the library too) in $(BUILD)/libfuzzer.
 fuzz-build:
 	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) not found (Debian: apt-get install clang)"; exit 1; }
-	@$(MAKE) --no-print-directory CC=$(FUZZ_CC) BUILD=$(BUILD)/libfuzzer CFLAGS="-O1 -g -fno-omit-frame-pointer" \
+	@$(MAKE) --no-print-directory WERROR=$(WERROR) CC=$(FUZZ_CC) BUILD=$(BUILD)/libfuzzer CFLAGS="-O1 -g -fno-omit-frame-pointer" \
 	  VARIANT_FLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" FUZZ_MAIN_OBJ= FUZZ_LDFLAGS=-fsanitize=fuzzer \
 	  fuzz-targets
 
@@ -486,12 +540,12 @@ $(BUILD)/kernels/%.c: %.h include/cubert/kernel.h tools/cubert-kernel-image.sh
 	NVCC='$(NVCC)' NVCC_FLAGS='$(NVCC_FLAGS)' PTX_ARCH='$(NVCC_PTX_ARCH)' CUBIN_ARCH='$(NVCC_CUBIN_ARCH)' \
 	  sh tools/cubert-kernel-image.sh -I include -o $@ $<
 $(BUILD)/kernels/%.o: $(BUILD)/kernels/%.c include/cubert/cuda.h include/cubert/error.h
-	$(CC) $(CUBERT_CFLAGS) $(DEPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 .PRECIOUS: $(BUILD)/kernels/%.c
 
 $(BUILD)/obj/tests/cuda/%.o: tests/cuda/%.c | cuda-headers
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CUDA_TEST_CFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CUDA_TEST_CFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # The fake driver the CUDA tests load instead of libcuda.so.1 (tests/cuda/fake_libcuda.c),
 # and a variant without cuGetProcAddress_v2 (a driver library missing a symbol).
@@ -510,7 +564,7 @@ $(BUILD)/cuda-fake-nogpa/libcuda.so.1: $(FAKE_LIBCUDA_DEPS) | cuda-headers
 # (it calls the device layer's internal functions: it links the internal archive)
 $(BUILD)/cuda-smoke: tests/cuda/cuda_smoke.c $(CUDA_LINK_OBJ) $(INTERNAL_LIB) | cuda-headers
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ibackend-cuda $(KERNELS_INC) \
-	  -isystem $(CUDA_INCLUDE) $(DEPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+	  -isystem $(CUDA_INCLUDE) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 ifeq ($(CUDA),1)
 cuda-smoke: $(BUILD)/cuda-smoke
 	$(BUILD)/cuda-smoke $(SMOKE_ARGS)
@@ -550,6 +604,9 @@ help:
 	@echo '  check-minimal       core + tests/unit with every cubert/config.h feature compiled out (BUILD/minimal)'
 	@echo '  check-stack         no stack frame of core/ (+ STACK_SRC) over STACK_LIMIT=$(STACK_LIMIT) bytes (gcc -fstack-usage)'
 	@echo '  check-tools         build/tools/cubert-info lists devices and pool layouts; a bad option exits 2'
+	@echo '  check-matrix        gcc/clang x -O0 -g/-O2/-O3 -march=native/-Os, -fno-common, --coverage, -j1/-j8, out-of-tree BUILD,'
+	@echo '                      user CFLAGS/LDFLAGS; each from clean in BUILD/matrix (make test at -O0 and -O3)'
+	@echo '  coverage            the suite built with --coverage (gcc -O0): line and branch-taken summary of core/'
 	@echo '  asan | tsan         the suite under ASan+UBSan | TSan (BUILD/asan, BUILD/tsan)'
 	@echo '  fuzz                libFuzzer targets fuzz/fuzz_*.c with $(FUZZ_CC), FUZZ_SECONDS=$(FUZZ_SECONDS) each'
 	@echo '  fuzz-replay         the same targets with CC + fuzz/standalone_main.c over fuzz/corpus/*'
@@ -562,4 +619,14 @@ help:
 	@echo '  size                .text/.data/.bss of the full and minimal core, x86-64 (-O2, -Os) and Cortex-M4'
 	@echo '  install | uninstall PREFIX=$(PREFIX) DESTDIR= libdir= includedir= pkgconfigdir='
 	@echo '  clean               rm -rf $(BUILD)'
-	@echo 'Variables: CC CXX CFLAGS LDFLAGS BUILD TESTS CONFIG_FLAGS CUDA=1 CUDA_PATH NVCC CLANG FUZZ_CC FUZZ_SECONDS FUZZ_ARGS'
+	@echo 'Variables: CC CXX CFLAGS CPPFLAGS LDFLAGS (added to the project flags) WERROR=1 (warnings are errors)'
+	@echo '           BUILD TESTS CONFIG_FLAGS CUDA=1 CUDA_PATH NVCC CLANG FUZZ_CC FUZZ_SECONDS FUZZ_ARGS COV_CC GCOV MATRIX_GCC'
+
+# ---- rebuild on changed flags (see FLAGS_FILE) ---------------------------------------------
+ifeq ($(filter clean help uninstall,$(MAKECMDGOALS)),)
+$(shell mkdir -p '$(BUILD)' && printf '%s\n' '$(subst ','\'',$(BUILD_FLAGS))' | cmp -s - '$(FLAGS_FILE)' || \
+  printf '%s\n' '$(subst ','\'',$(BUILD_FLAGS))' > '$(FLAGS_FILE)')
+endif
+$(FLAGS_FILE): ;
+$(LIB_OBJ) $(TEST_OBJ) $(UNIT_ONLY_OBJ) $(FUZZ_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/fuzz/standalone_main.o \
+$(TEST_BIN) $(EXAMPLE_BIN) $(BENCH_BIN) $(TOOL_BIN) $(FUZZ_BIN): $(FLAGS_FILE)

@@ -26,6 +26,7 @@ static inline bool cubert_is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) =
 /* Length of a NUL-terminated string (no libc). */
 static inline size_t cubert_strlen(const char *s) {
   size_t n = 0;
+  /* unreachable: s NULL (every caller passes a string) */
   if (!s) return 0;
   while (s[n]) n++;
   return n;
@@ -34,6 +35,7 @@ static inline size_t cubert_strlen(const char *s) {
 /* Copy at most size-1 bytes and NUL-terminate (size > 0). Returns strlen(src). */
 static inline size_t cubert_strlcpy(char *dst, const char *src, size_t size) {
   size_t n = cubert_strlen(src), k;
+  /* unreachable: size 0 (every caller passes a buffer's room, at least 1) */
   if (size == 0) return n;
   k = n < size - 1 ? n : size - 1;
   if (k) cubert_memcpy(dst, src, k);

@@ -18,6 +18,7 @@ static uint64_t cube_u64_divmod(uint64_t n, uint64_t d, uint64_t *out_rem) {
   for (bit = 63; bit >= 0; bit--) {
     uint64_t carry = r >> 63; /* r < d: 2r + 1 may exceed 64 bits when d > 2^63 */
     r = (r << 1) | ((n >> bit) & 1u);
+    /* unreachable: carry != 0 (before each shift r <= n >> 1 < 2^63) */
     if (carry != 0 || r >= d) { /* wrapping subtraction gives the true remainder */
       r -= d;
       q |= (uint64_t)1u << bit;

@@ -20,6 +20,7 @@ static cubert_status_t direct_submit(void *self, cubert_device_task_fn_t fn, con
   if (!fn || size > sizeof copy || (size && !payload)) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (size) cubert_memcpy(copy, payload, size);
   h->lock.lock(h->lock.self);
+  /* unreachable: shut_down (only destroy sets it, then frees the handle) */
   if (h->shut_down) {
     h->lock.unlock(h->lock.self);
     return CUBERT_STATUS_UNAVAILABLE;
@@ -34,6 +35,7 @@ static cubert_status_t direct_submit_blocking(void *self, cubert_device_task_fn_
   direct_handle_t *h = (direct_handle_t *)self;
   if (!fn) return CUBERT_STATUS_INVALID_ARGUMENT;
   h->lock.lock(h->lock.self);
+  /* unreachable: shut_down (only destroy sets it, then frees the handle) */
   if (h->shut_down) {
     h->lock.unlock(h->lock.self);
     return CUBERT_STATUS_UNAVAILABLE;
@@ -48,6 +50,7 @@ static cubert_status_t direct_exclusive(void *self, cubert_device_exclusive_fn_t
   cubert_status_t status;
   if (!fn) return CUBERT_STATUS_INVALID_ARGUMENT;
   h->lock.lock(h->lock.self);
+  /* unreachable: shut_down (only destroy sets it, then frees the handle) */
   if (h->shut_down) {
     h->lock.unlock(h->lock.self);
     return CUBERT_STATUS_UNAVAILABLE;

@@ -17,6 +17,7 @@ static cubert_atomic_u32_t g_writer;
 
 static void writer_lock(void) {
   uint32_t expected = 0;
+  /* unreachable: in single-threaded tests (another writer holds the flag) */
   while (!cubert_atomic_cas_u32(&g_writer, &expected, 1)) expected = 0;
 }
 
@@ -26,6 +27,7 @@ static registry_entry_t *find(cubert_device_id_t device) {
   size_t i;
   for (i = 0; i < CUBERT_DEVICE_REGISTRY_CAPACITY; i++) {
     registry_entry_t *e = &g_entries[i];
+    /* unreachable: in single-threaded tests (used with no client: a remove between the loads) */
     if (cubert_atomic_load_u32(&e->used) && e->type_id == device.type_id &&
         e->index_id == device.index_id && cubert_atomic_load_ptr((void *const volatile *)&e->client))
       return e;
@@ -62,6 +64,7 @@ cubert_status_t cubert_device_registry_lookup(cubert_device_id_t device, void **
   e = find(device);
   if (!e) return CUBERT_STATUS_NOT_FOUND;
   *out_client = cubert_atomic_load_ptr((void *const volatile *)&e->client);
+  /* unreachable: in single-threaded tests (find saw the client, then a remove cleared it) */
   return *out_client ? CUBERT_STATUS_OK : CUBERT_STATUS_NOT_FOUND;
 }
 

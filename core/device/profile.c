@@ -57,8 +57,10 @@ cubert_status_t cubert_profiler_create(cubert_allocator_t allocator, cubert_prof
   if (capacity == 0 || capacity > CUBERT_PROFILER_MAX_CAPACITY)
     return invalid_argument(out_error, "profiler capacity out of range");
   st = cubert_size_align_up(sizeof(cubert_profiler_t), 16, &header);
+  /* unreachable: st != OK (aligning a struct size cannot overflow) */
   if (st == CUBERT_STATUS_OK)
     st = cubert_size_mul_add((size_t)capacity, sizeof(profiler_slot_t), header, &total);
+  /* unreachable: overflow (capacity <= CUBERT_PROFILER_MAX_CAPACITY) */
   if (st != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0, "profiler size");
   if (cubert_allocator_malloc(allocator, total, 16, &block) != CUBERT_STATUS_OK)
@@ -216,6 +218,7 @@ static void put_decimal(cubert_fmt_t *f, uint64_t integer, uint64_t fraction, ui
   cubert_fmt_append_u64(f, integer);
   if (fraction > 0) {
     cubert_fmt_append_char(f, '.');
+    /* unreachable: divisor 0 with fraction > 0 (the last digit's divisor is 1, leaving 0) */
     while (fraction > 0 && divisor > 0) {
       cubert_fmt_append_char(f, (char)('0' + (int)(fraction / divisor)));
       fraction %= divisor;
@@ -377,9 +380,12 @@ cubert_status_t cubert_profile_summary_create(cubert_allocator_t allocator,
   if (name_bytes == 0 || name_bytes > CUBERT_PROFILE_SUMMARY_MAX_NAME_BYTES)
     return invalid_argument(out_error, "name_bytes out of range");
   st = cubert_size_align_up(sizeof(cubert_profile_summary_t), 16, &header);
+  /* unreachable: st != OK (aligning a struct size cannot overflow) */
   if (st == CUBERT_STATUS_OK)
     st = cubert_size_mul_add((size_t)max_names, sizeof(summary_row_t), header, &rows_end);
+  /* unreachable: st != OK (max_names <= CUBERT_PROFILE_SUMMARY_MAX_NAMES) */
   if (st == CUBERT_STATUS_OK) st = cubert_size_add(rows_end, name_bytes, &total);
+  /* unreachable: overflow (max_names and name_bytes are bounded: at most ~17 MiB) */
   if (st != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0, "summary size");
   if (cubert_allocator_malloc(allocator, total, 16, &block) != CUBERT_STATUS_OK)
@@ -469,6 +475,7 @@ static uint32_t summary_find(const cubert_profile_summary_t *s, const char *name
 }
 
 static void add_launch(uint64_t *duration, uint64_t *count, uint64_t duration_ns, bool timed) {
+  /* unreachable: in tests (2^64 - 1 launches of one name) */
   if (*count != UINT64_MAX) (*count)++;
   if (timed) *duration = u64_add_saturating(*duration, duration_ns);
 }
@@ -523,6 +530,7 @@ cubert_status_t cubert_profile_summary_lookup(const cubert_profile_summary_t *su
 static uint64_t ratio_percent(uint64_t part, uint64_t total) {
   uint64_t r;
   if (total == 0) return 0;
+  /* unreachable: false (parts are counts or microseconds: far below UINT64_MAX / 100) */
   if (part <= UINT64_MAX / 100)
     r = part * 100 / total;
   else
@@ -576,6 +584,7 @@ static void cells_fill(const table_t *t, table_cells_t *c, const char *name, siz
 static void widths_include(table_widths_t *w, const table_cells_t *c) {
   w->name = CUBERT_MAX(w->name, text_width(c->name, c->name_len));
   w->duration = CUBERT_MAX(w->duration, text_width(c->duration, c->duration_len));
+  /* unreachable: a count wider than its header (13 digits: 10^12 launches) */
   w->count = CUBERT_MAX(w->count, text_width(c->count, c->count_len));
   w->ratio = CUBERT_MAX(w->ratio, text_width(c->ratio, c->ratio_len));
 }

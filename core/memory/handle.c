@@ -309,10 +309,12 @@ static cubert_status_t table_grow(cubert_handle_table_t *t, uint32_t n) {
   void *mem = NULL, *expected = NULL;
   uint32_t expected_n = n;
   cubert_status_t st;
+  /* unreachable: in single-threaded tests (chunk n made by another thread) */
   if (!chunk_at(t, n)) {
     st = cubert_allocator_malloc(t->allocator, sizeof(chunk_t), CHUNK_ALIGN, &mem);
     if (st != CUBERT_STATUS_OK) return st;
     chunk_init((chunk_t *)mem, n << CHUNK_SHIFT, t->max_slots);
+    /* unreachable: in single-threaded tests (another thread published chunk n first) */
     if (!cubert_atomic_cas_ptr(&t->chunks[n], &expected, mem))
       cubert_allocator_free(t->allocator, mem, sizeof(chunk_t), CHUNK_ALIGN);
   }
@@ -386,6 +388,7 @@ static bool table_take(cubert_handle_table_t *t, uint32_t n, uint32_t cap, uint3
       *out_wrapped = true;
     }
     chunk = chunk_at(t, c);
+    /* unreachable: chunk NULL (chunks below chunk_count are published before it moves) */
     if (chunk && chunk_take(chunk, i == 0 ? (start & (CHUNK_SLOTS - 1u)) : 0, &local)) {
       uint32_t slot_index = (c << CHUNK_SHIFT) + local;
       slot_activate(t, chunk, local, slot_index, state, loc, out_id);
@@ -416,6 +419,7 @@ static cubert_status_t table_acquire(cubert_handle_table_t *table, uint32_t stat
   for (;;) {
     uint32_t n = cubert_atomic_load_u32(&table->chunk_count), cap;
     bool wrapped = false;
+    /* unreachable: in single-threaded tests (a chunk published, its count not yet advanced) */
     if (n < table->max_chunks && chunk_at(table, n)) {
       /* Someone published chunk n but has not advanced the count yet. */
       (void)cubert_atomic_cas_u32(&table->chunk_count, &n, n + 1u);
@@ -432,6 +436,7 @@ static cubert_status_t table_acquire(cubert_handle_table_t *table, uint32_t stat
       if (wrapped && n < table->max_chunks) table_grow_while_crowded(table, n);
       return CUBERT_STATUS_OK;
     }
+    /* unreachable: grow_failed here (a failed growth returns; only a racing publish loops) */
     if (!grow_failed && n < table->max_chunks) {
       grow_status = table_grow(table, n);
       if (grow_status == CUBERT_STATUS_OK) {
@@ -481,6 +486,7 @@ static cubert_status_t id_count_op(cubert_handle_table_t *t, cubert_memory_id_t 
   if (cubert_atomic_load_u32(&s->generation) != id.generation) {
     st = CUBERT_STATUS_INVALID_HANDLE;
   } else {
+    /* unreachable: another op (the four callers pass their own) */
     switch (op) {
       case COUNT_RETAIN_HANDLE:
         st = state_retain(s);
@@ -550,10 +556,12 @@ cubert_status_t cubert_memory_id_set_owned(cubert_handle_table_t *table, cubert_
       st = CUBERT_STATUS_INVALID_HANDLE;
     } else {
       do {
+        /* unreachable: in single-threaded tests (a dead id keeps its generation only while dying) */
         if ((v & STATE_COUNT) == 0 || (v & STATE_OWNED)) {
           st = CUBERT_STATUS_INVALID_HANDLE; /* dead, or already owned */
           break;
         }
+      /* unreachable: in single-threaded tests (the state changed under the CAS) */
       } while (!cubert_atomic_cas_u32(&s->state, &v, v | STATE_OWNED));
     }
   } else {
@@ -565,6 +573,7 @@ cubert_status_t cubert_memory_id_set_owned(cubert_handle_table_t *table, cubert_
           st = CUBERT_STATUS_INVALID_HANDLE;
           break;
         }
+      /* unreachable: in single-threaded tests (the state changed under the CAS) */
       } while (!cubert_atomic_cas_u32(&s->state, &v, v & ~STATE_OWNED));
       dying = st == CUBERT_STATUS_OK && (v & ~STATE_OWNED) == 0;
     }
@@ -590,6 +599,7 @@ cubert_status_t cubert_memory_id_disown(cubert_handle_table_t *table, cubert_mem
     return CUBERT_STATUS_INVALID_HANDLE;
   v = cubert_atomic_load_u32(&r.slot->state);
   for (;;) {
+    /* unreachable: in single-threaded tests (the slot reused since the check above) */
     if (!(v & STATE_OWNED) || !slot_same_occupant(r.slot, id)) return CUBERT_STATUS_INVALID_HANDLE;
     if (cubert_atomic_cas_u32(&r.slot->state, &v, v & ~STATE_OWNED)) break;
   }
@@ -652,6 +662,7 @@ static bool slot_pin_for_location(const cubert_handle_table_t *t, cubert_memory_
   uint32_t state;
   if (!slot_lookup(t, id, r) || !slot_pin(r->slot)) return false;
   state = cubert_atomic_load_u32(&r->slot->state);
+  /* unreachable: in single-threaded tests (pinned, then the id died or the slot was reused) */
   if (slot_same_occupant(r->slot, id) && ((state & STATE_COUNT) || (state & STATE_OWNED)))
     return true;
   slot_unpin(r);
@@ -688,6 +699,7 @@ cubert_status_t cubert_memory_id_set_location_owned(cubert_handle_table_t *table
                                                     cubert_memory_location_t location) {
   slot_ref_t r;
   if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
+  /* unreachable: in single-threaded tests (the slot reused between the two occupant checks) */
   if (slot_lookup(table, id, &r) && slot_same_occupant(r.slot, id) &&
       (cubert_atomic_load_u32(&r.slot->state) & STATE_OWNED) &&
       slot_same_occupant(r.slot, id)) { /* the owned state was this occupancy's */
@@ -708,7 +720,8 @@ cubert_status_t cubert_handle_table_debug_set_counts(cubert_handle_table_t *tabl
       bindings > CUBERT_HANDLE_MAX_COUNT - handles || handles + bindings == 0)
     return CUBERT_STATUS_INVALID_ARGUMENT;
   if (!slot_snapshot(table, id, &state, &old_handles)) return CUBERT_STATUS_INVALID_HANDLE;
-  (void)slot_lookup(table, id, &r);
+  /* unreachable: slot_snapshot found the slot by this lookup, and chunks are never freed */
+  if (!slot_lookup(table, id, &r)) return CUBERT_STATUS_INVALID_HANDLE;
   cubert_atomic_store_u32(&r.slot->state, (state & STATE_OWNED) | (handles + bindings));
   cubert_atomic_store_u32(&r.slot->handles, handles);
   cubert_atomic_store_u32(&r.slot->bindings, bindings);
@@ -723,6 +736,7 @@ cubert_status_t cubert_handle_table_debug_check(const cubert_handle_table_t *tab
     chunk_t *chunk = chunk_at(table, c);
     uint32_t i;
     if (!chunk) {
+      /* unreachable: a broken invariant (this debug check exists to catch one) */
       if (c < cubert_atomic_load_u32(&table->chunk_count)) return CUBERT_STATUS_INTERNAL;
       continue;
     }
@@ -734,6 +748,7 @@ cubert_status_t cubert_handle_table_debug_check(const cubert_handle_table_t *tab
       uint32_t bindings = cubert_atomic_load_u32(&s->bindings);
       uint32_t gen = cubert_atomic_load_u32(&s->generation);
       bool bit = (cubert_atomic_load_u32(&chunk->free_bits[i >> 5]) >> (i & 31u)) & 1u;
+      /* unreachable(15): a broken invariant (this debug check exists to catch one) */
       if ((c << CHUNK_SHIFT) + i >= table->max_slots) {
         if (pins != PIN_FREE || bit) return CUBERT_STATUS_INTERNAL;
         continue;
@@ -755,6 +770,7 @@ cubert_status_t cubert_handle_table_debug_check(const cubert_handle_table_t *tab
       }
     }
   }
+  /* unreachable: a broken invariant (this debug check exists to catch one) */
   if (alive + dead_owned != cubert_handle_table_live(table)) return CUBERT_STATUS_INTERNAL;
   if (out_alive) *out_alive = alive;
   if (out_dead_owned) *out_dead_owned = dead_owned;

@@ -108,6 +108,7 @@ static cubert_status_t layout_compute_one(const cubert_layout_policy_t *policy,
     uint64_t width = r > 0 ? desc->shape[r - 1] : 1;
     uint64_t height = 1, width_bytes, pitch, pitch_align = 1;
     if (desc->strategy == CUBERT_LAYOUT_OPTIMIZED)
+      /* unreachable: an error (policy_apply checked mem_alignment as optimal_align needs it) */
       CUBERT_RETURN_IF_ERROR(cubert_layout_optimal_align(width, e, policy->mem_alignment,
                                                          &pitch_align, out_error));
     if (r > 1 && layout_product(desc->shape, 0, r - 1, &height) != CUBERT_STATUS_OK)
@@ -164,6 +165,7 @@ cubert_status_t cubert_layout_policy_apply(const cubert_layout_policy_t *policy,
   /* Pass 2: the same computations, which succeeded above, now written out
    * with the offsets of offset_handles. */
   for (i = 0; i < count; i++) {
+    /* unreachable: an error (pass 1 computed the same without one) */
     CUBERT_RETURN_IF_ERROR(layout_compute_one(policy, &descriptors[i], &l, out_error));
     (void)cubert_u64_round_up(l.size, policy->mem_alignment, &slot);
     l.offset_start = offset;
@@ -244,6 +246,7 @@ cubert_status_t cubert_copy_plan(uint32_t rank, const uint64_t *shape, const uin
   if (rank > 1 && strides[rank - 2] != shape[rank - 1]) {
     uint64_t span;
     p.pitched = true;
+    /* unreachable: two edges gcc lists for this chain at -O0 (each of its six overflows is tested) */
     if (cubert_u64_mul(shape[rank - 1], elem_size, &p.width_bytes) != CUBERT_STATUS_OK ||
         layout_product(shape, 0, rank - 1, &p.height) != CUBERT_STATUS_OK ||
         cubert_u64_mul(strides[rank - 2], elem_size, &p.src_pitch_bytes) != CUBERT_STATUS_OK ||

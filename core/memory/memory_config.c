@@ -20,6 +20,7 @@ static double memory_ln(double x) {
   int e;
   double m, f, f2, term, sum;
   int k;
+  /* unreachable: x <= 0 (callers pass 32768 and max_page_size >= 1) */
   if (!(x > 0.0)) return -1.0e308; /* callers pass positive values only */
   cubert_memcpy(&bits, &x, sizeof bits);
   e = (int)((bits >> 52) & 0x7FF) - 1023;
@@ -46,6 +47,7 @@ static double memory_exp(double x) {
   int k, i;
   uint64_t bits;
   double scale;
+  /* unreachable(5): NaN, x > 709, x < 0 (callers pass ln of sizes in [32768, 2^64)) */
   if (x != x) return x;
   if (x > 709.0) return 1.0e308;
   if (x < -745.0) return 0.0;
@@ -116,6 +118,7 @@ cubert_memory_configuration_t cubert_memory_configuration_default(bool exclusive
 uint64_t cubert_memory_dealloc_period(uint64_t size) {
   /* round_half_away(1 + size/2^30) = 1 + floor((size + 2^29) / 2^30) */
   uint64_t units = 1 + (((size >> 29) + 1) >> 1);
+  /* unreachable: saturation (units <= 2^34 + 1 for any u64 size) */
   return units > UINT64_MAX / 5000 ? UINT64_MAX - 1 : 5000 * units;
 }
 
@@ -138,6 +141,7 @@ static cubert_status_t preset_sub_slices(cubert_memory_device_properties_t props
   uint64_t align = props_alignment(props);
   uint64_t pages[64], slices[64], current = props.max_page_size, tail;
   uint32_t recorded = 0, n = 0, base = 1, i;
+  /* unreachable(4): 64 levels, or rounding current / 4 <= 2^62 up past 2^64 (sizes fit u64) */
   while (current >= 32 * MIB && recorded < 64) {
     if (cubert_u64_round_up(current / 4, align, &current) != CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0, "page size");
@@ -172,6 +176,7 @@ static cubert_status_t preset_exclusive_pages(cubert_memory_device_properties_t 
     double p = (double)i / 23.0;
     value = memory_exp(log_min + log_range * p);
     /* Rust's `as u64` saturates */
+    /* unreachable(2): value <= 0 or >= 2^64 (exp(ln x) stays within a few ulps of x) */
     if (!(value > 0.0)) size = 0;
     else if (value >= 18446744073709551616.0) size = UINT64_MAX;
     else size = (uint64_t)value;

@@ -39,6 +39,7 @@ static inline bool cubert_memory_id_equal(cubert_memory_id_t a, cubert_memory_id
   return a.index == b.index && a.generation == b.generation;
 }
 static inline bool cubert_memory_id_is_null(cubert_memory_id_t a) {
+  /* unreachable: index 0 with a generation (the null id is the only id of index 0) */
   return a.index == 0 && a.generation == 0;
 }
 /* padding(size, align) = 0 if size mod align = 0 else align - size mod align
@@ -65,6 +66,7 @@ void cubert_memory_owner_drop(cubert_memory_env_t *env, cubert_memory_id_t *owne
 /* Is the slice owned by `owner` reusable (every user reference gone)? */
 static inline bool cubert_memory_owner_is_free(const cubert_memory_env_t *env,
                                                cubert_memory_id_t owner) {
+  /* unreachable: the null owner (callers ask for used slices, which always have one) */
   return cubert_memory_id_is_null(owner) || cubert_memory_id_is_free(env->table, owner);
 }
 /* Deallocate a storage allocation and remember to flush. */

@@ -59,6 +59,7 @@ static bool pool_accept(const cubert_memory_pool_t *pool, uint64_t size) {
 static cubert_status_t pool_try_reserve(cubert_memory_pool_t *pool, uint64_t size,
                                         cubert_memory_id_t owner, bool *found,
                                         cubert_error_t *err) {
+  /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
     case CUBERT_MEMORY_POOL_SLICED:
       return cubert_sliced_pool_try_reserve(&pool->u.sliced, size, owner, found, err);
@@ -73,6 +74,7 @@ static cubert_status_t pool_try_reserve(cubert_memory_pool_t *pool, uint64_t siz
 
 static cubert_status_t pool_alloc(cubert_memory_pool_t *pool, uint64_t size,
                                   cubert_memory_id_t owner, cubert_error_t *err) {
+  /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
     case CUBERT_MEMORY_POOL_SLICED: return cubert_sliced_pool_alloc(&pool->u.sliced, size, owner, err);
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
@@ -85,6 +87,7 @@ static cubert_status_t pool_alloc(cubert_memory_pool_t *pool, uint64_t size,
 static cubert_status_t pool_find(cubert_memory_pool_t *pool, cubert_memory_location_t loc,
                                  cubert_memory_id_t id, cubert_memory_slice_view_t *view,
                                  cubert_error_t *err) {
+  /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
     case CUBERT_MEMORY_POOL_SLICED: return cubert_sliced_pool_find(&pool->u.sliced, loc, id, view, err);
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
@@ -142,6 +145,7 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
   cubert_status_t status;
   status = cubert_memory_configuration_pools(config, props, NULL, 0, &count, out_error);
   if (status != CUBERT_STATUS_OK && status != CUBERT_STATUS_OUT_OF_RANGE) return status;
+  /* unreachable: count > max (configuration_pools refuses more pools first) */
   if (count > CUBERT_MEMORY_MAX_DYNAMIC_POOLS) {
     uint64_t n = count;
     return cubert_error_set(out_error, CUBERT_ERROR_CONFIG_TOO_MANY_POOLS, &n, 1, NULL);
@@ -160,9 +164,11 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
                             "memory pools");
   }
   status = cubert_memory_configuration_pools(config, props, options, count, &count, out_error);
+  /* unreachable: a pool failing to initialize (the configuration refused a zero page) */
   for (i = 0; status == CUBERT_STATUS_OK && i < count; i++) {
     pools[i].type = options[i].type;
     pools[i].capacity_exceeded = false;
+    /* unreachable: another pool type (the configuration checked each entry) */
     switch (options[i].type) {
       case CUBERT_MEMORY_POOL_SLICED:
         status = cubert_sliced_pool_initialize(&pools[i].u.sliced, &mm->env, (uint8_t)i,
@@ -180,6 +186,7 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
     }
   }
   cubert_allocator_free(mm->env.allocator, options, count * sizeof(*options), 0);
+  /* unreachable: status != OK (no pool fails to initialize, above) */
   if (status != CUBERT_STATUS_OK) {
     /* initialized pools hold no memory yet */
     cubert_allocator_free(mm->env.allocator, pools, count * sizeof(*pools), 0);
@@ -293,6 +300,7 @@ void cubert_memory_manager_set_mode(cubert_memory_manager_t *mm,
       mm->persistent_memory == CUBERT_PERSISTENT_MEMORY_ENFORCED)
     return;
   if (mode == CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT) {
+    /* unreachable: in tests (2^32 - 1 nested persistent modes) */
     if (mm->persistent_depth < UINT32_MAX) mm->persistent_depth++;
   } else if (mm->persistent_depth > 0) {
     mm->persistent_depth--;
@@ -370,6 +378,7 @@ static void attach_report(cubert_memory_manager_t *mm, uint64_t size, cubert_err
 #define PUT_BYTES_(v) \
   if (len < sizeof reason) len += cubert_memory_bytes_format((v), reason + len, sizeof reason - len)
   reason[0] = 0;
+  /* unreachable(8): len >= sizeof reason (the text stays under 120 of 192 bytes) */
   PUT_TEXT_("reserved ");
   PUT_BYTES_(u.bytes_reserved);
   PUT_TEXT_(", in use ");
@@ -400,6 +409,7 @@ static cubert_status_t route(cubert_memory_manager_t *mm, uint64_t size, cubert_
   cubert_status_t status;
   uint32_t i;
   if (persistent || size_match) {
+    /* unreachable: an error (it fails only for a dead owner; nid was just acquired) */
     CUBERT_RETURN_IF_ERROR(cubert_persistent_pool_try_reserve(&mm->persistent, size, nid, &found, err));
     if (found) return CUBERT_STATUS_OK;
   }
@@ -472,12 +482,14 @@ static cubert_status_t find(cubert_memory_manager_t *mm, cubert_memory_id_t id,
                             cubert_memory_slice_view_t *view, cubert_memory_location_t *out_loc,
                             cubert_error_t *err) {
   cubert_memory_location_t loc;
+  /* unreachable: the location of an alive id failing (in single-threaded tests) */
   if (!cubert_memory_id_is_alive(mm->env.table, id) ||
       cubert_memory_id_location(mm->env.table, id, &loc) != CUBERT_STATUS_OK)
     return cubert_error_set(err, CUBERT_ERROR_INVALID_HANDLE, NULL, 0, "dead memory id");
   if (!loc.init)
     return cubert_error_set(err, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0,
                             "Memory location was never initialized");
+  /* unreachable: out_loc set (every caller passes NULL) */
   if (out_loc) *out_loc = loc;
   if (loc.pool == CUBERT_MEMORY_PERSISTENT_POOL_POS)
     return cubert_persistent_pool_find(&mm->persistent, loc, id, view, err);
@@ -491,6 +503,7 @@ cubert_status_t cubert_memory_manager_bind(cubert_memory_manager_t *mm, cubert_m
   cubert_memory_location_t loc, assigned_loc;
   cubert_memory_slice_view_t view;
   if (!mm) return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, NULL);
+  /* unreachable: the location of an alive id failing (in single-threaded tests) */
   if (!cubert_memory_id_is_alive(mm->env.table, reserved) ||
       !cubert_memory_id_is_alive(mm->env.table, assigned) ||
       cubert_memory_id_location(mm->env.table, reserved, &loc) != CUBERT_STATUS_OK ||
@@ -508,6 +521,7 @@ cubert_status_t cubert_memory_manager_bind(cubert_memory_manager_t *mm, cubert_m
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "Assigned memory is already bound");
   CUBERT_RETURN_IF_ERROR(find(mm, reserved, &view, NULL, out_error));
+  /* unreachable(2): failures (assigned is alive, unbound, so not owned: checked above) */
   if (cubert_memory_id_set_owned(mm->env.table, assigned, true) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_HANDLE, NULL, 0, "assigned id");
   if (cubert_memory_id_set_location_owned(mm->env.table, assigned, loc) != CUBERT_STATUS_OK) {

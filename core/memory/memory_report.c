@@ -143,6 +143,7 @@ static void text_bytes(text_t *t, uint64_t bytes) {
     text_put(t, " B");
     return;
   }
+  /* unreachable: exp reaching 6 with bytes / unit >= 1000 (u64 stays under 10^21) */
   while (bytes / unit >= 1000 && exp < 6) {
     unit *= 1000;
     exp++;

@@ -121,6 +121,7 @@ static cubert_status_t nodes_ensure(cubert_sliced_pool_t *pool, uint32_t spare) 
        n = pool->nodes[n].link_next)
     free_nodes++;
   if (free_nodes >= spare) return CUBERT_STATUS_OK;
+  /* unreachable: in tests (2^32 - 2 slice nodes) */
   if (pool->node_count > CUBERT_MEMORY_NIL - 1 - spare) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   return cubert_memory_array_reserve(pool->env->allocator, (void **)&pool->nodes, &pool->node_cap,
                                      pool->node_count + (spare - free_nodes),
@@ -150,6 +151,7 @@ static void node_release(cubert_sliced_pool_t *pool, uint32_t n) {
 /* Remove node x from its page's address list. */
 static void page_unlink(cubert_sliced_pool_t *pool, uint32_t x) {
   cubert_sliced_node_t *node = &pool->nodes[x];
+  /* unreachable: x first in its page (absorb only unlinks the node after another) */
   if (node->prev != CUBERT_MEMORY_NIL) pool->nodes[node->prev].next = node->next;
   else pool->pages[node->page].first = node->next;
   if (node->next != CUBERT_MEMORY_NIL) pool->nodes[node->next].prev = node->prev;
@@ -214,6 +216,7 @@ static uint32_t poll_until_fit(cubert_sliced_pool_t *pool, uint64_t eff, uint64_
   uint32_t cur = pool->scan != CUBERT_MEMORY_NIL ? pool->scan : pool->hand, next, r;
   uint64_t polled = 0, steps = CUBERT_MIN(limit, (uint64_t)pool->used_count);
   uint32_t found = CUBERT_MEMORY_NIL;
+  /* unreachable: cur NIL with steps left (steps <= used slices, which the list holds) */
   while (polled < steps && cur != CUBERT_MEMORY_NIL) {
     next = pool->nodes[cur].link_next;
     polled++;
@@ -224,6 +227,7 @@ static uint32_t poll_until_fit(cubert_sliced_pool_t *pool, uint64_t eff, uint64_
         cur = CUBERT_MEMORY_NIL;
         break;
       }
+      /* unreachable: eff == UINT64_MAX with size >= eff (no slice is 2^64 - 1 bytes) */
       if (pool->nodes[r].size >= eff && eff != UINT64_MAX) {
         found = r;
         cur = next;
@@ -391,6 +395,7 @@ static cubert_status_t capacity_exceeded(cubert_sliced_pool_t *pool, uint64_t si
                                          cubert_error_t *out_error) {
   uint64_t fields[3];
   fields[0] = size;
+  /* unreachable: saturation (max_pages * page <= the cap; 65536 live pages of > 2^48 bytes) */
   fields[1] = pages > UINT64_MAX / pool->page_size ? UINT64_MAX : pages * pool->page_size;
   fields[2] = pool->bytes_in_use;
   return cubert_error_set(out_error, CUBERT_ERROR_IO_POOL_CAPACITY_EXCEEDED, fields, 3, NULL);
@@ -407,6 +412,7 @@ cubert_status_t cubert_sliced_pool_alloc(cubert_sliced_pool_t *pool, uint64_t si
     return cubert_error_set(out_error, CUBERT_ERROR_IO_BUFFER_TOO_BIG, &size, 1, NULL);
   if (pool->capped && pool->pages_live >= pool->max_pages)
     return capacity_exceeded(pool, size, pool->max_pages, out_error);
+  /* unreachable: in tests (65536 live pages) */
   if (pool->pages_live >= CUBERT_MEMORY_PAGE_SLOTS)
     return capacity_exceeded(pool, size, CUBERT_MEMORY_PAGE_SLOTS, out_error);
   if (nodes_ensure(pool, 2) != CUBERT_STATUS_OK ||
@@ -521,6 +527,7 @@ void cubert_sliced_pool_report(cubert_sliced_pool_t *pool, cubert_memory_pool_re
   out->page_size = pool->page_size;
   out->max_slice_size = pool->max_slice_size;
   out->max_pool_size = CUBERT_MEMORY_NONE;
+  /* unreachable(2): saturation (max_pages * page_size <= the cap; live pages * page_size is memory held) */
   if (pool->capped)
     out->max_pool_size = (uint64_t)pool->max_pages > UINT64_MAX / pool->page_size
                              ? UINT64_MAX
@@ -530,6 +537,7 @@ void cubert_sliced_pool_report(cubert_sliced_pool_t *pool, cubert_memory_pool_re
   out->usage.number_allocs = pool->number_allocs;
   out->usage.bytes_in_use = pool->bytes_in_use;
   out->usage.bytes_padding = pool->bytes_padding;
+  /* unreachable: saturation (live pages * page_size is memory actually held) */
   out->usage.bytes_reserved = (uint64_t)pool->pages_live > UINT64_MAX / pool->page_size
                                   ? UINT64_MAX
                                   : (uint64_t)pool->pages_live * pool->page_size;

@@ -263,6 +263,7 @@ static void gc_entry_release(cubert_multi_stream_t *ms, gc_entry_t *e) {
   if (e->drop) e->drop(e->drop_user);
   e->drop = NULL;
   e->drop_user = NULL;
+  /* unreachable: a pending entry's event is NULL (flush makes one on OK; register refuses NULL) */
   if (e->event) ms->backend.vtable->release_event(ms->backend.self, e->event);
   e->event = NULL;
 }
@@ -300,6 +301,7 @@ static void gc_make_room(cubert_multi_stream_t *ms, stream_slot_t *sink) {
   if (cubert_multi_stream_gc_collect(ms) > 0) return;
   cubert_error_clear(&err);
   status = ms->backend.vtable->wait_event_sync(ms->backend.self, ms->gc[0].event, &err);
+  /* unreachable: sink is NULL (both callers pass the slot they just found) */
   if (status != CUBERT_STATUS_OK && sink)
     slot_error_add_status(sink, &err, status, "GC: waiting for a pinned binding's event failed");
   gc_entry_release(ms, &ms->gc[0]);
@@ -364,6 +366,7 @@ void cubert_stream_gc_task_release(cubert_stream_gc_task_t *task) {
   if (!task || !task->backend_.vtable) return;
   pins_release(task->handles_, task->pins_, task->pin_count_);
   if (task->drop_) task->drop_(task->drop_user_);
+  /* unreachable: event_ is NULL with a backend set (gc_take copies a pending entry's event) */
   if (task->event_) task->backend_.vtable->release_event(task->backend_.self, task->event_);
   cubert_allocator_free(task->allocator_, task->pins_,
                         (size_t)task->pin_capacity_ * sizeof(cubert_binding_t), 0);
@@ -403,6 +406,7 @@ static bool binding_needs_sync(const cubert_multi_stream_t *ms, const stream_slo
   if (!cur || !slot_synced(cur, o)) return true; /* never synced */
   origin = (const stream_slot_t *)cubert_stream_pool_get(&ms->pool, o);
   c = b->cursor;
+  /* unreachable: origin is NULL (a slot synced with o made o's slot, and slots stay) */
   if (ms->backend.vtable->handle_cursor && origin)
     c = ms->backend.vtable->handle_cursor(ms->backend.self, origin->stream, b);
   return cur->last_synced[o] < c; /* synced before the binding's point */
@@ -454,7 +458,9 @@ static cubert_status_t staging_reserve(cubert_multi_stream_t *ms, size_t needed,
   cap = (size_t)ms->staging_capacity * 2u;
   if (cap < needed) cap = needed;
   if (cap < 4) cap = 4;
+  /* unreachable: true (doubling passes UINT32_MAX only past 2^31 pins) */
   if (size_exceeds_u32(cap)) cap = needed;
+  /* unreachable: overflow (needs a bindings array over half the address space) */
   if (cubert_size_mul(cap, sizeof(cubert_binding_t), &cap) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0, "too many bindings");
   if (cubert_allocator_realloc(ms->allocator, ms->staging,
@@ -571,6 +577,7 @@ cubert_status_t cubert_multi_stream_resolve(cubert_multi_stream_t *ms, uint64_t 
   return CUBERT_STATUS_OK;
 
 rollback:
+  /* unreachable: true (every goto rollback follows a failed call) */
   if (status == CUBERT_STATUS_OK) status = CUBERT_STATUS_INTERNAL;
   for (k = 0; k < nevents; k++) vt->release_event(ms->backend.self, ms->needs_event[k]);
   pins_release(ms->handles, ms->staging, npins);

@@ -29,7 +29,7 @@ NEED_PACKAGES = sh tests/embedded/need_packages.sh
 CM4_BUILD := $(BUILD)/cortex-m4
 CM4_ARCH := -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16
 CM4_OPT ?= -Os -g
-CM4_COMMON = $(CUBERT_WARN) -Iinclude $(CM4_ARCH) $(CM4_OPT) -ffunction-sections -fdata-sections $(DEPFLAGS)
+CM4_COMMON = $(CUBERT_WARN) $(CUBERT_WERROR) -Iinclude $(CM4_ARCH) $(CM4_OPT) -ffunction-sections -fdata-sections $(DEPFLAGS)
 # The library objects: the core's freestanding flags (only the compiler's headers).
 CM4_CORE_FLAGS = $(CM4_COMMON) -Icore -ffreestanding -nostdinc -isystem $(shell $(ARM_CC) -print-file-name=include 2>/dev/null)
 # The harness (tests, support, runner, start-up) is hosted by newlib; CUBERT_TEST_EMBEDDED=1
@@ -105,7 +105,7 @@ test-bigendian:
 # then runs the host unit tests with the core built the same way (a pthread-mutex hook).
 CM0_BUILD := $(BUILD)/cortex-m0
 CM0_ARCH := -mcpu=cortex-m0 -mthumb
-CM0_BASE_FLAGS = $(CUBERT_WARN) -Iinclude -Icore $(CM0_ARCH) -Os -ffunction-sections -fdata-sections \
+CM0_BASE_FLAGS = $(CUBERT_WARN) $(CUBERT_WERROR) -Iinclude -Icore $(CM0_ARCH) -Os -ffunction-sections -fdata-sections \
   -ffreestanding -nostdinc -isystem $(shell $(ARM_CC) -print-file-name=include 2>/dev/null)
 CM0_FLAGS = $(CM0_BASE_FLAGS) -DCUBERT_ATOMIC_CRITICAL_SECTION=1
 CM0_CORE_OBJ := $(CORE_SRC:%.c=$(CM0_BUILD)/obj/%.o)

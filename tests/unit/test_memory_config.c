@@ -129,11 +129,13 @@ TEST(memory_config_pools_capacity_and_arguments) {
 
 TEST(memory_config_custom_checks) {
   cubert_memory_pool_options_t in[2], out[2];
-  cubert_memory_configuration_t c = mmf_custom(in, 2);
+  cubert_memory_configuration_t c;
   cubert_error_t err;
   uint32_t n = 0;
+  /* The pools are written before the configuration that points at them is built. */
   in[0] = cubert_memory_pool_exclusive(1000, CUBERT_MEMORY_NONE);
   in[1] = cubert_memory_pool_sliced(2048, CUBERT_MEMORY_NONE, 512); /* cap < page: allowed */
+  c = mmf_custom(in, 2);
   CHECK_OK(cubert_memory_configuration_pools(&c, mmf_props(128 * MIB, 32), out, 2, &n, NULL));
   CHECK_EQ_U64(n, 2);
   CHECK_EQ_U64(out[0].max_alloc_size, 1024); /* exclusive max rounded up to the alignment */
