@@ -29,6 +29,10 @@ typedef struct fuzz_alloc_t {
 
 /* Header in front of every block; keeps alignments up to 64. */
 #define FUZZ_ALLOC_PAD 64u
+/* Fresh and freed blocks are filled with a pattern up to this many bytes
+ * (like ASan's malloc_fill_byte): enough to catch reliance on contents,
+ * cheap for the large blocks a device allocates. */
+#define FUZZ_ALLOC_FILL 4096u
 #define FUZZ_ALLOC_MAGIC 0xF0221A110CA7ED5Full
 
 typedef struct fuzz_alloc_header_t {
@@ -71,7 +75,7 @@ static inline void *fuzz_alloc_fn_(void *self, void *ptr, size_t old_size, size_
     if (h) {
       a->live_blocks--;
       a->live_bytes -= (int64_t)h->size;
-      memset(ptr, 0x55, (size_t)h->size); /* a use after free reads garbage */
+      memset(ptr, 0x55, (size_t)(h->size < FUZZ_ALLOC_FILL ? h->size : FUZZ_ALLOC_FILL));
       h->magic = 0;
       free(h);
     }
@@ -80,7 +84,7 @@ static inline void *fuzz_alloc_fn_(void *self, void *ptr, size_t old_size, size_
   if (align > FUZZ_ALLOC_PAD || fuzz_alloc_should_fail_(a)) return NULL;
   p = fuzz_alloc_new_(new_size);
   if (!p) return NULL;
-  memset(p, 0xAA, new_size); /* the caller must not rely on fresh contents */
+  memset(p, 0xAA, new_size < FUZZ_ALLOC_FILL ? new_size : FUZZ_ALLOC_FILL); /* not zeroed */
   if (h) {
     memcpy(p, ptr, (size_t)(h->size < new_size ? h->size : new_size));
     a->live_bytes -= (int64_t)h->size;

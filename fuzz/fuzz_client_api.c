@@ -63,7 +63,6 @@ typedef struct m_alloc_t {
   uint32_t handles; /* user handle references (0: released) */
   uint32_t origin;  /* slot of the creating stream */
   uint32_t writers, readers; /* slots whose accesses no host sync covered yet */
-  uint64_t size;    /* the base allocation's size */
   uint8_t bytes[MAX_BYTES], known[MAX_BYTES];
 } m_alloc_t;
 
@@ -121,9 +120,13 @@ static m_alloc_t *alloc_of(ctx_t *x, const m_handle_t *mh) { return &x->allocs[m
 
 static int alive(ctx_t *x, const m_handle_t *mh) { return alloc_of(x, mh)->handles > 0; }
 
+/* Bytes to upload from a seed byte: random, or (seed >= 0xF0) u32 values
+ * 0..3, which a dynamic cube count can be read from. */
 static void fill(uint8_t *dst, size_t n, uint64_t seed) {
   size_t i;
-  for (i = 0; i < n; i++) dst[i] = (uint8_t)(cubert_sim_splitmix64(&seed) >> 24);
+  for (i = 0; i < n; i++)
+    dst[i] = seed >= 0xF0 ? (uint8_t)(i % 4 == 0 ? (seed + i / 4) & 3 : 0)
+                          : (uint8_t)(cubert_sim_splitmix64(&seed) >> 24);
 }
 
 static void add_handle(ctx_t *x, const cubert_handle_t *h, uint32_t alloc) {
@@ -215,7 +218,6 @@ static uint32_t new_alloc(ctx_t *x, const cubert_handle_t *h, uint32_t slot) {
   FUZZ_CHECK(h->offset_start == 0 && h->size <= MAX_BYTES && h->size % 8 == 0);
   a->handles = 1;
   a->origin = slot;
-  a->size = h->size;
   return id;
 }
 
@@ -538,7 +540,6 @@ static void op_forged(ctx_t *x) {
 }
 
 typedef struct profile_user_t {
-  ctx_t *x;
   cubert_client_t *c;
   uint8_t action;
   const m_handle_t *target;
@@ -571,7 +572,6 @@ static void op_profile(ctx_t *x) {
   cubert_error_t err;
   cubert_status_t st, want;
   uint32_t t;
-  p.x = x;
   p.c = pick_client(x);
   p.action = fuzz_u8(x->r) % 3;
   p.target = pick_handle(x);

@@ -7,7 +7,8 @@
  *
  * Input: the number of streams (1..4), flags (REPORT_ALL; "synchronized":
  * the harness inserts a wait before every access or reclamation the model
- * finds unordered), an allocation failure point, then operations.
+ * finds unordered), an allocation failure point, then operations: an
+ * opcode byte, a selector byte (stream, access count, variant), operands.
  *
  * Invariants: every report names a conflict the model has (no false
  * positive); an access or reclamation the model finds in conflict gives at
@@ -503,10 +504,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (n = 0; n < MAX_OPS && !fuzz_reader_done(&r); n++) {
     uint8_t op = fuzz_u8(&r);
     switch (op % 10u) {
-      case 0: case 1: case 2: case 3: op_kernel(x, (uint8_t)(op >> 2)); break;
-      case 4: case 5: op_sync(x, (uint8_t)(op >> 4)); break;
-      case 6: op_reclaim(x, (uint8_t)(op >> 2)); break;
-      case 7: op_invalid(x, (uint8_t)(op >> 4)); break;
+      case 0: case 1: case 2: case 3: op_kernel(x, fuzz_u8(&r)); break;
+      case 4: case 5: op_sync(x, fuzz_u8(&r)); break;
+      case 6: op_reclaim(x, fuzz_u8(&r)); break;
+      case 7: op_invalid(x, fuzz_u8(&r)); break;
       case 8: { /* forget */
         uint64_t b = 1u + (fuzz_u8(&r) % NBUF);
         uint32_t i, k;
@@ -517,7 +518,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         break;
       }
       default:
-        if ((op >> 4) == 0xF) { /* reset: a fresh checker, tokens dead */
+        if (op == 0xF9) { /* reset: a fresh checker, tokens dead */
           uint32_t i;
           cubert_race_checker_reset(x->rc);
           memset(x->vc, 0, sizeof x->vc);
