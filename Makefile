@@ -335,7 +335,8 @@ fuzz: fuzz-build
 # its own forked process as usual (valgrind follows forks; timeouts scaled by 30). Each process
 # logs to $(BUILD)/valgrind/SUITE.PID.log; a process with a memcheck error or a block definitely
 # lost exits 99 (a FAIL line of the runner). The totals are printed; any error or lost byte
-# fails the target. TESTS="prefix ..." narrows every suite (CI runs a subset).
+# fails the target. TESTS="prefix ..." narrows every suite; VALGRIND_SUITES=sim adds the simulation
+# suite (long under valgrind). About a minute for the default suites on 2 cores.
 VALGRIND ?= valgrind
 VALGRIND_SUITES ?= unit host cts
 VALGRIND_JOBS ?= 2
