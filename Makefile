@@ -2,8 +2,8 @@
 #
 #   make            libcubert.a, libcubert.so.MAJOR (+ symlinks), cubert.pc
 #   make run        the main demo (CPU server)
-#   make test       build and run the test suite, the conformance suite on the three drivers
-#                   (closing line "N passed, N failed")
+#   make test       build and run the test suite, the conformance suite on the three drivers,
+#                   after replaying the fuzz corpora (closing line "N passed, N failed")
 #   make cts SERVER=cpu|deterministic|inline   the conformance suite on one driver
 #   make check      test + check-freestanding + check-headers + check-32bit + check-cortex-m
 #                   + check-install + check-symbols + fuzz-replay + check-tools + check-cortex-m0
@@ -11,6 +11,7 @@
 #   make test-cortex-m | test-bigendian   unit tests on Cortex-M4 (QEMU) | s390x (qemu-user)
 #   make bench      benchmarks (ratios to peers measured in the same run)
 #   make asan|tsan  the test suite under sanitizers
+#   make valgrind   memcheck over the unit, host and conformance suites (0 errors, 0 bytes lost)
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each; fuzz-replay replays the corpus
 #   make size       core code size, full and minimal, x86-64 and Cortex-M4
 #   make install / uninstall   (PREFIX, DESTDIR, libdir, includedir, pkgconfigdir)
@@ -151,7 +152,7 @@ TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 
 .PHONY: all test check run bench benches size install uninstall clean check-freestanding \
         check-headers check-32bit check-cortex-m check-clang check-install check-symbols check-stack check-minimal check-tools asan tsan examples \
-        tools fuzz fuzz-build fuzz-replay fuzz-targets help check-matrix coverage
+        tools fuzz fuzz-build fuzz-replay fuzz-targets valgrind help check-matrix coverage
 .DEFAULT_GOAL := all
 
 all: $(STATIC_LIB) $(SHARED_LIB) $(PC_FILE)
@@ -198,7 +199,7 @@ $(BUILD)/obj/fuzz/%.o: fuzz/%.c
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 $(BUILD)/examples $(BUILD)/bench $(BUILD)/tools $(BUILD)/freestanding $(BUILD)/headers $(BUILD)/cortex-m \
-$(BUILD)/fuzz:
+$(BUILD)/fuzz $(BUILD)/valgrind:
 	mkdir -p $@
 
 -include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/*/*/*/*.d)
@@ -233,9 +234,10 @@ $(TEST_BIN): $(TEST_OBJ) $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(CUDA_TEST_DEPS)
 
 # TEST_WRAPPER runs the suite under a command (the sanitizer targets use setarch -R).
 # `make test`: the suite, then the conformance suite on the other two drivers
-# (tests/build/run_suite.sh); TESTS="prefix ..." runs only those tests.
+# (tests/build/run_suite.sh); TESTS="prefix ..." runs only those tests. The full suite
+# (no TESTS) also replays every fuzz target's committed corpus first (fuzz-replay).
 TEST_WRAPPER ?=
-test: $(TEST_BIN) $(if $(filter 1,$(CUDA)),$(BUILD)/cuda-smoke)
+test: $(TEST_BIN) $(if $(filter 1,$(CUDA)),$(BUILD)/cuda-smoke) $(if $(TESTS),,fuzz-replay)
 	@sh tests/build/run_suite.sh '$(TEST_WRAPPER)' $(TEST_BIN) $(TESTS)
 
 # The conformance suite on one driver: make cts SERVER=cpu|deterministic|inline
@@ -487,13 +489,52 @@ fuzz: fuzz-build
 	@set -e; for n in $(FUZZ_NAMES); do \
 	  mkdir -p $(BUILD)/libfuzzer/corpus/$$n $(BUILD)/libfuzzer/artifacts; \
 	  seeds=; [ -d fuzz/corpus/$$n ] && seeds=fuzz/corpus/$$n; \
+	  dict=; [ -f fuzz/dict/$$n.dict ] && dict=-dict=fuzz/dict/$$n.dict; \
 	  echo "== fuzz_$$n for $(FUZZ_SECONDS) s"; \
 	  log=$(BUILD)/libfuzzer/fuzz_$$n.log; \
 	  if $(SAN_WRAPPER) $(BUILD)/libfuzzer/fuzz/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -timeout=25 -print_final_stats=1 \
-	    -artifact_prefix=$(BUILD)/libfuzzer/artifacts/$$n- $(FUZZ_ARGS) \
-	    $(BUILD)/libfuzzer/corpus/$$n $$seeds > $$log 2>&1; then tail -n 14 $$log; \
+	    -artifact_prefix=$(BUILD)/libfuzzer/artifacts/$$n- $$dict $(FUZZ_ARGS) \
+	    $(BUILD)/libfuzzer/corpus/$$n $$seeds > $$log 2>&1; then \
+	    grep -E '^(Done|stat::average_exec_per_sec|stat::new_units_added)' $$log; \
 	  else tail -n 80 $$log; echo "fuzz: fuzz_$$n FAILED (log $$log, inputs in $(BUILD)/libfuzzer/artifacts/)"; exit 1; fi; \
 	done; echo "fuzz: ok ($(words $(FUZZ_NAMES)) targets, $(FUZZ_SECONDS) s each)"
+
+# ---- valgrind ---------------------------------------------------------------------------------
+# memcheck over the test suites VALGRIND_SUITES (tests/SUITE/*.c, one program each), every test in
+# its own forked process as usual (valgrind follows forks; timeouts scaled by 30). Each process
+# logs to $(BUILD)/valgrind/SUITE.PID.log; a process with a memcheck error or a block definitely
+# lost exits 99 (a FAIL line of the runner). The totals are printed; any error or lost byte
+# fails the target. TESTS="prefix ..." narrows every suite; VALGRIND_SUITES=sim adds the simulation
+# suite (long under valgrind). About a minute for the default suites on 2 cores.
+VALGRIND ?= valgrind
+VALGRIND_SUITES ?= unit host cts
+VALGRIND_JOBS ?= 2
+VALGRIND_FLAGS ?= --tool=memcheck --error-exitcode=99 --leak-check=full --show-leak-kinds=definite \
+  --errors-for-leak-kinds=definite --num-callers=30
+
+define VALGRIND_SUITE_RULE
+$(BUILD)/valgrind/cubert-$(1)-test: $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) \
+    $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/$(1)/*.c)) $(STATIC_LIB) | $(BUILD)/valgrind
+	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(STATIC_LIB) $(HOST_LIBS)
+endef
+$(foreach s,unit host cts sim,$(eval $(call VALGRIND_SUITE_RULE,$(s))))
+
+valgrind: $(VALGRIND_SUITES:%=$(BUILD)/valgrind/cubert-%-test)
+	@command -v $(VALGRIND) >/dev/null || { echo "valgrind: $(VALGRIND) not found (Debian: apt-get install valgrind)"; exit 1; }
+	@rm -f $(BUILD)/valgrind/*.log; status=0; \
+	for s in $(VALGRIND_SUITES); do \
+	  echo "== valgrind memcheck: tests/$$s"; \
+	  CUBERT_TEST_TIMEOUT_SCALE=30 $(VALGRIND) $(VALGRIND_FLAGS) --log-file=$(BUILD)/valgrind/$$s.%p.log \
+	    $(BUILD)/valgrind/cubert-$$s-test -j $(VALGRIND_JOBS) $(TESTS) > $(BUILD)/valgrind/$$s.out 2>&1 || status=1; \
+	  grep -E '^(FAIL|skip)' $(BUILD)/valgrind/$$s.out || true; tail -n 1 $(BUILD)/valgrind/$$s.out; \
+	done; \
+	logs=$$(ls $(BUILD)/valgrind/*.log | wc -l); \
+	errors=$$(sed -n 's/.*ERROR SUMMARY: \([0-9,]*\) errors.*/\1/p' $(BUILD)/valgrind/*.log | tr -d , | awk '{s += $$1} END {print s + 0}'); \
+	lost=$$(sed -n 's/.*definitely lost: \([0-9,]*\) bytes.*/\1/p' $(BUILD)/valgrind/*.log | tr -d , | awk '{s += $$1} END {print s + 0}'); \
+	echo "valgrind: $$errors errors, $$lost bytes definitely lost ($$logs processes: suites $(VALGRIND_SUITES))"; \
+	if [ "$$status" != 0 ] || [ "$$errors" != 0 ] || [ "$$lost" != 0 ]; then \
+	  grep -l -E 'ERROR SUMMARY: [1-9]|definitely lost: [1-9]' $(BUILD)/valgrind/*.log | head -n 5 | xargs -r cat; \
+	  echo "valgrind: FAILED (logs in $(BUILD)/valgrind/)"; exit 1; fi
 
 # ---- install ------------------------------------------------------------------------------
 # cubert.pc is written at install time so that PREFIX/libdir given to `make install`
@@ -585,8 +626,8 @@ help:
 	@echo 'cubert $(VERSION). Targets (BUILD=$(BUILD); every output goes under it):'
 	@echo '  all (default)       libcubert.a, libcubert.so.$(VERSION) + symlinks, cubert.pc'
 	@echo '  run                 build the examples and run examples/demo'
-	@echo '  test                build and run the suite, then the conformance suite on all three drivers;'
-	@echo '                      TESTS="prefix ..." runs a subset'
+	@echo '  test                build and run the suite, then the conformance suite on all three drivers'
+	@echo '                      (after fuzz-replay); TESTS="prefix ..." runs a subset'
 	@echo '  cts                 the conformance suite on one driver: SERVER=cpu|deterministic|inline'
 	@echo '  check               test check-freestanding check-headers check-32bit check-cortex-m check-install'
 	@echo '                      check-symbols fuzz-replay check-tools check-cortex-m0 check-cxx-host, and check-clang'
@@ -608,7 +649,8 @@ help:
 	@echo '                      user CFLAGS/LDFLAGS; each from clean in BUILD/matrix (make test at -O0 and -O3)'
 	@echo '  coverage            the suite built with --coverage (gcc -O0): line and branch-taken summary of core/'
 	@echo '  asan | tsan         the suite under ASan+UBSan | TSan (BUILD/asan, BUILD/tsan)'
-	@echo '  fuzz                libFuzzer targets fuzz/fuzz_*.c with $(FUZZ_CC), FUZZ_SECONDS=$(FUZZ_SECONDS) each'
+	@echo '  valgrind            memcheck over the suites tests/{$(VALGRIND_SUITES)} (VALGRIND_SUITES, TESTS): 0 errors, 0 bytes lost'
+	@echo '  fuzz                libFuzzer targets fuzz/fuzz_*.c with $(FUZZ_CC), FUZZ_SECONDS=$(FUZZ_SECONDS) each (fuzz/dict/NAME.dict)'
 	@echo '  fuzz-replay         the same targets with CC + fuzz/standalone_main.c over fuzz/corpus/*'
 	@echo '  bench | benches     build and run | only build bench/*.c (BENCH_ARGS passed to each)'
 	@echo '  examples | tools    build examples/*.c | tools/*.c'

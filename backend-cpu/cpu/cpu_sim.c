@@ -25,6 +25,7 @@ cubert_status_t cpu_sim_create(cpu_device_t *d, const cubert_cpu_options_t *o,
   if (o->mode != CUBERT_CPU_MODE_DETERMINISTIC) return CUBERT_STATUS_OK;
   d->deterministic = 1;
   cap = o->log_capacity ? o->log_capacity : SIM_DEFAULT_LOG;
+  d->sim_log_capacity = cap; /* cpu_sim_destroy frees the log with it if a later block fails */
   if (cubert_allocator_malloc_array(d->allocator, cap, sizeof(uint32_t), 0, (void **)&d->sim_log) !=
           CUBERT_STATUS_OK ||
       cubert_allocator_malloc_array(d->allocator, d->stream_count, sizeof(uint32_t), 0,
@@ -33,7 +34,6 @@ cubert_status_t cpu_sim_create(cpu_device_t *d, const cubert_cpu_options_t *o,
                                     (void **)&d->sim_seqs) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "deterministic mode: choice log");
-  d->sim_log_capacity = cap;
   if (o->replay_count || o->replay)
     status = cubert_sim_chooser_init_replay(&d->sim_own, o->replay, o->replay_count, d->sim_log, cap);
   else if (o->choice_bytes_count || o->choice_bytes)

@@ -165,12 +165,13 @@ static void text_bytes(text_t *t, uint64_t bytes) {
   text_put(t, suffix);
 }
 
-/* num/den * 100 with two decimals; "NaN" / "inf" like Rust's f32 for den 0. */
+/* num/den * 100 with two decimals and a '%'; "n/a" when den is 0 (there is
+ * nothing to divide: no bytes reserved, or none in use). CubeCL prints
+ * Rust's f32 "NaN%" / "inf%" there. */
 static void text_percent(text_t *t, uint64_t num, uint64_t den) {
   uint64_t basis;
   if (den == 0) {
-    text_put(t, num == 0 ? "NaN" : "inf");
-    text_put(t, "%");
+    text_put(t, "n/a");
     return;
   }
   while (num > UINT64_MAX / 10000) { /* keep num * 10000 in range */

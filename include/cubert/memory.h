@@ -241,7 +241,8 @@ CUBERT_API size_t cubert_memory_bytes_format(uint64_t bytes, char *buf, size_t s
 
 /* Write the usage in CubeCL's Display form ("Memory Usage Report:\n  Number
  * of allocations: ..."; efficiency and padding overhead with two decimals,
- * "NaN"/"inf" for a zero denominator). snprintf-like. Pure. */
+ * "n/a" for a zero denominator, where CubeCL prints "NaN%"/"inf%").
+ * snprintf-like. Pure. */
 CUBERT_API size_t cubert_memory_usage_format(const cubert_memory_usage_t *usage, char *buf,
                                              size_t size);
 

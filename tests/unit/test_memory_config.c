@@ -225,10 +225,14 @@ TEST(memory_config_usage_format) {
                "  Padding overhead: 1.33%\n");
   memset(&u, 0, sizeof u);
   cubert_memory_usage_format(&u, buf, sizeof buf);
-  CHECK(strstr(buf, "Usage efficiency: NaN%") != NULL);
+  CHECK(strstr(buf, "Usage efficiency: n/a\n") != NULL);
+  CHECK(strstr(buf, "Padding overhead: n/a\n") != NULL);
+  CHECK(strstr(buf, "NaN") == NULL);
   u.bytes_in_use = 5;
   cubert_memory_usage_format(&u, buf, sizeof buf);
-  CHECK(strstr(buf, "Usage efficiency: inf%") != NULL);
+  CHECK(strstr(buf, "Usage efficiency: n/a\n") != NULL);
+  CHECK(strstr(buf, "Padding overhead: 0.00%\n") != NULL);
+  CHECK(strstr(buf, "inf") == NULL);
   u.bytes_in_use = UINT64_MAX;
   u.bytes_reserved = UINT64_MAX;
   cubert_memory_usage_format(&u, buf, sizeof buf);
