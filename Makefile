@@ -514,8 +514,8 @@ VALGRIND_FLAGS ?= --tool=memcheck --error-exitcode=99 --leak-check=full --show-l
 
 define VALGRIND_SUITE_RULE
 $(BUILD)/valgrind/cubert-$(1)-test: $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) \
-    $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/$(1)/*.c)) $(STATIC_LIB) | $(BUILD)/valgrind
-	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(STATIC_LIB) $(HOST_LIBS)
+    $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/$(1)/*.c)) $(INTERNAL_LIB) | $(BUILD)/valgrind
+	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(INTERNAL_LIB) $(HOST_LIBS)
 endef
 $(foreach s,unit host cts sim,$(eval $(call VALGRIND_SUITE_RULE,$(s))))
 
