@@ -149,7 +149,30 @@ $(BUILD)/examples/%: examples/%.c $(wildcard examples/*.h) $(STATIC_LIB) | $(BUI
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
 
 $(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h core/*.h backend-cpu/*.h) $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) | $(BUILD)/bench
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(CFLAGS) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(BENCH_EXTRA_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(STATIC_LIB) $(BENCH_EXTRA_LIBS) $(HOST_LIBS)
+
+# bench/bench_peers.c's optional peers, probed with $(CC) once per make run (the
+# rows of a peer found neither here nor at run time print "skipped: <reason>"):
+# OpenCL (CL/cl.h + libOpenCL: PoCL through the ICD loader) and OpenMP (-fopenmp).
+# $(BUILD)/bench/peers.flags changes only when a probe's answer does, and then
+# bench_peers is rebuilt. `make BENCH_HAVE_OPENCL=0 BENCH_HAVE_OPENMP=0 benches`
+# builds without them.
+BENCH_PROBE = $(shell printf '$(1)' | $(CC) -x c - -o /dev/null $(2) 2>/dev/null && echo 1 || echo 0)
+BENCH_OPENCL_SRC := \#define CL_TARGET_OPENCL_VERSION 120\n\#include <CL/cl.h>\nint main(void) { return (int)clGetPlatformIDs(0, 0, 0); }\n
+BENCH_OPENMP_SRC := \#include <omp.h>\nint main(void) { return omp_get_max_threads() < 1; }\n
+BENCH_HAVE_OPENCL = $(eval BENCH_HAVE_OPENCL := $(call BENCH_PROBE,$(BENCH_OPENCL_SRC),-lOpenCL))$(BENCH_HAVE_OPENCL)
+BENCH_HAVE_OPENMP = $(eval BENCH_HAVE_OPENMP := $(call BENCH_PROBE,$(BENCH_OPENMP_SRC),-fopenmp))$(BENCH_HAVE_OPENMP)
+BENCH_PEER_CFLAGS = -DBENCH_HAVE_OPENCL=$(BENCH_HAVE_OPENCL) -DBENCH_HAVE_OPENMP=$(BENCH_HAVE_OPENMP) \
+  $(if $(filter 1,$(BENCH_HAVE_OPENMP)),-fopenmp)
+BENCH_PEER_LIBS = $(if $(filter 1,$(BENCH_HAVE_OPENCL)),-lOpenCL)
+$(BUILD)/bench/peers.flags: FORCE | $(BUILD)/bench
+	@printf '%s\n' '$(strip $(BENCH_PEER_CFLAGS) $(BENCH_PEER_LIBS))' | cmp -s - $@ || \
+	  printf '%s\n' '$(strip $(BENCH_PEER_CFLAGS) $(BENCH_PEER_LIBS))' > $@
+$(BUILD)/bench/bench_peers: $(BUILD)/bench/peers.flags
+$(BUILD)/bench/bench_peers: BENCH_EXTRA_CFLAGS = $(BENCH_PEER_CFLAGS)
+$(BUILD)/bench/bench_peers: BENCH_EXTRA_LIBS = $(BENCH_PEER_LIBS)
+.PHONY: FORCE
+FORCE:
 
 $(BUILD)/tools/%: tools/%.c tests/cts/cts_kernels.h $(STATIC_LIB) | $(BUILD)/tools
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
@@ -161,9 +184,23 @@ benches: $(BENCH_BIN)
 run: $(EXAMPLE_BIN)
 	$(BUILD)/examples/demo
 
-# Builds every bench/*.c and runs each in turn (BENCH_ARGS are passed to each).
-bench: $(BENCH_BIN)
-	@set -e; for b in $(BENCH_BIN); do echo "== $$b $(BENCH_ARGS)"; $$b $(BENCH_ARGS); done
+# Installs the peers' Debian packages when missing (root + apt-get; tools/bench_peers.sh),
+# builds every bench/*.c in a sub-make (so the peer probes see the fresh packages), runs
+# each in turn (BENCH_ARGS are passed to each) with its rows appended to BENCH_CSV, then
+# prints the combined table and writes the plot (tools/bench_report.py: BENCH_SVG).
+# BENCH_EXTRA_CSV: more result files with the same columns to join the table and the
+# plot (e.g. GPU rows, a run on another machine).
+BENCH_CSV ?= $(BUILD)/bench/results.csv
+BENCH_EXTRA_CSV ?=
+BENCH_SVG ?= $(BUILD)/bench/bench.svg
+bench:
+	@CC='$(CC)' sh tools/bench_peers.sh
+	@$(MAKE) --no-print-directory benches
+	@rm -f $(BENCH_CSV)
+	@set -e; for b in $(BENCH_BIN); do echo "== $$b $(BENCH_ARGS)"; \
+	  CUBERT_BENCH_CSV=$(BENCH_CSV) $$b $(BENCH_ARGS); echo; done
+	@if command -v python3 >/dev/null; then python3 tools/bench_report.py $(BENCH_CSV) $(BENCH_EXTRA_CSV) --svg $(BENCH_SVG); \
+	else echo "skipped: combined table and plot (python3 not found; Debian: python3)"; fi
 
 # Deterministic simulation sweep (tools/cubert_sim.c, docs/simulation.md): SEEDS seeds, each twice.
 SEEDS ?= 100000
