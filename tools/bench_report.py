@@ -11,7 +11,9 @@ met?) and the goals met / missed, and writes an SVG plot (standard library only,
 
   python3 tools/bench_report.py build/bench/results.csv [--svg build/bench/bench.svg]
 Other CSV files with the same columns (GPU rows, a run on another machine) can be given after
-the first; their rows are appended in order.
+the first; their rows are appended in order. FILE=TAG marks a file's rows as another machine's
+(program "bench_x@TAG", curves "series (TAG)"), so its curves are drawn apart:
+  python3 tools/bench_report.py build/bench/results.csv dev16.csv=16-core --svg docs/bench.svg
 """
 import csv
 import html
@@ -49,13 +51,27 @@ def fmt_stat(med, lo, hi, unit):
 
 
 def load(paths):
+    """The rows of every file; r["label"]: "figure vs peer", where a figure "same, vs ..."
+    takes the text of the figure above it."""
     rows = []
-    for path in paths:
+    for spec in paths:
+        path, _, tag = spec.partition("=")
+        main = {}
         with open(path, newline="") as f:
             for r in csv.DictReader(f):
+                if tag:  # rows of another machine: their own curves and labels
+                    r["program"] = "%s@%s" % (r["program"], tag)
+                    if r["series"]:
+                        r["series"] = "%s (%s)" % (r["series"], tag)
                 for k in ("cubert_median", "cubert_min", "cubert_max", "peer_median", "peer_min",
                           "peer_max", "ratio", "goal", "x"):
                     r[k] = fnum(r.get(k))
+                fig = r["figure"].strip()
+                if fig.startswith("same"):
+                    fig = main.get(r["program"], fig)
+                else:
+                    main[r["program"]] = fig
+                r["label"] = "%s vs %s" % (fig, r["peer"]) if r["peer"] else fig
                 rows.append(r)
     return rows
 
@@ -94,11 +110,10 @@ def print_table(rows):
     print("\ngoals: %d met, %d MISSED, %d skipped (peer not measured)" %
           (len(met), len(missed), len(skipped)))
     for r in missed:
-        print("  MISSED: %s: %s vs %s: %.2fx, goal >= %.2gx" %
-              (r["program"], r["figure"].strip(), r["peer"], r["ratio"] or 0, r["goal"]))
+        print("  MISSED: %s: %s: %.2fx, goal >= %.2gx" %
+              (r["program"], r["label"], r["ratio"] or 0, r["goal"]))
     for r in skipped:
-        print("  skipped: %s: %s vs %s: %s" % (r["program"], r["figure"].strip(), r["peer"],
-                                              r["skipped"]))
+        print("  skipped: %s: %s: %s" % (r["program"], r["label"], r["skipped"]))
 
 
 # ---- SVG ---------------------------------------------------------------------------------
@@ -130,16 +145,9 @@ class Svg:
 
 def comparison_rows(rows):
     """(label, row) of the rows against a peer measured in the same run: no constants (goals,
-    reference figures), no curve baselines, curve points only where they carry a goal. A
-    figure "same, vs ..." takes the text of the figure above it."""
+    reference figures), no curve baselines, curve points only where they carry a goal."""
     out = []
-    main = {}
     for r in rows:
-        fig = r["figure"].strip()
-        if fig.startswith("same"):
-            fig = main.get(r["program"], fig)
-        else:
-            main[r["program"]] = fig
         if not r["peer"] or r["skipped"] or not r["ratio"]:
             continue
         if r["series"] and not r["goal"]:
@@ -148,7 +156,7 @@ def comparison_rows(rows):
             continue  # a goal or a reference figure, not a measurement
         if r["peer"].startswith("baseline"):
             continue
-        out.append(("%s: %s vs %s" % (r["program"].replace("bench_", ""), fig, r["peer"]), r))
+        out.append(("%s: %s" % (r["program"].replace("bench_", ""), r["label"]), r))
     return out
 
 
