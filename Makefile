@@ -5,7 +5,7 @@
 #   make test       build and run the test suite (closing line "N passed, N failed")
 #   make check      test + check-freestanding + check-headers + check-32bit + check-cortex-m
 #                   + check-install + fuzz-replay + check-tools (+ check-clang when clang is installed)
-#   make bench      benchmarks (ratios to peers measured in the same run)
+#   make bench      benchmarks (ratios to peers measured in the same run; docs/benchmarks.md)
 #   make asan|tsan  the test suite under sanitizers
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each; fuzz-replay replays the corpus
 #   make size       core code size, host and Cortex-M4
@@ -403,7 +403,8 @@ help:
 	@echo '  asan | tsan         the suite under ASan+UBSan | TSan (BUILD/asan, BUILD/tsan)'
 	@echo '  fuzz                libFuzzer targets fuzz/fuzz_*.c with $(FUZZ_CC), FUZZ_SECONDS=$(FUZZ_SECONDS) each'
 	@echo '  fuzz-replay         the same targets with CC + fuzz/standalone_main.c over fuzz/corpus/*'
-	@echo '  bench | benches     build and run | only build bench/*.c (BENCH_ARGS passed to each)'
+	@echo '  bench | benches     install the peers (root+apt), build and run bench/*.c, one table, CSV + SVG'
+	@echo '                      ($(BUILD)/bench/results.csv, bench.svg) | only build (BENCH_ARGS passed to each)'
 	@echo '  examples | tools    build examples/*.c | tools/*.c'
 	@echo '  sim                 deterministic-simulation seed sweep (SEEDS=$(SEEDS)): seeds run, violations, slowest seed'
 	@echo '  size                .text/.data/.bss of the core, host and Cortex-M4'

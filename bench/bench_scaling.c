@@ -21,7 +21,8 @@
  * cubert_client_empty of a size from a fixed 256 B..64 KiB mix, then
  * cubert_client_handle_release, N times, then the syncs). Each stream's
  * bound buffer was created on that stream, so no launch waits across
- * streams. Rows compare each point with the curve's first point ("baseline:
+ * streams (one context row compares the bound launch with a launch of no
+ * buffer). Rows compare each point with the curve's first point ("baseline:
  * ..."): x better = baseline / point (1.0: flat, below 1: dearer). The pool
  * reserve vs live handles has the issue's goal "flat from 1k to 1M" (here:
  * at most 1.5x the 1k figure, ratio >= 0.67); the other curves have none.
@@ -53,7 +54,8 @@
 #define STREAM_BASE 1000u /* pinned stream ids: STREAM_BASE + i (slots distinct mod 64) */
 #define LIVE_SIZE 64
 
-typedef enum op_e { OP_LAUNCH = 0, OP_RESERVE = 1 } op_t;
+/* OP_LAUNCH_BARE: a launch with no buffer (a context row only) */
+typedef enum op_e { OP_LAUNCH = 0, OP_RESERVE = 1, OP_LAUNCH_BARE = 2 } op_t;
 
 typedef struct config_t {
   int runs;
@@ -111,12 +113,12 @@ static void run_ops(lane_t *lanes, int count, op_t op, long n) {
   long i;
   int l = 0;
   memset(&args, 0, sizeof args);
-  args.buffer_count = 1;
+  args.buffer_count = op == OP_LAUNCH_BARE ? 0 : 1;
   for (i = 0; i < n; i++) {
     lane_t *lane = &lanes[l];
     if (++l == count) l = 0;
-    if (op == OP_LAUNCH) {
-      args.buffers = &lane->buffer;
+    if (op != OP_RESERVE) {
+      args.buffers = op == OP_LAUNCH_BARE ? NULL : &lane->buffer;
       MUST("launch", cubert_client_launch(lane->client, &kt_empty_kernel, &one, &args, &err));
     } else {
       MUST("empty", cubert_client_empty(lane->client, reserve_size(i), &h, &err));
@@ -184,6 +186,13 @@ static void curve_live_handles(cubert_client_t *client, const config_t *cfg) {
       if (p == 0) first[op] = s;
       emit_point(series, figure, (op_t)op, s, p ? &first[op] : NULL, "baseline: 1000 live",
                  (double)counts[p], op == OP_RESERVE ? 1.0 / 1.5 : 0);
+      if (p == 0 && op == OP_LAUNCH) { /* what the bound buffer costs */
+        bench_row_t row = bench_row("scaling: context", "  same, vs a launch with no buffer", "ns",
+                                    0, s);
+        row.peer = "no buffer";
+        row.peer_stat = measure(&lane, 1, OP_LAUNCH_BARE, cfg->ops, cfg->runs);
+        bench_emit(&row);
+      }
     }
     for (i = 0; i < counts[p]; i++)
       MUST("release (live handle)", cubert_client_handle_release(client, &live[i]));
