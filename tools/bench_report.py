@@ -9,7 +9,7 @@ met?) and the goals met / missed, and writes an SVG plot (standard library only,
   - one panel per scaling curve (the rows with a series): ns per operation against x, cubert
     and each peer of the curve (log scales).
 
-  python3 tools/bench_report.py build/bench/results.csv [--svg build/bench/bench.svg]
+  python3 tools/bench_report.py build/bench/results.csv [--svg build/bench/bench.svg] [--title T]
 Other CSV files with the same columns (GPU rows, a run on another machine) can be given after
 the first; their rows are appended in order. FILE=TAG marks a file's rows as another machine's
 (program "bench_x@TAG", curves "series (TAG)"), so its curves are drawn apart:
@@ -157,7 +157,8 @@ def comparison_rows(rows):
         if r["peer"].startswith("baseline"):
             continue
         out.append(("%s: %s" % (r["program"].replace("bench_", ""), r["label"]), r))
-    return out
+    order = {"bench_peers": 0, "bench_memory": 1}  # the peers first, then the pool, the rest
+    return sorted(out, key=lambda lr: order.get(lr[1]["program"].split("@")[0], 2))
 
 
 def bars(svg, rows, top, width):
@@ -246,11 +247,15 @@ def curve_panel(svg, series, rows, left, top, w, h):
         svg.text(lx + 14, ly + 8, name[:20], size=9)
 
 
-def write_svg(rows, path):
+def write_svg(rows, path, title=None):
     width = 980
     svg = Svg()
+    top = 10
+    if title:
+        svg.text(20, 22, title, size=12, color="#444")
+        top = 26
     comps = comparison_rows(rows)
-    y = bars(svg, comps, 10, width) if comps else 10
+    y = bars(svg, comps, top, width) if comps else top
     series = []
     for r in rows:
         if r["series"] and r["series"] not in series:
@@ -271,11 +276,14 @@ def write_svg(rows, path):
 
 
 def main(argv):
-    paths, svg_path = [], None
+    paths, svg_path, title = [], None, None
     i = 1
     while i < len(argv):
         if argv[i] == "--svg" and i + 1 < len(argv):
             svg_path = argv[i + 1]
+            i += 2
+        elif argv[i] == "--title" and i + 1 < len(argv):
+            title = argv[i + 1]
             i += 2
         else:
             paths.append(argv[i])
@@ -290,7 +298,7 @@ def main(argv):
     print("\n== combined table (%s)" % ", ".join(paths))
     print_table(rows)
     if svg_path:
-        write_svg(rows, svg_path)
+        write_svg(rows, svg_path, title)
         print("plot: %s" % svg_path)
     return 0
 
