@@ -34,10 +34,17 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   exit 0
 fi
 echo "bench peers: installing$missing (apt-get)"
-if apt-get update -qq >/dev/null 2>&1 &&
-   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null 2>&1; then
+apt-get update -qq >/dev/null 2>&1 || echo "bench peers: apt-get update failed (offline?)"
+if DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null 2>&1; then
   echo "bench peers: installed$missing"
-else
-  echo "bench peers: apt-get could not install$missing (offline?); their rows print skipped"
+  exit 0
 fi
+# one at a time, so one package apt cannot find does not keep the others out
+for p in $missing; do
+  if DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null 2>&1; then
+    echo "bench peers: installed $p"
+  else
+    echo "bench peers: apt-get could not install $p (offline? not packaged?); its rows print skipped"
+  fi
+done
 exit 0
