@@ -9,7 +9,7 @@
 #                   + check-install + check-symbols + fuzz-replay + check-tools + check-cortex-m0
 #                   + check-cxx-host (+ check-clang when clang is installed)
 #   make test-cortex-m | test-bigendian   unit tests on Cortex-M4 (QEMU) | s390x (qemu-user)
-#   make bench      benchmarks (ratios to peers measured in the same run)
+#   make bench      benchmarks (ratios to peers measured in the same run; docs/benchmarks.md)
 #   make asan|tsan  the test suite under sanitizers
 #   make valgrind   memcheck over the unit, host and conformance suites (0 errors, 0 bytes lost)
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each; fuzz-replay replays the corpus
@@ -253,7 +253,30 @@ $(BUILD)/examples/%: examples/%.c $(CUDA_LINK_OBJ) $(STATIC_LIB) | $(BUILD)/exam
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(KERNELS_INC) $(BENCH_EXTRA_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(BENCH_EXTRA_LIBS) $(HOST_LIBS)
+
+# bench/bench_peers.c's optional peers, probed with $(CC) once per make run (the
+# rows of a peer found neither here nor at run time print "skipped: <reason>"):
+# OpenCL (CL/cl.h + libOpenCL: PoCL through the ICD loader) and OpenMP (-fopenmp).
+# $(BUILD)/bench/peers.flags changes only when a probe's answer does, and then
+# bench_peers is rebuilt. `make BENCH_HAVE_OPENCL=0 BENCH_HAVE_OPENMP=0 benches`
+# builds without them.
+BENCH_PROBE = $(shell printf '$(1)' | $(CC) -x c - -o /dev/null $(2) 2>/dev/null && echo 1 || echo 0)
+BENCH_OPENCL_SRC := \#define CL_TARGET_OPENCL_VERSION 120\n\#include <CL/cl.h>\nint main(void) { return (int)clGetPlatformIDs(0, 0, 0); }\n
+BENCH_OPENMP_SRC := \#include <omp.h>\nint main(void) { return omp_get_max_threads() < 1; }\n
+BENCH_HAVE_OPENCL = $(eval BENCH_HAVE_OPENCL := $(call BENCH_PROBE,$(BENCH_OPENCL_SRC),-lOpenCL))$(BENCH_HAVE_OPENCL)
+BENCH_HAVE_OPENMP = $(eval BENCH_HAVE_OPENMP := $(call BENCH_PROBE,$(BENCH_OPENMP_SRC),-fopenmp))$(BENCH_HAVE_OPENMP)
+BENCH_PEER_CFLAGS = -DBENCH_HAVE_OPENCL=$(BENCH_HAVE_OPENCL) -DBENCH_HAVE_OPENMP=$(BENCH_HAVE_OPENMP) \
+  $(if $(filter 1,$(BENCH_HAVE_OPENMP)),-fopenmp)
+BENCH_PEER_LIBS = $(if $(filter 1,$(BENCH_HAVE_OPENCL)),-lOpenCL)
+$(BUILD)/bench/peers.flags: FORCE | $(BUILD)/bench
+	@printf '%s\n' '$(strip $(BENCH_PEER_CFLAGS) $(BENCH_PEER_LIBS))' | cmp -s - $@ || \
+	  printf '%s\n' '$(strip $(BENCH_PEER_CFLAGS) $(BENCH_PEER_LIBS))' > $@
+$(BUILD)/bench/bench_peers: $(BUILD)/bench/peers.flags
+$(BUILD)/bench/bench_peers: BENCH_EXTRA_CFLAGS = $(BENCH_PEER_CFLAGS)
+$(BUILD)/bench/bench_peers: BENCH_EXTRA_LIBS = $(BENCH_PEER_LIBS)
+.PHONY: FORCE
+FORCE:
 
 $(BUILD)/tools/%: tools/%.c $(CUDA_LINK_OBJ) $(STATIC_LIB) | $(BUILD)/tools
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
@@ -267,9 +290,23 @@ benches: $(BENCH_BIN)
 run: $(EXAMPLE_BIN)
 	$(BUILD)/examples/demo
 
-# Builds every bench/*.c and runs each in turn (BENCH_ARGS are passed to each).
-bench: $(BENCH_BIN)
-	@set -e; for b in $(BENCH_BIN); do echo "== $$b $(BENCH_ARGS)"; $$b $(BENCH_ARGS); done
+# Installs the peers' Debian packages when missing (root + apt-get; tools/bench_peers.sh),
+# builds every bench/*.c in a sub-make (so the peer probes see the fresh packages), runs
+# each in turn (BENCH_ARGS are passed to each) with its rows appended to BENCH_CSV, then
+# prints the combined table and writes the plot (tools/bench_report.py: BENCH_SVG).
+# BENCH_EXTRA_CSV: more result files with the same columns to join the table and the
+# plot (e.g. GPU rows, a run on another machine).
+BENCH_CSV ?= $(BUILD)/bench/results.csv
+BENCH_EXTRA_CSV ?=
+BENCH_SVG ?= $(BUILD)/bench/bench.svg
+bench:
+	@CC='$(CC)' sh tools/bench_peers.sh
+	@$(MAKE) --no-print-directory benches
+	@rm -f $(BENCH_CSV)
+	@set -e; for b in $(BENCH_BIN); do echo "== $$b $(BENCH_ARGS)"; \
+	  CUBERT_BENCH_CSV=$(BENCH_CSV) $$b $(BENCH_ARGS); echo; done
+	@if command -v python3 >/dev/null; then python3 tools/bench_report.py $(BENCH_CSV) $(BENCH_EXTRA_CSV) --svg $(BENCH_SVG); \
+	else echo "skipped: combined table and plot (python3 not found; Debian: python3)"; fi
 
 # Deterministic simulation sweep (tools/cubert_sim.c, docs/simulation.md): SEEDS seeds, each twice.
 SEEDS ?= 100000
@@ -652,7 +689,8 @@ help:
 	@echo '  valgrind            memcheck over the suites tests/{$(VALGRIND_SUITES)} (VALGRIND_SUITES, TESTS): 0 errors, 0 bytes lost'
 	@echo '  fuzz                libFuzzer targets fuzz/fuzz_*.c with $(FUZZ_CC), FUZZ_SECONDS=$(FUZZ_SECONDS) each (fuzz/dict/NAME.dict)'
 	@echo '  fuzz-replay         the same targets with CC + fuzz/standalone_main.c over fuzz/corpus/*'
-	@echo '  bench | benches     build and run | only build bench/*.c (BENCH_ARGS passed to each)'
+	@echo '  bench | benches     install the peers (root+apt), build and run bench/*.c, one table, CSV + SVG'
+	@echo '                      ($(BUILD)/bench/results.csv, bench.svg) | only build (BENCH_ARGS passed to each)'
 	@echo '  examples | tools    build examples/*.c | tools/*.c'
 	@echo '  sim                 deterministic-simulation seed sweep (SEEDS=$(SEEDS)): seeds run, violations, slowest seed'
 	@echo '  CUDA=1 ...          also the CUDA backend (BUILD=build/cuda, CUDA_PATH=$(CUDA_PATH)); docs/cuda.md'

@@ -25,9 +25,13 @@
  * half of the 64 MiB) as the machine's parallel copy bandwidth.
  *
  * Goals (issue text, for a 2-core machine): round trip <= 5 us, >= 5 M async
- * launches/s, add >= 80% of memcpy bandwidth. Peers (spec/perf-anchors.md,
- * H100 + driver 580, C over the Driver API): cuLaunchKernel + stream sync
- * round trip 10.2 us; cuLaunchKernel back to back 3.89 us per launch.
+ * launches/s, add >= 80% of memcpy bandwidth; an absolute goal is printed as
+ * a constant peer ("goal") with a goal ratio of 1. Reference figures, NOT
+ * measured in this run (H100 + driver 580, C over the Driver API; see
+ * docs/benchmarks.md): cuLaunchKernel + stream sync round trip 10.2 us;
+ * cuLaunchKernel back to back 3.89 us per launch. The rows go to the table
+ * and the CSV of bench/bench_util.h; bench/bench_peers.c has the peers
+ * measured in the same run.
  *
  *   make BUILD=build bench   or   build/bench/bench_client [--runs R] [--quick]
  * --quick: 5 runs and smaller batches (a smoke run, not for the record).
@@ -45,13 +49,14 @@
 #include "cubert/cpu.h"
 #include "cubert/cube.h"
 #include "cubert/host.h"
+#include "bench_util.h"
 #include "cpu/cpu_executor.h"
 #include "cubert_kernels.h"
 
-#define MAX_RUNS 101
+#define MAX_RUNS BENCH_MAX_RUNS
 #define BURST 256
 
-/* peers (spec/perf-anchors.md, "Measured on an H100") */
+/* reference figures (docs/benchmarks.md; an H100, not this run) */
 #define PEER_ROUND_TRIP_NS 10200.0
 #define PEER_LAUNCH_NS 3890.0
 /* goals (issue text) */
@@ -66,32 +71,6 @@ typedef struct config_t {
   int bursts;       /* per run */
   const char *only; /* --only rt|async|burst|add: that part alone (for profiling) */
 } config_t;
-
-typedef struct stat_t {
-  double median, min, max;
-} stat_t;
-
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static stat_t stat_of(const double *v, int n) {
-  double s[MAX_RUNS];
-  stat_t r;
-  memcpy(s, v, (size_t)n * sizeof(*v));
-  qsort(s, (size_t)n, sizeof(*s), cmp_double);
-  r.median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-  r.min = s[0];
-  r.max = s[n - 1];
-  return r;
-}
 
 static void die(const char *what, cubert_status_t status, const cubert_error_t *err) {
   char msg[256];
@@ -129,7 +108,7 @@ static cubert_launch_arguments_t args_of(const cubert_binding_t *buffers, uint32
 
 /* ---- 1. launch + sync round trip ---------------------------------------------------- */
 
-static stat_t bench_round_trip(cubert_client_t *client, const config_t *cfg) {
+static bench_stat_t bench_round_trip(cubert_client_t *client, const config_t *cfg) {
   double t[MAX_RUNS];
   cubert_launch_arguments_t args = args_of(NULL, 0);
   cubert_cube_count_t count = cubert_cube_count_new_single();
@@ -137,19 +116,19 @@ static stat_t bench_round_trip(cubert_client_t *client, const config_t *cfg) {
   long i;
   int r;
   for (r = -1; r < cfg->runs; r++) { /* r = -1: warm-up */
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (i = 0; i < cfg->round_trips; i++) {
       MUST("launch", cubert_client_launch(client, &ck_empty_kernel, &count, &args, &err));
       MUST("sync", cubert_client_sync(client, &err));
     }
-    if (r >= 0) t[r] = (now_ns() - t0) / (double)cfg->round_trips;
+    if (r >= 0) t[r] = (bench_now_ns() - t0) / (double)cfg->round_trips;
   }
-  return stat_of(t, cfg->runs);
+  return bench_stat_of(t, cfg->runs);
 }
 
 /* ---- 2. async launches ---------------------------------------------------------------- */
 
-static stat_t bench_async_sustained(cubert_client_t *client, const config_t *cfg) {
+static bench_stat_t bench_async_sustained(cubert_client_t *client, const config_t *cfg) {
   double t[MAX_RUNS];
   cubert_launch_arguments_t args = args_of(NULL, 0);
   cubert_cube_count_t count = cubert_cube_count_new_single();
@@ -157,16 +136,16 @@ static stat_t bench_async_sustained(cubert_client_t *client, const config_t *cfg
   long i;
   int r;
   for (r = -1; r < cfg->runs; r++) {
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (i = 0; i < cfg->async_n; i++)
       MUST("launch", cubert_client_launch(client, &ck_empty_kernel, &count, &args, &err));
     MUST("sync", cubert_client_sync(client, &err));
-    if (r >= 0) t[r] = (now_ns() - t0) / (double)cfg->async_n;
+    if (r >= 0) t[r] = (bench_now_ns() - t0) / (double)cfg->async_n;
   }
-  return stat_of(t, cfg->runs);
+  return bench_stat_of(t, cfg->runs);
 }
 
-static stat_t bench_async_burst(cubert_client_t *client, const config_t *cfg) {
+static bench_stat_t bench_async_burst(cubert_client_t *client, const config_t *cfg) {
   double t[MAX_RUNS];
   cubert_launch_arguments_t args = args_of(NULL, 0);
   cubert_cube_count_t count = cubert_cube_count_new_single();
@@ -177,20 +156,20 @@ static stat_t bench_async_burst(cubert_client_t *client, const config_t *cfg) {
     for (b = 0; b < cfg->bursts; b++) {
       double t0;
       MUST("sync", cubert_client_sync(client, &err)); /* idle stream, empty ring */
-      t0 = now_ns();
+      t0 = bench_now_ns();
       for (i = 0; i < BURST; i++)
         MUST("launch", cubert_client_launch(client, &ck_empty_kernel, &count, &args, &err));
-      total += now_ns() - t0;
+      total += bench_now_ns() - t0;
     }
     if (r >= 0) t[r] = total / ((double)cfg->bursts * BURST);
   }
   MUST("sync", cubert_client_sync(client, &err));
-  return stat_of(t, cfg->runs);
+  return bench_stat_of(t, cfg->runs);
 }
 
 /* ---- the bare executor (context) ------------------------------------------------------ */
 
-static stat_t bench_executor_floor(const config_t *cfg, uint32_t workers) {
+static bench_stat_t bench_executor_floor(const config_t *cfg, uint32_t workers) {
   double t[MAX_RUNS];
   cubert_cpu_executor_t *ex = NULL;
   cubert_kernel_args_t args;
@@ -202,14 +181,14 @@ static stat_t bench_executor_floor(const config_t *cfg, uint32_t workers) {
   cubert_kernel_args_initialize(&args);
   MUST("executor create", cubert_cpu_executor_create(cubert_allocator_libc(), workers, &ex, &err));
   for (r = -1; r < cfg->runs; r++) {
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (i = 0; i < cfg->round_trips; i++)
       MUST("executor run", cubert_cpu_executor_run(ex, &ck_empty_kernel, one, one, &args,
                                                    CUBERT_EXECUTION_CHECKED, NULL, &err));
-    if (r >= 0) t[r] = (now_ns() - t0) / (double)cfg->round_trips;
+    if (r >= 0) t[r] = (bench_now_ns() - t0) / (double)cfg->round_trips;
   }
   cubert_cpu_executor_destroy(ex);
-  return stat_of(t, cfg->runs);
+  return bench_stat_of(t, cfg->runs);
 }
 
 /* ---- 3. elementwise add vs memcpy ------------------------------------------------------ */
@@ -228,7 +207,7 @@ static void *copy_part(void *arg) {
 
 /* One memcpy of `bytes`, on 1 or 2 threads; returns ns. */
 static double timed_memcpy(void *dst, const void *src, size_t bytes, int threads) {
-  double t0 = now_ns(), t1;
+  double t0 = bench_now_ns(), t1;
   if (threads == 1) {
     memcpy(dst, src, bytes);
   } else {
@@ -247,13 +226,13 @@ static double timed_memcpy(void *dst, const void *src, size_t bytes, int threads
     copy_part(&a);
     pthread_join(th, NULL);
   }
-  t1 = now_ns();
+  t1 = bench_now_ns();
   __asm__ __volatile__("" : : "r"(dst) : "memory");
   return t1 - t0;
 }
 
 typedef struct bandwidth_t {
-  stat_t add_gbs, exec_gbs, memcpy_gbs, memcpy2_gbs, ratio, ratio2, ratio_exec;
+  bench_stat_t add_gbs, exec_gbs, memcpy_gbs, memcpy2_gbs, ratio, ratio2, ratio_exec;
 } bandwidth_t;
 
 /* Per run: the add through the client (launch + sync), the same add on a
@@ -289,15 +268,15 @@ static bandwidth_t bench_add(uint32_t workers, const config_t *cfg, const float 
   MUST("sync", cubert_client_sync(client, &err));
   args = args_of(h, 3);
   for (r = -1; r < cfg->runs; r++) { /* r = -1: warm-up */
-    double t0 = now_ns(), ta, te, tm, tm2;
+    double t0 = bench_now_ns(), ta, te, tm, tm2;
     MUST("add launch", cubert_client_launch(client, &ck_add_f32_kernel, &count, &args, &err));
     MUST("sync", cubert_client_sync(client, &err));
-    ta = now_ns() - t0;
-    t0 = now_ns();
+    ta = bench_now_ns() - t0;
+    t0 = bench_now_ns();
     MUST("executor add", cubert_cpu_executor_run(ex, &ck_add_f32_kernel, grid,
                                                  ck_add_f32_kernel.cube_dim, &kargs,
                                                  CUBERT_EXECUTION_CHECKED, NULL, &err));
-    te = now_ns() - t0;
+    te = bench_now_ns() - t0;
     tm = timed_memcpy(copy_dst, a, bytes, 1);
     tm2 = timed_memcpy(copy_dst, b, bytes, 2);
     if (r < 0) continue;
@@ -322,33 +301,49 @@ static bandwidth_t bench_add(uint32_t workers, const config_t *cfg, const float 
   for (i = 0; i < 3; i++) MUST("release", cubert_client_handle_release(client, &h[i]));
   cubert_client_release(client);
   cubert_cpu_executor_destroy(ex);
-  out.add_gbs = stat_of(add, cfg->runs);
-  out.exec_gbs = stat_of(ex_add, cfg->runs);
-  out.memcpy_gbs = stat_of(mc, cfg->runs);
-  out.memcpy2_gbs = stat_of(mc2, cfg->runs);
-  out.ratio = stat_of(ratio, cfg->runs);
-  out.ratio2 = stat_of(ratio2, cfg->runs);
-  out.ratio_exec = stat_of(ratio_exec, cfg->runs);
+  out.add_gbs = bench_stat_of(add, cfg->runs);
+  out.exec_gbs = bench_stat_of(ex_add, cfg->runs);
+  out.memcpy_gbs = bench_stat_of(mc, cfg->runs);
+  out.memcpy2_gbs = bench_stat_of(mc2, cfg->runs);
+  out.ratio = bench_stat_of(ratio, cfg->runs);
+  out.ratio2 = bench_stat_of(ratio2, cfg->runs);
+  out.ratio_exec = bench_stat_of(ratio_exec, cfg->runs);
   return out;
 }
 
 /* ---- report -------------------------------------------------------------------------- */
 
-static void row_ns(const char *what, stat_t s, const char *goal, const char *peer) {
-  printf("| %-46s | %9.0f ns | %7.0f..%-7.0f | %-20s | %s\n", what, s.median, s.min, s.max, goal,
-         peer);
+/* A row against a peer (NULL: none), with a goal on the ratio (0: none);
+ * ratio > 0: report it instead of the ratio of the medians. */
+static void emit_ratio(const char *section, const char *figure, const char *unit, int higher,
+                       bench_stat_t ours, const char *peer, bench_stat_t theirs, double goal,
+                       double ratio) {
+  bench_row_t row = bench_row(section, figure, unit, higher, ours);
+  row.peer = peer;
+  row.peer_stat = theirs;
+  row.goal = goal;
+  row.ratio = ratio;
+  bench_emit(&row);
 }
 
-static void row_gbs(const char *what, stat_t s, const char *goal, const char *peer) {
-  printf("| %-46s | %7.2f GB/s | %7.2f..%-7.2f | %-20s | %s\n", what, s.median, s.min, s.max,
-         goal, peer);
+static void emit(const char *section, const char *figure, const char *unit, int higher,
+                 bench_stat_t ours, const char *peer, bench_stat_t theirs, double goal) {
+  emit_ratio(section, figure, unit, higher, ours, peer, theirs, goal, 0);
+}
+
+/* A constant (a goal or a reference figure from elsewhere) as a peer. */
+static bench_stat_t constant(double v) {
+  bench_stat_t s;
+  s.median = s.min = s.max = v;
+  s.runs = 1;
+  return s;
 }
 
 /* --only: one part, its median printed (for perf / callgrind). */
 static int run_only(const config_t *cfg) {
   const size_t bytes = (size_t)64 << 20, n = bytes / sizeof(float);
   cubert_client_t *client;
-  stat_t s;
+  bench_stat_t s;
   if (strcmp(cfg->only, "add") == 0) {
     float *a = (float *)calloc(n, sizeof(float)), *b = (float *)calloc(n, sizeof(float));
     float *o = (float *)malloc(bytes);
@@ -383,17 +378,6 @@ static int run_only(const config_t *cfg) {
   return 0;
 }
 
-/* The machine's load average (Linux /proc/loadavg), for the record. */
-static void print_load(const char *when) {
-  char text[128];
-  FILE *f = fopen("/proc/loadavg", "r");
-  if (!f) return;
-  if (fgets(text, sizeof text, f)) printf("load average %s: %s", when, text);
-  fclose(f);
-}
-
-static const char *verdict(int met) { return met ? "met" : "MISSED"; }
-
 int main(int argc, char **argv) {
   config_t cfg;
   const size_t bytes = (size_t)64 << 20, n = bytes / sizeof(float);
@@ -401,11 +385,10 @@ int main(int argc, char **argv) {
   uint32_t cpus = online > 0 ? (uint32_t)online : 1u;
   uint32_t default_workers = cpus > 1 ? cpus - 1 : 1;
   cubert_client_t *client;
-  stat_t rt, floor_rt, sustained, burst, launches_per_s;
+  bench_stat_t rt, floor_rt, sustained, burst;
   bandwidth_t bw_default, bw_one;
   float *a, *b, *host_out;
   void *copy_dst;
-  char peer[128], goal[64];
   size_t i;
   int k;
   cfg.runs = 15;
@@ -440,7 +423,7 @@ int main(int argc, char **argv) {
          "1 add + 1 memcpy (1 thread) + 1 memcpy (2 threads)\n\n",
          cfg.round_trips, cfg.async_n, cfg.bursts, BURST);
 
-  print_load("before");
+  bench_print_load("before");
   if (cfg.only) return run_only(&cfg);
   client = device_create(0);
   rt = bench_round_trip(client, &cfg);
@@ -466,50 +449,39 @@ int main(int argc, char **argv) {
   bw_default = bench_add(0, &cfg, a, b, host_out, copy_dst, n);
   bw_one = bench_add(1, &cfg, a, b, host_out, copy_dst, n);
 
-  launches_per_s.median = 1e9 / sustained.median;
-  launches_per_s.min = 1e9 / sustained.max;
-  launches_per_s.max = 1e9 / sustained.min;
-
-  printf("| %-46s | %12s | %-16s | %-20s | %s\n", "figure", "median", "spread", "goal",
-         "peer (ratio = ours / peer)");
-  printf("|%s|\n", "------------------------------------------------------------------------"
-                   "---------------------------------------------------------------");
-  snprintf(peer, sizeof peer, "H100 cuLaunchKernel+cuStreamSynchronize 10.2 us (%.2fx)",
-           rt.median / PEER_ROUND_TRIP_NS);
-  snprintf(goal, sizeof goal, "<= 5000 %s", verdict(rt.median <= GOAL_ROUND_TRIP_NS));
-  row_ns("1. empty launch + sync round trip", rt, goal, peer);
-  snprintf(peer, sizeof peer, "client+server+stream add %.0f ns over it",
-           rt.median - floor_rt.median);
-  row_ns("   (executor alone: run + wait, no client)", floor_rt, "-", peer);
-  snprintf(peer, sizeof peer, "H100 cuLaunchKernel back to back 3.89 us (%.2fx)",
-           sustained.median / PEER_LAUNCH_NS);
-  snprintf(goal, sizeof goal, "<= 200 %s", verdict(sustained.median <= 1e9 / GOAL_LAUNCHES_PER_S));
-  row_ns("2. async launch, sustained (N then 1 sync)", sustained, goal, peer);
-  printf("| %-46s | %7.2f M/s  | %5.2f..%-9.2f | %-20s | %s\n", "   = launches/s from one thread",
-         launches_per_s.median / 1e6, launches_per_s.min / 1e6, launches_per_s.max / 1e6,
-         sustained.median <= 1e9 / GOAL_LAUNCHES_PER_S ? ">= 5 M met" : ">= 5 M MISSED",
-         "H100 0.26 M/s");
-  snprintf(peer, sizeof peer, "H100 3.89 us (%.2fx); = %.2f M/s", burst.median / PEER_LAUNCH_NS,
-           1e3 / burst.median);
-  row_ns("2b. async launch, client side (bursts of 256)", burst, "-", peer);
+  bench_table_begin("bench_client");
+  emit("client", "empty launch + sync round trip", "ns", 0, rt, "goal", constant(5000), 1.0);
+  emit("client", "  same, vs the bare executor (run + wait, floor)", "ns", 0, rt, "executor", floor_rt,
+       0);
+  emit("client", "  same, vs H100 driver launch + sync (reference)", "ns", 0, rt, "H100",
+       constant(PEER_ROUND_TRIP_NS), 0);
+  emit("client", "async launch, sustained (N launches + 1 sync)", "ns", 0, sustained,
+       "goal (5 M/s)", constant(1e9 / GOAL_LAUNCHES_PER_S), 1.0);
+  emit("client", "  same, vs H100 cuLaunchKernel back to back (ref.)", "ns", 0, sustained,
+       "H100", constant(PEER_LAUNCH_NS), 0);
+  emit("client", "  same, as launches/s", "M/s", 1, bench_stat_rate(sustained, 1e3), NULL,
+       constant(0), 0);
+  emit("client", "async launch, client side (bursts of 256)", "ns", 0, burst, NULL, constant(0), 0);
   for (k = 0; k < 2; k++) {
     const bandwidth_t *bw = k == 0 ? &bw_default : &bw_one;
-    char what[64];
-    snprintf(what, sizeof what, "3. add f32 64 MiB, workers=%u%s", k == 0 ? default_workers : 1u,
-             k == 0 ? " (default)" : "");
-    snprintf(goal, sizeof goal, ">= 0.80 x mc %s", verdict(bw->ratio.median >= GOAL_BANDWIDTH_RATIO));
-    snprintf(peer, sizeof peer, "memcpy 1 thread: %.2fx [%.2f..%.2f]; 2 threads: %.2fx",
-             bw->ratio.median, bw->ratio.min, bw->ratio.max, bw->ratio2.median);
-    row_gbs(what, bw->add_gbs, goal, peer);
-    snprintf(peer, sizeof peer, "same add, no client/stream: %.2fx memcpy", bw->ratio_exec.median);
-    row_gbs("   (executor alone, same workers, same run)", bw->exec_gbs, "context", peer);
-    row_gbs("   memcpy 64 MiB, 1 thread (same run)", bw->memcpy_gbs, "peer", "");
-    row_gbs("   memcpy 64 MiB, 2 threads (same run)", bw->memcpy2_gbs, "context", "");
+    char what[80];
+    if (k == 0)
+      snprintf(what, sizeof what, "add f32 64 MiB, default workers (%u), launch + sync",
+               default_workers);
+    else
+      snprintf(what, sizeof what, "add f32 64 MiB, workers = 1, launch + sync");
+    /* median of the per-run ratios: memcpy's bandwidth swings between runs */
+    emit_ratio("client", what, "GB/s", 1, bw->add_gbs, "memcpy", bw->memcpy_gbs,
+               GOAL_BANDWIDTH_RATIO, bw->ratio.median);
+    emit_ratio("client", "  same, vs memcpy on 2 threads", "GB/s", 1, bw->add_gbs, "memcpy x2",
+               bw->memcpy2_gbs, 0, bw->ratio2.median);
+    emit("client", "  same, vs the bare executor (same add, workers)", "GB/s", 1, bw->add_gbs,
+         "executor", bw->exec_gbs, 0);
   }
   printf("\nGB/s = bytes read + written / time (add: 3 x 64 MiB, memcpy: 2 x 64 MiB), 1 GB = 1e9 B.\n"
          "4. (runner-thread device handle round trip): not measured, cubert_cpu_client_create has "
          "no option for it.\n");
-  print_load("after");
+  bench_print_load("after");
   free(a);
   free(b);
   free(host_out);

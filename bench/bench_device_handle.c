@@ -200,8 +200,11 @@ int main(int argc, char **argv) {
       cfg.n = atol(argv[++i]);
     } else if (!strcmp(argv[i], "--queue") && i + 1 < argc) {
       cfg.queue = (uint32_t)strtoul(argv[++i], NULL, 10);
+    } else if (!strcmp(argv[i], "--quick")) { /* make bench BENCH_ARGS=--quick */
+      cfg.runs = 5;
+      cfg.n = 20000;
     } else {
-      fprintf(stderr, "usage: %s [--runs R (1..%d)] [--n N] [--queue Q]\n", argv[0],
+      fprintf(stderr, "usage: %s [--runs R (1..%d)] [--n N] [--queue Q] [--quick]\n", argv[0],
               BENCH_MAX_RUNS);
       return 2;
     }

@@ -112,7 +112,8 @@ int main(int argc, char **argv) {
   float *a, *b, *out;
   double e1, en, e0, add_pool, add_one, mc, gb = 1e9;
   size_t i;
-  if (argc > 1) workers = (uint32_t)strtoul(argv[1], NULL, 10);
+  /* [workers]; options such as --quick (make bench BENCH_ARGS=--quick) are ignored */
+  if (argc > 1 && argv[1][0] != '-') workers = (uint32_t)strtoul(argv[1], NULL, 10);
   if (cubert_cpu_executor_create(cubert_allocator_libc(), workers, &ex, NULL) != CUBERT_STATUS_OK ||
       cubert_cpu_executor_create(cubert_allocator_libc(), 0, &ex0, NULL) != CUBERT_STATUS_OK) {
     fprintf(stderr, "bench_executor: cannot create executors\n");
