@@ -17,6 +17,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 
+#include "cubert/config.h"
 #include "cubert/status.h"
 #include "embedded_target.h"
 
@@ -62,9 +63,30 @@ void test_fail(const char *file, int line, const char *fmt, ...) {
 }
 
 void test_skip(const char *file, int line, const char *reason) {
+  /* some reasons already start with "skipped: " (the feature skips below) */
+  if (strncmp(reason, "skipped: ", 9) == 0) reason += 9;
   printf("skip %s: skipped: %s (%s:%d)\n", g_current ? g_current : "?", reason, file, line);
   fflush(stdout);
   longjmp(g_jump, RESULT_SKIP);
+}
+
+/* As tests/support/runner.c: skip unless the library holds every feature bit. */
+int test_require_features(const char *file, int line, unsigned bits) {
+  static const struct {
+    unsigned bit;
+    const char *what;
+  } k_features[] = {
+      {CUBERT_FEATURE_RACE_CHECKER, "compiled out (CUBERT_CONFIG_RACE_CHECKER=0)"},
+      {CUBERT_FEATURE_SIMULATION, "compiled out (CUBERT_CONFIG_SIMULATION=0)"},
+      {CUBERT_FEATURE_PROFILING, "compiled out (CUBERT_CONFIG_PROFILING=0)"},
+      {CUBERT_FEATURE_ERROR_TEXT, "compiled out (CUBERT_CONFIG_ERROR_TEXT=0)"},
+  };
+  unsigned missing = bits & ~(unsigned)cubert_config_features();
+  size_t i;
+  for (i = 0; i < sizeof k_features / sizeof k_features[0]; i++)
+    if (missing & k_features[i].bit) test_skip(file, line, k_features[i].what);
+  if (missing) test_skip(file, line, "compiled out (unknown feature)");
+  return 0;
 }
 
 static void resume_after_fault(void) { longjmp(g_jump, RESULT_FAIL); }
