@@ -292,6 +292,7 @@ cubert_status_t cubert_inline_client_create(cubert_allocator_t allocator,
   k.stream_source_self = o.stream_source_self;
   k.host_release = o.release;
   k.host_release_self = o.release_self;
+  k.memory_config = o.memory_config;
   status = cubert_kit_client_create(allocator, &k, &g_inline_driver, d, out_client, out_error);
   if (status != CUBERT_STATUS_OK) inline_destroy(d);
   return status;

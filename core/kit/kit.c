@@ -59,13 +59,44 @@ static void kit_free(cubert_kit_t *kit) {
   kit_race_destroy(kit);
   if (kit->slots)
     cubert_allocator_free(a, kit->slots, (size_t)(kit->max_streams + 1u) * sizeof(kit_slot_t *), 0);
+  if (kit->memory_pools)
+    cubert_allocator_free(a, kit->memory_pools,
+                          (size_t)kit->memory_config.pool_count * sizeof(*kit->memory_pools), 0);
   cubert_allocator_free(a, kit, sizeof(*kit), 0);
+}
+
+/* The slots' memory configuration: checked now (a slot's manager is made on
+ * first use), a CUSTOM list copied. */
+static cubert_status_t kit_memory_config(cubert_kit_t *kit, const cubert_memory_configuration_t *c,
+                                         cubert_error_t *out_error) {
+  uint32_t count = 0;
+  /* capacity 0: OUT_OF_RANGE means the list is good (it only counts) */
+  cubert_status_t status =
+      cubert_memory_configuration_pools(c, kit->properties.memory, NULL, 0, &count, NULL);
+  if (status != CUBERT_STATUS_OK && status != CUBERT_STATUS_OUT_OF_RANGE)
+    return cubert_memory_configuration_pools(c, kit->properties.memory, NULL, 0, &count,
+                                             out_error);
+  kit->memory_config = *c;
+  if (c->kind != CUBERT_MEMORY_CONFIGURATION_CUSTOM || c->pool_count == 0) {
+    kit->memory_config.pools = NULL;
+    kit->memory_config.pool_count = 0;
+    return CUBERT_STATUS_OK;
+  }
+  if (cubert_allocator_malloc_array(kit->allocator, c->pool_count, sizeof(*kit->memory_pools), 0,
+                                    (void **)&kit->memory_pools) != CUBERT_STATUS_OK) {
+    kit->memory_config.pool_count = 0;
+    return kit_oom(out_error, "kit: memory configuration");
+  }
+  cubert_memcpy(kit->memory_pools, c->pools, (size_t)c->pool_count * sizeof(*kit->memory_pools));
+  kit->memory_config.pools = kit->memory_pools;
+  return CUBERT_STATUS_OK;
 }
 
 static cubert_status_t kit_parts_create(cubert_kit_t *kit, const cubert_kit_options_t *o,
                                         cubert_error_t *out_error) {
   cubert_event_backend_t backend;
   cubert_multi_stream_options_t mo;
+  CUBERT_RETURN_IF_ERROR(kit_memory_config(kit, &o->memory_config, out_error));
   if (cubert_allocator_malloc_array(kit->allocator, (size_t)kit->max_streams + 1u,
                                     sizeof(kit_slot_t *), 0, (void **)&kit->slots) !=
       CUBERT_STATUS_OK)

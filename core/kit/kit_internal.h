@@ -104,6 +104,10 @@ struct cubert_kit_t {
   /* test-only faults */
   uint32_t fault_drop_wait, waits_seen, fault_drop_gc_wait, gc_waits_seen;
   kit_comm_t *comm;
+  /* every slot's memory configuration; a CUSTOM list points at the kit's
+   * own copy (memory_pools, memory_config.pool_count entries) */
+  cubert_memory_configuration_t memory_config;
+  cubert_memory_pool_options_t *memory_pools;
 };
 
 /* ---- kit_base.c ---- */

@@ -106,7 +106,6 @@ static const cubert_storage_vtable_t g_kit_storage = {st_alignment, st_alloc, st
 
 cubert_status_t kit_memory_create(cubert_kit_t *kit, kit_slot_t *slot, cubert_error_t *out_error) {
   cubert_storage_t storage;
-  cubert_memory_configuration_t config = cubert_memory_configuration_default(false);
   slot->storage.kit = kit;
   slot->storage.slot = slot;
   slot->storage.blocks = NULL;
@@ -116,7 +115,7 @@ cubert_status_t kit_memory_create(cubert_kit_t *kit, kit_slot_t *slot, cubert_er
   storage.self = &slot->storage;
   storage.vtable = &g_kit_storage;
   return cubert_memory_manager_create(kit->allocator, storage, kit->table, kit->properties.memory,
-                                      &config, NULL, &slot->manager, out_error);
+                                      &kit->memory_config, NULL, &slot->manager, out_error);
 }
 
 void kit_memory_destroy(kit_slot_t *slot) {

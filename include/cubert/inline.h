@@ -43,6 +43,14 @@ typedef struct cubert_inline_options_t {
    * free the lock; NULL: nothing. Not called when the creation fails. */
   void (*release)(void *self);
   void *release_self;
+  /* The memory pools of each stream slot (cubert/memory.h). Zeroed: CubeCL's
+   * SubSlices preset, whose pages are sized for large devices (below 32 MiB
+   * of memory_size: one exclusive pool whose pages start at memory_size / 2).
+   * A small target wants a CUSTOM list of one direct pool,
+   * cubert_memory_pool_direct(0): every buffer is one allocation of its own
+   * size from the allocator, given back when released (docs/embedding.md).
+   * A CUSTOM list is copied (borrowed for the call only). */
+  cubert_memory_configuration_t memory_config;
 } cubert_inline_options_t;
 
 /* Zeros (the defaults above): no lock, no clock, stream 0. NULL: no-op. */
@@ -51,6 +59,7 @@ CUBERT_API void cubert_inline_options_initialize(cubert_inline_options_t *option
 /* Create an inline device and its first client (registered in the device
  * registry; cubert_client_load finds it). options NULL: the defaults.
  * INVALID_ARGUMENT (NULL out_client, max_streams above 255, half a lock);
+ * a bad memory_config: the errors of cubert_memory_configuration_pools;
  * ALREADY_EXISTS (kind SERVICE_CREATION) when the index is taken;
  * RESOURCE_EXHAUSTED. Nothing is left behind on failure. Thread-safe when
  * the lock is; never blocks the OS. */

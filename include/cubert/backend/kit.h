@@ -82,6 +82,11 @@ typedef struct cubert_kit_options_t {
   void *host_release_self;
   /* TEST ONLY: fault injection (NULL: none). Borrowed for the call. */
   const struct cubert_kit_faults_t *faults;
+  /* The pools of every stream slot's memory manager (cubert/memory.h;
+   * CubeCL's MemoryConfiguration). Zeroed: the SubSlices preset. A CUSTOM
+   * list is copied at creation (borrowed for the call only); checked then
+   * with cubert_memory_configuration_pools (its errors fail the creation). */
+  cubert_memory_configuration_t memory_config;
 } cubert_kit_options_t;
 
 /* Zeros: 16 streams, defaults everywhere, no lock (set one), no clock. NULL
