@@ -1,10 +1,79 @@
 /* tests/cts/cts.c: the device under test for the conformance suite (see cts.h). */
 #include "cts.h"
 
+#include <time.h>
+
 #include "cubert/backend/kit.h"
+#include "cubert/inline.h"
+#if !CUBERT_CTS_INLINE_ONLY
 #include "cubert/cpu.h"
 #include "cubert/host.h"
-#include "cubert/inline.h"
+#endif
+
+#if CUBERT_CTS_INLINE_ONLY
+/* ---- the inline driver alone (no environment, no host layer) ---- */
+
+cts_server_t cts_server(void) { return CTS_SERVER_INLINE; }
+
+/* A monotonic clock without an OS: each reading is 1 us after the last. */
+static uint64_t counting_now_ns(void *self) {
+  uint64_t *now = (uint64_t *)self;
+  *now += 1000u;
+  return *now;
+}
+
+static uint64_t g_now_ns;
+
+static cubert_profile_clock_t cts_clock(void) {
+  cubert_profile_clock_t clock;
+  clock.self = &g_now_ns;
+  clock.now_ns = counting_now_ns;
+  return clock;
+}
+
+void cts_sleep_ms(uint32_t ms) { g_now_ns += (uint64_t)ms * 1000000u; }
+
+static int race_on(void) { return 1; }
+
+uint16_t cts_device_type(void) { return CUBERT_INLINE_DEVICE_TYPE; }
+
+static cubert_status_t inline_create(cubert_allocator_t a, const cts_options_t *o,
+                                     cubert_client_t **out, cubert_error_t *err) {
+  /* the SubSlices preset's pages (1 GiB / 2 by default; 32 MiB and more for a
+   * sliced pool) cannot fit the target's RAM: the same shape at its scale, a
+   * sliced pool of 64 KiB pages for small buffers and a direct pool (exact
+   * sizes) above, as docs/embedding.md advises for small targets */
+  static const cubert_memory_pool_options_t k_pools[2] = {
+      {CUBERT_MEMORY_POOL_SLICED, 64 * 1024, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE, 0,
+       CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE},
+      {CUBERT_MEMORY_POOL_DIRECT, 0, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE, 0, 0,
+       CUBERT_MEMORY_NONE}};
+  cubert_inline_options_t io;
+  cubert_inline_options_initialize(&io);
+  io.device_index = o->device_index;
+  io.max_streams = o->max_streams ? o->max_streams : 8;
+  io.memory_size = o->memory_size;
+  io.max_handles = o->max_handles;
+  io.bounds_check = o->bounds_check;
+  io.race_check = (uint32_t)race_on();
+  io.clock = cts_clock(); /* no lock, stream 0 for every call: one thread */
+  io.memory_config.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
+  io.memory_config.pools = k_pools;
+  io.memory_config.pool_count = 2;
+  return cubert_inline_client_create(a, &io, out, err);
+}
+
+cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_options_t *options,
+                                  cubert_client_t **out_client, cubert_error_t *out_error) {
+  cts_options_t none;
+  if (!options) {
+    memset(&none, 0, sizeof none);
+    options = &none;
+  }
+  return inline_create(allocator, options, out_client, out_error);
+}
+
+#else /* !CUBERT_CTS_INLINE_ONLY */
 
 /* Deterministic runs: a failing test prints its seed and choice log at exit. */
 static cubert_client_t *g_sim_client;
@@ -35,17 +104,6 @@ cts_server_t cts_server(void) {
   if (strcmp(v, "inline") == 0) return CTS_SERVER_INLINE;
   test_fail(__FILE__, __LINE__, "CUBERT_CTS_SERVER=%s: expected cpu, deterministic or inline", v);
 }
-
-const char *cts_server_name(void) {
-  switch (cts_server()) {
-    case CTS_SERVER_DETERMINISTIC: return "deterministic";
-    case CTS_SERVER_INLINE: return "inline";
-    case CTS_SERVER_CPU:
-    default: return "cpu";
-  }
-}
-
-int cts_is_threaded(void) { return cts_server() == CTS_SERVER_CPU; }
 
 uint16_t cts_device_type(void) {
   return cts_server() == CTS_SERVER_INLINE ? CUBERT_INLINE_DEVICE_TYPE : CUBERT_CPU_DEVICE_TYPE;
@@ -119,23 +177,46 @@ cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_option
   return cubert_cpu_client_create(allocator, &o, out_client, out_error);
 }
 
+static int race_on(void) { return env_u64("CUBERT_CTS_RACE", 1) != 0; }
+
+void cts_sleep_ms(uint32_t ms) {
+  struct timespec ts;
+  ts.tv_sec = (time_t)(ms / 1000u);
+  ts.tv_nsec = (long)(ms % 1000u) * 1000000L;
+  nanosleep(&ts, NULL);
+}
+#endif /* CUBERT_CTS_INLINE_ONLY */
+
+const char *cts_server_name(void) {
+  switch (cts_server()) {
+    case CTS_SERVER_DETERMINISTIC: return "deterministic";
+    case CTS_SERVER_INLINE: return "inline";
+    case CTS_SERVER_CPU:
+    default: return "cpu";
+  }
+}
+
+int cts_is_threaded(void) { return cts_server() == CTS_SERVER_CPU; }
+
 void cts_setup_with(cts_env_t *env, const cts_options_t *options) {
   cubert_error_t err;
   char msg[256];
   memset(env, 0, sizeof(*env));
   env->allocator = counting_allocator_init(&env->counting);
   env->deterministic = cts_server() == CTS_SERVER_DETERMINISTIC && !options->threaded;
-  env->race_check = env_u64("CUBERT_CTS_RACE", 1) != 0;
+  env->race_check = (uint32_t)race_on();
   if (cts_client_create(env->allocator, options, &env->client, &err) != CUBERT_STATUS_OK) {
     cubert_error_format(&err, msg, sizeof msg);
     test_fail(__FILE__, __LINE__, "cts_setup: cannot create the %s device: %s", cts_server_name(),
               msg);
   }
+#if !CUBERT_CTS_INLINE_ONLY
   if (env->deterministic) {
     static int registered;
     g_sim_client = env->client;
     if (!registered) registered = atexit(print_sim_run) == 0;
   }
+#endif
 }
 
 void cts_setup(cts_env_t *env, uint32_t device_index) {
@@ -157,7 +238,9 @@ void cts_teardown(cts_env_t *env) {
                 (unsigned long long)counters.reports, line);
     }
   }
+#if !CUBERT_CTS_INLINE_ONLY
   if (g_sim_client == env->client) g_sim_client = NULL;
+#endif
   cubert_client_release(env->client);
   env->client = NULL;
   CHECK_MSG(env->counting.live_blocks == 0, "leaked %lld blocks (%lld bytes)",
@@ -169,9 +252,14 @@ void cts_teardown(cts_env_t *env) {
 int cts_has_collectives(cubert_client_t *client) {
   const cubert_driver_t *driver = NULL;
   void *self = NULL;
-  cubert_cpu_sim_info_t info;
   if (cubert_kit_driver_of(client, &driver, &self) != CUBERT_STATUS_OK) return 0;
   if (!driver->collective) return 0;
-  /* the CPU driver refuses them in deterministic mode */
-  return cubert_cpu_sim_info(client, &info) != CUBERT_STATUS_OK || !info.deterministic;
+#if CUBERT_CTS_INLINE_ONLY
+  return 1;
+#else
+  {
+    cubert_cpu_sim_info_t info; /* the CPU driver refuses them in deterministic mode */
+    return cubert_cpu_sim_info(client, &info) != CUBERT_STATUS_OK || !info.deterministic;
+  }
+#endif
 }

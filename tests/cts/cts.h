@@ -12,6 +12,12 @@
  *
  * (`make cts SERVER=cpu|deterministic|inline`.) A test that cannot apply to
  * the device under test skips with the reason ("skipped: ...").
+ *
+ * Built with CUBERT_CTS_INLINE_ONLY=1 (the embedded harness of tests/embedded,
+ * where there is no environment, no thread and no host layer), the device
+ * under test is the inline driver, always: no lock, no stream-id source, a
+ * counting clock (cts_clock), and nothing of backend-cpu/cpu or /host is
+ * linked. Tests that need threads or the host layer skip there.
  */
 #ifndef CUBERT_CTS_H
 #define CUBERT_CTS_H
@@ -20,6 +26,20 @@
 #include "counting_allocator.h"
 #include "cubert/cubert.h"
 #include "cubert/client.h"
+
+#ifndef CUBERT_CTS_INLINE_ONLY
+#define CUBERT_CTS_INLINE_ONLY 0
+#endif
+
+/* A test that starts other threads, or calls the host layer (backend-cpu/host,
+ * backend-cpu/cpu), skips on a build of the CTS for the inline driver alone. */
+#if CUBERT_CTS_INLINE_ONLY
+#define CTS_REQUIRE_THREADS() TEST_SKIP("needs threads (this harness runs one thread)")
+#define CTS_REQUIRE_HOST(what) TEST_SKIP("needs the host layer: " what " (not on this target)")
+#else
+#define CTS_REQUIRE_THREADS() ((void)0)
+#define CTS_REQUIRE_HOST(what) ((void)0)
+#endif
 
 typedef enum cts_server_e { CTS_SERVER_CPU = 0, CTS_SERVER_DETERMINISTIC = 1, CTS_SERVER_INLINE = 2 } cts_server_t;
 
@@ -61,6 +81,12 @@ void cts_setup(cts_env_t *env, uint32_t device_index);
 void cts_setup_with(cts_env_t *env, const cts_options_t *options);
 /* Release the client and check that every block was given back. */
 void cts_teardown(cts_env_t *env);
+
+/* Sleep `ms` milliseconds (nanosleep). Built with CUBERT_CTS_INLINE_ONLY, where
+ * the devices' profiling clock is a counter (no timer, one thread), it moves
+ * that clock forward by `ms` instead: durations measured across it still
+ * cover the sleep. */
+void cts_sleep_ms(uint32_t ms);
 
 /* Does the device under test have collectives (the CPU drivers in threaded
  * mode do)? Tests that need them skip otherwise. */

@@ -36,8 +36,8 @@ static void all_reduce_sync_collective(uint32_t n, uint32_t first_index) {
     for (j = 0; j < 8; j++) {
       mdev_read_f32(m.env[i].client, &h[i][j], out, 100);
       for (k = 0; k < 100; k++)
-        CHECK_MSG(out[k] == index_sum + (float)(j * n), "device %u handle %u [%u]: %g != %g", i, j,
-                  k, (double)out[k], (double)(index_sum + (float)(j * n)));
+        CHECK_MSG(out[k] == index_sum + (float)(j * n), "device %u handle %u [%u]: %g != %g", (unsigned)i,
+                  (unsigned)j, (unsigned)k, (double)out[k], (double)(index_sum + (float)(j * n)));
       CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i][j]));
     }
   mdev_teardown(&m);
@@ -73,7 +73,7 @@ static void put(uint32_t dtype, unsigned char *p, double v) {
     case CUBERT_COMM_DTYPE_U32: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); break; }
     case CUBERT_COMM_DTYPE_I64: { int64_t x = (int64_t)v; memcpy(p, &x, 8); break; }
     case CUBERT_COMM_DTYPE_U64: { uint64_t x = (uint64_t)v; memcpy(p, &x, 8); break; }
-    default: test_fail(__FILE__, __LINE__, "dtype %u", dtype);
+    default: test_fail(__FILE__, __LINE__, "dtype %u", (unsigned)dtype);
   }
 }
 
@@ -87,7 +87,7 @@ static double get(uint32_t dtype, const unsigned char *p) {
     case CUBERT_COMM_DTYPE_U32: { uint32_t x; memcpy(&x, p, 4); return (double)x; }
     case CUBERT_COMM_DTYPE_I64: { int64_t x; memcpy(&x, p, 8); return (double)x; }
     case CUBERT_COMM_DTYPE_U64: { uint64_t x; memcpy(&x, p, 8); return (double)x; }
-    default: test_fail(__FILE__, __LINE__, "dtype %u", dtype);
+    default: test_fail(__FILE__, __LINE__, "dtype %u", (unsigned)dtype);
   }
 }
 
@@ -134,7 +134,7 @@ TEST(cts_all_reduce_every_dtype_sum_and_mean) {
             want = (double)((long long)sum / (long long)n); /* truncation toward zero */
           if (dtype == CUBERT_COMM_DTYPE_F32) want = (double)(float)want;
           CHECK_MSG(get(dtype, out + e * w) == want, "dtype %u op %d dev %u [%u]: %g != %g",
-                    dtype, op, i, e, get(dtype, out + e * w), want);
+                    (unsigned)dtype, op, (unsigned)i, (unsigned)e, get(dtype, out + e * w), want);
         }
         /* the source is untouched */
         CHECK_OK(cubert_client_read_one(m.env[i].client, &src[i], out, NE * w, NULL));
@@ -385,7 +385,7 @@ TEST(cts_all_reduce_one_thread_per_device) {
     CHECK(pthread_create(&threads[i], NULL, reduce_worker, &workers[i]) == 0);
   }
   for (i = 0; i < 4; i++) CHECK(pthread_join(threads[i], NULL) == 0);
-  for (i = 0; i < 4; i++) CHECK_MSG(workers[i].ok, "device %u saw a wrong result", i);
+  for (i = 0; i < 4; i++) CHECK_MSG(workers[i].ok, "device %u saw a wrong result", (unsigned)i);
   mdev_teardown(&m);
 }
 
@@ -459,6 +459,6 @@ TEST(cts_all_reduce_and_send_recv_ring_one_thread_per_device) {
     CHECK(pthread_create(&threads[i], NULL, ring_worker, &workers[i]) == 0);
   }
   for (i = 0; i < 4; i++) CHECK(pthread_join(threads[i], NULL) == 0);
-  for (i = 0; i < 4; i++) CHECK_MSG(workers[i].ok, "device %u saw a wrong result", i);
+  for (i = 0; i < 4; i++) CHECK_MSG(workers[i].ok, "device %u saw a wrong result", (unsigned)i);
   mdev_teardown(&m);
 }

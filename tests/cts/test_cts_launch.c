@@ -206,6 +206,7 @@ TEST(cts_many_threads_many_streams) {
   pthread_t t[6];
   worker_ctx_t w[6];
   int i;
+  CTS_REQUIRE_THREADS();
   cts_setup(&env, 0);
   for (i = 0; i < 6; i++) {
     w[i].client = env.client; /* unpinned: each thread uses its own stream id */

@@ -142,7 +142,8 @@ static void to_client_every_pair(uint32_t n, int tensor_path) {
       /* a read on the destination's stream sees the data without further syncs */
       CHECK_OK(cubert_client_read_one(m.env[b].client, &dst, out, sizeof out, NULL));
       for (k = 0; k < 6; k++)
-        CHECK_MSG(out[k] == v[k], "%u -> %u [%u]: %g != %g", a, b, k, (double)out[k],
+        CHECK_MSG(out[k] == v[k], "%u -> %u [%u]: %g != %g", (unsigned)a, (unsigned)b, (unsigned)k,
+                  (double)out[k],
                   (double)v[k]);
       CHECK_OK(cubert_client_handle_release(m.env[a].client, &src));
       CHECK_OK(cubert_client_handle_release(m.env[b].client, &dst));

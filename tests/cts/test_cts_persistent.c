@@ -176,13 +176,10 @@ static void *other_thread(void *arg) {
 
 static cubert_status_t hold_device(void *user, cubert_error_t *err) {
   excl_t *x = (excl_t *)user;
-  struct timespec ts;
   (void)err;
   __atomic_store_n(&x->inside, 1, __ATOMIC_SEQ_CST);
   if (pthread_create(&x->thread, NULL, other_thread, x) != 0) return CUBERT_STATUS_INTERNAL;
-  ts.tv_sec = 0;
-  ts.tv_nsec = 50 * 1000000L;
-  nanosleep(&ts, NULL);
+  cts_sleep_ms(50);
   __atomic_store_n(&x->inside, 0, __ATOMIC_SEQ_CST);
   return CUBERT_STATUS_OK;
 }
@@ -191,6 +188,7 @@ static cubert_status_t hold_device(void *user, cubert_error_t *err) {
 TEST(cts_exclusive_holds_off_other_threads) {
   cts_env_t env;
   excl_t x;
+  CTS_REQUIRE_THREADS();
   cts_setup(&env, 0);
   memset(&x, 0, sizeof x);
   x.seen_inside = -1;

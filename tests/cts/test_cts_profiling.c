@@ -5,12 +5,13 @@
 #include "cts.h"
 
 #include <pthread.h>
-#include <time.h>
+#if !CUBERT_CTS_INLINE_ONLY
 #include <unistd.h>
 
 #include "cubert/cpu.h"
-#include "cubert/cube.h"
 #include "cubert/host.h"
+#endif
+#include "cubert/cube.h"
 #include "cubert/profile.h"
 #include "cubert_kernels.h"
 
@@ -21,10 +22,7 @@ CUBERT_KERNEL(cts_sleep_u32) {
   CUBERT_BUFFER(uint32_t, buf, 0);
   CUBERT_PHASE {
     if (UNIT_POS == 0 && CUBE_POS == 0) {
-      struct timespec ts;
-      ts.tv_sec = 0;
-      ts.tv_nsec = SLEEP_MS * 1000000L;
-      nanosleep(&ts, NULL);
+      cts_sleep_ms(SLEEP_MS);
       CUBERT_STORE(buf, 0, CUBERT_LOAD(buf, 0) + 1u);
     }
   }
@@ -417,6 +415,9 @@ TEST(cts_kernel_profiling_errors) {
 /* The hosted default sink writes the text to stderr: used as the sink of
  * a BASIC profile, the summary table appears on (a captured) stderr. */
 TEST(cts_log_sink_stderr_prints_the_summary) {
+#if CUBERT_CTS_INLINE_ONLY
+  CTS_REQUIRE_HOST("cubert_log_sink_stderr and file descriptors");
+#else
   cts_env_t env;
   FILE *tmp = tmpfile();
   int saved;
@@ -445,12 +446,16 @@ TEST(cts_log_sink_stderr_prints_the_summary) {
   CHECK_MSG(strstr(text, "ck_add_scalar_u32") != NULL && strstr(text, "| Total") != NULL,
             "stderr: %s", text);
   cts_teardown(&env);
+#endif
 }
 
 /* The CPU options take the level from CUBERT_PROFILE_LEVEL; a device
  * created with a level has it (stderr sink); an invalid level fails the
  * create and leaves nothing behind. */
 TEST(cts_cpu_options_profile_level) {
+#if CUBERT_CTS_INLINE_ONLY
+  CTS_REQUIRE_HOST("the CPU driver's options and the environment");
+#else
   cubert_cpu_options_t o;
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
@@ -483,6 +488,7 @@ TEST(cts_cpu_options_profile_level) {
   cubert_client_release(client);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
+#endif
 }
 
 /* Launches from several threads at once: every launch is counted once in
@@ -541,6 +547,7 @@ TEST(cts_kernel_profiling_concurrent_launches_counted_once) {
                                       CUBERT_PROFILE_LEVEL_BASIC};
   char line[512], want[32];
   int l, i;
+  CTS_REQUIRE_THREADS();
   cts_setup(&env, 0);
   pthread_mutex_init(&sink.mutex, NULL);
   for (l = 0; l < 2; l++) {
