@@ -1,8 +1,10 @@
 # tests/embedded/embedded.mk: the embedded targets (docs/embedding.md), included by the Makefile.
 #
-#   make test-cortex-m    the core's unit tests on Cortex-M4F, run under qemu-system-arm -M mps2-an386
-#   make test-bigendian   the same unit tests built for s390x (big-endian) with clang and Debian's
-#                         s390x sysroot, run under qemu-s390x
+#   make test-cortex-m    the core's unit tests and the conformance suite on the inline driver
+#                         on Cortex-M4F, run under qemu-system-arm -M mps2-an386
+#   make test-bigendian   the same unit tests, and the conformance suite on the three drivers
+#                         (cpu, deterministic, inline), built for s390x (big-endian) with clang
+#                         and Debian's s390x sysroot, run under qemu-s390x
 #   make check-cortex-m0  the core for Cortex-M0 (no atomic RMW instructions) through the
 #                         critical-section hook, linked; plus the host unit tests through that hook
 #   make check-cxx-host   tests/embedded/cxx_host.cpp with g++ and clang++ -std=c++11 -Werror
@@ -25,26 +27,35 @@ NEED_PACKAGES = sh tests/embedded/need_packages.sh
 
 .PHONY: test-cortex-m test-bigendian check-cortex-m0 check-cxx-host
 
-# ---- Cortex-M4F: the unit tests under QEMU ---------------------------------------------
+# ---- Cortex-M4F: the unit tests and the conformance suite under QEMU ------------------------
 CM4_BUILD := $(BUILD)/cortex-m4
 CM4_ARCH := -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16
 CM4_OPT ?= -Os -g
 CM4_COMMON = $(CUBERT_WARN) $(CUBERT_WERROR) -Iinclude $(CM4_ARCH) $(CM4_OPT) -ffunction-sections -fdata-sections $(DEPFLAGS)
-# The library objects: the core's freestanding flags (only the compiler's headers).
-CM4_CORE_FLAGS = $(CM4_COMMON) -Icore -ffreestanding -nostdinc -isystem $(shell $(ARM_CC) -print-file-name=include 2>/dev/null)
+# The library objects: the core's freestanding flags (only the compiler's headers). The
+# library is the core plus the freestanding parts of backend-cpu: the inline driver and
+# the CPU kernel runner (FREESTANDING_CPU_SRC).
+CM4_CORE_FLAGS = $(CM4_COMMON) -Icore -Ibackend-cpu -ffreestanding -nostdinc -isystem $(shell $(ARM_CC) -print-file-name=include 2>/dev/null)
 # The harness (tests, support, runner, start-up) is hosted by newlib; CUBERT_TEST_EMBEDDED=1
 # lets a test that needs processes, threads or a large memory say "skipped: ...".
-CM4_TEST_FLAGS = $(CM4_COMMON) $(HOST_DEFS) -DCUBERT_TEST_EMBEDDED=1 -Itests/embedded/include \
-  -Itests/embedded/cortex-m -Itests/support -Icore
+# The conformance suite (tests/cts) is built for the inline driver alone (CUBERT_CTS_INLINE_ONLY:
+# there is no environment to choose a driver with, and no host layer).
+CM4_TEST_FLAGS = $(CM4_COMMON) $(HOST_DEFS) -DCUBERT_TEST_EMBEDDED=1 -DCUBERT_CTS_INLINE_ONLY=1 \
+  -Itests/embedded/include -Itests/embedded/cortex-m -Itests/support -Icore -Ibackend-cpu $(KERNELS_INC)
 CM4_HARNESS_SRC := tests/embedded/runner.c tests/embedded/cortex-m/startup.c \
   tests/embedded/cortex-m/newlib_extra.c
-CM4_TEST_SRC := $(filter-out tests/support/runner.c,$(SUPPORT_SRC)) $(UNIT_SRC) $(CM4_HARNESS_SRC)
-CM4_CORE_OBJ := $(CORE_SRC:%.c=$(CM4_BUILD)/obj/%.o)
+CM4_CTS_SRC := $(sort $(wildcard tests/cts/*.c))
+CM4_TEST_SRC := $(filter-out tests/support/runner.c,$(SUPPORT_SRC)) $(UNIT_SRC) $(CM4_CTS_SRC) $(CM4_HARNESS_SRC)
+CM4_CORE_OBJ := $(CORE_SRC:%.c=$(CM4_BUILD)/obj/%.o) $(FREESTANDING_CPU_SRC:%.c=$(CM4_BUILD)/obj/%.o)
 CM4_TEST_OBJ := $(CM4_TEST_SRC:%.c=$(CM4_BUILD)/obj/%.o)
 CM4_BIN := $(CM4_BUILD)/cubert-cortex-m-test.elf
 CM4_LD := tests/embedded/cortex-m/an386.ld
 
 $(CM4_BUILD)/obj/core/%.o: core/%.c
+	@mkdir -p $(dir $@)
+	$(ARM_CC) $(CM4_CORE_FLAGS) -c $< -o $@
+
+$(CM4_BUILD)/obj/backend-cpu/%.o: backend-cpu/%.c
 	@mkdir -p $(dir $@)
 	$(ARM_CC) $(CM4_CORE_FLAGS) -c $< -o $@
 
@@ -54,14 +65,15 @@ $(CM4_BUILD)/obj/tests/%.o: tests/%.c
 
 -include $(wildcard $(CM4_BUILD)/obj/*/*.d $(CM4_BUILD)/obj/*/*/*.d $(CM4_BUILD)/obj/*/*/*/*.d)
 
-# libcubert-core.a for the target, then the harness linked against it and newlib (librdimon:
-# stdio and malloc over semihosting). The core's own undefined symbols are checked first:
-# memcpy/memset/memmove and the compiler's runtime only.
+# libcubert-core.a for the target (the core, the inline driver, the kernel runner), then the
+# harness linked against it and newlib (librdimon: stdio and malloc over semihosting). The
+# library's own undefined symbols are checked first: memcpy/memset/memmove and the compiler's
+# runtime only.
 $(CM4_BUILD)/libcubert-core.a: $(CM4_CORE_OBJ)
 	@undef=$$($(ARM_CC) $(CM4_ARCH) -r -nostdlib -o $(CM4_BUILD)/core-relocatable.o $^ && \
 	  $(ARM_NM) -u $(CM4_BUILD)/core-relocatable.o | awk '{print $$NF}' | \
 	  grep -Ev '^($(FREESTANDING_ALLOW_RE))$$' || true); \
-	  [ -z "$$undef" ] || { echo "test-cortex-m: the core needs symbols beyond memcpy/memset/memmove:" $$undef; exit 1; }
+	  [ -z "$$undef" ] || { echo "test-cortex-m: the library needs symbols beyond memcpy/memset/memmove:" $$undef; exit 1; }
 	rm -f $@
 	$(ARM_AR) rcs $@ $^
 
@@ -80,20 +92,36 @@ test-cortex-m:
 	  if [ $$rc = 124 ]; then echo "test-cortex-m: timed out after $(CORTEX_M_TIMEOUT) s (CORTEX_M_TIMEOUT)"; \
 	  elif [ $$rc != 0 ]; then echo "test-cortex-m: exit status $$rc"; fi; exit $$rc
 
-# ---- big-endian: the unit tests on s390x under qemu-user ---------------------------------
+# ---- big-endian: the unit tests and the conformance suite on s390x under qemu-user -----------
 BE_BUILD := $(BUILD)/s390x
 test-bigendian:
 	@$(NEED_PACKAGES) test-bigendian $(CLANG):clang $(BE_TRIPLE)-ld:binutils-$(BE_TRIPLE) \
 	  $(BE_SYSROOT)/include/stdio.h:libc6-dev-$(subst _,-,$(firstword $(subst -, ,$(BE_TRIPLE))))-cross \
 	  $(BE_LIBGCC):libgcc-12-dev-$(firstword $(subst -, ,$(BE_TRIPLE)))-cross $(QEMU_BE):qemu-user
 	@$(MAKE) --no-print-directory BUILD=$(BE_BUILD) CC="$(BE_CC)" AR=$(BE_TRIPLE)-ar \
-	  $(BE_BUILD)/cubert-unit-test
+	  $(BE_BUILD)/cubert-unit-test $(BE_BUILD)/cubert-test
 	@printf 'int main(void){union{unsigned u;unsigned char c[4];}x;x.u=1;return x.c[0];}\n' | \
 	  $(BE_CC) -x c - -o $(BE_BUILD)/endian-probe && \
 	  QEMU_LD_PREFIX=$(BE_SYSROOT) $(QEMU_BE) $(BE_BUILD)/endian-probe || \
 	  { echo "test-bigendian: $(BE_CC) does not build big-endian programs that $(QEMU_BE) runs"; exit 1; }
-	@echo "QEMU_LD_PREFIX=$(BE_SYSROOT) $(QEMU_BE) $(BE_BUILD)/cubert-unit-test $(TESTS)"
-	@QEMU_LD_PREFIX=$(BE_SYSROOT) $(QEMU_BE) $(BE_BUILD)/cubert-unit-test $(TESTS)
+	@if [ -n "$(TESTS)" ]; then \
+	  echo "QEMU_LD_PREFIX=$(BE_SYSROOT) $(QEMU_BE) $(BE_BUILD)/cubert-unit-test $(TESTS)"; \
+	  QEMU_LD_PREFIX=$(BE_SYSROOT) $(QEMU_BE) $(BE_BUILD)/cubert-unit-test $(TESTS); exit $$?; fi; \
+	sum=$(BE_BUILD)/summaries; rm -f $$sum; status=0; \
+	echo "== unit tests: QEMU_LD_PREFIX=$(BE_SYSROOT) $(QEMU_BE) $(BE_BUILD)/cubert-unit-test"; \
+	QEMU_LD_PREFIX=$(BE_SYSROOT) $(QEMU_BE) $(BE_BUILD)/cubert-unit-test > $(BE_BUILD)/unit.log 2>&1 || status=1; \
+	grep -v '^ok ' $(BE_BUILD)/unit.log; tail -n 1 $(BE_BUILD)/unit.log >> $$sum; \
+	for server in cpu deterministic inline; do \
+	  echo "== conformance suite on the $$server driver: CUBERT_CTS_SERVER=$$server ... cubert-test cts_"; \
+	  CUBERT_CTS_SERVER=$$server QEMU_LD_PREFIX=$(BE_SYSROOT) $(QEMU_BE) $(BE_BUILD)/cubert-test cts_ \
+	    > $(BE_BUILD)/cts-$$server.log 2>&1 || status=1; \
+	  grep -v '^ok ' $(BE_BUILD)/cts-$$server.log; tail -n 1 $(BE_BUILD)/cts-$$server.log >> $$sum; \
+	done; \
+	echo "== total (logs in $(BE_BUILD)/*.log)"; \
+	awk '{ for (i = 1; i < NF; i++) { if ($$(i + 1) ~ /^passed/) p += $$i; \
+	         if ($$(i + 1) ~ /^failed/) f += $$i; if ($$(i + 1) ~ /^skipped/) s += $$i } } \
+	     END { if (s) printf "%d passed, %d failed, %d skipped\n", p, f, s; \
+	           else printf "%d passed, %d failed\n", p, f }' $$sum; exit $$status
 
 # ---- Cortex-M0: the core through the critical-section hook --------------------------------
 # ARMv6-M has no LDREX/STREX: without the hook, GCC turns every atomic read-modify-write into
