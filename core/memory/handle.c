@@ -118,6 +118,19 @@ static chunk_t *chunk_at(const cubert_handle_table_t *t, uint32_t c) {
   return (chunk_t *)cubert_atomic_load_ptr(&t->chunks[c]);
 }
 
+/* Slots of chunk n that exist: 256, or fewer in the last chunk of a table
+ * whose capacity is not a multiple of 256. Only those are allocated (a
+ * 16-entry table takes 16 slots, not 256): no index reaches past them
+ * (lookups stop at max_slots, the bitmap holds only them). */
+static uint32_t chunk_valid(const cubert_handle_table_t *t, uint32_t n) {
+  uint32_t valid = t->max_slots - (n << CHUNK_SHIFT);
+  return valid > CHUNK_SLOTS ? CHUNK_SLOTS : valid;
+}
+
+static size_t chunk_bytes(const cubert_handle_table_t *t, uint32_t n) {
+  return offsetof(chunk_t, slots) + (size_t)chunk_valid(t, n) * sizeof(slot_t);
+}
+
 /* Decode an id to its slot. False for the null id, a foreign tag, an index
  * beyond max_slots, an even generation (never alive) or a chunk never grown.
  * Touches nothing but the table header and one chunk pointer. */
@@ -255,7 +268,7 @@ void cubert_handle_table_destroy(cubert_handle_table_t *table) {
   if (!table) return;
   for (c = 0; c < table->max_chunks; c++) {
     chunk_t *chunk = chunk_at(table, c);
-    if (chunk) cubert_allocator_free(table->allocator, chunk, sizeof *chunk, CHUNK_ALIGN);
+    if (chunk) cubert_allocator_free(table->allocator, chunk, chunk_bytes(table, c), CHUNK_ALIGN);
   }
   cubert_allocator_free(table->allocator, (void *)table->chunks,
                         (size_t)table->max_chunks * sizeof(void *), 0);
@@ -291,10 +304,9 @@ uint32_t cubert_handle_table_live(const cubert_handle_table_t *table) {
 
 /* ---- acquire: free set, growth -------------------------------------------- */
 
-static void chunk_init(chunk_t *chunk, uint32_t first_slot, uint32_t max_slots) {
-  uint32_t valid = max_slots - first_slot, i;
-  if (valid > CHUNK_SLOTS) valid = CHUNK_SLOTS;
-  for (i = 0; i < CHUNK_SLOTS; i++) cubert_atomic_store_u32(&chunk->slots[i].pins, PIN_FREE);
+static void chunk_init(chunk_t *chunk, uint32_t valid) {
+  uint32_t i;
+  for (i = 0; i < valid; i++) cubert_atomic_store_u32(&chunk->slots[i].pins, PIN_FREE);
   for (i = 0; i < CHUNK_WORDS; i++) {
     uint32_t lo = i * 32u, bits;
     if (valid >= lo + 32u) bits = 0xFFFFFFFFu;
@@ -311,12 +323,12 @@ static cubert_status_t table_grow(cubert_handle_table_t *t, uint32_t n) {
   cubert_status_t st;
   /* unreachable: in single-threaded tests (chunk n made by another thread) */
   if (!chunk_at(t, n)) {
-    st = cubert_allocator_malloc(t->allocator, sizeof(chunk_t), CHUNK_ALIGN, &mem);
+    st = cubert_allocator_malloc(t->allocator, chunk_bytes(t, n), CHUNK_ALIGN, &mem);
     if (st != CUBERT_STATUS_OK) return st;
-    chunk_init((chunk_t *)mem, n << CHUNK_SHIFT, t->max_slots);
+    chunk_init((chunk_t *)mem, chunk_valid(t, n));
     /* unreachable: in single-threaded tests (another thread published chunk n first) */
     if (!cubert_atomic_cas_ptr(&t->chunks[n], &expected, mem))
-      cubert_allocator_free(t->allocator, mem, sizeof(chunk_t), CHUNK_ALIGN);
+      cubert_allocator_free(t->allocator, mem, chunk_bytes(t, n), CHUNK_ALIGN);
   }
   (void)cubert_atomic_cas_u32(&t->chunk_count, &expected_n, n + 1u);
   return CUBERT_STATUS_OK;
@@ -740,7 +752,12 @@ cubert_status_t cubert_handle_table_debug_check(const cubert_handle_table_t *tab
       if (c < cubert_atomic_load_u32(&table->chunk_count)) return CUBERT_STATUS_INTERNAL;
       continue;
     }
-    for (i = 0; i < CHUNK_SLOTS; i++) {
+    /* the slots past the table's capacity are not allocated: no free bit for them */
+    for (i = chunk_valid(table, c); i < CHUNK_SLOTS; i++)
+      /* unreachable: a broken invariant (this debug check exists to catch one) */
+      if ((cubert_atomic_load_u32(&chunk->free_bits[i >> 5]) >> (i & 31u)) & 1u)
+        return CUBERT_STATUS_INTERNAL;
+    for (i = 0; i < chunk_valid(table, c); i++) {
       slot_t *s = &chunk->slots[i];
       uint32_t pins = cubert_atomic_load_u32(&s->pins);
       uint32_t state = cubert_atomic_load_u32(&s->state);
@@ -748,11 +765,7 @@ cubert_status_t cubert_handle_table_debug_check(const cubert_handle_table_t *tab
       uint32_t bindings = cubert_atomic_load_u32(&s->bindings);
       uint32_t gen = cubert_atomic_load_u32(&s->generation);
       bool bit = (cubert_atomic_load_u32(&chunk->free_bits[i >> 5]) >> (i & 31u)) & 1u;
-      /* unreachable(15): a broken invariant (this debug check exists to catch one) */
-      if ((c << CHUNK_SHIFT) + i >= table->max_slots) {
-        if (pins != PIN_FREE || bit) return CUBERT_STATUS_INTERNAL;
-        continue;
-      }
+      /* unreachable(11): a broken invariant (this debug check exists to catch one) */
       if (pins == PIN_FREE) {
         if (!bit || state != 0 || (gen & 1u)) return CUBERT_STATUS_INTERNAL;
         continue;

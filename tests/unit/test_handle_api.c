@@ -168,3 +168,28 @@ TEST(handle_api_use_after_release) {
   check_consistent(t, 0, 0);
   table_done(t, &c);
 }
+
+/* A table smaller than a chunk (256 slots) allocates only its own slots: a
+ * 16-slot table fits in about 16 slots' worth of memory (small embedded
+ * devices, docs/embedding.md); a 300-slot table's second chunk holds 44;
+ * every slot works, and the table is full after exactly max_slots. */
+TEST(handle_table_small_capacity_allocates_its_slots_only) {
+  static const uint32_t sizes[3] = {16, 300, 256};
+  cubert_memory_id_t ids[300], extra;
+  uint32_t k, i;
+  for (k = 0; k < 3; k++) {
+    counting_allocator_t c;
+    cubert_handle_table_t *t = table_new(&c, sizes[k], 0);
+    int64_t empty = c.live_bytes;
+    for (i = 0; i < sizes[k]; i++) ids[i] = acquire_ok(t);
+    CHECK_STATUS(cubert_memory_id_acquire(t, &extra), CUBERT_STATUS_OUT_OF_RANGE);
+    check_consistent(t, sizes[k], 0);
+    /* the slots' bytes: at most 64 bytes a slot plus a 64-byte bitmap per chunk */
+    CHECK_MSG(c.live_bytes - empty <= (int64_t)(sizes[k] * 64u + 2u * 64u),
+              "%u slots took %lld bytes", (unsigned)sizes[k], (long long)(c.live_bytes - empty));
+    if (sizes[k] == 16) CHECK_MSG(c.live_bytes < 1200, "%lld bytes", (long long)c.live_bytes);
+    for (i = 0; i < sizes[k]; i++) CHECK_OK(cubert_memory_id_release_handle(t, ids[i]));
+    check_consistent(t, 0, 0);
+    table_done(t, &c);
+  }
+}
