@@ -645,3 +645,59 @@ TEST(client_kit_refuses_incomplete_drivers) {
   CHECK_OK(launch_once(client, NULL));
   fake_release(client, &d, &c);
 }
+
+/* The kit's memory configuration (cubert_kit_options_t.memory_config): a bad
+ * list fails the creation with the configuration's error and leaves nothing;
+ * a CUSTOM list is copied (the caller's array may change afterwards); with
+ * one direct pool a buffer reserves its padded size only (the default preset
+ * would reserve a page); a failed copy of the list leaves nothing either. */
+TEST(client_kit_memory_configuration) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_init(&c);
+  fake_device_t d;
+  cubert_kit_options_t o;
+  cubert_memory_pool_options_t pools[1];
+  cubert_client_t *client = NULL;
+  cubert_error_t err;
+  cubert_memory_usage_t usage;
+  cubert_handle_t h;
+  uint8_t bytes[100] = {0};
+  uint64_t n;
+  memset(&d, 0, sizeof d);
+  d.allocator = a;
+  fake_options(&o, 45);
+  pools[0] = cubert_memory_pool_sliced(0, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
+  o.memory_config.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
+  o.memory_config.pools = pools;
+  o.memory_config.pool_count = 1;
+  CHECK_STATUS(cubert_kit_client_create(a, &o, &g_fake_driver, &d, &client, &err),
+               CUBERT_STATUS_CONFIG_INVALID);
+  CHECK(cubert_error_has_kind(&err, CUBERT_ERROR_CONFIG_ZERO_SIZE));
+  o.memory_config.kind = (cubert_memory_configuration_kind_t)9;
+  CHECK_STATUS(cubert_kit_client_create(a, &o, &g_fake_driver, &d, &client, &err),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK(client == NULL);
+  CHECK_EQ_I64(d.destroyed, 0);
+  CHECK_EQ_I64(c.live_blocks, 0);
+  /* every allocation of the creation fails in turn: nothing is left */
+  o.memory_config.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
+  pools[0] = cubert_memory_pool_direct(0);
+  for (n = 1;; n++) {
+    counting_allocator_fail_at(&c, c.calls + n, 0);
+    if (cubert_kit_client_create(a, &o, &g_fake_driver, &d, &client, NULL) == CUBERT_STATUS_OK)
+      break;
+    CHECK(client == NULL);
+    CHECK_EQ_I64(c.live_blocks, 0);
+  }
+  counting_allocator_fail_at(&c, 0, 0);
+  cubert_client_release(client);
+  CHECK_EQ_I64(c.live_blocks, 0);
+  client = fake_client(a, &d, &o);
+  pools[0] = cubert_memory_pool_sliced(0, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE); /* copied */
+  CHECK_OK(cubert_client_create(client, bytes, sizeof bytes, &h, NULL));
+  CHECK_OK(cubert_client_memory_usage(client, &usage, NULL));
+  CHECK_EQ_U64(usage.number_allocs, 1);
+  CHECK_EQ_U64(usage.bytes_reserved, 112); /* 100 rounded up to the 16-byte alignment */
+  CHECK_OK(cubert_client_handle_release(client, &h));
+  fake_release(client, &d, &c);
+}
