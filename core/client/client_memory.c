@@ -45,6 +45,13 @@ static void release_bytes(cubert_bytes_t *bytes, size_t from, size_t count) {
   }
 }
 
+/* A synchronous driver (CUBERT_DRIVER_SYNCHRONOUS: the inline driver) has
+ * copied an upload before the device task returns, so the upload reads the
+ * caller's bytes in place: no copy, nothing allocated for it (small hosts). */
+static int upload_in_place(const device_state_t *st) {
+  return (cubert_kit_driver(st->kit, NULL)->flags & CUBERT_DRIVER_SYNCHRONOUS) != 0;
+}
+
 /* Per-call scratch (heap: 64 tensors would need ~30 KB of stack). */
 typedef struct create_scratch_t {
   cubert_layout_t *layouts;
@@ -111,7 +118,10 @@ static cubert_status_t create_item(device_state_t *st, create_scratch_t *s, cons
   }
   cubert_memset(&s->bytes[s->nbytes], 0, sizeof(cubert_bytes_t));
   s->bytes[s->nbytes].property = CUBERT_ALLOCATION_NATIVE;
-  if (len) {
+  if (len && upload_in_place(st)) { /* borrowed: no release */
+    s->bytes[s->nbytes].data = (void *)(uintptr_t)data[i];
+    s->bytes[s->nbytes].size = len;
+  } else if (len) {
     void *copy = NULL;
     if (cubert_allocator_malloc(st->allocator, (size_t)len, 0, &copy) != CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &len, 1,
@@ -314,10 +324,15 @@ cubert_status_t cubert_client_write(cubert_client_t *client, const cubert_handle
     return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2,
                             "write larger than the handle");
   }
-  if (size && cubert_allocator_malloc(client->state->allocator, (size_t)size, 0, &copy) !=
-                  CUBERT_STATUS_OK)
-    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &size, 1, "write copy");
-  if (size) cubert_memcpy(copy, data, (size_t)size);
+  if (size && upload_in_place(client->state)) {
+    copy = (void *)(uintptr_t)data; /* borrowed: no release */
+  } else if (size) {
+    if (cubert_allocator_malloc(client->state->allocator, (size_t)size, 0, &copy) !=
+        CUBERT_STATUS_OK)
+      return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &size, 1,
+                              "write copy");
+    cubert_memcpy(copy, data, (size_t)size);
+  }
   cubert_memset(&d, 0, sizeof d);
   d.binding = *handle;
   d.rank = 1;
@@ -328,7 +343,7 @@ cubert_status_t cubert_client_write(cubert_client_t *client, const cubert_handle
   bytes.size = size;
   bytes.property = CUBERT_ALLOCATION_NATIVE;
   bytes.owner = &client->state->allocator;
-  bytes.release = size ? release_owned_copy : NULL;
+  bytes.release = size && !upload_in_place(client->state) ? release_owned_copy : NULL;
   t.ran = 0;
   t.op.stream = cubert_client_stream(client);
   t.op.descriptors = &d;
