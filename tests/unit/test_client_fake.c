@@ -701,3 +701,50 @@ TEST(client_kit_memory_configuration) {
   CHECK_OK(cubert_client_handle_release(client, &h));
   fake_release(client, &d, &c);
 }
+
+/* A synchronous driver's uploads read the caller's bytes in place: create
+ * and write of 64 KiB allocate the device's 64 KiB and no host copy; a driver
+ * that runs later gets a copy (the control). The data arrives either way. */
+TEST(client_kit_synchronous_driver_uploads_in_place) {
+  static uint8_t data[65536], out[65536];
+  cubert_driver_t drivers[2];
+  int k;
+  memset(data, 7, sizeof data);
+  drivers[0] = g_fake_driver;
+  drivers[0].flags = CUBERT_DRIVER_SYNCHRONOUS;
+  drivers[1] = g_fake_driver;
+  for (k = 0; k < 2; k++) {
+    counting_allocator_t c;
+    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_memory_pool_options_t direct = cubert_memory_pool_direct(0);
+    fake_device_t d;
+    cubert_kit_options_t o;
+    cubert_client_t *client = NULL;
+    cubert_handle_t h;
+    int64_t before;
+    fake_options(&o, 46);
+    o.memory_config.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
+    o.memory_config.pools = &direct;
+    o.memory_config.pool_count = 1;
+    memset(&d, 0, sizeof d);
+    d.allocator = a;
+    CHECK_OK(cubert_kit_client_create(a, &o, &drivers[k], &d, &client, NULL));
+    CHECK_OK(launch_once(client, NULL)); /* the stream slot and its memory exist */
+    before = c.live_bytes;
+    c.peak_bytes = before;
+    CHECK_OK(cubert_client_create(client, data, sizeof data, &h, NULL));
+    data[5] = 9;
+    CHECK_OK(cubert_client_write(client, &h, data, sizeof data, NULL));
+    if (k == 0)
+      CHECK_MSG(c.peak_bytes - before < 65536 + 4096, "peak grew %lld bytes",
+                (long long)(c.peak_bytes - before));
+    else
+      CHECK_MSG(c.peak_bytes - before >= 2 * 65536, "peak grew %lld bytes",
+                (long long)(c.peak_bytes - before));
+    CHECK_OK(cubert_client_read_one(client, &h, out, sizeof out, NULL));
+    CHECK(memcmp(out, data, sizeof out) == 0);
+    data[5] = 7;
+    CHECK_OK(cubert_client_handle_release(client, &h));
+    fake_release(client, &d, &c);
+  }
+}
