@@ -276,7 +276,7 @@ cubert_status_t cubert_inline_client_create(cubert_allocator_t allocator,
   k.device.index_id = o.device_index;
   if (o.max_streams) k.max_streams = o.max_streams;
   k.max_handles = o.max_handles;
-  k.gc_capacity = 16; /* events are complete when recorded: entries go at once */
+  k.gc_capacity = 4; /* events are complete when recorded: entries go at the next poll */
   k.layout_policy.kind = CUBERT_LAYOUT_POLICY_CONTIGUOUS;
   k.layout_policy.mem_alignment = 8;
   k.bounds_check = o.bounds_check;
