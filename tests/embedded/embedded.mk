@@ -81,6 +81,51 @@ $(CM4_BIN): $(CM4_TEST_OBJ) $(CM4_BUILD)/libcubert-core.a $(CM4_LD)
 	$(ARM_CC) $(CM4_ARCH) -nostartfiles -T $(CM4_LD) -Wl,--gc-sections -Wl,-Map,$(CM4_BUILD)/cubert-cortex-m-test.map \
 	  -o $@ $(CM4_TEST_OBJ) $(CM4_BUILD)/libcubert-core.a -Wl,--start-group -lc -lrdimon -lgcc -Wl,--end-group
 
+# ---- the static-arena demo (examples/embedded/arena_demo.c) ------------------------------------
+# On the target: bare metal with an 8 KiB stack (painted), no newlib beyond memcpy/memset/memmove
+# (start-up built with EMBEDDED_NEWLIB=0: no stdio, no heap), output over semihosting. The link
+# map must show no other libc member. On the build machine: against libcubert.a.
+DEMO_STACK ?= 8192
+CM4_DEMO_ELF := $(CM4_BUILD)/arena-demo.elf
+CM4_DEMO_OBJ := $(CM4_BUILD)/obj/examples/embedded/arena_demo.o $(CM4_BUILD)/obj/demo-startup.o
+DEMO_LIBC_ALLOW := mem(cpy|set|move)
+HOST_DEMO := $(BUILD)/examples/arena_demo
+
+$(CM4_BUILD)/obj/examples/embedded/arena_demo.o: examples/embedded/arena_demo.c
+	@mkdir -p $(dir $@)
+	$(ARM_CC) $(CM4_COMMON) -DCUBERT_DEMO_BARE_METAL=1 -Itests/embedded/cortex-m $(KERNELS_INC) -c $< -o $@
+
+$(CM4_BUILD)/obj/demo-startup.o: tests/embedded/cortex-m/startup.c
+	@mkdir -p $(dir $@)
+	$(ARM_CC) $(CM4_COMMON) -DEMBEDDED_NEWLIB=0 -Itests/embedded/cortex-m -c $< -o $@
+
+$(CM4_DEMO_ELF): $(CM4_DEMO_OBJ) $(CM4_BUILD)/libcubert-core.a $(CM4_LD)
+	$(ARM_CC) $(CM4_ARCH) -nostartfiles -T $(CM4_LD) -Wl,--defsym=STACK_SIZE=$(DEMO_STACK) -Wl,--gc-sections \
+	  -Wl,-Map,$(CM4_BUILD)/arena-demo.map -o $@ $(CM4_DEMO_OBJ) $(CM4_BUILD)/libcubert-core.a -lc -lgcc
+
+$(HOST_DEMO): examples/embedded/arena_demo.c $(STATIC_LIB) | $(BUILD)/examples
+	$(CC) $(CUBERT_CFLAGS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
+
+.PHONY: check-embedded-demo cortex-m-demo
+# The demo on the build machine, then on the Cortex-M4F (QEMU).
+check-embedded-demo: $(HOST_DEMO)
+	@echo "$(HOST_DEMO)"; $(HOST_DEMO)
+	@$(MAKE) --no-print-directory cortex-m-demo
+
+cortex-m-demo:
+	@$(NEED_PACKAGES) test-cortex-m $(ARM_CC):gcc-arm-none-eabi $(QEMU_ARM):qemu-system-arm \
+	  newlib:libnewlib-arm-none-eabi
+	@$(MAKE) --no-print-directory $(CM4_DEMO_ELF)
+	@libc=$$(sed -n 's/^[^ ]*libc\.a(\([^)]*\)).*/\1/p' $(CM4_BUILD)/arena-demo.map | sort -u | \
+	    grep -Ev '$(DEMO_LIBC_ALLOW)' || true); \
+	  [ -z "$$libc" ] || { echo "cortex-m-demo: libc members beyond memcpy/memset/memmove linked:" $$libc; exit 1; }; \
+	  echo "cortex-m-demo: libc members linked: $$(sed -n 's/^[^ ]*libc\.a(\([^)]*\)).*/\1/p' \
+	    $(CM4_BUILD)/arena-demo.map | sort -u | tr '\n' ' ')(no malloc, no stdio)"
+	@$(ARM_SIZE) $(CM4_DEMO_ELF) | sed 's/^/cortex-m-demo: /'
+	@echo "$(QEMU_ARM) -M mps2-an386 -semihosting ... -kernel $(CM4_DEMO_ELF)  (stack $(DEMO_STACK) bytes)"
+	@timeout $(CORTEX_M_TIMEOUT) $(QEMU_ARM) -M mps2-an386 -nographic -monitor none -serial null \
+	    -semihosting-config enable=on,target=native -kernel $(CM4_DEMO_ELF)
+
 test-cortex-m:
 	@$(NEED_PACKAGES) test-cortex-m $(ARM_CC):gcc-arm-none-eabi $(QEMU_ARM):qemu-system-arm \
 	  newlib:libnewlib-arm-none-eabi

@@ -9,11 +9,18 @@
  * newlib's librdimon provides the rest of stdio over semihosting.
  *
  * This file belongs to the test harness only: the library itself needs none of it.
+ * Built with EMBEDDED_NEWLIB=0 (examples/embedded/arena_demo.c on the target) it uses no
+ * newlib at all: no stdio handles to open, no heap (_sbrk): a program linked with it that
+ * calls malloc does not link.
  */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "embedded_target.h"
+
+#ifndef EMBEDDED_NEWLIB
+#define EMBEDDED_NEWLIB 1
+#endif
 
 extern uint32_t __data_start[], __data_end[], __data_load[];
 extern uint32_t __bss_start[], __bss_end[];
@@ -60,6 +67,7 @@ void _exit(int status) {
 }
 
 /* ---- heap for the harness's malloc ------------------------------------------------ */
+#if EMBEDDED_NEWLIB
 static char *g_brk;
 static char *g_brk_peak;
 
@@ -75,6 +83,9 @@ void *_sbrk(ptrdiff_t incr) {
 }
 
 size_t embedded_heap_peak(void) { return g_brk_peak ? (size_t)(g_brk_peak - __heap_start) : 0; }
+#else
+size_t embedded_heap_peak(void) { return 0; }
+#endif
 size_t embedded_heap_size(void) { return (size_t)(__heap_end - __heap_start); }
 
 /* ---- painted stack ---------------------------------------------------------------- */
@@ -133,7 +144,9 @@ void cubert_reset_c(void) {
   while (dst < __data_end) *dst++ = *src++;
   for (dst = __bss_start; dst < __bss_end; dst++) *dst = 0;
   embedded_stack_paint();
+#if EMBEDDED_NEWLIB
   initialise_monitor_handles();
+#endif
   for (fn = __preinit_array_start; fn < __preinit_array_end; fn++) (*fn)();
   for (fn = __init_array_start; fn < __init_array_end; fn++) (*fn)();
   argc = command_line();
