@@ -20,6 +20,14 @@
 
 /* ---- device tasks ---- */
 
+static void sync_collective_run(void *context, void *payload);
+typedef struct sync_collective_task_t {
+  client_task_t head;
+  uint64_t stream;
+} sync_collective_task_t;
+
+#if CUBERT_CONFIG_COLLECTIVES
+
 typedef struct comm_init_task_t {
   client_task_t head;
   const uint32_t *indices;
@@ -47,16 +55,6 @@ static void collective_run(void *context, void *payload) {
     t->head.status = cubert_kit_sync_collective(kit, t->op.stream, t->head.error);
 }
 
-typedef struct sync_collective_task_t {
-  client_task_t head;
-  uint64_t stream;
-} sync_collective_task_t;
-
-static void sync_collective_run(void *context, void *payload) {
-  sync_collective_task_t *t = (sync_collective_task_t *)payload;
-  t->head.status = cubert_kit_sync_collective((cubert_kit_t *)context, t->stream, t->head.error);
-}
-
 static void collective_init(collective_task_t *t, cubert_client_t *client, uint32_t kind,
                             uint32_t dtype) {
   cubert_memset(t, 0, sizeof(*t));
@@ -64,6 +62,8 @@ static void collective_init(collective_task_t *t, cubert_client_t *client, uint3
   t->op.kind = kind;
   t->op.dtype = dtype;
 }
+
+#endif /* CUBERT_CONFIG_COLLECTIVES */
 
 /* The index ids of `devices`, which must all be of this client's device type. */
 static cubert_status_t device_indices(const cubert_client_t *client,
@@ -92,6 +92,12 @@ static cubert_status_t device_indices(const cubert_client_t *client,
   return CUBERT_STATUS_OK;
 }
 
+
+static void sync_collective_run(void *context, void *payload) {
+  sync_collective_task_t *t = (sync_collective_task_t *)payload;
+  t->head.status = cubert_kit_sync_collective((cubert_kit_t *)context, t->stream, t->head.error);
+}
+
 static cubert_status_t check_dtype(uint32_t dtype, cubert_error_t *out_error) {
   if (cubert_comm_dtype_size(dtype) == 0) {
     uint64_t f = dtype;
@@ -101,7 +107,30 @@ static cubert_status_t check_dtype(uint32_t dtype, cubert_error_t *out_error) {
   return CUBERT_STATUS_OK;
 }
 
-/* ---- collectives ---- */
+/* The pair {self, peer} as device ids, after checking the peer. */
+static cubert_status_t pair_of(const cubert_client_t *client, cubert_device_id_t peer,
+                               cubert_device_id_t *out_pair, cubert_error_t *out_error) {
+  cubert_device_id_t self = client->state->device;
+  if (peer.type_id != self.type_id) {
+    uint64_t f[2];
+    f[0] = peer.type_id;
+    f[1] = self.type_id;
+    return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, f, 2,
+                            "peer device of another backend type");
+  }
+  if (peer.index_id == self.index_id) {
+    uint64_t f = peer.index_id;
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, &f, 1,
+                            "a device cannot send to or receive from itself");
+  }
+  out_pair[0] = self;
+  out_pair[1] = peer;
+  return CUBERT_STATUS_OK;
+}
+
+/* ---- collectives (without them: the same argument checks, then COMPILED_OUT) ---- */
+
+#if CUBERT_CONFIG_COLLECTIVES
 
 cubert_status_t cubert_client_ensure_init_collective(cubert_client_t *client,
                                                      const cubert_device_id_t *devices,
@@ -141,33 +170,6 @@ cubert_status_t cubert_client_all_reduce(cubert_client_t *client, const cubert_h
   return client_submit(client, collective_run, &t.head, out_error);
 }
 
-cubert_status_t cubert_client_sync_collective(cubert_client_t *client, cubert_error_t *out_error) {
-  sync_collective_task_t t;
-  COMM_CHECK(client, "sync_collective: NULL client");
-  t.stream = cubert_client_stream(client);
-  return client_submit(client, sync_collective_run, &t.head, out_error);
-}
-
-/* The pair {self, peer} as device ids, after checking the peer. */
-static cubert_status_t pair_of(const cubert_client_t *client, cubert_device_id_t peer,
-                               cubert_device_id_t *out_pair, cubert_error_t *out_error) {
-  cubert_device_id_t self = client->state->device;
-  if (peer.type_id != self.type_id) {
-    uint64_t f[2];
-    f[0] = peer.type_id;
-    f[1] = self.type_id;
-    return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, f, 2,
-                            "peer device of another backend type");
-  }
-  if (peer.index_id == self.index_id) {
-    uint64_t f = peer.index_id;
-    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, &f, 1,
-                            "a device cannot send to or receive from itself");
-  }
-  out_pair[0] = self;
-  out_pair[1] = peer;
-  return CUBERT_STATUS_OK;
-}
 
 cubert_status_t cubert_client_send(cubert_client_t *client,
                                    const cubert_copy_descriptor_t *descriptor, uint32_t dtype,
@@ -281,6 +283,87 @@ cubert_status_t cubert_client_to_client_tensor(cubert_client_t *src,
   return CUBERT_STATUS_OK;
 }
 
+#else /* !CUBERT_CONFIG_COLLECTIVES: the API links and says so */
+
+#define COLLECTIVES_OMITTED "collectives (CUBERT_CONFIG_COLLECTIVES=0)"
+
+static cubert_status_t collectives_omitted(cubert_error_t *out_error) {
+  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0, COLLECTIVES_OMITTED);
+}
+
+cubert_status_t cubert_client_ensure_init_collective(cubert_client_t *client,
+                                                     const cubert_device_id_t *devices,
+                                                     size_t count, cubert_error_t *out_error) {
+  uint32_t indices[CUBERT_COMMUNICATION_MAX_DEVICES];
+  COMM_CHECK(client, "ensure_init_collective: NULL client");
+  CUBERT_RETURN_IF_ERROR(device_indices(client, devices, count, indices, out_error));
+  return collectives_omitted(out_error);
+}
+
+cubert_status_t cubert_client_all_reduce(cubert_client_t *client, const cubert_handle_t *src,
+                                         const cubert_handle_t *dst, uint32_t dtype,
+                                         const cubert_device_id_t *devices, size_t count,
+                                         cubert_reduce_operation_t op, cubert_error_t *out_error) {
+  uint32_t indices[CUBERT_COMMUNICATION_MAX_DEVICES];
+  COMM_CHECK(client && src && dst, "all_reduce: NULL argument");
+  CUBERT_RETURN_IF_ERROR(client_check_device(client, src, out_error));
+  CUBERT_RETURN_IF_ERROR(client_check_device(client, dst, out_error));
+  CUBERT_RETURN_IF_ERROR(check_dtype(dtype, out_error));
+  COMM_CHECK(cubert_reduce_operation_is_valid(op), "all_reduce: unknown reduce operation");
+  CUBERT_RETURN_IF_ERROR(device_indices(client, devices, count, indices, out_error));
+  return collectives_omitted(out_error);
+}
+
+cubert_status_t cubert_client_send(cubert_client_t *client,
+                                   const cubert_copy_descriptor_t *descriptor, uint32_t dtype,
+                                   cubert_device_id_t dst_device, cubert_error_t *out_error) {
+  cubert_device_id_t pair[2];
+  COMM_CHECK(client && descriptor, "send: NULL argument");
+  CUBERT_RETURN_IF_ERROR(client_check_device(client, &descriptor->binding, out_error));
+  CUBERT_RETURN_IF_ERROR(check_dtype(dtype, out_error));
+  CUBERT_RETURN_IF_ERROR(pair_of(client, dst_device, pair, out_error));
+  return collectives_omitted(out_error);
+}
+
+cubert_status_t cubert_client_recv(cubert_client_t *client, uint64_t size, uint32_t dtype,
+                                   cubert_device_id_t src_device, cubert_handle_t *out_handle,
+                                   cubert_error_t *out_error) {
+  cubert_device_id_t pair[2];
+  COMM_CHECK(client && out_handle, "recv: NULL argument");
+  CUBERT_RETURN_IF_ERROR(check_dtype(dtype, out_error));
+  COMM_CHECK(size % cubert_comm_dtype_size(dtype) == 0,
+             "recv: size is not a multiple of the dtype's width");
+  CUBERT_RETURN_IF_ERROR(pair_of(client, src_device, pair, out_error));
+  return collectives_omitted(out_error);
+}
+
+cubert_status_t cubert_client_to_client_tensor(cubert_client_t *src,
+                                               const cubert_copy_descriptor_t *descriptor,
+                                               cubert_client_t *dst, uint32_t dtype,
+                                               cubert_handle_t *out_handle,
+                                               cubert_error_t *out_error) {
+  cubert_device_id_t pair[2];
+  uint64_t size;
+  COMM_CHECK(src && descriptor && dst && out_handle, "to_client_tensor: NULL argument");
+  CUBERT_RETURN_IF_ERROR(client_check_device(src, &descriptor->binding, out_error));
+  CUBERT_RETURN_IF_ERROR(check_dtype(dtype, out_error));
+  CUBERT_RETURN_IF_ERROR(pair_of(src, dst->state->device, pair, out_error));
+  size = cubert_handle_size_in_used(&descriptor->binding);
+  COMM_CHECK(size % cubert_comm_dtype_size(dtype) == 0,
+             "to_client_tensor: size is not a multiple of the dtype's width");
+  return collectives_omitted(out_error);
+}
+
+#endif /* CUBERT_CONFIG_COLLECTIVES */
+
+/* OK at once when no collective was ever enqueued (always, without collectives). */
+cubert_status_t cubert_client_sync_collective(cubert_client_t *client, cubert_error_t *out_error) {
+  sync_collective_task_t t;
+  COMM_CHECK(client, "sync_collective: NULL client");
+  t.stream = cubert_client_stream(client);
+  return client_submit(client, sync_collective_run, &t.head, out_error);
+}
+
 cubert_status_t cubert_client_change_client_sync(cubert_client_t *src,
                                                  const cubert_copy_descriptor_t *descriptor,
                                                  cubert_client_t *dst,
@@ -349,8 +432,10 @@ cubert_status_t cubert_client_to_client(cubert_client_t *src, const cubert_handl
   desc.shape[0] = cubert_handle_size_in_used(handle);
   desc.strides[0] = 1;
   desc.elem_size = 1;
+#if CUBERT_CONFIG_COLLECTIVES
   if (src->state->properties.features & CUBERT_FEATURE_COLLECTIVES)
     return cubert_client_to_client_tensor(src, &desc, dst, dtype, out_handle, out_error);
+#endif
   CUBERT_RETURN_IF_ERROR(cubert_client_change_client_sync(src, &desc, dst, &layout, out_error));
   *out_handle = layout.memory;
   return CUBERT_STATUS_OK;

@@ -4,6 +4,8 @@
  * every other device call. */
 #include "client/client_internal.h"
 
+#if CUBERT_CONFIG_PERSISTENT_MEMORY
+
 typedef struct window_edge_t {
   device_state_t *state;
   uint64_t stream;
@@ -83,3 +85,18 @@ cubert_status_t cubert_client_memory_persistent_allocation(cubert_client_t *clie
   if (closed != CUBERT_STATUS_OK) *error = closing;
   return closed;
 }
+
+#else /* !CUBERT_CONFIG_PERSISTENT_MEMORY: fn is not run; the stream stays Auto */
+
+cubert_status_t cubert_client_memory_persistent_allocation(cubert_client_t *client,
+                                                           cubert_client_fn_t fn, void *user,
+                                                           cubert_error_t *out_error) {
+  (void)user;
+  if (!client || !fn)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "memory_persistent_allocation: NULL argument");
+  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0,
+                          "persistent memory (CUBERT_CONFIG_PERSISTENT_MEMORY=0)");
+}
+
+#endif /* CUBERT_CONFIG_PERSISTENT_MEMORY */

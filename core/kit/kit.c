@@ -105,10 +105,12 @@ static cubert_status_t kit_parts_create(cubert_kit_t *kit, const cubert_kit_opti
                                                            : CUBERT_KIT_DEFAULT_GC_CAPACITY,
                                        out_error));
   CUBERT_RETURN_IF_ERROR(kit_race_create(kit, o, out_error));
+#if CUBERT_CONFIG_PROFILING /* compiled out: a clock is ignored, tokens are UNSUPPORTED */
   if (o->clock.now_ns)
     CUBERT_RETURN_IF_ERROR(cubert_profiler_create(kit->allocator, o->clock,
                                                   CUBERT_PROFILER_DEFAULT_CAPACITY,
                                                   &kit->profiler, out_error));
+#endif
   backend.vtable = &kit_event_backend_vtable;
   backend.self = kit;
   cubert_multi_stream_options_initialize(&mo);
@@ -145,6 +147,12 @@ cubert_status_t cubert_kit_create(cubert_allocator_t allocator, const cubert_kit
     kit->fault_drop_gc_wait = o->faults->drop_gc_wait;
   }
   driver->properties(driver_self, &kit->properties);
+#if !CUBERT_CONFIG_STAGING
+  kit->properties.features &= ~(uint64_t)CUBERT_FEATURE_STAGING; /* compiled out */
+#endif
+#if !CUBERT_CONFIG_COLLECTIVES
+  kit->properties.features &= ~(uint64_t)CUBERT_FEATURE_COLLECTIVES;
+#endif
   status = kit_parts_create(kit, o, out_error);
   if (status != CUBERT_STATUS_OK) {
     cubert_multi_stream_destroy(kit->multi);

@@ -19,6 +19,8 @@
  */
 #include "kit/kit_internal.h"
 
+#if CUBERT_CONFIG_COLLECTIVES
+
 bool cubert_kit_has_collectives(const cubert_kit_t *kit) { return kit->driver->collective != NULL; }
 
 /* Sort the device set, compute its CommunicationId and this device's rank.
@@ -351,3 +353,39 @@ void kit_comm_destroy(cubert_kit_t *kit) {
   cubert_allocator_free(kit->allocator, c, sizeof(*c), 0);
   kit->comm = NULL;
 }
+
+#else /* !CUBERT_CONFIG_COLLECTIVES: no communicator is ever made */
+
+#define COLLECTIVES_OMITTED "collectives (CUBERT_CONFIG_COLLECTIVES=0)"
+
+bool cubert_kit_has_collectives(const cubert_kit_t *kit) {
+  (void)kit;
+  return false;
+}
+
+cubert_status_t cubert_kit_comm_init(cubert_kit_t *kit, const uint32_t *device_indices,
+                                     size_t count, cubert_error_t *out_error) {
+  (void)kit;
+  (void)device_indices;
+  (void)count;
+  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0, COLLECTIVES_OMITTED);
+}
+
+cubert_status_t cubert_kit_collective(cubert_kit_t *kit, const cubert_kit_collective_t *op,
+                                      cubert_error_t *out_error) {
+  (void)kit;
+  (void)op;
+  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0, COLLECTIVES_OMITTED);
+}
+
+cubert_status_t cubert_kit_sync_collective(cubert_kit_t *kit, uint64_t stream,
+                                           cubert_error_t *out_error) {
+  (void)stream;
+  return kit_lost(kit, out_error); /* nothing was ever enqueued: nothing to wait for */
+}
+
+void kit_comm_shutdown(cubert_kit_t *kit) { (void)kit; }
+
+void kit_comm_destroy(cubert_kit_t *kit) { (void)kit; }
+
+#endif /* CUBERT_CONFIG_COLLECTIVES */

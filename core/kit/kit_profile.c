@@ -5,6 +5,8 @@
  */
 #include "kit/kit_internal.h"
 
+#if CUBERT_CONFIG_PROFILING
+
 bool cubert_kit_has_clock(const cubert_kit_t *kit) { return kit->profiler != NULL; }
 
 /* Wait for the stream and take its queued errors (blocks). */
@@ -40,3 +42,31 @@ cubert_status_t cubert_kit_profile_end(cubert_kit_t *kit, uint64_t stream,
     (void)cubert_profiler_error(kit->profiler, &sync_error);
   return cubert_profiler_stop(kit->profiler, token, out_duration, out_error);
 }
+
+#else /* !CUBERT_CONFIG_PROFILING: the kit makes no profiler (a clock is ignored) */
+
+bool cubert_kit_has_clock(const cubert_kit_t *kit) {
+  (void)kit;
+  return false;
+}
+
+cubert_status_t cubert_kit_profile_start(cubert_kit_t *kit, uint64_t stream,
+                                         cubert_profiling_token_t *out_token,
+                                         cubert_error_t *out_error) {
+  (void)kit;
+  (void)stream;
+  (void)out_token;
+  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0,
+                          "profiling (CUBERT_CONFIG_PROFILING=0)");
+}
+
+cubert_status_t cubert_kit_profile_end(cubert_kit_t *kit, uint64_t stream,
+                                       cubert_profiling_token_t token,
+                                       cubert_profile_duration_t *out_duration,
+                                       cubert_error_t *out_error) {
+  (void)token;
+  (void)out_duration;
+  return cubert_kit_profile_start(kit, stream, NULL, out_error);
+}
+
+#endif /* CUBERT_CONFIG_PROFILING */

@@ -10,6 +10,8 @@
  */
 #include "kit/kit_internal.h"
 
+#if CUBERT_CONFIG_RACE_CHECKER
+
 cubert_status_t kit_race_create(cubert_kit_t *kit, const cubert_kit_options_t *o,
                                 cubert_error_t *out_error) {
   cubert_race_options_t ro;
@@ -142,3 +144,75 @@ void cubert_kit_set_race_seed(cubert_kit_t *kit, uint64_t seed) {
   else
     cubert_race_clear_seed(kit->race);
 }
+
+#else /* !CUBERT_CONFIG_RACE_CHECKER: the hooks do nothing (kit->race stays NULL) */
+
+cubert_status_t kit_race_create(cubert_kit_t *kit, const cubert_kit_options_t *o,
+                                cubert_error_t *out_error) {
+  (void)kit;
+  if (!o->race_check) return CUBERT_STATUS_OK;
+  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0,
+                          "the race checker (CUBERT_CONFIG_RACE_CHECKER=0)");
+}
+
+void kit_race_destroy(cubert_kit_t *kit) { (void)kit; }
+
+void kit_race_op(cubert_kit_t *kit, uint32_t slot, const char *name, const cubert_binding_t *b,
+                 const uint8_t *modes, uint32_t count) {
+  (void)kit;
+  (void)slot;
+  (void)name;
+  (void)b;
+  (void)modes;
+  (void)count;
+}
+
+void kit_race_host_op(cubert_kit_t *kit, const char *name, const cubert_binding_t *b) {
+  (void)kit;
+  (void)name;
+  (void)b;
+}
+
+cubert_race_event_t kit_race_record(cubert_kit_t *kit, uint32_t slot) {
+  cubert_race_event_t none;
+  (void)kit;
+  (void)slot;
+  none.index = 0;
+  none.generation = 0;
+  return none;
+}
+
+void kit_race_stream_wait(cubert_kit_t *kit, uint32_t slot, cubert_race_event_t event) {
+  (void)kit;
+  (void)slot;
+  (void)event;
+}
+
+void kit_race_release(cubert_kit_t *kit, cubert_race_event_t event) {
+  (void)kit;
+  (void)event;
+}
+
+void kit_race_host_sync(cubert_kit_t *kit, uint32_t slot) {
+  (void)kit;
+  (void)slot;
+}
+
+void kit_race_release_task(cubert_kit_t *kit, cubert_stream_gc_task_t *task) {
+  (void)kit;
+  cubert_stream_gc_task_release(task);
+}
+
+void cubert_kit_race_state(const cubert_kit_t *kit, cubert_race_counters_t *out_counters,
+                           cubert_race_report_t *out_last, bool *out_has_last) {
+  (void)kit;
+  if (out_counters) cubert_race_counters(NULL, out_counters); /* zeros */
+  if (out_last) *out_has_last = false;
+}
+
+void cubert_kit_set_race_seed(cubert_kit_t *kit, uint64_t seed) {
+  (void)kit;
+  (void)seed;
+}
+
+#endif /* CUBERT_CONFIG_RACE_CHECKER */

@@ -9,6 +9,8 @@
  */
 #include "kit/kit_internal.h"
 
+#if CUBERT_CONFIG_STAGING
+
 #define STAGING_HEADER 64 /* keeps the data 64-byte aligned */
 
 typedef struct staging_header_t {
@@ -102,3 +104,17 @@ cubert_status_t cubert_kit_staging(cubert_kit_t *kit, const uint64_t *sizes, siz
   }
   return CUBERT_STATUS_OK;
 }
+
+#else /* !CUBERT_CONFIG_STAGING: no staging buffers (the client falls back to its own) */
+
+cubert_status_t cubert_kit_staging(cubert_kit_t *kit, const uint64_t *sizes, size_t count,
+                                   cubert_bytes_t *out_bytes, cubert_error_t *out_error) {
+  (void)kit;
+  (void)sizes;
+  (void)count;
+  (void)out_bytes;
+  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0,
+                          "staging buffers (CUBERT_CONFIG_STAGING=0)");
+}
+
+#endif /* CUBERT_CONFIG_STAGING */

@@ -8,6 +8,7 @@
 
 #define MIB ((uint64_t)1 << 20)
 
+#if CUBERT_CONFIG_PAGED_POOLS
 /* ---- natural log and exp without libm -------------------------------------
  * The ExclusivePages buckets are defined through ln/exp; these
  * are accurate to about an ulp, which the bucket vectors check. */
@@ -68,6 +69,8 @@ static double memory_exp(double x) {
   cubert_memcpy(&scale, &bits, sizeof scale);
   return sum * scale;
 }
+
+#endif /* CUBERT_CONFIG_PAGED_POOLS */
 
 /* ---- constructors ----------------------------------------------------------- */
 
@@ -135,6 +138,7 @@ static void emit(cubert_memory_pool_options_t *out, uint32_t capacity, uint32_t 
   (*n)++;
 }
 
+#if CUBERT_CONFIG_PAGED_POOLS
 static cubert_status_t preset_sub_slices(cubert_memory_device_properties_t props,
                                          cubert_memory_pool_options_t *out, uint32_t capacity,
                                          uint32_t *out_count, cubert_error_t *out_error) {
@@ -191,6 +195,21 @@ static cubert_status_t preset_exclusive_pages(cubert_memory_device_properties_t 
   return CUBERT_STATUS_OK;
 }
 
+#else /* !CUBERT_CONFIG_PAGED_POOLS: a direct pool is the only kind */
+
+/* Both presets: one direct pool that gives free allocations back before the next one. */
+static cubert_status_t preset_direct(cubert_memory_pool_options_t *out, uint32_t capacity,
+                                     uint32_t *out_count) {
+  uint32_t n = 0;
+  emit(out, capacity, &n, cubert_memory_pool_direct(0));
+  *out_count = n;
+  return CUBERT_STATUS_OK;
+}
+
+#define PAGED_OMITTED "sliced and exclusive pools (CUBERT_CONFIG_PAGED_POOLS=0)"
+
+#endif /* CUBERT_CONFIG_PAGED_POOLS */
+
 /* ---- explicit entries --------------------------------------------------------- */
 
 static cubert_status_t round_field(uint64_t value, uint64_t align, uint64_t *out,
@@ -209,15 +228,18 @@ cubert_status_t cubert_memory_pool_entry_resolve(const cubert_memory_pool_option
   uint64_t fields[2];
   if (alignment == 0) alignment = 1;
   switch (entry->type) {
+#if !CUBERT_CONFIG_PAGED_POOLS
+    case CUBERT_MEMORY_POOL_EXCLUSIVE:
+    case CUBERT_MEMORY_POOL_SLICED:
+      (void)fields;
+      (void)exclusive_memory_only;
+      return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0, PAGED_OMITTED);
+#else
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
       r = pool_options_empty(CUBERT_MEMORY_POOL_EXCLUSIVE);
       CUBERT_RETURN_IF_ERROR(round_field(entry->max_alloc_size, alignment, &r.max_alloc_size,
                                          out_error));
       r.dealloc_period = entry->dealloc_period;
-      break;
-    case CUBERT_MEMORY_POOL_DIRECT:
-      r = pool_options_empty(CUBERT_MEMORY_POOL_DIRECT);
-      r.reclaim_at = entry->reclaim_at; /* dealloc period dropped */
       break;
     case CUBERT_MEMORY_POOL_SLICED:
       if (exclusive_memory_only)
@@ -261,6 +283,11 @@ cubert_status_t cubert_memory_pool_entry_resolve(const cubert_memory_pool_option
       }
       r.dealloc_period = entry->dealloc_period;
       break;
+#endif
+    case CUBERT_MEMORY_POOL_DIRECT:
+      r = pool_options_empty(CUBERT_MEMORY_POOL_DIRECT);
+      r.reclaim_at = entry->reclaim_at; /* dealloc period dropped */
+      break;
     default:
       return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                               "unknown memory pool type");
@@ -276,11 +303,17 @@ cubert_status_t cubert_memory_pool_entry_resolve(const cubert_memory_pool_option
 static cubert_status_t custom_entry_check(const cubert_memory_pool_options_t *entry,
                                           cubert_error_t *out_error) {
   switch (entry->type) {
+#if !CUBERT_CONFIG_PAGED_POOLS
+    case CUBERT_MEMORY_POOL_SLICED:
+    case CUBERT_MEMORY_POOL_EXCLUSIVE:
+      return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0, PAGED_OMITTED);
+#else
     case CUBERT_MEMORY_POOL_SLICED:
       if (entry->page_size == 0)
         return cubert_error_set(out_error, CUBERT_ERROR_CONFIG_ZERO_SIZE, NULL, 0, "page_size");
       return CUBERT_STATUS_OK;
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
+#endif
     case CUBERT_MEMORY_POOL_DIRECT:
       return CUBERT_STATUS_OK;
     default:
@@ -303,12 +336,19 @@ cubert_status_t cubert_memory_configuration_pools(const cubert_memory_configurat
   if (!config || !out_count || (capacity > 0 && !out_pools))
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, NULL);
   switch (config->kind) {
+#if CUBERT_CONFIG_PAGED_POOLS
     case CUBERT_MEMORY_CONFIGURATION_SUB_SLICES:
       status = preset_sub_slices(props, out_pools, capacity, &n, out_error);
       break;
     case CUBERT_MEMORY_CONFIGURATION_EXCLUSIVE_PAGES:
       status = preset_exclusive_pages(props, out_pools, capacity, &n, out_error);
       break;
+#else
+    case CUBERT_MEMORY_CONFIGURATION_SUB_SLICES:
+    case CUBERT_MEMORY_CONFIGURATION_EXCLUSIVE_PAGES:
+      status = preset_direct(out_pools, capacity, &n);
+      break;
+#endif
     case CUBERT_MEMORY_CONFIGURATION_CUSTOM:
       if (config->pool_count > 0 && !config->pools)
         return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, NULL);

@@ -18,6 +18,32 @@
  *   CUBERT_CONFIG_ERROR_TEXT    CubeCL's message texts in cubert_error_format and
  *                               in aggregates; without it a record is written
  *                               in numbers (kinds, status, fields, reason)
+ *   CUBERT_CONFIG_COLLECTIVES   collectives (all_reduce, send, recv,
+ *                               to_client_tensor, ensure_init_collective: they
+ *                               return UNSUPPORTED/COMPILED_OUT; to_client and
+ *                               change_client_sync copy through the host,
+ *                               sync_collective has nothing to wait for)
+ *   CUBERT_CONFIG_STAGING       the server's staging buffers: reserve_staging
+ *                               gives buffers from the client's allocator (as
+ *                               when a server refuses), staging() changes
+ *                               nothing, the _pinned creates copy from those
+ *   CUBERT_CONFIG_PAGED_POOLS   the memory pools that carve pages (sliced and
+ *                               exclusive) and the presets' ladders: only
+ *                               direct pools remain; both presets (SubSlices,
+ *                               ExclusivePages) become one direct pool
+ *                               (reclaim_at 0), a sliced or exclusive entry is
+ *                               refused (UNSUPPORTED/COMPILED_OUT)
+ *   CUBERT_CONFIG_PERSISTENT_MEMORY  the persistent pool and persistent
+ *                               allocation windows (cubert_client_memory_
+ *                               persistent_allocation returns UNSUPPORTED/
+ *                               COMPILED_OUT; the allocation mode stays Auto)
+ *
+ * and one size:
+ *
+ *   CUBERT_CONFIG_DEVICE_REGISTRY_CAPACITY  devices registered at once (the
+ *                               registry is the core's only static data: 16
+ *                               bytes an entry on 32-bit targets); 64 unless
+ *                               defined (the minimal core: 8)
  *
  * Thread-safe, non-blocking.
  */
@@ -38,6 +64,21 @@
 #ifndef CUBERT_CONFIG_ERROR_TEXT
 #define CUBERT_CONFIG_ERROR_TEXT 1
 #endif
+#ifndef CUBERT_CONFIG_COLLECTIVES
+#define CUBERT_CONFIG_COLLECTIVES 1
+#endif
+#ifndef CUBERT_CONFIG_STAGING
+#define CUBERT_CONFIG_STAGING 1
+#endif
+#ifndef CUBERT_CONFIG_PAGED_POOLS
+#define CUBERT_CONFIG_PAGED_POOLS 1
+#endif
+#ifndef CUBERT_CONFIG_PERSISTENT_MEMORY
+#define CUBERT_CONFIG_PERSISTENT_MEMORY 1
+#endif
+#ifndef CUBERT_CONFIG_DEVICE_REGISTRY_CAPACITY
+#define CUBERT_CONFIG_DEVICE_REGISTRY_CAPACITY 64
+#endif
 
 CUBERT_EXTERN_C_BEGIN
 
@@ -46,6 +87,12 @@ CUBERT_EXTERN_C_BEGIN
 #define CUBERT_FEATURE_SIMULATION 0x2u
 #define CUBERT_FEATURE_PROFILING 0x4u
 #define CUBERT_FEATURE_ERROR_TEXT 0x8u
+/* (not CUBERT_FEATURE_COLLECTIVES / _STAGING of cubert/properties.h: those say
+ * what a device offers, these what the library holds) */
+#define CUBERT_FEATURE_COLLECTIVE_OPS 0x10u
+#define CUBERT_FEATURE_STAGING_BUFFERS 0x20u
+#define CUBERT_FEATURE_PAGED_POOLS 0x40u
+#define CUBERT_FEATURE_PERSISTENT_MEMORY 0x80u
 
 /* The CUBERT_FEATURE_* bits of the features compiled into the library (its
  * CUBERT_CONFIG_* switches, which may differ from the caller's macros). */

@@ -17,6 +17,7 @@
 #define CUBERT_DEVICE_H
 
 #include "cubert/allocator.h"
+#include "cubert/config.h"
 #include "cubert/error.h"
 
 CUBERT_EXTERN_C_BEGIN
@@ -77,7 +78,10 @@ CUBERT_API cubert_status_t cubert_device_handle_direct_create(cubert_allocator_t
 
 /* ---- device registry (process-global, fixed size, lock-free) ------------- */
 
-#define CUBERT_DEVICE_REGISTRY_CAPACITY 64
+/* Entries of the registry: CUBERT_CONFIG_DEVICE_REGISTRY_CAPACITY (cubert/config.h; 64
+ * unless the library is built with another value: a program must be compiled with the
+ * library's value). */
+#define CUBERT_DEVICE_REGISTRY_CAPACITY CUBERT_CONFIG_DEVICE_REGISTRY_CAPACITY
 
 /* Register `client` (opaque pointer) for `device`. ALREADY_EXISTS if one is
  * registered; OUT_OF_RANGE when the registry is full. Thread-safe. */
