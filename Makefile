@@ -87,7 +87,9 @@ CUBERT_CFLAGS := $(CUBERT_WARN) $(CUBERT_WERROR) -Iinclude $(VARIANT_FLAGS) $(CO
 CUBERT_REQUIRED := -std=c99 -fPIC -fvisibility=hidden
 # Every switch of cubert/config.h off: the minimal core (make size, make check-minimal).
 MINIMAL_CONFIG := -DCUBERT_CONFIG_RACE_CHECKER=0 -DCUBERT_CONFIG_SIMULATION=0 \
-  -DCUBERT_CONFIG_PROFILING=0 -DCUBERT_CONFIG_ERROR_TEXT=0
+  -DCUBERT_CONFIG_PROFILING=0 -DCUBERT_CONFIG_ERROR_TEXT=0 -DCUBERT_CONFIG_COLLECTIVES=0 \
+  -DCUBERT_CONFIG_STAGING=0 -DCUBERT_CONFIG_PAGED_POOLS=0 -DCUBERT_CONFIG_PERSISTENT_MEMORY=0 \
+  -DCUBERT_CONFIG_DEVICE_REGISTRY_CAPACITY=8
 CORE_FREESTANDING := -ffreestanding -nostdinc -isystem $(shell $(CC) -print-file-name=include)
 # $(BUILD)/flags records the compiler and flags this BUILD was made with; it is rewritten
 # only when they change, and objects and programs depend on it (end of this file): after
@@ -385,17 +387,18 @@ check-32bit:
 	  echo "check-32bit: this kernel cannot run 32-bit programs and $(QEMU_I386) is not installed (Debian: apt-get install qemu-user)"; exit 1; \
 	fi
 
-# The core and tests/unit built with every feature of cubert/config.h compiled
-# out (BUILD/minimal): the switched-off API says so, the tests of those
-# features print "skipped: compiled out".
-# MINIMAL_TESTS: the test prefixes run (client_: core/client's tests still
-# expect profiling to be there).
-MINIMAL_TESTS ?= allocator comm config cube device error handle layout memory profile race sim \
-  stream version
+# The library and the suite built with every feature of cubert/config.h compiled
+# out (BUILD/minimal): the unit tests, the client's tests and the conformance
+# suite on the inline driver run; the switched-off API says so, the tests of
+# those features print "skipped: compiled out (...)".
+# MINIMAL_TESTS: the test prefixes run (the CPU driver's own tests, tests/host
+# and tests/sim, need the simulation and threads: not run here).
+MINIMAL_TESTS ?= allocator comm config cube device error handle layout memory profile race sim_ \
+  stream version client_ cts_
 check-minimal:
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)/minimal CONFIG_FLAGS='$(MINIMAL_CONFIG)' \
-	  $(BUILD)/minimal/cubert-unit-test
-	$(BUILD)/minimal/cubert-unit-test $(or $(TESTS),$(MINIMAL_TESTS))
+	@$(MAKE) --no-print-directory WERROR=$(WERROR) BUILD=$(BUILD)/minimal CONFIG_FLAGS='$(MINIMAL_CONFIG)' \
+	  $(BUILD)/minimal/cubert-test
+	CUBERT_CTS_SERVER=inline $(BUILD)/minimal/cubert-test $(or $(TESTS),$(MINIMAL_TESTS))
 
 UNIT_ONLY_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 $(BUILD)/cubert-unit-test: $(UNIT_ONLY_OBJ) $(CORE_OBJ)

@@ -33,7 +33,7 @@ static cubert_profile_clock_t cts_clock(void) {
 
 void cts_sleep_ms(uint32_t ms) { g_now_ns += (uint64_t)ms * 1000000u; }
 
-static int race_on(void) { return 1; }
+static int race_on(void) { return (cubert_config_features() & CUBERT_FEATURE_RACE_CHECKER) != 0; }
 
 uint16_t cts_device_type(void) { return CUBERT_INLINE_DEVICE_TYPE; }
 
@@ -55,7 +55,7 @@ static cubert_status_t inline_create(cubert_allocator_t a, const cts_options_t *
   io.memory_size = o->memory_size;
   io.max_handles = o->max_handles;
   io.bounds_check = o->bounds_check;
-  io.race_check = (uint32_t)race_on();
+  io.race_check = (uint32_t)(race_on() || o->race_check_forced);
   io.clock = cts_clock(); /* no lock, stream 0 for every call: one thread */
   io.memory_config.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
   io.memory_config.pools = k_pools;
@@ -92,6 +92,12 @@ static void print_sim_run(void) {
 static uint64_t env_u64(const char *name, uint64_t fallback) {
   const char *v = getenv(name);
   return v && *v ? strtoull(v, NULL, 0) : fallback;
+}
+
+/* On unless CUBERT_CTS_RACE=0 or the library has no race checker (make check-minimal). */
+static int race_on(void) {
+  return env_u64("CUBERT_CTS_RACE", 1) != 0 &&
+         (cubert_config_features() & CUBERT_FEATURE_RACE_CHECKER) != 0;
 }
 
 cts_server_t cts_server(void) {
@@ -140,7 +146,7 @@ static cubert_status_t inline_create(cubert_allocator_t a, const cts_options_t *
   io.memory_size = o->memory_size;
   io.max_handles = o->max_handles;
   io.bounds_check = o->bounds_check;
-  io.race_check = env_u64("CUBERT_CTS_RACE", 1) != 0;
+  io.race_check = (uint32_t)(race_on() || o->race_check_forced);
   io.lock = l->lock;
   io.clock = cubert_host_clock();
   io.stream_source = cubert_host_stream_source;
@@ -173,11 +179,10 @@ cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_option
     o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
     o.seed = env_u64("CUBERT_CTS_SEED", 1);
   }
-  o.race_check = env_u64("CUBERT_CTS_RACE", 1) != 0;
+  o.race_check = (uint32_t)(race_on() || options->race_check_forced);
   return cubert_cpu_client_create(allocator, &o, out_client, out_error);
 }
 
-static int race_on(void) { return env_u64("CUBERT_CTS_RACE", 1) != 0; }
 
 void cts_sleep_ms(uint32_t ms) {
   struct timespec ts;

@@ -60,6 +60,8 @@ typedef struct cts_options_t {
   uint32_t collective_timeout_ms; /* CPU: 0: the default */
   int threaded;                  /* the threaded CPU driver whatever is under test
                                     (multi-device runs of the deterministic mode) */
+  int race_check_forced;         /* ask for the race checker even when the library
+                                    lacks it (tests of CUBERT_CONFIG_RACE_CHECKER=0) */
 } cts_options_t;
 
 /* Create a device of the driver under test (race checker as CUBERT_CTS_RACE

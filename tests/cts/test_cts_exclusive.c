@@ -75,6 +75,7 @@ static cubert_status_t kernel_boom(void *user, cubert_error_t *err) {
 
 /* spec 11.12 profile_returns_ok_on_success and profile_reraises_panic */
 TEST(cts_profile_returns_value_and_failure) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   cts_env_t env;
   cubert_profile_duration_t d;
   cubert_error_t err;

@@ -293,6 +293,7 @@ TEST(cts_device_registry_load_and_enumerate) {
  * device, so the create itself returns the error, leaves nothing behind,
  * and the device keeps working. */
 TEST(cts_create_beyond_device_memory_fails_cleanly) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   cts_options_t o;

@@ -52,6 +52,7 @@ static cubert_status_t outer_window(void *user, cubert_error_t *err) {
  * allocations made inside the (nested) windows reserve exactly 3 * ALLOC;
  * an allocation after the outer window goes to a sliced page. */
 TEST(cts_persistent_allocation_nested_windows) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PERSISTENT_MEMORY);
   cts_env_t env;
   win_t w;
   uint64_t r0, r1, r2;
@@ -80,6 +81,7 @@ TEST(cts_persistent_allocation_nested_windows) {
 
 /* A failing f: its error is returned and the stream is Auto again. */
 TEST(cts_persistent_allocation_failing_fn_restores_auto) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PERSISTENT_MEMORY);
   cts_env_t env;
   win_t w;
   cubert_error_t err;
@@ -134,6 +136,7 @@ static cubert_status_t open_next(void *user, cubert_error_t *err) {
 /* More streams with an open window than the table holds: OUT_OF_RANGE,
  * f does not run; every window closes afterwards. */
 TEST(cts_persistent_allocation_too_many_streams) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PERSISTENT_MEMORY);
   cts_env_t env;
   many_t m;
   cts_setup(&env, 0);

@@ -2,6 +2,7 @@
  * overlapping, misuse), durations between two stream syncs, an error during a
  * profile invalidating every active token, and the kernel-profiling level
  * with its per-kernel summary written to a log sink at sync. */
+#define TEST_REQUIRES (CUBERT_FEATURE_PROFILING)
 #include "cts.h"
 
 #include <pthread.h>

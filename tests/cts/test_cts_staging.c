@@ -1,5 +1,6 @@
 /* Conformance: staging buffers, the host bytes type and the pinned create
  * variants (spec 1.2, 12.4). */
+#define TEST_REQUIRES (CUBERT_FEATURE_STAGING_BUFFERS)
 #include "cts.h"
 
 #include "cubert/cpu.h"

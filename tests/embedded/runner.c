@@ -81,6 +81,10 @@ int test_require_features(const char *file, int line, unsigned bits) {
       {CUBERT_FEATURE_SIMULATION, "compiled out (CUBERT_CONFIG_SIMULATION=0)"},
       {CUBERT_FEATURE_PROFILING, "compiled out (CUBERT_CONFIG_PROFILING=0)"},
       {CUBERT_FEATURE_ERROR_TEXT, "compiled out (CUBERT_CONFIG_ERROR_TEXT=0)"},
+      {CUBERT_FEATURE_COLLECTIVE_OPS, "compiled out (CUBERT_CONFIG_COLLECTIVES=0)"},
+      {CUBERT_FEATURE_STAGING_BUFFERS, "compiled out (CUBERT_CONFIG_STAGING=0)"},
+      {CUBERT_FEATURE_PAGED_POOLS, "compiled out (CUBERT_CONFIG_PAGED_POOLS=0)"},
+      {CUBERT_FEATURE_PERSISTENT_MEMORY, "compiled out (CUBERT_CONFIG_PERSISTENT_MEMORY=0)"},
   };
   unsigned missing = bits & ~(unsigned)cubert_config_features();
   size_t i;

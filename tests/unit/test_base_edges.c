@@ -213,6 +213,7 @@ TEST(error_wrap_clamps_a_depth_beyond_the_chain) {
 }
 
 TEST(error_format_unterminated_reason_and_kind_none_leaf) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t e;
   const char *text;
   cubert_error_set_not_found(&e, NULL);
@@ -228,6 +229,7 @@ TEST(error_format_unterminated_reason_and_kind_none_leaf) {
 }
 
 TEST(error_set_with_an_empty_reason_has_none) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t e;
   cubert_error_set(&e, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0, "");
   CHECK_EQ_STR(e.reason, "");
@@ -235,6 +237,7 @@ TEST(error_set_with_an_empty_reason_has_none) {
 }
 
 TEST(error_format_optional_fields) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   static const uint64_t index_only[2] = {5, 0}, bound_only[2] = {0, 9};
   cubert_error_t e;
   cubert_error_set(&e, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0, NULL);

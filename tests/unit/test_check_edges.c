@@ -50,6 +50,7 @@ static uint64_t reports_so_far(const cubert_race_checker_t *c) {
 }
 
 TEST(race_shadow_deletion_across_the_table_end_keeps_chains) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_RACE_CHECKER);
   counting_allocator_t ca;
   cubert_race_checker_t *c = NULL;
   cubert_race_options_t o;
@@ -91,6 +92,7 @@ TEST(race_shadow_deletion_across_the_table_end_keeps_chains) {
 }
 
 TEST(race_clock_of_bad_timelines_is_zero) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_RACE_CHECKER);
   counting_allocator_t ca;
   cubert_race_checker_t *c = NULL;
   uint64_t op = 0;
@@ -108,6 +110,7 @@ TEST(race_clock_of_bad_timelines_is_zero) {
 /* ---- simulation chooser ----------------------------------------------------------------- */
 
 TEST(sim_chooser_init_refusals_leave_it_untouched) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   cubert_sim_chooser_t c;
   cubert_sim_explorer_t e;
   uint32_t log[4], choice[4], arity[4];
@@ -143,6 +146,7 @@ TEST(sim_chooser_init_refusals_leave_it_untouched) {
 }
 
 TEST(sim_pct_without_ids_uses_positions) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   cubert_sim_chooser_t a, b;
   uint32_t ids[3] = {0, 1, 2};
   int i;
@@ -154,6 +158,7 @@ TEST(sim_pct_without_ids_uses_positions) {
 }
 
 TEST(sim_corrupt_source_chooses_zero_and_still_logs) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   cubert_sim_chooser_t c;
   uint32_t log[2];
   uint64_t hash;
@@ -167,6 +172,7 @@ TEST(sim_corrupt_source_chooses_zero_and_still_logs) {
 }
 
 TEST(sim_explorer_arity_mismatch_and_early_stop) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   cubert_sim_explorer_t e;
   cubert_sim_chooser_t c;
   uint32_t choice[8], arity[8];
@@ -230,6 +236,7 @@ static bool fails_three_and_shape(void *user, const uint32_t *choices, size_t co
 }
 
 TEST(sim_shrink_edges) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   uint32_t log[6], scratch[6];
   int calls = 0;
   /* refusals: the count comes back unchanged and nothing is called */

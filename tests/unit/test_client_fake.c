@@ -271,6 +271,7 @@ static void fake_release(cubert_client_t *client, fake_device_t *d, counting_all
 /* ---- tests ---- */
 
 TEST(client_kit_driver_without_staging_profiling_collectives) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING | CUBERT_FEATURE_STAGING_BUFFERS | CUBERT_FEATURE_COLLECTIVE_OPS);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_device_t d;
@@ -464,6 +465,7 @@ static cubert_status_t refusing_factory(void *self, cubert_allocator_t allocator
 }
 
 TEST(client_device_refusing_calls) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_device_t d;
@@ -540,6 +542,7 @@ TEST(client_kit_gc_back_pressure_and_drain) {
 /* Pinned host memory from the driver: staging buffers are PINNED and go
  * back through host_free. */
 TEST(client_kit_staging_from_the_driver) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_STAGING_BUFFERS);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_device_t d;
@@ -652,6 +655,7 @@ TEST(client_kit_refuses_incomplete_drivers) {
  * one direct pool a buffer reserves its padded size only (the default preset
  * would reserve a page); a failed copy of the list leaves nothing either. */
 TEST(client_kit_memory_configuration) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_device_t d;

@@ -7,7 +7,9 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/config.h"
+#include "cubert/device.h"
 #include "cubert/error.h"
+#include "cubert/memory.h"
 #include "cubert/profile.h"
 #include "cubert/race.h"
 #include "cubert/sim.h"
@@ -28,8 +30,14 @@ TEST(config_features_match_the_build) {
   CHECK_EQ_U64((f & CUBERT_FEATURE_SIMULATION) != 0, CUBERT_CONFIG_SIMULATION);
   CHECK_EQ_U64((f & CUBERT_FEATURE_PROFILING) != 0, CUBERT_CONFIG_PROFILING);
   CHECK_EQ_U64((f & CUBERT_FEATURE_ERROR_TEXT) != 0, CUBERT_CONFIG_ERROR_TEXT);
+  CHECK_EQ_U64((f & CUBERT_FEATURE_COLLECTIVE_OPS) != 0, CUBERT_CONFIG_COLLECTIVES);
+  CHECK_EQ_U64((f & CUBERT_FEATURE_STAGING_BUFFERS) != 0, CUBERT_CONFIG_STAGING);
+  CHECK_EQ_U64((f & CUBERT_FEATURE_PAGED_POOLS) != 0, CUBERT_CONFIG_PAGED_POOLS);
+  CHECK_EQ_U64((f & CUBERT_FEATURE_PERSISTENT_MEMORY) != 0, CUBERT_CONFIG_PERSISTENT_MEMORY);
   CHECK_EQ_U64(f & ~(uint32_t)(CUBERT_FEATURE_RACE_CHECKER | CUBERT_FEATURE_SIMULATION |
-                               CUBERT_FEATURE_PROFILING | CUBERT_FEATURE_ERROR_TEXT),
+                               CUBERT_FEATURE_PROFILING | CUBERT_FEATURE_ERROR_TEXT |
+                               CUBERT_FEATURE_COLLECTIVE_OPS | CUBERT_FEATURE_STAGING_BUFFERS |
+                               CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY),
                0);
   CHECK_EQ_STR(cubert_error_kind_name(CUBERT_ERROR_COMPILED_OUT),
                CUBERT_CONFIG_ERROR_TEXT ? "CompiledOut" : "(error text compiled out)");
@@ -167,4 +175,56 @@ TEST(config_error_text) {
   CHECK_EQ_U64(cubert_error_aggregate_count(&agg), 2);
   CHECK_EQ_U64(cubert_error_kind(&agg), CUBERT_ERROR_IO_BUFFER_TOO_BIG);
   CHECK(strstr(agg.reason, CUBERT_CONFIG_ERROR_TEXT ? "size: 1024" : "fields 1024") != NULL);
+}
+
+/* Without paged pools both presets are one direct pool and a sliced or
+ * exclusive entry is refused (COMPILED_OUT) wherever a list is checked. */
+TEST(config_paged_pools) {
+  cubert_memory_device_properties_t props;
+  cubert_memory_configuration_t c = cubert_memory_configuration_default(false), out_config;
+  cubert_memory_pool_options_t pools[32], entry = cubert_memory_pool_sliced(4096, 1024,
+                                                                            CUBERT_MEMORY_NONE);
+  cubert_memory_pools_config_t list;
+  cubert_error_t err;
+  uint32_t n = 0;
+  memset(&props, 0, sizeof props);
+  props.max_page_size = (uint64_t)1 << 30;
+  props.alignment = 32;
+  CHECK_OK(cubert_memory_configuration_pools(&c, props, pools, 32, &n, NULL));
+  list.kind = CUBERT_MEMORY_POOLS_EXPLICIT;
+  list.entries = &entry;
+  list.count = 1;
+  if (CUBERT_CONFIG_PAGED_POOLS) {
+    CHECK(n > 2); /* the SubSlices ladder */
+    CHECK_EQ_U64(pools[0].type, CUBERT_MEMORY_POOL_EXCLUSIVE);
+    CHECK_OK(cubert_memory_configuration_resolve(&c, &list, props, false, pools, 32, &out_config,
+                                                 NULL));
+  } else {
+    CHECK_EQ_U64(n, 1);
+    CHECK_EQ_U64(pools[0].type, CUBERT_MEMORY_POOL_DIRECT);
+    CHECK_EQ_U64(pools[0].reclaim_at, 0);
+    c.kind = CUBERT_MEMORY_CONFIGURATION_EXCLUSIVE_PAGES;
+    CHECK_OK(cubert_memory_configuration_pools(&c, props, pools, 32, &n, NULL));
+    CHECK_EQ_U64(n, 1);
+    c.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
+    c.pools = &entry;
+    c.pool_count = 1;
+    CHECK_STATUS(cubert_memory_configuration_pools(&c, props, pools, 32, &n, &err),
+                 CUBERT_STATUS_UNSUPPORTED);
+    check_compiled_out(&err, "CUBERT_CONFIG_PAGED_POOLS");
+    CHECK_STATUS(cubert_memory_configuration_resolve(&c, &list, props, false, pools, 32,
+                                                     &out_config, &err),
+                 CUBERT_STATUS_UNSUPPORTED);
+    check_compiled_out(&err, "CUBERT_CONFIG_PAGED_POOLS");
+    entry = cubert_memory_pool_direct(CUBERT_MEMORY_NONE); /* direct lists still work */
+    CHECK_OK(cubert_memory_configuration_pools(&c, props, pools, 32, &n, NULL));
+    CHECK_EQ_U64(n, 1);
+  }
+}
+
+/* The registry holds CUBERT_CONFIG_DEVICE_REGISTRY_CAPACITY devices (the
+ * core's only static data); tests/unit/test_device.c fills it. */
+TEST(config_device_registry_capacity) {
+  CHECK_EQ_U64(CUBERT_DEVICE_REGISTRY_CAPACITY, CUBERT_CONFIG_DEVICE_REGISTRY_CAPACITY);
+  CHECK(CUBERT_DEVICE_REGISTRY_CAPACITY >= 1);
 }

@@ -99,6 +99,7 @@ static cubert_status_t fail_one(cubert_profiler_t *p, const cubert_error_t *in, 
 }
 
 TEST(profile_profiler_error_kinds_kept_or_wrapped) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   static const cubert_error_kind_t kept[] = {CUBERT_ERROR_PROFILE_NOT_REGISTERED,
                                              CUBERT_ERROR_PROFILE_LAUNCH,
                                              CUBERT_ERROR_PROFILE_SERVER};
@@ -129,6 +130,7 @@ TEST(profile_profiler_error_kinds_kept_or_wrapped) {
 }
 
 TEST(profile_profiler_error_with_status_ok_never_reads_ok) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_profiler_t *p = new_profiler(counting_allocator_init(&c));
   cubert_error_t in, out;
@@ -145,6 +147,7 @@ TEST(profile_profiler_error_with_status_ok_never_reads_ok) {
 /* ---- profiling text ------------------------------------------------------------------------ */
 
 TEST(profile_format_type_name_trims_every_ascii_space) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   char buf[64];
   CHECK_EQ_U64(cubert_profile_format_type_name(" \t\n\v\f\rkernel\r\f\v\n\t ", buf, sizeof buf), 6);
   CHECK_EQ_STR(buf, "kernel");
@@ -161,6 +164,7 @@ static cubert_profile_summary_t *new_summary(cubert_allocator_t a, size_t name_b
 }
 
 TEST(profile_summary_names_with_equal_hashes_stay_apart) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   /* FNV-1a (32 bits) gives "glbvs" and "yacxa" one hash, and "nkohz" and "aaaaga" one
    * hash (different lengths): each name still gets its own row. */
   counting_allocator_t c;
@@ -186,6 +190,7 @@ TEST(profile_summary_names_with_equal_hashes_stay_apart) {
 }
 
 TEST(profile_summary_with_only_the_other_row_is_not_empty) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_profile_summary_t *s = new_summary(counting_allocator_init(&c), 2);
   uint64_t dur = 0, count = 0;

@@ -34,39 +34,46 @@ static void check_ladder(uint64_t max_page, uint64_t align, const ladder_t *slic
 
 /* ladders derived from CubeCL's SubSlices algorithm */
 TEST(memory_config_sub_slices_ladder_128mib) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   static const ladder_t l[] = {{8 * MIB, 2 * MIB}, {32 * MIB, 16 * MIB}};
   check_ladder(128 * MIB, 32, l, 2, 128 * MIB, 5000);
 }
 
 TEST(memory_config_sub_slices_ladder_512mib) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   static const ladder_t l[] = {{8 * MIB, MIB}, {32 * MIB, 8 * MIB}, {128 * MIB, 64 * MIB}};
   check_ladder(512 * MIB, 32, l, 3, 512 * MIB, 10000);
 }
 
 TEST(memory_config_sub_slices_ladder_cuda_24gib) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   static const ladder_t l[] = {{24 * MIB, 3 * MIB / 2}, {96 * MIB, 12 * MIB},
                                {384 * MIB, 96 * MIB}, {3 * GIB / 2, 768 * MIB}};
   check_ladder(6 * GIB, 512, l, 4, 6 * GIB, 35000);
 }
 
 TEST(memory_config_sub_slices_ladder_cuda_80gib) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   static const ladder_t l[] = {{20 * MIB, 640 * KIB}, {80 * MIB, 5 * MIB}, {320 * MIB, 40 * MIB},
                                {5 * GIB / 4, 320 * MIB}, {5 * GIB, 5 * GIB / 2}};
   check_ladder(20 * GIB, 512, l, 5, 20 * GIB, 105000);
 }
 
 TEST(memory_config_sub_slices_ladder_cpu_64gib) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   static const ladder_t l[] = {{16 * MIB, 256 * KIB}, {64 * MIB, 2 * MIB}, {256 * MIB, 16 * MIB},
                                {GIB, 128 * MIB},       {4 * GIB, GIB},      {16 * GIB, 8 * GIB}};
   check_ladder(64 * GIB, 8, l, 6, 64 * GIB, 325000);
 }
 
 TEST(memory_config_sub_slices_small_device_has_no_sliced_pool) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   check_ladder(16 * MIB, 32, NULL, 0, 16 * MIB, 5000);
   check_ladder(1000, 32, NULL, 0, 992, 5000); /* floor(max/align)*align */
 }
 
 TEST(memory_config_exclusive_pages_buckets_128mib) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   static const uint64_t expected[24] = {
       32768,    47072,    67552,    96992,    139232,   199872,   286976,   411968,
       591456,   849152,   1219136,  1750272,  2512832,  3607616,  5179392,  7435968,
@@ -84,6 +91,7 @@ TEST(memory_config_exclusive_pages_buckets_128mib) {
 }
 
 TEST(memory_config_exclusive_pages_dedup_and_periods) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   cubert_memory_configuration_t c = mmf_kind(CUBERT_MEMORY_CONFIGURATION_EXCLUSIVE_PAGES);
   cubert_memory_pool_options_t pools[32];
   uint32_t n = 0, i;
@@ -112,6 +120,7 @@ TEST(memory_config_dealloc_period_rounds_half_away) {
 }
 
 TEST(memory_config_pools_capacity_and_arguments) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   cubert_memory_configuration_t c = mmf_kind(CUBERT_MEMORY_CONFIGURATION_SUB_SLICES);
   cubert_memory_pool_options_t pools[2];
   uint32_t n = 0;
@@ -128,6 +137,7 @@ TEST(memory_config_pools_capacity_and_arguments) {
 }
 
 TEST(memory_config_custom_checks) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   cubert_memory_pool_options_t in[2], out[2];
   cubert_memory_configuration_t c;
   cubert_error_t err;

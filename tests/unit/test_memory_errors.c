@@ -26,6 +26,7 @@ static void expect_not_found(mm_fixture_t *f, cubert_memory_id_t id, const char 
 }
 
 TEST(memory_errors_not_found_reasons) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   mm_fixture_t f;
   cubert_memory_id_t live, zero, pers, excl;
   cubert_memory_location_t loc;
@@ -73,6 +74,7 @@ TEST(memory_errors_direct_pool_not_found_reasons) {
 }
 
 TEST(memory_errors_stale_binding_never_resolves_to_a_new_owner) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   static cubert_memory_pool_options_t pools[1];
   mm_fixture_t f;
   cubert_memory_id_t old, fresh;
@@ -93,6 +95,7 @@ TEST(memory_errors_stale_binding_never_resolves_to_a_new_owner) {
 }
 
 TEST(memory_errors_bind) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   static cubert_memory_pool_options_t pools[1];
   mm_fixture_t f;
   cubert_memory_id_t r, fresh, bound, other, dead;
@@ -140,6 +143,7 @@ TEST(memory_errors_bind) {
 }
 
 TEST(memory_errors_persistent_bind) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   mm_fixture_t f;
   cubert_memory_id_t r, fresh;
   mmf_init(&f, 128 * MIB, 32, mmf_kind(CUBERT_MEMORY_CONFIGURATION_SUB_SLICES));
@@ -254,6 +258,7 @@ TEST(memory_errors_bad_arguments) {
 }
 
 TEST(memory_errors_flush_after_cleanup) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   /* a storage that defers frees (like CUDA's): memory comes back at flush */
   static cubert_memory_pool_options_t pools[2];
   mm_fixture_t f;

@@ -33,6 +33,7 @@ static void layout(mm_fixture_t *f, const cubert_memory_pool_options_t *entries,
 }
 
 TEST(memory_layout_programmatic_pools_override_runtime_default) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_pool_options_t e = cubert_memory_pool_sliced(MIB, CUBERT_MEMORY_NONE, 2 * MIB);
   cubert_memory_id_t a, b, c, d, x;
@@ -52,6 +53,7 @@ TEST(memory_layout_programmatic_pools_override_runtime_default) {
 }
 
 TEST(memory_layout_capped_pool_respects_max_slice_size) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_pool_options_t e[2];
   cubert_memory_id_t ids[4], small;
@@ -70,6 +72,7 @@ TEST(memory_layout_capped_pool_respects_max_slice_size) {
 }
 
 TEST(memory_layout_configure_rebuilds_pools_in_place) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_pool_options_t first = cubert_memory_pool_sliced(MIB, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
   cubert_memory_pool_options_t second = cubert_memory_pool_sliced(4 * MIB, CUBERT_MEMORY_NONE, 8 * MIB);
@@ -108,6 +111,7 @@ static void plan_workload(mm_fixture_t *f) {
 }
 
 TEST(memory_layout_measured_plan_cycle) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_pool_options_t grow = cubert_memory_pool_sliced(MIB, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
   cubert_memory_pool_options_t capped, buf[1];
@@ -132,6 +136,7 @@ TEST(memory_layout_measured_plan_cycle) {
 }
 
 TEST(memory_layout_full_capped_pool_spills_to_tail) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_pool_options_t e[2];
   cubert_memory_id_t a, b;
@@ -235,6 +240,7 @@ TEST(memory_layout_direct_pool_cleanup_releases_everything_free) {
 /* ---- install_pools -------------------------------------------------------------------- */
 
 TEST(memory_layout_install_keeps_persistent_pool_and_rejects_bad_layouts) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   mm_fixture_t f;
   cubert_memory_pool_options_t bad = cubert_memory_pool_sliced(0, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
   cubert_memory_configuration_t c = mmf_custom(&bad, 1);
@@ -257,6 +263,7 @@ TEST(memory_layout_install_keeps_persistent_pool_and_rejects_bad_layouts) {
 }
 
 TEST(memory_layout_install_out_of_host_memory_keeps_layout) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_configuration_t c = mmf_kind(CUBERT_MEMORY_CONFIGURATION_EXCLUSIVE_PAGES);
   cubert_memory_id_t a;
@@ -281,6 +288,7 @@ static void init_pm(mm_fixture_t *f, cubert_persistent_memory_t pm) {
 }
 
 TEST(memory_layout_persistent_memory_size_match) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   mm_fixture_t f;
   cubert_memory_id_t a, b, c, d;
   init_pm(&f, CUBERT_PERSISTENT_MEMORY_SIZE_MATCH);
@@ -305,6 +313,7 @@ TEST(memory_layout_persistent_memory_size_match) {
 }
 
 TEST(memory_layout_persistent_memory_enforced_and_disabled) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   mm_fixture_t f;
   cubert_memory_id_t a;
   cubert_memory_manager_options_t o;

@@ -42,6 +42,7 @@ TEST(memory_manage_noslice_test_handle_mutability) {
 }
 
 TEST(memory_manage_test_memory_usage) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t h;
   cubert_memory_usage_t u1, u2;
@@ -62,6 +63,7 @@ TEST(memory_manage_test_memory_usage) {
 }
 
 TEST(memory_manage_find_uninit_binding_returns_not_found) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t live, fresh;
   cubert_error_t err;
@@ -77,6 +79,7 @@ TEST(memory_manage_find_uninit_binding_returns_not_found) {
 }
 
 TEST(memory_manage_find_stale_descriptor_returns_not_found) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t reserved, assigned;
   cubert_error_t err;
@@ -98,6 +101,7 @@ TEST(memory_manage_find_stale_descriptor_returns_not_found) {
 }
 
 TEST(memory_manage_held_binding_survives_explicit_cleanup_renumber) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t a, b, c;
   cubert_storage_handle_t before, after;
@@ -122,6 +126,7 @@ TEST(memory_manage_held_binding_survives_explicit_cleanup_renumber) {
 }
 
 TEST(memory_manage_capped_sliced_pool_errors_instead_of_growing) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t a, b, c;
   cubert_error_t err;
@@ -142,6 +147,7 @@ TEST(memory_manage_capped_sliced_pool_errors_instead_of_growing) {
 }
 
 TEST(memory_manage_capped_sliced_pool_reuses_freed_memory) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t a, b, c;
   one_pool(&f, cubert_memory_pool_sliced(1024, CUBERT_MEMORY_NONE, 2048), DUMMY_ALIGN);
@@ -156,6 +162,7 @@ TEST(memory_manage_capped_sliced_pool_reuses_freed_memory) {
 }
 
 TEST(memory_manage_capped_lazy_pool_cleanup_still_frees) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t a, b, c;
   one_pool(&f, cubert_memory_pool_sliced(1024, CUBERT_MEMORY_NONE, 2048), DUMMY_ALIGN);
@@ -176,6 +183,7 @@ TEST(memory_manage_capped_lazy_pool_cleanup_still_frees) {
 }
 
 TEST(memory_manage_max_pool_size_smaller_than_page_shrinks_page) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t a, b;
   one_pool(&f, cubert_memory_pool_sliced(2048, CUBERT_MEMORY_NONE, 512), DUMMY_ALIGN);
@@ -189,6 +197,7 @@ TEST(memory_manage_max_pool_size_smaller_than_page_shrinks_page) {
 }
 
 TEST(memory_manage_max_pool_size_below_alignment_never_overshoots) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t a;
   one_pool(&f, cubert_memory_pool_sliced(1024, CUBERT_MEMORY_NONE, 16), DUMMY_ALIGN);
@@ -199,6 +208,7 @@ TEST(memory_manage_max_pool_size_below_alignment_never_overshoots) {
 }
 
 TEST(memory_manage_persistent_windows_nest) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   mm_fixture_t f;
   cubert_memory_id_t a, b;
   one_pool(&f, cubert_memory_pool_sliced(4096, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE), DUMMY_ALIGN);
@@ -222,6 +232,7 @@ TEST(memory_manage_persistent_windows_nest) {
 }
 
 TEST(memory_manage_capacity_overflow_falls_through_to_later_accepting_pool) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t a, b;
   static cubert_memory_pool_options_t pools[2];
@@ -248,6 +259,7 @@ static void check_usage(mm_fixture_t *f, uint64_t allocs, uint64_t in_use, uint6
 }
 
 TEST(memory_manage_alloc_two_chunks_on_one_page) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t a, b;
   one_pool(&f, cubert_memory_pool_sliced(2048, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE), DUMMY_ALIGN);
@@ -260,6 +272,7 @@ TEST(memory_manage_alloc_two_chunks_on_one_page) {
 }
 
 TEST(memory_manage_alloc_reuses_storage) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t a;
   one_pool(&f, cubert_memory_pool_sliced(512, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE), DUMMY_ALIGN);
@@ -272,6 +285,7 @@ TEST(memory_manage_alloc_reuses_storage) {
 }
 
 TEST(memory_manage_alloc_allocs_new_storage) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t a, b;
   one_pool(&f, cubert_memory_pool_sliced(1024, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE), DUMMY_ALIGN);
@@ -284,6 +298,7 @@ TEST(memory_manage_alloc_allocs_new_storage) {
 }
 
 TEST(memory_manage_alloc_respects_alignment_size) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t a, b;
   one_pool(&f, cubert_memory_pool_sliced(500, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE), 50);
@@ -312,8 +327,14 @@ static void allocs_on_correct_page(void) {
   mmf_done(&f);
 }
 
-TEST(memory_manage_allocs_on_correct_page) { allocs_on_correct_page(); }
-TEST(memory_manage_noslice_allocs_on_correct_page) { allocs_on_correct_page(); }
+TEST(memory_manage_allocs_on_correct_page) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
+  allocs_on_correct_page();
+}
+TEST(memory_manage_noslice_allocs_on_correct_page) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
+  allocs_on_correct_page();
+}
 
 /* ---- resolution ----------------------------------------------------------------- */
 
@@ -346,6 +367,7 @@ TEST(memory_manage_resolve_preset_overrides_runtime_choice) {
 }
 
 TEST(memory_manage_resolve_rejects_sliced_pools_when_exclusive_only) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   cubert_memory_configuration_t out, choice = cubert_memory_configuration_default(true);
   cubert_memory_pools_config_t pools;
   cubert_memory_pool_options_t entry = cubert_memory_pool_sliced(1024, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
@@ -367,6 +389,7 @@ TEST(memory_manage_resolve_rejects_sliced_pools_when_exclusive_only) {
 }
 
 TEST(memory_manage_resolve_explicit_list_aligns_and_defaults) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   cubert_memory_configuration_t out, choice = cubert_memory_configuration_default(false);
   cubert_memory_pools_config_t pools;
   cubert_memory_pool_options_t entries[2], buf[2];
@@ -401,6 +424,7 @@ static cubert_status_t resolve_list(const cubert_memory_pool_options_t *entries,
 }
 
 TEST(memory_manage_resolve_invalid_pool_configs_fail) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   cubert_error_t err;
   cubert_memory_pool_options_t e;
   static cubert_memory_pool_options_t many[255];
@@ -443,6 +467,7 @@ TEST(memory_manage_resolve_invalid_pool_configs_fail) {
 }
 
 TEST(memory_manage_resolved_single_arena_reuses_across_sizes) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_configuration_t out, choice = cubert_memory_configuration_default(false);
   cubert_memory_pools_config_t pools;
@@ -514,6 +539,7 @@ TEST(memory_manage_test_fragmentation_resistance) {
 }
 
 TEST(memory_manage_noslice_alloc_two_chunk) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t a, b;
   one_pool(&f, cubert_memory_pool_exclusive(1024, CUBERT_MEMORY_NONE), DUMMY_ALIGN);
@@ -528,6 +554,7 @@ TEST(memory_manage_noslice_alloc_two_chunk) {
 }
 
 TEST(memory_manage_noslice_alloc_reuses_storage) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t a;
   one_pool(&f, cubert_memory_pool_exclusive(1024, CUBERT_MEMORY_NONE), DUMMY_ALIGN);
@@ -543,6 +570,7 @@ TEST(memory_manage_noslice_alloc_reuses_storage) {
 }
 
 TEST(memory_manage_noslice_alloc_allocs_new_storage) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t a, b;
   one_pool(&f, cubert_memory_pool_exclusive(1024, CUBERT_MEMORY_NONE), DUMMY_ALIGN);
@@ -557,6 +585,7 @@ TEST(memory_manage_noslice_alloc_allocs_new_storage) {
 }
 
 TEST(memory_manage_noslice_alloc_respects_alignment_size) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t a, b;
   one_pool(&f, cubert_memory_pool_exclusive(1000, CUBERT_MEMORY_NONE), 50);

@@ -180,14 +180,28 @@ static void failure_loop(int target_storage, int persist) {
          persist ? "persistent" : "transient", (unsigned long long)runs);
 }
 
-TEST_EX(memory_oom_loop_allocator_transient, 120) { failure_loop(0, 0); }
-TEST_EX(memory_oom_loop_allocator_persistent, 120) { failure_loop(0, 1); }
-TEST_EX(memory_oom_loop_storage_transient, 120) { failure_loop(1, 0); }
-TEST_EX(memory_oom_loop_storage_persistent, 120) { failure_loop(1, 1); }
+#define OOM_LOOP_NEEDS (CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY)
+TEST_EX(memory_oom_loop_allocator_transient, 120) {
+  TEST_REQUIRE_FEATURE(OOM_LOOP_NEEDS);
+  failure_loop(0, 0);
+}
+TEST_EX(memory_oom_loop_allocator_persistent, 120) {
+  TEST_REQUIRE_FEATURE(OOM_LOOP_NEEDS);
+  failure_loop(0, 1);
+}
+TEST_EX(memory_oom_loop_storage_transient, 120) {
+  TEST_REQUIRE_FEATURE(OOM_LOOP_NEEDS);
+  failure_loop(1, 0);
+}
+TEST_EX(memory_oom_loop_storage_persistent, 120) {
+  TEST_REQUIRE_FEATURE(OOM_LOOP_NEEDS);
+  failure_loop(1, 1);
+}
 
 /* ---- the OOM error carries the pool report --------------------------------------------- */
 
 TEST(memory_oom_report_tells_a_full_device) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   static cubert_memory_pool_options_t pools[1];
   mm_fixture_t f;
   cubert_memory_id_t ids[3], x;
@@ -212,6 +226,7 @@ TEST(memory_oom_report_tells_a_full_device) {
 }
 
 TEST(memory_oom_report_tells_fragmentation) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   static cubert_memory_pool_options_t pools[1];
   mm_fixture_t f;
   cubert_memory_id_t ids[8], x;
@@ -251,6 +266,7 @@ static void reclaim_setup(mm_fixture_t *f, bool reclaim) {
 }
 
 TEST(memory_oom_reclaim_and_retry) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t big;
   reclaim_setup(&f, true);
@@ -263,6 +279,7 @@ TEST(memory_oom_reclaim_and_retry) {
 }
 
 TEST(memory_oom_no_reclaim_when_disabled) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_memory_id_t big;
   cubert_error_t err;
@@ -300,6 +317,7 @@ TEST(memory_oom_buffer_too_big_is_not_retried) {
 }
 
 TEST(memory_oom_no_pool_accepts) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   static cubert_memory_pool_options_t pools[1];
   mm_fixture_t f;
   cubert_memory_id_t x;
@@ -316,6 +334,7 @@ TEST(memory_oom_no_pool_accepts) {
 /* ---- a stream slot whose thread is gone (burn#4792) --------------------------------------- */
 
 TEST(memory_oom_release_pools_of_a_dead_stream_slot) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   mm_fixture_t f;
   cubert_memory_id_t ids[6], keep;
   cubert_memory_usage_t left;

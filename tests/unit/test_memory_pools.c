@@ -109,6 +109,7 @@ static void check_blocks(cubert_sliced_pool_t *pool, const block_t *want, uint32
 }
 
 TEST(memory_pool_page_test_memory_page) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_sliced_pool_t *pool = one_page_pool(&f);
   cubert_memory_id_t h = mmf_reserve(&f, 16 * MIB);
@@ -129,6 +130,7 @@ TEST(memory_pool_page_test_memory_page) {
 }
 
 TEST(memory_pool_page_test_memory_job) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_sliced_pool_t *pool = one_page_pool(&f);
   cubert_memory_id_t h = mmf_reserve(&f, 16 * MIB);
@@ -143,6 +145,7 @@ TEST(memory_pool_page_test_memory_job) {
 }
 
 TEST(memory_pool_page_test_scenario) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   mm_fixture_t f;
   cubert_sliced_pool_t *pool = one_page_pool(&f);
   cubert_memory_id_t s1, s2, s3, s4, s5, s6, x;
@@ -177,6 +180,7 @@ TEST(memory_pool_page_test_scenario) {
 }
 
 TEST(memory_pool_sliced_merges_when_enabled) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   /* the pool (not the page API) coalesces before searching: after freeing the
    * 8 MiB slice the 9 MiB request fits in 6 + 8 */
   mm_fixture_t f;
@@ -203,6 +207,7 @@ TEST(memory_pool_sliced_merges_when_enabled) {
 /* ---- persistent_pool::* ------------------------------------------------------------ */
 
 TEST(memory_pool_persistent_pool_try_reserve_reuses_slice_with_padding) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   mm_fixture_t f;
   cubert_persistent_pool_t *pool;
   cubert_memory_id_t a, b;
@@ -225,6 +230,7 @@ TEST(memory_pool_persistent_pool_try_reserve_reuses_slice_with_padding) {
 }
 
 TEST(memory_pool_persistent_pool) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   mm_fixture_t f;
   cubert_persistent_pool_t *pool;
   cubert_memory_pool_report_t r;
@@ -274,6 +280,7 @@ TEST(memory_pool_persistent_pool) {
 }
 
 TEST(memory_pool_persistent_many_sizes_grow_the_index) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   mm_fixture_t f;
   cubert_memory_id_t ids[100];
   uint32_t i;
@@ -296,6 +303,7 @@ TEST(memory_pool_persistent_many_sizes_grow_the_index) {
 /* ---- exclusive pool ----------------------------------------------------------------- */
 
 TEST(memory_pool_exclusive_first_page_follows_the_average) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   /* the first 100-byte reservation in a pool with max 512, alignment 32
    * allocates 256 bytes (average 256 -> 254.44; max(254, 100) rounded up) */
   static cubert_memory_pool_options_t pools[1];
@@ -314,6 +322,7 @@ TEST(memory_pool_exclusive_first_page_follows_the_average) {
 }
 
 TEST(memory_pool_exclusive_average_decays) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   static cubert_memory_pool_options_t pools[1];
   mm_fixture_t f;
   cubert_exclusive_pool_t *pool;
@@ -339,6 +348,7 @@ static void tick(mm_fixture_t *f) {
 }
 
 TEST(memory_pool_exclusive_free_count_ageing) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   /* dealloc_period 50: a check every 10 reservations; a new page starts at
    * free_count 4, every reuse lowers it, every check seeing it free raises
    * it; released at 5 */
@@ -363,6 +373,7 @@ TEST(memory_pool_exclusive_free_count_ageing) {
 }
 
 TEST(memory_pool_exclusive_new_free_page_goes_at_first_check) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   static cubert_memory_pool_options_t pools[1];
   mm_fixture_t f;
   cubert_memory_id_t a;
@@ -380,6 +391,7 @@ TEST(memory_pool_exclusive_new_free_page_goes_at_first_check) {
 }
 
 TEST(memory_pool_exclusive_no_period_never_periodic) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   static cubert_memory_pool_options_t pools[1];
   mm_fixture_t f;
   cubert_memory_id_t a;
@@ -470,6 +482,7 @@ TEST(memory_pool_sliced_random_consistency) {
 }
 
 TEST(memory_pool_sliced_finds_every_released_slice) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   /* 4 pages of 16 x 64 KiB; release 16 slices spread over the pages in a
    * random order; 16 new 64 KiB reservations must not add a page */
   static cubert_memory_pool_options_t pools[1];
@@ -497,6 +510,7 @@ TEST(memory_pool_sliced_finds_every_released_slice) {
 }
 
 TEST(memory_pool_sliced_near_page_size_rule) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   /* uncapped: a request above max_slice but wasting < 20 % of a page takes a
    * page; capped pools never do */
   static cubert_memory_pool_options_t pools[2];
@@ -545,6 +559,7 @@ static void sliding_window(uint32_t poll_per_reserve, uint64_t *out_pages) {
 }
 
 TEST(memory_pool_sliced_sliding_window_stays_bounded) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   uint64_t lazy, eager;
   sliding_window(0, &lazy);
   sliding_window(4, &eager);
@@ -552,6 +567,7 @@ TEST(memory_pool_sliced_sliding_window_stays_bounded) {
 }
 
 TEST(memory_pool_sliced_large_pool_random_releases) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   /* above SCAN_ALWAYS slices, full scans are amortized: memory stays within
    * a small margin of the live set, and every slice stays consistent */
   static cubert_memory_pool_options_t pools[1];

@@ -98,6 +98,7 @@ TEST(profile_profiler_create_invalid_arguments) {
 }
 
 TEST(profile_profiler_create_largest_capacity) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a;
   fake_clock_t fc;
