@@ -26,8 +26,9 @@ cubert_status_t cubert_error_kind_status(cubert_error_kind_t kind) {
   return (cubert_status_t)g_kind_status[kind];
 }
 
-cubert_status_t cubert_error_set(cubert_error_t *error, cubert_error_kind_t kind,
-                                 const uint64_t *fields, size_t count, const char *reason) {
+/* (the name in parentheses: not the reason-dropping macro of base/internal.h) */
+cubert_status_t(cubert_error_set)(cubert_error_t *error, cubert_error_kind_t kind,
+                                  const uint64_t *fields, size_t count, const char *reason) {
   cubert_status_t status = cubert_error_kind_status(kind);
   size_t i;
   if (!error) return status;

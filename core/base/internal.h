@@ -17,6 +17,15 @@
 #define cubert_memset(d, c, n) __builtin_memset((d), (c), (n))
 #define cubert_memmove(d, s, n) __builtin_memmove((d), (s), (n))
 
+/* Without CUBERT_CONFIG_ERROR_REASONS (cubert/config.h) the records the core
+ * sets carry their kinds, status and fields but no reason text: the core's
+ * reason strings are not compiled in ((cubert_error_set) calls the function;
+ * the reason is still evaluated, so a variable passed as one stays used). */
+#if !CUBERT_CONFIG_ERROR_REASONS
+#define cubert_error_set(error, kind, fields, count, reason) \
+  ((void)(reason), (cubert_error_set)((error), (kind), (fields), (count), NULL))
+#endif
+
 #define CUBERT_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define CUBERT_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define CUBERT_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

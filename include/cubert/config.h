@@ -18,6 +18,10 @@
  *   CUBERT_CONFIG_ERROR_TEXT    CubeCL's message texts in cubert_error_format and
  *                               in aggregates; without it a record is written
  *                               in numbers (kinds, status, fields, reason)
+ *   CUBERT_CONFIG_ERROR_REASONS the reason strings the core writes into error
+ *                               records (cubert_error_t.reason): without it
+ *                               the core's records carry kinds, status and
+ *                               fields only (a caller's own reasons stay)
  *   CUBERT_CONFIG_COLLECTIVES   collectives (all_reduce, send, recv,
  *                               to_client_tensor, ensure_init_collective: they
  *                               return UNSUPPORTED/COMPILED_OUT; to_client and
@@ -64,6 +68,9 @@
 #ifndef CUBERT_CONFIG_ERROR_TEXT
 #define CUBERT_CONFIG_ERROR_TEXT 1
 #endif
+#ifndef CUBERT_CONFIG_ERROR_REASONS
+#define CUBERT_CONFIG_ERROR_REASONS 1
+#endif
 #ifndef CUBERT_CONFIG_COLLECTIVES
 #define CUBERT_CONFIG_COLLECTIVES 1
 #endif
@@ -93,6 +100,7 @@ CUBERT_EXTERN_C_BEGIN
 #define CUBERT_FEATURE_STAGING_BUFFERS 0x20u
 #define CUBERT_FEATURE_PAGED_POOLS 0x40u
 #define CUBERT_FEATURE_PERSISTENT_MEMORY 0x80u
+#define CUBERT_FEATURE_ERROR_REASONS 0x100u
 
 /* The CUBERT_FEATURE_* bits of the features compiled into the library (its
  * CUBERT_CONFIG_* switches, which may differ from the caller's macros). */
