@@ -89,7 +89,7 @@ CUBERT_REQUIRED := -std=c99 -fPIC -fvisibility=hidden
 MINIMAL_CONFIG := -DCUBERT_CONFIG_RACE_CHECKER=0 -DCUBERT_CONFIG_SIMULATION=0 \
   -DCUBERT_CONFIG_PROFILING=0 -DCUBERT_CONFIG_ERROR_TEXT=0 -DCUBERT_CONFIG_COLLECTIVES=0 \
   -DCUBERT_CONFIG_STAGING=0 -DCUBERT_CONFIG_PAGED_POOLS=0 -DCUBERT_CONFIG_PERSISTENT_MEMORY=0 \
-  -DCUBERT_CONFIG_DEVICE_REGISTRY_CAPACITY=8
+  -DCUBERT_CONFIG_DEVICE_REGISTRY_CAPACITY=8 -DCUBERT_CONFIG_ERROR_REASONS=0
 CORE_FREESTANDING := -ffreestanding -nostdinc -isystem $(shell $(CC) -print-file-name=include)
 # $(BUILD)/flags records the compiler and flags this BUILD was made with; it is rewritten
 # only when they change, and objects and programs depend on it (end of this file): after

@@ -85,6 +85,7 @@ int test_require_features(const char *file, int line, unsigned bits) {
       {CUBERT_FEATURE_STAGING_BUFFERS, "compiled out (CUBERT_CONFIG_STAGING=0)"},
       {CUBERT_FEATURE_PAGED_POOLS, "compiled out (CUBERT_CONFIG_PAGED_POOLS=0)"},
       {CUBERT_FEATURE_PERSISTENT_MEMORY, "compiled out (CUBERT_CONFIG_PERSISTENT_MEMORY=0)"},
+      {CUBERT_FEATURE_ERROR_REASONS, "compiled out (CUBERT_CONFIG_ERROR_REASONS=0)"},
   };
   unsigned missing = bits & ~(unsigned)cubert_config_features();
   size_t i;

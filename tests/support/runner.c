@@ -89,6 +89,7 @@ int test_require_features(const char *file, int line, unsigned bits) {
       {CUBERT_FEATURE_STAGING_BUFFERS, "skipped: compiled out (CUBERT_CONFIG_STAGING=0)"},
       {CUBERT_FEATURE_PAGED_POOLS, "skipped: compiled out (CUBERT_CONFIG_PAGED_POOLS=0)"},
       {CUBERT_FEATURE_PERSISTENT_MEMORY, "skipped: compiled out (CUBERT_CONFIG_PERSISTENT_MEMORY=0)"},
+      {CUBERT_FEATURE_ERROR_REASONS, "skipped: compiled out (CUBERT_CONFIG_ERROR_REASONS=0)"},
   };
   unsigned missing = bits & ~(unsigned)cubert_config_features();
   size_t i;

@@ -251,6 +251,7 @@ TEST(error_format_optional_fields) {
 }
 
 TEST(error_aggregate_hand_built_and_corrupt_inputs) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_REASONS);
   cubert_error_t agg, next, first;
   /* an aggregate whose count field is 0 counts as one error */
   cubert_error_set_not_found(&agg, "a");

@@ -18,6 +18,8 @@ static void check_compiled_out(const cubert_error_t *e, const char *switch_name)
   char text[256];
   CHECK_EQ_U64(e->status, CUBERT_STATUS_UNSUPPORTED);
   CHECK_EQ_U64(cubert_error_kind(e), CUBERT_ERROR_COMPILED_OUT);
+  /* without the core's reason strings (CUBERT_CONFIG_ERROR_REASONS=0) the kind says it */
+  if (!(cubert_config_features() & CUBERT_FEATURE_ERROR_REASONS)) return;
   CHECK_MSG(strstr(e->reason, switch_name) != NULL, "reason '%s' does not name %s", e->reason,
             switch_name);
   cubert_error_format(e, text, sizeof text);
@@ -34,10 +36,12 @@ TEST(config_features_match_the_build) {
   CHECK_EQ_U64((f & CUBERT_FEATURE_STAGING_BUFFERS) != 0, CUBERT_CONFIG_STAGING);
   CHECK_EQ_U64((f & CUBERT_FEATURE_PAGED_POOLS) != 0, CUBERT_CONFIG_PAGED_POOLS);
   CHECK_EQ_U64((f & CUBERT_FEATURE_PERSISTENT_MEMORY) != 0, CUBERT_CONFIG_PERSISTENT_MEMORY);
+  CHECK_EQ_U64((f & CUBERT_FEATURE_ERROR_REASONS) != 0, CUBERT_CONFIG_ERROR_REASONS);
   CHECK_EQ_U64(f & ~(uint32_t)(CUBERT_FEATURE_RACE_CHECKER | CUBERT_FEATURE_SIMULATION |
                                CUBERT_FEATURE_PROFILING | CUBERT_FEATURE_ERROR_TEXT |
                                CUBERT_FEATURE_COLLECTIVE_OPS | CUBERT_FEATURE_STAGING_BUFFERS |
-                               CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY),
+                               CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY |
+                               CUBERT_FEATURE_ERROR_REASONS),
                0);
   CHECK_EQ_STR(cubert_error_kind_name(CUBERT_ERROR_COMPILED_OUT),
                CUBERT_CONFIG_ERROR_TEXT ? "CompiledOut" : "(error text compiled out)");
@@ -227,4 +231,26 @@ TEST(config_paged_pools) {
 TEST(config_device_registry_capacity) {
   CHECK_EQ_U64(CUBERT_DEVICE_REGISTRY_CAPACITY, CUBERT_CONFIG_DEVICE_REGISTRY_CAPACITY);
   CHECK(CUBERT_DEVICE_REGISTRY_CAPACITY >= 1);
+}
+
+/* Without the core's reason strings a record keeps its kinds, status and
+ * fields; a caller's own reason is kept either way. */
+TEST(config_error_reasons) {
+  cubert_memory_pool_options_t entry = cubert_memory_pool_sliced(0, CUBERT_MEMORY_NONE,
+                                                                 CUBERT_MEMORY_NONE);
+  cubert_memory_configuration_t c;
+  cubert_memory_device_properties_t props;
+  cubert_error_t err;
+  uint32_t n = 0;
+  memset(&props, 0, sizeof props);
+  props.max_page_size = 1u << 20;
+  c.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
+  c.pools = &entry;
+  c.pool_count = 1; /* a zero page (or, without paged pools, a sliced pool at all) */
+  CHECK(cubert_memory_configuration_pools(&c, props, NULL, 0, &n, &err) != CUBERT_STATUS_OK);
+  CHECK(cubert_error_kind(&err) != CUBERT_ERROR_NONE);
+  CHECK_EQ_U64(err.reason[0] != '\0', CUBERT_CONFIG_ERROR_REASONS);
+  CHECK_STATUS(cubert_error_set(&err, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0, "mine"),
+               CUBERT_STATUS_OUT_OF_RANGE);
+  CHECK_EQ_STR(err.reason, "mine");
 }

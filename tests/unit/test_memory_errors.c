@@ -60,6 +60,7 @@ TEST(memory_errors_not_found_reasons) {
 }
 
 TEST(memory_errors_direct_pool_not_found_reasons) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_REASONS);
   static cubert_memory_pool_options_t pools[1];
   mm_fixture_t f;
   cubert_memory_id_t a;
