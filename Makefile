@@ -451,13 +451,17 @@ check-stack:
 check-symbols: $(STATIC_LIB) $(SHARED_LIB)
 	@sh tests/build/check_symbols.sh '$(NM)' $(STATIC_LIB) $(SHARED_LIB)
 
-# .text/.data/.bss of the full and the minimal core (MINIMAL_CONFIG), x86-64 at
-# -O2 and -Os and Cortex-M4 at -Os (tests/build/core_size.sh).
+# .text/.data/.bss of the full and the minimal core (MINIMAL_CONFIG), alone and with the
+# inline driver and kernel runner, x86-64 at -O2 and -Os and Cortex-M4 at -Os; then what
+# the static-arena demo links of them on Cortex-M4 (tests/build/core_size.sh).
 size: | $(BUILD)/freestanding
 	@sh tests/build/core_size.sh --out $(BUILD)/size --cc '$(CC)' --size '$(SIZE)' \
-	  --cflags '$(CUBERT_WARN) -Iinclude -Icore -fno-pic -fno-stack-protector $(CORE_FREESTANDING)' \
+	  --cflags '$(CUBERT_WARN) -Iinclude -Icore -Ibackend-cpu -fno-pic -fno-stack-protector $(CORE_FREESTANDING)' \
 	  --arm-cc '$(ARM_CC)' --arm-size '$(ARM_SIZE)' --arm-nm '$(ARM_NM)' \
-	  --arm-cflags '$(CUBERT_WARN) -Iinclude -Icore $(CORTEX_FLAGS)' --minimal '$(MINIMAL_CONFIG)' \
+	  --arm-cflags '$(CUBERT_WARN) -Iinclude -Icore -Ibackend-cpu $(CORTEX_FLAGS)' --minimal '$(MINIMAL_CONFIG)' \
+	  --driver '$(FREESTANDING_CPU_SRC)' --demo examples/embedded/arena_demo.c \
+	  --demo-cflags '-std=c99 -Iinclude -Iexamples/kernels -Itests/embedded/cortex-m -mcpu=cortex-m4 -mthumb -Os -ffunction-sections -fdata-sections' \
+	  --startup tests/embedded/cortex-m/startup.c --ld tests/embedded/cortex-m/an386.ld \
 	  $(CORE_SRC)
 
 # ---- sanitizers -------------------------------------------------------------------------
