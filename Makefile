@@ -7,8 +7,9 @@
 #   make cts SERVER=cpu|deterministic|inline   the conformance suite on one driver
 #   make check      test + check-freestanding + check-headers + check-32bit + check-cortex-m
 #                   + check-install + check-symbols + fuzz-replay + check-tools + check-cortex-m0
-#                   + check-cxx-host (+ check-clang when clang is installed)
-#   make test-cortex-m | test-bigendian   unit tests on Cortex-M4 (QEMU) | s390x (qemu-user)
+#                   + check-cxx-host + check-embedded-demo (+ check-clang when clang is installed)
+#   make test-cortex-m | test-bigendian   unit tests + conformance suite on Cortex-M4 (QEMU, inline
+#                   driver; and the static-arena demo) | s390x (qemu-user, three drivers)
 #   make bench      benchmarks (ratios to peers measured in the same run; docs/benchmarks.md)
 #   make asan|tsan  the test suite under sanitizers
 #   make valgrind   memcheck over the unit, host and conformance suites (0 errors, 0 bytes lost)
@@ -319,7 +320,7 @@ sim: $(BUILD)/tools/cubert_sim
 # ---- checks ---------------------------------------------------------------------------
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
 check: test check-freestanding check-headers check-32bit check-cortex-m check-install check-symbols \
-       fuzz-replay check-tools check-cortex-m0 check-cxx-host $(if $(HAVE_CLANG),check-clang)
+       fuzz-replay check-tools check-cortex-m0 check-cxx-host check-embedded-demo $(if $(HAVE_CLANG),check-clang)
 	@echo "check: ok$(if $(HAVE_CLANG),, (check-clang skipped: $(CLANG) not found; Debian: apt-get install clang))"
 
 # memcpy/memset/memmove (emitted for the builtins) and the compiler's own runtime
@@ -674,19 +675,23 @@ help:
 	@echo '                      (after fuzz-replay); TESTS="prefix ..." runs a subset'
 	@echo '  cts                 the conformance suite on one driver: SERVER=cpu|deterministic|inline'
 	@echo '  check               test check-freestanding check-headers check-32bit check-cortex-m check-install'
-	@echo '                      check-symbols fuzz-replay check-tools check-cortex-m0 check-cxx-host, and check-clang'
+	@echo '                      check-symbols fuzz-replay check-tools check-cortex-m0 check-cxx-host'
+	@echo '                      check-embedded-demo, and check-clang'
 	@echo '  check-freestanding  core/: no libc includes/calls, undefined symbols and mutable data allowlisted'
 	@echo '  check-headers       every public header compiles alone as C99 and C++11'
 	@echo '  check-32bit         core + tests/unit built with -m32 and run (gcc-multilib)'
 	@echo '  check-cortex-m      core cross-compiled for Cortex-M4, symbol allowlist (gcc-arm-none-eabi)'
 	@echo '  check-cortex-m0     core for Cortex-M0 through the critical-section hook; unit tests through the hook'
 	@echo '  check-cxx-host      examples/embedded/cxx_host.cpp with g++ and clang++ -std=c++11 -Werror, run'
-	@echo '  test-cortex-m       unit tests on Cortex-M4F under qemu-system-arm -M mps2-an386 (docs/embedding.md)'
-	@echo '  test-bigendian      unit tests built for s390x, run under qemu-s390x'
+	@echo '  check-embedded-demo examples/embedded/arena_demo.c (static arena, inline driver, OOM sweep) on this machine'
+	@echo '  test-cortex-m       the demo, then unit tests + conformance suite (inline driver) on Cortex-M4F under'
+	@echo '                      qemu-system-arm -M mps2-an386 (docs/embedding.md); cortex-m-demo: the demo alone'
+	@echo '  test-bigendian      unit tests + conformance suite (three drivers) built for s390x, run under qemu-s390x'
 	@echo '  check-clang         all, examples, tools, benches, fuzz targets, tests, checks with $(CLANG) (BUILD/clang)'
 	@echo '  check-install       install to a temp DESTDIR, pkg-config consumer (static+shared), uninstall'
 	@echo '  check-symbols       libcubert.a and libcubert.so export only cubert_ symbols (the same set)'
-	@echo '  check-minimal       core + tests/unit with every cubert/config.h feature compiled out (BUILD/minimal)'
+	@echo '  check-minimal       the suite with every cubert/config.h switch off (BUILD/minimal): unit, client and'
+	@echo '                      conformance tests (inline driver)'
 	@echo '  check-stack         no stack frame of core/ (+ STACK_SRC) over STACK_LIMIT=$(STACK_LIMIT) bytes (gcc -fstack-usage)'
 	@echo '  check-tools         build/tools/cubert-info lists devices and pool layouts; a bad option exits 2'
 	@echo '  check-matrix        gcc/clang x -O0 -g/-O2/-O3 -march=native/-Os, -fno-common, --coverage, -j1/-j8, out-of-tree BUILD,'
@@ -703,7 +708,8 @@ help:
 	@echo '  CUDA=1 ...          also the CUDA backend (BUILD=build/cuda, CUDA_PATH=$(CUDA_PATH)); docs/cuda.md'
 	@echo '  cuda-smoke          (CUDA=1) the GPU smoke program; tools/gpu-run.sh runs everything on a GPU machine'
 	@echo '  kernel-image        KERNELS=my_kernels.h [OUT=file.c]: embed a kernel file'"'"'s CUDA image (nvcc)'
-	@echo '  size                .text/.data/.bss of the full and minimal core, x86-64 (-O2, -Os) and Cortex-M4'
+	@echo '  size                flash/RAM of the full and minimal core (+ inline driver), x86-64 and Cortex-M4, and'
+	@echo '                      what the static-arena demo links of them on Cortex-M4'
 	@echo '  install | uninstall PREFIX=$(PREFIX) DESTDIR= libdir= includedir= pkgconfigdir='
 	@echo '  clean               rm -rf $(BUILD)'
 	@echo 'Variables: CC CXX CFLAGS CPPFLAGS LDFLAGS (added to the project flags) WERROR=1 (warnings are errors)'

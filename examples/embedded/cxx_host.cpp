@@ -3,18 +3,18 @@
 //
 // The host hands cubert its memory through the allocator interface (a C++ class that
 // tracks live and peak bytes over libc), defines a kernel in the portable dialect in C++,
-// and runs a two-kernel pipeline (scale, then add) on a CPU device in deterministic mode
-// (no worker threads). The result is checked against plain C++; at exit the allocator
-// must hold no live byte. The C interface needs no wrapper: RAII classes below are the
-// host's own. (Once the inline driver lands, this runs on it instead of the CPU server.)
+// and runs a two-kernel pipeline (scale, then add) on the inline driver (cubert/inline.h:
+// every call finishes on the calling thread; no lock, no worker, no OS). The result is
+// checked against plain C++; at exit the allocator must hold no live byte. The C
+// interface needs no wrapper: RAII classes below are the host's own.
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
 #include "cubert/cubert.h"
-#include "cubert/cpu.h"
 #include "cubert/critical_section.h"  // declarations only: this host does not use the hook
-#include "cubert/host.h"
+#include "cubert/host.h"              // cubert_allocator_libc
+#include "cubert/inline.h"
 #include "cubert/kernel.h"
 
 namespace {
@@ -131,18 +131,22 @@ bool ok(cubert_status_t status, const cubert_error_t &err, const char *what) {
 int run(TrackingAllocator &memory) {
   const uint32_t n = 1000;
   const float factor = 2.5f;
-  cubert_cpu_options_t options;
-  cubert_cpu_options_initialize(&options);
-  options.mode = CUBERT_CPU_MODE_DETERMINISTIC;  // no worker threads
-  options.seed = 7;
+  // One stream, a small handle table, and one direct pool: each buffer is one
+  // allocation of its own size from the host's allocator (docs/embedding.md).
+  const cubert_memory_pool_options_t direct = cubert_memory_pool_direct(0);
+  cubert_inline_options_t options;
+  cubert_inline_options_initialize(&options);
   options.max_streams = 1;
   options.memory_size = 1u << 20;
-  options.max_handles = 256;
+  options.max_handles = 16;
+  options.memory_config.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
+  options.memory_config.pools = &direct;
+  options.memory_config.pool_count = 1;
   cubert_client_t *raw = NULL;
   cubert_error_t err;
   std::memset(&err, 0, sizeof err);
-  if (!ok(cubert_cpu_client_create(memory.allocator(), &options, &raw, &err), err,
-          "cubert_cpu_client_create"))
+  if (!ok(cubert_inline_client_create(memory.allocator(), &options, &raw, &err), err,
+          "cubert_inline_client_create"))
     return 1;
   Client client(raw);
 

@@ -7,7 +7,10 @@
 #                         and Debian's s390x sysroot, run under qemu-s390x
 #   make check-cortex-m0  the core for Cortex-M0 (no atomic RMW instructions) through the
 #                         critical-section hook, linked; plus the host unit tests through that hook
-#   make check-cxx-host   tests/embedded/cxx_host.cpp with g++ and clang++ -std=c++11 -Werror
+#   make check-cxx-host   examples/embedded/cxx_host.cpp with g++ and clang++ -std=c++11 -Werror
+#   make check-embedded-demo  examples/embedded/arena_demo.c on the build machine;
+#                         make cortex-m-demo: bare metal on the Cortex-M4F (QEMU, 8 KiB stack),
+#                         run first by test-cortex-m
 #
 # Missing Debian packages are installed by tests/embedded/need_packages.sh (apt-get, as root or
 # through sudo -n; EMBEDDED_NO_APT=1 only reports them).
@@ -107,10 +110,10 @@ $(HOST_DEMO): examples/embedded/arena_demo.c $(STATIC_LIB) | $(BUILD)/examples
 	$(CC) $(CUBERT_CFLAGS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(STATIC_LIB) $(HOST_LIBS)
 
 .PHONY: check-embedded-demo cortex-m-demo
-# The demo on the build machine, then on the Cortex-M4F (QEMU).
+# The demo on the build machine (part of make check); cortex-m-demo runs it on the
+# Cortex-M4F (QEMU), first thing in test-cortex-m.
 check-embedded-demo: $(HOST_DEMO)
 	@echo "$(HOST_DEMO)"; $(HOST_DEMO)
-	@$(MAKE) --no-print-directory cortex-m-demo
 
 cortex-m-demo:
 	@$(NEED_PACKAGES) test-cortex-m $(ARM_CC):gcc-arm-none-eabi $(QEMU_ARM):qemu-system-arm \
@@ -129,6 +132,7 @@ cortex-m-demo:
 test-cortex-m:
 	@$(NEED_PACKAGES) test-cortex-m $(ARM_CC):gcc-arm-none-eabi $(QEMU_ARM):qemu-system-arm \
 	  newlib:libnewlib-arm-none-eabi
+	@$(MAKE) --no-print-directory cortex-m-demo
 	@$(MAKE) --no-print-directory $(CM4_BIN)
 	@$(ARM_SIZE) $(CM4_BIN) | sed 's/^/test-cortex-m: /'
 	@echo "$(QEMU_ARM) -M mps2-an386 -semihosting ... -kernel $(CM4_BIN) $(TESTS)"
@@ -225,7 +229,7 @@ check-cortex-m0:
 	@echo "$(BUILD)/critical-section/cubert-unit-test-cs $(TESTS)"; $(BUILD)/critical-section/cubert-unit-test-cs $(TESTS)
 
 # ---- a C++11 host ---------------------------------------------------------------------------
-# examples/embedded/cxx_host.cpp against the public headers and libcubert.a, with $(CXX) and,
+# examples/embedded/cxx_host.cpp (the inline driver) against the public headers and libcubert.a, with $(CXX) and,
 # when installed, $(CLANGXX); each binary runs (it checks its results and that it leaks nothing).
 CXX_HOST_FLAGS := -std=c++11 -pedantic -Wall -Wextra -Werror -Iinclude
 HAVE_CLANGXX = $(shell command -v $(CLANGXX) 2>/dev/null)

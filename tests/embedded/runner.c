@@ -17,6 +17,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 
+#include "counting_allocator.h"
 #include "cubert/config.h"
 #include "cubert/device.h"
 #include "cubert/status.h"
@@ -139,6 +140,42 @@ static int run_one(const test_entry_t *t) {
   return rc;
 }
 
+/* Figures of the passing tests of one kind (unit tests, conformance tests): the deepest
+ * stack, the median stack and the largest allocator peak, each with its test. */
+typedef struct figures_t {
+  size_t count, deepest, peak;
+  const char *deepest_name, *peak_name;
+  size_t stacks[MAX_TESTS];
+} figures_t;
+
+static figures_t g_unit, g_cts;
+
+static void figures_add(figures_t *f, const char *name, size_t stack, size_t peak) {
+  f->stacks[f->count++] = stack;
+  if (stack > f->deepest || !f->deepest_name) {
+    f->deepest = stack;
+    f->deepest_name = name;
+  }
+  if (peak > f->peak || !f->peak_name) {
+    f->peak = peak;
+    f->peak_name = name;
+  }
+}
+
+static int cmp_size(const void *a, const void *b) {
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void figures_print(figures_t *f, const char *what) {
+  if (!f->count) return;
+  qsort(f->stacks, f->count, sizeof f->stacks[0], cmp_size);
+  printf("%s (%lu passing): stack deepest %lu B (%s), median %lu B; largest allocator peak %lu B "
+         "(%s)\n",
+         what, (unsigned long)f->count, (unsigned long)f->deepest, f->deepest_name,
+         (unsigned long)f->stacks[f->count / 2], (unsigned long)f->peak, f->peak_name);
+}
+
 int main(int argc, char **argv) {
   size_t k, passed = 0, failed = 0, skipped = 0, deepest = 0;
   const char *deepest_name = "-";
@@ -154,6 +191,7 @@ int main(int argc, char **argv) {
     int rc;
     size_t used;
     if (!selected(t->name, npat, patterns)) continue;
+    (void)counting_allocator_take_largest_peak();
     rc = run_one(t);
     used = embedded_stack_used();
     {
@@ -173,7 +211,10 @@ int main(int argc, char **argv) {
       deepest_name = t->name;
     }
     if (rc == RESULT_PASS) {
-      printf("ok   %s (stack %lu B)\n", t->name, (unsigned long)used);
+      size_t peak = (size_t)counting_allocator_take_largest_peak();
+      printf("ok   %s (stack %lu B, allocator peak %lu B)\n", t->name, (unsigned long)used,
+             (unsigned long)peak);
+      figures_add(strncmp(t->name, "cts_", 4) == 0 ? &g_cts : &g_unit, t->name, used, peak);
       passed++;
     } else if (rc == RESULT_SKIP) {
       skipped++;
@@ -184,6 +225,8 @@ int main(int argc, char **argv) {
   }
   printf("deepest stack of a passing test: %lu bytes of %lu (%s), painted before each test\n",
          (unsigned long)deepest, (unsigned long)embedded_stack_size(), deepest_name);
+  figures_print(&g_unit, "unit tests");
+  figures_print(&g_cts, "conformance tests (inline driver)");
   printf("harness heap peak: %lu bytes of %lu (newlib malloc: test fixtures and the core's "
          "allocations, never freed back)\n",
          (unsigned long)embedded_heap_peak(), (unsigned long)embedded_heap_size());

@@ -104,6 +104,22 @@ void counting_allocator_fail_at(counting_allocator_t *counting, uint64_t n, int 
   pthread_mutex_unlock(&counting->mutex);
 }
 
+/* the largest peak of the allocators destroyed since the last take */
+static int64_t g_largest_peak;
+static pthread_mutex_t g_largest_mutex = PTHREAD_MUTEX_INITIALIZER;
+
 void counting_allocator_destroy(counting_allocator_t *counting) {
+  pthread_mutex_lock(&g_largest_mutex);
+  if (counting->peak_bytes > g_largest_peak) g_largest_peak = counting->peak_bytes;
+  pthread_mutex_unlock(&g_largest_mutex);
   pthread_mutex_destroy(&counting->mutex);
+}
+
+int64_t counting_allocator_take_largest_peak(void) {
+  int64_t peak;
+  pthread_mutex_lock(&g_largest_mutex);
+  peak = g_largest_peak;
+  g_largest_peak = 0;
+  pthread_mutex_unlock(&g_largest_mutex);
+  return peak;
 }

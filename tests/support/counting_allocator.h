@@ -30,5 +30,9 @@ cubert_allocator_t counting_allocator_init(counting_allocator_t *counting);
 /* Fail the nth allocating call from now on (n >= 1), once or persistently. */
 void counting_allocator_fail_at(counting_allocator_t *counting, uint64_t n, int persist);
 void counting_allocator_destroy(counting_allocator_t *counting);
+/* The largest peak_bytes among the counting allocators destroyed since the last call
+ * (then reset): what a test's cubert objects took at most at once (the embedded runner
+ * reports it per test). */
+int64_t counting_allocator_take_largest_peak(void);
 
 #endif

@@ -64,7 +64,8 @@ TEST(race_seeded_bugs_each_reported_once) {
     CHECK_MSG(n == 1, "seeded bug %s: %zu reports, want 1", k_seeded[i].name, n);
     reported++;
   }
-  printf("race seeded bugs: %zu/%zu reported, each exactly once\n", reported, NSEEDED);
+  printf("race seeded bugs: %lu/%lu reported, each exactly once\n", (unsigned long)reported,
+         (unsigned long)NSEEDED); /* (newlib's printf has no %zu) */
 }
 
 TEST(race_seeded_fixed_programs_report_nothing) {
@@ -75,7 +76,7 @@ TEST(race_seeded_fixed_programs_report_nothing) {
     n = run_seeded(&k_seeded[i], false, CUBERT_RACE_FLAG_REPORT_ALL);
     CHECK_MSG(n == 0, "fixed program %s (report all): %zu reports, want 0", k_seeded[i].name, n);
   }
-  printf("race correctly synchronized programs: %zu, 0 reports\n", NSEEDED);
+  printf("race correctly synchronized programs: %lu, 0 reports\n", (unsigned long)NSEEDED);
 }
 
 /* With REPORT_ALL every seeded bug is still reported (at least once). */

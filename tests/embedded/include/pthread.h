@@ -13,6 +13,9 @@
 #include <errno.h>
 #include <sys/types.h>
 
+#undef PTHREAD_MUTEX_INITIALIZER /* newlib's is "locked" for the stubs below */
+#define PTHREAD_MUTEX_INITIALIZER 0
+
 static inline int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *attr) {
   (void)attr;
   *m = 0;
