@@ -5,6 +5,13 @@
  *
  *   make CONFIG_FLAGS="-DCUBERT_CONFIG_RACE_CHECKER=0 -DCUBERT_CONFIG_PROFILING=0"
  *
+ * or, with every choice in one header of the host's own, with
+ *
+ *   -DCUBERT_CONFIG_FILE='"my_cubert_config.h"'
+ *
+ * (that header is included first; examples/embedded/cubert_config_minimal.h
+ * is the minimal core's). The library and every file that includes cubert's
+ * headers must be compiled with the same choices.
  * (`make size` builds the minimal core: every switch 0). The API does not
  * change: a compiled-out feature's public functions still link and return
  * CUBERT_STATUS_UNSUPPORTED with an error record saying the feature was
@@ -55,6 +62,10 @@
 #define CUBERT_CONFIG_H
 
 #include "cubert/base.h"
+
+#ifdef CUBERT_CONFIG_FILE
+#include CUBERT_CONFIG_FILE
+#endif
 
 #ifndef CUBERT_CONFIG_RACE_CHECKER
 #define CUBERT_CONFIG_RACE_CHECKER 1
