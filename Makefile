@@ -399,6 +399,15 @@ MINIMAL_TESTS ?= allocator comm config cube device error handle layout memory pr
 check-minimal:
 	@$(MAKE) --no-print-directory WERROR=$(WERROR) BUILD=$(BUILD)/minimal CONFIG_FLAGS='$(MINIMAL_CONFIG)' \
 	  $(BUILD)/minimal/cubert-test
+	@# the config header gives the same library as the flags: the features and the registry size
+	@mkdir -p $(BUILD)/minimal/config-file
+	@printf '#include <stdio.h>\n#include "cubert/device.h"\nint main(void) { printf("%%lx %%d\\n", (unsigned long)cubert_config_features(), CUBERT_DEVICE_REGISTRY_CAPACITY); return 0; }\n' \
+	  > $(BUILD)/minimal/config-file/probe.c
+	@for how in "$(MINIMAL_CONFIG)" "-DCUBERT_CONFIG_FILE=\"cubert_config_minimal.h\" -Iexamples/embedded"; do \
+	  $(CC) -Iinclude -Icore $$how -o $(BUILD)/minimal/config-file/probe $(BUILD)/minimal/config-file/probe.c \
+	    core/base/version.c && $(BUILD)/minimal/config-file/probe; \
+	done | uniq | awk 'END { if (NR != 1) { print "check-minimal: examples/embedded/cubert_config_minimal.h and MINIMAL_CONFIG differ"; exit 1 } \
+	  print "check-minimal: the config header and MINIMAL_CONFIG give the same library (features and registry: " $$0 ")" }'
 	CUBERT_CTS_SERVER=inline $(BUILD)/minimal/cubert-test $(or $(TESTS),$(MINIMAL_TESTS))
 
 UNIT_ONLY_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
