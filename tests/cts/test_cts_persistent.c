@@ -52,7 +52,7 @@ static cubert_status_t outer_window(void *user, cubert_error_t *err) {
  * allocations made inside the (nested) windows reserve exactly 3 * ALLOC;
  * an allocation after the outer window goes to a sliced page. */
 TEST(cts_persistent_allocation_nested_windows) {
-  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PERSISTENT_MEMORY);
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PERSISTENT_MEMORY | CUBERT_FEATURE_PAGED_POOLS);
   cts_env_t env;
   win_t w;
   uint64_t r0, r1, r2;
@@ -81,7 +81,7 @@ TEST(cts_persistent_allocation_nested_windows) {
 
 /* A failing f: its error is returned and the stream is Auto again. */
 TEST(cts_persistent_allocation_failing_fn_restores_auto) {
-  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PERSISTENT_MEMORY);
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PERSISTENT_MEMORY | CUBERT_FEATURE_PAGED_POOLS);
   cts_env_t env;
   win_t w;
   cubert_error_t err;

@@ -271,7 +271,9 @@ static void fake_release(cubert_client_t *client, fake_device_t *d, counting_all
 /* ---- tests ---- */
 
 TEST(client_kit_driver_without_staging_profiling_collectives) {
-  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING | CUBERT_FEATURE_STAGING_BUFFERS | CUBERT_FEATURE_COLLECTIVE_OPS);
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING | CUBERT_FEATURE_STAGING_BUFFERS |
+                       CUBERT_FEATURE_COLLECTIVE_OPS | CUBERT_FEATURE_ERROR_REASONS |
+                       CUBERT_FEATURE_PERSISTENT_MEMORY);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_device_t d;
@@ -465,7 +467,7 @@ static cubert_status_t refusing_factory(void *self, cubert_allocator_t allocator
 }
 
 TEST(client_device_refusing_calls) {
-  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING | CUBERT_FEATURE_PERSISTENT_MEMORY);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_device_t d;

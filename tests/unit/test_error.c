@@ -173,7 +173,7 @@ TEST(error_kind_status_mapping) {
 
 /* Seed 001's `#[error(...)]` strings, literally (without the Backtrace part). */
 TEST(error_format_cubecl_exact_leaves) {
-  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT | CUBERT_FEATURE_ERROR_REASONS);
   cubert_error_t e;
   uint64_t f2[2] = {49152, 32768};
   cubert_dim3_t req = {1024, 2, 1}, max = {1024, 1024, 64};
@@ -245,7 +245,7 @@ TEST(error_format_newer_exact_leaves) {
 
 /* The three forms of CallError's Debug text. */
 TEST(error_call_error_payloads) {
-  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT | CUBERT_FEATURE_ERROR_REASONS);
   cubert_error_t e;
   CHECK_STATUS(cubert_error_set_call(&e, CUBERT_CALL_ERROR_PANIC_MESSAGE, "boom"), CUBERT_STATUS_INTERNAL);
   CHECK_EQ_STR(fmt_big(&e), "CallError(task panicked on device runner thread: boom)");
@@ -435,7 +435,7 @@ TEST(error_format_corrupt_record_is_safe) {
 }
 
 TEST(error_backend_code_is_shown) {
-  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT | CUBERT_FEATURE_ERROR_REASONS);
   cubert_error_t e;
   CHECK_STATUS(cubert_error_set_backend(&e, CUBERT_ERROR_SERVER_GENERIC, -2, "cuMemcpyDtoH failed: CUDA_ERROR_ILLEGAL_ADDRESS"),
                CUBERT_STATUS_INTERNAL);

@@ -26,7 +26,7 @@ static void expect_not_found(mm_fixture_t *f, cubert_memory_id_t id, const char 
 }
 
 TEST(memory_errors_not_found_reasons) {
-  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY | CUBERT_FEATURE_ERROR_REASONS);
   mm_fixture_t f;
   cubert_memory_id_t live, zero, pers, excl;
   cubert_memory_location_t loc;
@@ -96,7 +96,7 @@ TEST(memory_errors_stale_binding_never_resolves_to_a_new_owner) {
 }
 
 TEST(memory_errors_bind) {
-  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_ERROR_REASONS);
   static cubert_memory_pool_options_t pools[1];
   mm_fixture_t f;
   cubert_memory_id_t r, fresh, bound, other, dead;

@@ -63,7 +63,7 @@ TEST(memory_manage_test_memory_usage) {
 }
 
 TEST(memory_manage_find_uninit_binding_returns_not_found) {
-  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_ERROR_REASONS);
   mm_fixture_t f;
   cubert_memory_id_t live, fresh;
   cubert_error_t err;
@@ -79,7 +79,7 @@ TEST(memory_manage_find_uninit_binding_returns_not_found) {
 }
 
 TEST(memory_manage_find_stale_descriptor_returns_not_found) {
-  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_ERROR_REASONS);
   mm_fixture_t f;
   cubert_memory_id_t reserved, assigned;
   cubert_error_t err;
@@ -367,7 +367,7 @@ TEST(memory_manage_resolve_preset_overrides_runtime_choice) {
 }
 
 TEST(memory_manage_resolve_rejects_sliced_pools_when_exclusive_only) {
-  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_ERROR_REASONS);
   cubert_memory_configuration_t out, choice = cubert_memory_configuration_default(true);
   cubert_memory_pools_config_t pools;
   cubert_memory_pool_options_t entry = cubert_memory_pool_sliced(1024, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
@@ -424,7 +424,7 @@ static cubert_status_t resolve_list(const cubert_memory_pool_options_t *entries,
 }
 
 TEST(memory_manage_resolve_invalid_pool_configs_fail) {
-  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_ERROR_REASONS);
   cubert_error_t err;
   cubert_memory_pool_options_t e;
   static cubert_memory_pool_options_t many[255];

@@ -201,7 +201,7 @@ TEST_EX(memory_oom_loop_storage_persistent, 120) {
 /* ---- the OOM error carries the pool report --------------------------------------------- */
 
 TEST(memory_oom_report_tells_a_full_device) {
-  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_ERROR_REASONS);
   static cubert_memory_pool_options_t pools[1];
   mm_fixture_t f;
   cubert_memory_id_t ids[3], x;
@@ -226,7 +226,7 @@ TEST(memory_oom_report_tells_a_full_device) {
 }
 
 TEST(memory_oom_report_tells_fragmentation) {
-  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_ERROR_REASONS);
   static cubert_memory_pool_options_t pools[1];
   mm_fixture_t f;
   cubert_memory_id_t ids[8], x;

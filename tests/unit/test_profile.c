@@ -346,7 +346,7 @@ TEST(profile_profiler_clock_going_back_is_clamped) {
 }
 
 TEST(profile_profiler_capacity_full) {
-  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING | CUBERT_FEATURE_ERROR_REASONS);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_init(&c);
   fake_clock_t fc;
