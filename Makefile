@@ -116,7 +116,7 @@ HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 # The single-source kernel files whose CUDA images every program of the build
 # carries (one kernel library; nvcc needed, else the images are left out and the
 # GPU tests say so).
-KERNEL_SOURCES := examples/kernels/cubert_kernels.h
+KERNEL_SOURCES := examples/kernels/cubert_kernels.h tests/cts/cts_kernels.h tests/cuda/cuda_test_kernels.h
 CUDA_LINK_OBJ := $(if $(HAVE_NVCC),$(KERNEL_SOURCES:%.h=$(BUILD)/kernels/%.o))
 CUDA_TEST_DEPS := $(BUILD)/cuda-fake/libcuda.so.1 $(BUILD)/cuda-fake-nogpa/libcuda.so.1
 endif
@@ -237,10 +237,14 @@ $(TEST_BIN): $(TEST_OBJ) $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(CUDA_TEST_DEPS)
 # (tests/build/run_suite.sh); TESTS="prefix ..." runs only those tests. The full suite
 # (no TESTS) also replays every fuzz target's committed corpus first (fuzz-replay).
 TEST_WRAPPER ?=
+# A CUDA=1 build also runs the conformance suite on the CUDA driver over the fake libcuda.
 test: $(TEST_BIN) $(if $(filter 1,$(CUDA)),$(BUILD)/cuda-smoke) $(if $(TESTS),,fuzz-replay)
-	@sh tests/build/run_suite.sh '$(TEST_WRAPPER)' $(TEST_BIN) $(TESTS)
+	@$(if $(filter 1,$(CUDA)),CUBERT_FAKE_LIBCUDA=$(abspath $(BUILD))/cuda-fake/libcuda.so.1) \
+	  sh tests/build/run_suite.sh '$(TEST_WRAPPER)' $(TEST_BIN) $(TESTS)
 
-# The conformance suite on one driver: make cts SERVER=cpu|deterministic|inline
+# The conformance suite on one driver: make cts SERVER=cpu|deterministic|inline|cuda
+# (cuda: the GPU through libcuda.so.1, or CUBERT_LIBCUDA=... ; without one every test
+# prints "skipped: CUDA unavailable: <reason>").
 SERVER ?= cpu
 .PHONY: cts
 cts: $(TEST_BIN)
@@ -606,7 +610,7 @@ clean:
 NVCC_FLAGS ?= -std=c++14 -O3
 NVCC_PTX_ARCH ?= compute_75
 NVCC_CUBIN_ARCH ?= sm_90
-CUDA_TEST_CFLAGS = -Itests/support -Ibackend-cuda -isystem $(CUDA_INCLUDE) \
+CUDA_TEST_CFLAGS = -Itests/support -Itests/cts -Ibackend-cuda -Ibackend-cpu -isystem $(CUDA_INCLUDE) \
   $(KERNELS_INC) -DCUBERT_TEST_BUILD_DIR='"$(abspath $(BUILD))"' -DCUBERT_TEST_HAVE_IMAGES=$(if $(HAVE_NVCC),1,0)
 
 .PHONY: cuda-headers cuda-smoke kernel-image
@@ -623,7 +627,7 @@ $(BUILD)/kernels/%.o: $(BUILD)/kernels/%.c include/cubert/cuda.h include/cubert/
 
 $(BUILD)/obj/tests/cuda/%.o: tests/cuda/%.c | cuda-headers
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CUDA_TEST_CFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CUDA_TEST_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # The fake driver the CUDA tests load instead of libcuda.so.1 (tests/cuda/fake_libcuda.c),
 # and a variant without cuGetProcAddress_v2 (a driver library missing a symbol).

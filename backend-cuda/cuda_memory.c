@@ -80,6 +80,11 @@ cubert_status_t cubert_cuda_memory_free(cubert_cuda_stream_t *stream, CUdevicept
   return CUBERT_STATUS_OK;
 }
 
+void cubert_cuda_memory_free_now(cubert_cuda_device_t *device, CUdeviceptr ptr) {
+  if (!device || ptr == 0 || cubert_cuda_device_enter(device, NULL) != CUBERT_STATUS_OK) return;
+  (void)device->cu->cuMemFree(ptr);
+}
+
 cubert_status_t cubert_cuda_memory_set(cubert_cuda_stream_t *stream, CUdeviceptr ptr,
                                        uint8_t value, uint64_t size, cubert_error_t *out_error) {
   CUresult r;

@@ -240,6 +240,9 @@ static cubert_status_t function_make(cubert_cuda_device_t *d, const cubert_kerne
   if (r != CUDA_SUCCESS)
     return cubert_cuda_device_fail(d, r, CUBERT_CUDA_OP_LAUNCH, "cuFuncGetAttribute", 0, out_error);
   out->kernel = k;
+  out->entry_name = k->cuda_entry_name;
+  out->image = k->cuda_image;
+  out->shared_memory_bytes = k->shared_memory_bytes;
   out->max_threads = threads > 0 ? (uint32_t)threads : 0u;
   out->static_shared = shared > 0 ? (uint32_t)shared : 0u;
   out->registers = regs > 0 ? (uint32_t)regs : 0u;
@@ -277,12 +280,22 @@ cubert_status_t cubert_cuda_function_get(cubert_cuda_device_t *device,
                             "cubert_cuda_function_get: NULL kernel or entry name");
   if (cubert_cuda_device_is_lost(device)) return cubert_cuda_device_lost_error(device, out_error);
   hit = function_find(&device->modules, kernel);
-  if (hit) {
+  if (hit && hit->entry_name == kernel->cuda_entry_name && hit->image == kernel->cuda_image &&
+      hit->shared_memory_bytes == kernel->shared_memory_bytes) {
     *out_function = hit;
     return CUBERT_STATUS_OK;
   }
   st = cubert_cuda_device_enter(device, out_error);
   if (st == CUBERT_STATUS_OK) st = module_source(kernel, &src, out_error);
+  if (st == CUBERT_STATUS_OK && hit) { /* the same descriptor address, another kernel */
+    cubert_cuda_function_t made_again;
+    st = module_get(device, &src, &m, out_error);
+    if (st == CUBERT_STATUS_OK) st = function_make(device, kernel, m, src.name, &made_again, out_error);
+    if (st != CUBERT_STATUS_OK) return st;
+    *hit = made_again;
+    *out_function = hit;
+    return CUBERT_STATUS_OK;
+  }
   if (st == CUBERT_STATUS_OK) st = function_reserve(device, out_error);
   if (st == CUBERT_STATUS_OK) st = module_get(device, &src, &m, out_error);
   if (st != CUBERT_STATUS_OK) return st;

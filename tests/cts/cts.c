@@ -5,6 +5,12 @@
 #include "cubert/cpu.h"
 #include "cubert/host.h"
 #include "cubert/inline.h"
+#if defined(CUBERT_HAVE_BACKEND_CUDA)
+#include "cubert/cuda.h"
+/* tests/cuda/test_cuda_cts_support.c: 0 when there is a CUDA driver to
+ * test (the fake one gets its host kernel runner), else the skip line. */
+int cts_cuda_prepare(char *skip, size_t size);
+#endif
 
 /* Deterministic runs: a failing test prints its seed and choice log at exit. */
 static cubert_client_t *g_sim_client;
@@ -33,13 +39,16 @@ cts_server_t cts_server(void) {
   if (strcmp(v, "cpu") == 0) return CTS_SERVER_CPU;
   if (strcmp(v, "deterministic") == 0) return CTS_SERVER_DETERMINISTIC;
   if (strcmp(v, "inline") == 0) return CTS_SERVER_INLINE;
-  test_fail(__FILE__, __LINE__, "CUBERT_CTS_SERVER=%s: expected cpu, deterministic or inline", v);
+  if (strcmp(v, "cuda") == 0) return CTS_SERVER_CUDA;
+  test_fail(__FILE__, __LINE__,
+            "CUBERT_CTS_SERVER=%s: expected cpu, deterministic, inline or cuda", v);
 }
 
 const char *cts_server_name(void) {
   switch (cts_server()) {
     case CTS_SERVER_DETERMINISTIC: return "deterministic";
     case CTS_SERVER_INLINE: return "inline";
+    case CTS_SERVER_CUDA: return "cuda";
     case CTS_SERVER_CPU:
     default: return "cpu";
   }
@@ -48,7 +57,19 @@ const char *cts_server_name(void) {
 int cts_is_threaded(void) { return cts_server() == CTS_SERVER_CPU; }
 
 uint16_t cts_device_type(void) {
-  return cts_server() == CTS_SERVER_INLINE ? CUBERT_INLINE_DEVICE_TYPE : CUBERT_CPU_DEVICE_TYPE;
+  switch (cts_server()) {
+    case CTS_SERVER_INLINE: return CUBERT_INLINE_DEVICE_TYPE;
+    case CTS_SERVER_CUDA: return 2; /* CUBERT_CUDA_DEVICE_TYPE (cubert/cuda.h) */
+    default: return CUBERT_CPU_DEVICE_TYPE;
+  }
+}
+
+cubert_layout_policy_t cts_layout_policy(void) {
+  cubert_layout_policy_t p;
+  p.kind = cts_server() == CTS_SERVER_CUDA ? CUBERT_LAYOUT_POLICY_PITCHED
+                                           : CUBERT_LAYOUT_POLICY_CONTIGUOUS;
+  p.mem_alignment = cts_server() == CTS_SERVER_CUDA ? 512 : 8;
+  return p;
 }
 
 /* The inline device's lock: made here, freed when the device is gone. */
@@ -93,6 +114,35 @@ static cubert_status_t inline_create(cubert_allocator_t a, const cts_options_t *
   return status;
 }
 
+/* A CUDA device (a test without a CUDA driver to run on is skipped, with
+ * the reason). Device indexes share the GPUs there are (index mod count). */
+static cubert_status_t cuda_create(cubert_allocator_t a, const cts_options_t *o,
+                                   cubert_client_t **out, cubert_error_t *err) {
+#if defined(CUBERT_HAVE_BACKEND_CUDA)
+  static char skip[CUBERT_ERROR_REASON_SIZE + 16];
+  cubert_cuda_options_t co;
+  uint32_t gpus = 1;
+  if (cts_cuda_prepare(skip, sizeof skip) != 0) test_skip(__FILE__, __LINE__, skip);
+  if (cubert_cuda_device_count(&gpus, NULL) != CUBERT_STATUS_OK || gpus == 0) gpus = 1;
+  cubert_cuda_options_initialize(&co);
+  co.device_index = o->device_index;
+  co.ordinal = o->device_index % gpus;
+  co.max_streams = o->max_streams ? o->max_streams : 8;
+  co.memory_size = o->memory_size;
+  co.max_handles = o->max_handles;
+  co.bounds_check = o->bounds_check;
+  co.race_check = env_u64("CUBERT_CTS_RACE", 1) != 0;
+  return cubert_cuda_client_create(a, &co, out, err);
+#else
+  (void)a;
+  (void)o;
+  (void)out;
+  (void)err;
+  test_skip(__FILE__, __LINE__,
+            "CUDA unavailable: this build has no CUDA backend (make CUDA=1)");
+#endif
+}
+
 cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_options_t *options,
                                   cubert_client_t **out_client, cubert_error_t *out_error) {
   cubert_cpu_options_t o;
@@ -103,6 +153,8 @@ cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_option
   }
   if (cts_server() == CTS_SERVER_INLINE && !options->threaded)
     return inline_create(allocator, options, out_client, out_error);
+  if (cts_server() == CTS_SERVER_CUDA && !options->threaded)
+    return cuda_create(allocator, options, out_client, out_error);
   cubert_cpu_options_initialize(&o);
   o.device_index = options->device_index;
   o.max_streams = options->max_streams ? options->max_streams : 8;

@@ -7,10 +7,14 @@
  *   CUBERT_CTS_SERVER=deterministic  the CPU driver in deterministic mode
  *                                    (seed CUBERT_CTS_SEED, default 1)
  *   CUBERT_CTS_SERVER=inline         the inline driver (synchronous, no threads)
+ *   CUBERT_CTS_SERVER=cuda           the CUDA driver (a CUDA=1 build): the GPU, or
+ *                                    the fake libcuda named by CUBERT_LIBCUDA;
+ *                                    without a driver every test prints
+ *                                    "skipped: CUDA unavailable: <reason>"
  *   CUBERT_CTS_RACE=0                turn the race checker off (it is on by
  *                                    default: cts_teardown checks 0 reports)
  *
- * (`make cts SERVER=cpu|deterministic|inline`.) A test that cannot apply to
+ * (`make cts SERVER=cpu|deterministic|inline|cuda`.) A test that cannot apply to
  * the device under test skips with the reason ("skipped: ...").
  */
 #ifndef CUBERT_CTS_H
@@ -20,8 +24,14 @@
 #include "counting_allocator.h"
 #include "cubert/cubert.h"
 #include "cubert/client.h"
+#include "cubert/layout.h"
 
-typedef enum cts_server_e { CTS_SERVER_CPU = 0, CTS_SERVER_DETERMINISTIC = 1, CTS_SERVER_INLINE = 2 } cts_server_t;
+typedef enum cts_server_e {
+  CTS_SERVER_CPU = 0,
+  CTS_SERVER_DETERMINISTIC = 1,
+  CTS_SERVER_INLINE = 2,
+  CTS_SERVER_CUDA = 3
+} cts_server_t;
 
 /* The device under test (from CUBERT_CTS_SERVER; CUBERT_CTS_MODE=deterministic is
  * read too). An unknown value fails the test. */
@@ -69,5 +79,8 @@ int cts_has_collectives(cubert_client_t *client);
 int cts_is_threaded(void);
 /* The registry type id of the device under test's devices. */
 uint16_t cts_device_type(void);
+/* The memory layout policy of the device under test (CPU drivers:
+ * contiguous, alignment 8; CUDA: pitched, alignment 512). */
+cubert_layout_policy_t cts_layout_policy(void);
 
 #endif

@@ -298,7 +298,8 @@ TEST(cts_launch_bad_arguments_enqueue_nothing) {
   args = args_of(&h, 1, &delta, 0); /* the kernel needs one scalar */
   CHECK_STATUS(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  no_entry.cpu_entry = NULL;
+  no_entry.cpu_entry = NULL; /* no entry point for any device */
+  no_entry.cuda_entry_name = NULL;
   args = args_of(&h, 1, &delta, 1);
   CHECK_STATUS(cubert_client_launch(env.client, &no_entry, &count, &args, NULL),
                CUBERT_STATUS_COMPILATION_FAILED);

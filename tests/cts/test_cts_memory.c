@@ -65,6 +65,22 @@ TEST(cts_create_bytes_takes_ownership) {
   cts_teardown(&env);
 }
 
+/* strides[0] of an optimized [s0, s1] tensor under the device's policy. */
+static uint64_t expected_stride0(const uint64_t shape[2], uint64_t elem_size) {
+  cubert_layout_policy_t policy = cts_layout_policy();
+  cubert_layout_descriptor_t d;
+  cubert_layout_t l;
+  uint64_t total = 0;
+  memset(&d, 0, sizeof d);
+  d.strategy = CUBERT_LAYOUT_OPTIMIZED;
+  d.rank = 2;
+  d.shape[0] = shape[0];
+  d.shape[1] = shape[1];
+  d.elem_size = elem_size;
+  CHECK_OK(cubert_layout_policy_apply(&policy, &d, 1, &l, &total, NULL));
+  return l.strides[0];
+}
+
 TEST(cts_create_tensor_round_trip_and_strides) {
   cts_env_t env;
   float data[15], out[15];
@@ -78,14 +94,15 @@ TEST(cts_create_tensor_round_trip_and_strides) {
   for (i = 0; i < 15; i++) data[i] = (float)i * 1.5f;
   CHECK_OK(cubert_client_create_tensor(env.client, data, 2, shape, 4, &layout, NULL));
   CHECK_EQ_U64(layout.rank, 2);
-  CHECK_EQ_U64(layout.strides[0], 5); /* CPU: contiguous policy, alignment 8 */
+  /* the device's policy (CPU: contiguous, 5; CUDA: pitched rows) */
+  CHECK_EQ_U64(layout.strides[0], expected_stride0(shape, 4));
   CHECK_EQ_U64(layout.strides[1], 1);
   memset(&desc, 0, sizeof desc);
   desc.binding = layout.memory;
   desc.rank = 2;
   desc.shape[0] = 3;
   desc.shape[1] = 5;
-  desc.strides[0] = 5;
+  desc.strides[0] = layout.strides[0];
   desc.strides[1] = 1;
   desc.elem_size = 4;
   dsts[0] = out;
@@ -120,16 +137,26 @@ TEST(cts_create_tensors_share_one_allocation) {
   d[2].strategy = CUBERT_LAYOUT_CONTIGUOUS; d[2].rank = 1; d[2].shape[0] = 3; d[2].elem_size = 1;
   data[0] = a; data[1] = b; data[2] = c;
   CHECK_OK(cubert_client_create_tensors(env.client, d, data, 3, l, NULL));
-  /* spec 5.5, CPU contiguous (alignment 8): offsets (0,36) (64,12) (88,5), total 96 */
   CHECK(l[0].memory.memory.index == l[1].memory.memory.index);
   CHECK(l[1].memory.memory.index == l[2].memory.memory.index);
-  CHECK_EQ_U64(l[0].memory.size, 96);
-  CHECK_EQ_U64(l[0].memory.offset_start, 0);
-  CHECK_EQ_U64(l[0].memory.offset_end, 36);
-  CHECK_EQ_U64(l[1].memory.offset_start, 64);
-  CHECK_EQ_U64(l[1].memory.offset_end, 12);
-  CHECK_EQ_U64(l[2].memory.offset_start, 88);
-  CHECK_EQ_U64(l[2].memory.offset_end, 5);
+  if (cts_layout_policy().kind == CUBERT_LAYOUT_POLICY_CONTIGUOUS) {
+    /* spec 5.5, CPU contiguous (alignment 8): offsets (0,36) (64,12) (88,5), total 96 */
+    CHECK_EQ_U64(l[0].memory.size, 96);
+    CHECK_EQ_U64(l[0].memory.offset_start, 0);
+    CHECK_EQ_U64(l[0].memory.offset_end, 36);
+    CHECK_EQ_U64(l[1].memory.offset_start, 64);
+    CHECK_EQ_U64(l[1].memory.offset_end, 12);
+    CHECK_EQ_U64(l[2].memory.offset_start, 88);
+    CHECK_EQ_U64(l[2].memory.offset_end, 5);
+  } else { /* CUDA (alignment 512): sizes 60, 20, 3 at 0, 512, 1024; total 1536 */
+    CHECK_EQ_U64(l[0].memory.size, 1536);
+    CHECK_EQ_U64(l[0].memory.offset_start, 0);
+    CHECK_EQ_U64(l[0].memory.offset_end, 1536 - 60);
+    CHECK_EQ_U64(l[1].memory.offset_start, 512);
+    CHECK_EQ_U64(l[1].memory.offset_end, 1536 - 512 - 20);
+    CHECK_EQ_U64(l[2].memory.offset_start, 1024);
+    CHECK_EQ_U64(l[2].memory.offset_end, 1536 - 1024 - 3);
+  }
   for (i = 0; i < 3; i++) hs[i] = l[i].memory;
   dsts[0] = ra; dsts[1] = rb; dsts[2] = rc;
   sizes[0] = sizeof ra; sizes[1] = sizeof rb; sizes[2] = sizeof rc;
@@ -359,14 +386,17 @@ TEST_EX(cts_host_allocation_failure_loop, 240) {
 
 TEST(cts_io_optimized_vector_sizes_of_the_device) {
   cts_env_t env;
+  cubert_device_properties_t p;
   uint32_t sizes[32];
   size_t n = 0;
   cts_setup(&env, 0);
-  /* CPU load width 512 bits (spec 10.5): 4-byte elements -> [16, 8, 4, 2, 1] */
+  /* the load width (spec 10.5): CPU 512 bits, 4-byte elements -> [16, 8, 4, 2, 1];
+   * CUDA 128 bits -> [4, 2, 1] */
+  cubert_client_properties(env.client, &p);
   CHECK_OK(cubert_client_io_optimized_vector_sizes(env.client, 4, sizes, 32, &n));
-  CHECK_EQ_U64(n, 5);
-  CHECK_EQ_U64(sizes[0], 16);
-  CHECK_EQ_U64(sizes[4], 1);
+  CHECK_EQ_U64(sizes[0], p.hardware.load_width / 32);
+  CHECK_EQ_U64(n, p.hardware.load_width == 512 ? 5 : p.hardware.load_width == 128 ? 3 : n);
+  CHECK_EQ_U64(sizes[n - 1], 1);
   CHECK_STATUS(cubert_client_io_optimized_vector_sizes(env.client, 0, sizes, 32, &n),
                CUBERT_STATUS_INVALID_ARGUMENT);
   cts_teardown(&env);

@@ -13,22 +13,11 @@
 #include "cubert/host.h"
 #include "cubert/profile.h"
 #include "cubert_kernels.h"
+#include "cts_kernels.h"
 
-#define SLEEP_MS 20
+#define SLEEP_MS CTS_SLEEP_MS
 
-/* Unit 0 of cube 0 sleeps SLEEP_MS, then buf[0] += 1. */
-CUBERT_KERNEL(cts_sleep_u32) {
-  CUBERT_BUFFER(uint32_t, buf, 0);
-  CUBERT_PHASE {
-    if (UNIT_POS == 0 && CUBE_POS == 0) {
-      struct timespec ts;
-      ts.tv_sec = 0;
-      ts.tv_nsec = SLEEP_MS * 1000000L;
-      nanosleep(&ts, NULL);
-      CUBERT_STORE(buf, 0, CUBERT_LOAD(buf, 0) + 1u);
-    }
-  }
-}
+/* cts_sleep_u32 (cts_kernels.h): unit 0 of cube 0 sleeps SLEEP_MS, then buf[0] += 1. */
 CUBERT_KERNEL_DESCRIPTOR(cts_sleep_kernel, cts_sleep_u32, 1, 0, 0, 1, 1, 1);
 
 static cubert_launch_arguments_t one_buffer(const cubert_handle_t *h, const uint64_t *scalar) {

@@ -27,7 +27,9 @@
  *   CUBERT_FAKE_CUDA_FUNC_MAX_THREADS  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
  *                                    (default 1024)
  *
- * Kernels with a host implementation (by entry name):
+ * Kernels with a host implementation (by entry name), after the host
+ * runner a test program may install (cubert_fake_cuda_set_kernel_host: the
+ * CUDA tests run the kernel library's CPU entry points through it):
  *   ck_add_scalar_u32        buffer 0 (u32) += scalar 0, one element per unit
  *   fake_fault                launches fine, then poisons the context with
  *                             CUDA_ERROR_ILLEGAL_ADDRESS (seen at the next
@@ -53,7 +55,7 @@ typedef struct fake_cuda_stats_t {
   uint64_t mem_alloc_async, mem_alloc_sync, mem_free_async, mem_free_sync;
   int64_t device_allocs_live;
   int64_t device_bytes_live;
-  uint64_t host_allocs, host_frees;
+  uint64_t host_allocs, host_frees, host_registers, host_unregisters;
   int64_t host_bytes_live;
   uint64_t events_created, events_destroyed, event_records;
   uint64_t streams_created, streams_destroyed;
@@ -69,6 +71,18 @@ typedef struct fake_cuda_stats_t {
   unsigned char args[FAKE_CUDA_ARGS_BYTES];
   int last_dynamic_shared_attribute; /* the last cuFuncSetAttribute value */
 } fake_cuda_stats_t;
+
+/* Runs a kernel on the host, by its entry name, in place of the GPU:
+ * `params` as cuLaunchKernel got them (the dialect's args block, the mode
+ * word, the report address). Returns CUDA_SUCCESS, or CUDA_ERROR_NOT_FOUND
+ * for a kernel it does not know (the fake's built-in kernels are tried
+ * then), or any CUresult for cuLaunchKernel to return. */
+typedef int (*fake_cuda_kernel_host_fn)(const char *entry, const unsigned grid[3],
+                                        const unsigned block[3], unsigned shared_bytes,
+                                        void **params);
+/* Exported by the fake (dlsym): install the host runner (NULL: none). */
+typedef void (*fake_cuda_set_kernel_host_fn)(fake_cuda_kernel_host_fn fn);
+void cubert_fake_cuda_set_kernel_host(fake_cuda_kernel_host_fn fn);
 
 /* Exported by the fake (find it with dlsym): a consistent copy of its counters. */
 typedef void (*fake_cuda_stats_fn)(fake_cuda_stats_t *out);

@@ -146,6 +146,26 @@ CUresult fake_cuMemFreeHost(void *p) {
   return CUDA_SUCCESS;
 }
 
+/* Registration only counts (the memory is host memory already). */
+CUresult fake_cuMemHostRegister(void *p, size_t size, unsigned int flags) {
+  CUresult r = fake_ctx_check();
+  (void)flags;
+  if (r != CUDA_SUCCESS) return r;
+  if (!p || size == 0) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&fake_mutex);
+  fake_stats_.host_registers++;
+  pthread_mutex_unlock(&fake_mutex);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_cuMemHostUnregister(void *p) {
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&fake_mutex);
+  fake_stats_.host_unregisters++;
+  pthread_mutex_unlock(&fake_mutex);
+  return CUDA_SUCCESS;
+}
+
 /* CUBERT_FAKE_CUDA_COPY_RESULT: what copies return (0: they copy). */
 static CUresult copy_result(void) {
   return (CUresult)fake_knob("CUBERT_FAKE_CUDA_COPY_RESULT", 0);
@@ -371,11 +391,20 @@ static void run_add_scalar(const unsigned char *args, uint64_t units) {
   for (i = 0; i < units && i < size / 4; i++) buf[i] += (uint32_t)delta;
 }
 
+static fake_cuda_kernel_host_fn g_kernel_host;
+
+void cubert_fake_cuda_set_kernel_host(fake_cuda_kernel_host_fn fn) {
+  pthread_mutex_lock(&fake_mutex);
+  g_kernel_host = fn;
+  pthread_mutex_unlock(&fake_mutex);
+}
+
 CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                     unsigned bx, unsigned by, unsigned bz, unsigned shared,
                                     CUstream s, void **params, void **extra) {
   CUresult want = (CUresult)fake_knob("CUBERT_FAKE_CUDA_LAUNCH_RESULT", 0);
   CUresult r = fake_stream_check(s);
+  fake_cuda_kernel_host_fn host;
   (void)extra;
   if (r != CUDA_SUCCESS) return r;
   if (!f || !params || gx == 0 || gy == 0 || gz == 0 || bx * by * bz > 1024)
@@ -398,7 +427,22 @@ CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz
   memcpy(&fake_stats_.mode, params[1], sizeof fake_stats_.mode);
   memcpy(&fake_stats_.report, params[2], sizeof fake_stats_.report);
   snprintf(fake_stats_.kernel, sizeof fake_stats_.kernel, "%s", f->name);
+  host = g_kernel_host;
   pthread_mutex_unlock(&fake_mutex);
+  if (host && strcmp(f->name, "fake_fault") != 0) {
+    unsigned grid[3], block[3];
+    grid[0] = gx;
+    grid[1] = gy;
+    grid[2] = gz;
+    block[0] = bx;
+    block[1] = by;
+    block[2] = bz;
+    r = (CUresult)host(f->name, grid, block, shared, params);
+    if (r != CUDA_ERROR_NOT_FOUND) {
+      if (fake_is_fatal(r)) fake_current->poison = r;
+      return r;
+    }
+  }
   if (strcmp(f->name, "ck_add_scalar_u32") == 0)
     run_add_scalar((const unsigned char *)params[0], (uint64_t)gx * gy * gz * bx * by * bz);
   if (strcmp(f->name, "fake_fault") == 0) fake_current->poison = CUDA_ERROR_ILLEGAL_ADDRESS;
