@@ -164,8 +164,8 @@ CUBERT_API void cubert_cuda_options_initialize(cubert_cuda_options_t *options);
  * options NULL: the defaults. Loads the driver on first use (see
  * cubert_cuda_available). Returns OK; FAILED_PRECONDITION ("CUDA
  * unavailable: <reason>": no driver, no GPU, an old driver) or OUT_OF_RANGE
- * (an ordinal past the device count), with nothing created; ALREADY_EXISTS
- * (kind SERVICE_CREATION) when the index is taken; INVALID_ARGUMENT (NULL
+ * (an ordinal past the device count), with nothing created;
+ * FAILED_PRECONDITION (kind SERVICE_CREATION) when the index is taken; INVALID_ARGUMENT (NULL
  * out_client, max_streams above 255, an unknown profile level);
  * RESOURCE_EXHAUSTED; the mapped CUresult of a failed driver call. Nothing
  * is left behind on failure. Thread-safe; blocks while the driver loads and

@@ -279,6 +279,7 @@ static CUresult fake_cuStreamDestroy(CUstream s) {
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.streams_destroyed++;
+  fake_stream_free_deferred(s);
   s->destroyed = 1;
   stream_maybe_free(s);
   pthread_mutex_unlock(&fake_mutex);
@@ -313,6 +314,7 @@ static CUresult fake_cuStreamSynchronize(CUstream s) {
   if (r == CUDA_SUCCESS && s) {
     pthread_mutex_lock(&fake_mutex);
     s->completed = s->recorded;
+    fake_stream_free_deferred(s);
     pthread_mutex_unlock(&fake_mutex);
   }
   return r;

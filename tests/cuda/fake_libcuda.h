@@ -19,6 +19,8 @@
  *   CUBERT_FAKE_CUDA_HOST_MEMORY     pinned memory in all (default 1 GiB)
  *   CUBERT_FAKE_CUDA_NO_POOLS        1: no memory pools (attribute 0 and
  *                                    cuMemAllocAsync fails with NOT_SUPPORTED)
+ *   CUBERT_FAKE_CUDA_DEFER_FREES     1: cuMemFreeAsync gives the memory back only at the
+ *                                    stream's next cuStreamSynchronize
  *   CUBERT_FAKE_CUDA_EVENT_DELAY     cuEventQuery answers NOT_READY this many
  *                                    times after each record (default 0)
  *   CUBERT_FAKE_CUDA_COPY_RESULT     1-D host<->device copies return this CUresult
@@ -27,6 +29,8 @@
  *   CUBERT_FAKE_CUDA_FUNC_MAX_THREADS  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
  *                                    (default 1024)
  *
+ * Events complete in stream order: one found complete completes those
+ * recorded before it on its stream; cuStreamSynchronize completes them all.
  * Kernels with a host implementation (by entry name), after the host
  * runner a test program may install (cubert_fake_cuda_set_kernel_host: the
  * CUDA tests run the kernel library's CPU entry points through it):

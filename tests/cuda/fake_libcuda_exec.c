@@ -17,6 +17,8 @@ typedef struct fake_block_t {
   size_t size;
   int device;
   struct fake_block_t *prev, *next;
+  struct fake_block_t *deferred_next; /* on its stream's deferred list */
+  int deferred;
 } fake_block_t;
 
 static fake_block_t *g_blocks;
@@ -28,6 +30,17 @@ static void block_unlink(fake_block_t *b) {
   fake_device_used[b->device] -= b->size;
   fake_stats_.device_allocs_live--;
   fake_stats_.device_bytes_live -= (int64_t)b->size;
+}
+
+void fake_stream_free_deferred(struct CUstream_st *s) {
+  fake_block_t *b = (fake_block_t *)s->deferred;
+  s->deferred = NULL;
+  while (b) {
+    fake_block_t *next = b->deferred_next;
+    block_unlink(b);
+    free(b);
+    b = next;
+  }
 }
 
 void fake_blocks_free_device(int device) {
@@ -103,10 +116,26 @@ CUresult fake_cuMemAllocAsync(CUdeviceptr *out, size_t size, CUstream s) {
   return device_alloc(out, size, 1);
 }
 
+/* CUBERT_FAKE_CUDA_DEFER_FREES=1: a free on a stream gives the memory back
+ * only at that stream's next synchronize (as a pool whose frees have not
+ * completed yet). */
 CUresult fake_cuMemFreeAsync(CUdeviceptr p, CUstream s) {
+  fake_block_t *b;
   CUresult r = fake_stream_check(s);
   if (r != CUDA_SUCCESS) return r;
-  return device_free(p, 1);
+  if (!s || !p || !fake_knob("CUBERT_FAKE_CUDA_DEFER_FREES", 0)) return device_free(p, 1);
+  b = (fake_block_t *)(uintptr_t)(p - FAKE_HEADER);
+  pthread_mutex_lock(&fake_mutex);
+  if (b->deferred) {
+    pthread_mutex_unlock(&fake_mutex);
+    return CUDA_ERROR_INVALID_VALUE; /* freed twice */
+  }
+  b->deferred = 1;
+  b->deferred_next = (fake_block_t *)s->deferred;
+  s->deferred = b;
+  fake_stats_.mem_free_async++;
+  pthread_mutex_unlock(&fake_mutex);
+  return CUDA_SUCCESS;
 }
 
 CUresult fake_cuMemHostAlloc(void **out, size_t size, unsigned int flags) {

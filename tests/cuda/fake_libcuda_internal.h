@@ -31,6 +31,7 @@ struct CUstream_st {
   uint64_t completed; /* events known complete: records 1..completed */
   int refs;           /* events whose last record was here */
   int destroyed;
+  void *deferred;     /* CUBERT_FAKE_CUDA_DEFER_FREES: blocks freed on it, not yet given back */
 };
 
 struct CUevent_st {
@@ -73,6 +74,9 @@ CUresult fake_ctx_check(void);
 CUresult fake_stream_check(CUstream s);
 /* Device memory per device (CUBERT_FAKE_CUDA_MEMORY). */
 uint64_t fake_device_memory(void);
+/* Give back the blocks whose free was deferred on `s` (caller holds
+ * fake_mutex). */
+void fake_stream_free_deferred(struct CUstream_st *s);
 /* Free every device block of `device` (caller holds fake_mutex). */
 void fake_blocks_free_device(int device);
 
