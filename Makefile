@@ -655,6 +655,13 @@ cuda-smoke:
 	@echo "cuda-smoke: needs CUDA=1 (make CUDA=1 cuda-smoke)"; exit 1
 endif
 
+# bench/bench_cuda.c: the GPU benchmarks (raw Driver API peers through the loader's table),
+# with the kernel images linked in.
+ifeq ($(CUDA),1)
+$(BUILD)/bench/bench_cuda: bench/bench_cuda.c $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench cuda-headers
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+endif
+
 # A user's own kernels: make kernel-image KERNELS=path/my_kernels.h [OUT=my_kernels_image.c]
 # writes the C file to compile into the program (docs/kernels.md).
 kernel-image:

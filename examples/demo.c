@@ -1,5 +1,7 @@
 /*
- * examples/demo.c: the main demo (`make run`). A CPU device runs, from
+ * examples/demo.c: the main demo (`make run`; `make run CUDA=1` runs it on
+ * the GPU when there is one, else on the CPU with a line saying why). A
+ * device runs, from
  * several host threads (each on its own stream), elementwise kernels, a
  * shared-memory reduction and a tiled matmul; one stream consumes data
  * another stream produced. Every result is checked against plain C, and the
@@ -17,6 +19,9 @@
 #include "cubert/cube.h"
 #include "cubert/host.h"
 #include "cubert/memory.h"
+#if defined(CUBERT_HAVE_BACKEND_CUDA)
+#include "cubert/cuda.h"
+#endif
 #include "cubert_kernels.h"
 
 #define THREADS 4
@@ -144,6 +149,22 @@ static void reduction(void) {
   free(partial);
 }
 
+/* A contiguous f32 matrix of shape s (data NULL: empty). */
+static cubert_status_t contiguous_tensor(const float *data, const uint64_t s[2],
+                                         cubert_memory_layout_t *out, cubert_error_t *err) {
+  cubert_layout_descriptor_t d;
+  const void *datas[1];
+  memset(&d, 0, sizeof d);
+  d.strategy = CUBERT_LAYOUT_CONTIGUOUS;
+  d.rank = 2;
+  d.shape[0] = s[0];
+  d.shape[1] = s[1];
+  d.elem_size = sizeof(float);
+  datas[0] = data;
+  return data ? cubert_client_create_tensors(g_client, &d, datas, 1, out, err)
+              : cubert_client_empty_tensors(g_client, &d, 1, out, err);
+}
+
 static void matmul(void) {
   const uint32_t m = 200, k = 150, n = 180;
   float *a = (float *)malloc(m * k * sizeof(float)), *b = (float *)malloc(k * n * sizeof(float));
@@ -162,9 +183,11 @@ static void matmul(void) {
   sa[0] = m; sa[1] = k;
   sb[0] = k; sb[1] = n;
   sc[0] = m; sc[1] = n;
-  if (!check(cubert_client_create_tensor(g_client, a, 2, sa, 4, &la, &err), &err, "matmul") ||
-      !check(cubert_client_create_tensor(g_client, b, 2, sb, 4, &lb, &err), &err, "matmul") ||
-      !check(cubert_client_empty_tensor(g_client, 2, sc, 4, &lc, &err), &err, "matmul"))
+  /* ck_matmul_f32 indexes contiguous rows: contiguous tensors (an optimized
+   * one is pitched on a GPU) */
+  if (!check(contiguous_tensor(a, sa, &la, &err), &err, "matmul") ||
+      !check(contiguous_tensor(b, sb, &lb, &err), &err, "matmul") ||
+      !check(contiguous_tensor(NULL, sc, &lc, &err), &err, "matmul"))
     return;
   bufs[0] = la.memory;
   bufs[1] = lb.memory;
@@ -198,6 +221,24 @@ static void matmul(void) {
   free(c);
 }
 
+#if defined(CUBERT_HAVE_BACKEND_CUDA)
+/* A CUDA=1 build runs on GPU 0 when there is one (and says why not). */
+static int create_gpu_device(void) {
+  cubert_error_t err;
+  cubert_device_properties_t p;
+  if (cubert_cuda_client_create(cubert_allocator_libc(), NULL, &g_client, &err) != CUBERT_STATUS_OK) {
+    printf("not on the GPU (%s): running on the CPU server\n", err.reason);
+    return 0;
+  }
+  cubert_client_properties(g_client, &p);
+  printf("cubert %d.%d.%d demo on the GPU: CUDA device 0 \"%s\"\n", CUBERT_VERSION_MAJOR,
+         CUBERT_VERSION_MINOR, CUBERT_VERSION_PATCH, p.name);
+  return 1;
+}
+#else
+static int create_gpu_device(void) { return 0; }
+#endif
+
 int main(void) {
   cubert_cpu_options_t options;
   cubert_memory_usage_t usage;
@@ -205,12 +246,14 @@ int main(void) {
   pthread_t threads[THREADS];
   char text[256];
   int i;
-  cubert_cpu_options_initialize(&options);
-  if (!check(cubert_cpu_client_create(cubert_allocator_libc(), &options, &g_client, &err), &err,
-             "create the CPU device"))
-    return 1;
-  printf("cubert %d.%d.%d demo on the CPU server (%u stream slots)\n", CUBERT_VERSION_MAJOR,
-         CUBERT_VERSION_MINOR, CUBERT_VERSION_PATCH, options.max_streams);
+  if (!create_gpu_device()) {
+    cubert_cpu_options_initialize(&options);
+    if (!check(cubert_cpu_client_create(cubert_allocator_libc(), &options, &g_client, &err), &err,
+               "create the CPU device"))
+      return 1;
+    printf("cubert %d.%d.%d demo on the CPU server (%u stream slots)\n", CUBERT_VERSION_MAJOR,
+           CUBERT_VERSION_MINOR, CUBERT_VERSION_PATCH, options.max_streams);
+  }
   for (i = 0; i < THREADS; i++)
     pthread_create(&threads[i], NULL, elementwise_worker, (void *)(intptr_t)i);
   for (i = 0; i < THREADS; i++) pthread_join(threads[i], NULL);

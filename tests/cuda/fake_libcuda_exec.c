@@ -71,6 +71,8 @@ static CUresult device_alloc(CUdeviceptr *out, size_t size, int async) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   b->size = size;
   b->device = fake_current->device;
+  b->deferred = 0;
+  b->deferred_next = NULL;
   pthread_mutex_lock(&fake_mutex);
   b->prev = NULL;
   b->next = g_blocks;
