@@ -4,7 +4,7 @@
 #   make run        the main demo (CPU server)
 #   make test       build and run the test suite, the conformance suite on the three drivers,
 #                   after replaying the fuzz corpora (closing line "N passed, N failed")
-#   make cts SERVER=cpu|deterministic|inline   the conformance suite on one driver
+#   make cts SERVER=cpu|deterministic|inline|cuda   the conformance suite on one driver
 #   make check      test + check-freestanding + check-headers + check-32bit + check-cortex-m
 #                   + check-install + check-symbols + fuzz-replay + check-tools + check-cortex-m0
 #                   + check-cxx-host (+ check-clang when clang is installed)
@@ -676,7 +676,7 @@ help:
 	@echo '  run                 build the examples and run examples/demo'
 	@echo '  test                build and run the suite, then the conformance suite on all three drivers'
 	@echo '                      (after fuzz-replay); TESTS="prefix ..." runs a subset'
-	@echo '  cts                 the conformance suite on one driver: SERVER=cpu|deterministic|inline'
+	@echo '  cts                 the conformance suite on one driver: SERVER=cpu|deterministic|inline|cuda (CUDA=1)'
 	@echo '  check               test check-freestanding check-headers check-32bit check-cortex-m check-install'
 	@echo '                      check-symbols fuzz-replay check-tools check-cortex-m0 check-cxx-host, and check-clang'
 	@echo '  check-freestanding  core/: no libc includes/calls, undefined symbols and mutable data allowlisted'

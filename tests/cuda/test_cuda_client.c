@@ -423,6 +423,34 @@ TEST(cuda_client_errors_are_mapped) {
   client_close(&e);
 }
 
+/* A wait with a deadline gives up (DEADLINE_EXCEEDED, the completion stays
+ * pending) while the event is not complete, and a later wait finishes it
+ * and copies the staged read out. */
+TEST(cuda_client_wait_with_a_deadline) {
+  client_env_t e;
+  uint32_t data[64], out[64];
+  cubert_handle_t h;
+  cubert_completion_t done;
+  void *dsts[1];
+  uint64_t sizes[1];
+  client_open(&e, 0, NULL);
+  fill(data, 64, 3);
+  CHECK_OK(cubert_client_create(e.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_sync(e.client, NULL));
+  fake_knob("CUBERT_FAKE_CUDA_EVENT_DELAY", "1000000000"); /* never complete by polling */
+  dsts[0] = out;
+  sizes[0] = sizeof out;
+  memset(out, 0, sizeof out);
+  CHECK_OK(cubert_client_read_async(e.client, &h, 1, dsts, sizes, &done, NULL));
+  CHECK_STATUS(cubert_completion_wait(&done, 2000000, NULL), CUBERT_STATUS_DEADLINE_EXCEEDED);
+  CHECK_EQ_U64(mismatches(data, out, 64), 64); /* not copied out yet */
+  CHECK_OK(cubert_completion_wait(&done, UINT64_MAX, NULL)); /* cuEventSynchronize */
+  CHECK_EQ_U64(mismatches(data, out, 64), 0);
+  fake_knob("CUBERT_FAKE_CUDA_EVENT_DELAY", "0");
+  CHECK_OK(cubert_client_handle_release(e.client, &h));
+  client_close(&e);
+}
+
 /* ---- creation ------------------------------------------------------------------------------- */
 
 TEST(cuda_client_create_refuses_bad_options) {
