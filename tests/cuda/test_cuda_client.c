@@ -272,8 +272,10 @@ static void compile_error_body(int gpu) {
   CHECK_STATUS(cubert_client_launch(e.client, &bad, &one, &args, &err),
                CUBERT_STATUS_COMPILATION_FAILED);
   CHECK(cubert_error_has_kind(&err, CUBERT_ERROR_LAUNCH_COMPILATION));
-  CHECK_EQ_I64(err.backend_code, CUDA_ERROR_INVALID_PTX);
-  CHECK_REASON_HAS(err, "cuModuleLoadDataEx(cuda_test_bad, PTX) failed: CUDA_ERROR_INVALID_PTX");
+  /* the fake answers CUDA_ERROR_INVALID_PTX; a real driver picks its own code */
+  if (!gpu) CHECK_EQ_I64(err.backend_code, CUDA_ERROR_INVALID_PTX);
+  CHECK(err.backend_code != 0);
+  CHECK_REASON_HAS(err, "cuModuleLoadDataEx(cuda_test_bad, PTX) failed: CUDA_ERROR_");
   CHECK_OK(cubert_cuda_client_jit_log(e.client, log, info, sizeof log));
   /* the fake's log names the token; ptxas words it its own way */
   CHECK_MSG(strstr(log, gpu ? "error" : "FAKE_SYNTAX_ERROR") != NULL, "JIT error log: %s", log);
