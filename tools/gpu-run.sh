@@ -42,12 +42,24 @@ export CUDA_PATH
 mkdir -p "$OUT"
 JOBS=$(nproc 2>/dev/null || echo 4)
 SUMMARY=$OUT/summary.txt
-: > "$SUMMARY"
+for f in summary.txt build.log cts.log cuda-tests.log smoke.txt bench.txt sanitizer.txt; do
+  : > "$OUT/$f"
+done
+rm -f "$OUT/bench.csv"
 failed=0
 start=$(date +%s)
 deadline=$((start + ${GPU_RUN_BUDGET:-540}))
 
 note() { printf '%s\n' "$*" | tee -a "$SUMMARY"; }
+
+# A test log in the summary: every FAIL with its lines, the skips counted by
+# reason, the closing count.
+results() {
+  grep -A3 '^FAIL' "$1" | tee -a "$SUMMARY"
+  grep '^skip ' "$1" | sed 's/^skip [^:]*: skipped: //; s/ (tests\/[^)]*)$//' | sort | uniq -c |
+    sed 's/^ */  skipped x/' | tee -a "$SUMMARY"
+  grep -E 'passed, ' "$1" | tail -n 1 | tee -a "$SUMMARY"
+}
 
 # step NAME LIMIT_S LOG COMMAND...: run with a time limit, append all output
 # to LOG, record the status. 124/137: the limit was hit.
@@ -107,12 +119,11 @@ grep -E '^(CUDA|Device)' "$OUT/smoke.txt" | tee -a "$SUMMARY"
 
 # The conformance suite on the GPU (each test its own process: a context each).
 step cts-cuda 150 "$OUT/cts.log" env CUBERT_CTS_SERVER=cuda "$B/cubert-test" -j 8 cts_
-grep -E '^(FAIL|skip) |passed, ' "$OUT/cts.log" | grep -v 'collectives: the CUDA driver has none' | tee -a "$SUMMARY"
-note "  ($(grep -c 'collectives: the CUDA driver has none' "$OUT/cts.log") collective tests skipped: no NCCL yet)"
+results "$OUT/cts.log"
 
 # The CUDA tests: the device layer and the client, on the fake driver and on the GPU.
 step cuda-tests 90 "$OUT/cuda-tests.log" "$B/cubert-test" -j 8 cuda_
-grep -E '^(FAIL|skip) |passed, ' "$OUT/cuda-tests.log" | tee -a "$SUMMARY"
+results "$OUT/cuda-tests.log"
 grep -E '^ok   cuda_gpu' "$OUT/cuda-tests.log" | sed 's/ ([0-9]* ms)//' | tr '\n' ' ' | fold -w 160 | tee -a "$SUMMARY"
 echo | tee -a "$SUMMARY"
 
