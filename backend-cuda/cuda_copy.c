@@ -5,6 +5,7 @@
  * rows).
  */
 #include "cuda_device.h"
+#include "cubert/backend/arith.h"
 
 #include <string.h>
 

@@ -4,6 +4,7 @@
  * without memory pools), memset, memory info, pinned host memory.
  */
 #include "cuda_device.h"
+#include "cubert/backend/arith.h"
 
 #include <stdio.h>
 

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cubert/host.h"
+#include "cubert/backend/device.h"
 #include "host/host_thread.h"
 
 #define BENCH_THREADS 4

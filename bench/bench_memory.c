@@ -41,6 +41,8 @@
 #include "cubert/cubert.h"
 #include "cubert/host.h"
 #include "cubert/memory.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 #include "bench_util.h"
 #include "host_storage.h"
 

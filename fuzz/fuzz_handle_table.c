@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cubert/handle.h"
+#include "cubert/backend/handle_table.h"
 #include "fuzz.h"
 #include "fuzz_alloc.h"
 

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cubert/memory.h"
+#include "cubert/backend/memory.h"
 #include "fuzz.h"
 
 #define FUZZ_CHECK(cond)                                                                      \

@@ -25,6 +25,8 @@
 #include <string.h>
 
 #include "cubert/memory.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 #include "fuzz.h"
 #include "fuzz_alloc.h"
 

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cubert/race.h"
+#include "cubert/backend/race.h"
 #include "fuzz.h"
 #include "fuzz_alloc.h"
 

@@ -18,6 +18,7 @@
 #include "cubert/cpu.h"
 #include "cubert/host.h"
 #include "cubert/memory.h"
+#include "cubert/backend/memory.h"
 #if defined(CUBERT_HAVE_BACKEND_CUDA)
 #include "cubert/cuda.h"
 #endif

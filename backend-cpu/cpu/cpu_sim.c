@@ -13,6 +13,7 @@
  * is not a step: it polls events at its own calls, on the host's thread, so
  * a seed still fixes everything. */
 #include "cpu/cpu_driver.h"
+#include "cubert/backend/sim.h"
 
 #define SIM_DEFAULT_LOG 65536u
 #define STEP_STREAM 1u

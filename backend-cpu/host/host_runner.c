@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "cubert/host.h"
+#include "cubert/backend/device.h"
 #include "host/host_thread.h"
 
 /* Waits: spin steps (cpu relax; every RUNNER_SPIN_YIELD_MASK + 1-th step

@@ -1,6 +1,7 @@
 /* backend-cpu/kernel/cpu_kernel.c: running CPU kernels, shared by the CPU
  * drivers (see cpu_kernel.h). Freestanding. */
 #include "kernel/cpu_kernel.h"
+#include "cubert/backend/arith.h"
 
 typedef char cpu_kernel_mode_values_match_[(CUBERT_KERNEL_MODE_CHECKED == CUBERT_EXECUTION_CHECKED &&
                                             CUBERT_KERNEL_MODE_VALIDATE ==

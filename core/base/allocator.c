@@ -1,5 +1,6 @@
 /* core/base/allocator.c: allocator wrappers, checked size arithmetic, arena. */
 #include "base/internal.h"
+#include "cubert/backend/arith.h"
 
 /* ---- checked arithmetic ------------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /*
- * core/check/race.c: the predictive cross-stream race checker (cubert/race.h,
+ * core/check/race.c: the predictive cross-stream race checker (cubert/backend/race.h,
  * docs/race-checker.md): create, reset, vector clocks, events, joins and
  * results. The shadow table and the access checks are in race_shadow.c, the
  * report text in race_format.c, the state in race_internal.h.
@@ -18,6 +18,8 @@
  * so a failed growth leaves everything as it was.
  */
 #include "check/race_internal.h"
+#include "cubert/backend/race.h"
+#include "cubert/backend/arith.h"
 
 #if CUBERT_CONFIG_RACE_CHECKER /* else race_omitted.c (cubert/config.h) */
 

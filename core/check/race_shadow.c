@@ -1,9 +1,11 @@
 /*
  * core/check/race_shadow.c: the race checker's shadow table (buffer id ->
  * access records, race_internal.h), the access check and reclamation
- * (cubert/race.h, docs/race-checker.md).
+ * (cubert/backend/race.h, docs/race-checker.md).
  */
 #include "check/race_internal.h"
+#include "cubert/backend/race.h"
+#include "cubert/backend/arith.h"
 
 #if CUBERT_CONFIG_RACE_CHECKER /* else race_omitted.c (cubert/config.h) */
 

@@ -1,10 +1,11 @@
 /*
- * core/check/sim.c: the deterministic simulation's choice point (cubert/sim.h):
+ * core/check/sim.c: the deterministic simulation's choice point (cubert/sim.h, cubert/backend/sim.h):
  * choosers (seed, replay, bytes, PCT, exhaustive), the trace hash, the
  * exhaustive explorer and the log shrinker. Freestanding, no allocation.
  */
 #include "base/internal.h"
 #include "cubert/sim.h"
+#include "cubert/backend/sim.h"
 
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME 0x100000001b3ull

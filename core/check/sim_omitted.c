@@ -7,6 +7,7 @@
  */
 #include "base/internal.h"
 #include "cubert/sim.h"
+#include "cubert/backend/sim.h"
 
 #if !CUBERT_CONFIG_SIMULATION
 

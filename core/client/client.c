@@ -4,6 +4,8 @@
  * client_io.c, client_launch.c, ...; the task machinery they share in
  * client_task.c. */
 #include "client/client_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/device.h"
 
 /* ---- devices ---------------------------------------------------------------------- */
 

@@ -11,6 +11,7 @@
  */
 #include "client/client_internal.h"
 #include "cubert/comm.h"
+#include "cubert/backend/handle_table.h"
 
 #define COMM_CHECK(cond, what)                                                          \
   do {                                                                                  \

@@ -16,6 +16,8 @@
 #include "cubert/kernel.h"
 #include "cubert/memory.h"
 #include "cubert/profile.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/device.h"
 #include "kit/kit.h"
 
 /* Buffers / tensors per create_tensors, read or staging call. */

@@ -2,6 +2,7 @@
  * task: the kit enqueues the copies on the client's stream and arms the
  * completion, which is then waited on without the device. */
 #include "client/client_internal.h"
+#include "cubert/backend/arith.h"
 
 typedef struct read_task_t {
   client_task_t head;

@@ -3,6 +3,7 @@
  * layouts and handles are computed here, on the calling thread; the kit
  * reserves, binds and copies in stream order (a create task, a write task). */
 #include "client/client_internal.h"
+#include "cubert/backend/handle_table.h"
 
 /* ---- device tasks ---- */
 

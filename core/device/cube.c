@@ -4,6 +4,7 @@
  * Pure value arithmetic.
  */
 #include "base/internal.h"
+#include "cubert/backend/arith.h"
 
 /* n / d and n % d (d != 0) without a 64-bit division instruction: 32-bit
  * targets (Cortex-M) would otherwise call a libgcc helper, which the

@@ -4,6 +4,7 @@
 #include "base/internal.h"
 #include "base/atomic.h"
 #include "cubert/device.h"
+#include "cubert/backend/device.h"
 
 typedef struct registry_entry_t {
   cubert_atomic_u32_t used; /* 1 once published */

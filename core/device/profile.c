@@ -1,10 +1,12 @@
 /* core/device/profile.c: the timestamp profiler, the per-kernel profiling summary
- * and the profiling text helpers (cubert/profile.h; docs/cubecl-mapping.md,
+ * and the profiling text helpers (cubert/profile.h, cubert/backend/profiler.h; docs/cubecl-mapping.md,
  * "Profiling").
  * Freestanding: memory only at create, time from the injected clock. */
 #include "base/internal.h"
 #include "base/fmt.h"
 #include "cubert/profile.h"
+#include "cubert/backend/profiler.h"
+#include "cubert/backend/arith.h"
 
 #if CUBERT_CONFIG_PROFILING /* else profile_omitted.c (cubert/config.h) */
 

@@ -7,6 +7,7 @@
  */
 #include "base/internal.h"
 #include "cubert/profile.h"
+#include "cubert/backend/profiler.h"
 
 #if !CUBERT_CONFIG_PROFILING
 

@@ -5,6 +5,9 @@
  * call this one.
  */
 #include "kit/kit_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/device.h"
+#include "cubert/backend/profiler.h"
 
 /* ---- the driver table ------------------------------------------------------------------- */
 

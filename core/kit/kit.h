@@ -23,6 +23,8 @@
 #include "cubert/cube.h"
 #include "cubert/kernel.h"
 #include "cubert/memory.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/device.h"
 
 typedef struct cubert_kit_t cubert_kit_t;
 

@@ -18,6 +18,7 @@
  * nothing.
  */
 #include "kit/kit_internal.h"
+#include "cubert/backend/handle_table.h"
 
 bool cubert_kit_has_collectives(const cubert_kit_t *kit) { return kit->driver->collective != NULL; }
 

@@ -13,6 +13,7 @@
  * complete when recorded (CUBERT_DRIVER_SYNCHRONOUS) retires at once.
  */
 #include "kit/kit_internal.h"
+#include "cubert/backend/handle_table.h"
 
 cubert_status_t kit_gc_create(cubert_kit_t *kit, uint32_t capacity, cubert_error_t *out_error) {
   if (cubert_allocator_malloc_array(kit->allocator, capacity, sizeof(kit_retire_t), 0,

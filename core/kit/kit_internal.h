@@ -11,6 +11,11 @@
 
 #include "base/fmt.h"
 #include "kit/kit.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
+#include "cubert/backend/device.h"
+#include "cubert/backend/race.h"
+#include "cubert/backend/profiler.h"
 
 /* Bindings of one launch: the buffers and a dynamic cube count. */
 #define KIT_MAX_BINDINGS (CUBERT_KERNEL_MAX_BUFFERS + 1)

@@ -13,6 +13,8 @@
  * its slice become free (docs/architecture.md).
  */
 #include "kit/kit_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 /* ---- the storage over the driver ------------------------------------------------------ */
 

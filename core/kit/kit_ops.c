@@ -11,6 +11,9 @@
  * into the completion (cubert_completion_wait).
  */
 #include "kit/kit_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
+#include "cubert/backend/arith.h"
 
 /* ---- copy shapes ---------------------------------------------------------------------- */
 

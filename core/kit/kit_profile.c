@@ -4,6 +4,7 @@
  * without a clock answers UNSUPPORTED.
  */
 #include "kit/kit_internal.h"
+#include "cubert/backend/profiler.h"
 
 bool cubert_kit_has_clock(const cubert_kit_t *kit) { return kit->profiler != NULL; }
 

@@ -58,6 +58,7 @@
 #include "base/internal.h"
 #include "base/atomic.h"
 #include "memory/handle_internal.h"
+#include "cubert/backend/handle_table.h"
 
 #define CHUNK_SHIFT 8u
 #define CHUNK_SLOTS 256u

@@ -7,6 +7,7 @@
 #define CUBERT_CORE_HANDLE_INTERNAL_H
 
 #include "cubert/handle.h"
+#include "cubert/backend/handle_table.h"
 
 /* Overwrite the counts of a live id: handle count = handles, binding count =
  * bindings, descriptor count = handles + bindings (the owned flag is kept).

@@ -6,6 +6,7 @@
  */
 #include "base/internal.h"
 #include "cubert/layout.h"
+#include "cubert/backend/arith.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 

@@ -5,6 +5,8 @@
  * layouts with every validation error.
  */
 #include "memory/memory_internal.h"
+#include "cubert/backend/memory.h"
+#include "cubert/backend/arith.h"
 
 #define MIB ((uint64_t)1 << 20)
 

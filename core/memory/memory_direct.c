@@ -9,6 +9,8 @@
  * fit).
  */
 #include "memory/memory_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 void cubert_direct_pool_initialize(cubert_direct_pool_t *pool, cubert_memory_env_t *env,
                                    uint8_t position, const cubert_memory_pool_options_t *opt,

@@ -10,6 +10,9 @@
  * 32 fractional bits), so the core needs no floating point here.
  */
 #include "memory/memory_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
+#include "cubert/backend/arith.h"
 
 #define ALLOC_AFTER_FREE 5u
 #define FREE_COUNT_NEW 4u /* a new page is "almost ready to free" */

@@ -10,6 +10,8 @@
  * that owns the slot).
  */
 #include "memory/memory_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 struct cubert_memory_manager_t {
   cubert_memory_env_t env;

@@ -7,6 +7,8 @@
  * page 0, slice = slot index (stable; memory_slots.c).
  */
 #include "memory/memory_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 static uint32_t hash_u64(uint64_t key, uint32_t mask) {
   key ^= key >> 33;

@@ -3,6 +3,8 @@
  * every pool shares (padding, growing bookkeeping arrays, owner ids).
  */
 #include "memory/memory_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/arith.h"
 
 /* ---- shared helpers --------------------------------------------------------- */
 

@@ -28,6 +28,8 @@
  * slice is usable space (CubeCL loses it until the next coalesce).
  */
 #include "memory/memory_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 /* ---- bins ------------------------------------------------------------------- */
 

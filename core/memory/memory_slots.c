@@ -9,6 +9,8 @@
  * a live reservation (its slot index) never changes.
  */
 #include "memory/memory_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 void cubert_memory_slots_initialize(cubert_memory_slots_t *slots, cubert_memory_env_t *env,
                                     uint8_t position, bool by_page, uint32_t max_count) {

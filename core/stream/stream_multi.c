@@ -4,6 +4,8 @@
  * No lock: the owning server serializes every cubert_multi_stream_* call
  * (see the threading contract in cubert/backend/stream.h). */
 #include "stream/stream_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/arith.h"
 
 /* Bits of the per-slot "synced with slot o" set (max_streams <= 255). */
 #define STREAM_SYNCED_WORDS ((CUBERT_STREAM_MAX_STREAMS_LIMIT + 32u) / 32u)

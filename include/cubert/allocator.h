@@ -1,6 +1,7 @@
 /*
- * cubert/allocator.h: the injected host allocator, overflow-checked size
- * helpers and an arena over caller memory.
+ * cubert/allocator.h: the injected host allocator and an arena over caller
+ * memory. (The overflow-checked size helpers the library uses are in
+ * cubert/backend/arith.h.)
  *
  * The core never calls malloc. Every object that needs host memory takes a
  * cubert_allocator_t, stores it, and frees itself with it. The libc allocator
@@ -57,21 +58,6 @@ CUBERT_API cubert_status_t cubert_allocator_realloc(cubert_allocator_t allocator
 /* Free a block allocated with `size` bytes. NULL is a no-op. */
 CUBERT_API void cubert_allocator_free(cubert_allocator_t allocator, void *ptr, size_t size,
                                       size_t align);
-
-/* ---- overflow-checked arithmetic (pure, thread-safe) ---------------------- */
-
-/* *out = a * b; CUBERT_STATUS_OVERFLOW (out untouched) on overflow. */
-CUBERT_API cubert_status_t cubert_size_mul(size_t a, size_t b, size_t *out);
-CUBERT_API cubert_status_t cubert_size_add(size_t a, size_t b, size_t *out);
-/* *out = a * b + c. */
-CUBERT_API cubert_status_t cubert_size_mul_add(size_t a, size_t b, size_t c, size_t *out);
-/* Round up to a multiple of align (align a power of two, else
- * CUBERT_STATUS_INVALID_ARGUMENT); CUBERT_STATUS_OVERFLOW when it wraps. */
-CUBERT_API cubert_status_t cubert_size_align_up(size_t value, size_t align, size_t *out);
-CUBERT_API cubert_status_t cubert_u64_mul(uint64_t a, uint64_t b, uint64_t *out);
-CUBERT_API cubert_status_t cubert_u64_add(uint64_t a, uint64_t b, uint64_t *out);
-/* Round up to a multiple of `multiple` (any non-zero value). */
-CUBERT_API cubert_status_t cubert_u64_round_up(uint64_t value, uint64_t multiple, uint64_t *out);
 
 /* ---- arena: a bump allocator over a caller buffer ------------------------- */
 

@@ -125,10 +125,6 @@ struct cubert_completion_t {
 CUBERT_API cubert_status_t cubert_completion_wait(cubert_completion_t *completion,
                                                   uint64_t timeout_ns, cubert_error_t *out_error);
 
-/* Mark a completion as already finished with `status` / `error` (NULL: none). */
-CUBERT_API void cubert_completion_set_done(cubert_completion_t *completion, cubert_status_t status,
-                                           const cubert_error_t *error);
-
 /* A tensor's memory and strides (CubeCL MemoryLayout). The handle must be
  * released with cubert_client_handle_release. */
 typedef struct cubert_memory_layout_t {
@@ -165,13 +161,11 @@ CUBERT_API void cubert_client_properties(const cubert_client_t *client,
                                          cubert_device_properties_t *out_properties);
 /* The device's feature mask (CUBERT_FEATURE_*, cubert/properties.h). Pure. */
 CUBERT_API uint64_t cubert_client_features(const cubert_client_t *client);
-/* The handle table of the device (borrowed). */
-CUBERT_API cubert_handle_table_t *cubert_client_handle_table(const cubert_client_t *client);
 
 /* ---- handles ---------------------------------------------------------------- */
 
 /* Release / clone / offset / bind a handle of this client's device
- * (cubert/handle.h semantics). DEVICE_MISMATCH for a handle of another
+ * (the semantics of cubert_handle_* in cubert/backend/handle_table.h). DEVICE_MISMATCH for a handle of another
  * device, INVALID_HANDLE for a dead one. Thread-safe, non-blocking. */
 CUBERT_API cubert_status_t cubert_client_handle_release(cubert_client_t *client,
                                                         const cubert_handle_t *handle);

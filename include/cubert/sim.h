@@ -3,8 +3,11 @@
  * (docs/simulation.md).
  *
  * A deterministic server makes every scheduling decision through one
- * chooser: cubert_sim_choose(chooser, n, ids) returns which of n runnable
- * steps runs next. Where the answer comes from is the chooser's source:
+ * chooser: cubert_sim_choose(chooser, n, ids) (cubert/backend/sim.h, the
+ * server's side) returns which of n runnable steps runs next. A user makes
+ * choosers here and attaches them to a deterministic device
+ * (cubert_cpu_sim_attach, cubert/cpu.h). Where the answer comes from is the
+ * chooser's source:
  *   SEED     a seeded PRNG (splitmix64, fully specified: the same seed gives
  *            the same choices on any machine);
  *   REPLAY   a recorded choice log (after its end: choice 0);
@@ -113,16 +116,6 @@ CUBERT_API cubert_status_t cubert_sim_chooser_init_pct(cubert_sim_chooser_t *cho
 CUBERT_API cubert_status_t cubert_sim_chooser_init_explore(cubert_sim_chooser_t *chooser,
                                                            cubert_sim_explorer_t *explorer,
                                                            uint32_t *log, size_t log_capacity);
-
-/* Pick one of n runnable steps: 0..n-1. ids (may be NULL: ids[i] = i) are
- * stable identities of the steps (e.g. stream slots); only PCT uses them.
- * n < 2: returns 0, records nothing. NULL chooser: 0. */
-CUBERT_API uint32_t cubert_sim_choose(cubert_sim_chooser_t *chooser, uint32_t n,
-                                      const uint32_t *ids);
-
-/* Fold a step (what ran: kind, identity, sequence) into the trace hash. */
-CUBERT_API void cubert_sim_trace(cubert_sim_chooser_t *chooser, uint32_t kind, uint32_t id,
-                                 uint64_t seq);
 
 /* The splitmix64 generator (next value, state advanced): exposed so that
  * program generators share one machine-independent definition. */

@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "cubert/cpu.h"
+#include "cubert/backend/handle_table.h"
 
 /* ---- the seed's runtime test (spec 8): test_all_reduce_sync_collective ---- */
 

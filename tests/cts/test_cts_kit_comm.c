@@ -4,6 +4,7 @@
 #include "cts_multi.h"
 
 #include "client/client_internal.h"
+#include "cubert/backend/handle_table.h"
 
 typedef struct kit_case_t {
   mdev_t *m;

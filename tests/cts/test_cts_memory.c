@@ -4,6 +4,7 @@
 #include "cubert/cube.h"
 #include "cubert/memory.h"
 #include "cubert/cpu.h"
+#include "cubert/backend/handle_table.h"
 
 TEST(cts_created_resource_is_the_same_when_read) {
   cts_env_t env;

@@ -2,6 +2,7 @@
  * properties per device, teardown in any order, to_client /
  * to_client_tensor / change_client_sync between every pair, error paths. */
 #include "cts_multi.h"
+#include "cubert/backend/handle_table.h"
 
 static void create_with_memory(cts_env_t *env, uint32_t index, uint64_t memory_size) {
   cts_options_t o;

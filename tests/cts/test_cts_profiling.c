@@ -12,6 +12,7 @@
 #include "cubert/cube.h"
 #include "cubert/host.h"
 #include "cubert/profile.h"
+#include "cubert/backend/profiler.h"
 #include "cubert_kernels.h"
 
 #define SLEEP_MS 20

@@ -12,6 +12,7 @@
 #include "counting_allocator.h"
 #include "critical_section_host.h"
 #include "cubert/handle.h"
+#include "cubert/backend/handle_table.h"
 
 #if !defined(CUBERT_ATOMIC_CRITICAL_SECTION) || !CUBERT_ATOMIC_CRITICAL_SECTION
 #error "tests/embedded/test_critical_section.c is built with CUBERT_ATOMIC_CRITICAL_SECTION=1 only"

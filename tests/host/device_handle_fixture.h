@@ -12,6 +12,7 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/host.h"
+#include "cubert/backend/device.h"
 #include "host/host_thread.h"
 
 /* ---- fixture --------------------------------------------------------------- */

@@ -11,6 +11,7 @@
  * test_device_handle_runner.c.
  */
 #include "device_handle_fixture.h"
+#include "cubert/backend/device.h"
 
 /* ---- shared tests (spec 11.14) ----------------------------------------------- */
 

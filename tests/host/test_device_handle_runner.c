@@ -5,6 +5,7 @@
  * creation errors. The shared tests: test_device_handle.c.
  */
 #include "device_handle_fixture.h"
+#include "cubert/backend/device.h"
 
 /* ---- runner-only tests ------------------------------------------------------- */
 

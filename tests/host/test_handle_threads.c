@@ -15,6 +15,7 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/handle.h"
+#include "cubert/backend/handle_table.h"
 #include "memory/handle_internal.h"
 
 #define NTHREADS 4

@@ -8,6 +8,7 @@
  * (several seeds: the report never depends on the schedule) and in threaded
  * mode (not under TSan: the bugs are real data races there). */
 #include "sim_support.h"
+#include "cubert/backend/race.h"
 
 typedef struct sink_state_t {
   uint64_t count;

@@ -1,4 +1,5 @@
 #include "host_storage.h"
+#include "cubert/backend/memory.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "cubert/memory.h"
+#include "cubert/backend/memory.h"
 
 typedef struct host_storage_record_t {
   unsigned char *ptr;

@@ -2,6 +2,7 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/cubert.h"
+#include "cubert/backend/arith.h"
 
 TEST(allocator_size_mul_overflow) {
   size_t out = 7;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cubert/cubert.h"
+#include "cubert/backend/arith.h"
 #include "base/fmt.h"
 #include "counting_allocator.h"
 #include "test.h"

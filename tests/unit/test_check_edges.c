@@ -7,6 +7,8 @@
 #include "counting_allocator.h"
 #include "cubert/race.h"
 #include "cubert/sim.h"
+#include "cubert/backend/race.h"
+#include "cubert/backend/sim.h"
 
 /* ---- race checker -------------------------------------------------------------------- */
 

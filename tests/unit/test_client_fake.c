@@ -9,6 +9,7 @@
 #include "cubert/backend/kit.h"
 #include "cubert/cube.h"
 #include "cubert/kernel.h"
+#include "cubert/backend/device.h"
 
 /* ---- the fake driver: work runs at once; events are always complete ---- */
 

@@ -11,6 +11,9 @@
 #include "cubert/profile.h"
 #include "cubert/race.h"
 #include "cubert/sim.h"
+#include "cubert/backend/race.h"
+#include "cubert/backend/sim.h"
+#include "cubert/backend/profiler.h"
 
 static void check_compiled_out(const cubert_error_t *e, const char *switch_name) {
   char text[256];

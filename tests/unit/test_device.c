@@ -2,6 +2,7 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/device.h"
+#include "cubert/backend/device.h"
 
 typedef struct fake_lock_t {
   int depth;

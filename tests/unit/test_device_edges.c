@@ -8,6 +8,8 @@
 #include "cubert/cube.h"
 #include "cubert/device.h"
 #include "cubert/profile.h"
+#include "cubert/backend/device.h"
+#include "cubert/backend/profiler.h"
 
 /* ---- cube counts -------------------------------------------------------------------- */
 

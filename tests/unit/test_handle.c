@@ -3,6 +3,7 @@
  * locations; docs/cubecl-mapping.md) and the owner fast paths. Bad inputs:
  * test_handle_bad_input.c; handles and bindings: test_handle_api.c. */
 #include "test_handle_fixture.h"
+#include "cubert/backend/handle_table.h"
 
 /* ---- table ------------------------------------------------------------------ */
 

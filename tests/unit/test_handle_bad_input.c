@@ -2,6 +2,7 @@
  * foreign, stale and double-released ids, saturation, a full table,
  * allocation failures. */
 #include "test_handle_fixture.h"
+#include "cubert/backend/handle_table.h"
 
 /* ---- bad inputs ------------------------------------------------------------------- */
 

@@ -9,6 +9,7 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/handle.h"
+#include "cubert/backend/handle_table.h"
 #include "memory/handle_internal.h"
 
 static inline cubert_handle_table_t *table_new(counting_allocator_t *c, uint32_t max_slots, uint8_t tag) {

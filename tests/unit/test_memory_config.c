@@ -5,6 +5,7 @@
  * formatting.
  */
 #include "test_memory_fixture.h"
+#include "cubert/backend/memory.h"
 
 typedef struct ladder_t {
   uint64_t page, slice;

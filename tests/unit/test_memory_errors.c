@@ -4,6 +4,8 @@
  * get_resource offsets, bad arguments, and storage flushing.
  */
 #include "test_memory_fixture.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 static cubert_memory_id_t id_at(mm_fixture_t *f, uint8_t pool, uint16_t page, uint32_t slice) {
   cubert_memory_id_t id = mmf_new_id(f);

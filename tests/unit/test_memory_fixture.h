@@ -10,6 +10,8 @@
 #include "counting_allocator.h"
 #include "host_storage.h"
 #include "memory/memory_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 #define KIB ((uint64_t)1024)
 #define MIB ((uint64_t)1024 * 1024)

@@ -11,6 +11,7 @@
  * autotune measurement under a dry run).
  */
 #include "test_memory_fixture.h"
+#include "cubert/backend/memory.h"
 
 #define PAGE128 (128 * MIB)
 

@@ -12,6 +12,8 @@
  * capture_end_releases_primed_slices_when_priming_never_ended (9 tests).
  */
 #include "test_memory_fixture.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 #define DUMMY_PAGE (128 * MIB)
 #define DUMMY_ALIGN 32

@@ -8,6 +8,8 @@
  * stream slot's pools.
  */
 #include "test_memory_fixture.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 #define MAX_LIVE 32
 

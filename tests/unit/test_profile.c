@@ -5,6 +5,7 @@
 #include "counting_allocator.h"
 #include "cubert/config.h"
 #include "cubert/profile.h"
+#include "cubert/backend/profiler.h"
 
 /* ---- a fake clock ------------------------------------------------------------ */
 

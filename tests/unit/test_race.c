@@ -12,6 +12,7 @@
 #define TEST_REQUIRES CUBERT_FEATURE_RACE_CHECKER
 #include "test_race_fixture.h"
 #include "fake_event_backend.h"
+#include "cubert/backend/race.h"
 
 /* ---- the seeded-bug suite (programs: test_race_programs.c) ------------------ */
 

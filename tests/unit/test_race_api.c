@@ -3,6 +3,7 @@
  * counters, sink, seed, last report, report text, and the disabled checker. */
 #define TEST_REQUIRES CUBERT_FEATURE_RACE_CHECKER
 #include "test_race_fixture.h"
+#include "cubert/backend/race.h"
 
 /* ---- reclamation -------------------------------------------------------------------- */
 

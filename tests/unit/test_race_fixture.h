@@ -10,6 +10,7 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/race.h"
+#include "cubert/backend/race.h"
 
 #define A 0u
 #define B 1u

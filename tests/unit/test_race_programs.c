@@ -3,6 +3,7 @@
  * synchronization when run with bug = true. */
 #define TEST_REQUIRES CUBERT_FEATURE_RACE_CHECKER
 #include "test_race_fixture.h"
+#include "cubert/backend/race.h"
 
 /* ---- the seeded-bug programs ------------------------------------------------------
  * Each runs with bug = true (one synchronization missing or misplaced) or

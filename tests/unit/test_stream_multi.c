@@ -4,6 +4,7 @@
 #include "counting_allocator.h"
 #include "fake_event_backend.h"
 #include "cubert/backend/stream.h"
+#include "cubert/backend/handle_table.h"
 
 #define MAX_STREAMS 4u /* the seed tests' MAX_STREAMS */
 

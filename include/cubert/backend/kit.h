@@ -15,7 +15,7 @@
  *    event_synchronize when too many are pending);
  *  - the error queues (SERVER_UNHEALTHY at flush / sync / read), the sticky
  *    device-lost state, profiling tokens, staging and the bookkeeping of
- *    collectives, and the race checker (cubert/race.h) when asked for.
+ *    collectives, and the race checker (cubert/backend/race.h) when asked for.
  *
  * The kit is freestanding (core/kit): what needs an OS comes in as hooks
  * (the device lock, a clock, the stream-id source), given by the host layer
@@ -24,6 +24,7 @@
 #ifndef CUBERT_BACKEND_KIT_H
 #define CUBERT_BACKEND_KIT_H
 
+#include "cubert/backend/device.h"
 #include "cubert/backend/driver.h"
 #include "cubert/client.h"
 #include "cubert/profile.h"
@@ -56,7 +57,7 @@ typedef struct cubert_kit_options_t {
    * device's memory alignment (a zeroed policy is contiguous). */
   cubert_layout_policy_t layout_policy;
   cubert_bounds_check_mode_t bounds_check;
-  /* Non-zero: run the race checker (cubert/race.h); reports go to race_sink
+  /* Non-zero: run the race checker (cubert/backend/race.h); reports go to race_sink
    * (called with the device held, on the thread that issued the action; it
    * must not call the client) and are counted (cubert_kit_race_counters). */
   uint32_t race_check;
@@ -65,7 +66,7 @@ typedef struct cubert_kit_options_t {
   uint64_t race_seed;
   /* ---- host hooks ---- */
   /* The device lock (recursive; borrowed until host_release). Used to make
-   * the direct device handle (cubert/device.h) unless handle_factory is set.
+   * the direct device handle (cubert/backend/device.h) unless handle_factory is set.
    * A single-threaded host may pass functions that do nothing. */
   cubert_lock_t lock;
   cubert_kit_handle_factory_fn_t handle_factory; /* NULL: a direct handle over `lock` */

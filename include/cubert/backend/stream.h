@@ -43,7 +43,8 @@
 
 #include "cubert/allocator.h"
 #include "cubert/error.h"
-#include "cubert/handle.h"
+#include "cubert/client.h"
+#include "cubert/backend/handle_table.h"
 
 CUBERT_EXTERN_C_BEGIN
 
@@ -315,6 +316,13 @@ CUBERT_API cubert_status_t cubert_stream_gc_task_wait(const cubert_stream_gc_tas
 /* Release the task's pins, run its drop, release its event and free it; the
  * task is cleared (a second call does nothing). Any thread. Never fails. */
 CUBERT_API void cubert_stream_gc_task_release(cubert_stream_gc_task_t *task);
+
+/* ---- completions (cubert_completion_t, cubert/client.h) --------------------- */
+
+/* For servers: mark a completion as already finished with `status` /
+ * `error` (NULL: none). Not thread-safe on one completion; non-blocking. */
+CUBERT_API void cubert_completion_set_done(cubert_completion_t *completion, cubert_status_t status,
+                                           const cubert_error_t *error);
 
 CUBERT_EXTERN_C_END
 

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "test_memory_fixture.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 /* ---- manager creation ------------------------------------------------------------- */
 

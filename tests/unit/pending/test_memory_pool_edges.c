@@ -7,6 +7,8 @@
 
 #include "test_memory_fixture.h"
 #include "memory/handle_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 typedef struct pool_fx_t {
   mm_fixture_t f;

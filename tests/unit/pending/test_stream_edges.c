@@ -8,6 +8,7 @@
 #include "fake_event_backend.h"
 #include "cubert/server.h"
 #include "cubert/stream.h"
+#include "cubert/backend/handle_table.h"
 #include "memory/handle_internal.h"
 #include "stream/stream_internal.h"
 
