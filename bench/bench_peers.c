@@ -205,8 +205,8 @@ static void bench_add(cubert_client_t *client, peer_cl_t *cl, const config_t *cf
   }
   memset(out, 0, bytes);
   memset(copy, 0, bytes);
-  MUST("create a", cubert_client_create(client, a, bytes, &h[0], &err));
-  MUST("create b", cubert_client_create(client, b, bytes, &h[1], &err));
+  MUST("create a", cubert_client_create_from_slice(client, a, bytes, &h[0], &err));
+  MUST("create b", cubert_client_create_from_slice(client, b, bytes, &h[1], &err));
   MUST("empty out", cubert_client_empty(client, bytes, &h[2], &err));
   MUST("sync", cubert_client_sync(client, &err));
   args = args_of(h, 3, NULL, 0);
@@ -303,8 +303,8 @@ static void bench_matmul(cubert_client_t *client, peer_cl_t *cl, const config_t 
   scalars[0] = m;
   scalars[1] = k;
   scalars[2] = n;
-  MUST("create a", cubert_client_create(client, a, bytes_a, &h[0], &err));
-  MUST("create b", cubert_client_create(client, b, bytes_b, &h[1], &err));
+  MUST("create a", cubert_client_create_from_slice(client, a, bytes_a, &h[0], &err));
+  MUST("create b", cubert_client_create_from_slice(client, b, bytes_b, &h[1], &err));
   MUST("empty c", cubert_client_empty(client, bytes_c, &h[2], &err));
   MUST("sync", cubert_client_sync(client, &err));
   args = args_of(h, 3, scalars, 3);

@@ -36,7 +36,7 @@ int main(void) {
   }
   for (i = 0; i < DEVICES && ok; i++) {
     for (k = 0; k < N; k++) data[k] = (float)(i * 10 + k);
-    ok = check(cubert_client_create(clients[i], data, sizeof data, &h[i], &err), &err, "create");
+    ok = check(cubert_client_create_from_slice(clients[i], data, sizeof data, &h[i], &err), &err, "create");
   }
   /* every device enqueues its part; none waits for the others here */
   for (i = 0; i < DEVICES && ok; i++)

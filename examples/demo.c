@@ -63,8 +63,8 @@ static void *elementwise_worker(void *arg) {
   }
   snprintf(label, sizeof label, "thread %d, stream %llu: axpy over %u floats", id,
            (unsigned long long)cubert_client_stream(g_client), N);
-  if (!check(cubert_client_create(g_client, a, N * sizeof(float), &ha, &err), &err, label) ||
-      !check(cubert_client_create(g_client, b, N * sizeof(float), &hb, &err), &err, label) ||
+  if (!check(cubert_client_create_from_slice(g_client, a, N * sizeof(float), &ha, &err), &err, label) ||
+      !check(cubert_client_create_from_slice(g_client, b, N * sizeof(float), &hb, &err), &err, label) ||
       !check(cubert_client_empty(g_client, N * sizeof(float), &hout, &err), &err, label))
     goto done;
   bufs[0] = ha;
@@ -102,7 +102,7 @@ static void *producer(void *arg) {
   uint32_t i;
   (void)arg;
   for (i = 0; i < N; i++) data[i] = 1.0f;
-  check(cubert_client_create(g_client, data, N * sizeof(float), &g_shared, &err), &err,
+  check(cubert_client_create_from_slice(g_client, data, N * sizeof(float), &g_shared, &err), &err,
         "producer create");
   free(data);
   return NULL;
@@ -162,8 +162,8 @@ static void matmul(void) {
   sa[0] = m; sa[1] = k;
   sb[0] = k; sb[1] = n;
   sc[0] = m; sc[1] = n;
-  if (!check(cubert_client_create_tensor(g_client, a, 2, sa, 4, &la, &err), &err, "matmul") ||
-      !check(cubert_client_create_tensor(g_client, b, 2, sb, 4, &lb, &err), &err, "matmul") ||
+  if (!check(cubert_client_create_tensor_from_slice(g_client, a, 2, sa, 4, &la, &err), &err, "matmul") ||
+      !check(cubert_client_create_tensor_from_slice(g_client, b, 2, sb, 4, &lb, &err), &err, "matmul") ||
       !check(cubert_client_empty_tensor(g_client, 2, sc, 4, &lc, &err), &err, "matmul"))
     return;
   bufs[0] = la.memory;

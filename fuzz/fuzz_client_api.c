@@ -231,7 +231,7 @@ static void op_create(ctx_t *x, int with_data) {
   uint32_t t = slot_of(c);
   fill(data, sizeof data, fuzz_u8(x->r));
   if (x->nallocs == MAX_ALLOCS) return;
-  st = with_data ? cubert_client_create(c, data, size, &h, &err)
+  st = with_data ? cubert_client_create_from_slice(c, data, size, &h, &err)
                  : cubert_client_empty(c, size, &h, &err);
   if (st == CUBERT_STATUS_OUT_OF_RANGE && live_ids(x) + 1 < x->max_handles && !lenient(x)) {
     /* The table is full although the user holds fewer ids: released ids
@@ -242,7 +242,7 @@ static void op_create(ctx_t *x, int with_data) {
     FUZZ_CHECK(err.status == st);
     for (u = 0; u < NSLOTS; u++) harness_sync(x, u);
     EXPECT(cubert_client_memory_cleanup(c, &err), CUBERT_STATUS_OK, &err);
-    st = with_data ? cubert_client_create(c, data, size, &h, &err)
+    st = with_data ? cubert_client_create_from_slice(c, data, size, &h, &err)
                    : cubert_client_empty(c, size, &h, &err);
   }
   /* a table of N slots holds N - 1 user ids: reserve() takes one more */
@@ -664,7 +664,7 @@ static void recover(ctx_t *x) {
   /* the pools still own the released ids until they poll (see op_create) */
   EXPECT(cubert_client_memory_cleanup(x->main, &err), CUBERT_STATUS_OK, &err);
   fill(data, sizeof data, 77);
-  st = cubert_client_create(x->syncer[1], data, sizeof data, &h, &err);
+  st = cubert_client_create_from_slice(x->syncer[1], data, sizeof data, &h, &err);
   EXPECT(st, CUBERT_STATUS_OK, &err);
   st = cubert_client_read_one(x->syncer[1], &h, back, sizeof back, &err);
   EXPECT(st, CUBERT_STATUS_OK, &err);

@@ -113,8 +113,8 @@ static uint64_t run(const uint8_t *data, size_t size) {
   cubert_client_set_stream(s1, 1);
   cubert_client_set_stream(s2, 2);
 
-  CHECK(cubert_client_create(s1, x, n * 4u, &hx, &err) == CUBERT_STATUS_OK);
-  CHECK(cubert_client_create(s2, y, n * 4u, &hy, &err) == CUBERT_STATUS_OK);
+  CHECK(cubert_client_create_from_slice(s1, x, n * 4u, &hx, &err) == CUBERT_STATUS_OK);
+  CHECK(cubert_client_create_from_slice(s2, y, n * 4u, &hy, &err) == CUBERT_STATUS_OK);
   launch(s2, &axpy_kernel, &hx, &hy, n, a);     /* y = a*x + y on stream 2 */
   launch(s1, &accumulate_kernel, &hy, &hx, n, 0); /* x += y on stream 1 */
   CHECK(cubert_client_read_one(s1, &hx, got_x, sizeof got_x, &err) == CUBERT_STATUS_OK);

@@ -84,9 +84,9 @@ static void run(uint64_t seed, run_t *r) {
     return;
   }
   for (i = 0; i < N; i++) data[i] = i;
-  f |= cubert_client_create(s[0], data, sizeof data, &x, NULL) != CUBERT_STATUS_OK;
-  f |= cubert_client_create(s[3], data, sizeof data, &w, NULL) != CUBERT_STATUS_OK;
-  f |= cubert_client_create(s[1], data, sizeof data, &y, NULL) != CUBERT_STATUS_OK;
+  f |= cubert_client_create_from_slice(s[0], data, sizeof data, &x, NULL) != CUBERT_STATUS_OK;
+  f |= cubert_client_create_from_slice(s[3], data, sizeof data, &w, NULL) != CUBERT_STATUS_OK;
+  f |= cubert_client_create_from_slice(s[1], data, sizeof data, &y, NULL) != CUBERT_STATUS_OK;
   if (!f) {
     f |= launch(s[0], &tool_add_kernel, &x, 1, 1);
     f |= launch(s[3], &tool_add_kernel, &w, 1, 2);
@@ -101,7 +101,7 @@ static void run(uint64_t seed, run_t *r) {
     /* C consumes y (made on B): C waits for B; a GC task pins y */
     {
       cubert_handle_t z;
-      f |= cubert_client_create(s[2], data, sizeof data, &z, NULL) != CUBERT_STATUS_OK;
+      f |= cubert_client_create_from_slice(s[2], data, sizeof data, &z, NULL) != CUBERT_STATUS_OK;
       pair[0] = y;
       pair[1] = z;
       f |= launch(s[2], &tool_mix_kernel, pair, 2, 0); /* C waits for B */

@@ -36,12 +36,12 @@ cubert_status_t cpu_sim_create(cpu_device_t *d, const cubert_cpu_options_t *o,
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "deterministic mode: choice log");
   if (o->replay_count || o->replay)
-    status = cubert_sim_chooser_init_replay(&d->sim_own, o->replay, o->replay_count, d->sim_log, cap);
+    status = cubert_sim_chooser_initialize_replay(&d->sim_own, o->replay, o->replay_count, d->sim_log, cap);
   else if (o->choice_bytes_count || o->choice_bytes)
-    status = cubert_sim_chooser_init_bytes(&d->sim_own, o->choice_bytes, o->choice_bytes_count,
+    status = cubert_sim_chooser_initialize_bytes(&d->sim_own, o->choice_bytes, o->choice_bytes_count,
                                            d->sim_log, cap);
   else
-    status = cubert_sim_chooser_init_seed(&d->sim_own, o->seed, d->sim_log, cap);
+    status = cubert_sim_chooser_initialize_seed(&d->sim_own, o->seed, d->sim_log, cap);
   if (status != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "deterministic mode: bad replay log or choice bytes");

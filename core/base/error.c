@@ -101,7 +101,7 @@ static void aggregate_start(cubert_error_t *into, const cubert_error_t *first) {
   into->field[2] = first->field[1];
   into->field[3] = first->field[2];
   into->status = CUBERT_STATUS_SERVER_UNHEALTHY;
-  cubert_fmt_init(&f, into->reason, sizeof(into->reason));
+  cubert_fmt_initialize(&f, into->reason, sizeof(into->reason));
   cubert_error_format_record_(&f, first);
 }
 
@@ -141,7 +141,7 @@ cubert_status_t cubert_error_aggregate(cubert_error_t *aggregate, const cubert_e
   aggregate->status = CUBERT_STATUS_SERVER_UNHEALTHY;
   /* Append "\n<message>" while at least one byte of the message fits; a
    * full buffer (a cut message included) takes nothing more. */
-  cubert_fmt_init_append(&f, aggregate->reason, sizeof(aggregate->reason));
+  cubert_fmt_initialize_append(&f, aggregate->reason, sizeof(aggregate->reason));
   if (f.len + 2 < f.size) {
     if (f.len > 0) cubert_fmt_append_char(&f, '\n');
     if (is_aggregate(&added))

@@ -322,7 +322,7 @@ void cubert_error_format_record_(cubert_fmt_t *f, const cubert_error_t *e) {
 
 size_t cubert_error_format(const cubert_error_t *error, char *buf, size_t size) {
   cubert_fmt_t f;
-  cubert_fmt_init(&f, buf, size);
+  cubert_fmt_initialize(&f, buf, size);
   cubert_error_format_record_(&f, error);
   return cubert_fmt_length(&f);
 }

@@ -44,7 +44,7 @@ static void chooser_base(cubert_sim_chooser_t *c, uint32_t source, uint32_t *log
   c->trace_hash = FNV_OFFSET;
 }
 
-cubert_status_t cubert_sim_chooser_init_seed(cubert_sim_chooser_t *c, uint64_t seed, uint32_t *log,
+cubert_status_t cubert_sim_chooser_initialize_seed(cubert_sim_chooser_t *c, uint64_t seed, uint32_t *log,
                                              size_t cap) {
   if (!c || (!log && cap)) return CUBERT_STATUS_INVALID_ARGUMENT;
   chooser_base(c, CUBERT_SIM_SOURCE_SEED, log, cap);
@@ -53,7 +53,7 @@ cubert_status_t cubert_sim_chooser_init_seed(cubert_sim_chooser_t *c, uint64_t s
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_sim_chooser_init_replay(cubert_sim_chooser_t *c, const uint32_t *choices,
+cubert_status_t cubert_sim_chooser_initialize_replay(cubert_sim_chooser_t *c, const uint32_t *choices,
                                                size_t count, uint32_t *log, size_t cap) {
   if (!c || (!log && cap) || (!choices && count)) return CUBERT_STATUS_INVALID_ARGUMENT;
   chooser_base(c, CUBERT_SIM_SOURCE_REPLAY, log, cap);
@@ -62,7 +62,7 @@ cubert_status_t cubert_sim_chooser_init_replay(cubert_sim_chooser_t *c, const ui
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_sim_chooser_init_bytes(cubert_sim_chooser_t *c, const uint8_t *bytes,
+cubert_status_t cubert_sim_chooser_initialize_bytes(cubert_sim_chooser_t *c, const uint8_t *bytes,
                                               size_t count, uint32_t *log, size_t cap) {
   if (!c || (!log && cap) || (!bytes && count)) return CUBERT_STATUS_INVALID_ARGUMENT;
   chooser_base(c, CUBERT_SIM_SOURCE_BYTES, log, cap);
@@ -71,7 +71,7 @@ cubert_status_t cubert_sim_chooser_init_bytes(cubert_sim_chooser_t *c, const uin
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_sim_chooser_init_pct(cubert_sim_chooser_t *c, uint64_t seed, uint32_t depth,
+cubert_status_t cubert_sim_chooser_initialize_pct(cubert_sim_chooser_t *c, uint64_t seed, uint32_t depth,
                                             uint64_t steps_hint, uint32_t *log, size_t cap) {
   uint32_t i;
   if (!c || (!log && cap) || depth == 0 || depth > CUBERT_SIM_PCT_MAX_DEPTH || steps_hint == 0)
@@ -87,7 +87,7 @@ cubert_status_t cubert_sim_chooser_init_pct(cubert_sim_chooser_t *c, uint64_t se
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_sim_chooser_init_explore(cubert_sim_chooser_t *c,
+cubert_status_t cubert_sim_chooser_initialize_explore(cubert_sim_chooser_t *c,
                                                 cubert_sim_explorer_t *explorer, uint32_t *log,
                                                 size_t cap) {
   if (!c || (!log && cap) || !explorer) return CUBERT_STATUS_INVALID_ARGUMENT;
@@ -179,7 +179,7 @@ void cubert_sim_trace(cubert_sim_chooser_t *c, uint32_t kind, uint32_t id, uint6
   c->trace_hash = fold_u64(fold_u64(c->trace_hash, (uint64_t)kind << 32 | id), seq);
 }
 
-cubert_status_t cubert_sim_explorer_init(cubert_sim_explorer_t *e, uint32_t *choice,
+cubert_status_t cubert_sim_explorer_initialize(cubert_sim_explorer_t *e, uint32_t *choice,
                                          uint32_t *arity, uint32_t capacity) {
   if (!e || !choice || !arity || capacity == 0) return CUBERT_STATUS_INVALID_ARGUMENT;
   cubert_memset(e, 0, sizeof(*e));

@@ -11,7 +11,7 @@
 
 #if !CUBERT_CONFIG_SIMULATION
 
-cubert_status_t cubert_sim_chooser_init_seed(cubert_sim_chooser_t *c, uint64_t seed, uint32_t *log,
+cubert_status_t cubert_sim_chooser_initialize_seed(cubert_sim_chooser_t *c, uint64_t seed, uint32_t *log,
                                              size_t cap) {
   (void)c;
   (void)seed;
@@ -20,7 +20,7 @@ cubert_status_t cubert_sim_chooser_init_seed(cubert_sim_chooser_t *c, uint64_t s
   return CUBERT_STATUS_UNSUPPORTED;
 }
 
-cubert_status_t cubert_sim_chooser_init_replay(cubert_sim_chooser_t *c, const uint32_t *choices,
+cubert_status_t cubert_sim_chooser_initialize_replay(cubert_sim_chooser_t *c, const uint32_t *choices,
                                                size_t count, uint32_t *log, size_t cap) {
   (void)c;
   (void)choices;
@@ -30,7 +30,7 @@ cubert_status_t cubert_sim_chooser_init_replay(cubert_sim_chooser_t *c, const ui
   return CUBERT_STATUS_UNSUPPORTED;
 }
 
-cubert_status_t cubert_sim_chooser_init_bytes(cubert_sim_chooser_t *c, const uint8_t *bytes,
+cubert_status_t cubert_sim_chooser_initialize_bytes(cubert_sim_chooser_t *c, const uint8_t *bytes,
                                               size_t count, uint32_t *log, size_t cap) {
   (void)c;
   (void)bytes;
@@ -40,7 +40,7 @@ cubert_status_t cubert_sim_chooser_init_bytes(cubert_sim_chooser_t *c, const uin
   return CUBERT_STATUS_UNSUPPORTED;
 }
 
-cubert_status_t cubert_sim_chooser_init_pct(cubert_sim_chooser_t *c, uint64_t seed, uint32_t depth,
+cubert_status_t cubert_sim_chooser_initialize_pct(cubert_sim_chooser_t *c, uint64_t seed, uint32_t depth,
                                             uint64_t steps_hint, uint32_t *log, size_t cap) {
   (void)c;
   (void)seed;
@@ -51,7 +51,7 @@ cubert_status_t cubert_sim_chooser_init_pct(cubert_sim_chooser_t *c, uint64_t se
   return CUBERT_STATUS_UNSUPPORTED;
 }
 
-cubert_status_t cubert_sim_chooser_init_explore(cubert_sim_chooser_t *c,
+cubert_status_t cubert_sim_chooser_initialize_explore(cubert_sim_chooser_t *c,
                                                 cubert_sim_explorer_t *explorer, uint32_t *log,
                                                 size_t cap) {
   (void)c;
@@ -75,7 +75,7 @@ void cubert_sim_trace(cubert_sim_chooser_t *c, uint32_t kind, uint32_t id, uint6
   (void)seq;
 }
 
-cubert_status_t cubert_sim_explorer_init(cubert_sim_explorer_t *e, uint32_t *choice,
+cubert_status_t cubert_sim_explorer_initialize(cubert_sim_explorer_t *e, uint32_t *choice,
                                          uint32_t *arity, uint32_t capacity) {
   (void)e;
   (void)choice;

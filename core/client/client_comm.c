@@ -331,7 +331,7 @@ cubert_status_t cubert_client_change_client_sync(cubert_client_t *src,
   status = cubert_client_read_tensor(src, descriptor, 1, dsts, &size, out_error);
   if (status == CUBERT_STATUS_OK) {
     datas[0] = dsts[0];
-    status = cubert_client_create_tensors(dst, &layout, datas, 1, out_layout, out_error);
+    status = cubert_client_create_tensors_from_slices(dst, &layout, datas, 1, out_layout, out_error);
   }
   if (buffer) cubert_allocator_free(allocator, buffer, (size_t)size, 0);
   return status;

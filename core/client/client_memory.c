@@ -218,7 +218,7 @@ static cubert_status_t tensor_descriptor(cubert_layout_descriptor_t *d, uint32_t
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_client_create(cubert_client_t *client, const void *data, uint64_t size,
+cubert_status_t cubert_client_create_from_slice(cubert_client_t *client, const void *data, uint64_t size,
                                      cubert_handle_t *out_handle, cubert_error_t *out_error) {
   cubert_layout_descriptor_t d;
   cubert_memory_layout_t layout;
@@ -231,7 +231,7 @@ cubert_status_t cubert_client_create(cubert_client_t *client, const void *data, 
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_client_create_bytes(cubert_client_t *client, cubert_bytes_t bytes,
+cubert_status_t cubert_client_create_from_bytes(cubert_client_t *client, cubert_bytes_t bytes,
                                            cubert_handle_t *out_handle,
                                            cubert_error_t *out_error) {
   cubert_layout_descriptor_t d;
@@ -247,7 +247,7 @@ cubert_status_t cubert_client_create_bytes(cubert_client_t *client, cubert_bytes
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_client_create_tensor(cubert_client_t *client, const void *data,
+cubert_status_t cubert_client_create_tensor_from_slice(cubert_client_t *client, const void *data,
                                             uint32_t rank, const uint64_t *shape,
                                             uint64_t elem_size, cubert_memory_layout_t *out_layout,
                                             cubert_error_t *out_error) {
@@ -257,7 +257,7 @@ cubert_status_t cubert_client_create_tensor(cubert_client_t *client, const void 
   return client_do_create(client, &d, 1, &data, NULL, out_layout, out_error);
 }
 
-cubert_status_t cubert_client_create_tensors(cubert_client_t *client,
+cubert_status_t cubert_client_create_tensors_from_slices(cubert_client_t *client,
                                              const cubert_layout_descriptor_t *descriptors,
                                              const void *const *data, size_t count,
                                              cubert_memory_layout_t *out_layouts,

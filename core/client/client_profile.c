@@ -119,7 +119,7 @@ static void launch_name(cubert_profile_level_t level, const cubert_kernel_t *ker
   cubert_fmt_t f;
   (void)cubert_profile_format_type_name(kernel->name ? kernel->name : "(unnamed)", buf, size);
   if (level != CUBERT_PROFILE_LEVEL_FULL) return;
-  cubert_fmt_init_append(&f, buf, size);
+  cubert_fmt_initialize_append(&f, buf, size);
   cubert_fmt_append_str(&f, ": ");
   cubert_fmt_append_str(&f, kernel->name ? kernel->name : "(unnamed)");
   if (count->kind == CUBERT_CUBE_COUNT_STATIC) {

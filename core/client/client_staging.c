@@ -166,7 +166,7 @@ cubert_status_t cubert_client_create_from_slice_pinned(cubert_client_t *client, 
                             "create_from_slice_pinned: NULL argument");
   CUBERT_RETURN_IF_ERROR(cubert_client_reserve_staging(client, &size, 1, &b, out_error));
   if (size) cubert_memcpy(b.data, data, (size_t)size);
-  return cubert_client_create_bytes(client, b, out_handle, out_error); /* takes b */
+  return cubert_client_create_from_bytes(client, b, out_handle, out_error); /* takes b */
 }
 
 /* The bytes of tensor i: product(shape) * elem_size. */

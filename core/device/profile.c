@@ -100,7 +100,7 @@ cubert_status_t cubert_profiler_start(cubert_profiler_t *profiler,
   if (profiler->active >= profiler->capacity) {
     char reason[96];
     cubert_fmt_t f;
-    cubert_fmt_init(&f, reason, sizeof(reason));
+    cubert_fmt_initialize(&f, reason, sizeof(reason));
     cubert_fmt_append_str(&f, "too many active profiles: capacity ");
     cubert_fmt_append_u64(&f, profiler->capacity);
     cubert_fmt_append_str(&f, " reached");
@@ -246,7 +246,7 @@ static void put_duration(cubert_fmt_t *f, uint64_t ns) {
 
 size_t cubert_profile_format_duration(uint64_t ns, char *buf, size_t size) {
   cubert_fmt_t f;
-  cubert_fmt_init(&f, buf, size);
+  cubert_fmt_initialize(&f, buf, size);
   put_duration(&f, ns);
   return cubert_fmt_length(&f);
 }
@@ -315,7 +315,7 @@ static void put_type_name(cubert_fmt_t *f, const char *name) {
 
 size_t cubert_profile_format_type_name(const char *name, char *buf, size_t size) {
   cubert_fmt_t f;
-  cubert_fmt_init(&f, buf, size);
+  cubert_fmt_initialize(&f, buf, size);
   if (name) put_type_name(&f, name);
   return cubert_fmt_length(&f);
 }
@@ -323,7 +323,7 @@ size_t cubert_profile_format_type_name(const char *name, char *buf, size_t size)
 size_t cubert_profile_format_launch(cubert_profile_level_t level, const char *name,
                                     uint64_t duration_ns, char *buf, size_t size) {
   cubert_fmt_t f;
-  cubert_fmt_init(&f, buf, size);
+  cubert_fmt_initialize(&f, buf, size);
   if (level == CUBERT_PROFILE_LEVEL_MEDIUM || level == CUBERT_PROFILE_LEVEL_FULL) {
     char text[32];
     size_t len = cubert_profile_format_duration(duration_ns, text, sizeof(text));
@@ -570,14 +570,14 @@ static void cells_fill(const table_t *t, table_cells_t *c, const char *name, siz
   c->name = name;
   c->name_len = name_len;
   c->duration_len = cubert_profile_format_duration(duration_ns, c->duration, sizeof(c->duration));
-  cubert_fmt_init(&f, c->count, sizeof(c->count));
+  cubert_fmt_initialize(&f, c->count, sizeof(c->count));
   cubert_fmt_append_u64(&f, count);
   c->count_len = cubert_fmt_length(&f);
   if (t->timed)
     ratio = ratio_percent(duration_ns / 1000u, t->total_duration_ns / 1000u);
   else
     ratio = ratio_percent(count, t->total_count);
-  cubert_fmt_init(&f, c->ratio, sizeof(c->ratio));
+  cubert_fmt_initialize(&f, c->ratio, sizeof(c->ratio));
   cubert_fmt_append_u64(&f, ratio);
   cubert_fmt_append_str(&f, " %");
   c->ratio_len = cubert_fmt_length(&f);
@@ -706,7 +706,7 @@ static void put_table(cubert_fmt_t *f, const cubert_profile_summary_t *s) {
 size_t cubert_profile_summary_format(const cubert_profile_summary_t *summary, char *buf,
                                      size_t size) {
   cubert_fmt_t f;
-  cubert_fmt_init(&f, buf, size);
+  cubert_fmt_initialize(&f, buf, size);
   if (summary && summary->level != CUBERT_PROFILE_LEVEL_OFF &&
       !cubert_profile_summary_is_empty(summary))
     put_table(&f, summary);

@@ -153,8 +153,8 @@ int run(TrackingAllocator &memory) {
   }
   Buffer hx(client.get()), hy(client.get()), scaled(client.get()), sum(client.get());
   const uint64_t bytes = n * sizeof(float);
-  if (!ok(cubert_client_create(client.get(), x.data(), bytes, hx.out(), &err), err, "create x") ||
-      !ok(cubert_client_create(client.get(), y.data(), bytes, hy.out(), &err), err, "create y") ||
+  if (!ok(cubert_client_create_from_slice(client.get(), x.data(), bytes, hx.out(), &err), err, "create x") ||
+      !ok(cubert_client_create_from_slice(client.get(), y.data(), bytes, hy.out(), &err), err, "create y") ||
       !ok(cubert_client_empty(client.get(), bytes, scaled.out(), &err), err, "empty") ||
       !ok(cubert_client_empty(client.get(), bytes, sum.out(), &err), err, "empty"))
     return 1;

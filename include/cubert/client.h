@@ -182,24 +182,24 @@ CUBERT_API cubert_status_t cubert_client_handle_offset(cubert_client_t *client,
  * (the `_bytes` form takes ownership instead) before the call returns. */
 
 /* create / create_from_slice: contiguous, shape [size], elem 1. */
-CUBERT_API cubert_status_t cubert_client_create(cubert_client_t *client, const void *data,
+CUBERT_API cubert_status_t cubert_client_create_from_slice(cubert_client_t *client, const void *data,
                                                 uint64_t size, cubert_handle_t *out_handle,
                                                 cubert_error_t *out_error);
 /* create(Bytes): ownership of `bytes` moves to the runtime on success AND on
  * failure (its release function is called). */
-CUBERT_API cubert_status_t cubert_client_create_bytes(cubert_client_t *client,
+CUBERT_API cubert_status_t cubert_client_create_from_bytes(cubert_client_t *client,
                                                       cubert_bytes_t bytes,
                                                       cubert_handle_t *out_handle,
                                                       cubert_error_t *out_error);
 /* create_tensor(_from_slice): Optimized strategy (pitched on pitched devices).
  * `data` holds product(shape)*elem_size contiguous bytes. */
-CUBERT_API cubert_status_t cubert_client_create_tensor(cubert_client_t *client, const void *data,
+CUBERT_API cubert_status_t cubert_client_create_tensor_from_slice(cubert_client_t *client, const void *data,
                                                        uint32_t rank, const uint64_t *shape,
                                                        uint64_t elem_size,
                                                        cubert_memory_layout_t *out_layout,
                                                        cubert_error_t *out_error);
 /* create_tensors(_from_slices): every tensor in ONE allocation. */
-CUBERT_API cubert_status_t cubert_client_create_tensors(cubert_client_t *client,
+CUBERT_API cubert_status_t cubert_client_create_tensors_from_slices(cubert_client_t *client,
                                                         const cubert_layout_descriptor_t *descriptors,
                                                         const void *const *data, size_t count,
                                                         cubert_memory_layout_t *out_layouts,
@@ -257,7 +257,7 @@ CUBERT_API cubert_status_t cubert_client_staging(cubert_client_t *client, cubert
                                                  size_t count, bool file_only,
                                                  cubert_error_t *out_error);
 
-/* create_from_slice_pinned: as cubert_client_create, copying `data` straight
+/* create_from_slice_pinned: as cubert_client_create_from_slice, copying `data` straight
  * into a staging buffer (reserve_staging) that is then moved to the server
  * (one host copy instead of two). Same handle and errors as create. */
 CUBERT_API cubert_status_t cubert_client_create_from_slice_pinned(cubert_client_t *client,
@@ -265,7 +265,7 @@ CUBERT_API cubert_status_t cubert_client_create_from_slice_pinned(cubert_client_
                                                                   cubert_handle_t *out_handle,
                                                                   cubert_error_t *out_error);
 
-/* create_tensors_from_slices_pinned: as cubert_client_create_tensors (one
+/* create_tensors_from_slices_pinned: as cubert_client_create_tensors_from_slices (one
  * shared allocation), each data[i] (product(shape)*elem_size bytes) copied
  * into a staging buffer first. Same results and errors as create_tensors. */
 CUBERT_API cubert_status_t cubert_client_create_tensors_from_slices_pinned(

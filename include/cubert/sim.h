@@ -98,22 +98,22 @@ typedef struct cubert_sim_chooser_t {
  * (NULL chooser; NULL log with capacity > 0; NULL replay / bytes with a
  * non-zero length; PCT depth 0 or above CUBERT_SIM_PCT_MAX_DEPTH or
  * steps_hint 0; NULL explorer). On failure the chooser is untouched. */
-CUBERT_API cubert_status_t cubert_sim_chooser_init_seed(cubert_sim_chooser_t *chooser, uint64_t seed,
+CUBERT_API cubert_status_t cubert_sim_chooser_initialize_seed(cubert_sim_chooser_t *chooser, uint64_t seed,
                                                         uint32_t *log, size_t log_capacity);
-CUBERT_API cubert_status_t cubert_sim_chooser_init_replay(cubert_sim_chooser_t *chooser,
+CUBERT_API cubert_status_t cubert_sim_chooser_initialize_replay(cubert_sim_chooser_t *chooser,
                                                           const uint32_t *choices, size_t count,
                                                           uint32_t *log, size_t log_capacity);
-CUBERT_API cubert_status_t cubert_sim_chooser_init_bytes(cubert_sim_chooser_t *chooser,
+CUBERT_API cubert_status_t cubert_sim_chooser_initialize_bytes(cubert_sim_chooser_t *chooser,
                                                          const uint8_t *bytes, size_t count,
                                                          uint32_t *log, size_t log_capacity);
 /* PCT of depth d: d - 1 priority change points drawn in [1, steps_hint]
  * (the expected number of choice points). */
-CUBERT_API cubert_status_t cubert_sim_chooser_init_pct(cubert_sim_chooser_t *chooser, uint64_t seed,
+CUBERT_API cubert_status_t cubert_sim_chooser_initialize_pct(cubert_sim_chooser_t *chooser, uint64_t seed,
                                                        uint32_t depth, uint64_t steps_hint,
                                                        uint32_t *log, size_t log_capacity);
 /* One run of an exhaustive exploration: follows the explorer's current path,
  * then takes choice 0 at every new choice point (pushing it). */
-CUBERT_API cubert_status_t cubert_sim_chooser_init_explore(cubert_sim_chooser_t *chooser,
+CUBERT_API cubert_status_t cubert_sim_chooser_initialize_explore(cubert_sim_chooser_t *chooser,
                                                            cubert_sim_explorer_t *explorer,
                                                            uint32_t *log, size_t log_capacity);
 
@@ -125,7 +125,7 @@ CUBERT_API uint64_t cubert_sim_splitmix64(uint64_t *state);
 
 /* Start an exploration over caller storage of `capacity` entries per array.
  * INVALID_ARGUMENT (NULL explorer or arrays, capacity 0). */
-CUBERT_API cubert_status_t cubert_sim_explorer_init(cubert_sim_explorer_t *explorer,
+CUBERT_API cubert_status_t cubert_sim_explorer_initialize(cubert_sim_explorer_t *explorer,
                                                     uint32_t *choice, uint32_t *arity,
                                                     uint32_t capacity);
 

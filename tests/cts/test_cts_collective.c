@@ -115,7 +115,7 @@ TEST(cts_all_reduce_every_dtype_sum_and_mean) {
       cubert_handle_t src[3], dst[3];
       for (i = 0; i < n; i++) {
         for (e = 0; e < NE; e++) put(dtype, buf + e * w, gen_value(dtype, i, e));
-        CHECK_OK(cubert_client_create(m.env[i].client, buf, NE * w, &src[i], NULL));
+        CHECK_OK(cubert_client_create_from_slice(m.env[i].client, buf, NE * w, &src[i], NULL));
         CHECK_OK(cubert_client_empty(m.env[i].client, NE * w, &dst[i], NULL));
         CHECK_OK(cubert_client_all_reduce(m.env[i].client, &src[i], &dst[i], dtype, m.ids, n,
                                           (cubert_reduce_operation_t)op, NULL));
@@ -162,7 +162,7 @@ TEST(cts_all_reduce_integer_mean_truncates_and_sum_wraps) {
   vals[2] = c;
   mdev_setup_comm(&m, 3, 0, 0);
   for (i = 0; i < 3; i++) {
-    CHECK_OK(cubert_client_create(m.env[i].client, vals[i], sizeof a, &h[i], NULL));
+    CHECK_OK(cubert_client_create_from_slice(m.env[i].client, vals[i], sizeof a, &h[i], NULL));
     CHECK_OK(cubert_client_all_reduce(m.env[i].client, &h[i], &h[i], CUBERT_COMM_DTYPE_I32, m.ids,
                                       3, CUBERT_REDUCE_OPERATION_MEAN, NULL));
   }
@@ -174,10 +174,10 @@ TEST(cts_all_reduce_integer_mean_truncates_and_sum_wraps) {
     CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i]));
   }
   /* two of the three devices: a pair communicator */
-  CHECK_OK(cubert_client_create(m.env[0].client, &ua, 1, &u[0], NULL));
-  CHECK_OK(cubert_client_create(m.env[1].client, &ub, 1, &u[1], NULL));
-  CHECK_OK(cubert_client_create(m.env[0].client, &sa, 1, &s[0], NULL));
-  CHECK_OK(cubert_client_create(m.env[1].client, &sb, 1, &s[1], NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, &ua, 1, &u[0], NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[1].client, &ub, 1, &u[1], NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, &sa, 1, &s[0], NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[1].client, &sb, 1, &s[1], NULL));
   for (i = 0; i < 2; i++) {
     CHECK_OK(cubert_client_all_reduce(m.env[i].client, &u[i], &u[i], CUBERT_COMM_DTYPE_U8, m.ids,
                                       2, CUBERT_REDUCE_OPERATION_SUM, NULL));
@@ -205,7 +205,7 @@ TEST(cts_all_reduce_single_member_communicator) {
   int op;
   cts_setup(&env, 6);
   self = cubert_client_device(env.client);
-  CHECK_OK(cubert_client_create(env.client, v, sizeof v, &src, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, v, sizeof v, &src, NULL));
   if (!cts_has_collectives(env.client)) {
     /* deterministic mode (one host thread steps every device) and the inline
      * driver refuse collectives, cleanly */
@@ -350,7 +350,7 @@ static void *reduce_worker(void *arg) {
   uint32_t round, k, n = w->m->n;
   w->ok = 1;
   for (k = 0; k < 16; k++) v[k] = 0;
-  if (cubert_client_create(c, v, sizeof v, &h, NULL) != CUBERT_STATUS_OK) {
+  if (cubert_client_create_from_slice(c, v, sizeof v, &h, NULL) != CUBERT_STATUS_OK) {
     w->ok = 0;
     return NULL;
   }
@@ -401,8 +401,8 @@ static void *ring_worker(void *arg) {
   cubert_copy_descriptor_t d;
   w->ok = 1;
   memset(a, 0, sizeof a);
-  if (cubert_client_create(c, a, sizeof a, &ha, NULL) != CUBERT_STATUS_OK ||
-      cubert_client_create(c, a, sizeof a, &hb, NULL) != CUBERT_STATUS_OK) {
+  if (cubert_client_create_from_slice(c, a, sizeof a, &ha, NULL) != CUBERT_STATUS_OK ||
+      cubert_client_create_from_slice(c, a, sizeof a, &hb, NULL) != CUBERT_STATUS_OK) {
     w->ok = 0;
     return NULL;
   }

@@ -14,7 +14,7 @@ TEST(cts_send_recv_moves_bytes) {
   uint32_t k;
   mdev_setup_comm(&m, 2, 0, 0);
   for (k = 0; k < 10; k++) v[k] = 1.5 * k - 4;
-  CHECK_OK(cubert_client_create(m.env[0].client, v, sizeof v, &src, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &src, NULL));
   memset(&d, 0, sizeof d);
   d.binding = src;
   d.rank = 1;
@@ -44,9 +44,9 @@ TEST(cts_send_recv_argument_errors) {
   cubert_device_id_t alien;
   cubert_error_t err;
   mdev_setup_comm(&m, 2, 0, 0);
-  CHECK_OK(cubert_client_create(m.env[0].client, v, sizeof v, &src, NULL));
-  CHECK_OK(cubert_client_create(m.env[1].client, v, sizeof v, &other, NULL));
-  CHECK_OK(cubert_client_create(m.env[0].client, v, sizeof v, &dead, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &src, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[1].client, v, sizeof v, &other, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &dead, NULL));
   CHECK_OK(cubert_client_handle_release(m.env[0].client, &dead));
   memset(&d, 0, sizeof d);
   d.binding = src;
@@ -111,7 +111,7 @@ TEST(cts_send_recv_size_or_dtype_mismatch_is_queued_on_both) {
   cubert_handle_t src, dst;
   cubert_copy_descriptor_t d;
   mdev_setup_comm(&m, 2, 0, 0);
-  CHECK_OK(cubert_client_create(m.env[0].client, v, sizeof v, &src, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &src, NULL));
   memset(&d, 0, sizeof d);
   d.binding = src;
   /* size mismatch: 16 bytes sent, 32 expected */
@@ -152,7 +152,7 @@ TEST(cts_all_reduce_argument_errors_enqueue_nothing) {
   c0 = m.env[0].client;
   for (i = 0; i < 2; i++) h[i] = mdev_make_f32(m.env[i].client, v, 4);
   small = mdev_make_f32(c0, v, 2);
-  CHECK_OK(cubert_client_create(c0, v, 6, &odd, NULL));
+  CHECK_OK(cubert_client_create_from_slice(c0, v, 6, &odd, NULL));
   foreign = mdev_make_f32(m.env[1].client, v, 4);
   dead = mdev_make_f32(c0, v, 4);
   CHECK_OK(cubert_client_handle_release(c0, &dead));

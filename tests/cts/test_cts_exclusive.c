@@ -60,7 +60,7 @@ TEST(cts_exclusive_device_calls_run_inline) {
   uint32_t data[4] = {1, 2, 3, 4};
   cts_setup(&env, 0);
   in.client = env.client;
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &in.handle, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &in.handle, NULL));
   CHECK_OK(cubert_client_exclusive(env.client, device_calls_inside, &in, NULL));
   CHECK_EQ_U64(in.out[0], 11);
   CHECK_EQ_U64(in.out[3], 14);

@@ -83,7 +83,7 @@ static cubert_status_t after_comm_init(void *user, cubert_error_t *out_error) {
   op = op_of(CUBERT_COLLECTIVE_RECV, NULL, &t->foreign, 1, pair, 2);
   CHECK_STATUS(cubert_kit_collective(kit, &op, &err), CUBERT_STATUS_DEVICE_MISMATCH);
   /* a released binding */
-  CHECK_OK(cubert_client_create(t->m->env[0].client, "x", 1, &dead, NULL));
+  CHECK_OK(cubert_client_create_from_slice(t->m->env[0].client, "x", 1, &dead, NULL));
   CHECK_OK(cubert_client_sync(t->m->env[0].client, NULL));
   CHECK_OK(cubert_client_handle_release(t->m->env[0].client, &dead));
   CHECK(!cubert_memory_id_is_alive(cubert_client_handle_table(t->m->env[0].client), dead.memory));
@@ -118,8 +118,8 @@ TEST(cts_kit_comm_checks) {
     TEST_SKIP("the device under test has no collectives");
   }
   t.m = &m;
-  CHECK_OK(cubert_client_create(m.env[0].client, bytes, 3, &t.own, NULL));
-  CHECK_OK(cubert_client_create(m.env[1].client, bytes, 3, &t.foreign, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, bytes, 3, &t.own, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[1].client, bytes, 3, &t.foreign, NULL));
   CHECK_OK(cubert_client_exclusive(m.env[0].client, before_comm_init, &t, NULL));
   CHECK_OK(cubert_client_exclusive(m.env[0].client, after_comm_init, &t, NULL));
   /* nothing was enqueued: device 0's streams are healthy */

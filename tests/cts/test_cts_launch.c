@@ -26,8 +26,8 @@ TEST(cts_execute_elementwise_addition) {
   cubert_launch_arguments_t args;
   cubert_cube_count_t count = cubert_cube_count_new_single();
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_create(env.client, lhs, 3, &h[0], NULL));
-  CHECK_OK(cubert_client_create(env.client, rhs, 3, &h[1], NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, lhs, 3, &h[0], NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, rhs, 3, &h[1], NULL));
   CHECK_OK(cubert_client_empty(env.client, 3, &h[2], NULL));
   args = args_of(h, 3, NULL, 0);
   CHECK_OK(cubert_client_launch(env.client, &ck_add_u8_kernel, &count, &args, NULL));
@@ -49,7 +49,7 @@ TEST(cts_zero_cube_count_leaves_data_untouched) {
   cubert_launch_arguments_t args;
   cubert_cube_count_t zero = cubert_cube_count_new_3d(0, 1, 1);
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, &delta, 1);
   CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &zero, &args, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
@@ -69,9 +69,9 @@ TEST(cts_dynamic_cube_count) {
   int i;
   cts_setup(&env, 0);
   for (i = 0; i < 128; i++) data[i] = (uint32_t)i;
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
-  CHECK_OK(cubert_client_create(env.client, dims, sizeof dims, &hc, NULL));
-  CHECK_OK(cubert_client_create(env.client, zero, sizeof zero, &hz, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, dims, sizeof dims, &hc, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, zero, sizeof zero, &hz, NULL));
   args = args_of(&h, 1, &delta, 1);
   count = cubert_cube_count_new_dynamic(&hc);
   CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL));
@@ -95,7 +95,7 @@ TEST(cts_launches_on_one_stream_run_in_order) {
   int i;
   cts_setup(&env, 0);
   memset(data, 0, sizeof data);
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, &delta, 1);
   for (i = 0; i < 300; i++)
     CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL));
@@ -121,7 +121,7 @@ TEST(cts_cross_stream_read_waits_for_the_producer) {
   cubert_client_set_stream(producer, 10000);
   cubert_client_set_stream(consumer, 10001);
   memset(data, 0, sizeof data);
-  CHECK_OK(cubert_client_create(producer, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(producer, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, &delta, 1);
   for (i = 0; i < 300; i++)
     CHECK_OK(cubert_client_launch(producer, &ck_add_scalar_u32_kernel, &count, &args, NULL));
@@ -150,7 +150,7 @@ TEST(cts_cross_stream_launch_binding) {
   cubert_client_set_stream(a, 1);
   cubert_client_set_stream(b, 2);
   for (i = 0; i < 2048; i++) src[i] = (uint32_t)i;
-  CHECK_OK(cubert_client_create(a, src, sizeof src, &hs, NULL));
+  CHECK_OK(cubert_client_create_from_slice(a, src, sizeof src, &hs, NULL));
   CHECK_OK(cubert_client_empty(b, sizeof out, &hd, NULL));
   for (round = 0; round < 20; round++) {
     args = args_of(&hs, 1, &delta, 1);
@@ -186,7 +186,7 @@ static void *thread_program(void *arg) {
   w->ok = 1;
   for (round = 0; round < 10; round++) {
     for (i = 0; i < 512; i++) data[i] = (uint32_t)(i * round);
-    if (cubert_client_create(w->client, data, sizeof data, &h, NULL) != CUBERT_STATUS_OK) {
+    if (cubert_client_create_from_slice(w->client, data, sizeof data, &h, NULL) != CUBERT_STATUS_OK) {
       w->ok = 0;
       return NULL;
     }
@@ -231,7 +231,7 @@ TEST(cts_resource_limit_surfaces_at_flush) {
   cubert_error_t err;
   char msg[512];
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, &delta, 1);
   CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_huge_cube_kernel, &count, &args, NULL));
   CHECK_STATUS(cubert_client_flush(env.client, &err), CUBERT_STATUS_SERVER_UNHEALTHY);
@@ -264,7 +264,7 @@ TEST(cts_validate_mode_queues_the_violation) {
   o.workers = 1;
   (void)env;
   CHECK_OK(cts_client_create(a, &o, &client, NULL));
-  CHECK_OK(cubert_client_create(client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, NULL, 0);
   CHECK_OK(cubert_client_launch_unchecked(client, &ck_oob_write_u32_kernel, &count, &args, NULL));
   CHECK_STATUS(cubert_client_sync(client, &err), CUBERT_STATUS_SERVER_UNHEALTHY);
@@ -289,8 +289,8 @@ TEST(cts_launch_bad_arguments_enqueue_nothing) {
   cubert_cube_count_t count = cubert_cube_count_new_single();
   cubert_kernel_t no_entry = ck_add_scalar_u32_kernel;
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &dead, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &dead, NULL));
   CHECK_OK(cubert_client_handle_release(env.client, &dead));
   args = args_of(&dead, 1, &delta, 1);
   CHECK_STATUS(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL),
@@ -322,7 +322,7 @@ TEST(cts_read_returns_queued_errors) {
   cubert_error_t err;
   cts_setup(&env, 0);
   CHECK(cubert_client_features(env.client) & CUBERT_FEATURE_DYNAMIC_CUBE_COUNT);
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, &delta, 1);
   CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_huge_cube_kernel, &count, &args, NULL));
   CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_huge_cube_kernel, &count, &args, NULL));

@@ -12,7 +12,7 @@ TEST(cts_created_resource_is_the_same_when_read) {
   uint8_t out[3] = {9, 9, 9};
   cubert_handle_t h;
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_create(env.client, data, 3, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, 3, &h, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK(memcmp(out, data, 3) == 0);
   CHECK_OK(cubert_client_handle_release(env.client, &h));
@@ -52,7 +52,7 @@ TEST(cts_create_bytes_takes_ownership) {
   bytes.property = CUBERT_ALLOCATION_NATIVE;
   bytes.owner = &released;
   bytes.release = release_counted;
-  CHECK_OK(cubert_client_create_bytes(env.client, bytes, &h, NULL));
+  CHECK_OK(cubert_client_create_from_bytes(env.client, bytes, &h, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[3], 103);
   CHECK_EQ_I64(released, 1);
@@ -60,7 +60,7 @@ TEST(cts_create_bytes_takes_ownership) {
   /* failure path: ownership moves too (release called exactly once) */
   data = (uint32_t *)malloc(16);
   bytes.data = data;
-  CHECK_STATUS(cubert_client_create_bytes(env.client, bytes, NULL, NULL),
+  CHECK_STATUS(cubert_client_create_from_bytes(env.client, bytes, NULL, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_I64(released, 2);
   cts_teardown(&env);
@@ -77,7 +77,7 @@ TEST(cts_create_tensor_round_trip_and_strides) {
   int i;
   cts_setup(&env, 0);
   for (i = 0; i < 15; i++) data[i] = (float)i * 1.5f;
-  CHECK_OK(cubert_client_create_tensor(env.client, data, 2, shape, 4, &layout, NULL));
+  CHECK_OK(cubert_client_create_tensor_from_slice(env.client, data, 2, shape, 4, &layout, NULL));
   CHECK_EQ_U64(layout.rank, 2);
   CHECK_EQ_U64(layout.strides[0], 5); /* CPU: contiguous policy, alignment 8 */
   CHECK_EQ_U64(layout.strides[1], 1);
@@ -120,7 +120,7 @@ TEST(cts_create_tensors_share_one_allocation) {
   d[1].strategy = CUBERT_LAYOUT_CONTIGUOUS; d[1].rank = 1; d[1].shape[0] = 10; d[1].elem_size = 2;
   d[2].strategy = CUBERT_LAYOUT_CONTIGUOUS; d[2].rank = 1; d[2].shape[0] = 3; d[2].elem_size = 1;
   data[0] = a; data[1] = b; data[2] = c;
-  CHECK_OK(cubert_client_create_tensors(env.client, d, data, 3, l, NULL));
+  CHECK_OK(cubert_client_create_tensors_from_slices(env.client, d, data, 3, l, NULL));
   /* spec 5.5, CPU contiguous (alignment 8): offsets (0,36) (64,12) (88,5), total 96 */
   CHECK(l[0].memory.memory.index == l[1].memory.memory.index);
   CHECK(l[1].memory.memory.index == l[2].memory.memory.index);
@@ -179,18 +179,18 @@ TEST(cts_read_bad_inputs_change_nothing) {
   cubert_error_t err;
   cts_setup(&env, 0);
   cts_setup(&other, 1);
-  CHECK_OK(cubert_client_create(env.client, data, 16, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, 16, &h, NULL));
   /* destination too small */
   CHECK_STATUS(cubert_client_read_one(env.client, &h, out, 8, &err), CUBERT_STATUS_OUT_OF_RANGE);
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_OUT_OF_RANGE);
   /* a handle of another device */
-  CHECK_OK(cubert_client_create(other.client, data, 4, &h2, NULL));
+  CHECK_OK(cubert_client_create_from_slice(other.client, data, 4, &h2, NULL));
   CHECK_STATUS(cubert_client_read_one(env.client, &h2, out, 16, &err),
                CUBERT_STATUS_DEVICE_MISMATCH);
   CHECK_STATUS(cubert_client_handle_release(env.client, &h2), CUBERT_STATUS_DEVICE_MISMATCH);
   CHECK_OK(cubert_client_handle_release(other.client, &h2));
   /* a released handle */
-  CHECK_OK(cubert_client_create(env.client, data, 4, &dead, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, 4, &dead, NULL));
   CHECK_OK(cubert_client_handle_release(env.client, &dead));
   CHECK_STATUS(cubert_client_read_one(env.client, &dead, out, 16, &err),
                CUBERT_STATUS_INVALID_HANDLE);
@@ -198,7 +198,7 @@ TEST(cts_read_bad_inputs_change_nothing) {
   /* NULL arguments */
   CHECK_STATUS(cubert_client_read_one(env.client, NULL, out, 16, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_client_create(env.client, NULL, 4, &h2, NULL),
+  CHECK_STATUS(cubert_client_create_from_slice(env.client, NULL, 4, &h2, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   /* the valid handle still reads */
   CHECK_OK(cubert_client_read_one(env.client, &h, out, 16, NULL));
@@ -215,7 +215,7 @@ TEST(cts_sub_handles_keep_the_base_alive) {
   int i;
   cts_setup(&env, 0);
   for (i = 0; i < 64; i++) data[i] = (uint8_t)i;
-  CHECK_OK(cubert_client_create(env.client, data, 64, &base, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, 64, &base, NULL));
   CHECK_OK(cubert_client_handle_offset(env.client, &base, 24, 32, &sub));
   CHECK_EQ_U64(cubert_handle_size_in_used(&sub), 8);
   CHECK_OK(cubert_client_handle_release(env.client, &base));
@@ -235,7 +235,7 @@ TEST(cts_async_read_with_deadline) {
   int i;
   cts_setup(&env, 0);
   for (i = 0; i < 256; i++) data[i] = (uint32_t)i * 7u;
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   dsts[0] = out;
   sizes[0] = sizeof out;
   CHECK_OK(cubert_client_read_async(env.client, &h, 1, dsts, sizes, &completion, NULL));
@@ -312,7 +312,7 @@ TEST(cts_create_beyond_device_memory_fails_cleanly) {
   CHECK(err.status == CUBERT_STATUS_BUFFER_TOO_BIG || err.status == CUBERT_STATUS_OUT_OF_MEMORY);
   CHECK_EQ_U64(cubert_handle_table_live(cubert_client_handle_table(client)), live);
   CHECK_OK(cubert_client_flush(client, NULL)); /* nothing left queued */
-  CHECK_OK(cubert_client_create(client, small, sizeof small, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(client, small, sizeof small, &h, NULL));
   CHECK_OK(cubert_client_read_one(client, &h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[0], 1);
   CHECK_OK(cubert_client_handle_release(client, &h));
@@ -342,7 +342,7 @@ TEST_EX(cts_host_allocation_failure_loop, 240) {
     memset(data, 7, sizeof data);
     counting_allocator_fail_at(&c, n, 1);
     if (cts_client_create(a, &o, &client, NULL) == CUBERT_STATUS_OK) {
-      if (cubert_client_create(client, data, sizeof data, &h, NULL) == CUBERT_STATUS_OK) {
+      if (cubert_client_create_from_slice(client, data, sizeof data, &h, NULL) == CUBERT_STATUS_OK) {
         cubert_status_t st = cubert_client_read_one(client, &h, out, sizeof out, NULL);
         CHECK(st == CUBERT_STATUS_OK || st != CUBERT_STATUS_INTERNAL);
         if (st == CUBERT_STATUS_OK) CHECK(memcmp(out, data, sizeof data) == 0);
@@ -387,7 +387,7 @@ TEST(cts_read_tensor_rejects_strides_it_cannot_copy) {
   int i;
   cts_setup(&env, 0);
   for (i = 0; i < 12; i++) data[i] = (float)i;
-  CHECK_OK(cubert_client_create_tensor(env.client, data, 2, shape, 4, &layout, NULL));
+  CHECK_OK(cubert_client_create_tensor_from_slice(env.client, data, 2, shape, 4, &layout, NULL));
   memset(&d, 0, sizeof d);
   d.binding = layout.memory;
   d.rank = 2;

@@ -40,10 +40,10 @@ static void mode_setup(mode_env_t *m, uint32_t index, cubert_bounds_check_mode_t
   o.workers = 2;
   o.max_streams = 4;
   CHECK_OK(cts_client_create(a, &o, &m->client, NULL));
-  CHECK_OK(cubert_client_create(m->client, data, sizeof data, &m->parent, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m->client, data, sizeof data, &m->parent, NULL));
   CHECK_OK(cubert_client_handle_offset(m->client, &m->parent, 0, 16, &m->view));
   CHECK_EQ_U64(cubert_handle_size_in_used(&m->view), 16);
-  CHECK_OK(cubert_client_create(m->client, zero, sizeof zero, &m->out, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m->client, zero, sizeof zero, &m->out, NULL));
 }
 
 static void mode_teardown(mode_env_t *m) {
@@ -193,7 +193,7 @@ TEST(cts_resource_limits_each_reported_with_requested_and_max) {
   cubert_cube_count_t one = cubert_cube_count_new_single();
   cts_setup(&env, 0);
   cubert_client_properties(env.client, &p);
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   /* CubeDim x above max_cube_dim.x */
   limit_case(env.client, &h, &cts_wide_dim_kernel, one, CUBERT_ERROR_RESOURCE_CUBE_DIM, &first);
   CHECK_EQ_U64(first.field[0], 2048);

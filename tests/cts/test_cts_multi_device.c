@@ -40,7 +40,7 @@ TEST(cts_multi_device_ids_and_properties_per_device) {
     /* load finds that device, and its handles carry its index */
     CHECK_OK(cubert_client_load(want, &loaded));
     CHECK_EQ_U64(cubert_client_device(loaded).index_id, i);
-    CHECK_OK(cubert_client_create(loaded, &byte, 1, &h, NULL));
+    CHECK_OK(cubert_client_create_from_slice(loaded, &byte, 1, &h, NULL));
     CHECK_EQ_U64(h.device, i);
     CHECK_OK(cubert_client_read_one(env[i].client, &h, &out, 1, NULL));
     CHECK_EQ_U64(out, i + 10);
@@ -81,7 +81,7 @@ TEST(cts_multi_device_teardown_in_any_order) {
     mdev_setup_comm(&m, 4, 0, 0);
     for (i = 0; i < 4; i++) {
       for (k = 0; k < 8; k++) v[k] = (float)(i * 8 + k);
-      CHECK_OK(cubert_client_create(m.env[i].client, v, sizeof v, &h[i], NULL));
+      CHECK_OK(cubert_client_create_from_slice(m.env[i].client, v, sizeof v, &h[i], NULL));
       CHECK_OK(cubert_client_all_reduce(m.env[i].client, &h[i], &h[i], CUBERT_COMM_DTYPE_F32,
                                         m.ids, 4, CUBERT_REDUCE_OPERATION_MEAN, NULL));
     }
@@ -123,7 +123,7 @@ static void to_client_every_pair(uint32_t n, int tensor_path) {
       cubert_handle_t src, dst;
       if (a == b) continue;
       for (k = 0; k < 6; k++) v[k] = (float)(a * 100 + b * 10 + k) + 0.5f;
-      CHECK_OK(cubert_client_create(m.env[a].client, v, sizeof v, &src, NULL));
+      CHECK_OK(cubert_client_create_from_slice(m.env[a].client, v, sizeof v, &src, NULL));
       if (tensor_path) {
         cubert_copy_descriptor_t d;
         memset(&d, 0, sizeof d);
@@ -168,7 +168,7 @@ TEST(cts_to_client_sees_pending_writes) {
     v[k] = k;
     w[k] = 7 * k + 1;
   }
-  CHECK_OK(cubert_client_create(m.env[0].client, v, sizeof v, &src, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &src, NULL));
   CHECK_OK(cubert_client_write(m.env[0].client, &src, w, sizeof w, NULL));
   CHECK_OK(cubert_client_to_client(m.env[0].client, &src, m.env[1].client, CUBERT_COMM_DTYPE_U32,
                                    &dst1, NULL));
@@ -201,7 +201,7 @@ TEST(cts_to_client_tensor_refused_send_fails_the_queued_recv) {
   cubert_error_t err;
   char msg[512];
   mdev_setup_comm(&m, 2, 0, 200);
-  CHECK_OK(cubert_client_create(m.env[0].client, v, sizeof v, &src, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &src, NULL));
   CHECK_OK(cubert_client_ensure_init_collective(m.env[0].client, m.ids, 2, NULL));
   CHECK_OK(cubert_client_ensure_init_collective(m.env[1].client, m.ids, 2, NULL));
   /* the send resolves a stream never used on the source: creating it fails */
@@ -229,7 +229,7 @@ TEST(cts_to_client_empty_buffer) {
   cubert_copy_descriptor_t d;
   int tensor;
   mdev_setup(&m, 2, 0, 0);
-  CHECK_OK(cubert_client_create(m.env[0].client, NULL, 0, &src, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, NULL, 0, &src, NULL));
   memset(&d, 0, sizeof d);
   d.binding = src;
   /* the tensor path needs collectives */
@@ -255,7 +255,7 @@ TEST(cts_to_client_same_device_copies) {
   uint16_t v[5] = {1, 2, 3, 4, 5}, out[5];
   cubert_handle_t src, dst;
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_create(env.client, v, sizeof v, &src, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, v, sizeof v, &src, NULL));
   CHECK_OK(cubert_client_to_client(env.client, &src, env.client, CUBERT_COMM_DTYPE_U8, &dst, NULL));
   CHECK(dst.memory.index != src.memory.index || dst.memory.generation != src.memory.generation);
   CHECK_OK(cubert_client_handle_release(env.client, &src));
@@ -274,7 +274,7 @@ TEST(cts_change_client_sync_tensor_is_contiguous_on_destination) {
   uint32_t k, r;
   mdev_setup(&m, 2, 0, 0);
   for (k = 0; k < 15; k++) v[k] = (float)k * 1.5f;
-  CHECK_OK(cubert_client_create_tensor(m.env[0].client, v, 2, shape, 4, &src, NULL));
+  CHECK_OK(cubert_client_create_tensor_from_slice(m.env[0].client, v, 2, shape, 4, &src, NULL));
   memset(&d, 0, sizeof d);
   d.binding = src.memory;
   d.rank = 2;
@@ -307,9 +307,9 @@ TEST(cts_to_client_errors_create_nothing) {
   cubert_error_t err;
   mdev_setup(&m, 2, 0, 0);
   table = cubert_client_handle_table(m.env[1].client);
-  CHECK_OK(cubert_client_create(m.env[0].client, v, sizeof v, &src, NULL));
-  CHECK_OK(cubert_client_create(m.env[1].client, v, sizeof v, &foreign, NULL));
-  CHECK_OK(cubert_client_create(m.env[0].client, v, sizeof v, &dead, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &src, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[1].client, v, sizeof v, &foreign, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &dead, NULL));
   CHECK_OK(cubert_client_handle_release(m.env[0].client, &dead));
   live = cubert_handle_table_live(table);
   /* to_client */
@@ -391,7 +391,7 @@ TEST(cts_change_client_sync_failures_create_nothing) {
   uint32_t live, k;
   mdev_setup(&m, 2, 0, 0);
   for (k = 0; k < 12; k++) v[k] = (float)k;
-  CHECK_OK(cubert_client_create_tensor(m.env[0].client, v, 2, shape, 4, &src, NULL));
+  CHECK_OK(cubert_client_create_tensor_from_slice(m.env[0].client, v, 2, shape, 4, &src, NULL));
   table = cubert_client_handle_table(m.env[1].client);
   live = cubert_handle_table_live(table);
   memset(&d, 0, sizeof d);

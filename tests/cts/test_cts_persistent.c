@@ -28,7 +28,7 @@ static uint64_t reserved(cubert_client_t *client) {
 static void alloc_one(win_t *w, uint8_t fill) {
   uint8_t data[ALLOC];
   memset(data, fill, sizeof data);
-  CHECK_OK(cubert_client_create(w->client, data, sizeof data, &w->h[w->n++], NULL));
+  CHECK_OK(cubert_client_create_from_slice(w->client, data, sizeof data, &w->h[w->n++], NULL));
 }
 
 static cubert_status_t inner_window(void *user, cubert_error_t *err) {
@@ -238,7 +238,7 @@ TEST(cts_exclusive_nested_and_failing_after_work) {
   cts_setup(&env, 0);
   memset(&n, 0, sizeof n);
   n.client = env.client;
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &n.h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &n.h, NULL));
   CHECK_STATUS(cubert_client_exclusive(env.client, outer_launch_then_nest, &n, &err),
                CUBERT_STATUS_INTERNAL);
   CHECK(strstr(err.reason, "after nesting") != NULL);

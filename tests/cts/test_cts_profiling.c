@@ -55,7 +55,7 @@ TEST(cts_profile_tokens_overlap_and_measure_between_syncs) {
   cubert_launch_arguments_t args;
   cubert_cube_count_t count = cubert_cube_count_new_single();
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   args = one_buffer(&h, NULL);
   CHECK_OK(cubert_client_profile_start(env.client, &a, NULL));
   CHECK_OK(cubert_client_profile_start(env.client, &b, NULL));
@@ -107,7 +107,7 @@ TEST(cts_profile_nested_profiles_contain_each_other) {
   memset(&n, 0, sizeof n);
   n.client = env.client;
   n.kernel = &cts_sleep_kernel;
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &n.handle, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &n.handle, NULL));
   CHECK_OK(cubert_client_profile(env.client, outer_fn, &n, "outer", &outer, NULL));
   CHECK_OK(n.inner_status);
   CHECK(ns_of(&n.inner) >= SLEEP_MS * 1000000ull);
@@ -134,7 +134,7 @@ TEST(cts_profile_error_invalidates_nested_outer_profile) {
   memset(&n, 0, sizeof n);
   n.client = env.client;
   n.kernel = &cts_huge_sleep_kernel;
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &n.handle, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &n.handle, NULL));
   outer.start_ns = outer.end_ns = 12345;
   CHECK_STATUS(cubert_client_profile(env.client, outer_fn, &n, "outer", &outer, &err),
                CUBERT_STATUS_SERVER_UNHEALTHY);
@@ -163,7 +163,7 @@ TEST(cts_profile_error_invalidates_every_active_token) {
   cubert_launch_arguments_t args;
   cubert_cube_count_t count = cubert_cube_count_new_single();
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   args = one_buffer(&h, NULL);
   CHECK_OK(cubert_client_profile_start(env.client, &a, NULL));
   CHECK_OK(cubert_client_profile_start(env.client, &b, NULL));
@@ -263,7 +263,7 @@ static uint32_t run_program(cubert_client_t *client, int adds) {
   cubert_launch_arguments_t args;
   cubert_cube_count_t count = cubert_cube_count_new_1d(2);
   int i;
-  CHECK_OK(cubert_client_create(client, data, sizeof data, &h[0], NULL));
+  CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h[0], NULL));
   CHECK_OK(cubert_client_empty(client, sizeof data, &h[1], NULL));
   args = one_buffer(&h[0], &delta);
   for (i = 0; i < adds; i++)
@@ -388,12 +388,12 @@ TEST(cts_kernel_profiling_errors) {
   CHECK_OK(cubert_client_set_profiling(env.client, CUBERT_PROFILE_LEVEL_BASIC, capture_sink, &cap,
                                        NULL));
   /* a failing timed launch is returned by the launch and not recorded */
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   args = one_buffer(&h, NULL);
   CHECK_STATUS(cubert_client_launch(env.client, &cts_huge_sleep_kernel, &count, &args, &err),
                CUBERT_STATUS_SERVER_UNHEALTHY);
   CHECK(cubert_error_has_kind(&err, CUBERT_ERROR_RESOURCE_UNITS));
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &dead, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &dead, NULL));
   CHECK_OK(cubert_client_handle_release(env.client, &dead));
   args = one_buffer(&dead, NULL);
   CHECK_STATUS(cubert_client_launch(env.client, &cts_sleep_kernel, &count, &args, &err),
@@ -521,7 +521,7 @@ static void *pt_thread(void *arg) {
   cubert_launch_arguments_t args;
   cubert_cube_count_t count = cubert_cube_count_new_single();
   int i;
-  p->status = cubert_client_create(p->client, data, sizeof data, &h, NULL);
+  p->status = cubert_client_create_from_slice(p->client, data, sizeof data, &h, NULL);
   if (p->status != CUBERT_STATUS_OK) return NULL;
   args = one_buffer(&h, &delta);
   for (i = 0; i < PT_LAUNCHES && p->status == CUBERT_STATUS_OK; i++)

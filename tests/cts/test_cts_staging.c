@@ -134,7 +134,7 @@ TEST(cts_staging_file_only_rule) {
   CHECK_EQ_I64(o[2].releases, 1); /* the staged file buffer is pinned now: kept */
   CHECK_EQ_U64(b[0].property, CUBERT_ALLOCATION_PINNED);
   /* a staged buffer uploads like any other */
-  CHECK_OK(cubert_client_create_bytes(env.client, b[3], &h, NULL));
+  CHECK_OK(cubert_client_create_from_bytes(env.client, b[3], &h, NULL));
   b[3].release = NULL; /* moved */
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   for (i = 0; i < 40; i++) CHECK(out[i] == 4);
@@ -266,13 +266,13 @@ TEST(cts_bytes_owner_release_runs_once) {
   int i;
   cts_setup(&env, 0);
   b = owned_bytes(&o, 16, CUBERT_ALLOCATION_OTHER, 5);
-  CHECK_OK(cubert_client_create_bytes(env.client, b, &h, NULL));
+  CHECK_OK(cubert_client_create_from_bytes(env.client, b, &h, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK_EQ_I64(o.releases, 1);
   for (i = 0; i < 16; i++) CHECK(out[i] == 5);
   CHECK_OK(cubert_client_handle_release(env.client, &h));
   b = owned_bytes(&o, 16, CUBERT_ALLOCATION_FILE, 5);
-  CHECK_STATUS(cubert_client_create_bytes(env.client, b, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_client_create_from_bytes(env.client, b, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_I64(o.releases, 1);
   cts_teardown(&env);
 }

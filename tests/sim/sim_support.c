@@ -88,7 +88,7 @@ cubert_handle_t sim_create(cubert_client_t *c, uint32_t base) {
   uint32_t data[SIM_N], i;
   cubert_handle_t h;
   for (i = 0; i < SIM_N; i++) data[i] = base + i;
-  CHECK_OK(cubert_client_create(c, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(c, data, sizeof data, &h, NULL));
   return h;
 }
 

@@ -224,7 +224,7 @@ static void p_raw_dynamic_count(sim_env_t *e, int bug, cubert_handle_t *expect) 
   uint64_t delta = 1;
   cubert_launch_arguments_t a;
   cubert_cube_count_t count;
-  CHECK_OK(cubert_client_create(A, dims, sizeof dims, &h[0], NULL));
+  CHECK_OK(cubert_client_create_from_slice(A, dims, sizeof dims, &h[0], NULL));
   h[1] = sim_create(A, 1);
   {
     cubert_handle_t v;

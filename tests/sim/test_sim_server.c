@@ -273,9 +273,9 @@ static void explore_server(uint32_t streams, uint32_t ops, uint64_t expect) {
   sim_env_open(&env, &cfg);
   for (s = 0; s < streams; s++) h[s] = sim_create(env.s[s], 0);
   CHECK_OK(cubert_cpu_sim_drain(env.client));
-  CHECK_OK(cubert_sim_explorer_init(&e, choice, arity, 256));
+  CHECK_OK(cubert_sim_explorer_initialize(&e, choice, arity, 256));
   do {
-    CHECK_OK(cubert_sim_chooser_init_explore(&c, &e, NULL, 0));
+    CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0));
     for (s = 0; s < streams; s++)
       for (k = 0; k < ops; k++) sim_add(env.s[s], &h[s], 1);
     CHECK_OK(cubert_cpu_sim_attach(env.client, &c)); /* the enqueues above ran nothing */
@@ -411,7 +411,7 @@ TEST_EX(simdet_pct_finds_the_ordering_bug, 120) {
     memset(&cfg, 0, sizeof cfg);
     cfg.mode = CUBERT_CPU_MODE_DETERMINISTIC;
     sim_env_open(&env, &cfg);
-    CHECK_OK(cubert_sim_chooser_init_pct(&pct, seed, 3, 12, log, 512));
+    CHECK_OK(cubert_sim_chooser_initialize_pct(&pct, seed, 3, 12, log, 512));
     CHECK_OK(cubert_cpu_sim_attach(env.client, &pct));
     if (buggy_run(&env, &reports, &trace)) found = seed;
     CHECK_EQ_U64(sim_env_info(&env).source, CUBERT_SIM_SOURCE_PCT);
@@ -488,7 +488,7 @@ TEST(simdet_bad_options_change_nothing) {
   o.workers = 1;
   o.memory_size = 1u << 16;
   CHECK_OK(cubert_cpu_client_create(a, &o, &client, &err));
-  CHECK_OK(cubert_sim_chooser_init_seed(&ch, 1, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_seed(&ch, 1, NULL, 0));
   CHECK_STATUS(cubert_cpu_sim_attach(client, &ch), CUBERT_STATUS_FAILED_PRECONDITION);
   CHECK_STATUS(cubert_cpu_sim_drain(client), CUBERT_STATUS_FAILED_PRECONDITION);
   CHECK_STATUS(cubert_cpu_sim_attach(client, NULL), CUBERT_STATUS_FAILED_PRECONDITION);
@@ -556,7 +556,7 @@ TEST_EX(simdet_allocation_failure_loop, 240) {
     if (cubert_cpu_client_create(a, &o, &client, NULL) == CUBERT_STATUS_OK) {
       if (cubert_client_clone(client, &other) == CUBERT_STATUS_OK) {
         cubert_client_set_stream(other, 2);
-        if (cubert_client_create(client, data, sizeof data, &h, NULL) == CUBERT_STATUS_OK) {
+        if (cubert_client_create_from_slice(client, data, sizeof data, &h, NULL) == CUBERT_STATUS_OK) {
           if (cubert_client_empty(other, sizeof out, &y, NULL) == CUBERT_STATUS_OK) {
             cubert_binding_t b[2];
             cubert_launch_arguments_t args;

@@ -357,7 +357,7 @@ TEST(client_kit_pitched_tensors_use_2d_copies) {
   o.layout_policy.mem_alignment = 64;
   client = fake_client(a, &d, &o);
   for (i = 0; i < 15; i++) values[i] = 100 + i;
-  CHECK_OK(cubert_client_create_tensor(client, values, 2, shape, 4, &layout, NULL));
+  CHECK_OK(cubert_client_create_tensor_from_slice(client, values, 2, shape, 4, &layout, NULL));
   CHECK(layout.strides[0] > 5); /* rows padded */
   CHECK_EQ_U64(layout.strides[1], 1);
   CHECK_EQ_U64(d.last_height, 3);
@@ -401,7 +401,7 @@ TEST(client_kit_device_lost_is_sticky) {
   int calls;
   fake_options(&o, 43);
   client = fake_client(a, &d, &o);
-  CHECK_OK(cubert_client_create(client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
   d.lose_at_launch = 1;
   CHECK_STATUS(launch_once(client, &err), CUBERT_STATUS_UNAVAILABLE);
   CHECK(strstr(err.reason, "fell off") != NULL);
@@ -526,7 +526,7 @@ TEST(client_kit_gc_back_pressure_and_drain) {
   client = fake_client(a, &d, &o);
   d.busy = 1;
   blocks = c.live_blocks;
-  for (i = 0; i < 10; i++) CHECK_OK(cubert_client_create(client, data, sizeof data, &h[i], NULL));
+  for (i = 0; i < 10; i++) CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h[i], NULL));
   CHECK_EQ_I64(d.syncs, 6);     /* entries 1..6 waited for, 7..10 pending */
   CHECK(d.live_events == 4);    /* the pending entries' events */
   CHECK(c.live_blocks > blocks); /* their bytes too */
@@ -564,7 +564,7 @@ TEST(client_kit_staging_from_the_driver) {
   CHECK(b[1].data == NULL && b[1].release == NULL);
   CHECK_EQ_I64(d.host_allocs, 1);
   memset(b[0].data, 3, 24);
-  CHECK_OK(cubert_client_create_bytes(client, b[0], &h, NULL)); /* moved: released after its copy */
+  CHECK_OK(cubert_client_create_from_bytes(client, b[0], &h, NULL)); /* moved: released after its copy */
   CHECK_OK(cubert_client_sync(client, NULL));
   CHECK_EQ_I64(d.host_frees, 1);
   /* the driver refuses (and so does the fallback): nothing is left */
