@@ -503,28 +503,43 @@ static cubert_status_t runner_capacity(uint32_t requested, uint32_t *out_capacit
 
 cubert_status_t cubert_device_handle_runner_create(cubert_allocator_t allocator, void *context,
                                                    uint32_t queue_capacity,
-                                                   cubert_device_handle_t *out_handle) {
+                                                   cubert_device_handle_t *out_handle,
+                                                   cubert_error_t *out_error) {
   runner_t *r = NULL;
   void *slots = NULL;
   uint32_t capacity = 0, i;
   cubert_status_t status;
-  if (!out_handle) return CUBERT_STATUS_INVALID_ARGUMENT;
-  CUBERT_RETURN_IF_ERROR(runner_capacity(queue_capacity, &capacity));
-  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, sizeof(*r), 64, (void **)&r));
-  status = cubert_allocator_malloc_array(allocator, capacity, sizeof(runner_slot_t), 64, &slots);
-  if (status != CUBERT_STATUS_OK) goto fail_runner;
+  const char *what = "cubert_device_handle_runner_create: the thread could not be started";
+  if (!out_handle)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "cubert_device_handle_runner_create: out_handle is NULL");
+  if (runner_capacity(queue_capacity, &capacity) != CUBERT_STATUS_OK) {
+    uint64_t fields[2];
+    fields[0] = queue_capacity;
+    fields[1] = CUBERT_DEVICE_RUNNER_QUEUE_MAX;
+    return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, fields, 2,
+                            "cubert_device_handle_runner_create: queue_capacity above "
+                            "CUBERT_DEVICE_RUNNER_QUEUE_MAX");
+  }
+  CUBERT_RETURN_IF_ERROR(
+      cubert_allocator_malloc(allocator, sizeof(*r), 64, (void **)&r, out_error));
+  status = cubert_allocator_malloc_array(allocator, capacity, sizeof(runner_slot_t), 64, &slots,
+                                         out_error);
+  if (status != CUBERT_STATUS_OK) goto fail_allocated;
   r->allocator = allocator;
   r->context = context;
   r->slots = (runner_slot_t *)slots;
   r->capacity = capacity;
   r->mask = capacity - 1u;
   for (i = 0; i < capacity; i++) r->slots[i].cell.seq = i;
+  what = "cubert_device_handle_runner_create: a mutex or condition variable could not be made";
   status = cubert_host_mutex_initialize(&r->mutex);
   if (status != CUBERT_STATUS_OK) goto fail_slots;
   status = cubert_host_cond_initialize(&r->runner_cond);
   if (status != CUBERT_STATUS_OK) goto fail_mutex;
   status = cubert_host_cond_initialize(&r->producer_cond);
   if (status != CUBERT_STATUS_OK) goto fail_runner_cond;
+  what = "cubert_device_handle_runner_create: the runner thread could not be started";
   status = cubert_host_thread_create(&r->thread, runner_main, r, 0);
   if (status != CUBERT_STATUS_OK) goto fail_producer_cond;
   /* Wait until the runner recorded its id (re-entrancy checks read it). */
@@ -543,7 +558,14 @@ fail_mutex:
   cubert_host_mutex_deinitialize(&r->mutex);
 fail_slots:
   cubert_allocator_free(allocator, slots, (size_t)capacity * sizeof(runner_slot_t), 64);
-fail_runner:
+  cubert_allocator_free(allocator, r, sizeof(*r), 64);
+  (void)cubert_error_set(out_error, status == CUBERT_STATUS_RESOURCE_EXHAUSTED
+                                        ? CUBERT_ERROR_HOST_OUT_OF_MEMORY
+                                        : CUBERT_ERROR_SERVER_GENERIC,
+                         NULL, 0, what);
+  if (out_error) out_error->status = status;
+  return status;
+fail_allocated: /* the record is the allocator's */
   cubert_allocator_free(allocator, r, sizeof(*r), 64);
   return status;
 }

@@ -43,6 +43,27 @@ cubert_status_t cubert_error_set(cubert_error_t *error, cubert_error_kind_t kind
   return status;
 }
 
+cubert_status_t cubert_error_from_status(cubert_error_t *error, cubert_status_t status,
+                                         const char *reason) {
+  cubert_error_kind_t kind;
+  switch (status) {
+    case CUBERT_STATUS_OK: return CUBERT_STATUS_OK;
+    case CUBERT_STATUS_INVALID_ARGUMENT: kind = CUBERT_ERROR_INVALID_ARGUMENT; break;
+    case CUBERT_STATUS_OUT_OF_RANGE: kind = CUBERT_ERROR_OUT_OF_RANGE; break;
+    case CUBERT_STATUS_OVERFLOW: kind = CUBERT_ERROR_OVERFLOW; break;
+    case CUBERT_STATUS_INVALID_HANDLE: kind = CUBERT_ERROR_INVALID_HANDLE; break;
+    case CUBERT_STATUS_RESOURCE_EXHAUSTED: kind = CUBERT_ERROR_HOST_OUT_OF_MEMORY; break;
+    case CUBERT_STATUS_DEVICE_MISMATCH: kind = CUBERT_ERROR_DEVICE_MISMATCH; break;
+    case CUBERT_STATUS_DEADLINE_EXCEEDED: kind = CUBERT_ERROR_DEADLINE_EXCEEDED; break;
+    case CUBERT_STATUS_UNAVAILABLE: kind = CUBERT_ERROR_DEVICE_LOST; break;
+    case CUBERT_STATUS_NOT_FOUND: kind = CUBERT_ERROR_IO_NOT_FOUND; break;
+    default: kind = CUBERT_ERROR_SERVER_GENERIC; break;
+  }
+  (void)cubert_error_set(error, kind, NULL, 0, reason);
+  if (error) error->status = status;
+  return status;
+}
+
 cubert_status_t cubert_error_wrap(cubert_error_t *error, cubert_error_kind_t outer) {
   size_t i;
   if (!error) return CUBERT_STATUS_OK;

@@ -136,6 +136,7 @@ static const char *const k_text[CUBERT_ERROR_KIND_COUNT_] = {
     K(DEADLINE_EXCEEDED) = "Deadline exceeded after " T_F0 " ns" T_CR,
     K(DEVICE_LOST) = "Device lost" T_CR,
     K(COMPILED_OUT) = "Compiled out of this build" T_CR,
+    K(FAILED_PRECONDITION) = "Failed precondition" T_CR,
 };
 #undef K
 

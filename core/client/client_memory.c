@@ -218,8 +218,9 @@ static cubert_status_t tensor_descriptor(cubert_layout_descriptor_t *d, uint32_t
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_client_create_from_slice(cubert_client_t *client, const void *data, uint64_t size,
-                                     cubert_handle_t *out_handle, cubert_error_t *out_error) {
+cubert_status_t cubert_client_create_from_slice(cubert_client_t *client, const void *data,
+                                                uint64_t size, cubert_handle_t *out_handle,
+                                                cubert_error_t *out_error) {
   cubert_layout_descriptor_t d;
   cubert_memory_layout_t layout;
   const void *datas[1];
@@ -232,8 +233,8 @@ cubert_status_t cubert_client_create_from_slice(cubert_client_t *client, const v
 }
 
 cubert_status_t cubert_client_create_from_bytes(cubert_client_t *client, cubert_bytes_t bytes,
-                                           cubert_handle_t *out_handle,
-                                           cubert_error_t *out_error) {
+                                                cubert_handle_t *out_handle,
+                                                cubert_error_t *out_error) {
   cubert_layout_descriptor_t d;
   cubert_memory_layout_t layout;
   if (!client || !out_handle || (!bytes.data && bytes.size)) {
@@ -248,20 +249,20 @@ cubert_status_t cubert_client_create_from_bytes(cubert_client_t *client, cubert_
 }
 
 cubert_status_t cubert_client_create_tensor_from_slice(cubert_client_t *client, const void *data,
-                                            uint32_t rank, const uint64_t *shape,
-                                            uint64_t elem_size, cubert_memory_layout_t *out_layout,
-                                            cubert_error_t *out_error) {
+                                                       uint32_t rank, const uint64_t *shape,
+                                                       uint64_t elem_size,
+                                                       cubert_memory_layout_t *out_layout,
+                                                       cubert_error_t *out_error) {
   cubert_layout_descriptor_t d;
   CLIENT_CHECK(client && out_layout && data, "create_tensor: NULL argument");
   CUBERT_RETURN_IF_ERROR(tensor_descriptor(&d, rank, shape, elem_size, out_error));
   return client_do_create(client, &d, 1, &data, NULL, out_layout, out_error);
 }
 
-cubert_status_t cubert_client_create_tensors_from_slices(cubert_client_t *client,
-                                             const cubert_layout_descriptor_t *descriptors,
-                                             const void *const *data, size_t count,
-                                             cubert_memory_layout_t *out_layouts,
-                                             cubert_error_t *out_error) {
+cubert_status_t cubert_client_create_tensors_from_slices(
+    cubert_client_t *client, const cubert_layout_descriptor_t *descriptors,
+    const void *const *data, size_t count, cubert_memory_layout_t *out_layouts,
+    cubert_error_t *out_error) {
   size_t i;
   CLIENT_CHECK(client && descriptors && data && out_layouts, "create_tensors: NULL argument");
   for (i = 0; i < count; i++) CLIENT_CHECK(data[i], "create_tensors: NULL data entry");

@@ -483,11 +483,12 @@ static void add_launch(uint64_t *duration, uint64_t *count, uint64_t duration_ns
 }
 
 cubert_status_t cubert_profile_summary_record(cubert_profile_summary_t *summary, const char *name,
-                                              uint64_t duration_ns) {
+                                              uint64_t duration_ns, cubert_error_t *out_error) {
   size_t n;
   uint32_t hash, i;
   bool timed;
-  if (!summary || !name) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!summary) return invalid_argument(out_error, "cubert_profile_summary_record: summary is NULL");
+  if (!name) return invalid_argument(out_error, "cubert_profile_summary_record: name is NULL");
   if (summary->level == CUBERT_PROFILE_LEVEL_OFF) return CUBERT_STATUS_OK;
   timed = cubert_profile_level_is_timed(summary->level);
   n = first_line_length(name);
@@ -515,13 +516,16 @@ cubert_status_t cubert_profile_summary_record(cubert_profile_summary_t *summary,
 
 cubert_status_t cubert_profile_summary_lookup(const cubert_profile_summary_t *summary,
                                               const char *name, uint64_t *out_duration_ns,
-                                              uint64_t *out_count) {
+                                              uint64_t *out_count, cubert_error_t *out_error) {
   size_t n;
   uint32_t i;
-  if (!summary || !name) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!summary) return invalid_argument(out_error, "cubert_profile_summary_lookup: summary is NULL");
+  if (!name) return invalid_argument(out_error, "cubert_profile_summary_lookup: name is NULL");
   n = first_line_length(name);
   i = summary_find(summary, name, n, name_hash(name, n));
-  if (i == summary->row_count) return CUBERT_STATUS_NOT_FOUND;
+  if (i == summary->row_count)
+    return cubert_error_set(out_error, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0,
+                            "cubert_profile_summary_lookup: no launch of this name recorded");
   if (out_duration_ns) *out_duration_ns = summary->rows[i].duration_ns;
   if (out_count) *out_count = summary->rows[i].count;
   return CUBERT_STATUS_OK;

@@ -139,12 +139,19 @@ typedef struct cubert_memory_layout_t {
  * (cubert/cpu.h), cubert_inline_client_create (cubert/inline.h), or
  * cubert_kit_client_create (cubert/backend/kit.h) for a new driver. */
 
-/* A new client of a registered device (spec 1.1 load). NOT_FOUND. */
+/* A new client of a registered device (CubeCL's ComputeClient::load).
+ * NOT_FOUND (kind IO_NOT_FOUND) when no device is registered under `device`;
+ * UNAVAILABLE (kind DEVICE_LOST) when its last client is being released;
+ * INVALID_ARGUMENT for a NULL out_client; RESOURCE_EXHAUSTED. Thread-safe,
+ * non-blocking. */
 CUBERT_API cubert_status_t cubert_client_load(cubert_device_id_t device,
-                                              cubert_client_t **out_client);
-/* Another client of the same device, with the same pinned stream. */
+                                              cubert_client_t **out_client,
+                                              cubert_error_t *out_error);
+/* Another client of the same device, with the same pinned stream (CubeCL's
+ * Clone). The codes of cubert_client_load. Thread-safe, non-blocking. */
 CUBERT_API cubert_status_t cubert_client_clone(const cubert_client_t *client,
-                                               cubert_client_t **out_client);
+                                               cubert_client_t **out_client,
+                                               cubert_error_t *out_error);
 /* Release a client. The last client of a device deregisters it, waits for its
  * streams, and destroys server, device handle and handle table. NULL: no-op. */
 CUBERT_API void cubert_client_release(cubert_client_t *client);
@@ -164,46 +171,52 @@ CUBERT_API uint64_t cubert_client_features(const cubert_client_t *client);
 
 /* ---- handles ---------------------------------------------------------------- */
 
-/* Release / clone / offset / bind a handle of this client's device
- * (the semantics of cubert_handle_* in cubert/backend/handle_table.h). DEVICE_MISMATCH for a handle of another
- * device, INVALID_HANDLE for a dead one. Thread-safe, non-blocking. */
+/* Release / clone / offset a handle of this client's device (the semantics
+ * of cubert_handle_* in cubert/backend/handle_table.h: clone retains another
+ * reference, offset makes a sub-handle trimmed by offset_start / offset_end
+ * more bytes, each result is released once). Records: INVALID_ARGUMENT (a
+ * NULL argument), DEVICE_MISMATCH (a handle of another device),
+ * INVALID_HANDLE (a dead handle: released already, or stale), OUT_OF_RANGE
+ * (offset: the offsets exceed the size; fields total start, size), OVERFLOW.
+ * Nothing changes on failure. Thread-safe, non-blocking. */
 CUBERT_API cubert_status_t cubert_client_handle_release(cubert_client_t *client,
-                                                        const cubert_handle_t *handle);
+                                                        const cubert_handle_t *handle,
+                                                        cubert_error_t *out_error);
 CUBERT_API cubert_status_t cubert_client_handle_clone(cubert_client_t *client,
                                                       const cubert_handle_t *handle,
-                                                      cubert_handle_t *out_handle);
+                                                      cubert_handle_t *out_handle,
+                                                      cubert_error_t *out_error);
 CUBERT_API cubert_status_t cubert_client_handle_offset(cubert_client_t *client,
                                                        const cubert_handle_t *handle,
                                                        uint64_t offset_start, uint64_t offset_end,
-                                                       cubert_handle_t *out_handle);
+                                                       cubert_handle_t *out_handle,
+                                                       cubert_error_t *out_error);
 
 /* ---- allocation / upload (spec 1.2) ----------------------------------------
  * All return at once (non-blocking at the stream level). The data is copied
  * (the `_bytes` form takes ownership instead) before the call returns. */
 
 /* create / create_from_slice: contiguous, shape [size], elem 1. */
-CUBERT_API cubert_status_t cubert_client_create_from_slice(cubert_client_t *client, const void *data,
-                                                uint64_t size, cubert_handle_t *out_handle,
-                                                cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_client_create_from_slice(cubert_client_t *client,
+                                                           const void *data, uint64_t size,
+                                                           cubert_handle_t *out_handle,
+                                                           cubert_error_t *out_error);
 /* create(Bytes): ownership of `bytes` moves to the runtime on success AND on
  * failure (its release function is called). */
 CUBERT_API cubert_status_t cubert_client_create_from_bytes(cubert_client_t *client,
-                                                      cubert_bytes_t bytes,
-                                                      cubert_handle_t *out_handle,
-                                                      cubert_error_t *out_error);
+                                                           cubert_bytes_t bytes,
+                                                           cubert_handle_t *out_handle,
+                                                           cubert_error_t *out_error);
 /* create_tensor(_from_slice): Optimized strategy (pitched on pitched devices).
  * `data` holds product(shape)*elem_size contiguous bytes. */
-CUBERT_API cubert_status_t cubert_client_create_tensor_from_slice(cubert_client_t *client, const void *data,
-                                                       uint32_t rank, const uint64_t *shape,
-                                                       uint64_t elem_size,
-                                                       cubert_memory_layout_t *out_layout,
-                                                       cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_client_create_tensor_from_slice(
+    cubert_client_t *client, const void *data, uint32_t rank, const uint64_t *shape,
+    uint64_t elem_size, cubert_memory_layout_t *out_layout, cubert_error_t *out_error);
 /* create_tensors(_from_slices): every tensor in ONE allocation. */
-CUBERT_API cubert_status_t cubert_client_create_tensors_from_slices(cubert_client_t *client,
-                                                        const cubert_layout_descriptor_t *descriptors,
-                                                        const void *const *data, size_t count,
-                                                        cubert_memory_layout_t *out_layouts,
-                                                        cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_client_create_tensors_from_slices(
+    cubert_client_t *client, const cubert_layout_descriptor_t *descriptors,
+    const void *const *data, size_t count, cubert_memory_layout_t *out_layouts,
+    cubert_error_t *out_error);
 /* empty / empty_tensor / empty_tensors: as above without data. Contents of
  * fresh memory are zero on the CPU server; reused memory is not cleared. */
 CUBERT_API cubert_status_t cubert_client_empty(cubert_client_t *client, uint64_t size,
@@ -455,12 +468,16 @@ CUBERT_API size_t cubert_client_enumerate_devices(uint16_t type_id, cubert_devic
                                                   size_t capacity);
 CUBERT_API size_t cubert_client_device_count(uint16_t type_id);
 CUBERT_API size_t cubert_client_device_count_total(void);
-/* io_optimized_vector_sizes for this device (spec 10.5), largest first. */
+/* io_optimized_vector_sizes for this device's hardware properties, largest
+ * first: cubert_io_optimized_vector_sizes (cubert/cube.h) and its codes;
+ * INVALID_ARGUMENT also for a NULL client or an elem_size beyond size_t.
+ * Pure, thread-safe. */
 CUBERT_API cubert_status_t cubert_client_io_optimized_vector_sizes(const cubert_client_t *client,
                                                                    uint64_t elem_size,
                                                                    uint32_t *out_sizes,
                                                                    size_t capacity,
-                                                                   size_t *out_count);
+                                                                   size_t *out_count,
+                                                                   cubert_error_t *out_error);
 
 /* ---- multi-device and collectives (spec 1.6, 8) -----------------------------------
  * Several devices of one backend type live in one process (CPU: one

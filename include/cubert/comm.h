@@ -9,6 +9,7 @@
 
 #include "cubert/base.h"
 #include "cubert/status.h"
+#include "cubert/error.h"
 #include "cubert/device.h"
 
 CUBERT_EXTERN_C_BEGIN
@@ -29,11 +30,13 @@ CUBERT_EXTERN_C_BEGIN
  * splitmix64 mixer. count == 0 is allowed (devices may then be NULL) and
  * yields the hash of the empty list.
  *
- * Borrows `devices` for the call. Returns INVALID_ARGUMENT for a NULL out_id
- * or NULL devices with count > 0, OUT_OF_RANGE for count >
- * CUBERT_COMMUNICATION_MAX_DEVICES. On failure *out_id is untouched. */
+ * Borrows `devices` for the call. Returns INVALID_ARGUMENT (kind
+ * INVALID_ARGUMENT) for a NULL out_id or NULL devices with count > 0,
+ * OUT_OF_RANGE (kind OUT_OF_RANGE, fields count and the maximum) for count >
+ * CUBERT_COMMUNICATION_MAX_DEVICES. On failure *out_id is untouched and
+ * *out_error (may be NULL) holds the record. */
 CUBERT_API cubert_status_t cubert_communication_id(const cubert_device_id_t *devices, size_t count,
-                                                   uint64_t *out_id);
+                                                   uint64_t *out_id, cubert_error_t *out_error);
 
 /* CubeCL's ReduceOperation for all_reduce. Values are stable ABI. */
 typedef enum cubert_reduce_operation_e {

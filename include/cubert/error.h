@@ -133,7 +133,8 @@ CUBERT_EXTERN_C_BEGIN
   X(DEVICE_MISMATCH, DEVICE_MISMATCH, "DeviceMismatch")                                \
   X(DEADLINE_EXCEEDED, DEADLINE_EXCEEDED, "DeadlineExceeded")                          \
   X(DEVICE_LOST, UNAVAILABLE, "DeviceLost")                                            \
-  X(COMPILED_OUT, UNSUPPORTED, "CompiledOut") /* a feature left out (cubert/config.h) */
+  X(COMPILED_OUT, UNSUPPORTED, "CompiledOut") /* a feature left out (cubert/config.h) */ \
+  X(FAILED_PRECONDITION, FAILED_PRECONDITION, "FailedPrecondition") /* wrong state/mode */
 
 typedef enum cubert_error_kind_e {
 #define CUBERT_ERROR_KIND_ENUM_(name, status, seed) CUBERT_ERROR_##name,

@@ -51,39 +51,47 @@ CUBERT_API cubert_stream_id_t cubert_stream_id_allocate(void);
 /* Make `id` the calling thread's stream until the matching _end (CubeCL's
  * StreamId::executes). Overrides nest: each _end restores the enclosing
  * override, the outermost restores "no override". Borrows *out_token until
- * _end. Returns OK, or INVALID_ARGUMENT for NULL (nothing changes then).
- * Calling thread only. */
+ * _end. Returns OK, or INVALID_ARGUMENT (kind INVALID_ARGUMENT, with a
+ * reason) for NULL (nothing changes then). Calling thread only. */
 CUBERT_API cubert_status_t cubert_stream_id_executes_begin(cubert_stream_id_t id,
-                                                           cubert_stream_id_token_t *out_token);
+                                                           cubert_stream_id_token_t *out_token,
+                                                           cubert_error_t *out_error);
 
 /* End the override `token` started. It must be the calling thread's
- * innermost override: INVALID_ARGUMENT for NULL, a token already ended, a
- * token of another thread or one ended out of order (nothing changes then).
+ * innermost override: INVALID_ARGUMENT (kind INVALID_ARGUMENT; the reason
+ * says which) for NULL, a token already ended, a token of another thread or
+ * one ended out of order (nothing changes then).
  * Calling thread only. C has no unwinding: the caller must reach _end on every path. */
-CUBERT_API cubert_status_t cubert_stream_id_executes_end(cubert_stream_id_token_t *token);
+CUBERT_API cubert_status_t cubert_stream_id_executes_end(cubert_stream_id_token_t *token,
+                                                         cubert_error_t *out_error);
 
 /* fn(user) under the override `id` (begin, call, end). Returns begin's error
  * without calling fn, else end's status. NULL fn: INVALID_ARGUMENT. */
 CUBERT_API cubert_status_t cubert_stream_id_executes(cubert_stream_id_t id, void (*fn)(void *user),
-                                                     void *user);
+                                                     void *user, cubert_error_t *out_error);
 
 /* Set / read the process-wide policy (CubeCL's set_policy; programmatic
  * setting always wins, there is no config file here). Default PER_THREAD.
  * Takes effect for every later cubert_stream_id_current on any thread;
  * threads keep their per-thread id across policy changes. INVALID_ARGUMENT
- * for an unknown value (policy unchanged). Thread-safe, lock-free. */
-CUBERT_API cubert_status_t cubert_stream_id_set_policy(cubert_stream_policy_t policy);
+ * (kind INVALID_ARGUMENT, field[0] the value) for an unknown value (policy
+ * unchanged). Thread-safe, lock-free. */
+CUBERT_API cubert_status_t cubert_stream_id_set_policy(cubert_stream_policy_t policy,
+                                                       cubert_error_t *out_error);
 CUBERT_API cubert_stream_policy_t cubert_stream_id_policy(void);
 
 /* ---- hooks for the server kit (cubert/backend/kit.h, cubert/inline.h) --- */
 
 /* A recursive device lock (cubert_lock_t): a mutex plus its owner thread and
  * a depth, so a re-entry is a compare. *out_lock owns the allocation until
- * cubert_host_lock_destroy. INVALID_ARGUMENT (NULL), RESOURCE_EXHAUSTED.
+ * cubert_host_lock_destroy. INVALID_ARGUMENT (NULL), RESOURCE_EXHAUSTED (kind
+ * HOST_OUT_OF_MEMORY: the allocation or the mutex); out_error (may be NULL)
+ * holds the record.
  * The lock functions are thread-safe and block while another thread holds
  * it. */
 CUBERT_API cubert_status_t cubert_host_lock_create(cubert_allocator_t allocator,
-                                                   cubert_lock_t *out_lock);
+                                                   cubert_lock_t *out_lock,
+                                                   cubert_error_t *out_error);
 /* Destroy a lock made by cubert_host_lock_create (not held). A lock with NULL
  * functions: no-op. */
 CUBERT_API void cubert_host_lock_destroy(cubert_lock_t lock);

@@ -118,19 +118,23 @@ CUBERT_API cubert_profile_level_t cubert_profile_summary_level(
  * enough name_bytes left for it), the launch is counted in the
  * CUBERT_PROFILE_SUMMARY_OTHER_NAME row instead: it is never lost, and
  * recording never fails for lack of room.
- * Borrows `name` for the call. Returns OK; INVALID_ARGUMENT for a NULL
- * summary or name (nothing changes). Not thread-safe; O(distinct names). */
+ * Borrows `name` for the call. Returns OK; INVALID_ARGUMENT (kind
+ * INVALID_ARGUMENT, reason in *out_error, may be NULL) for a NULL summary or
+ * name (nothing changes). Not thread-safe; O(distinct names). */
 CUBERT_API cubert_status_t cubert_profile_summary_record(cubert_profile_summary_t *summary,
-                                                         const char *name, uint64_t duration_ns);
+                                                         const char *name, uint64_t duration_ns,
+                                                         cubert_error_t *out_error);
 
 /* Totals of one kernel name (first-line rule applies to `name`). Either out
- * pointer may be NULL. Returns OK; NOT_FOUND when the name has no row (also
- * for a name counted in the other row); INVALID_ARGUMENT for a NULL summary
- * or name. Outputs are untouched on failure. Reads only. */
+ * pointer may be NULL. Returns OK; NOT_FOUND (kind IO_NOT_FOUND) when the
+ * name has no row (also for a name counted in the other row);
+ * INVALID_ARGUMENT for a NULL summary or name. Outputs are untouched on
+ * failure and *out_error (may be NULL) holds the record. Reads only. */
 CUBERT_API cubert_status_t cubert_profile_summary_lookup(const cubert_profile_summary_t *summary,
                                                          const char *name,
                                                          uint64_t *out_duration_ns,
-                                                         uint64_t *out_count);
+                                                         uint64_t *out_count,
+                                                         cubert_error_t *out_error);
 
 /* Totals of the other row (0, 0 when it is empty). Either out may be NULL.
  * A NULL summary gives 0, 0. */

@@ -29,7 +29,8 @@
  * server's simulation lock). Nothing blocks.
  *
  * Compiled out (CUBERT_CONFIG_SIMULATION 0, cubert/config.h): the
- * initializers return UNSUPPORTED (the object untouched), cubert_sim_choose
+ * initializers return UNSUPPORTED with a COMPILED_OUT record (the object
+ * untouched), cubert_sim_choose
  * returns 0, cubert_sim_trace does nothing, cubert_sim_explorer_next returns
  * false and cubert_sim_shrink returns count; cubert_sim_splitmix64 stays.
  */
@@ -39,6 +40,7 @@
 #include "cubert/config.h"
 #include "cubert/base.h"
 #include "cubert/status.h"
+#include "cubert/error.h"
 
 CUBERT_EXTERN_C_BEGIN
 
@@ -97,25 +99,35 @@ typedef struct cubert_sim_chooser_t {
  * choice; it must stay valid while the chooser is used. INVALID_ARGUMENT
  * (NULL chooser; NULL log with capacity > 0; NULL replay / bytes with a
  * non-zero length; PCT depth 0 or above CUBERT_SIM_PCT_MAX_DEPTH or
- * steps_hint 0; NULL explorer). On failure the chooser is untouched. */
-CUBERT_API cubert_status_t cubert_sim_chooser_initialize_seed(cubert_sim_chooser_t *chooser, uint64_t seed,
-                                                        uint32_t *log, size_t log_capacity);
+ * steps_hint 0; NULL explorer), with kind INVALID_ARGUMENT and a reason in
+ * *out_error (may be NULL). On failure the chooser is untouched. */
+CUBERT_API cubert_status_t cubert_sim_chooser_initialize_seed(cubert_sim_chooser_t *chooser,
+                                                              uint64_t seed, uint32_t *log,
+                                                              size_t log_capacity,
+                                                              cubert_error_t *out_error);
 CUBERT_API cubert_status_t cubert_sim_chooser_initialize_replay(cubert_sim_chooser_t *chooser,
-                                                          const uint32_t *choices, size_t count,
-                                                          uint32_t *log, size_t log_capacity);
+                                                                const uint32_t *choices,
+                                                                size_t count, uint32_t *log,
+                                                                size_t log_capacity,
+                                                                cubert_error_t *out_error);
 CUBERT_API cubert_status_t cubert_sim_chooser_initialize_bytes(cubert_sim_chooser_t *chooser,
-                                                         const uint8_t *bytes, size_t count,
-                                                         uint32_t *log, size_t log_capacity);
+                                                               const uint8_t *bytes, size_t count,
+                                                               uint32_t *log, size_t log_capacity,
+                                                               cubert_error_t *out_error);
 /* PCT of depth d: d - 1 priority change points drawn in [1, steps_hint]
  * (the expected number of choice points). */
-CUBERT_API cubert_status_t cubert_sim_chooser_initialize_pct(cubert_sim_chooser_t *chooser, uint64_t seed,
-                                                       uint32_t depth, uint64_t steps_hint,
-                                                       uint32_t *log, size_t log_capacity);
+CUBERT_API cubert_status_t cubert_sim_chooser_initialize_pct(cubert_sim_chooser_t *chooser,
+                                                             uint64_t seed, uint32_t depth,
+                                                             uint64_t steps_hint, uint32_t *log,
+                                                             size_t log_capacity,
+                                                             cubert_error_t *out_error);
 /* One run of an exhaustive exploration: follows the explorer's current path,
  * then takes choice 0 at every new choice point (pushing it). */
 CUBERT_API cubert_status_t cubert_sim_chooser_initialize_explore(cubert_sim_chooser_t *chooser,
-                                                           cubert_sim_explorer_t *explorer,
-                                                           uint32_t *log, size_t log_capacity);
+                                                                 cubert_sim_explorer_t *explorer,
+                                                                 uint32_t *log,
+                                                                 size_t log_capacity,
+                                                                 cubert_error_t *out_error);
 
 /* The splitmix64 generator (next value, state advanced): exposed so that
  * program generators share one machine-independent definition. */
@@ -124,10 +136,12 @@ CUBERT_API uint64_t cubert_sim_splitmix64(uint64_t *state);
 /* ---- exhaustive exploration ------------------------------------------------ */
 
 /* Start an exploration over caller storage of `capacity` entries per array.
- * INVALID_ARGUMENT (NULL explorer or arrays, capacity 0). */
+ * INVALID_ARGUMENT (NULL explorer or arrays, capacity 0; kind
+ * INVALID_ARGUMENT with a reason in *out_error, may be NULL). */
 CUBERT_API cubert_status_t cubert_sim_explorer_initialize(cubert_sim_explorer_t *explorer,
-                                                    uint32_t *choice, uint32_t *arity,
-                                                    uint32_t capacity);
+                                                          uint32_t *choice, uint32_t *arity,
+                                                          uint32_t capacity,
+                                                          cubert_error_t *out_error);
 
 /* After a run: count it, move to the next unexplored path. False when every
  * path was run (or on overflow / mismatch, which the caller must check). */

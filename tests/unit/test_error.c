@@ -106,6 +106,7 @@ static const kind_expect_t k_expect[] = {
     {CUBERT_ERROR_DEADLINE_EXCEEDED, {"Deadline exceeded after 11 ns: why-R"}},
     {CUBERT_ERROR_DEVICE_LOST, {"Device lost: why-R"}},
     {CUBERT_ERROR_COMPILED_OUT, {"Compiled out of this build: why-R"}},
+    {CUBERT_ERROR_FAILED_PRECONDITION, {"Failed precondition: why-R"}},
 };
 
 TEST(error_format_every_kind_shows_its_fields) {

@@ -118,16 +118,22 @@ CUBERT_API cubert_status_t cubert_kit_driver_of(const cubert_client_t *client,
 CUBERT_API uint32_t cubert_kit_collect(cubert_client_t *client);
 
 /* The race checker's counters (all zero when it is off). INVALID_ARGUMENT
- * for NULL. Takes the device briefly; thread-safe. */
+ * (kind INVALID_ARGUMENT) for NULL. Takes the device briefly; thread-safe.
+ * These three are also how users of any kit device (cubert/inline.h) read
+ * the checker: they fill out_error (may be NULL) on failure. */
 CUBERT_API cubert_status_t cubert_kit_race_counters(cubert_client_t *client,
-                                                    cubert_race_counters_t *out_counters);
-/* The most recent race report: OK, NOT_FOUND when there was none (or the
- * checker is off), INVALID_ARGUMENT for NULL. Takes the device briefly. */
+                                                    cubert_race_counters_t *out_counters,
+                                                    cubert_error_t *out_error);
+/* The most recent race report: OK, NOT_FOUND (kind IO_NOT_FOUND) when there
+ * was none (or the checker is off), INVALID_ARGUMENT for NULL. Takes the
+ * device briefly. */
 CUBERT_API cubert_status_t cubert_kit_race_last_report(cubert_client_t *client,
-                                                       cubert_race_report_t *out_report);
+                                                       cubert_race_report_t *out_report,
+                                                       cubert_error_t *out_error);
 /* Set the seed carried by later race reports (deterministic drivers; 0:
  * none). Takes the device briefly. INVALID_ARGUMENT for NULL. */
-CUBERT_API cubert_status_t cubert_kit_race_seed(cubert_client_t *client, uint64_t seed);
+CUBERT_API cubert_status_t cubert_kit_race_seed(cubert_client_t *client, uint64_t seed,
+                                                cubert_error_t *out_error);
 
 CUBERT_EXTERN_C_END
 
