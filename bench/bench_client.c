@@ -298,7 +298,7 @@ static bandwidth_t bench_add(uint32_t workers, const config_t *cfg, const float 
     fprintf(stderr, "bench_client: add: %lu wrong results\n", (unsigned long)bad);
     exit(1);
   }
-  for (i = 0; i < 3; i++) MUST("release", cubert_client_handle_release(client, &h[i]));
+  for (i = 0; i < 3; i++) MUST("release", cubert_client_handle_release(client, &h[i], NULL));
   cubert_client_release(client);
   cubert_cpu_executor_destroy(ex);
   out.add_gbs = bench_stat_of(add, cfg->runs);

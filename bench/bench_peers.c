@@ -246,7 +246,7 @@ static void bench_add(cubert_client_t *client, peer_cl_t *cl, const config_t *cf
   memset(out, 0, bytes);
   MUST("read out", cubert_client_read_one(client, &h[2], out, bytes, &err));
   check_add("cubert", a, b, out, n);
-  for (i = 0; i < 3; i++) MUST("release", cubert_client_handle_release(client, &h[i]));
+  for (i = 0; i < 3; i++) MUST("release", cubert_client_handle_release(client, &h[i], NULL));
   MUST("sync", cubert_client_sync(client, &err));
   s_ours = bench_stat_of(ours, cfg->runs);
   emit_vs("compute", "add f32 16M (3 x 64 MiB), launch + sync", "GB/s", 1, s_ours, "PoCL",
@@ -340,7 +340,7 @@ static void bench_matmul(cubert_client_t *client, peer_cl_t *cl, const config_t 
   memset(c, 0, bytes_c);
   MUST("read c", cubert_client_read_one(client, &h[2], c, bytes_c, &err));
   check_matmul("cubert", a, b, c, m, k, n);
-  for (i = 0; i < 3; i++) MUST("release", cubert_client_handle_release(client, &h[i]));
+  for (i = 0; i < 3; i++) MUST("release", cubert_client_handle_release(client, &h[i], NULL));
   MUST("sync", cubert_client_sync(client, &err));
   s_ours = bench_stat_of(ours, cfg->runs);
   emit_vs("compute", "matmul f32 512x512x512, launch + sync", "GFLOP/s", 1, s_ours, "PoCL",

@@ -59,12 +59,12 @@ int main(void) {
          check(cubert_client_read_one(clients[3], &moved, out, sizeof out, &err), &err, "read");
     if (ok) {
       printf("device 3 received from device 0: %g ... %g\n", (double)out[0], (double)out[N - 1]);
-      (void)cubert_client_handle_release(clients[3], &moved);
+      (void)cubert_client_handle_release(clients[3], &moved, NULL);
     }
   }
   for (i = 0; i < DEVICES; i++) {
     if (!clients[i]) continue;
-    if (ok) (void)cubert_client_handle_release(clients[i], &h[i]);
+    if (ok) (void)cubert_client_handle_release(clients[i], &h[i], NULL);
     cubert_client_release(clients[i]);
   }
   return ok ? 0 : 1;

@@ -83,9 +83,9 @@ static void *elementwise_worker(void *arg) {
     snprintf(detail, sizeof detail, "(%u mismatches)", bad);
     report(label, bad == 0, detail);
   }
-  cubert_client_handle_release(g_client, &ha);
-  cubert_client_handle_release(g_client, &hb);
-  cubert_client_handle_release(g_client, &hout);
+  cubert_client_handle_release(g_client, &ha, NULL);
+  cubert_client_handle_release(g_client, &hb, NULL);
+  cubert_client_handle_release(g_client, &hout, NULL);
 done:
   free(a);
   free(b);
@@ -139,8 +139,8 @@ static void reduction(void) {
     snprintf(detail, sizeof detail, "(sum %.0f, expected %u)", sum, N);
     report("cross-stream shared-memory tree reduction", sum == (double)N, detail);
   }
-  cubert_client_handle_release(g_client, &hpartial);
-  cubert_client_handle_release(g_client, &g_shared);
+  cubert_client_handle_release(g_client, &hpartial, NULL);
+  cubert_client_handle_release(g_client, &g_shared, NULL);
   free(partial);
 }
 
@@ -190,9 +190,9 @@ static void matmul(void) {
     snprintf(detail, sizeof detail, "(max abs error %.2g)", max_err);
     report("tiled matmul 200x150 . 150x180", max_err < 1e-2, detail);
   }
-  cubert_client_handle_release(g_client, &la.memory);
-  cubert_client_handle_release(g_client, &lb.memory);
-  cubert_client_handle_release(g_client, &lc.memory);
+  cubert_client_handle_release(g_client, &la.memory, NULL);
+  cubert_client_handle_release(g_client, &lb.memory, NULL);
+  cubert_client_handle_release(g_client, &lc.memory, NULL);
   free(a);
   free(b);
   free(c);

@@ -100,7 +100,7 @@ static int print_device(cubert_device_id_t id) {
   size_t nsizes = 0, i;
   uint64_t features;
   char a[32];
-  if (cubert_client_load(id, &client) != CUBERT_STATUS_OK) {
+  if (cubert_client_load(id, &client, NULL) != CUBERT_STATUS_OK) {
     fprintf(stderr, "cubert-info: cannot load device %u:%u\n", (unsigned)id.type_id,
             (unsigned)id.index_id);
     return 1;
@@ -134,7 +134,7 @@ static int print_device(cubert_device_id_t id) {
     printf("  Max vector size:                    unbounded\n");
   else
     printf("  Max vector size:                    %llu\n", (unsigned long long)hw->max_vector_size);
-  if (cubert_client_io_optimized_vector_sizes(client, 4, sizes, 16, &nsizes) == CUBERT_STATUS_OK) {
+  if (cubert_client_io_optimized_vector_sizes(client, 4, sizes, 16, &nsizes, NULL) == CUBERT_STATUS_OK) {
     printf("  IO-optimized vector sizes (f32):    ");
     for (i = 0; i < nsizes && i < 16; i++) printf("%u ", (unsigned)sizes[i]);
     printf("\n");

@@ -75,7 +75,7 @@ static void run(uint64_t seed, run_t *r) {
     return;
   }
   for (k = 0; k < STREAMS; k++) {
-    f |= cubert_client_clone(client, &s[k]) != CUBERT_STATUS_OK;
+    f |= cubert_client_clone(client, &s[k], NULL) != CUBERT_STATUS_OK;
     if (!f) cubert_client_set_stream(s[k], (uint64_t)k + 1);
   }
   if (f) {
@@ -106,15 +106,15 @@ static void run(uint64_t seed, run_t *r) {
       pair[1] = z;
       f |= launch(s[2], &tool_mix_kernel, pair, 2, 0); /* C waits for B */
       f |= cubert_client_sync(s[2], NULL) != CUBERT_STATUS_OK;
-      cubert_client_handle_release(client, &z);
+      cubert_client_handle_release(client, &z, NULL);
     }
-    cubert_client_handle_release(client, &x);
-    cubert_client_handle_release(client, &w);
-    cubert_client_handle_release(client, &y);
+    cubert_client_handle_release(client, &x, NULL);
+    cubert_client_handle_release(client, &w, NULL);
+    cubert_client_handle_release(client, &y, NULL);
   }
-  f |= cubert_cpu_sim_drain(client) != CUBERT_STATUS_OK;
-  f |= cubert_cpu_sim_info(client, &info) != CUBERT_STATUS_OK;
-  f |= cubert_cpu_race_counters(client, &rc) != CUBERT_STATUS_OK;
+  f |= cubert_cpu_sim_drain(client, NULL) != CUBERT_STATUS_OK;
+  f |= cubert_cpu_sim_info(client, &info, NULL) != CUBERT_STATUS_OK;
+  f |= cubert_cpu_race_counters(client, &rc, NULL) != CUBERT_STATUS_OK;
   r->trace = info.trace_hash;
   r->deadlocks = info.deadlocks;
   r->reports = rc.reports;

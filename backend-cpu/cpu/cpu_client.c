@@ -116,7 +116,7 @@ static cubert_status_t device_create(cubert_allocator_t allocator, const cubert_
                                      cpu_device_t **out_device, cubert_error_t *out_error) {
   cpu_device_t *d = NULL;
   cubert_status_t status;
-  if (cubert_allocator_malloc(allocator, sizeof(*d), 0, (void **)&d) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, sizeof(*d), 0, (void **)&d, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cpu device");
   d->allocator = allocator;
   d->device_index = o->device_index;
@@ -128,7 +128,7 @@ static cubert_status_t device_create(cubert_allocator_t allocator, const cubert_
   status = cpu_sim_create(d, o, out_error);
   if (status == CUBERT_STATUS_OK &&
       cubert_allocator_malloc_array(allocator, d->stream_count, sizeof(cpu_stream_t *), 0,
-                                    (void **)&d->streams) != CUBERT_STATUS_OK)
+                                    (void **)&d->streams, NULL) != CUBERT_STATUS_OK)
     status = cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "streams");
   if (status == CUBERT_STATUS_OK)
     status = cubert_cpu_executor_create(allocator, d->deterministic ? 0 : o->workers,
@@ -153,9 +153,9 @@ static void release_lock(void *self) {
 static cubert_status_t make_lock(cubert_allocator_t allocator, cubert_lock_t **out_lock) {
   cubert_lock_t *lock = NULL;
   if (cubert_allocator_malloc(allocator, sizeof(cubert_lock_t) + sizeof(cubert_allocator_t), 0,
-                              (void **)&lock) != CUBERT_STATUS_OK)
+                              (void **)&lock, NULL) != CUBERT_STATUS_OK)
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
-  if (cubert_host_lock_create(allocator, lock) != CUBERT_STATUS_OK) {
+  if (cubert_host_lock_create(allocator, lock, NULL) != CUBERT_STATUS_OK) {
     cubert_allocator_free(allocator, lock, sizeof(cubert_lock_t) + sizeof(cubert_allocator_t), 0);
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   }

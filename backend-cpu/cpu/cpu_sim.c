@@ -27,21 +27,21 @@ cubert_status_t cpu_sim_create(cpu_device_t *d, const cubert_cpu_options_t *o,
   d->deterministic = 1;
   cap = o->log_capacity ? o->log_capacity : SIM_DEFAULT_LOG;
   d->sim_log_capacity = cap; /* cpu_sim_destroy frees the log with it if a later block fails */
-  if (cubert_allocator_malloc_array(d->allocator, cap, sizeof(uint32_t), 0, (void **)&d->sim_log) !=
+  if (cubert_allocator_malloc_array(d->allocator, cap, sizeof(uint32_t), 0, (void **)&d->sim_log, NULL) !=
           CUBERT_STATUS_OK ||
       cubert_allocator_malloc_array(d->allocator, d->stream_count, sizeof(uint32_t), 0,
-                                    (void **)&d->sim_ids) != CUBERT_STATUS_OK ||
+                                    (void **)&d->sim_ids, NULL) != CUBERT_STATUS_OK ||
       cubert_allocator_malloc_array(d->allocator, d->stream_count, sizeof(uint64_t), 0,
-                                    (void **)&d->sim_seqs) != CUBERT_STATUS_OK)
+                                    (void **)&d->sim_seqs, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "deterministic mode: choice log");
   if (o->replay_count || o->replay)
-    status = cubert_sim_chooser_initialize_replay(&d->sim_own, o->replay, o->replay_count, d->sim_log, cap);
+    status = cubert_sim_chooser_initialize_replay(&d->sim_own, o->replay, o->replay_count, d->sim_log, cap, NULL);
   else if (o->choice_bytes_count || o->choice_bytes)
     status = cubert_sim_chooser_initialize_bytes(&d->sim_own, o->choice_bytes, o->choice_bytes_count,
-                                           d->sim_log, cap);
+                                           d->sim_log, cap, NULL);
   else
-    status = cubert_sim_chooser_initialize_seed(&d->sim_own, o->seed, d->sim_log, cap);
+    status = cubert_sim_chooser_initialize_seed(&d->sim_own, o->seed, d->sim_log, cap, NULL);
   if (status != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "deterministic mode: bad replay log or choice bytes");

@@ -322,7 +322,7 @@ static void runner_run_one(runner_t *r) {
   runner_cell_t *cell = runner_cell(r, r->head);
   runner_call_t *call = cell->call;
   cubert_stream_id_token_t token;
-  bool scoped = cubert_stream_id_executes_begin(cell->stream, &token) == CUBERT_STATUS_OK;
+  bool scoped = cubert_stream_id_executes_begin(cell->stream, &token, NULL) == CUBERT_STATUS_OK;
   if (!call) {
     cell->fn(r->context, cell->payload.bytes);
   } else if (call->fn) {
@@ -330,7 +330,7 @@ static void runner_run_one(runner_t *r) {
   } else {
     call->status = call->exclusive_fn(call->user);
   }
-  if (scoped) (void)cubert_stream_id_executes_end(&token);
+  if (scoped) (void)cubert_stream_id_executes_end(&token, NULL);
   store_u32(&cell->seq, r->head + r->capacity);
   r->head++;
   /* Hysteresis: producers blocked on a full queue are woken each time half
@@ -513,14 +513,10 @@ cubert_status_t cubert_device_handle_runner_create(cubert_allocator_t allocator,
   if (!out_handle)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "cubert_device_handle_runner_create: out_handle is NULL");
-  if (runner_capacity(queue_capacity, &capacity) != CUBERT_STATUS_OK) {
-    uint64_t fields[2];
-    fields[0] = queue_capacity;
-    fields[1] = CUBERT_DEVICE_RUNNER_QUEUE_MAX;
-    return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, fields, 2,
+  if (runner_capacity(queue_capacity, &capacity) != CUBERT_STATUS_OK)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "cubert_device_handle_runner_create: queue_capacity above "
                             "CUBERT_DEVICE_RUNNER_QUEUE_MAX");
-  }
   CUBERT_RETURN_IF_ERROR(
       cubert_allocator_malloc(allocator, sizeof(*r), 64, (void **)&r, out_error));
   status = cubert_allocator_malloc_array(allocator, capacity, sizeof(runner_slot_t), 64, &slots,

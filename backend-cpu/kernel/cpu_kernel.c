@@ -91,7 +91,7 @@ cubert_status_t cpu_kernel_context_reserve(cpu_kernel_context_t *ctx, cubert_all
                                            size_t need) {
   void *block = 0;
   if (need == 0 || ctx->dynamic_capacity >= need) return CUBERT_STATUS_OK;
-  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, need, 64, &block));
+  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, need, 64, &block, NULL));
   cubert_allocator_free(allocator, ctx->dynamic_shared, ctx->dynamic_capacity, 64);
   ctx->dynamic_shared = (unsigned char *)block;
   ctx->dynamic_capacity = need;

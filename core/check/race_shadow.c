@@ -42,7 +42,7 @@ static cubert_status_t race_buckets_reserve(cubert_race_checker_t *c) {
   if (c->bucket_capacity >= RACE_MAX_CAPACITY) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   capacity = c->bucket_capacity ? c->bucket_capacity * 2u : 16u;
   if (cubert_size_mul(capacity, sizeof(race_bucket_t), &bytes) != CUBERT_STATUS_OK ||
-      cubert_allocator_malloc(c->allocator, bytes, RACE_ALIGN, &fresh) != CUBERT_STATUS_OK) {
+      cubert_allocator_malloc(c->allocator, bytes, RACE_ALIGN, &fresh, NULL) != CUBERT_STATUS_OK) {
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   }
   buckets = (race_bucket_t *)fresh;
@@ -85,7 +85,7 @@ static cubert_status_t race_records_reserve(cubert_race_checker_t *c) {
   if (c->record_capacity >= RACE_MAX_CAPACITY) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   capacity = c->record_capacity ? c->record_capacity * 2u : 32u;
   if (cubert_size_mul(capacity, sizeof(race_record_t), &bytes) != CUBERT_STATUS_OK ||
-      cubert_allocator_malloc(c->allocator, bytes, RACE_ALIGN, &fresh) != CUBERT_STATUS_OK) {
+      cubert_allocator_malloc(c->allocator, bytes, RACE_ALIGN, &fresh, NULL) != CUBERT_STATUS_OK) {
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   }
   old_bytes = (size_t)c->record_capacity * sizeof(race_record_t);

@@ -40,7 +40,7 @@ static cubert_status_t state_create(cubert_allocator_t allocator, const cubert_k
                                     device_state_t **out_state, cubert_error_t *out_error) {
   device_state_t *s = NULL;
   cubert_status_t status;
-  if (cubert_allocator_malloc(allocator, sizeof(*s), 0, (void **)&s) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, sizeof(*s), 0, (void **)&s, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "client state");
   s->allocator = allocator;
   s->device = o->device;
@@ -83,7 +83,7 @@ cubert_status_t cubert_kit_client_create(cubert_allocator_t allocator,
                             "kit_client_create needs options, a lock (or a handle factory) and an "
                             "output");
   CUBERT_RETURN_IF_ERROR(cubert_kit_check_driver(driver, out_error));
-  if (cubert_allocator_malloc(allocator, sizeof(*c), 0, (void **)&c) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, sizeof(*c), 0, (void **)&c, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "client");
   status = state_create(allocator, options, &s, out_error);
   if (status == CUBERT_STATUS_OK) {

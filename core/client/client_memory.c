@@ -62,7 +62,7 @@ static size_t scratch_item_bytes(void) {
 
 static cubert_status_t scratch_create(cubert_allocator_t a, size_t count, create_scratch_t *s) {
   unsigned char *block = NULL;
-  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(a, count * scratch_item_bytes(), 0, (void **)&block));
+  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(a, count * scratch_item_bytes(), 0, (void **)&block, NULL));
   s->layouts = (cubert_layout_t *)(void *)block;
   s->descs = (cubert_copy_descriptor_t *)(void *)(block + count * sizeof(cubert_layout_t));
   s->bytes = (cubert_bytes_t *)(void *)((unsigned char *)s->descs +
@@ -114,7 +114,7 @@ static cubert_status_t create_item(device_state_t *st, create_scratch_t *s, cons
   s->bytes[s->nbytes].property = CUBERT_ALLOCATION_NATIVE;
   if (len) {
     void *copy = NULL;
-    if (cubert_allocator_malloc(st->allocator, (size_t)len, 0, &copy) != CUBERT_STATUS_OK)
+    if (cubert_allocator_malloc(st->allocator, (size_t)len, 0, &copy, NULL) != CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &len, 1,
                               "copy of the data to upload");
     cubert_memcpy(copy, data[i], (size_t)len);
@@ -316,7 +316,7 @@ cubert_status_t cubert_client_write(cubert_client_t *client, const cubert_handle
     return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2,
                             "write larger than the handle");
   }
-  if (size && cubert_allocator_malloc(client->state->allocator, (size_t)size, 0, &copy) !=
+  if (size && cubert_allocator_malloc(client->state->allocator, (size_t)size, 0, &copy, NULL) !=
                   CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &size, 1, "write copy");
   if (size) cubert_memcpy(copy, data, (size_t)size);

@@ -206,7 +206,7 @@ cubert_status_t client_profiled_launch(cubert_client_t *client, const struct cub
   n = cubert_profile_format_launch(level, name, x.duration_ns, line, sizeof line - 1);
   if (n > sizeof line - 2) n = sizeof line - 2;
   ext_lock(s);
-  if (s->summary) (void)cubert_profile_summary_record(s->summary, name, x.duration_ns);
+  if (s->summary) (void)cubert_profile_summary_record(s->summary, name, x.duration_ns, NULL);
   sink = s->sink;
   sink_self = s->sink_self;
   ext_unlock(s);
@@ -235,7 +235,7 @@ void client_profile_emit_summary(cubert_client_t *client) {
   ext_unlock(s);
   if (need == 0 || need >= SIZE_MAX - 1024) return;
   need += 1024; /* launches recorded meanwhile may widen the table */
-  if (cubert_allocator_malloc(s->allocator, need, 0, (void **)&text) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(s->allocator, need, 0, (void **)&text, NULL) != CUBERT_STATUS_OK)
     return; /* kept: printed at a later sync */
   ext_lock(s);
   if (s->summary && !cubert_profile_summary_is_empty(s->summary) &&

@@ -40,7 +40,7 @@ static cubert_status_t heap_bytes(cubert_allocator_t allocator, uint64_t size,
   out->property = CUBERT_ALLOCATION_NATIVE;
   if (size == 0) return CUBERT_STATUS_OK;
   if (size > (uint64_t)SIZE_MAX - HEAP_HEADER) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
-  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, (size_t)(HEAP_HEADER + size), 64, &block));
+  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, (size_t)(HEAP_HEADER + size), 64, &block, NULL));
   h = (heap_header_t *)block;
   h->allocator = allocator;
   h->size = size;
@@ -135,7 +135,7 @@ cubert_status_t cubert_client_staging(cubert_client_t *client, cubert_bytes_t *b
     if (needs_staging(&bytes[i], file_only)) n++;
   if (n == 0) return CUBERT_STATUS_OK;
   /* no scratch: as if the device refused (nothing changes) */
-  if (cubert_allocator_malloc(client->state->allocator, sizeof(*x), 0, (void **)&x) !=
+  if (cubert_allocator_malloc(client->state->allocator, sizeof(*x), 0, (void **)&x, NULL) !=
       CUBERT_STATUS_OK)
     return CUBERT_STATUS_OK;
   for (i = 0, n = 0; i < count; i++) {
@@ -205,7 +205,7 @@ cubert_status_t cubert_client_create_tensors_from_slices_pinned(
                             "create_tensors_from_slices_pinned: NULL argument or count outside "
                             "1..64");
   allocator = client->state->allocator;
-  if (cubert_allocator_malloc(allocator, sizeof(*x), 0, (void **)&x) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, sizeof(*x), 0, (void **)&x, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "create_tensors_from_slices_pinned: scratch");
   for (i = 0; i < count && status == CUBERT_STATUS_OK; i++) {

@@ -92,7 +92,7 @@ cubert_status_t cubert_device_handle_direct_create(cubert_allocator_t allocator,
                                                    cubert_device_handle_t *out_handle) {
   direct_handle_t *h = NULL;
   if (!out_handle || !lock.lock || !lock.unlock) return CUBERT_STATUS_INVALID_ARGUMENT;
-  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, sizeof(*h), 0, (void **)&h));
+  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, sizeof(*h), 0, (void **)&h, NULL));
   h->allocator = allocator;
   h->context = context;
   h->lock = lock;

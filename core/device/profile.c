@@ -65,7 +65,7 @@ cubert_status_t cubert_profiler_create(cubert_allocator_t allocator, cubert_prof
   /* unreachable: overflow (capacity <= CUBERT_PROFILER_MAX_CAPACITY) */
   if (st != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0, "profiler size");
-  if (cubert_allocator_malloc(allocator, total, 16, &block) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, total, 16, &block, NULL) != CUBERT_STATUS_OK)
     return host_out_of_memory(out_error, total);
   p = (cubert_profiler_t *)block;
   p->allocator = allocator;
@@ -390,7 +390,7 @@ cubert_status_t cubert_profile_summary_create(cubert_allocator_t allocator,
   /* unreachable: overflow (max_names and name_bytes are bounded: at most ~17 MiB) */
   if (st != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0, "summary size");
-  if (cubert_allocator_malloc(allocator, total, 16, &block) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, total, 16, &block, NULL) != CUBERT_STATUS_OK)
     return host_out_of_memory(out_error, total);
   s = (cubert_profile_summary_t *)block;
   s->allocator = allocator;

@@ -61,7 +61,7 @@ static cubert_status_t describe(const cubert_kit_t *kit, const uint32_t *devices
     return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, &f, 1,
                             "this device is not in the communicator's device list");
   }
-  (void)cubert_communication_id(ids, count, out_id);
+  (void)cubert_communication_id(ids, count, out_id, NULL);
   *out_rank = rank;
   return CUBERT_STATUS_OK;
 }
@@ -79,7 +79,7 @@ static cubert_status_t comm_state(cubert_kit_t *kit, cubert_error_t *out_error) 
   kit_comm_t *c = NULL;
   cubert_status_t status;
   if (kit->comm) return CUBERT_STATUS_OK;
-  if (cubert_allocator_malloc(kit->allocator, sizeof(*c), 0, (void **)&c) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(kit->allocator, sizeof(*c), 0, (void **)&c, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "communication state");
   status = kit_note(

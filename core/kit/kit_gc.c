@@ -17,7 +17,7 @@
 
 cubert_status_t kit_gc_create(cubert_kit_t *kit, uint32_t capacity, cubert_error_t *out_error) {
   if (cubert_allocator_malloc_array(kit->allocator, capacity, sizeof(kit_retire_t), 0,
-                                    (void **)&kit->ring) != CUBERT_STATUS_OK)
+                                    (void **)&kit->ring, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "kit: GC ring");
   kit->ring_capacity = capacity;
   kit->ring_head = 0;

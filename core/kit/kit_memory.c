@@ -33,7 +33,7 @@ static cubert_status_t st_alloc(void *self, uint64_t size, cubert_storage_handle
     size_t cap = st->capacity ? st->capacity * 2 : 16;
     void *grown = NULL;
     if (cubert_allocator_realloc(kit->allocator, st->blocks, st->capacity * sizeof(kit_block_t),
-                                 cap * sizeof(kit_block_t), 0, &grown) != CUBERT_STATUS_OK)
+                                 cap * sizeof(kit_block_t), 0, &grown, NULL) != CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_IO_OUT_OF_MEMORY, &size, 1,
                               "storage bookkeeping");
     st->blocks = (kit_block_t *)grown;

@@ -158,9 +158,9 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
     return CUBERT_STATUS_OK;
   }
   if (cubert_allocator_malloc_array(mm->env.allocator, count, sizeof(*options), 0,
-                                    (void **)&options) != CUBERT_STATUS_OK ||
+                                    (void **)&options, NULL) != CUBERT_STATUS_OK ||
       cubert_allocator_malloc_array(mm->env.allocator, count, sizeof(*pools), 0,
-                                    (void **)&pools) != CUBERT_STATUS_OK) {
+                                    (void **)&pools, NULL) != CUBERT_STATUS_OK) {
     if (options) cubert_allocator_free(mm->env.allocator, options, count * sizeof(*options), 0);
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "memory pools");
@@ -226,7 +226,7 @@ cubert_status_t cubert_memory_manager_create(
   if ((unsigned)options->persistent_memory > (unsigned)CUBERT_PERSISTENT_MEMORY_ENFORCED)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "persistent_memory");
-  if (cubert_allocator_malloc(allocator, sizeof *mm, 0, (void **)&mm) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, sizeof *mm, 0, (void **)&mm, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "memory manager");
   mm->env.allocator = allocator;

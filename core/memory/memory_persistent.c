@@ -80,7 +80,7 @@ static cubert_status_t buckets_ensure(cubert_persistent_pool_t *pool) {
   }
   CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc_array(pool->slices.env->allocator, cap,
                                                        sizeof(cubert_persistent_bucket_t), 0,
-                                                       &cells));
+                                                       &cells, NULL));
   pool->buckets = (cubert_persistent_bucket_t *)cells;
   pool->bucket_cap = cap;
   buckets_rebuild(pool);

@@ -104,7 +104,7 @@ class Buffer {
  public:
   explicit Buffer(cubert_client_t *c) : c_(c) { std::memset(&h_, 0, sizeof h_); }
   ~Buffer() {
-    if (valid_) cubert_client_handle_release(c_, &h_);
+    if (valid_) cubert_client_handle_release(c_, &h_, NULL);
   }
   cubert_handle_t *out() {
     valid_ = true;

@@ -64,7 +64,7 @@ TEST(cts_exclusive_device_calls_run_inline) {
   CHECK_OK(cubert_client_exclusive(env.client, device_calls_inside, &in, NULL));
   CHECK_EQ_U64(in.out[0], 11);
   CHECK_EQ_U64(in.out[3], 14);
-  CHECK_OK(cubert_client_handle_release(env.client, &in.handle));
+  CHECK_OK(cubert_client_handle_release(env.client, &in.handle, NULL));
   cts_teardown(&env);
 }
 

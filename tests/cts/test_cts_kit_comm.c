@@ -85,7 +85,7 @@ static cubert_status_t after_comm_init(void *user, cubert_error_t *out_error) {
   /* a released binding */
   CHECK_OK(cubert_client_create_from_slice(t->m->env[0].client, "x", 1, &dead, NULL));
   CHECK_OK(cubert_client_sync(t->m->env[0].client, NULL));
-  CHECK_OK(cubert_client_handle_release(t->m->env[0].client, &dead));
+  CHECK_OK(cubert_client_handle_release(t->m->env[0].client, &dead, NULL));
   CHECK(!cubert_memory_id_is_alive(cubert_client_handle_table(t->m->env[0].client), dead.memory));
   op = op_of(CUBERT_COLLECTIVE_ALL_REDUCE, &dead, &dead, 0, pair, 2);
   CHECK_STATUS(cubert_kit_collective(kit, &op, &err), CUBERT_STATUS_INVALID_HANDLE);
@@ -125,7 +125,7 @@ TEST(cts_kit_comm_checks) {
   /* nothing was enqueued: device 0's streams are healthy */
   CHECK_OK(cubert_client_sync_collective(m.env[0].client, NULL));
   CHECK_OK(cubert_client_sync(m.env[0].client, NULL));
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &t.own));
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &t.foreign));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &t.own, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &t.foreign, NULL));
   mdev_teardown(&m);
 }

@@ -35,9 +35,9 @@ TEST(cts_execute_elementwise_addition) {
   CHECK_EQ_U64(out[0], 4);
   CHECK_EQ_U64(out[1], 5);
   CHECK_EQ_U64(out[2], 6);
-  CHECK_OK(cubert_client_handle_release(env.client, &h[0]));
-  CHECK_OK(cubert_client_handle_release(env.client, &h[1]));
-  CHECK_OK(cubert_client_handle_release(env.client, &h[2]));
+  CHECK_OK(cubert_client_handle_release(env.client, &h[0], NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &h[1], NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &h[2], NULL));
   cts_teardown(&env);
 }
 
@@ -55,7 +55,7 @@ TEST(cts_zero_cube_count_leaves_data_untouched) {
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[0], 7);
   CHECK_EQ_U64(out[1], 8);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
@@ -79,9 +79,9 @@ TEST(cts_dynamic_cube_count) {
   CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   for (i = 0; i < 128; i++) CHECK_EQ_U64(out[i], (uint32_t)i + 1);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
-  CHECK_OK(cubert_client_handle_release(env.client, &hc));
-  CHECK_OK(cubert_client_handle_release(env.client, &hz));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &hc, NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &hz, NULL));
   cts_teardown(&env);
 }
 
@@ -101,7 +101,7 @@ TEST(cts_launches_on_one_stream_run_in_order) {
     CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   for (i = 0; i < 1000; i++) CHECK_EQ_U64(out[i], 900);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
@@ -116,8 +116,8 @@ TEST(cts_cross_stream_read_waits_for_the_producer) {
   cubert_cube_count_t count = cubert_cube_count_new_1d(4096 / CK_SMALL_BLOCK);
   int i;
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_clone(env.client, &producer));
-  CHECK_OK(cubert_client_clone(env.client, &consumer));
+  CHECK_OK(cubert_client_clone(env.client, &producer, NULL));
+  CHECK_OK(cubert_client_clone(env.client, &consumer, NULL));
   cubert_client_set_stream(producer, 10000);
   cubert_client_set_stream(consumer, 10001);
   memset(data, 0, sizeof data);
@@ -127,7 +127,7 @@ TEST(cts_cross_stream_read_waits_for_the_producer) {
     CHECK_OK(cubert_client_launch(producer, &ck_add_scalar_u32_kernel, &count, &args, NULL));
   CHECK_OK(cubert_client_read_one(consumer, &h, out, sizeof out, NULL));
   for (i = 0; i < 4096; i++) CHECK_EQ_U64(out[i], 300);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cubert_client_release(producer);
   cubert_client_release(consumer);
   cts_teardown(&env);
@@ -145,8 +145,8 @@ TEST(cts_cross_stream_launch_binding) {
   cubert_cube_count_t count = cubert_cube_count_new_1d(2048 / CK_SMALL_BLOCK);
   int round, i;
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_clone(env.client, &a));
-  CHECK_OK(cubert_client_clone(env.client, &b));
+  CHECK_OK(cubert_client_clone(env.client, &a, NULL));
+  CHECK_OK(cubert_client_clone(env.client, &b, NULL));
   cubert_client_set_stream(a, 1);
   cubert_client_set_stream(b, 2);
   for (i = 0; i < 2048; i++) src[i] = (uint32_t)i;
@@ -162,8 +162,8 @@ TEST(cts_cross_stream_launch_binding) {
     CHECK_OK(cubert_client_read_one(b, &hd, out, sizeof out, NULL));
     for (i = 0; i < 2048; i++) CHECK_EQ_U64(out[i], 2u * ((uint32_t)i + 5u * (uint32_t)(round + 1)));
   }
-  CHECK_OK(cubert_client_handle_release(env.client, &hs));
-  CHECK_OK(cubert_client_handle_release(env.client, &hd));
+  CHECK_OK(cubert_client_handle_release(env.client, &hs, NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &hd, NULL));
   cubert_client_release(a);
   cubert_client_release(b);
   cts_teardown(&env);
@@ -196,7 +196,7 @@ static void *thread_program(void *arg) {
       w->ok = 0;
     for (i = 0; i < 512; i++)
       if (out[i] != (uint32_t)(i * round) + (uint32_t)delta) w->ok = 0;
-    cubert_client_handle_release(w->client, &h);
+    cubert_client_handle_release(w->client, &h, NULL);
   }
   return NULL;
 }
@@ -243,7 +243,7 @@ TEST(cts_resource_limit_surfaces_at_flush) {
   CHECK_OK(cubert_client_flush(env.client, NULL));
   count = cubert_cube_count_new_single();
   CHECK_OK(cubert_client_read_one(env.client, &h, data, sizeof data, NULL));
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
@@ -274,7 +274,7 @@ TEST(cts_validate_mode_queues_the_violation) {
   /* checked mode (launch): the write is dropped, nothing queued */
   CHECK_OK(cubert_client_launch(client, &ck_oob_write_u32_kernel, &count, &args, NULL));
   CHECK_OK(cubert_client_sync(client, NULL));
-  CHECK_OK(cubert_client_handle_release(client, &h));
+  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
   cubert_client_release(client);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
@@ -291,7 +291,7 @@ TEST(cts_launch_bad_arguments_enqueue_nothing) {
   cts_setup(&env, 0);
   CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &dead, NULL));
-  CHECK_OK(cubert_client_handle_release(env.client, &dead));
+  CHECK_OK(cubert_client_handle_release(env.client, &dead, NULL));
   args = args_of(&dead, 1, &delta, 1);
   CHECK_STATUS(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL),
                CUBERT_STATUS_INVALID_HANDLE);
@@ -307,7 +307,7 @@ TEST(cts_launch_bad_arguments_enqueue_nothing) {
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[0], 1); /* nothing ran */
   CHECK_OK(cubert_client_flush(env.client, NULL));
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
@@ -330,6 +330,6 @@ TEST(cts_read_returns_queued_errors) {
                CUBERT_STATUS_SERVER_UNHEALTHY);
   CHECK_EQ_U64(err.field[0], 2); /* both queued errors, aggregated */
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL)); /* drained */
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }

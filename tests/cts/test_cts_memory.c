@@ -15,7 +15,7 @@ TEST(cts_created_resource_is_the_same_when_read) {
   CHECK_OK(cubert_client_create_from_slice(env.client, data, 3, &h, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK(memcmp(out, data, 3) == 0);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
@@ -27,7 +27,7 @@ TEST(cts_empty_allocates_memory) {
   CHECK_OK(cubert_client_empty(env.client, 4, &h, NULL));
   CHECK_EQ_U64(cubert_handle_size_in_used(&h), 4);
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
@@ -56,7 +56,7 @@ TEST(cts_create_bytes_takes_ownership) {
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[3], 103);
   CHECK_EQ_I64(released, 1);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   /* failure path: ownership moves too (release called exactly once) */
   data = (uint32_t *)malloc(16);
   bytes.data = data;
@@ -93,7 +93,7 @@ TEST(cts_create_tensor_round_trip_and_strides) {
   sizes[0] = sizeof out;
   CHECK_OK(cubert_client_read_tensor(env.client, &desc, 1, dsts, sizes, NULL));
   CHECK(memcmp(out, data, sizeof data) == 0);
-  CHECK_OK(cubert_client_handle_release(env.client, &layout.memory));
+  CHECK_OK(cubert_client_handle_release(env.client, &layout.memory, NULL));
   cts_teardown(&env);
 }
 
@@ -138,7 +138,7 @@ TEST(cts_create_tensors_share_one_allocation) {
   CHECK(memcmp(ra, a, sizeof a) == 0);
   CHECK(memcmp(rb, b, sizeof b) == 0);
   CHECK(memcmp(rc, c, sizeof c) == 0);
-  for (i = 0; i < 3; i++) CHECK_OK(cubert_client_handle_release(env.client, &l[i].memory));
+  for (i = 0; i < 3; i++) CHECK_OK(cubert_client_handle_release(env.client, &l[i].memory, NULL));
   cts_teardown(&env);
 }
 
@@ -165,9 +165,9 @@ TEST(cts_empty_tensor_and_write) {
   CHECK_OK(cubert_client_empty_tensors(env.client, d, 2, two, NULL));
   CHECK_EQ_U64(cubert_handle_size_in_used(&two[0].memory), 16);
   CHECK_EQ_U64(cubert_handle_size_in_used(&two[1].memory), 16);
-  CHECK_OK(cubert_client_handle_release(env.client, &two[0].memory));
-  CHECK_OK(cubert_client_handle_release(env.client, &two[1].memory));
-  CHECK_OK(cubert_client_handle_release(env.client, &layout.memory));
+  CHECK_OK(cubert_client_handle_release(env.client, &two[0].memory, NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &two[1].memory, NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &layout.memory, NULL));
   cts_teardown(&env);
 }
 
@@ -187,14 +187,14 @@ TEST(cts_read_bad_inputs_change_nothing) {
   CHECK_OK(cubert_client_create_from_slice(other.client, data, 4, &h2, NULL));
   CHECK_STATUS(cubert_client_read_one(env.client, &h2, out, 16, &err),
                CUBERT_STATUS_DEVICE_MISMATCH);
-  CHECK_STATUS(cubert_client_handle_release(env.client, &h2), CUBERT_STATUS_DEVICE_MISMATCH);
-  CHECK_OK(cubert_client_handle_release(other.client, &h2));
+  CHECK_STATUS(cubert_client_handle_release(env.client, &h2, NULL), CUBERT_STATUS_DEVICE_MISMATCH);
+  CHECK_OK(cubert_client_handle_release(other.client, &h2, NULL));
   /* a released handle */
   CHECK_OK(cubert_client_create_from_slice(env.client, data, 4, &dead, NULL));
-  CHECK_OK(cubert_client_handle_release(env.client, &dead));
+  CHECK_OK(cubert_client_handle_release(env.client, &dead, NULL));
   CHECK_STATUS(cubert_client_read_one(env.client, &dead, out, 16, &err),
                CUBERT_STATUS_INVALID_HANDLE);
-  CHECK_STATUS(cubert_client_handle_release(env.client, &dead), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert_client_handle_release(env.client, &dead, NULL), CUBERT_STATUS_INVALID_HANDLE);
   /* NULL arguments */
   CHECK_STATUS(cubert_client_read_one(env.client, NULL, out, 16, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
@@ -203,7 +203,7 @@ TEST(cts_read_bad_inputs_change_nothing) {
   /* the valid handle still reads */
   CHECK_OK(cubert_client_read_one(env.client, &h, out, 16, NULL));
   CHECK(memcmp(out, data, 16) == 0);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&other);
   cts_teardown(&env);
 }
@@ -216,12 +216,12 @@ TEST(cts_sub_handles_keep_the_base_alive) {
   cts_setup(&env, 0);
   for (i = 0; i < 64; i++) data[i] = (uint8_t)i;
   CHECK_OK(cubert_client_create_from_slice(env.client, data, 64, &base, NULL));
-  CHECK_OK(cubert_client_handle_offset(env.client, &base, 24, 32, &sub));
+  CHECK_OK(cubert_client_handle_offset(env.client, &base, 24, 32, &sub, NULL));
   CHECK_EQ_U64(cubert_handle_size_in_used(&sub), 8);
-  CHECK_OK(cubert_client_handle_release(env.client, &base));
+  CHECK_OK(cubert_client_handle_release(env.client, &base, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &sub, out, sizeof out, NULL));
   for (i = 0; i < 8; i++) CHECK_EQ_U64(out[i], 24 + i); /* spec 11.5 test_slices */
-  CHECK_OK(cubert_client_handle_release(env.client, &sub));
+  CHECK_OK(cubert_client_handle_release(env.client, &sub, NULL));
   cts_teardown(&env);
 }
 
@@ -243,7 +243,7 @@ TEST(cts_async_read_with_deadline) {
   CHECK(memcmp(out, data, sizeof data) == 0);
   CHECK_OK(cubert_client_sync(env.client, NULL));
   CHECK_OK(cubert_client_flush(env.client, NULL));
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
@@ -256,7 +256,7 @@ TEST(cts_memory_usage_and_cleanup) {
   CHECK_OK(cubert_client_memory_usage(env.client, &usage, NULL));
   CHECK(usage.bytes_in_use >= (1u << 20));
   CHECK(usage.bytes_reserved >= usage.bytes_in_use);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   CHECK_OK(cubert_client_sync(env.client, NULL));
   CHECK_OK(cubert_client_memory_cleanup(env.client, NULL));
   CHECK_OK(cubert_client_memory_usage(env.client, &usage, NULL));
@@ -274,9 +274,9 @@ TEST(cts_device_registry_load_and_enumerate) {
   cubert_device_id_t ids[4];
   cts_setup(&env, 0);
   cts_setup(&env2, 1);
-  CHECK_OK(cubert_client_load(cubert_client_device(env.client), &loaded));
+  CHECK_OK(cubert_client_load(cubert_client_device(env.client), &loaded, NULL));
   CHECK_EQ_U64(cubert_client_device(loaded).index_id, 0);
-  CHECK_OK(cubert_client_clone(loaded, &clone));
+  CHECK_OK(cubert_client_clone(loaded, &clone, NULL));
   cubert_client_set_stream(clone, 42);
   CHECK_EQ_U64(cubert_client_stream(clone), 42);
   cubert_client_unpin(clone);
@@ -315,7 +315,7 @@ TEST(cts_create_beyond_device_memory_fails_cleanly) {
   CHECK_OK(cubert_client_create_from_slice(client, small, sizeof small, &h, NULL));
   CHECK_OK(cubert_client_read_one(client, &h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[0], 1);
-  CHECK_OK(cubert_client_handle_release(client, &h));
+  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
   cubert_client_release(client);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
@@ -346,7 +346,7 @@ TEST_EX(cts_host_allocation_failure_loop, 240) {
         cubert_status_t st = cubert_client_read_one(client, &h, out, sizeof out, NULL);
         CHECK(st == CUBERT_STATUS_OK || st != CUBERT_STATUS_INTERNAL);
         if (st == CUBERT_STATUS_OK) CHECK(memcmp(out, data, sizeof data) == 0);
-        CHECK_OK(cubert_client_handle_release(client, &h));
+        CHECK_OK(cubert_client_handle_release(client, &h, NULL));
         if (st == CUBERT_STATUS_OK && c.failures == 0) completed = 1;
       }
       cubert_client_release(client);
@@ -364,11 +364,11 @@ TEST(cts_io_optimized_vector_sizes_of_the_device) {
   size_t n = 0;
   cts_setup(&env, 0);
   /* CPU load width 512 bits (spec 10.5): 4-byte elements -> [16, 8, 4, 2, 1] */
-  CHECK_OK(cubert_client_io_optimized_vector_sizes(env.client, 4, sizes, 32, &n));
+  CHECK_OK(cubert_client_io_optimized_vector_sizes(env.client, 4, sizes, 32, &n, NULL));
   CHECK_EQ_U64(n, 5);
   CHECK_EQ_U64(sizes[0], 16);
   CHECK_EQ_U64(sizes[4], 1);
-  CHECK_STATUS(cubert_client_io_optimized_vector_sizes(env.client, 0, sizes, 32, &n),
+  CHECK_STATUS(cubert_client_io_optimized_vector_sizes(env.client, 0, sizes, 32, &n, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   cts_teardown(&env);
 }
@@ -403,6 +403,6 @@ TEST(cts_read_tensor_rejects_strides_it_cannot_copy) {
                CUBERT_STATUS_UNSUPPORTED);
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_IO_UNSUPPORTED_STRIDES);
   CHECK(out[1] == 0.0f);
-  CHECK_OK(cubert_client_handle_release(env.client, &layout.memory));
+  CHECK_OK(cubert_client_handle_release(env.client, &layout.memory, NULL));
   cts_teardown(&env);
 }

@@ -41,15 +41,15 @@ static void mode_setup(mode_env_t *m, uint32_t index, cubert_bounds_check_mode_t
   o.max_streams = 4;
   CHECK_OK(cts_client_create(a, &o, &m->client, NULL));
   CHECK_OK(cubert_client_create_from_slice(m->client, data, sizeof data, &m->parent, NULL));
-  CHECK_OK(cubert_client_handle_offset(m->client, &m->parent, 0, 16, &m->view));
+  CHECK_OK(cubert_client_handle_offset(m->client, &m->parent, 0, 16, &m->view, NULL));
   CHECK_EQ_U64(cubert_handle_size_in_used(&m->view), 16);
   CHECK_OK(cubert_client_create_from_slice(m->client, zero, sizeof zero, &m->out, NULL));
 }
 
 static void mode_teardown(mode_env_t *m) {
-  CHECK_OK(cubert_client_handle_release(m->client, &m->parent));
-  CHECK_OK(cubert_client_handle_release(m->client, &m->view));
-  CHECK_OK(cubert_client_handle_release(m->client, &m->out));
+  CHECK_OK(cubert_client_handle_release(m->client, &m->parent, NULL));
+  CHECK_OK(cubert_client_handle_release(m->client, &m->view, NULL));
+  CHECK_OK(cubert_client_handle_release(m->client, &m->out, NULL));
   cubert_client_release(m->client);
   CHECK_EQ_I64(m->counting.live_blocks, 0);
   counting_allocator_destroy(&m->counting);
@@ -225,6 +225,6 @@ TEST(cts_resource_limits_each_reported_with_requested_and_max) {
   CHECK_OK(cubert_client_launch(env.client, &cts_nop_kernel, &one, &args, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[0], 1);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }

@@ -38,13 +38,13 @@ TEST(cts_multi_device_ids_and_properties_per_device) {
     cubert_client_properties(env[i].client, &p);
     CHECK_EQ_U64(p.memory.max_page_size, (uint64_t)(i + 1) << 24);
     /* load finds that device, and its handles carry its index */
-    CHECK_OK(cubert_client_load(want, &loaded));
+    CHECK_OK(cubert_client_load(want, &loaded, NULL));
     CHECK_EQ_U64(cubert_client_device(loaded).index_id, i);
     CHECK_OK(cubert_client_create_from_slice(loaded, &byte, 1, &h, NULL));
     CHECK_EQ_U64(h.device, i);
     CHECK_OK(cubert_client_read_one(env[i].client, &h, &out, 1, NULL));
     CHECK_EQ_U64(out, i + 10);
-    CHECK_OK(cubert_client_handle_release(env[i].client, &h));
+    CHECK_OK(cubert_client_handle_release(env[i].client, &h, NULL));
     cubert_client_release(loaded);
   }
   for (i = 0; i < 4; i++) cts_teardown(&env[i]);
@@ -89,7 +89,7 @@ TEST(cts_multi_device_teardown_in_any_order) {
       CHECK_OK(cubert_client_sync_collective(m.env[i].client, NULL));
       CHECK_OK(cubert_client_read_one(m.env[i].client, &h[i], out, sizeof out, NULL));
       for (k = 0; k < 8; k++) CHECK(out[k] == (float)(12 + k)); /* mean of 0,8,16,24 + k */
-      CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i]));
+      CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i], NULL));
     }
     for (k = 0; k < 4; k++) {
       i = orders[o][k];
@@ -145,8 +145,8 @@ static void to_client_every_pair(uint32_t n, int tensor_path) {
       for (k = 0; k < 6; k++)
         CHECK_MSG(out[k] == v[k], "%u -> %u [%u]: %g != %g", a, b, k, (double)out[k],
                   (double)v[k]);
-      CHECK_OK(cubert_client_handle_release(m.env[a].client, &src));
-      CHECK_OK(cubert_client_handle_release(m.env[b].client, &dst));
+      CHECK_OK(cubert_client_handle_release(m.env[a].client, &src, NULL));
+      CHECK_OK(cubert_client_handle_release(m.env[b].client, &dst, NULL));
     }
   for (a = 0; a < n; a++) CHECK_OK(cubert_client_sync(m.env[a].client, NULL));
   mdev_teardown(&m);
@@ -182,10 +182,10 @@ TEST(cts_to_client_sees_pending_writes) {
                                             CUBERT_COMM_DTYPE_U32, &dst2, NULL));
     CHECK_OK(cubert_client_read_one(m.env[1].client, &dst2, out, sizeof out, NULL));
     CHECK(memcmp(out, v, sizeof v) == 0);
-    CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst2));
+    CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst2, NULL));
   }
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src));
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst1));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst1, NULL));
   mdev_teardown(&m);
 }
 
@@ -205,7 +205,7 @@ TEST(cts_to_client_tensor_refused_send_fails_the_queued_recv) {
   CHECK_OK(cubert_client_ensure_init_collective(m.env[0].client, m.ids, 2, NULL));
   CHECK_OK(cubert_client_ensure_init_collective(m.env[1].client, m.ids, 2, NULL));
   /* the send resolves a stream never used on the source: creating it fails */
-  CHECK_OK(cubert_client_clone(m.env[0].client, &fresh));
+  CHECK_OK(cubert_client_clone(m.env[0].client, &fresh, NULL));
   cubert_client_set_stream(fresh, 777);
   memset(&d, 0, sizeof d);
   d.binding = src;
@@ -218,7 +218,7 @@ TEST(cts_to_client_tensor_refused_send_fails_the_queued_recv) {
   cubert_error_format(&err, msg, sizeof msg);
   CHECK_MSG(cubert_error_has_kind(&err, CUBERT_ERROR_DEADLINE_EXCEEDED), "%s", msg);
   cubert_client_release(fresh);
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src, NULL));
   mdev_teardown(&m);
 }
 
@@ -242,10 +242,10 @@ TEST(cts_to_client_empty_buffer) {
                                        CUBERT_COMM_DTYPE_F32, &dst, NULL));
     CHECK_EQ_U64(cubert_handle_size_in_used(&dst), 0);
     CHECK_OK(cubert_client_sync(m.env[1].client, NULL));
-    CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst));
+    CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst, NULL));
   }
   CHECK_OK(cubert_client_sync(m.env[0].client, NULL));
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src, NULL));
   mdev_teardown(&m);
 }
 
@@ -258,10 +258,10 @@ TEST(cts_to_client_same_device_copies) {
   CHECK_OK(cubert_client_create_from_slice(env.client, v, sizeof v, &src, NULL));
   CHECK_OK(cubert_client_to_client(env.client, &src, env.client, CUBERT_COMM_DTYPE_U8, &dst, NULL));
   CHECK(dst.memory.index != src.memory.index || dst.memory.generation != src.memory.generation);
-  CHECK_OK(cubert_client_handle_release(env.client, &src));
+  CHECK_OK(cubert_client_handle_release(env.client, &src, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &dst, out, sizeof out, NULL));
   CHECK(memcmp(out, v, sizeof v) == 0);
-  CHECK_OK(cubert_client_handle_release(env.client, &dst));
+  CHECK_OK(cubert_client_handle_release(env.client, &dst, NULL));
   cts_teardown(&env);
 }
 
@@ -291,8 +291,8 @@ TEST(cts_change_client_sync_tensor_is_contiguous_on_destination) {
   CHECK_EQ_U64(cubert_handle_size_in_used(&dst.memory), sizeof v);
   CHECK_OK(cubert_client_read_one(m.env[1].client, &dst.memory, out, sizeof out, NULL));
   CHECK(memcmp(out, v, sizeof v) == 0);
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src.memory));
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst.memory));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src.memory, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst.memory, NULL));
   mdev_teardown(&m);
 }
 
@@ -310,7 +310,7 @@ TEST(cts_to_client_errors_create_nothing) {
   CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &src, NULL));
   CHECK_OK(cubert_client_create_from_slice(m.env[1].client, v, sizeof v, &foreign, NULL));
   CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &dead, NULL));
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &dead));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &dead, NULL));
   live = cubert_handle_table_live(table);
   /* to_client */
   CHECK_STATUS(cubert_client_to_client(NULL, &src, m.env[1].client, CUBERT_COMM_DTYPE_U8, &dst,
@@ -373,9 +373,9 @@ TEST(cts_to_client_errors_create_nothing) {
     CHECK_OK(cubert_client_read_one(m.env[1].client, &dst, out, sizeof out, NULL));
     CHECK(memcmp(out, v, sizeof v) == 0);
   }
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst));
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src));
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &foreign));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &foreign, NULL));
   mdev_teardown(&m);
 }
 
@@ -433,8 +433,8 @@ TEST(cts_change_client_sync_failures_create_nothing) {
     CHECK_OK(cubert_client_read_one(m.env[1].client, &out.memory, back, sizeof back, NULL));
     CHECK(memcmp(back, v, sizeof v) == 0);
   }
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &out.memory));
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src.memory));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &out.memory, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src.memory, NULL));
   mdev_teardown(&m);
 }
 

@@ -69,7 +69,7 @@ TEST(cts_profile_tokens_overlap_and_measure_between_syncs) {
   CHECK(db.end_ns >= da.end_ns);
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[0], 1);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
@@ -113,7 +113,7 @@ TEST(cts_profile_nested_profiles_contain_each_other) {
   CHECK(ns_of(&n.inner) >= SLEEP_MS * 1000000ull);
   CHECK(outer.start_ns <= n.inner.start_ns);
   CHECK(n.inner.end_ns <= outer.end_ns);
-  CHECK_OK(cubert_client_handle_release(env.client, &n.handle));
+  CHECK_OK(cubert_client_handle_release(env.client, &n.handle, NULL));
   cts_teardown(&env);
 }
 
@@ -147,7 +147,7 @@ TEST(cts_profile_error_invalidates_nested_outer_profile) {
   /* the device and the profiler stay usable */
   n.kernel = &cts_sleep_kernel;
   CHECK_OK(cubert_client_profile(env.client, inner_launch, &n, "after", &d, NULL));
-  CHECK_OK(cubert_client_handle_release(env.client, &n.handle));
+  CHECK_OK(cubert_client_handle_release(env.client, &n.handle, NULL));
   cts_teardown(&env);
 }
 
@@ -178,7 +178,7 @@ TEST(cts_profile_error_invalidates_every_active_token) {
   CHECK(cubert_error_has_kind(&err, CUBERT_ERROR_RESOURCE_UNITS));
   CHECK_OK(cubert_client_profile_end(env.client, c, &d, NULL));
   CHECK(d.end_ns >= d.start_ns);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
@@ -273,8 +273,8 @@ static uint32_t run_program(cubert_client_t *client, int adds) {
   args.scalar_count = 0;
   CHECK_OK(cubert_client_launch(client, &ck_double_u32_kernel, &count, &args, NULL));
   CHECK_OK(cubert_client_read_one(client, &h[1], out, sizeof out, NULL));
-  CHECK_OK(cubert_client_handle_release(client, &h[0]));
-  CHECK_OK(cubert_client_handle_release(client, &h[1]));
+  CHECK_OK(cubert_client_handle_release(client, &h[0], NULL));
+  CHECK_OK(cubert_client_handle_release(client, &h[1], NULL));
   return out[0];
 }
 
@@ -394,7 +394,7 @@ TEST(cts_kernel_profiling_errors) {
                CUBERT_STATUS_SERVER_UNHEALTHY);
   CHECK(cubert_error_has_kind(&err, CUBERT_ERROR_RESOURCE_UNITS));
   CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &dead, NULL));
-  CHECK_OK(cubert_client_handle_release(env.client, &dead));
+  CHECK_OK(cubert_client_handle_release(env.client, &dead, NULL));
   args = one_buffer(&dead, NULL);
   CHECK_STATUS(cubert_client_launch(env.client, &cts_sleep_kernel, &count, &args, &err),
                CUBERT_STATUS_INVALID_HANDLE);
@@ -411,7 +411,7 @@ TEST(cts_kernel_profiling_errors) {
   CHECK_OK(cubert_client_sync(env.client, NULL));
   CHECK_EQ_I64(cap.calls, 1);
   CHECK_MSG(strstr(cap.text, "cts_sleep_u32") != NULL, "table: %s", cap.text);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
@@ -529,7 +529,7 @@ static void *pt_thread(void *arg) {
   if (p->status == CUBERT_STATUS_OK)
     p->status = cubert_client_read_one(p->client, &h, data, sizeof data, NULL);
   p->out = data[0];
-  (void)cubert_client_handle_release(p->client, &h);
+  (void)cubert_client_handle_release(p->client, &h, NULL);
   return NULL;
 }
 
@@ -549,7 +549,7 @@ TEST(cts_kernel_profiling_concurrent_launches_counted_once) {
     sink.lines = 0;
     CHECK_OK(cubert_client_set_profiling(env.client, levels[l], locked_sink, &sink, NULL));
     for (i = 0; i < PT_THREADS; i++) {
-      CHECK_OK(cubert_client_clone(env.client, &args[i].client));
+      CHECK_OK(cubert_client_clone(env.client, &args[i].client, NULL));
       CHECK(pthread_create(&threads[i], NULL, pt_thread, &args[i]) == 0);
     }
     for (i = 0; i < PT_THREADS; i++) {

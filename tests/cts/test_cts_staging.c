@@ -138,7 +138,7 @@ TEST(cts_staging_file_only_rule) {
   b[3].release = NULL; /* moved */
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   for (i = 0; i < 40; i++) CHECK(out[i] == 4);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   release_all(b, 4);
   CHECK_EQ_I64(o[1].releases, 1);
   /* nothing to stage / bad arguments */
@@ -191,8 +191,8 @@ TEST(cts_create_from_slice_pinned_round_trip) {
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert_client_create_from_slice_pinned(env.client, data, 4, NULL, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
-  CHECK_OK(cubert_client_handle_release(env.client, &e));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &e, NULL));
   cts_teardown(&env);
 }
 
@@ -230,8 +230,8 @@ TEST(cts_create_tensors_from_slices_pinned_share_one_allocation) {
   CHECK_OK(cubert_client_read_one(env.client, &l[1].memory, ob, sizeof ob, NULL));
   CHECK(memcmp(oa, a, sizeof a) == 0);
   CHECK(memcmp(ob, b, sizeof b) == 0);
-  CHECK_OK(cubert_client_handle_release(env.client, &l[0].memory));
-  CHECK_OK(cubert_client_handle_release(env.client, &l[1].memory));
+  CHECK_OK(cubert_client_handle_release(env.client, &l[0].memory, NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &l[1].memory, NULL));
   /* bad inputs: nothing created, nothing leaked */
   CHECK_STATUS(cubert_client_create_tensors_from_slices_pinned(env.client, d, data, 0, l, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
@@ -270,7 +270,7 @@ TEST(cts_bytes_owner_release_runs_once) {
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK_EQ_I64(o.releases, 1);
   for (i = 0; i < 16; i++) CHECK(out[i] == 5);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   b = owned_bytes(&o, 16, CUBERT_ALLOCATION_FILE, 5);
   CHECK_STATUS(cubert_client_create_from_bytes(env.client, b, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_I64(o.releases, 1);

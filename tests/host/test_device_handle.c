@@ -407,7 +407,7 @@ DH_TEST_BOTH(stream_propagation) {
   CHECK_OK(dh_submit(&f.handle, task_stream, NULL, 0));
   CHECK_OK(dh_blocking(&f.handle, task_noop, NULL));
   CHECK_EQ_U64(s.stream_seen, mine);
-  CHECK_OK(cubert_stream_id_executes_begin(cubert_stream_id_from_value(777), &token));
+  CHECK_OK(cubert_stream_id_executes_begin(cubert_stream_id_from_value(777), &token, NULL));
   CHECK_OK(dh_submit(&f.handle, task_stream, NULL, 0));
   CHECK_OK(dh_blocking(&f.handle, task_noop, NULL));
   CHECK_EQ_U64(s.stream_seen, 777);
@@ -417,7 +417,7 @@ DH_TEST_BOTH(stream_propagation) {
   s.stream_seen = 0;
   CHECK_OK(dh_exclusive(&f.handle, exclusive_stream, &s));
   CHECK_EQ_U64(s.stream_seen, 777);
-  CHECK_OK(cubert_stream_id_executes_end(&token));
+  CHECK_OK(cubert_stream_id_executes_end(&token, NULL));
   CHECK_OK(dh_blocking(&f.handle, task_stream, NULL));
   CHECK_EQ_U64(s.stream_seen, mine);
   dh_close(&f);

@@ -228,7 +228,7 @@ static void p_raw_dynamic_count(sim_env_t *e, int bug, cubert_handle_t *expect) 
   h[1] = sim_create(A, 1);
   {
     cubert_handle_t v;
-    CHECK_OK(cubert_client_handle_offset(e->client, &h[0], 0, 0, &v));
+    CHECK_OK(cubert_client_handle_offset(e->client, &h[0], 0, 0, &v, NULL));
     sim_add(B, &v, 0); /* B rewrites the count (same values) */
     sim_release(e->client, &v);
   }
@@ -247,7 +247,7 @@ static void p_raw_dynamic_count(sim_env_t *e, int bug, cubert_handle_t *expect) 
 static void p_waw_view(sim_env_t *e, int bug, cubert_handle_t *expect) {
   cubert_handle_t h[1], v;
   h[0] = sim_create(A, 1);
-  CHECK_OK(cubert_client_handle_offset(e->client, &h[0], 0, SIM_N * 2, &v));
+  CHECK_OK(cubert_client_handle_offset(e->client, &h[0], 0, SIM_N * 2, &v, NULL));
   sim_add(B, &v, 7);
   if (!bug) sim_sync(B);
   sim_add(A, &h[0], 1);
@@ -397,7 +397,7 @@ TEST(simrace_checker_off_counts_nothing) {
   sim_env_open(&env, &cfg);
   p_war_kernel(&env, 1, &expect);
   CHECK_EQ_U64(sim_env_reports(&env), 0);
-  CHECK_STATUS(cubert_cpu_race_last_report(env.client, &r), CUBERT_STATUS_NOT_FOUND);
+  CHECK_STATUS(cubert_cpu_race_last_report(env.client, &r, NULL), CUBERT_STATUS_NOT_FOUND);
   sim_env_close(&env);
 }
 
@@ -413,17 +413,17 @@ TEST(simrace_last_report_and_counters) {
   cfg.race = 1;
   sim_env_open(&env, &cfg);
   p_waw_kernel(&env, 1, &expect);
-  CHECK_OK(cubert_cpu_race_counters(env.client, &c));
+  CHECK_OK(cubert_cpu_race_counters(env.client, &c, NULL));
   CHECK_EQ_U64(c.reports, 1);
   CHECK_EQ_U64(c.write_after_write, 1);
   CHECK(c.ops >= 3 && c.accesses >= 3);
-  CHECK_OK(cubert_cpu_race_last_report(env.client, &r));
+  CHECK_OK(cubert_cpu_race_last_report(env.client, &r, NULL));
   CHECK_EQ_U64(r.seed, 99);
   CHECK_EQ_STR(r.current.name, "ck_add_scalar_u32");
   CHECK_EQ_U64(r.current.stream, 1); /* A: stream id 1 -> slot 1 */
   CHECK_EQ_U64(r.previous.stream, 2);
-  CHECK_STATUS(cubert_cpu_race_counters(env.client, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_cpu_race_last_report(NULL, &r), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_cpu_race_counters(env.client, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_cpu_race_last_report(NULL, &r, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   sim_env_close(&env);
 }
 
@@ -450,7 +450,7 @@ static uint64_t gc_prog(uint64_t seed, uint32_t drop_gc, cubert_race_report_t *l
   y = sim_empty(env.s[1]);
   sim_copy(env.s[1], &x, &y);
   sim_release(env.client, &x); /* the host is done with x: its memory may be reused */
-  CHECK_OK(cubert_cpu_sim_drain(env.client));
+  CHECK_OK(cubert_cpu_sim_drain(env.client, NULL));
   sim_release(env.client, &y);
   sim_env_close(&env);
   *last = sink.last;

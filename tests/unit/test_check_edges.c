@@ -116,31 +116,31 @@ TEST(sim_chooser_init_refusals_leave_it_untouched) {
   const uint32_t replay[2] = {1, 0};
   const uint8_t bytes[2] = {1, 0};
   memset(&c, 0x5a, sizeof c);
-  CHECK_STATUS(cubert_sim_chooser_initialize_seed(NULL, 1, log, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_seed(&c, 1, NULL, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_replay(NULL, replay, 2, log, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_replay(&c, replay, 2, NULL, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_replay(&c, NULL, 2, log, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_bytes(NULL, bytes, 2, log, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_bytes(&c, bytes, 2, NULL, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_bytes(&c, NULL, 2, log, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_pct(NULL, 1, 2, 10, log, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, 2, 10, NULL, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, 2, 0, log, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_OK(cubert_sim_explorer_initialize(&e, choice, arity, 4));
-  CHECK_STATUS(cubert_sim_chooser_initialize_explore(NULL, &e, log, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_explore(&c, NULL, log, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_explorer_initialize(NULL, choice, arity, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_explorer_initialize(&e, choice, arity, 0), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_explorer_initialize(&e, NULL, arity, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_explorer_initialize(&e, choice, NULL, 4), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_seed(NULL, 1, log, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_seed(&c, 1, NULL, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_replay(NULL, replay, 2, log, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_replay(&c, replay, 2, NULL, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_replay(&c, NULL, 2, log, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_bytes(NULL, bytes, 2, log, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_bytes(&c, bytes, 2, NULL, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_bytes(&c, NULL, 2, log, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_pct(NULL, 1, 2, 10, log, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, 2, 10, NULL, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, 2, 0, log, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_OK(cubert_sim_explorer_initialize(&e, choice, arity, 4, NULL));
+  CHECK_STATUS(cubert_sim_chooser_initialize_explore(NULL, &e, log, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_explore(&c, NULL, log, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_explorer_initialize(NULL, choice, arity, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_explorer_initialize(&e, choice, arity, 0, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_explorer_initialize(&e, NULL, arity, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_explorer_initialize(&e, choice, NULL, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(c.source, 0x5a5a5a5au); /* untouched by every refusal */
   /* no log and no capacity is fine: nothing is logged, the hash still moves */
-  CHECK_OK(cubert_sim_chooser_initialize_replay(&c, NULL, 0, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_replay(&c, NULL, 0, NULL, 0, NULL));
   CHECK_EQ_U64(cubert_sim_choose(&c, 3, NULL), 0); /* past the (empty) log: 0 */
   CHECK(c.log_truncated);
-  CHECK_OK(cubert_sim_chooser_initialize_bytes(&c, NULL, 0, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_bytes(&c, NULL, 0, NULL, 0, NULL));
   CHECK_EQ_U64(cubert_sim_choose(&c, 3, NULL), 0);
 }
 
@@ -148,8 +148,8 @@ TEST(sim_pct_without_ids_uses_positions) {
   cubert_sim_chooser_t a, b;
   uint32_t ids[3] = {0, 1, 2};
   int i;
-  CHECK_OK(cubert_sim_chooser_initialize_pct(&a, 42, 3, 20, NULL, 0));
-  CHECK_OK(cubert_sim_chooser_initialize_pct(&b, 42, 3, 20, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_pct(&a, 42, 3, 20, NULL, 0, NULL));
+  CHECK_OK(cubert_sim_chooser_initialize_pct(&b, 42, 3, 20, NULL, 0, NULL));
   /* with no identities a step is known by its position: the same run as ids 0..n-1 */
   for (i = 0; i < 20; i++) CHECK_EQ_U64(cubert_sim_choose(&a, 3, NULL), cubert_sim_choose(&b, 3, ids));
   CHECK_EQ_U64(a.trace_hash, b.trace_hash);
@@ -159,7 +159,7 @@ TEST(sim_corrupt_source_chooses_zero_and_still_logs) {
   cubert_sim_chooser_t c;
   uint32_t log[2];
   uint64_t hash;
-  CHECK_OK(cubert_sim_chooser_initialize_seed(&c, 7, log, 2));
+  CHECK_OK(cubert_sim_chooser_initialize_seed(&c, 7, log, 2, NULL));
   c.source = 99; /* not a source */
   hash = c.trace_hash;
   CHECK_EQ_U64(cubert_sim_choose(&c, 5, NULL), 0);
@@ -172,34 +172,34 @@ TEST(sim_explorer_arity_mismatch_and_early_stop) {
   cubert_sim_explorer_t e;
   cubert_sim_chooser_t c;
   uint32_t choice[8], arity[8];
-  CHECK_OK(cubert_sim_explorer_initialize(&e, choice, arity, 8));
+  CHECK_OK(cubert_sim_explorer_initialize(&e, choice, arity, 8, NULL));
   /* run 1: three choice points of arity 2 */
-  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0, NULL));
   cubert_sim_choose(&c, 2, NULL);
   cubert_sim_choose(&c, 2, NULL);
   cubert_sim_choose(&c, 2, NULL);
   CHECK(cubert_sim_explorer_next(&e)); /* path 0,0,1 */
   /* run 2 stops after one choice: the deeper entries are dropped, path 1 next */
-  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0, NULL));
   CHECK_EQ_U64(cubert_sim_choose(&c, 2, NULL), 0);
   CHECK(cubert_sim_explorer_next(&e));
   CHECK_EQ_U64(e.depth, 1);
   CHECK_EQ_U64(e.choice[0], 1);
   /* run 3 sees arity 3 where the path recorded 2: a mismatch, the choice kept when it fits */
-  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0, NULL));
   CHECK_EQ_U64(cubert_sim_choose(&c, 3, NULL), 1);
   CHECK(e.mismatch);
   CHECK(!cubert_sim_explorer_next(&e)); /* a mismatch ends the exploration */
   /* a recorded choice that does not fit the new arity reads 0 */
-  CHECK_OK(cubert_sim_explorer_initialize(&e, choice, arity, 8));
-  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0));
+  CHECK_OK(cubert_sim_explorer_initialize(&e, choice, arity, 8, NULL));
+  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0, NULL));
   cubert_sim_choose(&c, 3, NULL);
   CHECK(cubert_sim_explorer_next(&e)); /* path 1 */
-  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0, NULL));
   CHECK_EQ_U64(cubert_sim_choose(&c, 3, NULL), 1);
   CHECK(cubert_sim_explorer_next(&e)); /* path 2 */
   CHECK_EQ_U64(e.choice[0], 2);
-  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0, NULL));
   CHECK_EQ_U64(cubert_sim_choose(&c, 2, NULL), 0);
   CHECK(e.mismatch);
 }

@@ -51,7 +51,7 @@ static cubert_status_t fd_alloc(void *self, uint64_t size, cubert_driver_stream_
   fake_device_t *d = dev(self);
   void *p = NULL;
   (void)stream;
-  if (cubert_allocator_malloc(d->allocator, (size_t)size, 16, &p) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(d->allocator, (size_t)size, 16, &p, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(err, CUBERT_ERROR_IO_OUT_OF_MEMORY, &size, 1, "fake memory");
   d->live_blocks++;
   *out = (cubert_device_ptr_t)(uintptr_t)p;
@@ -167,7 +167,7 @@ static cubert_status_t fd_event_sync(void *self, cubert_driver_event_t *e, uint6
 static cubert_status_t fd_host_alloc(void *self, uint64_t size, void **out, cubert_error_t *err) {
   fake_device_t *d = (fake_device_t *)self;
   if (size > ((uint64_t)1 << 30) ||
-      cubert_allocator_malloc(d->allocator, (size_t)size, 16, out) != CUBERT_STATUS_OK)
+      cubert_allocator_malloc(d->allocator, (size_t)size, 16, out, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(err, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &size, 1, "fake pinned");
   d->host_allocs++;
   return CUBERT_STATUS_OK;
@@ -308,7 +308,7 @@ TEST(client_kit_driver_without_staging_profiling_collectives) {
   /* the resource: an address, no host pointer */
   CHECK_OK(cubert_client_get_resource(client, &h, &res, NULL));
   CHECK(res.ptr == NULL && res.address != 0 && res.size == 8);
-  CHECK_OK(cubert_client_handle_release(client, &h));
+  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
   /* profiling tokens: no clock */
   CHECK_STATUS(cubert_client_profile_start(client, &t, &err), CUBERT_STATUS_UNSUPPORTED);
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION);
@@ -382,7 +382,7 @@ TEST(client_kit_pitched_tensors_use_2d_copies) {
   desc.strides[1] = 3;
   CHECK_STATUS(cubert_client_read_tensor(client, &desc, 1, dsts, &dst_size, NULL),
                CUBERT_STATUS_UNSUPPORTED);
-  CHECK_OK(cubert_client_handle_release(client, &layout.memory));
+  CHECK_OK(cubert_client_handle_release(client, &layout.memory, NULL));
   fake_release(client, &d, &c);
 }
 
@@ -415,7 +415,7 @@ TEST(client_kit_device_lost_is_sticky) {
   CHECK_STATUS(cubert_client_write(client, &h, data, sizeof data, &err), CUBERT_STATUS_UNAVAILABLE);
   CHECK_STATUS(cubert_client_memory_usage(client, &usage, &err), CUBERT_STATUS_UNAVAILABLE);
   CHECK_EQ_I64(d.calls, calls); /* nothing reached the driver */
-  CHECK_OK(cubert_client_handle_release(client, &h));
+  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
   fake_release(client, &d, &c);
 }
 
@@ -534,7 +534,7 @@ TEST(client_kit_gc_back_pressure_and_drain) {
   CHECK_EQ_I64(d.live_events, 0);
   CHECK_EQ_U64(usage.number_allocs, 10);
   d.busy = 0;
-  for (i = 0; i < 10; i++) CHECK_OK(cubert_client_handle_release(client, &h[i]));
+  for (i = 0; i < 10; i++) CHECK_OK(cubert_client_handle_release(client, &h[i], NULL));
   fake_release(client, &d, &c);
 }
 
@@ -571,7 +571,7 @@ TEST(client_kit_staging_from_the_driver) {
   CHECK_STATUS(cubert_client_reserve_staging(client, &huge, 1, b, &err),
                CUBERT_STATUS_RESOURCE_EXHAUSTED);
   CHECK_EQ_I64(d.host_allocs, 1);
-  CHECK_OK(cubert_client_handle_release(client, &h));
+  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
   fake_release(client, &d, &c);
 }
 

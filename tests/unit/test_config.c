@@ -91,18 +91,18 @@ TEST(config_simulation) {
   /* splitmix64 stays in every build (Vigna's reference, seed 0). */
   CHECK_EQ_U64(cubert_sim_splitmix64(&state), 0xe220a8397b1dcdafull);
   memset(&ch, 0xAB, sizeof ch);
-  st = cubert_sim_chooser_initialize_seed(&ch, 42, log, 4);
+  st = cubert_sim_chooser_initialize_seed(&ch, 42, log, 4, NULL);
   if (CUBERT_CONFIG_SIMULATION) {
     CHECK_OK(st);
     CHECK(cubert_sim_choose(&ch, 3, NULL) < 3);
     CHECK_EQ_U64(ch.choices, 1);
-    CHECK_OK(cubert_sim_explorer_initialize(&e, choice, arity, 4));
+    CHECK_OK(cubert_sim_explorer_initialize(&e, choice, arity, 4, NULL));
   } else {
     CHECK_STATUS(st, CUBERT_STATUS_UNSUPPORTED);
     CHECK_EQ_U64(ch.source, 0xABABABABu); /* untouched */
     CHECK_EQ_U64(cubert_sim_choose(&ch, 3, NULL), 0);
-    CHECK_STATUS(cubert_sim_chooser_initialize_replay(&ch, log, 0, NULL, 0), CUBERT_STATUS_UNSUPPORTED);
-    CHECK_STATUS(cubert_sim_explorer_initialize(&e, choice, arity, 4), CUBERT_STATUS_UNSUPPORTED);
+    CHECK_STATUS(cubert_sim_chooser_initialize_replay(&ch, log, 0, NULL, 0, NULL), CUBERT_STATUS_UNSUPPORTED);
+    CHECK_STATUS(cubert_sim_explorer_initialize(&e, choice, arity, 4, NULL), CUBERT_STATUS_UNSUPPORTED);
     CHECK(!cubert_sim_explorer_next(&e));
     CHECK_EQ_U64(cubert_sim_shrink(shrunk, 3, scratch, NULL, NULL), 3);
     CHECK_EQ_U64(shrunk[0], 2);

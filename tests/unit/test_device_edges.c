@@ -17,10 +17,10 @@ TEST(cube_elemwise_with_a_cube_of_2_pow_32_units) {
   cubert_dim3_t max = {65535, 65535, 65535}, dim = {65536, 65536, 1};
   cubert_cube_count_t count;
   /* fewer elements than one cube holds: one cube */
-  CHECK_OK(cubert_calculate_cube_count_elemwise(max, 1000, dim, &count));
+  CHECK_OK(cubert_calculate_cube_count_elemwise(max, 1000, dim, &count, NULL));
   CHECK_EQ_U64(count.count.x * (uint64_t)count.count.y * count.count.z, 1);
   /* 2^33 + 1 elements: three cubes */
-  CHECK_OK(cubert_calculate_cube_count_elemwise(max, ((uint64_t)1 << 33) + 1, dim, &count));
+  CHECK_OK(cubert_calculate_cube_count_elemwise(max, ((uint64_t)1 << 33) + 1, dim, &count, NULL));
   CHECK_EQ_U64(count.count.x * (uint64_t)count.count.y * count.count.z, 3);
 }
 
@@ -168,19 +168,19 @@ TEST(profile_summary_names_with_equal_hashes_stay_apart) {
   counting_allocator_t c;
   cubert_profile_summary_t *s = new_summary(counting_allocator_init(&c), 64);
   uint64_t dur = 0, count = 0;
-  CHECK_OK(cubert_profile_summary_record(s, "glbvs", 1));
-  CHECK_OK(cubert_profile_summary_record(s, "yacxa", 2));
-  CHECK_OK(cubert_profile_summary_record(s, "nkohz", 4));
-  CHECK_OK(cubert_profile_summary_record(s, "aaaaga", 8));
-  CHECK_OK(cubert_profile_summary_record(s, "yacxa", 16));
+  CHECK_OK(cubert_profile_summary_record(s, "glbvs", 1, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "yacxa", 2, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "nkohz", 4, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "aaaaga", 8, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "yacxa", 16, NULL));
   CHECK_EQ_U64(cubert_profile_summary_name_count(s), 4);
-  CHECK_OK(cubert_profile_summary_lookup(s, "glbvs", &dur, &count));
+  CHECK_OK(cubert_profile_summary_lookup(s, "glbvs", &dur, &count, NULL));
   CHECK_EQ_U64(dur, 1);
   CHECK_EQ_U64(count, 1);
-  CHECK_OK(cubert_profile_summary_lookup(s, "yacxa", &dur, &count));
+  CHECK_OK(cubert_profile_summary_lookup(s, "yacxa", &dur, &count, NULL));
   CHECK_EQ_U64(dur, 18);
   CHECK_EQ_U64(count, 2);
-  CHECK_OK(cubert_profile_summary_lookup(s, "aaaaga", &dur, &count));
+  CHECK_OK(cubert_profile_summary_lookup(s, "aaaaga", &dur, &count, NULL));
   CHECK_EQ_U64(dur, 8);
   cubert_profile_summary_destroy(s);
   CHECK_EQ_I64(c.live_blocks, 0);
@@ -192,7 +192,7 @@ TEST(profile_summary_with_only_the_other_row_is_not_empty) {
   cubert_profile_summary_t *s = new_summary(counting_allocator_init(&c), 2);
   uint64_t dur = 0, count = 0;
   CHECK(cubert_profile_summary_is_empty(s));
-  CHECK_OK(cubert_profile_summary_record(s, "too_long", 5)); /* no room for the name */
+  CHECK_OK(cubert_profile_summary_record(s, "too_long", 5, NULL)); /* no room for the name */
   CHECK_EQ_U64(cubert_profile_summary_name_count(s), 0);
   cubert_profile_summary_other(s, &dur, &count);
   CHECK_EQ_U64(count, 1);

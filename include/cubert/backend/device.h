@@ -120,9 +120,9 @@ CUBERT_API size_t cubert_device_registry_enumerate(uint16_t type_id, cubert_devi
  * holds (0: the default; rounded up to a power of two, at least 2). Starts
  * the runner thread and waits until it runs (blocks briefly). The handle
  * keeps `allocator` and frees itself with it on destroy.
- * INVALID_ARGUMENT (kind INVALID_ARGUMENT) for NULL out_handle; OUT_OF_RANGE
- * (kind OUT_OF_RANGE, fields the capacity asked and the maximum) for
- * queue_capacity > CUBERT_DEVICE_RUNNER_QUEUE_MAX; RESOURCE_EXHAUSTED (kind
+ * INVALID_ARGUMENT (kind INVALID_ARGUMENT, the reason names the argument)
+ * for NULL out_handle or queue_capacity > CUBERT_DEVICE_RUNNER_QUEUE_MAX;
+ * RESOURCE_EXHAUSTED (kind
  * HOST_OUT_OF_MEMORY) when an allocation, a mutex / condition variable or
  * the thread cannot be created; INTERNAL (kind SERVER_GENERIC) for other
  * thread-creation errors. On failure nothing is left behind and out_error
