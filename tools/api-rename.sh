@@ -14,6 +14,8 @@
 #                                          (X = seed, replay, bytes, pct, explore)
 #       cubert_sim_explorer_init        -> cubert_sim_explorer_initialize
 #       cubert_fmt_init[_append]        -> cubert_fmt_initialize[_append]   (core-internal)
+#       counting_allocator_init, fake_event_backend_init, host_storage_init
+#                                       -> ..._initialize                  (tests/support)
 #  2. python3 tools/api_migrate.py out-error: calls of the functions that gained a trailing
 #     `cubert_error_t *out_error` get `, NULL` (only calls with the old argument count).
 #  3. python3 tools/api_migrate.py includes: files that use what moved from the user headers
@@ -37,6 +39,7 @@ sed -E -i \
   -e 's/\bcubert_sim_explorer_init\b/cubert_sim_explorer_initialize/g' \
   -e 's/\bcubert_fmt_init\b/cubert_fmt_initialize/g' \
   -e 's/\bcubert_fmt_init_append\b/cubert_fmt_initialize_append/g' \
+  -e 's/\b(counting_allocator|fake_event_backend|host_storage)_init\b/\1_initialize/g' \
   $files
 echo "api-rename: renames applied"
 if [ "${SKIP_PY:-0}" != 1 ]; then
