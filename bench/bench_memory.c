@@ -121,7 +121,7 @@ static int bench_manager(const workload_t *w, mm_result_t *out) {
   double *samples;
   props.max_page_size = (uint64_t)20 << 30;
   props.alignment = 512;
-  host_storage_init(&storage, 512);
+  host_storage_initialize(&storage, 512);
   storage.virtual_memory = true;
   ring = (cubert_memory_id_t *)calloc(w->window, sizeof *ring);
   samples = (double *)calloc(batches, sizeof *samples);

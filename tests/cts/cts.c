@@ -123,7 +123,7 @@ void cts_setup_with(cts_env_t *env, const cts_options_t *options) {
   cubert_error_t err;
   char msg[256];
   memset(env, 0, sizeof(*env));
-  env->allocator = counting_allocator_init(&env->counting);
+  env->allocator = counting_allocator_initialize(&env->counting);
   env->deterministic = cts_server() == CTS_SERVER_DETERMINISTIC && !options->threaded;
   env->race_check = env_u64("CUBERT_CTS_RACE", 1) != 0;
   if (cts_client_create(env->allocator, options, &env->client, &err) != CUBERT_STATUS_OK) {

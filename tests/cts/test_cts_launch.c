@@ -257,7 +257,7 @@ TEST(cts_validate_mode_queues_the_violation) {
   cts_options_t o;
   cubert_client_t *client = NULL;
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   memset(&o, 0, sizeof o);
   o.device_index = 5;
   o.bounds_check = CUBERT_BOUNDS_CHECK_VALIDATE;

@@ -295,7 +295,7 @@ TEST(cts_device_registry_load_and_enumerate) {
  * and the device keeps working. */
 TEST(cts_create_beyond_device_memory_fails_cleanly) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cts_options_t o;
   cubert_client_t *client = NULL;
   cubert_handle_t h;
@@ -329,7 +329,7 @@ TEST_EX(cts_host_allocation_failure_loop, 240) {
   int completed = 0;
   for (n = 1; n < 400 && !completed; n++) {
     counting_allocator_t c;
-    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_allocator_t a = counting_allocator_initialize(&c);
     cts_options_t o;
     cubert_client_t *client = NULL;
     cubert_handle_t h;

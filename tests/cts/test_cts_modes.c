@@ -33,7 +33,7 @@ typedef struct mode_env_t {
 static void mode_setup(mode_env_t *m, uint32_t index, cubert_bounds_check_mode_t mode) {
   cts_options_t o;
   uint32_t data[8] = {10, 11, 12, 13, 14, 15, 16, 17}, zero[2] = {5, 5};
-  cubert_allocator_t a = counting_allocator_init(&m->counting);
+  cubert_allocator_t a = counting_allocator_initialize(&m->counting);
   memset(&o, 0, sizeof o);
   o.device_index = index;
   o.bounds_check = mode;

@@ -454,7 +454,7 @@ TEST(cts_log_sink_stderr_prints_the_summary) {
 TEST(cts_cpu_options_profile_level) {
   cubert_cpu_options_t o;
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_client_t *client = NULL;
   cubert_error_t err;
   CHECK(setenv("CUBERT_PROFILE_LEVEL", "execution-only", 1) == 0);

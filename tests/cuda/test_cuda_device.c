@@ -22,7 +22,7 @@ TEST(cuda_device_open_close_leaves_nothing) {
 
 TEST(cuda_device_open_errors) {
   counting_allocator_t ca;
-  cubert_allocator_t a = counting_allocator_init(&ca);
+  cubert_allocator_t a = counting_allocator_initialize(&ca);
   cubert_cuda_loader_t cu;
   cubert_cuda_device_t *d = NULL;
   cubert_error_t err;

@@ -91,7 +91,7 @@ TEST(cuda_device_lost_on_a_synchronous_poisoning_code) {
 
 TEST(cuda_device_lost_leaves_other_devices_working) {
   counting_allocator_t ca;
-  cubert_allocator_t a = counting_allocator_init(&ca);
+  cubert_allocator_t a = counting_allocator_initialize(&ca);
   cubert_cuda_loader_t cu;
   cubert_cuda_device_t *d0 = NULL, *d1 = NULL;
   cubert_cuda_stream_t s0, s1;

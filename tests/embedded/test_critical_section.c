@@ -20,7 +20,7 @@
 
 TEST(critical_section_guards_every_atomic_of_a_handle_life) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_handle_table_t *t = NULL;
   cubert_memory_id_t id;
   uint64_t before, after_acquire, after_release;
@@ -73,7 +73,7 @@ static void *cs_worker(void *arg) {
 
 TEST(critical_section_contended_counts_stay_exact) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_handle_table_t *t = NULL;
   pthread_t th[CS_THREADS];
   cs_worker_t w[CS_THREADS];

@@ -47,7 +47,7 @@ typedef struct dh_fixture_t {
 
 static inline void dh_fixture_initialize(dh_fixture_t *f, dh_impl_t impl) {
   f->impl = impl;
-  f->allocator = counting_allocator_init(&f->counting);
+  f->allocator = counting_allocator_initialize(&f->counting);
   dh_rlock_initialize(&f->rlock);
   f->handle.vtable = NULL;
   f->handle.self = NULL;

@@ -369,7 +369,7 @@ static void *worker_main(void *arg) {
 
 TEST_EX(handle_threads_stress, 600) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   static shared_state_t st;
   static worker_t workers[NTHREADS];
   pthread_t threads[NTHREADS];
@@ -550,7 +550,7 @@ static void *tiny_main(void *arg) {
 
 TEST_EX(handle_threads_tiny_table_reuse, 600) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   static tiny_state_t st;
   static tiny_worker_t workers[NTHREADS];
   pthread_t threads[NTHREADS];
@@ -752,7 +752,7 @@ static void *owner_main(void *arg) {
 
 TEST_EX(handle_threads_owner_fast_paths, 600) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   static owner_state_t st;
   static owner_worker_t workers[NTHREADS];
   pthread_t threads[NTHREADS];

@@ -24,7 +24,7 @@ void sim_env_open(sim_env_t *env, const sim_config_t *config) {
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
 #endif
-  env->allocator = counting_allocator_init(&env->counting);
+  env->allocator = counting_allocator_initialize(&env->counting);
   cubert_cpu_options_initialize(&o);
   o.max_streams = 8;
   o.workers = 2;

@@ -230,7 +230,7 @@ TEST(simdet_choice_bytes_source) {
     sim_env_t env;
     prog_result_t r;
     int i;
-    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_allocator_t a = counting_allocator_initialize(&c);
     cubert_cpu_options_initialize(&o);
     o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
     o.choice_bytes = bytes;
@@ -455,7 +455,7 @@ TEST_EX(simdet_conformance_suite_in_deterministic_mode, 600) {
 
 TEST(simdet_bad_options_change_nothing) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_cpu_options_t o;
   cubert_client_t *client = NULL;
   cubert_error_t err;
@@ -505,7 +505,7 @@ TEST(simdet_bad_options_change_nothing) {
 /* A host wait with no runnable step returns an error instead of hanging. */
 TEST(simdet_deadlock_is_an_error_not_a_hang) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_cpu_options_t o;
   cubert_client_t *client = NULL;
   const cubert_driver_t *driver = NULL;
@@ -539,7 +539,7 @@ TEST_EX(simdet_allocation_failure_loop, 240) {
   int completed = 0;
   for (n = 1; n < 600 && !completed; n++) {
     counting_allocator_t c;
-    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_allocator_t a = counting_allocator_initialize(&c);
     cubert_cpu_options_t o;
     cubert_client_t *client = NULL, *other = NULL;
     cubert_handle_t h, y;

@@ -70,7 +70,7 @@ typedef struct fake_event_backend_t {
 
 /* Zero the fake and return a backend over it; with_handle_cursor selects a
  * vtable that implements handle_cursor. */
-cubert_event_backend_t fake_event_backend_init(fake_event_backend_t *fb, int with_handle_cursor);
+cubert_event_backend_t fake_event_backend_initialize(fake_event_backend_t *fb, int with_handle_cursor);
 /* Free every stream and the op queues (events the caller still holds leak:
  * check live_events == 0 before). */
 void fake_event_backend_destroy(fake_event_backend_t *fb);

@@ -98,7 +98,7 @@ static void hs_flush(void *self) {
 static const cubert_storage_vtable_t k_host_storage_vtable = {
     hs_alignment, hs_alloc, hs_get, hs_dealloc, hs_flush};
 
-void host_storage_init(host_storage_t *s, uint64_t alignment) {
+void host_storage_initialize(host_storage_t *s, uint64_t alignment) {
   memset(s, 0, sizeof *s);
   s->alignment = alignment;
   s->fail_status = CUBERT_STATUS_OUT_OF_MEMORY;

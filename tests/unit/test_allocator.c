@@ -51,7 +51,7 @@ TEST(allocator_u64_helpers) {
 
 TEST(allocator_malloc_zeroes_and_counts) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   unsigned char *p = NULL;
   size_t i;
   CHECK_OK(cubert_allocator_malloc(a, 100, 16, (void **)&p, NULL));
@@ -67,7 +67,7 @@ TEST(allocator_malloc_zeroes_and_counts) {
 
 TEST(allocator_bad_arguments) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   void *p = (void *)&c;
   CHECK_STATUS(cubert_allocator_malloc(a, 0, 16, &p, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert_allocator_malloc(a, 8, 3, &p, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
@@ -81,7 +81,7 @@ TEST(allocator_bad_arguments) {
 
 TEST(allocator_failure_leaves_block) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   void *p = NULL, *q = NULL;
   CHECK_OK(cubert_allocator_malloc(a, 32, 16, &p, NULL));
   counting_allocator_fail_at(&c, 1, 0);
@@ -126,7 +126,7 @@ TEST(allocator_arena) {
 
 TEST(allocator_counting_fails_nth_call) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   void *p[3] = {NULL, NULL, NULL};
   counting_allocator_fail_at(&c, 2, 0);
   CHECK_OK(cubert_allocator_malloc(a, 8, 8, &p[0], NULL));

@@ -71,7 +71,7 @@ TEST(allocator_arithmetic_null_out_and_untouched_on_error) {
 
 TEST(allocator_wrappers_refuse_bad_arguments_before_the_allocator) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c), no_fn;
+  cubert_allocator_t a = counting_allocator_initialize(&c), no_fn;
   void *p = (void *)&c, *q;
   no_fn.self = NULL;
   no_fn.fn = NULL;

@@ -58,7 +58,7 @@ TEST(race_shadow_deletion_across_the_table_end_keeps_chains) {
   uint64_t b[3];
   cubert_race_options_initialize(&o);
   o.flags = CUBERT_RACE_FLAG_REPORT_ALL;
-  CHECK_OK(cubert_race_checker_create(counting_allocator_init(&ca), &o, &c, NULL));
+  CHECK_OK(cubert_race_checker_create(counting_allocator_initialize(&ca), &o, &c, NULL));
   /* three buffers at home 15: buckets 15, 0, 1. Forgetting the first moves both back
    * across the end (the second from bucket 0 to 15, the third from 1 to 0). */
   b[0] = buffer_with_home(15, 0);
@@ -96,7 +96,7 @@ TEST(race_clock_of_bad_timelines_is_zero) {
   counting_allocator_t ca;
   cubert_race_checker_t *c = NULL;
   uint64_t op = 0;
-  CHECK_OK(cubert_race_checker_create(counting_allocator_init(&ca), NULL, &c, NULL));
+  CHECK_OK(cubert_race_checker_create(counting_allocator_initialize(&ca), NULL, &c, NULL));
   CHECK_OK(cubert_race_op_begin(c, 0, "k", &op));
   CHECK_EQ_U64(cubert_race_clock(c, 0, 0), 1);
   CHECK_EQ_U64(cubert_race_clock(c, 0, 100000), 0); /* the second timeline is out of range */

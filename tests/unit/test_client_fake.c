@@ -273,7 +273,7 @@ static void fake_release(cubert_client_t *client, fake_device_t *d, counting_all
 
 TEST(client_kit_driver_without_staging_profiling_collectives) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_client_t *client;
@@ -342,7 +342,7 @@ TEST(client_kit_driver_without_staging_profiling_collectives) {
 /* Pitched layouts make the kit issue 2-D copies (rows `pitch` apart). */
 TEST(client_kit_pitched_tensors_use_2d_copies) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_client_t *client;
@@ -390,7 +390,7 @@ TEST(client_kit_pitched_tensors_use_2d_copies) {
  * that error at once without calling the driver. */
 TEST(client_kit_device_lost_is_sticky) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_client_t *client;
@@ -466,7 +466,7 @@ static cubert_status_t refusing_factory(void *self, cubert_allocator_t allocator
 
 TEST(client_device_refusing_calls) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_client_t *client;
@@ -512,7 +512,7 @@ TEST(client_device_refusing_calls) {
  * it; nothing leaks. */
 TEST(client_kit_gc_back_pressure_and_drain) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_client_t *client;
@@ -542,7 +542,7 @@ TEST(client_kit_gc_back_pressure_and_drain) {
  * back through host_free. */
 TEST(client_kit_staging_from_the_driver) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_driver_t pinned = g_fake_driver;
@@ -589,7 +589,7 @@ static void fd_host_free(void *self, void *ptr, uint64_t size) {
 /* Incomplete tables are refused with INVALID_ARGUMENT; nothing is left. */
 TEST(client_kit_refuses_incomplete_drivers) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_driver_t bad;

@@ -44,7 +44,7 @@ TEST(config_features_match_the_build) {
 
 TEST(config_race_checker) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_race_checker_t *checker = NULL;
   cubert_race_counters_t k;
   cubert_race_report_t r;
@@ -116,7 +116,7 @@ static uint64_t zero_clock(void *self) {
 
 TEST(config_profiling) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profiler_t *p = NULL;
   cubert_profile_summary_t *s = NULL;
   cubert_profile_clock_t clock;

@@ -30,7 +30,7 @@ static void lock_noop(void *self) { (void)self; }
 
 TEST(device_direct_handle_refusals) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_device_handle_t h;
   cubert_lock_t lock;
   lock.self = NULL;
@@ -108,7 +108,7 @@ TEST(profile_profiler_error_kinds_kept_or_wrapped) {
                                                CUBERT_ERROR_LAUNCH_TOO_MANY_RESOURCES,
                                                CUBERT_ERROR_LAUNCH_IO};
   counting_allocator_t c;
-  cubert_profiler_t *p = new_profiler(counting_allocator_init(&c));
+  cubert_profiler_t *p = new_profiler(counting_allocator_initialize(&c));
   cubert_error_t in, out;
   size_t i;
   for (i = 0; i < sizeof kept / sizeof kept[0]; i++) {
@@ -132,7 +132,7 @@ TEST(profile_profiler_error_kinds_kept_or_wrapped) {
 
 TEST(profile_profiler_error_with_status_ok_never_reads_ok) {
   counting_allocator_t c;
-  cubert_profiler_t *p = new_profiler(counting_allocator_init(&c));
+  cubert_profiler_t *p = new_profiler(counting_allocator_initialize(&c));
   cubert_error_t in, out;
   cubert_error_set(&in, CUBERT_ERROR_PROFILE_UNKNOWN, NULL, 0, "odd");
   in.status = CUBERT_STATUS_OK; /* a record with a kind but status OK */
@@ -166,7 +166,7 @@ TEST(profile_summary_names_with_equal_hashes_stay_apart) {
   /* FNV-1a (32 bits) gives "glbvs" and "yacxa" one hash, and "nkohz" and "aaaaga" one
    * hash (different lengths): each name still gets its own row. */
   counting_allocator_t c;
-  cubert_profile_summary_t *s = new_summary(counting_allocator_init(&c), 64);
+  cubert_profile_summary_t *s = new_summary(counting_allocator_initialize(&c), 64);
   uint64_t dur = 0, count = 0;
   CHECK_OK(cubert_profile_summary_record(s, "glbvs", 1, NULL));
   CHECK_OK(cubert_profile_summary_record(s, "yacxa", 2, NULL));
@@ -189,7 +189,7 @@ TEST(profile_summary_names_with_equal_hashes_stay_apart) {
 
 TEST(profile_summary_with_only_the_other_row_is_not_empty) {
   counting_allocator_t c;
-  cubert_profile_summary_t *s = new_summary(counting_allocator_init(&c), 2);
+  cubert_profile_summary_t *s = new_summary(counting_allocator_initialize(&c), 2);
   uint64_t dur = 0, count = 0;
   CHECK(cubert_profile_summary_is_empty(s));
   CHECK_OK(cubert_profile_summary_record(s, "too_long", 5, NULL)); /* no room for the name */

@@ -355,7 +355,7 @@ TEST(handle_allocation_failure_loop) {
     int done = 0;
     for (k = 1; !done; k++) {
       counting_allocator_t c;
-      cubert_allocator_t a = counting_allocator_init(&c);
+      cubert_allocator_t a = counting_allocator_initialize(&c);
       cubert_handle_table_t *t = NULL;
       cubert_status_t st;
       int n = 0, i, failures = 0;

@@ -14,7 +14,7 @@
 
 static inline cubert_handle_table_t *table_new(counting_allocator_t *c, uint32_t max_slots, uint8_t tag) {
   cubert_handle_table_t *t = NULL;
-  CHECK_OK(cubert_handle_table_create(counting_allocator_init(c), max_slots, tag, &t));
+  CHECK_OK(cubert_handle_table_create(counting_allocator_initialize(c), max_slots, tag, &t));
   CHECK(t != NULL);
   return t;
 }

@@ -36,8 +36,8 @@ static inline cubert_memory_device_properties_t mmf_props(uint64_t max_page, uin
 /* Everything but the manager. */
 static inline void mmf_base(mm_fixture_t *f, uint64_t max_page, uint64_t align) {
   memset(f, 0, sizeof *f);
-  f->allocator = counting_allocator_init(&f->counting);
-  host_storage_init(&f->storage, 4);
+  f->allocator = counting_allocator_initialize(&f->counting);
+  host_storage_initialize(&f->storage, 4);
   f->props = mmf_props(max_page, align);
   CHECK_OK(cubert_handle_table_create(f->allocator, 1u << 20, 7, &f->table));
 }

@@ -197,7 +197,7 @@ static char *summary_text(const cubert_profile_summary_t *s) {
 TEST(profile_summary_create_invalid_arguments) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_allocator_t no_alloc = a;
   cubert_profile_summary_t *s = (cubert_profile_summary_t *)&c;
   cubert_error_t e;
@@ -230,7 +230,7 @@ TEST(profile_summary_create_allocation_failure_loop) {
   uint64_t k;
   for (k = 1;; k++) {
     counting_allocator_t c;
-    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_allocator_t a = counting_allocator_initialize(&c);
     cubert_profile_summary_t *s = NULL;
     cubert_error_t e;
     cubert_status_t st;
@@ -259,7 +259,7 @@ TEST(profile_summary_create_allocation_failure_loop) {
 TEST(profile_summary_records_durations_and_counts) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_MEDIUM, 8, 256);
   uint64_t dur = 1, count = 1;
   char name[16];
@@ -314,7 +314,7 @@ TEST(profile_summary_records_durations_and_counts) {
 TEST(profile_summary_first_line_rule) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_FULL, 8, 256);
   uint64_t dur, count;
   CHECK_OK(cubert_profile_summary_record(s, "kernel: id 1\nsource line A", 100, NULL));
@@ -339,7 +339,7 @@ TEST(profile_summary_first_line_rule) {
 TEST(profile_summary_format_exact_durations) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, 8, 256);
   char expected[2048] = "";
   char *text;
@@ -374,7 +374,7 @@ TEST(profile_summary_format_exact_durations) {
 TEST(profile_summary_format_widths_and_ties) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_MEDIUM, 8, 256);
   char expected[4096] = "";
   char *text;
@@ -404,7 +404,7 @@ TEST(profile_summary_format_widths_and_ties) {
 TEST(profile_summary_format_exact_execution_only) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_EXECUTION_ONLY, 8, 256);
   char expected[2048] = "";
   char *text;
@@ -438,7 +438,7 @@ TEST(profile_summary_format_exact_execution_only) {
 TEST(profile_summary_table_full_other_row) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, 2, 256);
   char expected[2048] = "";
   char *text;
@@ -490,7 +490,7 @@ TEST(profile_summary_table_full_other_row) {
 TEST(profile_summary_name_bytes_full) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, 8, 5);
   uint64_t dur, count;
   CHECK_OK(cubert_profile_summary_record(s, "abc", 1, NULL));  /* 3 of 5 bytes */
@@ -519,7 +519,7 @@ TEST(profile_summary_name_bytes_full) {
 TEST(profile_summary_max_names_sorted) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   uint32_t n = CUBERT_PROFILE_SUMMARY_MAX_NAMES, i;
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, n, (size_t)n * 8);
   char name[16], *text, *line;
@@ -553,7 +553,7 @@ TEST(profile_summary_max_names_sorted) {
 TEST(profile_summary_ratio_under_one_microsecond) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, 4, 64);
   char *text;
   CHECK_OK(cubert_profile_summary_record(s, "tiny", 400, NULL));
@@ -572,7 +572,7 @@ TEST(profile_summary_ratio_under_one_microsecond) {
 TEST(profile_summary_off_level_records_nothing) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_OFF, 4, 64);
   char text[16] = "junk";
   CHECK_OK(cubert_profile_summary_record(s, "a", 100, NULL));
@@ -589,7 +589,7 @@ TEST(profile_summary_off_level_records_nothing) {
 TEST(profile_summary_flush_prints_then_resets) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, 4, 64);
   char *before, *after;
   char small[8];
@@ -628,7 +628,7 @@ static size_t produce_summary(void *ctx, char *buf, size_t size) {
 TEST(profile_summary_format_truncates_safely) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, 4, 64);
   char *full;
   CHECK_OK(cubert_profile_summary_record(s, "matmul", 3000000, NULL));

@@ -134,7 +134,7 @@ TEST(race_conflicts_with_two_timelines_reported_separately) {
 TEST(race_predictive_reports_safe_run_without_sync) {
   fixture_t f;
   fake_event_backend_t fb;
-  cubert_event_backend_t be = fake_event_backend_init(&fb, 0);
+  cubert_event_backend_t be = fake_event_backend_initialize(&fb, 0);
   void *sa = NULL, *sb = NULL;
   uint64_t a1, b1;
   int order;

@@ -308,7 +308,7 @@ TEST(race_bad_arguments) {
 
 TEST(race_create_rejects_bad_options) {
   counting_allocator_t ca;
-  cubert_allocator_t a = counting_allocator_init(&ca);
+  cubert_allocator_t a = counting_allocator_initialize(&ca);
   cubert_allocator_t no_fn = {NULL, NULL};
   cubert_race_options_t o;
   cubert_race_checker_t *c = (cubert_race_checker_t *)&ca; /* sentinel */
@@ -365,7 +365,7 @@ TEST(race_create_rejects_bad_options) {
 
 TEST(race_create_allocation_failure_loop) {
   counting_allocator_t ca;
-  cubert_allocator_t a = counting_allocator_init(&ca);
+  cubert_allocator_t a = counting_allocator_initialize(&ca);
   cubert_race_checker_t *c;
   cubert_race_options_t o;
   cubert_error_t err;

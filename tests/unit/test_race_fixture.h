@@ -50,7 +50,7 @@ static inline void fx_init_flags(fixture_t *f, uint32_t max_streams, uint32_t fl
   o.flags = flags;
   o.sink.vtable = &k_capture_vtable;
   o.sink.self = f;
-  CHECK_OK(cubert_race_checker_create(counting_allocator_init(&f->alloc), &o, &f->c, NULL));
+  CHECK_OK(cubert_race_checker_create(counting_allocator_initialize(&f->alloc), &o, &f->c, NULL));
   CHECK(f->c != NULL);
 }
 

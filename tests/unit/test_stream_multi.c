@@ -21,8 +21,8 @@ static void fx_init_ex(fixture_t *f, uint32_t max_streams, uint32_t gc_capacity,
                        int with_cursor) {
   cubert_multi_stream_options_t o;
   memset(f, 0, sizeof(*f));
-  f->a = counting_allocator_init(&f->c);
-  f->backend = fake_event_backend_init(&f->fb, with_cursor);
+  f->a = counting_allocator_initialize(&f->c);
+  f->backend = fake_event_backend_initialize(&f->fb, with_cursor);
   CHECK_OK(cubert_handle_table_create(f->a, 1024, 7, &f->table));
   cubert_multi_stream_options_initialize(&o);
   o.max_streams = max_streams;
@@ -649,7 +649,7 @@ TEST(stream_destroy_releases_pending_and_open_resolution) {
 TEST(stream_invalid_arguments) {
   fixture_t f;
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_multi_stream_t *ms = NULL;
   cubert_multi_stream_options_t o;
   cubert_event_backend_vtable_t vt;
@@ -881,9 +881,9 @@ TEST(stream_create_and_slot_allocation_failure_loop) {
   int succeeded = 0;
   for (n = 1; n < 100 && !succeeded; n++) {
     counting_allocator_t c;
-    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_allocator_t a = counting_allocator_initialize(&c);
     fake_event_backend_t fb;
-    cubert_event_backend_t be = fake_event_backend_init(&fb, 0);
+    cubert_event_backend_t be = fake_event_backend_initialize(&fb, 0);
     cubert_handle_table_t *table = NULL;
     cubert_multi_stream_t *ms = NULL;
     cubert_error_t e;

@@ -256,7 +256,7 @@ TEST(memory_config_presets_at_odd_device_sizes) {
 
 TEST(memory_helpers_at_their_limits) {
   counting_allocator_t ca;
-  cubert_allocator_t a = counting_allocator_init(&ca);
+  cubert_allocator_t a = counting_allocator_initialize(&ca);
   void *array = NULL;
   uint32_t cap = 0x80000001u;
   uint64_t out = 5;

@@ -334,7 +334,7 @@ TEST(handle_table_forged_ids_full_table_and_dead_owned_ids) {
   uint32_t alive = 99, dead_owned = 99;
   int i;
   memset(&unset, 0, sizeof unset);
-  CHECK_OK(cubert_handle_table_create(counting_allocator_init(&ca), 4, 7, &t));
+  CHECK_OK(cubert_handle_table_create(counting_allocator_initialize(&ca), 4, 7, &t));
   CHECK_STATUS(cubert_memory_id_acquire(t, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert_memory_id_acquire_owned(t, unset, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   for (i = 0; i < 4; i++) CHECK_OK(cubert_memory_id_acquire(t, &ids[i]));
@@ -611,7 +611,7 @@ TEST(handle_table_growth_failure_while_crowded_keeps_the_id) {
   cubert_handle_table_t *t = NULL;
   cubert_memory_id_t ids[260];
   uint32_t i;
-  CHECK_OK(cubert_handle_table_create(counting_allocator_init(&ca), 1024, 7, &t));
+  CHECK_OK(cubert_handle_table_create(counting_allocator_initialize(&ca), 1024, 7, &t));
   for (i = 0; i < 250; i++) CHECK_OK(cubert_memory_id_acquire(t, &ids[i]));
   for (i = 0; i < 5; i++) CHECK_OK(cubert_memory_id_release_handle(t, ids[i]));
   for (i = 250; i < 256; i++) CHECK_OK(cubert_memory_id_acquire(t, &ids[i])); /* the first chunk's end */
@@ -651,7 +651,7 @@ TEST(handle_disown_of_an_id_nobody_owns_is_refused) {
   counting_allocator_t ca;
   cubert_handle_table_t *t = NULL;
   cubert_memory_id_t id;
-  CHECK_OK(cubert_handle_table_create(counting_allocator_init(&ca), 64, 7, &t));
+  CHECK_OK(cubert_handle_table_create(counting_allocator_initialize(&ca), 64, 7, &t));
   CHECK_OK(cubert_memory_id_acquire(t, &id));
   CHECK_STATUS(cubert_memory_id_disown(t, id), CUBERT_STATUS_INVALID_HANDLE);
   CHECK(cubert_memory_id_is_alive(t, id)); /* unchanged */

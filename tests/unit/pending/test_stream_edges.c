@@ -28,8 +28,8 @@ static void ef_init(edge_fixture_t *f, uint32_t max_streams, uint32_t gc_capacit
   cubert_multi_stream_options_t o;
   cubert_event_backend_t fake;
   memset(f, 0, sizeof(*f));
-  f->a = counting_allocator_init(&f->c);
-  fake = fake_event_backend_init(&f->fb, 0);
+  f->a = counting_allocator_initialize(&f->c);
+  fake = fake_event_backend_initialize(&f->fb, 0);
   f->vt = *fake.vtable;
   if (patch) patch(&f->vt);
   f->backend.vtable = &f->vt;
@@ -151,7 +151,7 @@ static void pool_destroy(void *context, uint32_t index, void *entry) {
 
 TEST(stream_pool_arguments_bounds_and_count) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_stream_pool_t pool;
   pool_log_t log;
   void *entry = NULL;
