@@ -354,7 +354,11 @@ check-headers: | $(BUILD)/headers
 	  $(CC) $(CUBERT_WARN) -Werror -Iinclude -c $(BUILD)/headers/$$n.c -o $(BUILD)/headers/$$n.o; \
 	  cp $(BUILD)/headers/$$n.c $(BUILD)/headers/$$n.cpp; \
 	  $(CXX) -std=c++11 -pedantic -Wall -Wextra -Werror -Iinclude -c $(BUILD)/headers/$$n.cpp -o $(BUILD)/headers/$$n.cpp.o; \
-	done; echo "check-headers: ok ($(words $(PUBLIC_HEADERS)) headers, C99 and C++11)"
+	done; \
+	$(CC) $(CUBERT_WARN) -Werror -Iinclude -Itests/support -c tests/build/enum_sizes.c -o $(BUILD)/headers/enum_sizes.o; \
+	$(CC) $(CUBERT_WARN) -Werror -fshort-enums -Iinclude -Itests/support -c tests/build/enum_sizes.c \
+	  -o $(BUILD)/headers/enum_sizes_short.o; \
+	echo "check-headers: ok ($(words $(PUBLIC_HEADERS)) headers, C99 and C++11; every public enum 4 bytes, also with -fshort-enums)"
 
 # tools/cubert-info lists every device it creates and refuses a bad option (exit 2).
 check-tools: $(TOOL_BIN)

@@ -46,6 +46,7 @@ static void pool_deinitialize(cubert_memory_pool_t *pool) {
     case CUBERT_MEMORY_POOL_SLICED: cubert_sliced_pool_deinitialize(&pool->u.sliced); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert_exclusive_pool_deinitialize(&pool->u.exclusive); break;
     case CUBERT_MEMORY_POOL_DIRECT: cubert_direct_pool_deinitialize(&pool->u.direct); break;
+    default: break; /* not a pool type (the enum's width sentinel) */
   }
 }
 
@@ -54,6 +55,7 @@ static bool pool_accept(const cubert_memory_pool_t *pool, uint64_t size) {
     case CUBERT_MEMORY_POOL_SLICED: return cubert_sliced_pool_accept(&pool->u.sliced, size);
     case CUBERT_MEMORY_POOL_EXCLUSIVE: return cubert_exclusive_pool_accept(&pool->u.exclusive, size);
     case CUBERT_MEMORY_POOL_DIRECT: return true;
+    default: break; /* not a pool type (the enum's width sentinel) */
   }
   return false;
 }
@@ -69,6 +71,7 @@ static cubert_status_t pool_try_reserve(cubert_memory_pool_t *pool, uint64_t siz
       return cubert_exclusive_pool_try_reserve(&pool->u.exclusive, size, owner, found, err);
     case CUBERT_MEMORY_POOL_DIRECT:
       return cubert_direct_pool_try_reserve(&pool->u.direct, size, owner, found, err);
+    default: break; /* not a pool type (the enum's width sentinel) */
   }
   *found = false;
   return CUBERT_STATUS_OK;
@@ -82,6 +85,7 @@ static cubert_status_t pool_alloc(cubert_memory_pool_t *pool, uint64_t size,
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
       return cubert_exclusive_pool_alloc(&pool->u.exclusive, size, owner, err);
     case CUBERT_MEMORY_POOL_DIRECT: return cubert_direct_pool_alloc(&pool->u.direct, size, owner, err);
+    default: break; /* not a pool type (the enum's width sentinel) */
   }
   return cubert_error_set(err, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, NULL);
 }
@@ -95,6 +99,7 @@ static cubert_status_t pool_find(cubert_memory_pool_t *pool, cubert_memory_locat
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
       return cubert_exclusive_pool_find(&pool->u.exclusive, loc, id, view, err);
     case CUBERT_MEMORY_POOL_DIRECT: return cubert_direct_pool_find(&pool->u.direct, loc, id, view, err);
+    default: break; /* not a pool type (the enum's width sentinel) */
   }
   return cubert_error_set(err, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, NULL);
 }
@@ -106,6 +111,7 @@ static void pool_cleanup(cubert_memory_pool_t *pool, uint64_t alloc_nr, bool exp
       cubert_exclusive_pool_cleanup(&pool->u.exclusive, alloc_nr, explicit_);
       break;
     case CUBERT_MEMORY_POOL_DIRECT: cubert_direct_pool_cleanup(&pool->u.direct, explicit_); break;
+    default: break; /* not a pool type (the enum's width sentinel) */
   }
 }
 
@@ -114,6 +120,7 @@ static void pool_report(cubert_memory_pool_t *pool, cubert_memory_pool_report_t 
     case CUBERT_MEMORY_POOL_SLICED: cubert_sliced_pool_report(&pool->u.sliced, out); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert_exclusive_pool_report(&pool->u.exclusive, out); break;
     case CUBERT_MEMORY_POOL_DIRECT: cubert_direct_pool_report(&pool->u.direct, out); break;
+    default: break; /* not a pool type (the enum's width sentinel) */
   }
   out->capacity_exceeded = pool->capacity_exceeded;
 }
@@ -123,6 +130,7 @@ static void pool_trim(cubert_memory_pool_t *pool) {
     case CUBERT_MEMORY_POOL_SLICED: cubert_sliced_pool_trim(&pool->u.sliced); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert_exclusive_pool_trim(&pool->u.exclusive); break;
     case CUBERT_MEMORY_POOL_DIRECT: cubert_direct_pool_trim(&pool->u.direct); break;
+    default: break; /* not a pool type (the enum's width sentinel) */
   }
 }
 
@@ -185,6 +193,7 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
         cubert_direct_pool_initialize(&pools[i].u.direct, &mm->env, (uint8_t)i, &options[i],
                                       props.alignment);
         break;
+      default: break; /* not a pool type (the enum's width sentinel) */
     }
   }
   cubert_allocator_free(mm->env.allocator, options, count * sizeof(*options), 0);

@@ -44,7 +44,8 @@ typedef uint64_t (*cubert_stream_source_fn_t)(void *self);
 typedef enum cubert_bounds_check_mode_e {
   CUBERT_BOUNDS_CHECK_AUTO = 0,    /* launch_unchecked runs Unchecked */
   CUBERT_BOUNDS_CHECK_ENFORCE = 1, /* launch_unchecked runs Checked */
-  CUBERT_BOUNDS_CHECK_VALIDATE = 2 /* launch_unchecked runs Validate */
+  CUBERT_BOUNDS_CHECK_VALIDATE = 2, /* launch_unchecked runs Validate */
+  CUBERT_BOUNDS_CHECK_MODE_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_bounds_check_mode_t;
 
 /* ---- values that cross the client API ---------------------------------------- */
@@ -64,7 +65,8 @@ typedef enum cubert_allocation_property_e {
   CUBERT_ALLOCATION_NATIVE = 0, /* ordinary host memory */
   CUBERT_ALLOCATION_PINNED = 1, /* page-locked staging memory */
   CUBERT_ALLOCATION_FILE = 2,   /* memory-mapped file */
-  CUBERT_ALLOCATION_OTHER = 3
+  CUBERT_ALLOCATION_OTHER = 3,
+  CUBERT_ALLOCATION_PROPERTY_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_allocation_property_t;
 
 /* Host bytes whose ownership can move: `release(owner, data, size)` is called

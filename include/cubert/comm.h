@@ -41,7 +41,8 @@ CUBERT_API cubert_status_t cubert_communication_id(const cubert_device_id_t *dev
 /* CubeCL's ReduceOperation for all_reduce. Values are stable ABI. */
 typedef enum cubert_reduce_operation_e {
   CUBERT_REDUCE_OPERATION_SUM = 0,
-  CUBERT_REDUCE_OPERATION_MEAN = 1
+  CUBERT_REDUCE_OPERATION_MEAN = 1,
+  CUBERT_REDUCE_OPERATION_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_reduce_operation_t;
 
 /* Whether `op` is one of the values above (for servers validating input
@@ -65,7 +66,8 @@ typedef enum cubert_comm_dtype_e {
   CUBERT_COMM_DTYPE_F16 = 8,
   CUBERT_COMM_DTYPE_BF16 = 9,
   CUBERT_COMM_DTYPE_E4M3 = 10,
-  CUBERT_COMM_DTYPE_E5M2 = 11
+  CUBERT_COMM_DTYPE_E5M2 = 11,
+  CUBERT_COMM_DTYPE_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_comm_dtype_t;
 
 /* Width in bytes of one element of `dtype`; 0 for a value not listed above

@@ -30,7 +30,8 @@ typedef enum cubert_cpu_mode_e {
    * whose wait is satisfied), one at a time, in the order the chooser
    * decides; kernels run inline, cubes in order. Same seed (or replay log) => same order, trace hash and results
    * on any machine, for a single-threaded host program. */
-  CUBERT_CPU_MODE_DETERMINISTIC = 1
+  CUBERT_CPU_MODE_DETERMINISTIC = 1,
+  CUBERT_CPU_MODE_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_cpu_mode_t;
 
 typedef struct cubert_cpu_options_t {

@@ -31,7 +31,8 @@ CUBERT_EXTERN_C_BEGIN
 
 typedef enum cubert_cube_count_kind_e {
   CUBERT_CUBE_COUNT_STATIC = 0, /* a known (x, y, z) grid */
-  CUBERT_CUBE_COUNT_DYNAMIC = 1 /* read at launch from a buffer of three u32 [x, y, z] */
+  CUBERT_CUBE_COUNT_DYNAMIC = 1, /* read at launch from a buffer of three u32 [x, y, z] */
+  CUBERT_CUBE_COUNT_KIND_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_cube_count_kind_t;
 
 /* The number of cubes a launch dispatches. `count` is meaningful for STATIC,

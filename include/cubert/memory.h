@@ -42,7 +42,8 @@ CUBERT_API size_t cubert_memory_usage_format(const cubert_memory_usage_t *usage,
  * (exact-size reuse; cubert_client_memory_persistent_allocation). */
 typedef enum cubert_memory_allocation_mode_e {
   CUBERT_MEMORY_ALLOCATION_MODE_AUTO = 0,
-  CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT = 1
+  CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT = 1,
+  CUBERT_MEMORY_ALLOCATION_MODE_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_memory_allocation_mode_t;
 
 CUBERT_EXTERN_C_END

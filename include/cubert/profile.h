@@ -61,7 +61,8 @@ typedef enum cubert_profile_level_e {
   CUBERT_PROFILE_LEVEL_EXECUTION_ONLY = 1, /* count launches per kernel, no timing */
   CUBERT_PROFILE_LEVEL_BASIC = 2,          /* profile every launch; summary only */
   CUBERT_PROFILE_LEVEL_MEDIUM = 3,         /* + one log line per launch */
-  CUBERT_PROFILE_LEVEL_FULL = 4            /* + kernel id and cube count in the name */
+  CUBERT_PROFILE_LEVEL_FULL = 4,           /* + kernel id and cube count in the name */
+  CUBERT_PROFILE_LEVEL_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_profile_level_t;
 
 /* Whether `level` is one of the values above. Pure. */

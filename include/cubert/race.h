@@ -36,7 +36,8 @@ CUBERT_EXTERN_C_BEGIN
 typedef enum cubert_race_access_e {
   CUBERT_RACE_READ = 1,
   CUBERT_RACE_WRITE = 2,
-  CUBERT_RACE_RECLAIM = 3
+  CUBERT_RACE_RECLAIM = 3,
+  CUBERT_RACE_ACCESS_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_race_access_t;
 
 /* The kind of a report, from the two accesses' modes. */
@@ -44,7 +45,8 @@ typedef enum cubert_race_kind_e {
   CUBERT_RACE_KIND_READ_AFTER_WRITE = 1,  /* current READ, previous WRITE */
   CUBERT_RACE_KIND_WRITE_AFTER_READ = 2,  /* current WRITE, previous READ */
   CUBERT_RACE_KIND_WRITE_AFTER_WRITE = 3, /* current WRITE, previous WRITE */
-  CUBERT_RACE_KIND_RECLAIM = 4            /* current RECLAIM, previous READ or WRITE */
+  CUBERT_RACE_KIND_RECLAIM = 4,           /* current RECLAIM, previous READ or WRITE */
+  CUBERT_RACE_KIND_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_race_kind_t;
 
 /* One side of a report. */

@@ -49,7 +49,8 @@ typedef enum cubert_sim_source_e {
   CUBERT_SIM_SOURCE_REPLAY = 2,
   CUBERT_SIM_SOURCE_BYTES = 3,
   CUBERT_SIM_SOURCE_PCT = 4,
-  CUBERT_SIM_SOURCE_EXPLORE = 5
+  CUBERT_SIM_SOURCE_EXPLORE = 5,
+  CUBERT_SIM_SOURCE_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_sim_source_t;
 
 /* PCT: most change points (depth - 1), priority table size (ids are taken

@@ -104,7 +104,8 @@ typedef struct cubert_storage_t {
 typedef enum cubert_memory_pool_type_e {
   CUBERT_MEMORY_POOL_SLICED = 0,    /* SlicedPages { page_size, max_slice_size, max_pool_size } */
   CUBERT_MEMORY_POOL_EXCLUSIVE = 1, /* ExclusivePages { max_alloc_size } */
-  CUBERT_MEMORY_POOL_DIRECT = 2     /* Direct { reclaim_at } */
+  CUBERT_MEMORY_POOL_DIRECT = 2,    /* Direct { reclaim_at } */
+  CUBERT_MEMORY_POOL_TYPE_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_memory_pool_type_t;
 
 /* One dynamic pool (CubeCL's MemoryPoolOptions, and the entries of an
@@ -136,7 +137,8 @@ CUBERT_API cubert_memory_pool_options_t cubert_memory_pool_direct(uint64_t recla
 typedef enum cubert_memory_configuration_kind_e {
   CUBERT_MEMORY_CONFIGURATION_SUB_SLICES = 0,
   CUBERT_MEMORY_CONFIGURATION_EXCLUSIVE_PAGES = 1,
-  CUBERT_MEMORY_CONFIGURATION_CUSTOM = 2
+  CUBERT_MEMORY_CONFIGURATION_CUSTOM = 2,
+  CUBERT_MEMORY_CONFIGURATION_KIND_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_memory_configuration_kind_t;
 
 typedef struct cubert_memory_configuration_t {
@@ -149,7 +151,8 @@ typedef struct cubert_memory_configuration_t {
 typedef enum cubert_memory_pools_config_kind_e {
   CUBERT_MEMORY_POOLS_PRESET_SUB_SLICES = 0,
   CUBERT_MEMORY_POOLS_PRESET_EXCLUSIVE_PAGES = 1,
-  CUBERT_MEMORY_POOLS_EXPLICIT = 2
+  CUBERT_MEMORY_POOLS_EXPLICIT = 2,
+  CUBERT_MEMORY_POOLS_CONFIG_KIND_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_memory_pools_config_kind_t;
 
 typedef struct cubert_memory_pools_config_t {
@@ -202,7 +205,8 @@ typedef enum cubert_memory_pool_kind_e {
   CUBERT_MEMORY_POOL_KIND_SLICED = 0,
   CUBERT_MEMORY_POOL_KIND_EXCLUSIVE = 1,
   CUBERT_MEMORY_POOL_KIND_DIRECT = 2,
-  CUBERT_MEMORY_POOL_KIND_PERSISTENT = 3
+  CUBERT_MEMORY_POOL_KIND_PERSISTENT = 3,
+  CUBERT_MEMORY_POOL_KIND_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_memory_pool_kind_t;
 
 /* MemoryPoolReport, plus the largest free block (cubert's addition: with
@@ -229,7 +233,8 @@ typedef enum cubert_persistent_memory_e {
   CUBERT_PERSISTENT_MEMORY_ENABLED = 0,    /* default: windows route to the persistent pool */
   CUBERT_PERSISTENT_MEMORY_SIZE_MATCH = 1, /* also serve Auto requests matching a bucket */
   CUBERT_PERSISTENT_MEMORY_DISABLED = 2,   /* mode changes ignored (always Auto) */
-  CUBERT_PERSISTENT_MEMORY_ENFORCED = 3    /* always Persistent; mode changes ignored */
+  CUBERT_PERSISTENT_MEMORY_ENFORCED = 3,   /* always Persistent; mode changes ignored */
+  CUBERT_PERSISTENT_MEMORY_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_persistent_memory_t;
 
 typedef struct cubert_memory_manager_options_t {
