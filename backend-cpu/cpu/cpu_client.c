@@ -48,7 +48,7 @@ void cpu_fill_properties(const cubert_cpu_options_t *o, cubert_device_properties
   p->hardware.plane_size_max = 1;
   p->hardware.max_bindings = CUBERT_KERNEL_MAX_BUFFERS + 1;
   p->hardware.max_shared_memory_size = 64 * 1024;
-  /* the same limits as CUDA so tests stay portable (reliability.md #28) */
+  /* the same limits as CUDA so tests stay portable (docs/cuda.md: the CUDA limits) */
   p->hardware.max_cube_count.x = 0x7FFFFFFFu;
   p->hardware.max_cube_count.y = 65535;
   p->hardware.max_cube_count.z = 65535;

@@ -1,6 +1,6 @@
 /*
- * backend-cpu/host/host_runner.c: the runner-thread device handle (spec 3.2,
- * CubeCL's ChannelDeviceHandle). One thread per handle runs tasks, in order,
+ * backend-cpu/host/host_runner.c: the runner-thread device handle
+ * (cubert/backend/device.h; CubeCL's ChannelDeviceHandle). One thread per handle runs tasks, in order,
  * from a bounded multi-producer single-consumer queue of fixed-size records.
  *
  * Queue. A ring of `capacity` (a power of two) cells, each with a sequence
@@ -103,7 +103,7 @@ typedef struct runner_cell_t {
   uint32_t seq;                /* atomic: p free for position p, p + 1 full */
   cubert_device_task_fn_t fn;  /* non-blocking task */
   runner_call_t *call;         /* blocking call, or NULL */
-  cubert_stream_id_t stream;   /* the submitter's stream (spec 3.2) */
+  cubert_stream_id_t stream;   /* the submitter's stream */
   runner_payload_t payload;    /* copy of a non-blocking task's payload */
 } runner_cell_t;
 

@@ -1,4 +1,4 @@
-/* core/client/client.c: the compute client (spec 1): devices and their
+/* core/client/client.c: the compute client: devices and their
  * clients, streams, properties, handles, and the kit behind a client
  * (cubert/backend/kit.h). The operations live in client_memory.c,
  * client_io.c, client_launch.c, ...; the task machinery they share in

@@ -1,6 +1,6 @@
 /*
- * core/client/client_comm.c: the client's multi-device operations (spec 1.6) and
- * collectives (spec 8): change_client_sync, to_client, to_client_tensor,
+ * core/client/client_comm.c: the client's multi-device operations and
+ * collectives: change_client_sync, to_client, to_client_tensor,
  * ensure_init_collective, all_reduce, send, recv, sync_collective.
  *
  * Every kit call here runs as a blocking device task: the kit only validates

@@ -1,4 +1,4 @@
-/* core/client/client_io.c: reads (spec 1.3) and resources. A read is one
+/* core/client/client_io.c: reads and resources. A read is one
  * task: the kit enqueues the copies on the client's stream and arms the
  * completion, which is then waited on without the device. */
 #include "client/client_internal.h"

@@ -1,5 +1,5 @@
-/* core/client/client_memory.c: allocation and upload (spec 1.2: create,
- * create_tensor(s), empty, write) and memory management (spec 1.5). The
+/* core/client/client_memory.c: allocation and upload (create,
+ * create_tensor(s), empty, write) and memory management. The
  * layouts and handles are computed here, on the calling thread; the kit
  * reserves, binds and copies in stream order (a create task, a write task). */
 #include "client/client_internal.h"
@@ -341,7 +341,7 @@ cubert_status_t cubert_client_write(cubert_client_t *client, const cubert_handle
   return status;
 }
 
-/* ---- memory management (spec 1.5) --------------------------------------------------------- */
+/* ---- memory management --------------------------------------------------------- */
 
 typedef struct memory_task_t {
   client_task_t head;

@@ -1,5 +1,5 @@
 /* core/client/client_profile.c: profiling tokens through the client and
- * logger-driven kernel profiling (spec 7): the profiling level, per-launch
+ * logger-driven kernel profiling: the profiling level, per-launch
  * log lines and the per-kernel summary written to a sink at each sync.
  * Freestanding: text is built with core/base/fmt.h, memory comes from the
  * device's allocator, and the sink is the only way out. */

@@ -1,5 +1,5 @@
-/* core/client/client_staging.c: staging buffers and the pinned create variants
- * (spec 1.2, 12.4): the kit's staging buffers (cubert_kit_staging), or plain
+/* core/client/client_staging.c: staging buffers and the pinned create variants:
+ * the kit's staging buffers (cubert_kit_staging), or plain
  * host buffers from the client's allocator when the device has none. */
 #include "client/client_internal.h"
 
@@ -87,7 +87,7 @@ cubert_status_t cubert_client_reserve_staging(cubert_client_t *client, const uin
   cubert_error_clear(&ignored);
   if (kit_staging(client, sizes, count, out_bytes, &ignored) == CUBERT_STATUS_OK)
     return CUBERT_STATUS_OK;
-  /* the device refused (spec 1.2): plain host buffers of the requested sizes */
+  /* the device refused: plain host buffers of the requested sizes */
   for (i = 0; i < count; i++) {
     if (heap_bytes(client->state->allocator, sizes[i], &out_bytes[i]) != CUBERT_STATUS_OK) {
       uint64_t size = sizes[i];

@@ -1,6 +1,6 @@
 /*
- * core/kit/kit_comm.c: the bookkeeping of collectives (spec 2.3, 8,
- * docs/collectives.md). The driver supplies the primitive (comm_create /
+ * core/kit/kit_comm.c: the bookkeeping of collectives
+ * (docs/collectives.md). The driver supplies the primitive (comm_create /
  * comm_query / comm_destroy / collective: NCCL on CUDA, the in-process
  * rendezvous on the CPU); the kit keeps, for every driver:
  *  - the communicators this device joined (by CommunicationId of the sorted

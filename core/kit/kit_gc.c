@@ -1,6 +1,6 @@
 /*
  * core/kit/kit_gc.c: what waits for the device before it may go: pinned
- * cross-stream bindings (the MultiStream's GC tasks, seed 004) and host
+ * cross-stream bindings (the MultiStream's GC tasks) and host
  * bytes a copy still reads (a write's data, a staging buffer). Both retire
  * once an event recorded after their last use completed.
  *

@@ -1,5 +1,5 @@
 /*
- * core/kit/kit_profile.c: profiling tokens (spec 7): host time between two
+ * core/kit/kit_profile.c: profiling tokens: host time between two
  * stream syncs, measured with the host's clock hook. A device created
  * without a clock answers UNSUPPORTED.
  */

@@ -1,5 +1,5 @@
 /*
- * core/kit/kit_staging.c: staging buffers (spec 12.4): the driver's pinned
+ * core/kit/kit_staging.c: staging buffers: the driver's pinned
  * host memory (host_alloc) when it has some; else, on a driver whose device
  * memory is host memory (CUBERT_DRIVER_HOST_ADDRESSABLE), "simulated
  * pinned" buffers from the kit's allocator, each carrying the allocator in

@@ -1,5 +1,5 @@
-/* core/stream/stream_multi.c: MultiStream over an event backend (spec 6.2, 6.6;
- * seed 004): per-slot cursors and last_synced points, the shared-binding
+/* core/stream/stream_multi.c: MultiStream over an event backend
+ * (cubert/backend/stream.h): per-slot cursors and last_synced points, the shared-binding
  * analysis, GC pinning of cross-stream bindings, per-stream error queues.
  * No lock: the owning server serializes every cubert_multi_stream_* call
  * (see the threading contract in cubert/backend/stream.h). */

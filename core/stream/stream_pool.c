@@ -1,5 +1,5 @@
 /* core/stream/stream_pool.c: lazily created stream slots, `id mod max_streams`
- * regular slots plus special slots after them (CubeCL's StreamPool, spec 6.1). */
+ * regular slots plus special slots after them (CubeCL's StreamPool). */
 #include "stream/stream_internal.h"
 
 cubert_status_t cubert_stream_pool_initialize(cubert_stream_pool_t *pool,

@@ -1,5 +1,5 @@
 /*
- * cubert/client.h: the compute client (CubeCL's ComputeClient, spec 1).
+ * cubert/client.h: the compute client (CubeCL's ComputeClient).
  *
  * A client talks to one device's server through the device handle. Client
  * objects are cheap: several may share one device (cubert_client_clone), each
@@ -8,7 +8,7 @@
  * stream source of the device's configuration (per-thread ids in the hosted
  * layer, 0 in a freestanding build).
  *
- * Handles are created on the client before their memory exists (spec 1.2):
+ * Handles are created on the client before their memory exists:
  * create/empty calls return at once with a handle; the server reserves and
  * fills the memory in stream order. Failures of that later work (e.g. out of
  * memory) are queued on the stream and returned as SERVER_UNHEALTHY by the
@@ -50,7 +50,7 @@ typedef enum cubert_bounds_check_mode_e {
 
 /* ---- values that cross the client API ---------------------------------------- */
 
-/* CopyDescriptor (spec 2.1): a binding plus the shape/strides (in elements)
+/* CopyDescriptor: a binding plus the shape/strides (in elements)
  * and element size of the tensor it holds. */
 typedef struct cubert_copy_descriptor_t {
   cubert_binding_t binding;
@@ -158,7 +158,7 @@ CUBERT_API cubert_status_t cubert_client_clone(const cubert_client_t *client,
  * streams, and destroys server, device handle and handle table. NULL: no-op. */
 CUBERT_API void cubert_client_release(cubert_client_t *client);
 
-/* Pin this client to a stream (spec 1.1 set_stream); `cubert_client_unpin`
+/* Pin this client to a stream (CubeCL's set_stream); `cubert_client_unpin`
  * returns to the thread's current stream. Not thread-safe on one client. */
 CUBERT_API void cubert_client_set_stream(cubert_client_t *client, uint64_t stream);
 CUBERT_API void cubert_client_unpin(cubert_client_t *client);
@@ -194,7 +194,7 @@ CUBERT_API cubert_status_t cubert_client_handle_offset(cubert_client_t *client,
                                                        cubert_handle_t *out_handle,
                                                        cubert_error_t *out_error);
 
-/* ---- allocation / upload (spec 1.2) ----------------------------------------
+/* ---- allocation / upload ----------------------------------------
  * All return at once (non-blocking at the stream level). The data is copied
  * (the `_bytes` form takes ownership instead) before the call returns. */
 
@@ -238,7 +238,7 @@ CUBERT_API cubert_status_t cubert_client_write(cubert_client_t *client,
                                                const cubert_handle_t *handle, const void *data,
                                                uint64_t size, cubert_error_t *out_error);
 
-/* ---- staging (spec 1.2, 12.4) ------------------------------------------------------
+/* ---- staging ------------------------------------------------------
  * Host buffers are cubert_bytes_t (above): data, size, allocation
  * property (NATIVE, PINNED, FILE, OTHER) and an owner-supplied release
  * function; whoever owns a buffer last calls release(owner, data, size) once
@@ -288,7 +288,7 @@ CUBERT_API cubert_status_t cubert_client_create_tensors_from_slices_pinned(
     const void *const *data, size_t count, cubert_memory_layout_t *out_layouts,
     cubert_error_t *out_error);
 
-/* ---- reads (spec 1.3) ---------------------------------------------------------
+/* ---- reads ---------------------------------------------------------
  * A read copies each handle's size_in_used bytes into dsts[i]
  * (dst_sizes[i] must be at least that: OUT_OF_RANGE otherwise, nothing read).
  * `_async` returns once the read is issued; the destinations must stay valid
@@ -326,7 +326,7 @@ CUBERT_API cubert_status_t cubert_client_get_resource(cubert_client_t *client,
                                                       cubert_resource_t *out_resource,
                                                       cubert_error_t *out_error);
 
-/* ---- launch, flush, sync (spec 1.4) ------------------------------------------ */
+/* ---- launch, flush, sync ------------------------------------------ */
 
 /* Launch in Checked mode. A static count with a zero component returns OK at
  * once with nothing submitted. Bad arguments (NULL kernel, a buffer of another
@@ -352,7 +352,7 @@ CUBERT_API cubert_status_t cubert_client_sync_async(cubert_client_t *client,
                                                     cubert_completion_t *out_completion,
                                                     cubert_error_t *out_error);
 
-/* ---- exclusive sections and profiling (spec 1.4, 7) ----------------------------- */
+/* ---- exclusive sections and profiling ----------------------------- */
 
 /* A user function run with the device held. It returns a status and may fill
  * out_error (never NULL when called). */
@@ -368,7 +368,7 @@ CUBERT_API cubert_status_t cubert_client_exclusive(cubert_client_t *client, cube
 
 /* profile(f, name): one exclusive section that syncs the stream, starts a
  * token, runs fn(user), syncs again and stops the token (host time between
- * two stream syncs, spec 7). fn's failure is returned as is (CubeCL re-raises
+ * two stream syncs). fn's failure is returned as is (CubeCL re-raises
  * the panic); a failing sync returns its error (SERVER_UNHEALTHY, ...).
  * out_duration (may be NULL) receives the measured interval on success.
  * `name` is borrowed for the call. Blocks. */
@@ -377,7 +377,7 @@ CUBERT_API cubert_status_t cubert_client_profile(cubert_client_t *client, cubert
                                                  cubert_profile_duration_t *out_duration,
                                                  cubert_error_t *out_error);
 
-/* Profiling tokens (spec 7, the server's start_profile / end_profile), for
+/* Profiling tokens (the server's start_profile / end_profile), for
  * profiles that overlap instead of nesting. profile_start syncs the client's
  * stream (its queued errors are returned: SERVER_UNHEALTHY) and issues a
  * token; profile_end syncs again and stops the token. Any error seen by a
@@ -404,7 +404,7 @@ CUBERT_API cubert_status_t cubert_client_profile_end(cubert_client_t *client,
  * client. The hosted layer provides cubert_log_sink_stderr (cubert/host.h). */
 typedef void (*cubert_log_sink_fn_t)(void *self, const char *text, size_t length);
 
-/* Kernel profiling (spec 7 "Logger-driven kernel profiling"), per device:
+/* Kernel profiling (CubeCL's logger-driven kernel profiling; docs/profiling.md), per device:
  *  OFF            nothing (the default);
  *  EXECUTION_ONLY each launch logs "Executing <name>" and is counted;
  *  BASIC          each launch is wrapped in a profile (blocking: the launch
@@ -433,7 +433,7 @@ CUBERT_API cubert_status_t cubert_client_set_profiling(cubert_client_t *client,
 /* The device's kernel-profiling level (OFF for NULL). Thread-safe. */
 CUBERT_API cubert_profile_level_t cubert_client_profiling_level(const cubert_client_t *client);
 
-/* ---- memory (spec 1.5) --------------------------------------------------------- */
+/* ---- memory --------------------------------------------------------- */
 
 CUBERT_API cubert_status_t cubert_client_memory_usage(cubert_client_t *client,
                                                       cubert_memory_usage_t *out_usage,
@@ -447,7 +447,7 @@ CUBERT_API cubert_status_t cubert_client_allocation_mode(cubert_client_t *client
 /* Streams that may have a persistent window open at once, per device. */
 #define CUBERT_CLIENT_MAX_PERSISTENT_STREAMS 16u
 
-/* memory_persistent_allocation(f) (spec 1.2): run fn(user) on the calling
+/* memory_persistent_allocation(f): run fn(user) on the calling
  * thread with the client's stream in Persistent allocation mode, then return
  * the stream to Auto. Windows nest: only the outermost window of a stream
  * switches the mode (an inner window's end leaves the stream Persistent until
@@ -464,7 +464,7 @@ CUBERT_API cubert_status_t cubert_client_memory_persistent_allocation(cubert_cli
                                                                       void *user,
                                                                       cubert_error_t *out_error);
 
-/* ---- devices and misc (spec 1.1, 1.8) ------------------------------------------- */
+/* ---- devices and misc ------------------------------------------- */
 
 CUBERT_API size_t cubert_client_enumerate_devices(uint16_t type_id, cubert_device_id_t *out_ids,
                                                   size_t capacity);
@@ -481,14 +481,14 @@ CUBERT_API cubert_status_t cubert_client_io_optimized_vector_sizes(const cubert_
                                                                    size_t *out_count,
                                                                    cubert_error_t *out_error);
 
-/* ---- multi-device and collectives (spec 1.6, 8) -----------------------------------
+/* ---- multi-device and collectives -----------------------------------
  * Several devices of one backend type live in one process (CPU: one
  * cubert_cpu_client_create per device index). Collectives run among devices
  * that share a communicator, named by the CommunicationId of the device set
  * (cubert/comm.h). Each device orders its collectives on its own
  * communication stream: a collective starts after the work enqueued before
  * it on the calling client's stream, and its result is visible to a stream
- * only after cubert_client_sync_collective on that stream (spec 8).
+ * only after cubert_client_sync_collective on that stream.
  *
  * Every function below validates its arguments and those of the server call
  * before anything is enqueued: on failure nothing was enqueued (except where

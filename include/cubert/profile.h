@@ -32,7 +32,7 @@
 
 CUBERT_EXTERN_C_BEGIN
 
-/* ProfilingToken (spec 7). */
+/* ProfilingToken. */
 typedef struct cubert_profiling_token_t {
   uint64_t id;
 } cubert_profiling_token_t;

@@ -1,5 +1,5 @@
-/* Conformance: collectives among devices of one process (spec 1.6, 2.3,
- * 8): all_reduce over every dtype, their ordering after the producers and
+/* Conformance: collectives among devices of one process:
+ * all_reduce over every dtype, their ordering after the producers and
  * before the consumers, one host thread per device. A device without
  * collectives answers UNSUPPORTED (single member test); the others are
  * skipped there. Errors, send/recv and limits: test_cts_collective_errors.c. */
@@ -10,7 +10,7 @@
 #include "cubert/cpu.h"
 #include "cubert/backend/handle_table.h"
 
-/* ---- the seed's runtime test (spec 8): test_all_reduce_sync_collective ---- */
+/* ---- the seed's runtime test: test_all_reduce_sync_collective ---- */
 
 static void all_reduce_sync_collective(uint32_t n, uint32_t first_index) {
   mdev_t m;
@@ -236,7 +236,7 @@ TEST(cts_all_reduce_single_member_communicator) {
   CHECK_EQ_U64(mdev_live_communicators(), 0);
 }
 
-/* ---- ordering (spec 8): after the producer, visible after sync_collective ---- */
+/* ---- ordering: after the producer, visible after sync_collective ---- */
 
 TEST(cts_all_reduce_orders_after_writes_on_the_stream) {
   mdev_t m;

@@ -1,4 +1,4 @@
-/* Conformance: send / recv and the error paths of collectives (spec 8):
+/* Conformance: send / recv and the error paths of collectives:
  * refused at the call (nothing enqueued), refused at the rendezvous (queued
  * on every member), peers that never come (no hang), communicator limits
  * and allocation failures. Skipped on a device without collectives. */

@@ -1,4 +1,4 @@
-/* Conformance: exclusive sections and profile (spec 1.4, 7, 11.12). */
+/* Conformance: exclusive sections and profile. */
 #include "cts.h"
 
 #include "cubert/cube.h"
@@ -15,7 +15,7 @@ static cubert_status_t exclusive_boom(void *user, cubert_error_t *err) {
   return cubert_error_set(err, CUBERT_ERROR_SERVER_GENERIC, NULL, 0, "exclusive boom");
 }
 
-/* spec 11.12 exclusive_stays_recoverable_on_task_panic */
+/* CubeCL's exclusive_stays_recoverable_on_task_panic */
 TEST(cts_exclusive_stays_recoverable_on_failure) {
   cts_env_t env;
   cubert_error_t err;
@@ -73,7 +73,7 @@ static cubert_status_t kernel_boom(void *user, cubert_error_t *err) {
   return cubert_error_set(err, CUBERT_ERROR_LAUNCH_UNKNOWN, NULL, 0, "kernel boom");
 }
 
-/* spec 11.12 profile_returns_ok_on_success and profile_reraises_panic */
+/* CubeCL's profile_returns_ok_on_success and profile_reraises_panic */
 TEST(cts_profile_returns_value_and_failure) {
   cts_env_t env;
   cubert_profile_duration_t d;

@@ -1,5 +1,5 @@
 /* Conformance: kernel launches, streams, cross-stream bindings, the error
- * queue (spec 1.4, 6.6, 11.12, 11.14). */
+ * queue. */
 #include "cts.h"
 
 #include <pthread.h>
@@ -105,7 +105,7 @@ TEST(cts_launches_on_one_stream_run_in_order) {
   cts_teardown(&env);
 }
 
-/* spec 11.14 test_stream: 300 launches on stream 10000, read from 10001. */
+/* CubeCL's test_stream: 300 launches on stream 10000, read from 10001. */
 TEST(cts_cross_stream_read_waits_for_the_producer) {
   cts_env_t env;
   cubert_client_t *producer = NULL, *consumer = NULL;
@@ -219,7 +219,7 @@ TEST(cts_many_threads_many_streams) {
   cts_teardown(&env);
 }
 
-/* spec 11.14: a limit violation surfaces at flush() as ServerUnhealthy whose
+/* a limit violation surfaces at flush() as ServerUnhealthy whose
  * first error is Launch(TooManyResources(...)) with requested and max. */
 TEST(cts_resource_limit_surfaces_at_flush) {
   cts_env_t env;
@@ -311,7 +311,7 @@ TEST(cts_launch_bad_arguments_enqueue_nothing) {
   cts_teardown(&env);
 }
 
-/* spec 6.6: a read surfaces (and drains) the stream's queued errors. */
+/* a read surfaces (and drains) the stream's queued errors. */
 TEST(cts_read_returns_queued_errors) {
   cts_env_t env;
   uint32_t data[4] = {0, 0, 0, 0}, out[4];

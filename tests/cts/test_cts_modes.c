@@ -1,7 +1,7 @@
 /* Conformance: execution modes on the CPU server through the client
  * (Checked, Validate, Unchecked; the BoundsCheckMode mapping of
  * launch_unchecked) and the resource limits checked before a launch
- * (spec 1.4, 9.3, 11.14). */
+ *. */
 #include "cts.h"
 
 #include "cubert/cpu.h"
@@ -147,7 +147,7 @@ TEST(cts_mode_validate_queues_error_naming_kernel_buffer_index) {
   mode_teardown(&m);
 }
 
-/* ---- resource limits (spec 9.3): requested and max in the error ---- */
+/* ---- resource limits: requested and max in the error ---- */
 
 CUBERT_KERNEL(cts_nop) {
   CUBERT_BUFFER(uint32_t, buf, 0);

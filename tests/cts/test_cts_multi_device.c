@@ -1,4 +1,4 @@
-/* Conformance: several devices in one process (spec 1.6): ids and
+/* Conformance: several devices in one process: ids and
  * properties per device, teardown in any order, to_client /
  * to_client_tensor / change_client_sync between every pair, error paths. */
 #include "cts_multi.h"
@@ -108,7 +108,7 @@ TEST(cts_multi_device_teardown_in_any_order) {
   }
 }
 
-/* ---- the seed's runtime test (spec 8): test_to_client, every pair ---- */
+/* ---- the seed's runtime test: test_to_client, every pair ---- */
 
 static void to_client_every_pair(uint32_t n, int tensor_path) {
   mdev_t m;

@@ -1,5 +1,5 @@
 /* Conformance: memory_persistent_allocation(f) with nested windows, and
- * exclusive access (spec 1.2, 1.4). */
+ * exclusive access. */
 #include "cts.h"
 
 #include <pthread.h>

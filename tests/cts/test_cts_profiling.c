@@ -1,4 +1,4 @@
-/* Conformance: profiling through the client (spec 7): tokens (nested,
+/* Conformance: profiling through the client: tokens (nested,
  * overlapping, misuse), durations between two stream syncs, an error during a
  * profile invalidating every active token, and the kernel-profiling level
  * with its per-kernel summary written to a log sink at sync. */

@@ -1,5 +1,5 @@
 /* Conformance: staging buffers, the host bytes type and the pinned create
- * variants (spec 1.2, 12.4). */
+ * variants. */
 #include "cts.h"
 
 #include "cubert/cpu.h"

@@ -36,7 +36,7 @@ TEST(executor_add_many_sizes) {
   }
 }
 
-/* A zero in any cube-count component runs nothing (spec 10.1: is_empty). */
+/* A zero in any cube-count component runs nothing (CubeCount is_empty). */
 TEST(executor_zero_cubes_is_noop) {
   cubert_allocator_t a;
   counting_allocator_t c;

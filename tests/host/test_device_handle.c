@@ -4,8 +4,8 @@
  *  - direct: cubert_device_handle_direct_create (core) over a recursive
  *    pthread mutex (the adapter below);
  *  - runner: cubert_device_handle_runner_create (backend-cpu/host/host_runner.c).
- * Ports the cubecl-common device-handle tests (spec 11.14) and the ordering
- * / shutdown guarantees of spec 3.2-3.3. Each shared test is defined once
+ * Ports the cubecl-common device-handle tests and the ordering
+ * / shutdown guarantees of cubert/backend/device.h. Each shared test is defined once
  * (DH_TEST_BOTH) and registered as device_handle_direct_X and
  * device_handle_runner_X; runner-only tests (device_handle_runner_X):
  * test_device_handle_runner.c.
@@ -13,7 +13,7 @@
 #include "device_handle_fixture.h"
 #include "cubert/backend/device.h"
 
-/* ---- shared tests (spec 11.14) ----------------------------------------------- */
+/* ---- shared tests ----------------------------------------------- */
 
 typedef struct dh_thread_arg_t {
   cubert_device_handle_t *handle;
@@ -55,7 +55,7 @@ DH_TEST_BOTH(concurrent_increment) {
 }
 
 /* A task that calls back into its own device: every kind of call runs
- * inline (spec 3.2 re-entrancy) and is visible before the call returns. */
+ * inline (re-entrancy) and is visible before the call returns. */
 static cubert_status_t exclusive_add_inline(void *user) {
   dh_state_t *s = (dh_state_t *)user;
   int64_t before = dh_peek(s), one = 1;
@@ -244,7 +244,7 @@ DH_TEST_BOTH(fresh_after_destroy) {
   dh_fixture_finish(&f);
 }
 
-/* Spec 3.2 ordering: FIFO per submitting thread under 4 producers, and a
+/* Ordering: FIFO per submitting thread under 4 producers, and a
  * blocking call observes every earlier submission of its thread. The runner
  * gets an 8-task queue so producers also wait on a full queue. */
 typedef struct dh_seq_t {
@@ -385,7 +385,7 @@ DH_TEST_BOTH(create_allocation_failure_loop) {
   dh_fixture_finish(&f);
 }
 
-/* Stream propagation (spec 3.2): a task sees its submitter's stream. */
+/* Stream propagation: a task sees its submitter's stream. */
 static void task_stream(void *context, void *payload) {
   (void)payload;
   ((dh_state_t *)context)->stream_seen = cubert_stream_id_current().value;

@@ -5,7 +5,7 @@
  * ownership, location, release: slots churn and are reused by other
  * threads), stale ids (must stay INVALID_HANDLE while their slots are
  * recycled) and "weak" ids published to other threads, which retain them
- * racing with their last release (reliability.md 7 rows 4, 5, 7: no
+ * racing with their last release (no
  * resurrection, never acting on a new occupant). Afterwards every count is
  * exact and the table holds exactly the shared ids. Run under TSan:
  * `make tsan TESTS=handle_threads_`.

@@ -1,5 +1,5 @@
 /* Stream ids: values and slots (core), per-thread resolution, overrides and
- * policy (hosted layer). Spec 3.4. Each test runs in a fresh process, so the
+ * policy (hosted layer). Each test runs in a fresh process, so the
  * global counter starts at 0 and the policy at PER_THREAD in every test. */
 #include <errno.h>
 #include <pthread.h>
@@ -23,7 +23,7 @@ TEST(stream_id_values) {
   CHECK(!cubert_stream_policy_is_valid((cubert_stream_policy_t)3));
 }
 
-/* Spec 3.4: slots are value mod max_streams (default 128). */
+/* slots are value mod max_streams (default 128). */
 TEST(stream_id_slot) {
   static const uint64_t values[] = {0,   1,          127,        128,        129,
                                     255, 1000,       0xFFFFFFFFull, 1ull << 32, (1ull << 40) + 3,
@@ -64,7 +64,7 @@ static thread_ids_t run_query_thread(void) {
   return ids;
 }
 
-/* Spec 3.4: allocated lazily from a global counter starting at 0. */
+/* allocated lazily from a global counter starting at 0. */
 TEST(stream_id_counter_starts_at_zero) {
   thread_ids_t other;
   CHECK_EQ_U64(cubert_stream_id_current().value, 0);
@@ -77,7 +77,7 @@ TEST(stream_id_counter_starts_at_zero) {
   CHECK_EQ_U64(cubert_stream_id_current().value, 0);
 }
 
-/* Spec 3.4 repo test: stable per thread; two threads get different ids. */
+/* CubeCL's test: stable per thread; two threads get different ids. */
 TEST(stream_id_stable_per_thread_distinct_across_threads) {
   thread_ids_t a, b;
   cubert_stream_id_t mine = cubert_stream_id_current();
@@ -133,7 +133,7 @@ TEST(stream_id_concurrent_first_queries_distinct) {
 
 /* ---- overrides (StreamId::executes) ------------------------------------------------ */
 
-/* Spec 3.4 repo tests: nested overrides restore the previous override, the
+/* CubeCL's tests: nested overrides restore the previous override, the
  * outermost restores "no override". */
 TEST(stream_id_override_nesting) {
   cubert_stream_id_token_t outer, inner;

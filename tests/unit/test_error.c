@@ -172,7 +172,7 @@ TEST(error_kind_status_mapping) {
                CUBERT_STATUS_BUFFER_TOO_BIG);
 }
 
-/* Seed 001's `#[error(...)]` strings, literally (without the Backtrace part). */
+/* CubeCL's `#[error(...)]` strings, literally (without the Backtrace part). */
 TEST(error_format_cubecl_exact_leaves) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT);
   cubert_error_t e;

@@ -1,5 +1,5 @@
-/* MultiStream over an event backend (cubert/backend/stream.h; spec 6.1-6.2, 6.6,
- * 11.10; seed 004), against the deterministic fake event backend. */
+/* MultiStream over an event backend (cubert/backend/stream.h),
+ * against the deterministic fake event backend. */
 #include "test.h"
 #include "counting_allocator.h"
 #include "fake_event_backend.h"
@@ -75,7 +75,7 @@ static cubert_resolved_streams_t fx_command(fixture_t *f, uint64_t stream,
   return copy;
 }
 
-/* ---- seed 004's four tests (spec 11.10) ------------------------------------- */
+/* ---- CubeCL's four MultiStream tests ------------------------------------- */
 
 TEST(stream_analysis_shared_bindings_1) {
   fixture_t f;
@@ -137,7 +137,7 @@ TEST(stream_analysis_no_shared) {
 }
 
 TEST(stream_state) {
-  /* spec 6.2 vector: max 4, streams 1 and 2 resolved once, then stream 1
+  /* CubeCL's vector: max 4, streams 1 and 2 resolved once, then stream 1
    * with bindings from 1, 2, 1. */
   fixture_t f;
   cubert_handle_t h[3];
@@ -162,7 +162,7 @@ TEST(stream_state) {
   fx_fini(&f);
 }
 
-/* ---- GC pinning (spec 6.2 guard drop, 11.10) ------------------------------------ */
+/* ---- GC pinning (the guard drop) ------------------------------------ */
 
 TEST(stream_cross_stream_binding_pinned_until_gc_event) {
   fixture_t f;
@@ -416,7 +416,7 @@ TEST(stream_get_and_sync) {
   fx_fini(&f);
 }
 
-/* ---- per-stream error queue (spec 6.6) -------------------------------------------- */
+/* ---- per-stream error queue -------------------------------------------- */
 
 TEST(stream_error_queue_drain_and_aggregate) {
   fixture_t f;
@@ -832,7 +832,7 @@ TEST(stream_resolve_end_failure_queues_error_and_unpins) {
   }
 }
 
-/* Allocation-failure loop (reliability.md): fail the 1st, 2nd, ... allocating
+/* Allocation-failure loop : fail the 1st, 2nd, ... allocating
  * call of a resolve that must create the current, two origin slots and the
  * GC stream and grow the pin buffer. Each run returns OK or
  * RESOURCE_EXHAUSTED with nothing changed, and nothing leaks. */
