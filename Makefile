@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # cubert: the CubeCL runtime in C99.  `make help` lists every target.
 #
 #   make            libcubert.a, libcubert.so.MAJOR (+ symlinks), cubert.pc

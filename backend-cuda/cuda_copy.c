@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_copy.c: asynchronous copies on a stream, 1-D
  * (cuMemcpy{HtoD,DtoH,DtoD}Async) and pitched 2-D (cuMemcpy2DAsync), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_device.c: device attributes and properties, open /
  * close with the primary context, entering a device on a thread, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_event.c: the event pool. Events are created once
  * (CU_EVENT_DISABLE_TIMING, or with timing for profiling), handed out on

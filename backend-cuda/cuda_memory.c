@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_memory.c: device memory (stream-ordered through
  * cuMemAllocAsync / cuMemFreeAsync, cuMemAlloc / cuMemFree on devices

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_module.c: kernel descriptor -> CUfunction.
  *

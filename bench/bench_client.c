@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_client.c: the compute client over the threaded CPU server
  * (cubert/client.h + cubert/cpu.h), through the public API only.

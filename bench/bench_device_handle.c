@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_device_handle.c: cost of the two device-handle implementations
  * (cubert/device.h): the direct (locked) handle over a recursive pthread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_memory.c: steady-state reserve + release through the memory
  * manager (like CubeCL's benches/dynamic.rs: a sliding window of live

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_peers.c: cubert's CPU server next to the CPU runtimes a user
  * would pick instead, each measured in the same run, on the same operation:

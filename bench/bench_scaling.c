@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_scaling.c: how the cost of a launch and of a pool reserve
  * through the compute client grows with the load, on the threaded CPU

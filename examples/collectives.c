@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* examples/collectives.c: four CPU devices in one process: an all_reduce
  * (Sum) across them, then a tensor moved from device 0 to device 3. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * examples/demo.c: the main demo (`make run`). A CPU device runs, from
  * several host threads (each on its own stream), elementwise kernels, a

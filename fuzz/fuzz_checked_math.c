@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_checked_math.c: the overflow-checked helpers (cubert_size_*,
  * cubert_u64_*) against the compiler's __builtin_*_overflow, and the arena

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_client_api.c: programs of client API calls on a CPU server in
  * deterministic mode, checked against a shadow model of every allocation's

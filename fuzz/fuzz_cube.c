@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_cube.c: cube counts, their selection and spreading, cube dims
  * and io-optimized vector sizes (cubert/cube.h) against plain references

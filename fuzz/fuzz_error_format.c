@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_error_format.c: cubert_error_format and the ServerUnhealthy
  * aggregate on arbitrary records, and core/base/fmt.h against snprintf.

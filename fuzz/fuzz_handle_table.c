@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_handle_table.c: the handle table (cubert/handle.h) driven by
  * sequences of acquire / retain / release / ownership / location calls and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_memory_config.c: memory configurations (cubert/memory.h):
  * MemoryConfiguration::resolve of presets and explicit pool lists, and the

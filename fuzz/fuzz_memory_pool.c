@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_memory_pool.c: the memory manager (cubert/memory.h) over a
  * checking host storage, driven by sequences of reserve / release / bind /

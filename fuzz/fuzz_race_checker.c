@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_race_checker.c: the race checker (cubert/race.h) fed random
  * event streams (op begin + accesses, events, stream and host waits,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_sim_schedule.c: the deterministic CPU server driven by fuzzer
  * bytes (cubert_cpu_options_t.choice_bytes: one byte per scheduling choice).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_user_example.c: the worked example of fuzz/README.md ("Fuzzing
  * your own kernels and host code"): a user's kernel and host program fuzzed

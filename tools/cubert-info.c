@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tools/cubert-info: every device's properties (like deviceQuery / clinfo)
  * and its memory pool layout.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tools/cubert_sim.c: the seed sweep behind `make sim SEEDS=N`.
  *
  *   cubert_sim [SEEDS [FIRST]]

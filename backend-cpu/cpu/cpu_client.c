@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-cpu/cpu/cpu_client.c: the CPU device's public functions
  * (cubert/cpu.h): cubert_cpu_client_create, a CPU driver (cpu_driver.c)
  * under the server kit with the hosted layer's hooks (a recursive device

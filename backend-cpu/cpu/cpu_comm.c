@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/cpu/cpu_comm.c: the CPU driver's collective primitives
  * (cubert/backend/driver.h) over the in-process rendezvous of

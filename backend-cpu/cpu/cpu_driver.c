@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/cpu/cpu_driver.c: the CPU driver's table (cubert/backend/
  * driver.h) over simulated streams (cpu_stream.c) and the kernel worker pool

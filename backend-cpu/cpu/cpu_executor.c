@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/cpu/cpu_executor.c: the persistent worker pool that runs dialect
  * kernels over a cube grid (see cpu_executor.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-cpu/cpu/cpu_sim.c: the deterministic mode of the CPU driver
  * (cubert/cpu.h CUBERT_CPU_MODE_DETERMINISTIC, docs/simulation.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-cpu/cpu/cpu_stream.c: simulated streams (see cpu_stream.h). */
 #include "cpu/cpu_stream.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-cpu/host/host_comm.c: in-process communicators (see host_comm.h). */
 #include "host/host_comm.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/host/host_comm.h: in-process communicators for the CPU server's
  * collectives (the role NCCL plays for CUDA). Not installed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/host/host_lock.c: the hooks the hosted layer gives the server
  * kit (cubert/host.h): the recursive device lock, the monotonic clock and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/host/host_runner.c: the runner-thread device handle
  * (cubert/backend/device.h; CubeCL's ChannelDeviceHandle). One thread per handle runs tasks, in order,

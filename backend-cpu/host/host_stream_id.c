@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/host/host_stream_id.c: the calling thread's stream id (CubeCL's StreamId::current):
  * scoped overrides, per-thread ids from a global counter, the process-wide

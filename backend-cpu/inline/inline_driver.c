@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/inline/inline_driver.c: the inline driver (cubert/inline.h):
  * every primitive finishes its work before it returns, on the calling

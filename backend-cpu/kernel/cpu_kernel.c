@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-cpu/kernel/cpu_kernel.c: running CPU kernels, shared by the CPU
  * drivers (see cpu_kernel.h). Freestanding. */
 #include "kernel/cpu_kernel.h"

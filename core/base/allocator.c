@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/base/allocator.c: allocator wrappers, checked size arithmetic, arena. */
 #include "base/internal.h"
 #include "cubert/backend/arith.h"

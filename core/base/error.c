@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/base/error.c: the error record (kinds, chain, fields, reason), its
  * constructors and the ServerUnhealthy aggregate. The Display text is in
  * error_format.c.

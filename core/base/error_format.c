@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/base/error_format.c: the Display text of an error record
  * (cubert_error_format, cubert/error.h), also used to build the messages of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/base/fmt.c: bounded text building without libc (see fmt.h). */
 #include "base/fmt.h"
 

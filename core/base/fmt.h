@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/base/fmt.h: bounded text building for the freestanding core (no libc).
  * Internal header, not installed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/base/internal.h: helpers shared by the freestanding core. Not installed.
  * core/ includes only <stddef.h> <stdint.h> <stdbool.h> <stdarg.h> and its own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/check/race.c: the predictive cross-stream race checker (cubert/backend/race.h,
  * docs/race-checker.md): create, reset, vector clocks, events, joins and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/check/race_format.c: names and the text of a race report (cubert/race.h). */
 #include "check/race_internal.h"
 #include "base/fmt.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/check/race_internal.h: the race checker's state, shared by race.c
  * (create, vector clocks, events, joins, results), race_shadow.c (the shadow

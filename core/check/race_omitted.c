@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/check/race_omitted.c: the race checker's API when the checker is
  * compiled out (CUBERT_CONFIG_RACE_CHECKER 0, cubert/config.h). No checker

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/check/race_shadow.c: the race checker's shadow table (buffer id ->
  * access records, race_internal.h), the access check and reclamation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/check/sim.c: the deterministic simulation's choice point (cubert/sim.h, cubert/backend/sim.h):
  * choosers (seed, replay, bytes, PCT, exhaustive), the trace hash, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/check/sim_omitted.c: the simulation's choice point when it is compiled
  * out (CUBERT_CONFIG_SIMULATION 0, cubert/config.h). No chooser or explorer

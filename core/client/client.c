@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/client/client.c: the compute client: devices and their
  * clients, streams, properties, handles, and the kit behind a client
  * (cubert/backend/kit.h). The operations live in client_memory.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/client/client_comm.c: the client's multi-device operations and
  * collectives: change_client_sync, to_client, to_client_tensor,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/client/client_internal.h: the client's shared state, for the client's own
  * files (client.c, client_memory.c, client_io.c, ...). Not installed.
  *

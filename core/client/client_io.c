@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/client/client_io.c: reads and resources. A read is one
  * task: the kit enqueues the copies on the client's stream and arms the
  * completion, which is then waited on without the device. */

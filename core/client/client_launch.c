@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/client/client_launch.c: launch, flush, sync, exclusive
  * sections and profile(f). */
 #include "client/client_internal.h"

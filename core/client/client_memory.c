@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/client/client_memory.c: allocation and upload (create,
  * create_tensor(s), empty, write) and memory management. The
  * layouts and handles are computed here, on the calling thread; the kit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/client/client_persistent.c: memory_persistent_allocation(f) with nested
  * windows. Each window edge runs in an exclusive section, so the
  * per-stream depth table and the allocation-mode switches are ordered with

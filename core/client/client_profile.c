@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/client/client_profile.c: profiling tokens through the client and
  * logger-driven kernel profiling: the profiling level, per-launch
  * log lines and the per-kernel summary written to a sink at each sync.

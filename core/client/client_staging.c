@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/client/client_staging.c: staging buffers and the pinned create variants:
  * the kit's staging buffers (cubert_kit_staging), or plain
  * host buffers from the client's allocator when the device has none. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/client/client_task.c: what every client operation shares: the
  * client's current stream, the device check of a handle, and running a
  * typed task through the device handle (the base of core/client: it calls

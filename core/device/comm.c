@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/device/comm.c: CommunicationId and ReduceOperation (docs/cubecl-mapping.md,
  * "Value types").

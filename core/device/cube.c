@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/device/cube.c: CubeCount, cube_count_spread, CubeCountSelection, CubeDim and
  * io_optimized_vector_sizes (docs/cubecl-mapping.md, "Cube counts and dims").

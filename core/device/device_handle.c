@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/device/device_handle.c: the direct (locked) device handle. Every call takes
  * the injected recursive lock and runs on the calling thread, so calls made
  * from inside a task or an exclusive section re-enter and run inline. */

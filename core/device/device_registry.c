@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/device/device_registry.c: the process-global device registry: a fixed table,
  * the only global mutable state of the core. Lookups are lock-free; inserts
  * and removals serialize on an atomic spin flag (they are rare). */

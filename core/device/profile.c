@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/device/profile.c: the timestamp profiler, the per-kernel profiling summary
  * and the profiling text helpers (cubert/profile.h, cubert/backend/profiler.h; docs/cubecl-mapping.md,
  * "Profiling").

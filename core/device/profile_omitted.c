@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/device/profile_omitted.c: profiling when it is compiled out
  * (CUBERT_CONFIG_PROFILING 0, cubert/config.h). No profiler or summary can

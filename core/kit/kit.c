@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit.c: the server kit's lifecycle (docs/architecture.md): the
  * driver table's check, creation of the kit's parts, teardown in dependency

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit.h: the server kit as the client calls it (not installed).
  *

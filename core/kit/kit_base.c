@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_base.c: what every part of the kit uses: the sticky
  * device-lost state, the stream slots, and the error queues.

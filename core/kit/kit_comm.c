@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_comm.c: the bookkeeping of collectives
  * (docs/collectives.md). The driver supplies the primitive (comm_create /

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_events.c: the MultiStream's event backend (cubert/backend/
  * stream.h) over the driver. A backend stream is a kit slot (created here

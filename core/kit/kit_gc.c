@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_gc.c: what waits for the device before it may go: pinned
  * cross-stream bindings (the MultiStream's GC tasks) and host

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_internal.h: the server kit's state, shared by the kit's own
  * files (kit.c, kit_events.c, kit_memory.c, kit_gc.c, ...). Not installed.

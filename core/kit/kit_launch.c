@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_launch.c: kernel launches. What any device checks is checked
  * here, before the driver sees the launch:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_memory.c: the memory of each stream slot: a memory manager
  * (core/memory: pools, reuse, persistent windows) over a storage whose pages

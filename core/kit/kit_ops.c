@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_ops.c: the kit's transfers and completions: create (reserve,
  * bind, write), write, read, sync, get_resource.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_profile.c: profiling tokens: host time between two
  * stream syncs, measured with the host's clock hook. A device created

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_race.c: the kit's hooks into the race checker (cubert/backend/race.h,
  * docs/race-checker.md "How the server must call it"), for every driver.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_staging.c: staging buffers: the driver's pinned
  * host memory (host_alloc) when it has some; else, on a driver whose device

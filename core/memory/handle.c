@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/handle.c: the handle table: managed memory ids, their two reference
  * counts and pool ownership (CubeCL's ManagedMemoryHandle / Handle / Binding;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/handle_binding.c: handles and bindings (cubert/handle.h, cubert/backend/handle_table.h), the
  * descriptors the user holds: a memory id from the handle table (handle.c)

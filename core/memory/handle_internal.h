@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/handle_internal.h: test and debug hooks of the handle table
  * (core/memory/handle.c). Not installed, not exported from the shared library.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/memory_config.c: memory configurations (docs/cubecl-mapping.md,
  * "Memory configuration"): the SubSlices

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/memory_direct.c: the direct pool (CubeCL's DirectPool;
  * docs/cubecl-mapping.md, "Direct pool"): one storage

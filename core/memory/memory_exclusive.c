@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/memory_exclusive.c: the exclusive pool (CubeCL's ExclusiveMemoryPool;
  * docs/cubecl-mapping.md, "Exclusive pool"): one slice per page; pages sized after a moving average of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/memory_internal.h: the memory pools behind cubert/backend/memory.h. Not
  * installed. Every structure here is used by one thread (the manager's).

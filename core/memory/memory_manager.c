@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/memory_manager.c: the memory manager of one stream slot (CubeCL's
  * MemoryManagement; docs/cubecl-mapping.md, "Memory manager"): reservation routing through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/memory_persistent.c: the persistent pool (docs/cubecl-mapping.md,
  * "Persistent pool"): exact-fit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/memory_report.c: MemoryUsage, byte formatting and the small helpers
  * every pool shares (padding, growing bookkeeping arrays, owner ids).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/memory_sliced.c: the sliced pool (CubeCL's SlicedPool + MemoryPage;
  * docs/cubecl-mapping.md, "Sliced pool"): pages of one size, each an address-ordered list of slices;

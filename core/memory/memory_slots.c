@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/memory_slots.c: what the exclusive, persistent and direct pools
  * share (memory_internal.h, "whole-allocation slots"). Each of those pools

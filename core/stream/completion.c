@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/stream/completion.c: waiting on completions (the wait itself is the device's: the kit's
  * completions synchronize an event, then drain the stream's errors). */
 #include "base/internal.h"

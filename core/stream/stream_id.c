@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/stream/stream_id.c: stream id values and slots. The per-thread
  * resolution lives in the hosted layer (backend-cpu/host/host_stream_id.c).

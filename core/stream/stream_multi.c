@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/stream/stream_multi.c: MultiStream over an event backend
  * (cubert/backend/stream.h): per-slot cursors and last_synced points, the shared-binding
  * analysis, GC pinning of cross-stream bindings, per-stream error queues.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/stream/stream_pool.c: lazily created stream slots, `id mod max_streams`
  * regular slots plus special slots after them (CubeCL's StreamPool). */
 #include "stream/stream_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // examples/embedded/cxx_host.cpp: cubert from a C++11 host (`make check-cxx-host` builds it
 // with g++ and clang++, -std=c++11 -pedantic -Wall -Wextra -Werror, and runs it).
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/allocator.h: the injected host allocator and an arena over caller
  * memory. (The overflow-checked size helpers the library uses are in

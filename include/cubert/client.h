@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/client.h: the compute client (CubeCL's ComputeClient).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/comm.h: value types of collective communication:
  * CommunicationId (one id per unordered set of devices, naming the

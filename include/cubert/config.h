@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/config.h: compile-time switches that leave optional features out of
  * the core, for small embedded builds. Each switch is 1 (compiled in) unless

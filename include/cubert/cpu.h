@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/cpu.h: the CPU device (hosted layer): the CPU driver
  * (backend-cpu/cpu) under the server kit. Streams are simulated by one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/cube.h: cube counts and cube dims (CubeCL's CubeCount,
  * CubeCountSelection, cube_count_spread, CubeDim, io_optimized_vector_sizes).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert: the CubeCL runtime rebuilt in C99.
  *

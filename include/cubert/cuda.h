@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/cuda.h: what the CUDA backend offers users directly: whether CUDA
  * can be used in this process, the CUDA devices and their properties, and

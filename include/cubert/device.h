@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/device.h: device ids (CubeCL's DeviceId) and the injected device
  * lock a host hands to a device it creates (cubert/inline.h; the hosted layer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/error.h: the error record, carrying CubeCL's full error taxonomy.
  *

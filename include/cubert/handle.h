@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/handle.h: handles and bindings as values (CubeCL's Handle and
  * Binding). A user gets, clones, offsets and releases them through the client

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/host.h: the hosted layer (backend-cpu): what needs an OS.
  * Not part of the freestanding core; link libcubert (which includes it) on a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/kernel.h: the single-source kernel dialect and the kernel
  * descriptor.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/layout.h: the memory layout policy (docs/cubecl-mapping.md, "Memory
  * layout"; CubeCL's

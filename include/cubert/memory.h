@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/memory.h: what a user sees of device memory (CubeCL's MemoryUsage,
  * BytesFormat and MemoryAllocationMode): the usage figures of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/properties.h: device properties (CubeCL's DeviceProperties,
  * HardwareProperties, MemoryDeviceProperties). Plain data, read-only after a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/race.h: what the race checker reports (docs/race-checker.md): the
  * report records, the sink a device delivers them to, the counters, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/sim.h: the choice point of deterministic simulation
  * (docs/simulation.md).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/stream_id.h: stream identity (CubeCL's StreamId and
  * StreamPolicy). A stream id is a plain u64 value; backends map it to one of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/build/enum_sizes.c: compile-time proof that every public enum is 4 bytes wide
  * (make check-headers compiles it as is and with -fshort-enums, the default of

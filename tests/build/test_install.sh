@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/build/test_install.sh: `make install` / `make uninstall` into a
 # temporary DESTDIR, checked end to end. Run by `make check-install` (which
 # builds the library first); uses the same BUILD, CC and MAKE.

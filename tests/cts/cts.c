@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/cts/cts.c: the device under test for the conformance suite (see cts.h). */
 #include "cts.h"
 

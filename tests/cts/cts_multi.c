@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/cts/cts_multi.c: several devices of the driver under test in one
  * test process (the deterministic mode's multi-device tests run threaded:
  * collectives need the threads). */

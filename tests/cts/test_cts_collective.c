@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Conformance: collectives among devices of one process:
  * all_reduce over every dtype, their ordering after the producers and
  * before the consumers, one host thread per device. A device without

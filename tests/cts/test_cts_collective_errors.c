@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Conformance: send / recv and the error paths of collectives:
  * refused at the call (nothing enqueued), refused at the rendezvous (queued
  * on every member), peers that never come (no hang), communicator limits

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Conformance: exclusive sections and profile. */
 #include "cts.h"
 

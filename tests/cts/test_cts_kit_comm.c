@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The kit's collectives called directly (inside an exclusive section, so the
  * device is held): the checks the client cannot reach because it validates
  * first. */

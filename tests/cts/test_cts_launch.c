@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Conformance: kernel launches, streams, cross-stream bindings, the error
  * queue. */
 #include "cts.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Conformance: create / empty / write / read round trips. */
 #include "cts.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Conformance: execution modes on the CPU server through the client
  * (Checked, Validate, Unchecked; the BoundsCheckMode mapping of
  * launch_unchecked) and the resource limits checked before a launch

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Conformance: several devices in one process: ids and
  * properties per device, teardown in any order, to_client /
  * to_client_tensor / change_client_sync between every pair, error paths. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Conformance: memory_persistent_allocation(f) with nested windows, and
  * exclusive access. */
 #include "cts.h"

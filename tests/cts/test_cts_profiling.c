@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Conformance: profiling through the client: tokens (nested,
  * overlapping, misuse), durations between two stream syncs, an error during a
  * profile invalidating every active token, and the kernel-profiling level

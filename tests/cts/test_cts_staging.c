@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Conformance: staging buffers, the host bytes type and the pinned create
  * variants. */
 #include "cts.h"

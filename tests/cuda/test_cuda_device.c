@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_device.c: device open / close, memory, copies and
  * streams of the CUDA device layer, over the fake driver.

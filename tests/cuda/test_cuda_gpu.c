@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_gpu.c: the CUDA device layer on a real GPU, through
  * libcuda.so.1 (or $CUBERT_LIBCUDA) and the kernel images the build

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_lost.c: a context-poisoning error (an illegal
  * address in a kernel, ...) loses the device: every later call on it

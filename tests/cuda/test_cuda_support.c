@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/cuda/test_cuda_support.c: helpers of cuda_test.h (no tests here). */
 #include "cuda_test.h"
 

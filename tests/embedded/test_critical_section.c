@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/embedded/test_critical_section.c: the core built with
  * CUBERT_ATOMIC_CRITICAL_SECTION=1 runs every atomic operation inside the host's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/host/device_handle_fixture.h: the device-handle tests' fixture
  * (test_device_handle.c, test_device_handle_runner.c): either handle

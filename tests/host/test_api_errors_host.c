@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The error records of the hosted user-facing calls that gained out_error: client
  * load/clone and the client's handle calls, io_optimized_vector_sizes, the CPU device's
  * simulation and race-checker calls (and the kit's), stream-id overrides and policy, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/host/test_cpu_executor.c: the CPU kernel executor running kernels
  * written in the dialect of cubert/kernel.h (kernels_test.h), over pools of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/host/test_cpu_executor_pools.c: the CPU kernel executor's pools:
  * creation and teardown, bad arguments, allocation and thread-start

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The CPU server's simulated stream (backend-cpu/cpu/cpu_stream.h) on its own:
  * batched publication of committed ops, the idle worker's look at the
  * unpublished tail, waking a sleeping worker, waits from other threads, a

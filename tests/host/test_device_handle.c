@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/host/test_device_handle.c: device-handle conformance tests, run
  * against both implementations of cubert_device_handle_vtable_t:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/host/test_device_handle_runner.c: the runner-thread device handle's
  * own guarantees (backend-cpu/host/host_runner.c): tasks run on the runner

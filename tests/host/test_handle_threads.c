@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/host/test_handle_threads.c: the handle table under concurrency
  * (core/memory/handle.c). 4 threads x 100k random operations on shared ids (held by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stream ids: values and slots (core), per-thread resolution, overrides and
  * policy (hosted layer). Each test runs in a fresh process, so the
  * global counter starts at 0 and the policy at PER_THREAD in every test. */

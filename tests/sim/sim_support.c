@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/sim/sim_support.c: see sim_support.h. */
 #include "sim_support.h"
 #include "cubert_kernels.h"

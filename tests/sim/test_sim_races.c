@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/sim/test_sim_races.c: the race checker wired into the CPU server.
  *
  * The seeded-bug suite: 21 small programs, each missing exactly one

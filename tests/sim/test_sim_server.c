@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/sim/test_sim_server.c: the deterministic mode of the CPU server:
  * no threads, same seed => same trace and results, replay, exhaustive
  * enumeration on the real server (12,870 and 34,650 schedules), PCT and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/support/counting_allocator.h: an injected allocator for tests that
  * counts live blocks and bytes (and the peak), checks the sizes a caller

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/support/enum_list.h: every enum type of the public headers, for the checks
  * that each one is 4 bytes wide on every target (arm-none-eabi and -fshort-enums

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/support/fake_event_backend.c: see fake_event_backend.h. */
 #include "fake_event_backend.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/support/fake_event_backend.h: a deterministic event backend for the
  * multi-stream tests (cubert/backend/stream.h). A stream is a queue of recorded ops

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "host_storage.h"
 #include "cubert/backend/memory.h"
 

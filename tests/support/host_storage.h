@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/support/host_storage.h: a storage vtable (cubert/memory.h) over libc
  * memory for tests and benches: CubeCL's BytesStorage (zero-filled, size 0

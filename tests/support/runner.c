@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/support/runner.c: runs every registered test in its own process with
  * a timeout, up to J at a time, prints one line per test and closes with the

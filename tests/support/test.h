@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/support/test.h: cubert's small test framework (no dependency).
  *

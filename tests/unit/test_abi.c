@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The ABI of the public structs: every public enum is 4 bytes wide on this target, so a
  * struct that stores one has the same layout whatever the compiler's enum-size rule
  * (arm-none-eabi uses short enums; make test-cortex-m runs this there). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Allocator injection, checked arithmetic, arena, counting allocator. */
 #include "test.h"
 #include "counting_allocator.h"

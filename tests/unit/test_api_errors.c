@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The error records of the user-facing calls that gained out_error: the allocator and
  * arena, CommunicationId, cube counts and dims, io_optimized_vector_sizes, the
  * simulation's choosers and explorer, profile summaries. Each failing call leaves its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/unit/test_base_edges.c: core/base paths the main tests leave out: every status
  * code's name and text, the checked-arithmetic and allocator argument checks, the arena
  * allocator called directly (its interface is the allocator function), corrupt or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/unit/test_check_edges.c: core/check paths the main race and simulation tests
  * leave out: the race checker's shadow table deleting across its end (chains that
  * wrap), clock queries on bad timelines; the simulation chooser's

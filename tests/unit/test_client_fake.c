@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The client and the server kit over a fake driver (core only: this file is
  * part of the unit tests that also run as 32-bit code): a device whose
  * memory is not host-addressable, with no pinned memory, no clock and no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CommunicationId and ReduceOperation. */
 #include "test.h"
 #include "cubert/comm.h"

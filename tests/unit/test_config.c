@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The compile-time switches of cubert/config.h. Each test checks the feature
  * in the build it runs in: working when compiled in, and, when compiled out
  * (make check-minimal), that its API still links and says so: UNSUPPORTED

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CubeCount, cube_count_spread, CubeCountSelection, CubeDim and
  * io_optimized_vector_sizes. */
 #include "test.h"

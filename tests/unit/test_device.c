@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Direct device handle and device registry (single-threaded parts). */
 #include "test.h"
 #include "counting_allocator.h"

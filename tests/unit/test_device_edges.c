@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/unit/test_device_edges.c: core/device paths the main tests leave out: a cube
  * dimension of 2^32 or more units, the direct handle's refusals, registry removal and
  * enumeration edges, the profiler keeping or wrapping every kind of error, an error

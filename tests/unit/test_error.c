@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/unit/test_error.c: the error record's Display text (CubeCL's
  * `#[error(...)]` strings, docs/errors.md), chains, truncation, the
  * ServerUnhealthy aggregate, CallError, and the core text builder

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The handle table and memory ids (core/memory/handle.c): creation, the
  * memory semantics of CubeCL's managed handles (two counts, ownership,
  * locations; docs/cubecl-mapping.md) and the owner fast paths. Bad inputs:

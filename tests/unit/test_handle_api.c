@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Handles and bindings over the table's ids (core/memory/handle_binding.c,
  * cubert/handle.h). */
 #include "test_handle_fixture.h"

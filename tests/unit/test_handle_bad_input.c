@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The handle table under bad input (core/memory/handle.c): null, forged,
  * foreign, stale and double-released ids, saturation, a full table,
  * allocation failures. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_handle_fixture.h: what the handle table tests share
  * (test_handle.c, test_handle_bad_input.c, test_handle_api.c): a table over a

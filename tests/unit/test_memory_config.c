@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Memory configurations (docs/cubecl-mapping.md, "Memory configuration"):
  * the SubSlices ladders and the ExclusivePages buckets (the exact numbers,

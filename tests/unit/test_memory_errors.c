@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Lookups and their errors: every NotFound reason, the identity
  * check (a stale binding never resolves to a later owner), bind's errors,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_memory_fixture.h: a memory manager over the host storage,
  * a handle table and a counting allocator, for the memory_* tests.

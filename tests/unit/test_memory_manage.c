@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * CubeCL's memory_manage.rs tests (41), ported against the host
  * storage. DUMMY props = 128 MiB / 32. "drop" = release the user handle.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Out of memory (docs/cubecl-mapping.md, "Issues CubeCL users report"): the
  * allocation-failure loop

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * CubeCL's memory_pool tests and pool vectors (docs/cubecl-mapping.md,
  * "Memory pools"): page

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Profiling (docs/cubecl-mapping.md, "Profiling"): the timestamp profiler
  * and the profiling levels. The text helpers and the per-kernel summary
  * table: test_profile_summary.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Profiling's text (docs/cubecl-mapping.md, "Profiling"): the duration, type
  * name and launch-line helpers and the per-kernel summary table. */
 #include "test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The predictive cross-stream race checker (core/check/race*.c, cubert/race.h,
  * docs/race-checker.md): CUDA's stream-ordering rules, the happens-before
  * checker (sync edges, a shadow per buffer, lifetime checks), and no buffer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The race checker's API (cubert/race.h): reclamation, event tokens, misuse,
  * allocation failures (OK or RESOURCE_EXHAUSTED, state unchanged, 0 leaks),
  * counters, sink, seed, last report, report text, and the disabled checker. */

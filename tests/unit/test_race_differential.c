@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The race checker's shadow table against a naive model that keeps every
  * access (cubert/race.h, docs/race-checker.md). */
 #define TEST_REQUIRES CUBERT_FEATURE_RACE_CHECKER

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_race_fixture.h: what the race checker tests share
  * (test_race.c, test_race_api.c, test_race_differential.c): stream and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The seeded-bug programs of the race checker tests (test_race_fixture.h):
  * small programs at the checker API level, each missing exactly one
  * synchronization when run with bug = true. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/unit/test_sim.c: the simulation chooser of core/check/sim.c (cubert/sim.h):
  * sources, trace hash, exhaustive explorer, PCT, shrinker, bad arguments. */
 #include "test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* MultiStream over an event backend (cubert/backend/stream.h),
  * against the deterministic fake event backend. */
 #include "test.h"

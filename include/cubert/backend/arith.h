@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/backend/arith.h: overflow-checked size arithmetic, the primitives
  * every size computation of the library goes through. Hot-path helpers:

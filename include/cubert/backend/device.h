@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/backend/device.h: the device handle (CubeCL's
  * DeviceHandle: submit / submit_blocking / exclusive / flush_queue) and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/backend/driver.h: the driver table, the device primitives a backend
  * supplies to the server kit (docs/writing-a-server.md walks through it).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/backend/handle_table.h: the handle table behind handles and bindings:
  * memory ids, their reference counts and locations (CubeCL's managed memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/backend/kit.h: the server kit, for backend authors
  * (docs/writing-a-server.md, docs/architecture.md).

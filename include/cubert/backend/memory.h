@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/backend/memory.h: device memory management (CubeCL's MemoryManagement,
  * memory pools, MemoryConfiguration, MemoryPoolReport), for servers. The usage

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/backend/profiler.h: the timestamp profiler (CubeCL's
  * TimestampProfiler), the token table behind a server's start_profile /

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/backend/race.h: the predictive cross-stream race checker, as servers
  * drive it (docs/race-checker.md). Reports, sinks and counters: cubert/race.h.

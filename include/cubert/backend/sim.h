@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/backend/sim.h: the server's side of deterministic simulation
  * (docs/simulation.md): a deterministic server asks its chooser

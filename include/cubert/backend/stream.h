@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/backend/stream.h: streams and events (CubeCL's EventStreamBackend,
  * StreamPool and MultiStream; docs/cubecl-mapping.md).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/unit/test_memory_edges.c: core/memory paths the main memory tests leave out, at
  * the manager and configuration level: argument refusals of every entry point (nothing
  * changes), a layout with no dynamic pool, layouts that fail to build, the Auto and

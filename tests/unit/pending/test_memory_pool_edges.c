@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/unit/test_memory_pool_edges.c: the four pool kinds driven directly (their
  * interface in core/memory/memory_internal.h), on the paths the manager never takes:
  * alignment 0, requests whose padded size wraps, an owner id that died before its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/unit/test_stream_edges.c: core/stream paths the main multi-stream tests leave
  * out: completions, the stream slot pool on its own, every NULL and incomplete-vtable
  * refusal, backends that misbehave within their contract's words (a stream that is
