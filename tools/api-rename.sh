@@ -22,7 +22,8 @@
 #     to include/cubert/backend/ (handle table and memory ids, memory manager and pools, the
 #     device handle and registry, the race checker, the simulation's choice calls, the
 #     profiler, checked arithmetic) get the backend header.
-# Steps 2 and 3 need python3; SKIP_PY=1 runs the renames only.
+#  4. sh tests/build/check_hygiene.sh add-spdx: the SPDX line in new source files.
+# Steps 2 and 3 need python3; SKIP_PY=1 skips them.
 set -eu
 root=${1:-.}
 cd "$root"
@@ -46,3 +47,4 @@ if [ "${SKIP_PY:-0}" != 1 ]; then
   python3 tools/api_migrate.py out-error
   python3 tools/api_migrate.py includes
 fi
+if [ -f tests/build/check_hygiene.sh ]; then sh tests/build/check_hygiene.sh add-spdx; fi
