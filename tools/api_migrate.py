@@ -110,6 +110,22 @@ def split_args(text, start):
     return -1, []
 
 
+def null_argument(text, paren, end):
+    """`, NULL`, or on a line of its own aligned with the arguments when the call's last
+    line would pass 100 columns."""
+    line_start = text.rfind("\n", 0, end) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    if line_end - line_start + 6 <= 100:
+        return ", NULL"
+    if text.rfind("\n", 0, paren) + 1 == line_start:
+        col = paren + 1 - line_start          # the call opens on this line
+    else:
+        line = text[line_start:end]
+        col = len(line) - len(line.lstrip())  # continuation lines are aligned already
+    return ",\n" + " " * col + "NULL"
+
+
 def add_out_error(text):
     names = sorted(OUT_ERROR_ARITY, key=len, reverse=True)
     pat = re.compile(r"\b(" + "|".join(names) + r")\s*\(")
@@ -132,7 +148,7 @@ def add_out_error(text):
         if count != OUT_ERROR_ARITY[name]:
             continue
         out.append(text[pos:end])
-        out.append(", NULL")
+        out.append(null_argument(text, paren, end))
         pos = end
         changed = True
     out.append(text[pos:])

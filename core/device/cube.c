@@ -190,7 +190,7 @@ cubert_status_t cubert_calculate_cube_count_elemwise(cubert_dim3_t max_cube_coun
                                                      uint64_t num_elems, cubert_dim3_t cube_dim,
                                                      cubert_cube_count_t *out_count,
                                                      cubert_error_t *out_error) {
-  uint64_t units, num_cubes, rem;
+  uint64_t units = 0, num_cubes, rem;
   cubert_cube_count_selection_t selection;
   if (!out_count)
     return cubert_invalid_argument(out_error,
