@@ -147,7 +147,8 @@ static cubert_status_t staging_acquire(cubert_cuda_device_t *device, uint64_t si
     return CUBERT_STATUS_OK;
   }
   capacity = (uint64_t)1 << (cls + CUBERT_CUDA_STAGING_MIN_CLASS);
-  if (cubert_allocator_malloc(device->allocator, sizeof *c, 0, (void **)&c, NULL) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(device->allocator, sizeof *c, 0, (void **)&c,
+                              NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "cannot allocate a staging chunk record");
   st = cubert_cuda_host_alloc(device, capacity, &ptr, out_error);

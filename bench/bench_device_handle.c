@@ -64,7 +64,8 @@ static void bench_create(bench_impl_t *impl, const bench_config_t *cfg,
                          cubert_device_handle_t *out) {
   cubert_status_t status;
   if (impl->runner) {
-    status = cubert_device_handle_runner_create(cubert_allocator_libc(), NULL, cfg->queue, out, NULL);
+    status = cubert_device_handle_runner_create(cubert_allocator_libc(), NULL, cfg->queue, out,
+                                                NULL);
   } else {
     cubert_lock_t lock;
     lock.self = &impl->rlock;

@@ -306,7 +306,8 @@ static void arena_resize(model_t *m, unsigned index, size_t new_size) {
   cubert_arena_t before = m->arena;
   size_t offset = 0, keep, k;
   int ok;
-  cubert_status_t st = cubert_allocator_realloc(m->alloc, b->ptr, b->size, new_size, b->align, &p, NULL);
+  cubert_status_t st = cubert_allocator_realloc(m->alloc, b->ptr, b->size, new_size, b->align, &p,
+                                                NULL);
   if (new_size == 0) {
     FUZZ_CHECK(st == CUBERT_STATUS_INVALID_ARGUMENT);
     FUZZ_CHECK(p == sentinel);

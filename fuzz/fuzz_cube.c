@@ -212,7 +212,8 @@ static void case_vectors(fuzz_reader_t *r) {
   FUZZ_CHECK(n == wn && n <= CUBERT_IO_VECTOR_SIZES_MAX && memcmp(got, want, n * sizeof got[0]) == 0);
   /* query form, a short buffer, the hardware form */
   n = 0;
-  FUZZ_CHECK(cubert_io_optimized_vector_sizes_from_limits(max_vec, load, e, NULL, 0, &n, NULL) == CUBERT_STATUS_OK && n == wn);
+  FUZZ_CHECK(cubert_io_optimized_vector_sizes_from_limits(max_vec, load, e, NULL, 0, &n,
+                                                          NULL) == CUBERT_STATUS_OK && n == wn);
   cap = wn - 1;
   memset(got, 0, sizeof got);
   FUZZ_CHECK(cubert_io_optimized_vector_sizes_from_limits(max_vec, load, e, got, cap, &n, NULL) ==
@@ -223,7 +224,8 @@ static void case_vectors(fuzz_reader_t *r) {
   memset(&hw, 0, sizeof hw);
   hw.max_vector_size = max_vec;
   hw.load_width = load;
-  FUZZ_CHECK(cubert_io_optimized_vector_sizes(&hw, e, got, CUBERT_IO_VECTOR_SIZES_MAX, &n, NULL) == CUBERT_STATUS_OK &&
+  FUZZ_CHECK(cubert_io_optimized_vector_sizes(&hw, e, got, CUBERT_IO_VECTOR_SIZES_MAX, &n,
+                                              NULL) == CUBERT_STATUS_OK &&
              n == wn && memcmp(got, want, n * sizeof got[0]) == 0);
 }
 
@@ -258,7 +260,8 @@ static void case_count(fuzz_reader_t *r) {
   FUZZ_CHECK(cubert_cube_count_format(&dyn, buf, sizeof buf, &len, NULL) == CUBERT_STATUS_OK &&
              len == 7 && strcmp(buf, "binding") == 0);
   dyn.kind = (cubert_cube_count_kind_t)(2 + (b & 1));
-  FUZZ_CHECK(cubert_cube_count_format(&dyn, buf, sizeof buf, &len, NULL) == CUBERT_STATUS_INVALID_ARGUMENT);
+  FUZZ_CHECK(cubert_cube_count_format(&dyn, buf, sizeof buf, &len,
+                                      NULL) == CUBERT_STATUS_INVALID_ARGUMENT);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -69,9 +69,12 @@ static uint64_t run(const uint8_t *data, size_t size) {
     cubert_client_set_stream(s[k], (uint64_t)k + 1);
   }
   for (i = 0; i < N; i++) init[i] = i;
-  FUZZ_CHECK(cubert_client_create_from_slice(s[0], init, sizeof init, &x, NULL) == CUBERT_STATUS_OK);
-  FUZZ_CHECK(cubert_client_create_from_slice(s[1], init, sizeof init, &y, NULL) == CUBERT_STATUS_OK);
-  FUZZ_CHECK(cubert_client_create_from_slice(s[2], init, sizeof init, &z, NULL) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert_client_create_from_slice(s[0], init, sizeof init, &x,
+                                             NULL) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert_client_create_from_slice(s[1], init, sizeof init, &y,
+                                             NULL) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert_client_create_from_slice(s[2], init, sizeof init, &z,
+                                             NULL) == CUBERT_STATUS_OK);
   launch(s[0], &fz_add_kernel, &x, 1, 5);
   launch(s[2], &fz_add_kernel, &z, 1, 7);
   pair[0] = x;

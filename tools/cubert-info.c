@@ -135,7 +135,8 @@ static int print_device(cubert_device_id_t id) {
     printf("  Max vector size:                    unbounded\n");
   else
     printf("  Max vector size:                    %llu\n", (unsigned long long)hw->max_vector_size);
-  if (cubert_client_io_optimized_vector_sizes(client, 4, sizes, 16, &nsizes, NULL) == CUBERT_STATUS_OK) {
+  if (cubert_client_io_optimized_vector_sizes(client, 4, sizes, 16, &nsizes,
+                                              NULL) == CUBERT_STATUS_OK) {
     printf("  IO-optimized vector sizes (f32):    ");
     for (i = 0; i < nsizes && i < 16; i++) printf("%u ", (unsigned)sizes[i]);
     printf("\n");

@@ -321,7 +321,8 @@ static cubert_status_t executor_reserve_shared(cubert_cpu_executor_t *ex, size_t
   cubert_status_t s = CUBERT_STATUS_OK;
   if (need == 0 || ex->caller.dynamic_capacity >= need) return CUBERT_STATUS_OK;
   for (i = 0; i < n && s == CUBERT_STATUS_OK; i++)
-    s = cubert_allocator_malloc(ex->allocator, need, 64, (void **)&executor_context(ex, i)->pending, NULL);
+    s = cubert_allocator_malloc(ex->allocator, need, 64, (void **)&executor_context(ex, i)->pending,
+                                NULL);
   for (i = 0; i < n; i++) {
     executor_context_t *ctx = executor_context(ex, i);
     if (!ctx->pending) continue;

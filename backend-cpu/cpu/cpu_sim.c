@@ -28,7 +28,8 @@ cubert_status_t cpu_sim_create(cpu_device_t *d, const cubert_cpu_options_t *o,
   d->deterministic = 1;
   cap = o->log_capacity ? o->log_capacity : SIM_DEFAULT_LOG;
   d->sim_log_capacity = cap; /* cpu_sim_destroy frees the log with it if a later block fails */
-  if (cubert_allocator_malloc_array(d->allocator, cap, sizeof(uint32_t), 0, (void **)&d->sim_log, NULL) !=
+  if (cubert_allocator_malloc_array(d->allocator, cap, sizeof(uint32_t), 0, (void **)&d->sim_log,
+                                    NULL) !=
           CUBERT_STATUS_OK ||
       cubert_allocator_malloc_array(d->allocator, d->stream_count, sizeof(uint32_t), 0,
                                     (void **)&d->sim_ids, NULL) != CUBERT_STATUS_OK ||

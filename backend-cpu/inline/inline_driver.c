@@ -55,7 +55,8 @@ static cubert_status_t inline_memory_alloc(void *self, uint64_t size,
   (void)stream;
   if (size > (uint64_t)SIZE_MAX)
     return cubert_error_set(out_error, CUBERT_ERROR_IO_BUFFER_TOO_BIG, &size, 1, 0);
-  if (cubert_allocator_malloc(d->allocator, (size_t)size, INLINE_ALIGN, &p, NULL) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(d->allocator, (size_t)size, INLINE_ALIGN, &p,
+                              NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_IO_OUT_OF_MEMORY, &size, 1,
                             "memory allocation failed");
   *out_address = (cubert_device_ptr_t)(uintptr_t)p;

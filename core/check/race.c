@@ -187,7 +187,8 @@ static cubert_status_t race_events_grow(cubert_race_checker_t *c) {
           CUBERT_STATUS_OK) {
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   }
-  if (cubert_allocator_malloc(c->allocator, slot_bytes, RACE_ALIGN, &slots, NULL) != CUBERT_STATUS_OK) {
+  if (cubert_allocator_malloc(c->allocator, slot_bytes, RACE_ALIGN, &slots,
+                              NULL) != CUBERT_STATUS_OK) {
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   }
   if (cubert_allocator_malloc(c->allocator, clock_bytes, RACE_ALIGN, &clocks, NULL) !=

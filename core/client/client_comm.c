@@ -324,7 +324,8 @@ cubert_status_t cubert_client_change_client_sync(cubert_client_t *src,
     return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, &size, 1,
                             "change_client_sync: tensor larger than the address space");
   allocator = src->state->allocator;
-  if (size && cubert_allocator_malloc(allocator, (size_t)size, 0, &buffer, NULL) != CUBERT_STATUS_OK)
+  if (size && cubert_allocator_malloc(allocator, (size_t)size, 0, &buffer,
+                                      NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &size, 1,
                             "change_client_sync: host buffer");
   /* blocking read on the source, then a non-blocking upload to the destination */

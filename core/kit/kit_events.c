@@ -22,7 +22,8 @@ static cubert_status_t ev_create_stream(void *self, uint32_t index, void **out_s
   if (index > kit->max_streams)
     return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0, "no such stream slot");
   CUBERT_RETURN_IF_ERROR(kit_lost(kit, out_error));
-  if (cubert_allocator_malloc(kit->allocator, sizeof(*slot), 0, (void **)&slot, NULL) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(kit->allocator, sizeof(*slot), 0, (void **)&slot,
+                              NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "stream slot");
   slot->kit = kit;
   slot->index = index;

@@ -229,7 +229,8 @@ cubert_status_t cubert_multi_stream_create(cubert_allocator_t allocator,
     goto fail;
   ms->needs_event = (void **)events;
   if ((status = cubert_allocator_malloc_array(allocator, opts.max_streams + 1u,
-                                              sizeof(uint32_t), 0, &created, NULL)) != CUBERT_STATUS_OK)
+                                              sizeof(uint32_t), 0, &created,
+                                              NULL)) != CUBERT_STATUS_OK)
     goto fail;
   ms->created = (uint32_t *)created;
   if ((status = cubert_allocator_malloc_array(allocator, opts.gc_capacity, sizeof(gc_entry_t), 0,

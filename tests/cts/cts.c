@@ -152,7 +152,8 @@ void cts_teardown(cts_env_t *env) {
     cubert_race_report_t report;
     char line[512];
     CHECK_OK(cubert_kit_race_counters(env->client, &counters, NULL));
-    if (counters.reports && cubert_kit_race_last_report(env->client, &report, NULL) == CUBERT_STATUS_OK) {
+    if (counters.reports && cubert_kit_race_last_report(env->client, &report,
+                                                        NULL) == CUBERT_STATUS_OK) {
       cubert_race_report_format(&report, line, sizeof line);
       test_fail(__FILE__, __LINE__, "%llu race report(s), last: %s",
                 (unsigned long long)counters.reports, line);

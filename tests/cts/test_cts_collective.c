@@ -332,7 +332,8 @@ TEST(cts_all_reduce_keeps_released_buffers_until_it_ran) {
   /* it ran: the memory is let go */
   CHECK(!cubert_memory_id_is_alive(cubert_client_handle_table(m.env[0].client), released));
   CHECK_OK(cubert_client_handle_release(m.env[1].client, &src[1], NULL));
-  for (k = 0; k < 16; k++) CHECK_OK(cubert_client_handle_release(m.env[0].client, &filler[k], NULL));
+  for (k = 0; k < 16; k++) CHECK_OK(cubert_client_handle_release(m.env[0].client, &filler[k],
+                                                                 NULL));
   mdev_teardown(&m);
 }
 

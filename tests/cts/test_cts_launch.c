@@ -187,7 +187,8 @@ static void *thread_program(void *arg) {
   w->ok = 1;
   for (round = 0; round < 10; round++) {
     for (i = 0; i < 512; i++) data[i] = (uint32_t)(i * round);
-    if (cubert_client_create_from_slice(w->client, data, sizeof data, &h, NULL) != CUBERT_STATUS_OK) {
+    if (cubert_client_create_from_slice(w->client, data, sizeof data, &h,
+                                        NULL) != CUBERT_STATUS_OK) {
       w->ok = 0;
       return NULL;
     }

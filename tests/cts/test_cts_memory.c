@@ -343,7 +343,8 @@ TEST_EX(cts_host_allocation_failure_loop, 240) {
     memset(data, 7, sizeof data);
     counting_allocator_fail_at(&c, n, 1);
     if (cts_client_create(a, &o, &client, NULL) == CUBERT_STATUS_OK) {
-      if (cubert_client_create_from_slice(client, data, sizeof data, &h, NULL) == CUBERT_STATUS_OK) {
+      if (cubert_client_create_from_slice(client, data, sizeof data, &h,
+                                          NULL) == CUBERT_STATUS_OK) {
         cubert_status_t st = cubert_client_read_one(client, &h, out, sizeof out, NULL);
         CHECK(st == CUBERT_STATUS_OK || st != CUBERT_STATUS_INTERNAL);
         if (st == CUBERT_STATUS_OK) CHECK(memcmp(out, data, sizeof data) == 0);

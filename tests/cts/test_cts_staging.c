@@ -273,7 +273,8 @@ TEST(cts_bytes_owner_release_runs_once) {
   for (i = 0; i < 16; i++) CHECK(out[i] == 5);
   CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   b = owned_bytes(&o, 16, CUBERT_ALLOCATION_FILE, 5);
-  CHECK_STATUS(cubert_client_create_from_bytes(env.client, b, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_client_create_from_bytes(env.client, b, NULL,
+                                               NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_I64(o.releases, 1);
   cts_teardown(&env);
 }

@@ -65,7 +65,8 @@ static inline cubert_status_t dh_create(dh_fixture_t *f, void *context, uint32_t
     lock.unlock = dh_rlock_unlock;
     return cubert_device_handle_direct_create(f->allocator, context, lock, out_handle);
   }
-  return cubert_device_handle_runner_create(f->allocator, context, queue_capacity, out_handle, NULL);
+  return cubert_device_handle_runner_create(f->allocator, context, queue_capacity, out_handle,
+                                            NULL);
 }
 
 static inline void dh_open(dh_fixture_t *f, void *context, uint32_t queue_capacity) {

@@ -188,7 +188,8 @@ TEST(device_handle_runner_create_errors) {
                CUBERT_STATUS_RESOURCE_EXHAUSTED);
   CHECK_EQ_I64(f.counting.live_blocks, 0);
   /* the largest queue works */
-  CHECK_OK(cubert_device_handle_runner_create(f.allocator, &s, CUBERT_DEVICE_RUNNER_QUEUE_MAX, &h, NULL));
+  CHECK_OK(cubert_device_handle_runner_create(f.allocator, &s, CUBERT_DEVICE_RUNNER_QUEUE_MAX, &h,
+                                              NULL));
   CHECK_OK(h.vtable->submit(h.self, task_add, &(int64_t){7}, sizeof(int64_t)));
   h.vtable->destroy(h.self);
   CHECK_EQ_I64(dh_peek(&s), 7);

@@ -239,7 +239,8 @@ TEST(stream_id_executes_callback) {
   CHECK_EQ_U64(ctx.seen_outer.value, 11);
   CHECK_EQ_U64(ctx.seen_inner.value, 22);
   CHECK_EQ_U64(cubert_stream_id_current().value, base.value);
-  CHECK_STATUS(cubert_stream_id_executes(sid(11), NULL, &ctx, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_stream_id_executes(sid(11), NULL, &ctx,
+                                         NULL), CUBERT_STATUS_INVALID_ARGUMENT);
 }
 
 /* ---- policy -------------------------------------------------------------------------------- */

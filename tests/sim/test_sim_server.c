@@ -557,7 +557,8 @@ TEST_EX(simdet_allocation_failure_loop, 240) {
     if (cubert_cpu_client_create(a, &o, &client, NULL) == CUBERT_STATUS_OK) {
       if (cubert_client_clone(client, &other, NULL) == CUBERT_STATUS_OK) {
         cubert_client_set_stream(other, 2);
-        if (cubert_client_create_from_slice(client, data, sizeof data, &h, NULL) == CUBERT_STATUS_OK) {
+        if (cubert_client_create_from_slice(client, data, sizeof data, &h,
+                                            NULL) == CUBERT_STATUS_OK) {
           if (cubert_client_empty(other, sizeof out, &y, NULL) == CUBERT_STATUS_OK) {
             cubert_binding_t b[2];
             cubert_launch_arguments_t args;

@@ -87,7 +87,8 @@ TEST(allocator_failure_leaves_block) {
   CHECK_OK(cubert_allocator_malloc(a, 32, 16, &p, NULL));
   counting_allocator_fail_at(&c, 1, 0);
   q = p;
-  CHECK_STATUS(cubert_allocator_realloc(a, p, 32, 64, 16, &q, NULL), CUBERT_STATUS_RESOURCE_EXHAUSTED);
+  CHECK_STATUS(cubert_allocator_realloc(a, p, 32, 64, 16, &q,
+                                        NULL), CUBERT_STATUS_RESOURCE_EXHAUSTED);
   CHECK(q == p);
   CHECK_EQ_I64(c.live_blocks, 1);
   cubert_allocator_free(a, p, 32, 16);
@@ -107,7 +108,8 @@ TEST(allocator_arena) {
   cubert_arena_t arena;
   cubert_allocator_t a;
   void *p = NULL, *q = NULL, *r = NULL;
-  CHECK_STATUS(cubert_arena_initialize(NULL, buf, sizeof buf, &a, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_arena_initialize(NULL, buf, sizeof buf, &a,
+                                       NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert_arena_initialize(&arena, NULL, 16, &a, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_OK(cubert_arena_initialize(&arena, buf, sizeof buf, &a, NULL));
   CHECK_OK(cubert_allocator_malloc(a, 10, 8, &p, NULL));

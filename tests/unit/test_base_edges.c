@@ -77,11 +77,16 @@ TEST(allocator_wrappers_refuse_bad_arguments_before_the_allocator) {
   no_fn.self = NULL;
   no_fn.fn = NULL;
   CHECK_STATUS(cubert_allocator_malloc(no_fn, 8, 8, &p, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_allocator_malloc_array(a, 2, 4, 8, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_allocator_realloc(a, NULL, 0, 8, 8, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_allocator_realloc(a, NULL, 0, 0, 8, &p, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_allocator_realloc(no_fn, NULL, 0, 8, 8, &p, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_allocator_realloc(a, NULL, 0, 8, 24, &p, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_allocator_malloc_array(a, 2, 4, 8, NULL,
+                                             NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_allocator_realloc(a, NULL, 0, 8, 8, NULL,
+                                        NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_allocator_realloc(a, NULL, 0, 0, 8, &p,
+                                        NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_allocator_realloc(no_fn, NULL, 0, 8, 8, &p,
+                                        NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_allocator_realloc(a, NULL, 0, 8, 24, &p,
+                                        NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(p == (void *)&c);   /* untouched */
   CHECK_EQ_U64(c.calls, 0); /* nothing reached the allocator */
   cubert_allocator_free(no_fn, &c, 8, 8); /* no function: a no-op */
@@ -109,7 +114,8 @@ TEST(allocator_arena_function_edges) {
   cubert_arena_t arena;
   cubert_allocator_t a;
   unsigned char *p, *q, *r;
-  CHECK_STATUS(cubert_arena_initialize(&arena, buf, sizeof buf, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_arena_initialize(&arena, buf, sizeof buf, NULL,
+                                       NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_OK(cubert_arena_initialize(&arena, NULL, 0, &a, NULL)); /* an empty arena is valid */
   CHECK(a.fn(a.self, NULL, 0, 1, 1) == NULL);              /* and has no room */
   CHECK_OK(cubert_arena_initialize(&arena, buf, sizeof buf, &a, NULL));

@@ -117,25 +117,43 @@ TEST(sim_chooser_init_refusals_leave_it_untouched) {
   const uint32_t replay[2] = {1, 0};
   const uint8_t bytes[2] = {1, 0};
   memset(&c, 0x5a, sizeof c);
-  CHECK_STATUS(cubert_sim_chooser_initialize_seed(NULL, 1, log, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_seed(&c, 1, NULL, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_replay(NULL, replay, 2, log, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_replay(&c, replay, 2, NULL, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_replay(&c, NULL, 2, log, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_bytes(NULL, bytes, 2, log, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_bytes(&c, bytes, 2, NULL, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_bytes(&c, NULL, 2, log, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_pct(NULL, 1, 2, 10, log, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, 2, 10, NULL, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, 2, 0, log, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_seed(NULL, 1, log, 4,
+                                                  NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_seed(&c, 1, NULL, 4,
+                                                  NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_replay(NULL, replay, 2, log, 4,
+                                                    NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_replay(&c, replay, 2, NULL, 4,
+                                                    NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_replay(&c, NULL, 2, log, 4,
+                                                    NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_bytes(NULL, bytes, 2, log, 4,
+                                                   NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_bytes(&c, bytes, 2, NULL, 4,
+                                                   NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_bytes(&c, NULL, 2, log, 4,
+                                                   NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_pct(NULL, 1, 2, 10, log, 4,
+                                                 NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, 2, 10, NULL, 4,
+                                                 NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, 2, 0, log, 4,
+                                                 NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_OK(cubert_sim_explorer_initialize(&e, choice, arity, 4, NULL));
-  CHECK_STATUS(cubert_sim_chooser_initialize_explore(NULL, &e, log, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_explore(&c, NULL, log, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_explorer_initialize(NULL, choice, arity, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_explorer_initialize(&e, choice, arity, 0, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_explorer_initialize(&e, NULL, arity, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_explorer_initialize(&e, choice, NULL, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_explore(NULL, &e, log, 4,
+                                                     NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 4,
+                                                     NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_explore(&c, NULL, log, 4,
+                                                     NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_explorer_initialize(NULL, choice, arity, 4,
+                                              NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_explorer_initialize(&e, choice, arity, 0,
+                                              NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_explorer_initialize(&e, NULL, arity, 4,
+                                              NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_explorer_initialize(&e, choice, NULL, 4,
+                                              NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(c.source, 0x5a5a5a5au); /* untouched by every refusal */
   /* no log and no capacity is fine: nothing is logged, the hash still moves */
   CHECK_OK(cubert_sim_chooser_initialize_replay(&c, NULL, 0, NULL, 0, NULL));

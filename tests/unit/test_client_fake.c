@@ -565,7 +565,8 @@ TEST(client_kit_staging_from_the_driver) {
   CHECK(b[1].data == NULL && b[1].release == NULL);
   CHECK_EQ_I64(d.host_allocs, 1);
   memset(b[0].data, 3, 24);
-  CHECK_OK(cubert_client_create_from_bytes(client, b[0], &h, NULL)); /* moved: released after its copy */
+  CHECK_OK(cubert_client_create_from_bytes(client, b[0], &h,
+                                           NULL)); /* moved: released after its copy */
   CHECK_OK(cubert_client_sync(client, NULL));
   CHECK_EQ_I64(d.host_frees, 1);
   /* the driver refuses (and so does the fallback): nothing is left */

@@ -102,8 +102,10 @@ TEST(config_simulation) {
     CHECK_STATUS(st, CUBERT_STATUS_UNSUPPORTED);
     CHECK_EQ_U64(ch.source, 0xABABABABu); /* untouched */
     CHECK_EQ_U64(cubert_sim_choose(&ch, 3, NULL), 0);
-    CHECK_STATUS(cubert_sim_chooser_initialize_replay(&ch, log, 0, NULL, 0, NULL), CUBERT_STATUS_UNSUPPORTED);
-    CHECK_STATUS(cubert_sim_explorer_initialize(&e, choice, arity, 4, NULL), CUBERT_STATUS_UNSUPPORTED);
+    CHECK_STATUS(cubert_sim_chooser_initialize_replay(&ch, log, 0, NULL, 0,
+                                                      NULL), CUBERT_STATUS_UNSUPPORTED);
+    CHECK_STATUS(cubert_sim_explorer_initialize(&e, choice, arity, 4,
+                                                NULL), CUBERT_STATUS_UNSUPPORTED);
     CHECK(!cubert_sim_explorer_next(&e));
     CHECK_EQ_U64(cubert_sim_shrink(shrunk, 3, scratch, NULL, NULL), 3);
     CHECK_EQ_U64(shrunk[0], 2);

@@ -188,7 +188,8 @@ TEST(cube_selection_null_accessors) {
   CHECK(!cubert_cube_count_selection_has_idle(NULL));
   CHECK_STATUS(cubert_cube_count_selection_new(dim3(1, 1, 1), 1, NULL, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_cube_count_spread(dim3(1, 1, 1), 1, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_cube_count_spread(dim3(1, 1, 1), 1, NULL,
+                                        NULL), CUBERT_STATUS_INVALID_ARGUMENT);
 }
 
 /* Derived (cubert): the product exceeds u32 here; CubeCL's u32 product
@@ -232,7 +233,8 @@ TEST(cube_spread_overflow_leaves_out_untouched) {
  * met (CubeCL loops until u32 overflow) -> INVALID_ARGUMENT. */
 TEST(cube_spread_zero_max) {
   cubert_dim3_t out = dim3(7, 8, 9);
-  CHECK_STATUS(cubert_cube_count_spread(dim3(0, 4, 4), 5, &out, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_cube_count_spread(dim3(0, 4, 4), 5, &out,
+                                        NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_DIM3(out, 7, 8, 9);
   CHECK_STATUS(cubert_cube_count_spread(dim3(4, 0, 4), 100, &out, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
@@ -248,7 +250,8 @@ TEST(cube_spread_zero_max) {
 
 TEST(cube_elemwise_zero_elems_is_zero_count) {
   cubert_cube_count_t c = cubert_cube_count_new_single();
-  CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(65535, 65535, 65535), 0, dim3(256, 1, 1), &c, NULL));
+  CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(65535, 65535, 65535), 0, dim3(256, 1, 1), &c,
+                                                NULL));
   CHECK_EQ_U64(c.kind, CUBERT_CUBE_COUNT_STATIC);
   CHECK_DIM3(c.count, 0, 0, 0);
   CHECK(cubert_cube_count_is_empty(&c));
@@ -257,13 +260,16 @@ TEST(cube_elemwise_zero_elems_is_zero_count) {
 TEST(cube_elemwise_counts) {
   cubert_cube_count_t c;
   /* ceil(1000 / 256) = 4 */
-  CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(65535, 65535, 65535), 1000, dim3(32, 8, 1), &c, NULL));
+  CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(65535, 65535, 65535), 1000, dim3(32, 8, 1), &c,
+                                                NULL));
   CHECK_DIM3(c.count, 4, 1, 1);
   /* ceil(1024 / 256) = 4 exactly */
-  CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(65535, 65535, 65535), 1024, dim3(32, 8, 1), &c, NULL));
+  CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(65535, 65535, 65535), 1024, dim3(32, 8, 1), &c,
+                                                NULL));
   CHECK_DIM3(c.count, 4, 1, 1);
   /* 2048 * 256 elements over (32,32,32): the safe_num_cubes_even spread */
-  CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(32, 32, 32), 2048u * 256u, dim3(16, 16, 1), &c, NULL));
+  CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(32, 32, 32), 2048u * 256u, dim3(16, 16, 1), &c,
+                                                NULL));
   CHECK_DIM3(c.count, 32, 32, 2);
   /* More than 2^32 elements: (2^32 - 1) * 256 -> 2^32 - 1 cubes. */
   CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(65535, 65535, 65535), 0xFFFFFFFFull * 256u,
@@ -295,7 +301,8 @@ TEST(cube_elemwise_errors_leave_out_untouched) {
                CUBERT_STATUS_OVERFLOW);
   /* Cube dim whose unit count overflows u64. */
   CHECK_STATUS(cubert_calculate_cube_count_elemwise(max, 10,
-                                                    dim3(UINT32_MAX, UINT32_MAX, UINT32_MAX), &c, NULL),
+                                                    dim3(UINT32_MAX, UINT32_MAX, UINT32_MAX), &c,
+                                                    NULL),
                CUBERT_STATUS_OVERFLOW);
   /* Spread failure propagates. */
   CHECK_STATUS(cubert_calculate_cube_count_elemwise(dim3(0, 1, 1), 10, dim3(1, 1, 1), &c, NULL),
@@ -338,7 +345,8 @@ TEST(cube_dim_num_elems) {
   CHECK_STATUS(cubert_cube_dim_num_elems(dim3(UINT32_MAX, UINT32_MAX, 2), &n, NULL),
                CUBERT_STATUS_OVERFLOW);
   CHECK_EQ_U64(n, 5);
-  CHECK_STATUS(cubert_cube_dim_num_elems(dim3(1, 1, 1), NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_cube_dim_num_elems(dim3(1, 1, 1), NULL,
+                                         NULL), CUBERT_STATUS_INVALID_ARGUMENT);
 }
 
 static cubert_hardware_properties_t hw_gpu(uint32_t plane, uint32_t max_units) {
@@ -475,26 +483,32 @@ TEST(cube_io_vector_sizes_query_and_errors) {
   CHECK_EQ_U64(count, 5);
   /* Too small: nothing written. */
   count = 77;
-  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 1, sizes, 4, &count, NULL),
+  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 1, sizes, 4, &count,
+                                                            NULL),
                CUBERT_STATUS_OUT_OF_RANGE);
   CHECK_EQ_U64(count, 77);
   CHECK_EQ_U64(sizes[0], 99);
-  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 8, sizes, 1, &count, NULL),
+  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 8, sizes, 1, &count,
+                                                            NULL),
                CUBERT_STATUS_OUT_OF_RANGE);
   /* Exactly enough. */
-  CHECK_OK(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 4, sizes, 3, &count, NULL));
+  CHECK_OK(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 4, sizes, 3, &count,
+                                                        NULL));
   CHECK_EQ_U64(count, 3);
   CHECK_EQ_U64(sizes[0], 4);
   CHECK_EQ_U64(sizes[2], 1);
   CHECK_EQ_U64(sizes[3], 99);
   /* elem_size 0 (CubeCL divides by zero). */
   count = 77;
-  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 0, sizes, 4, &count, NULL),
+  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 0, sizes, 4, &count,
+                                                            NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(count, 77);
-  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 1, sizes, 4, NULL, NULL),
+  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 1, sizes, 4, NULL,
+                                                            NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 1, NULL, 4, &count, NULL),
+  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 1, NULL, 4, &count,
+                                                            NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   /* Hardware-properties form. */
   CHECK_OK(cubert_io_optimized_vector_sizes(&hw, 8, sizes, 4, &count, NULL));

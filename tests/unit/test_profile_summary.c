@@ -528,7 +528,8 @@ TEST(profile_summary_max_names_sorted) {
   for (i = 0; i < n; i++) {
     snprintf(name, sizeof name, "k%u", (unsigned)i);
     /* a scrambled duration per name, in whole µs */
-    CHECK_OK(cubert_profile_summary_record(s, name, (uint64_t)((i * 2654435761u) % 100000u) * 1000, NULL));
+    CHECK_OK(cubert_profile_summary_record(s, name, (uint64_t)((i * 2654435761u) % 100000u) * 1000,
+                                           NULL));
   }
   CHECK_OK(cubert_profile_summary_record(s, "overflow", 1, NULL));
   CHECK_EQ_U64(cubert_profile_summary_name_count(s), n);

@@ -190,18 +190,28 @@ TEST(sim_bad_arguments) {
   cubert_sim_explorer_t e;
   uint32_t buf[4];
   memset(&c, 0xAB, sizeof c);
-  CHECK_STATUS(cubert_sim_chooser_initialize_seed(NULL, 1, NULL, 0, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_seed(&c, 1, NULL, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_replay(&c, NULL, 3, NULL, 0, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_bytes(&c, NULL, 3, NULL, 0, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, 0, 5, NULL, 0, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, CUBERT_SIM_PCT_MAX_DEPTH + 1, 5, NULL, 0, NULL),
+  CHECK_STATUS(cubert_sim_chooser_initialize_seed(NULL, 1, NULL, 0,
+                                                  NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_seed(&c, 1, NULL, 4,
+                                                  NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_replay(&c, NULL, 3, NULL, 0,
+                                                    NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_bytes(&c, NULL, 3, NULL, 0,
+                                                   NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, 0, 5, NULL, 0,
+                                                 NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, CUBERT_SIM_PCT_MAX_DEPTH + 1, 5, NULL, 0,
+                                                 NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, 2, 0, NULL, 0, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_initialize_explore(&c, NULL, NULL, 0, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, 2, 0, NULL, 0,
+                                                 NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_explore(&c, NULL, NULL, 0,
+                                                     NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(c.source, 0xABABABABu); /* untouched by every failure */
-  CHECK_STATUS(cubert_sim_explorer_initialize(&e, buf, NULL, 4, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_explorer_initialize(&e, buf, buf, 0, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_explorer_initialize(&e, buf, NULL, 4,
+                                              NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_explorer_initialize(&e, buf, buf, 0,
+                                              NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(cubert_sim_choose(NULL, 5, NULL), 0);
   cubert_sim_trace(NULL, 1, 2, 3);
   CHECK(!cubert_sim_explorer_next(NULL));
