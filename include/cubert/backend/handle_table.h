@@ -42,6 +42,10 @@
  *
  * NULL table: functions returning a status return INVALID_ARGUMENT; the
  * boolean queries return false and the count queries 0.
+ *
+ * Hot-path primitives: every call returns a status only, no error record (the
+ * rule of include/cubert/cubert.h); the client calls above them
+ * (cubert_client_handle_*) write the records.
  */
 #ifndef CUBERT_BACKEND_HANDLE_TABLE_H
 #define CUBERT_BACKEND_HANDLE_TABLE_H

@@ -21,6 +21,13 @@
  * The kit is freestanding (core/kit): what needs an OS comes in as hooks
  * (the device lock, a clock, the stream-id source), given by the host layer
  * (cubert/host.h) or by an embedded host.
+ *
+ * Errors in the backend headers: the calls of this header and the driver
+ * table take `cubert_error_t *out_error` last, as the user API does; the
+ * hot-path primitives below the kit (the handle table and memory ids in
+ * handle_table.h, the multi-stream in stream.h, the race checker's program
+ * events in race.h, checked arithmetic in arith.h) return a status only, and
+ * their caller writes the record (include/cubert/cubert.h states the rule).
  */
 #ifndef CUBERT_BACKEND_KIT_H
 #define CUBERT_BACKEND_KIT_H

@@ -38,6 +38,10 @@
  * (a vtable the user sets), counted, and the last one is kept
  * (cubert_race_last_report). cubert_race_report_format renders one as text.
  *
+ * ERRORS. Hot-path calls here return a status only where they take no
+ * out_error (the rule of include/cubert/cubert.h); their caller writes the
+ * record.
+ *
  * THREADING CONTRACT. The checker has no lock and never blocks. Every
  * cubert_race_* call on one checker must be serialized by the caller (the
  * server's lock or its runner thread); calls on distinct checkers are

@@ -24,6 +24,10 @@
  * pushed as they happen, surfaced together as one
  * SERVER_UNHEALTHY record when drained at flush / sync / read.
  *
+ * ERRORS. Hot-path calls here return a status only where they take no
+ * out_error (the rule of include/cubert/cubert.h); their caller writes the
+ * record.
+ *
  * THREADING CONTRACT. The multi-stream has no lock. Every cubert_multi_stream_*
  * function must be called by one thread at a time: the owning server
  * serializes them (its device handle's lock or its runner thread). Only the
