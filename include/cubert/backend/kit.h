@@ -28,6 +28,11 @@
  * handle_table.h, the multi-stream in stream.h, the race checker's program
  * events in race.h, checked arithmetic in arith.h) return a status only, and
  * their caller writes the record (include/cubert/cubert.h states the rule).
+ * So do a few lookups whose only failures are a NULL argument or a miss: the
+ * device registry and cubert_device_handle_direct_create (device.h),
+ * cubert_kit_driver_of, cubert_memory_manager_report / _release_pools
+ * (memory.h), cubert_profiler_error (profiler.h),
+ * cubert_multi_stream_error_push.
  */
 #ifndef CUBERT_BACKEND_KIT_H
 #define CUBERT_BACKEND_KIT_H
