@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # cubert: the CubeCL runtime in C99.  `make help` lists every target.
 #
 #   make            libcubert.a, libcubert.so.MAJOR (+ symlinks), cubert.pc
@@ -7,6 +8,8 @@
 #   make cts SERVER=cpu|deterministic|inline|cuda   the conformance suite on one driver
 #   make check      test + check-freestanding + check-headers + check-32bit + check-cortex-m
 #                   + check-install + check-symbols + fuzz-replay + check-tools + check-cortex-m0
+#                   + check-stack + check-hygiene (SPDX lines, no references outside the repo,
+#                   include graph: tests/build/check_hygiene.sh, check_includes.sh)
 #                   + check-cxx-host (+ check-clang when clang is installed)
 #   make test-cortex-m | test-bigendian   unit tests on Cortex-M4 (QEMU) | s390x (qemu-user)
 #   make bench      benchmarks (ratios to peers measured in the same run; docs/benchmarks.md)
@@ -151,7 +154,7 @@ TOOL_SRC := $(sort $(wildcard tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 
 .PHONY: all test check run bench benches size install uninstall clean check-freestanding \
-        check-headers check-32bit check-cortex-m check-clang check-install check-symbols check-stack check-minimal check-tools asan tsan examples \
+        check-headers check-32bit check-cortex-m check-clang check-install check-symbols check-stack check-hygiene check-minimal check-tools asan tsan examples \
         tools fuzz fuzz-build fuzz-replay fuzz-targets valgrind help check-matrix coverage
 .DEFAULT_GOAL := all
 
@@ -321,7 +324,8 @@ sim: $(BUILD)/tools/cubert_sim
 # ---- checks ---------------------------------------------------------------------------
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
 check: test check-freestanding check-headers check-32bit check-cortex-m check-install check-symbols \
-       fuzz-replay check-tools check-cortex-m0 check-cxx-host $(if $(HAVE_CLANG),check-clang)
+       fuzz-replay check-tools check-cortex-m0 check-cxx-host check-stack check-hygiene \
+       $(if $(HAVE_CLANG),check-clang)
 	@echo "check: ok$(if $(HAVE_CLANG),, (check-clang skipped: $(CLANG) not found; Debian: apt-get install clang))"
 
 # memcpy/memset/memmove (emitted for the builtins) and the compiler's own runtime
@@ -358,7 +362,11 @@ check-headers: | $(BUILD)/headers
 	  $(CC) $(CUBERT_WARN) -Werror -Iinclude -c $(BUILD)/headers/$$n.c -o $(BUILD)/headers/$$n.o; \
 	  cp $(BUILD)/headers/$$n.c $(BUILD)/headers/$$n.cpp; \
 	  $(CXX) -std=c++11 -pedantic -Wall -Wextra -Werror -Iinclude -c $(BUILD)/headers/$$n.cpp -o $(BUILD)/headers/$$n.cpp.o; \
-	done; echo "check-headers: ok ($(words $(PUBLIC_HEADERS)) headers, C99 and C++11)"
+	done; \
+	$(CC) $(CUBERT_WARN) -Werror -Iinclude -Itests/support -c tests/build/enum_sizes.c -o $(BUILD)/headers/enum_sizes.o; \
+	$(CC) $(CUBERT_WARN) -Werror -fshort-enums -Iinclude -Itests/support -c tests/build/enum_sizes.c \
+	  -o $(BUILD)/headers/enum_sizes_short.o; \
+	echo "check-headers: ok ($(words $(PUBLIC_HEADERS)) headers, C99 and C++11; every public enum 4 bytes, also with -fshort-enums)"
 
 # tools/cubert-info lists every device it creates and refuses a bad option (exit 2).
 check-tools: $(TOOL_BIN)
@@ -444,6 +452,11 @@ check-install: all
 # the flags of the core build). STACK_SRC adds other freestanding sources.
 STACK_LIMIT ?= 2048
 STACK_SRC ?=
+# SPDX lines, no comment pointing outside the repository, no include cycle or include up
+# the layers of docs/architecture.md (tests/build/check_hygiene.sh; POSIX sh + awk).
+check-hygiene:
+	@sh tests/build/check_hygiene.sh check
+
 check-stack:
 	@sh tests/build/check_stack.sh --cc '$(CC)' --limit $(STACK_LIMIT) --out $(BUILD)/stack \
 	  --cflags '$(CUBERT_WARN) -Iinclude -Icore $(CORE_FREESTANDING) $(CFLAGS)' $(CORE_SRC) $(STACK_SRC)
@@ -678,7 +691,8 @@ help:
 	@echo '                      (after fuzz-replay); TESTS="prefix ..." runs a subset'
 	@echo '  cts                 the conformance suite on one driver: SERVER=cpu|deterministic|inline|cuda (CUDA=1)'
 	@echo '  check               test check-freestanding check-headers check-32bit check-cortex-m check-install'
-	@echo '                      check-symbols fuzz-replay check-tools check-cortex-m0 check-cxx-host, and check-clang'
+	@echo '                      check-symbols fuzz-replay check-tools check-cortex-m0 check-cxx-host check-stack'
+	@echo '                      check-hygiene, and check-clang'
 	@echo '  check-freestanding  core/: no libc includes/calls, undefined symbols and mutable data allowlisted'
 	@echo '  check-headers       every public header compiles alone as C99 and C++11'
 	@echo '  check-32bit         core + tests/unit built with -m32 and run (gcc-multilib)'
@@ -691,6 +705,8 @@ help:
 	@echo '  check-install       install to a temp DESTDIR, pkg-config consumer (static+shared), uninstall'
 	@echo '  check-symbols       libcubert.a and libcubert.so export only cubert_ symbols (the same set)'
 	@echo '  check-minimal       core + tests/unit with every cubert/config.h feature compiled out (BUILD/minimal)'
+	@echo '  check-hygiene       SPDX line in every source file, no reference outside the repository, include graph'
+	@echo '                      without cycles or includes up the layers (tests/build/check_hygiene.sh)'
 	@echo '  check-stack         no stack frame of core/ (+ STACK_SRC) over STACK_LIMIT=$(STACK_LIMIT) bytes (gcc -fstack-usage)'
 	@echo '  check-tools         build/tools/cubert-info lists devices and pool layouts; a bad option exits 2'
 	@echo '  check-matrix        gcc/clang x -O0 -g/-O2/-O3 -march=native/-Os, -fno-common, --coverage, -j1/-j8, out-of-tree BUILD,'

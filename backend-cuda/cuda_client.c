@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_client.c: the CUDA device's public functions
  * (cubert/cuda.h): cubert_cuda_client_create, a CUDA driver (cuda_driver.c)
@@ -103,11 +104,11 @@ static void host_release(void *self) {
 
 static cubert_status_t host_make(cubert_allocator_t allocator, cuda_host_t **out) {
   cuda_host_t *h = NULL;
-  if (cubert_allocator_malloc(allocator, sizeof *h, 0, (void **)&h) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, sizeof *h, 0, (void **)&h, NULL) != CUBERT_STATUS_OK)
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   memset(h, 0, sizeof *h);
   h->allocator = allocator;
-  if (cubert_host_lock_create(allocator, &h->lock) != CUBERT_STATUS_OK) {
+  if (cubert_host_lock_create(allocator, &h->lock, NULL) != CUBERT_STATUS_OK) {
     cubert_allocator_free(allocator, h, sizeof *h, 0);
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   }

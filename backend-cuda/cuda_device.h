@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_device.h: the CUDA device layer, the primitives the
  * CUDA driver of the server kit is made of, over the Driver API

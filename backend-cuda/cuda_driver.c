@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_driver.c: the CUDA driver's table (cubert/backend/
  * driver.h) over the CUDA device layer (cuda_device.h): device memory
@@ -185,7 +186,7 @@ static cubert_status_t drv_stream_create(void *self, uint32_t index,
   cubert_status_t st;
   if (index >= d->stream_count || d->streams[index])
     return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0, "no such stream");
-  if (cubert_allocator_malloc(d->allocator, sizeof *s, 0, (void **)&s) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(d->allocator, sizeof *s, 0, (void **)&s, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "stream");
   memset(s, 0, sizeof *s);
   if (pthread_mutex_init(&s->outs_mutex, NULL) != 0) {
@@ -339,14 +340,14 @@ cubert_status_t cuda_drv_create(cubert_allocator_t allocator, const cubert_cuda_
                                 cubert_error_t *out_error) {
   cuda_drv_t *d = NULL;
   cubert_status_t st;
-  if (cubert_allocator_malloc(allocator, sizeof *d, 0, (void **)&d) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, sizeof *d, 0, (void **)&d, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cuda device");
   memset(d, 0, sizeof *d);
   d->allocator = allocator;
   d->stream_count = max_streams + 2u;
   d->upload_threads = upload_threads;
   if (cubert_allocator_malloc_array(allocator, d->stream_count, sizeof(cuda_drv_stream_t *), 0,
-                                    (void **)&d->streams) != CUBERT_STATUS_OK) {
+                                    (void **)&d->streams, NULL) != CUBERT_STATUS_OK) {
     cubert_allocator_free(allocator, d, sizeof *d, 0);
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cuda streams");
   }

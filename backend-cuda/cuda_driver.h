@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_driver.h: the CUDA driver of the server kit (the driver
  * table of cubert/backend/driver.h over the CUDA device layer,

@@ -1,9 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_memory.c: device memory (stream-ordered through
  * cuMemAllocAsync / cuMemFreeAsync, cuMemAlloc / cuMemFree on devices
  * without memory pools), memset, memory info, pinned host memory.
  */
 #include "cuda_device.h"
+#include "cubert/backend/arith.h"
 
 #include <stdio.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_module.c: kernel descriptor -> CUfunction.
  *
@@ -50,7 +51,7 @@ static cubert_status_t function_reserve(cubert_cuda_device_t *d, cubert_error_t 
   uint32_t old_cap = c->function_capacity, cap, i;
   if ((c->function_count + 1) * 2 <= old_cap) return CUBERT_STATUS_OK;
   cap = old_cap ? old_cap * 2 : 64;
-  if (cubert_allocator_malloc_array(d->allocator, cap, sizeof *table, 0, (void **)&table) !=
+  if (cubert_allocator_malloc_array(d->allocator, cap, sizeof *table, 0, (void **)&table, NULL) !=
       CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "cannot grow the CUDA function cache");
@@ -178,7 +179,7 @@ static cubert_status_t module_get(cubert_cuda_device_t *d, const module_source_t
     cubert_cuda_module_slot_t *grown = NULL;
     if (cubert_allocator_realloc(d->allocator, c->modules,
                                  (size_t)c->module_capacity * sizeof *grown,
-                                 (size_t)cap * sizeof *grown, 0, (void **)&grown) !=
+                                 (size_t)cap * sizeof *grown, 0, (void **)&grown, NULL) !=
         CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                               "cannot grow the CUDA module cache");
@@ -299,7 +300,7 @@ cubert_status_t cubert_cuda_function_get(cubert_cuda_device_t *device,
   if (st == CUBERT_STATUS_OK) st = function_reserve(device, out_error);
   if (st == CUBERT_STATUS_OK) st = module_get(device, &src, &m, out_error);
   if (st != CUBERT_STATUS_OK) return st;
-  if (cubert_allocator_malloc(device->allocator, sizeof *made, 0, (void **)&made) !=
+  if (cubert_allocator_malloc(device->allocator, sizeof *made, 0, (void **)&made, NULL) !=
       CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "cannot allocate a CUDA function record");

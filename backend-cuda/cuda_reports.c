@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_reports.c: bounds-check reports of VALIDATE launches.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_transfer.c: the CUDA driver's copies and its pinned
  * staging buffers.
@@ -25,6 +26,7 @@
 #include <string.h>
 
 #include "cuda_driver.h"
+#include "cubert/backend/arith.h"
 
 /* ---- worker threads ---------------------------------------------------------------- */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_workers.c: host threads that copy into and out of
  * pinned chunks together. One thread's memcpy from pageable memory into
@@ -73,14 +74,14 @@ cubert_status_t cuda_workers_create(cubert_allocator_t allocator, uint32_t threa
                                     cuda_workers_t **out_workers) {
   cuda_workers_t *w = NULL;
   uint32_t i;
-  if (cubert_allocator_malloc(allocator, sizeof *w, 0, (void **)&w) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, sizeof *w, 0, (void **)&w, NULL) != CUBERT_STATUS_OK)
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   memset(w, 0, sizeof *w);
   w->allocator = allocator;
   w->capacity = threads > 1 ? threads - 1 : 0;
   if (w->capacity &&
       cubert_allocator_malloc_array(allocator, w->capacity, sizeof(pthread_t), 0,
-                                    (void **)&w->threads) != CUBERT_STATUS_OK) {
+                                    (void **)&w->threads, NULL) != CUBERT_STATUS_OK) {
     cubert_allocator_free(allocator, w, sizeof *w, 0);
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_cuda.c: the CUDA device through the client API
  * (cubert/cuda.h), each figure next to the same operation through the raw
@@ -219,7 +220,7 @@ static void bench_launches(const cfg_t *cfg, cubert_client_t *c, raw_t *r) {
   int run, i, k;
   for (i = 0; i < 1024; i++) host[i] = (float)i;
   for (k = 0; k < 3; k++) {
-    MUST("create", cubert_client_create(c, host, sizeof host, &h[k], NULL));
+    MUST("create", cubert_client_create_from_slice(c, host, sizeof host, &h[k], NULL));
     rb[k] = raw_alloc(r, sizeof host);
   }
   add3 = args_of(h, 3, NULL, 0);
@@ -289,7 +290,7 @@ static void bench_launches(const cfg_t *cfg, cubert_client_t *c, raw_t *r) {
        bench_stat_of(e2e_c, cfg->runs), "raw launch + cuStreamSynchronize",
        bench_stat_of(e2e_r, cfg->runs), 0);
   for (k = 0; k < 3; k++) {
-    MUST("release", cubert_client_handle_release(c, &h[k]));
+    MUST("release", cubert_client_handle_release(c, &h[k], NULL));
     raw_free(r, rb[k]);
   }
   raw_sync(r);
@@ -304,7 +305,7 @@ static void bench_alloc(const cfg_t *cfg, cubert_client_t *c, raw_t *r) {
   cubert_handle_t h;
   for (i = 0; i < 100; i++) { /* warm: the pool's page exists */
     MUST("empty", cubert_client_empty(c, 1u << 20, &h, NULL));
-    MUST("release", cubert_client_handle_release(c, &h));
+    MUST("release", cubert_client_handle_release(c, &h, NULL));
     raw_free(r, raw_alloc(r, 1u << 20));
   }
   MUST("sync", cubert_client_sync(c, NULL));
@@ -313,7 +314,7 @@ static void bench_alloc(const cfg_t *cfg, cubert_client_t *c, raw_t *r) {
     double t0 = bench_now_ns();
     for (i = 0; i < n; i++) {
       MUST("empty", cubert_client_empty(c, 1u << 20, &h, NULL));
-      MUST("release", cubert_client_handle_release(c, &h));
+      MUST("release", cubert_client_handle_release(c, &h, NULL));
     }
     pool[run] = (bench_now_ns() - t0) / n;
     t0 = bench_now_ns();
@@ -347,10 +348,10 @@ static double upload_bytes(cubert_client_t *c, void *src, uint64_t n,
   b.owner = NULL;
   b.release = no_release;
   t0 = bench_now_ns();
-  MUST("create_bytes", cubert_client_create_bytes(c, b, &h, NULL));
+  MUST("create_bytes", cubert_client_create_from_bytes(c, b, &h, NULL));
   MUST("sync", cubert_client_sync(c, NULL));
   t0 = bench_now_ns() - t0;
-  MUST("release", cubert_client_handle_release(c, &h));
+  MUST("release", cubert_client_handle_release(c, &h, NULL));
   return (double)n / t0; /* GB/s */
 }
 
@@ -380,18 +381,18 @@ static void bench_uploads(const cfg_t *cfg, cubert_client_t *c, raw_t *r) {
     cubert_bytes_t staged;
     for (t = 0; t < 3; t++) up[t][run] = upload_bytes(ct[t], src, n, CUBERT_ALLOCATION_NATIVE);
     t0 = bench_now_ns();
-    MUST("create", cubert_client_create(c, src, n, &h, NULL));
+    MUST("create", cubert_client_create_from_slice(c, src, n, &h, NULL));
     MUST("sync", cubert_client_sync(c, NULL));
     mk[run] = (double)n / (bench_now_ns() - t0);
-    MUST("release", cubert_client_handle_release(c, &h));
+    MUST("release", cubert_client_handle_release(c, &h, NULL));
     /* a staging buffer (filled before the clock starts) */
     MUST("reserve_staging", cubert_client_reserve_staging(c, &n, 1, &staged, NULL));
     memcpy(staged.data, src, n);
     t0 = bench_now_ns();
-    MUST("create_bytes", cubert_client_create_bytes(c, staged, &h, NULL));
+    MUST("create_bytes", cubert_client_create_from_bytes(c, staged, &h, NULL));
     MUST("sync", cubert_client_sync(c, NULL));
     st[run] = (double)n / (bench_now_ns() - t0);
-    MUST("release", cubert_client_handle_release(c, &h));
+    MUST("release", cubert_client_handle_release(c, &h, NULL));
     /* raw: pageable, pinned, registered */
     (void)r->cu->cuCtxSetCurrent(r->ctx);
     t0 = bench_now_ns();
@@ -469,8 +470,8 @@ static void bench_compute(const cfg_t *cfg, cubert_client_t *c, raw_t *r) {
   cubert_kernel_args_initialize(&raw_add);
   cubert_kernel_args_initialize(&raw_mm);
   for (k = 0; k < 3; k++) {
-    MUST("create", cubert_client_create(c, host, (uint64_t)n * 4, &ha[k], NULL));
-    MUST("create", cubert_client_create(c, host, (uint64_t)m * m * 4, &hm[k], NULL));
+    MUST("create", cubert_client_create_from_slice(c, host, (uint64_t)n * 4, &ha[k], NULL));
+    MUST("create", cubert_client_create_from_slice(c, host, (uint64_t)m * m * 4, &hm[k], NULL));
     ra[k] = raw_alloc(r, (size_t)n * 4);
     rm[k] = raw_alloc(r, (size_t)m * m * 4);
     cubert_kernel_args_set_buffer(&raw_add, (uint32_t)k, (void *)(uintptr_t)ra[k], (uint64_t)n * 4);
@@ -524,8 +525,8 @@ static void bench_compute(const cfg_t *cfg, cubert_client_t *c, raw_t *r) {
        "GFLOP/s", 1, bench_stat_of(mm_c, cfg->runs), "the same function launched raw",
        bench_stat_of(mm_r, cfg->runs), 0.95);
   for (k = 0; k < 3; k++) {
-    MUST("release", cubert_client_handle_release(c, &ha[k]));
-    MUST("release", cubert_client_handle_release(c, &hm[k]));
+    MUST("release", cubert_client_handle_release(c, &ha[k], NULL));
+    MUST("release", cubert_client_handle_release(c, &hm[k], NULL));
     raw_free(r, ra[k]);
     raw_free(r, rm[k]);
   }

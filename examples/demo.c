@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * examples/demo.c: the main demo (`make run`; `make run CUDA=1` runs it on
  * the GPU when there is one, else on the CPU with a line saying why). A
@@ -68,8 +69,8 @@ static void *elementwise_worker(void *arg) {
   }
   snprintf(label, sizeof label, "thread %d, stream %llu: axpy over %u floats", id,
            (unsigned long long)cubert_client_stream(g_client), N);
-  if (!check(cubert_client_create(g_client, a, N * sizeof(float), &ha, &err), &err, label) ||
-      !check(cubert_client_create(g_client, b, N * sizeof(float), &hb, &err), &err, label) ||
+  if (!check(cubert_client_create_from_slice(g_client, a, N * sizeof(float), &ha, &err), &err, label) ||
+      !check(cubert_client_create_from_slice(g_client, b, N * sizeof(float), &hb, &err), &err, label) ||
       !check(cubert_client_empty(g_client, N * sizeof(float), &hout, &err), &err, label))
     goto done;
   bufs[0] = ha;
@@ -88,9 +89,9 @@ static void *elementwise_worker(void *arg) {
     snprintf(detail, sizeof detail, "(%u mismatches)", bad);
     report(label, bad == 0, detail);
   }
-  cubert_client_handle_release(g_client, &ha);
-  cubert_client_handle_release(g_client, &hb);
-  cubert_client_handle_release(g_client, &hout);
+  cubert_client_handle_release(g_client, &ha, NULL);
+  cubert_client_handle_release(g_client, &hb, NULL);
+  cubert_client_handle_release(g_client, &hout, NULL);
 done:
   free(a);
   free(b);
@@ -107,7 +108,7 @@ static void *producer(void *arg) {
   uint32_t i;
   (void)arg;
   for (i = 0; i < N; i++) data[i] = 1.0f;
-  check(cubert_client_create(g_client, data, N * sizeof(float), &g_shared, &err), &err,
+  check(cubert_client_create_from_slice(g_client, data, N * sizeof(float), &g_shared, &err), &err,
         "producer create");
   free(data);
   return NULL;
@@ -144,8 +145,8 @@ static void reduction(void) {
     snprintf(detail, sizeof detail, "(sum %.0f, expected %u)", sum, N);
     report("cross-stream shared-memory tree reduction", sum == (double)N, detail);
   }
-  cubert_client_handle_release(g_client, &hpartial);
-  cubert_client_handle_release(g_client, &g_shared);
+  cubert_client_handle_release(g_client, &hpartial, NULL);
+  cubert_client_handle_release(g_client, &g_shared, NULL);
   free(partial);
 }
 
@@ -161,7 +162,7 @@ static cubert_status_t contiguous_tensor(const float *data, const uint64_t s[2],
   d.shape[1] = s[1];
   d.elem_size = sizeof(float);
   datas[0] = data;
-  return data ? cubert_client_create_tensors(g_client, &d, datas, 1, out, err)
+  return data ? cubert_client_create_tensors_from_slices(g_client, &d, datas, 1, out, err)
               : cubert_client_empty_tensors(g_client, &d, 1, out, err);
 }
 
@@ -213,9 +214,9 @@ static void matmul(void) {
     snprintf(detail, sizeof detail, "(max abs error %.2g)", max_err);
     report("tiled matmul 200x150 . 150x180", max_err < 1e-2, detail);
   }
-  cubert_client_handle_release(g_client, &la.memory);
-  cubert_client_handle_release(g_client, &lb.memory);
-  cubert_client_handle_release(g_client, &lc.memory);
+  cubert_client_handle_release(g_client, &la.memory, NULL);
+  cubert_client_handle_release(g_client, &lb.memory, NULL);
+  cubert_client_handle_release(g_client, &lc.memory, NULL);
   free(a);
   free(b);
   free(c);

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tools/gpu-run.sh: everything the CUDA backend can show on a machine with a
 # GPU, in one go, within one 600 s command (docs/cuda.md). From the
 # repository root:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_base.c: what every part of the kit uses: the sticky
  * device-lost state, the stream slots, and the error queues.
@@ -54,7 +55,7 @@ cubert_status_t kit_unsupported(const cubert_kit_t *kit, const char *what,
                                 cubert_error_t *out_error) {
   char text[CUBERT_ERROR_REASON_SIZE];
   cubert_fmt_t f;
-  cubert_fmt_init(&f, text, sizeof text);
+  cubert_fmt_initialize(&f, text, sizeof text);
   cubert_fmt_append_str(&f, "the ");
   cubert_fmt_append_str(&f, kit->driver->name ? kit->driver->name : "(unnamed)");
   cubert_fmt_append_str(&f, " driver has no ");

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/cuda.h: the CUDA device (backend-cuda: the CUDA driver under the
  * server kit) and what the CUDA backend offers users directly: whether CUDA

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/build/run_suite.sh: what `make test` runs.
 #
 #   run_suite.sh WRAPPER TEST_BIN [PREFIX ...]

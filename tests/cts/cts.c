@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/cts/cts.c: the device under test for the conformance suite (see cts.h). */
 #include "cts.h"
 
@@ -18,7 +19,7 @@ static cubert_client_t *g_sim_client;
 static void print_sim_run(void) {
   cubert_cpu_sim_info_t info;
   size_t i;
-  if (!g_sim_client || cubert_cpu_sim_info(g_sim_client, &info) != CUBERT_STATUS_OK) return;
+  if (!g_sim_client || cubert_cpu_sim_info(g_sim_client, &info, NULL) != CUBERT_STATUS_OK) return;
   fprintf(stderr, "deterministic run: seed %llu trace 0x%016llx steps %llu log [",
           (unsigned long long)info.seed, (unsigned long long)info.trace_hash,
           (unsigned long long)info.steps);
@@ -90,10 +91,10 @@ static cubert_status_t inline_create(cubert_allocator_t a, const cts_options_t *
   cubert_inline_options_t io;
   inline_lock_t *l = NULL;
   cubert_status_t status;
-  if (cubert_allocator_malloc(a, sizeof(*l), 0, (void **)&l) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(a, sizeof(*l), 0, (void **)&l, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(err, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cts: lock");
   l->allocator = a;
-  if (cubert_host_lock_create(a, &l->lock) != CUBERT_STATUS_OK) {
+  if (cubert_host_lock_create(a, &l->lock, NULL) != CUBERT_STATUS_OK) {
     cubert_allocator_free(a, l, sizeof(*l), 0);
     return cubert_error_set(err, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cts: lock");
   }
@@ -175,7 +176,7 @@ void cts_setup_with(cts_env_t *env, const cts_options_t *options) {
   cubert_error_t err;
   char msg[256];
   memset(env, 0, sizeof(*env));
-  env->allocator = counting_allocator_init(&env->counting);
+  env->allocator = counting_allocator_initialize(&env->counting);
   env->deterministic = cts_server() == CTS_SERVER_DETERMINISTIC && !options->threaded;
   env->race_check = env_u64("CUBERT_CTS_RACE", 1) != 0;
   if (cts_client_create(env->allocator, options, &env->client, &err) != CUBERT_STATUS_OK) {
@@ -202,8 +203,9 @@ void cts_teardown(cts_env_t *env) {
     cubert_race_counters_t counters;
     cubert_race_report_t report;
     char line[512];
-    CHECK_OK(cubert_kit_race_counters(env->client, &counters));
-    if (counters.reports && cubert_kit_race_last_report(env->client, &report) == CUBERT_STATUS_OK) {
+    CHECK_OK(cubert_kit_race_counters(env->client, &counters, NULL));
+    if (counters.reports && cubert_kit_race_last_report(env->client, &report,
+                                                        NULL) == CUBERT_STATUS_OK) {
       cubert_race_report_format(&report, line, sizeof line);
       test_fail(__FILE__, __LINE__, "%llu race report(s), last: %s",
                 (unsigned long long)counters.reports, line);
@@ -225,5 +227,5 @@ int cts_has_collectives(cubert_client_t *client) {
   if (cubert_kit_driver_of(client, &driver, &self) != CUBERT_STATUS_OK) return 0;
   if (!driver->collective) return 0;
   /* the CPU driver refuses them in deterministic mode */
-  return cubert_cpu_sim_info(client, &info) != CUBERT_STATUS_OK || !info.deterministic;
+  return cubert_cpu_sim_info(client, &info, NULL) != CUBERT_STATUS_OK || !info.deterministic;
 }

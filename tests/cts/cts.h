@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cts/cts.h: the conformance suite's view of "the device under test".
  * Every CTS test gets its devices from cts_setup / cts_client_create, so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cts/cts_kernels.h: the conformance suite's own kernels (the rest
  * come from the kernel library, examples/kernels/cubert_kernels.h). One

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/cts/cts_multi.c: several devices of the driver under test in one
  * test process (the deterministic mode's multi-device tests run threaded:
  * collectives need the threads). */
@@ -59,7 +60,7 @@ int mdev_inner_kind(const cubert_error_t *err) { return (int)cubert_error_kind(e
 
 cubert_handle_t mdev_make_f32(cubert_client_t *c, const float *v, size_t n) {
   cubert_handle_t h;
-  CHECK_OK(cubert_client_create(c, v, n * sizeof(float), &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(c, v, n * sizeof(float), &h, NULL));
   return h;
 }
 

@@ -1,7 +1,8 @@
+/* SPDX-License-Identifier: MIT */
 /* Conformance: execution modes on the CPU server through the client
  * (Checked, Validate, Unchecked; the BoundsCheckMode mapping of
  * launch_unchecked) and the resource limits checked before a launch
- * (spec 1.4, 9.3, 11.14). */
+ *. */
 #include "cts.h"
 
 #include "cubert/cpu.h"
@@ -22,23 +23,23 @@ typedef struct mode_env_t {
 static void mode_setup(mode_env_t *m, uint32_t index, cubert_bounds_check_mode_t mode) {
   cts_options_t o;
   uint32_t data[8] = {10, 11, 12, 13, 14, 15, 16, 17}, zero[2] = {5, 5};
-  cubert_allocator_t a = counting_allocator_init(&m->counting);
+  cubert_allocator_t a = counting_allocator_initialize(&m->counting);
   memset(&o, 0, sizeof o);
   o.device_index = index;
   o.bounds_check = mode;
   o.workers = 2;
   o.max_streams = 4;
   CHECK_OK(cts_client_create(a, &o, &m->client, NULL));
-  CHECK_OK(cubert_client_create(m->client, data, sizeof data, &m->parent, NULL));
-  CHECK_OK(cubert_client_handle_offset(m->client, &m->parent, 0, 16, &m->view));
+  CHECK_OK(cubert_client_create_from_slice(m->client, data, sizeof data, &m->parent, NULL));
+  CHECK_OK(cubert_client_handle_offset(m->client, &m->parent, 0, 16, &m->view, NULL));
   CHECK_EQ_U64(cubert_handle_size_in_used(&m->view), 16);
-  CHECK_OK(cubert_client_create(m->client, zero, sizeof zero, &m->out, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m->client, zero, sizeof zero, &m->out, NULL));
 }
 
 static void mode_teardown(mode_env_t *m) {
-  CHECK_OK(cubert_client_handle_release(m->client, &m->parent));
-  CHECK_OK(cubert_client_handle_release(m->client, &m->view));
-  CHECK_OK(cubert_client_handle_release(m->client, &m->out));
+  CHECK_OK(cubert_client_handle_release(m->client, &m->parent, NULL));
+  CHECK_OK(cubert_client_handle_release(m->client, &m->view, NULL));
+  CHECK_OK(cubert_client_handle_release(m->client, &m->out, NULL));
   cubert_client_release(m->client);
   CHECK_EQ_I64(m->counting.live_blocks, 0);
   counting_allocator_destroy(&m->counting);
@@ -136,7 +137,7 @@ TEST(cts_mode_validate_queues_error_naming_kernel_buffer_index) {
   mode_teardown(&m);
 }
 
-/* ---- resource limits (spec 9.3): requested and max in the error ---- */
+/* ---- resource limits: requested and max in the error ---- */
 
 CUBERT_KERNEL_DESCRIPTOR(cts_nop_kernel, cts_nop, 1, 0, 0, 1, 1, 1);
 CUBERT_KERNEL_DESCRIPTOR(cts_wide_dim_kernel, cts_nop, 1, 0, 0, 2048, 1, 1);
@@ -177,7 +178,7 @@ TEST(cts_resource_limits_each_reported_with_requested_and_max) {
   cubert_cube_count_t one = cubert_cube_count_new_single();
   cts_setup(&env, 0);
   cubert_client_properties(env.client, &p);
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   /* CubeDim x above max_cube_dim.x */
   limit_case(env.client, &h, &cts_wide_dim_kernel, one, CUBERT_ERROR_RESOURCE_CUBE_DIM, &first);
   CHECK_EQ_U64(first.field[0], 2048);
@@ -211,6 +212,6 @@ TEST(cts_resource_limits_each_reported_with_requested_and_max) {
   CHECK_OK(cubert_client_launch(env.client, &cts_nop_kernel, &one, &args, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[0], 1);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/cuda_smoke.c: the CUDA device layer on a GPU, in one program
  * (built by `make CUDA=1 cuda-smoke`; tools/gpu-run.sh runs it).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/cuda_test_kernels.h: kernels only the CUDA tests launch,
  * compiled by nvcc into an image in a CUDA=1 build (docs/kernels.md).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/fake_libcuda.c: a fake CUDA driver (libcuda.so.1) on host
  * memory, for the CUDA backend's tests on machines without a GPU. What it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/fake_libcuda.h: the fake CUDA driver the CUDA tests load in
  * place of libcuda.so.1 (built by `make CUDA=1` as

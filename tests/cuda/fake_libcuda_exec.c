@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/fake_libcuda_exec.c: the fake CUDA driver's memory, copies,
  * modules and launches (fake_libcuda.h says what they do).

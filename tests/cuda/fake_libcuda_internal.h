@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/fake_libcuda_internal.h: what the two files of the fake CUDA
  * driver share (fake_libcuda.c: devices, contexts, streams, events,

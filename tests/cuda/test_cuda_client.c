@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_client.c: the CUDA device through the client API
  * (cubert_cuda_client_create): transfers on each of the driver's paths
@@ -47,7 +48,7 @@ static void client_open(client_env_t *e, int gpu, const cubert_cuda_options_t *o
   driver_use(gpu);
   memset(e, 0, sizeof *e);
   e->gpu = gpu;
-  e->allocator = counting_allocator_init(&e->counting);
+  e->allocator = counting_allocator_initialize(&e->counting);
   if (options) o = *options;
   else cubert_cuda_options_initialize(&o);
   if (cubert_cuda_client_create(e->allocator, &o, &e->client, &err) != CUBERT_STATUS_OK) {
@@ -105,7 +106,7 @@ static void transfers_body(int gpu) {
   fill(src, big, 7);
   s0 = stats_of(e.client);
   CHECK_EQ_U64(s0.upload_threads, 4);
-  CHECK_OK(cubert_client_create(e.client, src, big * 4, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(e.client, src, big * 4, &h, NULL));
   memset(dst, 0, big * 4);
   CHECK_OK(cubert_client_read_one(e.client, &h, dst, big * 4, NULL));
   CHECK_EQ_U64(mismatches(src, dst, big), 0);
@@ -113,7 +114,7 @@ static void transfers_body(int gpu) {
   CHECK(s1.uploads_staged > s0.uploads_staged);
   CHECK(s1.reads_pieced > s0.reads_pieced);
   /* 1 MiB: one pinned chunk, copied out by the completion's wait */
-  CHECK_OK(cubert_client_create(e.client, src + 5, mid * 4, &hm, NULL));
+  CHECK_OK(cubert_client_create_from_slice(e.client, src + 5, mid * 4, &hm, NULL));
   memset(dst, 0, mid * 4);
   dsts[0] = dst;
   dst_sizes[0] = mid * 4;
@@ -137,8 +138,8 @@ static void transfers_body(int gpu) {
   CHECK(s1.copies_pinned >= s0.copies_pinned + 1); /* the read; the client copies a write first */
   pinned[0].release(pinned[0].owner, pinned[0].data, pinned[0].size);
   pinned[1].release(pinned[1].owner, pinned[1].data, pinned[1].size);
-  CHECK_OK(cubert_client_handle_release(e.client, &h));
-  CHECK_OK(cubert_client_handle_release(e.client, &hm));
+  CHECK_OK(cubert_client_handle_release(e.client, &h, NULL));
+  CHECK_OK(cubert_client_handle_release(e.client, &hm, NULL));
   client_close(&e);
   free(src);
   free(dst);
@@ -165,7 +166,7 @@ static void pitched_body(int gpu) {
     shape[1] = 1001;
     fill(src, n, (uint32_t)k);
     memset(dst, 0, n * 4);
-    CHECK_OK(cubert_client_create_tensor(e.client, src, 2, shape, 4, &l, NULL));
+    CHECK_OK(cubert_client_create_tensor_from_slice(e.client, src, 2, shape, 4, &l, NULL));
     CHECK_EQ_U64(l.strides[0], 1024); /* 4004 bytes padded to 4096 */
     CHECK_EQ_U64(l.strides[1], 1);
     memset(&d, 0, sizeof d);
@@ -180,7 +181,7 @@ static void pitched_body(int gpu) {
     sizes[0] = n * 4;
     CHECK_OK(cubert_client_read_tensor(e.client, &d, 1, dsts, sizes, NULL));
     CHECK_EQ_U64(mismatches(src, dst, n), 0);
-    CHECK_OK(cubert_client_handle_release(e.client, &l.memory));
+    CHECK_OK(cubert_client_handle_release(e.client, &l.memory, NULL));
     free(src);
     free(dst);
   }
@@ -216,10 +217,10 @@ static void dynamic_body(int gpu) {
   int i;
   client_open(&e, gpu, NULL);
   for (i = 0; i < 256; i++) data[i] = (uint32_t)i;
-  CHECK_OK(cubert_client_create(e.client, data, sizeof data, &h, NULL));
-  CHECK_OK(cubert_client_create(e.client, dims, sizeof dims, &hd, NULL));
-  CHECK_OK(cubert_client_create(e.client, zero, sizeof zero, &hz, NULL));
-  CHECK_OK(cubert_client_create(e.client, huge, sizeof huge, &hh, NULL));
+  CHECK_OK(cubert_client_create_from_slice(e.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(e.client, dims, sizeof dims, &hd, NULL));
+  CHECK_OK(cubert_client_create_from_slice(e.client, zero, sizeof zero, &hz, NULL));
+  CHECK_OK(cubert_client_create_from_slice(e.client, huge, sizeof huge, &hh, NULL));
   args = args_of(&h, 1, &delta, 1);
   count = cubert_cube_count_new_dynamic(&hd); /* 4 cubes of 64: every element */
   CHECK_OK(cubert_client_launch(e.client, &ck_add_scalar_u32_kernel, &count, &args, NULL));
@@ -235,10 +236,10 @@ static void dynamic_body(int gpu) {
   CHECK_EQ_U64(stats_of(e.client).dynamic_reads, 3);
   CHECK_OK(cubert_client_read_one(e.client, &h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[7], 12); /* nothing ran */
-  CHECK_OK(cubert_client_handle_release(e.client, &h));
-  CHECK_OK(cubert_client_handle_release(e.client, &hd));
-  CHECK_OK(cubert_client_handle_release(e.client, &hz));
-  CHECK_OK(cubert_client_handle_release(e.client, &hh));
+  CHECK_OK(cubert_client_handle_release(e.client, &h, NULL));
+  CHECK_OK(cubert_client_handle_release(e.client, &hd, NULL));
+  CHECK_OK(cubert_client_handle_release(e.client, &hz, NULL));
+  CHECK_OK(cubert_client_handle_release(e.client, &hh, NULL));
   client_close(&e);
 }
 
@@ -267,7 +268,7 @@ static void compile_error_body(int gpu) {
   bad.cuda_entry_name = "cuda_test_bad";
   bad.cuda_image = k_bad_ptx;
   bad.cuda_image_size = sizeof k_bad_ptx;
-  CHECK_OK(cubert_client_create(e.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(e.client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, &delta, 1);
   CHECK_STATUS(cubert_client_launch(e.client, &bad, &one, &args, &err),
                CUBERT_STATUS_COMPILATION_FAILED);
@@ -284,7 +285,7 @@ static void compile_error_body(int gpu) {
   CHECK_EQ_U64(out[0], 2); /* the good launch ran, the bad one did not */
   CHECK_EQ_U64(out[3], 5);
   CHECK_STATUS(cubert_cuda_client_jit_log(e.client, log, NULL, 0), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_OK(cubert_client_handle_release(e.client, &h));
+  CHECK_OK(cubert_client_handle_release(e.client, &h, NULL));
   client_close(&e);
 }
 
@@ -305,7 +306,7 @@ static void validate_body(int gpu) {
   cubert_cuda_options_initialize(&o);
   o.bounds_check = CUBERT_BOUNDS_CHECK_VALIDATE;
   client_open(&e, gpu, &o);
-  CHECK_OK(cubert_client_create(e.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(e.client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, NULL, 0);
   for (i = 0; i < 40; i++)
     CHECK_OK(cubert_client_launch_unchecked(e.client, &ck_oob_write_u32_kernel, &one, &args, NULL));
@@ -320,7 +321,7 @@ static void validate_body(int gpu) {
   CHECK_EQ_U64(stats_of(e.client).reports_read, 40);
   CHECK_OK(cubert_client_launch(e.client, &ck_oob_write_u32_kernel, &one, &args, NULL));
   CHECK_OK(cubert_client_sync(e.client, NULL)); /* checked: nothing reported */
-  CHECK_OK(cubert_client_handle_release(e.client, &h));
+  CHECK_OK(cubert_client_handle_release(e.client, &h, NULL));
   client_close(&e);
 }
 
@@ -349,10 +350,10 @@ static void oom_body(int gpu) {
   CHECK(cubert_error_has_kind(&err, CUBERT_ERROR_IO_OUT_OF_MEMORY));
   CHECK_EQ_I64(err.backend_code, CUDA_ERROR_OUT_OF_MEMORY); /* the pools' report is the reason */
   CHECK(stats_of(e.client).alloc_retries > retries);
-  CHECK_OK(cubert_client_create(e.client, b, sizeof b, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(e.client, b, sizeof b, &h, NULL));
   CHECK_OK(cubert_client_read_one(e.client, &h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[2], 3);
-  CHECK_OK(cubert_client_handle_release(e.client, &h));
+  CHECK_OK(cubert_client_handle_release(e.client, &h, NULL));
   client_close(&e);
 }
 
@@ -374,17 +375,17 @@ TEST(cuda_client_out_of_memory_reclaims_and_retries) {
   o.max_streams = 4;
   o.memory_size = 32u << 20;
   client_open(&e, 0, &o);
-  CHECK_OK(cubert_client_clone(e.client, &a));
-  CHECK_OK(cubert_client_clone(e.client, &b));
+  CHECK_OK(cubert_client_clone(e.client, &a, NULL));
+  CHECK_OK(cubert_client_clone(e.client, &b, NULL));
   cubert_client_set_stream(a, 1);
   cubert_client_set_stream(b, 2);
   CHECK_OK(cubert_client_empty(a, 30u << 20, &h, NULL));
-  CHECK_OK(cubert_client_handle_release(a, &h));
+  CHECK_OK(cubert_client_handle_release(a, &h, NULL));
   CHECK_OK(cubert_client_memory_cleanup(a, NULL)); /* its pages go back on stream 1: deferred */
   CHECK_EQ_U64(stats_of(e.client).alloc_retries, 0);
   CHECK_OK(cubert_client_empty(b, 30u << 20, &h, NULL));
   CHECK_EQ_U64(stats_of(e.client).alloc_retries, 1);
-  CHECK_OK(cubert_client_handle_release(b, &h));
+  CHECK_OK(cubert_client_handle_release(b, &h, NULL));
   cubert_client_release(a);
   cubert_client_release(b);
   client_close(&e);
@@ -400,7 +401,7 @@ TEST(cuda_client_errors_are_mapped) {
   cubert_cube_count_t one = cubert_cube_count_new_single();
   cubert_error_t err, first;
   client_open(&e, 0, NULL);
-  CHECK_OK(cubert_client_create(e.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(e.client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, &delta, 1);
   /* a launch refused by cuLaunchKernel: a stream error at the next flush */
   fake_knob("CUBERT_FAKE_CUDA_LAUNCH_RESULT", "701");
@@ -421,7 +422,7 @@ TEST(cuda_client_errors_are_mapped) {
   /* the device works on */
   CHECK_OK(cubert_client_read_one(e.client, &h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[3], 4);
-  CHECK_OK(cubert_client_handle_release(e.client, &h));
+  CHECK_OK(cubert_client_handle_release(e.client, &h, NULL));
   client_close(&e);
 }
 
@@ -437,7 +438,7 @@ TEST(cuda_client_wait_with_a_deadline) {
   uint64_t sizes[1];
   client_open(&e, 0, NULL);
   fill(data, 64, 3);
-  CHECK_OK(cubert_client_create(e.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(e.client, data, sizeof data, &h, NULL));
   CHECK_OK(cubert_client_sync(e.client, NULL));
   fake_knob("CUBERT_FAKE_CUDA_EVENT_DELAY", "1000000000"); /* never complete by polling */
   dsts[0] = out;
@@ -449,7 +450,7 @@ TEST(cuda_client_wait_with_a_deadline) {
   CHECK_OK(cubert_completion_wait(&done, UINT64_MAX, NULL)); /* cuEventSynchronize */
   CHECK_EQ_U64(mismatches(data, out, 64), 0);
   fake_knob("CUBERT_FAKE_CUDA_EVENT_DELAY", "0");
-  CHECK_OK(cubert_client_handle_release(e.client, &h));
+  CHECK_OK(cubert_client_handle_release(e.client, &h, NULL));
   client_close(&e);
 }
 
@@ -538,26 +539,26 @@ static void lost_body(int gpu) {
     fault.cuda_image = k_fault_ptx;
     fault.cuda_image_size = sizeof k_fault_ptx;
   }
-  CHECK_OK(cubert_client_create(e.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(e.client, data, sizeof data, &h, NULL));
   args = args_of(NULL, 0, &address, 1);
   CHECK_OK(cubert_client_launch(e.client, &fault, &one, &args, NULL)); /* fails later */
   check_lost(cubert_client_sync(e.client, &err), &err);
   check_lost(cubert_client_sync(e.client, &err), &err);
   check_lost(cubert_client_read_one(e.client, &h, out, sizeof out, &err), &err);
-  check_lost(cubert_client_create(e.client, data, sizeof data, &h2, &err), &err);
+  check_lost(cubert_client_create_from_slice(e.client, data, sizeof data, &h2, &err), &err);
   args = args_of(&h, 1, &address, 1);
   check_lost(cubert_client_launch(e.client, &ck_add_scalar_u32_kernel, &one, &args, &err), &err);
   check_lost(cubert_client_flush(e.client, &err), &err);
-  CHECK_OK(cubert_client_handle_release(e.client, &h));
+  CHECK_OK(cubert_client_handle_release(e.client, &h, NULL));
   client_close(&e); /* no hang, nothing leaked */
   /* another device keeps working: a CPU device, and another GPU if there is one */
   cubert_cpu_options_initialize(&co);
   co.device_index = 7;
   CHECK_OK(cubert_cpu_client_create(cubert_allocator_libc(), &co, &cpu, NULL));
-  CHECK_OK(cubert_client_create(cpu, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(cpu, data, sizeof data, &h, NULL));
   CHECK_OK(cubert_client_read_one(cpu, &h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[2], 3);
-  CHECK_OK(cubert_client_handle_release(cpu, &h));
+  CHECK_OK(cubert_client_handle_release(cpu, &h, NULL));
   cubert_client_release(cpu);
   CHECK_OK(cubert_cuda_device_count(&gpus, NULL));
   if (gpus > 1) {
@@ -565,10 +566,10 @@ static void lost_body(int gpu) {
     o.ordinal = 1;
     o.device_index = 1;
     CHECK_OK(cubert_cuda_client_create(cubert_allocator_libc(), &o, &other, NULL));
-    CHECK_OK(cubert_client_create(other, data, sizeof data, &h, NULL));
+    CHECK_OK(cubert_client_create_from_slice(other, data, sizeof data, &h, NULL));
     CHECK_OK(cubert_client_read_one(other, &h, out, sizeof out, NULL));
     CHECK_EQ_U64(out[3], 4);
-    CHECK_OK(cubert_client_handle_release(other, &h));
+    CHECK_OK(cubert_client_handle_release(other, &h, NULL));
     cubert_client_release(other);
   }
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_cts_support.c: what the conformance suite and the
  * CUDA client tests need of the CUDA backend (no tests here):

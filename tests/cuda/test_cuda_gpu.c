@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_gpu.c: the CUDA device layer on a real GPU, through
  * libcuda.so.1 (or $CUBERT_LIBCUDA) and the kernel images the build
@@ -32,7 +33,7 @@ static void gpu_open(gpu_env_t *env, bool needs_images) {
   }
   if (needs_images && !CUBERT_TEST_HAVE_IMAGES)
     TEST_SKIP("no kernel images (nvcc was not found when this was built)");
-  env->allocator = counting_allocator_init(&env->counting);
+  env->allocator = counting_allocator_initialize(&env->counting);
   CHECK_OK(cubert_cuda_device_open(env->cu, 0, env->allocator, &env->device, &err));
   CHECK_OK(cubert_cuda_stream_initialize(env->device, &env->stream, &err));
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_staging.c: the pinned staging pool (chunks reused,
  * never pinned per upload) and double-buffered uploads, over the fake

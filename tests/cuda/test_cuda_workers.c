@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_workers.c: the CUDA driver's copy threads
  * (backend-cuda/cuda_workers.c) and the pinned chunk records in their
@@ -26,7 +27,7 @@ static void copy_case(cuda_workers_t *w, size_t n, int zero) {
  * single-thread forms; nothing leaks. */
 TEST(cuda_workers_copy_and_zero_in_parallel) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cuda_workers_t *w = NULL, *one = NULL;
   int round;
   CHECK_OK(cuda_workers_create(a, 4, &w));
@@ -49,7 +50,7 @@ TEST(cuda_workers_copy_and_zero_in_parallel) {
 
 TEST(cuda_workers_creation_failure_leaves_nothing) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cuda_workers_t *w = NULL;
   counting_allocator_fail_at(&c, 1, 0);
   CHECK_STATUS(cuda_workers_create(a, 4, &w), CUBERT_STATUS_RESOURCE_EXHAUSTED);

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/embedded/embedded.mk: the embedded targets (docs/embedding.md), included by the Makefile.
 #
 #   make test-cortex-m    the core's unit tests on Cortex-M4F, run under qemu-system-arm -M mps2-an386

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/embedded/runner.c: the test runner for targets with no processes (Cortex-M under
  * QEMU). It replaces tests/support/runner.c there: the same TEST(...) registrations, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The client and the server kit over a fake driver (core only: this file is
  * part of the unit tests that also run as 32-bit code): a device whose
  * memory is not host-addressable, with no pinned memory, no clock and no
@@ -9,6 +10,7 @@
 #include "cubert/backend/kit.h"
 #include "cubert/cube.h"
 #include "cubert/kernel.h"
+#include "cubert/backend/device.h"
 
 /* ---- the fake driver: work runs at once; events are always complete ---- */
 
@@ -50,7 +52,7 @@ static cubert_status_t fd_alloc(void *self, uint64_t size, cubert_driver_stream_
   fake_device_t *d = dev(self);
   void *p = NULL;
   (void)stream;
-  if (cubert_allocator_malloc(d->allocator, (size_t)size, 16, &p) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(d->allocator, (size_t)size, 16, &p, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(err, CUBERT_ERROR_IO_OUT_OF_MEMORY, &size, 1, "fake memory");
   d->live_blocks++;
   *out = (cubert_device_ptr_t)(uintptr_t)p;
@@ -166,7 +168,7 @@ static cubert_status_t fd_event_sync(void *self, cubert_driver_event_t *e, uint6
 static cubert_status_t fd_host_alloc(void *self, uint64_t size, void **out, cubert_error_t *err) {
   fake_device_t *d = (fake_device_t *)self;
   if (size > ((uint64_t)1 << 30) ||
-      cubert_allocator_malloc(d->allocator, (size_t)size, 16, out) != CUBERT_STATUS_OK)
+      cubert_allocator_malloc(d->allocator, (size_t)size, 16, out, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(err, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &size, 1, "fake pinned");
   d->host_allocs++;
   return CUBERT_STATUS_OK;
@@ -272,7 +274,7 @@ static void fake_release(cubert_client_t *client, fake_device_t *d, counting_all
 
 TEST(client_kit_driver_without_staging_profiling_collectives) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_client_t *client;
@@ -307,7 +309,7 @@ TEST(client_kit_driver_without_staging_profiling_collectives) {
   /* the resource: an address, no host pointer */
   CHECK_OK(cubert_client_get_resource(client, &h, &res, NULL));
   CHECK(res.ptr == NULL && res.address != 0 && res.size == 8);
-  CHECK_OK(cubert_client_handle_release(client, &h));
+  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
   /* profiling tokens: no clock */
   CHECK_STATUS(cubert_client_profile_start(client, &t, &err), CUBERT_STATUS_UNSUPPORTED);
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION);
@@ -341,7 +343,7 @@ TEST(client_kit_driver_without_staging_profiling_collectives) {
 /* Pitched layouts make the kit issue 2-D copies (rows `pitch` apart). */
 TEST(client_kit_pitched_tensors_use_2d_copies) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_client_t *client;
@@ -356,7 +358,7 @@ TEST(client_kit_pitched_tensors_use_2d_copies) {
   o.layout_policy.mem_alignment = 64;
   client = fake_client(a, &d, &o);
   for (i = 0; i < 15; i++) values[i] = 100 + i;
-  CHECK_OK(cubert_client_create_tensor(client, values, 2, shape, 4, &layout, NULL));
+  CHECK_OK(cubert_client_create_tensor_from_slice(client, values, 2, shape, 4, &layout, NULL));
   CHECK(layout.strides[0] > 5); /* rows padded */
   CHECK_EQ_U64(layout.strides[1], 1);
   CHECK_EQ_U64(d.last_height, 3);
@@ -381,7 +383,7 @@ TEST(client_kit_pitched_tensors_use_2d_copies) {
   desc.strides[1] = 3;
   CHECK_STATUS(cubert_client_read_tensor(client, &desc, 1, dsts, &dst_size, NULL),
                CUBERT_STATUS_UNSUPPORTED);
-  CHECK_OK(cubert_client_handle_release(client, &layout.memory));
+  CHECK_OK(cubert_client_handle_release(client, &layout.memory, NULL));
   fake_release(client, &d, &c);
 }
 
@@ -389,7 +391,7 @@ TEST(client_kit_pitched_tensors_use_2d_copies) {
  * that error at once without calling the driver. */
 TEST(client_kit_device_lost_is_sticky) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_client_t *client;
@@ -400,7 +402,7 @@ TEST(client_kit_device_lost_is_sticky) {
   int calls;
   fake_options(&o, 43);
   client = fake_client(a, &d, &o);
-  CHECK_OK(cubert_client_create(client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
   d.lose_at_launch = 1;
   CHECK_STATUS(launch_once(client, &err), CUBERT_STATUS_UNAVAILABLE);
   CHECK(strstr(err.reason, "fell off") != NULL);
@@ -414,7 +416,7 @@ TEST(client_kit_device_lost_is_sticky) {
   CHECK_STATUS(cubert_client_write(client, &h, data, sizeof data, &err), CUBERT_STATUS_UNAVAILABLE);
   CHECK_STATUS(cubert_client_memory_usage(client, &usage, &err), CUBERT_STATUS_UNAVAILABLE);
   CHECK_EQ_I64(d.calls, calls); /* nothing reached the driver */
-  CHECK_OK(cubert_client_handle_release(client, &h));
+  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
   fake_release(client, &d, &c);
 }
 
@@ -465,7 +467,7 @@ static cubert_status_t refusing_factory(void *self, cubert_allocator_t allocator
 
 TEST(client_device_refusing_calls) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_client_t *client;
@@ -511,7 +513,7 @@ TEST(client_device_refusing_calls) {
  * it; nothing leaks. */
 TEST(client_kit_gc_back_pressure_and_drain) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_client_t *client;
@@ -525,7 +527,7 @@ TEST(client_kit_gc_back_pressure_and_drain) {
   client = fake_client(a, &d, &o);
   d.busy = 1;
   blocks = c.live_blocks;
-  for (i = 0; i < 10; i++) CHECK_OK(cubert_client_create(client, data, sizeof data, &h[i], NULL));
+  for (i = 0; i < 10; i++) CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h[i], NULL));
   CHECK_EQ_I64(d.syncs, 6);     /* entries 1..6 waited for, 7..10 pending */
   CHECK(d.live_events == 4);    /* the pending entries' events */
   CHECK(c.live_blocks > blocks); /* their bytes too */
@@ -533,7 +535,7 @@ TEST(client_kit_gc_back_pressure_and_drain) {
   CHECK_EQ_I64(d.live_events, 0);
   CHECK_EQ_U64(usage.number_allocs, 10);
   d.busy = 0;
-  for (i = 0; i < 10; i++) CHECK_OK(cubert_client_handle_release(client, &h[i]));
+  for (i = 0; i < 10; i++) CHECK_OK(cubert_client_handle_release(client, &h[i], NULL));
   fake_release(client, &d, &c);
 }
 
@@ -541,7 +543,7 @@ TEST(client_kit_gc_back_pressure_and_drain) {
  * back through host_free. */
 TEST(client_kit_staging_from_the_driver) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_driver_t pinned = g_fake_driver;
@@ -563,14 +565,15 @@ TEST(client_kit_staging_from_the_driver) {
   CHECK(b[1].data == NULL && b[1].release == NULL);
   CHECK_EQ_I64(d.host_allocs, 1);
   memset(b[0].data, 3, 24);
-  CHECK_OK(cubert_client_create_bytes(client, b[0], &h, NULL)); /* moved: released after its copy */
+  CHECK_OK(cubert_client_create_from_bytes(client, b[0], &h,
+                                           NULL)); /* moved: released after its copy */
   CHECK_OK(cubert_client_sync(client, NULL));
   CHECK_EQ_I64(d.host_frees, 1);
   /* the driver refuses (and so does the fallback): nothing is left */
   CHECK_STATUS(cubert_client_reserve_staging(client, &huge, 1, b, &err),
                CUBERT_STATUS_RESOURCE_EXHAUSTED);
   CHECK_EQ_I64(d.host_allocs, 1);
-  CHECK_OK(cubert_client_handle_release(client, &h));
+  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
   fake_release(client, &d, &c);
 }
 
@@ -588,7 +591,7 @@ static void fd_host_free(void *self, void *ptr, uint64_t size) {
 /* Incomplete tables are refused with INVALID_ARGUMENT; nothing is left. */
 TEST(client_kit_refuses_incomplete_drivers) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_driver_t bad;
