@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Conformance: create / empty / write / read round trips (spec 1.2, 1.3, 11.12). */
+/* Conformance: create / empty / write / read round trips. */
 #include "cts.h"
 
 #include "cubert/cube.h"
@@ -142,7 +142,7 @@ TEST(cts_create_tensors_share_one_allocation) {
   CHECK(l[0].memory.memory.index == l[1].memory.memory.index);
   CHECK(l[1].memory.memory.index == l[2].memory.memory.index);
   if (cts_layout_policy().kind == CUBERT_LAYOUT_POLICY_CONTIGUOUS) {
-    /* spec 5.5, CPU contiguous (alignment 8): offsets (0,36) (64,12) (88,5), total 96 */
+    /* CPU contiguous (alignment 8): offsets (0,36) (64,12) (88,5), total 96 */
     CHECK_EQ_U64(l[0].memory.size, 96);
     CHECK_EQ_U64(l[0].memory.offset_start, 0);
     CHECK_EQ_U64(l[0].memory.offset_end, 36);
@@ -248,7 +248,7 @@ TEST(cts_sub_handles_keep_the_base_alive) {
   CHECK_EQ_U64(cubert_handle_size_in_used(&sub), 8);
   CHECK_OK(cubert_client_handle_release(env.client, &base, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &sub, out, sizeof out, NULL));
-  for (i = 0; i < 8; i++) CHECK_EQ_U64(out[i], 24 + i); /* spec 11.5 test_slices */
+  for (i = 0; i < 8; i++) CHECK_EQ_U64(out[i], 24 + i); /* CubeCL's test_slices */
   CHECK_OK(cubert_client_handle_release(env.client, &sub, NULL));
   cts_teardown(&env);
 }
@@ -318,7 +318,7 @@ TEST(cts_device_registry_load_and_enumerate) {
 }
 
 /* A failed allocation inside a create is never lost: CubeCL only logs it on
- * the device thread (spec 6.7); cubert reserves while the call holds the
+ * the device thread; cubert reserves while the call holds the
  * device, so the create itself returns the error, leaves nothing behind,
  * and the device keeps working. */
 TEST(cts_create_beyond_device_memory_fails_cleanly) {
@@ -392,7 +392,7 @@ TEST(cts_io_optimized_vector_sizes_of_the_device) {
   uint32_t sizes[32];
   size_t n = 0;
   cts_setup(&env, 0);
-  /* the load width (spec 10.5): CPU 512 bits, 4-byte elements -> [16, 8, 4, 2, 1];
+  /* the load width: CPU 512 bits, 4-byte elements -> [16, 8, 4, 2, 1];
    * CUDA 128 bits -> [4, 2, 1] */
   cubert_client_properties(env.client, &p);
   CHECK_OK(cubert_client_io_optimized_vector_sizes(env.client, 4, sizes, 32, &n, NULL));
@@ -404,7 +404,7 @@ TEST(cts_io_optimized_vector_sizes_of_the_device) {
   cts_teardown(&env);
 }
 
-/* The CPU server copies contiguous tensors only (spec 5.6): other strides are
+/* The CPU server copies contiguous tensors only: other strides are
  * refused with UnsupportedStrides and nothing is read. */
 TEST(cts_read_tensor_rejects_strides_it_cannot_copy) {
   cts_env_t env;
