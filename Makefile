@@ -1,12 +1,15 @@
+# SPDX-License-Identifier: MIT
 # cubert: the CubeCL runtime in C99.  `make help` lists every target.
 #
 #   make            libcubert.a, libcubert.so.MAJOR (+ symlinks), cubert.pc
 #   make run        the main demo (CPU server)
 #   make test       build and run the test suite, the conformance suite on the three drivers,
 #                   after replaying the fuzz corpora (closing line "N passed, N failed")
-#   make cts SERVER=cpu|deterministic|inline   the conformance suite on one driver
+#   make cts SERVER=cpu|deterministic|inline|cuda   the conformance suite on one driver
 #   make check      test + check-freestanding + check-headers + check-32bit + check-cortex-m
 #                   + check-install + check-symbols + fuzz-replay + check-tools + check-cortex-m0
+#                   + check-stack + check-hygiene (SPDX lines, no references outside the repo,
+#                   include graph: tests/build/check_hygiene.sh, check_includes.sh)
 #                   + check-cxx-host + check-embedded-demo (+ check-clang when clang is installed)
 #   make test-cortex-m | test-bigendian   unit tests + conformance suite on Cortex-M4 (QEMU, inline
 #                   driver; and the static-arena demo) | s390x (qemu-user, three drivers)
@@ -119,7 +122,7 @@ HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 # The single-source kernel files whose CUDA images every program of the build
 # carries (one kernel library; nvcc needed, else the images are left out and the
 # GPU tests say so).
-KERNEL_SOURCES := examples/kernels/cubert_kernels.h
+KERNEL_SOURCES := examples/kernels/cubert_kernels.h tests/cts/cts_kernels.h tests/cuda/cuda_test_kernels.h
 CUDA_LINK_OBJ := $(if $(HAVE_NVCC),$(KERNEL_SOURCES:%.h=$(BUILD)/kernels/%.o))
 CUDA_TEST_DEPS := $(BUILD)/cuda-fake/libcuda.so.1 $(BUILD)/cuda-fake-nogpa/libcuda.so.1
 endif
@@ -154,7 +157,7 @@ TOOL_SRC := $(sort $(wildcard tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 
 .PHONY: all test check run bench benches size install uninstall clean check-freestanding \
-        check-headers check-32bit check-cortex-m check-clang check-install check-symbols check-stack check-minimal check-tools asan tsan examples \
+        check-headers check-32bit check-cortex-m check-clang check-install check-symbols check-stack check-hygiene check-minimal check-tools asan tsan examples \
         tools fuzz fuzz-build fuzz-replay fuzz-targets valgrind help check-matrix coverage
 .DEFAULT_GOAL := all
 
@@ -240,17 +243,21 @@ $(TEST_BIN): $(TEST_OBJ) $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(CUDA_TEST_DEPS)
 # (tests/build/run_suite.sh); TESTS="prefix ..." runs only those tests. The full suite
 # (no TESTS) also replays every fuzz target's committed corpus first (fuzz-replay).
 TEST_WRAPPER ?=
+# A CUDA=1 build also runs the conformance suite on the CUDA driver over the fake libcuda.
 test: $(TEST_BIN) $(if $(filter 1,$(CUDA)),$(BUILD)/cuda-smoke) $(if $(TESTS),,fuzz-replay)
-	@sh tests/build/run_suite.sh '$(TEST_WRAPPER)' $(TEST_BIN) $(TESTS)
+	@$(if $(filter 1,$(CUDA)),CUBERT_FAKE_LIBCUDA=$(abspath $(BUILD))/cuda-fake/libcuda.so.1) \
+	  sh tests/build/run_suite.sh '$(TEST_WRAPPER)' $(TEST_BIN) $(TESTS)
 
-# The conformance suite on one driver: make cts SERVER=cpu|deterministic|inline
+# The conformance suite on one driver: make cts SERVER=cpu|deterministic|inline|cuda
+# (cuda: the GPU through libcuda.so.1, or CUBERT_LIBCUDA=... ; without one every test
+# prints "skipped: CUDA unavailable: <reason>").
 SERVER ?= cpu
 .PHONY: cts
 cts: $(TEST_BIN)
 	CUBERT_CTS_SERVER=$(SERVER) $(TEST_WRAPPER) $(TEST_BIN) cts_
 
 # ---- examples, benches, tools --------------------------------------------------------
-BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
+BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o $(BUILD)/obj/tests/support/test_features.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
 
 $(BUILD)/examples/%: examples/%.c $(CUDA_LINK_OBJ) $(STATIC_LIB) | $(BUILD)/examples
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
@@ -320,7 +327,8 @@ sim: $(BUILD)/tools/cubert_sim
 # ---- checks ---------------------------------------------------------------------------
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
 check: test check-freestanding check-headers check-32bit check-cortex-m check-install check-symbols \
-       fuzz-replay check-tools check-cortex-m0 check-cxx-host check-embedded-demo $(if $(HAVE_CLANG),check-clang)
+       fuzz-replay check-tools check-cortex-m0 check-cxx-host check-embedded-demo check-stack check-hygiene \
+       $(if $(HAVE_CLANG),check-clang)
 	@echo "check: ok$(if $(HAVE_CLANG),, (check-clang skipped: $(CLANG) not found; Debian: apt-get install clang))"
 
 # memcpy/memset/memmove (emitted for the builtins) and the compiler's own runtime
@@ -357,7 +365,11 @@ check-headers: | $(BUILD)/headers
 	  $(CC) $(CUBERT_WARN) -Werror -Iinclude -c $(BUILD)/headers/$$n.c -o $(BUILD)/headers/$$n.o; \
 	  cp $(BUILD)/headers/$$n.c $(BUILD)/headers/$$n.cpp; \
 	  $(CXX) -std=c++11 -pedantic -Wall -Wextra -Werror -Iinclude -c $(BUILD)/headers/$$n.cpp -o $(BUILD)/headers/$$n.cpp.o; \
-	done; echo "check-headers: ok ($(words $(PUBLIC_HEADERS)) headers, C99 and C++11)"
+	done; \
+	$(CC) $(CUBERT_WARN) -Werror -Iinclude -Itests/support -c tests/build/enum_sizes.c -o $(BUILD)/headers/enum_sizes.o; \
+	$(CC) $(CUBERT_WARN) -Werror -fshort-enums -Iinclude -Itests/support -c tests/build/enum_sizes.c \
+	  -o $(BUILD)/headers/enum_sizes_short.o; \
+	echo "check-headers: ok ($(words $(PUBLIC_HEADERS)) headers, C99 and C++11; every public enum 4 bytes, also with -fshort-enums)"
 
 # tools/cubert-info lists every device it creates and refuses a bad option (exit 2).
 check-tools: $(TOOL_BIN)
@@ -401,7 +413,7 @@ check-minimal:
 	  $(BUILD)/minimal/cubert-test
 	@# the config header gives the same library as the flags: the features and the registry size
 	@mkdir -p $(BUILD)/minimal/config-file
-	@printf '#include <stdio.h>\n#include "cubert/device.h"\nint main(void) { printf("%%lx %%d\\n", (unsigned long)cubert_config_features(), CUBERT_DEVICE_REGISTRY_CAPACITY); return 0; }\n' \
+	@printf '#include <stdio.h>\n#include "cubert/backend/device.h"\nint main(void) { printf("%%lx %%d\\n", (unsigned long)cubert_config_features(), CUBERT_DEVICE_REGISTRY_CAPACITY); return 0; }\n' \
 	  > $(BUILD)/minimal/config-file/probe.c
 	@for how in "$(MINIMAL_CONFIG)" "-DCUBERT_CONFIG_FILE=\"cubert_config_minimal.h\" -Iexamples/embedded"; do \
 	  $(CC) -Iinclude -Icore $$how -o $(BUILD)/minimal/config-file/probe $(BUILD)/minimal/config-file/probe.c \
@@ -453,6 +465,11 @@ check-install: all
 # the flags of the core build). STACK_SRC adds other freestanding sources.
 STACK_LIMIT ?= 2048
 STACK_SRC ?=
+# SPDX lines, no comment pointing outside the repository, no include cycle or include up
+# the layers of docs/architecture.md (tests/build/check_hygiene.sh; POSIX sh + awk).
+check-hygiene:
+	@sh tests/build/check_hygiene.sh check
+
 check-stack:
 	@sh tests/build/check_stack.sh --cc '$(CC)' --limit $(STACK_LIMIT) --out $(BUILD)/stack \
 	  --cflags '$(CUBERT_WARN) -Iinclude -Icore $(CORE_FREESTANDING) $(CFLAGS)' $(CORE_SRC) $(STACK_SRC)
@@ -623,7 +640,7 @@ clean:
 NVCC_FLAGS ?= -std=c++14 -O3
 NVCC_PTX_ARCH ?= compute_75
 NVCC_CUBIN_ARCH ?= sm_90
-CUDA_TEST_CFLAGS = -Itests/support -Ibackend-cuda -isystem $(CUDA_INCLUDE) \
+CUDA_TEST_CFLAGS = -Itests/support -Itests/cts -Ibackend-cuda -Ibackend-cpu -isystem $(CUDA_INCLUDE) \
   $(KERNELS_INC) -DCUBERT_TEST_BUILD_DIR='"$(abspath $(BUILD))"' -DCUBERT_TEST_HAVE_IMAGES=$(if $(HAVE_NVCC),1,0)
 
 .PHONY: cuda-headers cuda-smoke kernel-image
@@ -640,7 +657,7 @@ $(BUILD)/kernels/%.o: $(BUILD)/kernels/%.c include/cubert/cuda.h include/cubert/
 
 $(BUILD)/obj/tests/cuda/%.o: tests/cuda/%.c | cuda-headers
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CUDA_TEST_CFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CUDA_TEST_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # The fake driver the CUDA tests load instead of libcuda.so.1 (tests/cuda/fake_libcuda.c),
 # and a variant without cuGetProcAddress_v2 (a driver library missing a symbol).
@@ -668,6 +685,13 @@ cuda-smoke:
 	@echo "cuda-smoke: needs CUDA=1 (make CUDA=1 cuda-smoke)"; exit 1
 endif
 
+# bench/bench_cuda.c: the GPU benchmarks (raw Driver API peers through the loader's table),
+# with the kernel images linked in.
+ifeq ($(CUDA),1)
+$(BUILD)/bench/bench_cuda: bench/bench_cuda.c $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench cuda-headers
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+endif
+
 # A user's own kernels: make kernel-image KERNELS=path/my_kernels.h [OUT=my_kernels_image.c]
 # writes the C file to compile into the program (docs/kernels.md).
 kernel-image:
@@ -682,10 +706,10 @@ help:
 	@echo '  run                 build the examples and run examples/demo'
 	@echo '  test                build and run the suite, then the conformance suite on all three drivers'
 	@echo '                      (after fuzz-replay); TESTS="prefix ..." runs a subset'
-	@echo '  cts                 the conformance suite on one driver: SERVER=cpu|deterministic|inline'
+	@echo '  cts                 the conformance suite on one driver: SERVER=cpu|deterministic|inline|cuda (CUDA=1)'
 	@echo '  check               test check-freestanding check-headers check-32bit check-cortex-m check-install'
-	@echo '                      check-symbols fuzz-replay check-tools check-cortex-m0 check-cxx-host'
-	@echo '                      check-embedded-demo, and check-clang'
+	@echo '                      check-symbols fuzz-replay check-tools check-cortex-m0 check-cxx-host check-stack'
+	@echo '                      check-hygiene check-embedded-demo, and check-clang'
 	@echo '  check-freestanding  core/: no libc includes/calls, undefined symbols and mutable data allowlisted'
 	@echo '  check-headers       every public header compiles alone as C99 and C++11'
 	@echo '  check-32bit         core + tests/unit built with -m32 and run (gcc-multilib)'
@@ -701,6 +725,8 @@ help:
 	@echo '  check-symbols       libcubert.a and libcubert.so export only cubert_ symbols (the same set)'
 	@echo '  check-minimal       the suite with every cubert/config.h switch off (BUILD/minimal): unit, client and'
 	@echo '                      conformance tests (inline driver)'
+	@echo '  check-hygiene       SPDX line in every source file, no reference outside the repository, include graph'
+	@echo '                      without cycles or includes up the layers (tests/build/check_hygiene.sh)'
 	@echo '  check-stack         no stack frame of core/ (+ STACK_SRC) over STACK_LIMIT=$(STACK_LIMIT) bytes (gcc -fstack-usage)'
 	@echo '  check-tools         build/tools/cubert-info lists devices and pool layouts; a bad option exits 2'
 	@echo '  check-matrix        gcc/clang x -O0 -g/-O2/-O3 -march=native/-Os, -fno-common, --coverage, -j1/-j8, out-of-tree BUILD,'

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_copy.c: asynchronous copies on a stream, 1-D
  * (cuMemcpy{HtoD,DtoH,DtoD}Async) and pitched 2-D (cuMemcpy2DAsync), and
@@ -5,6 +6,7 @@
  * rows).
  */
 #include "cuda_device.h"
+#include "cubert/backend/arith.h"
 
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_device.c: device attributes and properties, open /
  * close with the primary context, entering a device on a thread, and the
@@ -221,7 +222,7 @@ cubert_status_t cubert_cuda_device_open(const cubert_cuda_loader_t *cu, uint32_t
                             "cubert_cuda_device_open: NULL argument");
   st = cubert_cuda_device_query(cu, ordinal, &info, out_error);
   if (st != CUBERT_STATUS_OK) return st;
-  st = cubert_allocator_malloc(allocator, sizeof *d, 0, (void **)&d);
+  st = cubert_allocator_malloc(allocator, sizeof *d, 0, (void **)&d, NULL);
   if (st != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "cannot allocate the CUDA device");

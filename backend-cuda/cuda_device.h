@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_device.h: the CUDA device layer, the primitives the
  * CUDA driver of the server kit is made of, over the Driver API
@@ -62,12 +63,16 @@ typedef struct cubert_cuda_device_t cubert_cuda_device_t;
 
 /* ---- events ------------------------------------------------------------------ */
 
-/* A pooled event. Owned by whoever recorded it until released. */
+/* A pooled event. Owned by whoever recorded it until released. `owner` and
+ * `seq` are the recorder's (the CUDA driver notes the stream and how many
+ * staged reads preceded the record); the pool leaves them alone. */
 typedef struct cubert_cuda_event_t {
   CUevent handle;
   struct cubert_cuda_event_t *next; /* free-list link while pooled */
   uint32_t timed;                   /* 1: created without CU_EVENT_DISABLE_TIMING */
   uint32_t reserved;
+  void *owner;
+  uint64_t seq;
 } cubert_cuda_event_t;
 
 typedef struct cubert_cuda_event_pool_t {
@@ -85,6 +90,13 @@ typedef struct cubert_cuda_event_pool_t {
  * checks use. Owned by the device's cache (valid until device close). */
 typedef struct cubert_cuda_function_t {
   const cubert_kernel_t *kernel;
+  /* What the descriptor said when the function was made: a descriptor
+   * pointer reused for another kernel (a copy on the stack, say) misses the
+   * cache instead of launching the old function. */
+  const char *entry_name;
+  const void *image;
+  uint32_t shared_memory_bytes;
+  uint32_t reserved_;
   CUfunction handle;
   uint32_t max_threads;   /* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK */
   uint32_t static_shared; /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
@@ -111,17 +123,30 @@ typedef struct cubert_cuda_module_cache_t {
 
 /* ---- the pinned staging pool (cuda_staging.c) ------------------------------------ */
 
-/* A pinned host chunk. `ptr` holds `capacity` bytes (a power of two). While
- * handed out it belongs to the caller; released with an event it is reused
- * only once that event completed. */
+/* A pinned host chunk. `ptr` holds `capacity` bytes (a power of two). The
+ * record itself lives in the first CUBERT_CUDA_STAGING_HEADER bytes of the
+ * same pinned allocation (ptr = record + header), so a chunk costs no host
+ * allocation and the record of a pointer from the pool is found in O(1)
+ * (cubert_cuda_staging_chunk_of). While handed out it belongs to the
+ * caller, who may use `link`, `user` and the out_* fields; released with an
+ * event it is reused only once that event completed. */
 typedef struct cubert_cuda_staging_chunk_t {
   void *ptr;
   uint64_t capacity;
   uint32_t size_class;
-  uint32_t reserved;
+  uint32_t magic;             /* CUBERT_CUDA_STAGING_MAGIC while the chunk exists */
   cubert_cuda_event_t *event; /* pending use (pool-owned), or NULL */
-  struct cubert_cuda_staging_chunk_t *next;
+  struct cubert_cuda_staging_chunk_t *next; /* pool list; the holder's while handed out */
+  struct cubert_cuda_staging_chunk_t *prev; /* the holder's while handed out */
+  void *out_dst;              /* the holder's: a staged read's destination */
+  uint64_t out_bytes;         /* the holder's: its size */
+  uint64_t out_seq;           /* the holder's: its sequence number */
 } cubert_cuda_staging_chunk_t;
+
+/* Bytes before a chunk's data (the record, padded to keep the data 128-byte
+ * aligned), and the record's tag. */
+#define CUBERT_CUDA_STAGING_HEADER 128u
+#define CUBERT_CUDA_STAGING_MAGIC 0x53544731u
 
 typedef struct cubert_cuda_staging_stats_t {
   uint64_t host_allocs;   /* cuMemHostAlloc calls */
@@ -322,6 +347,11 @@ cubert_status_t cubert_cuda_memory_alloc_retry(cubert_cuda_stream_t *stream, uin
 cubert_status_t cubert_cuda_memory_free(cubert_cuda_stream_t *stream, CUdeviceptr ptr,
                                         cubert_error_t *out_error);
 
+/* Free `ptr` (from cubert_cuda_memory_alloc) now, when no stream can use it
+ * any more (cuMemFree: it waits for the device). 0 or a lost device: no-op
+ * (the context's memory goes with it). */
+void cubert_cuda_memory_free_now(cubert_cuda_device_t *device, CUdeviceptr ptr);
+
 /* Set `size` bytes at `ptr` to `value` on the stream (cuMemsetD8Async). */
 cubert_status_t cubert_cuda_memory_set(cubert_cuda_stream_t *stream, CUdeviceptr ptr,
                                        uint8_t value, uint64_t size, cubert_error_t *out_error);
@@ -454,12 +484,25 @@ cubert_status_t cubert_cuda_launch_dynamic(cubert_cuda_stream_t *stream,
 /* ---- staging (cuda_staging.c) ---------------------------------------------------------- */
 
 /* A pinned chunk of at least `size` bytes: an idle chunk of the size class
- * whose last use completed, else a new one (cuMemHostAlloc; on
- * HOST_OUT_OF_MEMORY the idle chunks are trimmed and it is tried again).
- * size 0: INVALID_ARGUMENT; above 2^47: BUFFER_TOO_BIG. Thread-safe. */
+ * whose last use completed, else a new one (cuMemHostAlloc of the class plus
+ * the record's header; on HOST_OUT_OF_MEMORY the idle chunks are trimmed and
+ * it is tried again). No host allocation. size 0: INVALID_ARGUMENT; above
+ * 2^47: BUFFER_TOO_BIG. Thread-safe. */
 cubert_status_t cubert_cuda_staging_acquire(cubert_cuda_device_t *device, uint64_t size,
                                             cubert_cuda_staging_chunk_t **out_chunk,
                                             cubert_error_t *out_error);
+
+/* The record of the chunk whose data starts at `ptr` (a chunk's ptr), or
+ * NULL when `ptr` is not one. Pure (reads the header before ptr: only pass
+ * pointers that may be chunk data, i.e. from this pool or NULL). */
+cubert_cuda_staging_chunk_t *cubert_cuda_staging_chunk_of(void *ptr);
+
+/* Acquire for an upload ring: when the class holds chunks but none is
+ * ready, wait for the oldest one's use (cuEventSynchronize) rather than pin
+ * a new one. Otherwise as cubert_cuda_staging_acquire. */
+cubert_status_t cubert_cuda_staging_acquire_wait(cubert_cuda_device_t *device, uint64_t size,
+                                                 cubert_cuda_staging_chunk_t **out_chunk,
+                                                 cubert_error_t *out_error);
 
 /* Hand a chunk back. `event` (may be NULL; ownership moves to the pool)
  * marks a use in flight: the chunk is reused only once it completed.

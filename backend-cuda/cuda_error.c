@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_error.c: CUresult names, the context-poisoning codes and
  * the mapping to cubert's taxonomy (table in cuda_error.h).

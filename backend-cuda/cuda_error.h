@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_error.h: CUresult -> cubert's error taxonomy.
  *

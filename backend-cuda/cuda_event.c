@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_event.c: the event pool. Events are created once
  * (CU_EVENT_DISABLE_TIMING, or with timing for profiling), handed out on
@@ -50,7 +51,8 @@ static cubert_status_t event_take(cubert_cuda_device_t *device, bool timed,
     *out_event = e;
     return CUBERT_STATUS_OK;
   }
-  if (cubert_allocator_malloc(device->allocator, sizeof *e, 0, (void **)&e) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(device->allocator, sizeof *e, 0, (void **)&e,
+                              NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "cannot allocate an event");
   r = device->cu->cuEventCreate(&e->handle, timed ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING);

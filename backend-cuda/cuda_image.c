@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_image.c: the process-wide registry of kernel images
  * (cubert/cuda.h). A fixed array under a mutex: images register once, at

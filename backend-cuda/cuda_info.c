@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_info.c: the public availability and device queries of
  * cubert/cuda.h, over the process-wide loader.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_launch.c: launch limits and cuLaunchKernel.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_loader.c: dlopen libcuda.so.1, check its version,
  * resolve the entry points with cuGetProcAddress, cuInit, count devices.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_loader.h: libcuda opened at run time.
  *
@@ -76,6 +77,8 @@
   X(cuMemFreeAsync, 11020)              \
   X(cuMemHostAlloc, 2020)               \
   X(cuMemFreeHost, 2000)                \
+  X(cuMemHostRegister, 6050)            \
+  X(cuMemHostUnregister, 4000)          \
   X(cuMemcpyHtoDAsync, 3020)            \
   X(cuMemcpyDtoHAsync, 3020)            \
   X(cuMemcpyDtoDAsync, 3020)            \

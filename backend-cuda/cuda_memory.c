@@ -1,9 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_memory.c: device memory (stream-ordered through
  * cuMemAllocAsync / cuMemFreeAsync, cuMemAlloc / cuMemFree on devices
  * without memory pools), memset, memory info, pinned host memory.
  */
 #include "cuda_device.h"
+#include "cubert/backend/arith.h"
 
 #include <stdio.h>
 
@@ -78,6 +80,11 @@ cubert_status_t cubert_cuda_memory_free(cubert_cuda_stream_t *stream, CUdevicept
                                    device->async_alloc ? "cuMemFreeAsync" : "cuMemFree", 0,
                                    out_error);
   return CUBERT_STATUS_OK;
+}
+
+void cubert_cuda_memory_free_now(cubert_cuda_device_t *device, CUdeviceptr ptr) {
+  if (!device || ptr == 0 || cubert_cuda_device_enter(device, NULL) != CUBERT_STATUS_OK) return;
+  (void)device->cu->cuMemFree(ptr);
 }
 
 cubert_status_t cubert_cuda_memory_set(cubert_cuda_stream_t *stream, CUdeviceptr ptr,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_module.c: kernel descriptor -> CUfunction.
  *
@@ -50,7 +51,7 @@ static cubert_status_t function_reserve(cubert_cuda_device_t *d, cubert_error_t 
   uint32_t old_cap = c->function_capacity, cap, i;
   if ((c->function_count + 1) * 2 <= old_cap) return CUBERT_STATUS_OK;
   cap = old_cap ? old_cap * 2 : 64;
-  if (cubert_allocator_malloc_array(d->allocator, cap, sizeof *table, 0, (void **)&table) !=
+  if (cubert_allocator_malloc_array(d->allocator, cap, sizeof *table, 0, (void **)&table, NULL) !=
       CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "cannot grow the CUDA function cache");
@@ -178,7 +179,7 @@ static cubert_status_t module_get(cubert_cuda_device_t *d, const module_source_t
     cubert_cuda_module_slot_t *grown = NULL;
     if (cubert_allocator_realloc(d->allocator, c->modules,
                                  (size_t)c->module_capacity * sizeof *grown,
-                                 (size_t)cap * sizeof *grown, 0, (void **)&grown) !=
+                                 (size_t)cap * sizeof *grown, 0, (void **)&grown, NULL) !=
         CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                               "cannot grow the CUDA module cache");
@@ -240,6 +241,9 @@ static cubert_status_t function_make(cubert_cuda_device_t *d, const cubert_kerne
   if (r != CUDA_SUCCESS)
     return cubert_cuda_device_fail(d, r, CUBERT_CUDA_OP_LAUNCH, "cuFuncGetAttribute", 0, out_error);
   out->kernel = k;
+  out->entry_name = k->cuda_entry_name;
+  out->image = k->cuda_image;
+  out->shared_memory_bytes = k->shared_memory_bytes;
   out->max_threads = threads > 0 ? (uint32_t)threads : 0u;
   out->static_shared = shared > 0 ? (uint32_t)shared : 0u;
   out->registers = regs > 0 ? (uint32_t)regs : 0u;
@@ -277,16 +281,26 @@ cubert_status_t cubert_cuda_function_get(cubert_cuda_device_t *device,
                             "cubert_cuda_function_get: NULL kernel or entry name");
   if (cubert_cuda_device_is_lost(device)) return cubert_cuda_device_lost_error(device, out_error);
   hit = function_find(&device->modules, kernel);
-  if (hit) {
+  if (hit && hit->entry_name == kernel->cuda_entry_name && hit->image == kernel->cuda_image &&
+      hit->shared_memory_bytes == kernel->shared_memory_bytes) {
     *out_function = hit;
     return CUBERT_STATUS_OK;
   }
   st = cubert_cuda_device_enter(device, out_error);
   if (st == CUBERT_STATUS_OK) st = module_source(kernel, &src, out_error);
+  if (st == CUBERT_STATUS_OK && hit) { /* the same descriptor address, another kernel */
+    cubert_cuda_function_t made_again;
+    st = module_get(device, &src, &m, out_error);
+    if (st == CUBERT_STATUS_OK) st = function_make(device, kernel, m, src.name, &made_again, out_error);
+    if (st != CUBERT_STATUS_OK) return st;
+    *hit = made_again;
+    *out_function = hit;
+    return CUBERT_STATUS_OK;
+  }
   if (st == CUBERT_STATUS_OK) st = function_reserve(device, out_error);
   if (st == CUBERT_STATUS_OK) st = module_get(device, &src, &m, out_error);
   if (st != CUBERT_STATUS_OK) return st;
-  if (cubert_allocator_malloc(device->allocator, sizeof *made, 0, (void **)&made) !=
+  if (cubert_allocator_malloc(device->allocator, sizeof *made, 0, (void **)&made, NULL) !=
       CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "cannot allocate a CUDA function record");

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_staging.c: pinned staging chunks, pooled.
  *
@@ -11,6 +12,10 @@
 #include "cuda_device.h"
 
 #include <string.h>
+
+typedef char staging_record_fits_[sizeof(cubert_cuda_staging_chunk_t) <= CUBERT_CUDA_STAGING_HEADER
+                                      ? 1
+                                      : -1];
 
 /* Chunks of a class with a pending use examined per acquisition. */
 #define STAGING_SCAN_LIMIT 8u
@@ -41,8 +46,15 @@ static bool staging_chunk_ready(cubert_cuda_device_t *d, cubert_cuda_staging_chu
 
 static void staging_chunk_free(cubert_cuda_device_t *d, cubert_cuda_staging_chunk_t *c) {
   cubert_cuda_event_release(d, c->event);
-  cubert_cuda_host_free(d, c->ptr);
-  cubert_allocator_free(d->allocator, c, sizeof *c, 0);
+  c->magic = 0;
+  cubert_cuda_host_free(d, c); /* the record is the allocation's start */
+}
+
+cubert_cuda_staging_chunk_t *cubert_cuda_staging_chunk_of(void *ptr) {
+  cubert_cuda_staging_chunk_t *c;
+  if (!ptr || (uintptr_t)ptr % 64u != 0) return NULL;
+  c = (cubert_cuda_staging_chunk_t *)(void *)((unsigned char *)ptr - CUBERT_CUDA_STAGING_HEADER);
+  return c->magic == CUBERT_CUDA_STAGING_MAGIC && c->ptr == ptr ? c : NULL;
 }
 
 /* Take a ready idle chunk of class `cls` off the pool, or NULL. Caller holds
@@ -142,25 +154,23 @@ static cubert_status_t staging_acquire(cubert_cuda_device_t *device, uint64_t si
     }
   }
   if (c) {
+    c->prev = NULL;
+    c->out_dst = NULL;
+    c->out_bytes = c->out_seq = 0;
     *out_chunk = c;
     return CUBERT_STATUS_OK;
   }
   capacity = (uint64_t)1 << (cls + CUBERT_CUDA_STAGING_MIN_CLASS);
-  if (cubert_allocator_malloc(device->allocator, sizeof *c, 0, (void **)&c) != CUBERT_STATUS_OK)
-    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
-                            "cannot allocate a staging chunk record");
-  st = cubert_cuda_host_alloc(device, capacity, &ptr, out_error);
+  st = cubert_cuda_host_alloc(device, capacity + CUBERT_CUDA_STAGING_HEADER, &ptr, out_error);
   if (st == CUBERT_STATUS_RESOURCE_EXHAUSTED && cubert_cuda_staging_trim(device) > 0)
-    st = cubert_cuda_host_alloc(device, capacity, &ptr, out_error);
-  if (st != CUBERT_STATUS_OK) {
-    cubert_allocator_free(device->allocator, c, sizeof *c, 0);
-    return st;
-  }
-  c->ptr = ptr;
+    st = cubert_cuda_host_alloc(device, capacity + CUBERT_CUDA_STAGING_HEADER, &ptr, out_error);
+  if (st != CUBERT_STATUS_OK) return st;
+  c = (cubert_cuda_staging_chunk_t *)ptr;
+  memset(c, 0, sizeof *c);
+  c->ptr = (unsigned char *)ptr + CUBERT_CUDA_STAGING_HEADER;
   c->capacity = capacity;
   c->size_class = cls;
-  c->event = NULL;
-  c->next = NULL;
+  c->magic = CUBERT_CUDA_STAGING_MAGIC;
   (void)pthread_mutex_lock(&pool->mutex);
   pool->stats.host_allocs++;
   pool->stats.bytes_pinned += capacity;
@@ -174,6 +184,12 @@ cubert_status_t cubert_cuda_staging_acquire(cubert_cuda_device_t *device, uint64
                                             cubert_cuda_staging_chunk_t **out_chunk,
                                             cubert_error_t *out_error) {
   return staging_acquire(device, size, false, out_chunk, out_error);
+}
+
+cubert_status_t cubert_cuda_staging_acquire_wait(cubert_cuda_device_t *device, uint64_t size,
+                                                 cubert_cuda_staging_chunk_t **out_chunk,
+                                                 cubert_error_t *out_error) {
+  return staging_acquire(device, size, true, out_chunk, out_error);
 }
 
 void cubert_cuda_staging_release(cubert_cuda_device_t *device,

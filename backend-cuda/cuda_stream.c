@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cuda/cuda_stream.c: non-blocking CUstreams and their queues of
  * asynchronous errors (ServerUnhealthy at the next flush / sync / read).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_client.c: the compute client over the threaded CPU server
  * (cubert/client.h + cubert/cpu.h), through the public API only.
@@ -262,8 +263,8 @@ static bandwidth_t bench_add(uint32_t workers, const config_t *cfg, const float 
   cubert_kernel_args_set_buffer(&kargs, 2, host_out, bytes);
   grid.x = (uint32_t)((n + CK_BLOCK - 1) / CK_BLOCK);
   grid.y = grid.z = 1;
-  MUST("create a", cubert_client_create(client, a, bytes, &h[0], &err));
-  MUST("create b", cubert_client_create(client, b, bytes, &h[1], &err));
+  MUST("create a", cubert_client_create_from_slice(client, a, bytes, &h[0], &err));
+  MUST("create b", cubert_client_create_from_slice(client, b, bytes, &h[1], &err));
   MUST("empty out", cubert_client_empty(client, bytes, &h[2], &err));
   MUST("sync", cubert_client_sync(client, &err));
   args = args_of(h, 3);
@@ -298,7 +299,7 @@ static bandwidth_t bench_add(uint32_t workers, const config_t *cfg, const float 
     fprintf(stderr, "bench_client: add: %lu wrong results\n", (unsigned long)bad);
     exit(1);
   }
-  for (i = 0; i < 3; i++) MUST("release", cubert_client_handle_release(client, &h[i]));
+  for (i = 0; i < 3; i++) MUST("release", cubert_client_handle_release(client, &h[i], NULL));
   cubert_client_release(client);
   cubert_cpu_executor_destroy(ex);
   out.add_gbs = bench_stat_of(add, cfg->runs);

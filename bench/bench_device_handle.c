@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_device_handle.c: cost of the two device-handle implementations
  * (cubert/device.h): the direct (locked) handle over a recursive pthread
@@ -22,6 +23,7 @@
 #include <string.h>
 
 #include "cubert/host.h"
+#include "cubert/backend/device.h"
 #include "host/host_thread.h"
 
 #define BENCH_THREADS 4
@@ -62,7 +64,8 @@ static void bench_create(bench_impl_t *impl, const bench_config_t *cfg,
                          cubert_device_handle_t *out) {
   cubert_status_t status;
   if (impl->runner) {
-    status = cubert_device_handle_runner_create(cubert_allocator_libc(), NULL, cfg->queue, out);
+    status = cubert_device_handle_runner_create(cubert_allocator_libc(), NULL, cfg->queue, out,
+                                                NULL);
   } else {
     cubert_lock_t lock;
     lock.self = &impl->rlock;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_executor.c: the CPU kernel executor.
  *   1. launch + wait round trip of an empty kernel (median over repeated

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_memory.c: steady-state reserve + release through the memory
  * manager (like CubeCL's benches/dynamic.rs: a sliding window of live
@@ -41,6 +42,8 @@
 #include "cubert/cubert.h"
 #include "cubert/host.h"
 #include "cubert/memory.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 #include "bench_util.h"
 #include "host_storage.h"
 
@@ -119,7 +122,7 @@ static int bench_manager(const workload_t *w, mm_result_t *out) {
   double *samples;
   props.max_page_size = (uint64_t)20 << 30;
   props.alignment = 512;
-  host_storage_init(&storage, 512);
+  host_storage_initialize(&storage, 512);
   storage.virtual_memory = true;
   ring = (cubert_memory_id_t *)calloc(w->window, sizeof *ring);
   samples = (double *)calloc(batches, sizeof *samples);

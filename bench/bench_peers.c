@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_peers.c: cubert's CPU server next to the CPU runtimes a user
  * would pick instead, each measured in the same run, on the same operation:
@@ -205,8 +206,8 @@ static void bench_add(cubert_client_t *client, peer_cl_t *cl, const config_t *cf
   }
   memset(out, 0, bytes);
   memset(copy, 0, bytes);
-  MUST("create a", cubert_client_create(client, a, bytes, &h[0], &err));
-  MUST("create b", cubert_client_create(client, b, bytes, &h[1], &err));
+  MUST("create a", cubert_client_create_from_slice(client, a, bytes, &h[0], &err));
+  MUST("create b", cubert_client_create_from_slice(client, b, bytes, &h[1], &err));
   MUST("empty out", cubert_client_empty(client, bytes, &h[2], &err));
   MUST("sync", cubert_client_sync(client, &err));
   args = args_of(h, 3, NULL, 0);
@@ -246,7 +247,7 @@ static void bench_add(cubert_client_t *client, peer_cl_t *cl, const config_t *cf
   memset(out, 0, bytes);
   MUST("read out", cubert_client_read_one(client, &h[2], out, bytes, &err));
   check_add("cubert", a, b, out, n);
-  for (i = 0; i < 3; i++) MUST("release", cubert_client_handle_release(client, &h[i]));
+  for (i = 0; i < 3; i++) MUST("release", cubert_client_handle_release(client, &h[i], NULL));
   MUST("sync", cubert_client_sync(client, &err));
   s_ours = bench_stat_of(ours, cfg->runs);
   emit_vs("compute", "add f32 16M (3 x 64 MiB), launch + sync", "GB/s", 1, s_ours, "PoCL",
@@ -303,8 +304,8 @@ static void bench_matmul(cubert_client_t *client, peer_cl_t *cl, const config_t 
   scalars[0] = m;
   scalars[1] = k;
   scalars[2] = n;
-  MUST("create a", cubert_client_create(client, a, bytes_a, &h[0], &err));
-  MUST("create b", cubert_client_create(client, b, bytes_b, &h[1], &err));
+  MUST("create a", cubert_client_create_from_slice(client, a, bytes_a, &h[0], &err));
+  MUST("create b", cubert_client_create_from_slice(client, b, bytes_b, &h[1], &err));
   MUST("empty c", cubert_client_empty(client, bytes_c, &h[2], &err));
   MUST("sync", cubert_client_sync(client, &err));
   args = args_of(h, 3, scalars, 3);
@@ -340,7 +341,7 @@ static void bench_matmul(cubert_client_t *client, peer_cl_t *cl, const config_t 
   memset(c, 0, bytes_c);
   MUST("read c", cubert_client_read_one(client, &h[2], c, bytes_c, &err));
   check_matmul("cubert", a, b, c, m, k, n);
-  for (i = 0; i < 3; i++) MUST("release", cubert_client_handle_release(client, &h[i]));
+  for (i = 0; i < 3; i++) MUST("release", cubert_client_handle_release(client, &h[i], NULL));
   MUST("sync", cubert_client_sync(client, &err));
   s_ours = bench_stat_of(ours, cfg->runs);
   emit_vs("compute", "matmul f32 512x512x512, launch + sync", "GFLOP/s", 1, s_ours, "PoCL",

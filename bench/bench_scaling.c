@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_scaling.c: how the cost of a launch and of a pool reserve
  * through the compute client grows with the load, on the threaded CPU
@@ -100,7 +101,7 @@ static void lane_open(lane_t *lane, cubert_client_t *client) {
 
 static void lane_close(lane_t *lane) {
   cubert_error_t err;
-  MUST("release", cubert_client_handle_release(lane->client, &lane->buffer));
+  MUST("release", cubert_client_handle_release(lane->client, &lane->buffer, NULL));
   MUST("sync", cubert_client_sync(lane->client, &err));
 }
 
@@ -122,7 +123,7 @@ static void run_ops(lane_t *lanes, int count, op_t op, long n) {
       MUST("launch", cubert_client_launch(lane->client, &ck_empty_kernel, &one, &args, &err));
     } else {
       MUST("empty", cubert_client_empty(lane->client, reserve_size(i), &h, &err));
-      MUST("release", cubert_client_handle_release(lane->client, &h));
+      MUST("release", cubert_client_handle_release(lane->client, &h, NULL));
     }
   }
   for (l = 0; l < count; l++) MUST("sync", cubert_client_sync(lanes[l].client, &err));
@@ -195,7 +196,7 @@ static void curve_live_handles(cubert_client_t *client, const config_t *cfg) {
       }
     }
     for (i = 0; i < counts[p]; i++)
-      MUST("release (live handle)", cubert_client_handle_release(client, &live[i]));
+      MUST("release (live handle)", cubert_client_handle_release(client, &live[i], NULL));
     MUST("sync", cubert_client_sync(client, &err));
   }
   lane_close(&lane);
@@ -211,7 +212,7 @@ static void curve_streams(cubert_client_t *client, const config_t *cfg) {
   int p, op, i;
   for (i = 0; i < MAX_STREAMS; i++) {
     cubert_client_t *c = NULL;
-    if (cubert_client_clone(client, &c) != CUBERT_STATUS_OK) {
+    if (cubert_client_clone(client, &c, NULL) != CUBERT_STATUS_OK) {
       fprintf(stderr, "bench_scaling: cubert_client_clone failed\n");
       exit(1);
     }
@@ -257,7 +258,7 @@ static void *team_member(void *arg) {
   cubert_client_t *c = NULL;
   lane_t lane;
   int r;
-  if (cubert_client_clone(team->client, &c) != CUBERT_STATUS_OK) {
+  if (cubert_client_clone(team->client, &c, NULL) != CUBERT_STATUS_OK) {
     fprintf(stderr, "bench_scaling: cubert_client_clone failed\n");
     exit(1);
   }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_util.h: what every bench/ program shares: the clock, the
  * median / min / max of repeated runs, and the report rows (one line of the

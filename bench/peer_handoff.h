@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/peer_handoff.h: the floor of a cross-thread round trip, for
  * bench/bench_peers.c. Two threads pass a token back and forth:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/peer_opencl.h: the OpenCL peer of bench/bench_peers.c (PoCL, OpenCL
  * on the CPU, on Debian: pocl-opencl-icd + ocl-icd-opencl-dev), doing the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/peer_openmp.h: the OpenMP peer of bench/bench_peers.c: the loops a
  * user would write with `#pragma omp parallel for` for the same float vector

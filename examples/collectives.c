@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* examples/collectives.c: four CPU devices in one process: an all_reduce
  * (Sum) across them, then a tensor moved from device 0 to device 3. */
 #include <stdio.h>
@@ -36,7 +37,7 @@ int main(void) {
   }
   for (i = 0; i < DEVICES && ok; i++) {
     for (k = 0; k < N; k++) data[k] = (float)(i * 10 + k);
-    ok = check(cubert_client_create(clients[i], data, sizeof data, &h[i], &err), &err, "create");
+    ok = check(cubert_client_create_from_slice(clients[i], data, sizeof data, &h[i], &err), &err, "create");
   }
   /* every device enqueues its part; none waits for the others here */
   for (i = 0; i < DEVICES && ok; i++)
@@ -59,12 +60,12 @@ int main(void) {
          check(cubert_client_read_one(clients[3], &moved, out, sizeof out, &err), &err, "read");
     if (ok) {
       printf("device 3 received from device 0: %g ... %g\n", (double)out[0], (double)out[N - 1]);
-      (void)cubert_client_handle_release(clients[3], &moved);
+      (void)cubert_client_handle_release(clients[3], &moved, NULL);
     }
   }
   for (i = 0; i < DEVICES; i++) {
     if (!clients[i]) continue;
-    if (ok) (void)cubert_client_handle_release(clients[i], &h[i]);
+    if (ok) (void)cubert_client_handle_release(clients[i], &h[i], NULL);
     cubert_client_release(clients[i]);
   }
   return ok ? 0 : 1;

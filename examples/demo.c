@@ -1,5 +1,8 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * examples/demo.c: the main demo (`make run`). A CPU device runs, from
+ * examples/demo.c: the main demo (`make run`; `make run CUDA=1` runs it on
+ * the GPU when there is one, else on the CPU with a line saying why). A
+ * device runs, from
  * several host threads (each on its own stream), elementwise kernels, a
  * shared-memory reduction and a tiled matmul; one stream consumes data
  * another stream produced. Every result is checked against plain C, and the
@@ -17,6 +20,9 @@
 #include "cubert/cube.h"
 #include "cubert/host.h"
 #include "cubert/memory.h"
+#if defined(CUBERT_HAVE_BACKEND_CUDA)
+#include "cubert/cuda.h"
+#endif
 #include "cubert_kernels.h"
 
 #define THREADS 4
@@ -63,8 +69,8 @@ static void *elementwise_worker(void *arg) {
   }
   snprintf(label, sizeof label, "thread %d, stream %llu: axpy over %u floats", id,
            (unsigned long long)cubert_client_stream(g_client), N);
-  if (!check(cubert_client_create(g_client, a, N * sizeof(float), &ha, &err), &err, label) ||
-      !check(cubert_client_create(g_client, b, N * sizeof(float), &hb, &err), &err, label) ||
+  if (!check(cubert_client_create_from_slice(g_client, a, N * sizeof(float), &ha, &err), &err, label) ||
+      !check(cubert_client_create_from_slice(g_client, b, N * sizeof(float), &hb, &err), &err, label) ||
       !check(cubert_client_empty(g_client, N * sizeof(float), &hout, &err), &err, label))
     goto done;
   bufs[0] = ha;
@@ -83,9 +89,9 @@ static void *elementwise_worker(void *arg) {
     snprintf(detail, sizeof detail, "(%u mismatches)", bad);
     report(label, bad == 0, detail);
   }
-  cubert_client_handle_release(g_client, &ha);
-  cubert_client_handle_release(g_client, &hb);
-  cubert_client_handle_release(g_client, &hout);
+  cubert_client_handle_release(g_client, &ha, NULL);
+  cubert_client_handle_release(g_client, &hb, NULL);
+  cubert_client_handle_release(g_client, &hout, NULL);
 done:
   free(a);
   free(b);
@@ -102,7 +108,7 @@ static void *producer(void *arg) {
   uint32_t i;
   (void)arg;
   for (i = 0; i < N; i++) data[i] = 1.0f;
-  check(cubert_client_create(g_client, data, N * sizeof(float), &g_shared, &err), &err,
+  check(cubert_client_create_from_slice(g_client, data, N * sizeof(float), &g_shared, &err), &err,
         "producer create");
   free(data);
   return NULL;
@@ -139,9 +145,25 @@ static void reduction(void) {
     snprintf(detail, sizeof detail, "(sum %.0f, expected %u)", sum, N);
     report("cross-stream shared-memory tree reduction", sum == (double)N, detail);
   }
-  cubert_client_handle_release(g_client, &hpartial);
-  cubert_client_handle_release(g_client, &g_shared);
+  cubert_client_handle_release(g_client, &hpartial, NULL);
+  cubert_client_handle_release(g_client, &g_shared, NULL);
   free(partial);
+}
+
+/* A contiguous f32 matrix of shape s (data NULL: empty). */
+static cubert_status_t contiguous_tensor(const float *data, const uint64_t s[2],
+                                         cubert_memory_layout_t *out, cubert_error_t *err) {
+  cubert_layout_descriptor_t d;
+  const void *datas[1];
+  memset(&d, 0, sizeof d);
+  d.strategy = CUBERT_LAYOUT_CONTIGUOUS;
+  d.rank = 2;
+  d.shape[0] = s[0];
+  d.shape[1] = s[1];
+  d.elem_size = sizeof(float);
+  datas[0] = data;
+  return data ? cubert_client_create_tensors_from_slices(g_client, &d, datas, 1, out, err)
+              : cubert_client_empty_tensors(g_client, &d, 1, out, err);
 }
 
 static void matmul(void) {
@@ -162,9 +184,11 @@ static void matmul(void) {
   sa[0] = m; sa[1] = k;
   sb[0] = k; sb[1] = n;
   sc[0] = m; sc[1] = n;
-  if (!check(cubert_client_create_tensor(g_client, a, 2, sa, 4, &la, &err), &err, "matmul") ||
-      !check(cubert_client_create_tensor(g_client, b, 2, sb, 4, &lb, &err), &err, "matmul") ||
-      !check(cubert_client_empty_tensor(g_client, 2, sc, 4, &lc, &err), &err, "matmul"))
+  /* ck_matmul_f32 indexes contiguous rows: contiguous tensors (an optimized
+   * one is pitched on a GPU) */
+  if (!check(contiguous_tensor(a, sa, &la, &err), &err, "matmul") ||
+      !check(contiguous_tensor(b, sb, &lb, &err), &err, "matmul") ||
+      !check(contiguous_tensor(NULL, sc, &lc, &err), &err, "matmul"))
     return;
   bufs[0] = la.memory;
   bufs[1] = lb.memory;
@@ -190,13 +214,31 @@ static void matmul(void) {
     snprintf(detail, sizeof detail, "(max abs error %.2g)", max_err);
     report("tiled matmul 200x150 . 150x180", max_err < 1e-2, detail);
   }
-  cubert_client_handle_release(g_client, &la.memory);
-  cubert_client_handle_release(g_client, &lb.memory);
-  cubert_client_handle_release(g_client, &lc.memory);
+  cubert_client_handle_release(g_client, &la.memory, NULL);
+  cubert_client_handle_release(g_client, &lb.memory, NULL);
+  cubert_client_handle_release(g_client, &lc.memory, NULL);
   free(a);
   free(b);
   free(c);
 }
+
+#if defined(CUBERT_HAVE_BACKEND_CUDA)
+/* A CUDA=1 build runs on GPU 0 when there is one (and says why not). */
+static int create_gpu_device(void) {
+  cubert_error_t err;
+  cubert_device_properties_t p;
+  if (cubert_cuda_client_create(cubert_allocator_libc(), NULL, &g_client, &err) != CUBERT_STATUS_OK) {
+    printf("not on the GPU (%s): running on the CPU server\n", err.reason);
+    return 0;
+  }
+  cubert_client_properties(g_client, &p);
+  printf("cubert %d.%d.%d demo on the GPU: CUDA device 0 \"%s\"\n", CUBERT_VERSION_MAJOR,
+         CUBERT_VERSION_MINOR, CUBERT_VERSION_PATCH, p.name);
+  return 1;
+}
+#else
+static int create_gpu_device(void) { return 0; }
+#endif
 
 int main(void) {
   cubert_cpu_options_t options;
@@ -205,12 +247,14 @@ int main(void) {
   pthread_t threads[THREADS];
   char text[256];
   int i;
-  cubert_cpu_options_initialize(&options);
-  if (!check(cubert_cpu_client_create(cubert_allocator_libc(), &options, &g_client, &err), &err,
-             "create the CPU device"))
-    return 1;
-  printf("cubert %d.%d.%d demo on the CPU server (%u stream slots)\n", CUBERT_VERSION_MAJOR,
-         CUBERT_VERSION_MINOR, CUBERT_VERSION_PATCH, options.max_streams);
+  if (!create_gpu_device()) {
+    cubert_cpu_options_initialize(&options);
+    if (!check(cubert_cpu_client_create(cubert_allocator_libc(), &options, &g_client, &err), &err,
+               "create the CPU device"))
+      return 1;
+    printf("cubert %d.%d.%d demo on the CPU server (%u stream slots)\n", CUBERT_VERSION_MAJOR,
+           CUBERT_VERSION_MINOR, CUBERT_VERSION_PATCH, options.max_streams);
+  }
   for (i = 0; i < THREADS; i++)
     pthread_create(&threads[i], NULL, elementwise_worker, (void *)(intptr_t)i);
   for (i = 0; i < THREADS; i++) pthread_join(threads[i], NULL);

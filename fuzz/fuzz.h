@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz.h: the libFuzzer entry point and a small input reader for the
  * fuzz targets in fuzz/fuzz_*.c. Hosted code (may use libc). Not installed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_alloc.h: the injected allocator of the fuzz targets. It counts
  * live blocks and bytes, checks that every block is freed with the size it

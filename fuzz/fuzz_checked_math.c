@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_checked_math.c: the overflow-checked helpers (cubert_size_*,
  * cubert_u64_*) against the compiler's __builtin_*_overflow, and the arena
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 
 #include "cubert/allocator.h"
+#include "cubert/backend/arith.h"
 #include "fuzz.h"
 
 #define FUZZ_CHECK(cond)                                                            \
@@ -267,9 +269,9 @@ static void arena_allocate(model_t *m, size_t size, size_t align, int as_array, 
   cubert_status_t st;
   if (as_array) {
     overflow = __builtin_mul_overflow(count, size, &total);
-    st = cubert_allocator_malloc_array(m->alloc, count, size, align, &p);
+    st = cubert_allocator_malloc_array(m->alloc, count, size, align, &p, NULL);
   } else {
-    st = cubert_allocator_malloc(m->alloc, size, align, &p);
+    st = cubert_allocator_malloc(m->alloc, size, align, &p, NULL);
   }
   if (overflow) {
     FUZZ_CHECK(st == CUBERT_STATUS_OVERFLOW);
@@ -304,7 +306,8 @@ static void arena_resize(model_t *m, unsigned index, size_t new_size) {
   cubert_arena_t before = m->arena;
   size_t offset = 0, keep, k;
   int ok;
-  cubert_status_t st = cubert_allocator_realloc(m->alloc, b->ptr, b->size, new_size, b->align, &p);
+  cubert_status_t st = cubert_allocator_realloc(m->alloc, b->ptr, b->size, new_size, b->align, &p,
+                                                NULL);
   if (new_size == 0) {
     FUZZ_CHECK(st == CUBERT_STATUS_INVALID_ARGUMENT);
     FUZZ_CHECK(p == sentinel);
@@ -358,13 +361,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   m.base = (unsigned char *)g_buffer + misalign;
   m.nblocks = 0;
   m.next_id = 1;
-  FUZZ_CHECK(cubert_arena_initialize(&m.arena, NULL, 1, &m.alloc) ==
+  FUZZ_CHECK(cubert_arena_initialize(&m.arena, NULL, 1, &m.alloc, NULL) ==
              CUBERT_STATUS_INVALID_ARGUMENT);
-  FUZZ_CHECK(cubert_arena_initialize(NULL, m.base, m.capacity, &m.alloc) ==
+  FUZZ_CHECK(cubert_arena_initialize(NULL, m.base, m.capacity, &m.alloc, NULL) ==
              CUBERT_STATUS_INVALID_ARGUMENT);
-  FUZZ_CHECK(cubert_arena_initialize(&m.arena, m.base, m.capacity, NULL) ==
+  FUZZ_CHECK(cubert_arena_initialize(&m.arena, m.base, m.capacity, NULL, NULL) ==
              CUBERT_STATUS_INVALID_ARGUMENT);
-  FUZZ_CHECK(cubert_arena_initialize(&m.arena, m.base, m.capacity, &m.alloc) ==
+  FUZZ_CHECK(cubert_arena_initialize(&m.arena, m.base, m.capacity, &m.alloc, NULL) ==
              CUBERT_STATUS_OK);
   FUZZ_CHECK(m.arena.used == 0 && m.arena.high_water == 0 && m.arena.last == NULL);
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_client_api.c: programs of client API calls on a CPU server in
  * deterministic mode, checked against a shadow model of every allocation's
@@ -136,7 +137,7 @@ static void add_handle(ctx_t *x, const cubert_handle_t *h, uint32_t alloc) {
     x->nhs++;
   } else {
     /* no room to track it: give the reference back at once */
-    FUZZ_CHECK(cubert_client_handle_release(x->main, h) == CUBERT_STATUS_OK);
+    FUZZ_CHECK(cubert_client_handle_release(x->main, h, NULL) == CUBERT_STATUS_OK);
     x->allocs[alloc].handles--;
   }
 }
@@ -231,7 +232,7 @@ static void op_create(ctx_t *x, int with_data) {
   uint32_t t = slot_of(c);
   fill(data, sizeof data, fuzz_u8(x->r));
   if (x->nallocs == MAX_ALLOCS) return;
-  st = with_data ? cubert_client_create(c, data, size, &h, &err)
+  st = with_data ? cubert_client_create_from_slice(c, data, size, &h, &err)
                  : cubert_client_empty(c, size, &h, &err);
   if (st == CUBERT_STATUS_OUT_OF_RANGE && live_ids(x) + 1 < x->max_handles && !lenient(x)) {
     /* The table is full although the user holds fewer ids: released ids
@@ -242,7 +243,7 @@ static void op_create(ctx_t *x, int with_data) {
     FUZZ_CHECK(err.status == st);
     for (u = 0; u < NSLOTS; u++) harness_sync(x, u);
     EXPECT(cubert_client_memory_cleanup(c, &err), CUBERT_STATUS_OK, &err);
-    st = with_data ? cubert_client_create(c, data, size, &h, &err)
+    st = with_data ? cubert_client_create_from_slice(c, data, size, &h, &err)
                    : cubert_client_empty(c, size, &h, &err);
   }
   /* a table of N slots holds N - 1 user ids: reserve() takes one more */
@@ -447,7 +448,7 @@ static void op_clone(ctx_t *x) {
   cubert_handle_t out;
   cubert_status_t st;
   if (!mh) return;
-  st = cubert_client_handle_clone(x->main, &mh->h, &out);
+  st = cubert_client_handle_clone(x->main, &mh->h, &out, NULL);
   EXPECT(st, released_clone_status(x, mh, st), NULL);
   if (st != CUBERT_STATUS_OK) return;
   FUZZ_CHECK(memcmp(&out, &mh->h, sizeof out) == 0);
@@ -464,7 +465,7 @@ static void op_offset(ctx_t *x) {
   cubert_status_t st;
   if (!mh) return;
   used = cubert_handle_size_in_used(&mh->h);
-  st = cubert_client_handle_offset(x->main, &mh->h, start, end, &out);
+  st = cubert_client_handle_offset(x->main, &mh->h, start, end, &out, NULL);
   if (s & 0x80) {
     /* offset_start + start overflows 64 bits or exceeds the size */
     FUZZ_CHECK(st == CUBERT_STATUS_OVERFLOW || st == CUBERT_STATUS_OUT_OF_RANGE ||
@@ -489,7 +490,7 @@ static void op_release(ctx_t *x) {
   m_handle_t *mh = pick_handle(x);
   cubert_status_t st;
   if (!mh) return;
-  st = cubert_client_handle_release(x->main, &mh->h);
+  st = cubert_client_handle_release(x->main, &mh->h, NULL);
   EXPECT(st, alive(x, mh) ? CUBERT_STATUS_OK : CUBERT_STATUS_INVALID_HANDLE, NULL);
   if (st == CUBERT_STATUS_OK) alloc_of(x, mh)->handles--;
 }
@@ -516,9 +517,9 @@ static void op_forged(ctx_t *x) {
     want = CUBERT_STATUS_INVALID_HANDLE;
   }
   switch ((how >> 1) & 7) {
-    case 0: EXPECT(cubert_client_handle_release(x->main, &f), want, NULL); break;
-    case 1: EXPECT(cubert_client_handle_clone(x->main, &f, &out), want, NULL); break;
-    case 2: EXPECT(cubert_client_handle_offset(x->main, &f, 0, 0, &out), want, NULL); break;
+    case 0: EXPECT(cubert_client_handle_release(x->main, &f, NULL), want, NULL); break;
+    case 1: EXPECT(cubert_client_handle_clone(x->main, &f, &out, NULL), want, NULL); break;
+    case 2: EXPECT(cubert_client_handle_offset(x->main, &f, 0, 0, &out, NULL), want, NULL); break;
     case 3:
       st = cubert_client_read_one(x->main, &f, buf, sizeof buf, &err);
       EXPECT(st, want, &err);
@@ -638,7 +639,7 @@ static void release_all(ctx_t *x) {
   for (i = 0; i < x->nhs; i++) {
     m_alloc_t *a = alloc_of(x, &x->hs[i]);
     while (a->handles > 0) {
-      FUZZ_CHECK(cubert_client_handle_release(x->main, &x->hs[i].h) == CUBERT_STATUS_OK);
+      FUZZ_CHECK(cubert_client_handle_release(x->main, &x->hs[i].h, NULL) == CUBERT_STATUS_OK);
       a->handles--;
     }
   }
@@ -664,12 +665,12 @@ static void recover(ctx_t *x) {
   /* the pools still own the released ids until they poll (see op_create) */
   EXPECT(cubert_client_memory_cleanup(x->main, &err), CUBERT_STATUS_OK, &err);
   fill(data, sizeof data, 77);
-  st = cubert_client_create(x->syncer[1], data, sizeof data, &h, &err);
+  st = cubert_client_create_from_slice(x->syncer[1], data, sizeof data, &h, &err);
   EXPECT(st, CUBERT_STATUS_OK, &err);
   st = cubert_client_read_one(x->syncer[1], &h, back, sizeof back, &err);
   EXPECT(st, CUBERT_STATUS_OK, &err);
   FUZZ_CHECK(memcmp(data, back, sizeof data) == 0);
-  FUZZ_CHECK(cubert_client_handle_release(x->main, &h) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert_client_handle_release(x->main, &h, NULL) == CUBERT_STATUS_OK);
 }
 
 static void teardown(ctx_t *x) {
@@ -700,7 +701,7 @@ static int setup(ctx_t *x, const cubert_cpu_options_t *o) {
   x->max_count = props.hardware.max_cube_count;
   for (k = 0; k < NCLIENTS + NSLOTS; k++) {
     cubert_client_t **out = k < NCLIENTS ? &x->cl[k] : &x->syncer[k - NCLIENTS];
-    st = cubert_client_clone(x->main, out);
+    st = cubert_client_clone(x->main, out, NULL);
     if (st != CUBERT_STATUS_OK) {
       FUZZ_CHECK(lenient(x) && st == CUBERT_STATUS_RESOURCE_EXHAUSTED);
       *out = NULL;
@@ -795,13 +796,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_all(x);
   for (u = 0; u < NSLOTS; u++) harness_sync(x, u);
   release_all(x);
-  FUZZ_CHECK(cubert_cpu_sim_drain(x->main) == CUBERT_STATUS_OK);
-  FUZZ_CHECK(cubert_cpu_sim_info(x->main, &info) == CUBERT_STATUS_OK && info.deadlocks == 0);
-  FUZZ_CHECK(cubert_cpu_race_counters(x->main, &rc) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert_cpu_sim_drain(x->main, NULL) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert_cpu_sim_info(x->main, &info, NULL) == CUBERT_STATUS_OK && info.deadlocks == 0);
+  FUZZ_CHECK(cubert_cpu_race_counters(x->main, &rc, NULL) == CUBERT_STATUS_OK);
   if (!x->failed && rc.reports != 0) {
     cubert_race_report_t rep;
     char line[512];
-    if (cubert_cpu_race_last_report(x->main, &rep) == CUBERT_STATUS_OK) {
+    if (cubert_cpu_race_last_report(x->main, &rep, NULL) == CUBERT_STATUS_OK) {
       cubert_race_report_format(&rep, line, sizeof line);
       fprintf(stderr, "fuzz_client_api: %s\n", line);
     }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_cube.c: cube counts, their selection and spreading, cube dims
  * and io-optimized vector sizes (cubert/cube.h) against plain references
@@ -114,10 +115,10 @@ static void case_spread(fuzz_reader_t *r) {
   cubert_dim3_t max = read_dim3(r), got = {7, 7, 7}, want = {0, 0, 0};
   uint32_t n = read_u32(r);
   cubert_cube_count_selection_t sel;
-  cubert_status_t ws = ref_spread(max, n, &want), st = cubert_cube_count_spread(max, n, &got);
+  cubert_status_t ws = ref_spread(max, n, &want), st = cubert_cube_count_spread(max, n, &got, NULL);
   FUZZ_CHECK(st == ws);
   memset(&sel, 0x5A, sizeof sel);
-  FUZZ_CHECK(cubert_cube_count_selection_new(max, n, &sel) == ws);
+  FUZZ_CHECK(cubert_cube_count_selection_new(max, n, &sel, NULL) == ws);
   if (st != CUBERT_STATUS_OK) {
     FUZZ_CHECK(got.x == 7 && got.y == 7 && got.z == 7 && sel.actual == 0x5A5A5A5A5A5A5A5Aull);
     return;
@@ -138,7 +139,7 @@ static void case_elemwise(fuzz_reader_t *r) {
   cubert_cube_count_t got;
   cubert_status_t st, ws, either = CUBERT_STATUS_OK;
   memset(&got, 0x5A, sizeof got);
-  st = cubert_calculate_cube_count_elemwise(max, elems, dim, &got);
+  st = cubert_calculate_cube_count_elemwise(max, elems, dim, &got, NULL);
   if (!ref_units(dim, &units)) ws = CUBERT_STATUS_OVERFLOW;
   else if (units == 0) ws = CUBERT_STATUS_INVALID_ARGUMENT;
   else if (elems == 0) ws = CUBERT_STATUS_OK;
@@ -161,7 +162,7 @@ static void case_dims(fuzz_reader_t *r) {
   cubert_cube_dim_t got = {9, 9, 9};
   cubert_status_t st;
   int ok = ref_units(a, &want);
-  FUZZ_CHECK(cubert_cube_dim_num_elems(a, &units) ==
+  FUZZ_CHECK(cubert_cube_dim_num_elems(a, &units, NULL) ==
              (ok ? CUBERT_STATUS_OK : CUBERT_STATUS_OVERFLOW));
   FUZZ_CHECK(ok ? units == want : units == 0x5A);
   FUZZ_CHECK(cubert_cube_dim_can_contain(a, b) == (a.x >= b.x && a.y >= b.y && a.z >= b.z));
@@ -169,7 +170,7 @@ static void case_dims(fuzz_reader_t *r) {
   hw.plane_size_max = (uint32_t)(fuzz_u8(r) & 0x7F);
   hw.max_units_per_cube = read_u32(r);
   hw.num_cpu_cores = (fuzz_u8(r) & 1) ? read_u32(r) : 0;
-  st = cubert_cube_dim_new(&hw, wu, &got);
+  st = cubert_cube_dim_new(&hw, wu, &got, NULL);
   if (hw.plane_size_max == 0) {
     FUZZ_CHECK(st == CUBERT_STATUS_INVALID_ARGUMENT && got.x == 9);
   } else {
@@ -202,7 +203,7 @@ static void case_vectors(fuzz_reader_t *r) {
   size_t e = (b & 2) ? (size_t)fuzz_uint(r, sizeof(size_t)) : (size_t)(b >> 4), n = 99, wn = 0, cap;
   cubert_status_t ws = ref_vector_sizes(max_vec, load, e, want, &wn), st;
   cubert_hardware_properties_t hw;
-  st = cubert_io_optimized_vector_sizes_from_limits(max_vec, load, e, got, CUBERT_IO_VECTOR_SIZES_MAX, &n);
+  st = cubert_io_optimized_vector_sizes_from_limits(max_vec, load, e, got, CUBERT_IO_VECTOR_SIZES_MAX, &n, NULL);
   FUZZ_CHECK(st == ws);
   if (st != CUBERT_STATUS_OK) {
     FUZZ_CHECK(n == 99);
@@ -211,18 +212,20 @@ static void case_vectors(fuzz_reader_t *r) {
   FUZZ_CHECK(n == wn && n <= CUBERT_IO_VECTOR_SIZES_MAX && memcmp(got, want, n * sizeof got[0]) == 0);
   /* query form, a short buffer, the hardware form */
   n = 0;
-  FUZZ_CHECK(cubert_io_optimized_vector_sizes_from_limits(max_vec, load, e, NULL, 0, &n) == CUBERT_STATUS_OK && n == wn);
+  FUZZ_CHECK(cubert_io_optimized_vector_sizes_from_limits(max_vec, load, e, NULL, 0, &n,
+                                                          NULL) == CUBERT_STATUS_OK && n == wn);
   cap = wn - 1;
   memset(got, 0, sizeof got);
-  FUZZ_CHECK(cubert_io_optimized_vector_sizes_from_limits(max_vec, load, e, got, cap, &n) ==
+  FUZZ_CHECK(cubert_io_optimized_vector_sizes_from_limits(max_vec, load, e, got, cap, &n, NULL) ==
              (cap < wn ? CUBERT_STATUS_OUT_OF_RANGE : CUBERT_STATUS_OK));
   FUZZ_CHECK(got[0] == 0); /* nothing written on failure */
-  FUZZ_CHECK(cubert_io_optimized_vector_sizes_from_limits(max_vec, load, e, NULL, 1, &n) ==
+  FUZZ_CHECK(cubert_io_optimized_vector_sizes_from_limits(max_vec, load, e, NULL, 1, &n, NULL) ==
              CUBERT_STATUS_INVALID_ARGUMENT);
   memset(&hw, 0, sizeof hw);
   hw.max_vector_size = max_vec;
   hw.load_width = load;
-  FUZZ_CHECK(cubert_io_optimized_vector_sizes(&hw, e, got, CUBERT_IO_VECTOR_SIZES_MAX, &n) == CUBERT_STATUS_OK &&
+  FUZZ_CHECK(cubert_io_optimized_vector_sizes(&hw, e, got, CUBERT_IO_VECTOR_SIZES_MAX, &n,
+                                              NULL) == CUBERT_STATUS_OK &&
              n == wn && memcmp(got, want, n * sizeof got[0]) == 0);
 }
 
@@ -241,10 +244,10 @@ static void case_count(fuzz_reader_t *r) {
   FUZZ_CHECK(dim_eq(cubert_cube_count_new_single().count, cubert_cube_count_new_3d(1, 1, 1).count));
   memset(buf, '#', sizeof buf);
   if ((size_t)wl + 1 <= size) {
-    FUZZ_CHECK(cubert_cube_count_format(&c, buf, size, &len) == CUBERT_STATUS_OK);
+    FUZZ_CHECK(cubert_cube_count_format(&c, buf, size, &len, NULL) == CUBERT_STATUS_OK);
     FUZZ_CHECK(len == (size_t)wl && strcmp(buf, want) == 0);
   } else {
-    cubert_status_t st = cubert_cube_count_format(&c, buf, size, &len);
+    cubert_status_t st = cubert_cube_count_format(&c, buf, size, &len, NULL);
     FUZZ_CHECK(st == CUBERT_STATUS_OUT_OF_RANGE || (size == 0 && st == CUBERT_STATUS_INVALID_ARGUMENT));
     FUZZ_CHECK(buf[0] == '#'); /* nothing written */
   }
@@ -254,17 +257,18 @@ static void case_count(fuzz_reader_t *r) {
   dyn = cubert_cube_count_new_dynamic(&bind);
   FUZZ_CHECK(dyn.kind == CUBERT_CUBE_COUNT_DYNAMIC && !cubert_cube_count_is_empty(&dyn) &&
              dyn.binding.memory.index == d.x);
-  FUZZ_CHECK(cubert_cube_count_format(&dyn, buf, sizeof buf, &len) == CUBERT_STATUS_OK &&
+  FUZZ_CHECK(cubert_cube_count_format(&dyn, buf, sizeof buf, &len, NULL) == CUBERT_STATUS_OK &&
              len == 7 && strcmp(buf, "binding") == 0);
   dyn.kind = (cubert_cube_count_kind_t)(2 + (b & 1));
-  FUZZ_CHECK(cubert_cube_count_format(&dyn, buf, sizeof buf, &len) == CUBERT_STATUS_INVALID_ARGUMENT);
+  FUZZ_CHECK(cubert_cube_count_format(&dyn, buf, sizeof buf, &len,
+                                      NULL) == CUBERT_STATUS_INVALID_ARGUMENT);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fuzz_reader_t r = fuzz_reader_init(data, size);
   uint32_t n;
   cubert_dim3_t one = {1, 1, 1};
-  FUZZ_CHECK(cubert_cube_count_spread(one, 1, NULL) == CUBERT_STATUS_INVALID_ARGUMENT);
+  FUZZ_CHECK(cubert_cube_count_spread(one, 1, NULL, NULL) == CUBERT_STATUS_INVALID_ARGUMENT);
   FUZZ_CHECK(cubert_cube_count_is_empty(NULL));
   FUZZ_CHECK(!cubert_cube_count_selection_has_idle(NULL));
   for (n = 0; n < MAX_CASES && !fuzz_reader_done(&r); n++) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_error_format.c: cubert_error_format and the ServerUnhealthy
  * aggregate on arbitrary records, and core/base/fmt.h against snprintf.
@@ -157,7 +158,7 @@ static void check_fmt_numbers(fuzz_reader_t *r) {
   unsigned digits = fuzz_u8(r) % 20;
   size_t size = fuzz_u8(r) % 24;
   int n;
-  cubert_fmt_init(&f, ours, sizeof(ours));
+  cubert_fmt_initialize(&f, ours, sizeof(ours));
   cubert_fmt_append_u64(&f, u);
   cubert_fmt_append_char(&f, ' ');
   cubert_fmt_append_i64(&f, s);
@@ -171,7 +172,7 @@ static void check_fmt_numbers(fuzz_reader_t *r) {
   {
     char *buf = (char *)malloc(size ? size : 1);
     FUZZ_CHECK(buf != NULL);
-    cubert_fmt_init(&f, size ? buf : NULL, size);
+    cubert_fmt_initialize(&f, size ? buf : NULL, size);
     cubert_fmt_append_u64(&f, u);
     cubert_fmt_append_char(&f, ' ');
     cubert_fmt_append_i64(&f, s);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_handle_table.c: the handle table (cubert/handle.h) driven by
  * sequences of acquire / retain / release / ownership / location calls and
@@ -24,6 +25,7 @@
 #include <string.h>
 
 #include "cubert/handle.h"
+#include "cubert/backend/handle_table.h"
 #include "fuzz.h"
 #include "fuzz_alloc.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_layout.c: the layout policy, optimal_align, the stride
  * predicates and the copy plan (cubert/layout.h) against plain reference

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_memory_config.c: memory configurations (cubert/memory.h):
  * MemoryConfiguration::resolve of presets and explicit pool lists, and the
@@ -22,6 +23,7 @@
 #include <string.h>
 
 #include "cubert/memory.h"
+#include "cubert/backend/memory.h"
 #include "fuzz.h"
 
 #define FUZZ_CHECK(cond)                                                                      \
@@ -164,7 +166,7 @@ static ref_error_t ref_entry(const cubert_memory_pool_options_t *e, uint64_t ali
   return ok_();
 }
 
-/* The SubSlices ladder (spec 4.5; at most 64 sliced pools). */
+/* The SubSlices ladder (at most 64 sliced pools). */
 static uint32_t ref_sub_slices(cubert_memory_device_properties_t p, cubert_memory_pool_options_t *out) {
   uint64_t align = p.alignment ? p.alignment : 1, cur = p.max_page_size, pages[64], slices[64], tail;
   uint32_t rec = 0, n = 0, base = 1, i;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_memory_pool.c: the memory manager (cubert/memory.h) over a
  * checking host storage, driven by sequences of reserve / release / bind /
@@ -25,6 +26,8 @@
 #include <string.h>
 
 #include "cubert/memory.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 #include "fuzz.h"
 #include "fuzz_alloc.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_race_checker.c: the race checker (cubert/race.h) fed random
  * event streams (op begin + accesses, events, stream and host waits,
@@ -24,6 +25,7 @@
 #include <string.h>
 
 #include "cubert/race.h"
+#include "cubert/backend/race.h"
 #include "fuzz.h"
 #include "fuzz_alloc.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_sim_schedule.c: the deterministic CPU server driven by fuzzer
  * bytes (cubert_cpu_options_t.choice_bytes: one byte per scheduling choice).
@@ -64,13 +65,16 @@ static uint64_t run(const uint8_t *data, size_t size) {
   FUZZ_CHECK(cubert_cpu_client_create(cubert_allocator_libc(), &o, &client, NULL) ==
              CUBERT_STATUS_OK);
   for (k = 0; k < 3; k++) {
-    FUZZ_CHECK(cubert_client_clone(client, &s[k]) == CUBERT_STATUS_OK);
+    FUZZ_CHECK(cubert_client_clone(client, &s[k], NULL) == CUBERT_STATUS_OK);
     cubert_client_set_stream(s[k], (uint64_t)k + 1);
   }
   for (i = 0; i < N; i++) init[i] = i;
-  FUZZ_CHECK(cubert_client_create(s[0], init, sizeof init, &x, NULL) == CUBERT_STATUS_OK);
-  FUZZ_CHECK(cubert_client_create(s[1], init, sizeof init, &y, NULL) == CUBERT_STATUS_OK);
-  FUZZ_CHECK(cubert_client_create(s[2], init, sizeof init, &z, NULL) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert_client_create_from_slice(s[0], init, sizeof init, &x,
+                                             NULL) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert_client_create_from_slice(s[1], init, sizeof init, &y,
+                                             NULL) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert_client_create_from_slice(s[2], init, sizeof init, &z,
+                                             NULL) == CUBERT_STATUS_OK);
   launch(s[0], &fz_add_kernel, &x, 1, 5);
   launch(s[2], &fz_add_kernel, &z, 1, 7);
   pair[0] = x;
@@ -85,12 +89,12 @@ static uint64_t run(const uint8_t *data, size_t size) {
     uint32_t yv = i * 3u + (i + 5u), zv = (i + 7u) * 3u + yv;
     FUZZ_CHECK(out[0][i] == zv && out[1][i] == yv);
   }
-  cubert_client_handle_release(client, &x);
-  cubert_client_handle_release(client, &y);
-  cubert_client_handle_release(client, &z);
-  FUZZ_CHECK(cubert_cpu_sim_drain(client) == CUBERT_STATUS_OK);
-  FUZZ_CHECK(cubert_cpu_sim_info(client, &info) == CUBERT_STATUS_OK);
-  FUZZ_CHECK(cubert_cpu_race_counters(client, &rc) == CUBERT_STATUS_OK);
+  cubert_client_handle_release(client, &x, NULL);
+  cubert_client_handle_release(client, &y, NULL);
+  cubert_client_handle_release(client, &z, NULL);
+  FUZZ_CHECK(cubert_cpu_sim_drain(client, NULL) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert_cpu_sim_info(client, &info, NULL) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert_cpu_race_counters(client, &rc, NULL) == CUBERT_STATUS_OK);
   FUZZ_CHECK(rc.reports == 0 && info.deadlocks == 0);
   FUZZ_CHECK(info.source == (size ? CUBERT_SIM_SOURCE_BYTES : CUBERT_SIM_SOURCE_SEED));
   for (k = 0; k < 3; k++) cubert_client_release(s[k]);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz_user_example.c: the worked example of fuzz/README.md ("Fuzzing
  * your own kernels and host code"): a user's kernel and host program fuzzed
@@ -108,24 +109,24 @@ static uint64_t run(const uint8_t *data, size_t size) {
   o.log_capacity = 256;
   o.profile_level = CUBERT_PROFILE_LEVEL_OFF;
   CHECK(cubert_cpu_client_create(allocator, &o, &dev, &err) == CUBERT_STATUS_OK);
-  CHECK(cubert_client_clone(dev, &s1) == CUBERT_STATUS_OK);
-  CHECK(cubert_client_clone(dev, &s2) == CUBERT_STATUS_OK);
+  CHECK(cubert_client_clone(dev, &s1, NULL) == CUBERT_STATUS_OK);
+  CHECK(cubert_client_clone(dev, &s2, NULL) == CUBERT_STATUS_OK);
   cubert_client_set_stream(s1, 1);
   cubert_client_set_stream(s2, 2);
 
-  CHECK(cubert_client_create(s1, x, n * 4u, &hx, &err) == CUBERT_STATUS_OK);
-  CHECK(cubert_client_create(s2, y, n * 4u, &hy, &err) == CUBERT_STATUS_OK);
+  CHECK(cubert_client_create_from_slice(s1, x, n * 4u, &hx, &err) == CUBERT_STATUS_OK);
+  CHECK(cubert_client_create_from_slice(s2, y, n * 4u, &hy, &err) == CUBERT_STATUS_OK);
   launch(s2, &axpy_kernel, &hx, &hy, n, a);     /* y = a*x + y on stream 2 */
   launch(s1, &accumulate_kernel, &hy, &hx, n, 0); /* x += y on stream 1 */
   CHECK(cubert_client_read_one(s1, &hx, got_x, sizeof got_x, &err) == CUBERT_STATUS_OK);
   CHECK(cubert_client_read_one(s2, &hy, got_y, sizeof got_y, &err) == CUBERT_STATUS_OK);
   CHECK(memcmp(got_x, want_x, n * 4u) == 0 && memcmp(got_y, want_y, n * 4u) == 0);
 
-  CHECK(cubert_client_handle_release(dev, &hx) == CUBERT_STATUS_OK);
-  CHECK(cubert_client_handle_release(dev, &hy) == CUBERT_STATUS_OK);
-  CHECK(cubert_cpu_sim_drain(dev) == CUBERT_STATUS_OK);
-  CHECK(cubert_cpu_race_counters(dev, &races) == CUBERT_STATUS_OK && races.reports == 0);
-  CHECK(cubert_cpu_sim_info(dev, &info) == CUBERT_STATUS_OK && info.deadlocks == 0);
+  CHECK(cubert_client_handle_release(dev, &hx, NULL) == CUBERT_STATUS_OK);
+  CHECK(cubert_client_handle_release(dev, &hy, NULL) == CUBERT_STATUS_OK);
+  CHECK(cubert_cpu_sim_drain(dev, NULL) == CUBERT_STATUS_OK);
+  CHECK(cubert_cpu_race_counters(dev, &races, NULL) == CUBERT_STATUS_OK && races.reports == 0);
+  CHECK(cubert_cpu_sim_info(dev, &info, NULL) == CUBERT_STATUS_OK && info.deadlocks == 0);
   cubert_client_release(s1);
   cubert_client_release(s2);
   cubert_client_release(dev);

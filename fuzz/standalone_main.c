@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/standalone_main.c: a main() for fuzz targets built without libFuzzer
  * (any C compiler). It feeds LLVMFuzzerTestOneInput the empty input, then

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tools/bench_peers.sh: installs the Debian packages of the peers `make bench` measures
 # cubert against, when they are missing and this can be done (root, apt-get); otherwise says
 # why not and exits 0: a peer still absent prints "skipped: <reason>" in its rows.

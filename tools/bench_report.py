@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tools/bench_report.py: the combined table and the plot of a `make bench` run.
 
 Reads the CSV the bench/ programs append to (bench/bench_util.h: CUBERT_BENCH_CSV), prints

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tools/cubert-info: every device's properties (like deviceQuery / clinfo)
  * and its memory pool layout.
  *
@@ -18,6 +19,7 @@
 #include "cubert/cpu.h"
 #include "cubert/host.h"
 #include "cubert/memory.h"
+#include "cubert/backend/memory.h"
 #if defined(CUBERT_HAVE_BACKEND_CUDA)
 #include "cubert/cuda.h"
 #endif
@@ -99,7 +101,7 @@ static int print_device(cubert_device_id_t id) {
   size_t nsizes = 0, i;
   uint64_t features;
   char a[32];
-  if (cubert_client_load(id, &client) != CUBERT_STATUS_OK) {
+  if (cubert_client_load(id, &client, NULL) != CUBERT_STATUS_OK) {
     fprintf(stderr, "cubert-info: cannot load device %u:%u\n", (unsigned)id.type_id,
             (unsigned)id.index_id);
     return 1;
@@ -133,7 +135,8 @@ static int print_device(cubert_device_id_t id) {
     printf("  Max vector size:                    unbounded\n");
   else
     printf("  Max vector size:                    %llu\n", (unsigned long long)hw->max_vector_size);
-  if (cubert_client_io_optimized_vector_sizes(client, 4, sizes, 16, &nsizes) == CUBERT_STATUS_OK) {
+  if (cubert_client_io_optimized_vector_sizes(client, 4, sizes, 16, &nsizes,
+                                              NULL) == CUBERT_STATUS_OK) {
     printf("  IO-optimized vector sizes (f32):    ");
     for (i = 0; i < nsizes && i < 16; i++) printf("%u ", (unsigned)sizes[i]);
     printf("\n");

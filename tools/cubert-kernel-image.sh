@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tools/cubert-kernel-image.sh: turn a single-source kernel file into a C file
 # that carries its CUDA image (docs/kernels.md, "Building for CUDA").
 #

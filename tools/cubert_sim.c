@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tools/cubert_sim.c: the seed sweep behind `make sim SEEDS=N`.
  *
  *   cubert_sim [SEEDS [FIRST]]
@@ -75,7 +76,7 @@ static void run(uint64_t seed, run_t *r) {
     return;
   }
   for (k = 0; k < STREAMS; k++) {
-    f |= cubert_client_clone(client, &s[k]) != CUBERT_STATUS_OK;
+    f |= cubert_client_clone(client, &s[k], NULL) != CUBERT_STATUS_OK;
     if (!f) cubert_client_set_stream(s[k], (uint64_t)k + 1);
   }
   if (f) {
@@ -84,9 +85,9 @@ static void run(uint64_t seed, run_t *r) {
     return;
   }
   for (i = 0; i < N; i++) data[i] = i;
-  f |= cubert_client_create(s[0], data, sizeof data, &x, NULL) != CUBERT_STATUS_OK;
-  f |= cubert_client_create(s[3], data, sizeof data, &w, NULL) != CUBERT_STATUS_OK;
-  f |= cubert_client_create(s[1], data, sizeof data, &y, NULL) != CUBERT_STATUS_OK;
+  f |= cubert_client_create_from_slice(s[0], data, sizeof data, &x, NULL) != CUBERT_STATUS_OK;
+  f |= cubert_client_create_from_slice(s[3], data, sizeof data, &w, NULL) != CUBERT_STATUS_OK;
+  f |= cubert_client_create_from_slice(s[1], data, sizeof data, &y, NULL) != CUBERT_STATUS_OK;
   if (!f) {
     f |= launch(s[0], &tool_add_kernel, &x, 1, 1);
     f |= launch(s[3], &tool_add_kernel, &w, 1, 2);
@@ -101,20 +102,20 @@ static void run(uint64_t seed, run_t *r) {
     /* C consumes y (made on B): C waits for B; a GC task pins y */
     {
       cubert_handle_t z;
-      f |= cubert_client_create(s[2], data, sizeof data, &z, NULL) != CUBERT_STATUS_OK;
+      f |= cubert_client_create_from_slice(s[2], data, sizeof data, &z, NULL) != CUBERT_STATUS_OK;
       pair[0] = y;
       pair[1] = z;
       f |= launch(s[2], &tool_mix_kernel, pair, 2, 0); /* C waits for B */
       f |= cubert_client_sync(s[2], NULL) != CUBERT_STATUS_OK;
-      cubert_client_handle_release(client, &z);
+      cubert_client_handle_release(client, &z, NULL);
     }
-    cubert_client_handle_release(client, &x);
-    cubert_client_handle_release(client, &w);
-    cubert_client_handle_release(client, &y);
+    cubert_client_handle_release(client, &x, NULL);
+    cubert_client_handle_release(client, &w, NULL);
+    cubert_client_handle_release(client, &y, NULL);
   }
-  f |= cubert_cpu_sim_drain(client) != CUBERT_STATUS_OK;
-  f |= cubert_cpu_sim_info(client, &info) != CUBERT_STATUS_OK;
-  f |= cubert_cpu_race_counters(client, &rc) != CUBERT_STATUS_OK;
+  f |= cubert_cpu_sim_drain(client, NULL) != CUBERT_STATUS_OK;
+  f |= cubert_cpu_sim_info(client, &info, NULL) != CUBERT_STATUS_OK;
+  f |= cubert_cpu_race_counters(client, &rc, NULL) != CUBERT_STATUS_OK;
   r->trace = info.trace_hash;
   r->deadlocks = info.deadlocks;
   r->reports = rc.reports;

@@ -1,31 +1,35 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tools/gpu-run.sh: everything the CUDA backend can show on a machine with a
-# GPU, in one go (docs/cuda.md). Run it from the repository root:
+# GPU, in one go, within one 600 s command (docs/cuda.md). From the
+# repository root:
 #
 #   bash tools/gpu-run.sh            # logs to $OUT (or build/gpu-run when unset)
 #
-# Steps, each under a time limit (nothing can hang the run), each continuing
-# after a failure of the one before:
-#   1. environment: nvidia-smi, nvcc, gcc, CPU count
-#   2. make CUDA=1: library, tools, examples, test binary, fake drivers, smoke
-#   3. cubert-info (CPU devices, then the CUDA devices or "CUDA: unavailable")
-#   4. cuda-smoke: device listing, checks over the embedded kernel images,
-#      benchmarks against raw Driver API calls
-#   5. cuda-smoke --lost: an illegal-address kernel loses the device (own process)
-#   6. make CUDA=1 test: the whole suite, GPU tests included
-#   7. compute-sanitizer memcheck over cuda-smoke --quick (when installed; the
-#      smoke program makes failing API calls on purpose: API errors are not reported)
-# The whole run stays within GPU_RUN_BUDGET seconds (default 540, under a
-# 600 s command limit): each step's limit is cut to what is left, and a step
-# with less than 15 s left is skipped (and said so).
-# Files under $OUT (7): summary.txt, build.log, cubert-info.txt, smoke.txt,
-# smoke-lost.txt, test.log, sanitizer.txt. The summary is printed last.
+# Steps, each under a time limit cut to what is left of GPU_RUN_BUDGET
+# (default 540 s; a step with less than 15 s left is skipped and said so),
+# each running whatever happened before (nothing can hang the run):
+#   1. environment: nvidia-smi, nvcc, gcc, CPUs
+#   2. build (make CUDA=1): library, tools, examples, test binary, fake
+#      drivers, smoke program, bench_cuda
+#   3. cubert-info: CPU devices, then the CUDA devices
+#   4. make cts SERVER=cuda: the conformance suite on the GPU
+#   5. the CUDA tests (cuda_: the device layer and the client, on the fake
+#      driver and on the GPU)
+#   6. cuda-smoke (device layer checks and raw figures), cuda-smoke --lost
+#   7. bench_cuda: the client against the raw Driver API
+#   8. make run CUDA=1: the demo on the GPU
+#   9. compute-sanitizer memcheck over cuda-smoke --quick and over a few
+#      client tests (when installed)
+# Files under $OUT (8, no subfolder): summary.txt (printed last), build.log,
+# cts.log, cuda-tests.log, smoke.txt (cubert-info, both smoke runs, the
+# demo), bench.txt, bench.csv (join it to `make bench`: BENCH_EXTRA_CSV),
+# sanitizer.txt.
 # Exit status: 0 when every step passed, else 1.
 set -u
 
 cd "$(dirname "$0")/.." || exit 2
 OUT=${OUT:-build/gpu-run}
-# The CUDA toolkit: CUDA_PATH, else /usr/local/cuda, else where nvcc is found.
 if [ -z "${CUDA_PATH:-}" ]; then
   if [ -f /usr/local/cuda/include/cuda.h ]; then
     CUDA_PATH=/usr/local/cuda
@@ -39,37 +43,51 @@ export CUDA_PATH
 mkdir -p "$OUT"
 JOBS=$(nproc 2>/dev/null || echo 4)
 SUMMARY=$OUT/summary.txt
-: > "$SUMMARY"
+for f in summary.txt build.log cts.log cuda-tests.log smoke.txt bench.txt sanitizer.txt; do
+  : > "$OUT/$f"
+done
+rm -f "$OUT/bench.csv"
 failed=0
 start=$(date +%s)
 deadline=$((start + ${GPU_RUN_BUDGET:-540}))
 
 note() { printf '%s\n' "$*" | tee -a "$SUMMARY"; }
 
-# step NAME LIMIT_S LOG COMMAND...: run with a time limit, log all output,
-# record the status. 124/137: the limit was hit.
+# A test log in the summary: every FAIL with its lines, the skips counted by
+# reason, the closing count.
+results() {
+  grep -A3 '^FAIL' "$1" | tee -a "$SUMMARY"
+  grep '^skip ' "$1" | sed 's/^skip [^:]*: skipped: //; s/ (tests\/[^)]*)$//' | sort | uniq -c |
+    sed 's/^ */  skipped x/' | tee -a "$SUMMARY"
+  grep -E 'passed, ' "$1" | tail -n 1 | tee -a "$SUMMARY"
+}
+
+# step NAME LIMIT_S LOG COMMAND...: run with a time limit, append all output
+# to LOG, record the status. 124/137: the limit was hit.
 step() {
-  local name=$1 limit=$2 log=$3 rc left
+  local name=$1 limit=$2 log=$3 rc left t0
   shift 3
   left=$((deadline - $(date +%s)))
   if [ "$left" -lt 15 ]; then
-    echo "not run: out of time" > "$log"
+    echo "== $name: not run: out of time" >> "$log"
     note "step $name: SKIPPED (out of time: ${left}s left of the budget)"
     failed=1
     return 1
   fi
   [ "$limit" -le "$left" ] || limit=$left
-  printf '\n==== [%ss] %s (limit %ss)\n' "$(($(date +%s) - start))" "$name" "$limit"
-  timeout -k 10 "$limit" "$@" > "$log" 2>&1
+  t0=$(date +%s)
+  printf '\n==== [%ss] %s (limit %ss)\n' "$((t0 - start))" "$name" "$limit"
+  echo "== $name: $*" >> "$log"
+  timeout -k 10 "$limit" "$@" >> "$log" 2>&1
   rc=$?
-  tail -n 25 "$log"
+  tail -n 12 "$log"
   if [ "$rc" -eq 0 ]; then
-    note "step $name: ok"
+    note "step $name: ok ($(($(date +%s) - t0)) s)"
   elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     note "step $name: TIMED OUT after ${limit}s"
     failed=1
   else
-    note "step $name: FAILED (exit $rc)"
+    note "step $name: FAILED (exit $rc, $(($(date +%s) - t0)) s)"
     failed=1
   fi
   return "$rc"
@@ -78,7 +96,7 @@ step() {
 {
   echo "== environment ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
   echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "host: $(uname -srm), $JOBS CPUs"
+  echo "host: $(uname -srm), $JOBS CPUs ($(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ //'))"
   echo "gcc: $(cc --version 2>/dev/null | head -n 1)"
   echo "CUDA_PATH: $CUDA_PATH"
   echo "nvcc: $( (timeout 30 "$CUDA_PATH/bin/nvcc" --version || timeout 30 nvcc --version) 2>/dev/null | tail -n 2 | tr '\n' ' ')"
@@ -87,35 +105,49 @@ step() {
     --format=csv 2>&1 | sed 's/^/  /'
 } | tee -a "$SUMMARY"
 
-BUILD_DIR=build/cuda
-step build 300 "$OUT/build.log" \
-  make -j"$JOBS" CUDA=1 all tools examples "$BUILD_DIR/cubert-test" "$BUILD_DIR/cuda-smoke"
-images=$(find "$BUILD_DIR/kernels" -name '*.o' 2>/dev/null | wc -l)
+B=build/cuda
+step build 240 "$OUT/build.log" \
+  make -j"$JOBS" CUDA=1 all tools examples "$B/cubert-test" "$B/cuda-smoke" "$B/bench/bench_cuda"
+images=$(find "$B/kernels" -name '*.o' 2>/dev/null | wc -l)
 if [ "$images" -ge 1 ]; then
   note "kernel images: $images embedded"
 else
   note "kernel images: NOT embedded (nvcc not found? see build.log)"
 fi
 
-step cubert-info 60 "$OUT/cubert-info.txt" "$BUILD_DIR/tools/cubert-info"
-grep -E '^(CUDA|Device)' "$OUT/cubert-info.txt" | tee -a "$SUMMARY"
+step cubert-info 30 "$OUT/smoke.txt" "$B/tools/cubert-info"
+grep -E '^(CUDA|Device)' "$OUT/smoke.txt" | tee -a "$SUMMARY"
 
-step smoke 180 "$OUT/smoke.txt" "$BUILD_DIR/cuda-smoke"
-grep -E '^(bench|check|cuda-smoke|  FAIL)' "$OUT/smoke.txt" | tee -a "$SUMMARY"
+# The conformance suite on the GPU (each test its own process: a context each).
+step cts-cuda 150 "$OUT/cts.log" env CUBERT_CTS_SERVER=cuda "$B/cubert-test" -j 8 cts_
+results "$OUT/cts.log"
 
-step smoke-lost 60 "$OUT/smoke-lost.txt" "$BUILD_DIR/cuda-smoke" --lost
-grep -E '^(lost|cuda-smoke|  FAIL)' "$OUT/smoke-lost.txt" | tee -a "$SUMMARY"
+# The CUDA tests: the device layer and the client, on the fake driver and on the GPU.
+step cuda-tests 90 "$OUT/cuda-tests.log" "$B/cubert-test" -j 8 cuda_
+results "$OUT/cuda-tests.log"
+grep -E '^ok   cuda_gpu' "$OUT/cuda-tests.log" | sed 's/ ([0-9]* ms)//' | tr '\n' ' ' | fold -w 160 | tee -a "$SUMMARY"
+echo | tee -a "$SUMMARY"
 
-step test 240 "$OUT/test.log" make -j"$JOBS" CUDA=1 test
-grep -E '^(FAIL|skip) |passed, ' "$OUT/test.log" | tee -a "$SUMMARY"
-grep -E '^ok   cuda_gpu' "$OUT/test.log" | tee -a "$SUMMARY"
+step smoke 90 "$OUT/smoke.txt" "$B/cuda-smoke"
+grep -E '^(bench|cuda-smoke|  FAIL)' "$OUT/smoke.txt" | tee -a "$SUMMARY"
+step smoke-lost 30 "$OUT/smoke.txt" "$B/cuda-smoke" --lost
+grep -E '^(lost|  FAIL)' "$OUT/smoke.txt" | tee -a "$SUMMARY"
+
+step bench 120 "$OUT/bench.txt" env CUBERT_BENCH_CSV="$OUT/bench.csv" "$B/bench/bench_cuda"
+grep -E '^(\||bench_cuda)' "$OUT/bench.txt" | tee -a "$SUMMARY"
+
+step demo 60 "$OUT/smoke.txt" make CUDA=1 run
+grep -E '^(cubert .* demo|not on the GPU|demo |  .*FAIL)' "$OUT/smoke.txt" | tee -a "$SUMMARY"
 
 SANITIZER=$(command -v compute-sanitizer 2>/dev/null || echo "$CUDA_PATH/bin/compute-sanitizer")
 if [ -x "$SANITIZER" ]; then
-  step memcheck 300 "$OUT/sanitizer.txt" \
+  step memcheck-smoke 90 "$OUT/sanitizer.txt" \
+    "$SANITIZER" --tool memcheck --report-api-errors no --error-exitcode 3 "$B/cuda-smoke" --quick
+  step memcheck-client 90 "$OUT/sanitizer.txt" \
     "$SANITIZER" --tool memcheck --report-api-errors no --error-exitcode 3 \
-    "$BUILD_DIR/cuda-smoke" --quick
-  grep -E 'ERROR SUMMARY|cuda-smoke:' "$OUT/sanitizer.txt" | tee -a "$SUMMARY"
+    "$B/cubert-test" --no-fork cuda_gpu_client_transfers cuda_gpu_client_pitched cuda_gpu_client_dynamic \
+    cuda_gpu_client_validate
+  grep -E 'ERROR SUMMARY|cuda-smoke:|passed' "$OUT/sanitizer.txt" | tee -a "$SUMMARY"
 else
   echo "compute-sanitizer not installed" > "$OUT/sanitizer.txt"
   note "step memcheck: skipped (compute-sanitizer not installed)"

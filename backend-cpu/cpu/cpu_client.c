@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-cpu/cpu/cpu_client.c: the CPU device's public functions
  * (cubert/cpu.h): cubert_cpu_client_create, a CPU driver (cpu_driver.c)
  * under the server kit with the hosted layer's hooks (a recursive device
@@ -5,6 +6,7 @@
  * simulation and race-checker controls of a CPU device. */
 #include "cpu/cpu_driver.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,7 +49,7 @@ void cpu_fill_properties(const cubert_cpu_options_t *o, cubert_device_properties
   p->hardware.plane_size_max = 1;
   p->hardware.max_bindings = CUBERT_KERNEL_MAX_BUFFERS + 1;
   p->hardware.max_shared_memory_size = 64 * 1024;
-  /* the same limits as CUDA so tests stay portable (reliability.md #28) */
+  /* the same limits as CUDA so tests stay portable (docs/cuda.md: the CUDA limits) */
   p->hardware.max_cube_count.x = 0x7FFFFFFFu;
   p->hardware.max_cube_count.y = 65535;
   p->hardware.max_cube_count.z = 65535;
@@ -115,7 +117,7 @@ static cubert_status_t device_create(cubert_allocator_t allocator, const cubert_
                                      cpu_device_t **out_device, cubert_error_t *out_error) {
   cpu_device_t *d = NULL;
   cubert_status_t status;
-  if (cubert_allocator_malloc(allocator, sizeof(*d), 0, (void **)&d) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, sizeof(*d), 0, (void **)&d, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cpu device");
   d->allocator = allocator;
   d->device_index = o->device_index;
@@ -127,7 +129,7 @@ static cubert_status_t device_create(cubert_allocator_t allocator, const cubert_
   status = cpu_sim_create(d, o, out_error);
   if (status == CUBERT_STATUS_OK &&
       cubert_allocator_malloc_array(allocator, d->stream_count, sizeof(cpu_stream_t *), 0,
-                                    (void **)&d->streams) != CUBERT_STATUS_OK)
+                                    (void **)&d->streams, NULL) != CUBERT_STATUS_OK)
     status = cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "streams");
   if (status == CUBERT_STATUS_OK)
     status = cubert_cpu_executor_create(allocator, d->deterministic ? 0 : o->workers,
@@ -152,9 +154,9 @@ static void release_lock(void *self) {
 static cubert_status_t make_lock(cubert_allocator_t allocator, cubert_lock_t **out_lock) {
   cubert_lock_t *lock = NULL;
   if (cubert_allocator_malloc(allocator, sizeof(cubert_lock_t) + sizeof(cubert_allocator_t), 0,
-                              (void **)&lock) != CUBERT_STATUS_OK)
+                              (void **)&lock, NULL) != CUBERT_STATUS_OK)
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
-  if (cubert_host_lock_create(allocator, lock) != CUBERT_STATUS_OK) {
+  if (cubert_host_lock_create(allocator, lock, NULL) != CUBERT_STATUS_OK) {
     cubert_allocator_free(allocator, lock, sizeof(cubert_lock_t) + sizeof(cubert_allocator_t), 0);
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   }
@@ -226,10 +228,39 @@ cubert_status_t cubert_cpu_client_create(cubert_allocator_t allocator,
 
 /* ---- deterministic simulation and race checker (cubert/cpu.h) ---- */
 
-cubert_status_t cubert_cpu_sim_info(cubert_client_t *client, cubert_cpu_sim_info_t *out) {
+/* The CPU device of `client`, with the records of cubert/cpu.h: INVALID_ARGUMENT
+ * for NULL, NOT_FOUND when the client is not on a CPU device, and (when
+ * `deterministic_only`) FAILED_PRECONDITION on a THREADED device. */
+static cubert_status_t cpu_device_for(cubert_client_t *client, const char *fn,
+                                      bool deterministic_only, cpu_device_t **out_device,
+                                      cubert_error_t *out_error) {
+  char reason[96];
+  if (!client) {
+    snprintf(reason, sizeof reason, "%s: client is NULL", fn);
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, reason);
+  }
+  if (cpu_device_of(client, out_device) != CUBERT_STATUS_OK) {
+    snprintf(reason, sizeof reason, "%s: the client is not on a CPU device", fn);
+    return cubert_error_set(out_error, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0, reason);
+  }
+  if (deterministic_only && !(*out_device)->deterministic) {
+    snprintf(reason, sizeof reason, "%s: the CPU device is not in DETERMINISTIC mode", fn);
+    return cubert_error_set(out_error, CUBERT_ERROR_FAILED_PRECONDITION, NULL, 0, reason);
+  }
+  return CUBERT_STATUS_OK;
+}
+
+static cubert_status_t null_out(const char *fn, const char *what, cubert_error_t *out_error) {
+  char reason[96];
+  snprintf(reason, sizeof reason, "%s: %s is NULL", fn, what);
+  return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, reason);
+}
+
+cubert_status_t cubert_cpu_sim_info(cubert_client_t *client, cubert_cpu_sim_info_t *out,
+                                    cubert_error_t *out_error) {
   cpu_device_t *d = NULL;
-  if (!out) return CUBERT_STATUS_INVALID_ARGUMENT;
-  CUBERT_RETURN_IF_ERROR(cpu_device_of(client, &d));
+  CUBERT_RETURN_IF_ERROR(cpu_device_for(client, "cubert_cpu_sim_info", false, &d, out_error));
+  if (!out) return null_out("cubert_cpu_sim_info", "out_info", out_error);
   memset(out, 0, sizeof(*out));
   if (!d->deterministic) return CUBERT_STATUS_OK;
   pthread_mutex_lock(&d->sim_mutex);
@@ -248,38 +279,49 @@ cubert_status_t cubert_cpu_sim_info(cubert_client_t *client, cubert_cpu_sim_info
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_cpu_sim_attach(cubert_client_t *client, cubert_sim_chooser_t *chooser) {
+cubert_status_t cubert_cpu_sim_attach(cubert_client_t *client, cubert_sim_chooser_t *chooser,
+                                      cubert_error_t *out_error) {
   cpu_device_t *d = NULL;
   uint64_t seed = 0;
-  CUBERT_RETURN_IF_ERROR(cpu_device_of(client, &d));
-  if (!d->deterministic) return CUBERT_STATUS_FAILED_PRECONDITION;
+  CUBERT_RETURN_IF_ERROR(cpu_device_for(client, "cubert_cpu_sim_attach", true, &d, out_error));
   pthread_mutex_lock(&d->sim_mutex);
   d->sim = chooser ? chooser : &d->sim_own;
   if (d->sim->source == CUBERT_SIM_SOURCE_SEED || d->sim->source == CUBERT_SIM_SOURCE_PCT)
     seed = d->sim->seed;
   pthread_mutex_unlock(&d->sim_mutex);
-  return cubert_kit_race_seed(client, seed); /* reports carry the seed (0: none) */
+  /* reports carry the seed (0: none) */
+  return cubert_kit_race_seed(client, seed, out_error);
 }
 
-cubert_status_t cubert_cpu_sim_drain(cubert_client_t *client) {
+cubert_status_t cubert_cpu_sim_drain(cubert_client_t *client, cubert_error_t *out_error) {
   cpu_device_t *d = NULL;
-  CUBERT_RETURN_IF_ERROR(cpu_device_of(client, &d));
-  if (!d->deterministic) return CUBERT_STATUS_FAILED_PRECONDITION;
-  CUBERT_RETURN_IF_ERROR(cpu_sim_run_until(d, NULL, NULL));
+  cubert_status_t status;
+  CUBERT_RETURN_IF_ERROR(cpu_device_for(client, "cubert_cpu_sim_drain", true, &d, out_error));
+  status = cpu_sim_run_until(d, NULL, NULL);
+  if (status != CUBERT_STATUS_OK) {
+    (void)cubert_error_set(out_error, CUBERT_ERROR_SERVER_GENERIC, NULL, 0,
+                           "cubert_cpu_sim_drain: the step loop failed");
+    if (out_error) out_error->status = status;
+    return status;
+  }
   (void)cubert_kit_collect(client); /* what the GC holds for events that completed */
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_cpu_race_counters(cubert_client_t *client, cubert_race_counters_t *out) {
+cubert_status_t cubert_cpu_race_counters(cubert_client_t *client, cubert_race_counters_t *out,
+                                         cubert_error_t *out_error) {
   cpu_device_t *d = NULL;
-  if (!out) return CUBERT_STATUS_INVALID_ARGUMENT;
-  CUBERT_RETURN_IF_ERROR(cpu_device_of(client, &d));
-  return cubert_kit_race_counters(client, out);
+  CUBERT_RETURN_IF_ERROR(cpu_device_for(client, "cubert_cpu_race_counters", false, &d,
+                                        out_error));
+  if (!out) return null_out("cubert_cpu_race_counters", "out_counters", out_error);
+  return cubert_kit_race_counters(client, out, out_error);
 }
 
-cubert_status_t cubert_cpu_race_last_report(cubert_client_t *client, cubert_race_report_t *out) {
+cubert_status_t cubert_cpu_race_last_report(cubert_client_t *client, cubert_race_report_t *out,
+                                            cubert_error_t *out_error) {
   cpu_device_t *d = NULL;
-  if (!out) return CUBERT_STATUS_INVALID_ARGUMENT;
-  CUBERT_RETURN_IF_ERROR(cpu_device_of(client, &d));
-  return cubert_kit_race_last_report(client, out);
+  CUBERT_RETURN_IF_ERROR(cpu_device_for(client, "cubert_cpu_race_last_report", false, &d,
+                                        out_error));
+  if (!out) return null_out("cubert_cpu_race_last_report", "out_report", out_error);
+  return cubert_kit_race_last_report(client, out, out_error);
 }

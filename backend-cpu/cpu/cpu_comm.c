@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/cpu/cpu_comm.c: the CPU driver's collective primitives
  * (cubert/backend/driver.h) over the in-process rendezvous of
@@ -41,7 +42,7 @@ cubert_status_t cpu_comm_create(void *self, const uint32_t *devices, uint32_t co
   if (d->deterministic)
     return cubert_error_set(out_error, CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION, NULL, 0,
                             "collectives need the threaded mode of the CPU device");
-  if (cubert_allocator_malloc(d->allocator, sizeof(*c), 0, (void **)&c) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(d->allocator, sizeof(*c), 0, (void **)&c, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "communicator");
   status = host_comm_join(devices, count, d->device_index, &c->ref, out_error);
   if (status != CUBERT_STATUS_OK) {

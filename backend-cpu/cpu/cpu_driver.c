@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/cpu/cpu_driver.c: the CPU driver's table (cubert/backend/
  * driver.h) over simulated streams (cpu_stream.c) and the kernel worker pool
@@ -40,7 +41,8 @@ static cubert_status_t cpu_memory_alloc(void *self, uint64_t size, cubert_driver
   (void)stream; /* host memory: usable at once */
   if (size > (uint64_t)SIZE_MAX)
     return cubert_error_set(out_error, CUBERT_ERROR_IO_BUFFER_TOO_BIG, &size, 1, NULL);
-  if (cubert_allocator_malloc(d->allocator, (size_t)size, CPU_MEMORY_ALIGN, &p) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(d->allocator, (size_t)size, CPU_MEMORY_ALIGN, &p,
+                              NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_IO_OUT_OF_MEMORY, &size, 1,
                             "host memory allocation failed");
   *out_address = (cubert_device_ptr_t)(uintptr_t)p;
@@ -163,7 +165,7 @@ static cubert_status_t cpu_stream_create(void *self, uint32_t index,
   cubert_status_t status;
   if (index >= d->stream_count || __atomic_load_n(&d->streams[index], __ATOMIC_ACQUIRE))
     return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0, "no such stream");
-  if (cubert_allocator_malloc(d->allocator, sizeof(*s), 64, (void **)&s) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(d->allocator, sizeof(*s), 64, (void **)&s, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "stream");
   status = cpu_stream_initialize(s, d->allocator, index, d,
                                  d->deterministic ? cpu_sim_run_until : NULL);
@@ -218,7 +220,8 @@ static cubert_status_t cpu_event_record(void *self, cubert_driver_stream_t *stre
   if (ev) d->free_events = ev->next;
   pthread_mutex_unlock(&d->events_mutex);
   if (!ev) {
-    if (cubert_allocator_malloc(d->allocator, sizeof(*ev), 0, (void **)&ev) != CUBERT_STATUS_OK)
+    if (cubert_allocator_malloc(d->allocator, sizeof(*ev), 0, (void **)&ev,
+                                NULL) != CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "event");
     pthread_mutex_lock(&d->events_mutex);
     ev->all = d->all_events;

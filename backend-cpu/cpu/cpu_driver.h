@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-cpu/cpu/cpu_driver.h: the CPU driver's state (not installed).
  *
  * The CPU driver is the device under the server kit (cubert/backend/kit.h):

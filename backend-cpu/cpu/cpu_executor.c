@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/cpu/cpu_executor.c: the persistent worker pool that runs dialect
  * kernels over a cube grid (see cpu_executor.h).
@@ -261,7 +262,7 @@ cubert_status_t cubert_cpu_executor_create(cubert_allocator_t allocator, uint32_
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2,
                             "cpu executor: too many workers");
   }
-  s = cubert_allocator_malloc(allocator, sizeof(*ex), EXECUTOR_ALIGN, (void **)&ex);
+  s = cubert_allocator_malloc(allocator, sizeof(*ex), EXECUTOR_ALIGN, (void **)&ex, NULL);
   if (s != CUBERT_STATUS_OK) return executor_fail(out_error, s, "cpu executor: allocation failed");
   ex->allocator = allocator;
   stride = (sizeof(executor_worker_t) + EXECUTOR_LINE - 1) / EXECUTOR_LINE * EXECUTOR_LINE;
@@ -269,7 +270,7 @@ cubert_status_t cubert_cpu_executor_create(cubert_allocator_t allocator, uint32_
   if (n_workers) {
     /* n_workers <= 1024 and stride is small: no overflow. */
     bytes = (size_t)n_workers * stride;
-    s = cubert_allocator_malloc(allocator, bytes, EXECUTOR_ALIGN, (void **)&ex->workers);
+    s = cubert_allocator_malloc(allocator, bytes, EXECUTOR_ALIGN, (void **)&ex->workers, NULL);
     if (s != CUBERT_STATUS_OK) {
       cubert_allocator_free(allocator, ex, sizeof(*ex), EXECUTOR_ALIGN);
       return executor_fail(out_error, s, "cpu executor: allocation failed");
@@ -320,7 +321,8 @@ static cubert_status_t executor_reserve_shared(cubert_cpu_executor_t *ex, size_t
   cubert_status_t s = CUBERT_STATUS_OK;
   if (need == 0 || ex->caller.dynamic_capacity >= need) return CUBERT_STATUS_OK;
   for (i = 0; i < n && s == CUBERT_STATUS_OK; i++)
-    s = cubert_allocator_malloc(ex->allocator, need, 64, (void **)&executor_context(ex, i)->pending);
+    s = cubert_allocator_malloc(ex->allocator, need, 64, (void **)&executor_context(ex, i)->pending,
+                                NULL);
   for (i = 0; i < n; i++) {
     executor_context_t *ctx = executor_context(ex, i);
     if (!ctx->pending) continue;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/cpu/cpu_executor.h: the CPU kernel executor. Runs a kernel written
  * in the dialect of cubert/kernel.h over a cube grid on a persistent worker

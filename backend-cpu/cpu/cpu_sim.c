@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-cpu/cpu/cpu_sim.c: the deterministic mode of the CPU driver
  * (cubert/cpu.h CUBERT_CPU_MODE_DETERMINISTIC, docs/simulation.md).
  *
@@ -13,6 +14,7 @@
  * is not a step: it polls events at its own calls, on the host's thread, so
  * a seed still fixes everything. */
 #include "cpu/cpu_driver.h"
+#include "cubert/backend/sim.h"
 
 #define SIM_DEFAULT_LOG 65536u
 #define STEP_STREAM 1u
@@ -26,21 +28,22 @@ cubert_status_t cpu_sim_create(cpu_device_t *d, const cubert_cpu_options_t *o,
   d->deterministic = 1;
   cap = o->log_capacity ? o->log_capacity : SIM_DEFAULT_LOG;
   d->sim_log_capacity = cap; /* cpu_sim_destroy frees the log with it if a later block fails */
-  if (cubert_allocator_malloc_array(d->allocator, cap, sizeof(uint32_t), 0, (void **)&d->sim_log) !=
+  if (cubert_allocator_malloc_array(d->allocator, cap, sizeof(uint32_t), 0, (void **)&d->sim_log,
+                                    NULL) !=
           CUBERT_STATUS_OK ||
       cubert_allocator_malloc_array(d->allocator, d->stream_count, sizeof(uint32_t), 0,
-                                    (void **)&d->sim_ids) != CUBERT_STATUS_OK ||
+                                    (void **)&d->sim_ids, NULL) != CUBERT_STATUS_OK ||
       cubert_allocator_malloc_array(d->allocator, d->stream_count, sizeof(uint64_t), 0,
-                                    (void **)&d->sim_seqs) != CUBERT_STATUS_OK)
+                                    (void **)&d->sim_seqs, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "deterministic mode: choice log");
   if (o->replay_count || o->replay)
-    status = cubert_sim_chooser_init_replay(&d->sim_own, o->replay, o->replay_count, d->sim_log, cap);
+    status = cubert_sim_chooser_initialize_replay(&d->sim_own, o->replay, o->replay_count, d->sim_log, cap, NULL);
   else if (o->choice_bytes_count || o->choice_bytes)
-    status = cubert_sim_chooser_init_bytes(&d->sim_own, o->choice_bytes, o->choice_bytes_count,
-                                           d->sim_log, cap);
+    status = cubert_sim_chooser_initialize_bytes(&d->sim_own, o->choice_bytes, o->choice_bytes_count,
+                                           d->sim_log, cap, NULL);
   else
-    status = cubert_sim_chooser_init_seed(&d->sim_own, o->seed, d->sim_log, cap);
+    status = cubert_sim_chooser_initialize_seed(&d->sim_own, o->seed, d->sim_log, cap, NULL);
   if (status != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "deterministic mode: bad replay log or choice bytes");

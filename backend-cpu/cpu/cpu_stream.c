@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-cpu/cpu/cpu_stream.c: simulated streams (see cpu_stream.h). */
 #include "cpu/cpu_stream.h"
 
@@ -180,7 +181,8 @@ cubert_status_t cpu_stream_initialize(cpu_stream_t *s, cubert_allocator_t alloca
   s->ring_size = deterministic ? CPU_STREAM_RING_DETERMINISTIC : CPU_STREAM_RING;
   s->prefetch_write = cubert_host_cpu_has_prefetch_write();
   CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc_array(allocator, (size_t)s->ring_size,
-                                                       sizeof(cpu_op_t), 64, (void **)&s->ring));
+                                                       sizeof(cpu_op_t), 64, (void **)&s->ring,
+                                                       NULL));
   pthread_mutex_init(&s->mutex, NULL);
   pthread_cond_init(&s->cond_work, NULL);
   pthread_cond_init(&s->cond_progress, NULL);

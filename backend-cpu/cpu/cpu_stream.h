@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/cpu/cpu_stream.h: simulated GPU streams. Each stream slot executes
  * its operations strictly in enqueue order on its own worker thread. An

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-cpu/host/host_allocator.c: the libc allocator behind cubert_allocator_t. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-cpu/host/host_comm.c: in-process communicators (see host_comm.h). */
 #include "host/host_comm.h"
 
@@ -111,7 +112,7 @@ cubert_status_t host_comm_describe(const uint32_t *devices, size_t count, uint32
     return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, &f, 1,
                             "this device is not in the communicator's device list");
   }
-  (void)cubert_communication_id(ids, count, out_id);
+  (void)cubert_communication_id(ids, count, out_id, NULL);
   *out_rank = rank;
   return CUBERT_STATUS_OK;
 }

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/host/host_comm.h: in-process communicators for the CPU server's
- * collectives (spec 8; the role NCCL plays for CUDA). Not installed.
+ * collectives (the role NCCL plays for CUDA). Not installed.
  *
  * A communicator is named by the CommunicationId of a set of CPU devices
  * (index ids; rank = position in the sorted list). The devices share it

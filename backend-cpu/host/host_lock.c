@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/host/host_lock.c: the hooks the hosted layer gives the server
  * kit (cubert/host.h): the recursive device lock, the monotonic clock and
@@ -45,13 +46,17 @@ static void host_lock_unlock(void *self) {
   pthread_mutex_unlock(&l->mutex);
 }
 
-cubert_status_t cubert_host_lock_create(cubert_allocator_t allocator, cubert_lock_t *out_lock) {
+cubert_status_t cubert_host_lock_create(cubert_allocator_t allocator, cubert_lock_t *out_lock,
+                                        cubert_error_t *out_error) {
   host_lock_t *l = NULL;
-  if (!out_lock) return CUBERT_STATUS_INVALID_ARGUMENT;
-  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, sizeof(*l), 0, (void **)&l));
+  if (!out_lock)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "cubert_host_lock_create: out_lock is NULL");
+  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, sizeof(*l), 0, (void **)&l, out_error));
   if (pthread_mutex_init(&l->mutex, NULL) != 0) {
     cubert_allocator_free(allocator, l, sizeof(*l), 0);
-    return CUBERT_STATUS_RESOURCE_EXHAUSTED;
+    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
+                            "cubert_host_lock_create: pthread_mutex_init failed");
   }
   l->allocator = allocator;
   out_lock->self = l;

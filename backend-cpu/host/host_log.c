@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-cpu/host/host_log.c: the default log sink (stderr). */
 #include "cubert/host.h"
 

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * backend-cpu/host/host_runner.c: the runner-thread device handle (spec 3.2,
- * CubeCL's ChannelDeviceHandle). One thread per handle runs tasks, in order,
+ * backend-cpu/host/host_runner.c: the runner-thread device handle
+ * (cubert/backend/device.h; CubeCL's ChannelDeviceHandle). One thread per handle runs tasks, in order,
  * from a bounded multi-producer single-consumer queue of fixed-size records.
  *
  * Queue. A ring of `capacity` (a power of two) cells, each with a sequence
@@ -40,6 +41,7 @@
 #include <string.h>
 
 #include "cubert/host.h"
+#include "cubert/backend/device.h"
 #include "host/host_thread.h"
 
 /* Waits: spin steps (cpu relax; every RUNNER_SPIN_YIELD_MASK + 1-th step
@@ -102,7 +104,7 @@ typedef struct runner_cell_t {
   uint32_t seq;                /* atomic: p free for position p, p + 1 full */
   cubert_device_task_fn_t fn;  /* non-blocking task */
   runner_call_t *call;         /* blocking call, or NULL */
-  cubert_stream_id_t stream;   /* the submitter's stream (spec 3.2) */
+  cubert_stream_id_t stream;   /* the submitter's stream */
   runner_payload_t payload;    /* copy of a non-blocking task's payload */
 } runner_cell_t;
 
@@ -321,7 +323,7 @@ static void runner_run_one(runner_t *r) {
   runner_cell_t *cell = runner_cell(r, r->head);
   runner_call_t *call = cell->call;
   cubert_stream_id_token_t token;
-  bool scoped = cubert_stream_id_executes_begin(cell->stream, &token) == CUBERT_STATUS_OK;
+  bool scoped = cubert_stream_id_executes_begin(cell->stream, &token, NULL) == CUBERT_STATUS_OK;
   if (!call) {
     cell->fn(r->context, cell->payload.bytes);
   } else if (call->fn) {
@@ -329,7 +331,7 @@ static void runner_run_one(runner_t *r) {
   } else {
     call->status = call->exclusive_fn(call->user);
   }
-  if (scoped) (void)cubert_stream_id_executes_end(&token);
+  if (scoped) (void)cubert_stream_id_executes_end(&token, NULL);
   store_u32(&cell->seq, r->head + r->capacity);
   r->head++;
   /* Hysteresis: producers blocked on a full queue are woken each time half
@@ -502,28 +504,39 @@ static cubert_status_t runner_capacity(uint32_t requested, uint32_t *out_capacit
 
 cubert_status_t cubert_device_handle_runner_create(cubert_allocator_t allocator, void *context,
                                                    uint32_t queue_capacity,
-                                                   cubert_device_handle_t *out_handle) {
+                                                   cubert_device_handle_t *out_handle,
+                                                   cubert_error_t *out_error) {
   runner_t *r = NULL;
   void *slots = NULL;
   uint32_t capacity = 0, i;
   cubert_status_t status;
-  if (!out_handle) return CUBERT_STATUS_INVALID_ARGUMENT;
-  CUBERT_RETURN_IF_ERROR(runner_capacity(queue_capacity, &capacity));
-  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, sizeof(*r), 64, (void **)&r));
-  status = cubert_allocator_malloc_array(allocator, capacity, sizeof(runner_slot_t), 64, &slots);
-  if (status != CUBERT_STATUS_OK) goto fail_runner;
+  const char *what = "cubert_device_handle_runner_create: the thread could not be started";
+  if (!out_handle)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "cubert_device_handle_runner_create: out_handle is NULL");
+  if (runner_capacity(queue_capacity, &capacity) != CUBERT_STATUS_OK)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "cubert_device_handle_runner_create: queue_capacity above "
+                            "CUBERT_DEVICE_RUNNER_QUEUE_MAX");
+  CUBERT_RETURN_IF_ERROR(
+      cubert_allocator_malloc(allocator, sizeof(*r), 64, (void **)&r, out_error));
+  status = cubert_allocator_malloc_array(allocator, capacity, sizeof(runner_slot_t), 64, &slots,
+                                         out_error);
+  if (status != CUBERT_STATUS_OK) goto fail_allocated;
   r->allocator = allocator;
   r->context = context;
   r->slots = (runner_slot_t *)slots;
   r->capacity = capacity;
   r->mask = capacity - 1u;
   for (i = 0; i < capacity; i++) r->slots[i].cell.seq = i;
+  what = "cubert_device_handle_runner_create: a mutex or condition variable could not be made";
   status = cubert_host_mutex_initialize(&r->mutex);
   if (status != CUBERT_STATUS_OK) goto fail_slots;
   status = cubert_host_cond_initialize(&r->runner_cond);
   if (status != CUBERT_STATUS_OK) goto fail_mutex;
   status = cubert_host_cond_initialize(&r->producer_cond);
   if (status != CUBERT_STATUS_OK) goto fail_runner_cond;
+  what = "cubert_device_handle_runner_create: the runner thread could not be started";
   status = cubert_host_thread_create(&r->thread, runner_main, r, 0);
   if (status != CUBERT_STATUS_OK) goto fail_producer_cond;
   /* Wait until the runner recorded its id (re-entrancy checks read it). */
@@ -542,7 +555,14 @@ fail_mutex:
   cubert_host_mutex_deinitialize(&r->mutex);
 fail_slots:
   cubert_allocator_free(allocator, slots, (size_t)capacity * sizeof(runner_slot_t), 64);
-fail_runner:
+  cubert_allocator_free(allocator, r, sizeof(*r), 64);
+  (void)cubert_error_set(out_error, status == CUBERT_STATUS_RESOURCE_EXHAUSTED
+                                        ? CUBERT_ERROR_HOST_OUT_OF_MEMORY
+                                        : CUBERT_ERROR_SERVER_GENERIC,
+                         NULL, 0, what);
+  if (out_error) out_error->status = status;
+  return status;
+fail_allocated: /* the record is the allocator's */
   cubert_allocator_free(allocator, r, sizeof(*r), 64);
   return status;
 }

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * backend-cpu/host/host_stream_id.c: the calling thread's stream id (spec 3.4):
+ * backend-cpu/host/host_stream_id.c: the calling thread's stream id (CubeCL's StreamId::current):
  * scoped overrides, per-thread ids from a global counter, the process-wide
  * policy. Per-thread state is two thread-local variables (GNU C __thread,
  * as the hosted layer already needs GNU C for its __atomic builtins): a
@@ -35,9 +36,15 @@ cubert_stream_id_t cubert_stream_id_current(void) {
   return id;
 }
 
+static cubert_status_t stream_id_invalid(cubert_error_t *out_error, const char *reason) {
+  return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, reason);
+}
+
 cubert_status_t cubert_stream_id_executes_begin(cubert_stream_id_t id,
-                                                cubert_stream_id_token_t *out_token) {
-  if (!out_token) return CUBERT_STATUS_INVALID_ARGUMENT;
+                                                cubert_stream_id_token_t *out_token,
+                                                cubert_error_t *out_error) {
+  if (!out_token)
+    return stream_id_invalid(out_error, "cubert_stream_id_executes_begin: out_token is NULL");
   out_token->id = id;
   out_token->previous_ = t_override;
   out_token->state_ = STREAM_ID_TOKEN_ACTIVE;
@@ -45,9 +52,15 @@ cubert_status_t cubert_stream_id_executes_begin(cubert_stream_id_t id,
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_stream_id_executes_end(cubert_stream_id_token_t *token) {
-  if (!token || token->state_ != STREAM_ID_TOKEN_ACTIVE) return CUBERT_STATUS_INVALID_ARGUMENT;
-  if (t_override != token) return CUBERT_STATUS_INVALID_ARGUMENT; /* not this thread's innermost */
+cubert_status_t cubert_stream_id_executes_end(cubert_stream_id_token_t *token,
+                                              cubert_error_t *out_error) {
+  if (!token) return stream_id_invalid(out_error, "cubert_stream_id_executes_end: token is NULL");
+  if (token->state_ != STREAM_ID_TOKEN_ACTIVE)
+    return stream_id_invalid(out_error, "cubert_stream_id_executes_end: the token is not active "
+                                        "(ended already, or never begun)");
+  if (t_override != token) /* not this thread's innermost */
+    return stream_id_invalid(out_error, "cubert_stream_id_executes_end: not the calling thread's "
+                                        "innermost override");
   t_override = (cubert_stream_id_token_t *)token->previous_;
   token->previous_ = NULL;
   token->state_ = 0;
@@ -55,16 +68,21 @@ cubert_status_t cubert_stream_id_executes_end(cubert_stream_id_token_t *token) {
 }
 
 cubert_status_t cubert_stream_id_executes(cubert_stream_id_t id, void (*fn)(void *user),
-                                          void *user) {
+                                          void *user, cubert_error_t *out_error) {
   cubert_stream_id_token_t token;
-  if (!fn) return CUBERT_STATUS_INVALID_ARGUMENT;
-  CUBERT_RETURN_IF_ERROR(cubert_stream_id_executes_begin(id, &token));
+  if (!fn) return stream_id_invalid(out_error, "cubert_stream_id_executes: fn is NULL");
+  CUBERT_RETURN_IF_ERROR(cubert_stream_id_executes_begin(id, &token, out_error));
   fn(user);
-  return cubert_stream_id_executes_end(&token);
+  return cubert_stream_id_executes_end(&token, out_error);
 }
 
-cubert_status_t cubert_stream_id_set_policy(cubert_stream_policy_t policy) {
-  if (!cubert_stream_policy_is_valid(policy)) return CUBERT_STATUS_INVALID_ARGUMENT;
+cubert_status_t cubert_stream_id_set_policy(cubert_stream_policy_t policy,
+                                            cubert_error_t *out_error) {
+  if (!cubert_stream_policy_is_valid(policy)) {
+    uint64_t field = (uint64_t)(uint32_t)policy;
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, &field, 1,
+                            "cubert_stream_id_set_policy: unknown policy");
+  }
   __atomic_store_n(&g_stream_id_policy, (uint32_t)policy, __ATOMIC_RELEASE);
   return CUBERT_STATUS_OK;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-cpu/host/host_thread.c: POSIX implementation of host_thread.h. */
 #include <errno.h>
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/host/host_thread.h: thin wrappers over POSIX threads for the hosted
  * layer (mutex, condition variable, thread create/join, monotonic clock,

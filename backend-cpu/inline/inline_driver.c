@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/inline/inline_driver.c: the inline driver (cubert/inline.h):
  * every primitive finishes its work before it returns, on the calling
@@ -54,7 +55,8 @@ static cubert_status_t inline_memory_alloc(void *self, uint64_t size,
   (void)stream;
   if (size > (uint64_t)SIZE_MAX)
     return cubert_error_set(out_error, CUBERT_ERROR_IO_BUFFER_TOO_BIG, &size, 1, 0);
-  if (cubert_allocator_malloc(d->allocator, (size_t)size, INLINE_ALIGN, &p) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(d->allocator, (size_t)size, INLINE_ALIGN, &p,
+                              NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_IO_OUT_OF_MEMORY, &size, 1,
                             "memory allocation failed");
   *out_address = (cubert_device_ptr_t)(uintptr_t)p;
@@ -129,7 +131,7 @@ static cubert_status_t inline_stream_create(void *self, uint32_t index,
                                             cubert_error_t *out_error) {
   inline_stream_t *s = 0;
   (void)index;
-  if (cubert_allocator_malloc(device_of(self)->allocator, sizeof(*s), 0, (void **)&s) !=
+  if (cubert_allocator_malloc(device_of(self)->allocator, sizeof(*s), 0, (void **)&s, NULL) !=
       CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, 0, 0, "stream");
   *out_stream = (cubert_driver_stream_t *)(void *)s;
@@ -267,7 +269,7 @@ cubert_status_t cubert_inline_client_create(cubert_allocator_t allocator,
   if (!out_client || (!o.lock.lock) != (!o.lock.unlock))
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, 0, 0,
                             "inline: NULL out_client or half a lock");
-  if (cubert_allocator_malloc(allocator, sizeof(*d), 0, (void **)&d) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, sizeof(*d), 0, (void **)&d, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, 0, 0, "inline device");
   d->allocator = allocator;
   fill_properties(&o, &d->properties);

@@ -1,6 +1,8 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-cpu/kernel/cpu_kernel.c: running CPU kernels, shared by the CPU
  * drivers (see cpu_kernel.h). Freestanding. */
 #include "kernel/cpu_kernel.h"
+#include "cubert/backend/arith.h"
 
 typedef char cpu_kernel_mode_values_match_[(CUBERT_KERNEL_MODE_CHECKED == CUBERT_EXECUTION_CHECKED &&
                                             CUBERT_KERNEL_MODE_VALIDATE ==
@@ -90,7 +92,7 @@ cubert_status_t cpu_kernel_context_reserve(cpu_kernel_context_t *ctx, cubert_all
                                            size_t need) {
   void *block = 0;
   if (need == 0 || ctx->dynamic_capacity >= need) return CUBERT_STATUS_OK;
-  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, need, 64, &block));
+  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, need, 64, &block, NULL));
   cubert_allocator_free(allocator, ctx->dynamic_shared, ctx->dynamic_capacity, 64);
   ctx->dynamic_shared = (unsigned char *)block;
   ctx->dynamic_capacity = need;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/kernel/cpu_kernel.h: running CPU kernels (the dialect of
  * cubert/kernel.h), shared by the two CPU drivers: the threaded one's worker

@@ -1,5 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /* core/base/allocator.c: allocator wrappers, checked size arithmetic, arena. */
 #include "base/internal.h"
+#include "cubert/backend/arith.h"
 
 /* ---- checked arithmetic ------------------------------------------------- */
 
@@ -79,37 +81,55 @@ cubert_allocator_t cubert_allocator_null(void) {
 
 static size_t effective_align(size_t align) { return align == 0 ? 16 : align; }
 
+/* The record of a failed allocation: HOST_OUT_OF_MEMORY with the size. */
+static cubert_status_t host_oom(cubert_error_t *out_error, size_t size, const char *reason) {
+  uint64_t field = (uint64_t)size;
+  return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &field, 1, reason);
+}
+
+static cubert_status_t check_allocation(cubert_allocator_t allocator, size_t size, size_t align,
+                                        void **out_ptr, cubert_error_t *out_error) {
+  if (!out_ptr) return cubert_invalid_argument(out_error, "allocator: out_ptr is NULL");
+  if (size == 0) return cubert_invalid_argument(out_error, "allocator: size is 0");
+  if (!allocator.fn)
+    return cubert_invalid_argument(out_error, "allocator: the allocator has no function");
+  if (!cubert_is_pow2(align))
+    return cubert_invalid_argument(out_error, "allocator: align is not a power of two");
+  return CUBERT_STATUS_OK;
+}
+
 cubert_status_t cubert_allocator_malloc(cubert_allocator_t allocator, size_t size, size_t align,
-                                        void **out_ptr) {
+                                        void **out_ptr, cubert_error_t *out_error) {
   void *p;
   align = effective_align(align);
-  if (!out_ptr || size == 0 || !allocator.fn || !cubert_is_pow2(align))
-    return CUBERT_STATUS_INVALID_ARGUMENT;
+  CUBERT_RETURN_IF_ERROR(check_allocation(allocator, size, align, out_ptr, out_error));
   p = allocator.fn(allocator.self, NULL, 0, size, align);
-  if (!p) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
+  if (!p) return host_oom(out_error, size, "allocator: the allocator failed");
   cubert_memset(p, 0, size);
   *out_ptr = p;
   return CUBERT_STATUS_OK;
 }
 
 cubert_status_t cubert_allocator_malloc_array(cubert_allocator_t allocator, size_t count,
-                                              size_t size, size_t align, void **out_ptr) {
+                                              size_t size, size_t align, void **out_ptr,
+                                              cubert_error_t *out_error) {
   size_t total;
-  if (!out_ptr) return CUBERT_STATUS_INVALID_ARGUMENT;
-  CUBERT_RETURN_IF_ERROR(cubert_size_mul(count, size, &total));
-  return cubert_allocator_malloc(allocator, total, align, out_ptr);
+  if (!out_ptr) return cubert_invalid_argument(out_error, "allocator: out_ptr is NULL");
+  if (cubert_size_mul(count, size, &total) != CUBERT_STATUS_OK)
+    return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0,
+                            "allocator: count * size overflows");
+  return cubert_allocator_malloc(allocator, total, align, out_ptr, out_error);
 }
 
 cubert_status_t cubert_allocator_realloc(cubert_allocator_t allocator, void *ptr,
                                          size_t old_size, size_t new_size, size_t align,
-                                         void **out_ptr) {
+                                         void **out_ptr, cubert_error_t *out_error) {
   void *p;
   align = effective_align(align);
-  if (!out_ptr || new_size == 0 || !allocator.fn || !cubert_is_pow2(align))
-    return CUBERT_STATUS_INVALID_ARGUMENT;
-  if (!ptr) return cubert_allocator_malloc(allocator, new_size, align, out_ptr);
+  CUBERT_RETURN_IF_ERROR(check_allocation(allocator, new_size, align, out_ptr, out_error));
+  if (!ptr) return cubert_allocator_malloc(allocator, new_size, align, out_ptr, out_error);
   p = allocator.fn(allocator.self, ptr, old_size, new_size, align);
-  if (!p) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
+  if (!p) return host_oom(out_error, new_size, "allocator: the allocator failed to resize");
   if (new_size > old_size) cubert_memset((unsigned char *)p + old_size, 0, new_size - old_size);
   *out_ptr = p;
   return CUBERT_STATUS_OK;
@@ -161,8 +181,14 @@ static void *arena_fn(void *self, void *ptr, size_t old_size, size_t new_size, s
 }
 
 cubert_status_t cubert_arena_initialize(cubert_arena_t *arena, void *buffer, size_t capacity,
-                                        cubert_allocator_t *out_allocator) {
-  if (!arena || !out_allocator || (!buffer && capacity)) return CUBERT_STATUS_INVALID_ARGUMENT;
+                                        cubert_allocator_t *out_allocator,
+                                        cubert_error_t *out_error) {
+  if (!arena) return cubert_invalid_argument(out_error, "cubert_arena_initialize: arena is NULL");
+  if (!out_allocator)
+    return cubert_invalid_argument(out_error, "cubert_arena_initialize: out_allocator is NULL");
+  if (!buffer && capacity)
+    return cubert_invalid_argument(out_error,
+                                   "cubert_arena_initialize: buffer is NULL, capacity is not 0");
   arena->base = (unsigned char *)buffer;
   arena->capacity = capacity;
   arena->used = 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/base/atomic.h: the only place core touches atomics. GCC/Clang __atomic
  * builtins on 32-bit and pointer-sized values (Cortex-M4 has no lock-free

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/base/error.c: the error record (kinds, chain, fields, reason), its
  * constructors and the ServerUnhealthy aggregate. The Display text is in
  * error_format.c.
@@ -41,6 +42,27 @@ cubert_status_t(cubert_error_set)(cubert_error_t *error, cubert_error_kind_t kin
   if (count > CUBERT_ARRAY_SIZE(error->field)) count = CUBERT_ARRAY_SIZE(error->field);
   for (i = 0; fields && i < count; i++) error->field[i] = fields[i];
   if (reason) cubert_strlcpy(error->reason, reason, sizeof(error->reason));
+  return status;
+}
+
+cubert_status_t cubert_error_from_status(cubert_error_t *error, cubert_status_t status,
+                                         const char *reason) {
+  cubert_error_kind_t kind;
+  switch (status) {
+    case CUBERT_STATUS_OK: return CUBERT_STATUS_OK;
+    case CUBERT_STATUS_INVALID_ARGUMENT: kind = CUBERT_ERROR_INVALID_ARGUMENT; break;
+    case CUBERT_STATUS_OUT_OF_RANGE: kind = CUBERT_ERROR_OUT_OF_RANGE; break;
+    case CUBERT_STATUS_OVERFLOW: kind = CUBERT_ERROR_OVERFLOW; break;
+    case CUBERT_STATUS_INVALID_HANDLE: kind = CUBERT_ERROR_INVALID_HANDLE; break;
+    case CUBERT_STATUS_RESOURCE_EXHAUSTED: kind = CUBERT_ERROR_HOST_OUT_OF_MEMORY; break;
+    case CUBERT_STATUS_DEVICE_MISMATCH: kind = CUBERT_ERROR_DEVICE_MISMATCH; break;
+    case CUBERT_STATUS_DEADLINE_EXCEEDED: kind = CUBERT_ERROR_DEADLINE_EXCEEDED; break;
+    case CUBERT_STATUS_UNAVAILABLE: kind = CUBERT_ERROR_DEVICE_LOST; break;
+    case CUBERT_STATUS_NOT_FOUND: kind = CUBERT_ERROR_IO_NOT_FOUND; break;
+    default: kind = CUBERT_ERROR_SERVER_GENERIC; break;
+  }
+  (void)cubert_error_set(error, kind, NULL, 0, reason);
+  if (error) error->status = status;
   return status;
 }
 
@@ -102,7 +124,7 @@ static void aggregate_start(cubert_error_t *into, const cubert_error_t *first) {
   into->field[2] = first->field[1];
   into->field[3] = first->field[2];
   into->status = CUBERT_STATUS_SERVER_UNHEALTHY;
-  cubert_fmt_init(&f, into->reason, sizeof(into->reason));
+  cubert_fmt_initialize(&f, into->reason, sizeof(into->reason));
   cubert_error_format_record_(&f, first);
 }
 
@@ -142,7 +164,7 @@ cubert_status_t cubert_error_aggregate(cubert_error_t *aggregate, const cubert_e
   aggregate->status = CUBERT_STATUS_SERVER_UNHEALTHY;
   /* Append "\n<message>" while at least one byte of the message fits; a
    * full buffer (a cut message included) takes nothing more. */
-  cubert_fmt_init_append(&f, aggregate->reason, sizeof(aggregate->reason));
+  cubert_fmt_initialize_append(&f, aggregate->reason, sizeof(aggregate->reason));
   if (f.len + 2 < f.size) {
     if (f.len > 0) cubert_fmt_append_char(&f, '\n');
     if (is_aggregate(&added))

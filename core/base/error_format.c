@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/base/error_format.c: the Display text of an error record
  * (cubert_error_format, cubert/error.h), also used to build the messages of
@@ -136,6 +137,7 @@ static const char *const k_text[CUBERT_ERROR_KIND_COUNT_] = {
     K(DEADLINE_EXCEEDED) = "Deadline exceeded after " T_F0 " ns" T_CR,
     K(DEVICE_LOST) = "Device lost" T_CR,
     K(COMPILED_OUT) = "Compiled out of this build" T_CR,
+    K(FAILED_PRECONDITION) = "Failed precondition" T_CR,
 };
 #undef K
 
@@ -322,7 +324,7 @@ void cubert_error_format_record_(cubert_fmt_t *f, const cubert_error_t *e) {
 
 size_t cubert_error_format(const cubert_error_t *error, char *buf, size_t size) {
   cubert_fmt_t f;
-  cubert_fmt_init(&f, buf, size);
+  cubert_fmt_initialize(&f, buf, size);
   cubert_error_format_record_(&f, error);
   return cubert_fmt_length(&f);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/base/error_internal.h: what error.c and error_format.c share. Not
  * installed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/base/fmt.c: bounded text building without libc (see fmt.h). */
 #include "base/fmt.h"
 
@@ -13,14 +14,14 @@ static void fmt_put(cubert_fmt_t *f, char c) {
   if (f->len != SIZE_MAX) f->len++;
 }
 
-void cubert_fmt_init(cubert_fmt_t *f, char *buf, size_t size) {
+void cubert_fmt_initialize(cubert_fmt_t *f, char *buf, size_t size) {
   f->buf = buf;
   f->size = buf ? size : 0;
   f->len = 0;
   fmt_terminate(f);
 }
 
-void cubert_fmt_init_append(cubert_fmt_t *f, char *buf, size_t size) {
+void cubert_fmt_initialize_append(cubert_fmt_t *f, char *buf, size_t size) {
   size_t n = 0;
   f->buf = buf;
   f->size = buf ? size : 0;

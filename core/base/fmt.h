@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/base/fmt.h: bounded text building for the freestanding core (no libc).
  * Internal header, not installed.
@@ -12,7 +13,7 @@
  *
  *   char text[64];
  *   cubert_fmt_t f;
- *   cubert_fmt_init(&f, text, sizeof(text));
+ *   cubert_fmt_initialize(&f, text, sizeof(text));
  *   cubert_fmt_append_str(&f, "size: ");
  *   cubert_fmt_append_u64(&f, 1024);
  *   n = cubert_fmt_length(&f);          // 10, text = "size: 1024"
@@ -32,12 +33,12 @@ typedef struct cubert_fmt_t {
 
 /* Start an empty text in buf[0..size) (writes the terminator when size > 0).
  * A NULL buf is treated as size 0. */
-void cubert_fmt_init(cubert_fmt_t *f, char *buf, size_t size);
+void cubert_fmt_initialize(cubert_fmt_t *f, char *buf, size_t size);
 
 /* Continue the NUL-terminated text already in buf[0..size): len starts at its
  * length (bounded by size - 1; an unterminated buffer is terminated at
  * size - 1). */
-void cubert_fmt_init_append(cubert_fmt_t *f, char *buf, size_t size);
+void cubert_fmt_initialize_append(cubert_fmt_t *f, char *buf, size_t size);
 
 void cubert_fmt_append_char(cubert_fmt_t *f, char c);
 

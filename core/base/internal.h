@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/base/internal.h: helpers shared by the freestanding core. Not installed.
  * core/ includes only <stddef.h> <stdint.h> <stdbool.h> <stdarg.h> and its own
@@ -29,6 +30,22 @@
 #define CUBERT_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define CUBERT_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define CUBERT_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Fill out_error (may be NULL) with kind INVALID_ARGUMENT and `reason` (a
+ * literal naming the function and the argument); returns INVALID_ARGUMENT. */
+static inline cubert_status_t cubert_invalid_argument(cubert_error_t *out_error,
+                                                      const char *reason) {
+  return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, reason);
+}
+
+/* Fill error (may be NULL) for a status that came without a record (a
+ * status-only primitive): the kind that status stands for (INVALID_HANDLE,
+ * OVERFLOW, OUT_OF_RANGE, HOST_OUT_OF_MEMORY for RESOURCE_EXHAUSTED,
+ * DEVICE_LOST for UNAVAILABLE, IO_NOT_FOUND for NOT_FOUND, ...; SERVER_GENERIC
+ * for the rest), `reason`, and `status` itself. OK writes nothing. Returns
+ * status. (core/base/error.c) */
+cubert_status_t cubert_error_from_status(cubert_error_t *error, cubert_status_t status,
+                                         const char *reason);
 
 static inline bool cubert_is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 

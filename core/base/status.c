@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/base/status.c: names and descriptions of status codes (the
  * descriptions are text: CUBERT_CONFIG_ERROR_TEXT, cubert/config.h). */
 #include "base/internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/base/version.c: the library's version (cubert/base.h) and compiled-in
  * features (cubert/config.h). */
 #include "base/internal.h"

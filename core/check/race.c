@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * core/check/race.c: the predictive cross-stream race checker (cubert/race.h,
+ * core/check/race.c: the predictive cross-stream race checker (cubert/backend/race.h,
  * docs/race-checker.md): create, reset, vector clocks, events, joins and
  * results. The shadow table and the access checks are in race_shadow.c, the
  * report text in race_format.c, the state in race_internal.h.
@@ -18,6 +19,8 @@
  * so a failed growth leaves everything as it was.
  */
 #include "check/race_internal.h"
+#include "cubert/backend/race.h"
+#include "cubert/backend/arith.h"
 
 #if CUBERT_CONFIG_RACE_CHECKER /* else race_omitted.c (cubert/config.h) */
 
@@ -71,13 +74,13 @@ cubert_status_t cubert_race_checker_create(cubert_allocator_t allocator,
     return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0,
                             "race checker: clock matrix size overflows");
   }
-  status = cubert_allocator_malloc(allocator, sizeof(*c), RACE_ALIGN, &mem);
+  status = cubert_allocator_malloc(allocator, sizeof(*c), RACE_ALIGN, &mem, NULL);
   if (status != CUBERT_STATUS_OK) {
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "race checker: allocating the checker failed");
   }
   c = (cubert_race_checker_t *)mem;
-  status = cubert_allocator_malloc(allocator, block_size, RACE_ALIGN, &block);
+  status = cubert_allocator_malloc(allocator, block_size, RACE_ALIGN, &block, NULL);
   if (status != CUBERT_STATUS_OK) {
     cubert_allocator_free(allocator, c, sizeof(*c), RACE_ALIGN);
     fields[0] = block_size;
@@ -184,10 +187,11 @@ static cubert_status_t race_events_grow(cubert_race_checker_t *c) {
           CUBERT_STATUS_OK) {
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   }
-  if (cubert_allocator_malloc(c->allocator, slot_bytes, RACE_ALIGN, &slots) != CUBERT_STATUS_OK) {
+  if (cubert_allocator_malloc(c->allocator, slot_bytes, RACE_ALIGN, &slots,
+                              NULL) != CUBERT_STATUS_OK) {
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   }
-  if (cubert_allocator_malloc(c->allocator, clock_bytes, RACE_ALIGN, &clocks) !=
+  if (cubert_allocator_malloc(c->allocator, clock_bytes, RACE_ALIGN, &clocks, NULL) !=
       CUBERT_STATUS_OK) {
     cubert_allocator_free(c->allocator, slots, slot_bytes, RACE_ALIGN);
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;

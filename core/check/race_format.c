@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/check/race_format.c: names and the text of a race report (cubert/race.h). */
 #include "check/race_internal.h"
 #include "base/fmt.h"
@@ -61,7 +62,7 @@ static void race_format_op(cubert_fmt_t *f, const cubert_race_op_t *op) {
 
 size_t cubert_race_report_format(const cubert_race_report_t *report, char *buf, size_t size) {
   cubert_fmt_t f;
-  cubert_fmt_init(&f, buf, size);
+  cubert_fmt_initialize(&f, buf, size);
   if (!report) return 0;
   cubert_fmt_append_str(&f, "race: ");
   cubert_fmt_append_str(&f, cubert_race_kind_name(report->kind));

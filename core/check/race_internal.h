@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/check/race_internal.h: the race checker's state, shared by race.c
  * (create, vector clocks, events, joins, results), race_shadow.c (the shadow
@@ -9,6 +10,7 @@
 
 #include "base/internal.h"
 #include "cubert/race.h"
+#include "cubert/backend/race.h"
 
 #define RACE_NIL 0xFFFFFFFFu
 /* Largest pool capacity (records, events, buckets): indices stay below RACE_NIL. */

@@ -1,13 +1,15 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/check/race_omitted.c: the race checker's API when the checker is
  * compiled out (CUBERT_CONFIG_RACE_CHECKER 0, cubert/config.h). No checker
  * can be created: create fails with UNSUPPORTED and a COMPILED_OUT record;
- * every call on a checker returns UNSUPPORTED (the hooks of cubert/race.h
+ * every call on a checker returns UNSUPPORTED (the hooks of cubert/backend/race.h
  * still do nothing for the NULL checker a server keeps), queries report
  * nothing, and the text functions say the checker was compiled out.
  */
 #include "base/internal.h"
 #include "cubert/race.h"
+#include "cubert/backend/race.h"
 
 #if !CUBERT_CONFIG_RACE_CHECKER
 

@@ -1,9 +1,12 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/check/race_shadow.c: the race checker's shadow table (buffer id ->
  * access records, race_internal.h), the access check and reclamation
- * (cubert/race.h, docs/race-checker.md).
+ * (cubert/backend/race.h, docs/race-checker.md).
  */
 #include "check/race_internal.h"
+#include "cubert/backend/race.h"
+#include "cubert/backend/arith.h"
 
 #if CUBERT_CONFIG_RACE_CHECKER /* else race_omitted.c (cubert/config.h) */
 
@@ -40,7 +43,7 @@ static cubert_status_t race_buckets_reserve(cubert_race_checker_t *c) {
   if (c->bucket_capacity >= RACE_MAX_CAPACITY) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   capacity = c->bucket_capacity ? c->bucket_capacity * 2u : 16u;
   if (cubert_size_mul(capacity, sizeof(race_bucket_t), &bytes) != CUBERT_STATUS_OK ||
-      cubert_allocator_malloc(c->allocator, bytes, RACE_ALIGN, &fresh) != CUBERT_STATUS_OK) {
+      cubert_allocator_malloc(c->allocator, bytes, RACE_ALIGN, &fresh, NULL) != CUBERT_STATUS_OK) {
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   }
   buckets = (race_bucket_t *)fresh;
@@ -83,7 +86,7 @@ static cubert_status_t race_records_reserve(cubert_race_checker_t *c) {
   if (c->record_capacity >= RACE_MAX_CAPACITY) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   capacity = c->record_capacity ? c->record_capacity * 2u : 32u;
   if (cubert_size_mul(capacity, sizeof(race_record_t), &bytes) != CUBERT_STATUS_OK ||
-      cubert_allocator_malloc(c->allocator, bytes, RACE_ALIGN, &fresh) != CUBERT_STATUS_OK) {
+      cubert_allocator_malloc(c->allocator, bytes, RACE_ALIGN, &fresh, NULL) != CUBERT_STATUS_OK) {
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   }
   old_bytes = (size_t)c->record_capacity * sizeof(race_record_t);

@@ -1,10 +1,12 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * core/check/sim.c: the deterministic simulation's choice point (cubert/sim.h):
+ * core/check/sim.c: the deterministic simulation's choice point (cubert/sim.h, cubert/backend/sim.h):
  * choosers (seed, replay, bytes, PCT, exhaustive), the trace hash, the
  * exhaustive explorer and the log shrinker. Freestanding, no allocation.
  */
 #include "base/internal.h"
 #include "cubert/sim.h"
+#include "cubert/backend/sim.h"
 
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME 0x100000001b3ull
@@ -43,38 +45,61 @@ static void chooser_base(cubert_sim_chooser_t *c, uint32_t source, uint32_t *log
   c->trace_hash = FNV_OFFSET;
 }
 
-cubert_status_t cubert_sim_chooser_init_seed(cubert_sim_chooser_t *c, uint64_t seed, uint32_t *log,
-                                             size_t cap) {
-  if (!c || (!log && cap)) return CUBERT_STATUS_INVALID_ARGUMENT;
+/* The checks every chooser initializer makes, with their records. */
+static cubert_status_t check_chooser(const cubert_sim_chooser_t *c, const uint32_t *log,
+                                     size_t cap, cubert_error_t *out_error) {
+  if (!c) return cubert_invalid_argument(out_error, "sim chooser: chooser is NULL");
+  if (!log && cap)
+    return cubert_invalid_argument(out_error, "sim chooser: log is NULL, log_capacity is not 0");
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert_sim_chooser_initialize_seed(cubert_sim_chooser_t *c, uint64_t seed,
+                                                   uint32_t *log, size_t cap,
+                                                   cubert_error_t *out_error) {
+  CUBERT_RETURN_IF_ERROR(check_chooser(c, log, cap, out_error));
   chooser_base(c, CUBERT_SIM_SOURCE_SEED, log, cap);
   c->seed = seed;
   c->rng = seed;
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_sim_chooser_init_replay(cubert_sim_chooser_t *c, const uint32_t *choices,
-                                               size_t count, uint32_t *log, size_t cap) {
-  if (!c || (!log && cap) || (!choices && count)) return CUBERT_STATUS_INVALID_ARGUMENT;
+cubert_status_t cubert_sim_chooser_initialize_replay(cubert_sim_chooser_t *c,
+                                                     const uint32_t *choices, size_t count,
+                                                     uint32_t *log, size_t cap,
+                                                     cubert_error_t *out_error) {
+  CUBERT_RETURN_IF_ERROR(check_chooser(c, log, cap, out_error));
+  if (!choices && count)
+    return cubert_invalid_argument(out_error, "sim chooser: choices is NULL, count is not 0");
   chooser_base(c, CUBERT_SIM_SOURCE_REPLAY, log, cap);
   c->replay = choices;
   c->replay_len = count;
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_sim_chooser_init_bytes(cubert_sim_chooser_t *c, const uint8_t *bytes,
-                                              size_t count, uint32_t *log, size_t cap) {
-  if (!c || (!log && cap) || (!bytes && count)) return CUBERT_STATUS_INVALID_ARGUMENT;
+cubert_status_t cubert_sim_chooser_initialize_bytes(cubert_sim_chooser_t *c,
+                                                    const uint8_t *bytes, size_t count,
+                                                    uint32_t *log, size_t cap,
+                                                    cubert_error_t *out_error) {
+  CUBERT_RETURN_IF_ERROR(check_chooser(c, log, cap, out_error));
+  if (!bytes && count)
+    return cubert_invalid_argument(out_error, "sim chooser: bytes is NULL, count is not 0");
   chooser_base(c, CUBERT_SIM_SOURCE_BYTES, log, cap);
   c->bytes = bytes;
   c->bytes_len = count;
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_sim_chooser_init_pct(cubert_sim_chooser_t *c, uint64_t seed, uint32_t depth,
-                                            uint64_t steps_hint, uint32_t *log, size_t cap) {
+cubert_status_t cubert_sim_chooser_initialize_pct(cubert_sim_chooser_t *c, uint64_t seed,
+                                                  uint32_t depth, uint64_t steps_hint,
+                                                  uint32_t *log, size_t cap,
+                                                  cubert_error_t *out_error) {
   uint32_t i;
-  if (!c || (!log && cap) || depth == 0 || depth > CUBERT_SIM_PCT_MAX_DEPTH || steps_hint == 0)
-    return CUBERT_STATUS_INVALID_ARGUMENT;
+  CUBERT_RETURN_IF_ERROR(check_chooser(c, log, cap, out_error));
+  if (depth == 0 || depth > CUBERT_SIM_PCT_MAX_DEPTH)
+    return cubert_invalid_argument(out_error,
+                                   "sim chooser: PCT depth is 0 or above CUBERT_SIM_PCT_MAX_DEPTH");
+  if (steps_hint == 0) return cubert_invalid_argument(out_error, "sim chooser: steps_hint is 0");
   chooser_base(c, CUBERT_SIM_SOURCE_PCT, log, cap);
   c->seed = seed;
   c->rng = seed;
@@ -86,10 +111,12 @@ cubert_status_t cubert_sim_chooser_init_pct(cubert_sim_chooser_t *c, uint64_t se
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_sim_chooser_init_explore(cubert_sim_chooser_t *c,
-                                                cubert_sim_explorer_t *explorer, uint32_t *log,
-                                                size_t cap) {
-  if (!c || (!log && cap) || !explorer) return CUBERT_STATUS_INVALID_ARGUMENT;
+cubert_status_t cubert_sim_chooser_initialize_explore(cubert_sim_chooser_t *c,
+                                                      cubert_sim_explorer_t *explorer,
+                                                      uint32_t *log, size_t cap,
+                                                      cubert_error_t *out_error) {
+  CUBERT_RETURN_IF_ERROR(check_chooser(c, log, cap, out_error));
+  if (!explorer) return cubert_invalid_argument(out_error, "sim chooser: explorer is NULL");
   chooser_base(c, CUBERT_SIM_SOURCE_EXPLORE, log, cap);
   c->explorer = explorer;
   explorer->cursor = 0;
@@ -178,9 +205,15 @@ void cubert_sim_trace(cubert_sim_chooser_t *c, uint32_t kind, uint32_t id, uint6
   c->trace_hash = fold_u64(fold_u64(c->trace_hash, (uint64_t)kind << 32 | id), seq);
 }
 
-cubert_status_t cubert_sim_explorer_init(cubert_sim_explorer_t *e, uint32_t *choice,
-                                         uint32_t *arity, uint32_t capacity) {
-  if (!e || !choice || !arity || capacity == 0) return CUBERT_STATUS_INVALID_ARGUMENT;
+cubert_status_t cubert_sim_explorer_initialize(cubert_sim_explorer_t *e, uint32_t *choice,
+                                               uint32_t *arity, uint32_t capacity,
+                                               cubert_error_t *out_error) {
+  if (!e) return cubert_invalid_argument(out_error, "cubert_sim_explorer_initialize: explorer is NULL");
+  if (!choice || !arity)
+    return cubert_invalid_argument(out_error,
+                                   "cubert_sim_explorer_initialize: choice or arity is NULL");
+  if (capacity == 0)
+    return cubert_invalid_argument(out_error, "cubert_sim_explorer_initialize: capacity is 0");
   cubert_memset(e, 0, sizeof(*e));
   e->choice = choice;
   e->arity = arity;

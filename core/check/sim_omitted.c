@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/check/sim_omitted.c: the simulation's choice point when it is compiled
  * out (CUBERT_CONFIG_SIMULATION 0, cubert/config.h). No chooser or explorer
@@ -7,57 +8,70 @@
  */
 #include "base/internal.h"
 #include "cubert/sim.h"
+#include "cubert/backend/sim.h"
 
 #if !CUBERT_CONFIG_SIMULATION
 
-cubert_status_t cubert_sim_chooser_init_seed(cubert_sim_chooser_t *c, uint64_t seed, uint32_t *log,
-                                             size_t cap) {
+static cubert_status_t sim_omitted(cubert_error_t *out_error) {
+  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0,
+                          "simulation (CUBERT_CONFIG_SIMULATION=0)");
+}
+
+cubert_status_t cubert_sim_chooser_initialize_seed(cubert_sim_chooser_t *c, uint64_t seed,
+                                                   uint32_t *log, size_t cap,
+                                                   cubert_error_t *out_error) {
   (void)c;
   (void)seed;
   (void)log;
   (void)cap;
-  return CUBERT_STATUS_UNSUPPORTED;
+  return sim_omitted(out_error);
 }
 
-cubert_status_t cubert_sim_chooser_init_replay(cubert_sim_chooser_t *c, const uint32_t *choices,
-                                               size_t count, uint32_t *log, size_t cap) {
+cubert_status_t cubert_sim_chooser_initialize_replay(cubert_sim_chooser_t *c,
+                                                     const uint32_t *choices, size_t count,
+                                                     uint32_t *log, size_t cap,
+                                                     cubert_error_t *out_error) {
   (void)c;
   (void)choices;
   (void)count;
   (void)log;
   (void)cap;
-  return CUBERT_STATUS_UNSUPPORTED;
+  return sim_omitted(out_error);
 }
 
-cubert_status_t cubert_sim_chooser_init_bytes(cubert_sim_chooser_t *c, const uint8_t *bytes,
-                                              size_t count, uint32_t *log, size_t cap) {
+cubert_status_t cubert_sim_chooser_initialize_bytes(cubert_sim_chooser_t *c, const uint8_t *bytes,
+                                                    size_t count, uint32_t *log, size_t cap,
+                                                    cubert_error_t *out_error) {
   (void)c;
   (void)bytes;
   (void)count;
   (void)log;
   (void)cap;
-  return CUBERT_STATUS_UNSUPPORTED;
+  return sim_omitted(out_error);
 }
 
-cubert_status_t cubert_sim_chooser_init_pct(cubert_sim_chooser_t *c, uint64_t seed, uint32_t depth,
-                                            uint64_t steps_hint, uint32_t *log, size_t cap) {
+cubert_status_t cubert_sim_chooser_initialize_pct(cubert_sim_chooser_t *c, uint64_t seed,
+                                                  uint32_t depth, uint64_t steps_hint,
+                                                  uint32_t *log, size_t cap,
+                                                  cubert_error_t *out_error) {
   (void)c;
   (void)seed;
   (void)depth;
   (void)steps_hint;
   (void)log;
   (void)cap;
-  return CUBERT_STATUS_UNSUPPORTED;
+  return sim_omitted(out_error);
 }
 
-cubert_status_t cubert_sim_chooser_init_explore(cubert_sim_chooser_t *c,
-                                                cubert_sim_explorer_t *explorer, uint32_t *log,
-                                                size_t cap) {
+cubert_status_t cubert_sim_chooser_initialize_explore(cubert_sim_chooser_t *c,
+                                                      cubert_sim_explorer_t *explorer,
+                                                      uint32_t *log, size_t cap,
+                                                      cubert_error_t *out_error) {
   (void)c;
   (void)explorer;
   (void)log;
   (void)cap;
-  return CUBERT_STATUS_UNSUPPORTED;
+  return sim_omitted(out_error);
 }
 
 uint32_t cubert_sim_choose(cubert_sim_chooser_t *c, uint32_t n, const uint32_t *ids) {
@@ -74,13 +88,14 @@ void cubert_sim_trace(cubert_sim_chooser_t *c, uint32_t kind, uint32_t id, uint6
   (void)seq;
 }
 
-cubert_status_t cubert_sim_explorer_init(cubert_sim_explorer_t *e, uint32_t *choice,
-                                         uint32_t *arity, uint32_t capacity) {
+cubert_status_t cubert_sim_explorer_initialize(cubert_sim_explorer_t *e, uint32_t *choice,
+                                               uint32_t *arity, uint32_t capacity,
+                                               cubert_error_t *out_error) {
   (void)e;
   (void)choice;
   (void)arity;
   (void)capacity;
-  return CUBERT_STATUS_UNSUPPORTED;
+  return sim_omitted(out_error);
 }
 
 bool cubert_sim_explorer_next(cubert_sim_explorer_t *e) {

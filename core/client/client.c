@@ -1,9 +1,13 @@
-/* core/client/client.c: the compute client (spec 1): devices and their
+/* SPDX-License-Identifier: MIT */
+/* core/client/client.c: the compute client: devices and their
  * clients, streams, properties, handles, and the kit behind a client
  * (cubert/backend/kit.h). The operations live in client_memory.c,
  * client_io.c, client_launch.c, ...; the task machinery they share in
  * client_task.c. */
 #include "client/client_internal.h"
+#include "base/fmt.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/device.h"
 
 /* ---- devices ---------------------------------------------------------------------- */
 
@@ -37,7 +41,7 @@ static cubert_status_t state_create(cubert_allocator_t allocator, const cubert_k
                                     device_state_t **out_state, cubert_error_t *out_error) {
   device_state_t *s = NULL;
   cubert_status_t status;
-  if (cubert_allocator_malloc(allocator, sizeof(*s), 0, (void **)&s) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, sizeof(*s), 0, (void **)&s, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "client state");
   s->allocator = allocator;
   s->device = o->device;
@@ -80,7 +84,7 @@ cubert_status_t cubert_kit_client_create(cubert_allocator_t allocator,
                             "kit_client_create needs options, a lock (or a handle factory) and an "
                             "output");
   CUBERT_RETURN_IF_ERROR(cubert_kit_check_driver(driver, out_error));
-  if (cubert_allocator_malloc(allocator, sizeof(*c), 0, (void **)&c) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, sizeof(*c), 0, (void **)&c, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "client");
   status = state_create(allocator, options, &s, out_error);
   if (status == CUBERT_STATUS_OK) {
@@ -118,17 +122,22 @@ cubert_status_t cubert_kit_client_create(cubert_allocator_t allocator,
 }
 
 static cubert_status_t client_new(device_state_t *state, bool pinned, uint64_t stream,
-                                  cubert_client_t **out_client) {
+                                  cubert_client_t **out_client, cubert_error_t *out_error) {
   cubert_client_t *c = NULL;
   uint32_t refs = cubert_atomic_load_u32(&state->refs);
   /* retain refuses 0 -> 1: a device being torn down cannot be loaded again */
   do {
-    if (refs == 0) return CUBERT_STATUS_UNAVAILABLE;
-    if (refs >= CUBERT_HANDLE_MAX_COUNT) return CUBERT_STATUS_OVERFLOW;
+    if (refs == 0)
+      return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_LOST, NULL, 0,
+                              "the device is being released (its last client is gone)");
+    if (refs >= CUBERT_HANDLE_MAX_COUNT)
+      return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0,
+                              "too many clients of this device");
   } while (!cubert_atomic_cas_u32(&state->refs, &refs, refs + 1));
-  if (cubert_allocator_malloc(state->allocator, sizeof(*c), 0, (void **)&c) != CUBERT_STATUS_OK) {
+  if (cubert_allocator_malloc(state->allocator, sizeof(*c), 0, (void **)&c, NULL) !=
+      CUBERT_STATUS_OK) {
     cubert_atomic_fetch_sub_u32(&state->refs, 1);
-    return CUBERT_STATUS_RESOURCE_EXHAUSTED;
+    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "client");
   }
   c->state = state;
   c->pinned = pinned;
@@ -137,16 +146,22 @@ static cubert_status_t client_new(device_state_t *state, bool pinned, uint64_t s
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_client_load(cubert_device_id_t device, cubert_client_t **out_client) {
+cubert_status_t cubert_client_load(cubert_device_id_t device, cubert_client_t **out_client,
+                                   cubert_error_t *out_error) {
   void *p = NULL;
-  if (!out_client) return CUBERT_STATUS_INVALID_ARGUMENT;
-  CUBERT_RETURN_IF_ERROR(cubert_device_registry_lookup(device, &p));
-  return client_new((device_state_t *)p, false, 0, out_client);
+  if (!out_client) return cubert_invalid_argument(out_error, "cubert_client_load: out_client is NULL");
+  if (cubert_device_registry_lookup(device, &p) != CUBERT_STATUS_OK)
+    return cubert_error_set(out_error, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0,
+                            "cubert_client_load: no device registered under this id");
+  return client_new((device_state_t *)p, false, 0, out_client, out_error);
 }
 
-cubert_status_t cubert_client_clone(const cubert_client_t *client, cubert_client_t **out_client) {
-  if (!client || !out_client) return CUBERT_STATUS_INVALID_ARGUMENT;
-  return client_new(client->state, client->pinned, client->stream, out_client);
+cubert_status_t cubert_client_clone(const cubert_client_t *client, cubert_client_t **out_client,
+                                    cubert_error_t *out_error) {
+  if (!client) return cubert_invalid_argument(out_error, "cubert_client_clone: client is NULL");
+  if (!out_client)
+    return cubert_invalid_argument(out_error, "cubert_client_clone: out_client is NULL");
+  return client_new(client->state, client->pinned, client->stream, out_client, out_error);
 }
 
 void cubert_client_release(cubert_client_t *client) {
@@ -196,26 +211,80 @@ cubert_handle_table_t *cubert_client_handle_table(const cubert_client_t *client)
 
 /* ---- handles ------------------------------------------------------------------------ */
 
+/* The checks every handle call of the client makes, with their records. */
+static cubert_status_t check_handle_call(const cubert_client_t *client,
+                                         const cubert_handle_t *handle, bool need_out, bool has_out,
+                                         const char *fn, cubert_error_t *out_error) {
+  char reason[96];
+  cubert_fmt_t f;
+  const char *what = NULL;
+  if (!client) what = ": client is NULL";
+  else if (!handle) what = ": handle is NULL";
+  else if (need_out && !has_out) what = ": out_handle is NULL";
+  if (what) {
+    cubert_fmt_initialize(&f, reason, sizeof(reason));
+    cubert_fmt_append_str(&f, fn);
+    cubert_fmt_append_str(&f, what);
+    return cubert_invalid_argument(out_error, reason);
+  }
+  if (handle->device != client->state->device.index_id) {
+    cubert_fmt_initialize(&f, reason, sizeof(reason));
+    cubert_fmt_append_str(&f, fn);
+    cubert_fmt_append_str(&f, ": the handle belongs to another device");
+    return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, NULL, 0, reason);
+  }
+  return CUBERT_STATUS_OK;
+}
+
+/* The record of a failed handle-table call (status only): dead handles and
+ * exhausted counts. */
+static cubert_status_t handle_table_error(cubert_status_t status, const char *reason,
+                                          cubert_error_t *out_error) {
+  return cubert_error_from_status(out_error, status, reason);
+}
+
 cubert_status_t cubert_client_handle_release(cubert_client_t *client,
-                                             const cubert_handle_t *handle) {
-  if (!client || !handle) return CUBERT_STATUS_INVALID_ARGUMENT;
-  if (handle->device != client->state->device.index_id) return CUBERT_STATUS_DEVICE_MISMATCH;
-  return cubert_handle_release(client->state->table, handle);
+                                             const cubert_handle_t *handle,
+                                             cubert_error_t *out_error) {
+  CUBERT_RETURN_IF_ERROR(check_handle_call(client, handle, false, false,
+                                           "cubert_client_handle_release", out_error));
+  return handle_table_error(cubert_handle_release(client->state->table, handle),
+                            "cubert_client_handle_release: the handle is dead (released "
+                            "already, or stale)", out_error);
 }
 
 cubert_status_t cubert_client_handle_clone(cubert_client_t *client, const cubert_handle_t *handle,
-                                           cubert_handle_t *out_handle) {
-  if (!client || !handle || !out_handle) return CUBERT_STATUS_INVALID_ARGUMENT;
-  if (handle->device != client->state->device.index_id) return CUBERT_STATUS_DEVICE_MISMATCH;
-  return cubert_handle_clone(client->state->table, handle, out_handle);
+                                           cubert_handle_t *out_handle, cubert_error_t *out_error) {
+  cubert_status_t status;
+  CUBERT_RETURN_IF_ERROR(check_handle_call(client, handle, true, out_handle != NULL,
+                                           "cubert_client_handle_clone", out_error));
+  status = cubert_handle_clone(client->state->table, handle, out_handle);
+  return handle_table_error(status, status == CUBERT_STATUS_OVERFLOW
+                                        ? "cubert_client_handle_clone: too many references"
+                                        : "cubert_client_handle_clone: the handle is dead",
+                            out_error);
 }
 
 cubert_status_t cubert_client_handle_offset(cubert_client_t *client, const cubert_handle_t *handle,
                                             uint64_t offset_start, uint64_t offset_end,
-                                            cubert_handle_t *out_handle) {
-  if (!client || !handle || !out_handle) return CUBERT_STATUS_INVALID_ARGUMENT;
-  if (handle->device != client->state->device.index_id) return CUBERT_STATUS_DEVICE_MISMATCH;
-  return cubert_handle_offset(client->state->table, handle, offset_start, offset_end, out_handle);
+                                            cubert_handle_t *out_handle, cubert_error_t *out_error) {
+  cubert_status_t status;
+  const char *reason;
+  CUBERT_RETURN_IF_ERROR(check_handle_call(client, handle, true, out_handle != NULL,
+                                           "cubert_client_handle_offset", out_error));
+  status = cubert_handle_offset(client->state->table, handle, offset_start, offset_end,
+                                out_handle);
+  if (status == CUBERT_STATUS_OUT_OF_RANGE) {
+    uint64_t fields[2];
+    fields[0] = handle->offset_start + offset_start;
+    fields[1] = handle->size;
+    (void)cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, fields, 2,
+                           "cubert_client_handle_offset: the offsets exceed the handle's size");
+    return status;
+  }
+  reason = status == CUBERT_STATUS_OVERFLOW ? "cubert_client_handle_offset: an offset overflows"
+                                            : "cubert_client_handle_offset: the handle is dead";
+  return handle_table_error(status, reason, out_error);
 }
 
 /* ---- devices and misc ------------------------------------------------------------------ */
@@ -235,10 +304,17 @@ size_t cubert_client_device_count_total(void) {
 
 cubert_status_t cubert_client_io_optimized_vector_sizes(const cubert_client_t *client,
                                                         uint64_t elem_size, uint32_t *out_sizes,
-                                                        size_t capacity, size_t *out_count) {
-  if (!client || !out_count || elem_size > (uint64_t)SIZE_MAX) return CUBERT_STATUS_INVALID_ARGUMENT;
+                                                        size_t capacity, size_t *out_count,
+                                                        cubert_error_t *out_error) {
+  if (!client)
+    return cubert_invalid_argument(out_error,
+                                   "cubert_client_io_optimized_vector_sizes: client is NULL");
+  if (elem_size > (uint64_t)SIZE_MAX)
+    return cubert_invalid_argument(out_error,
+                                   "cubert_client_io_optimized_vector_sizes: elem_size does not "
+                                   "fit size_t");
   return cubert_io_optimized_vector_sizes(&client->state->properties.hardware, (size_t)elem_size,
-                                          out_sizes, capacity, out_count);
+                                          out_sizes, capacity, out_count, out_error);
 }
 
 /* ---- the kit behind a client (cubert/backend/kit.h) --------------------------------------- */
@@ -270,8 +346,9 @@ static void kit_state_run(void *context, void *payload) {
   t->head.status = CUBERT_STATUS_OK;
 }
 
-static cubert_status_t kit_state(cubert_client_t *client, kit_state_task_t *t) {
-  return client_submit(client, kit_state_run, &t->head, NULL);
+static cubert_status_t kit_state(cubert_client_t *client, kit_state_task_t *t,
+                                 cubert_error_t *out_error) {
+  return client_submit(client, kit_state_run, &t->head, out_error);
 }
 
 uint32_t cubert_kit_collect(cubert_client_t *client) {
@@ -279,33 +356,43 @@ uint32_t cubert_kit_collect(cubert_client_t *client) {
   if (!client) return 0;
   cubert_memset(&t, 0, sizeof t);
   t.collect = 1;
-  return kit_state(client, &t) == CUBERT_STATUS_OK ? t.collected : 0;
+  return kit_state(client, &t, NULL) == CUBERT_STATUS_OK ? t.collected : 0;
 }
 
 cubert_status_t cubert_kit_race_counters(cubert_client_t *client,
-                                         cubert_race_counters_t *out_counters) {
+                                         cubert_race_counters_t *out_counters,
+                                         cubert_error_t *out_error) {
   kit_state_task_t t;
-  if (!client || !out_counters) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!client) return cubert_invalid_argument(out_error, "cubert_kit_race_counters: client is NULL");
+  if (!out_counters)
+    return cubert_invalid_argument(out_error, "cubert_kit_race_counters: out_counters is NULL");
   cubert_memset(&t, 0, sizeof t);
   t.counters = out_counters;
-  return kit_state(client, &t);
+  return kit_state(client, &t, out_error);
 }
 
 cubert_status_t cubert_kit_race_last_report(cubert_client_t *client,
-                                            cubert_race_report_t *out_report) {
+                                            cubert_race_report_t *out_report,
+                                            cubert_error_t *out_error) {
   kit_state_task_t t;
-  if (!client || !out_report) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!client)
+    return cubert_invalid_argument(out_error, "cubert_kit_race_last_report: client is NULL");
+  if (!out_report)
+    return cubert_invalid_argument(out_error, "cubert_kit_race_last_report: out_report is NULL");
   cubert_memset(&t, 0, sizeof t);
   t.report = out_report;
-  CUBERT_RETURN_IF_ERROR(kit_state(client, &t));
-  return t.has_report ? CUBERT_STATUS_OK : CUBERT_STATUS_NOT_FOUND;
+  CUBERT_RETURN_IF_ERROR(kit_state(client, &t, out_error));
+  if (t.has_report) return CUBERT_STATUS_OK;
+  return cubert_error_set(out_error, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0,
+                          "no race report (none found, or the race checker is off)");
 }
 
-cubert_status_t cubert_kit_race_seed(cubert_client_t *client, uint64_t seed) {
+cubert_status_t cubert_kit_race_seed(cubert_client_t *client, uint64_t seed,
+                                     cubert_error_t *out_error) {
   kit_state_task_t t;
-  if (!client) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!client) return cubert_invalid_argument(out_error, "cubert_kit_race_seed: client is NULL");
   cubert_memset(&t, 0, sizeof t);
   t.set_seed = 1;
   t.seed = seed;
-  return kit_state(client, &t);
+  return kit_state(client, &t, out_error);
 }

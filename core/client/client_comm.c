@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * core/client/client_comm.c: the client's multi-device operations (spec 1.6) and
- * collectives (spec 8): change_client_sync, to_client, to_client_tensor,
+ * core/client/client_comm.c: the client's multi-device operations and
+ * collectives: change_client_sync, to_client, to_client_tensor,
  * ensure_init_collective, all_reduce, send, recv, sync_collective.
  *
  * Every kit call here runs as a blocking device task: the kit only validates
@@ -11,6 +12,7 @@
  */
 #include "client/client_internal.h"
 #include "cubert/comm.h"
+#include "cubert/backend/handle_table.h"
 
 #define COMM_CHECK(cond, what)                                                          \
   do {                                                                                  \
@@ -405,7 +407,8 @@ cubert_status_t cubert_client_change_client_sync(cubert_client_t *src,
     return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, &size, 1,
                             "change_client_sync: tensor larger than the address space");
   allocator = src->state->allocator;
-  if (size && cubert_allocator_malloc(allocator, (size_t)size, 0, &buffer) != CUBERT_STATUS_OK)
+  if (size && cubert_allocator_malloc(allocator, (size_t)size, 0, &buffer,
+                                      NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &size, 1,
                             "change_client_sync: host buffer");
   /* blocking read on the source, then a non-blocking upload to the destination */
@@ -413,7 +416,7 @@ cubert_status_t cubert_client_change_client_sync(cubert_client_t *src,
   status = cubert_client_read_tensor(src, descriptor, 1, dsts, &size, out_error);
   if (status == CUBERT_STATUS_OK) {
     datas[0] = dsts[0];
-    status = cubert_client_create_tensors(dst, &layout, datas, 1, out_layout, out_error);
+    status = cubert_client_create_tensors_from_slices(dst, &layout, datas, 1, out_layout, out_error);
   }
   if (buffer) cubert_allocator_free(allocator, buffer, (size_t)size, 0);
   return status;

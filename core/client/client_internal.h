@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/client/client_internal.h: the client's shared state, for the client's own
  * files (client.c, client_memory.c, client_io.c, ...). Not installed.
  *
@@ -16,6 +17,8 @@
 #include "cubert/kernel.h"
 #include "cubert/memory.h"
 #include "cubert/profile.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/device.h"
 #include "kit/kit.h"
 
 /* Buffers / tensors per create_tensors, read or staging call. */

@@ -1,7 +1,9 @@
-/* core/client/client_io.c: reads (spec 1.3) and resources. A read is one
+/* SPDX-License-Identifier: MIT */
+/* core/client/client_io.c: reads and resources. A read is one
  * task: the kit enqueues the copies on the client's stream and arms the
  * completion, which is then waited on without the device. */
 #include "client/client_internal.h"
+#include "cubert/backend/arith.h"
 
 typedef struct read_task_t {
   client_task_t head;

@@ -1,5 +1,6 @@
-/* core/client/client_launch.c: launch, flush, sync (spec 1.4), exclusive
- * sections and profile(f) (spec 1.4, 7). */
+/* SPDX-License-Identifier: MIT */
+/* core/client/client_launch.c: launch, flush, sync, exclusive
+ * sections and profile(f). */
 #include "client/client_internal.h"
 
 /* ---- launch ------------------------------------------------------------------------ */
@@ -12,7 +13,7 @@ static cubert_status_t launch_with(cubert_client_t *client, const struct cubert_
   CLIENT_CHECK(client && kernel && count && args, "launch: NULL argument");
   CLIENT_CHECK(args->buffer_count == 0 || args->buffers, "launch: NULL buffer list");
   CLIENT_CHECK(args->scalar_count == 0 || args->scalars, "launch: NULL scalars");
-  if (cubert_cube_count_is_empty(count)) return CUBERT_STATUS_OK; /* spec 1.4: dropped */
+  if (cubert_cube_count_is_empty(count)) return CUBERT_STATUS_OK; /* dropped */
   for (i = 0; i < args->buffer_count; i++)
     CUBERT_RETURN_IF_ERROR(client_check_device(client, &args->buffers[i], out_error));
   if (cubert_atomic_load_u32(&client->state->profile_level) != CUBERT_PROFILE_LEVEL_OFF)
@@ -83,7 +84,7 @@ cubert_status_t cubert_client_sync_async(cubert_client_t *client,
   t.stream = cubert_client_stream(client);
   t.completion = out_completion;
   CUBERT_RETURN_IF_ERROR(client_submit(client, sync_run, &t.head, out_error));
-  client_profile_emit_summary(client); /* spec 1.4: the summary is printed at each sync */
+  client_profile_emit_summary(client); /* the summary is printed at each sync */
   return CUBERT_STATUS_OK;
 }
 

@@ -1,8 +1,10 @@
-/* core/client/client_memory.c: allocation and upload (spec 1.2: create,
- * create_tensor(s), empty, write) and memory management (spec 1.5). The
+/* SPDX-License-Identifier: MIT */
+/* core/client/client_memory.c: allocation and upload (create,
+ * create_tensor(s), empty, write) and memory management. The
  * layouts and handles are computed here, on the calling thread; the kit
  * reserves, binds and copies in stream order (a create task, a write task). */
 #include "client/client_internal.h"
+#include "cubert/backend/handle_table.h"
 
 /* ---- device tasks ---- */
 
@@ -68,7 +70,7 @@ static size_t scratch_item_bytes(void) {
 
 static cubert_status_t scratch_create(cubert_allocator_t a, size_t count, create_scratch_t *s) {
   unsigned char *block = NULL;
-  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(a, count * scratch_item_bytes(), 0, (void **)&block));
+  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(a, count * scratch_item_bytes(), 0, (void **)&block, NULL));
   s->layouts = (cubert_layout_t *)(void *)block;
   s->descs = (cubert_copy_descriptor_t *)(void *)(block + count * sizeof(cubert_layout_t));
   s->bytes = (cubert_bytes_t *)(void *)((unsigned char *)s->descs +
@@ -123,7 +125,7 @@ static cubert_status_t create_item(device_state_t *st, create_scratch_t *s, cons
     s->bytes[s->nbytes].size = len;
   } else if (len) {
     void *copy = NULL;
-    if (cubert_allocator_malloc(st->allocator, (size_t)len, 0, &copy) != CUBERT_STATUS_OK)
+    if (cubert_allocator_malloc(st->allocator, (size_t)len, 0, &copy, NULL) != CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &len, 1,
                               "copy of the data to upload");
     cubert_memcpy(copy, data[i], (size_t)len);
@@ -227,8 +229,9 @@ static cubert_status_t tensor_descriptor(cubert_layout_descriptor_t *d, uint32_t
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_client_create(cubert_client_t *client, const void *data, uint64_t size,
-                                     cubert_handle_t *out_handle, cubert_error_t *out_error) {
+cubert_status_t cubert_client_create_from_slice(cubert_client_t *client, const void *data,
+                                                uint64_t size, cubert_handle_t *out_handle,
+                                                cubert_error_t *out_error) {
   cubert_layout_descriptor_t d;
   cubert_memory_layout_t layout;
   const void *datas[1];
@@ -240,9 +243,9 @@ cubert_status_t cubert_client_create(cubert_client_t *client, const void *data, 
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_client_create_bytes(cubert_client_t *client, cubert_bytes_t bytes,
-                                           cubert_handle_t *out_handle,
-                                           cubert_error_t *out_error) {
+cubert_status_t cubert_client_create_from_bytes(cubert_client_t *client, cubert_bytes_t bytes,
+                                                cubert_handle_t *out_handle,
+                                                cubert_error_t *out_error) {
   cubert_layout_descriptor_t d;
   cubert_memory_layout_t layout;
   if (!client || !out_handle || (!bytes.data && bytes.size)) {
@@ -256,21 +259,21 @@ cubert_status_t cubert_client_create_bytes(cubert_client_t *client, cubert_bytes
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_client_create_tensor(cubert_client_t *client, const void *data,
-                                            uint32_t rank, const uint64_t *shape,
-                                            uint64_t elem_size, cubert_memory_layout_t *out_layout,
-                                            cubert_error_t *out_error) {
+cubert_status_t cubert_client_create_tensor_from_slice(cubert_client_t *client, const void *data,
+                                                       uint32_t rank, const uint64_t *shape,
+                                                       uint64_t elem_size,
+                                                       cubert_memory_layout_t *out_layout,
+                                                       cubert_error_t *out_error) {
   cubert_layout_descriptor_t d;
   CLIENT_CHECK(client && out_layout && data, "create_tensor: NULL argument");
   CUBERT_RETURN_IF_ERROR(tensor_descriptor(&d, rank, shape, elem_size, out_error));
   return client_do_create(client, &d, 1, &data, NULL, out_layout, out_error);
 }
 
-cubert_status_t cubert_client_create_tensors(cubert_client_t *client,
-                                             const cubert_layout_descriptor_t *descriptors,
-                                             const void *const *data, size_t count,
-                                             cubert_memory_layout_t *out_layouts,
-                                             cubert_error_t *out_error) {
+cubert_status_t cubert_client_create_tensors_from_slices(
+    cubert_client_t *client, const cubert_layout_descriptor_t *descriptors,
+    const void *const *data, size_t count, cubert_memory_layout_t *out_layouts,
+    cubert_error_t *out_error) {
   size_t i;
   CLIENT_CHECK(client && descriptors && data && out_layouts, "create_tensors: NULL argument");
   for (i = 0; i < count; i++) CLIENT_CHECK(data[i], "create_tensors: NULL data entry");
@@ -327,7 +330,7 @@ cubert_status_t cubert_client_write(cubert_client_t *client, const cubert_handle
   if (size && upload_in_place(client->state)) {
     copy = (void *)(uintptr_t)data; /* borrowed: no release */
   } else if (size) {
-    if (cubert_allocator_malloc(client->state->allocator, (size_t)size, 0, &copy) !=
+    if (cubert_allocator_malloc(client->state->allocator, (size_t)size, 0, &copy, NULL) !=
         CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &size, 1,
                               "write copy");
@@ -354,7 +357,7 @@ cubert_status_t cubert_client_write(cubert_client_t *client, const cubert_handle
   return status;
 }
 
-/* ---- memory management (spec 1.5) --------------------------------------------------------- */
+/* ---- memory management --------------------------------------------------------- */
 
 typedef struct memory_task_t {
   client_task_t head;

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /* core/client/client_persistent.c: memory_persistent_allocation(f) with nested
- * windows (spec 1.2). Each window edge runs in an exclusive section, so the
+ * windows. Each window edge runs in an exclusive section, so the
  * per-stream depth table and the allocation-mode switches are ordered with
  * every other device call. */
 #include "client/client_internal.h"

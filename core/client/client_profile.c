@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /* core/client/client_profile.c: profiling tokens through the client and
- * logger-driven kernel profiling (spec 7): the profiling level, per-launch
+ * logger-driven kernel profiling: the profiling level, per-launch
  * log lines and the per-kernel summary written to a sink at each sync.
  * Freestanding: text is built with core/base/fmt.h, memory comes from the
  * device's allocator, and the sink is the only way out. */
@@ -121,7 +122,7 @@ static void launch_name(cubert_profile_level_t level, const cubert_kernel_t *ker
   cubert_fmt_t f;
   (void)cubert_profile_format_type_name(kernel->name ? kernel->name : "(unnamed)", buf, size);
   if (level != CUBERT_PROFILE_LEVEL_FULL) return;
-  cubert_fmt_init_append(&f, buf, size);
+  cubert_fmt_initialize_append(&f, buf, size);
   cubert_fmt_append_str(&f, ": ");
   cubert_fmt_append_str(&f, kernel->name ? kernel->name : "(unnamed)");
   if (count->kind == CUBERT_CUBE_COUNT_STATIC) {
@@ -208,7 +209,7 @@ cubert_status_t client_profiled_launch(cubert_client_t *client, const struct cub
   n = cubert_profile_format_launch(level, name, x.duration_ns, line, sizeof line - 1);
   if (n > sizeof line - 2) n = sizeof line - 2;
   ext_lock(s);
-  if (s->summary) (void)cubert_profile_summary_record(s->summary, name, x.duration_ns);
+  if (s->summary) (void)cubert_profile_summary_record(s->summary, name, x.duration_ns, NULL);
   sink = s->sink;
   sink_self = s->sink_self;
   ext_unlock(s);
@@ -237,7 +238,7 @@ void client_profile_emit_summary(cubert_client_t *client) {
   ext_unlock(s);
   if (need == 0 || need >= SIZE_MAX - 1024) return;
   need += 1024; /* launches recorded meanwhile may widen the table */
-  if (cubert_allocator_malloc(s->allocator, need, 0, (void **)&text) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(s->allocator, need, 0, (void **)&text, NULL) != CUBERT_STATUS_OK)
     return; /* kept: printed at a later sync */
   ext_lock(s);
   if (s->summary && !cubert_profile_summary_is_empty(s->summary) &&

@@ -1,5 +1,6 @@
-/* core/client/client_staging.c: staging buffers and the pinned create variants
- * (spec 1.2, 12.4): the kit's staging buffers (cubert_kit_staging), or plain
+/* SPDX-License-Identifier: MIT */
+/* core/client/client_staging.c: staging buffers and the pinned create variants:
+ * the kit's staging buffers (cubert_kit_staging), or plain
  * host buffers from the client's allocator when the device has none. */
 #include "client/client_internal.h"
 
@@ -40,7 +41,7 @@ static cubert_status_t heap_bytes(cubert_allocator_t allocator, uint64_t size,
   out->property = CUBERT_ALLOCATION_NATIVE;
   if (size == 0) return CUBERT_STATUS_OK;
   if (size > (uint64_t)SIZE_MAX - HEAP_HEADER) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
-  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, (size_t)(HEAP_HEADER + size), 64, &block));
+  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, (size_t)(HEAP_HEADER + size), 64, &block, NULL));
   h = (heap_header_t *)block;
   h->allocator = allocator;
   h->size = size;
@@ -88,7 +89,7 @@ cubert_status_t cubert_client_reserve_staging(cubert_client_t *client, const uin
   cubert_error_clear(&ignored);
   if (kit_staging(client, sizes, count, out_bytes, &ignored) == CUBERT_STATUS_OK)
     return CUBERT_STATUS_OK;
-  /* the device refused (spec 1.2): plain host buffers of the requested sizes */
+  /* the device refused: plain host buffers of the requested sizes */
   for (i = 0; i < count; i++) {
     if (heap_bytes(client->state->allocator, sizes[i], &out_bytes[i]) != CUBERT_STATUS_OK) {
       uint64_t size = sizes[i];
@@ -136,7 +137,7 @@ cubert_status_t cubert_client_staging(cubert_client_t *client, cubert_bytes_t *b
     if (needs_staging(&bytes[i], file_only)) n++;
   if (n == 0) return CUBERT_STATUS_OK;
   /* no scratch: as if the device refused (nothing changes) */
-  if (cubert_allocator_malloc(client->state->allocator, sizeof(*x), 0, (void **)&x) !=
+  if (cubert_allocator_malloc(client->state->allocator, sizeof(*x), 0, (void **)&x, NULL) !=
       CUBERT_STATUS_OK)
     return CUBERT_STATUS_OK;
   for (i = 0, n = 0; i < count; i++) {
@@ -204,7 +205,7 @@ cubert_status_t cubert_client_create_from_slice_pinned(cubert_client_t *client, 
                             "create_from_slice_pinned: NULL argument");
   CUBERT_RETURN_IF_ERROR(cubert_client_reserve_staging(client, &size, 1, &b, out_error));
   if (size) cubert_memcpy(b.data, data, (size_t)size);
-  return cubert_client_create_bytes(client, b, out_handle, out_error); /* takes b */
+  return cubert_client_create_from_bytes(client, b, out_handle, out_error); /* takes b */
 }
 
 /* The bytes of tensor i: product(shape) * elem_size. */
@@ -243,7 +244,7 @@ cubert_status_t cubert_client_create_tensors_from_slices_pinned(
                             "create_tensors_from_slices_pinned: NULL argument or count outside "
                             "1..64");
   allocator = client->state->allocator;
-  if (cubert_allocator_malloc(allocator, sizeof(*x), 0, (void **)&x) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, sizeof(*x), 0, (void **)&x, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "create_tensors_from_slices_pinned: scratch");
   for (i = 0; i < count && status == CUBERT_STATUS_OK; i++) {

@@ -1,8 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /* core/client/client_task.c: what every client operation shares: the
  * client's current stream, the device check of a handle, and running a
  * typed task through the device handle (the base of core/client: it calls
  * no other client file). */
 #include "client/client_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/device.h"
 
 cubert_status_t client_submit(cubert_client_t *client, cubert_device_task_fn_t fn,
                               client_task_t *task, cubert_error_t *out_error) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/device/comm.c: CommunicationId and ReduceOperation (docs/cubecl-mapping.md,
  * "Value types").
@@ -30,12 +31,22 @@ static uint64_t comm_splitmix64_mix(uint64_t z) {
 }
 
 cubert_status_t cubert_communication_id(const cubert_device_id_t *devices, size_t count,
-                                        uint64_t *out_id) {
+                                        uint64_t *out_id, cubert_error_t *out_error) {
   cubert_device_id_t sorted[CUBERT_COMMUNICATION_MAX_DEVICES];
   size_t i, j;
   uint64_t h = COMM_FNV_OFFSET;
-  if (!out_id || (!devices && count > 0)) return CUBERT_STATUS_INVALID_ARGUMENT;
-  if (count > CUBERT_COMMUNICATION_MAX_DEVICES) return CUBERT_STATUS_OUT_OF_RANGE;
+  if (!out_id) return cubert_invalid_argument(out_error, "cubert_communication_id: out_id is NULL");
+  if (!devices && count > 0)
+    return cubert_invalid_argument(out_error,
+                                   "cubert_communication_id: devices is NULL, count is not 0");
+  if (count > CUBERT_COMMUNICATION_MAX_DEVICES) {
+    uint64_t fields[2];
+    fields[0] = (uint64_t)count;
+    fields[1] = CUBERT_COMMUNICATION_MAX_DEVICES;
+    return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, fields, 2,
+                            "cubert_communication_id: more devices than "
+                            "CUBERT_COMMUNICATION_MAX_DEVICES");
+  }
   /* Insertion sort of a copy: at most 64 entries. */
   for (i = 0; i < count; i++) {
     cubert_device_id_t d = devices[i];

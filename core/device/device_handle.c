@@ -1,8 +1,10 @@
+/* SPDX-License-Identifier: MIT */
 /* core/device/device_handle.c: the direct (locked) device handle. Every call takes
  * the injected recursive lock and runs on the calling thread, so calls made
  * from inside a task or an exclusive section re-enter and run inline. */
 #include "base/internal.h"
 #include "cubert/device.h"
+#include "cubert/backend/device.h"
 
 typedef struct direct_handle_t {
   cubert_allocator_t allocator;
@@ -91,7 +93,7 @@ cubert_status_t cubert_device_handle_direct_create(cubert_allocator_t allocator,
                                                    cubert_device_handle_t *out_handle) {
   direct_handle_t *h = NULL;
   if (!out_handle || !lock.lock || !lock.unlock) return CUBERT_STATUS_INVALID_ARGUMENT;
-  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, sizeof(*h), 0, (void **)&h));
+  CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, sizeof(*h), 0, (void **)&h, NULL));
   h->allocator = allocator;
   h->context = context;
   h->lock = lock;

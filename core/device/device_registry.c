@@ -1,9 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /* core/device/device_registry.c: the process-global device registry: a fixed table,
  * the only global mutable state of the core. Lookups are lock-free; inserts
  * and removals serialize on an atomic spin flag (they are rare). */
 #include "base/internal.h"
 #include "base/atomic.h"
 #include "cubert/device.h"
+#include "cubert/backend/device.h"
 
 typedef struct registry_entry_t {
   cubert_atomic_u32_t used; /* 1 once published */

@@ -1,10 +1,13 @@
+/* SPDX-License-Identifier: MIT */
 /* core/device/profile.c: the timestamp profiler, the per-kernel profiling summary
- * and the profiling text helpers (cubert/profile.h; docs/cubecl-mapping.md,
+ * and the profiling text helpers (cubert/profile.h, cubert/backend/profiler.h; docs/cubecl-mapping.md,
  * "Profiling").
  * Freestanding: memory only at create, time from the injected clock. */
 #include "base/internal.h"
 #include "base/fmt.h"
 #include "cubert/profile.h"
+#include "cubert/backend/profiler.h"
+#include "cubert/backend/arith.h"
 
 #if CUBERT_CONFIG_PROFILING /* else profile_omitted.c (cubert/config.h) */
 
@@ -63,7 +66,7 @@ cubert_status_t cubert_profiler_create(cubert_allocator_t allocator, cubert_prof
   /* unreachable: overflow (capacity <= CUBERT_PROFILER_MAX_CAPACITY) */
   if (st != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0, "profiler size");
-  if (cubert_allocator_malloc(allocator, total, 16, &block) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, total, 16, &block, NULL) != CUBERT_STATUS_OK)
     return host_out_of_memory(out_error, total);
   p = (cubert_profiler_t *)block;
   p->allocator = allocator;
@@ -98,7 +101,7 @@ cubert_status_t cubert_profiler_start(cubert_profiler_t *profiler,
   if (profiler->active >= profiler->capacity) {
     char reason[96];
     cubert_fmt_t f;
-    cubert_fmt_init(&f, reason, sizeof(reason));
+    cubert_fmt_initialize(&f, reason, sizeof(reason));
     cubert_fmt_append_str(&f, "too many active profiles: capacity ");
     cubert_fmt_append_u64(&f, profiler->capacity);
     cubert_fmt_append_str(&f, " reached");
@@ -244,7 +247,7 @@ static void put_duration(cubert_fmt_t *f, uint64_t ns) {
 
 size_t cubert_profile_format_duration(uint64_t ns, char *buf, size_t size) {
   cubert_fmt_t f;
-  cubert_fmt_init(&f, buf, size);
+  cubert_fmt_initialize(&f, buf, size);
   put_duration(&f, ns);
   return cubert_fmt_length(&f);
 }
@@ -313,7 +316,7 @@ static void put_type_name(cubert_fmt_t *f, const char *name) {
 
 size_t cubert_profile_format_type_name(const char *name, char *buf, size_t size) {
   cubert_fmt_t f;
-  cubert_fmt_init(&f, buf, size);
+  cubert_fmt_initialize(&f, buf, size);
   if (name) put_type_name(&f, name);
   return cubert_fmt_length(&f);
 }
@@ -321,7 +324,7 @@ size_t cubert_profile_format_type_name(const char *name, char *buf, size_t size)
 size_t cubert_profile_format_launch(cubert_profile_level_t level, const char *name,
                                     uint64_t duration_ns, char *buf, size_t size) {
   cubert_fmt_t f;
-  cubert_fmt_init(&f, buf, size);
+  cubert_fmt_initialize(&f, buf, size);
   if (level == CUBERT_PROFILE_LEVEL_MEDIUM || level == CUBERT_PROFILE_LEVEL_FULL) {
     char text[32];
     size_t len = cubert_profile_format_duration(duration_ns, text, sizeof(text));
@@ -388,7 +391,7 @@ cubert_status_t cubert_profile_summary_create(cubert_allocator_t allocator,
   /* unreachable: overflow (max_names and name_bytes are bounded: at most ~17 MiB) */
   if (st != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0, "summary size");
-  if (cubert_allocator_malloc(allocator, total, 16, &block) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, total, 16, &block, NULL) != CUBERT_STATUS_OK)
     return host_out_of_memory(out_error, total);
   s = (cubert_profile_summary_t *)block;
   s->allocator = allocator;
@@ -481,11 +484,12 @@ static void add_launch(uint64_t *duration, uint64_t *count, uint64_t duration_ns
 }
 
 cubert_status_t cubert_profile_summary_record(cubert_profile_summary_t *summary, const char *name,
-                                              uint64_t duration_ns) {
+                                              uint64_t duration_ns, cubert_error_t *out_error) {
   size_t n;
   uint32_t hash, i;
   bool timed;
-  if (!summary || !name) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!summary) return invalid_argument(out_error, "cubert_profile_summary_record: summary is NULL");
+  if (!name) return invalid_argument(out_error, "cubert_profile_summary_record: name is NULL");
   if (summary->level == CUBERT_PROFILE_LEVEL_OFF) return CUBERT_STATUS_OK;
   timed = cubert_profile_level_is_timed(summary->level);
   n = first_line_length(name);
@@ -513,13 +517,16 @@ cubert_status_t cubert_profile_summary_record(cubert_profile_summary_t *summary,
 
 cubert_status_t cubert_profile_summary_lookup(const cubert_profile_summary_t *summary,
                                               const char *name, uint64_t *out_duration_ns,
-                                              uint64_t *out_count) {
+                                              uint64_t *out_count, cubert_error_t *out_error) {
   size_t n;
   uint32_t i;
-  if (!summary || !name) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!summary) return invalid_argument(out_error, "cubert_profile_summary_lookup: summary is NULL");
+  if (!name) return invalid_argument(out_error, "cubert_profile_summary_lookup: name is NULL");
   n = first_line_length(name);
   i = summary_find(summary, name, n, name_hash(name, n));
-  if (i == summary->row_count) return CUBERT_STATUS_NOT_FOUND;
+  if (i == summary->row_count)
+    return cubert_error_set(out_error, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0,
+                            "cubert_profile_summary_lookup: no launch of this name recorded");
   if (out_duration_ns) *out_duration_ns = summary->rows[i].duration_ns;
   if (out_count) *out_count = summary->rows[i].count;
   return CUBERT_STATUS_OK;
@@ -568,14 +575,14 @@ static void cells_fill(const table_t *t, table_cells_t *c, const char *name, siz
   c->name = name;
   c->name_len = name_len;
   c->duration_len = cubert_profile_format_duration(duration_ns, c->duration, sizeof(c->duration));
-  cubert_fmt_init(&f, c->count, sizeof(c->count));
+  cubert_fmt_initialize(&f, c->count, sizeof(c->count));
   cubert_fmt_append_u64(&f, count);
   c->count_len = cubert_fmt_length(&f);
   if (t->timed)
     ratio = ratio_percent(duration_ns / 1000u, t->total_duration_ns / 1000u);
   else
     ratio = ratio_percent(count, t->total_count);
-  cubert_fmt_init(&f, c->ratio, sizeof(c->ratio));
+  cubert_fmt_initialize(&f, c->ratio, sizeof(c->ratio));
   cubert_fmt_append_u64(&f, ratio);
   cubert_fmt_append_str(&f, " %");
   c->ratio_len = cubert_fmt_length(&f);
@@ -704,7 +711,7 @@ static void put_table(cubert_fmt_t *f, const cubert_profile_summary_t *s) {
 size_t cubert_profile_summary_format(const cubert_profile_summary_t *summary, char *buf,
                                      size_t size) {
   cubert_fmt_t f;
-  cubert_fmt_init(&f, buf, size);
+  cubert_fmt_initialize(&f, buf, size);
   if (summary && summary->level != CUBERT_PROFILE_LEVEL_OFF &&
       !cubert_profile_summary_is_empty(summary))
     put_table(&f, summary);

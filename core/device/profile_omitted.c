@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/device/profile_omitted.c: profiling when it is compiled out
  * (CUBERT_CONFIG_PROFILING 0, cubert/config.h). No profiler or summary can
@@ -7,6 +8,7 @@
  */
 #include "base/internal.h"
 #include "cubert/profile.h"
+#include "cubert/backend/profiler.h"
 
 #if !CUBERT_CONFIG_PROFILING
 
@@ -145,21 +147,21 @@ void cubert_profile_summary_other(const cubert_profile_summary_t *summary,
 }
 
 cubert_status_t cubert_profile_summary_record(cubert_profile_summary_t *summary, const char *name,
-                                              uint64_t duration_ns) {
+                                              uint64_t duration_ns, cubert_error_t *out_error) {
   (void)summary;
   (void)name;
   (void)duration_ns;
-  return CUBERT_STATUS_UNSUPPORTED;
+  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0, PROFILING_OMITTED);
 }
 
 cubert_status_t cubert_profile_summary_lookup(const cubert_profile_summary_t *summary,
                                               const char *name, uint64_t *out_duration_ns,
-                                              uint64_t *out_count) {
+                                              uint64_t *out_count, cubert_error_t *out_error) {
   (void)summary;
   (void)name;
   (void)out_duration_ns;
   (void)out_count;
-  return CUBERT_STATUS_UNSUPPORTED;
+  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0, PROFILING_OMITTED);
 }
 
 size_t cubert_profile_summary_format(const cubert_profile_summary_t *summary, char *buf,

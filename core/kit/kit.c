@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit.c: the server kit's lifecycle (docs/architecture.md): the
  * driver table's check, creation of the kit's parts, teardown in dependency
@@ -5,6 +6,10 @@
  * call this one.
  */
 #include "kit/kit_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/device.h"
+#include "cubert/backend/profiler.h"
+#include "cubert/backend/memory.h"
 
 /* ---- the driver table ------------------------------------------------------------------- */
 
@@ -83,7 +88,7 @@ static cubert_status_t kit_memory_config(cubert_kit_t *kit, const cubert_memory_
     return CUBERT_STATUS_OK;
   }
   if (cubert_allocator_malloc_array(kit->allocator, c->pool_count, sizeof(*kit->memory_pools), 0,
-                                    (void **)&kit->memory_pools) != CUBERT_STATUS_OK) {
+                                    (void **)&kit->memory_pools, NULL) != CUBERT_STATUS_OK) {
     kit->memory_config.pool_count = 0;
     return kit_oom(out_error, "kit: memory configuration");
   }
@@ -98,7 +103,7 @@ static cubert_status_t kit_parts_create(cubert_kit_t *kit, const cubert_kit_opti
   cubert_multi_stream_options_t mo;
   CUBERT_RETURN_IF_ERROR(kit_memory_config(kit, &o->memory_config, out_error));
   if (cubert_allocator_malloc_array(kit->allocator, (size_t)kit->max_streams + 1u,
-                                    sizeof(kit_slot_t *), 0, (void **)&kit->slots) !=
+                                    sizeof(kit_slot_t *), 0, (void **)&kit->slots, NULL) !=
       CUBERT_STATUS_OK)
     return kit_oom(out_error, "kit: stream slots");
   CUBERT_RETURN_IF_ERROR(kit_gc_create(kit, o->gc_capacity ? o->gc_capacity
@@ -133,7 +138,7 @@ cubert_status_t cubert_kit_create(cubert_allocator_t allocator, const cubert_kit
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2,
                             "max_streams above the limit");
   }
-  if (cubert_allocator_malloc(allocator, sizeof(*kit), 0, (void **)&kit) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, sizeof(*kit), 0, (void **)&kit, NULL) != CUBERT_STATUS_OK)
     return kit_oom(out_error, "kit");
   kit->allocator = allocator;
   kit->driver = driver;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit.h: the server kit as the client calls it (not installed).
  *
@@ -23,6 +24,8 @@
 #include "cubert/cube.h"
 #include "cubert/kernel.h"
 #include "cubert/memory.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/device.h"
 
 typedef struct cubert_kit_t cubert_kit_t;
 

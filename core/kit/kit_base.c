@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_base.c: what every part of the kit uses: the sticky
  * device-lost state, the stream slots, and the error queues.
@@ -24,14 +25,29 @@ cubert_status_t kit_lost(const cubert_kit_t *kit, cubert_error_t *out_error) {
   return kit->lost.status;
 }
 
+/* A loss noticed without a record (event_query has none): the driver's
+ * record of it, from the first stream whose errors report it. */
+static bool lost_record(cubert_kit_t *kit, cubert_error_t *out) {
+  uint32_t i;
+  for (i = 0; i < kit->max_streams; i++) {
+    cubert_error_clear(out);
+    if (kit->slots[i] &&
+        kit->driver->stream_errors(kit->self, kit->slots[i]->stream, out) ==
+            CUBERT_STATUS_UNAVAILABLE &&
+        out->depth > 0)
+      return true;
+  }
+  return false;
+}
+
 cubert_status_t kit_note(cubert_kit_t *kit, cubert_status_t status, const cubert_error_t *error) {
   if (status != CUBERT_STATUS_UNAVAILABLE || kit->lost.status != CUBERT_STATUS_OK) return status;
   if (error && error->depth > 0) {
     kit->lost = *error;
-    kit->lost.status = CUBERT_STATUS_UNAVAILABLE;
-  } else {
+  } else if (!lost_record(kit, &kit->lost)) {
     cubert_error_set(&kit->lost, CUBERT_ERROR_DEVICE_LOST, NULL, 0, "the device was lost");
   }
+  kit->lost.status = CUBERT_STATUS_UNAVAILABLE;
   return status;
 }
 
@@ -39,7 +55,7 @@ cubert_status_t kit_unsupported(const cubert_kit_t *kit, const char *what,
                                 cubert_error_t *out_error) {
   char text[CUBERT_ERROR_REASON_SIZE];
   cubert_fmt_t f;
-  cubert_fmt_init(&f, text, sizeof text);
+  cubert_fmt_initialize(&f, text, sizeof text);
   cubert_fmt_append_str(&f, "the ");
   cubert_fmt_append_str(&f, kit->driver->name ? kit->driver->name : "(unnamed)");
   cubert_fmt_append_str(&f, " driver has no ");

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * core/kit/kit_comm.c: the bookkeeping of collectives (spec 2.3, 8,
- * docs/collectives.md). The driver supplies the primitive (comm_create /
+ * core/kit/kit_comm.c: the bookkeeping of collectives
+ * (docs/collectives.md). The driver supplies the primitive (comm_create /
  * comm_query / comm_destroy / collective: NCCL on CUDA, the in-process
  * rendezvous on the CPU); the kit keeps, for every driver:
  *  - the communicators this device joined (by CommunicationId of the sorted
@@ -18,6 +19,7 @@
  * nothing.
  */
 #include "kit/kit_internal.h"
+#include "cubert/backend/handle_table.h"
 
 #if CUBERT_CONFIG_COLLECTIVES
 
@@ -62,7 +64,7 @@ static cubert_status_t describe(const cubert_kit_t *kit, const uint32_t *devices
     return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, &f, 1,
                             "this device is not in the communicator's device list");
   }
-  (void)cubert_communication_id(ids, count, out_id);
+  (void)cubert_communication_id(ids, count, out_id, NULL);
   *out_rank = rank;
   return CUBERT_STATUS_OK;
 }
@@ -80,7 +82,7 @@ static cubert_status_t comm_state(cubert_kit_t *kit, cubert_error_t *out_error) 
   kit_comm_t *c = NULL;
   cubert_status_t status;
   if (kit->comm) return CUBERT_STATUS_OK;
-  if (cubert_allocator_malloc(kit->allocator, sizeof(*c), 0, (void **)&c) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(kit->allocator, sizeof(*c), 0, (void **)&c, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "communication state");
   status = kit_note(

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_events.c: the MultiStream's event backend (cubert/backend/
  * stream.h) over the driver. A backend stream is a kit slot (created here
@@ -21,7 +22,8 @@ static cubert_status_t ev_create_stream(void *self, uint32_t index, void **out_s
   if (index > kit->max_streams)
     return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0, "no such stream slot");
   CUBERT_RETURN_IF_ERROR(kit_lost(kit, out_error));
-  if (cubert_allocator_malloc(kit->allocator, sizeof(*slot), 0, (void **)&slot) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(kit->allocator, sizeof(*slot), 0, (void **)&slot,
+                              NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "stream slot");
   slot->kit = kit;
   slot->index = index;
@@ -60,7 +62,7 @@ static cubert_status_t ev_flush(void *self, void *stream, void **out_event,
   CUBERT_RETURN_IF_ERROR(kit_lost(kit, out_error));
   if (ev) {
     kit->free_events = ev->next;
-  } else if (cubert_allocator_malloc(kit->allocator, sizeof(*ev), 0, (void **)&ev) !=
+  } else if (cubert_allocator_malloc(kit->allocator, sizeof(*ev), 0, (void **)&ev, NULL) !=
              CUBERT_STATUS_OK) {
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "event");
   }

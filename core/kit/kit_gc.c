@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_gc.c: what waits for the device before it may go: pinned
- * cross-stream bindings (the MultiStream's GC tasks, seed 004) and host
+ * cross-stream bindings (the MultiStream's GC tasks) and host
  * bytes a copy still reads (a write's data, a staging buffer). Both retire
  * once an event recorded after their last use completed.
  *
@@ -13,10 +14,11 @@
  * complete when recorded (CUBERT_DRIVER_SYNCHRONOUS) retires at once.
  */
 #include "kit/kit_internal.h"
+#include "cubert/backend/handle_table.h"
 
 cubert_status_t kit_gc_create(cubert_kit_t *kit, uint32_t capacity, cubert_error_t *out_error) {
   if (cubert_allocator_malloc_array(kit->allocator, capacity, sizeof(kit_retire_t), 0,
-                                    (void **)&kit->ring) != CUBERT_STATUS_OK)
+                                    (void **)&kit->ring, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "kit: GC ring");
   kit->ring_capacity = capacity;
   kit->ring_head = 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_internal.h: the server kit's state, shared by the kit's own
  * files (kit.c, kit_events.c, kit_memory.c, kit_gc.c, ...). Not installed.
@@ -11,6 +12,11 @@
 
 #include "base/fmt.h"
 #include "kit/kit.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
+#include "cubert/backend/device.h"
+#include "cubert/backend/race.h"
+#include "cubert/backend/profiler.h"
 
 /* Bindings of one launch: the buffers and a dynamic cube count. */
 #define KIT_MAX_BINDINGS (CUBERT_KERNEL_MAX_BUFFERS + 1)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_launch.c: kernel launches. What any device checks is checked
  * here, before the driver sees the launch:
@@ -5,7 +6,7 @@
  *    a zero cube dim (errors returned, nothing enqueued);
  *  - the device's resource limits (cube dim, units, shared memory, static
  *    cube count): queued on the stream as Launch(TooManyResources(...))
- *    (spec 11.14) and surfaced at the next flush / sync / read;
+ *    and surfaced at the next flush / sync / read;
  *  - every binding resolved to a device address (released, never bound,
  *    another device's: errors returned), a dynamic count's 12 bytes.
  * Then the MultiStream resolves the stream over the bindings (cross-stream
@@ -24,7 +25,7 @@ static cubert_status_t limit_error(cubert_error_t *e, cubert_error_kind_t kind, 
   return cubert_error_wrap(e, CUBERT_ERROR_SERVER_LAUNCH);
 }
 
-/* Resource limits (spec 9.3): cube dim, then units, then shared memory, then
+/* Resource limits: cube dim, then units, then shared memory, then
  * a static count. */
 static cubert_status_t check_limits(const cubert_kit_t *kit, const cubert_kernel_t *k,
                                     const cubert_cube_count_t *count, cubert_error_t *e) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_memory.c: the memory of each stream slot: a memory manager
  * (core/memory: pools, reuse, persistent windows) over a storage whose pages
@@ -13,6 +14,8 @@
  * its slice become free (docs/architecture.md).
  */
 #include "kit/kit_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 /* ---- the storage over the driver ------------------------------------------------------ */
 
@@ -31,7 +34,7 @@ static cubert_status_t st_alloc(void *self, uint64_t size, cubert_storage_handle
     size_t cap = st->capacity ? st->capacity * 2 : 16;
     void *grown = NULL;
     if (cubert_allocator_realloc(kit->allocator, st->blocks, st->capacity * sizeof(kit_block_t),
-                                 cap * sizeof(kit_block_t), 0, &grown) != CUBERT_STATUS_OK)
+                                 cap * sizeof(kit_block_t), 0, &grown, NULL) != CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_IO_OUT_OF_MEMORY, &size, 1,
                               "storage bookkeeping");
     st->blocks = (kit_block_t *)grown;

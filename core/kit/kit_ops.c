@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/kit/kit_ops.c: the kit's transfers and completions: create (reserve,
  * bind, write), write, read, sync, get_resource.
@@ -11,6 +12,9 @@
  * into the completion (cubert_completion_wait).
  */
 #include "kit/kit_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
+#include "cubert/backend/arith.h"
 
 /* ---- copy shapes ---------------------------------------------------------------------- */
 

@@ -1,9 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * core/kit/kit_profile.c: profiling tokens (spec 7): host time between two
+ * core/kit/kit_profile.c: profiling tokens: host time between two
  * stream syncs, measured with the host's clock hook. A device created
  * without a clock answers UNSUPPORTED.
  */
 #include "kit/kit_internal.h"
+#include "cubert/backend/profiler.h"
 
 #if CUBERT_CONFIG_PROFILING
 

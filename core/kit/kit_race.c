@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * core/kit/kit_race.c: the kit's hooks into the race checker (cubert/race.h,
+ * core/kit/kit_race.c: the kit's hooks into the race checker (cubert/backend/race.h,
  * docs/race-checker.md "How the server must call it"), for every driver.
  *
  * Every hook is one branch when the checker is off (kit->race == NULL). The
@@ -9,6 +10,8 @@
  * ignored: checking never changes what runs.
  */
 #include "kit/kit_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/race.h"
 
 #if CUBERT_CONFIG_RACE_CHECKER
 

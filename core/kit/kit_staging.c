@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * core/kit/kit_staging.c: staging buffers (spec 12.4): the driver's pinned
+ * core/kit/kit_staging.c: staging buffers: the driver's pinned
  * host memory (host_alloc) when it has some; else, on a driver whose device
  * memory is host memory (CUBERT_DRIVER_HOST_ADDRESSABLE), "simulated
  * pinned" buffers from the kit's allocator, each carrying the allocator in
@@ -51,7 +52,8 @@ static cubert_status_t staging_one(cubert_kit_t *kit, uint64_t size, cubert_byte
   staging_header_t *h = NULL;
   void *block = NULL;
   if (kit->driver->host_alloc) {
-    if (cubert_allocator_malloc(kit->allocator, sizeof(*h), 0, (void **)&h) != CUBERT_STATUS_OK)
+    if (cubert_allocator_malloc(kit->allocator, sizeof(*h), 0, (void **)&h,
+                                NULL) != CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &size, 1,
                               "staging buffer header");
     if (kit->driver->host_alloc(kit->self, size, &block, out_error) != CUBERT_STATUS_OK) {
@@ -67,7 +69,8 @@ static cubert_status_t staging_one(cubert_kit_t *kit, uint64_t size, cubert_byte
     out->release = pinned_release;
   } else {
     if (size > (uint64_t)SIZE_MAX - STAGING_HEADER ||
-        cubert_allocator_malloc(kit->allocator, (size_t)(STAGING_HEADER + size), 64, &block) !=
+        cubert_allocator_malloc(kit->allocator, (size_t)(STAGING_HEADER + size), 64, &block,
+                                NULL) !=
             CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_IO_UNKNOWN, &size, 1,
                               "Unable to reserve pinned memory");

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/handle.c: the handle table: managed memory ids, their two reference
  * counts and pool ownership (CubeCL's ManagedMemoryHandle / Handle / Binding;
@@ -58,6 +59,7 @@
 #include "base/internal.h"
 #include "base/atomic.h"
 #include "memory/handle_internal.h"
+#include "cubert/backend/handle_table.h"
 
 #define CHUNK_SHIFT 8u
 #define CHUNK_SLOTS 256u
@@ -244,10 +246,10 @@ cubert_status_t cubert_handle_table_create(cubert_allocator_t allocator, uint32_
   if (!out_table || !allocator.fn || max_slots == 0 || max_slots > CUBERT_HANDLE_TABLE_MAX_SLOTS)
     return CUBERT_STATUS_INVALID_ARGUMENT;
   max_chunks = (max_slots + (CHUNK_SLOTS - 1u)) >> CHUNK_SHIFT;
-  st = cubert_allocator_malloc(allocator, sizeof *t, 0, &mem);
+  st = cubert_allocator_malloc(allocator, sizeof *t, 0, &mem, NULL);
   if (st != CUBERT_STATUS_OK) return st;
   t = (cubert_handle_table_t *)mem;
-  st = cubert_allocator_malloc_array(allocator, max_chunks, sizeof(void *), 0, &mem);
+  st = cubert_allocator_malloc_array(allocator, max_chunks, sizeof(void *), 0, &mem, NULL);
   if (st != CUBERT_STATUS_OK) {
     cubert_allocator_free(allocator, t, sizeof *t, 0);
     return st;
@@ -323,7 +325,7 @@ static cubert_status_t table_grow(cubert_handle_table_t *t, uint32_t n) {
   cubert_status_t st;
   /* unreachable: in single-threaded tests (chunk n made by another thread) */
   if (!chunk_at(t, n)) {
-    st = cubert_allocator_malloc(t->allocator, chunk_bytes(t, n), CHUNK_ALIGN, &mem);
+    st = cubert_allocator_malloc(t->allocator, chunk_bytes(t, n), CHUNK_ALIGN, &mem, NULL);
     if (st != CUBERT_STATUS_OK) return st;
     chunk_init((chunk_t *)mem, chunk_valid(t, n));
     /* unreachable: in single-threaded tests (another thread published chunk n first) */

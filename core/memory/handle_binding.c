@@ -1,10 +1,13 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * core/memory/handle_binding.c: handles and bindings (cubert/handle.h), the
+ * core/memory/handle_binding.c: handles and bindings (cubert/handle.h, cubert/backend/handle_table.h), the
  * descriptors the user holds: a memory id from the handle table (handle.c)
  * plus device, stream, cursor, size and offsets. Each one holds one handle
  * or binding reference on its id.
  */
 #include "base/internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/arith.h"
 
 uint64_t cubert_handle_size_in_used(const cubert_handle_t *handle) {
   if (!handle || handle->offset_start > handle->size ||

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/handle_internal.h: test and debug hooks of the handle table
  * (core/memory/handle.c). Not installed, not exported from the shared library.
@@ -7,6 +8,7 @@
 #define CUBERT_CORE_HANDLE_INTERNAL_H
 
 #include "cubert/handle.h"
+#include "cubert/backend/handle_table.h"
 
 /* Overwrite the counts of a live id: handle count = handles, binding count =
  * bindings, descriptor count = handles + bindings (the owned flag is kept).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/layout.c: the memory layout policies, stride validation and
  * copy plans (docs/cubecl-mapping.md, "Memory layout"). Pure uint64_t arithmetic; every
@@ -6,6 +7,7 @@
  */
 #include "base/internal.h"
 #include "cubert/layout.h"
+#include "cubert/backend/arith.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/memory_config.c: memory configurations (docs/cubecl-mapping.md,
  * "Memory configuration"): the SubSlices
@@ -5,6 +6,8 @@
  * layouts with every validation error.
  */
 #include "memory/memory_internal.h"
+#include "cubert/backend/memory.h"
+#include "cubert/backend/arith.h"
 
 #define MIB ((uint64_t)1 << 20)
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/memory_direct.c: the direct pool (CubeCL's DirectPool;
  * docs/cubecl-mapping.md, "Direct pool"): one storage
@@ -9,6 +10,8 @@
  * fit).
  */
 #include "memory/memory_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 void cubert_direct_pool_initialize(cubert_direct_pool_t *pool, cubert_memory_env_t *env,
                                    uint8_t position, const cubert_memory_pool_options_t *opt,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/memory_exclusive.c: the exclusive pool (CubeCL's ExclusiveMemoryPool;
  * docs/cubecl-mapping.md, "Exclusive pool"): one slice per page; pages sized after a moving average of the
@@ -10,6 +11,9 @@
  * 32 fractional bits), so the core needs no floating point here.
  */
 #include "memory/memory_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
+#include "cubert/backend/arith.h"
 
 #if CUBERT_CONFIG_PAGED_POOLS
 

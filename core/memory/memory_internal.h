@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * core/memory/memory_internal.h: the memory pools behind cubert/memory.h. Not
+ * core/memory/memory_internal.h: the memory pools behind cubert/backend/memory.h. Not
  * installed. Every structure here is used by one thread (the manager's).
  *
  * Files: memory_config.c (presets, resolution), memory_sliced.c,
@@ -13,6 +14,8 @@
 
 #include "base/internal.h"
 #include "cubert/memory.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 #define CUBERT_MEMORY_NIL UINT32_MAX
 /* Memory locations hold a u16 page index: at most 65536 pages per pool. */

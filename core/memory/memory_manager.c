@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/memory_manager.c: the memory manager of one stream slot (CubeCL's
  * MemoryManagement; docs/cubecl-mapping.md, "Memory manager"): reservation routing through
@@ -10,6 +11,8 @@
  * that owns the slot).
  */
 #include "memory/memory_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 struct cubert_memory_manager_t {
   cubert_memory_env_t env;
@@ -44,6 +47,7 @@ static void pool_deinitialize(cubert_memory_pool_t *pool) {
     case CUBERT_MEMORY_POOL_SLICED: cubert_sliced_pool_deinitialize(&pool->u.sliced); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert_exclusive_pool_deinitialize(&pool->u.exclusive); break;
     case CUBERT_MEMORY_POOL_DIRECT: cubert_direct_pool_deinitialize(&pool->u.direct); break;
+    default: break; /* not a pool type (the enum's width sentinel) */
   }
 }
 
@@ -52,6 +56,7 @@ static bool pool_accept(const cubert_memory_pool_t *pool, uint64_t size) {
     case CUBERT_MEMORY_POOL_SLICED: return cubert_sliced_pool_accept(&pool->u.sliced, size);
     case CUBERT_MEMORY_POOL_EXCLUSIVE: return cubert_exclusive_pool_accept(&pool->u.exclusive, size);
     case CUBERT_MEMORY_POOL_DIRECT: return true;
+    default: break; /* not a pool type (the enum's width sentinel) */
   }
   return false;
 }
@@ -67,6 +72,7 @@ static cubert_status_t pool_try_reserve(cubert_memory_pool_t *pool, uint64_t siz
       return cubert_exclusive_pool_try_reserve(&pool->u.exclusive, size, owner, found, err);
     case CUBERT_MEMORY_POOL_DIRECT:
       return cubert_direct_pool_try_reserve(&pool->u.direct, size, owner, found, err);
+    default: break; /* not a pool type (the enum's width sentinel) */
   }
   *found = false;
   return CUBERT_STATUS_OK;
@@ -80,6 +86,7 @@ static cubert_status_t pool_alloc(cubert_memory_pool_t *pool, uint64_t size,
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
       return cubert_exclusive_pool_alloc(&pool->u.exclusive, size, owner, err);
     case CUBERT_MEMORY_POOL_DIRECT: return cubert_direct_pool_alloc(&pool->u.direct, size, owner, err);
+    default: break; /* not a pool type (the enum's width sentinel) */
   }
   return cubert_error_set(err, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, NULL);
 }
@@ -93,6 +100,7 @@ static cubert_status_t pool_find(cubert_memory_pool_t *pool, cubert_memory_locat
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
       return cubert_exclusive_pool_find(&pool->u.exclusive, loc, id, view, err);
     case CUBERT_MEMORY_POOL_DIRECT: return cubert_direct_pool_find(&pool->u.direct, loc, id, view, err);
+    default: break; /* not a pool type (the enum's width sentinel) */
   }
   return cubert_error_set(err, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, NULL);
 }
@@ -104,6 +112,7 @@ static void pool_cleanup(cubert_memory_pool_t *pool, uint64_t alloc_nr, bool exp
       cubert_exclusive_pool_cleanup(&pool->u.exclusive, alloc_nr, explicit_);
       break;
     case CUBERT_MEMORY_POOL_DIRECT: cubert_direct_pool_cleanup(&pool->u.direct, explicit_); break;
+    default: break; /* not a pool type (the enum's width sentinel) */
   }
 }
 
@@ -112,6 +121,7 @@ static void pool_report(cubert_memory_pool_t *pool, cubert_memory_pool_report_t 
     case CUBERT_MEMORY_POOL_SLICED: cubert_sliced_pool_report(&pool->u.sliced, out); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert_exclusive_pool_report(&pool->u.exclusive, out); break;
     case CUBERT_MEMORY_POOL_DIRECT: cubert_direct_pool_report(&pool->u.direct, out); break;
+    default: break; /* not a pool type (the enum's width sentinel) */
   }
   out->capacity_exceeded = pool->capacity_exceeded;
 }
@@ -121,6 +131,7 @@ static void pool_trim(cubert_memory_pool_t *pool) {
     case CUBERT_MEMORY_POOL_SLICED: cubert_sliced_pool_trim(&pool->u.sliced); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert_exclusive_pool_trim(&pool->u.exclusive); break;
     case CUBERT_MEMORY_POOL_DIRECT: cubert_direct_pool_trim(&pool->u.direct); break;
+    default: break; /* not a pool type (the enum's width sentinel) */
   }
 }
 
@@ -156,9 +167,9 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
     return CUBERT_STATUS_OK;
   }
   if (cubert_allocator_malloc_array(mm->env.allocator, count, sizeof(*options), 0,
-                                    (void **)&options) != CUBERT_STATUS_OK ||
+                                    (void **)&options, NULL) != CUBERT_STATUS_OK ||
       cubert_allocator_malloc_array(mm->env.allocator, count, sizeof(*pools), 0,
-                                    (void **)&pools) != CUBERT_STATUS_OK) {
+                                    (void **)&pools, NULL) != CUBERT_STATUS_OK) {
     if (options) cubert_allocator_free(mm->env.allocator, options, count * sizeof(*options), 0);
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "memory pools");
@@ -183,6 +194,7 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
         cubert_direct_pool_initialize(&pools[i].u.direct, &mm->env, (uint8_t)i, &options[i],
                                       props.alignment);
         break;
+      default: break; /* not a pool type (the enum's width sentinel) */
     }
   }
   cubert_allocator_free(mm->env.allocator, options, count * sizeof(*options), 0);
@@ -224,7 +236,7 @@ cubert_status_t cubert_memory_manager_create(
   if ((unsigned)options->persistent_memory > (unsigned)CUBERT_PERSISTENT_MEMORY_ENFORCED)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "persistent_memory");
-  if (cubert_allocator_malloc(allocator, sizeof *mm, 0, (void **)&mm) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(allocator, sizeof *mm, 0, (void **)&mm, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "memory manager");
   mm->env.allocator = allocator;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/memory_persistent.c: the persistent pool (docs/cubecl-mapping.md,
  * "Persistent pool"): exact-fit
@@ -7,6 +8,8 @@
  * page 0, slice = slot index (stable; memory_slots.c).
  */
 #include "memory/memory_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 #if CUBERT_CONFIG_PERSISTENT_MEMORY
 
@@ -80,7 +83,7 @@ static cubert_status_t buckets_ensure(cubert_persistent_pool_t *pool) {
   }
   CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc_array(pool->slices.env->allocator, cap,
                                                        sizeof(cubert_persistent_bucket_t), 0,
-                                                       &cells));
+                                                       &cells, NULL));
   pool->buckets = (cubert_persistent_bucket_t *)cells;
   pool->bucket_cap = cap;
   buckets_rebuild(pool);

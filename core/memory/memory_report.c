@@ -1,8 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/memory_report.c: MemoryUsage, byte formatting and the small helpers
  * every pool shares (padding, growing bookkeeping arrays, owner ids).
  */
 #include "memory/memory_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/arith.h"
 
 /* ---- shared helpers --------------------------------------------------------- */
 
@@ -38,10 +41,10 @@ cubert_status_t cubert_memory_array_reserve(cubert_allocator_t allocator, void *
   if (cubert_size_mul(new_cap, elem, &new_bytes) != CUBERT_STATUS_OK) return CUBERT_STATUS_OVERFLOW;
   old_bytes = (size_t)*cap * elem; /* was allocated, cannot overflow */
   if (*array == NULL) {
-    CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, new_bytes, 0, &grown));
+    CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, new_bytes, 0, &grown, NULL));
   } else {
     CUBERT_RETURN_IF_ERROR(
-        cubert_allocator_realloc(allocator, *array, old_bytes, new_bytes, 0, &grown));
+        cubert_allocator_realloc(allocator, *array, old_bytes, new_bytes, 0, &grown, NULL));
   }
   *array = grown;
   *cap = new_cap;

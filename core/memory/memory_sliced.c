@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/memory_sliced.c: the sliced pool (CubeCL's SlicedPool + MemoryPage;
  * docs/cubecl-mapping.md, "Sliced pool"): pages of one size, each an address-ordered list of slices;
@@ -28,6 +29,8 @@
  * slice is usable space (CubeCL loses it until the next coalesce).
  */
 #include "memory/memory_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 #if CUBERT_CONFIG_PAGED_POOLS
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/memory/memory_slots.c: what the exclusive, persistent and direct pools
  * share (memory_internal.h, "whole-allocation slots"). Each of those pools
@@ -9,6 +10,8 @@
  * a live reservation (its slot index) never changes.
  */
 #include "memory/memory_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 void cubert_memory_slots_initialize(cubert_memory_slots_t *slots, cubert_memory_env_t *env,
                                     uint8_t position, bool by_page, uint32_t max_count) {

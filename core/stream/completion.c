@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: MIT */
 /* core/stream/completion.c: waiting on completions (the wait itself is the device's: the kit's
  * completions synchronize an event, then drain the stream's errors). */
 #include "base/internal.h"
 #include "cubert/client.h"
+#include "cubert/backend/stream.h"
 
 void cubert_completion_set_done(cubert_completion_t *completion, cubert_status_t status,
                                 const cubert_error_t *error) {

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * core/stream/stream_id.c: stream id values and slots (spec 3.4). The per-thread
+ * core/stream/stream_id.c: stream id values and slots. The per-thread
  * resolution lives in the hosted layer (backend-cpu/host/host_stream_id.c).
  */
 #include "base/internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core/stream/stream_internal.h: the stream slot pool (CubeCL's StreamPool, spec
  * 6.1), shared by the multi-stream and any other per-slot stream scheduler.

@@ -1,9 +1,12 @@
-/* core/stream/stream_multi.c: MultiStream over an event backend (spec 6.2, 6.6;
- * seed 004): per-slot cursors and last_synced points, the shared-binding
+/* SPDX-License-Identifier: MIT */
+/* core/stream/stream_multi.c: MultiStream over an event backend
+ * (cubert/backend/stream.h): per-slot cursors and last_synced points, the shared-binding
  * analysis, GC pinning of cross-stream bindings, per-stream error queues.
  * No lock: the owning server serializes every cubert_multi_stream_* call
  * (see the threading contract in cubert/backend/stream.h). */
 #include "stream/stream_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/arith.h"
 
 /* Bits of the per-slot "synced with slot o" set (max_streams <= 255). */
 #define STREAM_SYNCED_WORDS ((CUBERT_STREAM_MAX_STREAMS_LIMIT + 32u) / 32u)
@@ -122,7 +125,7 @@ static cubert_status_t slot_create(void *context, uint32_t index, void **out_ent
   void *mem = NULL;
   void *stream = NULL;
   cubert_status_t status;
-  status = cubert_allocator_malloc(ms->allocator, slot_bytes(ms->max_streams), 0, &mem);
+  status = cubert_allocator_malloc(ms->allocator, slot_bytes(ms->max_streams), 0, &mem, NULL);
   if (status != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "stream slot allocation failed");
@@ -205,7 +208,7 @@ cubert_status_t cubert_multi_stream_create(cubert_allocator_t allocator,
                             "multi_stream_create: max_streams must be 1..255, gc_capacity "
                             "1..65535");
   }
-  status = cubert_allocator_malloc(allocator, sizeof(*ms), 0, &mem);
+  status = cubert_allocator_malloc(allocator, sizeof(*ms), 0, &mem, NULL);
   if (status != CUBERT_STATUS_OK) goto oom;
   ms = (cubert_multi_stream_t *)mem;
   ms->allocator = allocator;
@@ -214,23 +217,24 @@ cubert_status_t cubert_multi_stream_create(cubert_allocator_t allocator,
   ms->max_streams = opts.max_streams;
   ms->gc_capacity = opts.gc_capacity;
   if ((status = cubert_allocator_malloc_array(allocator, opts.max_streams, sizeof(uint32_t), 0,
-                                              &needs)) != CUBERT_STATUS_OK)
+                                              &needs, NULL)) != CUBERT_STATUS_OK)
     goto fail;
   ms->needs = (uint32_t *)needs;
   if ((status = cubert_allocator_malloc_array(allocator, opts.max_streams, sizeof(uint64_t), 0,
-                                              &cursors)) != CUBERT_STATUS_OK)
+                                              &cursors, NULL)) != CUBERT_STATUS_OK)
     goto fail;
   ms->needs_cursor = (uint64_t *)cursors;
   if ((status = cubert_allocator_malloc_array(allocator, opts.max_streams, sizeof(void *), 0,
-                                              &events)) != CUBERT_STATUS_OK)
+                                              &events, NULL)) != CUBERT_STATUS_OK)
     goto fail;
   ms->needs_event = (void **)events;
   if ((status = cubert_allocator_malloc_array(allocator, opts.max_streams + 1u,
-                                              sizeof(uint32_t), 0, &created)) != CUBERT_STATUS_OK)
+                                              sizeof(uint32_t), 0, &created,
+                                              NULL)) != CUBERT_STATUS_OK)
     goto fail;
   ms->created = (uint32_t *)created;
   if ((status = cubert_allocator_malloc_array(allocator, opts.gc_capacity, sizeof(gc_entry_t), 0,
-                                              &gc)) != CUBERT_STATUS_OK)
+                                              &gc, NULL)) != CUBERT_STATUS_OK)
     goto fail;
   ms->gc = (gc_entry_t *)gc;
   if ((status = cubert_stream_pool_initialize(&ms->pool, allocator, opts.max_streams, 1,
@@ -465,7 +469,7 @@ static cubert_status_t staging_reserve(cubert_multi_stream_t *ms, size_t needed,
     return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0, "too many bindings");
   if (cubert_allocator_realloc(ms->allocator, ms->staging,
                                (size_t)ms->staging_capacity * sizeof(cubert_binding_t), cap, 0,
-                               &p) != CUBERT_STATUS_OK)
+                               &p, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "resolve: pin buffer allocation failed");
   ms->staging = (cubert_binding_t *)p;

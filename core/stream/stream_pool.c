@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /* core/stream/stream_pool.c: lazily created stream slots, `id mod max_streams`
- * regular slots plus special slots after them (CubeCL's StreamPool, spec 6.1). */
+ * regular slots plus special slots after them (CubeCL's StreamPool). */
 #include "stream/stream_internal.h"
 
 cubert_status_t cubert_stream_pool_initialize(cubert_stream_pool_t *pool,
@@ -16,7 +17,7 @@ cubert_status_t cubert_stream_pool_initialize(cubert_stream_pool_t *pool,
   total = max_streams + num_special;
   if (total < max_streams) return CUBERT_STATUS_INVALID_ARGUMENT;
   CUBERT_RETURN_IF_ERROR(
-      cubert_allocator_malloc_array(allocator, total, sizeof(void *), 0, &entries));
+      cubert_allocator_malloc_array(allocator, total, sizeof(void *), 0, &entries, NULL));
   pool->allocator = allocator;
   pool->max_streams = max_streams;
   pool->num_special = num_special;

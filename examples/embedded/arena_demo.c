@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * examples/embedded/arena_demo.c: cubert on a host with no threads and no malloc
  * (docs/embedding.md). Built and run on the build machine and, bare metal, on a
@@ -8,7 +9,7 @@
  * allocator interface (cubert_arena_initialize: a bump allocator). Kernels run on the
  * inline driver, in the caller, one cube after another. The pipeline, in rounds:
  *
- *   x, y          uploaded once (cubert_client_create); x rewritten every round
+ *   x, y          uploaded once (cubert_client_create_from_slice); x rewritten every round
  *   z = 2 x + y   ck_axpy_f32
  *   p = sum(z)    ck_reduce_sum_f32: one partial sum per cube of CK_BLOCK elements
  *   read z and p  checked against the same arithmetic on the host (exact: small integers)
@@ -34,6 +35,7 @@
 
 #include "cubert/cubert.h"
 #include "cubert/inline.h"
+#include "cubert/backend/memory.h"
 #include "cubert_kernels.h"
 
 #ifndef CUBERT_DEMO_BARE_METAL
@@ -105,7 +107,7 @@ static cubert_allocator_t counted_arena_initialize(counted_arena_t *c, void *buf
   cubert_allocator_t a;
   c->live_bytes = 0;
   c->live_blocks = 0;
-  (void)cubert_arena_initialize(&c->arena, buffer, size, &c->inner);
+  (void)cubert_arena_initialize(&c->arena, buffer, size, &c->inner, NULL);
   a.self = c;
   a.fn = counted_fn;
   return a;
@@ -202,10 +204,10 @@ static void run_rounds(cubert_client_t *client, const cubert_handle_t *h,
 static void run_pipeline(cubert_client_t *client, cubert_handle_t *h, uint32_t *made,
                          counted_arena_t *arena, demo_result_t *r) {
   const uint64_t bytes = N * sizeof(float);
-  if (step_failed(r, cubert_client_create(client, g_x, bytes, &h[0], &r->error), "upload x"))
+  if (step_failed(r, cubert_client_create_from_slice(client, g_x, bytes, &h[0], &r->error), "upload x"))
     return;
   *made = 1;
-  if (step_failed(r, cubert_client_create(client, g_y, bytes, &h[1], &r->error), "upload y"))
+  if (step_failed(r, cubert_client_create_from_slice(client, g_y, bytes, &h[1], &r->error), "upload y"))
     return;
   *made = 2;
   if (step_failed(r, cubert_client_empty(client, bytes, &h[2], &r->error), "allocate z")) return;
@@ -241,7 +243,7 @@ static void demo_run(unsigned char *buffer, size_t size, demo_result_t *r) {
   if (!step_failed(r, cubert_inline_client_create(allocator, &options, &client, &r->error),
                    "create the inline device")) {
     run_pipeline(client, h, &made, &arena, r);
-    for (i = 0; i < made; i++) (void)cubert_client_handle_release(client, &h[i]);
+    for (i = 0; i < made; i++) (void)cubert_client_handle_release(client, &h[i], NULL);
     cubert_client_release(client);
   }
   r->peak = arena.arena.high_water;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * examples/embedded/cubert_config_minimal.h: the minimal core's choices as a
  * config header (docs/embedding.md, "The files to compile"). Compile the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // examples/embedded/cxx_host.cpp: cubert from a C++11 host (`make check-cxx-host` builds it
 // with g++ and clang++, -std=c++11 -pedantic -Wall -Wextra -Werror, and runs it).
 //
@@ -16,6 +17,7 @@
 #include "cubert/host.h"              // cubert_allocator_libc
 #include "cubert/inline.h"
 #include "cubert/kernel.h"
+#include "cubert/backend/memory.h"
 
 namespace {
 
@@ -104,7 +106,7 @@ class Buffer {
  public:
   explicit Buffer(cubert_client_t *c) : c_(c) { std::memset(&h_, 0, sizeof h_); }
   ~Buffer() {
-    if (valid_) cubert_client_handle_release(c_, &h_);
+    if (valid_) cubert_client_handle_release(c_, &h_, NULL);
   }
   cubert_handle_t *out() {
     valid_ = true;
@@ -157,8 +159,8 @@ int run(TrackingAllocator &memory) {
   }
   Buffer hx(client.get()), hy(client.get()), scaled(client.get()), sum(client.get());
   const uint64_t bytes = n * sizeof(float);
-  if (!ok(cubert_client_create(client.get(), x.data(), bytes, hx.out(), &err), err, "create x") ||
-      !ok(cubert_client_create(client.get(), y.data(), bytes, hy.out(), &err), err, "create y") ||
+  if (!ok(cubert_client_create_from_slice(client.get(), x.data(), bytes, hx.out(), &err), err, "create x") ||
+      !ok(cubert_client_create_from_slice(client.get(), y.data(), bytes, hy.out(), &err), err, "create y") ||
       !ok(cubert_client_empty(client.get(), bytes, scaled.out(), &err), err, "empty") ||
       !ok(cubert_client_empty(client.get(), bytes, sum.out(), &err), err, "empty"))
     return 1;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * examples/kernels/cubert_kernels.cu: the kernel library (cubert_kernels.h)
  * compiled by nvcc, proving the dialect's CUDA expansion builds the very

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * examples/kernels/cubert_kernels.h: the kernels every example, test, tool,
  * benchmark and fuzz target runs, written once in the portable dialect of

@@ -1,6 +1,8 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * cubert/allocator.h: the injected host allocator, overflow-checked size
- * helpers and an arena over caller memory.
+ * cubert/allocator.h: the injected host allocator and an arena over caller
+ * memory. (The overflow-checked size helpers the library uses are in
+ * cubert/backend/arith.h.)
  *
  * The core never calls malloc. Every object that needs host memory takes a
  * cubert_allocator_t, stores it, and frees itself with it. The libc allocator
@@ -11,6 +13,7 @@
 
 #include "cubert/base.h"
 #include "cubert/status.h"
+#include "cubert/error.h"
 
 CUBERT_EXTERN_C_BEGIN
 
@@ -36,42 +39,36 @@ CUBERT_API cubert_allocator_t cubert_allocator_null(void);
 
 /* Allocate `size` bytes aligned to `align` (0 means the natural alignment of
  * max_align-like data, 16). Zero-fills the block. Returns
- * CUBERT_STATUS_RESOURCE_EXHAUSTED when the allocator fails,
- * CUBERT_STATUS_INVALID_ARGUMENT for size 0, NULL out_ptr, or a bad align.
- * On failure *out_ptr is left untouched. */
+ * CUBERT_STATUS_RESOURCE_EXHAUSTED (kind HOST_OUT_OF_MEMORY, field[0] the
+ * size) when the allocator fails, CUBERT_STATUS_INVALID_ARGUMENT (kind
+ * INVALID_ARGUMENT, the reason names the argument) for size 0, NULL out_ptr,
+ * an allocator without function, or a bad align. On failure *out_ptr is left
+ * untouched and *out_error (may be NULL) holds the record. Thread-safe when
+ * the allocator is. */
 CUBERT_API cubert_status_t cubert_allocator_malloc(cubert_allocator_t allocator, size_t size,
-                                                   size_t align, void **out_ptr);
+                                                   size_t align, void **out_ptr,
+                                                   cubert_error_t *out_error);
 
-/* Allocate count*size bytes (zero-filled); CUBERT_STATUS_OVERFLOW when the
- * product overflows, before calling the allocator. */
+/* Allocate count*size bytes (zero-filled); CUBERT_STATUS_OVERFLOW (kind
+ * OVERFLOW) when the product overflows, before calling the allocator; the
+ * codes of cubert_allocator_malloc otherwise. */
 CUBERT_API cubert_status_t cubert_allocator_malloc_array(cubert_allocator_t allocator,
                                                          size_t count, size_t size,
-                                                         size_t align, void **out_ptr);
+                                                         size_t align, void **out_ptr,
+                                                         cubert_error_t *out_error);
 
-/* Resize a block. On failure the old block is untouched and still owned by
- * the caller; new bytes past old_size are zero-filled. */
+/* Resize a block (ptr NULL: allocate). On failure the old block is untouched
+ * and still owned by the caller; new bytes past old_size are zero-filled.
+ * The codes and records of cubert_allocator_malloc (new_size 0 is
+ * INVALID_ARGUMENT). */
 CUBERT_API cubert_status_t cubert_allocator_realloc(cubert_allocator_t allocator, void *ptr,
                                                     size_t old_size, size_t new_size,
-                                                    size_t align, void **out_ptr);
+                                                    size_t align, void **out_ptr,
+                                                    cubert_error_t *out_error);
 
 /* Free a block allocated with `size` bytes. NULL is a no-op. */
 CUBERT_API void cubert_allocator_free(cubert_allocator_t allocator, void *ptr, size_t size,
                                       size_t align);
-
-/* ---- overflow-checked arithmetic (pure, thread-safe) ---------------------- */
-
-/* *out = a * b; CUBERT_STATUS_OVERFLOW (out untouched) on overflow. */
-CUBERT_API cubert_status_t cubert_size_mul(size_t a, size_t b, size_t *out);
-CUBERT_API cubert_status_t cubert_size_add(size_t a, size_t b, size_t *out);
-/* *out = a * b + c. */
-CUBERT_API cubert_status_t cubert_size_mul_add(size_t a, size_t b, size_t c, size_t *out);
-/* Round up to a multiple of align (align a power of two, else
- * CUBERT_STATUS_INVALID_ARGUMENT); CUBERT_STATUS_OVERFLOW when it wraps. */
-CUBERT_API cubert_status_t cubert_size_align_up(size_t value, size_t align, size_t *out);
-CUBERT_API cubert_status_t cubert_u64_mul(uint64_t a, uint64_t b, uint64_t *out);
-CUBERT_API cubert_status_t cubert_u64_add(uint64_t a, uint64_t b, uint64_t *out);
-/* Round up to a multiple of `multiple` (any non-zero value). */
-CUBERT_API cubert_status_t cubert_u64_round_up(uint64_t value, uint64_t multiple, uint64_t *out);
 
 /* ---- arena: a bump allocator over a caller buffer ------------------------- */
 
@@ -89,11 +86,14 @@ typedef struct cubert_arena_t {
 } cubert_arena_t;
 
 /* Initialize `arena` over buffer[0..capacity) and return an allocator that
- * draws from it (through *out_allocator). CUBERT_STATUS_INVALID_ARGUMENT for
- * NULL arena/out_allocator or a NULL buffer with a non-zero capacity. */
+ * draws from it (through *out_allocator). CUBERT_STATUS_INVALID_ARGUMENT
+ * (kind INVALID_ARGUMENT, the reason names the argument) for NULL
+ * arena/out_allocator or a NULL buffer with a non-zero capacity; nothing is
+ * written then. Not thread-safe (the arena is the caller's). */
 CUBERT_API cubert_status_t cubert_arena_initialize(cubert_arena_t *arena, void *buffer,
                                                    size_t capacity,
-                                                   cubert_allocator_t *out_allocator);
+                                                   cubert_allocator_t *out_allocator,
+                                                   cubert_error_t *out_error);
 
 /* Forget every block; the buffer may be reused. */
 CUBERT_API void cubert_arena_reset(cubert_arena_t *arena);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/base.h: version (macros and cubert_version()), export macro, C++
  * linkage helpers and the few fundamental includes every public header may

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * cubert/client.h: the compute client (CubeCL's ComputeClient, spec 1).
+ * cubert/client.h: the compute client (CubeCL's ComputeClient).
  *
  * A client talks to one device's server through the device handle. Client
  * objects are cheap: several may share one device (cubert_client_clone), each
@@ -8,7 +9,7 @@
  * stream source of the device's configuration (per-thread ids in the hosted
  * layer, 0 in a freestanding build).
  *
- * Handles are created on the client before their memory exists (spec 1.2):
+ * Handles are created on the client before their memory exists:
  * create/empty calls return at once with a handle; the server reserves and
  * fills the memory in stream order. Failures of that later work (e.g. out of
  * memory) are queued on the stream and returned as SERVER_UNHEALTHY by the
@@ -44,12 +45,13 @@ typedef uint64_t (*cubert_stream_source_fn_t)(void *self);
 typedef enum cubert_bounds_check_mode_e {
   CUBERT_BOUNDS_CHECK_AUTO = 0,    /* launch_unchecked runs Unchecked */
   CUBERT_BOUNDS_CHECK_ENFORCE = 1, /* launch_unchecked runs Checked */
-  CUBERT_BOUNDS_CHECK_VALIDATE = 2 /* launch_unchecked runs Validate */
+  CUBERT_BOUNDS_CHECK_VALIDATE = 2, /* launch_unchecked runs Validate */
+  CUBERT_BOUNDS_CHECK_MODE_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_bounds_check_mode_t;
 
 /* ---- values that cross the client API ---------------------------------------- */
 
-/* CopyDescriptor (spec 2.1): a binding plus the shape/strides (in elements)
+/* CopyDescriptor: a binding plus the shape/strides (in elements)
  * and element size of the tensor it holds. */
 typedef struct cubert_copy_descriptor_t {
   cubert_binding_t binding;
@@ -64,7 +66,8 @@ typedef enum cubert_allocation_property_e {
   CUBERT_ALLOCATION_NATIVE = 0, /* ordinary host memory */
   CUBERT_ALLOCATION_PINNED = 1, /* page-locked staging memory */
   CUBERT_ALLOCATION_FILE = 2,   /* memory-mapped file */
-  CUBERT_ALLOCATION_OTHER = 3
+  CUBERT_ALLOCATION_OTHER = 3,
+  CUBERT_ALLOCATION_PROPERTY_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_allocation_property_t;
 
 /* Host bytes whose ownership can move: `release(owner, data, size)` is called
@@ -125,10 +128,6 @@ struct cubert_completion_t {
 CUBERT_API cubert_status_t cubert_completion_wait(cubert_completion_t *completion,
                                                   uint64_t timeout_ns, cubert_error_t *out_error);
 
-/* Mark a completion as already finished with `status` / `error` (NULL: none). */
-CUBERT_API void cubert_completion_set_done(cubert_completion_t *completion, cubert_status_t status,
-                                           const cubert_error_t *error);
-
 /* A tensor's memory and strides (CubeCL MemoryLayout). The handle must be
  * released with cubert_client_handle_release. */
 typedef struct cubert_memory_layout_t {
@@ -143,17 +142,24 @@ typedef struct cubert_memory_layout_t {
  * (cubert/cpu.h), cubert_inline_client_create (cubert/inline.h), or
  * cubert_kit_client_create (cubert/backend/kit.h) for a new driver. */
 
-/* A new client of a registered device (spec 1.1 load). NOT_FOUND. */
+/* A new client of a registered device (CubeCL's ComputeClient::load).
+ * NOT_FOUND (kind IO_NOT_FOUND) when no device is registered under `device`;
+ * UNAVAILABLE (kind DEVICE_LOST) when its last client is being released;
+ * INVALID_ARGUMENT for a NULL out_client; RESOURCE_EXHAUSTED. Thread-safe,
+ * non-blocking. */
 CUBERT_API cubert_status_t cubert_client_load(cubert_device_id_t device,
-                                              cubert_client_t **out_client);
-/* Another client of the same device, with the same pinned stream. */
+                                              cubert_client_t **out_client,
+                                              cubert_error_t *out_error);
+/* Another client of the same device, with the same pinned stream (CubeCL's
+ * Clone). The codes of cubert_client_load. Thread-safe, non-blocking. */
 CUBERT_API cubert_status_t cubert_client_clone(const cubert_client_t *client,
-                                               cubert_client_t **out_client);
+                                               cubert_client_t **out_client,
+                                               cubert_error_t *out_error);
 /* Release a client. The last client of a device deregisters it, waits for its
  * streams, and destroys server, device handle and handle table. NULL: no-op. */
 CUBERT_API void cubert_client_release(cubert_client_t *client);
 
-/* Pin this client to a stream (spec 1.1 set_stream); `cubert_client_unpin`
+/* Pin this client to a stream (CubeCL's set_stream); `cubert_client_unpin`
  * returns to the thread's current stream. Not thread-safe on one client. */
 CUBERT_API void cubert_client_set_stream(cubert_client_t *client, uint64_t stream);
 CUBERT_API void cubert_client_unpin(cubert_client_t *client);
@@ -165,51 +171,55 @@ CUBERT_API void cubert_client_properties(const cubert_client_t *client,
                                          cubert_device_properties_t *out_properties);
 /* The device's feature mask (CUBERT_FEATURE_*, cubert/properties.h). Pure. */
 CUBERT_API uint64_t cubert_client_features(const cubert_client_t *client);
-/* The handle table of the device (borrowed). */
-CUBERT_API cubert_handle_table_t *cubert_client_handle_table(const cubert_client_t *client);
 
 /* ---- handles ---------------------------------------------------------------- */
 
-/* Release / clone / offset / bind a handle of this client's device
- * (cubert/handle.h semantics). DEVICE_MISMATCH for a handle of another
- * device, INVALID_HANDLE for a dead one. Thread-safe, non-blocking. */
+/* Release / clone / offset a handle of this client's device (the semantics
+ * of cubert_handle_* in cubert/backend/handle_table.h: clone retains another
+ * reference, offset makes a sub-handle trimmed by offset_start / offset_end
+ * more bytes, each result is released once). Records: INVALID_ARGUMENT (a
+ * NULL argument), DEVICE_MISMATCH (a handle of another device),
+ * INVALID_HANDLE (a dead handle: released already, or stale), OUT_OF_RANGE
+ * (offset: the offsets exceed the size; fields total start, size), OVERFLOW.
+ * Nothing changes on failure. Thread-safe, non-blocking. */
 CUBERT_API cubert_status_t cubert_client_handle_release(cubert_client_t *client,
-                                                        const cubert_handle_t *handle);
+                                                        const cubert_handle_t *handle,
+                                                        cubert_error_t *out_error);
 CUBERT_API cubert_status_t cubert_client_handle_clone(cubert_client_t *client,
                                                       const cubert_handle_t *handle,
-                                                      cubert_handle_t *out_handle);
+                                                      cubert_handle_t *out_handle,
+                                                      cubert_error_t *out_error);
 CUBERT_API cubert_status_t cubert_client_handle_offset(cubert_client_t *client,
                                                        const cubert_handle_t *handle,
                                                        uint64_t offset_start, uint64_t offset_end,
-                                                       cubert_handle_t *out_handle);
+                                                       cubert_handle_t *out_handle,
+                                                       cubert_error_t *out_error);
 
-/* ---- allocation / upload (spec 1.2) ----------------------------------------
+/* ---- allocation / upload ----------------------------------------
  * All return at once (non-blocking at the stream level). The data is copied
  * (the `_bytes` form takes ownership instead) before the call returns. */
 
 /* create / create_from_slice: contiguous, shape [size], elem 1. */
-CUBERT_API cubert_status_t cubert_client_create(cubert_client_t *client, const void *data,
-                                                uint64_t size, cubert_handle_t *out_handle,
-                                                cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_client_create_from_slice(cubert_client_t *client,
+                                                           const void *data, uint64_t size,
+                                                           cubert_handle_t *out_handle,
+                                                           cubert_error_t *out_error);
 /* create(Bytes): ownership of `bytes` moves to the runtime on success AND on
  * failure (its release function is called). */
-CUBERT_API cubert_status_t cubert_client_create_bytes(cubert_client_t *client,
-                                                      cubert_bytes_t bytes,
-                                                      cubert_handle_t *out_handle,
-                                                      cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_client_create_from_bytes(cubert_client_t *client,
+                                                           cubert_bytes_t bytes,
+                                                           cubert_handle_t *out_handle,
+                                                           cubert_error_t *out_error);
 /* create_tensor(_from_slice): Optimized strategy (pitched on pitched devices).
  * `data` holds product(shape)*elem_size contiguous bytes. */
-CUBERT_API cubert_status_t cubert_client_create_tensor(cubert_client_t *client, const void *data,
-                                                       uint32_t rank, const uint64_t *shape,
-                                                       uint64_t elem_size,
-                                                       cubert_memory_layout_t *out_layout,
-                                                       cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_client_create_tensor_from_slice(
+    cubert_client_t *client, const void *data, uint32_t rank, const uint64_t *shape,
+    uint64_t elem_size, cubert_memory_layout_t *out_layout, cubert_error_t *out_error);
 /* create_tensors(_from_slices): every tensor in ONE allocation. */
-CUBERT_API cubert_status_t cubert_client_create_tensors(cubert_client_t *client,
-                                                        const cubert_layout_descriptor_t *descriptors,
-                                                        const void *const *data, size_t count,
-                                                        cubert_memory_layout_t *out_layouts,
-                                                        cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_client_create_tensors_from_slices(
+    cubert_client_t *client, const cubert_layout_descriptor_t *descriptors,
+    const void *const *data, size_t count, cubert_memory_layout_t *out_layouts,
+    cubert_error_t *out_error);
 /* empty / empty_tensor / empty_tensors: as above without data. Contents of
  * fresh memory are zero on the CPU server; reused memory is not cleared. */
 CUBERT_API cubert_status_t cubert_client_empty(cubert_client_t *client, uint64_t size,
@@ -229,7 +239,7 @@ CUBERT_API cubert_status_t cubert_client_write(cubert_client_t *client,
                                                const cubert_handle_t *handle, const void *data,
                                                uint64_t size, cubert_error_t *out_error);
 
-/* ---- staging (spec 1.2, 12.4) ------------------------------------------------------
+/* ---- staging ------------------------------------------------------
  * Host buffers are cubert_bytes_t (above): data, size, allocation
  * property (NATIVE, PINNED, FILE, OTHER) and an owner-supplied release
  * function; whoever owns a buffer last calls release(owner, data, size) once
@@ -263,7 +273,7 @@ CUBERT_API cubert_status_t cubert_client_staging(cubert_client_t *client, cubert
                                                  size_t count, bool file_only,
                                                  cubert_error_t *out_error);
 
-/* create_from_slice_pinned: as cubert_client_create, copying `data` straight
+/* create_from_slice_pinned: as cubert_client_create_from_slice, copying `data` straight
  * into a staging buffer (reserve_staging) that is then moved to the server
  * (one host copy instead of two). Same handle and errors as create. */
 CUBERT_API cubert_status_t cubert_client_create_from_slice_pinned(cubert_client_t *client,
@@ -271,7 +281,7 @@ CUBERT_API cubert_status_t cubert_client_create_from_slice_pinned(cubert_client_
                                                                   cubert_handle_t *out_handle,
                                                                   cubert_error_t *out_error);
 
-/* create_tensors_from_slices_pinned: as cubert_client_create_tensors (one
+/* create_tensors_from_slices_pinned: as cubert_client_create_tensors_from_slices (one
  * shared allocation), each data[i] (product(shape)*elem_size bytes) copied
  * into a staging buffer first. Same results and errors as create_tensors. */
 CUBERT_API cubert_status_t cubert_client_create_tensors_from_slices_pinned(
@@ -279,7 +289,7 @@ CUBERT_API cubert_status_t cubert_client_create_tensors_from_slices_pinned(
     const void *const *data, size_t count, cubert_memory_layout_t *out_layouts,
     cubert_error_t *out_error);
 
-/* ---- reads (spec 1.3) ---------------------------------------------------------
+/* ---- reads ---------------------------------------------------------
  * A read copies each handle's size_in_used bytes into dsts[i]
  * (dst_sizes[i] must be at least that: OUT_OF_RANGE otherwise, nothing read).
  * `_async` returns once the read is issued; the destinations must stay valid
@@ -317,7 +327,7 @@ CUBERT_API cubert_status_t cubert_client_get_resource(cubert_client_t *client,
                                                       cubert_resource_t *out_resource,
                                                       cubert_error_t *out_error);
 
-/* ---- launch, flush, sync (spec 1.4) ------------------------------------------ */
+/* ---- launch, flush, sync ------------------------------------------ */
 
 /* Launch in Checked mode. A static count with a zero component returns OK at
  * once with nothing submitted. Bad arguments (NULL kernel, a buffer of another
@@ -343,7 +353,7 @@ CUBERT_API cubert_status_t cubert_client_sync_async(cubert_client_t *client,
                                                     cubert_completion_t *out_completion,
                                                     cubert_error_t *out_error);
 
-/* ---- exclusive sections and profiling (spec 1.4, 7) ----------------------------- */
+/* ---- exclusive sections and profiling ----------------------------- */
 
 /* A user function run with the device held. It returns a status and may fill
  * out_error (never NULL when called). */
@@ -359,7 +369,7 @@ CUBERT_API cubert_status_t cubert_client_exclusive(cubert_client_t *client, cube
 
 /* profile(f, name): one exclusive section that syncs the stream, starts a
  * token, runs fn(user), syncs again and stops the token (host time between
- * two stream syncs, spec 7). fn's failure is returned as is (CubeCL re-raises
+ * two stream syncs). fn's failure is returned as is (CubeCL re-raises
  * the panic); a failing sync returns its error (SERVER_UNHEALTHY, ...).
  * out_duration (may be NULL) receives the measured interval on success.
  * `name` is borrowed for the call. Blocks. */
@@ -368,7 +378,7 @@ CUBERT_API cubert_status_t cubert_client_profile(cubert_client_t *client, cubert
                                                  cubert_profile_duration_t *out_duration,
                                                  cubert_error_t *out_error);
 
-/* Profiling tokens (spec 7, the server's start_profile / end_profile), for
+/* Profiling tokens (the server's start_profile / end_profile), for
  * profiles that overlap instead of nesting. profile_start syncs the client's
  * stream (its queued errors are returned: SERVER_UNHEALTHY) and issues a
  * token; profile_end syncs again and stops the token. Any error seen by a
@@ -395,7 +405,7 @@ CUBERT_API cubert_status_t cubert_client_profile_end(cubert_client_t *client,
  * client. The hosted layer provides cubert_log_sink_stderr (cubert/host.h). */
 typedef void (*cubert_log_sink_fn_t)(void *self, const char *text, size_t length);
 
-/* Kernel profiling (spec 7 "Logger-driven kernel profiling"), per device:
+/* Kernel profiling (CubeCL's logger-driven kernel profiling; docs/profiling.md), per device:
  *  OFF            nothing (the default);
  *  EXECUTION_ONLY each launch logs "Executing <name>" and is counted;
  *  BASIC          each launch is wrapped in a profile (blocking: the launch
@@ -424,7 +434,7 @@ CUBERT_API cubert_status_t cubert_client_set_profiling(cubert_client_t *client,
 /* The device's kernel-profiling level (OFF for NULL). Thread-safe. */
 CUBERT_API cubert_profile_level_t cubert_client_profiling_level(const cubert_client_t *client);
 
-/* ---- memory (spec 1.5) --------------------------------------------------------- */
+/* ---- memory --------------------------------------------------------- */
 
 CUBERT_API cubert_status_t cubert_client_memory_usage(cubert_client_t *client,
                                                       cubert_memory_usage_t *out_usage,
@@ -438,7 +448,7 @@ CUBERT_API cubert_status_t cubert_client_allocation_mode(cubert_client_t *client
 /* Streams that may have a persistent window open at once, per device. */
 #define CUBERT_CLIENT_MAX_PERSISTENT_STREAMS 16u
 
-/* memory_persistent_allocation(f) (spec 1.2): run fn(user) on the calling
+/* memory_persistent_allocation(f): run fn(user) on the calling
  * thread with the client's stream in Persistent allocation mode, then return
  * the stream to Auto. Windows nest: only the outermost window of a stream
  * switches the mode (an inner window's end leaves the stream Persistent until
@@ -455,27 +465,31 @@ CUBERT_API cubert_status_t cubert_client_memory_persistent_allocation(cubert_cli
                                                                       void *user,
                                                                       cubert_error_t *out_error);
 
-/* ---- devices and misc (spec 1.1, 1.8) ------------------------------------------- */
+/* ---- devices and misc ------------------------------------------- */
 
 CUBERT_API size_t cubert_client_enumerate_devices(uint16_t type_id, cubert_device_id_t *out_ids,
                                                   size_t capacity);
 CUBERT_API size_t cubert_client_device_count(uint16_t type_id);
 CUBERT_API size_t cubert_client_device_count_total(void);
-/* io_optimized_vector_sizes for this device (spec 10.5), largest first. */
+/* io_optimized_vector_sizes for this device's hardware properties, largest
+ * first: cubert_io_optimized_vector_sizes (cubert/cube.h) and its codes;
+ * INVALID_ARGUMENT also for a NULL client or an elem_size beyond size_t.
+ * Pure, thread-safe. */
 CUBERT_API cubert_status_t cubert_client_io_optimized_vector_sizes(const cubert_client_t *client,
                                                                    uint64_t elem_size,
                                                                    uint32_t *out_sizes,
                                                                    size_t capacity,
-                                                                   size_t *out_count);
+                                                                   size_t *out_count,
+                                                                   cubert_error_t *out_error);
 
-/* ---- multi-device and collectives (spec 1.6, 8) -----------------------------------
+/* ---- multi-device and collectives -----------------------------------
  * Several devices of one backend type live in one process (CPU: one
  * cubert_cpu_client_create per device index). Collectives run among devices
  * that share a communicator, named by the CommunicationId of the device set
  * (cubert/comm.h). Each device orders its collectives on its own
  * communication stream: a collective starts after the work enqueued before
  * it on the calling client's stream, and its result is visible to a stream
- * only after cubert_client_sync_collective on that stream (spec 8).
+ * only after cubert_client_sync_collective on that stream.
  *
  * Every function below validates its arguments and those of the server call
  * before anything is enqueued: on failure nothing was enqueued (except where

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/comm.h: value types of collective communication:
  * CommunicationId (one id per unordered set of devices, naming the
@@ -9,6 +10,7 @@
 
 #include "cubert/base.h"
 #include "cubert/status.h"
+#include "cubert/error.h"
 #include "cubert/device.h"
 
 CUBERT_EXTERN_C_BEGIN
@@ -29,16 +31,19 @@ CUBERT_EXTERN_C_BEGIN
  * splitmix64 mixer. count == 0 is allowed (devices may then be NULL) and
  * yields the hash of the empty list.
  *
- * Borrows `devices` for the call. Returns INVALID_ARGUMENT for a NULL out_id
- * or NULL devices with count > 0, OUT_OF_RANGE for count >
- * CUBERT_COMMUNICATION_MAX_DEVICES. On failure *out_id is untouched. */
+ * Borrows `devices` for the call. Returns INVALID_ARGUMENT (kind
+ * INVALID_ARGUMENT) for a NULL out_id or NULL devices with count > 0,
+ * OUT_OF_RANGE (kind OUT_OF_RANGE, fields count and the maximum) for count >
+ * CUBERT_COMMUNICATION_MAX_DEVICES. On failure *out_id is untouched and
+ * *out_error (may be NULL) holds the record. */
 CUBERT_API cubert_status_t cubert_communication_id(const cubert_device_id_t *devices, size_t count,
-                                                   uint64_t *out_id);
+                                                   uint64_t *out_id, cubert_error_t *out_error);
 
 /* CubeCL's ReduceOperation for all_reduce. Values are stable ABI. */
 typedef enum cubert_reduce_operation_e {
   CUBERT_REDUCE_OPERATION_SUM = 0,
-  CUBERT_REDUCE_OPERATION_MEAN = 1
+  CUBERT_REDUCE_OPERATION_MEAN = 1,
+  CUBERT_REDUCE_OPERATION_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_reduce_operation_t;
 
 /* Whether `op` is one of the values above (for servers validating input
@@ -62,7 +67,8 @@ typedef enum cubert_comm_dtype_e {
   CUBERT_COMM_DTYPE_F16 = 8,
   CUBERT_COMM_DTYPE_BF16 = 9,
   CUBERT_COMM_DTYPE_E4M3 = 10,
-  CUBERT_COMM_DTYPE_E5M2 = 11
+  CUBERT_COMM_DTYPE_E5M2 = 11,
+  CUBERT_COMM_DTYPE_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_comm_dtype_t;
 
 /* Width in bytes of one element of `dtype`; 0 for a value not listed above

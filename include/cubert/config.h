@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/config.h: compile-time switches that leave optional features out of
  * the core, for small embedded builds. Each switch is 1 (compiled in) unless
@@ -18,10 +19,11 @@
  * compiled out (functions without a status say so in their comments).
  * cubert_config_features() tells a program what its library holds.
  *
- *   CUBERT_CONFIG_RACE_CHECKER  the happens-before race checker (cubert/race.h)
+ *   CUBERT_CONFIG_RACE_CHECKER  the happens-before race checker (cubert/backend/race.h)
  *   CUBERT_CONFIG_SIMULATION    the seeded chooser, explorer and shrinker of the
  *                               deterministic simulation (cubert/sim.h)
- *   CUBERT_CONFIG_PROFILING     profilers and profile summaries (cubert/profile.h)
+ *   CUBERT_CONFIG_PROFILING     profilers and profile summaries (cubert/profile.h,
+ *                               cubert/backend/profiler.h)
  *   CUBERT_CONFIG_ERROR_TEXT    CubeCL's message texts in cubert_error_format and
  *                               in aggregates; without it a record is written
  *                               in numbers (kinds, status, fields, reason)

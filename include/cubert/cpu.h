@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/cpu.h: the CPU device (hosted layer): the CPU driver
  * (backend-cpu/cpu) under the server kit. Streams are simulated by one
@@ -30,7 +31,8 @@ typedef enum cubert_cpu_mode_e {
    * whose wait is satisfied), one at a time, in the order the chooser
    * decides; kernels run inline, cubes in order. Same seed (or replay log) => same order, trace hash and results
    * on any machine, for a single-threaded host program. */
-  CUBERT_CPU_MODE_DETERMINISTIC = 1
+  CUBERT_CPU_MODE_DETERMINISTIC = 1,
+  CUBERT_CPU_MODE_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_cpu_mode_t;
 
 typedef struct cubert_cpu_options_t {
@@ -95,9 +97,11 @@ CUBERT_API cubert_status_t cubert_cpu_client_create(cubert_allocator_t allocator
 
 /* ---- deterministic simulation ------------------------------------------------
  * Every function takes a client of a CPU device created by
- * cubert_cpu_client_create (or a clone). INVALID_ARGUMENT for NULL arguments;
- * NOT_FOUND when the client is not on a CPU device;
- * FAILED_PRECONDITION for a DETERMINISTIC-only call on a THREADED device. */
+ * cubert_cpu_client_create (or a clone) and fills out_error (may be NULL) on
+ * failure: INVALID_ARGUMENT (kind INVALID_ARGUMENT) for NULL arguments;
+ * NOT_FOUND (kind IO_NOT_FOUND) when the client is not on a CPU device;
+ * FAILED_PRECONDITION (kind FAILED_PRECONDITION) for a DETERMINISTIC-only call
+ * on a THREADED device; each reason names the function. */
 
 typedef struct cubert_cpu_sim_info_t {
   uint32_t deterministic;  /* 1 in DETERMINISTIC mode */
@@ -117,29 +121,33 @@ typedef struct cubert_cpu_sim_info_t {
 /* Copy the simulation state. Thread-safe (takes the simulation lock). A
  * THREADED device reports deterministic 0 and zeros. */
 CUBERT_API cubert_status_t cubert_cpu_sim_info(cubert_client_t *client,
-                                               cubert_cpu_sim_info_t *out_info);
+                                               cubert_cpu_sim_info_t *out_info,
+                                               cubert_error_t *out_error);
 
 /* Use `chooser` (caller storage; it must stay valid until replaced or the
  * device is released) for every later choice; NULL: back to the built-in
  * chooser (its state continues). Deterministic only. Thread-safe. */
 CUBERT_API cubert_status_t cubert_cpu_sim_attach(cubert_client_t *client,
-                                                 cubert_sim_chooser_t *chooser);
+                                                 cubert_sim_chooser_t *chooser,
+                                                 cubert_error_t *out_error);
 
 /* Run steps (in the chooser's order) until nothing is runnable (every
  * enqueued op ran), then release what the kit's GC holds whose event
  * completed. Deterministic only. Blocks (runs kernels inline). Thread-safe. */
-CUBERT_API cubert_status_t cubert_cpu_sim_drain(cubert_client_t *client);
+CUBERT_API cubert_status_t cubert_cpu_sim_drain(cubert_client_t *client, cubert_error_t *out_error);
 
 /* ---- race checker (options.race_check) ---------------------------------------- */
 
 /* Counters of the device's checker (all zero when it is off); the same as
  * cubert_kit_race_counters (cubert/backend/kit.h). Thread-safe. */
 CUBERT_API cubert_status_t cubert_cpu_race_counters(cubert_client_t *client,
-                                                    cubert_race_counters_t *out_counters);
-/* The most recent report: OK, or NOT_FOUND when there was none (or the
- * checker is off). Thread-safe. */
+                                                    cubert_race_counters_t *out_counters,
+                                                    cubert_error_t *out_error);
+/* The most recent report: OK, or NOT_FOUND (kind IO_NOT_FOUND) when there
+ * was none (or the checker is off). Records as above. Thread-safe. */
 CUBERT_API cubert_status_t cubert_cpu_race_last_report(cubert_client_t *client,
-                                                       cubert_race_report_t *out_report);
+                                                       cubert_race_report_t *out_report,
+                                                       cubert_error_t *out_error);
 
 CUBERT_EXTERN_C_END
 

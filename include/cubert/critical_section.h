@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/critical_section.h: the critical-section hook, for targets without atomic
  * read-modify-write instructions (Cortex-M0/M0+ and other ARMv6-M cores, RISC-V cores

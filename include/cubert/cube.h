@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/cube.h: cube counts and cube dims (CubeCL's CubeCount,
  * CubeCountSelection, cube_count_spread, CubeDim, io_optimized_vector_sizes).
@@ -10,12 +11,18 @@
  * Where CubeCL's arithmetic is undefined (u32 overflow panics in debug and
  * wraps in release; division by zero) cubert defines the result; each such
  * case is listed on the function and tested.
+ *
+ * Every function returning a status takes `cubert_error_t *out_error` last
+ * (may be NULL): on failure it holds the kind of the code (INVALID_ARGUMENT,
+ * OVERFLOW, OUT_OF_RANGE with fields needed, available) and a reason naming
+ * the function and the argument.
  */
 #ifndef CUBERT_CUBE_H
 #define CUBERT_CUBE_H
 
 #include "cubert/base.h"
 #include "cubert/status.h"
+#include "cubert/error.h"
 #include "cubert/handle.h"
 #include "cubert/properties.h"
 
@@ -25,7 +32,8 @@ CUBERT_EXTERN_C_BEGIN
 
 typedef enum cubert_cube_count_kind_e {
   CUBERT_CUBE_COUNT_STATIC = 0, /* a known (x, y, z) grid */
-  CUBERT_CUBE_COUNT_DYNAMIC = 1 /* read at launch from a buffer of three u32 [x, y, z] */
+  CUBERT_CUBE_COUNT_DYNAMIC = 1, /* read at launch from a buffer of three u32 [x, y, z] */
+  CUBERT_CUBE_COUNT_KIND_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_cube_count_kind_t;
 
 /* The number of cubes a launch dispatches. `count` is meaningful for STATIC,
@@ -72,7 +80,7 @@ CUBERT_API bool cubert_cube_count_is_empty(const cubert_cube_count_t *count);
  * always suffices). On failure nothing is written. Pure, thread-safe. */
 CUBERT_API cubert_status_t cubert_cube_count_format(const cubert_cube_count_t *count,
                                                     char *buffer, size_t buffer_size,
-                                                    size_t *out_length);
+                                                    size_t *out_length, cubert_error_t *out_error);
 
 /* ---- cube_count_spread ---------------------------------------------------- */
 
@@ -96,7 +104,8 @@ CUBERT_API cubert_status_t cubert_cube_count_format(const cubert_cube_count_t *c
  * NULL out_counts: INVALID_ARGUMENT. On failure *out_counts is untouched.
  * Pure, thread-safe. */
 CUBERT_API cubert_status_t cubert_cube_count_spread(cubert_dim3_t max_cube_count, uint32_t num_cubes,
-                                                    cubert_dim3_t *out_counts);
+                                                    cubert_dim3_t *out_counts,
+                                                    cubert_error_t *out_error);
 
 /* ---- CubeCountSelection --------------------------------------------------- */
 
@@ -116,7 +125,8 @@ typedef struct cubert_cube_count_selection_t {
  * (INVALID_ARGUMENT, OVERFLOW); NULL out: INVALID_ARGUMENT. On failure
  * *out_selection is untouched. Pure, thread-safe. */
 CUBERT_API cubert_status_t cubert_cube_count_selection_new(
-    cubert_dim3_t max_cube_count, uint32_t num_cubes, cubert_cube_count_selection_t *out_selection);
+    cubert_dim3_t max_cube_count, uint32_t num_cubes, cubert_cube_count_selection_t *out_selection,
+    cubert_error_t *out_error);
 
 /* Some cubes will be idle (Approx). NULL: false. Pure. */
 CUBERT_API bool cubert_cube_count_selection_has_idle(const cubert_cube_count_selection_t *selection);
@@ -135,7 +145,8 @@ CUBERT_API cubert_cube_count_t cubert_cube_count_selection_cube_count(
 CUBERT_API cubert_status_t cubert_calculate_cube_count_elemwise(cubert_dim3_t max_cube_count,
                                                                 uint64_t num_elems,
                                                                 cubert_dim3_t cube_dim,
-                                                                cubert_cube_count_t *out_count);
+                                                                cubert_cube_count_t *out_count,
+                                                                cubert_error_t *out_error);
 
 /* ---- CubeDim -------------------------------------------------------------- */
 
@@ -152,7 +163,8 @@ CUBERT_API cubert_cube_dim_t cubert_cube_dim_new_3d(uint32_t x, uint32_t y, uint
  * OVERFLOW when even u64 does not hold it (possible only with all three
  * components near 2^32); INVALID_ARGUMENT for a NULL out. Out untouched on
  * failure. Pure, thread-safe. */
-CUBERT_API cubert_status_t cubert_cube_dim_num_elems(cubert_cube_dim_t dim, uint64_t *out_num_elems);
+CUBERT_API cubert_status_t cubert_cube_dim_num_elems(cubert_cube_dim_t dim, uint64_t *out_num_elems,
+                                                     cubert_error_t *out_error);
 
 /* `dim` fully contains `other`: componentwise >=. Pure. */
 CUBERT_API bool cubert_cube_dim_can_contain(cubert_cube_dim_t dim, cubert_cube_dim_t other);
@@ -168,7 +180,8 @@ CUBERT_API bool cubert_cube_dim_can_contain(cubert_cube_dim_t dim, cubert_cube_d
  * Returns INVALID_ARGUMENT for NULL pointers or plane_size_max == 0 (CubeCL
  * divides by zero). Out untouched on failure. Pure, thread-safe. */
 CUBERT_API cubert_status_t cubert_cube_dim_new(const cubert_hardware_properties_t *hardware,
-                                               uint64_t working_units, cubert_cube_dim_t *out_dim);
+                                               uint64_t working_units, cubert_cube_dim_t *out_dim,
+                                               cubert_error_t *out_error);
 
 /* ---- io_optimized_vector_sizes -------------------------------------------- */
 
@@ -193,13 +206,14 @@ CUBERT_API cubert_status_t cubert_cube_dim_new(const cubert_hardware_properties_
  * written. Pure, thread-safe. */
 CUBERT_API cubert_status_t cubert_io_optimized_vector_sizes_from_limits(
     uint64_t max_vector_size, uint32_t load_width_bits, size_t elem_size, uint32_t *out_sizes,
-    size_t capacity, size_t *out_count);
+    size_t capacity, size_t *out_count, cubert_error_t *out_error);
 
 /* The same with the limits of `hardware` (max_vector_size, load_width).
  * NULL hardware: INVALID_ARGUMENT. */
 CUBERT_API cubert_status_t cubert_io_optimized_vector_sizes(const cubert_hardware_properties_t *hardware,
                                                             size_t elem_size, uint32_t *out_sizes,
-                                                            size_t capacity, size_t *out_count);
+                                                            size_t capacity, size_t *out_count,
+                                                            cubert_error_t *out_error);
 
 CUBERT_EXTERN_C_END
 

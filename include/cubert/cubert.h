@@ -1,20 +1,54 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert: the CubeCL runtime rebuilt in C99.
  *
- * Umbrella header: the client API (client, handles, kernels, layouts, cube
- * counts, errors, properties, profiling). A device is created by its backend
- * (cubert/cpu.h, cubert/inline.h; the hosted layer: cubert/host.h). The
- * interface for backend authors (the driver table and the server kit) lives
- * in cubert/backend/ and is not included here; neither are the race checker
- * (cubert/race.h) and the simulation chooser (cubert/sim.h).
+ * Umbrella header: the client API, for users. It pulls in the client
+ * (cubert/client.h), handles as values (handle.h), kernels and their dialect
+ * (kernel.h), layouts (layout.h), cube counts and dims (cube.h), errors and
+ * status codes (error.h, status.h), device ids and properties (device.h,
+ * properties.h), profiling tokens, levels and summaries (profile.h), memory
+ * usage and allocation modes (memory.h), collective value types (comm.h),
+ * stream ids (stream_id.h), the allocator and arena (allocator.h), the
+ * version (base.h) and the compiled-in features (config.h).
+ *
+ * Not included, each included on its own where it is wanted:
+ *  - device constructors: cubert/cpu.h (with the race report types of
+ *    cubert/race.h and the choosers of cubert/sim.h), cubert/inline.h,
+ *    cubert/cuda.h, and the hosted layer cubert/host.h;
+ *  - cubert/critical_section.h, the hook an embedded host without atomics
+ *    provides;
+ *  - everything for server authors, under cubert/backend/: the driver table
+ *    and the server kit (driver.h, kit.h), the handle table and memory ids
+ *    (handle_table.h), the memory manager and pools (memory.h), the
+ *    multi-stream (stream.h), the device handle and registry (device.h), the
+ *    race checker (race.h), the simulation's choice calls (sim.h), the
+ *    timestamp profiler (profiler.h), checked arithmetic (arith.h), and the
+ *    test-only switches (testing.h, cpu_testing.h).
  *
  * The conventions every public header follows are written once, here:
  *
  *  - Names: prefix `cubert_`; types `cubert_thing_t`; macros `CUBERT_`; noun
- *    before verb (`cubert_handle_retain`); outputs last, named `out_...`.
- *  - Status: every fallible function returns a `cubert_status_t` (0 = OK).
- *    Details go to an optional caller-owned `cubert_error_t *out_error`
- *    (may be NULL). A call that fails has no side effect.
+ *    before verb (`cubert_handle_release`); outputs last, named `out_...`;
+ *    CubeCL's names where CubeCL has one (docs/cubecl-mapping.md).
+ *  - Lifetimes, one verb each: `_create` / `_destroy` for an object the
+ *    caller owns alone; `_clone` / `_release` for references to something
+ *    shared (handles, bindings, clients: CubeCL's Clone and Drop; a client is
+ *    a reference to its device, the last release destroys the device);
+ *    `_retain` / `_release` for raw reference counts (memory ids, backend
+ *    only); `_initialize` for a caller-owned struct (options, arenas,
+ *    choosers). Uploads are `cubert_client_create_from_slice` /
+ *    `_from_bytes` / `create_tensor(s)_from_slice(s)` as in CubeCL.
+ *  - Status and errors: every fallible function of the user headers returns a
+ *    `cubert_status_t` (0 = OK) and takes `cubert_error_t *out_error` last
+ *    (caller-owned, may be NULL), which it fills on failure with the error's
+ *    kind and a reason. A call that fails has no side effect. The functions
+ *    of cubert/error.h write records themselves and take none. Backend
+ *    headers (cubert/backend/) follow the same rule except for hot-path
+ *    primitives (handle table and memory ids, the multi-stream, the race
+ *    checker's events, checked arithmetic), which return a status only; each
+ *    such header says so.
+ *  - Enums: every public enum has a CUBERT_..._FORCE_32BIT_ sentinel, so its
+ *    size is 4 bytes on every target (arm-none-eabi uses short enums).
  *  - Ownership: "borrows" means the callee keeps no reference after returning;
  *    "retains" means it takes a reference that it releases later. Objects
  *    remember the allocator they were created with and free themselves with it.
@@ -40,9 +74,9 @@
 #include "cubert/comm.h"
 #include "cubert/stream_id.h"
 #include "cubert/layout.h"
-#include "cubert/client.h"
 #include "cubert/memory.h"
 #include "cubert/profile.h"
 #include "cubert/kernel.h"
+#include "cubert/client.h"
 
 #endif /* CUBERT_CUBERT_H */

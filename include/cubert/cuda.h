@@ -1,5 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * cubert/cuda.h: what the CUDA backend offers users directly: whether CUDA
+ * cubert/cuda.h: the CUDA device (backend-cuda: the CUDA driver under the
+ * server kit) and what the CUDA backend offers users directly: whether CUDA
  * can be used in this process, the CUDA devices and their properties, and
  * the registry of kernel images (PTX / cubin that nvcc built from the
  * single-source kernels). docs/cuda.md is the guide.
@@ -17,8 +19,11 @@
 #define CUBERT_CUDA_H
 
 #include "cubert/base.h"
+#include "cubert/client.h"
 #include "cubert/error.h"
+#include "cubert/profile.h"
 #include "cubert/properties.h"
+#include "cubert/race.h"
 
 CUBERT_EXTERN_C_BEGIN
 
@@ -107,6 +112,102 @@ typedef struct cubert_cuda_device_info_t {
 CUBERT_API cubert_status_t cubert_cuda_device_info(uint32_t ordinal,
                                                    cubert_cuda_device_info_t *out,
                                                    cubert_error_t *out_error);
+
+/* ---- the CUDA device --------------------------------------------------------
+ * A CUDA device is one GPU under the server kit, used through the client API
+ * like any other device: the GPU's primary context (retained once per
+ * process and kept: creating and releasing clients does not re-create it;
+ * made current on every thread that enters the device), one non-blocking
+ * CUstream per stream slot plus one for the GC (and one kept for
+ * collectives, which are not supported yet: UNSUPPORTED), pooled events,
+ * memory through the kit's pools over cuMemAllocAsync (512-byte alignment;
+ * the PITCHED layout policy: optimized tensors get 512-byte aligned rows),
+ * pinned staging buffers from a reused pool, kernels found by name in the
+ * registered images (or the descriptor's own image). Errors of work that ran
+ * on the GPU surface at the next flush / sync / read of its stream
+ * (SERVER_UNHEALTHY); a context-poisoning error (an illegal address, ...)
+ * loses the device: every later call on it returns UNAVAILABLE (kind
+ * DEVICE_LOST) at once, other devices keep working. */
+
+/* Type id of CUDA devices in the device registry. */
+#define CUBERT_CUDA_DEVICE_TYPE 2
+
+typedef struct cubert_cuda_options_t {
+  /* The GPU: the CUdevice ordinal, below cubert_cuda_device_count. */
+  uint32_t ordinal;
+  /* Registered as {CUBERT_CUDA_DEVICE_TYPE, device_index}. Usually equal to
+   * ordinal; several devices may share one GPU (each with its own streams,
+   * pools and caches on the GPU's primary context). */
+  uint32_t device_index;
+  uint32_t max_streams;  /* stream slots (stream id mod max_streams), 1..255; 0: 16 */
+  uint32_t max_handles;  /* handle table capacity; 0: 1 << 20 */
+  uint64_t memory_size;  /* max_page_size advertised; 0: a quarter of the GPU's memory */
+  cubert_bounds_check_mode_t bounds_check;
+  /* Kernel profiling of the new device with the stderr sink (as on the
+   * CPU device); cubert_cuda_options_initialize reads CUBERT_PROFILE_LEVEL. */
+  cubert_profile_level_t profile_level;
+  /* Host threads (the calling one included) that copy large uploads from
+   * pageable memory into pinned chunks, and large reads out of them; 0: the
+   * default (half the online CPUs, at most 8); 1: the calling thread alone. */
+  uint32_t upload_threads;
+  /* Non-zero: the kit's race checker (cubert/race.h); reports go to
+   * race_sink (cubert_kit_race_counters counts them). */
+  uint32_t race_check;
+  cubert_race_sink_t race_sink;
+} cubert_cuda_options_t;
+
+/* Defaults: GPU 0, index 0, 16 streams, profile level from the
+ * CUBERT_PROFILE_LEVEL environment variable (getenv). NULL: no-op. */
+CUBERT_API void cubert_cuda_options_initialize(cubert_cuda_options_t *options);
+
+/* Create a CUDA device over GPU options->ordinal and its first client
+ * (registered in the device registry; cubert_client_load finds it).
+ * options NULL: the defaults. Loads the driver on first use (see
+ * cubert_cuda_available). Returns OK; FAILED_PRECONDITION ("CUDA
+ * unavailable: <reason>": no driver, no GPU, an old driver) or OUT_OF_RANGE
+ * (an ordinal past the device count), with nothing created;
+ * FAILED_PRECONDITION (kind SERVICE_CREATION) when the index is taken; INVALID_ARGUMENT (NULL
+ * out_client, max_streams above 255, an unknown profile level);
+ * RESOURCE_EXHAUSTED; the mapped CUresult of a failed driver call. Nothing
+ * is left behind on failure. Thread-safe; blocks while the driver loads and
+ * the context is made (the first device of a GPU: tens to hundreds of
+ * milliseconds). */
+CUBERT_API cubert_status_t cubert_cuda_client_create(cubert_allocator_t allocator,
+                                                     const cubert_cuda_options_t *options,
+                                                     cubert_client_t **out_client,
+                                                     cubert_error_t *out_error);
+
+/* Counters of a CUDA device's transfers and launches (tests, benchmarks). */
+typedef struct cubert_cuda_client_stats_t {
+  uint64_t copies_direct;  /* through the CUDA driver as given (small, device to device) */
+  uint64_t copies_pinned;  /* the host side was a staging buffer: DMA only */
+  uint64_t uploads_staged; /* uploads from pageable memory through pinned pieces */
+  uint64_t reads_staged;   /* reads through a pinned chunk, copied out when waited for */
+  uint64_t reads_pieced;   /* large reads through the piece ring */
+  uint64_t copy_outs;      /* staged reads copied to their destination */
+  uint64_t alloc_retries;  /* allocations retried after reclaiming */
+  uint64_t dynamic_reads;  /* dynamic cube counts read back */
+  uint64_t reports_read;   /* VALIDATE reports read back */
+  uint64_t pinned_bytes;   /* pinned bytes the device's staging pool holds */
+  uint64_t events_created; /* events made (the rest were reused) */
+  uint64_t module_loads;   /* cuModuleLoadDataEx calls that succeeded */
+  uint32_t upload_threads; /* host threads of large transfers */
+  uint32_t reserved_;
+} cubert_cuda_client_stats_t;
+
+/* The counters of `client`'s CUDA device. INVALID_ARGUMENT for NULL;
+ * NOT_FOUND when the client is not on a CUDA device. Takes the device
+ * briefly. */
+CUBERT_API cubert_status_t cubert_cuda_client_stats(cubert_client_t *client,
+                                                    cubert_cuda_client_stats_t *out_stats);
+
+/* The JIT logs of the last module load of `client`'s CUDA device: the error
+ * log of the last failed load (a compilation error's reason carries its
+ * start) and the info log, copied and NUL-terminated (truncated to
+ * `size`). INVALID_ARGUMENT for NULL or size 0; NOT_FOUND when the client
+ * is not on a CUDA device. Takes the device briefly. */
+CUBERT_API cubert_status_t cubert_cuda_client_jit_log(cubert_client_t *client, char *out_error_log,
+                                                      char *out_info_log, size_t size);
 
 CUBERT_EXTERN_C_END
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/error.h: the error record, carrying CubeCL's full error taxonomy.
  *
@@ -133,13 +134,15 @@ CUBERT_EXTERN_C_BEGIN
   X(DEVICE_MISMATCH, DEVICE_MISMATCH, "DeviceMismatch")                                \
   X(DEADLINE_EXCEEDED, DEADLINE_EXCEEDED, "DeadlineExceeded")                          \
   X(DEVICE_LOST, UNAVAILABLE, "DeviceLost")                                            \
-  X(COMPILED_OUT, UNSUPPORTED, "CompiledOut") /* a feature left out (cubert/config.h) */
+  X(COMPILED_OUT, UNSUPPORTED, "CompiledOut") /* a feature left out (cubert/config.h) */ \
+  X(FAILED_PRECONDITION, FAILED_PRECONDITION, "FailedPrecondition") /* wrong state/mode */
 
 typedef enum cubert_error_kind_e {
 #define CUBERT_ERROR_KIND_ENUM_(name, status, seed) CUBERT_ERROR_##name,
   CUBERT_ERROR_KIND_LIST(CUBERT_ERROR_KIND_ENUM_)
 #undef CUBERT_ERROR_KIND_ENUM_
-  CUBERT_ERROR_KIND_COUNT_
+  CUBERT_ERROR_KIND_COUNT_,
+  CUBERT_ERROR_KIND_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_error_kind_t;
 
 #define CUBERT_ERROR_MAX_DEPTH 6
@@ -285,7 +288,8 @@ CUBERT_API cubert_status_t cubert_error_set_backend(cubert_error_t *error,
 typedef enum cubert_call_error_payload_e {
   CUBERT_CALL_ERROR_DISCONNECTED = 0, /* runner gone before producing a result */
   CUBERT_CALL_ERROR_PANIC_MESSAGE = 1, /* task failed with a message (reason) */
-  CUBERT_CALL_ERROR_PANIC_NON_STRING = 2 /* task failed without a message */
+  CUBERT_CALL_ERROR_PANIC_NON_STRING = 2, /* task failed without a message */
+  CUBERT_CALL_ERROR_PAYLOAD_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_call_error_payload_t;
 
 /* CallError -> INTERNAL. `message` is used with PANIC_MESSAGE (NULL prints

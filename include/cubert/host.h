@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/host.h: the hosted layer (backend-cpu): what needs an OS.
  * Not part of the freestanding core; link libcubert (which includes it) on a
@@ -8,6 +9,7 @@
 
 #include "cubert/allocator.h"
 #include "cubert/device.h"
+#include "cubert/error.h"
 #include "cubert/profile.h"
 #include "cubert/stream_id.h"
 
@@ -50,89 +52,47 @@ CUBERT_API cubert_stream_id_t cubert_stream_id_allocate(void);
 /* Make `id` the calling thread's stream until the matching _end (CubeCL's
  * StreamId::executes). Overrides nest: each _end restores the enclosing
  * override, the outermost restores "no override". Borrows *out_token until
- * _end. Returns OK, or INVALID_ARGUMENT for NULL (nothing changes then).
- * Calling thread only. */
+ * _end. Returns OK, or INVALID_ARGUMENT (kind INVALID_ARGUMENT, with a
+ * reason) for NULL (nothing changes then). Calling thread only. */
 CUBERT_API cubert_status_t cubert_stream_id_executes_begin(cubert_stream_id_t id,
-                                                           cubert_stream_id_token_t *out_token);
+                                                           cubert_stream_id_token_t *out_token,
+                                                           cubert_error_t *out_error);
 
 /* End the override `token` started. It must be the calling thread's
- * innermost override: INVALID_ARGUMENT for NULL, a token already ended, a
- * token of another thread or one ended out of order (nothing changes then).
+ * innermost override: INVALID_ARGUMENT (kind INVALID_ARGUMENT; the reason
+ * says which) for NULL, a token already ended, a token of another thread or
+ * one ended out of order (nothing changes then).
  * Calling thread only. C has no unwinding: the caller must reach _end on every path. */
-CUBERT_API cubert_status_t cubert_stream_id_executes_end(cubert_stream_id_token_t *token);
+CUBERT_API cubert_status_t cubert_stream_id_executes_end(cubert_stream_id_token_t *token,
+                                                         cubert_error_t *out_error);
 
 /* fn(user) under the override `id` (begin, call, end). Returns begin's error
  * without calling fn, else end's status. NULL fn: INVALID_ARGUMENT. */
 CUBERT_API cubert_status_t cubert_stream_id_executes(cubert_stream_id_t id, void (*fn)(void *user),
-                                                     void *user);
+                                                     void *user, cubert_error_t *out_error);
 
 /* Set / read the process-wide policy (CubeCL's set_policy; programmatic
  * setting always wins, there is no config file here). Default PER_THREAD.
  * Takes effect for every later cubert_stream_id_current on any thread;
  * threads keep their per-thread id across policy changes. INVALID_ARGUMENT
- * for an unknown value (policy unchanged). Thread-safe, lock-free. */
-CUBERT_API cubert_status_t cubert_stream_id_set_policy(cubert_stream_policy_t policy);
+ * (kind INVALID_ARGUMENT, field[0] the value) for an unknown value (policy
+ * unchanged). Thread-safe, lock-free. */
+CUBERT_API cubert_status_t cubert_stream_id_set_policy(cubert_stream_policy_t policy,
+                                                       cubert_error_t *out_error);
 CUBERT_API cubert_stream_policy_t cubert_stream_id_policy(void);
-
-/* ---- runner-thread device handle (CubeCL's channel handle) ---------------
- *
- * A cubert_device_handle_t (cubert/device.h) whose tasks run on one
- * dedicated thread per handle, from a bounded queue of fixed-size records:
- *  - submit copies fn + payload (<= CUBERT_DEVICE_TASK_PAYLOAD bytes) into the
- *    queue and returns; it does not allocate. When the queue is full it
- *    waits (spins briefly, then blocks) until the runner frees a slot.
- *  - submit_blocking / exclusive enqueue a record that lives on the caller's
- *    stack (payload / user used in place) and block until it ran; exclusive
- *    returns fn's status. fn runs on the runner thread with the device held.
- *  - Re-entrancy: submit, submit_blocking and exclusive called from the
- *    runner thread itself (inside a task) run inline at once.
- *  - Tasks run as soon as they are queued; flush_queue only makes sure the
- *    runner is awake (a queued task runs by the next flush_queue or
- *    blocking call at the latest). is_blocking returns false.
- *  - Ordering: one FIFO; each thread's tasks run in submission order, and a
- *    blocking call observes every earlier submission of the same thread.
- *  - Each task runs under a stream override (cubert_stream_id_executes) set
- *    to the submitter's cubert_stream_id_current() at submit time, so server
- *    code on the runner sees the submitter's stream.
- *  - Once destroy began (from any thread), submit / submit_blocking /
- *    exclusive from other threads return UNAVAILABLE; flush_queue returns
- *    OK. destroy runs every task accepted before (a task the last client
- *    left queued still runs), then joins the thread and frees the handle.
- *    Calls from inside a task still run inline during that drain. destroy
- *    called from inside one of the handle's own tasks returns at once; the
- *    runner then drains the queue and frees the handle itself. Calling
- *    destroy twice, or any call after destroy returned, is undefined.
- * All vtable calls are thread-safe.
- */
-
-/* Queue capacity used when 0 is requested, and the largest accepted. */
-#define CUBERT_DEVICE_RUNNER_QUEUE_DEFAULT 64u
-#define CUBERT_DEVICE_RUNNER_QUEUE_MAX 65536u
-
-/* Create a runner-thread handle over `context` (borrowed: it must outlive
- * the handle; every task receives it). queue_capacity: tasks the queue
- * holds (0: the default; rounded up to a power of two, at least 2). Starts
- * the runner thread and waits until it runs (blocks briefly). The handle
- * keeps `allocator` and frees itself with it on destroy.
- * INVALID_ARGUMENT for NULL out_handle or queue_capacity >
- * CUBERT_DEVICE_RUNNER_QUEUE_MAX; RESOURCE_EXHAUSTED when an allocation,
- * a mutex / condition variable or the thread cannot be created; INTERNAL
- * for other thread-creation errors. On failure nothing is left behind.
- * Thread-safe. */
-CUBERT_API cubert_status_t cubert_device_handle_runner_create(cubert_allocator_t allocator,
-                                                              void *context,
-                                                              uint32_t queue_capacity,
-                                                              cubert_device_handle_t *out_handle);
 
 /* ---- hooks for the server kit (cubert/backend/kit.h, cubert/inline.h) --- */
 
 /* A recursive device lock (cubert_lock_t): a mutex plus its owner thread and
  * a depth, so a re-entry is a compare. *out_lock owns the allocation until
- * cubert_host_lock_destroy. INVALID_ARGUMENT (NULL), RESOURCE_EXHAUSTED.
+ * cubert_host_lock_destroy. INVALID_ARGUMENT (NULL), RESOURCE_EXHAUSTED (kind
+ * HOST_OUT_OF_MEMORY: the allocation or the mutex); out_error (may be NULL)
+ * holds the record.
  * The lock functions are thread-safe and block while another thread holds
  * it. */
 CUBERT_API cubert_status_t cubert_host_lock_create(cubert_allocator_t allocator,
-                                                   cubert_lock_t *out_lock);
+                                                   cubert_lock_t *out_lock,
+                                                   cubert_error_t *out_error);
 /* Destroy a lock made by cubert_host_lock_create (not held). A lock with NULL
  * functions: no-op. */
 CUBERT_API void cubert_host_lock_destroy(cubert_lock_t lock);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/inline.h: the inline device (backend-cpu/inline, freestanding): the
  * inline driver under the server kit. Every operation runs to completion on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/kernel.h: the single-source kernel dialect and the kernel
  * descriptor.
@@ -124,7 +125,8 @@ CUBERT_EXTERN_C_BEGIN
 typedef enum cubert_execution_mode_e {
   CUBERT_EXECUTION_CHECKED = 0,   /* OOB reads give 0, OOB writes are dropped */
   CUBERT_EXECUTION_VALIDATE = 1,  /* as checked, and an error is queued */
-  CUBERT_EXECUTION_UNCHECKED = 2  /* raw accesses */
+  CUBERT_EXECUTION_UNCHECKED = 2, /* raw accesses */
+  CUBERT_EXECUTION_MODE_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_execution_mode_t;
 
 /* ---- launch arguments ---------------------------------------------------------- */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/layout.h: the memory layout policy (docs/cubecl-mapping.md, "Memory
  * layout"; CubeCL's
@@ -43,13 +44,15 @@ CUBERT_EXTERN_C_BEGIN
  * it; the CONTIGUOUS policy lays out every descriptor contiguously. */
 typedef enum cubert_layout_strategy_e {
   CUBERT_LAYOUT_CONTIGUOUS = 0, /* standard row-major, no padding */
-  CUBERT_LAYOUT_OPTIMIZED = 1   /* the runtime's choice (pitched rows on CUDA/HIP) */
+  CUBERT_LAYOUT_OPTIMIZED = 1,  /* the runtime's choice (pitched rows on CUDA/HIP) */
+  CUBERT_LAYOUT_STRATEGY_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_layout_strategy_t;
 
 /* Which MemoryLayoutPolicy a backend uses. */
 typedef enum cubert_layout_policy_kind_e {
   CUBERT_LAYOUT_POLICY_CONTIGUOUS = 0, /* CPU (8), wgpu/Metal (device alignment), dummy (4) */
-  CUBERT_LAYOUT_POLICY_PITCHED = 1     /* CUDA (512), HIP (max(32, texture, surface)) */
+  CUBERT_LAYOUT_POLICY_PITCHED = 1,    /* CUDA (512), HIP (max(32, texture, surface)) */
+  CUBERT_LAYOUT_POLICY_KIND_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_layout_policy_kind_t;
 
 /* A policy: its kind and the alignment of every tensor's start inside the

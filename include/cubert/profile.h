@@ -1,11 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/profile.h: profiling.
  *
- *  1. The timestamp profiler (CubeCL's TimestampProfiler): tokens issued from
- *     a counter, each remembering the host instant it started at, or the
- *     error that invalidated it. Servers without device timing (dummy, CPU,
- *     CUDA) call start/stop around two stream syncs, so a profile is host
- *     wall-clock time between those syncs (TimingMethod::System).
+ *  1. Profiling tokens and durations (cubert_client_profile_start / _end,
+ *     cubert_client_profile), and the clock a host gives a device. The
+ *     server's token table (CubeCL's TimestampProfiler) is
+ *     cubert/backend/profiler.h.
  *  2. Logger-driven kernel profiling: the profiling level, the per-kernel
  *     summary table printed at each client sync, the per-launch log line and
  *     CubeCL's "Balanced" type-name formatting of kernel names.
@@ -17,8 +17,8 @@
  * object has one user at a time (distinct objects may be used from distinct
  * threads). Nothing blocks. See docs/profiling.md.
  *
- * Compiled out (CUBERT_CONFIG_PROFILING 0, cubert/config.h): profilers and
- * summaries cannot be created (UNSUPPORTED with a COMPILED_OUT record), calls
+ * Compiled out (CUBERT_CONFIG_PROFILING 0, cubert/config.h): summaries
+ * cannot be created (UNSUPPORTED with a COMPILED_OUT record), calls
  * on them return UNSUPPORTED or report nothing, the text helpers write
  * "(profiling compiled out)"; the level helpers still describe the levels.
  */
@@ -33,7 +33,7 @@
 
 CUBERT_EXTERN_C_BEGIN
 
-/* ProfilingToken (spec 7). */
+/* ProfilingToken. */
 typedef struct cubert_profiling_token_t {
   uint64_t id;
 } cubert_profiling_token_t;
@@ -54,85 +54,6 @@ typedef struct cubert_profile_clock_t {
   uint64_t (*now_ns)(void *self);
 } cubert_profile_clock_t;
 
-/* ---- timestamp profiler ------------------------------------------------------ */
-
-/* Capacity suggested for a server: simultaneously active (started, not yet
- * stopped) tokens. Nested `profile` calls nest tokens, so this is the
- * nesting/overlap depth a server supports. */
-#define CUBERT_PROFILER_DEFAULT_CAPACITY 64u
-/* Largest capacity cubert_profiler_create accepts. */
-#define CUBERT_PROFILER_MAX_CAPACITY 65536u
-
-typedef struct cubert_profiler_t cubert_profiler_t;
-
-/* Create a profiler holding at most `capacity` active tokens (1 ..
- * CUBERT_PROFILER_MAX_CAPACITY). All its memory is allocated here, once;
- * start/stop/error never allocate. The allocator is stored and used to free
- * the profiler; the clock is stored (clock.self is borrowed for the
- * profiler's lifetime). Token ids start at 0.
- * Returns OK; INVALID_ARGUMENT for a NULL out_profiler, a NULL allocator
- * function, a NULL clock.now_ns, or a capacity out of range;
- * RESOURCE_EXHAUSTED when the allocator fails (kind HOST_OUT_OF_MEMORY).
- * On failure *out_profiler is untouched and nothing is leaked.
- * Not blocking; thread-safe (touches nothing shared). */
-CUBERT_API cubert_status_t cubert_profiler_create(cubert_allocator_t allocator,
-                                                  cubert_profile_clock_t clock, uint32_t capacity,
-                                                  cubert_profiler_t **out_profiler,
-                                                  cubert_error_t *out_error);
-
-/* Free the profiler (active tokens are dropped). NULL is a no-op. */
-CUBERT_API void cubert_profiler_destroy(cubert_profiler_t *profiler);
-
-/* TimestampProfiler::start: issue the next token id (a 64-bit counter;
- * ids are never reused before it wraps after 2^64 starts) and record the
- * current instant (one clock call) for it.
- * Returns OK; INVALID_ARGUMENT for NULL arguments; PROFILE_FAILED (kind
- * PROFILE_UNKNOWN, "too many active profiles ...") when `capacity` tokens are
- * already active. On failure nothing changes (no id is consumed, the clock is
- * not read). Not thread-safe (one profiler, one user at a time). */
-CUBERT_API cubert_status_t cubert_profiler_start(cubert_profiler_t *profiler,
-                                                 cubert_profiling_token_t *out_token,
-                                                 cubert_error_t *out_error);
-
-/* TimestampProfiler::stop: end `token` and forget it (a token stops once).
- *  - token unknown (never issued, already stopped): PROFILE_FAILED, kind
- *    PROFILE_NOT_REGISTERED ("No profiling registered"); nothing changes;
- *  - token invalidated by cubert_profiler_error: the token is forgotten and
- *    that error is returned: *out_error receives the stored record (a
- *    ProfileError chain, see cubert_profiler_error) and its status is
- *    returned; *out_duration is untouched;
- *  - otherwise reads the clock once and writes {start_ns, end_ns}; end_ns
- *    is clamped to start_ns if the clock went back. Returns OK.
- * INVALID_ARGUMENT for a NULL profiler or out_duration (nothing changes).
- * Not thread-safe. */
-CUBERT_API cubert_status_t cubert_profiler_stop(cubert_profiler_t *profiler,
-                                                cubert_profiling_token_t token,
-                                                cubert_profile_duration_t *out_duration,
-                                                cubert_error_t *out_error);
-
-/* TimestampProfiler::error: any error during a profile invalidates every
- * overlapping profile, so every active token (also one invalidated before)
- * now holds `error`; tokens started later are not affected. `error` is
- * copied and stored as a ProfileError:
- *  - outermost kind PROFILE_*: stored as is;
- *  - outermost kind LAUNCH_* (a LaunchError): wrapped in PROFILE_LAUNCH;
- *  - anything else (a ServerError, e.g. a stream's SERVER_UNHEALTHY
- *    aggregate from the sync in end_profile): wrapped in PROFILE_SERVER, as
- *    CubeCL's servers record ProfileError::Server(error).
- * The stored record keeps the status of `error`. With no active token this
- * does nothing. Borrows `error`.
- * Returns OK; INVALID_ARGUMENT for a NULL profiler, a NULL error or an empty
- * one (depth 0); nothing changes then. Not thread-safe. */
-CUBERT_API cubert_status_t cubert_profiler_error(cubert_profiler_t *profiler,
-                                                 const cubert_error_t *error);
-
-/* Number of active tokens (started, not stopped; invalidated ones count).
- * 0 for NULL. Not thread-safe against writers. */
-CUBERT_API uint32_t cubert_profiler_active_count(const cubert_profiler_t *profiler);
-
-/* The capacity given at create; 0 for NULL. */
-CUBERT_API uint32_t cubert_profiler_capacity(const cubert_profiler_t *profiler);
-
 /* ---- profiling level -------------------------------------------------------- */
 
 /* Values are stable ABI. */
@@ -141,7 +62,8 @@ typedef enum cubert_profile_level_e {
   CUBERT_PROFILE_LEVEL_EXECUTION_ONLY = 1, /* count launches per kernel, no timing */
   CUBERT_PROFILE_LEVEL_BASIC = 2,          /* profile every launch; summary only */
   CUBERT_PROFILE_LEVEL_MEDIUM = 3,         /* + one log line per launch */
-  CUBERT_PROFILE_LEVEL_FULL = 4            /* + kernel id and cube count in the name */
+  CUBERT_PROFILE_LEVEL_FULL = 4,           /* + kernel id and cube count in the name */
+  CUBERT_PROFILE_LEVEL_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_profile_level_t;
 
 /* Whether `level` is one of the values above. Pure. */
@@ -198,19 +120,23 @@ CUBERT_API cubert_profile_level_t cubert_profile_summary_level(
  * enough name_bytes left for it), the launch is counted in the
  * CUBERT_PROFILE_SUMMARY_OTHER_NAME row instead: it is never lost, and
  * recording never fails for lack of room.
- * Borrows `name` for the call. Returns OK; INVALID_ARGUMENT for a NULL
- * summary or name (nothing changes). Not thread-safe; O(distinct names). */
+ * Borrows `name` for the call. Returns OK; INVALID_ARGUMENT (kind
+ * INVALID_ARGUMENT, reason in *out_error, may be NULL) for a NULL summary or
+ * name (nothing changes). Not thread-safe; O(distinct names). */
 CUBERT_API cubert_status_t cubert_profile_summary_record(cubert_profile_summary_t *summary,
-                                                         const char *name, uint64_t duration_ns);
+                                                         const char *name, uint64_t duration_ns,
+                                                         cubert_error_t *out_error);
 
 /* Totals of one kernel name (first-line rule applies to `name`). Either out
- * pointer may be NULL. Returns OK; NOT_FOUND when the name has no row (also
- * for a name counted in the other row); INVALID_ARGUMENT for a NULL summary
- * or name. Outputs are untouched on failure. Reads only. */
+ * pointer may be NULL. Returns OK; NOT_FOUND (kind IO_NOT_FOUND) when the
+ * name has no row (also for a name counted in the other row);
+ * INVALID_ARGUMENT for a NULL summary or name. Outputs are untouched on
+ * failure and *out_error (may be NULL) holds the record. Reads only. */
 CUBERT_API cubert_status_t cubert_profile_summary_lookup(const cubert_profile_summary_t *summary,
                                                          const char *name,
                                                          uint64_t *out_duration_ns,
-                                                         uint64_t *out_count);
+                                                         uint64_t *out_count,
+                                                         cubert_error_t *out_error);
 
 /* Totals of the other row (0, 0 when it is empty). Either out may be NULL.
  * A NULL summary gives 0, 0. */

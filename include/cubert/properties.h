@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/properties.h: device properties (CubeCL's DeviceProperties,
  * HardwareProperties, MemoryDeviceProperties). Plain data, read-only after a
@@ -38,7 +39,8 @@ typedef struct cubert_hardware_properties_t {
 
 typedef enum cubert_timing_method_e {
   CUBERT_TIMING_SYSTEM = 0, /* host clock around stream syncs */
-  CUBERT_TIMING_DEVICE = 1  /* device events */
+  CUBERT_TIMING_DEVICE = 1, /* device events */
+  CUBERT_TIMING_METHOD_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_timing_method_t;
 
 /* Device features (CubeCL's feature set), a bit mask. */

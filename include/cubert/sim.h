@@ -1,10 +1,14 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/sim.h: the choice point of deterministic simulation
  * (docs/simulation.md).
  *
  * A deterministic server makes every scheduling decision through one
- * chooser: cubert_sim_choose(chooser, n, ids) returns which of n runnable
- * steps runs next. Where the answer comes from is the chooser's source:
+ * chooser: cubert_sim_choose(chooser, n, ids) (cubert/backend/sim.h, the
+ * server's side) returns which of n runnable steps runs next. A user makes
+ * choosers here and attaches them to a deterministic device
+ * (cubert_cpu_sim_attach, cubert/cpu.h). Where the answer comes from is the
+ * chooser's source:
  *   SEED     a seeded PRNG (splitmix64, fully specified: the same seed gives
  *            the same choices on any machine);
  *   REPLAY   a recorded choice log (after its end: choice 0);
@@ -26,7 +30,8 @@
  * server's simulation lock). Nothing blocks.
  *
  * Compiled out (CUBERT_CONFIG_SIMULATION 0, cubert/config.h): the
- * initializers return UNSUPPORTED (the object untouched), cubert_sim_choose
+ * initializers return UNSUPPORTED with a COMPILED_OUT record (the object
+ * untouched), cubert_sim_choose
  * returns 0, cubert_sim_trace does nothing, cubert_sim_explorer_next returns
  * false and cubert_sim_shrink returns count; cubert_sim_splitmix64 stays.
  */
@@ -36,6 +41,7 @@
 #include "cubert/config.h"
 #include "cubert/base.h"
 #include "cubert/status.h"
+#include "cubert/error.h"
 
 CUBERT_EXTERN_C_BEGIN
 
@@ -44,7 +50,8 @@ typedef enum cubert_sim_source_e {
   CUBERT_SIM_SOURCE_REPLAY = 2,
   CUBERT_SIM_SOURCE_BYTES = 3,
   CUBERT_SIM_SOURCE_PCT = 4,
-  CUBERT_SIM_SOURCE_EXPLORE = 5
+  CUBERT_SIM_SOURCE_EXPLORE = 5,
+  CUBERT_SIM_SOURCE_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_sim_source_t;
 
 /* PCT: most change points (depth - 1), priority table size (ids are taken
@@ -94,35 +101,35 @@ typedef struct cubert_sim_chooser_t {
  * choice; it must stay valid while the chooser is used. INVALID_ARGUMENT
  * (NULL chooser; NULL log with capacity > 0; NULL replay / bytes with a
  * non-zero length; PCT depth 0 or above CUBERT_SIM_PCT_MAX_DEPTH or
- * steps_hint 0; NULL explorer). On failure the chooser is untouched. */
-CUBERT_API cubert_status_t cubert_sim_chooser_init_seed(cubert_sim_chooser_t *chooser, uint64_t seed,
-                                                        uint32_t *log, size_t log_capacity);
-CUBERT_API cubert_status_t cubert_sim_chooser_init_replay(cubert_sim_chooser_t *chooser,
-                                                          const uint32_t *choices, size_t count,
-                                                          uint32_t *log, size_t log_capacity);
-CUBERT_API cubert_status_t cubert_sim_chooser_init_bytes(cubert_sim_chooser_t *chooser,
-                                                         const uint8_t *bytes, size_t count,
-                                                         uint32_t *log, size_t log_capacity);
+ * steps_hint 0; NULL explorer), with kind INVALID_ARGUMENT and a reason in
+ * *out_error (may be NULL). On failure the chooser is untouched. */
+CUBERT_API cubert_status_t cubert_sim_chooser_initialize_seed(cubert_sim_chooser_t *chooser,
+                                                              uint64_t seed, uint32_t *log,
+                                                              size_t log_capacity,
+                                                              cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_sim_chooser_initialize_replay(cubert_sim_chooser_t *chooser,
+                                                                const uint32_t *choices,
+                                                                size_t count, uint32_t *log,
+                                                                size_t log_capacity,
+                                                                cubert_error_t *out_error);
+CUBERT_API cubert_status_t cubert_sim_chooser_initialize_bytes(cubert_sim_chooser_t *chooser,
+                                                               const uint8_t *bytes, size_t count,
+                                                               uint32_t *log, size_t log_capacity,
+                                                               cubert_error_t *out_error);
 /* PCT of depth d: d - 1 priority change points drawn in [1, steps_hint]
  * (the expected number of choice points). */
-CUBERT_API cubert_status_t cubert_sim_chooser_init_pct(cubert_sim_chooser_t *chooser, uint64_t seed,
-                                                       uint32_t depth, uint64_t steps_hint,
-                                                       uint32_t *log, size_t log_capacity);
+CUBERT_API cubert_status_t cubert_sim_chooser_initialize_pct(cubert_sim_chooser_t *chooser,
+                                                             uint64_t seed, uint32_t depth,
+                                                             uint64_t steps_hint, uint32_t *log,
+                                                             size_t log_capacity,
+                                                             cubert_error_t *out_error);
 /* One run of an exhaustive exploration: follows the explorer's current path,
  * then takes choice 0 at every new choice point (pushing it). */
-CUBERT_API cubert_status_t cubert_sim_chooser_init_explore(cubert_sim_chooser_t *chooser,
-                                                           cubert_sim_explorer_t *explorer,
-                                                           uint32_t *log, size_t log_capacity);
-
-/* Pick one of n runnable steps: 0..n-1. ids (may be NULL: ids[i] = i) are
- * stable identities of the steps (e.g. stream slots); only PCT uses them.
- * n < 2: returns 0, records nothing. NULL chooser: 0. */
-CUBERT_API uint32_t cubert_sim_choose(cubert_sim_chooser_t *chooser, uint32_t n,
-                                      const uint32_t *ids);
-
-/* Fold a step (what ran: kind, identity, sequence) into the trace hash. */
-CUBERT_API void cubert_sim_trace(cubert_sim_chooser_t *chooser, uint32_t kind, uint32_t id,
-                                 uint64_t seq);
+CUBERT_API cubert_status_t cubert_sim_chooser_initialize_explore(cubert_sim_chooser_t *chooser,
+                                                                 cubert_sim_explorer_t *explorer,
+                                                                 uint32_t *log,
+                                                                 size_t log_capacity,
+                                                                 cubert_error_t *out_error);
 
 /* The splitmix64 generator (next value, state advanced): exposed so that
  * program generators share one machine-independent definition. */
@@ -131,10 +138,12 @@ CUBERT_API uint64_t cubert_sim_splitmix64(uint64_t *state);
 /* ---- exhaustive exploration ------------------------------------------------ */
 
 /* Start an exploration over caller storage of `capacity` entries per array.
- * INVALID_ARGUMENT (NULL explorer or arrays, capacity 0). */
-CUBERT_API cubert_status_t cubert_sim_explorer_init(cubert_sim_explorer_t *explorer,
-                                                    uint32_t *choice, uint32_t *arity,
-                                                    uint32_t capacity);
+ * INVALID_ARGUMENT (NULL explorer or arrays, capacity 0; kind
+ * INVALID_ARGUMENT with a reason in *out_error, may be NULL). */
+CUBERT_API cubert_status_t cubert_sim_explorer_initialize(cubert_sim_explorer_t *explorer,
+                                                          uint32_t *choice, uint32_t *arity,
+                                                          uint32_t capacity,
+                                                          cubert_error_t *out_error);
 
 /* After a run: count it, move to the next unexplored path. False when every
  * path was run (or on overflow / mismatch, which the caller must check). */

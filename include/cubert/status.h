@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/status.h: the status code every fallible function returns.
  *
@@ -44,7 +45,8 @@ typedef enum cubert_status_e {
 #define CUBERT_STATUS_ENUM_(name, value, text) CUBERT_STATUS_##name = value,
   CUBERT_STATUS_LIST(CUBERT_STATUS_ENUM_)
 #undef CUBERT_STATUS_ENUM_
-  CUBERT_STATUS_COUNT_
+  CUBERT_STATUS_COUNT_,
+  CUBERT_STATUS_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_status_t;
 
 /* Short stable name of a code ("INVALID_ARGUMENT"); "UNKNOWN" for a value

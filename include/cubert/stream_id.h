@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/stream_id.h: stream identity (CubeCL's StreamId and
  * StreamPolicy). A stream id is a plain u64 value; backends map it to one of
@@ -31,7 +32,8 @@ typedef enum cubert_stream_policy_e {
   CUBERT_STREAM_POLICY_PER_TASK = 1,   /* CubeCL's tokio-task policy; cubert has no task
                                           runtime, so this behaves as PER_THREAD (as CubeCL
                                           does without its tokio feature) */
-  CUBERT_STREAM_POLICY_SINGLE = 2      /* every thread uses stream 0 */
+  CUBERT_STREAM_POLICY_SINGLE = 2,     /* every thread uses stream 0 */
+  CUBERT_STREAM_POLICY_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_stream_policy_t;
 
 /* The id of freestanding builds and of the SINGLE policy: value 0. */

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/build/check_freestanding.sh: proves core/ is freestanding.
 #
 # usage: check_freestanding.sh [options] FILE.c ...   (core/**/*.c and other freestanding code)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/build/check_matrix.sh: the builds users try, each from clean in its own folder.
 #
 # usage: check_matrix.sh          (run by `make check-matrix`, from the repository root)

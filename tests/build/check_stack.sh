@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/build/check_stack.sh: no function of the freestanding code needs a
 # large stack frame (embedded hosts have small stacks: docs/architecture.md).
 #

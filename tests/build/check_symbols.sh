@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/build/check_symbols.sh: the installed libraries export only the
 # public API. Run by `make check-symbols`:
 #

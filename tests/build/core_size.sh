@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/build/core_size.sh: code size of the freestanding core, full and
 # minimal (every switch of cubert/config.h off). Run by `make size`.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/build/coverage.sh: per-file line and branch coverage of core/ from gcov data.
 #
 # usage: coverage.sh --obj DIR --out DIR [--gcov GCOV] FILE.c ...

@@ -1,12 +1,15 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/build/run_suite.sh: what `make test` runs.
 #
 #   run_suite.sh WRAPPER TEST_BIN [PREFIX ...]
 #
 # With no PREFIX: the whole suite (its conformance tests on the threaded CPU
 # driver), then the conformance suite again on the CPU driver in
-# deterministic mode and on the inline driver (`make cts SERVER=...`), and a
-# closing line that adds the three up: "N passed, N failed[, N skipped]".
+# deterministic mode and on the inline driver (`make cts SERVER=...`), and,
+# when CUBERT_FAKE_LIBCUDA names the fake CUDA driver (a CUDA=1 build), on
+# the CUDA driver over it; and a closing line that adds the runs up:
+# "N passed, N failed[, N skipped]".
 # With prefixes: only those tests, as the runner prints them. Exit status 1
 # when anything failed.
 set -u
@@ -32,12 +35,17 @@ run() { # name, env assignment, args...
 run "the suite (conformance on the threaded CPU driver)" CUBERT_CTS_SERVER=cpu $wrapper "$bin"
 run "conformance suite: CPU driver, deterministic mode" CUBERT_CTS_SERVER=deterministic $wrapper "$bin" cts_
 run "conformance suite: inline driver" CUBERT_CTS_SERVER=inline $wrapper "$bin" cts_
+if [ -n "${CUBERT_FAKE_LIBCUDA:-}" ]; then
+  run "conformance suite: CUDA driver over the fake libcuda (host kernels)" \
+    CUBERT_CTS_SERVER=cuda CUBERT_LIBCUDA="$CUBERT_FAKE_LIBCUDA" CUBERT_FAKE_CUDA_MEMORY=1073741824 \
+    $wrapper "$bin" cts_
+fi
 awk '
   { for (i = 1; i < NF; i++) {
       if ($(i + 1) ~ /^passed/) p += $i
       if ($(i + 1) ~ /^failed/) f += $i
       if ($(i + 1) ~ /^skipped/) s += $i } }
-  END { printf "== total of the three runs\n"
+  END { printf "== total of the runs\n"
         if (s) printf "%d passed, %d failed, %d skipped\n", p, f, s
         else printf "%d passed, %d failed\n", p, f }' "$tmp/summaries"
 exit $status

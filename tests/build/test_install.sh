@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/build/test_install.sh: `make install` / `make uninstall` into a
 # temporary DESTDIR, checked end to end. Run by `make check-install` (which
 # builds the library first); uses the same BUILD, CC and MAKE.
@@ -76,14 +77,16 @@ cat >"$tmp/consumer.c" <<'EOF'
 #include <string.h>
 #include <cubert/cubert.h>
 #include <cubert/host.h>
+#include <cubert/backend/arith.h>
 
 int main(void) {
   size_t n = 0;
   void *p = NULL;
   cubert_allocator_t a = cubert_allocator_libc();
+  cubert_error_t e;
   if (cubert_size_mul(6, 7, &n) != CUBERT_STATUS_OK || n != 42) return 1;
   if (cubert_size_mul(SIZE_MAX, 2, &n) != CUBERT_STATUS_OVERFLOW) return 2;
-  if (cubert_allocator_malloc(a, 64, 0, &p) != CUBERT_STATUS_OK || !p) return 3;
+  if (cubert_allocator_malloc(a, 64, 0, &p, &e) != CUBERT_STATUS_OK || !p) return 3;
   cubert_allocator_free(a, p, 64, 0);
   if (strcmp(cubert_status_name(CUBERT_STATUS_OK), "") == 0) return 4;
   if (strcmp(cubert_version(), CUBERT_VERSION_STRING) != 0) return 5;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/cts/cts.c: the device under test for the conformance suite (see cts.h). */
 #include "cts.h"
 
@@ -8,6 +9,13 @@
 #if !CUBERT_CTS_INLINE_ONLY
 #include "cubert/cpu.h"
 #include "cubert/host.h"
+#if defined(CUBERT_HAVE_BACKEND_CUDA)
+#include "cubert/cuda.h"
+#include "cubert/backend/memory.h"
+/* tests/cuda/test_cuda_cts_support.c: 0 when there is a CUDA driver to
+ * test (the fake one gets its host kernel runner), else the skip line. */
+int cts_cuda_prepare(char *skip, size_t size);
+#endif
 #endif
 
 #if CUBERT_CTS_INLINE_ONLY
@@ -36,6 +44,13 @@ void cts_sleep_ms(uint32_t ms) { g_now_ns += (uint64_t)ms * 1000000u; }
 static int race_on(void) { return (cubert_config_features() & CUBERT_FEATURE_RACE_CHECKER) != 0; }
 
 uint16_t cts_device_type(void) { return CUBERT_INLINE_DEVICE_TYPE; }
+
+cubert_layout_policy_t cts_layout_policy(void) {
+  cubert_layout_policy_t p;
+  p.kind = CUBERT_LAYOUT_POLICY_CONTIGUOUS;
+  p.mem_alignment = 8;
+  return p;
+}
 
 static cubert_status_t inline_create(cubert_allocator_t a, const cts_options_t *o,
                                      cubert_client_t **out, cubert_error_t *err) {
@@ -81,7 +96,7 @@ static cubert_client_t *g_sim_client;
 static void print_sim_run(void) {
   cubert_cpu_sim_info_t info;
   size_t i;
-  if (!g_sim_client || cubert_cpu_sim_info(g_sim_client, &info) != CUBERT_STATUS_OK) return;
+  if (!g_sim_client || cubert_cpu_sim_info(g_sim_client, &info, NULL) != CUBERT_STATUS_OK) return;
   fprintf(stderr, "deterministic run: seed %llu trace 0x%016llx steps %llu log [",
           (unsigned long long)info.seed, (unsigned long long)info.trace_hash,
           (unsigned long long)info.steps);
@@ -108,11 +123,25 @@ cts_server_t cts_server(void) {
   if (strcmp(v, "cpu") == 0) return CTS_SERVER_CPU;
   if (strcmp(v, "deterministic") == 0) return CTS_SERVER_DETERMINISTIC;
   if (strcmp(v, "inline") == 0) return CTS_SERVER_INLINE;
-  test_fail(__FILE__, __LINE__, "CUBERT_CTS_SERVER=%s: expected cpu, deterministic or inline", v);
+  if (strcmp(v, "cuda") == 0) return CTS_SERVER_CUDA;
+  test_fail(__FILE__, __LINE__,
+            "CUBERT_CTS_SERVER=%s: expected cpu, deterministic, inline or cuda", v);
 }
 
 uint16_t cts_device_type(void) {
-  return cts_server() == CTS_SERVER_INLINE ? CUBERT_INLINE_DEVICE_TYPE : CUBERT_CPU_DEVICE_TYPE;
+  switch (cts_server()) {
+    case CTS_SERVER_INLINE: return CUBERT_INLINE_DEVICE_TYPE;
+    case CTS_SERVER_CUDA: return 2; /* CUBERT_CUDA_DEVICE_TYPE (cubert/cuda.h) */
+    default: return CUBERT_CPU_DEVICE_TYPE;
+  }
+}
+
+cubert_layout_policy_t cts_layout_policy(void) {
+  cubert_layout_policy_t p;
+  p.kind = cts_server() == CTS_SERVER_CUDA ? CUBERT_LAYOUT_POLICY_PITCHED
+                                           : CUBERT_LAYOUT_POLICY_CONTIGUOUS;
+  p.mem_alignment = cts_server() == CTS_SERVER_CUDA ? 512 : 8;
+  return p;
 }
 
 /* The inline device's lock: made here, freed when the device is gone. */
@@ -133,10 +162,10 @@ static cubert_status_t inline_create(cubert_allocator_t a, const cts_options_t *
   cubert_inline_options_t io;
   inline_lock_t *l = NULL;
   cubert_status_t status;
-  if (cubert_allocator_malloc(a, sizeof(*l), 0, (void **)&l) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(a, sizeof(*l), 0, (void **)&l, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(err, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cts: lock");
   l->allocator = a;
-  if (cubert_host_lock_create(a, &l->lock) != CUBERT_STATUS_OK) {
+  if (cubert_host_lock_create(a, &l->lock, NULL) != CUBERT_STATUS_OK) {
     cubert_allocator_free(a, l, sizeof(*l), 0);
     return cubert_error_set(err, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cts: lock");
   }
@@ -157,6 +186,35 @@ static cubert_status_t inline_create(cubert_allocator_t a, const cts_options_t *
   return status;
 }
 
+/* A CUDA device (a test without a CUDA driver to run on is skipped, with
+ * the reason). Device indexes share the GPUs there are (index mod count). */
+static cubert_status_t cuda_create(cubert_allocator_t a, const cts_options_t *o,
+                                   cubert_client_t **out, cubert_error_t *err) {
+#if defined(CUBERT_HAVE_BACKEND_CUDA)
+  static char skip[CUBERT_ERROR_REASON_SIZE + 16];
+  cubert_cuda_options_t co;
+  uint32_t gpus = 1;
+  if (cts_cuda_prepare(skip, sizeof skip) != 0) test_skip(__FILE__, __LINE__, skip);
+  if (cubert_cuda_device_count(&gpus, NULL) != CUBERT_STATUS_OK || gpus == 0) gpus = 1;
+  cubert_cuda_options_initialize(&co);
+  co.device_index = o->device_index;
+  co.ordinal = o->device_index % gpus;
+  co.max_streams = o->max_streams ? o->max_streams : 8;
+  co.memory_size = o->memory_size;
+  co.max_handles = o->max_handles;
+  co.bounds_check = o->bounds_check;
+  co.race_check = env_u64("CUBERT_CTS_RACE", 1) != 0;
+  return cubert_cuda_client_create(a, &co, out, err);
+#else
+  (void)a;
+  (void)o;
+  (void)out;
+  (void)err;
+  test_skip(__FILE__, __LINE__,
+            "CUDA unavailable: this build has no CUDA backend (make CUDA=1)");
+#endif
+}
+
 cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_options_t *options,
                                   cubert_client_t **out_client, cubert_error_t *out_error) {
   cubert_cpu_options_t o;
@@ -167,6 +225,8 @@ cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_option
   }
   if (cts_server() == CTS_SERVER_INLINE && !options->threaded)
     return inline_create(allocator, options, out_client, out_error);
+  if (cts_server() == CTS_SERVER_CUDA && !options->threaded)
+    return cuda_create(allocator, options, out_client, out_error);
   cubert_cpu_options_initialize(&o);
   o.device_index = options->device_index;
   o.max_streams = options->max_streams ? options->max_streams : 8;
@@ -196,6 +256,7 @@ const char *cts_server_name(void) {
   switch (cts_server()) {
     case CTS_SERVER_DETERMINISTIC: return "deterministic";
     case CTS_SERVER_INLINE: return "inline";
+    case CTS_SERVER_CUDA: return "cuda";
     case CTS_SERVER_CPU:
     default: return "cpu";
   }
@@ -207,7 +268,7 @@ void cts_setup_with(cts_env_t *env, const cts_options_t *options) {
   cubert_error_t err;
   char msg[256];
   memset(env, 0, sizeof(*env));
-  env->allocator = counting_allocator_init(&env->counting);
+  env->allocator = counting_allocator_initialize(&env->counting);
   env->deterministic = cts_server() == CTS_SERVER_DETERMINISTIC && !options->threaded;
   env->race_check = (uint32_t)race_on();
   if (cts_client_create(env->allocator, options, &env->client, &err) != CUBERT_STATUS_OK) {
@@ -236,8 +297,9 @@ void cts_teardown(cts_env_t *env) {
     cubert_race_counters_t counters;
     cubert_race_report_t report;
     char line[512];
-    CHECK_OK(cubert_kit_race_counters(env->client, &counters));
-    if (counters.reports && cubert_kit_race_last_report(env->client, &report) == CUBERT_STATUS_OK) {
+    CHECK_OK(cubert_kit_race_counters(env->client, &counters, NULL));
+    if (counters.reports && cubert_kit_race_last_report(env->client, &report,
+                                                        NULL) == CUBERT_STATUS_OK) {
       cubert_race_report_format(&report, line, sizeof line);
       test_fail(__FILE__, __LINE__, "%llu race report(s), last: %s",
                 (unsigned long long)counters.reports, line);
@@ -264,7 +326,7 @@ int cts_has_collectives(cubert_client_t *client) {
 #else
   {
     cubert_cpu_sim_info_t info; /* the CPU driver refuses them in deterministic mode */
-    return cubert_cpu_sim_info(client, &info) != CUBERT_STATUS_OK || !info.deterministic;
+    return cubert_cpu_sim_info(client, &info, NULL) != CUBERT_STATUS_OK || !info.deterministic;
   }
 #endif
 }

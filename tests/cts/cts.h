@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cts/cts.h: the conformance suite's view of "the device under test".
  * Every CTS test gets its devices from cts_setup / cts_client_create, so the
@@ -7,10 +8,14 @@
  *   CUBERT_CTS_SERVER=deterministic  the CPU driver in deterministic mode
  *                                    (seed CUBERT_CTS_SEED, default 1)
  *   CUBERT_CTS_SERVER=inline         the inline driver (synchronous, no threads)
+ *   CUBERT_CTS_SERVER=cuda           the CUDA driver (a CUDA=1 build): the GPU, or
+ *                                    the fake libcuda named by CUBERT_LIBCUDA;
+ *                                    without a driver every test prints
+ *                                    "skipped: CUDA unavailable: <reason>"
  *   CUBERT_CTS_RACE=0                turn the race checker off (it is on by
  *                                    default: cts_teardown checks 0 reports)
  *
- * (`make cts SERVER=cpu|deterministic|inline`.) A test that cannot apply to
+ * (`make cts SERVER=cpu|deterministic|inline|cuda`.) A test that cannot apply to
  * the device under test skips with the reason ("skipped: ...").
  *
  * Built with CUBERT_CTS_INLINE_ONLY=1 (the embedded harness of tests/embedded,
@@ -26,6 +31,7 @@
 #include "counting_allocator.h"
 #include "cubert/cubert.h"
 #include "cubert/client.h"
+#include "cubert/layout.h"
 
 #ifndef CUBERT_CTS_INLINE_ONLY
 #define CUBERT_CTS_INLINE_ONLY 0
@@ -41,7 +47,12 @@
 #define CTS_REQUIRE_HOST(what) ((void)0)
 #endif
 
-typedef enum cts_server_e { CTS_SERVER_CPU = 0, CTS_SERVER_DETERMINISTIC = 1, CTS_SERVER_INLINE = 2 } cts_server_t;
+typedef enum cts_server_e {
+  CTS_SERVER_CPU = 0,
+  CTS_SERVER_DETERMINISTIC = 1,
+  CTS_SERVER_INLINE = 2,
+  CTS_SERVER_CUDA = 3
+} cts_server_t;
 
 /* The device under test (from CUBERT_CTS_SERVER; CUBERT_CTS_MODE=deterministic is
  * read too). An unknown value fails the test. */
@@ -97,5 +108,8 @@ int cts_has_collectives(cubert_client_t *client);
 int cts_is_threaded(void);
 /* The registry type id of the device under test's devices. */
 uint16_t cts_device_type(void);
+/* The memory layout policy of the device under test (CPU drivers:
+ * contiguous, alignment 8; CUDA: pitched, alignment 512). */
+cubert_layout_policy_t cts_layout_policy(void);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cts/cts_multi.h: several devices in one test process, for the
  * multi-device and collective conformance tests.

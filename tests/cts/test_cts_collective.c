@@ -1,5 +1,6 @@
-/* Conformance: collectives among devices of one process (spec 1.6, 2.3,
- * 8): all_reduce over every dtype, their ordering after the producers and
+/* SPDX-License-Identifier: MIT */
+/* Conformance: collectives among devices of one process:
+ * all_reduce over every dtype, their ordering after the producers and
  * before the consumers, one host thread per device. A device without
  * collectives answers UNSUPPORTED (single member test); the others are
  * skipped there. Errors, send/recv and limits: test_cts_collective_errors.c. */
@@ -8,8 +9,9 @@
 #include <pthread.h>
 
 #include "cubert/cpu.h"
+#include "cubert/backend/handle_table.h"
 
-/* ---- the seed's runtime test (spec 8): test_all_reduce_sync_collective ---- */
+/* ---- the seed's runtime test: test_all_reduce_sync_collective ---- */
 
 static void all_reduce_sync_collective(uint32_t n, uint32_t first_index) {
   mdev_t m;
@@ -38,7 +40,7 @@ static void all_reduce_sync_collective(uint32_t n, uint32_t first_index) {
       for (k = 0; k < 100; k++)
         CHECK_MSG(out[k] == index_sum + (float)(j * n), "device %u handle %u [%u]: %g != %g", (unsigned)i,
                   (unsigned)j, (unsigned)k, (double)out[k], (double)(index_sum + (float)(j * n)));
-      CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i][j]));
+      CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i][j], NULL));
     }
   mdev_teardown(&m);
 }
@@ -114,7 +116,7 @@ TEST(cts_all_reduce_every_dtype_sum_and_mean) {
       cubert_handle_t src[3], dst[3];
       for (i = 0; i < n; i++) {
         for (e = 0; e < NE; e++) put(dtype, buf + e * w, gen_value(dtype, i, e));
-        CHECK_OK(cubert_client_create(m.env[i].client, buf, NE * w, &src[i], NULL));
+        CHECK_OK(cubert_client_create_from_slice(m.env[i].client, buf, NE * w, &src[i], NULL));
         CHECK_OK(cubert_client_empty(m.env[i].client, NE * w, &dst[i], NULL));
         CHECK_OK(cubert_client_all_reduce(m.env[i].client, &src[i], &dst[i], dtype, m.ids, n,
                                           (cubert_reduce_operation_t)op, NULL));
@@ -139,8 +141,8 @@ TEST(cts_all_reduce_every_dtype_sum_and_mean) {
         /* the source is untouched */
         CHECK_OK(cubert_client_read_one(m.env[i].client, &src[i], out, NE * w, NULL));
         CHECK(get(dtype, out + w) == gen_value(dtype, i, 1));
-        CHECK_OK(cubert_client_handle_release(m.env[i].client, &src[i]));
-        CHECK_OK(cubert_client_handle_release(m.env[i].client, &dst[i]));
+        CHECK_OK(cubert_client_handle_release(m.env[i].client, &src[i], NULL));
+        CHECK_OK(cubert_client_handle_release(m.env[i].client, &dst[i], NULL));
       }
     }
   }
@@ -161,7 +163,7 @@ TEST(cts_all_reduce_integer_mean_truncates_and_sum_wraps) {
   vals[2] = c;
   mdev_setup_comm(&m, 3, 0, 0);
   for (i = 0; i < 3; i++) {
-    CHECK_OK(cubert_client_create(m.env[i].client, vals[i], sizeof a, &h[i], NULL));
+    CHECK_OK(cubert_client_create_from_slice(m.env[i].client, vals[i], sizeof a, &h[i], NULL));
     CHECK_OK(cubert_client_all_reduce(m.env[i].client, &h[i], &h[i], CUBERT_COMM_DTYPE_I32, m.ids,
                                       3, CUBERT_REDUCE_OPERATION_MEAN, NULL));
   }
@@ -170,13 +172,13 @@ TEST(cts_all_reduce_integer_mean_truncates_and_sum_wraps) {
     CHECK_OK(cubert_client_read_one(m.env[i].client, &h[i], out, sizeof out, NULL));
     CHECK_EQ_I64(out[0], -2); /* -7/3 = -2.33: truncated, not floored (-3) */
     CHECK_EQ_I64(out[1], 2);  /* 8/3 = 2.67: truncated, not rounded (3) */
-    CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i]));
+    CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i], NULL));
   }
   /* two of the three devices: a pair communicator */
-  CHECK_OK(cubert_client_create(m.env[0].client, &ua, 1, &u[0], NULL));
-  CHECK_OK(cubert_client_create(m.env[1].client, &ub, 1, &u[1], NULL));
-  CHECK_OK(cubert_client_create(m.env[0].client, &sa, 1, &s[0], NULL));
-  CHECK_OK(cubert_client_create(m.env[1].client, &sb, 1, &s[1], NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, &ua, 1, &u[0], NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[1].client, &ub, 1, &u[1], NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, &sa, 1, &s[0], NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[1].client, &sb, 1, &s[1], NULL));
   for (i = 0; i < 2; i++) {
     CHECK_OK(cubert_client_all_reduce(m.env[i].client, &u[i], &u[i], CUBERT_COMM_DTYPE_U8, m.ids,
                                       2, CUBERT_REDUCE_OPERATION_SUM, NULL));
@@ -189,8 +191,8 @@ TEST(cts_all_reduce_integer_mean_truncates_and_sum_wraps) {
     CHECK_OK(cubert_client_read_one(m.env[i].client, &s[i], &sout, 1, NULL));
     CHECK_EQ_U64(uout, (300u % 256u));
     CHECK_EQ_I64(sout, -56); /* 200 wraps to -56 */
-    CHECK_OK(cubert_client_handle_release(m.env[i].client, &u[i]));
-    CHECK_OK(cubert_client_handle_release(m.env[i].client, &s[i]));
+    CHECK_OK(cubert_client_handle_release(m.env[i].client, &u[i], NULL));
+    CHECK_OK(cubert_client_handle_release(m.env[i].client, &s[i], NULL));
   }
   mdev_teardown(&m);
 }
@@ -204,7 +206,7 @@ TEST(cts_all_reduce_single_member_communicator) {
   int op;
   cts_setup(&env, 6);
   self = cubert_client_device(env.client);
-  CHECK_OK(cubert_client_create(env.client, v, sizeof v, &src, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, v, sizeof v, &src, NULL));
   if (!cts_has_collectives(env.client)) {
     /* deterministic mode (one host thread steps every device) and the inline
      * driver refuse collectives, cleanly */
@@ -220,7 +222,7 @@ TEST(cts_all_reduce_single_member_communicator) {
            cts_server_name());
     CHECK_OK(cubert_client_read_one(env.client, &src, out, sizeof out, NULL));
     CHECK(memcmp(out, v, sizeof v) == 0); /* nothing was written */
-    CHECK_OK(cubert_client_handle_release(env.client, &src));
+    CHECK_OK(cubert_client_handle_release(env.client, &src, NULL));
     cts_teardown(&env);
     return;
   }
@@ -231,14 +233,14 @@ TEST(cts_all_reduce_single_member_communicator) {
     CHECK_OK(cubert_client_sync_collective(env.client, NULL));
     CHECK_OK(cubert_client_read_one(env.client, &dst, out, sizeof out, NULL));
     CHECK(memcmp(out, v, sizeof v) == 0);
-    CHECK_OK(cubert_client_handle_release(env.client, &dst));
+    CHECK_OK(cubert_client_handle_release(env.client, &dst, NULL));
   }
-  CHECK_OK(cubert_client_handle_release(env.client, &src));
+  CHECK_OK(cubert_client_handle_release(env.client, &src, NULL));
   cts_teardown(&env);
   CHECK_EQ_U64(mdev_live_communicators(), 0);
 }
 
-/* ---- ordering (spec 8): after the producer, visible after sync_collective ---- */
+/* ---- ordering: after the producer, visible after sync_collective ---- */
 
 TEST(cts_all_reduce_orders_after_writes_on_the_stream) {
   mdev_t m;
@@ -262,7 +264,7 @@ TEST(cts_all_reduce_orders_after_writes_on_the_stream) {
       for (k = 0; k < 64; k++) CHECK(out[k] == (float)(2 * (round * 100 + k) + 10));
     }
   }
-  for (i = 0; i < 2; i++) CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i]));
+  for (i = 0; i < 2; i++) CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i], NULL));
   mdev_teardown(&m);
 }
 
@@ -274,8 +276,8 @@ TEST(cts_all_reduce_data_produced_on_another_stream) {
   uint32_t i, k;
   mdev_setup_comm(&m, 2, 0, 0);
   for (i = 0; i < 2; i++) {
-    CHECK_OK(cubert_client_clone(m.env[i].client, &producer[i]));
-    CHECK_OK(cubert_client_clone(m.env[i].client, &consumer[i]));
+    CHECK_OK(cubert_client_clone(m.env[i].client, &producer[i], NULL));
+    CHECK_OK(cubert_client_clone(m.env[i].client, &consumer[i], NULL));
     cubert_client_set_stream(producer[i], 1001);
     cubert_client_set_stream(consumer[i], 1002);
     for (k = 0; k < 32; k++) v[k] = (float)(i + 1) * (float)k;
@@ -288,7 +290,7 @@ TEST(cts_all_reduce_data_produced_on_another_stream) {
     CHECK_OK(cubert_client_sync_collective(consumer[i], NULL));
     mdev_read_f32(consumer[i], &h[i], out, 32);
     for (k = 0; k < 32; k++) CHECK(out[k] == 3.0f * (float)k);
-    CHECK_OK(cubert_client_handle_release(consumer[i], &h[i]));
+    CHECK_OK(cubert_client_handle_release(consumer[i], &h[i], NULL));
     cubert_client_release(producer[i]);
     cubert_client_release(consumer[i]);
   }
@@ -317,7 +319,7 @@ TEST(cts_all_reduce_keeps_released_buffers_until_it_ran) {
   CHECK_OK(cubert_client_all_reduce(m.env[0].client, &src[0], &dst[0], CUBERT_COMM_DTYPE_F32,
                                     m.ids, 2, CUBERT_REDUCE_OPERATION_SUM, NULL));
   released = src[0].memory;
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src[0]));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src[0], NULL));
   /* the pending collective still holds the memory */
   CHECK(cubert_memory_id_is_alive(cubert_client_handle_table(m.env[0].client), released));
   for (k = 0; k < 16; k++) filler[k] = mdev_make_f32(m.env[0].client, junk, 64);
@@ -328,12 +330,13 @@ TEST(cts_all_reduce_keeps_released_buffers_until_it_ran) {
     CHECK_OK(cubert_client_sync_collective(m.env[i].client, NULL));
     mdev_read_f32(m.env[i].client, &dst[i], out, 64);
     for (k = 0; k < 64; k++) CHECK(out[k] == (float)(1000 + 2 * k));
-    CHECK_OK(cubert_client_handle_release(m.env[i].client, &dst[i]));
+    CHECK_OK(cubert_client_handle_release(m.env[i].client, &dst[i], NULL));
   }
   /* it ran: the memory is let go */
   CHECK(!cubert_memory_id_is_alive(cubert_client_handle_table(m.env[0].client), released));
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &src[1]));
-  for (k = 0; k < 16; k++) CHECK_OK(cubert_client_handle_release(m.env[0].client, &filler[k]));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &src[1], NULL));
+  for (k = 0; k < 16; k++) CHECK_OK(cubert_client_handle_release(m.env[0].client, &filler[k],
+                                                                 NULL));
   mdev_teardown(&m);
 }
 
@@ -352,7 +355,7 @@ static void *reduce_worker(void *arg) {
   uint32_t round, k, n = w->m->n;
   w->ok = 1;
   for (k = 0; k < 16; k++) v[k] = 0;
-  if (cubert_client_create(c, v, sizeof v, &h, NULL) != CUBERT_STATUS_OK) {
+  if (cubert_client_create_from_slice(c, v, sizeof v, &h, NULL) != CUBERT_STATUS_OK) {
     w->ok = 0;
     return NULL;
   }
@@ -371,7 +374,7 @@ static void *reduce_worker(void *arg) {
       if (out[k] != want) w->ok = 0;
     }
   }
-  (void)cubert_client_handle_release(c, &h);
+  (void)cubert_client_handle_release(c, &h, NULL);
   return NULL;
 }
 
@@ -403,8 +406,8 @@ static void *ring_worker(void *arg) {
   cubert_copy_descriptor_t d;
   w->ok = 1;
   memset(a, 0, sizeof a);
-  if (cubert_client_create(c, a, sizeof a, &ha, NULL) != CUBERT_STATUS_OK ||
-      cubert_client_create(c, a, sizeof a, &hb, NULL) != CUBERT_STATUS_OK) {
+  if (cubert_client_create_from_slice(c, a, sizeof a, &ha, NULL) != CUBERT_STATUS_OK ||
+      cubert_client_create_from_slice(c, a, sizeof a, &hb, NULL) != CUBERT_STATUS_OK) {
     w->ok = 0;
     return NULL;
   }
@@ -442,10 +445,10 @@ static void *ring_worker(void *arg) {
     if (cubert_client_read_one(c, &hr, out, sizeof out, NULL) != CUBERT_STATUS_OK) w->ok = 0;
     for (k = 0; k < 8 && w->ok; k++)
       if (out[k] != (int32_t)(prev * 1000 + round * 10 + k)) w->ok = 0;
-    (void)cubert_client_handle_release(c, &hr);
+    (void)cubert_client_handle_release(c, &hr, NULL);
   }
-  (void)cubert_client_handle_release(c, &ha);
-  (void)cubert_client_handle_release(c, &hb);
+  (void)cubert_client_handle_release(c, &ha, NULL);
+  (void)cubert_client_handle_release(c, &hb, NULL);
   return NULL;
 }
 

@@ -1,4 +1,5 @@
-/* Conformance: send / recv and the error paths of collectives (spec 8):
+/* SPDX-License-Identifier: MIT */
+/* Conformance: send / recv and the error paths of collectives:
  * refused at the call (nothing enqueued), refused at the rendezvous (queued
  * on every member), peers that never come (no hang), communicator limits
  * and allocation failures. Skipped on a device without collectives. */
@@ -14,7 +15,7 @@ TEST(cts_send_recv_moves_bytes) {
   uint32_t k;
   mdev_setup_comm(&m, 2, 0, 0);
   for (k = 0; k < 10; k++) v[k] = 1.5 * k - 4;
-  CHECK_OK(cubert_client_create(m.env[0].client, v, sizeof v, &src, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &src, NULL));
   memset(&d, 0, sizeof d);
   d.binding = src;
   d.rank = 1;
@@ -31,8 +32,8 @@ TEST(cts_send_recv_moves_bytes) {
   for (k = 0; k < 10; k++) CHECK(out[k] == v[k]);
   /* the sender's data is untouched and the sender's streams are healthy */
   mdev_sync_all(&m);
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src));
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst, NULL));
   mdev_teardown(&m);
 }
 
@@ -44,10 +45,10 @@ TEST(cts_send_recv_argument_errors) {
   cubert_device_id_t alien;
   cubert_error_t err;
   mdev_setup_comm(&m, 2, 0, 0);
-  CHECK_OK(cubert_client_create(m.env[0].client, v, sizeof v, &src, NULL));
-  CHECK_OK(cubert_client_create(m.env[1].client, v, sizeof v, &other, NULL));
-  CHECK_OK(cubert_client_create(m.env[0].client, v, sizeof v, &dead, NULL));
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &dead));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &src, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[1].client, v, sizeof v, &other, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &dead, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &dead, NULL));
   memset(&d, 0, sizeof d);
   d.binding = src;
   d.rank = 1;
@@ -99,9 +100,9 @@ TEST(cts_send_recv_argument_errors) {
     CHECK_OK(cubert_client_read_one(m.env[1].client, &dst, out, sizeof out, NULL));
     CHECK(memcmp(out, v, sizeof v) == 0);
   }
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src));
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &other));
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &other, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst, NULL));
   mdev_teardown(&m);
 }
 
@@ -111,7 +112,7 @@ TEST(cts_send_recv_size_or_dtype_mismatch_is_queued_on_both) {
   cubert_handle_t src, dst;
   cubert_copy_descriptor_t d;
   mdev_setup_comm(&m, 2, 0, 0);
-  CHECK_OK(cubert_client_create(m.env[0].client, v, sizeof v, &src, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &src, NULL));
   memset(&d, 0, sizeof d);
   d.binding = src;
   /* size mismatch: 16 bytes sent, 32 expected */
@@ -119,21 +120,21 @@ TEST(cts_send_recv_size_or_dtype_mismatch_is_queued_on_both) {
   CHECK_OK(cubert_client_recv(m.env[1].client, 32, CUBERT_COMM_DTYPE_U32, m.ids[0], &dst, NULL));
   mdev_expect_queued(m.env[0].client, CUBERT_ERROR_SERVER_VALIDATION);
   mdev_expect_queued(m.env[1].client, CUBERT_ERROR_SERVER_VALIDATION);
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst, NULL));
   /* dtype mismatch (same size) */
   CHECK_OK(cubert_client_send(m.env[0].client, &d, CUBERT_COMM_DTYPE_U32, m.ids[1], NULL));
   CHECK_OK(cubert_client_recv(m.env[1].client, 16, CUBERT_COMM_DTYPE_F32, m.ids[0], &dst, NULL));
   mdev_expect_queued(m.env[0].client, CUBERT_ERROR_SERVER_VALIDATION);
   mdev_expect_queued(m.env[1].client, CUBERT_ERROR_SERVER_VALIDATION);
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst, NULL));
   /* the communicator is still usable */
   CHECK_OK(cubert_client_send(m.env[0].client, &d, CUBERT_COMM_DTYPE_U32, m.ids[1], NULL));
   CHECK_OK(cubert_client_recv(m.env[1].client, 16, CUBERT_COMM_DTYPE_U32, m.ids[0], &dst, NULL));
   mdev_sync_all(&m);
   CHECK_OK(cubert_client_read_one(m.env[1].client, &dst, out, sizeof out, NULL));
   CHECK(memcmp(out, v, sizeof v) == 0);
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src));
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst, NULL));
   mdev_teardown(&m);
 }
 
@@ -152,11 +153,11 @@ TEST(cts_all_reduce_argument_errors_enqueue_nothing) {
   c0 = m.env[0].client;
   for (i = 0; i < 2; i++) h[i] = mdev_make_f32(m.env[i].client, v, 4);
   small = mdev_make_f32(c0, v, 2);
-  CHECK_OK(cubert_client_create(c0, v, 6, &odd, NULL));
+  CHECK_OK(cubert_client_create_from_slice(c0, v, 6, &odd, NULL));
   foreign = mdev_make_f32(m.env[1].client, v, 4);
   dead = mdev_make_f32(c0, v, 4);
-  CHECK_OK(cubert_client_handle_release(c0, &dead));
-  CHECK_OK(cubert_client_clone(c0, &pinned));
+  CHECK_OK(cubert_client_handle_release(c0, &dead, NULL));
+  CHECK_OK(cubert_client_clone(c0, &pinned, NULL));
   cubert_client_set_stream(pinned, 4242);
   other_stream = mdev_make_f32(pinned, v, 4);
   for (i = 0; i <= CUBERT_COMMUNICATION_MAX_DEVICES; i++) {
@@ -219,12 +220,12 @@ TEST(cts_all_reduce_argument_errors_enqueue_nothing) {
     CHECK(memcmp(out, v, sizeof v) == 0); /* mean of two equal inputs */
     CHECK_OK(cubert_client_sync(m.env[i].client, NULL));
   }
-  CHECK_OK(cubert_client_handle_release(c0, &small));
-  CHECK_OK(cubert_client_handle_release(c0, &odd));
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &foreign));
-  CHECK_OK(cubert_client_handle_release(pinned, &other_stream));
+  CHECK_OK(cubert_client_handle_release(c0, &small, NULL));
+  CHECK_OK(cubert_client_handle_release(c0, &odd, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &foreign, NULL));
+  CHECK_OK(cubert_client_handle_release(pinned, &other_stream, NULL));
   cubert_client_release(pinned);
-  for (i = 0; i < 2; i++) CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i]));
+  for (i = 0; i < 2; i++) CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i], NULL));
   mdev_teardown(&m);
 }
 
@@ -275,9 +276,9 @@ TEST(cts_all_reduce_member_mismatch_is_queued_and_leaves_data) {
     CHECK_OK(cubert_client_sync_collective(m.env[i].client, NULL));
     mdev_read_f32(m.env[i].client, &h[i], out, 4);
     CHECK(out[0] == 2 && out[3] == 8);
-    CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i]));
+    CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i], NULL));
   }
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &big));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &big, NULL));
   mdev_teardown(&m);
 }
 
@@ -303,7 +304,7 @@ TEST(cts_all_reduce_missing_peer_times_out_and_aborts) {
   CHECK_STATUS(cubert_client_all_reduce(m.env[0].client, &h, &h, CUBERT_COMM_DTYPE_F32, m.ids, 2,
                                         CUBERT_REDUCE_OPERATION_SUM, &err),
                CUBERT_STATUS_FAILED_PRECONDITION);
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &h));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &h, NULL));
   mdev_teardown(&m);
   /* once every member left, the same device set starts afresh */
   mdev_setup_comm(&m, 2, 0, 200);
@@ -318,7 +319,7 @@ TEST(cts_all_reduce_missing_peer_times_out_and_aborts) {
       CHECK_OK(cubert_client_sync_collective(m.env[i].client, NULL));
       mdev_read_f32(m.env[i].client, &g[i], out, 4);
       CHECK(out[1] == 4);
-      CHECK_OK(cubert_client_handle_release(m.env[i].client, &g[i]));
+      CHECK_OK(cubert_client_handle_release(m.env[i].client, &g[i], NULL));
     }
   }
   mdev_teardown(&m);
@@ -341,7 +342,7 @@ TEST(cts_all_reduce_different_device_sets_time_out) {
     mdev_expect_queued(m.env[i].client, CUBERT_ERROR_DEADLINE_EXCEEDED);
     mdev_read_f32(m.env[i].client, &h[i], out, 4);
     CHECK(memcmp(out, v, sizeof v) == 0);
-    CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i]));
+    CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i], NULL));
   }
   mdev_teardown(&m);
 }
@@ -357,7 +358,7 @@ TEST(cts_release_with_pending_collective_does_not_hang) {
   CHECK_OK(cubert_client_ensure_init_collective(m.env[1].client, m.ids, 2, NULL));
   CHECK_OK(cubert_client_all_reduce(m.env[0].client, &h, &h, CUBERT_COMM_DTYPE_F32, m.ids, 2,
                                     CUBERT_REDUCE_OPERATION_SUM, NULL));
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &h));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &h, NULL));
   t0 = mdev_now_ms();
   cts_teardown(&m.env[0]); /* the pending collective is cancelled after the grace period */
   m.env[0].client = NULL;
@@ -386,7 +387,7 @@ TEST(cts_released_peer_aborts_waiting_collective) {
                                     CUBERT_REDUCE_OPERATION_SUM, NULL));
   mdev_expect_queued(m.env[0].client, CUBERT_ERROR_DEVICE_LOST);
   CHECK_MSG(mdev_now_ms() - t0 < 10000, "took %llu ms", (unsigned long long)(mdev_now_ms() - t0));
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &h));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &h, NULL));
   mdev_teardown(&m);
 }
 

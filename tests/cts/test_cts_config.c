@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The compile-time switches of cubert/config.h seen through a client of the
  * device under test (tests/unit/test_config.c checks the core's own API):
  * collectives, staging buffers, persistent memory, profiling and the race
@@ -46,7 +47,7 @@ TEST(cts_config_collectives) {
   cubert_status_t st;
   cts_setup(&env, 0);
   self = cubert_client_device(env.client);
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   /* the argument checks come first in either build */
   CHECK_STATUS(cubert_client_ensure_init_collective(env.client, NULL, 1, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
@@ -69,7 +70,7 @@ TEST(cts_config_collectives) {
   /* sync_collective has nothing to wait for; data moves between clients still */
   CHECK_OK(cubert_client_sync_collective(env.client, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, data, sizeof data, NULL));
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
@@ -92,14 +93,14 @@ TEST(cts_config_staging) {
   }
   memcpy(b[0].data, data, sizeof data);
   CHECK_OK(cubert_client_staging(env.client, b, 1, false, NULL)); /* OK in either build */
-  CHECK_OK(cubert_client_create_bytes(env.client, b[0], &h, NULL)); /* takes b[0] */
+  CHECK_OK(cubert_client_create_from_bytes(env.client, b[0], &h, NULL)); /* takes b[0] */
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK(memcmp(out, data, sizeof out) == 0);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   CHECK_OK(cubert_client_create_from_slice_pinned(env.client, data, sizeof data, &h, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK(memcmp(out, data, sizeof out) == 0);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
@@ -153,7 +154,7 @@ TEST(cts_config_profiling_and_race_checker) {
                        "CUBERT_CONFIG_RACE_CHECKER");
     CHECK(client == NULL);
   }
-  CHECK_OK(cubert_kit_race_counters(env.client, &counters));
+  CHECK_OK(cubert_kit_race_counters(env.client, &counters, NULL));
   if (!env.race_check) CHECK_EQ_U64(counters.reports, 0);
   cts_teardown(&env);
 }

@@ -1,4 +1,5 @@
-/* Conformance: exclusive sections and profile (spec 1.4, 7, 11.12). */
+/* SPDX-License-Identifier: MIT */
+/* Conformance: exclusive sections and profile. */
 #include "cts.h"
 
 #include "cubert/cube.h"
@@ -15,7 +16,7 @@ static cubert_status_t exclusive_boom(void *user, cubert_error_t *err) {
   return cubert_error_set(err, CUBERT_ERROR_SERVER_GENERIC, NULL, 0, "exclusive boom");
 }
 
-/* spec 11.12 exclusive_stays_recoverable_on_task_panic */
+/* CubeCL's exclusive_stays_recoverable_on_task_panic */
 TEST(cts_exclusive_stays_recoverable_on_failure) {
   cts_env_t env;
   cubert_error_t err;
@@ -60,11 +61,11 @@ TEST(cts_exclusive_device_calls_run_inline) {
   uint32_t data[4] = {1, 2, 3, 4};
   cts_setup(&env, 0);
   in.client = env.client;
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &in.handle, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &in.handle, NULL));
   CHECK_OK(cubert_client_exclusive(env.client, device_calls_inside, &in, NULL));
   CHECK_EQ_U64(in.out[0], 11);
   CHECK_EQ_U64(in.out[3], 14);
-  CHECK_OK(cubert_client_handle_release(env.client, &in.handle));
+  CHECK_OK(cubert_client_handle_release(env.client, &in.handle, NULL));
   cts_teardown(&env);
 }
 
@@ -73,7 +74,7 @@ static cubert_status_t kernel_boom(void *user, cubert_error_t *err) {
   return cubert_error_set(err, CUBERT_ERROR_LAUNCH_UNKNOWN, NULL, 0, "kernel boom");
 }
 
-/* spec 11.12 profile_returns_ok_on_success and profile_reraises_panic */
+/* CubeCL's profile_returns_ok_on_success and profile_reraises_panic */
 TEST(cts_profile_returns_value_and_failure) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   cts_env_t env;

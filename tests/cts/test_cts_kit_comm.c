@@ -1,9 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /* The kit's collectives called directly (inside an exclusive section, so the
  * device is held): the checks the client cannot reach because it validates
  * first. */
 #include "cts_multi.h"
 
 #include "client/client_internal.h"
+#include "cubert/backend/handle_table.h"
 
 typedef struct kit_case_t {
   mdev_t *m;
@@ -82,9 +84,9 @@ static cubert_status_t after_comm_init(void *user, cubert_error_t *out_error) {
   op = op_of(CUBERT_COLLECTIVE_RECV, NULL, &t->foreign, 1, pair, 2);
   CHECK_STATUS(cubert_kit_collective(kit, &op, &err), CUBERT_STATUS_DEVICE_MISMATCH);
   /* a released binding */
-  CHECK_OK(cubert_client_create(t->m->env[0].client, "x", 1, &dead, NULL));
+  CHECK_OK(cubert_client_create_from_slice(t->m->env[0].client, "x", 1, &dead, NULL));
   CHECK_OK(cubert_client_sync(t->m->env[0].client, NULL));
-  CHECK_OK(cubert_client_handle_release(t->m->env[0].client, &dead));
+  CHECK_OK(cubert_client_handle_release(t->m->env[0].client, &dead, NULL));
   CHECK(!cubert_memory_id_is_alive(cubert_client_handle_table(t->m->env[0].client), dead.memory));
   op = op_of(CUBERT_COLLECTIVE_ALL_REDUCE, &dead, &dead, 0, pair, 2);
   CHECK_STATUS(cubert_kit_collective(kit, &op, &err), CUBERT_STATUS_INVALID_HANDLE);
@@ -117,14 +119,14 @@ TEST(cts_kit_comm_checks) {
     TEST_SKIP("the device under test has no collectives");
   }
   t.m = &m;
-  CHECK_OK(cubert_client_create(m.env[0].client, bytes, 3, &t.own, NULL));
-  CHECK_OK(cubert_client_create(m.env[1].client, bytes, 3, &t.foreign, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, bytes, 3, &t.own, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[1].client, bytes, 3, &t.foreign, NULL));
   CHECK_OK(cubert_client_exclusive(m.env[0].client, before_comm_init, &t, NULL));
   CHECK_OK(cubert_client_exclusive(m.env[0].client, after_comm_init, &t, NULL));
   /* nothing was enqueued: device 0's streams are healthy */
   CHECK_OK(cubert_client_sync_collective(m.env[0].client, NULL));
   CHECK_OK(cubert_client_sync(m.env[0].client, NULL));
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &t.own));
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &t.foreign));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &t.own, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &t.foreign, NULL));
   mdev_teardown(&m);
 }

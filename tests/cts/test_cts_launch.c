@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /* Conformance: kernel launches, streams, cross-stream bindings, the error
- * queue (spec 1.4, 6.6, 11.12, 11.14). */
+ * queue. */
 #include "cts.h"
 
 #include <pthread.h>
@@ -26,8 +27,8 @@ TEST(cts_execute_elementwise_addition) {
   cubert_launch_arguments_t args;
   cubert_cube_count_t count = cubert_cube_count_new_single();
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_create(env.client, lhs, 3, &h[0], NULL));
-  CHECK_OK(cubert_client_create(env.client, rhs, 3, &h[1], NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, lhs, 3, &h[0], NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, rhs, 3, &h[1], NULL));
   CHECK_OK(cubert_client_empty(env.client, 3, &h[2], NULL));
   args = args_of(h, 3, NULL, 0);
   CHECK_OK(cubert_client_launch(env.client, &ck_add_u8_kernel, &count, &args, NULL));
@@ -35,9 +36,9 @@ TEST(cts_execute_elementwise_addition) {
   CHECK_EQ_U64(out[0], 4);
   CHECK_EQ_U64(out[1], 5);
   CHECK_EQ_U64(out[2], 6);
-  CHECK_OK(cubert_client_handle_release(env.client, &h[0]));
-  CHECK_OK(cubert_client_handle_release(env.client, &h[1]));
-  CHECK_OK(cubert_client_handle_release(env.client, &h[2]));
+  CHECK_OK(cubert_client_handle_release(env.client, &h[0], NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &h[1], NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &h[2], NULL));
   cts_teardown(&env);
 }
 
@@ -49,13 +50,13 @@ TEST(cts_zero_cube_count_leaves_data_untouched) {
   cubert_launch_arguments_t args;
   cubert_cube_count_t zero = cubert_cube_count_new_3d(0, 1, 1);
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, &delta, 1);
   CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &zero, &args, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[0], 7);
   CHECK_EQ_U64(out[1], 8);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
@@ -69,9 +70,9 @@ TEST(cts_dynamic_cube_count) {
   int i;
   cts_setup(&env, 0);
   for (i = 0; i < 128; i++) data[i] = (uint32_t)i;
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
-  CHECK_OK(cubert_client_create(env.client, dims, sizeof dims, &hc, NULL));
-  CHECK_OK(cubert_client_create(env.client, zero, sizeof zero, &hz, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, dims, sizeof dims, &hc, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, zero, sizeof zero, &hz, NULL));
   args = args_of(&h, 1, &delta, 1);
   count = cubert_cube_count_new_dynamic(&hc);
   CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL));
@@ -79,9 +80,9 @@ TEST(cts_dynamic_cube_count) {
   CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   for (i = 0; i < 128; i++) CHECK_EQ_U64(out[i], (uint32_t)i + 1);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
-  CHECK_OK(cubert_client_handle_release(env.client, &hc));
-  CHECK_OK(cubert_client_handle_release(env.client, &hz));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &hc, NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &hz, NULL));
   cts_teardown(&env);
 }
 
@@ -95,17 +96,17 @@ TEST(cts_launches_on_one_stream_run_in_order) {
   int i;
   cts_setup(&env, 0);
   memset(data, 0, sizeof data);
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, &delta, 1);
   for (i = 0; i < 300; i++)
     CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   for (i = 0; i < 1000; i++) CHECK_EQ_U64(out[i], 900);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
-/* spec 11.14 test_stream: 300 launches on stream 10000, read from 10001. */
+/* CubeCL's test_stream: 300 launches on stream 10000, read from 10001. */
 TEST(cts_cross_stream_read_waits_for_the_producer) {
   cts_env_t env;
   cubert_client_t *producer = NULL, *consumer = NULL;
@@ -116,18 +117,18 @@ TEST(cts_cross_stream_read_waits_for_the_producer) {
   cubert_cube_count_t count = cubert_cube_count_new_1d(4096 / CK_SMALL_BLOCK);
   int i;
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_clone(env.client, &producer));
-  CHECK_OK(cubert_client_clone(env.client, &consumer));
+  CHECK_OK(cubert_client_clone(env.client, &producer, NULL));
+  CHECK_OK(cubert_client_clone(env.client, &consumer, NULL));
   cubert_client_set_stream(producer, 10000);
   cubert_client_set_stream(consumer, 10001);
   memset(data, 0, sizeof data);
-  CHECK_OK(cubert_client_create(producer, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(producer, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, &delta, 1);
   for (i = 0; i < 300; i++)
     CHECK_OK(cubert_client_launch(producer, &ck_add_scalar_u32_kernel, &count, &args, NULL));
   CHECK_OK(cubert_client_read_one(consumer, &h, out, sizeof out, NULL));
   for (i = 0; i < 4096; i++) CHECK_EQ_U64(out[i], 300);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cubert_client_release(producer);
   cubert_client_release(consumer);
   cts_teardown(&env);
@@ -145,12 +146,12 @@ TEST(cts_cross_stream_launch_binding) {
   cubert_cube_count_t count = cubert_cube_count_new_1d(2048 / CK_SMALL_BLOCK);
   int round, i;
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_clone(env.client, &a));
-  CHECK_OK(cubert_client_clone(env.client, &b));
+  CHECK_OK(cubert_client_clone(env.client, &a, NULL));
+  CHECK_OK(cubert_client_clone(env.client, &b, NULL));
   cubert_client_set_stream(a, 1);
   cubert_client_set_stream(b, 2);
   for (i = 0; i < 2048; i++) src[i] = (uint32_t)i;
-  CHECK_OK(cubert_client_create(a, src, sizeof src, &hs, NULL));
+  CHECK_OK(cubert_client_create_from_slice(a, src, sizeof src, &hs, NULL));
   CHECK_OK(cubert_client_empty(b, sizeof out, &hd, NULL));
   for (round = 0; round < 20; round++) {
     args = args_of(&hs, 1, &delta, 1);
@@ -162,8 +163,8 @@ TEST(cts_cross_stream_launch_binding) {
     CHECK_OK(cubert_client_read_one(b, &hd, out, sizeof out, NULL));
     for (i = 0; i < 2048; i++) CHECK_EQ_U64(out[i], 2u * ((uint32_t)i + 5u * (uint32_t)(round + 1)));
   }
-  CHECK_OK(cubert_client_handle_release(env.client, &hs));
-  CHECK_OK(cubert_client_handle_release(env.client, &hd));
+  CHECK_OK(cubert_client_handle_release(env.client, &hs, NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &hd, NULL));
   cubert_client_release(a);
   cubert_client_release(b);
   cts_teardown(&env);
@@ -186,7 +187,8 @@ static void *thread_program(void *arg) {
   w->ok = 1;
   for (round = 0; round < 10; round++) {
     for (i = 0; i < 512; i++) data[i] = (uint32_t)(i * round);
-    if (cubert_client_create(w->client, data, sizeof data, &h, NULL) != CUBERT_STATUS_OK) {
+    if (cubert_client_create_from_slice(w->client, data, sizeof data, &h,
+                                        NULL) != CUBERT_STATUS_OK) {
       w->ok = 0;
       return NULL;
     }
@@ -196,7 +198,7 @@ static void *thread_program(void *arg) {
       w->ok = 0;
     for (i = 0; i < 512; i++)
       if (out[i] != (uint32_t)(i * round) + (uint32_t)delta) w->ok = 0;
-    cubert_client_handle_release(w->client, &h);
+    cubert_client_handle_release(w->client, &h, NULL);
   }
   return NULL;
 }
@@ -220,7 +222,7 @@ TEST(cts_many_threads_many_streams) {
   cts_teardown(&env);
 }
 
-/* spec 11.14: a limit violation surfaces at flush() as ServerUnhealthy whose
+/* a limit violation surfaces at flush() as ServerUnhealthy whose
  * first error is Launch(TooManyResources(...)) with requested and max. */
 TEST(cts_resource_limit_surfaces_at_flush) {
   cts_env_t env;
@@ -232,7 +234,7 @@ TEST(cts_resource_limit_surfaces_at_flush) {
   cubert_error_t err;
   char msg[512];
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, &delta, 1);
   CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_huge_cube_kernel, &count, &args, NULL));
   CHECK_STATUS(cubert_client_flush(env.client, &err), CUBERT_STATUS_SERVER_UNHEALTHY);
@@ -244,7 +246,7 @@ TEST(cts_resource_limit_surfaces_at_flush) {
   CHECK_OK(cubert_client_flush(env.client, NULL));
   count = cubert_cube_count_new_single();
   CHECK_OK(cubert_client_read_one(env.client, &h, data, sizeof data, NULL));
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
@@ -258,14 +260,14 @@ TEST(cts_validate_mode_queues_the_violation) {
   cts_options_t o;
   cubert_client_t *client = NULL;
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   memset(&o, 0, sizeof o);
   o.device_index = 5;
   o.bounds_check = CUBERT_BOUNDS_CHECK_VALIDATE;
   o.workers = 1;
   (void)env;
   CHECK_OK(cts_client_create(a, &o, &client, NULL));
-  CHECK_OK(cubert_client_create(client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, NULL, 0);
   CHECK_OK(cubert_client_launch_unchecked(client, &ck_oob_write_u32_kernel, &count, &args, NULL));
   CHECK_STATUS(cubert_client_sync(client, &err), CUBERT_STATUS_SERVER_UNHEALTHY);
@@ -275,7 +277,7 @@ TEST(cts_validate_mode_queues_the_violation) {
   /* checked mode (launch): the write is dropped, nothing queued */
   CHECK_OK(cubert_client_launch(client, &ck_oob_write_u32_kernel, &count, &args, NULL));
   CHECK_OK(cubert_client_sync(client, NULL));
-  CHECK_OK(cubert_client_handle_release(client, &h));
+  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
   cubert_client_release(client);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
@@ -290,16 +292,17 @@ TEST(cts_launch_bad_arguments_enqueue_nothing) {
   cubert_cube_count_t count = cubert_cube_count_new_single();
   cubert_kernel_t no_entry = ck_add_scalar_u32_kernel;
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &dead, NULL));
-  CHECK_OK(cubert_client_handle_release(env.client, &dead));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &dead, NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &dead, NULL));
   args = args_of(&dead, 1, &delta, 1);
   CHECK_STATUS(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL),
                CUBERT_STATUS_INVALID_HANDLE);
   args = args_of(&h, 1, &delta, 0); /* the kernel needs one scalar */
   CHECK_STATUS(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  no_entry.cpu_entry = NULL;
+  no_entry.cpu_entry = NULL; /* no entry point for any device */
+  no_entry.cuda_entry_name = NULL;
   args = args_of(&h, 1, &delta, 1);
   CHECK_STATUS(cubert_client_launch(env.client, &no_entry, &count, &args, NULL),
                CUBERT_STATUS_COMPILATION_FAILED);
@@ -308,11 +311,11 @@ TEST(cts_launch_bad_arguments_enqueue_nothing) {
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[0], 1); /* nothing ran */
   CHECK_OK(cubert_client_flush(env.client, NULL));
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
-/* spec 6.6: a read surfaces (and drains) the stream's queued errors. */
+/* a read surfaces (and drains) the stream's queued errors. */
 TEST(cts_read_returns_queued_errors) {
   cts_env_t env;
   uint32_t data[4] = {0, 0, 0, 0}, out[4];
@@ -323,7 +326,7 @@ TEST(cts_read_returns_queued_errors) {
   cubert_error_t err;
   cts_setup(&env, 0);
   CHECK(cubert_client_features(env.client) & CUBERT_FEATURE_DYNAMIC_CUBE_COUNT);
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, &delta, 1);
   CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_huge_cube_kernel, &count, &args, NULL));
   CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_huge_cube_kernel, &count, &args, NULL));
@@ -331,6 +334,6 @@ TEST(cts_read_returns_queued_errors) {
                CUBERT_STATUS_SERVER_UNHEALTHY);
   CHECK_EQ_U64(err.field[0], 2); /* both queued errors, aggregated */
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL)); /* drained */
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }

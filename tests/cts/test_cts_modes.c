@@ -1,26 +1,16 @@
+/* SPDX-License-Identifier: MIT */
 /* Conformance: execution modes on the CPU server through the client
  * (Checked, Validate, Unchecked; the BoundsCheckMode mapping of
  * launch_unchecked) and the resource limits checked before a launch
- * (spec 1.4, 9.3, 11.14). */
+ *. */
 #include "cts.h"
 
 #include "cubert/cpu.h"
 #include "cubert/cube.h"
 #include "cubert/kernel.h"
+#include "cts_kernels.h"
 
-/* Unit 0 of cube 0: out[0] = buf[len] (out-of-bounds read), then
- * buf[len] = 77 (out-of-bounds write), then out[1] = 1 (proof it ran). */
-CUBERT_KERNEL(cts_oob_rw_u32) {
-  CUBERT_BUFFER(uint32_t, buf, 0);
-  CUBERT_BUFFER(uint32_t, out, 1);
-  CUBERT_PHASE {
-    if (UNIT_POS == 0 && CUBE_POS == 0) {
-      CUBERT_STORE(out, 0, CUBERT_LOAD(buf, CUBERT_LEN(buf)));
-      CUBERT_STORE(buf, CUBERT_LEN(buf), 77u);
-      CUBERT_STORE(out, 1, 1u);
-    }
-  }
-}
+/* cts_oob_rw_u32 (cts_kernels.h): out[0] = buf[len], buf[len] = 77, out[1] = 1. */
 CUBERT_KERNEL_DESCRIPTOR(cts_oob_rw_kernel, cts_oob_rw_u32, 2, 0, 0, 4, 1, 1);
 
 typedef struct mode_env_t {
@@ -33,23 +23,23 @@ typedef struct mode_env_t {
 static void mode_setup(mode_env_t *m, uint32_t index, cubert_bounds_check_mode_t mode) {
   cts_options_t o;
   uint32_t data[8] = {10, 11, 12, 13, 14, 15, 16, 17}, zero[2] = {5, 5};
-  cubert_allocator_t a = counting_allocator_init(&m->counting);
+  cubert_allocator_t a = counting_allocator_initialize(&m->counting);
   memset(&o, 0, sizeof o);
   o.device_index = index;
   o.bounds_check = mode;
   o.workers = 2;
   o.max_streams = 4;
   CHECK_OK(cts_client_create(a, &o, &m->client, NULL));
-  CHECK_OK(cubert_client_create(m->client, data, sizeof data, &m->parent, NULL));
-  CHECK_OK(cubert_client_handle_offset(m->client, &m->parent, 0, 16, &m->view));
+  CHECK_OK(cubert_client_create_from_slice(m->client, data, sizeof data, &m->parent, NULL));
+  CHECK_OK(cubert_client_handle_offset(m->client, &m->parent, 0, 16, &m->view, NULL));
   CHECK_EQ_U64(cubert_handle_size_in_used(&m->view), 16);
-  CHECK_OK(cubert_client_create(m->client, zero, sizeof zero, &m->out, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m->client, zero, sizeof zero, &m->out, NULL));
 }
 
 static void mode_teardown(mode_env_t *m) {
-  CHECK_OK(cubert_client_handle_release(m->client, &m->parent));
-  CHECK_OK(cubert_client_handle_release(m->client, &m->view));
-  CHECK_OK(cubert_client_handle_release(m->client, &m->out));
+  CHECK_OK(cubert_client_handle_release(m->client, &m->parent, NULL));
+  CHECK_OK(cubert_client_handle_release(m->client, &m->view, NULL));
+  CHECK_OK(cubert_client_handle_release(m->client, &m->out, NULL));
   cubert_client_release(m->client);
   CHECK_EQ_I64(m->counting.live_blocks, 0);
   counting_allocator_destroy(&m->counting);
@@ -147,19 +137,13 @@ TEST(cts_mode_validate_queues_error_naming_kernel_buffer_index) {
   mode_teardown(&m);
 }
 
-/* ---- resource limits (spec 9.3): requested and max in the error ---- */
+/* ---- resource limits: requested and max in the error ---- */
 
-CUBERT_KERNEL(cts_nop) {
-  CUBERT_BUFFER(uint32_t, buf, 0);
-  CUBERT_PHASE {
-    if (UNIT_POS == 0 && CUBE_POS == 0) CUBERT_STORE(buf, 0, CUBERT_LOAD(buf, 0) + 1u);
-  }
-}
 CUBERT_KERNEL_DESCRIPTOR(cts_nop_kernel, cts_nop, 1, 0, 0, 1, 1, 1);
 CUBERT_KERNEL_DESCRIPTOR(cts_wide_dim_kernel, cts_nop, 1, 0, 0, 2048, 1, 1);
 CUBERT_KERNEL_DESCRIPTOR(cts_deep_dim_kernel, cts_nop, 1, 0, 0, 1, 1, 65);
 CUBERT_KERNEL_DESCRIPTOR(cts_units_kernel, cts_nop, 1, 0, 0, 64, 32, 1);
-CUBERT_KERNEL_DESCRIPTOR(cts_shared_kernel, cts_nop, 1, 0, 128 * 1024, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(cts_shared_kernel, cts_nop, 1, 0, 0, 1, 1, 1); /* shared set per device */
 
 static void limit_case(cubert_client_t *client, const cubert_handle_t *h,
                        const cubert_kernel_t *kernel, cubert_cube_count_t count,
@@ -190,10 +174,11 @@ TEST(cts_resource_limits_each_reported_with_requested_and_max) {
   cubert_error_t first;
   cubert_device_properties_t p;
   cubert_launch_arguments_t args;
+  cubert_kernel_t shared;
   cubert_cube_count_t one = cubert_cube_count_new_single();
   cts_setup(&env, 0);
   cubert_client_properties(env.client, &p);
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   /* CubeDim x above max_cube_dim.x */
   limit_case(env.client, &h, &cts_wide_dim_kernel, one, CUBERT_ERROR_RESOURCE_CUBE_DIM, &first);
   CHECK_EQ_U64(first.field[0], 2048);
@@ -207,9 +192,11 @@ TEST(cts_resource_limits_each_reported_with_requested_and_max) {
   limit_case(env.client, &h, &cts_units_kernel, one, CUBERT_ERROR_RESOURCE_UNITS, &first);
   CHECK_EQ_U64(first.field[0], 2048);
   CHECK_EQ_U64(first.field[1], p.hardware.max_units_per_cube);
-  /* shared memory per cube */
-  limit_case(env.client, &h, &cts_shared_kernel, one, CUBERT_ERROR_RESOURCE_SHARED_MEMORY, &first);
-  CHECK_EQ_U64(first.field[0], 128 * 1024);
+  /* shared memory per cube: 1 KiB above the device's */
+  shared = cts_shared_kernel;
+  shared.shared_memory_bytes = (uint32_t)p.hardware.max_shared_memory_size + 1024u;
+  limit_case(env.client, &h, &shared, one, CUBERT_ERROR_RESOURCE_SHARED_MEMORY, &first);
+  CHECK_EQ_U64(first.field[0], p.hardware.max_shared_memory_size + 1024u);
   CHECK_EQ_U64(first.field[1], p.hardware.max_shared_memory_size);
   /* cube count above the maximum on the y axis */
   limit_case(env.client, &h, &cts_nop_kernel, cubert_cube_count_new_2d(1, 70000),
@@ -225,6 +212,6 @@ TEST(cts_resource_limits_each_reported_with_requested_and_max) {
   CHECK_OK(cubert_client_launch(env.client, &cts_nop_kernel, &one, &args, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[0], 1);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }

@@ -1,7 +1,9 @@
-/* Conformance: several devices in one process (spec 1.6): ids and
+/* SPDX-License-Identifier: MIT */
+/* Conformance: several devices in one process: ids and
  * properties per device, teardown in any order, to_client /
  * to_client_tensor / change_client_sync between every pair, error paths. */
 #include "cts_multi.h"
+#include "cubert/backend/handle_table.h"
 
 static void create_with_memory(cts_env_t *env, uint32_t index, uint64_t memory_size) {
   cts_options_t o;
@@ -37,13 +39,13 @@ TEST(cts_multi_device_ids_and_properties_per_device) {
     cubert_client_properties(env[i].client, &p);
     CHECK_EQ_U64(p.memory.max_page_size, (uint64_t)(i + 1) << 24);
     /* load finds that device, and its handles carry its index */
-    CHECK_OK(cubert_client_load(want, &loaded));
+    CHECK_OK(cubert_client_load(want, &loaded, NULL));
     CHECK_EQ_U64(cubert_client_device(loaded).index_id, i);
-    CHECK_OK(cubert_client_create(loaded, &byte, 1, &h, NULL));
+    CHECK_OK(cubert_client_create_from_slice(loaded, &byte, 1, &h, NULL));
     CHECK_EQ_U64(h.device, i);
     CHECK_OK(cubert_client_read_one(env[i].client, &h, &out, 1, NULL));
     CHECK_EQ_U64(out, i + 10);
-    CHECK_OK(cubert_client_handle_release(env[i].client, &h));
+    CHECK_OK(cubert_client_handle_release(env[i].client, &h, NULL));
     cubert_client_release(loaded);
   }
   for (i = 0; i < 4; i++) cts_teardown(&env[i]);
@@ -80,7 +82,7 @@ TEST(cts_multi_device_teardown_in_any_order) {
     mdev_setup_comm(&m, 4, 0, 0);
     for (i = 0; i < 4; i++) {
       for (k = 0; k < 8; k++) v[k] = (float)(i * 8 + k);
-      CHECK_OK(cubert_client_create(m.env[i].client, v, sizeof v, &h[i], NULL));
+      CHECK_OK(cubert_client_create_from_slice(m.env[i].client, v, sizeof v, &h[i], NULL));
       CHECK_OK(cubert_client_all_reduce(m.env[i].client, &h[i], &h[i], CUBERT_COMM_DTYPE_F32,
                                         m.ids, 4, CUBERT_REDUCE_OPERATION_MEAN, NULL));
     }
@@ -88,7 +90,7 @@ TEST(cts_multi_device_teardown_in_any_order) {
       CHECK_OK(cubert_client_sync_collective(m.env[i].client, NULL));
       CHECK_OK(cubert_client_read_one(m.env[i].client, &h[i], out, sizeof out, NULL));
       for (k = 0; k < 8; k++) CHECK(out[k] == (float)(12 + k)); /* mean of 0,8,16,24 + k */
-      CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i]));
+      CHECK_OK(cubert_client_handle_release(m.env[i].client, &h[i], NULL));
     }
     for (k = 0; k < 4; k++) {
       i = orders[o][k];
@@ -107,7 +109,7 @@ TEST(cts_multi_device_teardown_in_any_order) {
   }
 }
 
-/* ---- the seed's runtime test (spec 8): test_to_client, every pair ---- */
+/* ---- the seed's runtime test: test_to_client, every pair ---- */
 
 static void to_client_every_pair(uint32_t n, int tensor_path) {
   mdev_t m;
@@ -122,7 +124,7 @@ static void to_client_every_pair(uint32_t n, int tensor_path) {
       cubert_handle_t src, dst;
       if (a == b) continue;
       for (k = 0; k < 6; k++) v[k] = (float)(a * 100 + b * 10 + k) + 0.5f;
-      CHECK_OK(cubert_client_create(m.env[a].client, v, sizeof v, &src, NULL));
+      CHECK_OK(cubert_client_create_from_slice(m.env[a].client, v, sizeof v, &src, NULL));
       if (tensor_path) {
         cubert_copy_descriptor_t d;
         memset(&d, 0, sizeof d);
@@ -145,8 +147,8 @@ static void to_client_every_pair(uint32_t n, int tensor_path) {
         CHECK_MSG(out[k] == v[k], "%u -> %u [%u]: %g != %g", (unsigned)a, (unsigned)b, (unsigned)k,
                   (double)out[k],
                   (double)v[k]);
-      CHECK_OK(cubert_client_handle_release(m.env[a].client, &src));
-      CHECK_OK(cubert_client_handle_release(m.env[b].client, &dst));
+      CHECK_OK(cubert_client_handle_release(m.env[a].client, &src, NULL));
+      CHECK_OK(cubert_client_handle_release(m.env[b].client, &dst, NULL));
     }
   for (a = 0; a < n; a++) CHECK_OK(cubert_client_sync(m.env[a].client, NULL));
   mdev_teardown(&m);
@@ -168,7 +170,7 @@ TEST(cts_to_client_sees_pending_writes) {
     v[k] = k;
     w[k] = 7 * k + 1;
   }
-  CHECK_OK(cubert_client_create(m.env[0].client, v, sizeof v, &src, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &src, NULL));
   CHECK_OK(cubert_client_write(m.env[0].client, &src, w, sizeof w, NULL));
   CHECK_OK(cubert_client_to_client(m.env[0].client, &src, m.env[1].client, CUBERT_COMM_DTYPE_U32,
                                    &dst1, NULL));
@@ -182,10 +184,10 @@ TEST(cts_to_client_sees_pending_writes) {
                                             CUBERT_COMM_DTYPE_U32, &dst2, NULL));
     CHECK_OK(cubert_client_read_one(m.env[1].client, &dst2, out, sizeof out, NULL));
     CHECK(memcmp(out, v, sizeof v) == 0);
-    CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst2));
+    CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst2, NULL));
   }
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src));
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst1));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst1, NULL));
   mdev_teardown(&m);
 }
 
@@ -201,11 +203,11 @@ TEST(cts_to_client_tensor_refused_send_fails_the_queued_recv) {
   cubert_error_t err;
   char msg[512];
   mdev_setup_comm(&m, 2, 0, 200);
-  CHECK_OK(cubert_client_create(m.env[0].client, v, sizeof v, &src, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &src, NULL));
   CHECK_OK(cubert_client_ensure_init_collective(m.env[0].client, m.ids, 2, NULL));
   CHECK_OK(cubert_client_ensure_init_collective(m.env[1].client, m.ids, 2, NULL));
   /* the send resolves a stream never used on the source: creating it fails */
-  CHECK_OK(cubert_client_clone(m.env[0].client, &fresh));
+  CHECK_OK(cubert_client_clone(m.env[0].client, &fresh, NULL));
   cubert_client_set_stream(fresh, 777);
   memset(&d, 0, sizeof d);
   d.binding = src;
@@ -218,7 +220,7 @@ TEST(cts_to_client_tensor_refused_send_fails_the_queued_recv) {
   cubert_error_format(&err, msg, sizeof msg);
   CHECK_MSG(cubert_error_has_kind(&err, CUBERT_ERROR_DEADLINE_EXCEEDED), "%s", msg);
   cubert_client_release(fresh);
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src, NULL));
   mdev_teardown(&m);
 }
 
@@ -229,7 +231,7 @@ TEST(cts_to_client_empty_buffer) {
   cubert_copy_descriptor_t d;
   int tensor;
   mdev_setup(&m, 2, 0, 0);
-  CHECK_OK(cubert_client_create(m.env[0].client, NULL, 0, &src, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, NULL, 0, &src, NULL));
   memset(&d, 0, sizeof d);
   d.binding = src;
   /* the tensor path needs collectives */
@@ -242,10 +244,10 @@ TEST(cts_to_client_empty_buffer) {
                                        CUBERT_COMM_DTYPE_F32, &dst, NULL));
     CHECK_EQ_U64(cubert_handle_size_in_used(&dst), 0);
     CHECK_OK(cubert_client_sync(m.env[1].client, NULL));
-    CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst));
+    CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst, NULL));
   }
   CHECK_OK(cubert_client_sync(m.env[0].client, NULL));
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src, NULL));
   mdev_teardown(&m);
 }
 
@@ -255,13 +257,13 @@ TEST(cts_to_client_same_device_copies) {
   uint16_t v[5] = {1, 2, 3, 4, 5}, out[5];
   cubert_handle_t src, dst;
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_create(env.client, v, sizeof v, &src, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, v, sizeof v, &src, NULL));
   CHECK_OK(cubert_client_to_client(env.client, &src, env.client, CUBERT_COMM_DTYPE_U8, &dst, NULL));
   CHECK(dst.memory.index != src.memory.index || dst.memory.generation != src.memory.generation);
-  CHECK_OK(cubert_client_handle_release(env.client, &src));
+  CHECK_OK(cubert_client_handle_release(env.client, &src, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &dst, out, sizeof out, NULL));
   CHECK(memcmp(out, v, sizeof v) == 0);
-  CHECK_OK(cubert_client_handle_release(env.client, &dst));
+  CHECK_OK(cubert_client_handle_release(env.client, &dst, NULL));
   cts_teardown(&env);
 }
 
@@ -274,7 +276,7 @@ TEST(cts_change_client_sync_tensor_is_contiguous_on_destination) {
   uint32_t k, r;
   mdev_setup(&m, 2, 0, 0);
   for (k = 0; k < 15; k++) v[k] = (float)k * 1.5f;
-  CHECK_OK(cubert_client_create_tensor(m.env[0].client, v, 2, shape, 4, &src, NULL));
+  CHECK_OK(cubert_client_create_tensor_from_slice(m.env[0].client, v, 2, shape, 4, &src, NULL));
   memset(&d, 0, sizeof d);
   d.binding = src.memory;
   d.rank = 2;
@@ -291,8 +293,8 @@ TEST(cts_change_client_sync_tensor_is_contiguous_on_destination) {
   CHECK_EQ_U64(cubert_handle_size_in_used(&dst.memory), sizeof v);
   CHECK_OK(cubert_client_read_one(m.env[1].client, &dst.memory, out, sizeof out, NULL));
   CHECK(memcmp(out, v, sizeof v) == 0);
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src.memory));
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst.memory));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src.memory, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst.memory, NULL));
   mdev_teardown(&m);
 }
 
@@ -307,10 +309,10 @@ TEST(cts_to_client_errors_create_nothing) {
   cubert_error_t err;
   mdev_setup(&m, 2, 0, 0);
   table = cubert_client_handle_table(m.env[1].client);
-  CHECK_OK(cubert_client_create(m.env[0].client, v, sizeof v, &src, NULL));
-  CHECK_OK(cubert_client_create(m.env[1].client, v, sizeof v, &foreign, NULL));
-  CHECK_OK(cubert_client_create(m.env[0].client, v, sizeof v, &dead, NULL));
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &dead));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &src, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[1].client, v, sizeof v, &foreign, NULL));
+  CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &dead, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &dead, NULL));
   live = cubert_handle_table_live(table);
   /* to_client */
   CHECK_STATUS(cubert_client_to_client(NULL, &src, m.env[1].client, CUBERT_COMM_DTYPE_U8, &dst,
@@ -373,9 +375,9 @@ TEST(cts_to_client_errors_create_nothing) {
     CHECK_OK(cubert_client_read_one(m.env[1].client, &dst, out, sizeof out, NULL));
     CHECK(memcmp(out, v, sizeof v) == 0);
   }
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst));
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src));
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &foreign));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &dst, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &foreign, NULL));
   mdev_teardown(&m);
 }
 
@@ -391,7 +393,7 @@ TEST(cts_change_client_sync_failures_create_nothing) {
   uint32_t live, k;
   mdev_setup(&m, 2, 0, 0);
   for (k = 0; k < 12; k++) v[k] = (float)k;
-  CHECK_OK(cubert_client_create_tensor(m.env[0].client, v, 2, shape, 4, &src, NULL));
+  CHECK_OK(cubert_client_create_tensor_from_slice(m.env[0].client, v, 2, shape, 4, &src, NULL));
   table = cubert_client_handle_table(m.env[1].client);
   live = cubert_handle_table_live(table);
   memset(&d, 0, sizeof d);
@@ -433,8 +435,8 @@ TEST(cts_change_client_sync_failures_create_nothing) {
     CHECK_OK(cubert_client_read_one(m.env[1].client, &out.memory, back, sizeof back, NULL));
     CHECK(memcmp(back, v, sizeof v) == 0);
   }
-  CHECK_OK(cubert_client_handle_release(m.env[1].client, &out.memory));
-  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src.memory));
+  CHECK_OK(cubert_client_handle_release(m.env[1].client, &out.memory, NULL));
+  CHECK_OK(cubert_client_handle_release(m.env[0].client, &src.memory, NULL));
   mdev_teardown(&m);
 }
 

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /* Conformance: memory_persistent_allocation(f) with nested windows, and
- * exclusive access (spec 1.2, 1.4). */
+ * exclusive access. */
 #include "cts.h"
 
 #include <pthread.h>
@@ -28,7 +29,7 @@ static uint64_t reserved(cubert_client_t *client) {
 static void alloc_one(win_t *w, uint8_t fill) {
   uint8_t data[ALLOC];
   memset(data, fill, sizeof data);
-  CHECK_OK(cubert_client_create(w->client, data, sizeof data, &w->h[w->n++], NULL));
+  CHECK_OK(cubert_client_create_from_slice(w->client, data, sizeof data, &w->h[w->n++], NULL));
 }
 
 static cubert_status_t inner_window(void *user, cubert_error_t *err) {
@@ -74,7 +75,7 @@ TEST(cts_persistent_allocation_nested_windows) {
   for (i = 0; i < w.n; i++) {
     CHECK_OK(cubert_client_read_one(env.client, &w.h[i], out, sizeof out, NULL));
     CHECK(out[0] == (uint8_t)(i + 1) && out[ALLOC - 1] == (uint8_t)(i + 1));
-    CHECK_OK(cubert_client_handle_release(env.client, &w.h[i]));
+    CHECK_OK(cubert_client_handle_release(env.client, &w.h[i], NULL));
   }
   cts_teardown(&env);
 }
@@ -103,7 +104,7 @@ TEST(cts_persistent_allocation_failing_fn_restores_auto) {
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert_client_memory_persistent_allocation(NULL, outer_window, &w, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  for (i = 0; i < w.n; i++) CHECK_OK(cubert_client_handle_release(env.client, &w.h[i]));
+  for (i = 0; i < w.n; i++) CHECK_OK(cubert_client_handle_release(env.client, &w.h[i], NULL));
   cts_teardown(&env);
 }
 
@@ -195,7 +196,7 @@ TEST(cts_exclusive_holds_off_other_threads) {
   cts_setup(&env, 0);
   memset(&x, 0, sizeof x);
   x.seen_inside = -1;
-  CHECK_OK(cubert_client_clone(env.client, &x.other));
+  CHECK_OK(cubert_client_clone(env.client, &x.other, NULL));
   CHECK_OK(cubert_client_exclusive(env.client, hold_device, &x, NULL));
   CHECK(pthread_join(x.thread, NULL) == 0);
   CHECK_OK(x.other_status);
@@ -239,13 +240,13 @@ TEST(cts_exclusive_nested_and_failing_after_work) {
   cts_setup(&env, 0);
   memset(&n, 0, sizeof n);
   n.client = env.client;
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &n.h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &n.h, NULL));
   CHECK_STATUS(cubert_client_exclusive(env.client, outer_launch_then_nest, &n, &err),
                CUBERT_STATUS_INTERNAL);
   CHECK(strstr(err.reason, "after nesting") != NULL);
   CHECK_EQ_U64(n.out[0], 6); /* the nested read saw the launch */
   CHECK_OK(cubert_client_read_one(env.client, &n.h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[3], 9);
-  CHECK_OK(cubert_client_handle_release(env.client, &n.h));
+  CHECK_OK(cubert_client_handle_release(env.client, &n.h, NULL));
   cts_teardown(&env);
 }

@@ -1,4 +1,5 @@
-/* Conformance: profiling through the client (spec 7): tokens (nested,
+/* SPDX-License-Identifier: MIT */
+/* Conformance: profiling through the client: tokens (nested,
  * overlapping, misuse), durations between two stream syncs, an error during a
  * profile invalidating every active token, and the kernel-profiling level
  * with its per-kernel summary written to a log sink at sync. */
@@ -14,20 +15,13 @@
 #endif
 #include "cubert/cube.h"
 #include "cubert/profile.h"
+#include "cubert/backend/profiler.h"
 #include "cubert_kernels.h"
+#include "cts_kernels.h"
 
-#define SLEEP_MS 20
+#define SLEEP_MS CTS_SLEEP_MS
 
-/* Unit 0 of cube 0 sleeps SLEEP_MS, then buf[0] += 1. */
-CUBERT_KERNEL(cts_sleep_u32) {
-  CUBERT_BUFFER(uint32_t, buf, 0);
-  CUBERT_PHASE {
-    if (UNIT_POS == 0 && CUBE_POS == 0) {
-      cts_sleep_ms(SLEEP_MS);
-      CUBERT_STORE(buf, 0, CUBERT_LOAD(buf, 0) + 1u);
-    }
-  }
-}
+/* cts_sleep_u32 (cts_kernels.h): unit 0 of cube 0 sleeps SLEEP_MS, then buf[0] += 1. */
 CUBERT_KERNEL_DESCRIPTOR(cts_sleep_kernel, cts_sleep_u32, 1, 0, 0, 1, 1, 1);
 
 static cubert_launch_arguments_t one_buffer(const cubert_handle_t *h, const uint64_t *scalar) {
@@ -53,7 +47,7 @@ TEST(cts_profile_tokens_overlap_and_measure_between_syncs) {
   cubert_launch_arguments_t args;
   cubert_cube_count_t count = cubert_cube_count_new_single();
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   args = one_buffer(&h, NULL);
   CHECK_OK(cubert_client_profile_start(env.client, &a, NULL));
   CHECK_OK(cubert_client_profile_start(env.client, &b, NULL));
@@ -67,7 +61,7 @@ TEST(cts_profile_tokens_overlap_and_measure_between_syncs) {
   CHECK(db.end_ns >= da.end_ns);
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK_EQ_U64(out[0], 1);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
@@ -105,13 +99,13 @@ TEST(cts_profile_nested_profiles_contain_each_other) {
   memset(&n, 0, sizeof n);
   n.client = env.client;
   n.kernel = &cts_sleep_kernel;
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &n.handle, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &n.handle, NULL));
   CHECK_OK(cubert_client_profile(env.client, outer_fn, &n, "outer", &outer, NULL));
   CHECK_OK(n.inner_status);
   CHECK(ns_of(&n.inner) >= SLEEP_MS * 1000000ull);
   CHECK(outer.start_ns <= n.inner.start_ns);
   CHECK(n.inner.end_ns <= outer.end_ns);
-  CHECK_OK(cubert_client_handle_release(env.client, &n.handle));
+  CHECK_OK(cubert_client_handle_release(env.client, &n.handle, NULL));
   cts_teardown(&env);
 }
 
@@ -132,7 +126,7 @@ TEST(cts_profile_error_invalidates_nested_outer_profile) {
   memset(&n, 0, sizeof n);
   n.client = env.client;
   n.kernel = &cts_huge_sleep_kernel;
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &n.handle, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &n.handle, NULL));
   outer.start_ns = outer.end_ns = 12345;
   CHECK_STATUS(cubert_client_profile(env.client, outer_fn, &n, "outer", &outer, &err),
                CUBERT_STATUS_SERVER_UNHEALTHY);
@@ -145,7 +139,7 @@ TEST(cts_profile_error_invalidates_nested_outer_profile) {
   /* the device and the profiler stay usable */
   n.kernel = &cts_sleep_kernel;
   CHECK_OK(cubert_client_profile(env.client, inner_launch, &n, "after", &d, NULL));
-  CHECK_OK(cubert_client_handle_release(env.client, &n.handle));
+  CHECK_OK(cubert_client_handle_release(env.client, &n.handle, NULL));
   cts_teardown(&env);
 }
 
@@ -161,7 +155,7 @@ TEST(cts_profile_error_invalidates_every_active_token) {
   cubert_launch_arguments_t args;
   cubert_cube_count_t count = cubert_cube_count_new_single();
   cts_setup(&env, 0);
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   args = one_buffer(&h, NULL);
   CHECK_OK(cubert_client_profile_start(env.client, &a, NULL));
   CHECK_OK(cubert_client_profile_start(env.client, &b, NULL));
@@ -176,7 +170,7 @@ TEST(cts_profile_error_invalidates_every_active_token) {
   CHECK(cubert_error_has_kind(&err, CUBERT_ERROR_RESOURCE_UNITS));
   CHECK_OK(cubert_client_profile_end(env.client, c, &d, NULL));
   CHECK(d.end_ns >= d.start_ns);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
@@ -261,7 +255,7 @@ static uint32_t run_program(cubert_client_t *client, int adds) {
   cubert_launch_arguments_t args;
   cubert_cube_count_t count = cubert_cube_count_new_1d(2);
   int i;
-  CHECK_OK(cubert_client_create(client, data, sizeof data, &h[0], NULL));
+  CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h[0], NULL));
   CHECK_OK(cubert_client_empty(client, sizeof data, &h[1], NULL));
   args = one_buffer(&h[0], &delta);
   for (i = 0; i < adds; i++)
@@ -271,8 +265,8 @@ static uint32_t run_program(cubert_client_t *client, int adds) {
   args.scalar_count = 0;
   CHECK_OK(cubert_client_launch(client, &ck_double_u32_kernel, &count, &args, NULL));
   CHECK_OK(cubert_client_read_one(client, &h[1], out, sizeof out, NULL));
-  CHECK_OK(cubert_client_handle_release(client, &h[0]));
-  CHECK_OK(cubert_client_handle_release(client, &h[1]));
+  CHECK_OK(cubert_client_handle_release(client, &h[0], NULL));
+  CHECK_OK(cubert_client_handle_release(client, &h[1], NULL));
   return out[0];
 }
 
@@ -386,13 +380,13 @@ TEST(cts_kernel_profiling_errors) {
   CHECK_OK(cubert_client_set_profiling(env.client, CUBERT_PROFILE_LEVEL_BASIC, capture_sink, &cap,
                                        NULL));
   /* a failing timed launch is returned by the launch and not recorded */
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
   args = one_buffer(&h, NULL);
   CHECK_STATUS(cubert_client_launch(env.client, &cts_huge_sleep_kernel, &count, &args, &err),
                CUBERT_STATUS_SERVER_UNHEALTHY);
   CHECK(cubert_error_has_kind(&err, CUBERT_ERROR_RESOURCE_UNITS));
-  CHECK_OK(cubert_client_create(env.client, data, sizeof data, &dead, NULL));
-  CHECK_OK(cubert_client_handle_release(env.client, &dead));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &dead, NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &dead, NULL));
   args = one_buffer(&dead, NULL);
   CHECK_STATUS(cubert_client_launch(env.client, &cts_sleep_kernel, &count, &args, &err),
                CUBERT_STATUS_INVALID_HANDLE);
@@ -409,7 +403,7 @@ TEST(cts_kernel_profiling_errors) {
   CHECK_OK(cubert_client_sync(env.client, NULL));
   CHECK_EQ_I64(cap.calls, 1);
   CHECK_MSG(strstr(cap.text, "cts_sleep_u32") != NULL, "table: %s", cap.text);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   cts_teardown(&env);
 }
 
@@ -459,7 +453,7 @@ TEST(cts_cpu_options_profile_level) {
 #else
   cubert_cpu_options_t o;
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_client_t *client = NULL;
   cubert_error_t err;
   CHECK(setenv("CUBERT_PROFILE_LEVEL", "execution-only", 1) == 0);
@@ -527,7 +521,7 @@ static void *pt_thread(void *arg) {
   cubert_launch_arguments_t args;
   cubert_cube_count_t count = cubert_cube_count_new_single();
   int i;
-  p->status = cubert_client_create(p->client, data, sizeof data, &h, NULL);
+  p->status = cubert_client_create_from_slice(p->client, data, sizeof data, &h, NULL);
   if (p->status != CUBERT_STATUS_OK) return NULL;
   args = one_buffer(&h, &delta);
   for (i = 0; i < PT_LAUNCHES && p->status == CUBERT_STATUS_OK; i++)
@@ -535,7 +529,7 @@ static void *pt_thread(void *arg) {
   if (p->status == CUBERT_STATUS_OK)
     p->status = cubert_client_read_one(p->client, &h, data, sizeof data, NULL);
   p->out = data[0];
-  (void)cubert_client_handle_release(p->client, &h);
+  (void)cubert_client_handle_release(p->client, &h, NULL);
   return NULL;
 }
 
@@ -556,7 +550,7 @@ TEST(cts_kernel_profiling_concurrent_launches_counted_once) {
     sink.lines = 0;
     CHECK_OK(cubert_client_set_profiling(env.client, levels[l], locked_sink, &sink, NULL));
     for (i = 0; i < PT_THREADS; i++) {
-      CHECK_OK(cubert_client_clone(env.client, &args[i].client));
+      CHECK_OK(cubert_client_clone(env.client, &args[i].client, NULL));
       CHECK(pthread_create(&threads[i], NULL, pt_thread, &args[i]) == 0);
     }
     for (i = 0; i < PT_THREADS; i++) {

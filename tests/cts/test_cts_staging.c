@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /* Conformance: staging buffers, the host bytes type and the pinned create
- * variants (spec 1.2, 12.4). */
+ * variants. */
 #define TEST_REQUIRES (CUBERT_FEATURE_STAGING_BUFFERS)
 #include "cts.h"
 
@@ -135,11 +136,11 @@ TEST(cts_staging_file_only_rule) {
   CHECK_EQ_I64(o[2].releases, 1); /* the staged file buffer is pinned now: kept */
   CHECK_EQ_U64(b[0].property, CUBERT_ALLOCATION_PINNED);
   /* a staged buffer uploads like any other */
-  CHECK_OK(cubert_client_create_bytes(env.client, b[3], &h, NULL));
+  CHECK_OK(cubert_client_create_from_bytes(env.client, b[3], &h, NULL));
   b[3].release = NULL; /* moved */
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   for (i = 0; i < 40; i++) CHECK(out[i] == 4);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   release_all(b, 4);
   CHECK_EQ_I64(o[1].releases, 1);
   /* nothing to stage / bad arguments */
@@ -192,8 +193,8 @@ TEST(cts_create_from_slice_pinned_round_trip) {
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert_client_create_from_slice_pinned(env.client, data, 4, NULL, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
-  CHECK_OK(cubert_client_handle_release(env.client, &e));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &e, NULL));
   cts_teardown(&env);
 }
 
@@ -231,8 +232,8 @@ TEST(cts_create_tensors_from_slices_pinned_share_one_allocation) {
   CHECK_OK(cubert_client_read_one(env.client, &l[1].memory, ob, sizeof ob, NULL));
   CHECK(memcmp(oa, a, sizeof a) == 0);
   CHECK(memcmp(ob, b, sizeof b) == 0);
-  CHECK_OK(cubert_client_handle_release(env.client, &l[0].memory));
-  CHECK_OK(cubert_client_handle_release(env.client, &l[1].memory));
+  CHECK_OK(cubert_client_handle_release(env.client, &l[0].memory, NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &l[1].memory, NULL));
   /* bad inputs: nothing created, nothing leaked */
   CHECK_STATUS(cubert_client_create_tensors_from_slices_pinned(env.client, d, data, 0, l, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
@@ -267,13 +268,14 @@ TEST(cts_bytes_owner_release_runs_once) {
   int i;
   cts_setup(&env, 0);
   b = owned_bytes(&o, 16, CUBERT_ALLOCATION_OTHER, 5);
-  CHECK_OK(cubert_client_create_bytes(env.client, b, &h, NULL));
+  CHECK_OK(cubert_client_create_from_bytes(env.client, b, &h, NULL));
   CHECK_OK(cubert_client_read_one(env.client, &h, out, sizeof out, NULL));
   CHECK_EQ_I64(o.releases, 1);
   for (i = 0; i < 16; i++) CHECK(out[i] == 5);
-  CHECK_OK(cubert_client_handle_release(env.client, &h));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   b = owned_bytes(&o, 16, CUBERT_ALLOCATION_FILE, 5);
-  CHECK_STATUS(cubert_client_create_bytes(env.client, b, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_client_create_from_bytes(env.client, b, NULL,
+                                               NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_I64(o.releases, 1);
   cts_teardown(&env);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/cuda_smoke.c: the CUDA device layer on a GPU, in one program
  * (built by `make CUDA=1 cuda-smoke`; tools/gpu-run.sh runs it).
@@ -122,16 +123,21 @@ static void print_devices(const cubert_cuda_loader_t *cu) {
   }
 }
 
+/* Each image once (several of the kernels looked up may share one). */
 static void print_images(void) {
   static const char *const names[] = {"ck_add_scalar_u32", "ck_add_f32", "ck_axpy_f32"};
-  size_t i;
+  const cubert_cuda_image_t *seen[3];
+  size_t i, j, nseen = 0;
   printf("kernel images registered: %zu\n", cubert_cuda_image_count());
   for (i = 0; i < sizeof names / sizeof names[0]; i++) {
     const cubert_cuda_image_t *img = cubert_cuda_image_find(names[i]);
     SMOKE_CHECK(img != NULL, "no image holds %s", names[i]);
-    if (img)
-      printf("  %s: %u entries, PTX %zu B, cubin %zu B (sm_%u)\n", img->name, img->entry_count,
-             img->ptx_size, img->cubin_size, img->cubin_arch);
+    for (j = 0; j < nseen && img; j++)
+      if (seen[j] == img) img = NULL;
+    if (!img) continue;
+    seen[nseen++] = img;
+    printf("  %s: %u entries, PTX %zu B, cubin %zu B (sm_%u)\n", img->name, img->entry_count,
+           img->ptx_size, img->cubin_size, img->cubin_arch);
   }
 }
 

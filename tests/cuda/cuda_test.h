@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/cuda_test.h: helpers of the CUDA backend's tests. Most tests
  * run the backend against the fake driver (fake_libcuda.h) built next to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/fake_libcuda.c: a fake CUDA driver (libcuda.so.1) on host
  * memory, for the CUDA backend's tests on machines without a GPU. What it
@@ -270,13 +271,36 @@ static CUresult fake_cuStreamCreate(CUstream *out, unsigned int flags) {
   return CUDA_SUCCESS;
 }
 
+/* Free a destroyed stream no event refers to (caller holds fake_mutex). */
+static void stream_maybe_free(struct CUstream_st *s) {
+  if (s->destroyed && s->refs == 0) free(s);
+}
+
 static CUresult fake_cuStreamDestroy(CUstream s) {
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.streams_destroyed++;
+  fake_stream_free_deferred(s);
+  s->destroyed = 1;
+  stream_maybe_free(s);
   pthread_mutex_unlock(&fake_mutex);
-  free(s);
   return CUDA_SUCCESS;
+}
+
+/* Event e completed: so did every event recorded before it on its stream
+ * (caller holds fake_mutex). */
+static void event_complete(struct CUevent_st *e) {
+  e->pending = 0;
+  if (e->stream && e->stream->completed < e->seq) e->stream->completed = e->seq;
+}
+
+/* Detach e from the stream of its last record (caller holds fake_mutex). */
+static void event_detach(struct CUevent_st *e) {
+  struct CUstream_st *s = e->stream;
+  if (!s) return;
+  e->stream = NULL;
+  s->refs--;
+  stream_maybe_free(s);
 }
 
 CUresult fake_stream_check(CUstream s) {
@@ -287,7 +311,14 @@ CUresult fake_stream_check(CUstream s) {
 }
 
 static CUresult fake_cuStreamSynchronize(CUstream s) {
-  return fake_stream_check(s);
+  CUresult r = fake_stream_check(s);
+  if (r == CUDA_SUCCESS && s) {
+    pthread_mutex_lock(&fake_mutex);
+    s->completed = s->recorded;
+    fake_stream_free_deferred(s);
+    pthread_mutex_unlock(&fake_mutex);
+  }
+  return r;
 }
 
 static CUresult fake_cuStreamQuery(CUstream s) {
@@ -313,6 +344,7 @@ static CUresult fake_cuEventDestroy(CUevent e) {
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.events_destroyed++;
+  event_detach(e);
   pthread_mutex_unlock(&fake_mutex);
   free(e);
   return CUDA_SUCCESS;
@@ -324,6 +356,12 @@ static CUresult fake_cuEventRecord(CUevent e, CUstream s) {
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_mutex);
   e->pending = (int)fake_knob("CUBERT_FAKE_CUDA_EVENT_DELAY", 0);
+  event_detach(e);
+  if (s) {
+    e->stream = s;
+    e->seq = ++s->recorded;
+    s->refs++;
+  }
   fake_stats_.event_records++;
   pthread_mutex_unlock(&fake_mutex);
   return CUDA_SUCCESS;
@@ -334,9 +372,12 @@ static CUresult fake_cuEventQuery(CUevent e) {
   if (r != CUDA_SUCCESS) return r;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_mutex);
+  if (e->stream && e->seq <= e->stream->completed) e->pending = 0;
   if (e->pending > 0) {
     e->pending--;
     r = CUDA_ERROR_NOT_READY;
+  } else {
+    event_complete(e);
   }
   pthread_mutex_unlock(&fake_mutex);
   return r;
@@ -347,7 +388,7 @@ static CUresult fake_cuEventSynchronize(CUevent e) {
   if (r != CUDA_SUCCESS) return r;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_mutex);
-  e->pending = 0;
+  event_complete(e);
   pthread_mutex_unlock(&fake_mutex);
   return CUDA_SUCCESS;
 }
@@ -391,7 +432,8 @@ static const struct {
     FAKE_ENTRY(cuEventRecord), FAKE_ENTRY(cuEventQuery), FAKE_ENTRY(cuEventSynchronize),
     FAKE_ENTRY(cuEventDestroy), FAKE_ENTRY(cuEventElapsedTime), FAKE_ENTRY(cuMemAlloc),
     FAKE_ENTRY(cuMemFree), FAKE_ENTRY(cuMemAllocAsync), FAKE_ENTRY(cuMemFreeAsync),
-    FAKE_ENTRY(cuMemHostAlloc), FAKE_ENTRY(cuMemFreeHost), FAKE_ENTRY(cuMemcpyHtoDAsync),
+    FAKE_ENTRY(cuMemHostAlloc), FAKE_ENTRY(cuMemFreeHost), FAKE_ENTRY(cuMemHostRegister),
+    FAKE_ENTRY(cuMemHostUnregister), FAKE_ENTRY(cuMemcpyHtoDAsync),
     FAKE_ENTRY(cuMemcpyDtoHAsync), FAKE_ENTRY(cuMemcpyDtoDAsync), FAKE_ENTRY(cuMemcpy2DAsync),
     FAKE_ENTRY(cuMemsetD8Async), FAKE_ENTRY(cuModuleLoadDataEx), FAKE_ENTRY(cuModuleUnload),
     FAKE_ENTRY(cuModuleGetFunction), FAKE_ENTRY(cuFuncGetAttribute),

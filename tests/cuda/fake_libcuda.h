@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/fake_libcuda.h: the fake CUDA driver the CUDA tests load in
  * place of libcuda.so.1 (built by `make CUDA=1` as
@@ -19,6 +20,8 @@
  *   CUBERT_FAKE_CUDA_HOST_MEMORY     pinned memory in all (default 1 GiB)
  *   CUBERT_FAKE_CUDA_NO_POOLS        1: no memory pools (attribute 0 and
  *                                    cuMemAllocAsync fails with NOT_SUPPORTED)
+ *   CUBERT_FAKE_CUDA_DEFER_FREES     1: cuMemFreeAsync gives the memory back only at the
+ *                                    stream's next cuStreamSynchronize
  *   CUBERT_FAKE_CUDA_EVENT_DELAY     cuEventQuery answers NOT_READY this many
  *                                    times after each record (default 0)
  *   CUBERT_FAKE_CUDA_COPY_RESULT     1-D host<->device copies return this CUresult
@@ -27,7 +30,11 @@
  *   CUBERT_FAKE_CUDA_FUNC_MAX_THREADS  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
  *                                    (default 1024)
  *
- * Kernels with a host implementation (by entry name):
+ * Events complete in stream order: one found complete completes those
+ * recorded before it on its stream; cuStreamSynchronize completes them all.
+ * Kernels with a host implementation (by entry name), after the host
+ * runner a test program may install (cubert_fake_cuda_set_kernel_host: the
+ * CUDA tests run the kernel library's CPU entry points through it):
  *   ck_add_scalar_u32        buffer 0 (u32) += scalar 0, one element per unit
  *   fake_fault                launches fine, then poisons the context with
  *                             CUDA_ERROR_ILLEGAL_ADDRESS (seen at the next
@@ -53,7 +60,7 @@ typedef struct fake_cuda_stats_t {
   uint64_t mem_alloc_async, mem_alloc_sync, mem_free_async, mem_free_sync;
   int64_t device_allocs_live;
   int64_t device_bytes_live;
-  uint64_t host_allocs, host_frees;
+  uint64_t host_allocs, host_frees, host_registers, host_unregisters;
   int64_t host_bytes_live;
   uint64_t events_created, events_destroyed, event_records;
   uint64_t streams_created, streams_destroyed;
@@ -69,6 +76,18 @@ typedef struct fake_cuda_stats_t {
   unsigned char args[FAKE_CUDA_ARGS_BYTES];
   int last_dynamic_shared_attribute; /* the last cuFuncSetAttribute value */
 } fake_cuda_stats_t;
+
+/* Runs a kernel on the host, by its entry name, in place of the GPU:
+ * `params` as cuLaunchKernel got them (the dialect's args block, the mode
+ * word, the report address). Returns CUDA_SUCCESS, or CUDA_ERROR_NOT_FOUND
+ * for a kernel it does not know (the fake's built-in kernels are tried
+ * then), or any CUresult for cuLaunchKernel to return. */
+typedef int (*fake_cuda_kernel_host_fn)(const char *entry, const unsigned grid[3],
+                                        const unsigned block[3], unsigned shared_bytes,
+                                        void **params);
+/* Exported by the fake (dlsym): install the host runner (NULL: none). */
+typedef void (*fake_cuda_set_kernel_host_fn)(fake_cuda_kernel_host_fn fn);
+void cubert_fake_cuda_set_kernel_host(fake_cuda_kernel_host_fn fn);
 
 /* Exported by the fake (find it with dlsym): a consistent copy of its counters. */
 typedef void (*fake_cuda_stats_fn)(fake_cuda_stats_t *out);

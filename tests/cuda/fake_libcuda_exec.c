@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/fake_libcuda_exec.c: the fake CUDA driver's memory, copies,
  * modules and launches (fake_libcuda.h says what they do).
@@ -17,6 +18,8 @@ typedef struct fake_block_t {
   size_t size;
   int device;
   struct fake_block_t *prev, *next;
+  struct fake_block_t *deferred_next; /* on its stream's deferred list */
+  int deferred;
 } fake_block_t;
 
 static fake_block_t *g_blocks;
@@ -28,6 +31,17 @@ static void block_unlink(fake_block_t *b) {
   fake_device_used[b->device] -= b->size;
   fake_stats_.device_allocs_live--;
   fake_stats_.device_bytes_live -= (int64_t)b->size;
+}
+
+void fake_stream_free_deferred(struct CUstream_st *s) {
+  fake_block_t *b = (fake_block_t *)s->deferred;
+  s->deferred = NULL;
+  while (b) {
+    fake_block_t *next = b->deferred_next;
+    block_unlink(b);
+    free(b);
+    b = next;
+  }
 }
 
 void fake_blocks_free_device(int device) {
@@ -58,6 +72,8 @@ static CUresult device_alloc(CUdeviceptr *out, size_t size, int async) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   b->size = size;
   b->device = fake_current->device;
+  b->deferred = 0;
+  b->deferred_next = NULL;
   pthread_mutex_lock(&fake_mutex);
   b->prev = NULL;
   b->next = g_blocks;
@@ -103,10 +119,26 @@ CUresult fake_cuMemAllocAsync(CUdeviceptr *out, size_t size, CUstream s) {
   return device_alloc(out, size, 1);
 }
 
+/* CUBERT_FAKE_CUDA_DEFER_FREES=1: a free on a stream gives the memory back
+ * only at that stream's next synchronize (as a pool whose frees have not
+ * completed yet). */
 CUresult fake_cuMemFreeAsync(CUdeviceptr p, CUstream s) {
+  fake_block_t *b;
   CUresult r = fake_stream_check(s);
   if (r != CUDA_SUCCESS) return r;
-  return device_free(p, 1);
+  if (!s || !p || !fake_knob("CUBERT_FAKE_CUDA_DEFER_FREES", 0)) return device_free(p, 1);
+  b = (fake_block_t *)(uintptr_t)(p - FAKE_HEADER);
+  pthread_mutex_lock(&fake_mutex);
+  if (b->deferred) {
+    pthread_mutex_unlock(&fake_mutex);
+    return CUDA_ERROR_INVALID_VALUE; /* freed twice */
+  }
+  b->deferred = 1;
+  b->deferred_next = (fake_block_t *)s->deferred;
+  s->deferred = b;
+  fake_stats_.mem_free_async++;
+  pthread_mutex_unlock(&fake_mutex);
+  return CUDA_SUCCESS;
 }
 
 CUresult fake_cuMemHostAlloc(void **out, size_t size, unsigned int flags) {
@@ -143,6 +175,26 @@ CUresult fake_cuMemFreeHost(void *p) {
   fake_stats_.host_bytes_live -= (int64_t)size;
   pthread_mutex_unlock(&fake_mutex);
   free(block);
+  return CUDA_SUCCESS;
+}
+
+/* Registration only counts (the memory is host memory already). */
+CUresult fake_cuMemHostRegister(void *p, size_t size, unsigned int flags) {
+  CUresult r = fake_ctx_check();
+  (void)flags;
+  if (r != CUDA_SUCCESS) return r;
+  if (!p || size == 0) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&fake_mutex);
+  fake_stats_.host_registers++;
+  pthread_mutex_unlock(&fake_mutex);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_cuMemHostUnregister(void *p) {
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&fake_mutex);
+  fake_stats_.host_unregisters++;
+  pthread_mutex_unlock(&fake_mutex);
   return CUDA_SUCCESS;
 }
 
@@ -371,11 +423,20 @@ static void run_add_scalar(const unsigned char *args, uint64_t units) {
   for (i = 0; i < units && i < size / 4; i++) buf[i] += (uint32_t)delta;
 }
 
+static fake_cuda_kernel_host_fn g_kernel_host;
+
+void cubert_fake_cuda_set_kernel_host(fake_cuda_kernel_host_fn fn) {
+  pthread_mutex_lock(&fake_mutex);
+  g_kernel_host = fn;
+  pthread_mutex_unlock(&fake_mutex);
+}
+
 CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                     unsigned bx, unsigned by, unsigned bz, unsigned shared,
                                     CUstream s, void **params, void **extra) {
   CUresult want = (CUresult)fake_knob("CUBERT_FAKE_CUDA_LAUNCH_RESULT", 0);
   CUresult r = fake_stream_check(s);
+  fake_cuda_kernel_host_fn host;
   (void)extra;
   if (r != CUDA_SUCCESS) return r;
   if (!f || !params || gx == 0 || gy == 0 || gz == 0 || bx * by * bz > 1024)
@@ -398,7 +459,22 @@ CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz
   memcpy(&fake_stats_.mode, params[1], sizeof fake_stats_.mode);
   memcpy(&fake_stats_.report, params[2], sizeof fake_stats_.report);
   snprintf(fake_stats_.kernel, sizeof fake_stats_.kernel, "%s", f->name);
+  host = g_kernel_host;
   pthread_mutex_unlock(&fake_mutex);
+  if (host && strcmp(f->name, "fake_fault") != 0) {
+    unsigned grid[3], block[3];
+    grid[0] = gx;
+    grid[1] = gy;
+    grid[2] = gz;
+    block[0] = bx;
+    block[1] = by;
+    block[2] = bz;
+    r = (CUresult)host(f->name, grid, block, shared, params);
+    if (r != CUDA_ERROR_NOT_FOUND) {
+      if (fake_is_fatal(r)) fake_current->poison = r;
+      return r;
+    }
+  }
   if (strcmp(f->name, "ck_add_scalar_u32") == 0)
     run_add_scalar((const unsigned char *)params[0], (uint64_t)gx * gy * gz * bx * by * bz);
   if (strcmp(f->name, "fake_fault") == 0) fake_current->poison = CUDA_ERROR_ILLEGAL_ADDRESS;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/fake_libcuda_internal.h: what the two files of the fake CUDA
  * driver share (fake_libcuda.c: devices, contexts, streams, events,
@@ -21,14 +22,25 @@ struct CUctx_st {
   CUresult poison; /* sticky context-poisoning error, 0 while healthy */
 };
 
+/* Work runs at once; completion is only pretended late (EVENT_DELAY), but
+ * in stream order: an event found complete completes every event recorded
+ * before it on its stream. A stream is freed once destroyed and no event
+ * refers to it. */
 struct CUstream_st {
   struct CUctx_st *ctx;
+  uint64_t recorded;  /* events recorded on it */
+  uint64_t completed; /* events known complete: records 1..completed */
+  int refs;           /* events whose last record was here */
+  int destroyed;
+  void *deferred;     /* CUBERT_FAKE_CUDA_DEFER_FREES: blocks freed on it, not yet given back */
 };
 
 struct CUevent_st {
   struct CUctx_st *ctx;
   unsigned flags;
-  int pending; /* queries left that answer NOT_READY */
+  int pending;                 /* queries left that answer NOT_READY */
+  struct CUstream_st *stream;  /* of the last record (NULL: never recorded) */
+  uint64_t seq;                /* its record number there */
 };
 
 struct CUmod_st {
@@ -63,6 +75,9 @@ CUresult fake_ctx_check(void);
 CUresult fake_stream_check(CUstream s);
 /* Device memory per device (CUBERT_FAKE_CUDA_MEMORY). */
 uint64_t fake_device_memory(void);
+/* Give back the blocks whose free was deferred on `s` (caller holds
+ * fake_mutex). */
+void fake_stream_free_deferred(struct CUstream_st *s);
 /* Free every device block of `device` (caller holds fake_mutex). */
 void fake_blocks_free_device(int device);
 
@@ -73,6 +88,8 @@ CUresult fake_cuMemAllocAsync(CUdeviceptr *out, size_t size, CUstream s);
 CUresult fake_cuMemFreeAsync(CUdeviceptr p, CUstream s);
 CUresult fake_cuMemHostAlloc(void **out, size_t size, unsigned int flags);
 CUresult fake_cuMemFreeHost(void *p);
+CUresult fake_cuMemHostRegister(void *p, size_t size, unsigned int flags);
+CUresult fake_cuMemHostUnregister(void *p);
 CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream s);
 CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s);
 CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_device.c: device open / close, memory, copies and
  * streams of the CUDA device layer, over the fake driver.
@@ -22,7 +23,7 @@ TEST(cuda_device_open_close_leaves_nothing) {
 
 TEST(cuda_device_open_errors) {
   counting_allocator_t ca;
-  cubert_allocator_t a = counting_allocator_init(&ca);
+  cubert_allocator_t a = counting_allocator_initialize(&ca);
   cubert_cuda_loader_t cu;
   cubert_cuda_device_t *d = NULL;
   cubert_error_t err;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_error.c: CUresult -> taxonomy (backend-cuda/cuda_error.h).
  */

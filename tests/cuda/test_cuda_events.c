@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_events.c: the event pool (created once, reused) and
  * the event primitives, over the fake driver.

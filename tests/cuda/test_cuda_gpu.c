@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_gpu.c: the CUDA device layer on a real GPU, through
  * libcuda.so.1 (or $CUBERT_LIBCUDA) and the kernel images the build
@@ -27,12 +28,12 @@ static void gpu_open(gpu_env_t *env, bool needs_images) {
   cubert_error_t err;
   memset(env, 0, sizeof *env);
   if (cubert_cuda_loader_shared(&env->cu, &err) != CUBERT_STATUS_OK) {
-    snprintf(g_skip, sizeof g_skip, "skipped: %s", err.reason);
+    snprintf(g_skip, sizeof g_skip, "%s", err.reason); /* the runner prints "skipped: " */
     TEST_SKIP(g_skip);
   }
   if (needs_images && !CUBERT_TEST_HAVE_IMAGES)
-    TEST_SKIP("skipped: no kernel images (nvcc was not found when this was built)");
-  env->allocator = counting_allocator_init(&env->counting);
+    TEST_SKIP("no kernel images (nvcc was not found when this was built)");
+  env->allocator = counting_allocator_initialize(&env->counting);
   CHECK_OK(cubert_cuda_device_open(env->cu, 0, env->allocator, &env->device, &err));
   CHECK_OK(cubert_cuda_stream_initialize(env->device, &env->stream, &err));
 }

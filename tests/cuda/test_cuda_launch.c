@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_launch.c: the image registry, the module / function
  * cache (JIT logs, cubin before PTX) and launches (argument block, limits,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_loader.c: libcuda loaded at run time. Every way
  * loading can fail gives FAILED_PRECONDITION, kind SERVICE_CREATION and

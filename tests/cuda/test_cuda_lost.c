@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_lost.c: a context-poisoning error (an illegal
  * address in a kernel, ...) loses the device: every later call on it
@@ -91,7 +92,7 @@ TEST(cuda_device_lost_on_a_synchronous_poisoning_code) {
 
 TEST(cuda_device_lost_leaves_other_devices_working) {
   counting_allocator_t ca;
-  cubert_allocator_t a = counting_allocator_init(&ca);
+  cubert_allocator_t a = counting_allocator_initialize(&ca);
   cubert_cuda_loader_t cu;
   cubert_cuda_device_t *d0 = NULL, *d1 = NULL;
   cubert_cuda_stream_t s0, s1;

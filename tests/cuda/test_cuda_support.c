@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/cuda/test_cuda_support.c: helpers of cuda_test.h (no tests here). */
 #include "cuda_test.h"
 
@@ -18,7 +19,7 @@ fake_cuda_stats_t fake_stats(const cubert_cuda_loader_t *cu) {
 void fake_env_open(fake_env_t *env) {
   cubert_error_t err;
   memset(env, 0, sizeof *env);
-  env->allocator = counting_allocator_init(&env->counting);
+  env->allocator = counting_allocator_initialize(&env->counting);
   CHECK_OK(cubert_cuda_loader_open(FAKE_LIBCUDA, &env->cu, &err));
   CHECK_OK(cubert_cuda_device_open(&env->cu, 0, env->allocator, &env->device, &err));
   CHECK_OK(cubert_cuda_stream_initialize(env->device, &env->stream, &err));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/embedded/critical_section_host.c: see critical_section_host.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/embedded/critical_section_host.h: a host implementation of the critical-section
  * hook (cubert/critical_section.h) over an error-checking pthread mutex, which counts

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/embedded/embedded.mk: the embedded targets (docs/embedding.md), included by the Makefile.
 #
 #   make test-cortex-m    the core's unit tests and the conformance suite on the inline driver

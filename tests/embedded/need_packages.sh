@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/embedded/need_packages.sh: makes sure the tools an embedded target needs are there,
 # installing the missing Debian packages (apt-get update first) when it can.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/embedded/runner.c: the test runner for targets with no processes (Cortex-M under
  * QEMU). It replaces tests/support/runner.c there: the same TEST(...) registrations, the
@@ -21,6 +22,7 @@
 #include "cubert/config.h"
 #include "cubert/device.h"
 #include "cubert/status.h"
+#include "cubert/backend/device.h"
 #include "embedded_target.h"
 
 #define MAX_TESTS 2048
@@ -72,29 +74,7 @@ void test_skip(const char *file, int line, const char *reason) {
   longjmp(g_jump, RESULT_SKIP);
 }
 
-/* As tests/support/runner.c: skip unless the library holds every feature bit. */
-int test_require_features(const char *file, int line, unsigned bits) {
-  static const struct {
-    unsigned bit;
-    const char *what;
-  } k_features[] = {
-      {CUBERT_FEATURE_RACE_CHECKER, "compiled out (CUBERT_CONFIG_RACE_CHECKER=0)"},
-      {CUBERT_FEATURE_SIMULATION, "compiled out (CUBERT_CONFIG_SIMULATION=0)"},
-      {CUBERT_FEATURE_PROFILING, "compiled out (CUBERT_CONFIG_PROFILING=0)"},
-      {CUBERT_FEATURE_ERROR_TEXT, "compiled out (CUBERT_CONFIG_ERROR_TEXT=0)"},
-      {CUBERT_FEATURE_COLLECTIVE_OPS, "compiled out (CUBERT_CONFIG_COLLECTIVES=0)"},
-      {CUBERT_FEATURE_STAGING_BUFFERS, "compiled out (CUBERT_CONFIG_STAGING=0)"},
-      {CUBERT_FEATURE_PAGED_POOLS, "compiled out (CUBERT_CONFIG_PAGED_POOLS=0)"},
-      {CUBERT_FEATURE_PERSISTENT_MEMORY, "compiled out (CUBERT_CONFIG_PERSISTENT_MEMORY=0)"},
-      {CUBERT_FEATURE_ERROR_REASONS, "compiled out (CUBERT_CONFIG_ERROR_REASONS=0)"},
-  };
-  unsigned missing = bits & ~(unsigned)cubert_config_features();
-  size_t i;
-  for (i = 0; i < sizeof k_features / sizeof k_features[0]; i++)
-    if (missing & k_features[i].bit) test_skip(file, line, k_features[i].what);
-  if (missing) test_skip(file, line, "compiled out (unknown feature)");
-  return 0;
-}
+/* test_require_features: tests/support/test_features.c (shared with the hosted runner). */
 
 static void resume_after_fault(void) { longjmp(g_jump, RESULT_FAIL); }
 

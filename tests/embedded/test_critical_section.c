@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/embedded/test_critical_section.c: the core built with
  * CUBERT_ATOMIC_CRITICAL_SECTION=1 runs every atomic operation inside the host's
@@ -12,6 +13,7 @@
 #include "counting_allocator.h"
 #include "critical_section_host.h"
 #include "cubert/handle.h"
+#include "cubert/backend/handle_table.h"
 
 #if !defined(CUBERT_ATOMIC_CRITICAL_SECTION) || !CUBERT_ATOMIC_CRITICAL_SECTION
 #error "tests/embedded/test_critical_section.c is built with CUBERT_ATOMIC_CRITICAL_SECTION=1 only"
@@ -19,7 +21,7 @@
 
 TEST(critical_section_guards_every_atomic_of_a_handle_life) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_handle_table_t *t = NULL;
   cubert_memory_id_t id;
   uint64_t before, after_acquire, after_release;
@@ -72,7 +74,7 @@ static void *cs_worker(void *arg) {
 
 TEST(critical_section_contended_counts_stay_exact) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_handle_table_t *t = NULL;
   pthread_t th[CS_THREADS];
   cs_worker_t w[CS_THREADS];

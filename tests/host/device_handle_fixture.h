@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/host/device_handle_fixture.h: the device-handle tests' fixture
  * (test_device_handle.c, test_device_handle_runner.c): either handle
@@ -12,6 +13,7 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/host.h"
+#include "cubert/backend/device.h"
 #include "host/host_thread.h"
 
 /* ---- fixture --------------------------------------------------------------- */
@@ -46,7 +48,7 @@ typedef struct dh_fixture_t {
 
 static inline void dh_fixture_initialize(dh_fixture_t *f, dh_impl_t impl) {
   f->impl = impl;
-  f->allocator = counting_allocator_init(&f->counting);
+  f->allocator = counting_allocator_initialize(&f->counting);
   dh_rlock_initialize(&f->rlock);
   f->handle.vtable = NULL;
   f->handle.self = NULL;
@@ -63,7 +65,8 @@ static inline cubert_status_t dh_create(dh_fixture_t *f, void *context, uint32_t
     lock.unlock = dh_rlock_unlock;
     return cubert_device_handle_direct_create(f->allocator, context, lock, out_handle);
   }
-  return cubert_device_handle_runner_create(f->allocator, context, queue_capacity, out_handle);
+  return cubert_device_handle_runner_create(f->allocator, context, queue_capacity, out_handle,
+                                            NULL);
 }
 
 static inline void dh_open(dh_fixture_t *f, void *context, uint32_t queue_capacity) {

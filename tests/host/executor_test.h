@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/host/executor_test.h: helpers of the CPU executor's tests
  * (test_cpu_executor.c, test_cpu_executor_pools.c).

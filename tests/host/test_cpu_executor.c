@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/host/test_cpu_executor.c: the CPU kernel executor running kernels
  * written in the dialect of cubert/kernel.h (kernels_test.h), over pools of
@@ -24,7 +25,7 @@ TEST(executor_add_many_sizes) {
   size_t p, s;
   for (p = 0; p < N_POOLS; p++) {
     counting_allocator_t c;
-    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_allocator_t a = counting_allocator_initialize(&c);
     cubert_cpu_executor_t *ex = NULL;
     CHECK_OK(cubert_cpu_executor_create(a, k_pools[p], &ex, NULL));
     CHECK_EQ_U64(cubert_cpu_executor_worker_count(ex), k_pools[p]);
@@ -36,7 +37,7 @@ TEST(executor_add_many_sizes) {
   }
 }
 
-/* A zero in any cube-count component runs nothing (spec 10.1: is_empty). */
+/* A zero in any cube-count component runs nothing (CubeCount is_empty). */
 TEST(executor_zero_cubes_is_noop) {
   cubert_allocator_t a;
   counting_allocator_t c;
@@ -45,7 +46,7 @@ TEST(executor_zero_cubes_is_noop) {
   cubert_kernel_args_t args;
   cubert_kernel_report_t report;
   int z;
-  a = counting_allocator_init(&c);
+  a = counting_allocator_initialize(&c);
   CHECK_OK(cubert_cpu_executor_create(a, 2, &ex, NULL));
   cubert_kernel_args_initialize(&args);
   cubert_kernel_args_set_buffer(&args, 0, in, 0); /* oob_copy would write out[0..] */
@@ -75,7 +76,7 @@ TEST(executor_reduce_shared_tree_matches_reference) {
   for (i = 0; i < n; i++) in[i] = (float)(int)((i * 7919u) % 13u) - 6.0f; /* exact sums */
   for (p = 0; p < N_POOLS; p++) {
     counting_allocator_t c;
-    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_allocator_t a = counting_allocator_initialize(&c);
     cubert_cpu_executor_t *ex = NULL;
     CHECK_OK(cubert_cpu_executor_create(a, k_pools[p], &ex, NULL));
     for (d = 0; d < sizeof(dims) / sizeof(dims[0]); d++) {
@@ -141,7 +142,7 @@ TEST(executor_matmul_tiled_matches_reference) {
   size_t p;
   for (p = 0; p < N_POOLS; p++) {
     counting_allocator_t c;
-    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_allocator_t a = counting_allocator_initialize(&c);
     cubert_cpu_executor_t *ex = NULL;
     CHECK_OK(cubert_cpu_executor_create(a, k_pools[p], &ex, NULL));
     check_matmul(ex, 64, 48, 80);
@@ -237,7 +238,7 @@ static void iso_run(cubert_cpu_executor_t *ex, uint32_t use_global, uint32_t cub
 
 TEST(executor_shared_memory_per_cube) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_cpu_executor_t *ex = NULL;
   uint32_t errors, overlapped, round;
   CHECK_OK(cubert_cpu_executor_create(a, 4, &ex, NULL));
@@ -262,7 +263,7 @@ TEST(executor_1000_launches_allocate_nothing) {
   size_t p;
   for (p = 0; p < N_POOLS; p++) {
     counting_allocator_t c;
-    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_allocator_t a = counting_allocator_initialize(&c);
     cubert_cpu_executor_t *ex = NULL;
     const size_t n = 5000;
     float *x = floats(n), *y = floats(n), *out = floats(n);
@@ -523,7 +524,7 @@ TEST(executor_dynamic_shared_growth_out_of_memory) {
   uint64_t n;
   for (n = 1; n <= 4; n++) {
     counting_allocator_t c;
-    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_allocator_t a = counting_allocator_initialize(&c);
     cubert_cpu_executor_t *ex = NULL;
     cubert_error_t e;
     uint32_t errors[48], overlapped[48];
@@ -560,7 +561,7 @@ TEST(executor_create_out_of_memory_each_allocation) {
   int done = 0;
   for (n = 1; !done; n++) {
     counting_allocator_t c;
-    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_allocator_t a = counting_allocator_initialize(&c);
     cubert_cpu_executor_t *ex = NULL;
     cubert_error_t e;
     cubert_status_t s;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/host/test_cpu_executor_pools.c: the CPU kernel executor's pools:
  * creation and teardown, bad arguments, allocation and thread-start
@@ -27,7 +28,7 @@ TEST(executor_create_destroy_pools) {
   CHECK_EQ_U64(cubert_cpu_executor_worker_count(NULL), 0);
   for (p = 0; p < sizeof(pools) / sizeof(pools[0]); p++) {
     counting_allocator_t c;
-    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_allocator_t a = counting_allocator_initialize(&c);
     cubert_cpu_executor_t *ex = NULL;
     CHECK_OK(cubert_cpu_executor_create(a, pools[p], &ex, NULL));
     if (p >= 3) { /* destroy after use too */
@@ -60,7 +61,7 @@ TEST(executor_create_thread_start_failure) {
   uint32_t nth;
   for (nth = 1; nth <= 4; nth++) {
     counting_allocator_t c;
-    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_allocator_t a = counting_allocator_initialize(&c);
     cubert_cpu_executor_t *ex = NULL;
     cubert_error_t e;
     cubert_host_thread_inject_failure(nth);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The CPU server's simulated stream (backend-cpu/cpu/cpu_stream.h) on its own:
  * batched publication of committed ops, the idle worker's look at the
  * unpublished tail, waking a sleeping worker, waits from other threads, a
@@ -48,7 +49,7 @@ static int completed_within(cpu_stream_t *s, uint64_t seq) {
 }
 
 static void stream_start(cpu_stream_t *s, counting_allocator_t *ca) {
-  cubert_allocator_t a = counting_allocator_init(ca);
+  cubert_allocator_t a = counting_allocator_initialize(ca);
   g_runs = 0;
   CHECK_OK(cpu_stream_initialize(s, a, 0, NULL, 0));
 }

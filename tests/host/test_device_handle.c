@@ -1,18 +1,20 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/host/test_device_handle.c: device-handle conformance tests, run
  * against both implementations of cubert_device_handle_vtable_t:
  *  - direct: cubert_device_handle_direct_create (core) over a recursive
  *    pthread mutex (the adapter below);
  *  - runner: cubert_device_handle_runner_create (backend-cpu/host/host_runner.c).
- * Ports the cubecl-common device-handle tests (spec 11.14) and the ordering
- * / shutdown guarantees of spec 3.2-3.3. Each shared test is defined once
+ * Ports the cubecl-common device-handle tests and the ordering
+ * / shutdown guarantees of cubert/backend/device.h. Each shared test is defined once
  * (DH_TEST_BOTH) and registered as device_handle_direct_X and
  * device_handle_runner_X; runner-only tests (device_handle_runner_X):
  * test_device_handle_runner.c.
  */
 #include "device_handle_fixture.h"
+#include "cubert/backend/device.h"
 
-/* ---- shared tests (spec 11.14) ----------------------------------------------- */
+/* ---- shared tests ----------------------------------------------- */
 
 typedef struct dh_thread_arg_t {
   cubert_device_handle_t *handle;
@@ -54,7 +56,7 @@ DH_TEST_BOTH(concurrent_increment) {
 }
 
 /* A task that calls back into its own device: every kind of call runs
- * inline (spec 3.2 re-entrancy) and is visible before the call returns. */
+ * inline (re-entrancy) and is visible before the call returns. */
 static cubert_status_t exclusive_add_inline(void *user) {
   dh_state_t *s = (dh_state_t *)user;
   int64_t before = dh_peek(s), one = 1;
@@ -243,7 +245,7 @@ DH_TEST_BOTH(fresh_after_destroy) {
   dh_fixture_finish(&f);
 }
 
-/* Spec 3.2 ordering: FIFO per submitting thread under 4 producers, and a
+/* Ordering: FIFO per submitting thread under 4 producers, and a
  * blocking call observes every earlier submission of its thread. The runner
  * gets an 8-task queue so producers also wait on a full queue. */
 typedef struct dh_seq_t {
@@ -384,7 +386,7 @@ DH_TEST_BOTH(create_allocation_failure_loop) {
   dh_fixture_finish(&f);
 }
 
-/* Stream propagation (spec 3.2): a task sees its submitter's stream. */
+/* Stream propagation: a task sees its submitter's stream. */
 static void task_stream(void *context, void *payload) {
   (void)payload;
   ((dh_state_t *)context)->stream_seen = cubert_stream_id_current().value;
@@ -406,7 +408,7 @@ DH_TEST_BOTH(stream_propagation) {
   CHECK_OK(dh_submit(&f.handle, task_stream, NULL, 0));
   CHECK_OK(dh_blocking(&f.handle, task_noop, NULL));
   CHECK_EQ_U64(s.stream_seen, mine);
-  CHECK_OK(cubert_stream_id_executes_begin(cubert_stream_id_from_value(777), &token));
+  CHECK_OK(cubert_stream_id_executes_begin(cubert_stream_id_from_value(777), &token, NULL));
   CHECK_OK(dh_submit(&f.handle, task_stream, NULL, 0));
   CHECK_OK(dh_blocking(&f.handle, task_noop, NULL));
   CHECK_EQ_U64(s.stream_seen, 777);
@@ -416,7 +418,7 @@ DH_TEST_BOTH(stream_propagation) {
   s.stream_seen = 0;
   CHECK_OK(dh_exclusive(&f.handle, exclusive_stream, &s));
   CHECK_EQ_U64(s.stream_seen, 777);
-  CHECK_OK(cubert_stream_id_executes_end(&token));
+  CHECK_OK(cubert_stream_id_executes_end(&token, NULL));
   CHECK_OK(dh_blocking(&f.handle, task_stream, NULL));
   CHECK_EQ_U64(s.stream_seen, mine);
   dh_close(&f);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/host/test_device_handle_runner.c: the runner-thread device handle's
  * own guarantees (backend-cpu/host/host_runner.c): tasks run on the runner
@@ -5,6 +6,7 @@
  * creation errors. The shared tests: test_device_handle.c.
  */
 #include "device_handle_fixture.h"
+#include "cubert/backend/device.h"
 
 /* ---- runner-only tests ------------------------------------------------------- */
 
@@ -173,20 +175,21 @@ TEST(device_handle_runner_create_errors) {
   cubert_device_handle_t h;
   dh_fixture_initialize(&f, DH_RUNNER);
   dh_state_initialize(&s);
-  CHECK_STATUS(cubert_device_handle_runner_create(f.allocator, &s, 0, NULL),
+  CHECK_STATUS(cubert_device_handle_runner_create(f.allocator, &s, 0, NULL, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert_device_handle_runner_create(f.allocator, &s,
-                                                  CUBERT_DEVICE_RUNNER_QUEUE_MAX + 1u, &h),
+                                                  CUBERT_DEVICE_RUNNER_QUEUE_MAX + 1u, &h, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_device_handle_runner_create(f.allocator, &s, UINT32_MAX, &h),
+  CHECK_STATUS(cubert_device_handle_runner_create(f.allocator, &s, UINT32_MAX, &h, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_I64(f.counting.live_blocks, 0);
   cubert_host_thread_inject_failure(1);
-  CHECK_STATUS(cubert_device_handle_runner_create(f.allocator, &s, 0, &h),
+  CHECK_STATUS(cubert_device_handle_runner_create(f.allocator, &s, 0, &h, NULL),
                CUBERT_STATUS_RESOURCE_EXHAUSTED);
   CHECK_EQ_I64(f.counting.live_blocks, 0);
   /* the largest queue works */
-  CHECK_OK(cubert_device_handle_runner_create(f.allocator, &s, CUBERT_DEVICE_RUNNER_QUEUE_MAX, &h));
+  CHECK_OK(cubert_device_handle_runner_create(f.allocator, &s, CUBERT_DEVICE_RUNNER_QUEUE_MAX, &h,
+                                              NULL));
   CHECK_OK(h.vtable->submit(h.self, task_add, &(int64_t){7}, sizeof(int64_t)));
   h.vtable->destroy(h.self);
   CHECK_EQ_I64(dh_peek(&s), 7);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/host/test_handle_threads.c: the handle table under concurrency
  * (core/memory/handle.c). 4 threads x 100k random operations on shared ids (held by
@@ -5,7 +6,7 @@
  * ownership, location, release: slots churn and are reused by other
  * threads), stale ids (must stay INVALID_HANDLE while their slots are
  * recycled) and "weak" ids published to other threads, which retain them
- * racing with their last release (reliability.md 7 rows 4, 5, 7: no
+ * racing with their last release (no
  * resurrection, never acting on a new occupant). Afterwards every count is
  * exact and the table holds exactly the shared ids. Run under TSan:
  * `make tsan TESTS=handle_threads_`.
@@ -15,6 +16,7 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/handle.h"
+#include "cubert/backend/handle_table.h"
 #include "memory/handle_internal.h"
 
 #define NTHREADS 4
@@ -368,7 +370,7 @@ static void *worker_main(void *arg) {
 
 TEST_EX(handle_threads_stress, 600) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   static shared_state_t st;
   static worker_t workers[NTHREADS];
   pthread_t threads[NTHREADS];
@@ -549,7 +551,7 @@ static void *tiny_main(void *arg) {
 
 TEST_EX(handle_threads_tiny_table_reuse, 600) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   static tiny_state_t st;
   static tiny_worker_t workers[NTHREADS];
   pthread_t threads[NTHREADS];
@@ -751,7 +753,7 @@ static void *owner_main(void *arg) {
 
 TEST_EX(handle_threads_owner_fast_paths, 600) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   static owner_state_t st;
   static owner_worker_t workers[NTHREADS];
   pthread_t threads[NTHREADS];

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/host/test_host_thread.c: the hosted threading wrappers
  * (backend-cpu/host/host_thread.h).

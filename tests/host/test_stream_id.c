@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /* Stream ids: values and slots (core), per-thread resolution, overrides and
- * policy (hosted layer). Spec 3.4. Each test runs in a fresh process, so the
+ * policy (hosted layer). Each test runs in a fresh process, so the
  * global counter starts at 0 and the policy at PER_THREAD in every test. */
 #include <errno.h>
 #include <pthread.h>
@@ -23,7 +24,7 @@ TEST(stream_id_values) {
   CHECK(!cubert_stream_policy_is_valid((cubert_stream_policy_t)3));
 }
 
-/* Spec 3.4: slots are value mod max_streams (default 128). */
+/* slots are value mod max_streams (default 128). */
 TEST(stream_id_slot) {
   static const uint64_t values[] = {0,   1,          127,        128,        129,
                                     255, 1000,       0xFFFFFFFFull, 1ull << 32, (1ull << 40) + 3,
@@ -64,7 +65,7 @@ static thread_ids_t run_query_thread(void) {
   return ids;
 }
 
-/* Spec 3.4: allocated lazily from a global counter starting at 0. */
+/* allocated lazily from a global counter starting at 0. */
 TEST(stream_id_counter_starts_at_zero) {
   thread_ids_t other;
   CHECK_EQ_U64(cubert_stream_id_current().value, 0);
@@ -77,7 +78,7 @@ TEST(stream_id_counter_starts_at_zero) {
   CHECK_EQ_U64(cubert_stream_id_current().value, 0);
 }
 
-/* Spec 3.4 repo test: stable per thread; two threads get different ids. */
+/* CubeCL's test: stable per thread; two threads get different ids. */
 TEST(stream_id_stable_per_thread_distinct_across_threads) {
   thread_ids_t a, b;
   cubert_stream_id_t mine = cubert_stream_id_current();
@@ -133,19 +134,19 @@ TEST(stream_id_concurrent_first_queries_distinct) {
 
 /* ---- overrides (StreamId::executes) ------------------------------------------------ */
 
-/* Spec 3.4 repo tests: nested overrides restore the previous override, the
+/* CubeCL's tests: nested overrides restore the previous override, the
  * outermost restores "no override". */
 TEST(stream_id_override_nesting) {
   cubert_stream_id_token_t outer, inner;
   cubert_stream_id_t base = cubert_stream_id_current();
-  CHECK_OK(cubert_stream_id_executes_begin(sid(500), &outer));
+  CHECK_OK(cubert_stream_id_executes_begin(sid(500), &outer, NULL));
   CHECK_EQ_U64(outer.id.value, 500);
   CHECK_EQ_U64(cubert_stream_id_current().value, 500);
-  CHECK_OK(cubert_stream_id_executes_begin(sid(700), &inner));
+  CHECK_OK(cubert_stream_id_executes_begin(sid(700), &inner, NULL));
   CHECK_EQ_U64(cubert_stream_id_current().value, 700);
-  CHECK_OK(cubert_stream_id_executes_end(&inner));
+  CHECK_OK(cubert_stream_id_executes_end(&inner, NULL));
   CHECK_EQ_U64(cubert_stream_id_current().value, 500);
-  CHECK_OK(cubert_stream_id_executes_end(&outer));
+  CHECK_OK(cubert_stream_id_executes_end(&outer, NULL));
   CHECK_EQ_U64(cubert_stream_id_current().value, base.value);
   /* The thread's own id was not consumed or changed by the overrides. */
   CHECK_EQ_U64(cubert_stream_id_current().value, base.value);
@@ -155,35 +156,35 @@ TEST(stream_id_override_nesting) {
  * the thread's own id is allocated only once the override is gone. */
 TEST(stream_id_override_before_first_query) {
   cubert_stream_id_token_t tok;
-  CHECK_OK(cubert_stream_id_executes_begin(sid(9), &tok));
+  CHECK_OK(cubert_stream_id_executes_begin(sid(9), &tok, NULL));
   CHECK_EQ_U64(cubert_stream_id_current().value, 9);
-  CHECK_OK(cubert_stream_id_executes_end(&tok));
+  CHECK_OK(cubert_stream_id_executes_end(&tok, NULL));
   CHECK_EQ_U64(cubert_stream_id_current().value, 0);
 }
 
 TEST(stream_id_override_end_errors_change_nothing) {
   cubert_stream_id_token_t outer, inner, forged;
   cubert_stream_id_t base = cubert_stream_id_current();
-  CHECK_OK(cubert_stream_id_executes_begin(sid(1), &outer));
-  CHECK_OK(cubert_stream_id_executes_begin(sid(2), &inner));
+  CHECK_OK(cubert_stream_id_executes_begin(sid(1), &outer, NULL));
+  CHECK_OK(cubert_stream_id_executes_begin(sid(2), &inner, NULL));
   /* Out of order: the outer one is not innermost. */
-  CHECK_STATUS(cubert_stream_id_executes_end(&outer), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_stream_id_executes_end(&outer, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(cubert_stream_id_current().value, 2);
   /* A token never begun. */
   memset(&forged, 0, sizeof forged);
-  CHECK_STATUS(cubert_stream_id_executes_end(&forged), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_stream_id_executes_end(&forged, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   /* A copy of the active token is not the token. */
   forged = inner;
-  CHECK_STATUS(cubert_stream_id_executes_end(&forged), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_stream_id_executes_end(&forged, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(cubert_stream_id_current().value, 2);
-  CHECK_STATUS(cubert_stream_id_executes_end(NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_OK(cubert_stream_id_executes_end(&inner));
+  CHECK_STATUS(cubert_stream_id_executes_end(NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_OK(cubert_stream_id_executes_end(&inner, NULL));
   /* Twice. */
-  CHECK_STATUS(cubert_stream_id_executes_end(&inner), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_stream_id_executes_end(&inner, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(cubert_stream_id_current().value, 1);
-  CHECK_OK(cubert_stream_id_executes_end(&outer));
+  CHECK_OK(cubert_stream_id_executes_end(&outer, NULL));
   CHECK_EQ_U64(cubert_stream_id_current().value, base.value);
-  CHECK_STATUS(cubert_stream_id_executes_begin(sid(3), NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_stream_id_executes_begin(sid(3), NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(cubert_stream_id_current().value, base.value);
 }
 
@@ -196,7 +197,7 @@ typedef struct cross_thread_t {
 static void *thread_end_foreign_token(void *p) {
   cross_thread_t *c = (cross_thread_t *)p;
   c->seen = cubert_stream_id_current();
-  c->end_status = (int)cubert_stream_id_executes_end(c->token);
+  c->end_status = (int)cubert_stream_id_executes_end(c->token, NULL);
   return NULL;
 }
 
@@ -205,7 +206,7 @@ TEST(stream_id_override_is_per_thread) {
   cubert_stream_id_token_t tok;
   cross_thread_t c;
   pthread_t t;
-  CHECK_OK(cubert_stream_id_executes_begin(sid(77), &tok));
+  CHECK_OK(cubert_stream_id_executes_begin(sid(77), &tok, NULL));
   c.token = &tok;
   c.end_status = -1;
   CHECK(pthread_create(&t, NULL, thread_end_foreign_token, &c) == 0);
@@ -213,7 +214,7 @@ TEST(stream_id_override_is_per_thread) {
   CHECK(c.seen.value != 77);
   CHECK_EQ_I64(c.end_status, CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(cubert_stream_id_current().value, 77);
-  CHECK_OK(cubert_stream_id_executes_end(&tok));
+  CHECK_OK(cubert_stream_id_executes_end(&tok, NULL));
 }
 
 typedef struct executes_ctx_t {
@@ -227,18 +228,19 @@ static void record_inner(void *user) {
 static void record_and_nest(void *user) {
   executes_ctx_t *ctx = (executes_ctx_t *)user;
   ctx->seen_outer = cubert_stream_id_current();
-  CHECK_OK(cubert_stream_id_executes(sid(22), record_inner, ctx));
+  CHECK_OK(cubert_stream_id_executes(sid(22), record_inner, ctx, NULL));
   CHECK_EQ_U64(cubert_stream_id_current().value, 11);
 }
 
 TEST(stream_id_executes_callback) {
   executes_ctx_t ctx;
   cubert_stream_id_t base = cubert_stream_id_current();
-  CHECK_OK(cubert_stream_id_executes(sid(11), record_and_nest, &ctx));
+  CHECK_OK(cubert_stream_id_executes(sid(11), record_and_nest, &ctx, NULL));
   CHECK_EQ_U64(ctx.seen_outer.value, 11);
   CHECK_EQ_U64(ctx.seen_inner.value, 22);
   CHECK_EQ_U64(cubert_stream_id_current().value, base.value);
-  CHECK_STATUS(cubert_stream_id_executes(sid(11), NULL, &ctx), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_stream_id_executes(sid(11), NULL, &ctx,
+                                         NULL), CUBERT_STATUS_INVALID_ARGUMENT);
 }
 
 /* ---- policy -------------------------------------------------------------------------------- */
@@ -251,19 +253,19 @@ TEST(stream_id_policy_single_and_back) {
   (void)cubert_stream_id_allocate(); /* so the thread's own id is not 0 */
   mine = cubert_stream_id_current();
   CHECK(mine.value != 0);
-  CHECK_OK(cubert_stream_id_set_policy(CUBERT_STREAM_POLICY_SINGLE));
+  CHECK_OK(cubert_stream_id_set_policy(CUBERT_STREAM_POLICY_SINGLE, NULL));
   CHECK_EQ_U64(cubert_stream_id_policy(), CUBERT_STREAM_POLICY_SINGLE);
   CHECK_EQ_U64(cubert_stream_id_current().value, 0);
   other = run_query_thread();
   CHECK_EQ_U64(other.first.value, 0);
   CHECK_EQ_U64(other.second.value, 0);
   /* The override still wins over the policy (resolution order). */
-  CHECK_OK(cubert_stream_id_executes_begin(sid(5), &tok));
+  CHECK_OK(cubert_stream_id_executes_begin(sid(5), &tok, NULL));
   CHECK_EQ_U64(cubert_stream_id_current().value, 5);
-  CHECK_OK(cubert_stream_id_executes_end(&tok));
+  CHECK_OK(cubert_stream_id_executes_end(&tok, NULL));
   CHECK_EQ_U64(cubert_stream_id_current().value, 0);
   /* Back to per-thread: the thread keeps its id. */
-  CHECK_OK(cubert_stream_id_set_policy(CUBERT_STREAM_POLICY_PER_THREAD));
+  CHECK_OK(cubert_stream_id_set_policy(CUBERT_STREAM_POLICY_PER_THREAD, NULL));
   CHECK_EQ_U64(cubert_stream_id_current().value, mine.value);
   other = run_query_thread();
   CHECK(other.first.value != 0 && other.first.value != mine.value);
@@ -273,7 +275,7 @@ TEST(stream_id_policy_single_and_back) {
 TEST(stream_id_policy_per_task_is_per_thread) {
   thread_ids_t a, b;
   cubert_stream_id_t mine;
-  CHECK_OK(cubert_stream_id_set_policy(CUBERT_STREAM_POLICY_PER_TASK));
+  CHECK_OK(cubert_stream_id_set_policy(CUBERT_STREAM_POLICY_PER_TASK, NULL));
   mine = cubert_stream_id_current();
   CHECK_EQ_U64(cubert_stream_id_current().value, mine.value);
   a = run_query_thread();
@@ -284,10 +286,10 @@ TEST(stream_id_policy_per_task_is_per_thread) {
 }
 
 TEST(stream_id_policy_invalid_unchanged) {
-  CHECK_OK(cubert_stream_id_set_policy(CUBERT_STREAM_POLICY_SINGLE));
-  CHECK_STATUS(cubert_stream_id_set_policy((cubert_stream_policy_t)3),
+  CHECK_OK(cubert_stream_id_set_policy(CUBERT_STREAM_POLICY_SINGLE, NULL));
+  CHECK_STATUS(cubert_stream_id_set_policy((cubert_stream_policy_t)3, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_stream_id_set_policy((cubert_stream_policy_t)-1),
+  CHECK_STATUS(cubert_stream_id_set_policy((cubert_stream_policy_t)-1, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(cubert_stream_id_policy(), CUBERT_STREAM_POLICY_SINGLE);
 }
@@ -312,13 +314,13 @@ TEST(stream_id_needs_no_pthread_keys) {
   other = run_query_thread();
   CHECK(other.first.value != mine.value); /* the other thread got its own */
   CHECK_EQ_U64(other.first.value, other.second.value);
-  CHECK_OK(cubert_stream_id_executes_begin(sid(3), &tok));
+  CHECK_OK(cubert_stream_id_executes_begin(sid(3), &tok, NULL));
   CHECK_EQ_U64(cubert_stream_id_current().value, 3);
   /* A forged "active" token that is not the innermost cannot be ended. */
   memset(&forged, 0, sizeof forged);
   forged.state_ = 0x53544944u;
-  CHECK_STATUS(cubert_stream_id_executes_end(&forged), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_OK(cubert_stream_id_executes_end(&tok));
+  CHECK_STATUS(cubert_stream_id_executes_end(&forged, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_OK(cubert_stream_id_executes_end(&tok, NULL));
   CHECK_EQ_U64(cubert_stream_id_current().value, mine.value);
   for (i = 0; i < n; i++) pthread_key_delete(keys[i]);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/sim/sim_support.c: see sim_support.h. */
 #include "sim_support.h"
 #include "cubert_kernels.h"
@@ -24,7 +25,7 @@ void sim_env_open(sim_env_t *env, const sim_config_t *config) {
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
 #endif
-  env->allocator = counting_allocator_init(&env->counting);
+  env->allocator = counting_allocator_initialize(&env->counting);
   cubert_cpu_options_initialize(&o);
   o.max_streams = 8;
   o.workers = 2;
@@ -47,7 +48,7 @@ void sim_env_open(sim_env_t *env, const sim_config_t *config) {
     test_fail(__FILE__, __LINE__, "sim_env_open: %s", msg);
   }
   for (i = 0; i < SIM_STREAMS; i++) {
-    CHECK_OK(cubert_client_clone(env->client, &env->s[i]));
+    CHECK_OK(cubert_client_clone(env->client, &env->s[i], NULL));
     cubert_client_set_stream(env->s[i], (uint64_t)i + 1);
   }
 }
@@ -63,13 +64,13 @@ void sim_env_close(sim_env_t *env) {
 
 uint64_t sim_env_reports(sim_env_t *env) {
   cubert_race_counters_t c;
-  CHECK_OK(cubert_cpu_race_counters(env->client, &c));
+  CHECK_OK(cubert_cpu_race_counters(env->client, &c, NULL));
   return c.reports;
 }
 
 cubert_cpu_sim_info_t sim_env_info(sim_env_t *env) {
   cubert_cpu_sim_info_t info;
-  CHECK_OK(cubert_cpu_sim_info(env->client, &info));
+  CHECK_OK(cubert_cpu_sim_info(env->client, &info, NULL));
   return info;
 }
 
@@ -88,7 +89,7 @@ cubert_handle_t sim_create(cubert_client_t *c, uint32_t base) {
   uint32_t data[SIM_N], i;
   cubert_handle_t h;
   for (i = 0; i < SIM_N; i++) data[i] = base + i;
-  CHECK_OK(cubert_client_create(c, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(c, data, sizeof data, &h, NULL));
   return h;
 }
 
@@ -150,7 +151,7 @@ void sim_write(cubert_client_t *c, const cubert_handle_t *h, uint32_t base) {
 }
 
 void sim_release(cubert_client_t *c, const cubert_handle_t *h) {
-  CHECK_OK(cubert_client_handle_release(c, h));
+  CHECK_OK(cubert_client_handle_release(c, h, NULL));
 }
 
 const cubert_kernel_t *sim_add_kernel_ptr(void) { return &sim_add_kernel; }

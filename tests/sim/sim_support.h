@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/sim/sim_support.h: shared pieces of the simulation tests: a CPU
  * device in either mode with stream-pinned clones, small kernels, and the
  * failure printer (seed + choice log). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/sim/test_sim_differential.c: random operation programs run in the
  * threaded and the deterministic server give byte-identical results (and
  * both match a sequential host model), with the race checker on and 0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/sim/test_sim_races.c: the race checker wired into the CPU server.
  *
  * The seeded-bug suite: 21 small programs, each missing exactly one
@@ -8,6 +9,7 @@
  * (several seeds: the report never depends on the schedule) and in threaded
  * mode (not under TSan: the bugs are real data races there). */
 #include "sim_support.h"
+#include "cubert/backend/race.h"
 
 typedef struct sink_state_t {
   uint64_t count;
@@ -223,11 +225,11 @@ static void p_raw_dynamic_count(sim_env_t *e, int bug, cubert_handle_t *expect) 
   uint64_t delta = 1;
   cubert_launch_arguments_t a;
   cubert_cube_count_t count;
-  CHECK_OK(cubert_client_create(A, dims, sizeof dims, &h[0], NULL));
+  CHECK_OK(cubert_client_create_from_slice(A, dims, sizeof dims, &h[0], NULL));
   h[1] = sim_create(A, 1);
   {
     cubert_handle_t v;
-    CHECK_OK(cubert_client_handle_offset(e->client, &h[0], 0, 0, &v));
+    CHECK_OK(cubert_client_handle_offset(e->client, &h[0], 0, 0, &v, NULL));
     sim_add(B, &v, 0); /* B rewrites the count (same values) */
     sim_release(e->client, &v);
   }
@@ -246,7 +248,7 @@ static void p_raw_dynamic_count(sim_env_t *e, int bug, cubert_handle_t *expect) 
 static void p_waw_view(sim_env_t *e, int bug, cubert_handle_t *expect) {
   cubert_handle_t h[1], v;
   h[0] = sim_create(A, 1);
-  CHECK_OK(cubert_client_handle_offset(e->client, &h[0], 0, SIM_N * 2, &v));
+  CHECK_OK(cubert_client_handle_offset(e->client, &h[0], 0, SIM_N * 2, &v, NULL));
   sim_add(B, &v, 7);
   if (!bug) sim_sync(B);
   sim_add(A, &h[0], 1);
@@ -396,7 +398,7 @@ TEST(simrace_checker_off_counts_nothing) {
   sim_env_open(&env, &cfg);
   p_war_kernel(&env, 1, &expect);
   CHECK_EQ_U64(sim_env_reports(&env), 0);
-  CHECK_STATUS(cubert_cpu_race_last_report(env.client, &r), CUBERT_STATUS_NOT_FOUND);
+  CHECK_STATUS(cubert_cpu_race_last_report(env.client, &r, NULL), CUBERT_STATUS_NOT_FOUND);
   sim_env_close(&env);
 }
 
@@ -412,17 +414,17 @@ TEST(simrace_last_report_and_counters) {
   cfg.race = 1;
   sim_env_open(&env, &cfg);
   p_waw_kernel(&env, 1, &expect);
-  CHECK_OK(cubert_cpu_race_counters(env.client, &c));
+  CHECK_OK(cubert_cpu_race_counters(env.client, &c, NULL));
   CHECK_EQ_U64(c.reports, 1);
   CHECK_EQ_U64(c.write_after_write, 1);
   CHECK(c.ops >= 3 && c.accesses >= 3);
-  CHECK_OK(cubert_cpu_race_last_report(env.client, &r));
+  CHECK_OK(cubert_cpu_race_last_report(env.client, &r, NULL));
   CHECK_EQ_U64(r.seed, 99);
   CHECK_EQ_STR(r.current.name, "ck_add_scalar_u32");
   CHECK_EQ_U64(r.current.stream, 1); /* A: stream id 1 -> slot 1 */
   CHECK_EQ_U64(r.previous.stream, 2);
-  CHECK_STATUS(cubert_cpu_race_counters(env.client, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_cpu_race_last_report(NULL, &r), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_cpu_race_counters(env.client, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_cpu_race_last_report(NULL, &r, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   sim_env_close(&env);
 }
 
@@ -449,7 +451,7 @@ static uint64_t gc_prog(uint64_t seed, uint32_t drop_gc, cubert_race_report_t *l
   y = sim_empty(env.s[1]);
   sim_copy(env.s[1], &x, &y);
   sim_release(env.client, &x); /* the host is done with x: its memory may be reused */
-  CHECK_OK(cubert_cpu_sim_drain(env.client));
+  CHECK_OK(cubert_cpu_sim_drain(env.client, NULL));
   sim_release(env.client, &y);
   sim_env_close(&env);
   *last = sink.last;

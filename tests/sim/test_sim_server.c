@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/sim/test_sim_server.c: the deterministic mode of the CPU server:
  * no threads, same seed => same trace and results, replay, exhaustive
  * enumeration on the real server (12,870 and 34,650 schedules), PCT and
@@ -94,7 +95,7 @@ static void run_seed(uint64_t seed, uint32_t race, run_t *out) {
   cfg.race = race;
   sim_env_open(&env, &cfg);
   program(&env, &out->result);
-  CHECK_OK(cubert_cpu_sim_drain(env.client));
+  CHECK_OK(cubert_cpu_sim_drain(env.client, NULL));
   info = sim_env_info(&env);
   CHECK(info.deterministic == 1 && info.source == CUBERT_SIM_SOURCE_SEED && info.seed == seed);
   CHECK(!info.log_truncated && info.deadlocks == 0);
@@ -190,7 +191,7 @@ TEST(simdet_replay_reproduces_the_trace) {
   cfg.replay_count = a.log_len;
   sim_env_open(&env, &cfg);
   program(&env, &b.result);
-  CHECK_OK(cubert_cpu_sim_drain(env.client));
+  CHECK_OK(cubert_cpu_sim_drain(env.client, NULL));
   info = sim_env_info(&env);
   CHECK_EQ_U64(info.source, CUBERT_SIM_SOURCE_REPLAY);
   CHECK_EQ_U64(info.trace_hash, a.trace);
@@ -230,7 +231,7 @@ TEST(simdet_choice_bytes_source) {
     sim_env_t env;
     prog_result_t r;
     int i;
-    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_allocator_t a = counting_allocator_initialize(&c);
     cubert_cpu_options_initialize(&o);
     o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
     o.choice_bytes = bytes;
@@ -240,12 +241,12 @@ TEST(simdet_choice_bytes_source) {
     memset(&env, 0, sizeof env);
     env.client = client;
     for (i = 0; i < SIM_STREAMS; i++) {
-      CHECK_OK(cubert_client_clone(client, &env.s[i]));
+      CHECK_OK(cubert_client_clone(client, &env.s[i], NULL));
       cubert_client_set_stream(env.s[i], (uint64_t)i + 1);
     }
     program(&env, &r);
     check_result(&r, 0);
-    CHECK_OK(cubert_cpu_sim_info(client, &info));
+    CHECK_OK(cubert_cpu_sim_info(client, &info, NULL));
     CHECK_EQ_U64(info.source, CUBERT_SIM_SOURCE_BYTES);
     trace[k] = info.trace_hash;
     for (i = 0; i < SIM_STREAMS; i++) cubert_client_release(env.s[i]);
@@ -272,15 +273,15 @@ static void explore_server(uint32_t streams, uint32_t ops, uint64_t expect) {
   cfg.mode = CUBERT_CPU_MODE_DETERMINISTIC;
   sim_env_open(&env, &cfg);
   for (s = 0; s < streams; s++) h[s] = sim_create(env.s[s], 0);
-  CHECK_OK(cubert_cpu_sim_drain(env.client));
-  CHECK_OK(cubert_sim_explorer_init(&e, choice, arity, 256));
+  CHECK_OK(cubert_cpu_sim_drain(env.client, NULL));
+  CHECK_OK(cubert_sim_explorer_initialize(&e, choice, arity, 256, NULL));
   do {
-    CHECK_OK(cubert_sim_chooser_init_explore(&c, &e, NULL, 0));
+    CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0, NULL));
     for (s = 0; s < streams; s++)
       for (k = 0; k < ops; k++) sim_add(env.s[s], &h[s], 1);
-    CHECK_OK(cubert_cpu_sim_attach(env.client, &c)); /* the enqueues above ran nothing */
-    CHECK_OK(cubert_cpu_sim_drain(env.client));
-    CHECK_OK(cubert_cpu_sim_attach(env.client, NULL));
+    CHECK_OK(cubert_cpu_sim_attach(env.client, &c, NULL)); /* the enqueues above ran nothing */
+    CHECK_OK(cubert_cpu_sim_drain(env.client, NULL));
+    CHECK_OK(cubert_cpu_sim_attach(env.client, NULL, NULL));
     CHECK_EQ_U64(c.steps, (uint64_t)streams * ops);
     steps_per_run = c.steps;
     runs++;
@@ -324,7 +325,7 @@ static int buggy_run(sim_env_t *env, uint64_t *reports, uint64_t *trace) {
   sim_release(env->client, &x);
   sim_release(env->client, &y);
   sim_release(env->client, &pad);
-  CHECK_OK(cubert_cpu_sim_drain(env->client));
+  CHECK_OK(cubert_cpu_sim_drain(env->client, NULL));
   *reports = sim_env_reports(env);
   *trace = sim_env_info(env).trace_hash;
   return wrong;
@@ -411,11 +412,11 @@ TEST_EX(simdet_pct_finds_the_ordering_bug, 120) {
     memset(&cfg, 0, sizeof cfg);
     cfg.mode = CUBERT_CPU_MODE_DETERMINISTIC;
     sim_env_open(&env, &cfg);
-    CHECK_OK(cubert_sim_chooser_init_pct(&pct, seed, 3, 12, log, 512));
-    CHECK_OK(cubert_cpu_sim_attach(env.client, &pct));
+    CHECK_OK(cubert_sim_chooser_initialize_pct(&pct, seed, 3, 12, log, 512, NULL));
+    CHECK_OK(cubert_cpu_sim_attach(env.client, &pct, NULL));
     if (buggy_run(&env, &reports, &trace)) found = seed;
     CHECK_EQ_U64(sim_env_info(&env).source, CUBERT_SIM_SOURCE_PCT);
-    CHECK_OK(cubert_cpu_sim_attach(env.client, NULL));
+    CHECK_OK(cubert_cpu_sim_attach(env.client, NULL, NULL));
     sim_env_close(&env);
   }
   CHECK_MSG(found, "PCT (depth 3) never found the ordering bug in 200 seeds");
@@ -455,7 +456,7 @@ TEST_EX(simdet_conformance_suite_in_deterministic_mode, 600) {
 
 TEST(simdet_bad_options_change_nothing) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_cpu_options_t o;
   cubert_client_t *client = NULL;
   cubert_error_t err;
@@ -488,15 +489,15 @@ TEST(simdet_bad_options_change_nothing) {
   o.workers = 1;
   o.memory_size = 1u << 16;
   CHECK_OK(cubert_cpu_client_create(a, &o, &client, &err));
-  CHECK_OK(cubert_sim_chooser_init_seed(&ch, 1, NULL, 0));
-  CHECK_STATUS(cubert_cpu_sim_attach(client, &ch), CUBERT_STATUS_FAILED_PRECONDITION);
-  CHECK_STATUS(cubert_cpu_sim_drain(client), CUBERT_STATUS_FAILED_PRECONDITION);
-  CHECK_STATUS(cubert_cpu_sim_attach(client, NULL), CUBERT_STATUS_FAILED_PRECONDITION);
-  CHECK_OK(cubert_cpu_sim_info(client, &info));
+  CHECK_OK(cubert_sim_chooser_initialize_seed(&ch, 1, NULL, 0, NULL));
+  CHECK_STATUS(cubert_cpu_sim_attach(client, &ch, NULL), CUBERT_STATUS_FAILED_PRECONDITION);
+  CHECK_STATUS(cubert_cpu_sim_drain(client, NULL), CUBERT_STATUS_FAILED_PRECONDITION);
+  CHECK_STATUS(cubert_cpu_sim_attach(client, NULL, NULL), CUBERT_STATUS_FAILED_PRECONDITION);
+  CHECK_OK(cubert_cpu_sim_info(client, &info, NULL));
   CHECK_EQ_U64(info.deterministic, 0);
-  CHECK_STATUS(cubert_cpu_sim_info(client, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_cpu_sim_info(NULL, &info), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_cpu_sim_drain(NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_cpu_sim_info(client, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_cpu_sim_info(NULL, &info, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_cpu_sim_drain(NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   cubert_client_release(client);
   CHECK_EQ_U64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
@@ -505,7 +506,7 @@ TEST(simdet_bad_options_change_nothing) {
 /* A host wait with no runnable step returns an error instead of hanging. */
 TEST(simdet_deadlock_is_an_error_not_a_hang) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_cpu_options_t o;
   cubert_client_t *client = NULL;
   const cubert_driver_t *driver = NULL;
@@ -525,7 +526,7 @@ TEST(simdet_deadlock_is_an_error_not_a_hang) {
   cs = (cpu_stream_t *)(void *)stream;
   /* point 5 of an empty stream: nothing can ever complete it */
   CHECK_STATUS(cpu_stream_wait_point(cs, 5, UINT64_MAX), CUBERT_STATUS_FAILED_PRECONDITION);
-  CHECK_OK(cubert_cpu_sim_info(client, &info));
+  CHECK_OK(cubert_cpu_sim_info(client, &info, NULL));
   CHECK_EQ_U64(info.deadlocks, 1);
   CHECK_OK(cpu_stream_wait_point(cs, 0, UINT64_MAX)); /* nothing to wait for */
   driver->stream_destroy(self, stream);
@@ -539,7 +540,7 @@ TEST_EX(simdet_allocation_failure_loop, 240) {
   int completed = 0;
   for (n = 1; n < 600 && !completed; n++) {
     counting_allocator_t c;
-    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_allocator_t a = counting_allocator_initialize(&c);
     cubert_cpu_options_t o;
     cubert_client_t *client = NULL, *other = NULL;
     cubert_handle_t h, y;
@@ -554,9 +555,10 @@ TEST_EX(simdet_allocation_failure_loop, 240) {
     memset(data, 7, sizeof data);
     counting_allocator_fail_at(&c, n, 1);
     if (cubert_cpu_client_create(a, &o, &client, NULL) == CUBERT_STATUS_OK) {
-      if (cubert_client_clone(client, &other) == CUBERT_STATUS_OK) {
+      if (cubert_client_clone(client, &other, NULL) == CUBERT_STATUS_OK) {
         cubert_client_set_stream(other, 2);
-        if (cubert_client_create(client, data, sizeof data, &h, NULL) == CUBERT_STATUS_OK) {
+        if (cubert_client_create_from_slice(client, data, sizeof data, &h,
+                                            NULL) == CUBERT_STATUS_OK) {
           if (cubert_client_empty(other, sizeof out, &y, NULL) == CUBERT_STATUS_OK) {
             cubert_binding_t b[2];
             cubert_launch_arguments_t args;
@@ -574,9 +576,9 @@ TEST_EX(simdet_allocation_failure_loop, 240) {
             st = cubert_client_read_one(other, &y, out, sizeof out, NULL);
             CHECK(st != CUBERT_STATUS_INTERNAL);
             if (st == CUBERT_STATUS_OK && c.failures == 0) completed = 1;
-            CHECK_OK(cubert_client_handle_release(client, &y));
+            CHECK_OK(cubert_client_handle_release(client, &y, NULL));
           }
-          CHECK_OK(cubert_client_handle_release(client, &h));
+          CHECK_OK(cubert_client_handle_release(client, &h, NULL));
         }
         cubert_client_release(other);
       }

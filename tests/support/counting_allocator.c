@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "counting_allocator.h"
 
 #include <stdlib.h>
@@ -86,7 +87,7 @@ static void *counting_fn(void *self, void *ptr, size_t old_size, size_t new_size
   return result;
 }
 
-cubert_allocator_t counting_allocator_init(counting_allocator_t *counting) {
+cubert_allocator_t counting_allocator_initialize(counting_allocator_t *counting) {
   cubert_allocator_t a;
   memset(counting, 0, sizeof(*counting));
   pthread_mutex_init(&counting->mutex, NULL);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/support/counting_allocator.h: an injected allocator for tests that
  * counts live blocks and bytes (and the peak), checks the sizes a caller
@@ -26,7 +27,7 @@ typedef struct counting_allocator_t {
 } counting_allocator_t;
 
 /* Initialize and return the cubert allocator that draws from it (libc underneath). */
-cubert_allocator_t counting_allocator_init(counting_allocator_t *counting);
+cubert_allocator_t counting_allocator_initialize(counting_allocator_t *counting);
 /* Fail the nth allocating call from now on (n >= 1), once or persistently. */
 void counting_allocator_fail_at(counting_allocator_t *counting, uint64_t n, int persist);
 void counting_allocator_destroy(counting_allocator_t *counting);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/support/fake_event_backend.c: see fake_event_backend.h. */
 #include "fake_event_backend.h"
 
@@ -155,7 +156,7 @@ static const cubert_event_backend_vtable_t k_fake_vtable_cursor = {
     .handle_cursor = fake_handle_cursor,
 };
 
-cubert_event_backend_t fake_event_backend_init(fake_event_backend_t *fb, int with_handle_cursor) {
+cubert_event_backend_t fake_event_backend_initialize(fake_event_backend_t *fb, int with_handle_cursor) {
   cubert_event_backend_t b;
   memset(fb, 0, sizeof(*fb));
   b.vtable = with_handle_cursor ? &k_fake_vtable_cursor : &k_fake_vtable;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/support/fake_event_backend.h: a deterministic event backend for the
  * multi-stream tests (cubert/backend/stream.h). A stream is a queue of recorded ops
@@ -70,7 +71,7 @@ typedef struct fake_event_backend_t {
 
 /* Zero the fake and return a backend over it; with_handle_cursor selects a
  * vtable that implements handle_cursor. */
-cubert_event_backend_t fake_event_backend_init(fake_event_backend_t *fb, int with_handle_cursor);
+cubert_event_backend_t fake_event_backend_initialize(fake_event_backend_t *fb, int with_handle_cursor);
 /* Free every stream and the op queues (events the caller still holds leak:
  * check live_events == 0 before). */
 void fake_event_backend_destroy(fake_event_backend_t *fb);

@@ -1,4 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 #include "host_storage.h"
+#include "cubert/backend/memory.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -97,7 +99,7 @@ static void hs_flush(void *self) {
 static const cubert_storage_vtable_t k_host_storage_vtable = {
     hs_alignment, hs_alloc, hs_get, hs_dealloc, hs_flush};
 
-void host_storage_init(host_storage_t *s, uint64_t alignment) {
+void host_storage_initialize(host_storage_t *s, uint64_t alignment) {
   memset(s, 0, sizeof *s);
   s->alignment = alignment;
   s->fail_status = CUBERT_STATUS_OUT_OF_MEMORY;

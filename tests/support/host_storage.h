@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/support/host_storage.h: a storage vtable (cubert/memory.h) over libc
  * memory for tests and benches: CubeCL's BytesStorage (zero-filled, size 0
@@ -17,6 +18,7 @@
 #include <stdint.h>
 
 #include "cubert/memory.h"
+#include "cubert/backend/memory.h"
 
 typedef struct host_storage_record_t {
   unsigned char *ptr;
@@ -47,7 +49,7 @@ typedef struct host_storage_t {
 
 #define HOST_STORAGE_EMBEDDED_BACKED_MAX ((uint64_t)1 << 20)
 
-void host_storage_init(host_storage_t *s, uint64_t alignment);
+void host_storage_initialize(host_storage_t *s, uint64_t alignment);
 /* Frees everything still allocated; returns how many allocations were
  * still live (a leak when the manager was destroyed first). */
 uint64_t host_storage_destroy(host_storage_t *s);

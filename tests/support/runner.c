@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/support/runner.c: runs every registered test in its own process with
  * a timeout, up to J at a time, prints one line per test and closes with the
@@ -74,29 +75,6 @@ void test_skip(const char *file, int line, const char *reason) {
   fprintf(stdout, "%s (%s:%d)\n", reason, file, line);
   fflush(stdout);
   exit(EXIT_SKIP);
-}
-
-int test_require_features(const char *file, int line, unsigned bits) {
-  static const struct {
-    unsigned bit;
-    const char *what;
-  } k_features[] = {
-      {CUBERT_FEATURE_RACE_CHECKER, "skipped: compiled out (CUBERT_CONFIG_RACE_CHECKER=0)"},
-      {CUBERT_FEATURE_SIMULATION, "skipped: compiled out (CUBERT_CONFIG_SIMULATION=0)"},
-      {CUBERT_FEATURE_PROFILING, "skipped: compiled out (CUBERT_CONFIG_PROFILING=0)"},
-      {CUBERT_FEATURE_ERROR_TEXT, "skipped: compiled out (CUBERT_CONFIG_ERROR_TEXT=0)"},
-      {CUBERT_FEATURE_COLLECTIVE_OPS, "skipped: compiled out (CUBERT_CONFIG_COLLECTIVES=0)"},
-      {CUBERT_FEATURE_STAGING_BUFFERS, "skipped: compiled out (CUBERT_CONFIG_STAGING=0)"},
-      {CUBERT_FEATURE_PAGED_POOLS, "skipped: compiled out (CUBERT_CONFIG_PAGED_POOLS=0)"},
-      {CUBERT_FEATURE_PERSISTENT_MEMORY, "skipped: compiled out (CUBERT_CONFIG_PERSISTENT_MEMORY=0)"},
-      {CUBERT_FEATURE_ERROR_REASONS, "skipped: compiled out (CUBERT_CONFIG_ERROR_REASONS=0)"},
-  };
-  unsigned missing = bits & ~(unsigned)cubert_config_features();
-  size_t i;
-  for (i = 0; i < sizeof k_features / sizeof k_features[0]; i++)
-    if (missing & k_features[i].bit) test_skip(file, line, k_features[i].what);
-  if (missing) test_skip(file, line, "skipped: compiled out (unknown feature)");
-  return 0;
 }
 
 static int cmp_entry(const void *a, const void *b) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/support/test.h: cubert's small test framework (no dependency).
  *
@@ -115,6 +116,17 @@ int test_require_features(const char *file, int line, unsigned bits);
   } while (0)
 
 #define CHECK_OK(expr) CHECK_STATUS((expr), 0)
+
+/* An error record holds `kind` (innermost) and a reason containing `text`. */
+#define CHECK_RECORD(error, kind, text)                                         \
+  do {                                                                          \
+    const cubert_error_t *check_e_ = &(error);                                  \
+    CHECK_MSG(cubert_error_kind(check_e_) == (kind), "record kind %s, want %s",  \
+              cubert_error_kind_name(cubert_error_kind(check_e_)),              \
+              cubert_error_kind_name(kind));                                    \
+    CHECK_MSG(strstr(check_e_->reason, (text)) != NULL,                         \
+              "record reason \"%s\" lacks \"%s\"", check_e_->reason, (text));  \
+  } while (0)
 
 const char *test_status_name(int status);
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/unit/test_base_edges.c: core/base paths the main tests leave out: every status
  * code's name and text, the checked-arithmetic and allocator argument checks, the arena
  * allocator called directly (its interface is the allocator function), corrupt or
@@ -6,6 +7,7 @@
 #include <string.h>
 
 #include "cubert/cubert.h"
+#include "cubert/backend/arith.h"
 #include "base/fmt.h"
 #include "counting_allocator.h"
 #include "test.h"
@@ -70,27 +72,32 @@ TEST(allocator_arithmetic_null_out_and_untouched_on_error) {
 
 TEST(allocator_wrappers_refuse_bad_arguments_before_the_allocator) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c), no_fn;
+  cubert_allocator_t a = counting_allocator_initialize(&c), no_fn;
   void *p = (void *)&c, *q;
   no_fn.self = NULL;
   no_fn.fn = NULL;
-  CHECK_STATUS(cubert_allocator_malloc(no_fn, 8, 8, &p), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_allocator_malloc_array(a, 2, 4, 8, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_allocator_realloc(a, NULL, 0, 8, 8, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_allocator_realloc(a, NULL, 0, 0, 8, &p), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_allocator_realloc(no_fn, NULL, 0, 8, 8, &p), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_allocator_realloc(a, NULL, 0, 8, 24, &p), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_allocator_malloc(no_fn, 8, 8, &p, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_allocator_malloc_array(a, 2, 4, 8, NULL,
+                                             NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_allocator_realloc(a, NULL, 0, 8, 8, NULL,
+                                        NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_allocator_realloc(a, NULL, 0, 0, 8, &p,
+                                        NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_allocator_realloc(no_fn, NULL, 0, 8, 8, &p,
+                                        NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_allocator_realloc(a, NULL, 0, 8, 24, &p,
+                                        NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(p == (void *)&c);   /* untouched */
   CHECK_EQ_U64(c.calls, 0); /* nothing reached the allocator */
   cubert_allocator_free(no_fn, &c, 8, 8); /* no function: a no-op */
   /* realloc of NULL allocates (zeroed); shrinking keeps the prefix */
   p = NULL;
-  CHECK_OK(cubert_allocator_realloc(a, NULL, 0, 16, 0, &p));
+  CHECK_OK(cubert_allocator_realloc(a, NULL, 0, 16, 0, &p, NULL));
   CHECK(p != NULL);
   CHECK_EQ_U64(((unsigned char *)p)[15], 0);
   memset(p, 7, 16);
   q = NULL;
-  CHECK_OK(cubert_allocator_realloc(a, p, 16, 4, 0, &q));
+  CHECK_OK(cubert_allocator_realloc(a, p, 16, 4, 0, &q, NULL));
   CHECK_EQ_U64(((unsigned char *)q)[3], 7);
   CHECK_EQ_I64(c.live_blocks, 1);
   cubert_allocator_free(a, q, 4, 0);
@@ -107,10 +114,11 @@ TEST(allocator_arena_function_edges) {
   cubert_arena_t arena;
   cubert_allocator_t a;
   unsigned char *p, *q, *r;
-  CHECK_STATUS(cubert_arena_initialize(&arena, buf, sizeof buf, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_OK(cubert_arena_initialize(&arena, NULL, 0, &a)); /* an empty arena is valid */
+  CHECK_STATUS(cubert_arena_initialize(&arena, buf, sizeof buf, NULL,
+                                       NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_OK(cubert_arena_initialize(&arena, NULL, 0, &a, NULL)); /* an empty arena is valid */
   CHECK(a.fn(a.self, NULL, 0, 1, 1) == NULL);              /* and has no room */
-  CHECK_OK(cubert_arena_initialize(&arena, buf, sizeof buf, &a));
+  CHECK_OK(cubert_arena_initialize(&arena, buf, sizeof buf, &a, NULL));
   /* a non-power-of-two alignment is refused by the function itself */
   CHECK(a.fn(a.self, NULL, 0, 8, 3) == NULL);
   CHECK_EQ_U64(arena.used, 0);
@@ -154,7 +162,7 @@ TEST(allocator_arena_at_the_top_of_the_address_space) {
   /* No byte is ever touched: every request fails before writing. */
   cubert_arena_t arena;
   cubert_allocator_t a;
-  CHECK_OK(cubert_arena_initialize(&arena, (void *)(UINTPTR_MAX - 15), 8, &a));
+  CHECK_OK(cubert_arena_initialize(&arena, (void *)(UINTPTR_MAX - 15), 8, &a, NULL));
   CHECK(a.fn(a.self, NULL, 0, 4, 64) == NULL); /* aligning the start would wrap */
   CHECK_EQ_U64(arena.used, 0);
   CHECK(arena.last == NULL);
@@ -165,12 +173,12 @@ TEST(allocator_arena_at_the_top_of_the_address_space) {
 TEST(fmt_length_saturates_and_null_buffer_counts) {
   cubert_fmt_t f;
   char buf[4];
-  cubert_fmt_init_append(&f, NULL, 16); /* no buffer: counts only */
+  cubert_fmt_initialize_append(&f, NULL, 16); /* no buffer: counts only */
   CHECK_EQ_U64(f.size, 0);
   cubert_fmt_append_str(&f, "abc");
   CHECK_EQ_U64(cubert_fmt_length(&f), 3);
   CHECK(cubert_fmt_truncated(&f));
-  cubert_fmt_init(&f, buf, sizeof buf);
+  cubert_fmt_initialize(&f, buf, sizeof buf);
   f.len = SIZE_MAX - 1; /* a length about to saturate */
   cubert_fmt_append_str(&f, "xyz");
   CHECK_EQ_U64(cubert_fmt_length(&f), SIZE_MAX);

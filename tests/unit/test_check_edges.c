@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/unit/test_check_edges.c: core/check paths the main race and simulation tests
  * leave out: the race checker's shadow table deleting across its end (chains that
  * wrap), clock queries on bad timelines; the simulation chooser's
@@ -7,6 +8,8 @@
 #include "counting_allocator.h"
 #include "cubert/race.h"
 #include "cubert/sim.h"
+#include "cubert/backend/race.h"
+#include "cubert/backend/sim.h"
 
 /* ---- race checker -------------------------------------------------------------------- */
 
@@ -57,7 +60,7 @@ TEST(race_shadow_deletion_across_the_table_end_keeps_chains) {
   uint64_t b[3];
   cubert_race_options_initialize(&o);
   o.flags = CUBERT_RACE_FLAG_REPORT_ALL;
-  CHECK_OK(cubert_race_checker_create(counting_allocator_init(&ca), &o, &c, NULL));
+  CHECK_OK(cubert_race_checker_create(counting_allocator_initialize(&ca), &o, &c, NULL));
   /* three buffers at home 15: buckets 15, 0, 1. Forgetting the first moves both back
    * across the end (the second from bucket 0 to 15, the third from 1 to 0). */
   b[0] = buffer_with_home(15, 0);
@@ -96,7 +99,7 @@ TEST(race_clock_of_bad_timelines_is_zero) {
   counting_allocator_t ca;
   cubert_race_checker_t *c = NULL;
   uint64_t op = 0;
-  CHECK_OK(cubert_race_checker_create(counting_allocator_init(&ca), NULL, &c, NULL));
+  CHECK_OK(cubert_race_checker_create(counting_allocator_initialize(&ca), NULL, &c, NULL));
   CHECK_OK(cubert_race_op_begin(c, 0, "k", &op));
   CHECK_EQ_U64(cubert_race_clock(c, 0, 0), 1);
   CHECK_EQ_U64(cubert_race_clock(c, 0, 100000), 0); /* the second timeline is out of range */
@@ -117,31 +120,49 @@ TEST(sim_chooser_init_refusals_leave_it_untouched) {
   const uint32_t replay[2] = {1, 0};
   const uint8_t bytes[2] = {1, 0};
   memset(&c, 0x5a, sizeof c);
-  CHECK_STATUS(cubert_sim_chooser_init_seed(NULL, 1, log, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_seed(&c, 1, NULL, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_replay(NULL, replay, 2, log, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_replay(&c, replay, 2, NULL, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_replay(&c, NULL, 2, log, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_bytes(NULL, bytes, 2, log, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_bytes(&c, bytes, 2, NULL, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_bytes(&c, NULL, 2, log, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_pct(NULL, 1, 2, 10, log, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_pct(&c, 1, 2, 10, NULL, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_pct(&c, 1, 2, 0, log, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_OK(cubert_sim_explorer_init(&e, choice, arity, 4));
-  CHECK_STATUS(cubert_sim_chooser_init_explore(NULL, &e, log, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_explore(&c, &e, NULL, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_explore(&c, NULL, log, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_explorer_init(NULL, choice, arity, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_explorer_init(&e, choice, arity, 0), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_explorer_init(&e, NULL, arity, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_explorer_init(&e, choice, NULL, 4), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_seed(NULL, 1, log, 4,
+                                                  NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_seed(&c, 1, NULL, 4,
+                                                  NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_replay(NULL, replay, 2, log, 4,
+                                                    NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_replay(&c, replay, 2, NULL, 4,
+                                                    NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_replay(&c, NULL, 2, log, 4,
+                                                    NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_bytes(NULL, bytes, 2, log, 4,
+                                                   NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_bytes(&c, bytes, 2, NULL, 4,
+                                                   NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_bytes(&c, NULL, 2, log, 4,
+                                                   NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_pct(NULL, 1, 2, 10, log, 4,
+                                                 NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, 2, 10, NULL, 4,
+                                                 NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, 2, 0, log, 4,
+                                                 NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_OK(cubert_sim_explorer_initialize(&e, choice, arity, 4, NULL));
+  CHECK_STATUS(cubert_sim_chooser_initialize_explore(NULL, &e, log, 4,
+                                                     NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 4,
+                                                     NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_explore(&c, NULL, log, 4,
+                                                     NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_explorer_initialize(NULL, choice, arity, 4,
+                                              NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_explorer_initialize(&e, choice, arity, 0,
+                                              NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_explorer_initialize(&e, NULL, arity, 4,
+                                              NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_explorer_initialize(&e, choice, NULL, 4,
+                                              NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(c.source, 0x5a5a5a5au); /* untouched by every refusal */
   /* no log and no capacity is fine: nothing is logged, the hash still moves */
-  CHECK_OK(cubert_sim_chooser_init_replay(&c, NULL, 0, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_replay(&c, NULL, 0, NULL, 0, NULL));
   CHECK_EQ_U64(cubert_sim_choose(&c, 3, NULL), 0); /* past the (empty) log: 0 */
   CHECK(c.log_truncated);
-  CHECK_OK(cubert_sim_chooser_init_bytes(&c, NULL, 0, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_bytes(&c, NULL, 0, NULL, 0, NULL));
   CHECK_EQ_U64(cubert_sim_choose(&c, 3, NULL), 0);
 }
 
@@ -150,8 +171,8 @@ TEST(sim_pct_without_ids_uses_positions) {
   cubert_sim_chooser_t a, b;
   uint32_t ids[3] = {0, 1, 2};
   int i;
-  CHECK_OK(cubert_sim_chooser_init_pct(&a, 42, 3, 20, NULL, 0));
-  CHECK_OK(cubert_sim_chooser_init_pct(&b, 42, 3, 20, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_pct(&a, 42, 3, 20, NULL, 0, NULL));
+  CHECK_OK(cubert_sim_chooser_initialize_pct(&b, 42, 3, 20, NULL, 0, NULL));
   /* with no identities a step is known by its position: the same run as ids 0..n-1 */
   for (i = 0; i < 20; i++) CHECK_EQ_U64(cubert_sim_choose(&a, 3, NULL), cubert_sim_choose(&b, 3, ids));
   CHECK_EQ_U64(a.trace_hash, b.trace_hash);
@@ -162,7 +183,7 @@ TEST(sim_corrupt_source_chooses_zero_and_still_logs) {
   cubert_sim_chooser_t c;
   uint32_t log[2];
   uint64_t hash;
-  CHECK_OK(cubert_sim_chooser_init_seed(&c, 7, log, 2));
+  CHECK_OK(cubert_sim_chooser_initialize_seed(&c, 7, log, 2, NULL));
   c.source = 99; /* not a source */
   hash = c.trace_hash;
   CHECK_EQ_U64(cubert_sim_choose(&c, 5, NULL), 0);
@@ -176,34 +197,34 @@ TEST(sim_explorer_arity_mismatch_and_early_stop) {
   cubert_sim_explorer_t e;
   cubert_sim_chooser_t c;
   uint32_t choice[8], arity[8];
-  CHECK_OK(cubert_sim_explorer_init(&e, choice, arity, 8));
+  CHECK_OK(cubert_sim_explorer_initialize(&e, choice, arity, 8, NULL));
   /* run 1: three choice points of arity 2 */
-  CHECK_OK(cubert_sim_chooser_init_explore(&c, &e, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0, NULL));
   cubert_sim_choose(&c, 2, NULL);
   cubert_sim_choose(&c, 2, NULL);
   cubert_sim_choose(&c, 2, NULL);
   CHECK(cubert_sim_explorer_next(&e)); /* path 0,0,1 */
   /* run 2 stops after one choice: the deeper entries are dropped, path 1 next */
-  CHECK_OK(cubert_sim_chooser_init_explore(&c, &e, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0, NULL));
   CHECK_EQ_U64(cubert_sim_choose(&c, 2, NULL), 0);
   CHECK(cubert_sim_explorer_next(&e));
   CHECK_EQ_U64(e.depth, 1);
   CHECK_EQ_U64(e.choice[0], 1);
   /* run 3 sees arity 3 where the path recorded 2: a mismatch, the choice kept when it fits */
-  CHECK_OK(cubert_sim_chooser_init_explore(&c, &e, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0, NULL));
   CHECK_EQ_U64(cubert_sim_choose(&c, 3, NULL), 1);
   CHECK(e.mismatch);
   CHECK(!cubert_sim_explorer_next(&e)); /* a mismatch ends the exploration */
   /* a recorded choice that does not fit the new arity reads 0 */
-  CHECK_OK(cubert_sim_explorer_init(&e, choice, arity, 8));
-  CHECK_OK(cubert_sim_chooser_init_explore(&c, &e, NULL, 0));
+  CHECK_OK(cubert_sim_explorer_initialize(&e, choice, arity, 8, NULL));
+  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0, NULL));
   cubert_sim_choose(&c, 3, NULL);
   CHECK(cubert_sim_explorer_next(&e)); /* path 1 */
-  CHECK_OK(cubert_sim_chooser_init_explore(&c, &e, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0, NULL));
   CHECK_EQ_U64(cubert_sim_choose(&c, 3, NULL), 1);
   CHECK(cubert_sim_explorer_next(&e)); /* path 2 */
   CHECK_EQ_U64(e.choice[0], 2);
-  CHECK_OK(cubert_sim_chooser_init_explore(&c, &e, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0, NULL));
   CHECK_EQ_U64(cubert_sim_choose(&c, 2, NULL), 0);
   CHECK(e.mismatch);
 }

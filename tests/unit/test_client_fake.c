@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The client and the server kit over a fake driver (core only: this file is
  * part of the unit tests that also run as 32-bit code): a device whose
  * memory is not host-addressable, with no pinned memory, no clock and no
@@ -9,6 +10,8 @@
 #include "cubert/backend/kit.h"
 #include "cubert/cube.h"
 #include "cubert/kernel.h"
+#include "cubert/backend/device.h"
+#include "cubert/backend/memory.h"
 
 /* ---- the fake driver: work runs at once; events are always complete ---- */
 
@@ -50,7 +53,7 @@ static cubert_status_t fd_alloc(void *self, uint64_t size, cubert_driver_stream_
   fake_device_t *d = dev(self);
   void *p = NULL;
   (void)stream;
-  if (cubert_allocator_malloc(d->allocator, (size_t)size, 16, &p) != CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc(d->allocator, (size_t)size, 16, &p, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(err, CUBERT_ERROR_IO_OUT_OF_MEMORY, &size, 1, "fake memory");
   d->live_blocks++;
   *out = (cubert_device_ptr_t)(uintptr_t)p;
@@ -166,7 +169,7 @@ static cubert_status_t fd_event_sync(void *self, cubert_driver_event_t *e, uint6
 static cubert_status_t fd_host_alloc(void *self, uint64_t size, void **out, cubert_error_t *err) {
   fake_device_t *d = (fake_device_t *)self;
   if (size > ((uint64_t)1 << 30) ||
-      cubert_allocator_malloc(d->allocator, (size_t)size, 16, out) != CUBERT_STATUS_OK)
+      cubert_allocator_malloc(d->allocator, (size_t)size, 16, out, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(err, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &size, 1, "fake pinned");
   d->host_allocs++;
   return CUBERT_STATUS_OK;
@@ -275,7 +278,7 @@ TEST(client_kit_driver_without_staging_profiling_collectives) {
                        CUBERT_FEATURE_COLLECTIVE_OPS | CUBERT_FEATURE_ERROR_REASONS |
                        CUBERT_FEATURE_PERSISTENT_MEMORY);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_client_t *client;
@@ -310,7 +313,7 @@ TEST(client_kit_driver_without_staging_profiling_collectives) {
   /* the resource: an address, no host pointer */
   CHECK_OK(cubert_client_get_resource(client, &h, &res, NULL));
   CHECK(res.ptr == NULL && res.address != 0 && res.size == 8);
-  CHECK_OK(cubert_client_handle_release(client, &h));
+  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
   /* profiling tokens: no clock */
   CHECK_STATUS(cubert_client_profile_start(client, &t, &err), CUBERT_STATUS_UNSUPPORTED);
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION);
@@ -344,7 +347,7 @@ TEST(client_kit_driver_without_staging_profiling_collectives) {
 /* Pitched layouts make the kit issue 2-D copies (rows `pitch` apart). */
 TEST(client_kit_pitched_tensors_use_2d_copies) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_client_t *client;
@@ -359,7 +362,7 @@ TEST(client_kit_pitched_tensors_use_2d_copies) {
   o.layout_policy.mem_alignment = 64;
   client = fake_client(a, &d, &o);
   for (i = 0; i < 15; i++) values[i] = 100 + i;
-  CHECK_OK(cubert_client_create_tensor(client, values, 2, shape, 4, &layout, NULL));
+  CHECK_OK(cubert_client_create_tensor_from_slice(client, values, 2, shape, 4, &layout, NULL));
   CHECK(layout.strides[0] > 5); /* rows padded */
   CHECK_EQ_U64(layout.strides[1], 1);
   CHECK_EQ_U64(d.last_height, 3);
@@ -384,7 +387,7 @@ TEST(client_kit_pitched_tensors_use_2d_copies) {
   desc.strides[1] = 3;
   CHECK_STATUS(cubert_client_read_tensor(client, &desc, 1, dsts, &dst_size, NULL),
                CUBERT_STATUS_UNSUPPORTED);
-  CHECK_OK(cubert_client_handle_release(client, &layout.memory));
+  CHECK_OK(cubert_client_handle_release(client, &layout.memory, NULL));
   fake_release(client, &d, &c);
 }
 
@@ -392,7 +395,7 @@ TEST(client_kit_pitched_tensors_use_2d_copies) {
  * that error at once without calling the driver. */
 TEST(client_kit_device_lost_is_sticky) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_client_t *client;
@@ -403,7 +406,7 @@ TEST(client_kit_device_lost_is_sticky) {
   int calls;
   fake_options(&o, 43);
   client = fake_client(a, &d, &o);
-  CHECK_OK(cubert_client_create(client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
   d.lose_at_launch = 1;
   CHECK_STATUS(launch_once(client, &err), CUBERT_STATUS_UNAVAILABLE);
   CHECK(strstr(err.reason, "fell off") != NULL);
@@ -417,7 +420,7 @@ TEST(client_kit_device_lost_is_sticky) {
   CHECK_STATUS(cubert_client_write(client, &h, data, sizeof data, &err), CUBERT_STATUS_UNAVAILABLE);
   CHECK_STATUS(cubert_client_memory_usage(client, &usage, &err), CUBERT_STATUS_UNAVAILABLE);
   CHECK_EQ_I64(d.calls, calls); /* nothing reached the driver */
-  CHECK_OK(cubert_client_handle_release(client, &h));
+  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
   fake_release(client, &d, &c);
 }
 
@@ -469,7 +472,7 @@ static cubert_status_t refusing_factory(void *self, cubert_allocator_t allocator
 TEST(client_device_refusing_calls) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING | CUBERT_FEATURE_PERSISTENT_MEMORY);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_client_t *client;
@@ -515,7 +518,7 @@ TEST(client_device_refusing_calls) {
  * it; nothing leaks. */
 TEST(client_kit_gc_back_pressure_and_drain) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_client_t *client;
@@ -529,7 +532,7 @@ TEST(client_kit_gc_back_pressure_and_drain) {
   client = fake_client(a, &d, &o);
   d.busy = 1;
   blocks = c.live_blocks;
-  for (i = 0; i < 10; i++) CHECK_OK(cubert_client_create(client, data, sizeof data, &h[i], NULL));
+  for (i = 0; i < 10; i++) CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h[i], NULL));
   CHECK_EQ_I64(d.syncs, 6);     /* entries 1..6 waited for, 7..10 pending */
   CHECK(d.live_events == 4);    /* the pending entries' events */
   CHECK(c.live_blocks > blocks); /* their bytes too */
@@ -537,7 +540,7 @@ TEST(client_kit_gc_back_pressure_and_drain) {
   CHECK_EQ_I64(d.live_events, 0);
   CHECK_EQ_U64(usage.number_allocs, 10);
   d.busy = 0;
-  for (i = 0; i < 10; i++) CHECK_OK(cubert_client_handle_release(client, &h[i]));
+  for (i = 0; i < 10; i++) CHECK_OK(cubert_client_handle_release(client, &h[i], NULL));
   fake_release(client, &d, &c);
 }
 
@@ -546,7 +549,7 @@ TEST(client_kit_gc_back_pressure_and_drain) {
 TEST(client_kit_staging_from_the_driver) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_STAGING_BUFFERS);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_driver_t pinned = g_fake_driver;
@@ -568,14 +571,15 @@ TEST(client_kit_staging_from_the_driver) {
   CHECK(b[1].data == NULL && b[1].release == NULL);
   CHECK_EQ_I64(d.host_allocs, 1);
   memset(b[0].data, 3, 24);
-  CHECK_OK(cubert_client_create_bytes(client, b[0], &h, NULL)); /* moved: released after its copy */
+  CHECK_OK(cubert_client_create_from_bytes(client, b[0], &h,
+                                           NULL)); /* moved: released after its copy */
   CHECK_OK(cubert_client_sync(client, NULL));
   CHECK_EQ_I64(d.host_frees, 1);
   /* the driver refuses (and so does the fallback): nothing is left */
   CHECK_STATUS(cubert_client_reserve_staging(client, &huge, 1, b, &err),
                CUBERT_STATUS_RESOURCE_EXHAUSTED);
   CHECK_EQ_I64(d.host_allocs, 1);
-  CHECK_OK(cubert_client_handle_release(client, &h));
+  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
   fake_release(client, &d, &c);
 }
 
@@ -594,7 +598,7 @@ static void fd_host_free(void *self, void *ptr, uint64_t size) {
 TEST(client_kit_refuses_incomplete_drivers) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_REASONS);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_driver_t bad;
@@ -660,7 +664,7 @@ TEST(client_kit_refuses_incomplete_drivers) {
 TEST(client_kit_memory_configuration) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_kit_options_t o;
   cubert_memory_pool_options_t pools[1];
@@ -701,11 +705,11 @@ TEST(client_kit_memory_configuration) {
   CHECK_EQ_I64(c.live_blocks, 0);
   client = fake_client(a, &d, &o);
   pools[0] = cubert_memory_pool_sliced(0, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE); /* copied */
-  CHECK_OK(cubert_client_create(client, bytes, sizeof bytes, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(client, bytes, sizeof bytes, &h, NULL));
   CHECK_OK(cubert_client_memory_usage(client, &usage, NULL));
   CHECK_EQ_U64(usage.number_allocs, 1);
   CHECK_EQ_U64(usage.bytes_reserved, 112); /* 100 rounded up to the 16-byte alignment */
-  CHECK_OK(cubert_client_handle_release(client, &h));
+  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
   fake_release(client, &d, &c);
 }
 
@@ -722,7 +726,7 @@ TEST(client_kit_synchronous_driver_uploads_in_place) {
   drivers[1] = g_fake_driver;
   for (k = 0; k < 2; k++) {
     counting_allocator_t c;
-    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_allocator_t a = counting_allocator_initialize(&c);
     cubert_memory_pool_options_t direct = cubert_memory_pool_direct(0);
     fake_device_t d;
     cubert_kit_options_t o;
@@ -739,7 +743,7 @@ TEST(client_kit_synchronous_driver_uploads_in_place) {
     CHECK_OK(launch_once(client, NULL)); /* the stream slot and its memory exist */
     before = c.live_bytes;
     c.peak_bytes = before;
-    CHECK_OK(cubert_client_create(client, data, sizeof data, &h, NULL));
+    CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
     data[5] = 9;
     CHECK_OK(cubert_client_write(client, &h, data, sizeof data, NULL));
     if (k == 0)
@@ -751,7 +755,7 @@ TEST(client_kit_synchronous_driver_uploads_in_place) {
     CHECK_OK(cubert_client_read_one(client, &h, out, sizeof out, NULL));
     CHECK(memcmp(out, data, sizeof out) == 0);
     data[5] = 7;
-    CHECK_OK(cubert_client_handle_release(client, &h));
+    CHECK_OK(cubert_client_handle_release(client, &h, NULL));
     fake_release(client, &d, &c);
   }
 }

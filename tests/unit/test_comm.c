@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CommunicationId and ReduceOperation. */
 #include "test.h"
 #include "cubert/comm.h"
@@ -12,7 +13,7 @@ static cubert_device_id_t dev(uint16_t type_id, uint32_t index_id) {
 
 static uint64_t comm_id_of(const cubert_device_id_t *devices, size_t count) {
   uint64_t id = 0;
-  CHECK_OK(cubert_communication_id(devices, count, &id));
+  CHECK_OK(cubert_communication_id(devices, count, &id, NULL));
   return id;
 }
 
@@ -125,12 +126,12 @@ TEST(comm_id_max_devices_and_errors) {
   fwd = comm_id_of(d, CUBERT_COMMUNICATION_MAX_DEVICES);
   rev = comm_id_of(r, CUBERT_COMMUNICATION_MAX_DEVICES);
   CHECK_EQ_U64(fwd, rev);
-  CHECK_STATUS(cubert_communication_id(d, CUBERT_COMMUNICATION_MAX_DEVICES + 1, &id),
+  CHECK_STATUS(cubert_communication_id(d, CUBERT_COMMUNICATION_MAX_DEVICES + 1, &id, NULL),
                CUBERT_STATUS_OUT_OF_RANGE);
   CHECK_EQ_U64(id, 1234);
-  CHECK_STATUS(cubert_communication_id(NULL, 1, &id), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_communication_id(NULL, 1, &id, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(id, 1234);
-  CHECK_STATUS(cubert_communication_id(d, 1, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_communication_id(d, 1, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
 }
 
 TEST(comm_reduce_operation) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit: collective dtypes (cubert/comm.h). */
 #include "test.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The compile-time switches of cubert/config.h. Each test checks the feature
  * in the build it runs in: working when compiled in, and, when compiled out
  * (make check-minimal), that its API still links and says so: UNSUPPORTED
@@ -13,6 +14,11 @@
 #include "cubert/profile.h"
 #include "cubert/race.h"
 #include "cubert/sim.h"
+#include "cubert/backend/race.h"
+#include "cubert/backend/sim.h"
+#include "cubert/backend/profiler.h"
+#include "cubert/backend/memory.h"
+#include "cubert/backend/device.h"
 
 static void check_compiled_out(const cubert_error_t *e, const char *switch_name) {
   char text[256];
@@ -53,7 +59,7 @@ TEST(config_features_match_the_build) {
 
 TEST(config_race_checker) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_race_checker_t *checker = NULL;
   cubert_race_counters_t k;
   cubert_race_report_t r;
@@ -100,18 +106,20 @@ TEST(config_simulation) {
   /* splitmix64 stays in every build (Vigna's reference, seed 0). */
   CHECK_EQ_U64(cubert_sim_splitmix64(&state), 0xe220a8397b1dcdafull);
   memset(&ch, 0xAB, sizeof ch);
-  st = cubert_sim_chooser_init_seed(&ch, 42, log, 4);
+  st = cubert_sim_chooser_initialize_seed(&ch, 42, log, 4, NULL);
   if (CUBERT_CONFIG_SIMULATION) {
     CHECK_OK(st);
     CHECK(cubert_sim_choose(&ch, 3, NULL) < 3);
     CHECK_EQ_U64(ch.choices, 1);
-    CHECK_OK(cubert_sim_explorer_init(&e, choice, arity, 4));
+    CHECK_OK(cubert_sim_explorer_initialize(&e, choice, arity, 4, NULL));
   } else {
     CHECK_STATUS(st, CUBERT_STATUS_UNSUPPORTED);
     CHECK_EQ_U64(ch.source, 0xABABABABu); /* untouched */
     CHECK_EQ_U64(cubert_sim_choose(&ch, 3, NULL), 0);
-    CHECK_STATUS(cubert_sim_chooser_init_replay(&ch, log, 0, NULL, 0), CUBERT_STATUS_UNSUPPORTED);
-    CHECK_STATUS(cubert_sim_explorer_init(&e, choice, arity, 4), CUBERT_STATUS_UNSUPPORTED);
+    CHECK_STATUS(cubert_sim_chooser_initialize_replay(&ch, log, 0, NULL, 0,
+                                                      NULL), CUBERT_STATUS_UNSUPPORTED);
+    CHECK_STATUS(cubert_sim_explorer_initialize(&e, choice, arity, 4,
+                                                NULL), CUBERT_STATUS_UNSUPPORTED);
     CHECK(!cubert_sim_explorer_next(&e));
     CHECK_EQ_U64(cubert_sim_shrink(shrunk, 3, scratch, NULL, NULL), 3);
     CHECK_EQ_U64(shrunk[0], 2);
@@ -125,7 +133,7 @@ static uint64_t zero_clock(void *self) {
 
 TEST(config_profiling) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profiler_t *p = NULL;
   cubert_profile_summary_t *s = NULL;
   cubert_profile_clock_t clock;

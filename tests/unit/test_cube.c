@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CubeCount, cube_count_spread, CubeCountSelection, CubeDim and
  * io_optimized_vector_sizes. */
 #include "test.h"
@@ -71,18 +72,18 @@ TEST(cube_count_format) {
   char buf[CUBERT_CUBE_COUNT_FORMAT_MAX];
   size_t len = 0;
   cubert_cube_count_t c = cubert_cube_count_new_3d(1, 22, 333);
-  CHECK_OK(cubert_cube_count_format(&c, buf, sizeof buf, &len));
+  CHECK_OK(cubert_cube_count_format(&c, buf, sizeof buf, &len, NULL));
   CHECK_EQ_STR(buf, "(1, 22, 333)");
   CHECK_EQ_U64(len, strlen("(1, 22, 333)"));
   c = cubert_cube_count_new_3d(0, 0, 0);
-  CHECK_OK(cubert_cube_count_format(&c, buf, sizeof buf, NULL));
+  CHECK_OK(cubert_cube_count_format(&c, buf, sizeof buf, NULL, NULL));
   CHECK_EQ_STR(buf, "(0, 0, 0)");
   c = cubert_cube_count_new_3d(UINT32_MAX, UINT32_MAX, UINT32_MAX);
-  CHECK_OK(cubert_cube_count_format(&c, buf, sizeof buf, &len));
+  CHECK_OK(cubert_cube_count_format(&c, buf, sizeof buf, &len, NULL));
   CHECK_EQ_STR(buf, "(4294967295, 4294967295, 4294967295)");
   CHECK_EQ_U64(len, CUBERT_CUBE_COUNT_FORMAT_MAX - 1);
   c = cubert_cube_count_new_dynamic(NULL);
-  CHECK_OK(cubert_cube_count_format(&c, buf, sizeof buf, &len));
+  CHECK_OK(cubert_cube_count_format(&c, buf, sizeof buf, &len, NULL));
   CHECK_EQ_STR(buf, "binding");
   CHECK_EQ_U64(len, 7);
 }
@@ -93,23 +94,23 @@ TEST(cube_count_format_errors_write_nothing) {
   cubert_cube_count_t c = cubert_cube_count_new_3d(UINT32_MAX, UINT32_MAX, UINT32_MAX);
   memset(buf, 'x', sizeof buf);
   /* One byte short of text + NUL. */
-  CHECK_STATUS(cubert_cube_count_format(&c, buf, CUBERT_CUBE_COUNT_FORMAT_MAX - 1, &len),
+  CHECK_STATUS(cubert_cube_count_format(&c, buf, CUBERT_CUBE_COUNT_FORMAT_MAX - 1, &len, NULL),
                CUBERT_STATUS_OUT_OF_RANGE);
   CHECK_EQ_U64(len, 99);
   CHECK(buf[0] == 'x');
   c = cubert_cube_count_new_dynamic(NULL);
-  CHECK_STATUS(cubert_cube_count_format(&c, buf, 7, &len), CUBERT_STATUS_OUT_OF_RANGE);
-  CHECK_STATUS(cubert_cube_count_format(&c, buf, 0, &len), CUBERT_STATUS_OUT_OF_RANGE);
+  CHECK_STATUS(cubert_cube_count_format(&c, buf, 7, &len, NULL), CUBERT_STATUS_OUT_OF_RANGE);
+  CHECK_STATUS(cubert_cube_count_format(&c, buf, 0, &len, NULL), CUBERT_STATUS_OUT_OF_RANGE);
   CHECK(buf[0] == 'x');
-  CHECK_OK(cubert_cube_count_format(&c, buf, 8, &len)); /* exactly fits */
+  CHECK_OK(cubert_cube_count_format(&c, buf, 8, &len, NULL)); /* exactly fits */
   CHECK_EQ_STR(buf, "binding");
-  CHECK_STATUS(cubert_cube_count_format(NULL, buf, sizeof buf, &len),
+  CHECK_STATUS(cubert_cube_count_format(NULL, buf, sizeof buf, &len, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_cube_count_format(&c, NULL, sizeof buf, &len),
+  CHECK_STATUS(cubert_cube_count_format(&c, NULL, sizeof buf, &len, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   c.kind = (cubert_cube_count_kind_t)7;
   memset(buf, 'x', sizeof buf);
-  CHECK_STATUS(cubert_cube_count_format(&c, buf, sizeof buf, &len),
+  CHECK_STATUS(cubert_cube_count_format(&c, buf, sizeof buf, &len, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(buf[0] == 'x');
   CHECK_EQ_U64(len, 7);
@@ -141,14 +142,14 @@ static const spread_vector_t k_spread_vectors[] = {
 /* CubeCL repo test server/base.rs safe_num_cubes_even. */
 TEST(cube_spread_safe_num_cubes_even) {
   cubert_dim3_t out;
-  CHECK_OK(cubert_cube_count_spread(dim3(32, 32, 32), 2048, &out));
+  CHECK_OK(cubert_cube_count_spread(dim3(32, 32, 32), 2048, &out, NULL));
   CHECK_DIM3(out, 32, 32, 2);
 }
 
 /* CubeCL repo test server/base.rs safe_num_cubes_odd. */
 TEST(cube_spread_safe_num_cubes_odd) {
   cubert_dim3_t out;
-  CHECK_OK(cubert_cube_count_spread(dim3(48, 32, 16), 3177, &out));
+  CHECK_OK(cubert_cube_count_spread(dim3(48, 32, 16), 3177, &out, NULL));
   CHECK_DIM3(out, 25, 32, 4);
 }
 
@@ -157,7 +158,7 @@ TEST(cube_spread_table_vectors) {
   for (i = 0; i < sizeof k_spread_vectors / sizeof k_spread_vectors[0]; i++) {
     const spread_vector_t *v = &k_spread_vectors[i];
     cubert_dim3_t out;
-    CHECK_OK(cubert_cube_count_spread(dim3(v->mx, v->my, v->mz), v->n, &out));
+    CHECK_OK(cubert_cube_count_spread(dim3(v->mx, v->my, v->mz), v->n, &out, NULL));
     CHECK_MSG(out.x == v->x && out.y == v->y && out.z == v->z,
               "row %zu: [%u,%u,%u] != [%u,%u,%u]", i, (unsigned)out.x, (unsigned)out.y,
               (unsigned)out.z, (unsigned)v->x, (unsigned)v->y, (unsigned)v->z);
@@ -170,7 +171,7 @@ TEST(cube_selection_table_vectors) {
     const spread_vector_t *v = &k_spread_vectors[i];
     cubert_cube_count_selection_t s;
     cubert_cube_count_t c;
-    CHECK_OK(cubert_cube_count_selection_new(dim3(v->mx, v->my, v->mz), v->n, &s));
+    CHECK_OK(cubert_cube_count_selection_new(dim3(v->mx, v->my, v->mz), v->n, &s, NULL));
     CHECK_MSG(s.exact == (v->exact != 0), "row %zu: exact %d", i, (int)s.exact);
     CHECK_EQ_U64(s.actual, v->actual);
     CHECK(cubert_cube_count_selection_has_idle(&s) == !v->exact);
@@ -185,16 +186,17 @@ TEST(cube_selection_null_accessors) {
   CHECK_EQ_U64(c.kind, CUBERT_CUBE_COUNT_STATIC);
   CHECK_DIM3(c.count, 0, 0, 0);
   CHECK(!cubert_cube_count_selection_has_idle(NULL));
-  CHECK_STATUS(cubert_cube_count_selection_new(dim3(1, 1, 1), 1, NULL),
+  CHECK_STATUS(cubert_cube_count_selection_new(dim3(1, 1, 1), 1, NULL, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_cube_count_spread(dim3(1, 1, 1), 1, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_cube_count_spread(dim3(1, 1, 1), 1, NULL,
+                                        NULL), CUBERT_STATUS_INVALID_ARGUMENT);
 }
 
 /* Derived (cubert): the product exceeds u32 here; CubeCL's u32 product
  * x*y*z would overflow (panic in debug), cubert reports Approx(2^32). */
 TEST(cube_selection_actual_beyond_u32) {
   cubert_cube_count_selection_t s;
-  CHECK_OK(cubert_cube_count_selection_new(dim3(65535, 65535, 65535), UINT32_MAX, &s));
+  CHECK_OK(cubert_cube_count_selection_new(dim3(65535, 65535, 65535), UINT32_MAX, &s, NULL));
   CHECK_DIM3(s.count.count, 32768, 32768, 4);
   CHECK(!s.exact);
   CHECK_EQ_U64(s.actual, 4294967296ull);
@@ -204,7 +206,7 @@ TEST(cube_selection_actual_beyond_u32) {
  * product, so this is Exact although z = 65536 > 65535. */
 TEST(cube_spread_z_exceeds_max_exact) {
   cubert_cube_count_selection_t s;
-  CHECK_OK(cubert_cube_count_selection_new(dim3(1, 65535, 65535), 0x80000000u, &s));
+  CHECK_OK(cubert_cube_count_selection_new(dim3(1, 65535, 65535), 0x80000000u, &s, NULL));
   CHECK_DIM3(s.count.count, 1, 32768, 65536);
   CHECK(s.exact);
   CHECK_EQ_U64(s.actual, 0x80000000u);
@@ -215,14 +217,14 @@ TEST(cube_spread_z_exceeds_max_exact) {
 TEST(cube_spread_overflow_leaves_out_untouched) {
   cubert_dim3_t out = dim3(7, 8, 9);
   cubert_cube_count_selection_t s;
-  CHECK_STATUS(cubert_cube_count_spread(dim3(1, 65535, 65535), 0x80000001u, &out),
+  CHECK_STATUS(cubert_cube_count_spread(dim3(1, 65535, 65535), 0x80000001u, &out, NULL),
                CUBERT_STATUS_OVERFLOW);
   CHECK_DIM3(out, 7, 8, 9);
-  CHECK_STATUS(cubert_cube_count_spread(dim3(1, UINT32_MAX, UINT32_MAX), UINT32_MAX, &out),
+  CHECK_STATUS(cubert_cube_count_spread(dim3(1, UINT32_MAX, UINT32_MAX), UINT32_MAX, &out, NULL),
                CUBERT_STATUS_OVERFLOW);
   CHECK_DIM3(out, 7, 8, 9);
   memset(&s, 0xab, sizeof s);
-  CHECK_STATUS(cubert_cube_count_selection_new(dim3(1, 65535, 65535), 0x80000001u, &s),
+  CHECK_STATUS(cubert_cube_count_selection_new(dim3(1, 65535, 65535), 0x80000001u, &s, NULL),
                CUBERT_STATUS_OVERFLOW);
   CHECK_EQ_U64(s.actual, 0xababababababababull);
 }
@@ -231,15 +233,16 @@ TEST(cube_spread_overflow_leaves_out_untouched) {
  * met (CubeCL loops until u32 overflow) -> INVALID_ARGUMENT. */
 TEST(cube_spread_zero_max) {
   cubert_dim3_t out = dim3(7, 8, 9);
-  CHECK_STATUS(cubert_cube_count_spread(dim3(0, 4, 4), 5, &out), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_cube_count_spread(dim3(0, 4, 4), 5, &out,
+                                        NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_DIM3(out, 7, 8, 9);
-  CHECK_STATUS(cubert_cube_count_spread(dim3(4, 0, 4), 100, &out),
+  CHECK_STATUS(cubert_cube_count_spread(dim3(4, 0, 4), 100, &out, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_DIM3(out, 7, 8, 9);
   /* Zero cubes fit a zero max; an unexamined y max does not matter. */
-  CHECK_OK(cubert_cube_count_spread(dim3(0, 0, 0), 0, &out));
+  CHECK_OK(cubert_cube_count_spread(dim3(0, 0, 0), 0, &out, NULL));
   CHECK_DIM3(out, 0, 1, 1);
-  CHECK_OK(cubert_cube_count_spread(dim3(200, 0, 4), 100, &out));
+  CHECK_OK(cubert_cube_count_spread(dim3(200, 0, 4), 100, &out, NULL));
   CHECK_DIM3(out, 100, 1, 1);
 }
 
@@ -247,7 +250,8 @@ TEST(cube_spread_zero_max) {
 
 TEST(cube_elemwise_zero_elems_is_zero_count) {
   cubert_cube_count_t c = cubert_cube_count_new_single();
-  CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(65535, 65535, 65535), 0, dim3(256, 1, 1), &c));
+  CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(65535, 65535, 65535), 0, dim3(256, 1, 1), &c,
+                                                NULL));
   CHECK_EQ_U64(c.kind, CUBERT_CUBE_COUNT_STATIC);
   CHECK_DIM3(c.count, 0, 0, 0);
   CHECK(cubert_cube_count_is_empty(&c));
@@ -256,25 +260,28 @@ TEST(cube_elemwise_zero_elems_is_zero_count) {
 TEST(cube_elemwise_counts) {
   cubert_cube_count_t c;
   /* ceil(1000 / 256) = 4 */
-  CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(65535, 65535, 65535), 1000, dim3(32, 8, 1), &c));
+  CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(65535, 65535, 65535), 1000, dim3(32, 8, 1), &c,
+                                                NULL));
   CHECK_DIM3(c.count, 4, 1, 1);
   /* ceil(1024 / 256) = 4 exactly */
-  CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(65535, 65535, 65535), 1024, dim3(32, 8, 1), &c));
+  CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(65535, 65535, 65535), 1024, dim3(32, 8, 1), &c,
+                                                NULL));
   CHECK_DIM3(c.count, 4, 1, 1);
   /* 2048 * 256 elements over (32,32,32): the safe_num_cubes_even spread */
-  CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(32, 32, 32), 2048u * 256u, dim3(16, 16, 1), &c));
+  CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(32, 32, 32), 2048u * 256u, dim3(16, 16, 1), &c,
+                                                NULL));
   CHECK_DIM3(c.count, 32, 32, 2);
   /* More than 2^32 elements: (2^32 - 1) * 256 -> 2^32 - 1 cubes. */
   CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(65535, 65535, 65535), 0xFFFFFFFFull * 256u,
-                                                dim3(256, 1, 1), &c));
+                                                dim3(256, 1, 1), &c, NULL));
   CHECK_DIM3(c.count, 32768, 32768, 4);
   /* A cube dim of more than 2^63 units (64-bit division path). */
   CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(65535, 65535, 65535), UINT64_MAX,
-                                                dim3(UINT32_MAX, UINT32_MAX, 1), &c));
+                                                dim3(UINT32_MAX, UINT32_MAX, 1), &c, NULL));
   CHECK_DIM3(c.count, 2, 1, 1);
   CHECK_OK(cubert_calculate_cube_count_elemwise(dim3(65535, 65535, 65535),
                                                 (uint64_t)UINT32_MAX * UINT32_MAX,
-                                                dim3(UINT32_MAX, UINT32_MAX, 1), &c));
+                                                dim3(UINT32_MAX, UINT32_MAX, 1), &c, NULL));
   CHECK_DIM3(c.count, 1, 1, 1);
 }
 
@@ -282,25 +289,26 @@ TEST(cube_elemwise_errors_leave_out_untouched) {
   cubert_cube_count_t c = cubert_cube_count_new_3d(5, 6, 7);
   cubert_dim3_t max = dim3(65535, 65535, 65535);
   /* Zero-unit cube dim (CubeCL divides by zero). */
-  CHECK_STATUS(cubert_calculate_cube_count_elemwise(max, 10, dim3(0, 1, 1), &c),
+  CHECK_STATUS(cubert_calculate_cube_count_elemwise(max, 10, dim3(0, 1, 1), &c, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_calculate_cube_count_elemwise(max, 0, dim3(1, 1, 0), &c),
+  CHECK_STATUS(cubert_calculate_cube_count_elemwise(max, 0, dim3(1, 1, 0), &c, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   /* More than UINT32_MAX cubes (CubeCL truncates `as u32`). */
   CHECK_STATUS(cubert_calculate_cube_count_elemwise(max, 0xFFFFFFFFull * 256u + 1u,
-                                                    dim3(256, 1, 1), &c),
+                                                    dim3(256, 1, 1), &c, NULL),
                CUBERT_STATUS_OVERFLOW);
-  CHECK_STATUS(cubert_calculate_cube_count_elemwise(max, 1ull << 32, dim3(1, 1, 1), &c),
+  CHECK_STATUS(cubert_calculate_cube_count_elemwise(max, 1ull << 32, dim3(1, 1, 1), &c, NULL),
                CUBERT_STATUS_OVERFLOW);
   /* Cube dim whose unit count overflows u64. */
   CHECK_STATUS(cubert_calculate_cube_count_elemwise(max, 10,
-                                                    dim3(UINT32_MAX, UINT32_MAX, UINT32_MAX), &c),
+                                                    dim3(UINT32_MAX, UINT32_MAX, UINT32_MAX), &c,
+                                                    NULL),
                CUBERT_STATUS_OVERFLOW);
   /* Spread failure propagates. */
-  CHECK_STATUS(cubert_calculate_cube_count_elemwise(dim3(0, 1, 1), 10, dim3(1, 1, 1), &c),
+  CHECK_STATUS(cubert_calculate_cube_count_elemwise(dim3(0, 1, 1), 10, dim3(1, 1, 1), &c, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_DIM3(c.count, 5, 6, 7);
-  CHECK_STATUS(cubert_calculate_cube_count_elemwise(max, 10, dim3(1, 1, 1), NULL),
+  CHECK_STATUS(cubert_calculate_cube_count_elemwise(max, 10, dim3(1, 1, 1), NULL, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
 }
 
@@ -324,20 +332,21 @@ TEST(cube_dim_constructors_and_contain) {
 
 TEST(cube_dim_num_elems) {
   uint64_t n = 0;
-  CHECK_OK(cubert_cube_dim_num_elems(dim3(2, 3, 4), &n));
+  CHECK_OK(cubert_cube_dim_num_elems(dim3(2, 3, 4), &n, NULL));
   CHECK_EQ_U64(n, 24);
-  CHECK_OK(cubert_cube_dim_num_elems(dim3(0, 3, 4), &n));
+  CHECK_OK(cubert_cube_dim_num_elems(dim3(0, 3, 4), &n, NULL));
   CHECK_EQ_U64(n, 0);
   /* Beyond u32 (CubeCL's u32 product would overflow). */
-  CHECK_OK(cubert_cube_dim_num_elems(dim3(65536, 65536, 2), &n));
+  CHECK_OK(cubert_cube_dim_num_elems(dim3(65536, 65536, 2), &n, NULL));
   CHECK_EQ_U64(n, 1ull << 33);
-  CHECK_OK(cubert_cube_dim_num_elems(dim3(UINT32_MAX, UINT32_MAX, 1), &n));
+  CHECK_OK(cubert_cube_dim_num_elems(dim3(UINT32_MAX, UINT32_MAX, 1), &n, NULL));
   CHECK_EQ_U64(n, (uint64_t)UINT32_MAX * UINT32_MAX);
   n = 5;
-  CHECK_STATUS(cubert_cube_dim_num_elems(dim3(UINT32_MAX, UINT32_MAX, 2), &n),
+  CHECK_STATUS(cubert_cube_dim_num_elems(dim3(UINT32_MAX, UINT32_MAX, 2), &n, NULL),
                CUBERT_STATUS_OVERFLOW);
   CHECK_EQ_U64(n, 5);
-  CHECK_STATUS(cubert_cube_dim_num_elems(dim3(1, 1, 1), NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_cube_dim_num_elems(dim3(1, 1, 1), NULL,
+                                         NULL), CUBERT_STATUS_INVALID_ARGUMENT);
 }
 
 static cubert_hardware_properties_t hw_gpu(uint32_t plane, uint32_t max_units) {
@@ -363,7 +372,7 @@ static cubert_hardware_properties_t hw_cpu(uint32_t cores, uint32_t max_units) {
 
 static cubert_cube_dim_t cube_dim_of(const cubert_hardware_properties_t *hw, uint64_t units) {
   cubert_cube_dim_t d = dim3(0, 0, 0);
-  CHECK_OK(cubert_cube_dim_new(hw, units, &d));
+  CHECK_OK(cubert_cube_dim_new(hw, units, &d, NULL));
   return d;
 }
 
@@ -408,11 +417,11 @@ TEST(cube_dim_new_limit_below_one_plane) {
 TEST(cube_dim_new_errors) {
   cubert_hardware_properties_t hw = hw_gpu(0, 1024); /* plane_size_max 0 */
   cubert_cube_dim_t d = dim3(3, 4, 5);
-  CHECK_STATUS(cubert_cube_dim_new(&hw, 100, &d), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_cube_dim_new(&hw, 100, &d, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_DIM3(d, 3, 4, 5);
   hw = hw_gpu(32, 1024);
-  CHECK_STATUS(cubert_cube_dim_new(NULL, 100, &d), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_cube_dim_new(&hw, 100, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_cube_dim_new(NULL, 100, &d, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_cube_dim_new(&hw, 100, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_DIM3(d, 3, 4, 5);
 }
 
@@ -424,7 +433,7 @@ static void check_sizes(uint64_t max_vec, uint32_t width, size_t elem, uint32_t 
   uint32_t v;
   for (v = largest; v != 0; v >>= 1) expected_count++;
   CHECK_OK(cubert_io_optimized_vector_sizes_from_limits(max_vec, width, elem, sizes,
-                                                        CUBERT_IO_VECTOR_SIZES_MAX, &count));
+                                                        CUBERT_IO_VECTOR_SIZES_MAX, &count, NULL));
   CHECK_MSG(count == expected_count, "width %u elem %zu: count %zu != %zu", (unsigned)width, elem, count,
             expected_count);
   for (i = 0; i < count; i++) CHECK_EQ_U64(sizes[i], largest >> i);
@@ -470,41 +479,47 @@ TEST(cube_io_vector_sizes_query_and_errors) {
   size_t count = 77;
   cubert_hardware_properties_t hw = hw_gpu(32, 1024);
   /* Query form. */
-  CHECK_OK(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 1, NULL, 0, &count));
+  CHECK_OK(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 1, NULL, 0, &count, NULL));
   CHECK_EQ_U64(count, 5);
   /* Too small: nothing written. */
   count = 77;
-  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 1, sizes, 4, &count),
+  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 1, sizes, 4, &count,
+                                                            NULL),
                CUBERT_STATUS_OUT_OF_RANGE);
   CHECK_EQ_U64(count, 77);
   CHECK_EQ_U64(sizes[0], 99);
-  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 8, sizes, 1, &count),
+  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 8, sizes, 1, &count,
+                                                            NULL),
                CUBERT_STATUS_OUT_OF_RANGE);
   /* Exactly enough. */
-  CHECK_OK(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 4, sizes, 3, &count));
+  CHECK_OK(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 4, sizes, 3, &count,
+                                                        NULL));
   CHECK_EQ_U64(count, 3);
   CHECK_EQ_U64(sizes[0], 4);
   CHECK_EQ_U64(sizes[2], 1);
   CHECK_EQ_U64(sizes[3], 99);
   /* elem_size 0 (CubeCL divides by zero). */
   count = 77;
-  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 0, sizes, 4, &count),
+  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 0, sizes, 4, &count,
+                                                            NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(count, 77);
-  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 1, sizes, 4, NULL),
+  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 1, sizes, 4, NULL,
+                                                            NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 1, NULL, 4, &count),
+  CHECK_STATUS(cubert_io_optimized_vector_sizes_from_limits(UINT64_MAX, 128, 1, NULL, 4, &count,
+                                                            NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   /* Hardware-properties form. */
-  CHECK_OK(cubert_io_optimized_vector_sizes(&hw, 8, sizes, 4, &count));
+  CHECK_OK(cubert_io_optimized_vector_sizes(&hw, 8, sizes, 4, &count, NULL));
   CHECK_EQ_U64(count, 2);
   CHECK_EQ_U64(sizes[0], 2);
   CHECK_EQ_U64(sizes[1], 1);
   hw.load_width = 512;
   hw.max_vector_size = 4;
-  CHECK_OK(cubert_io_optimized_vector_sizes(&hw, 1, sizes, 4, &count));
+  CHECK_OK(cubert_io_optimized_vector_sizes(&hw, 1, sizes, 4, &count, NULL));
   CHECK_EQ_U64(count, 3);
   CHECK_EQ_U64(sizes[0], 4);
-  CHECK_STATUS(cubert_io_optimized_vector_sizes(NULL, 1, sizes, 4, &count),
+  CHECK_STATUS(cubert_io_optimized_vector_sizes(NULL, 1, sizes, 4, &count, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
 }

@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: MIT */
 /* Direct device handle and device registry (single-threaded parts). */
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/device.h"
+#include "cubert/backend/device.h"
 
 typedef struct fake_lock_t {
   int depth;
@@ -55,7 +57,7 @@ static cubert_status_t exclusive_fails(void *user) {
 
 TEST(device_direct_submit_order_and_reentry) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_lock_t fl = {0, 0, 0};
   cubert_lock_t lock;
   cubert_device_handle_t h;
@@ -94,7 +96,7 @@ TEST(device_direct_submit_order_and_reentry) {
 
 TEST(device_direct_create_bad_input_and_oom) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_lock_t fl = {0, 0, 0};
   cubert_lock_t lock;
   cubert_device_handle_t h;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/unit/test_device_edges.c: core/device paths the main tests leave out: a cube
  * dimension of 2^32 or more units, the direct handle's refusals, registry removal and
  * enumeration edges, the profiler keeping or wrapping every kind of error, an error
@@ -8,6 +9,8 @@
 #include "cubert/cube.h"
 #include "cubert/device.h"
 #include "cubert/profile.h"
+#include "cubert/backend/device.h"
+#include "cubert/backend/profiler.h"
 
 /* ---- cube counts -------------------------------------------------------------------- */
 
@@ -15,10 +18,10 @@ TEST(cube_elemwise_with_a_cube_of_2_pow_32_units) {
   cubert_dim3_t max = {65535, 65535, 65535}, dim = {65536, 65536, 1};
   cubert_cube_count_t count;
   /* fewer elements than one cube holds: one cube */
-  CHECK_OK(cubert_calculate_cube_count_elemwise(max, 1000, dim, &count));
+  CHECK_OK(cubert_calculate_cube_count_elemwise(max, 1000, dim, &count, NULL));
   CHECK_EQ_U64(count.count.x * (uint64_t)count.count.y * count.count.z, 1);
   /* 2^33 + 1 elements: three cubes */
-  CHECK_OK(cubert_calculate_cube_count_elemwise(max, ((uint64_t)1 << 33) + 1, dim, &count));
+  CHECK_OK(cubert_calculate_cube_count_elemwise(max, ((uint64_t)1 << 33) + 1, dim, &count, NULL));
   CHECK_EQ_U64(count.count.x * (uint64_t)count.count.y * count.count.z, 3);
 }
 
@@ -28,7 +31,7 @@ static void lock_noop(void *self) { (void)self; }
 
 TEST(device_direct_handle_refusals) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_device_handle_t h;
   cubert_lock_t lock;
   lock.self = NULL;
@@ -107,7 +110,7 @@ TEST(profile_profiler_error_kinds_kept_or_wrapped) {
                                                CUBERT_ERROR_LAUNCH_TOO_MANY_RESOURCES,
                                                CUBERT_ERROR_LAUNCH_IO};
   counting_allocator_t c;
-  cubert_profiler_t *p = new_profiler(counting_allocator_init(&c));
+  cubert_profiler_t *p = new_profiler(counting_allocator_initialize(&c));
   cubert_error_t in, out;
   size_t i;
   for (i = 0; i < sizeof kept / sizeof kept[0]; i++) {
@@ -132,7 +135,7 @@ TEST(profile_profiler_error_kinds_kept_or_wrapped) {
 TEST(profile_profiler_error_with_status_ok_never_reads_ok) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_profiler_t *p = new_profiler(counting_allocator_init(&c));
+  cubert_profiler_t *p = new_profiler(counting_allocator_initialize(&c));
   cubert_error_t in, out;
   cubert_error_set(&in, CUBERT_ERROR_PROFILE_UNKNOWN, NULL, 0, "odd");
   in.status = CUBERT_STATUS_OK; /* a record with a kind but status OK */
@@ -168,21 +171,21 @@ TEST(profile_summary_names_with_equal_hashes_stay_apart) {
   /* FNV-1a (32 bits) gives "glbvs" and "yacxa" one hash, and "nkohz" and "aaaaga" one
    * hash (different lengths): each name still gets its own row. */
   counting_allocator_t c;
-  cubert_profile_summary_t *s = new_summary(counting_allocator_init(&c), 64);
+  cubert_profile_summary_t *s = new_summary(counting_allocator_initialize(&c), 64);
   uint64_t dur = 0, count = 0;
-  CHECK_OK(cubert_profile_summary_record(s, "glbvs", 1));
-  CHECK_OK(cubert_profile_summary_record(s, "yacxa", 2));
-  CHECK_OK(cubert_profile_summary_record(s, "nkohz", 4));
-  CHECK_OK(cubert_profile_summary_record(s, "aaaaga", 8));
-  CHECK_OK(cubert_profile_summary_record(s, "yacxa", 16));
+  CHECK_OK(cubert_profile_summary_record(s, "glbvs", 1, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "yacxa", 2, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "nkohz", 4, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "aaaaga", 8, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "yacxa", 16, NULL));
   CHECK_EQ_U64(cubert_profile_summary_name_count(s), 4);
-  CHECK_OK(cubert_profile_summary_lookup(s, "glbvs", &dur, &count));
+  CHECK_OK(cubert_profile_summary_lookup(s, "glbvs", &dur, &count, NULL));
   CHECK_EQ_U64(dur, 1);
   CHECK_EQ_U64(count, 1);
-  CHECK_OK(cubert_profile_summary_lookup(s, "yacxa", &dur, &count));
+  CHECK_OK(cubert_profile_summary_lookup(s, "yacxa", &dur, &count, NULL));
   CHECK_EQ_U64(dur, 18);
   CHECK_EQ_U64(count, 2);
-  CHECK_OK(cubert_profile_summary_lookup(s, "aaaaga", &dur, &count));
+  CHECK_OK(cubert_profile_summary_lookup(s, "aaaaga", &dur, &count, NULL));
   CHECK_EQ_U64(dur, 8);
   cubert_profile_summary_destroy(s);
   CHECK_EQ_I64(c.live_blocks, 0);
@@ -192,10 +195,10 @@ TEST(profile_summary_names_with_equal_hashes_stay_apart) {
 TEST(profile_summary_with_only_the_other_row_is_not_empty) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_profile_summary_t *s = new_summary(counting_allocator_init(&c), 2);
+  cubert_profile_summary_t *s = new_summary(counting_allocator_initialize(&c), 2);
   uint64_t dur = 0, count = 0;
   CHECK(cubert_profile_summary_is_empty(s));
-  CHECK_OK(cubert_profile_summary_record(s, "too_long", 5)); /* no room for the name */
+  CHECK_OK(cubert_profile_summary_record(s, "too_long", 5, NULL)); /* no room for the name */
   CHECK_EQ_U64(cubert_profile_summary_name_count(s), 0);
   cubert_profile_summary_other(s, &dur, &count);
   CHECK_EQ_U64(count, 1);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/unit/test_error.c: the error record's Display text (CubeCL's
  * `#[error(...)]` strings, docs/errors.md), chains, truncation, the
  * ServerUnhealthy aggregate, CallError, and the core text builder
@@ -106,6 +107,7 @@ static const kind_expect_t k_expect[] = {
     {CUBERT_ERROR_DEADLINE_EXCEEDED, {"Deadline exceeded after 11 ns: why-R"}},
     {CUBERT_ERROR_DEVICE_LOST, {"Device lost: why-R"}},
     {CUBERT_ERROR_COMPILED_OUT, {"Compiled out of this build: why-R"}},
+    {CUBERT_ERROR_FAILED_PRECONDITION, {"Failed precondition: why-R"}},
 };
 
 TEST(error_format_every_kind_shows_its_fields) {
@@ -171,7 +173,7 @@ TEST(error_kind_status_mapping) {
                CUBERT_STATUS_BUFFER_TOO_BIG);
 }
 
-/* Seed 001's `#[error(...)]` strings, literally (without the Backtrace part). */
+/* CubeCL's `#[error(...)]` strings, literally (without the Backtrace part). */
 TEST(error_format_cubecl_exact_leaves) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT | CUBERT_FEATURE_ERROR_REASONS);
   cubert_error_t e;
@@ -541,7 +543,7 @@ TEST(error_aggregate_hundred_truncates_text_keeps_count) {
   cubert_fmt_t f;
   uint64_t i;
   cubert_error_clear(&agg);
-  cubert_fmt_init(&f, full, sizeof(full));
+  cubert_fmt_initialize(&f, full, sizeof(full));
   for (i = 0; i < 100; i++) {
     char one[256];
     make_numbered(&e, i);
@@ -634,7 +636,7 @@ TEST(error_aggregate_full_chain_keeps_first_innermost) {
 TEST(error_fmt_numbers) {
   char buf[128];
   cubert_fmt_t f;
-  cubert_fmt_init(&f, buf, sizeof(buf));
+  cubert_fmt_initialize(&f, buf, sizeof(buf));
   cubert_fmt_append_u64(&f, 0);
   cubert_fmt_append_char(&f, ' ');
   cubert_fmt_append_u64(&f, UINT64_MAX);
@@ -646,7 +648,7 @@ TEST(error_fmt_numbers) {
   cubert_fmt_append_i64(&f, -7);
   CHECK_EQ_STR(buf, "0 18446744073709551615 -9223372036854775808 9223372036854775807 -7");
   CHECK_EQ_U64(cubert_fmt_length(&f), strlen(buf));
-  cubert_fmt_init(&f, buf, sizeof(buf));
+  cubert_fmt_initialize(&f, buf, sizeof(buf));
   cubert_fmt_append_hex(&f, 255, 4);
   cubert_fmt_append_char(&f, ' ');
   cubert_fmt_append_hex(&f, 0, 0);
@@ -663,7 +665,7 @@ TEST(error_fmt_truncation_invariant) {
   for (size = 0; size < 30; size++) {
     cubert_fmt_t f;
     memset(buf, CANARY, sizeof(buf));
-    cubert_fmt_init(&f, size ? buf : NULL, size);
+    cubert_fmt_initialize(&f, size ? buf : NULL, size);
     cubert_fmt_append_str(&f, "abc");
     cubert_fmt_append_u64(&f, 12345);
     cubert_fmt_append_strn(&f, "xyzw", 2);
@@ -684,14 +686,14 @@ TEST(error_fmt_init_append) {
   char buf[8];
   cubert_fmt_t f;
   memcpy(buf, "ab\0zzzzz", 8);
-  cubert_fmt_init_append(&f, buf, sizeof(buf));
+  cubert_fmt_initialize_append(&f, buf, sizeof(buf));
   CHECK_EQ_U64(cubert_fmt_length(&f), 2);
   cubert_fmt_append_str(&f, "cdefghij");
   CHECK_EQ_STR(buf, "abcdefg");
   CHECK_EQ_U64(cubert_fmt_length(&f), 10);
   /* an unterminated buffer is terminated at size - 1 */
   memset(buf, 'q', sizeof(buf));
-  cubert_fmt_init_append(&f, buf, sizeof(buf));
+  cubert_fmt_initialize_append(&f, buf, sizeof(buf));
   CHECK_EQ_U64(cubert_fmt_length(&f), 7);
   CHECK_EQ_STR(buf, "qqqqqqq");
 }

@@ -1,14 +1,16 @@
+/* SPDX-License-Identifier: MIT */
 /* The handle table and memory ids (core/memory/handle.c): creation, the
  * memory semantics of CubeCL's managed handles (two counts, ownership,
  * locations; docs/cubecl-mapping.md) and the owner fast paths. Bad inputs:
  * test_handle_bad_input.c; handles and bindings: test_handle_api.c. */
 #include "test_handle_fixture.h"
+#include "cubert/backend/handle_table.h"
 
 /* ---- table ------------------------------------------------------------------ */
 
 TEST(handle_table_create_rejects_bad_arguments) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_allocator_t no_fn = {NULL, NULL};
   cubert_handle_table_t *t = (cubert_handle_table_t *)&c; /* sentinel */
   CHECK_STATUS(cubert_handle_table_create(a, 16, 0, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
@@ -511,7 +513,7 @@ TEST(handle_acquire_owned_allocation_failure) {
     cubert_handle_table_t *t = NULL;
     int n = 0, i;
     CHECK(k < 100);
-    CHECK_OK(cubert_handle_table_create(counting_allocator_init(&c), MAX_SLOTS, 6, &t));
+    CHECK_OK(cubert_handle_table_create(counting_allocator_initialize(&c), MAX_SLOTS, 6, &t));
     counting_allocator_fail_at(&c, k, 1); /* the k-th chunk growth on, for good */
     for (i = 0; i < WANT; i++) {
       cubert_memory_id_t id = {0xDEAD, 0xBEEF};

@@ -1,6 +1,8 @@
+/* SPDX-License-Identifier: MIT */
 /* Handles and bindings over the table's ids (core/memory/handle_binding.c,
  * cubert/handle.h). */
 #include "test_handle_fixture.h"
+#include "cubert/backend/handle_table.h"
 
 /* ---- handle / binding API ------------------------------------------------------------- */
 

@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: MIT */
 /* The handle table under bad input (core/memory/handle.c): null, forged,
  * foreign, stale and double-released ids, saturation, a full table,
  * allocation failures. */
 #include "test_handle_fixture.h"
+#include "cubert/backend/handle_table.h"
 
 /* ---- bad inputs ------------------------------------------------------------------- */
 
@@ -354,7 +356,7 @@ TEST(handle_allocation_failure_loop) {
     int done = 0;
     for (k = 1; !done; k++) {
       counting_allocator_t c;
-      cubert_allocator_t a = counting_allocator_init(&c);
+      cubert_allocator_t a = counting_allocator_initialize(&c);
       cubert_handle_table_t *t = NULL;
       cubert_status_t st;
       int n = 0, i, failures = 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_handle_fixture.h: what the handle table tests share
  * (test_handle.c, test_handle_bad_input.c, test_handle_api.c): a table over a
@@ -9,11 +10,12 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/handle.h"
+#include "cubert/backend/handle_table.h"
 #include "memory/handle_internal.h"
 
 static inline cubert_handle_table_t *table_new(counting_allocator_t *c, uint32_t max_slots, uint8_t tag) {
   cubert_handle_table_t *t = NULL;
-  CHECK_OK(cubert_handle_table_create(counting_allocator_init(c), max_slots, tag, &t));
+  CHECK_OK(cubert_handle_table_create(counting_allocator_initialize(c), max_slots, tag, &t));
   CHECK(t != NULL);
   return t;
 }

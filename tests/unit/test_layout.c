@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Memory layout policies, optimal_align, stride validation and copy plans
  * (docs/cubecl-mapping.md, "Memory layout"). The layout vectors below (CUDA
  * pitched, CPU and dummy contiguous) were derived from CubeCL's algorithm;

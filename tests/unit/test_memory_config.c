@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Memory configurations (docs/cubecl-mapping.md, "Memory configuration"):
  * the SubSlices ladders and the ExclusivePages buckets (the exact numbers,
@@ -5,6 +6,7 @@
  * formatting.
  */
 #include "test_memory_fixture.h"
+#include "cubert/backend/memory.h"
 
 typedef struct ladder_t {
   uint64_t page, slice;

@@ -1,9 +1,12 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Lookups and their errors: every NotFound reason, the identity
  * check (a stale binding never resolves to a later owner), bind's errors,
  * get_resource offsets, bad arguments, and storage flushing.
  */
 #include "test_memory_fixture.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 static cubert_memory_id_t id_at(mm_fixture_t *f, uint8_t pool, uint16_t page, uint32_t slice) {
   cubert_memory_id_t id = mmf_new_id(f);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_memory_fixture.h: a memory manager over the host storage,
  * a handle table and a counting allocator, for the memory_* tests.
@@ -10,6 +11,8 @@
 #include "counting_allocator.h"
 #include "host_storage.h"
 #include "memory/memory_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 #define KIB ((uint64_t)1024)
 #define MIB ((uint64_t)1024 * 1024)
@@ -34,8 +37,8 @@ static inline cubert_memory_device_properties_t mmf_props(uint64_t max_page, uin
 /* Everything but the manager. */
 static inline void mmf_base(mm_fixture_t *f, uint64_t max_page, uint64_t align) {
   memset(f, 0, sizeof *f);
-  f->allocator = counting_allocator_init(&f->counting);
-  host_storage_init(&f->storage, 4);
+  f->allocator = counting_allocator_initialize(&f->counting);
+  host_storage_initialize(&f->storage, 4);
   f->props = mmf_props(max_page, align);
   CHECK_OK(cubert_handle_table_create(f->allocator, 1u << 20, 7, &f->table));
 }

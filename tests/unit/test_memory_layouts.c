@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * CubeCL's pool-layout tests (tests/memory_pools_config.rs, props
  * 128 MiB / 32), its direct-pool vectors, install_pools
@@ -11,6 +12,7 @@
  * autotune measurement under a dry run).
  */
 #include "test_memory_fixture.h"
+#include "cubert/backend/memory.h"
 
 #define PAGE128 (128 * MIB)
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * CubeCL's memory_manage.rs tests (41), ported against the host
  * storage. DUMMY props = 128 MiB / 32. "drop" = release the user handle.
@@ -12,6 +13,8 @@
  * capture_end_releases_primed_slices_when_priming_never_ended (9 tests).
  */
 #include "test_memory_fixture.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 #define DUMMY_PAGE (128 * MIB)
 #define DUMMY_ALIGN 32

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Out of memory (docs/cubecl-mapping.md, "Issues CubeCL users report"): the
  * allocation-failure loop
@@ -8,6 +9,8 @@
  * stream slot's pools.
  */
 #include "test_memory_fixture.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 #define MAX_LIVE 32
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * CubeCL's memory_pool tests and pool vectors (docs/cubecl-mapping.md,
  * "Memory pools"): page
@@ -6,6 +7,8 @@
  * sliced pool (no two live slices overlap, every live id resolves).
  */
 #include "test_memory_fixture.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 /* An id owned by the pool, as the manager makes them for reserve(). */
 static cubert_memory_id_t owner_new(mm_fixture_t *f) {

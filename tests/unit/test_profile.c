@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Profiling (docs/cubecl-mapping.md, "Profiling"): the timestamp profiler
  * and the profiling levels. The text helpers and the per-kernel summary
  * table: test_profile_summary.c. */
@@ -5,6 +6,7 @@
 #include "counting_allocator.h"
 #include "cubert/config.h"
 #include "cubert/profile.h"
+#include "cubert/backend/profiler.h"
 
 /* ---- a fake clock ------------------------------------------------------------ */
 
@@ -75,7 +77,7 @@ static void check_not_registered(cubert_profiler_t *p, cubert_profiling_token_t 
 TEST(profile_profiler_create_invalid_arguments) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_clock_t fc;
   cubert_profile_clock_t clock = fake_clock(&fc, 0, 1);
   cubert_profile_clock_t no_clock = clock;
@@ -105,7 +107,7 @@ TEST(profile_profiler_create_largest_capacity) {
   cubert_profile_clock_t clock = fake_clock(&fc, 0, 1);
   cubert_profiler_t *p = NULL;
   TEST_SKIP_IF_EMBEDDED("65536 profiler slots (an error record each) outgrow the 16 MiB harness heap");
-  a = counting_allocator_init(&c);
+  a = counting_allocator_initialize(&c);
   CHECK_OK(cubert_profiler_create(a, clock, CUBERT_PROFILER_MAX_CAPACITY, &p, NULL));
   CHECK_EQ_U64(cubert_profiler_capacity(p), CUBERT_PROFILER_MAX_CAPACITY);
   cubert_profiler_destroy(p);
@@ -121,7 +123,7 @@ TEST(profile_profiler_create_allocation_failure_loop) {
   for (persist = 0; persist <= 1; persist++) {
     for (k = 1;; k++) {
       counting_allocator_t c;
-      cubert_allocator_t a = counting_allocator_init(&c);
+      cubert_allocator_t a = counting_allocator_initialize(&c);
       fake_clock_t fc;
       cubert_profiler_t *p = NULL;
       cubert_error_t e;
@@ -154,7 +156,7 @@ TEST(profile_profiler_create_allocation_failure_loop) {
 TEST(profile_profiler_null_arguments) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_clock_t fc;
   cubert_profiler_t *p = profiler_new(a, fake_clock(&fc, 0, 1), 4);
   cubert_profiling_token_t t = {0};
@@ -180,7 +182,7 @@ TEST(profile_profiler_null_arguments) {
 TEST(profile_profiler_single_token) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_clock_t fc;
   cubert_profiler_t *p = profiler_new(a, fake_clock(&fc, 0, 0), 4);
   cubert_profiling_token_t t = start_at(p, &fc, 100);
@@ -206,7 +208,7 @@ TEST(profile_profiler_single_token) {
 TEST(profile_profiler_nested_tokens) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_clock_t fc;
   cubert_profiler_t *p = profiler_new(a, fake_clock(&fc, 0, 0), 4);
   cubert_profiling_token_t outer = start_at(p, &fc, 10);
@@ -233,7 +235,7 @@ TEST(profile_profiler_nested_tokens) {
 TEST(profile_profiler_overlapping_tokens) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_clock_t fc;
   cubert_profiler_t *p = profiler_new(a, fake_clock(&fc, 0, 0), 4);
   cubert_profiling_token_t ta = start_at(p, &fc, 1000);
@@ -262,7 +264,7 @@ TEST(profile_profiler_overlapping_tokens) {
 TEST(profile_profiler_many_tokens_any_order) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_clock_t fc;
   cubert_profiler_t *p = profiler_new(a, fake_clock(&fc, 0, 0), CUBERT_PROFILER_DEFAULT_CAPACITY);
   cubert_profiling_token_t tokens[CUBERT_PROFILER_DEFAULT_CAPACITY];
@@ -289,7 +291,7 @@ TEST(profile_profiler_many_tokens_any_order) {
 TEST(profile_profiler_stop_twice) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_clock_t fc;
   cubert_profiler_t *p = profiler_new(a, fake_clock(&fc, 0, 0), 4);
   cubert_profiling_token_t t = start_at(p, &fc, 5);
@@ -307,7 +309,7 @@ TEST(profile_profiler_stop_twice) {
 TEST(profile_profiler_unknown_token) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_clock_t fc;
   cubert_profiler_t *p = profiler_new(a, fake_clock(&fc, 0, 0), 4);
   cubert_profiling_token_t never = {42};
@@ -333,7 +335,7 @@ TEST(profile_profiler_unknown_token) {
 TEST(profile_profiler_clock_going_back_is_clamped) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_clock_t fc;
   cubert_profiler_t *p = profiler_new(a, fake_clock(&fc, 0, 0), 2);
   cubert_profiling_token_t t = start_at(p, &fc, 500);
@@ -348,7 +350,7 @@ TEST(profile_profiler_clock_going_back_is_clamped) {
 TEST(profile_profiler_capacity_full) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING | CUBERT_FEATURE_ERROR_REASONS);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_clock_t fc;
   cubert_profiler_t *p = profiler_new(a, fake_clock(&fc, 0, 0), 3);
   cubert_profiling_token_t t[3], extra = {99};
@@ -396,7 +398,7 @@ static void stop_expect_error(cubert_profiler_t *p, cubert_profiling_token_t t,
 TEST(profile_profiler_error_invalidates_all_active) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_clock_t fc;
   cubert_profiler_t *p = profiler_new(a, fake_clock(&fc, 0, 0), 8);
   cubert_profiling_token_t ta = start_at(p, &fc, 10);
@@ -449,7 +451,7 @@ TEST(profile_profiler_error_invalidates_all_active) {
 TEST(profile_profiler_error_wrapping_by_kind) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_clock_t fc;
   cubert_profiler_t *p = profiler_new(a, fake_clock(&fc, 0, 0), 8);
   cubert_profiling_token_t t;
@@ -513,7 +515,7 @@ TEST(profile_profiler_error_wrapping_by_kind) {
 TEST(profile_profiler_error_arguments_and_no_active) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_clock_t fc;
   cubert_profiler_t *p = profiler_new(a, fake_clock(&fc, 0, 0), 4);
   cubert_profiling_token_t t;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Profiling's text (docs/cubecl-mapping.md, "Profiling"): the duration, type
  * name and launch-line helpers and the per-kernel summary table. */
 #include "test.h"
@@ -197,7 +198,7 @@ static char *summary_text(const cubert_profile_summary_t *s) {
 TEST(profile_summary_create_invalid_arguments) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_allocator_t no_alloc = a;
   cubert_profile_summary_t *s = (cubert_profile_summary_t *)&c;
   cubert_error_t e;
@@ -230,7 +231,7 @@ TEST(profile_summary_create_allocation_failure_loop) {
   uint64_t k;
   for (k = 1;; k++) {
     counting_allocator_t c;
-    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_allocator_t a = counting_allocator_initialize(&c);
     cubert_profile_summary_t *s = NULL;
     cubert_error_t e;
     cubert_status_t st;
@@ -239,7 +240,7 @@ TEST(profile_summary_create_allocation_failure_loop) {
     if (st == CUBERT_STATUS_OK) {
       uint64_t calls = c.calls;
       CHECK(k > 1);
-      CHECK_OK(cubert_profile_summary_record(s, "k", 10));
+      CHECK_OK(cubert_profile_summary_record(s, "k", 10, NULL));
       CHECK_EQ_U64(c.calls, calls); /* recording never allocates */
       cubert_profile_summary_destroy(s);
       CHECK_EQ_I64(c.live_blocks, 0);
@@ -259,45 +260,45 @@ TEST(profile_summary_create_allocation_failure_loop) {
 TEST(profile_summary_records_durations_and_counts) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_MEDIUM, 8, 256);
   uint64_t dur = 1, count = 1;
   char name[16];
   CHECK(cubert_profile_summary_is_empty(s));
   CHECK_EQ_I64(cubert_profile_summary_level(s), CUBERT_PROFILE_LEVEL_MEDIUM);
-  CHECK_OK(cubert_profile_summary_record(s, "a", 1500));
-  CHECK_OK(cubert_profile_summary_record(s, "b", 3000));
+  CHECK_OK(cubert_profile_summary_record(s, "a", 1500, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "b", 3000, NULL));
   /* names are compared by content and copied: a stack buffer is fine */
   strcpy(name, "a");
-  CHECK_OK(cubert_profile_summary_record(s, name, 2500));
+  CHECK_OK(cubert_profile_summary_record(s, name, 2500, NULL));
   strcpy(name, "zzz");
-  CHECK_OK(cubert_profile_summary_lookup(s, "a", &dur, &count));
+  CHECK_OK(cubert_profile_summary_lookup(s, "a", &dur, &count, NULL));
   CHECK_EQ_U64(dur, 4000);
   CHECK_EQ_U64(count, 2);
-  CHECK_OK(cubert_profile_summary_lookup(s, "b", &dur, &count));
+  CHECK_OK(cubert_profile_summary_lookup(s, "b", &dur, &count, NULL));
   CHECK_EQ_U64(dur, 3000);
   CHECK_EQ_U64(count, 1);
-  CHECK_OK(cubert_profile_summary_lookup(s, "b", NULL, NULL));
+  CHECK_OK(cubert_profile_summary_lookup(s, "b", NULL, NULL, NULL));
   dur = 7;
   count = 8;
-  CHECK_STATUS(cubert_profile_summary_lookup(s, "c", &dur, &count), CUBERT_STATUS_NOT_FOUND);
-  CHECK_STATUS(cubert_profile_summary_lookup(s, "", &dur, &count), CUBERT_STATUS_NOT_FOUND);
-  CHECK_STATUS(cubert_profile_summary_lookup(s, "ab", &dur, &count), CUBERT_STATUS_NOT_FOUND);
+  CHECK_STATUS(cubert_profile_summary_lookup(s, "c", &dur, &count, NULL), CUBERT_STATUS_NOT_FOUND);
+  CHECK_STATUS(cubert_profile_summary_lookup(s, "", &dur, &count, NULL), CUBERT_STATUS_NOT_FOUND);
+  CHECK_STATUS(cubert_profile_summary_lookup(s, "ab", &dur, &count, NULL), CUBERT_STATUS_NOT_FOUND);
   CHECK_EQ_U64(dur, 7);
   CHECK_EQ_U64(count, 8);
   CHECK_EQ_U64(cubert_profile_summary_name_count(s), 2);
   CHECK(!cubert_profile_summary_is_empty(s));
   /* saturation */
-  CHECK_OK(cubert_profile_summary_record(s, "b", UINT64_MAX));
-  CHECK_OK(cubert_profile_summary_lookup(s, "b", &dur, &count));
+  CHECK_OK(cubert_profile_summary_record(s, "b", UINT64_MAX, NULL));
+  CHECK_OK(cubert_profile_summary_lookup(s, "b", &dur, &count, NULL));
   CHECK_EQ_U64(dur, UINT64_MAX);
   CHECK_EQ_U64(count, 2);
   /* argument errors change nothing */
-  CHECK_STATUS(cubert_profile_summary_record(NULL, "a", 1), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_profile_summary_record(s, NULL, 1), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_profile_summary_lookup(NULL, "a", &dur, &count),
+  CHECK_STATUS(cubert_profile_summary_record(NULL, "a", 1, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_profile_summary_record(s, NULL, 1, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_profile_summary_lookup(NULL, "a", &dur, &count, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_profile_summary_lookup(s, NULL, &dur, &count),
+  CHECK_STATUS(cubert_profile_summary_lookup(s, NULL, &dur, &count, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(cubert_profile_summary_name_count(s), 2);
   CHECK_EQ_U64(cubert_profile_summary_name_count(NULL), 0);
@@ -314,20 +315,20 @@ TEST(profile_summary_records_durations_and_counts) {
 TEST(profile_summary_first_line_rule) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_FULL, 8, 256);
   uint64_t dur, count;
-  CHECK_OK(cubert_profile_summary_record(s, "kernel: id 1\nsource line A", 100));
-  CHECK_OK(cubert_profile_summary_record(s, "kernel: id 1\nsource line B\nmore", 200));
-  CHECK_OK(cubert_profile_summary_record(s, "kernel: id 1", 300));
-  CHECK_OK(cubert_profile_summary_record(s, "\nonly a second line", 5));
+  CHECK_OK(cubert_profile_summary_record(s, "kernel: id 1\nsource line A", 100, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "kernel: id 1\nsource line B\nmore", 200, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "kernel: id 1", 300, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "\nonly a second line", 5, NULL));
   CHECK_EQ_U64(cubert_profile_summary_name_count(s), 2);
-  CHECK_OK(cubert_profile_summary_lookup(s, "kernel: id 1", &dur, &count));
+  CHECK_OK(cubert_profile_summary_lookup(s, "kernel: id 1", &dur, &count, NULL));
   CHECK_EQ_U64(dur, 600);
   CHECK_EQ_U64(count, 3);
-  CHECK_OK(cubert_profile_summary_lookup(s, "kernel: id 1\nanything", &dur, &count));
+  CHECK_OK(cubert_profile_summary_lookup(s, "kernel: id 1\nanything", &dur, &count, NULL));
   CHECK_EQ_U64(count, 3);
-  CHECK_OK(cubert_profile_summary_lookup(s, "", &dur, &count)); /* empty first line */
+  CHECK_OK(cubert_profile_summary_lookup(s, "", &dur, &count, NULL)); /* empty first line */
   CHECK_EQ_U64(dur, 5);
   CHECK_EQ_U64(count, 1);
   cubert_profile_summary_destroy(s);
@@ -339,15 +340,15 @@ TEST(profile_summary_first_line_rule) {
 TEST(profile_summary_format_exact_durations) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, 8, 256);
   char expected[2048] = "";
   char *text;
   CHECK_EQ_U64(cubert_profile_summary_format(s, NULL, 0), 0); /* empty: nothing */
-  CHECK_OK(cubert_profile_summary_record(s, "add", 1500000));
-  CHECK_OK(cubert_profile_summary_record(s, "matmul", 3000000));
-  CHECK_OK(cubert_profile_summary_record(s, "reduce\nextra details", 500000));
-  CHECK_OK(cubert_profile_summary_record(s, "matmul", 3000000));
+  CHECK_OK(cubert_profile_summary_record(s, "add", 1500000, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "matmul", 3000000, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "reduce\nextra details", 500000, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "matmul", 3000000, NULL));
   /* total 8 ms over 4 launches; ratios 6000/8000, 1500/8000, 500/8000 in µs,
    * rounded down: 75, 18, 6. Widths: name 6, duration 8, count 12, ratio 5:
    * rules of 6 + 8 + 12 + 5 + 11 = 42 characters. */
@@ -374,13 +375,13 @@ TEST(profile_summary_format_exact_durations) {
 TEST(profile_summary_format_widths_and_ties) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_MEDIUM, 8, 256);
   char expected[4096] = "";
   char *text;
-  CHECK_OK(cubert_profile_summary_record(s, "second", 1000));
-  CHECK_OK(cubert_profile_summary_record(s, "UnaryNumeric | f32 | Copy", 2000000000123ull));
-  CHECK_OK(cubert_profile_summary_record(s, "first", 1000));
+  CHECK_OK(cubert_profile_summary_record(s, "second", 1000, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "UnaryNumeric | f32 | Copy", 2000000000123ull, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "first", 1000, NULL));
   /* total 2000000002123 ns = 2000000002 µs; ratios 0, 99 (rounded down), 0.
    * name width 25 ("UnaryNumeric | f32 | Copy"), duration 15 ("2000.000000123s",
    * "2000.000002123s"), count 12, ratio 5: rule 25 + 15 + 12 + 5 + 11 = 68. */
@@ -404,16 +405,16 @@ TEST(profile_summary_format_widths_and_ties) {
 TEST(profile_summary_format_exact_execution_only) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_EXECUTION_ONLY, 8, 256);
   char expected[2048] = "";
   char *text;
   uint64_t dur = 9, count = 0;
-  CHECK_OK(cubert_profile_summary_record(s, "b", 123));
-  CHECK_OK(cubert_profile_summary_record(s, "a", 456));
-  CHECK_OK(cubert_profile_summary_record(s, "a", 0));
-  CHECK_OK(cubert_profile_summary_record(s, "a", 0));
-  CHECK_OK(cubert_profile_summary_lookup(s, "a", &dur, &count));
+  CHECK_OK(cubert_profile_summary_record(s, "b", 123, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "a", 456, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "a", 0, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "a", 0, NULL));
+  CHECK_OK(cubert_profile_summary_lookup(s, "a", &dur, &count, NULL));
   CHECK_EQ_U64(dur, 0); /* no durations at this level */
   CHECK_EQ_U64(count, 3);
   /* sorted by count; ratio of launches; widths name 5 ("Total"), count 12,
@@ -438,22 +439,22 @@ TEST(profile_summary_format_exact_execution_only) {
 TEST(profile_summary_table_full_other_row) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, 2, 256);
   char expected[2048] = "";
   char *text;
   uint64_t dur, count;
-  CHECK_OK(cubert_profile_summary_record(s, "a", 1000));
-  CHECK_OK(cubert_profile_summary_record(s, "b", 3000));
-  CHECK_OK(cubert_profile_summary_record(s, "c", 2000)); /* full: other */
-  CHECK_OK(cubert_profile_summary_record(s, "d", 4000)); /* full: other */
-  CHECK_OK(cubert_profile_summary_record(s, "a", 0));    /* known names still count */
+  CHECK_OK(cubert_profile_summary_record(s, "a", 1000, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "b", 3000, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "c", 2000, NULL)); /* full: other */
+  CHECK_OK(cubert_profile_summary_record(s, "d", 4000, NULL)); /* full: other */
+  CHECK_OK(cubert_profile_summary_record(s, "a", 0, NULL));    /* known names still count */
   CHECK_EQ_U64(cubert_profile_summary_name_count(s), 2);
-  CHECK_STATUS(cubert_profile_summary_lookup(s, "c", &dur, &count), CUBERT_STATUS_NOT_FOUND);
+  CHECK_STATUS(cubert_profile_summary_lookup(s, "c", &dur, &count, NULL), CUBERT_STATUS_NOT_FOUND);
   cubert_profile_summary_other(s, &dur, &count);
   CHECK_EQ_U64(dur, 6000);
   CHECK_EQ_U64(count, 2);
-  CHECK_OK(cubert_profile_summary_lookup(s, "a", &dur, &count));
+  CHECK_OK(cubert_profile_summary_lookup(s, "a", &dur, &count, NULL));
   CHECK_EQ_U64(count, 2);
   /* total 10 µs: b 30 %, a 10 %, other 60 % (printed last); name width 7 */
   append_rule(expected, TOP, 7 + 8 + 12 + 5 + 11);
@@ -474,8 +475,8 @@ TEST(profile_summary_table_full_other_row) {
   cubert_profile_summary_other(s, &dur, &count);
   CHECK_EQ_U64(dur, 0);
   CHECK_EQ_U64(count, 0);
-  CHECK_OK(cubert_profile_summary_record(s, "c", 2000));
-  CHECK_OK(cubert_profile_summary_lookup(s, "c", &dur, &count));
+  CHECK_OK(cubert_profile_summary_record(s, "c", 2000, NULL));
+  CHECK_OK(cubert_profile_summary_lookup(s, "c", &dur, &count, NULL));
   CHECK_EQ_U64(dur, 2000);
   cubert_profile_summary_other(NULL, &dur, &count);
   CHECK_EQ_U64(dur, 0);
@@ -490,22 +491,22 @@ TEST(profile_summary_table_full_other_row) {
 TEST(profile_summary_name_bytes_full) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, 8, 5);
   uint64_t dur, count;
-  CHECK_OK(cubert_profile_summary_record(s, "abc", 1));  /* 3 of 5 bytes */
-  CHECK_OK(cubert_profile_summary_record(s, "defg", 2)); /* 4 > 2 left: other */
-  CHECK_OK(cubert_profile_summary_record(s, "de\nfg", 4)); /* first line "de": fits */
-  CHECK_OK(cubert_profile_summary_record(s, "x", 8));    /* no byte left: other */
-  CHECK_OK(cubert_profile_summary_record(s, "", 16));    /* empty name needs no byte */
-  CHECK_OK(cubert_profile_summary_record(s, "abc", 32)); /* known name */
+  CHECK_OK(cubert_profile_summary_record(s, "abc", 1, NULL));  /* 3 of 5 bytes */
+  CHECK_OK(cubert_profile_summary_record(s, "defg", 2, NULL)); /* 4 > 2 left: other */
+  CHECK_OK(cubert_profile_summary_record(s, "de\nfg", 4, NULL)); /* first line "de": fits */
+  CHECK_OK(cubert_profile_summary_record(s, "x", 8, NULL));    /* no byte left: other */
+  CHECK_OK(cubert_profile_summary_record(s, "", 16, NULL));    /* empty name needs no byte */
+  CHECK_OK(cubert_profile_summary_record(s, "abc", 32, NULL)); /* known name */
   CHECK_EQ_U64(cubert_profile_summary_name_count(s), 3);
-  CHECK_OK(cubert_profile_summary_lookup(s, "abc", &dur, &count));
+  CHECK_OK(cubert_profile_summary_lookup(s, "abc", &dur, &count, NULL));
   CHECK_EQ_U64(dur, 33);
   CHECK_EQ_U64(count, 2);
-  CHECK_OK(cubert_profile_summary_lookup(s, "de", &dur, &count));
+  CHECK_OK(cubert_profile_summary_lookup(s, "de", &dur, &count, NULL));
   CHECK_EQ_U64(dur, 4);
-  CHECK_OK(cubert_profile_summary_lookup(s, "", &dur, &count));
+  CHECK_OK(cubert_profile_summary_lookup(s, "", &dur, &count, NULL));
   CHECK_EQ_U64(dur, 16);
   cubert_profile_summary_other(s, &dur, &count);
   CHECK_EQ_U64(dur, 10);
@@ -519,7 +520,7 @@ TEST(profile_summary_name_bytes_full) {
 TEST(profile_summary_max_names_sorted) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   uint32_t n = CUBERT_PROFILE_SUMMARY_MAX_NAMES, i;
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, n, (size_t)n * 8);
   char name[16], *text, *line;
@@ -527,9 +528,10 @@ TEST(profile_summary_max_names_sorted) {
   for (i = 0; i < n; i++) {
     snprintf(name, sizeof name, "k%u", (unsigned)i);
     /* a scrambled duration per name, in whole µs */
-    CHECK_OK(cubert_profile_summary_record(s, name, (uint64_t)((i * 2654435761u) % 100000u) * 1000));
+    CHECK_OK(cubert_profile_summary_record(s, name, (uint64_t)((i * 2654435761u) % 100000u) * 1000,
+                                           NULL));
   }
-  CHECK_OK(cubert_profile_summary_record(s, "overflow", 1));
+  CHECK_OK(cubert_profile_summary_record(s, "overflow", 1, NULL));
   CHECK_EQ_U64(cubert_profile_summary_name_count(s), n);
   text = summary_text(s);
   /* rows of names appear with non-increasing durations */
@@ -553,11 +555,11 @@ TEST(profile_summary_max_names_sorted) {
 TEST(profile_summary_ratio_under_one_microsecond) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, 4, 64);
   char *text;
-  CHECK_OK(cubert_profile_summary_record(s, "tiny", 400));
-  CHECK_OK(cubert_profile_summary_record(s, "zero", 0));
+  CHECK_OK(cubert_profile_summary_record(s, "tiny", 400, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "zero", 0, NULL));
   text = summary_text(s);
   /* total 400 ns is 0 whole µs: every ratio is 0 (CubeCL would divide by zero) */
   CHECK(strstr(text, "| tiny  | 400ns    | 1            | 0 %   |\n") != NULL);
@@ -572,12 +574,12 @@ TEST(profile_summary_ratio_under_one_microsecond) {
 TEST(profile_summary_off_level_records_nothing) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_OFF, 4, 64);
   char text[16] = "junk";
-  CHECK_OK(cubert_profile_summary_record(s, "a", 100));
+  CHECK_OK(cubert_profile_summary_record(s, "a", 100, NULL));
   CHECK(cubert_profile_summary_is_empty(s));
-  CHECK_STATUS(cubert_profile_summary_lookup(s, "a", NULL, NULL), CUBERT_STATUS_NOT_FOUND);
+  CHECK_STATUS(cubert_profile_summary_lookup(s, "a", NULL, NULL, NULL), CUBERT_STATUS_NOT_FOUND);
   CHECK_EQ_U64(cubert_profile_summary_format(s, text, sizeof text), 0);
   CHECK_EQ_STR(text, "");
   cubert_profile_summary_destroy(s);
@@ -589,12 +591,12 @@ TEST(profile_summary_off_level_records_nothing) {
 TEST(profile_summary_flush_prints_then_resets) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, 4, 64);
   char *before, *after;
   char small[8];
   size_t n;
-  CHECK_OK(cubert_profile_summary_record(s, "k", 2000));
+  CHECK_OK(cubert_profile_summary_record(s, "k", 2000, NULL));
   before = summary_text(s);
   n = strlen(before);
   after = (char *)malloc(n + 1);
@@ -606,7 +608,7 @@ TEST(profile_summary_flush_prints_then_resets) {
   CHECK_EQ_U64(cubert_profile_summary_flush(s, after, n + 1), 0); /* empty: nothing */
   CHECK_EQ_STR(after, "");
   /* a truncated flush still resets */
-  CHECK_OK(cubert_profile_summary_record(s, "k", 2000));
+  CHECK_OK(cubert_profile_summary_record(s, "k", 2000, NULL));
   CHECK_EQ_U64(cubert_profile_summary_flush(s, small, sizeof small), n);
   CHECK(cubert_profile_summary_is_empty(s));
   CHECK_EQ_U64(cubert_profile_summary_flush(NULL, small, sizeof small), 0);
@@ -628,14 +630,14 @@ static size_t produce_summary(void *ctx, char *buf, size_t size) {
 TEST(profile_summary_format_truncates_safely) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_profile_summary_t *s = summary_new(a, CUBERT_PROFILE_LEVEL_BASIC, 4, 64);
   char *full;
-  CHECK_OK(cubert_profile_summary_record(s, "matmul", 3000000));
-  CHECK_OK(cubert_profile_summary_record(s, "reduce", 500000));
-  CHECK_OK(cubert_profile_summary_record(s, "x", 1));
-  CHECK_OK(cubert_profile_summary_record(s, "y", 2));
-  CHECK_OK(cubert_profile_summary_record(s, "z", 3)); /* other row */
+  CHECK_OK(cubert_profile_summary_record(s, "matmul", 3000000, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "reduce", 500000, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "x", 1, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "y", 2, NULL));
+  CHECK_OK(cubert_profile_summary_record(s, "z", 3, NULL)); /* other row */
   full = summary_text(s);
   check_truncation(full, produce_summary, s);
   free(full);

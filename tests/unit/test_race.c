@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The predictive cross-stream race checker (core/check/race*.c, cubert/race.h,
  * docs/race-checker.md): CUDA's stream-ordering rules, the happens-before
  * checker (sync edges, a shadow per buffer, lifetime checks), and no buffer
@@ -12,6 +13,7 @@
 #define TEST_REQUIRES CUBERT_FEATURE_RACE_CHECKER
 #include "test_race_fixture.h"
 #include "fake_event_backend.h"
+#include "cubert/backend/race.h"
 
 /* ---- the seeded-bug suite (programs: test_race_programs.c) ------------------ */
 
@@ -134,7 +136,7 @@ TEST(race_conflicts_with_two_timelines_reported_separately) {
 TEST(race_predictive_reports_safe_run_without_sync) {
   fixture_t f;
   fake_event_backend_t fb;
-  cubert_event_backend_t be = fake_event_backend_init(&fb, 0);
+  cubert_event_backend_t be = fake_event_backend_initialize(&fb, 0);
   void *sa = NULL, *sb = NULL;
   uint64_t a1, b1;
   int order;

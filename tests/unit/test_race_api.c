@@ -1,8 +1,10 @@
+/* SPDX-License-Identifier: MIT */
 /* The race checker's API (cubert/race.h): reclamation, event tokens, misuse,
  * allocation failures (OK or RESOURCE_EXHAUSTED, state unchanged, 0 leaks),
  * counters, sink, seed, last report, report text, and the disabled checker. */
 #define TEST_REQUIRES CUBERT_FEATURE_RACE_CHECKER
 #include "test_race_fixture.h"
+#include "cubert/backend/race.h"
 
 /* ---- reclamation -------------------------------------------------------------------- */
 
@@ -307,7 +309,7 @@ TEST(race_bad_arguments) {
 
 TEST(race_create_rejects_bad_options) {
   counting_allocator_t ca;
-  cubert_allocator_t a = counting_allocator_init(&ca);
+  cubert_allocator_t a = counting_allocator_initialize(&ca);
   cubert_allocator_t no_fn = {NULL, NULL};
   cubert_race_options_t o;
   cubert_race_checker_t *c = (cubert_race_checker_t *)&ca; /* sentinel */
@@ -364,7 +366,7 @@ TEST(race_create_rejects_bad_options) {
 
 TEST(race_create_allocation_failure_loop) {
   counting_allocator_t ca;
-  cubert_allocator_t a = counting_allocator_init(&ca);
+  cubert_allocator_t a = counting_allocator_initialize(&ca);
   cubert_race_checker_t *c;
   cubert_race_options_t o;
   cubert_error_t err;

@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: MIT */
 /* The race checker's shadow table against a naive model that keeps every
  * access (cubert/race.h, docs/race-checker.md). */
 #define TEST_REQUIRES CUBERT_FEATURE_RACE_CHECKER
 #include "test_race_fixture.h"
+#include "cubert/backend/race.h"
 
 /* ---- differential: the shadow against a naive model that keeps every access ------
  * Random programs over 4 streams + host, 6 buffers, ranges from a small set,

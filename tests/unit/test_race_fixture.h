@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_race_fixture.h: what the race checker tests share
  * (test_race.c, test_race_api.c, test_race_differential.c): stream and
@@ -10,6 +11,7 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/race.h"
+#include "cubert/backend/race.h"
 
 #define A 0u
 #define B 1u
@@ -49,7 +51,7 @@ static inline void fx_init_flags(fixture_t *f, uint32_t max_streams, uint32_t fl
   o.flags = flags;
   o.sink.vtable = &k_capture_vtable;
   o.sink.self = f;
-  CHECK_OK(cubert_race_checker_create(counting_allocator_init(&f->alloc), &o, &f->c, NULL));
+  CHECK_OK(cubert_race_checker_create(counting_allocator_initialize(&f->alloc), &o, &f->c, NULL));
   CHECK(f->c != NULL);
 }
 

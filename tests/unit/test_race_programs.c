@@ -1,8 +1,10 @@
+/* SPDX-License-Identifier: MIT */
 /* The seeded-bug programs of the race checker tests (test_race_fixture.h):
  * small programs at the checker API level, each missing exactly one
  * synchronization when run with bug = true. */
 #define TEST_REQUIRES CUBERT_FEATURE_RACE_CHECKER
 #include "test_race_fixture.h"
+#include "cubert/backend/race.h"
 
 /* ---- the seeded-bug programs ------------------------------------------------------
  * Each runs with bug = true (one synchronization missing or misplaced) or

@@ -1,9 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/unit/test_sim.c: the simulation chooser of core/check/sim.c (cubert/sim.h):
  * sources, trace hash, exhaustive explorer, PCT, shrinker, bad arguments. */
 #include "test.h"
 
 #include "cubert/config.h"
 #include "cubert/sim.h"
+#include "cubert/backend/sim.h"
 
 /* An abstract scenario: `streams` streams of `ops` steps each; every step of
  * a stream with steps left is runnable. Returns the trace hash. */
@@ -39,9 +41,9 @@ static void explore_count(uint32_t streams, uint32_t ops, uint64_t expect) {
   cubert_sim_chooser_t c;
   uint64_t n = 0, i;
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
-  CHECK_OK(cubert_sim_explorer_init(&e, choice, arity, 64));
+  CHECK_OK(cubert_sim_explorer_initialize(&e, choice, arity, 64, NULL));
   do {
-    CHECK_OK(cubert_sim_chooser_init_explore(&c, &e, NULL, 0));
+    CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0, NULL));
     CHECK(n < 40000);
     hashes[n++] = run_abstract(&c, streams, ops);
   } while (cubert_sim_explorer_next(&e));
@@ -67,8 +69,8 @@ TEST(sim_seed_is_reproducible_and_seeds_differ) {
   cubert_sim_chooser_t a, b;
   uint32_t la[64], lb[64];
   uint64_t h1, h2, distinct = 0, prev = 0, s;
-  CHECK_OK(cubert_sim_chooser_init_seed(&a, 42, la, 64));
-  CHECK_OK(cubert_sim_chooser_init_seed(&b, 42, lb, 64));
+  CHECK_OK(cubert_sim_chooser_initialize_seed(&a, 42, la, 64, NULL));
+  CHECK_OK(cubert_sim_chooser_initialize_seed(&b, 42, lb, 64, NULL));
   h1 = run_abstract(&a, 3, 6);
   h2 = run_abstract(&b, 3, 6);
   CHECK_EQ_U64(h1, h2);
@@ -76,7 +78,7 @@ TEST(sim_seed_is_reproducible_and_seeds_differ) {
   CHECK(memcmp(la, lb, a.log_len * sizeof la[0]) == 0);
   CHECK(a.choices >= 12); /* 3 x 6 steps, at least the first 12 are real choices */
   for (s = 0; s < 50; s++) {
-    CHECK_OK(cubert_sim_chooser_init_seed(&a, s, NULL, 0));
+    CHECK_OK(cubert_sim_chooser_initialize_seed(&a, s, NULL, 0, NULL));
     h1 = run_abstract(&a, 3, 6);
     if (s == 0 || h1 != prev) distinct++;
     prev = h1;
@@ -89,9 +91,9 @@ TEST(sim_replay_reproduces_a_seeded_run) {
   cubert_sim_chooser_t a, r;
   uint32_t la[64], lr[64];
   uint64_t h;
-  CHECK_OK(cubert_sim_chooser_init_seed(&a, 7, la, 64));
+  CHECK_OK(cubert_sim_chooser_initialize_seed(&a, 7, la, 64, NULL));
   h = run_abstract(&a, 2, 10);
-  CHECK_OK(cubert_sim_chooser_init_replay(&r, la, a.log_len, lr, 64));
+  CHECK_OK(cubert_sim_chooser_initialize_replay(&r, la, a.log_len, lr, 64, NULL));
   CHECK_EQ_U64(run_abstract(&r, 2, 10), h);
   CHECK(!r.diverged);
   CHECK_EQ_U64(r.position, a.log_len);
@@ -102,7 +104,7 @@ TEST(sim_replay_out_of_range_diverges_and_end_takes_zero) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   cubert_sim_chooser_t r;
   uint32_t bad[2] = {5, 1};
-  CHECK_OK(cubert_sim_chooser_init_replay(&r, bad, 2, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_replay(&r, bad, 2, NULL, 0, NULL));
   CHECK_EQ_U64(cubert_sim_choose(&r, 2, NULL), 1); /* 5 mod 2 */
   CHECK(r.diverged);
   CHECK_EQ_U64(cubert_sim_choose(&r, 3, NULL), 1);
@@ -116,7 +118,7 @@ TEST(sim_bytes_source_and_log_truncation) {
   cubert_sim_chooser_t c;
   const uint8_t bytes[3] = {7, 2, 255};
   uint32_t log[2];
-  CHECK_OK(cubert_sim_chooser_init_bytes(&c, bytes, 3, log, 2));
+  CHECK_OK(cubert_sim_chooser_initialize_bytes(&c, bytes, 3, log, 2, NULL));
   CHECK_EQ_U64(cubert_sim_choose(&c, 4, NULL), 3);
   CHECK_EQ_U64(cubert_sim_choose(&c, 2, NULL), 0);
   CHECK_EQ_U64(cubert_sim_choose(&c, 10, NULL), 5);
@@ -132,7 +134,7 @@ TEST(sim_pct_depth_1_runs_one_stream_to_the_end) {
   /* depth 1: no change point, the highest priority runnable id always runs */
   cubert_sim_chooser_t c;
   uint32_t ids[2] = {4, 9}, first, i;
-  CHECK_OK(cubert_sim_chooser_init_pct(&c, 3, 1, 10, NULL, 0));
+  CHECK_OK(cubert_sim_chooser_initialize_pct(&c, 3, 1, 10, NULL, 0, NULL));
   first = cubert_sim_choose(&c, 2, ids);
   for (i = 0; i < 20; i++) CHECK_EQ_U64(cubert_sim_choose(&c, 2, ids), first);
 }
@@ -145,7 +147,7 @@ TEST(sim_pct_change_points_switch_streams) {
   for (seed = 0; seed < 100; seed++) {
     cubert_sim_chooser_t c;
     uint32_t ids[2] = {0, 1}, seen = 0, i;
-    CHECK_OK(cubert_sim_chooser_init_pct(&c, seed, 2, 4, NULL, 0));
+    CHECK_OK(cubert_sim_chooser_initialize_pct(&c, seed, 2, 4, NULL, 0, NULL));
     for (i = 0; i < 8; i++) seen |= 1u << cubert_sim_choose(&c, 2, ids);
     CHECK_EQ_U64(seen, 3);
   }
@@ -188,18 +190,28 @@ TEST(sim_bad_arguments) {
   cubert_sim_explorer_t e;
   uint32_t buf[4];
   memset(&c, 0xAB, sizeof c);
-  CHECK_STATUS(cubert_sim_chooser_init_seed(NULL, 1, NULL, 0), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_seed(&c, 1, NULL, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_replay(&c, NULL, 3, NULL, 0), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_bytes(&c, NULL, 3, NULL, 0), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_pct(&c, 1, 0, 5, NULL, 0), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_pct(&c, 1, CUBERT_SIM_PCT_MAX_DEPTH + 1, 5, NULL, 0),
+  CHECK_STATUS(cubert_sim_chooser_initialize_seed(NULL, 1, NULL, 0,
+                                                  NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_seed(&c, 1, NULL, 4,
+                                                  NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_replay(&c, NULL, 3, NULL, 0,
+                                                    NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_bytes(&c, NULL, 3, NULL, 0,
+                                                   NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, 0, 5, NULL, 0,
+                                                 NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, CUBERT_SIM_PCT_MAX_DEPTH + 1, 5, NULL, 0,
+                                                 NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_pct(&c, 1, 2, 0, NULL, 0), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_chooser_init_explore(&c, NULL, NULL, 0), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_pct(&c, 1, 2, 0, NULL, 0,
+                                                 NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_chooser_initialize_explore(&c, NULL, NULL, 0,
+                                                     NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(c.source, 0xABABABABu); /* untouched by every failure */
-  CHECK_STATUS(cubert_sim_explorer_init(&e, buf, NULL, 4), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_sim_explorer_init(&e, buf, buf, 0), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_explorer_initialize(&e, buf, NULL, 4,
+                                              NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_sim_explorer_initialize(&e, buf, buf, 0,
+                                              NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(cubert_sim_choose(NULL, 5, NULL), 0);
   cubert_sim_trace(NULL, 1, 2, 3);
   CHECK(!cubert_sim_explorer_next(NULL));
@@ -211,8 +223,8 @@ TEST(sim_explorer_overflow_is_reported) {
   uint32_t choice[3], arity[3];
   cubert_sim_explorer_t e;
   cubert_sim_chooser_t c;
-  CHECK_OK(cubert_sim_explorer_init(&e, choice, arity, 3));
-  CHECK_OK(cubert_sim_chooser_init_explore(&c, &e, NULL, 0));
+  CHECK_OK(cubert_sim_explorer_initialize(&e, choice, arity, 3, NULL));
+  CHECK_OK(cubert_sim_chooser_initialize_explore(&c, &e, NULL, 0, NULL));
   (void)run_abstract(&c, 2, 4); /* up to 4 choice points: more than 3 */
   CHECK(e.overflow);
   CHECK(!cubert_sim_explorer_next(&e));

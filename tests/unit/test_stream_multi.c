@@ -1,9 +1,11 @@
-/* MultiStream over an event backend (cubert/backend/stream.h; spec 6.1-6.2, 6.6,
- * 11.10; seed 004), against the deterministic fake event backend. */
+/* SPDX-License-Identifier: MIT */
+/* MultiStream over an event backend (cubert/backend/stream.h),
+ * against the deterministic fake event backend. */
 #include "test.h"
 #include "counting_allocator.h"
 #include "fake_event_backend.h"
 #include "cubert/backend/stream.h"
+#include "cubert/backend/handle_table.h"
 
 #define MAX_STREAMS 4u /* the seed tests' MAX_STREAMS */
 
@@ -20,8 +22,8 @@ static void fx_init_ex(fixture_t *f, uint32_t max_streams, uint32_t gc_capacity,
                        int with_cursor) {
   cubert_multi_stream_options_t o;
   memset(f, 0, sizeof(*f));
-  f->a = counting_allocator_init(&f->c);
-  f->backend = fake_event_backend_init(&f->fb, with_cursor);
+  f->a = counting_allocator_initialize(&f->c);
+  f->backend = fake_event_backend_initialize(&f->fb, with_cursor);
   CHECK_OK(cubert_handle_table_create(f->a, 1024, 7, &f->table));
   cubert_multi_stream_options_initialize(&o);
   o.max_streams = max_streams;
@@ -74,7 +76,7 @@ static cubert_resolved_streams_t fx_command(fixture_t *f, uint64_t stream,
   return copy;
 }
 
-/* ---- seed 004's four tests (spec 11.10) ------------------------------------- */
+/* ---- CubeCL's four MultiStream tests ------------------------------------- */
 
 TEST(stream_analysis_shared_bindings_1) {
   fixture_t f;
@@ -136,7 +138,7 @@ TEST(stream_analysis_no_shared) {
 }
 
 TEST(stream_state) {
-  /* spec 6.2 vector: max 4, streams 1 and 2 resolved once, then stream 1
+  /* CubeCL's vector: max 4, streams 1 and 2 resolved once, then stream 1
    * with bindings from 1, 2, 1. */
   fixture_t f;
   cubert_handle_t h[3];
@@ -161,7 +163,7 @@ TEST(stream_state) {
   fx_fini(&f);
 }
 
-/* ---- GC pinning (spec 6.2 guard drop, 11.10) ------------------------------------ */
+/* ---- GC pinning (the guard drop) ------------------------------------ */
 
 TEST(stream_cross_stream_binding_pinned_until_gc_event) {
   fixture_t f;
@@ -415,7 +417,7 @@ TEST(stream_get_and_sync) {
   fx_fini(&f);
 }
 
-/* ---- per-stream error queue (spec 6.6) -------------------------------------------- */
+/* ---- per-stream error queue -------------------------------------------- */
 
 TEST(stream_error_queue_drain_and_aggregate) {
   fixture_t f;
@@ -648,7 +650,7 @@ TEST(stream_destroy_releases_pending_and_open_resolution) {
 TEST(stream_invalid_arguments) {
   fixture_t f;
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_multi_stream_t *ms = NULL;
   cubert_multi_stream_options_t o;
   cubert_event_backend_vtable_t vt;
@@ -831,7 +833,7 @@ TEST(stream_resolve_end_failure_queues_error_and_unpins) {
   }
 }
 
-/* Allocation-failure loop (reliability.md): fail the 1st, 2nd, ... allocating
+/* Allocation-failure loop : fail the 1st, 2nd, ... allocating
  * call of a resolve that must create the current, two origin slots and the
  * GC stream and grow the pin buffer. Each run returns OK or
  * RESOURCE_EXHAUSTED with nothing changed, and nothing leaks. */
@@ -880,9 +882,9 @@ TEST(stream_create_and_slot_allocation_failure_loop) {
   int succeeded = 0;
   for (n = 1; n < 100 && !succeeded; n++) {
     counting_allocator_t c;
-    cubert_allocator_t a = counting_allocator_init(&c);
+    cubert_allocator_t a = counting_allocator_initialize(&c);
     fake_event_backend_t fb;
-    cubert_event_backend_t be = fake_event_backend_init(&fb, 0);
+    cubert_event_backend_t be = fake_event_backend_initialize(&fb, 0);
     cubert_handle_table_t *table = NULL;
     cubert_multi_stream_t *ms = NULL;
     cubert_error_t e;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cubert_version() and cubert_version_number() (cubert/base.h). */
 #include <stdio.h>
 

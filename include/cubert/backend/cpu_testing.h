@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/backend/cpu_testing.h: TEST-ONLY entry point of the CPU device:
  * cubert_cpu_client_create with the kit's fault injection

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/backend/driver.h: the driver table, the device primitives a backend
  * supplies to the server kit (docs/writing-a-server.md walks through it).
@@ -103,7 +104,8 @@ typedef uint64_t cubert_device_ptr_t;
 typedef enum cubert_copy_kind_e {
   CUBERT_COPY_HOST_TO_DEVICE = 0,
   CUBERT_COPY_DEVICE_TO_HOST = 1,
-  CUBERT_COPY_DEVICE_TO_DEVICE = 2
+  CUBERT_COPY_DEVICE_TO_DEVICE = 2,
+  CUBERT_COPY_KIND_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_copy_kind_t;
 
 /* One copy of `height` rows of `width` bytes (CUDA_MEMCPY2D). Row r starts at
@@ -160,7 +162,8 @@ typedef struct cubert_driver_launch_t {
 typedef enum cubert_collective_kind_e {
   CUBERT_COLLECTIVE_ALL_REDUCE = 1, /* src -> dst, reduced over every member */
   CUBERT_COLLECTIVE_SEND = 2,       /* src -> peer */
-  CUBERT_COLLECTIVE_RECV = 3        /* peer -> dst */
+  CUBERT_COLLECTIVE_RECV = 3,       /* peer -> dst */
+  CUBERT_COLLECTIVE_KIND_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_collective_kind_t;
 
 /* One collective of this member. Borrowed for the call. The kit has checked

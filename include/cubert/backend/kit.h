@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/backend/kit.h: the server kit, for backend authors
  * (docs/writing-a-server.md, docs/architecture.md).
@@ -15,15 +16,28 @@
  *    event_synchronize when too many are pending);
  *  - the error queues (SERVER_UNHEALTHY at flush / sync / read), the sticky
  *    device-lost state, profiling tokens, staging and the bookkeeping of
- *    collectives, and the race checker (cubert/race.h) when asked for.
+ *    collectives, and the race checker (cubert/backend/race.h) when asked for.
  *
  * The kit is freestanding (core/kit): what needs an OS comes in as hooks
  * (the device lock, a clock, the stream-id source), given by the host layer
  * (cubert/host.h) or by an embedded host.
+ *
+ * Errors in the backend headers: the calls of this header and the driver
+ * table take `cubert_error_t *out_error` last, as the user API does; the
+ * hot-path primitives below the kit (the handle table and memory ids in
+ * handle_table.h, the multi-stream in stream.h, the race checker's program
+ * events in race.h, checked arithmetic in arith.h) return a status only, and
+ * their caller writes the record (include/cubert/cubert.h states the rule).
+ * So do a few lookups whose only failures are a NULL argument or a miss: the
+ * device registry and cubert_device_handle_direct_create (device.h),
+ * cubert_kit_driver_of, cubert_memory_manager_report / _release_pools
+ * (memory.h), cubert_profiler_error (profiler.h),
+ * cubert_multi_stream_error_push.
  */
 #ifndef CUBERT_BACKEND_KIT_H
 #define CUBERT_BACKEND_KIT_H
 
+#include "cubert/backend/device.h"
 #include "cubert/backend/driver.h"
 #include "cubert/client.h"
 #include "cubert/profile.h"
@@ -56,7 +70,7 @@ typedef struct cubert_kit_options_t {
    * device's memory alignment (a zeroed policy is contiguous). */
   cubert_layout_policy_t layout_policy;
   cubert_bounds_check_mode_t bounds_check;
-  /* Non-zero: run the race checker (cubert/race.h); reports go to race_sink
+  /* Non-zero: run the race checker (cubert/backend/race.h); reports go to race_sink
    * (called with the device held, on the thread that issued the action; it
    * must not call the client) and are counted (cubert_kit_race_counters). */
   uint32_t race_check;
@@ -65,7 +79,7 @@ typedef struct cubert_kit_options_t {
   uint64_t race_seed;
   /* ---- host hooks ---- */
   /* The device lock (recursive; borrowed until host_release). Used to make
-   * the direct device handle (cubert/device.h) unless handle_factory is set.
+   * the direct device handle (cubert/backend/device.h) unless handle_factory is set.
    * A single-threaded host may pass functions that do nothing. */
   cubert_lock_t lock;
   cubert_kit_handle_factory_fn_t handle_factory; /* NULL: a direct handle over `lock` */
@@ -122,16 +136,22 @@ CUBERT_API cubert_status_t cubert_kit_driver_of(const cubert_client_t *client,
 CUBERT_API uint32_t cubert_kit_collect(cubert_client_t *client);
 
 /* The race checker's counters (all zero when it is off). INVALID_ARGUMENT
- * for NULL. Takes the device briefly; thread-safe. */
+ * (kind INVALID_ARGUMENT) for NULL. Takes the device briefly; thread-safe.
+ * These three are also how users of any kit device (cubert/inline.h) read
+ * the checker: they fill out_error (may be NULL) on failure. */
 CUBERT_API cubert_status_t cubert_kit_race_counters(cubert_client_t *client,
-                                                    cubert_race_counters_t *out_counters);
-/* The most recent race report: OK, NOT_FOUND when there was none (or the
- * checker is off), INVALID_ARGUMENT for NULL. Takes the device briefly. */
+                                                    cubert_race_counters_t *out_counters,
+                                                    cubert_error_t *out_error);
+/* The most recent race report: OK, NOT_FOUND (kind IO_NOT_FOUND) when there
+ * was none (or the checker is off), INVALID_ARGUMENT for NULL. Takes the
+ * device briefly. */
 CUBERT_API cubert_status_t cubert_kit_race_last_report(cubert_client_t *client,
-                                                       cubert_race_report_t *out_report);
+                                                       cubert_race_report_t *out_report,
+                                                       cubert_error_t *out_error);
 /* Set the seed carried by later race reports (deterministic drivers; 0:
  * none). Takes the device briefly. INVALID_ARGUMENT for NULL. */
-CUBERT_API cubert_status_t cubert_kit_race_seed(cubert_client_t *client, uint64_t seed);
+CUBERT_API cubert_status_t cubert_kit_race_seed(cubert_client_t *client, uint64_t seed,
+                                                cubert_error_t *out_error);
 
 CUBERT_EXTERN_C_END
 

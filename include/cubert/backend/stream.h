@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/backend/stream.h: streams and events (CubeCL's EventStreamBackend,
- * StreamPool and MultiStream, spec 6.1-6.2, 6.5-6.6; seed 004).
+ * StreamPool and MultiStream; docs/cubecl-mapping.md).
  *
  * A server that runs work on several device streams keeps one multi-stream.
  * Every stream id value maps to a slot `value mod max_streams` (as
@@ -19,9 +20,13 @@
  * event has completed, by `cubert_multi_stream_gc_collect` (polling, never
  * blocks) or by a GC thread (`cubert_multi_stream_gc_take` + the task calls).
  *
- * Each slot also keeps the errors of asynchronous work enqueued on it
- * (spec 6.6): pushed as they happen, surfaced together as one
+ * Each slot also keeps the errors of asynchronous work enqueued on it:
+ * pushed as they happen, surfaced together as one
  * SERVER_UNHEALTHY record when drained at flush / sync / read.
+ *
+ * ERRORS. Hot-path calls here return a status only where they take no
+ * out_error (the rule of include/cubert/cubert.h); their caller writes the
+ * record.
  *
  * THREADING CONTRACT. The multi-stream has no lock. Every cubert_multi_stream_*
  * function must be called by one thread at a time: the owning server
@@ -43,16 +48,17 @@
 
 #include "cubert/allocator.h"
 #include "cubert/error.h"
-#include "cubert/handle.h"
+#include "cubert/client.h"
+#include "cubert/backend/handle_table.h"
 
 CUBERT_EXTERN_C_BEGIN
 
-/* Default number of regular slots (config streaming.max_streams, spec 6.1). */
+/* Default number of regular slots (config streaming.max_streams). */
 #define CUBERT_STREAM_DEFAULT_MAX_STREAMS 128u
 /* Largest accepted max_streams (CubeCL's config value is a u8). */
 #define CUBERT_STREAM_MAX_STREAMS_LIMIT 255u
 /* Default number of pending GC tasks before resolve_end waits for the oldest
- * (CubeCL's GC channel capacity, spec 6.2). */
+ * (CubeCL's GC channel capacity). */
 #define CUBERT_STREAM_DEFAULT_GC_CAPACITY 8u
 /* Per-binding result of cubert_multi_stream_analyze for an unshared binding. */
 #define CUBERT_STREAM_NOT_SHARED 0xFFFFFFFFu
@@ -157,7 +163,7 @@ typedef struct cubert_resolved_streams_t {
  *  2. create the current slot, the bindings' origin slots and (when there is
  *     a cross-stream binding) the GC stream if they do not exist yet;
  *  3. pin (retain) every binding whose stream id value differs from
- *     stream_id, even if no wait is needed (spec 6.2);
+ *     stream_id, even if no wait is needed;
  *  4. shared-binding analysis: origin slot o needs a sync when current has
  *     never synced with o or synced with o before the binding's cursor
  *     (binding->cursor or the backend's handle_cursor); for each such o, once:
@@ -232,7 +238,7 @@ CUBERT_API bool cubert_multi_stream_last_synced(const cubert_multi_stream_t *mul
 CUBERT_API uint32_t cubert_multi_stream_synced_count(const cubert_multi_stream_t *multi_stream,
                                                      uint64_t stream_id);
 
-/* ---- per-stream error queue (spec 6.6) --------------------------------------- */
+/* ---- per-stream error queue --------------------------------------- */
 
 /* Queue an error of asynchronous work on stream_id's slot (creating it if
  * needed). The slot keeps one SERVER_UNHEALTHY aggregate built with
@@ -315,6 +321,13 @@ CUBERT_API cubert_status_t cubert_stream_gc_task_wait(const cubert_stream_gc_tas
 /* Release the task's pins, run its drop, release its event and free it; the
  * task is cleared (a second call does nothing). Any thread. Never fails. */
 CUBERT_API void cubert_stream_gc_task_release(cubert_stream_gc_task_t *task);
+
+/* ---- completions (cubert_completion_t, cubert/client.h) --------------------- */
+
+/* For servers: mark a completion as already finished with `status` /
+ * `error` (NULL: none). Not thread-safe on one completion; non-blocking. */
+CUBERT_API void cubert_completion_set_done(cubert_completion_t *completion, cubert_status_t status,
+                                           const cubert_error_t *error);
 
 CUBERT_EXTERN_C_END
 

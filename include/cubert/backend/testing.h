@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cubert/backend/testing.h: TEST-ONLY switches of the server kit (seeded-bug
  * programs of the race checker, docs/race-checker.md). Not for production

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/embedded/cortex-m/embedded_target.h: what the bare-metal start-up (startup.c)
  * offers the embedded test runner: the painted stack, the harness heap, semihosting

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/embedded/cortex-m/newlib_extra.c: POSIX calls the test support code uses that
  * newlib for arm-none-eabi declares but does not implement (harness only).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/embedded/cortex-m/startup.c: bare-metal start-up for the Cortex-M test harness
  * (QEMU `-M mps2-an386`, memory map in an386.ld).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/embedded/cortex-m0/critical_section.c: the critical-section hook
  * (cubert/critical_section.h) for a single-core Cortex-M0/M0+: interrupts off, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/embedded/include/pthread.h: the few pthread mutex calls the test support code
  * (tests/support/counting_allocator.c) makes, for bare-metal targets with one thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/unit/test_memory_edges.c: core/memory paths the main memory tests leave out, at
  * the manager and configuration level: argument refusals of every entry point (nothing
  * changes), a layout with no dynamic pool, layouts that fail to build, the Auto and
@@ -7,6 +8,8 @@
 #include <string.h>
 
 #include "test_memory_fixture.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 /* ---- manager creation ------------------------------------------------------------- */
 
@@ -254,7 +257,7 @@ TEST(memory_config_presets_at_odd_device_sizes) {
 
 TEST(memory_helpers_at_their_limits) {
   counting_allocator_t ca;
-  cubert_allocator_t a = counting_allocator_init(&ca);
+  cubert_allocator_t a = counting_allocator_initialize(&ca);
   void *array = NULL;
   uint32_t cap = 0x80000001u;
   uint64_t out = 5;

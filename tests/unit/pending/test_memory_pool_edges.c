@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/unit/test_memory_pool_edges.c: the four pool kinds driven directly (their
  * interface in core/memory/memory_internal.h), on the paths the manager never takes:
  * alignment 0, requests whose padded size wraps, an owner id that died before its
@@ -7,6 +8,8 @@
 
 #include "test_memory_fixture.h"
 #include "memory/handle_internal.h"
+#include "cubert/backend/handle_table.h"
+#include "cubert/backend/memory.h"
 
 typedef struct pool_fx_t {
   mm_fixture_t f;
@@ -332,7 +335,7 @@ TEST(handle_table_forged_ids_full_table_and_dead_owned_ids) {
   uint32_t alive = 99, dead_owned = 99;
   int i;
   memset(&unset, 0, sizeof unset);
-  CHECK_OK(cubert_handle_table_create(counting_allocator_init(&ca), 4, 7, &t));
+  CHECK_OK(cubert_handle_table_create(counting_allocator_initialize(&ca), 4, 7, &t));
   CHECK_STATUS(cubert_memory_id_acquire(t, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert_memory_id_acquire_owned(t, unset, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   for (i = 0; i < 4; i++) CHECK_OK(cubert_memory_id_acquire(t, &ids[i]));
@@ -609,7 +612,7 @@ TEST(handle_table_growth_failure_while_crowded_keeps_the_id) {
   cubert_handle_table_t *t = NULL;
   cubert_memory_id_t ids[260];
   uint32_t i;
-  CHECK_OK(cubert_handle_table_create(counting_allocator_init(&ca), 1024, 7, &t));
+  CHECK_OK(cubert_handle_table_create(counting_allocator_initialize(&ca), 1024, 7, &t));
   for (i = 0; i < 250; i++) CHECK_OK(cubert_memory_id_acquire(t, &ids[i]));
   for (i = 0; i < 5; i++) CHECK_OK(cubert_memory_id_release_handle(t, ids[i]));
   for (i = 250; i < 256; i++) CHECK_OK(cubert_memory_id_acquire(t, &ids[i])); /* the first chunk's end */
@@ -649,7 +652,7 @@ TEST(handle_disown_of_an_id_nobody_owns_is_refused) {
   counting_allocator_t ca;
   cubert_handle_table_t *t = NULL;
   cubert_memory_id_t id;
-  CHECK_OK(cubert_handle_table_create(counting_allocator_init(&ca), 64, 7, &t));
+  CHECK_OK(cubert_handle_table_create(counting_allocator_initialize(&ca), 64, 7, &t));
   CHECK_OK(cubert_memory_id_acquire(t, &id));
   CHECK_STATUS(cubert_memory_id_disown(t, id), CUBERT_STATUS_INVALID_HANDLE);
   CHECK(cubert_memory_id_is_alive(t, id)); /* unchanged */

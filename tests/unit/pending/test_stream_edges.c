@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/unit/test_stream_edges.c: core/stream paths the main multi-stream tests leave
  * out: completions, the stream slot pool on its own, every NULL and incomplete-vtable
  * refusal, backends that misbehave within their contract's words (a stream that is
@@ -8,6 +9,7 @@
 #include "fake_event_backend.h"
 #include "cubert/server.h"
 #include "cubert/stream.h"
+#include "cubert/backend/handle_table.h"
 #include "memory/handle_internal.h"
 #include "stream/stream_internal.h"
 
@@ -27,8 +29,8 @@ static void ef_init(edge_fixture_t *f, uint32_t max_streams, uint32_t gc_capacit
   cubert_multi_stream_options_t o;
   cubert_event_backend_t fake;
   memset(f, 0, sizeof(*f));
-  f->a = counting_allocator_init(&f->c);
-  fake = fake_event_backend_init(&f->fb, 0);
+  f->a = counting_allocator_initialize(&f->c);
+  fake = fake_event_backend_initialize(&f->fb, 0);
   f->vt = *fake.vtable;
   if (patch) patch(&f->vt);
   f->backend.vtable = &f->vt;
@@ -150,7 +152,7 @@ static void pool_destroy(void *context, uint32_t index, void *entry) {
 
 TEST(stream_pool_arguments_bounds_and_count) {
   counting_allocator_t c;
-  cubert_allocator_t a = counting_allocator_init(&c);
+  cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_stream_pool_t pool;
   pool_log_t log;
   void *entry = NULL;

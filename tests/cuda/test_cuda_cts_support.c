@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/cuda/test_cuda_cts_support.c: what the conformance suite and the
+ * CUDA client tests need of the CUDA backend (no tests here):
+ *  - cts_cuda_prepare: is there a CUDA driver to test? (else the reason to
+ *    skip); on the fake driver, the host runner below is installed;
+ *  - the host runner: the fake runs no PTX, so a kernel launched on it is
+ *    run by its CPU entry point, found by its entry name among the
+ *    kernels the tests use (the kernel library, tests/cts/cts_kernels.h),
+ *    with the CPU kernel runner (backend-cpu/kernel). Its bounds-check
+ *    report lands at the launch's report address as a GPU kernel's would.
+ *    When the build has no kernel images (no nvcc), a stand-in image
+ *    listing those entries is registered so that the CUDA device finds
+ *    them (the fake loads PTX text by its .entry lines).
+ */
+#include <pthread.h>
+
+#include "cuda_test.h"
+#include "cubert/cuda.h"
+#include "cubert/host.h"
+#include "cubert_kernels.h"
+#include "kernel/cpu_kernel.h"
+#include "cts_kernels.h"
+
+/* Declared here and in tests/cts/cts.c (the CUDA build's hook). */
+int cts_cuda_prepare(char *skip, size_t size);
+const cubert_kernel_t *cuda_test_kernel_by_entry(const char *entry);
+
+/* The conformance suite's descriptors of its own kernels (the ones it
+ * launches; the test files make their variants). */
+CUBERT_KERNEL_DESCRIPTOR(g_cts_sleep, cts_sleep_u32, 1, 0, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_oob_rw, cts_oob_rw_u32, 2, 0, 0, 4, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_nop, cts_nop, 1, 0, 0, 1, 1, 1);
+
+static const cubert_kernel_t *const k_kernels[] = {
+    &ck_add_f32_kernel,      &ck_axpy_f32_kernel,  &ck_axpy_offset_f32_kernel,
+    &ck_reduce_sum_f32_kernel, &ck_matmul_f32_kernel, &ck_add_u8_kernel,
+    &ck_add_scalar_u32_kernel, &ck_double_u32_kernel, &ck_copy_u32_kernel,
+    &ck_mix_u32_kernel,      &ck_sum_u32_kernel,   &ck_empty_kernel,
+    &ck_positions_kernel,    &ck_reverse_u32_kernel, &ck_oob_copy_f32_kernel,
+    &ck_oob_write_u32_kernel, &g_cts_sleep,        &g_cts_oob_rw,
+    &g_cts_nop,
+};
+#define KERNEL_COUNT (sizeof k_kernels / sizeof k_kernels[0])
+
+const cubert_kernel_t *cuda_test_kernel_by_entry(const char *entry) {
+  size_t i;
+  for (i = 0; i < KERNEL_COUNT; i++)
+    if (strcmp(k_kernels[i]->cuda_entry_name, entry) == 0) return k_kernels[i];
+  return NULL;
+}
+
+/* ---- the host runner ------------------------------------------------------------------- */
+
+static pthread_mutex_t g_run_mutex = PTHREAD_MUTEX_INITIALIZER;
+/* Cubes run one after another (under g_run_mutex) in one context, kept for
+ * the process: it outlives every device (its memory comes from libc). */
+static cpu_kernel_context_t g_context;
+
+static int host_run(const char *entry, const unsigned grid[3], const unsigned block[3],
+                    unsigned shared_bytes, void **params) {
+  const cubert_kernel_t *k = cuda_test_kernel_by_entry(entry);
+  cubert_kernel_args_t args;
+  uint32_t mode;
+  CUdeviceptr report;
+  cubert_dim3_t count, dim;
+  cpu_kernel_grid_t g;
+  cubert_error_t e;
+  if (!k) return CUDA_ERROR_NOT_FOUND;
+  (void)shared_bytes;
+  memcpy(&args, params[0], sizeof args);
+  memcpy(&mode, params[1], sizeof mode);
+  memcpy(&report, params[2], sizeof report);
+  count.x = grid[0];
+  count.y = grid[1];
+  count.z = grid[2];
+  dim.x = block[0];
+  dim.y = block[1];
+  dim.z = block[2];
+  if (cpu_kernel_grid(k, count, dim, &args, (cubert_execution_mode_t)mode, &g, &e) !=
+      CUBERT_STATUS_OK)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_run_mutex);
+  if (cpu_kernel_context_reserve(&g_context, cubert_allocator_libc(), g.shared_bytes) !=
+      CUBERT_STATUS_OK) {
+    pthread_mutex_unlock(&g_run_mutex);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  cpu_kernel_report_reset(&g_context.report);
+  cpu_kernel_run_all(&g_context, k, &args, &g);
+  if (report) { /* as the GPU kernel records it: counts add up, the first claim wins */
+    cubert_kernel_report_t *r = (cubert_kernel_report_t *)(uintptr_t)report;
+    r->oob_count += g_context.report.oob_count;
+    if (g_context.report.has_violation && !r->has_violation) {
+      r->has_violation = 1;
+      r->buffer_index = g_context.report.buffer_index;
+      r->element_index = g_context.report.element_index;
+      r->buffer_length = g_context.report.buffer_length;
+      r->is_write = g_context.report.is_write;
+      r->cube_pos = g_context.report.cube_pos;
+      r->cube_linear = g_context.report.cube_linear;
+    }
+  }
+  pthread_mutex_unlock(&g_run_mutex);
+  return CUDA_SUCCESS;
+}
+
+/* ---- a stand-in image (no nvcc at build time) --------------------------------------------- */
+
+static char g_ptx[4096];
+static const char *g_entries[KERNEL_COUNT];
+static cubert_cuda_image_t g_image;
+
+static void register_stand_in_image(void) {
+  size_t i, n = 0;
+  n += (size_t)snprintf(g_ptx + n, sizeof g_ptx - n, "// stand-in for the fake driver\n");
+  for (i = 0; i < KERNEL_COUNT; i++) {
+    g_entries[i] = k_kernels[i]->cuda_entry_name;
+    n += (size_t)snprintf(g_ptx + n, sizeof g_ptx - n, ".visible .entry %s(\n)\n{\n}\n",
+                          g_entries[i]);
+  }
+  CHECK(n < sizeof g_ptx);
+  g_image.name = "cuda_test_stand_in";
+  g_image.ptx = g_ptx;
+  g_image.ptx_size = n + 1;
+  g_image.entries = g_entries;
+  g_image.entry_count = (uint32_t)KERNEL_COUNT;
+  CHECK_OK(cubert_cuda_image_register(&g_image, NULL));
+}
+
+int cts_cuda_prepare(char *skip, size_t size) {
+  static int prepared;
+  const cubert_cuda_loader_t *cu = NULL;
+  cubert_error_t err;
+  void *sym;
+  if (prepared) return 0;
+  if (cubert_cuda_loader_shared(&cu, &err) != CUBERT_STATUS_OK) {
+    snprintf(skip, size, "%s", err.reason);
+    return 1;
+  }
+  sym = cubert_cuda_loader_symbol(cu, "cubert_fake_cuda_set_kernel_host");
+  if (sym) {
+    fake_cuda_set_kernel_host_fn set;
+    memcpy(&set, &sym, sizeof sym);
+    set(host_run);
+    if (!CUBERT_TEST_HAVE_IMAGES) register_stand_in_image();
+  } else if (!CUBERT_TEST_HAVE_IMAGES) {
+    snprintf(skip, size, "no kernel images (nvcc was not found when this was built)");
+    return 1;
+  }
+  prepared = 1;
+  return 0;
+}
