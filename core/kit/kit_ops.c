@@ -129,7 +129,7 @@ static cubert_status_t write_copy(cubert_kit_t *kit, const cubert_copy_descripto
                                   const cubert_bytes_t *bytes, cubert_driver_copy_t *out,
                                   cubert_error_t *out_error) {
   cubert_device_ptr_t address;
-  uint64_t size, width, height, pitch, span;
+  uint64_t size, width, height, pitch, span = UINT64_MAX; /* copy_span fails: "too large" */
   CUBERT_RETURN_IF_ERROR(kit_resolve(kit, &d->binding, &address, &size, out_error));
   CUBERT_RETURN_IF_ERROR(kit_copy_shape(d, &width, &height, &pitch, out_error));
   cubert_memset(out, 0, sizeof(*out));
@@ -317,7 +317,7 @@ static cubert_status_t read_copy(cubert_kit_t *kit, const cubert_kit_read_t *op,
                                  cubert_error_t *out_error) {
   const cubert_binding_t *b = op->handles ? &op->handles[i] : &op->descriptors[i].binding;
   cubert_device_ptr_t address;
-  uint64_t size, width, height, pitch, span;
+  uint64_t size, width, height, pitch, span = UINT64_MAX; /* copy_span fails: "too large" */
   CUBERT_RETURN_IF_ERROR(kit_resolve(kit, b, &address, &size, out_error));
   if (op->handles) {
     width = size;
