@@ -127,6 +127,7 @@ static void report_accesses(cubert_kit_t *kit, uint32_t slot, const cubert_kit_l
                             const cubert_binding_t *bindings, uint32_t nbind) {
   uint8_t modes[KIT_MAX_BINDINGS];
   uint32_t i, nb = op->args->buffer_count;
+  if (nbind > KIT_MAX_BINDINGS) nbind = KIT_MAX_BINDINGS; /* validated by the caller; a bound gcc sees */
   for (i = 0; i < nbind; i++)
     modes[i] = (i < nb && i < 32 && !(op->kernel->read_only_mask & (1u << i)))
                    ? CUBERT_RACE_WRITE
