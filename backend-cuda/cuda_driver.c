@@ -15,7 +15,6 @@
 #include "cuda_driver.h"
 
 #include <string.h>
-#include <time.h>
 
 static cubert_cuda_event_t *event_of(cubert_driver_event_t *e) {
   return (cubert_cuda_event_t *)(void *)e;
@@ -123,8 +122,7 @@ static cubert_status_t drv_launch(void *self, const cubert_driver_launch_t *l,
   cubert_status_t st;
   uint32_t i;
   if (!l->kernel->cuda_entry_name) return no_entry(l->kernel, out_error);
-  cubert_error_clear(&e);
-  st = cubert_cuda_function_get(d->dev, l->kernel, &f, &e);
+  st = cubert_cuda_function_get(d->dev, l->kernel, &f, &e); /* e: set on failure */
   if (st != CUBERT_STATUS_OK) {
     if (launch_refused(st)) {
       if (out_error) *out_error = e;
@@ -160,8 +158,8 @@ static cubert_status_t drv_launch(void *self, const cubert_driver_launch_t *l,
     st = cuda_reports_prepare(s, &report, out_error);
     if (st != CUBERT_STATUS_OK) return st;
   }
-  cubert_error_clear(&e);
   st = cubert_cuda_launch(&s->s, f, count, &args, l->execution, report, &e);
+  s->ops++;
   if (st == CUBERT_STATUS_OK) {
     if (report) cuda_reports_launched(s, l->kernel);
     return CUBERT_STATUS_OK;
@@ -226,15 +224,22 @@ static cubert_status_t drv_stream_synchronize(void *self, cubert_driver_stream_t
   cubert_status_t st;
   (void)self;
   st = cubert_cuda_stream_synchronize(&s->s, out_error);
-  if (st == CUBERT_STATUS_OK) cuda_drv_copy_outs(s, s->outs_enqueued);
+  if (st == CUBERT_STATUS_OK) {
+    cuda_drv_copy_outs(s, s->outs_enqueued);
+    __atomic_store_n(&s->clean_ops, s->ops, __ATOMIC_RELEASE);
+  }
   return st;
 }
 
 static cubert_status_t drv_stream_errors(void *self, cubert_driver_stream_t *stream,
                                          cubert_error_t *out_error) {
+  cuda_drv_t *d = cuda_drv_of(self);
   cuda_drv_stream_t *s = cuda_drv_stream_of(stream);
-  (void)self;
   if (s->reports.count) cuda_reports_collect(s);
+  if (__atomic_load_n(&s->clean_ops, __ATOMIC_ACQUIRE) == s->ops) {
+    d->stats.queries_skipped++; /* an event after all of it completed cleanly */
+    return cubert_cuda_stream_drain_queued(&s->s, out_error);
+  }
   return cubert_cuda_stream_drain_errors(&s->s, out_error);
 }
 
@@ -251,20 +256,30 @@ static cubert_status_t drv_event_record(void *self, cubert_driver_stream_t *stre
   if (st != CUBERT_STATUS_OK) return st;
   e->owner = s;
   e->seq = s->outs_enqueued; /* the staged reads this event covers */
+  e->mark = ++s->ops;        /* and the work */
   *out_event = (cubert_driver_event_t *)(void *)e;
   return CUBERT_STATUS_OK;
 }
 
 static cubert_status_t drv_event_wait(void *self, cubert_driver_stream_t *stream,
                                       cubert_driver_event_t *event, cubert_error_t *out_error) {
+  cuda_drv_stream_t *s = cuda_drv_stream_of(stream);
   (void)self;
-  return cubert_cuda_event_wait(&cuda_drv_stream_of(stream)->s, event_of(event), out_error);
+  s->ops++;
+  return cubert_cuda_event_wait(&s->s, event_of(event), out_error);
 }
 
-/* The event completed: the staged reads before it are copied out. */
+/* The event completed without an error: the staged reads before it are
+ * copied out, and the stream is clean up to its mark. */
 static void event_done(cubert_cuda_event_t *e) {
   cuda_drv_stream_t *s = (cuda_drv_stream_t *)e->owner;
-  if (s && e->seq) cuda_drv_copy_outs(s, e->seq);
+  uint64_t seen;
+  if (!s) return;
+  if (e->seq) cuda_drv_copy_outs(s, e->seq);
+  seen = __atomic_load_n(&s->clean_ops, __ATOMIC_RELAXED);
+  while (seen < e->mark && !__atomic_compare_exchange_n(&s->clean_ops, &seen, e->mark, true,
+                                                        __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+  }
 }
 
 static cubert_status_t drv_event_query(void *self, cubert_driver_event_t *event) {
@@ -277,36 +292,11 @@ static cubert_status_t drv_event_query(void *self, cubert_driver_event_t *event)
   return CUBERT_STATUS_OK;
 }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
+/* Spin, then block, as the sync mode says (cuda_sync.c). */
 static cubert_status_t drv_event_synchronize(void *self, cubert_driver_event_t *event,
                                              uint64_t timeout_ns, cubert_error_t *out_error) {
-  cuda_drv_t *d = cuda_drv_of(self);
   cubert_cuda_event_t *e = event_of(event);
-  cubert_status_t st;
-  if (timeout_ns == UINT64_MAX) {
-    st = cubert_cuda_event_synchronize(d->dev, e, out_error);
-  } else { /* a deadline: poll (spin a little, then sleep 50 us at a time) */
-    uint64_t start = now_ns(), spins = 0;
-    bool done = false;
-    for (;;) {
-      st = cubert_cuda_event_query(d->dev, e, &done, out_error);
-      if (st != CUBERT_STATUS_OK || done) break;
-      if (now_ns() - start >= timeout_ns)
-        return cubert_error_set(out_error, CUBERT_ERROR_DEADLINE_EXCEEDED, NULL, 0,
-                                "the event did not complete before the deadline");
-      if (++spins > 64) {
-        struct timespec ts;
-        ts.tv_sec = 0;
-        ts.tv_nsec = 50000;
-        (void)nanosleep(&ts, NULL);
-      }
-    }
-  }
+  cubert_status_t st = cuda_sync_wait(cuda_drv_of(self), e, timeout_ns, out_error);
   if (st == CUBERT_STATUS_OK) event_done(e);
   return st;
 }
@@ -315,6 +305,7 @@ static void drv_event_destroy(void *self, cubert_driver_event_t *event) {
   cubert_cuda_event_t *e = event_of(event);
   e->owner = NULL;
   e->seq = 0;
+  e->mark = 0;
   cubert_cuda_event_release(cuda_drv_of(self)->dev, e);
 }
 

@@ -143,16 +143,22 @@ static cubert_status_t enqueue_span(cubert_cuda_stream_t *s, const span_t *x, bo
   return cubert_cuda_copy_2d(s, &c, out_error);
 }
 
-/* Rows between a packed chunk and the (pitched) host side. */
-static void pack_rows(cuda_workers_t *w, unsigned char *chunk, const span_t *x, bool into_chunk) {
+/* Rows between a packed chunk and the (pitched) host side; into a chunk
+ * with non-temporal stores when `streaming` (only the DMA engine reads the
+ * chunk next). */
+static void pack_rows(cuda_workers_t *w, unsigned char *chunk, const span_t *x, bool into_chunk,
+                      bool streaming) {
   uint64_t r;
   if (x->rows == 1 || x->host_pitch == x->width) {
-    if (into_chunk) cuda_workers_copy(w, chunk, x->host, (size_t)(x->width * x->rows));
+    if (into_chunk) cuda_workers_copy_mode(w, chunk, x->host, (size_t)(x->width * x->rows), streaming);
     else cuda_workers_copy(w, x->host, chunk, (size_t)(x->width * x->rows));
     return;
   }
   for (r = 0; r < x->rows; r++) {
-    if (into_chunk) memcpy(chunk + r * x->width, x->host + r * x->host_pitch, (size_t)x->width);
+    if (into_chunk && streaming)
+      cuda_workers_copy_streaming(chunk + r * x->width, x->host + r * x->host_pitch, (size_t)x->width);
+    else if (into_chunk)
+      memcpy(chunk + r * x->width, x->host + r * x->host_pitch, (size_t)x->width);
     else memcpy(x->host + r * x->host_pitch, chunk + r * x->width, (size_t)x->width);
   }
 }
@@ -230,7 +236,7 @@ static cubert_status_t ring_slot(cuda_drv_stream_t *s, ring_t *r, uint32_t i, ui
     r->event[i] = NULL;
   }
   if (r->holds[i]) {
-    pack_rows(w, (unsigned char *)r->chunk[i]->ptr, &r->pending[i], false);
+    pack_rows(w, (unsigned char *)r->chunk[i]->ptr, &r->pending[i], false, false);
     r->holds[i] = false;
   }
   return CUBERT_STATUS_OK;
@@ -256,7 +262,7 @@ static cubert_status_t ring_transfer(cuda_drv_stream_t *s, const span_t *x, bool
     if (st != CUBERT_STATUS_OK) break;
     dma.host = (unsigned char *)r.chunk[i]->ptr;
     dma.host_pitch = p.width;
-    if (to_device) pack_rows(w, dma.host, &p, true);
+    if (to_device) pack_rows(w, dma.host, &p, true, d->upload_streaming != 0);
     st = enqueue_span(&s->s, &dma, to_device, out_error);
     if (st == CUBERT_STATUS_OK) st = cubert_cuda_event_record(&s->s, false, &r.event[i], out_error);
     if (st == CUBERT_STATUS_OK && !to_device) {
@@ -373,6 +379,7 @@ cubert_status_t cuda_drv_copy(void *self, const cubert_driver_copy_t *c,
   if (c->kind > CUBERT_COPY_DEVICE_TO_DEVICE)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "unknown copy kind");
   if (c->width == 0 || c->height == 0) return CUBERT_STATUS_OK;
+  s->ops++; /* (also when it fails: the errors are then polled for) */
   if ((c->height > 1 && (c->src_pitch < c->width || c->dst_pitch < c->width)) ||
       cubert_u64_mul(c->width, c->height, &bytes) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
