@@ -366,7 +366,8 @@ cubert_status_t cuda_drv_create(cubert_allocator_t allocator, const cubert_cuda_
 const cubert_driver_t cuda_driver = {
     .name = "cuda",
     .abi_version = CUBERT_DRIVER_ABI_VERSION,
-    .flags = 0,
+    /* uploads read their source before copy() returns (cuda_transfer.c) */
+    .flags = CUBERT_DRIVER_BORROWS_UPLOADS,
     .destroy = drv_destroy,
     .properties = drv_properties,
     .memory_alloc = drv_memory_alloc,

@@ -8,6 +8,10 @@
  *    reserve_staging, the pinned create variants): one DMA, asynchronous;
  *  - device to device, or at most CUDA_DRV_DIRECT_MAX bytes from pageable
  *    memory: straight through the CUDA driver (it stages small uploads);
+ *  - an upload whose source is borrowed for the call only (the client's
+ *    create / write of more than CUBERT_DRIVER_BORROW_MIN bytes, read in
+ *    place): through the ring below whatever the source, so it is read
+ *    before the call returns;
  *  - an upload from pageable memory: pieces of up to CUDA_DRV_PIECE bytes
  *    through a ring of CUDA_DRV_PIECES pinned chunks from the device's pool;
  *    the worker threads fill a piece while the DMA engine moves the one
@@ -370,6 +374,29 @@ static cubert_status_t copy_direct(cuda_drv_stream_t *s, const cubert_driver_cop
   return cubert_cuda_copy_2d(&s->s, &m, out_error);
 }
 
+/* An upload whose source is the caller's only during the call
+ * (CUBERT_COPY_SOURCE_BORROWED): always through pinned chunks that are
+ * filled before this returns, whatever the size and wherever the source
+ * lies (a source the CUDA driver sees as pinned would otherwise be read by
+ * an asynchronous DMA after the call); rows wider than a piece one by one. */
+static cubert_status_t upload_borrowed(cuda_drv_stream_t *s, const span_t *x,
+                                       cubert_error_t *out_error) {
+  span_t row;
+  uint64_t r;
+  s->drv->stats.uploads_borrowed++;
+  s->drv->stats.uploads_staged++;
+  if (x->rows == 1 || x->width <= CUDA_DRV_PIECE) return ring_transfer(s, x, true, out_error);
+  for (r = 0; r < x->rows; r++) {
+    row = *x;
+    row.host = x->host + r * x->host_pitch;
+    row.dev = x->dev + r * x->dev_pitch;
+    row.rows = 1;
+    row.host_pitch = row.dev_pitch = x->width;
+    CUBERT_RETURN_IF_ERROR(ring_transfer(s, &row, true, out_error));
+  }
+  return CUBERT_STATUS_OK;
+}
+
 cubert_status_t cuda_drv_copy(void *self, const cubert_driver_copy_t *c,
                               cubert_driver_stream_t *stream, cubert_error_t *out_error) {
   cuda_drv_t *d = cuda_drv_of(self);
@@ -386,6 +413,8 @@ cubert_status_t cuda_drv_copy(void *self, const cubert_driver_copy_t *c,
                             "copy: a pitch below the row width, or a size overflow");
   if (c->kind == CUBERT_COPY_DEVICE_TO_DEVICE) return copy_direct(s, c, out_error);
   x = span_of(c);
+  if (c->kind == CUBERT_COPY_HOST_TO_DEVICE && (c->flags & CUBERT_COPY_SOURCE_BORROWED))
+    return upload_borrowed(s, &x, out_error);
   host_span = (x.rows - 1) * x.host_pitch + x.width; /* the kit checked it fits */
   if (pinned_holds(d, x.host, host_span)) {
     d->stats.copies_pinned++;

@@ -252,7 +252,8 @@ typedef struct cubert_cuda_client_stats_t {
   uint64_t module_loads;   /* cuModuleLoadDataEx calls that succeeded */
   uint32_t upload_threads; /* host threads of large transfers */
   uint32_t upload_streaming; /* 1: large uploads fill chunks with non-temporal stores */
-  uint64_t uploads_borrowed; /* uploads read in place from the caller's bytes (no client copy) */
+  uint64_t uploads_borrowed; /* of uploads_staged: read in place from the caller's bytes
+                                (create / write above CUBERT_DRIVER_BORROW_MIN: no client copy) */
   uint64_t sync_spins;     /* waits that ended while polling */
   uint64_t sync_blocks;    /* waits that ended in cuEventSynchronize */
   uint64_t stream_queries_skipped; /* error drains that knew the stream idle (no cuStreamQuery) */
