@@ -110,17 +110,36 @@ static bool launch_refused(cubert_status_t st) {
          st == CUBERT_STATUS_UNSUPPORTED;
 }
 
+/* The launch's argument block, in the stream's (passed by value: the layout
+ * is the same on the GPU). Slots past the counts stay zero. */
+static const cubert_kernel_args_t *launch_args(cuda_drv_stream_t *s, const cubert_driver_launch_t *l) {
+  cubert_kernel_args_t *a = &s->args;
+  uint32_t i;
+  for (i = 0; i < l->buffer_count; i++) {
+    a->buffers[i].ptr = (void *)(uintptr_t)l->buffers[i].address;
+    a->buffers[i].size_bytes = l->buffers[i].size;
+  }
+  for (; i < a->buffer_count; i++) {
+    a->buffers[i].ptr = NULL;
+    a->buffers[i].size_bytes = 0;
+  }
+  if (l->scalar_count) memcpy(a->scalars, l->scalars, l->scalar_count * sizeof(uint64_t));
+  for (i = l->scalar_count; i < a->scalar_count; i++) a->scalars[i] = 0;
+  a->buffer_count = l->buffer_count;
+  a->scalar_count = l->scalar_count;
+  return a;
+}
+
 static cubert_status_t drv_launch(void *self, const cubert_driver_launch_t *l,
                                   cubert_driver_stream_t *stream, cubert_error_t *out_error) {
   cuda_drv_t *d = cuda_drv_of(self);
   cuda_drv_stream_t *s = cuda_drv_stream_of(stream);
   const cubert_cuda_function_t *f = NULL;
-  cubert_kernel_args_t args;
+  const cubert_kernel_args_t *args;
   cubert_dim3_t count = l->count;
   CUdeviceptr report = 0;
   cubert_error_t e;
   cubert_status_t st;
-  uint32_t i;
   if (!l->kernel->cuda_entry_name) return no_entry(l->kernel, out_error);
   st = cubert_cuda_function_get(d->dev, l->kernel, &f, &e); /* e: set on failure */
   if (st != CUBERT_STATUS_OK) {
@@ -131,19 +150,7 @@ static cubert_status_t drv_launch(void *self, const cubert_driver_launch_t *l,
     cubert_cuda_stream_queue_error(&s->s, &e); /* e.g. shared memory above the device's */
     return CUBERT_STATUS_OK;
   }
-  /* the argument block, passed by value (the layout is the same on the GPU) */
-  for (i = 0; i < l->buffer_count; i++) {
-    args.buffers[i].ptr = (void *)(uintptr_t)l->buffers[i].address;
-    args.buffers[i].size_bytes = l->buffers[i].size;
-  }
-  for (; i < CUBERT_KERNEL_MAX_BUFFERS; i++) {
-    args.buffers[i].ptr = NULL;
-    args.buffers[i].size_bytes = 0;
-  }
-  if (l->scalar_count) memcpy(args.scalars, l->scalars, l->scalar_count * sizeof(uint64_t));
-  for (i = l->scalar_count; i < CUBERT_KERNEL_MAX_SCALARS; i++) args.scalars[i] = 0;
-  args.buffer_count = l->buffer_count;
-  args.scalar_count = l->scalar_count;
+  args = launch_args(s, l);
   if (l->dynamic) {
     cubert_error_clear(&e);
     st = read_dynamic_count(d, s, l->dynamic_count, &count, &e, out_error);
@@ -158,7 +165,7 @@ static cubert_status_t drv_launch(void *self, const cubert_driver_launch_t *l,
     st = cuda_reports_prepare(s, &report, out_error);
     if (st != CUBERT_STATUS_OK) return st;
   }
-  st = cubert_cuda_launch(&s->s, f, count, &args, l->execution, report, &e);
+  st = cubert_cuda_launch(&s->s, f, count, args, l->execution, report, &e);
   s->ops++;
   if (st == CUBERT_STATUS_OK) {
     if (report) cuda_reports_launched(s, l->kernel);

@@ -113,6 +113,10 @@ typedef struct cuda_drv_stream_t {
    * that work would have failed the event's query or synchronize). */
   uint64_t ops;
   uint64_t clean_ops;
+  /* The argument block of the stream's launches (cuLaunchKernel copies it
+   * at the launch): zeroed once, then each launch writes its own slots and
+   * clears the ones the launch before used beyond them. */
+  cubert_kernel_args_t args;
 } cuda_drv_stream_t;
 
 /* Counters (tests, benchmarks). */
