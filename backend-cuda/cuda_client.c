@@ -40,14 +40,19 @@ void cubert_cuda_options_initialize(cubert_cuda_options_t *options) {
   options->max_streams = CUBERT_KIT_DEFAULT_MAX_STREAMS;
   options->bounds_check = CUBERT_BOUNDS_CHECK_AUTO;
   options->profile_level = profile_level_from_env();
+  options->sync_mode = CUBERT_CUDA_SYNC_AUTO;
+  options->sync_spin_us = CUBERT_CUDA_SYNC_SPIN_US_DEFAULT;
+  options->schedule = CUBERT_CUDA_SCHEDULE_DEFAULT;
+  options->upload_copy = CUBERT_CUDA_UPLOAD_COPY_AUTO;
 }
 
+/* Every online CPU, at most 16: a copy thread fills pinned memory at a
+ * sixth of what the DMA engine takes from it (docs/cuda.md, "Uploads"). */
 static uint32_t default_upload_threads(void) {
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  long t = cpus / 2;
-  if (t < 1) t = 1;
-  if (t > 8) t = 8;
-  return (uint32_t)t;
+  if (cpus < 1) cpus = 1;
+  if (cpus > 16) cpus = 16;
+  return (uint32_t)cpus;
 }
 
 static cubert_status_t check_options(cubert_cuda_options_t *o, const cubert_cuda_options_t *given,
@@ -65,8 +70,22 @@ static cubert_status_t check_options(cubert_cuda_options_t *o, const cubert_cuda
   if (!cubert_profile_level_is_valid(o->profile_level))
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "unknown profile level");
+  if ((unsigned)o->sync_mode > (unsigned)CUBERT_CUDA_SYNC_BLOCKING)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "unknown sync mode");
+  if ((unsigned)o->schedule > (unsigned)CUBERT_CUDA_SCHEDULE_BLOCKING)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "unknown schedule");
+  if ((unsigned)o->upload_copy > (unsigned)CUBERT_CUDA_UPLOAD_COPY_STREAMING)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "unknown upload copy");
   if (!o->upload_threads) o->upload_threads = default_upload_threads();
+  if (!o->sync_spin_us) o->sync_spin_us = CUBERT_CUDA_SYNC_SPIN_US_DEFAULT;
   return CUBERT_STATUS_OK;
+}
+
+/* Non-temporal stores where this build has them (cuda_workers.c). */
+static uint32_t upload_streaming(cubert_cuda_upload_copy_t c) {
+  if (c == CUBERT_CUDA_UPLOAD_COPY_CACHED || !cuda_workers_streaming_available()) return 0;
+  return 1;
 }
 
 /* ---- the kept primary contexts ------------------------------------------------------------ */
@@ -145,6 +164,7 @@ cubert_status_t cubert_cuda_client_create(cubert_allocator_t allocator,
   cubert_kit_options_t k;
   cuda_host_t *h = NULL;
   cuda_drv_t *d = NULL;
+  uint32_t flags = 0;
   cubert_status_t st;
   if (!out_client)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "NULL out_client");
@@ -157,6 +177,8 @@ cubert_status_t cubert_cuda_client_create(cubert_allocator_t allocator,
     return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2,
                             "CUDA device ordinal past the device count");
   }
+  /* the scheduling first: before the context is made, where it is not yet */
+  CUBERT_RETURN_IF_ERROR(cuda_sync_schedule(cu, o.ordinal, o.schedule, &flags, out_error));
   keep_primary_context(cu, o.ordinal);
   if (host_make(allocator, &h) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "device lock");
@@ -166,6 +188,10 @@ cubert_status_t cubert_cuda_client_create(cubert_allocator_t allocator,
     host_release(h);
     return st;
   }
+  d->sync_mode = (uint32_t)o.sync_mode;
+  d->sync_spin_ns = (uint64_t)o.sync_spin_us * 1000u;
+  d->upload_streaming = upload_streaming(o.upload_copy);
+  d->context_flags = flags;
   kit_options(&o, h, &k);
   st = cubert_kit_client_create(allocator, &k, &cuda_driver, d, out_client, out_error);
   if (st != CUBERT_STATUS_OK) {
@@ -225,6 +251,12 @@ static cubert_status_t stats_run(void *user, cubert_error_t *out_error) {
     t->stats->events_created = created;
     t->stats->module_loads = d->dev->modules.loads;
     t->stats->upload_threads = d->upload_threads;
+    t->stats->upload_streaming = d->upload_streaming;
+    t->stats->uploads_borrowed = d->stats.uploads_borrowed;
+    t->stats->sync_spins = __atomic_load_n(&d->stats.sync_spins, __ATOMIC_RELAXED);
+    t->stats->sync_blocks = __atomic_load_n(&d->stats.sync_blocks, __ATOMIC_RELAXED);
+    t->stats->stream_queries_skipped = d->stats.queries_skipped;
+    t->stats->context_flags = d->context_flags;
   }
   if (t->error_log) cubert_cuda_format(t->error_log, t->size, "%s", cubert_cuda_module_error_log(d->dev));
   if (t->info_log) cubert_cuda_format(t->info_log, t->size, "%s", cubert_cuda_module_info_log(d->dev));

@@ -63,9 +63,10 @@ typedef struct cubert_cuda_device_t cubert_cuda_device_t;
 
 /* ---- events ------------------------------------------------------------------ */
 
-/* A pooled event. Owned by whoever recorded it until released. `owner` and
- * `seq` are the recorder's (the CUDA driver notes the stream and how many
- * staged reads preceded the record); the pool leaves them alone. */
+/* A pooled event. Owned by whoever recorded it until released. `owner`,
+ * `seq` and `mark` are the recorder's (the CUDA driver notes the stream, how
+ * many staged reads and how much work preceded the record); the pool leaves
+ * them alone. */
 typedef struct cubert_cuda_event_t {
   CUevent handle;
   struct cubert_cuda_event_t *next; /* free-list link while pooled */
@@ -73,6 +74,7 @@ typedef struct cubert_cuda_event_t {
   uint32_t reserved;
   void *owner;
   uint64_t seq;
+  uint64_t mark;
 } cubert_cuda_event_t;
 
 typedef struct cubert_cuda_event_pool_t {
@@ -275,6 +277,11 @@ void cubert_cuda_stream_queue_error(cubert_cuda_stream_t *stream, const cubert_e
  *   otherwise    -> OK.
  * Thread-safe. */
 cubert_status_t cubert_cuda_stream_drain_errors(cubert_cuda_stream_t *stream,
+                                                cubert_error_t *out_error);
+
+/* The same without polling the stream: for a caller that knows nothing ran
+ * on it since an event was found complete without an error. Thread-safe. */
+cubert_status_t cubert_cuda_stream_drain_queued(cubert_cuda_stream_t *stream,
                                                 cubert_error_t *out_error);
 
 /* ---- events (cuda_event.c) ---------------------------------------------------------- */

@@ -15,7 +15,6 @@
 #include "cuda_driver.h"
 
 #include <string.h>
-#include <time.h>
 
 static cubert_cuda_event_t *event_of(cubert_driver_event_t *e) {
   return (cubert_cuda_event_t *)(void *)e;
@@ -111,20 +110,38 @@ static bool launch_refused(cubert_status_t st) {
          st == CUBERT_STATUS_UNSUPPORTED;
 }
 
+/* The launch's argument block, in the stream's (passed by value: the layout
+ * is the same on the GPU). Slots past the counts stay zero. */
+static const cubert_kernel_args_t *launch_args(cuda_drv_stream_t *s, const cubert_driver_launch_t *l) {
+  cubert_kernel_args_t *a = &s->args;
+  uint32_t i;
+  for (i = 0; i < l->buffer_count; i++) {
+    a->buffers[i].ptr = (void *)(uintptr_t)l->buffers[i].address;
+    a->buffers[i].size_bytes = l->buffers[i].size;
+  }
+  for (; i < a->buffer_count; i++) {
+    a->buffers[i].ptr = NULL;
+    a->buffers[i].size_bytes = 0;
+  }
+  if (l->scalar_count) memcpy(a->scalars, l->scalars, l->scalar_count * sizeof(uint64_t));
+  for (i = l->scalar_count; i < a->scalar_count; i++) a->scalars[i] = 0;
+  a->buffer_count = l->buffer_count;
+  a->scalar_count = l->scalar_count;
+  return a;
+}
+
 static cubert_status_t drv_launch(void *self, const cubert_driver_launch_t *l,
                                   cubert_driver_stream_t *stream, cubert_error_t *out_error) {
   cuda_drv_t *d = cuda_drv_of(self);
   cuda_drv_stream_t *s = cuda_drv_stream_of(stream);
   const cubert_cuda_function_t *f = NULL;
-  cubert_kernel_args_t args;
+  const cubert_kernel_args_t *args;
   cubert_dim3_t count = l->count;
   CUdeviceptr report = 0;
   cubert_error_t e;
   cubert_status_t st;
-  uint32_t i;
   if (!l->kernel->cuda_entry_name) return no_entry(l->kernel, out_error);
-  cubert_error_clear(&e);
-  st = cubert_cuda_function_get(d->dev, l->kernel, &f, &e);
+  st = cubert_cuda_function_get(d->dev, l->kernel, &f, &e); /* e: set on failure */
   if (st != CUBERT_STATUS_OK) {
     if (launch_refused(st)) {
       if (out_error) *out_error = e;
@@ -133,19 +150,7 @@ static cubert_status_t drv_launch(void *self, const cubert_driver_launch_t *l,
     cubert_cuda_stream_queue_error(&s->s, &e); /* e.g. shared memory above the device's */
     return CUBERT_STATUS_OK;
   }
-  /* the argument block, passed by value (the layout is the same on the GPU) */
-  for (i = 0; i < l->buffer_count; i++) {
-    args.buffers[i].ptr = (void *)(uintptr_t)l->buffers[i].address;
-    args.buffers[i].size_bytes = l->buffers[i].size;
-  }
-  for (; i < CUBERT_KERNEL_MAX_BUFFERS; i++) {
-    args.buffers[i].ptr = NULL;
-    args.buffers[i].size_bytes = 0;
-  }
-  if (l->scalar_count) memcpy(args.scalars, l->scalars, l->scalar_count * sizeof(uint64_t));
-  for (i = l->scalar_count; i < CUBERT_KERNEL_MAX_SCALARS; i++) args.scalars[i] = 0;
-  args.buffer_count = l->buffer_count;
-  args.scalar_count = l->scalar_count;
+  args = launch_args(s, l);
   if (l->dynamic) {
     cubert_error_clear(&e);
     st = read_dynamic_count(d, s, l->dynamic_count, &count, &e, out_error);
@@ -160,8 +165,8 @@ static cubert_status_t drv_launch(void *self, const cubert_driver_launch_t *l,
     st = cuda_reports_prepare(s, &report, out_error);
     if (st != CUBERT_STATUS_OK) return st;
   }
-  cubert_error_clear(&e);
-  st = cubert_cuda_launch(&s->s, f, count, &args, l->execution, report, &e);
+  st = cubert_cuda_launch(&s->s, f, count, args, l->execution, report, &e);
+  s->ops++;
   if (st == CUBERT_STATUS_OK) {
     if (report) cuda_reports_launched(s, l->kernel);
     return CUBERT_STATUS_OK;
@@ -226,15 +231,22 @@ static cubert_status_t drv_stream_synchronize(void *self, cubert_driver_stream_t
   cubert_status_t st;
   (void)self;
   st = cubert_cuda_stream_synchronize(&s->s, out_error);
-  if (st == CUBERT_STATUS_OK) cuda_drv_copy_outs(s, s->outs_enqueued);
+  if (st == CUBERT_STATUS_OK) {
+    cuda_drv_copy_outs(s, s->outs_enqueued);
+    __atomic_store_n(&s->clean_ops, s->ops, __ATOMIC_RELEASE);
+  }
   return st;
 }
 
 static cubert_status_t drv_stream_errors(void *self, cubert_driver_stream_t *stream,
                                          cubert_error_t *out_error) {
+  cuda_drv_t *d = cuda_drv_of(self);
   cuda_drv_stream_t *s = cuda_drv_stream_of(stream);
-  (void)self;
   if (s->reports.count) cuda_reports_collect(s);
+  if (__atomic_load_n(&s->clean_ops, __ATOMIC_ACQUIRE) == s->ops) {
+    d->stats.queries_skipped++; /* an event after all of it completed cleanly */
+    return cubert_cuda_stream_drain_queued(&s->s, out_error);
+  }
   return cubert_cuda_stream_drain_errors(&s->s, out_error);
 }
 
@@ -251,20 +263,30 @@ static cubert_status_t drv_event_record(void *self, cubert_driver_stream_t *stre
   if (st != CUBERT_STATUS_OK) return st;
   e->owner = s;
   e->seq = s->outs_enqueued; /* the staged reads this event covers */
+  e->mark = ++s->ops;        /* and the work */
   *out_event = (cubert_driver_event_t *)(void *)e;
   return CUBERT_STATUS_OK;
 }
 
 static cubert_status_t drv_event_wait(void *self, cubert_driver_stream_t *stream,
                                       cubert_driver_event_t *event, cubert_error_t *out_error) {
+  cuda_drv_stream_t *s = cuda_drv_stream_of(stream);
   (void)self;
-  return cubert_cuda_event_wait(&cuda_drv_stream_of(stream)->s, event_of(event), out_error);
+  s->ops++;
+  return cubert_cuda_event_wait(&s->s, event_of(event), out_error);
 }
 
-/* The event completed: the staged reads before it are copied out. */
+/* The event completed without an error: the staged reads before it are
+ * copied out, and the stream is clean up to its mark. */
 static void event_done(cubert_cuda_event_t *e) {
   cuda_drv_stream_t *s = (cuda_drv_stream_t *)e->owner;
-  if (s && e->seq) cuda_drv_copy_outs(s, e->seq);
+  uint64_t seen;
+  if (!s) return;
+  if (e->seq) cuda_drv_copy_outs(s, e->seq);
+  seen = __atomic_load_n(&s->clean_ops, __ATOMIC_RELAXED);
+  while (seen < e->mark && !__atomic_compare_exchange_n(&s->clean_ops, &seen, e->mark, true,
+                                                        __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+  }
 }
 
 static cubert_status_t drv_event_query(void *self, cubert_driver_event_t *event) {
@@ -277,36 +299,11 @@ static cubert_status_t drv_event_query(void *self, cubert_driver_event_t *event)
   return CUBERT_STATUS_OK;
 }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
+/* Spin, then block, as the sync mode says (cuda_sync.c). */
 static cubert_status_t drv_event_synchronize(void *self, cubert_driver_event_t *event,
                                              uint64_t timeout_ns, cubert_error_t *out_error) {
-  cuda_drv_t *d = cuda_drv_of(self);
   cubert_cuda_event_t *e = event_of(event);
-  cubert_status_t st;
-  if (timeout_ns == UINT64_MAX) {
-    st = cubert_cuda_event_synchronize(d->dev, e, out_error);
-  } else { /* a deadline: poll (spin a little, then sleep 50 us at a time) */
-    uint64_t start = now_ns(), spins = 0;
-    bool done = false;
-    for (;;) {
-      st = cubert_cuda_event_query(d->dev, e, &done, out_error);
-      if (st != CUBERT_STATUS_OK || done) break;
-      if (now_ns() - start >= timeout_ns)
-        return cubert_error_set(out_error, CUBERT_ERROR_DEADLINE_EXCEEDED, NULL, 0,
-                                "the event did not complete before the deadline");
-      if (++spins > 64) {
-        struct timespec ts;
-        ts.tv_sec = 0;
-        ts.tv_nsec = 50000;
-        (void)nanosleep(&ts, NULL);
-      }
-    }
-  }
+  cubert_status_t st = cuda_sync_wait(cuda_drv_of(self), e, timeout_ns, out_error);
   if (st == CUBERT_STATUS_OK) event_done(e);
   return st;
 }
@@ -315,6 +312,7 @@ static void drv_event_destroy(void *self, cubert_driver_event_t *event) {
   cubert_cuda_event_t *e = event_of(event);
   e->owner = NULL;
   e->seq = 0;
+  e->mark = 0;
   cubert_cuda_event_release(cuda_drv_of(self)->dev, e);
 }
 
@@ -375,7 +373,8 @@ cubert_status_t cuda_drv_create(cubert_allocator_t allocator, const cubert_cuda_
 const cubert_driver_t cuda_driver = {
     .name = "cuda",
     .abi_version = CUBERT_DRIVER_ABI_VERSION,
-    .flags = 0,
+    /* uploads read their source before copy() returns (cuda_transfer.c) */
+    .flags = CUBERT_DRIVER_BORROWS_UPLOADS,
     .destroy = drv_destroy,
     .properties = drv_properties,
     .memory_alloc = drv_memory_alloc,

@@ -11,6 +11,8 @@
  *   cuda_reports.c    VALIDATE launches: the kernel's bounds-check report
  *                     read back at the stream's next drain
  *   cuda_workers.c    the host threads that fill and empty pinned chunks
+ *   cuda_sync.c       how a host thread waits for an event (spin, then
+ *                     block), the primary context's scheduling flags
  *   cuda_client.c     cubert_cuda_client_create (cubert/cuda.h)
  *
  * Threads: the kit calls the driver with the device held, except
@@ -58,8 +60,17 @@ void cuda_workers_destroy(cuda_workers_t *workers);
  * copies (or NULL workers) run on the caller alone. Thread-safe (callers take
  * turns). */
 void cuda_workers_copy(cuda_workers_t *workers, void *dst, const void *src, size_t n);
+/* The same; `streaming`: the copy's stores are non-temporal where
+ * cuda_workers_streaming_available (ignored for zeroing and elsewhere). */
+void cuda_workers_copy_mode(cuda_workers_t *workers, void *dst, const void *src, size_t n,
+                            bool streaming);
 /* Helper threads plus the caller (1 for NULL). */
 uint32_t cuda_workers_threads(const cuda_workers_t *workers);
+/* Whether this build has non-temporal copies (x86-64 with SSE2). */
+bool cuda_workers_streaming_available(void);
+/* memcpy with non-temporal stores (a plain memcpy where unavailable); the
+ * stores are globally visible when it returns. */
+void cuda_workers_copy_streaming(void *dst, const void *src, size_t n);
 
 /* ---- the driver's objects ------------------------------------------------------- */
 
@@ -95,6 +106,17 @@ typedef struct cuda_drv_stream_t {
   cubert_cuda_staging_chunk_t *outs_head, *outs_tail;
   uint64_t outs_enqueued; /* staged reads enqueued (their out_seq: 1, 2, ...) */
   cuda_reports_t reports;
+  /* Work enqueued so far (launches, copies, records, waits: under the
+   * device), and the count up to which an event was found complete without
+   * an error (atomic, any thread): when the two are equal nothing ran since,
+   * so draining the stream's errors needs no cuStreamQuery (a failure of
+   * that work would have failed the event's query or synchronize). */
+  uint64_t ops;
+  uint64_t clean_ops;
+  /* The argument block of the stream's launches (cuLaunchKernel copies it
+   * at the launch): zeroed once, then each launch writes its own slots and
+   * clears the ones the launch before used beyond them. */
+  cubert_kernel_args_t args;
 } cuda_drv_stream_t;
 
 /* Counters (tests, benchmarks). */
@@ -108,6 +130,10 @@ typedef struct cuda_drv_stats_t {
   uint64_t alloc_retries;      /* memory_alloc retried after reclaiming */
   uint64_t dynamic_reads;      /* dynamic cube counts read back */
   uint64_t reports_read;       /* VALIDATE reports read back */
+  uint64_t uploads_borrowed;   /* uploads flagged CUBERT_COPY_SOURCE_BORROWED */
+  uint64_t sync_spins;         /* waits that ended polling (atomic: any thread) */
+  uint64_t sync_blocks;        /* waits that ended in cuEventSynchronize (atomic) */
+  uint64_t queries_skipped;    /* error drains without cuStreamQuery */
 } cuda_drv_stats_t;
 
 struct cuda_drv_t {
@@ -124,6 +150,12 @@ struct cuda_drv_t {
   cubert_cuda_staging_chunk_t *pinned;
   uint64_t pinned_count;
   cuda_drv_stats_t stats;
+  /* set by cubert_cuda_client_create after cuda_drv_create (the options) */
+  uint32_t sync_mode;             /* cubert_cuda_sync_mode_t */
+  uint32_t upload_streaming;      /* 1: non-temporal stores fill upload chunks */
+  uint64_t sync_spin_ns;          /* AUTO's polling time */
+  uint32_t context_flags;         /* the primary context's, at creation */
+  uint32_t reserved_;
 };
 
 extern const cubert_driver_t cuda_driver;
@@ -155,6 +187,20 @@ void cuda_drv_copy_outs(cuda_drv_stream_t *s, uint64_t upto);
 void cuda_drv_copy_outs_drop(cuda_drv_stream_t *s);
 /* Give back every staging buffer still handed out (driver destroy). */
 void cuda_drv_pinned_free_all(cuda_drv_t *d);
+
+/* ---- cuda_sync.c -------------------------------------------------------------------- */
+
+/* Wait for `e` as d->sync_mode says (timeout_ns UINT64_MAX: no deadline;
+ * else poll until it, DEADLINE_EXCEEDED). OK, DEADLINE_EXCEEDED, the lost
+ * record. Any thread (the device need not be held). */
+cubert_status_t cuda_sync_wait(cuda_drv_t *d, const cubert_cuda_event_t *e, uint64_t timeout_ns,
+                               cubert_error_t *out_error);
+/* Give GPU `ordinal`'s primary context the scheduling of `schedule`
+ * (DEFAULT: leave it) and return its flags in *out_flags. OK or the mapped
+ * CUresult of cuDevicePrimaryCtxGetState / SetFlags. */
+cubert_status_t cuda_sync_schedule(const cubert_cuda_loader_t *cu, uint32_t ordinal,
+                                   cubert_cuda_schedule_t schedule, uint32_t *out_flags,
+                                   cubert_error_t *out_error);
 
 /* ---- cuda_reports.c ---------------------------------------------------------------- */
 

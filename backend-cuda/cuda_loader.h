@@ -57,6 +57,8 @@
   X(cuDeviceGetPCIBusId, 4010)          \
   X(cuDevicePrimaryCtxRetain, 7000)     \
   X(cuDevicePrimaryCtxRelease, 11000)   \
+  X(cuDevicePrimaryCtxGetState, 7000)   \
+  X(cuDevicePrimaryCtxSetFlags, 11000)  \
   X(cuCtxSetCurrent, 4000)              \
   X(cuCtxGetCurrent, 4000)              \
   X(cuMemGetInfo, 3020)                 \

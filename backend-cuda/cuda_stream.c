@@ -70,7 +70,6 @@ void cubert_cuda_stream_queue_error(cubert_cuda_stream_t *stream, const cubert_e
 cubert_status_t cubert_cuda_stream_drain_errors(cubert_cuda_stream_t *stream,
                                                 cubert_error_t *out_error) {
   cubert_cuda_device_t *device;
-  cubert_status_t st = CUBERT_STATUS_OK;
   if (!stream || !stream->handle)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "cubert_cuda_stream_drain_errors: no stream");
@@ -84,6 +83,17 @@ cubert_status_t cubert_cuda_stream_drain_errors(cubert_cuda_stream_t *stream,
       cubert_cuda_stream_queue_error(stream, &e);
     }
   }
+  return cubert_cuda_stream_drain_queued(stream, out_error);
+}
+
+cubert_status_t cubert_cuda_stream_drain_queued(cubert_cuda_stream_t *stream,
+                                                cubert_error_t *out_error) {
+  cubert_cuda_device_t *device;
+  cubert_status_t st = CUBERT_STATUS_OK;
+  if (!stream || !stream->handle)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "cubert_cuda_stream_drain_queued: no stream");
+  device = stream->device;
   (void)pthread_mutex_lock(&stream->mutex);
   if (cubert_cuda_device_is_lost(device)) {
     st = cubert_cuda_device_lost_error(device, out_error);

@@ -8,6 +8,10 @@
  *    reserve_staging, the pinned create variants): one DMA, asynchronous;
  *  - device to device, or at most CUDA_DRV_DIRECT_MAX bytes from pageable
  *    memory: straight through the CUDA driver (it stages small uploads);
+ *  - an upload whose source is borrowed for the call only (the client's
+ *    create / write of more than CUBERT_DRIVER_BORROW_MIN bytes, read in
+ *    place): through the ring below whatever the source, so it is read
+ *    before the call returns;
  *  - an upload from pageable memory: pieces of up to CUDA_DRV_PIECE bytes
  *    through a ring of CUDA_DRV_PIECES pinned chunks from the device's pool;
  *    the worker threads fill a piece while the DMA engine moves the one
@@ -143,16 +147,22 @@ static cubert_status_t enqueue_span(cubert_cuda_stream_t *s, const span_t *x, bo
   return cubert_cuda_copy_2d(s, &c, out_error);
 }
 
-/* Rows between a packed chunk and the (pitched) host side. */
-static void pack_rows(cuda_workers_t *w, unsigned char *chunk, const span_t *x, bool into_chunk) {
+/* Rows between a packed chunk and the (pitched) host side; into a chunk
+ * with non-temporal stores when `streaming` (only the DMA engine reads the
+ * chunk next). */
+static void pack_rows(cuda_workers_t *w, unsigned char *chunk, const span_t *x, bool into_chunk,
+                      bool streaming) {
   uint64_t r;
   if (x->rows == 1 || x->host_pitch == x->width) {
-    if (into_chunk) cuda_workers_copy(w, chunk, x->host, (size_t)(x->width * x->rows));
+    if (into_chunk) cuda_workers_copy_mode(w, chunk, x->host, (size_t)(x->width * x->rows), streaming);
     else cuda_workers_copy(w, x->host, chunk, (size_t)(x->width * x->rows));
     return;
   }
   for (r = 0; r < x->rows; r++) {
-    if (into_chunk) memcpy(chunk + r * x->width, x->host + r * x->host_pitch, (size_t)x->width);
+    if (into_chunk && streaming)
+      cuda_workers_copy_streaming(chunk + r * x->width, x->host + r * x->host_pitch, (size_t)x->width);
+    else if (into_chunk)
+      memcpy(chunk + r * x->width, x->host + r * x->host_pitch, (size_t)x->width);
     else memcpy(x->host + r * x->host_pitch, chunk + r * x->width, (size_t)x->width);
   }
 }
@@ -230,7 +240,7 @@ static cubert_status_t ring_slot(cuda_drv_stream_t *s, ring_t *r, uint32_t i, ui
     r->event[i] = NULL;
   }
   if (r->holds[i]) {
-    pack_rows(w, (unsigned char *)r->chunk[i]->ptr, &r->pending[i], false);
+    pack_rows(w, (unsigned char *)r->chunk[i]->ptr, &r->pending[i], false, false);
     r->holds[i] = false;
   }
   return CUBERT_STATUS_OK;
@@ -256,7 +266,7 @@ static cubert_status_t ring_transfer(cuda_drv_stream_t *s, const span_t *x, bool
     if (st != CUBERT_STATUS_OK) break;
     dma.host = (unsigned char *)r.chunk[i]->ptr;
     dma.host_pitch = p.width;
-    if (to_device) pack_rows(w, dma.host, &p, true);
+    if (to_device) pack_rows(w, dma.host, &p, true, d->upload_streaming != 0);
     st = enqueue_span(&s->s, &dma, to_device, out_error);
     if (st == CUBERT_STATUS_OK) st = cubert_cuda_event_record(&s->s, false, &r.event[i], out_error);
     if (st == CUBERT_STATUS_OK && !to_device) {
@@ -364,6 +374,29 @@ static cubert_status_t copy_direct(cuda_drv_stream_t *s, const cubert_driver_cop
   return cubert_cuda_copy_2d(&s->s, &m, out_error);
 }
 
+/* An upload whose source is the caller's only during the call
+ * (CUBERT_COPY_SOURCE_BORROWED): always through pinned chunks that are
+ * filled before this returns, whatever the size and wherever the source
+ * lies (a source the CUDA driver sees as pinned would otherwise be read by
+ * an asynchronous DMA after the call); rows wider than a piece one by one. */
+static cubert_status_t upload_borrowed(cuda_drv_stream_t *s, const span_t *x,
+                                       cubert_error_t *out_error) {
+  span_t row;
+  uint64_t r;
+  s->drv->stats.uploads_borrowed++;
+  s->drv->stats.uploads_staged++;
+  if (x->rows == 1 || x->width <= CUDA_DRV_PIECE) return ring_transfer(s, x, true, out_error);
+  for (r = 0; r < x->rows; r++) {
+    row = *x;
+    row.host = x->host + r * x->host_pitch;
+    row.dev = x->dev + r * x->dev_pitch;
+    row.rows = 1;
+    row.host_pitch = row.dev_pitch = x->width;
+    CUBERT_RETURN_IF_ERROR(ring_transfer(s, &row, true, out_error));
+  }
+  return CUBERT_STATUS_OK;
+}
+
 cubert_status_t cuda_drv_copy(void *self, const cubert_driver_copy_t *c,
                               cubert_driver_stream_t *stream, cubert_error_t *out_error) {
   cuda_drv_t *d = cuda_drv_of(self);
@@ -373,12 +406,15 @@ cubert_status_t cuda_drv_copy(void *self, const cubert_driver_copy_t *c,
   if (c->kind > CUBERT_COPY_DEVICE_TO_DEVICE)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "unknown copy kind");
   if (c->width == 0 || c->height == 0) return CUBERT_STATUS_OK;
+  s->ops++; /* (also when it fails: the errors are then polled for) */
   if ((c->height > 1 && (c->src_pitch < c->width || c->dst_pitch < c->width)) ||
       cubert_u64_mul(c->width, c->height, &bytes) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "copy: a pitch below the row width, or a size overflow");
   if (c->kind == CUBERT_COPY_DEVICE_TO_DEVICE) return copy_direct(s, c, out_error);
   x = span_of(c);
+  if (c->kind == CUBERT_COPY_HOST_TO_DEVICE && (c->flags & CUBERT_COPY_SOURCE_BORROWED))
+    return upload_borrowed(s, &x, out_error);
   host_span = (x.rows - 1) * x.host_pitch + x.width; /* the kit checked it fits */
   if (pinned_holds(d, x.host, host_span)) {
     d->stats.copies_pinned++;

@@ -13,6 +13,9 @@
  *  2b. async launch, client-side cost: bursts of 256 launches (less than the
  *     ring) into an idle stream, timed until the last launch returned (the
  *     drain after each burst is not timed);
+ *  2c. alloc + free of 1 MiB through the pools (empty + release: the
+ *     memory manager's reservation, the device lock, the handle), next to
+ *     malloc + free of 1 MiB;
  *  3. elementwise f32 add a + b -> out over three 64 MiB buffers (CHECKED
  *     mode): launch + sync, GB/s counting bytes read + written (3 x 64 MiB),
  *     next to memcpy of 64 MiB (2 x 64 MiB moved) timed in the same run, right
@@ -165,6 +168,37 @@ static bench_stat_t bench_async_burst(cubert_client_t *client, const config_t *c
     if (r >= 0) t[r] = total / ((double)cfg->bursts * BURST);
   }
   MUST("sync", cubert_client_sync(client, &err));
+  return bench_stat_of(t, cfg->runs);
+}
+
+/* ---- 2c. alloc + free through the pools ------------------------------------------------ */
+
+/* empty(1 MiB) + release, and (*out_malloc) malloc + free of 1 MiB with the
+ * same pattern (glibc maps a block that size and unmaps it on free). */
+static bench_stat_t bench_alloc(cubert_client_t *client, const config_t *cfg,
+                                bench_stat_t *out_malloc) {
+  double t[MAX_RUNS], m[MAX_RUNS];
+  const long n = cfg->async_n / 10 + 100;
+  cubert_handle_t h;
+  cubert_error_t err;
+  long i;
+  int r;
+  for (r = -1; r < cfg->runs; r++) {
+    double t0 = bench_now_ns();
+    for (i = 0; i < n; i++) {
+      MUST("empty", cubert_client_empty(client, 1u << 20, &h, &err));
+      MUST("release", cubert_client_handle_release(client, &h, &err));
+    }
+    if (r >= 0) t[r] = (bench_now_ns() - t0) / (double)n;
+    t0 = bench_now_ns();
+    for (i = 0; i < n; i++) {
+      void *p = malloc(1u << 20);
+      BENCH_CLOBBER(p);
+      free(p);
+    }
+    if (r >= 0) m[r] = (bench_now_ns() - t0) / (double)n;
+  }
+  *out_malloc = bench_stat_of(m, cfg->runs);
   return bench_stat_of(t, cfg->runs);
 }
 
@@ -386,7 +420,7 @@ int main(int argc, char **argv) {
   uint32_t cpus = online > 0 ? (uint32_t)online : 1u;
   uint32_t default_workers = cpus > 1 ? cpus - 1 : 1;
   cubert_client_t *client;
-  bench_stat_t rt, floor_rt, sustained, burst;
+  bench_stat_t rt, floor_rt, sustained, burst, alloc, alloc_malloc;
   bandwidth_t bw_default, bw_one;
   float *a, *b, *host_out;
   void *copy_dst;
@@ -430,6 +464,7 @@ int main(int argc, char **argv) {
   rt = bench_round_trip(client, &cfg);
   sustained = bench_async_sustained(client, &cfg);
   burst = bench_async_burst(client, &cfg);
+  alloc = bench_alloc(client, &cfg, &alloc_malloc);
   cubert_client_release(client);
   floor_rt = bench_executor_floor(&cfg, default_workers);
 
@@ -463,6 +498,8 @@ int main(int argc, char **argv) {
   emit("client", "  same, as launches/s", "M/s", 1, bench_stat_rate(sustained, 1e3), NULL,
        constant(0), 0);
   emit("client", "async launch, client side (bursts of 256)", "ns", 0, burst, NULL, constant(0), 0);
+  emit("client", "alloc + free 1 MiB (pools: empty + release)", "ns", 0, alloc,
+       "malloc + free 1 MiB", alloc_malloc, 0);
   for (k = 0; k < 2; k++) {
     const bandwidth_t *bw = k == 0 ? &bw_default : &bw_one;
     char what[80];

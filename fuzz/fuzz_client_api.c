@@ -234,11 +234,10 @@ static void op_create(ctx_t *x, int with_data) {
   if (x->nallocs == MAX_ALLOCS) return;
   st = with_data ? cubert_client_create_from_slice(c, data, size, &h, &err)
                  : cubert_client_empty(c, size, &h, &err);
-  if (st == CUBERT_STATUS_OUT_OF_RANGE && live_ids(x) + 1 < x->max_handles && !lenient(x)) {
+  if (st == CUBERT_STATUS_OUT_OF_RANGE && live_ids(x) < x->max_handles && !lenient(x)) {
     /* The table is full although the user holds fewer ids: released ids
-     * keep their slot while a pool still owns them (until a poll), and a
-     * reservation takes a second id for a moment. Taking the queued work
-     * and an explicit cleanup must make room. */
+     * keep their slot while a pool still owns them (until a poll). Taking
+     * the queued work and an explicit cleanup must make room. */
     uint32_t u;
     FUZZ_CHECK(err.status == st);
     for (u = 0; u < NSLOTS; u++) harness_sync(x, u);
@@ -246,8 +245,9 @@ static void op_create(ctx_t *x, int with_data) {
     st = with_data ? cubert_client_create_from_slice(c, data, size, &h, &err)
                    : cubert_client_empty(c, size, &h, &err);
   }
-  /* a table of N slots holds N - 1 user ids: reserve() takes one more */
-  EXPECT(st, live_ids(x) + 1 >= x->max_handles ? CUBERT_STATUS_OUT_OF_RANGE : CUBERT_STATUS_OK,
+  /* a single allocation's handle is the id its reservation takes: a table
+   * of N slots holds N user ids */
+  EXPECT(st, live_ids(x) >= x->max_handles ? CUBERT_STATUS_OUT_OF_RANGE : CUBERT_STATUS_OK,
          &err);
   if (st != CUBERT_STATUS_OK) return;
   FUZZ_CHECK(cubert_handle_size_in_used(&h) == size && h.stream == cubert_client_stream(c));

@@ -17,7 +17,8 @@
 #   5. the CUDA tests (cuda_: the device layer and the client, on the fake
 #      driver and on the GPU)
 #   6. cuda-smoke (device layer checks and raw figures), cuda-smoke --lost
-#   7. bench_cuda: the client against the raw Driver API
+#   7. bench_cuda: the client against the raw Driver API (its waits, the
+#      allocation path, uploads by copy threads, the context's scheduling)
 #   8. make run CUDA=1: the demo on the GPU
 #   9. compute-sanitizer memcheck over cuda-smoke --quick and over a few
 #      client tests (when installed)
@@ -133,7 +134,7 @@ grep -E '^(bench|cuda-smoke|  FAIL)' "$OUT/smoke.txt" | tee -a "$SUMMARY"
 step smoke-lost 30 "$OUT/smoke.txt" "$B/cuda-smoke" --lost
 grep -E '^(lost|  FAIL)' "$OUT/smoke.txt" | tee -a "$SUMMARY"
 
-step bench 120 "$OUT/bench.txt" env CUBERT_BENCH_CSV="$OUT/bench.csv" "$B/bench/bench_cuda"
+step bench 180 "$OUT/bench.txt" env CUBERT_BENCH_CSV="$OUT/bench.csv" "$B/bench/bench_cuda"
 grep -E '^(\||bench_cuda)' "$OUT/bench.txt" | tee -a "$SUMMARY"
 
 step demo 60 "$OUT/smoke.txt" make CUDA=1 run
@@ -146,7 +147,7 @@ if [ -x "$SANITIZER" ]; then
   step memcheck-client 90 "$OUT/sanitizer.txt" \
     "$SANITIZER" --tool memcheck --report-api-errors no --error-exitcode 3 \
     "$B/cubert-test" --no-fork cuda_gpu_client_transfers cuda_gpu_client_pitched cuda_gpu_client_dynamic \
-    cuda_gpu_client_validate
+    cuda_gpu_client_validate cuda_gpu_paths cuda_gpu_waits
   grep -E 'ERROR SUMMARY|cuda-smoke:|passed' "$OUT/sanitizer.txt" | tee -a "$SUMMARY"
 else
   echo "compute-sanitizer not installed" > "$OUT/sanitizer.txt"

@@ -50,7 +50,8 @@ cubert_status_t cubert_u64_add(uint64_t a, uint64_t b, uint64_t *out) {
 cubert_status_t cubert_u64_round_up(uint64_t value, uint64_t multiple, uint64_t *out) {
   uint64_t rem;
   if (!out || multiple == 0) return CUBERT_STATUS_INVALID_ARGUMENT;
-  rem = value % multiple;
+  /* a power of two (alignments, every caller on a hot path): no division */
+  rem = (multiple & (multiple - 1u)) == 0 ? value & (multiple - 1u) : value % multiple;
   if (rem == 0) {
     *out = value;
     return CUBERT_STATUS_OK;

@@ -47,11 +47,13 @@ static void release_bytes(cubert_bytes_t *bytes, size_t from, size_t count) {
   }
 }
 
-/* A synchronous driver (CUBERT_DRIVER_SYNCHRONOUS: the inline driver) has
- * copied an upload before the device task returns, so the upload reads the
- * caller's bytes in place: no copy, nothing allocated for it (small hosts). */
-static int upload_in_place(const device_state_t *st) {
-  return (cubert_kit_driver(st->kit, NULL)->flags & CUBERT_DRIVER_SYNCHRONOUS) != 0;
+/* A driver that has read an upload's bytes before the device task returns
+ * (CUBERT_DRIVER_SYNCHRONOUS: the inline driver, every size; a driver with
+ * CUBERT_DRIVER_BORROWS_UPLOADS: the CUDA driver, large uploads) reads the
+ * caller's bytes in place: no copy, nothing allocated for it (small hosts,
+ * and large uploads that would fault in fresh pages for the copy). */
+static int upload_in_place(const device_state_t *st, uint64_t size) {
+  return cubert_kit_can_borrow(st->kit, size);
 }
 
 /* Per-call scratch (heap: 64 tensors would need ~30 KB of stack). */
@@ -120,7 +122,7 @@ static cubert_status_t create_item(device_state_t *st, create_scratch_t *s, cons
   }
   cubert_memset(&s->bytes[s->nbytes], 0, sizeof(cubert_bytes_t));
   s->bytes[s->nbytes].property = CUBERT_ALLOCATION_NATIVE;
-  if (len && upload_in_place(st)) { /* borrowed: no release */
+  if (len && upload_in_place(st, len)) { /* borrowed: no release */
     s->bytes[s->nbytes].data = (void *)(uintptr_t)data[i];
     s->bytes[s->nbytes].size = len;
   } else if (len) {
@@ -174,6 +176,135 @@ static cubert_status_t create_with(cubert_client_t *client, create_scratch_t *s,
   return status;
 }
 
+/* ---- one allocation ---- */
+
+/* One allocation (empty, create of one buffer or tensor): the kit reserves
+ * the memory under a new id that becomes the caller's handle, and the
+ * upload (if any) is enqueued in the same device task. No scratch, no
+ * second id to bind: the path of a pooled allocation is the memory
+ * manager's reserve plus the device lock. */
+typedef struct create_one_task_t {
+  client_task_t head;
+  uint64_t stream;
+  cubert_handle_t *handle;        /* device, stream, size, offsets in; memory out */
+  cubert_copy_descriptor_t *desc; /* the upload's (binding set here), or NULL */
+  cubert_bytes_t *bytes;
+  bool borrowed;
+  int ran;      /* the task ran: the bytes are the kit's or released */
+  int reserved; /* handle->memory holds a reserved id */
+} create_one_task_t;
+
+static void create_one_run(void *context, void *payload) {
+  create_one_task_t *t = (create_one_task_t *)payload;
+  cubert_kit_t *kit = (cubert_kit_t *)context;
+  cubert_kit_write_t write;
+  t->ran = 1;
+  t->head.status = cubert_kit_reserve_memory(kit, t->stream, t->handle->size, &t->handle->memory,
+                                             t->head.error);
+  if (t->head.status != CUBERT_STATUS_OK) {
+    if (t->desc) release_bytes(t->bytes, 0, 1);
+    return;
+  }
+  t->reserved = 1;
+  if (!t->desc) return;
+  t->desc->binding = *t->handle;
+  write.stream = t->stream;
+  write.descriptors = t->desc;
+  write.bytes = t->bytes;
+  write.count = 1;
+  write.borrowed = t->borrowed;
+  t->head.status = cubert_kit_write(kit, &write, t->head.error); /* takes the bytes */
+}
+
+/* The upload of the one item: owned bytes moved, or the caller's data
+ * borrowed in place, or copied. *out_has: there is one (empty: none). */
+static cubert_status_t one_upload(device_state_t *st, const cubert_layout_descriptor_t *d,
+                                  const cubert_layout_t *l, const void *data,
+                                  cubert_bytes_t *owned, cubert_copy_descriptor_t *desc,
+                                  cubert_bytes_t *bytes, bool *out_borrowed, bool *out_has,
+                                  cubert_error_t *out_error) {
+  uint64_t len = d->elem_size;
+  uint32_t k;
+  *out_has = owned != NULL || data != NULL;
+  *out_borrowed = false;
+  if (!*out_has) return CUBERT_STATUS_OK;
+  cubert_memset(desc, 0, sizeof(*desc));
+  desc->rank = d->rank;
+  for (k = 0; k < d->rank; k++) {
+    desc->shape[k] = d->shape[k];
+    desc->strides[k] = l->strides[k];
+    len *= d->shape[k]; /* cannot overflow: the layout checked it */
+  }
+  desc->elem_size = d->elem_size;
+  if (owned) {
+    *bytes = *owned;
+    owned->release = NULL; /* moved */
+    return CUBERT_STATUS_OK;
+  }
+  cubert_memset(bytes, 0, sizeof(*bytes));
+  bytes->property = CUBERT_ALLOCATION_NATIVE;
+  if (len && upload_in_place(st, len)) { /* borrowed for the task: no release */
+    bytes->data = (void *)(uintptr_t)data;
+    bytes->size = len;
+    *out_borrowed = true;
+  } else if (len) {
+    void *copy = NULL;
+    if (cubert_allocator_malloc(st->allocator, (size_t)len, 0, &copy, NULL) != CUBERT_STATUS_OK)
+      return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &len, 1,
+                              "copy of the data to upload");
+    cubert_memcpy(copy, data, (size_t)len);
+    bytes->data = copy;
+    bytes->size = len;
+    bytes->owner = &st->allocator;
+    bytes->release = release_owned_copy;
+  }
+  return CUBERT_STATUS_OK;
+}
+
+static cubert_status_t create_one(cubert_client_t *client, const cubert_layout_descriptor_t *d,
+                                  const void *data, cubert_bytes_t *owned,
+                                  cubert_memory_layout_t *out_layout, cubert_error_t *out_error) {
+  device_state_t *st = client->state;
+  cubert_layout_t l;
+  cubert_handle_t h;
+  cubert_copy_descriptor_t desc;
+  cubert_bytes_t bytes;
+  create_one_task_t t;
+  bool has = false;
+  uint64_t total = 0;
+  uint32_t k;
+  cubert_status_t status;
+  status = cubert_layout_policy_apply(&st->layout_policy, d, 1, &l, &total, out_error);
+  if (status == CUBERT_STATUS_OK)
+    status = one_upload(st, d, &l, data, owned, &desc, &bytes, &t.borrowed, &has, out_error);
+  if (status != CUBERT_STATUS_OK) {
+    release_bytes(owned, 0, 1);
+    return status;
+  }
+  cubert_memset(&h, 0, sizeof h);
+  h.device = st->device.index_id;
+  h.stream = cubert_client_stream(client);
+  h.size = total;
+  h.offset_start = l.offset_start;
+  h.offset_end = l.offset_end;
+  t.stream = h.stream;
+  t.handle = &h;
+  t.desc = has ? &desc : NULL;
+  t.bytes = &bytes;
+  t.ran = 0;
+  t.reserved = 0;
+  status = client_submit(client, create_one_run, &t.head, out_error);
+  if (!t.ran && has) release_bytes(&bytes, 0, 1);
+  if (status != CUBERT_STATUS_OK) {
+    if (t.reserved) (void)cubert_handle_release(st->table, &h); /* the write failed */
+    return status;
+  }
+  out_layout->memory = h;
+  out_layout->rank = l.rank;
+  for (k = 0; k < CUBERT_MAX_RANK; k++) out_layout->strides[k] = k < l.rank ? l.strides[k] : 0;
+  return CUBERT_STATUS_OK;
+}
+
 cubert_status_t client_do_create(cubert_client_t *client,
                                  const cubert_layout_descriptor_t *descriptors, size_t count,
                                  const void *const *data, cubert_bytes_t *owned,
@@ -187,6 +318,7 @@ cubert_status_t client_do_create(cubert_client_t *client,
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "create needs 1..64 descriptors and an output array");
   }
+  if (count == 1) return create_one(client, descriptors, data ? data[0] : NULL, owned, out_layouts, out_error);
   if (scratch_create(st->allocator, count, &s) != CUBERT_STATUS_OK) {
     release_bytes(owned, 0, count);
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
@@ -317,6 +449,7 @@ cubert_status_t cubert_client_write(cubert_client_t *client, const cubert_handle
   cubert_bytes_t bytes;
   void *copy = NULL;
   write_task_t t;
+  bool borrowed;
   cubert_status_t status;
   CLIENT_CHECK(client && handle && (data || size == 0), "write: NULL argument");
   CUBERT_RETURN_IF_ERROR(client_check_device(client, handle, out_error));
@@ -327,7 +460,8 @@ cubert_status_t cubert_client_write(cubert_client_t *client, const cubert_handle
     return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2,
                             "write larger than the handle");
   }
-  if (size && upload_in_place(client->state)) {
+  borrowed = size && upload_in_place(client->state, size);
+  if (borrowed) {
     copy = (void *)(uintptr_t)data; /* borrowed: no release */
   } else if (size) {
     if (cubert_allocator_malloc(client->state->allocator, (size_t)size, 0, &copy, NULL) !=
@@ -346,12 +480,13 @@ cubert_status_t cubert_client_write(cubert_client_t *client, const cubert_handle
   bytes.size = size;
   bytes.property = CUBERT_ALLOCATION_NATIVE;
   bytes.owner = &client->state->allocator;
-  bytes.release = size && !upload_in_place(client->state) ? release_owned_copy : NULL;
+  bytes.release = size && !borrowed ? release_owned_copy : NULL;
   t.ran = 0;
   t.op.stream = cubert_client_stream(client);
   t.op.descriptors = &d;
   t.op.bytes = &bytes;
   t.op.count = 1;
+  t.op.borrowed = borrowed;
   status = client_submit(client, write_run, &t.head, out_error);
   if (!t.ran) release_bytes(&bytes, 0, 1);
   return status;

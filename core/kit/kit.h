@@ -69,15 +69,32 @@ typedef struct cubert_kit_create_t {
 cubert_status_t cubert_kit_create_memory(cubert_kit_t *kit, const cubert_kit_create_t *op,
                                          cubert_error_t *out_error);
 
+/* reserve: `size` bytes on `stream`'s pools under a new memory id that
+ * holds one handle reference (the caller's) and is owned by the pools: one
+ * allocation without a second id to bind (create of one buffer, empty).
+ * OK with *out_memory; the memory manager's codes; the lost record. */
+cubert_status_t cubert_kit_reserve_memory(cubert_kit_t *kit, uint64_t stream, uint64_t size,
+                                          cubert_memory_id_t *out_memory,
+                                          cubert_error_t *out_error);
+
 /* write: each bytes[i] (contiguous, bytes[i].size <= the destination) into
  * descriptors[i] (contiguous or pitched), in stream order. Validates every
- * item first; ownership of the bytes moves to the kit (also on failure). */
+ * item first; ownership of the bytes moves to the kit (also on failure).
+ * `borrowed`: the bytes are the caller's for this call only (release NULL;
+ * a driver with CUBERT_DRIVER_BORROWS_UPLOADS reads them before its copy
+ * returns: cubert_kit_can_borrow says when). */
 typedef struct cubert_kit_write_t {
   uint64_t stream;
   const cubert_copy_descriptor_t *descriptors;
   cubert_bytes_t *bytes;
   size_t count;
+  bool borrowed;
 } cubert_kit_write_t;
+
+/* Whether an upload of `size` bytes may read the caller's memory in place:
+ * the driver finishes its copies before returning (SYNCHRONOUS), or reads
+ * borrowed sources of that size at once (BORROWS_UPLOADS). Pure. */
+bool cubert_kit_can_borrow(const cubert_kit_t *kit, uint64_t size);
 cubert_status_t cubert_kit_write(cubert_kit_t *kit, const cubert_kit_write_t *op,
                                  cubert_error_t *out_error);
 

@@ -171,6 +171,7 @@ cubert_status_t cubert_kit_write(cubert_kit_t *kit, const cubert_kit_write_t *op
   }
   for (i = 0; i < op->count && status == CUBERT_STATUS_OK; i++) {
     (void)write_copy(kit, &op->descriptors[i], &op->bytes[i], &copy, NULL);
+    if (op->borrowed) copy.flags = CUBERT_COPY_SOURCE_BORROWED;
     status = enqueue_copy(kit, op->stream, &op->descriptors[i].binding, &copy, CUBERT_RACE_WRITE,
                           "write", out_error);
   }
@@ -211,7 +212,28 @@ cubert_status_t cubert_kit_create_memory(cubert_kit_t *kit, const cubert_kit_cre
   write.descriptors = op->descriptors;
   write.bytes = op->bytes;
   write.count = op->count;
+  write.borrowed = false;
   return cubert_kit_write(kit, &write, out_error);
+}
+
+cubert_status_t cubert_kit_reserve_memory(cubert_kit_t *kit, uint64_t stream, uint64_t size,
+                                          cubert_memory_id_t *out_memory,
+                                          cubert_error_t *out_error) {
+  kit_slot_t *slot = NULL;
+  CUBERT_RETURN_IF_ERROR(kit_lost(kit, out_error));
+  CUBERT_RETURN_IF_ERROR(kit_slot(kit, stream, &slot, out_error));
+  /* The reserved id is the caller's (one handle reference), so nothing is
+   * bound; the slice keeps cursor 0, which the kit never reads (it answers
+   * a binding's cursor with its origin slot's current one: kit_events.c). */
+  CUBERT_RETURN_IF_ERROR(cubert_memory_manager_reserve(slot->manager, size, out_memory, out_error));
+  kit_gc_poll_if_pending(kit);
+  return CUBERT_STATUS_OK;
+}
+
+bool cubert_kit_can_borrow(const cubert_kit_t *kit, uint64_t size) {
+  uint32_t flags = kit->driver->flags;
+  return (flags & CUBERT_DRIVER_SYNCHRONOUS) != 0 ||
+         ((flags & CUBERT_DRIVER_BORROWS_UPLOADS) != 0 && size > CUBERT_DRIVER_BORROW_MIN);
 }
 
 /* ---- completions ---------------------------------------------------------------------------- */

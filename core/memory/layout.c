@@ -155,6 +155,18 @@ cubert_status_t cubert_layout_policy_apply(const cubert_layout_policy_t *policy,
   if (policy->kind == CUBERT_LAYOUT_POLICY_PITCHED && policy->mem_alignment < 16)
     return layout_invalid(out_error, "layout: a pitched policy needs mem_alignment >= 16");
 
+  /* One descriptor (a single allocation: the common case): one pass. */
+  if (count == 1) {
+    CUBERT_RETURN_IF_ERROR(layout_compute_one(policy, &descriptors[0], &l, out_error));
+    if (cubert_u64_round_up(l.size, policy->mem_alignment, &slot) != CUBERT_STATUS_OK)
+      return layout_overflow(out_error, "layout: size rounding to mem_alignment overflows");
+    l.offset_start = 0;
+    l.offset_end = slot - l.size;
+    out_layouts[0] = l;
+    *out_total = slot;
+    return CUBERT_STATUS_OK;
+  }
+
   /* Pass 1: validate everything and compute the total; nothing is written. */
   for (i = 0; i < count; i++) {
     CUBERT_RETURN_IF_ERROR(layout_compute_one(policy, &descriptors[i], &l, out_error));

@@ -132,6 +132,54 @@ CUBERT_API cubert_status_t cubert_cuda_device_info(uint32_t ordinal,
 /* Type id of CUDA devices in the device registry. */
 #define CUBERT_CUDA_DEVICE_TYPE 2
 
+/* How a host thread waits for the GPU in a sync, a read or any completion
+ * (cubert_completion_wait without a deadline). Spinning answers within a
+ * fraction of a microsecond of the GPU finishing but keeps a CPU core busy
+ * meanwhile; blocking frees the core and pays the wake-up (several
+ * microseconds, more in a virtual machine). */
+typedef enum cubert_cuda_sync_mode_e {
+  /* Poll the completion's event (cuEventQuery) for up to sync_spin_us, then
+   * cuEventSynchronize (which waits as the context's scheduling says). */
+  CUBERT_CUDA_SYNC_AUTO = 0,
+  /* Poll until the event completed, however long that takes. */
+  CUBERT_CUDA_SYNC_SPIN = 1,
+  /* Poll, giving the CPU away (sched_yield) between polls. */
+  CUBERT_CUDA_SYNC_YIELD = 2,
+  /* cuEventSynchronize at once (the thread sleeps if the context's
+   * scheduling is BLOCKING_SYNC; CUDA's default spins or yields). */
+  CUBERT_CUDA_SYNC_BLOCKING = 3,
+  CUBERT_CUDA_SYNC_MODE_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
+} cubert_cuda_sync_mode_t;
+
+/* The scheduling flags of the GPU's primary context (CU_CTX_SCHED_*): how
+ * CUDA itself waits in cuEventSynchronize / cuStreamSynchronize. The primary
+ * context is shared by everything in the process that uses the GPU (the CUDA
+ * runtime included), so DEFAULT leaves it alone; another value is set with
+ * cuDevicePrimaryCtxSetFlags when the device is created (before the context
+ * is first made where possible) and applies to the whole process. */
+typedef enum cubert_cuda_schedule_e {
+  CUBERT_CUDA_SCHEDULE_DEFAULT = 0, /* as found (CUDA: AUTO, spin unless contexts > cores) */
+  CUBERT_CUDA_SCHEDULE_SPIN = 1,    /* CU_CTX_SCHED_SPIN */
+  CUBERT_CUDA_SCHEDULE_YIELD = 2,   /* CU_CTX_SCHED_YIELD */
+  CUBERT_CUDA_SCHEDULE_BLOCKING = 3, /* CU_CTX_SCHED_BLOCKING_SYNC: the thread sleeps */
+  CUBERT_CUDA_SCHEDULE_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
+} cubert_cuda_schedule_t;
+
+/* Default of cubert_cuda_options_t.sync_spin_us: long enough for the
+ * short kernels of an eager workload (a 16M-float add takes ~0.1 ms on an
+ * H100); CUDA's own default spins without a limit when a process has fewer
+ * contexts than cores. */
+#define CUBERT_CUDA_SYNC_SPIN_US_DEFAULT 1000u
+
+/* How large uploads copy pageable bytes into pinned chunks. */
+typedef enum cubert_cuda_upload_copy_e {
+  CUBERT_CUDA_UPLOAD_COPY_AUTO = 0,      /* STREAMING where the CPU has it, else CACHED */
+  CUBERT_CUDA_UPLOAD_COPY_CACHED = 1,    /* memcpy */
+  CUBERT_CUDA_UPLOAD_COPY_STREAMING = 2, /* non-temporal stores (x86-64): the chunk's lines
+                                            are not read first nor kept in the caches */
+  CUBERT_CUDA_UPLOAD_COPY_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
+} cubert_cuda_upload_copy_t;
+
 typedef struct cubert_cuda_options_t {
   /* The GPU: the CUdevice ordinal, below cubert_cuda_device_count. */
   uint32_t ordinal;
@@ -148,16 +196,26 @@ typedef struct cubert_cuda_options_t {
   cubert_profile_level_t profile_level;
   /* Host threads (the calling one included) that copy large uploads from
    * pageable memory into pinned chunks, and large reads out of them; 0: the
-   * default (half the online CPUs, at most 8); 1: the calling thread alone. */
+   * default (the online CPUs, at most 16); 1: the calling thread alone. */
   uint32_t upload_threads;
   /* Non-zero: the kit's race checker (cubert/race.h); reports go to
    * race_sink (cubert_kit_race_counters counts them). */
   uint32_t race_check;
   cubert_race_sink_t race_sink;
+  /* How waits for the GPU wait (AUTO: spin up to sync_spin_us, then block). */
+  cubert_cuda_sync_mode_t sync_mode;
+  /* AUTO's polling time in microseconds; 0: CUBERT_CUDA_SYNC_SPIN_US_DEFAULT. */
+  uint32_t sync_spin_us;
+  /* The primary context's scheduling flags (process-wide; DEFAULT: untouched). */
+  cubert_cuda_schedule_t schedule;
+  /* How large uploads fill their pinned chunks. */
+  cubert_cuda_upload_copy_t upload_copy;
 } cubert_cuda_options_t;
 
 /* Defaults: GPU 0, index 0, 16 streams, profile level from the
- * CUBERT_PROFILE_LEVEL environment variable (getenv). NULL: no-op. */
+ * CUBERT_PROFILE_LEVEL environment variable (getenv), sync AUTO with
+ * CUBERT_CUDA_SYNC_SPIN_US_DEFAULT, schedule DEFAULT, upload copy AUTO.
+ * NULL: no-op. */
 CUBERT_API void cubert_cuda_options_initialize(cubert_cuda_options_t *options);
 
 /* Create a CUDA device over GPU options->ordinal and its first client
@@ -167,7 +225,8 @@ CUBERT_API void cubert_cuda_options_initialize(cubert_cuda_options_t *options);
  * unavailable: <reason>": no driver, no GPU, an old driver) or OUT_OF_RANGE
  * (an ordinal past the device count), with nothing created;
  * FAILED_PRECONDITION (kind SERVICE_CREATION) when the index is taken; INVALID_ARGUMENT (NULL
- * out_client, max_streams above 255, an unknown profile level);
+ * out_client, max_streams above 255, an unknown profile level, sync mode,
+ * schedule or upload copy);
  * RESOURCE_EXHAUSTED; the mapped CUresult of a failed driver call. Nothing
  * is left behind on failure. Thread-safe; blocks while the driver loads and
  * the context is made (the first device of a GPU: tens to hundreds of
@@ -192,6 +251,13 @@ typedef struct cubert_cuda_client_stats_t {
   uint64_t events_created; /* events made (the rest were reused) */
   uint64_t module_loads;   /* cuModuleLoadDataEx calls that succeeded */
   uint32_t upload_threads; /* host threads of large transfers */
+  uint32_t upload_streaming; /* 1: large uploads fill chunks with non-temporal stores */
+  uint64_t uploads_borrowed; /* of uploads_staged: read in place from the caller's bytes
+                                (create / write above CUBERT_DRIVER_BORROW_MIN: no client copy) */
+  uint64_t sync_spins;     /* waits that ended while polling */
+  uint64_t sync_blocks;    /* waits that ended in cuEventSynchronize */
+  uint64_t stream_queries_skipped; /* error drains that knew the stream idle (no cuStreamQuery) */
+  uint32_t context_flags;  /* the primary context's flags (cuDevicePrimaryCtxGetState) */
   uint32_t reserved_;
 } cubert_cuda_client_stats_t;
 

@@ -212,6 +212,29 @@ static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *out, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+static CUresult fake_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active) {
+  CUresult r = device_check(dev);
+  if (r != CUDA_SUCCESS) return r;
+  if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&fake_mutex);
+  *flags = g_ctx[dev].flags;
+  *active = g_ctx[dev].refs > 0;
+  pthread_mutex_unlock(&fake_mutex);
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
+  CUresult r = device_check(dev);
+  if (r == CUDA_SUCCESS) r = (CUresult)fake_knob("CUBERT_FAKE_CUDA_SET_FLAGS_RESULT", 0);
+  if (r != CUDA_SUCCESS) return r;
+  if ((flags & CU_CTX_SCHED_MASK) > CU_CTX_SCHED_BLOCKING_SYNC) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&fake_mutex);
+  g_ctx[dev].flags = flags;
+  fake_stats_.ctx_set_flags++;
+  pthread_mutex_unlock(&fake_mutex);
+  return CUDA_SUCCESS;
+}
+
 static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice dev) {
   CUresult r = device_check(dev);
   if (r != CUDA_SUCCESS) return r;
@@ -312,16 +335,20 @@ CUresult fake_stream_check(CUstream s) {
 
 static CUresult fake_cuStreamSynchronize(CUstream s) {
   CUresult r = fake_stream_check(s);
+  pthread_mutex_lock(&fake_mutex);
+  fake_stats_.stream_syncs++;
   if (r == CUDA_SUCCESS && s) {
-    pthread_mutex_lock(&fake_mutex);
     s->completed = s->recorded;
     fake_stream_free_deferred(s);
-    pthread_mutex_unlock(&fake_mutex);
   }
+  pthread_mutex_unlock(&fake_mutex);
   return r;
 }
 
 static CUresult fake_cuStreamQuery(CUstream s) {
+  pthread_mutex_lock(&fake_mutex);
+  fake_stats_.stream_queries++;
+  pthread_mutex_unlock(&fake_mutex);
   return fake_stream_check(s);
 }
 
@@ -372,6 +399,7 @@ static CUresult fake_cuEventQuery(CUevent e) {
   if (r != CUDA_SUCCESS) return r;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_mutex);
+  fake_stats_.event_queries++;
   if (e->stream && e->seq <= e->stream->completed) e->pending = 0;
   if (e->pending > 0) {
     e->pending--;
@@ -388,6 +416,7 @@ static CUresult fake_cuEventSynchronize(CUevent e) {
   if (r != CUDA_SUCCESS) return r;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_mutex);
+  fake_stats_.event_syncs++;
   event_complete(e);
   pthread_mutex_unlock(&fake_mutex);
   return CUDA_SUCCESS;
@@ -426,6 +455,7 @@ static const struct {
     FAKE_ENTRY(cuDeviceGetCount), FAKE_ENTRY(cuDeviceGetName), FAKE_ENTRY(cuDeviceGetAttribute),
     FAKE_ENTRY(cuDeviceTotalMem), FAKE_ENTRY(cuDeviceGetPCIBusId),
     FAKE_ENTRY(cuDevicePrimaryCtxRetain), FAKE_ENTRY(cuDevicePrimaryCtxRelease),
+    FAKE_ENTRY(cuDevicePrimaryCtxGetState), FAKE_ENTRY(cuDevicePrimaryCtxSetFlags),
     FAKE_ENTRY(cuCtxSetCurrent), FAKE_ENTRY(cuCtxGetCurrent), FAKE_ENTRY(cuMemGetInfo),
     FAKE_ENTRY(cuStreamCreate), FAKE_ENTRY(cuStreamDestroy), FAKE_ENTRY(cuStreamSynchronize),
     FAKE_ENTRY(cuStreamQuery), FAKE_ENTRY(cuStreamWaitEvent), FAKE_ENTRY(cuEventCreate),

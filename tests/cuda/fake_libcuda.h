@@ -29,6 +29,7 @@
  *                                    context-poisoning one poisons the context
  *   CUBERT_FAKE_CUDA_FUNC_MAX_THREADS  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
  *                                    (default 1024)
+ *   CUBERT_FAKE_CUDA_SET_FLAGS_RESULT  cuDevicePrimaryCtxSetFlags returns this CUresult
  *
  * Events complete in stream order: one found complete completes those
  * recorded before it on its stream; cuStreamSynchronize completes them all.
@@ -75,6 +76,9 @@ typedef struct fake_cuda_stats_t {
   char kernel[64];
   unsigned char args[FAKE_CUDA_ARGS_BYTES];
   int last_dynamic_shared_attribute; /* the last cuFuncSetAttribute value */
+  /* waits and polls (the CUDA driver's sync modes, skipped stream queries) */
+  uint64_t event_queries, event_syncs, stream_queries, stream_syncs;
+  uint64_t ctx_set_flags; /* cuDevicePrimaryCtxSetFlags calls that succeeded */
 } fake_cuda_stats_t;
 
 /* Runs a kernel on the host, by its entry name, in place of the GPU:

@@ -20,6 +20,7 @@ struct CUctx_st {
   int device;
   int refs;
   CUresult poison; /* sticky context-poisoning error, 0 while healthy */
+  unsigned flags;  /* cuDevicePrimaryCtxSetFlags (kept while the context is reset) */
 };
 
 /* Work runs at once; completion is only pretended late (EVENT_DELAY), but

@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_workers.c: the CUDA driver's copy threads
- * (backend-cuda/cuda_workers.c) and the pinned chunk records in their
- * headers (backend-cuda/cuda_staging.c).
+ * (backend-cuda/cuda_workers.c: plain and streaming copies, zeroing) and the
+ * pinned chunk records in their headers (backend-cuda/cuda_staging.c).
  */
 #include "cuda_driver.h"
 #include "cuda_test.h"
+
+#if defined(__x86_64__) && defined(__SSE2__)
+#define CUBERT_TEST_X86_64 1
+#else
+#define CUBERT_TEST_X86_64 0
+#endif
 
 static void copy_case(cuda_workers_t *w, size_t n, int zero) {
   unsigned char *src = (unsigned char *)malloc(n), *dst = (unsigned char *)malloc(n);
@@ -44,6 +50,47 @@ TEST(cuda_workers_copy_and_zero_in_parallel) {
   cuda_workers_destroy(w);
   cuda_workers_destroy(one);
   cuda_workers_destroy(NULL);
+  CHECK_EQ_I64(c.live_blocks, 0);
+  counting_allocator_destroy(&c);
+}
+
+/* Non-temporal copies: every size around the 16-byte head, the 64-byte
+ * body and the tail, at every destination misalignment, alone and split
+ * over 3 threads (parts of a streaming job); the bytes around untouched. */
+TEST(cuda_workers_streaming_copies_every_alignment) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_initialize(&c);
+  cuda_workers_t *w = NULL;
+  static const size_t sizes[] = {0, 1, 15, 16, 63, 64, 255, 256, 257, 1000, 4096 + 77};
+  const size_t big = (6u << 20) + 123u;
+  unsigned char *src = (unsigned char *)malloc(big + 64), *dst = (unsigned char *)malloc(big + 64);
+  size_t i, k, off, bad;
+  CHECK(src && dst);
+  for (i = 0; i < big + 64; i++) src[i] = (unsigned char)(i * 131u + 5u);
+  for (k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    for (off = 0; off < 16; off++) {
+      memset(dst, 0xEE, sizes[k] + 32);
+      cuda_workers_copy_streaming(dst + off, src + 3, sizes[k]);
+      for (i = 0, bad = 0; i < sizes[k] + 32; i++)
+        bad += dst[i] != (i >= off && i < off + sizes[k] ? src[3 + i - off] : 0xEE);
+      CHECK_MSG(bad == 0, "size %zu at +%zu: %zu bytes wrong", sizes[k], off, bad);
+    }
+  }
+  CHECK_OK(cuda_workers_create(a, 3, &w));
+  for (off = 0; off < 3; off++) {
+    memset(dst, 0xEE, big + 64);
+    cuda_workers_copy_mode(w, dst + off * 7u, src + off, big, true);
+    for (i = 0, bad = 0; i < big; i++) bad += dst[off * 7u + i] != src[off + i];
+    CHECK_MSG(bad == 0, "split streaming copy at +%zu: %zu bytes wrong", off * 7u, bad);
+    CHECK_EQ_U64(dst[off * 7u + big], 0xEE);
+  }
+  cuda_workers_copy_mode(w, dst, NULL, big, true); /* zeroing ignores streaming */
+  for (i = 0, bad = 0; i < big; i++) bad += dst[i] != 0;
+  CHECK_EQ_U64(bad, 0);
+  cuda_workers_destroy(w);
+  CHECK(cuda_workers_streaming_available() == (sizeof(void *) == 8 && CUBERT_TEST_X86_64));
+  free(src);
+  free(dst);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }

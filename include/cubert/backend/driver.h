@@ -98,6 +98,15 @@ typedef uint64_t cubert_device_ptr_t;
  * complete when recorded (the inline driver). A hint: the kit then releases
  * what waits for an event at once. */
 #define CUBERT_DRIVER_SYNCHRONOUS (1u << 1)
+/* copy() reads the host source of a host-to-device copy flagged
+ * CUBERT_COPY_SOURCE_BORROWED before it returns when the copy moves more
+ * than CUBERT_DRIVER_BORROW_MIN bytes (e.g. through pinned chunks that the
+ * driver fills before it returns). The client then uploads such bytes from
+ * the caller's memory in place instead of copying them first (create and
+ * write still let the caller reuse its buffer as soon as they return). The
+ * CUDA driver. */
+#define CUBERT_DRIVER_BORROWS_UPLOADS (1u << 2)
+#define CUBERT_DRIVER_BORROW_MIN (64u << 10)
 
 /* ---- copies ------------------------------------------------------------------- */
 
@@ -108,16 +117,22 @@ typedef enum cubert_copy_kind_e {
   CUBERT_COPY_KIND_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_copy_kind_t;
 
+/* cubert_driver_copy_t.flags: the host source (H2D) is valid only until
+ * copy() returns, not until the copy completed; set only for drivers with
+ * CUBERT_DRIVER_BORROWS_UPLOADS and copies above CUBERT_DRIVER_BORROW_MIN. */
+#define CUBERT_COPY_SOURCE_BORROWED (1u << 0)
+
 /* One copy of `height` rows of `width` bytes (CUDA_MEMCPY2D). Row r starts at
  * src + r * src_pitch and goes to dst + r * dst_pitch; with height 1 the
  * pitches are ignored (a 1-D copy). Sources and destinations are host
  * pointers or device addresses by `kind`; the unused pair is 0 / NULL.
  * Host memory is borrowed: a host source (H2D) must stay unchanged and a
  * host destination (D2H) valid until the copy completed on its stream (the
- * kit keeps them until an event recorded after the copy completed). */
+ * kit keeps them until an event recorded after the copy completed), except
+ * a source flagged CUBERT_COPY_SOURCE_BORROWED (valid during the call). */
 typedef struct cubert_driver_copy_t {
-  uint32_t kind; /* cubert_copy_kind_t */
-  uint32_t reserved_;
+  uint32_t kind;  /* cubert_copy_kind_t */
+  uint32_t flags; /* CUBERT_COPY_* */
   const void *src_host;           /* H2D */
   void *dst_host;                 /* D2H */
   cubert_device_ptr_t src_device; /* D2H, D2D */
