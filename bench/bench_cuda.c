@@ -46,6 +46,7 @@
  * "bench_cuda: skipped: CUDA unavailable: <reason>" and exits 0. Exit
  * status 1 when an operation failed or a result did not check.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -708,6 +709,19 @@ static void bench_compute(const cfg_t *cfg, cubert_client_t *const clients[3], r
   free(host);
 }
 
+/* The section running, named if the program dies (a crash in the driver or a
+ * benchmark must still say where; stdout is line-buffered for the same reason). */
+static const char *volatile g_section = "start";
+
+static void on_fatal_signal(int sig) {
+  char line[160];
+  int n = snprintf(line, sizeof line, "bench_cuda: died of signal %d in section '%s'\n", sig,
+                   g_section);
+  if (n > 0) (void)write(2, line, (size_t)n);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 int main(int argc, char **argv) {
   cfg_t cfg;
   cubert_cuda_device_info_t info;
@@ -747,19 +761,32 @@ int main(int argc, char **argv) {
          info.driver_version % 1000 / 10, cfg.runs, sysconf(_SC_NPROCESSORS_ONLN),
          cfg.quick ? " (--quick: not for the record)" : "");
   bench_print_load("before");
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  signal(SIGSEGV, on_fatal_signal);
+  signal(SIGBUS, on_fatal_signal);
+  signal(SIGABRT, on_fatal_signal);
   clients[0] = client_new(0, 0); /* the defaults: sync AUTO */
   clients[1] = client_make(1, 1, CUBERT_CUDA_SYNC_SPIN, CUBERT_CUDA_UPLOAD_COPY_AUTO);
   clients[2] = client_make(2, 1, CUBERT_CUDA_SYNC_BLOCKING, CUBERT_CUDA_UPLOAD_COPY_AUTO);
   raw_open(&r);
   bench_table_begin("bench_cuda");
+  g_section = "launches";
   bench_launches(&cfg, clients[0], &r);
+  g_section = "waits";
   bench_waits(&cfg, clients, &r);
+  g_section = "alloc";
   bench_alloc(&cfg, clients[0], &r);
+  g_section = "uploads";
   bench_uploads(&cfg, clients[0], &r);
+  g_section = "compute";
   bench_compute(&cfg, clients, &r);
+  g_section = "schedules";
   bench_schedules(&cfg, clients[0], clients[2], &r);
+  g_section = "raw teardown";
   raw_close(&r);
+  g_section = "client release";
   for (k = 0; k < 3; k++) cubert_client_release(clients[k]);
+  g_section = "end";
   bench_print_load("after");
   if (g_failed) printf("bench_cuda: a result did not check\n");
   return g_failed ? 1 : 0;

@@ -134,8 +134,14 @@ grep -E '^(bench|cuda-smoke|  FAIL)' "$OUT/smoke.txt" | tee -a "$SUMMARY"
 step smoke-lost 30 "$OUT/smoke.txt" "$B/cuda-smoke" --lost
 grep -E '^(lost|  FAIL)' "$OUT/smoke.txt" | tee -a "$SUMMARY"
 
-step bench 180 "$OUT/bench.txt" env CUBERT_BENCH_CSV="$OUT/bench.csv" "$B/bench/bench_cuda"
-grep -E '^(\||bench_cuda)' "$OUT/bench.txt" | tee -a "$SUMMARY"
+# under gdb when the machine has it: a crash then prints its backtrace into bench.txt
+BENCH_WRAP=
+if command -v gdb >/dev/null 2>&1; then
+  BENCH_WRAP="gdb -q -batch -return-child-result -ex run -ex bt --args"
+fi
+# shellcheck disable=SC2086
+step bench 180 "$OUT/bench.txt" env CUBERT_BENCH_CSV="$OUT/bench.csv" $BENCH_WRAP "$B/bench/bench_cuda"
+grep -E '^(\||bench_cuda|#[0-9])' "$OUT/bench.txt" | tee -a "$SUMMARY"
 
 step demo 60 "$OUT/smoke.txt" make CUDA=1 run
 grep -E '^(cubert .* demo|not on the GPU|demo |  .*FAIL)' "$OUT/smoke.txt" | tee -a "$SUMMARY"
