@@ -261,6 +261,14 @@ void cuda_comm_abort(cuda_group_t *g, const cubert_error_t *cause, const cubert_
     pending[i] = members[i] && members[i]->posted > members[i]->written;
   }
   cuda_comm_unlock();
+  /* the errors first: a sync that the abort releases finds them queued */
+  for (i = 0; i < n; i++) {
+    cuda_member_t *m = members[i];
+    const cubert_error_t *e = pending[i] ? posters : others;
+    if (!m || m->errors_queued || !e || !m->s) continue; /* one error per member and abort */
+    cubert_cuda_stream_queue_error(&m->s->s, e);
+    m->errors_queued = 1;
+  }
   /* NCCL's kernels still waiting for peers give up (ncclCommAbort is local) */
   if (g->kind == CUDA_GROUP_WORLD && g->world) {
     cuda_world_abort_comm(g->world);
@@ -276,17 +284,10 @@ void cuda_comm_abort(cuda_group_t *g, const cubert_error_t *cause, const cubert_
     g->nccl_state = CUDA_NCCL_FAILED;
     g->nccl_error = *cause;
   }
-  for (i = 0; i < n; i++) {
-    cuda_member_t *m = members[i];
-    const cubert_error_t *e = pending[i] ? posters : others;
-    if (!m) continue;
-    if (m->errors_queued) e = NULL; /* one error per member and abort */
-    if (e && m->s) {
-      cubert_cuda_stream_queue_error(&m->s->s, e);
-      m->errors_queued = 1;
-    }
-    if (g->kind == CUDA_GROUP_LOCAL && g->size > 1) cuda_comm_release(m, NULL);
-  }
+  /* then the gates of rounds that will never be issued */
+  if (g->kind == CUDA_GROUP_LOCAL && g->size > 1)
+    for (i = 0; i < n; i++)
+      if (members[i]) cuda_comm_release(members[i], NULL);
 }
 
 /* ---- leaving ------------------------------------------------------------------------------ */
@@ -396,7 +397,11 @@ cubert_status_t cuda_comm_collective(void *self, cubert_driver_comm_t *comm,
     return cubert_error_set(out_error, CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION, &f, 1,
                             "all_reduce does not compute on this dtype on the CUDA device");
   }
-  if (!m->s) m->s = s;
+  if (!m->s) { /* others read it under issue_mutex */
+    (void)pthread_mutex_lock(g->issue_mutex);
+    m->s = s;
+    (void)pthread_mutex_unlock(g->issue_mutex);
+  }
   if (g->kind == CUDA_GROUP_LOCAL && g->size > 1) return cuda_comm_post(m, collective, s, out_error);
   return cuda_comm_direct(m, collective, s, out_error);
 }
@@ -415,7 +420,7 @@ cubert_status_t cuda_comm_stream_errors(void *self, cubert_driver_stream_t *stre
     for (i = 0; i < CUDA_COMM_MAX; i++) {
       cuda_group_t *g = &g_groups[i];
       uint32_t r;
-      if (!g->used || g->nccl_state != CUDA_NCCL_READY) continue;
+      if (!g->used) continue; /* cuda_comm_poll_async checks the rest under issue_mutex */
       for (r = 0; r < g->size; r++)
         if (g->members[r] && g->members[r]->drv == d) {
           gens[n] = g->generation;

@@ -250,6 +250,9 @@ void cuda_comm_watch_remove(void);
 /* Start the watchdog when something needs it, or join it when nothing does
  * (no lock held). */
 cubert_status_t cuda_comm_watch_sync(cubert_error_t *out_error);
+/* Tests: the next start of the watchdog fails (as a pthread_create that
+ * fails would). */
+void cuda_comm_watch_fail_next(void);
 /* Poll the NCCL communicators of `g` (still the group of `generation`) for
  * an asynchronous error; abort `g` on one (takes the locks; skips a group
  * whose issue_mutex is busy). */

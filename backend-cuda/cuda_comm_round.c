@@ -64,7 +64,7 @@ static cubert_status_t member_prepare(cuda_member_t *m, cuda_drv_stream_t *s,
 /* Enqueue "gate := value" on N (issue_mutex held). */
 static void gate_write(cuda_member_t *m, uint32_t value) {
   CUresult r;
-  if (!m->n.handle || value <= m->written) return;
+  if (value <= m->written || !m->n.handle) return; /* nothing posted: n may be in the making */
   if (cubert_cuda_device_enter(m->drv->dev, NULL) != CUBERT_STATUS_OK) return; /* lost */
   r = m->cu->cuStreamWriteValue32(m->n.handle, m->word, value, CU_STREAM_WRITE_VALUE_DEFAULT);
   if (r != CUDA_SUCCESS) {
@@ -339,7 +339,7 @@ static cubert_status_t group_nccl(cuda_group_t *g, round_t *rd, cubert_error_t *
   int devlist[CUDA_COMM_MAX_MEMBERS];
   cubert_nccl_comm_t comms[CUDA_COMM_MAX_MEMBERS];
   CUcontext saved;
-  uint32_t i, j;
+  uint32_t i;
   int res;
   if (g->nccl_state == CUDA_NCCL_READY) return CUBERT_STATUS_OK;
   if (g->nccl_state == CUDA_NCCL_FAILED) {
@@ -350,21 +350,9 @@ static cubert_status_t group_nccl(cuda_group_t *g, round_t *rd, cubert_error_t *
     g->nccl_state = CUDA_NCCL_FAILED;
     return group_nccl(g, rd, out_error);
   }
-  for (i = 0; i < rd->n; i++) {
-    devlist[i] = (int)rd->m[i]->ordinal;
-    for (j = 0; j < i; j++)
-      if (devlist[j] == devlist[i]) {
-        char reason[CUBERT_ERROR_REASON_SIZE];
-        cubert_cuda_format(reason, sizeof reason,
-                           "all_reduce: devices %u and %u share GPU %d; NCCL takes one rank per "
-                           "GPU (\"Duplicate GPU detected\", ncclInvalidUsage)",
-                           (unsigned)g->devices[j], (unsigned)g->devices[i], devlist[i]);
-        (void)cubert_error_set(&g->nccl_error, CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION, NULL, 0,
-                               reason);
-        g->nccl_state = CUDA_NCCL_FAILED;
-        return group_nccl(g, rd, out_error);
-      }
-  }
+  /* (members on one GPU never get here: their all_reduce is refused at the
+   * call; ncclCommInitAll would refuse them too, ncclInvalidUsage) */
+  for (i = 0; i < rd->n; i++) devlist[i] = (int)rd->m[i]->ordinal;
   memset(comms, 0, sizeof comms);
   saved = cuda_comm_ctx_enter(g->cu, g->ctx[0]);
   res = (int)g->nl->ncclCommInitAll(comms, (int)rd->n, devlist);
@@ -407,9 +395,12 @@ static void issue_all_reduce(cuda_group_t *g, round_t *rd) {
     if (r != CUBERT_NCCL_SUCCESS && res == CUBERT_NCCL_SUCCESS) res = r;
   }
   cuda_comm_ctx_restore(g->cu, saved);
-  if (res != CUBERT_NCCL_SUCCESS) { /* the communicators are in an unknown state */
+  if (res != CUBERT_NCCL_SUCCESS) {
     (void)cubert_nccl_error_set(&e, g->nl, res, "ncclAllReduce");
-    cuda_comm_abort(g, &e, &e, &e);
+    if (res == CUBERT_NCCL_INVALID_ARGUMENT || res == CUBERT_NCCL_INVALID_USAGE)
+      round_finish(rd, &e); /* refused: nothing ran, the communicators are fine */
+    else
+      cuda_comm_abort(g, &e, &e, &e); /* the communicators are in an unknown state */
     return;
   }
   if (p->op == CUBERT_REDUCE_OPERATION_MEAN)

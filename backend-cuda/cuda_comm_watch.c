@@ -29,6 +29,13 @@ static int g_watch_cond_ok;
 static uint32_t g_watch_needed;
 static int g_watch_running, g_watch_stop;
 static pthread_t g_watch_thread;
+static int g_watch_fail_next; /* tests: the next start fails */
+
+void cuda_comm_watch_fail_next(void) {
+  (void)pthread_mutex_lock(&g_watch_mutex);
+  g_watch_fail_next = 1;
+  (void)pthread_mutex_unlock(&g_watch_mutex);
+}
 
 static void watch_once(void) {
   pthread_condattr_t a;
@@ -126,8 +133,10 @@ cubert_status_t cuda_comm_watch_sync(cubert_error_t *out_error) {
   (void)pthread_mutex_lock(&g_watch_control);
   (void)pthread_mutex_lock(&g_watch_mutex);
   if (g_watch_needed && !g_watch_running) {
+    int fail = g_watch_fail_next;
+    g_watch_fail_next = 0;
     g_watch_stop = 0;
-    if (!g_watch_cond_ok || pthread_create(&g_watch_thread, NULL, watch_main, NULL) != 0)
+    if (fail || !g_watch_cond_ok || pthread_create(&g_watch_thread, NULL, watch_main, NULL) != 0)
       st = cubert_error_set(out_error, CUBERT_ERROR_SERVER_GENERIC, NULL, 0,
                             "cannot start the collectives' watchdog thread");
     else

@@ -333,7 +333,10 @@ static cubert_status_t init_run(void *user, cubert_error_t *out_error) {
     }
   for (i = 0; i < CUDA_WORLD_MAX && !w; i++)
     if (!g_worlds[i].used) w = &g_worlds[i];
-  if (w) w->used = 2; /* reserved while NCCL initializes */
+  if (w) { /* reserved while NCCL initializes */
+    w->used = 2;
+    w->index = t->index;
+  }
   cuda_comm_unlock();
   if (!w) {
     uint64_t f = CUDA_WORLD_MAX;

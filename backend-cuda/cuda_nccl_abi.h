@@ -29,7 +29,7 @@ typedef enum cubert_nccl_result_e {
   CUBERT_NCCL_INVALID_USAGE = 5,
   CUBERT_NCCL_REMOTE_ERROR = 6,
   CUBERT_NCCL_IN_PROGRESS = 7,
-  CUBERT_NCCL_NUM_RESULTS = 8
+  CUBERT_NCCL_TIMEOUT = 8 /* newer NCCL (ncclNumResults is 8 before) */
 } cubert_nccl_result_t;
 
 /* ncclDataType_t */

@@ -51,6 +51,7 @@ const char *cubert_nccl_result_name(int result) {
     case CUBERT_NCCL_INVALID_USAGE: return "ncclInvalidUsage";
     case CUBERT_NCCL_REMOTE_ERROR: return "ncclRemoteError";
     case CUBERT_NCCL_IN_PROGRESS: return "ncclInProgress";
+    case CUBERT_NCCL_TIMEOUT: return "ncclTimeout";
     default: return "ncclUnknownResult";
   }
 }
@@ -61,6 +62,7 @@ cubert_error_kind_t cubert_nccl_result_kind(int result) {
     case CUBERT_NCCL_INVALID_ARGUMENT: return CUBERT_ERROR_INVALID_ARGUMENT;
     case CUBERT_NCCL_INVALID_USAGE: return CUBERT_ERROR_FAILED_PRECONDITION;
     case CUBERT_NCCL_REMOTE_ERROR: return CUBERT_ERROR_DEVICE_LOST;
+    case CUBERT_NCCL_TIMEOUT: return CUBERT_ERROR_DEADLINE_EXCEEDED;
     default: return CUBERT_ERROR_SERVER_GENERIC;
   }
 }

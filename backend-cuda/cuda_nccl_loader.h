@@ -90,8 +90,9 @@ const char *cubert_nccl_result_name(int result);
 
 /* The kind an NCCL failure maps to: INVALID_ARGUMENT (ncclInvalidArgument),
  * FAILED_PRECONDITION (ncclInvalidUsage), DEVICE_LOST (ncclRemoteError: a
- * peer failed), SERVER_GENERIC (ncclUnhandledCudaError, ncclSystemError,
- * ncclInternalError, anything else). */
+ * peer failed), DEADLINE_EXCEEDED (ncclTimeout, newer NCCL), SERVER_GENERIC
+ * (ncclUnhandledCudaError, ncclSystemError, ncclInternalError, anything
+ * else). */
 cubert_error_kind_t cubert_nccl_result_kind(int result);
 
 /* Fill out_error for a failed NCCL call: the kind above, backend_code the

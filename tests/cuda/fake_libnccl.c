@@ -130,7 +130,9 @@ uint32_t *fake_nccl_counter_new(void) {
 /* ---- version, errors, ids ---------------------------------------------------------------- */
 
 ncclResult_t ncclGetVersion(int *version) {
+  int want = (int)fake_nccl_knob("CUBERT_FAKE_NCCL_VERSION_RESULT", 0);
   if (!version) return CUBERT_NCCL_INVALID_ARGUMENT;
+  if (want) return (ncclResult_t)want;
 #if defined(FAKE_NCCL_OLD)
   *version = (int)fake_nccl_knob("CUBERT_FAKE_NCCL_VERSION", 2604);
 #else

@@ -33,6 +33,7 @@
  *
  * Knobs (environment, read at each call):
  *   CUBERT_FAKE_NCCL_VERSION      ncclGetVersion (default 22809, 2.28.9)
+ *   CUBERT_FAKE_NCCL_VERSION_RESULT  ncclGetVersion returns this ncclResult_t
  *   CUBERT_FAKE_NCCL_RESULT       ncclAllReduce / ncclSend / ncclRecv return
  *                                 this ncclResult_t and do nothing
  *   CUBERT_FAKE_NCCL_INIT_RESULT  ncclCommInitAll / InitRank(Config) return it
