@@ -125,11 +125,20 @@ CUresult fake_cuStreamWriteValue32(CUstream s, CUdeviceptr addr, cuuint32_t valu
   (void)flags;
   if (r != CUDA_SUCCESS) return r;
   if (!addr) return CUDA_ERROR_INVALID_VALUE;
-  __atomic_store_n((uint32_t *)(uintptr_t)addr, value, __ATOMIC_RELEASE);
+  cubert_fake_cuda_gate_store((uint32_t *)(uintptr_t)addr, value);
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.stream_writes++;
   pthread_mutex_unlock(&fake_mutex);
   return CUDA_SUCCESS;
+}
+
+/* Exported: open gates on `addr` (under fake_mutex, so that what the writer
+ * did before is seen by whoever then finds the gate open, also by a race
+ * checker). The fake libnccl completes its collectives with it. */
+void cubert_fake_cuda_gate_store(uint32_t *addr, uint32_t value) {
+  pthread_mutex_lock(&fake_mutex);
+  __atomic_store_n(addr, value, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&fake_mutex);
 }
 
 CUresult fake_cuDeviceCanAccessPeer(int *can, CUdevice a, CUdevice b) {

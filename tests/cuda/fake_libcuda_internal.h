@@ -109,6 +109,7 @@ CUresult fake_event_settle(CUevent e);
 CUresult fake_stream_ready(CUstream s);
 CUresult cubert_fake_cuda_stream_settle(CUstream s);
 CUresult cubert_fake_cuda_stream_gate(CUstream s, const uint32_t *addr, uint32_t value);
+void cubert_fake_cuda_gate_store(uint32_t *addr, uint32_t value);
 CUresult fake_cuStreamWaitValue32(CUstream s, CUdeviceptr addr, cuuint32_t value,
                                   unsigned int flags);
 CUresult fake_cuStreamWriteValue32(CUstream s, CUdeviceptr addr, cuuint32_t value,

@@ -88,6 +88,8 @@ int fake_nccl_sum(void *out, const void *const *in, int n, size_t count, int typ
 static pthread_once_t g_hooks_once = PTHREAD_ONCE_INIT;
 static fake_nccl_settle_fn g_settle;
 static fake_nccl_gate_fn g_gate;
+typedef void (*fake_nccl_store_fn)(uint32_t *addr, uint32_t value);
+static fake_nccl_store_fn g_store;
 
 static void hooks_find(void) {
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -97,6 +99,8 @@ static void hooks_find(void) {
   b = dlsym(lib, "cubert_fake_cuda_stream_gate");
   if (a) memcpy(&g_settle, &a, sizeof a);
   if (b) memcpy(&g_gate, &b, sizeof b);
+  a = dlsym(lib, "cubert_fake_cuda_gate_store");
+  if (a) memcpy(&g_store, &a, sizeof a);
   (void)dlclose(lib); /* still loaded by whoever loaded it */
 }
 
@@ -108,6 +112,12 @@ fake_nccl_settle_fn fake_nccl_settle(void) {
 fake_nccl_gate_fn fake_nccl_gate(void) {
   (void)pthread_once(&g_hooks_once, hooks_find);
   return g_gate;
+}
+
+void fake_nccl_store(uint32_t *addr, uint32_t value) {
+  (void)pthread_once(&g_hooks_once, hooks_find);
+  if (g_store) g_store(addr, value);
+  else __atomic_store_n(addr, value, __ATOMIC_RELEASE);
 }
 
 static int settle(struct CUstream_st *s) {
@@ -279,7 +289,7 @@ static ncclResult_t comm_close(ncclComm_t c, int abort) {
     pthread_mutex_unlock(&c->mutex);
     pthread_join(c->helper, NULL);
   }
-  __atomic_store_n(c->counter, c->enqueued, __ATOMIC_RELEASE);
+  fake_nccl_store(c->counter, c->enqueued);
   if (c->shm) fake_shm_leave(c->shm);
   pthread_mutex_lock(&fake_nccl_mutex);
   if (abort) fake_nccl_stats_.aborts++;
@@ -347,7 +357,7 @@ static void *helper_main(void *arg) {
     if (r && !c->async_error) c->async_error = r;
     c->head = (c->head + 1u) % FAKE_NCCL_QUEUE;
     c->count--;
-    __atomic_store_n(c->counter, op.seq, __ATOMIC_RELEASE); /* the stream goes on */
+    fake_nccl_store(c->counter, op.seq); /* the stream goes on */
     pthread_cond_broadcast(&c->cond);
   }
   pthread_mutex_unlock(&c->mutex);

@@ -64,6 +64,9 @@ typedef int (*fake_nccl_settle_fn)(struct CUstream_st *s);
 typedef int (*fake_nccl_gate_fn)(struct CUstream_st *s, const uint32_t *addr, uint32_t value);
 fake_nccl_settle_fn fake_nccl_settle(void);
 fake_nccl_gate_fn fake_nccl_gate(void);
+/* *addr = value, through the fake libcuda (so a stream waiting on it sees
+ * what was written before: cubert_fake_cuda_gate_store). */
+void fake_nccl_store(uint32_t *addr, uint32_t value);
 /* A word a gate may wait on for the rest of the process. */
 uint32_t *fake_nccl_counter_new(void);
 
