@@ -710,6 +710,9 @@ endif
 ifeq ($(CUDA),1)
 $(BUILD)/bench/bench_cuda: bench/bench_cuda.c $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench cuda-headers
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+# bench/bench_nccl.c: all_reduce through the client next to raw NCCL (the loaders' tables).
+$(BUILD)/bench/bench_nccl: bench/bench_nccl.c $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench cuda-headers
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 endif
 
 # A user's own kernels: make kernel-image KERNELS=path/my_kernels.h [OUT=my_kernels_image.c]
@@ -763,6 +766,7 @@ help:
 	@echo '  CUDA=1 ...          also the CUDA backend (BUILD=build/cuda, CUDA_PATH=$(CUDA_PATH)); docs/cuda.md'
 	@echo '  cuda-smoke          (CUDA=1) the GPU smoke program; tools/gpu-run.sh runs everything on a GPU machine'
 	@echo '  kernel-image        KERNELS=my_kernels.h [OUT=file.c]: embed a kernel file'"'"'s CUDA image (nvcc)'
+	@echo '  comm-mean-ptx       (CUDA=1) regenerate the all_reduce Mean kernels'"'"' PTX (nvcc); tools/gpu-run-nccl.sh runs the NCCL collectives on GPUs'
 	@echo '  size                flash/RAM of the full and minimal core (+ inline driver), x86-64 and Cortex-M4, and'
 	@echo '                      what the static-arena demo links of them on Cortex-M4'
 	@echo '  install | uninstall PREFIX=$(PREFIX) DESTDIR= libdir= includedir= pkgconfigdir='
