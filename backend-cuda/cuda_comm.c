@@ -40,6 +40,47 @@ static void comm_init_slots(void) {
     if (pthread_mutex_init(&g_issue_mutexes[i], NULL) != 0) g_slots_ok = 0;
 }
 
+/* ---- the NCCL call mutexes, one per GPU ---------------------------------------------- */
+
+#define NCCL_MUTEXES 64u
+static pthread_mutex_t g_nccl_mutexes[NCCL_MUTEXES];
+static pthread_once_t g_nccl_once = PTHREAD_ONCE_INIT;
+
+static void nccl_mutexes_init(void) {
+  uint32_t i;
+  for (i = 0; i < NCCL_MUTEXES; i++) (void)pthread_mutex_init(&g_nccl_mutexes[i], NULL);
+}
+
+void cuda_comm_nccl_lock(uint32_t ordinal) {
+  (void)pthread_once(&g_nccl_once, nccl_mutexes_init);
+  (void)pthread_mutex_lock(&g_nccl_mutexes[ordinal % NCCL_MUTEXES]);
+}
+
+void cuda_comm_nccl_unlock(uint32_t ordinal) {
+  (void)pthread_mutex_unlock(&g_nccl_mutexes[ordinal % NCCL_MUTEXES]);
+}
+
+/* The distinct slots of `ordinals`, ascending, in out (returns how many). */
+static uint32_t nccl_slots(const uint32_t *ordinals, uint32_t n, uint32_t *out) {
+  uint8_t seen[NCCL_MUTEXES];
+  uint32_t i, k = 0;
+  memset(seen, 0, sizeof seen);
+  for (i = 0; i < n; i++) seen[ordinals[i] % NCCL_MUTEXES] = 1;
+  for (i = 0; i < NCCL_MUTEXES; i++)
+    if (seen[i]) out[k++] = i;
+  return k;
+}
+
+void cuda_comm_nccl_lock_all(const uint32_t *ordinals, uint32_t n) {
+  uint32_t slots[NCCL_MUTEXES], k = nccl_slots(ordinals, n, slots), i;
+  for (i = 0; i < k; i++) cuda_comm_nccl_lock(slots[i]);
+}
+
+void cuda_comm_nccl_unlock_all(const uint32_t *ordinals, uint32_t n) {
+  uint32_t slots[NCCL_MUTEXES], k = nccl_slots(ordinals, n, slots), i;
+  for (i = k; i-- > 0;) cuda_comm_nccl_unlock(slots[i]);
+}
+
 void cuda_comm_lock(void) { (void)pthread_mutex_lock(&g_comm_mutex); }
 void cuda_comm_unlock(void) { (void)pthread_mutex_unlock(&g_comm_mutex); }
 cuda_group_t *cuda_comm_slot(uint32_t i) { return i < CUDA_COMM_MAX ? &g_groups[i] : NULL; }
@@ -278,7 +319,9 @@ void cuda_comm_abort(cuda_group_t *g, const cubert_error_t *cause, const cubert_
   if (g->nccl_state == CUDA_NCCL_READY && g->kind == CUDA_GROUP_LOCAL) {
     for (i = 0; i < n; i++)
       if (g->nccl[i]) {
+        cuda_comm_nccl_lock(g->ordinals[i]);
         (void)g->nl->ncclCommAbort(g->nccl[i]);
+        cuda_comm_nccl_unlock(g->ordinals[i]);
         g->nccl[i] = NULL;
       }
     g->nccl_state = CUDA_NCCL_FAILED;
@@ -326,7 +369,8 @@ static void group_free(cuda_group_t *g) {
     int done = group_done_wait(g, cuda_comm_now_ns() + (g->timeout_ns < 10000000000ull
                                                             ? g->timeout_ns
                                                             : 10000000000ull));
-    if (done) {
+    cuda_comm_nccl_lock_all(g->ordinals, g->size);
+    if (done) { /* NCCL wants the ranks one thread holds destroyed in one group */
       (void)g->nl->ncclGroupStart();
       for (i = 0; i < g->size; i++)
         if (g->nccl[i]) (void)g->nl->ncclCommDestroy(g->nccl[i]);
@@ -335,6 +379,7 @@ static void group_free(cuda_group_t *g) {
       for (i = 0; i < g->size; i++)
         if (g->nccl[i]) (void)g->nl->ncclCommAbort(g->nccl[i]);
     }
+    cuda_comm_nccl_unlock_all(g->ordinals, g->size);
     for (i = 0; i < g->size; i++) g->nccl[i] = NULL;
   }
   for (i = 0; i < g->size; i++)

@@ -192,6 +192,17 @@ void cuda_comm_ctx_restore(const cubert_cuda_loader_t *cu, CUcontext saved);
 /* Monotonic nanoseconds. */
 uint64_t cuda_comm_now_ns(void);
 
+/* NCCL calls on communicators of one GPU are made by one thread at a time
+ * (NCCL's thread-safety rule: "not safe to issue NCCL operations in
+ * parallel to independent communicators located on the same device"): one
+ * mutex per GPU ordinal (mod 64), taken around each call; several at once
+ * in ascending order (duplicates taken once). Innermost: no other lock is
+ * taken while one is held. */
+void cuda_comm_nccl_lock(uint32_t ordinal);
+void cuda_comm_nccl_unlock(uint32_t ordinal);
+void cuda_comm_nccl_lock_all(const uint32_t *ordinals, uint32_t n);
+void cuda_comm_nccl_unlock_all(const uint32_t *ordinals, uint32_t n);
+
 /* ---- cuda_comm_round.c: local groups of more than one member --------------------------- */
 
 /* Post one collective of member m on S (the kit's thread; see "Gates"). */

@@ -32,7 +32,9 @@ cubert_status_t cuda_comm_single_nccl(cuda_group_t *g, cuda_member_t *m,
   }
   CUBERT_RETURN_IF_ERROR(cuda_comm_nccl(&g->nl, out_error));
   saved = cuda_comm_ctx_enter(m->cu, m->drv->dev->context);
+  cuda_comm_nccl_lock(m->ordinal);
   res = (int)g->nl->ncclCommInitAll(&comm, 1, &dev);
+  cuda_comm_nccl_unlock(m->ordinal);
   cuda_comm_ctx_restore(m->cu, saved);
   if (res != CUBERT_NCCL_SUCCESS) return cubert_nccl_error_set(out_error, g->nl, res, "ncclCommInitAll");
   g->nccl[0] = comm;
@@ -42,11 +44,15 @@ cubert_status_t cuda_comm_single_nccl(cuda_group_t *g, cuda_member_t *m,
 
 /* Wait until a non-blocking communicator's call was enqueued. */
 static int wait_enqueued(const cubert_nccl_loader_t *nl, cubert_nccl_comm_t comm,
-                         uint64_t timeout_ns) {
+                         uint32_t ordinal, uint64_t timeout_ns) {
   uint64_t start = cuda_comm_now_ns();
   cubert_nccl_result_t state = CUBERT_NCCL_IN_PROGRESS;
   for (;;) {
-    if (nl->ncclCommGetAsyncError(comm, &state) != CUBERT_NCCL_SUCCESS) return CUBERT_NCCL_INTERNAL_ERROR;
+    int r;
+    cuda_comm_nccl_lock(ordinal);
+    r = (int)nl->ncclCommGetAsyncError(comm, &state);
+    cuda_comm_nccl_unlock(ordinal);
+    if (r != CUBERT_NCCL_SUCCESS) return CUBERT_NCCL_INTERNAL_ERROR;
     if (state != CUBERT_NCCL_IN_PROGRESS) return (int)state;
     if (cuda_comm_now_ns() - start > timeout_ns) return -1;
     {
@@ -61,13 +67,14 @@ static int wait_enqueued(const cubert_nccl_loader_t *nl, cubert_nccl_comm_t comm
 /* The NCCL call itself; its ncclResult_t (-1: still in progress after the
  * timeout). */
 static int direct_call(cuda_group_t *g, cubert_nccl_comm_t comm, const cubert_driver_collective_t *c,
-                       cuda_drv_stream_t *s, uint64_t timeout_ns) {
+                       cuda_drv_stream_t *s, uint32_t ordinal, uint64_t timeout_ns) {
   const cubert_nccl_loader_t *nl = g->nl;
   struct CUstream_st *stream = (struct CUstream_st *)s->s.handle;
   uint32_t peer = 0, i;
   int res;
   for (i = 0; i < g->size; i++)
     if (g->devices[i] == c->peer) peer = i;
+  cuda_comm_nccl_lock(ordinal);
   switch (c->kind) {
     case CUBERT_COLLECTIVE_ALL_REDUCE:
       res = (int)nl->ncclAllReduce((const void *)(uintptr_t)c->src, (void *)(uintptr_t)c->dst,
@@ -84,8 +91,9 @@ static int direct_call(cuda_group_t *g, cubert_nccl_comm_t comm, const cubert_dr
                               comm, stream);
       break;
   }
+  cuda_comm_nccl_unlock(ordinal);
   if (res == CUBERT_NCCL_IN_PROGRESS && g->kind == CUDA_GROUP_WORLD)
-    res = wait_enqueued(nl, comm, timeout_ns);
+    res = wait_enqueued(nl, comm, ordinal, timeout_ns);
   return res;
 }
 
@@ -117,7 +125,7 @@ cubert_status_t cuda_comm_direct(cuda_member_t *m, const cubert_driver_collectiv
   }
   comm = g->kind == CUDA_GROUP_WORLD ? cuda_world_comm(g->world) : g->nccl[0];
   saved = cuda_comm_ctx_enter(m->cu, m->drv->dev->context);
-  res = direct_call(g, comm, c, s, m->timeout_ns);
+  res = direct_call(g, comm, c, s, m->ordinal, m->timeout_ns);
   cuda_comm_ctx_restore(m->cu, saved);
   if (res != CUBERT_NCCL_SUCCESS) {
     if (res < 0) {

@@ -355,7 +355,9 @@ static cubert_status_t group_nccl(cuda_group_t *g, round_t *rd, cubert_error_t *
   for (i = 0; i < rd->n; i++) devlist[i] = (int)rd->m[i]->ordinal;
   memset(comms, 0, sizeof comms);
   saved = cuda_comm_ctx_enter(g->cu, g->ctx[0]);
+  cuda_comm_nccl_lock_all(g->ordinals, rd->n);
   res = (int)g->nl->ncclCommInitAll(comms, (int)rd->n, devlist);
+  cuda_comm_nccl_unlock_all(g->ordinals, rd->n);
   cuda_comm_ctx_restore(g->cu, saved);
   if (res != CUBERT_NCCL_SUCCESS) {
     (void)cubert_nccl_error_set(&g->nccl_error, g->nl, res, "ncclCommInitAll");
@@ -379,6 +381,7 @@ static void issue_all_reduce(cuda_group_t *g, round_t *rd) {
   }
   for (i = 0; i < rd->n; i++) wait_ready(rd->m[i], rd->m[i], rd->k);
   saved = cuda_comm_ctx_enter(g->cu, g->ctx[0]);
+  cuda_comm_nccl_lock_all(g->ordinals, rd->n);
   (void)g->nl->ncclGroupStart();
   for (i = 0; i < rd->n; i++) {
     int r = (int)g->nl->ncclAllReduce((const void *)(uintptr_t)rd->p[i].src,
@@ -394,6 +397,7 @@ static void issue_all_reduce(cuda_group_t *g, round_t *rd) {
     int r = (int)g->nl->ncclGroupEnd();
     if (r != CUBERT_NCCL_SUCCESS && res == CUBERT_NCCL_SUCCESS) res = r;
   }
+  cuda_comm_nccl_unlock_all(g->ordinals, rd->n);
   cuda_comm_ctx_restore(g->cu, saved);
   if (res != CUBERT_NCCL_SUCCESS) {
     (void)cubert_nccl_error_set(&e, g->nl, res, "ncclAllReduce");

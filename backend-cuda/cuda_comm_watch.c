@@ -59,6 +59,7 @@ void cuda_comm_watch_remove(void) {
 
 void cuda_comm_poll_async(cuda_group_t *g, uint32_t generation) {
   cubert_nccl_comm_t comms[CUDA_COMM_MAX_MEMBERS];
+  uint32_t ordinals[CUDA_COMM_MAX_MEMBERS];
   const cubert_nccl_loader_t *nl = NULL;
   uint32_t i, n = 0;
   int bad = CUBERT_NCCL_SUCCESS;
@@ -67,16 +68,26 @@ void cuda_comm_poll_async(cuda_group_t *g, uint32_t generation) {
   if (g->used && g->generation == generation && !g->aborted && g->nccl_state == CUDA_NCCL_READY) {
     nl = g->nl;
     if (g->kind == CUDA_GROUP_WORLD) {
-      if (g->world && cuda_world_comm(g->world)) comms[n++] = cuda_world_comm(g->world);
+      for (i = 0; i < g->size && !n; i++) /* this process's one rank */
+        if (g->members[i] && g->world && cuda_world_comm(g->world)) {
+          ordinals[n] = g->ordinals[i];
+          comms[n++] = cuda_world_comm(g->world);
+        }
     } else {
       for (i = 0; i < g->size; i++)
-        if (g->nccl[i]) comms[n++] = g->nccl[i];
+        if (g->nccl[i]) {
+          ordinals[n] = g->ordinals[i];
+          comms[n++] = g->nccl[i];
+        }
     }
   }
   cuda_comm_unlock();
   for (i = 0; i < n && bad == CUBERT_NCCL_SUCCESS; i++) {
     cubert_nccl_result_t state = CUBERT_NCCL_SUCCESS;
-    int r = (int)nl->ncclCommGetAsyncError(comms[i], &state);
+    int r;
+    cuda_comm_nccl_lock(ordinals[i]);
+    r = (int)nl->ncclCommGetAsyncError(comms[i], &state);
+    cuda_comm_nccl_unlock(ordinals[i]);
     if (r != CUBERT_NCCL_SUCCESS) bad = r;
     else if (state != CUBERT_NCCL_SUCCESS && state != CUBERT_NCCL_IN_PROGRESS) bad = (int)state;
   }

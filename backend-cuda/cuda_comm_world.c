@@ -90,7 +90,9 @@ uint32_t cuda_world_live(void) {
 /* issue_mutex of the group held (or no group): abort the NCCL communicator. */
 void cuda_world_abort_comm(cuda_world_t *w) {
   if (!w->comm) return;
+  cuda_comm_nccl_lock(w->drv->dev->ordinal);
   (void)w->nl->ncclCommAbort(w->comm);
+  cuda_comm_nccl_unlock(w->drv->dev->ordinal);
   w->comm = NULL;
 }
 
@@ -165,12 +167,14 @@ void cuda_comm_device_gone(cuda_drv_t *d) {
     cuda_comm_unlock();
     if (cubert_cuda_device_enter(d->dev, NULL) == CUBERT_STATUS_OK) {
       CUcontext saved = cuda_comm_ctx_enter(d->dev->cu, d->dev->context);
+      cuda_comm_nccl_lock(d->dev->ordinal);
       if (w->comm) (void)w->nl->ncclCommDestroy(w->comm); /* the kit synchronized its work */
+      cuda_comm_nccl_unlock(d->dev->ordinal);
       cuda_comm_ctx_restore(d->dev->cu, saved);
       for (k = 0; k < CUDA_COMM_TRACK; k++)
         if (w->track[k]) (void)d->dev->cu->cuEventDestroy(w->track[k]);
     } else if (w->comm) {
-      (void)w->nl->ncclCommAbort(w->comm); /* a lost device: nothing is waited for */
+      cuda_world_abort_comm(w); /* a lost device: nothing is waited for */
     }
     cuda_comm_lock();
     memset(w, 0, sizeof *w);
@@ -278,6 +282,7 @@ static cubert_status_t init_comm(init_task_t *t, cubert_nccl_comm_t *out_comm, c
   cubert_nccl_comm_t comm = NULL;
   cubert_nccl_result_t state = CUBERT_NCCL_IN_PROGRESS;
   uint64_t start = cuda_comm_now_ns();
+  uint32_t ord = t->drv->dev->ordinal;
   CUcontext saved;
   int res;
   cfg.size = sizeof cfg;
@@ -287,9 +292,15 @@ static cubert_status_t init_comm(init_task_t *t, cubert_nccl_comm_t *out_comm, c
   memcpy(id.internal, t->id.bytes, sizeof id.internal);
   CUBERT_RETURN_IF_ERROR(cubert_cuda_device_enter(t->drv->dev, out_error));
   saved = cuda_comm_ctx_enter(t->drv->dev->cu, t->drv->dev->context);
+  cuda_comm_nccl_lock(ord);
   res = (int)t->nl->ncclCommInitRankConfig(&comm, (int)t->o->nranks, id, (int)t->o->rank, &cfg);
+  cuda_comm_nccl_unlock(ord);
   while ((res == CUBERT_NCCL_SUCCESS || res == CUBERT_NCCL_IN_PROGRESS) && comm) {
-    if (t->nl->ncclCommGetAsyncError(comm, &state) != CUBERT_NCCL_SUCCESS) state = CUBERT_NCCL_INTERNAL_ERROR;
+    int r;
+    cuda_comm_nccl_lock(ord);
+    r = (int)t->nl->ncclCommGetAsyncError(comm, &state);
+    cuda_comm_nccl_unlock(ord);
+    if (r != CUBERT_NCCL_SUCCESS) state = CUBERT_NCCL_INTERNAL_ERROR;
     if (state != CUBERT_NCCL_IN_PROGRESS) break;
     if (cuda_comm_now_ns() - start > t->timeout_ns) break;
     {
@@ -301,12 +312,16 @@ static cubert_status_t init_comm(init_task_t *t, cubert_nccl_comm_t *out_comm, c
   }
   cuda_comm_ctx_restore(t->drv->dev->cu, saved);
   if (res != CUBERT_NCCL_SUCCESS && res != CUBERT_NCCL_IN_PROGRESS) {
+    cuda_comm_nccl_lock(ord);
     if (comm) (void)t->nl->ncclCommAbort(comm);
+    cuda_comm_nccl_unlock(ord);
     return cubert_nccl_error_set(out_error, t->nl, res, "ncclCommInitRankConfig");
   }
   if (!comm) return cubert_nccl_error_set(out_error, t->nl, CUBERT_NCCL_INTERNAL_ERROR, "ncclCommInitRankConfig");
   if (state != CUBERT_NCCL_SUCCESS) {
+    cuda_comm_nccl_lock(ord);
     (void)t->nl->ncclCommAbort(comm);
+    cuda_comm_nccl_unlock(ord);
     if (state == CUBERT_NCCL_IN_PROGRESS) {
       uint64_t f = t->timeout_ns;
       return cubert_error_set(out_error, CUBERT_ERROR_DEADLINE_EXCEEDED, &f, 1,
