@@ -13,6 +13,7 @@
 
 #if defined(CUBERT_HAVE_BACKEND_CUDA) && !CUBERT_CTS_INLINE_ONLY
 /* tests/cuda/test_cuda_cts_support.c */
+int cts_cuda_prepare(char *skip, size_t size);
 int cts_cuda_collectives(char *why, size_t size);
 uint32_t cts_cuda_gpus(void);
 uint32_t cts_cuda_live_communicators(void);
@@ -22,6 +23,7 @@ uint32_t cts_cuda_live_communicators(void);
 static void cuda_comm_require(uint32_t n) {
   static char why[CUBERT_ERROR_REASON_SIZE + 64];
   uint32_t gpus;
+  if (cts_cuda_prepare(why, sizeof why) != 0) TEST_SKIP(why); /* no CUDA at all */
   if (!cts_cuda_collectives(why, sizeof why)) TEST_SKIP(why);
   gpus = cts_cuda_gpus();
   if (n > gpus) {
