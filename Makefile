@@ -124,7 +124,9 @@ HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 # GPU tests say so).
 KERNEL_SOURCES := examples/kernels/cubert_kernels.h tests/cts/cts_kernels.h tests/cuda/cuda_test_kernels.h
 CUDA_LINK_OBJ := $(if $(HAVE_NVCC),$(KERNEL_SOURCES:%.h=$(BUILD)/kernels/%.o))
-CUDA_TEST_DEPS := $(BUILD)/cuda-fake/libcuda.so.1 $(BUILD)/cuda-fake-nogpa/libcuda.so.1
+FAKE_LIBNCCL_VARIANTS := cuda-fake-nccl cuda-fake-nccl-old cuda-fake-nccl-nosend
+CUDA_TEST_DEPS := $(BUILD)/cuda-fake/libcuda.so.1 $(BUILD)/cuda-fake-nogpa/libcuda.so.1 \
+  $(FAKE_LIBNCCL_VARIANTS:%=$(BUILD)/%/libnccl.so.2)
 endif
 
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
@@ -245,7 +247,8 @@ $(TEST_BIN): $(TEST_OBJ) $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(CUDA_TEST_DEPS)
 TEST_WRAPPER ?=
 # A CUDA=1 build also runs the conformance suite on the CUDA driver over the fake libcuda.
 test: $(TEST_BIN) $(if $(filter 1,$(CUDA)),$(BUILD)/cuda-smoke) $(if $(TESTS),,fuzz-replay)
-	@$(if $(filter 1,$(CUDA)),CUBERT_FAKE_LIBCUDA=$(abspath $(BUILD))/cuda-fake/libcuda.so.1) \
+	@$(if $(filter 1,$(CUDA)),CUBERT_FAKE_LIBCUDA=$(abspath $(BUILD))/cuda-fake/libcuda.so.1 \
+	  CUBERT_FAKE_LIBNCCL=$(abspath $(BUILD))/cuda-fake-nccl/libnccl.so.2) \
 	  sh tests/build/run_suite.sh '$(TEST_WRAPPER)' $(TEST_BIN) $(TESTS)
 
 # The conformance suite on one driver: make cts SERVER=cpu|deterministic|inline|cuda
@@ -661,7 +664,7 @@ $(BUILD)/obj/tests/cuda/%.o: tests/cuda/%.c | cuda-headers
 
 # The fake driver the CUDA tests load instead of libcuda.so.1 (tests/cuda/fake_libcuda.c),
 # and a variant without cuGetProcAddress_v2 (a driver library missing a symbol).
-FAKE_LIBCUDA_SRC := tests/cuda/fake_libcuda.c tests/cuda/fake_libcuda_exec.c
+FAKE_LIBCUDA_SRC := tests/cuda/fake_libcuda.c tests/cuda/fake_libcuda_exec.c tests/cuda/fake_libcuda_gates.c
 FAKE_LIBCUDA_DEPS := $(FAKE_LIBCUDA_SRC) tests/cuda/fake_libcuda.h tests/cuda/fake_libcuda_internal.h
 $(BUILD)/cuda-fake/libcuda.so.1: $(FAKE_LIBCUDA_DEPS) | cuda-headers
 	@mkdir -p $(@D)
@@ -671,6 +674,23 @@ $(BUILD)/cuda-fake-nogpa/libcuda.so.1: $(FAKE_LIBCUDA_DEPS) | cuda-headers
 	@mkdir -p $(@D)
 	$(CC) $(CUBERT_WARN) $(HOST_DEFS) -DFAKE_CUDA_NO_GET_PROC_ADDRESS -Itests/cuda -isystem $(CUDA_INCLUDE) \
 	  $(CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_LIBCUDA_SRC) -lpthread
+
+# The fake NCCL (tests/cuda/fake_libnccl.c) the collective tests load instead of
+# libnccl.so.2, and variants: too old (2.6.4, no ncclCommInitRankConfig), no ncclSend.
+FAKE_LIBNCCL_SRC := tests/cuda/fake_libnccl.c tests/cuda/fake_libnccl_shm.c
+FAKE_LIBNCCL_DEPS := $(FAKE_LIBNCCL_SRC) tests/cuda/fake_libnccl.h tests/cuda/fake_libnccl_internal.h \
+  backend-cuda/cuda_nccl_abi.h
+fake_nccl_flags = $(if $(filter %-old,$(1)),-DFAKE_NCCL_OLD,$(if $(filter %-nosend,$(1)),-DFAKE_NCCL_NO_SEND))
+$(FAKE_LIBNCCL_VARIANTS:%=$(BUILD)/%/libnccl.so.2): $(FAKE_LIBNCCL_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(CUBERT_WARN) $(HOST_DEFS) $(call fake_nccl_flags,$(notdir $(@D))) -Itests/cuda -Ibackend-cuda \
+	  $(CFLAGS) -fPIC -shared -Wl,-soname,libnccl.so.2 -o $@ $(FAKE_LIBNCCL_SRC) -ldl -lpthread
+
+# The Mean kernels' embedded PTX (backend-cuda/cuda_comm_mean_ptx.h) from
+# backend-cuda/cuda_comm_kernels.h: regenerate it after editing the kernels (needs nvcc).
+.PHONY: comm-mean-ptx
+comm-mean-ptx:
+	NVCC='$(NVCC)' sh tools/cubert-comm-ptx.sh backend-cuda/cuda_comm_mean_ptx.h
 
 # The GPU smoke program (tests/cuda/cuda_smoke.c): run it on a machine with a GPU.
 # (it calls the device layer's internal functions: it links the internal archive)
@@ -689,6 +709,9 @@ endif
 # with the kernel images linked in.
 ifeq ($(CUDA),1)
 $(BUILD)/bench/bench_cuda: bench/bench_cuda.c $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench cuda-headers
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+# bench/bench_nccl.c: all_reduce through the client next to raw NCCL (the loaders' tables).
+$(BUILD)/bench/bench_nccl: bench/bench_nccl.c $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench cuda-headers
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 endif
 
@@ -743,6 +766,7 @@ help:
 	@echo '  CUDA=1 ...          also the CUDA backend (BUILD=build/cuda, CUDA_PATH=$(CUDA_PATH)); docs/cuda.md'
 	@echo '  cuda-smoke          (CUDA=1) the GPU smoke program; tools/gpu-run.sh runs everything on a GPU machine'
 	@echo '  kernel-image        KERNELS=my_kernels.h [OUT=file.c]: embed a kernel file'"'"'s CUDA image (nvcc)'
+	@echo '  comm-mean-ptx       (CUDA=1) regenerate the all_reduce Mean kernels'"'"' PTX (nvcc); tools/gpu-run-nccl.sh runs the NCCL collectives on GPUs'
 	@echo '  size                flash/RAM of the full and minimal core (+ inline driver), x86-64 and Cortex-M4, and'
 	@echo '                      what the static-arena demo links of them on Cortex-M4'
 	@echo '  install | uninstall PREFIX=$(PREFIX) DESTDIR= libdir= includedir= pkgconfigdir='

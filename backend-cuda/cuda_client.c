@@ -192,6 +192,7 @@ cubert_status_t cubert_cuda_client_create(cubert_allocator_t allocator,
   d->sync_spin_ns = (uint64_t)o.sync_spin_us * 1000u;
   d->upload_streaming = upload_streaming(o.upload_copy);
   d->context_flags = flags;
+  d->comm_timeout_ns = (uint64_t)o.collective_timeout_ms * 1000000ull;
   kit_options(&o, h, &k);
   st = cubert_kit_client_create(allocator, &k, &cuda_driver, d, out_client, out_error);
   if (st != CUBERT_STATUS_OK) {

@@ -16,6 +16,8 @@
 
 #include <string.h>
 
+#include "cuda_comm.h"
+
 static cubert_cuda_event_t *event_of(cubert_driver_event_t *e) {
   return (cubert_cuda_event_t *)(void *)e;
 }
@@ -238,8 +240,8 @@ static cubert_status_t drv_stream_synchronize(void *self, cubert_driver_stream_t
   return st;
 }
 
-static cubert_status_t drv_stream_errors(void *self, cubert_driver_stream_t *stream,
-                                         cubert_error_t *out_error) {
+cubert_status_t cuda_drv_stream_errors(void *self, cubert_driver_stream_t *stream,
+                                       cubert_error_t *out_error) {
   cuda_drv_t *d = cuda_drv_of(self);
   cuda_drv_stream_t *s = cuda_drv_stream_of(stream);
   if (s->reports.count) cuda_reports_collect(s);
@@ -324,6 +326,7 @@ static void drv_properties(void *self, cubert_device_properties_t *out) {
 
 static void drv_destroy(void *self) {
   cuda_drv_t *d = cuda_drv_of(self);
+  cuda_comm_device_gone(d);
   cuda_drv_pinned_free_all(d);
   cuda_workers_destroy(d->workers);
   cubert_cuda_device_close(d->dev);
@@ -366,6 +369,8 @@ cubert_status_t cuda_drv_create(cubert_allocator_t allocator, const cubert_cuda_
   if (memory_size) d->properties.memory.max_page_size = memory_size;
   /* the kit's profiling measures host time around stream syncs */
   d->properties.timing_method = CUBERT_TIMING_SYSTEM;
+  /* to_client moves data through the collectives: a peer copy (cuda_comm.h) */
+  d->properties.features |= CUBERT_FEATURE_COLLECTIVES;
   *out_drv = d;
   return CUBERT_STATUS_OK;
 }
@@ -386,12 +391,15 @@ const cubert_driver_t cuda_driver = {
     .stream_create = drv_stream_create,
     .stream_destroy = drv_stream_destroy,
     .stream_synchronize = drv_stream_synchronize,
-    .stream_errors = drv_stream_errors,
+    .stream_errors = cuda_comm_stream_errors,
     .event_record = drv_event_record,
     .event_wait = drv_event_wait,
     .event_query = drv_event_query,
     .event_synchronize = drv_event_synchronize,
     .event_destroy = drv_event_destroy,
-    /* collectives (NCCL) come later: the kit answers UNSUPPORTED; the
-     * communication stream (index max_streams + 1) is already made here */
+    /* collectives: NCCL and peer copies (cuda_comm.h, docs/collectives.md) */
+    .comm_create = cuda_comm_create,
+    .comm_query = cuda_comm_query,
+    .comm_destroy = cuda_comm_destroy,
+    .collective = cuda_comm_collective,
 };

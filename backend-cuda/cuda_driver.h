@@ -156,6 +156,7 @@ struct cuda_drv_t {
   uint64_t sync_spin_ns;          /* AUTO's polling time */
   uint32_t context_flags;         /* the primary context's, at creation */
   uint32_t reserved_;
+  uint64_t comm_timeout_ns; /* collectives' wait for peers (0: the default; cuda_comm.h) */
 };
 
 extern const cubert_driver_t cuda_driver;
@@ -171,6 +172,12 @@ static inline cuda_drv_t *cuda_drv_of(void *self) { return (cuda_drv_t *)self; }
 static inline cuda_drv_stream_t *cuda_drv_stream_of(cubert_driver_stream_t *s) {
   return (cuda_drv_stream_t *)(void *)s;
 }
+
+/* The driver's own stream_errors (cuda_driver.c); the table's entry is
+ * cuda_comm_stream_errors, which polls NCCL first on the communication
+ * stream (cuda_comm.h). */
+cubert_status_t cuda_drv_stream_errors(void *self, cubert_driver_stream_t *stream,
+                                       cubert_error_t *out_error);
 
 /* ---- cuda_transfer.c ---------------------------------------------------------------- */
 

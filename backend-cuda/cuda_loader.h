@@ -91,7 +91,12 @@
   X(cuModuleGetFunction, 2000)          \
   X(cuFuncGetAttribute, 2020)           \
   X(cuFuncSetAttribute, 9000)           \
-  X(cuLaunchKernel, 4000)
+  X(cuLaunchKernel, 4000)                \
+  X(cuStreamWaitValue32, 11070)         \
+  X(cuStreamWriteValue32, 11070)        \
+  X(cuMemcpyPeerAsync, 4000)            \
+  X(cuDeviceCanAccessPeer, 4000)        \
+  X(cuCtxEnablePeerAccess, 4000)
 
 /* The function table and what loading found. Plain data once open; read it
  * from any thread. */

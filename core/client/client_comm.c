@@ -436,7 +436,11 @@ cubert_status_t cubert_client_to_client(cubert_client_t *src, const cubert_handl
   desc.strides[0] = 1;
   desc.elem_size = 1;
 #if CUBERT_CONFIG_COLLECTIVES
-  if (src->state->properties.features & CUBERT_FEATURE_COLLECTIVES)
+  /* another device of the same type, both with collectives: through them */
+  if ((src->state->properties.features & CUBERT_FEATURE_COLLECTIVES) &&
+      (dst->state->properties.features & CUBERT_FEATURE_COLLECTIVES) &&
+      src->state->device.type_id == dst->state->device.type_id &&
+      src->state->device.index_id != dst->state->device.index_id)
     return cubert_client_to_client_tensor(src, &desc, dst, dtype, out_handle, out_error);
 #endif
   CUBERT_RETURN_IF_ERROR(cubert_client_change_client_sync(src, &desc, dst, &layout, out_error));

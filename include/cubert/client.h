@@ -596,9 +596,10 @@ CUBERT_API cubert_status_t cubert_client_to_client_tensor(
     uint32_t dtype, cubert_handle_t *out_handle, cubert_error_t *out_error);
 
 /* to_client: copy a handle's bytes in use to dst's device and return the new
- * handle there (the caller releases it). Devices whose features include
- * CUBERT_FEATURE_COLLECTIVES use to_client_tensor; the others (the CPU
- * drivers) change_client_sync (blocking read on src). INVALID_ARGUMENT for NULL or an
+ * handle there (the caller releases it). Between two devices of one type
+ * whose features both include CUBERT_FEATURE_COLLECTIVES (the CUDA devices)
+ * it uses to_client_tensor; otherwise (the CPU drivers, the same device, two
+ * types) change_client_sync (blocking read on src). INVALID_ARGUMENT for NULL or an
  * unknown dtype; otherwise the codes of the path taken. */
 CUBERT_API cubert_status_t cubert_client_to_client(cubert_client_t *src,
                                                    const cubert_handle_t *handle,

@@ -118,8 +118,9 @@ CUBERT_API cubert_status_t cubert_cuda_device_info(uint32_t ordinal,
  * like any other device: the GPU's primary context (retained once per
  * process and kept: creating and releasing clients does not re-create it;
  * made current on every thread that enters the device), one non-blocking
- * CUstream per stream slot plus one for the GC (and one kept for
- * collectives, which are not supported yet: UNSUPPORTED), pooled events,
+ * CUstream per stream slot plus one for the GC and one for collectives
+ * (all_reduce through NCCL, send / recv and to_client as peer copies within
+ * the process; docs/collectives.md), pooled events,
  * memory through the kit's pools over cuMemAllocAsync (512-byte alignment;
  * the PITCHED layout policy: optimized tensors get 512-byte aligned rows),
  * pinned staging buffers from a reused pool, kernels found by name in the
@@ -210,9 +211,13 @@ typedef struct cubert_cuda_options_t {
   cubert_cuda_schedule_t schedule;
   /* How large uploads fill their pinned chunks. */
   cubert_cuda_upload_copy_t upload_copy;
+  /* How long a collective waits for its peers before its communicator is
+   * aborted (docs/collectives.md); 0: 60000 ms. */
+  uint32_t collective_timeout_ms;
+  uint32_t reserved_;
 } cubert_cuda_options_t;
 
-/* Defaults: GPU 0, index 0, 16 streams, profile level from the
+/* Defaults: GPU 0, index 0, 16 streams, collective timeout 60 s, profile level from the
  * CUBERT_PROFILE_LEVEL environment variable (getenv), sync AUTO with
  * CUBERT_CUDA_SYNC_SPIN_US_DEFAULT, schedule DEFAULT, upload copy AUTO.
  * NULL: no-op. */
@@ -274,6 +279,66 @@ CUBERT_API cubert_status_t cubert_cuda_client_stats(cubert_client_t *client,
  * is not on a CUDA device. Takes the device briefly. */
 CUBERT_API cubert_status_t cubert_cuda_client_jit_log(cubert_client_t *client, char *out_error_log,
                                                       char *out_info_log, size_t size);
+
+/* ---- process communicators (NCCL across processes) ---------------------------
+ * Collectives among CUDA devices of one process need nothing more: the
+ * device list of all_reduce / send / recv names them (docs/collectives.md).
+ * Across processes each process makes its device one rank of an NCCL
+ * communicator with cubert_cuda_comm_init_rank; its collectives then name
+ * one device per rank, sorted by index, this device at position `rank`
+ * (simplest: process r creates its device with device_index r and passes
+ * the ids {CUBERT_CUDA_DEVICE_TYPE, 0 .. nranks - 1}).
+ * libnccl.so.2 (or the file named by CUBERT_LIBNCCL) is opened at run time,
+ * NCCL 2.14 or newer; without it these answer UNSUPPORTED, "NCCL
+ * unavailable: <reason>". examples/cuda_multiprocess.c starts N processes. */
+
+/* The 128 bytes every rank of one communicator must get (ncclUniqueId). */
+typedef struct cubert_cuda_comm_id_t {
+  unsigned char bytes[128];
+} cubert_cuda_comm_id_t;
+
+/* A fresh id (ncclGetUniqueId), to hand to every rank by any means. OK;
+ * INVALID_ARGUMENT (NULL); UNSUPPORTED ("NCCL unavailable: ..."); the
+ * mapped ncclResult_t. Thread-safe; blocks briefly (NCCL binds a socket). */
+CUBERT_API cubert_status_t cubert_cuda_comm_unique_id(cubert_cuda_comm_id_t *out_id,
+                                                      cubert_error_t *out_error);
+
+typedef struct cubert_cuda_comm_options_t {
+  uint32_t rank;   /* this process's rank, < nranks */
+  uint32_t nranks; /* processes, 2 .. 64 */
+  /* Exactly one of: `id`, the id every rank got from
+   * cubert_cuda_comm_unique_id (borrowed for the call); or `id_file`, a path
+   * every rank can reach: rank 0 makes the id and writes the file (a
+   * temporary file renamed into place), the others wait for it, rank 0
+   * removes it once every rank joined. The file must not exist beforehand:
+   * use a fresh path per run (e.g. inside a mkdtemp directory). */
+  const cubert_cuda_comm_id_t *id;
+  const char *id_file;
+  /* How long to wait for the id file and for every rank to join, and the
+   * collective timeout of the communicator; 0: 60000 ms. */
+  uint32_t timeout_ms;
+  uint32_t reserved_;
+} cubert_cuda_comm_options_t;
+
+/* Zeroes (no id, no file, the default timeout). NULL: no-op. */
+CUBERT_API void cubert_cuda_comm_options_initialize(cubert_cuda_comm_options_t *options);
+
+/* Make `client`'s CUDA device rank options->rank of a communicator of
+ * options->nranks processes (ncclCommInitRankConfig, non-blocking, polled):
+ * blocks until every rank joined or the timeout passed. The communicator
+ * lives until the device is destroyed (ncclCommDestroy then). Each process
+ * calls it once per device (one rank per process).
+ * Returns OK; INVALID_ARGUMENT (NULL, nranks outside 2..64, rank >= nranks,
+ * not exactly one of id / id_file, a malformed id file); DEVICE_MISMATCH
+ * (not a CUDA device); UNSUPPORTED ("NCCL unavailable: ...", also for NCCL
+ * older than 2.14); DEADLINE_EXCEEDED (no id file, or not every rank
+ * joined, within the timeout); FAILED_PRECONDITION (the device has a process
+ * communicator already); RESOURCE_EXHAUSTED (8 per process); IO_FAILED (the
+ * id file cannot be written); the mapped ncclResult_t. Nothing is left
+ * behind on failure. Thread-safe; holds the device while NCCL initializes. */
+CUBERT_API cubert_status_t cubert_cuda_comm_init_rank(cubert_client_t *client,
+                                                      const cubert_cuda_comm_options_t *options,
+                                                      cubert_error_t *out_error);
 
 CUBERT_EXTERN_C_END
 

@@ -15,6 +15,8 @@
 /* tests/cuda/test_cuda_cts_support.c: 0 when there is a CUDA driver to
  * test (the fake one gets its host kernel runner), else the skip line. */
 int cts_cuda_prepare(char *skip, size_t size);
+/* 1 when the CUDA devices can all_reduce (NCCL loads), else 0 and why. */
+int cts_cuda_collectives(char *why, size_t size);
 #endif
 #endif
 
@@ -204,6 +206,7 @@ static cubert_status_t cuda_create(cubert_allocator_t a, const cts_options_t *o,
   co.max_handles = o->max_handles;
   co.bounds_check = o->bounds_check;
   co.race_check = env_u64("CUBERT_CTS_RACE", 1) != 0;
+  co.collective_timeout_ms = o->collective_timeout_ms;
   return cubert_cuda_client_create(a, &co, out, err);
 #else
   (void)a;
@@ -324,6 +327,9 @@ int cts_has_collectives(cubert_client_t *client) {
 #if CUBERT_CTS_INLINE_ONLY
   return 1;
 #else
+#if defined(CUBERT_HAVE_BACKEND_CUDA)
+  if (cts_server() == CTS_SERVER_CUDA) return cts_cuda_collectives(NULL, 0); /* NCCL loads */
+#endif
   {
     cubert_cpu_sim_info_t info; /* the CPU driver refuses them in deterministic mode */
     return cubert_cpu_sim_info(client, &info, NULL) != CUBERT_STATUS_OK || !info.deterministic;

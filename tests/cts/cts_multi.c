@@ -4,10 +4,36 @@
  * collectives need the threads). */
 #include "cts_multi.h"
 
+#include <stdio.h>
 #include <time.h>
 
 #if !CUBERT_CTS_INLINE_ONLY
 #include "host/host_comm.h"
+#endif
+
+#if defined(CUBERT_HAVE_BACKEND_CUDA) && !CUBERT_CTS_INLINE_ONLY
+/* tests/cuda/test_cuda_cts_support.c */
+int cts_cuda_prepare(char *skip, size_t size);
+int cts_cuda_collectives(char *why, size_t size);
+uint32_t cts_cuda_gpus(void);
+uint32_t cts_cuda_live_communicators(void);
+
+/* The CUDA devices' collectives need NCCL, and NCCL one GPU per rank: a
+ * test of n devices (index mod GPU count) skips with the reason otherwise. */
+static void cuda_comm_require(uint32_t n) {
+  static char why[CUBERT_ERROR_REASON_SIZE + 64];
+  uint32_t gpus;
+  if (cts_cuda_prepare(why, sizeof why) != 0) TEST_SKIP(why); /* no CUDA at all */
+  if (!cts_cuda_collectives(why, sizeof why)) TEST_SKIP(why);
+  gpus = cts_cuda_gpus();
+  if (n > gpus) {
+    snprintf(why, sizeof why,
+             "collectives of %u devices need %u GPUs, this machine has %u: NCCL takes one rank "
+             "per GPU (\"Duplicate GPU detected\", ncclInvalidUsage)",
+             (unsigned)n, (unsigned)n, (unsigned)gpus);
+    TEST_SKIP(why);
+  }
+}
 #endif
 
 void mdev_create(cts_env_t *env, uint32_t index, uint32_t collective_timeout_ms) {
@@ -35,9 +61,9 @@ void mdev_setup(mdev_t *m, uint32_t n, uint32_t first_index, uint32_t collective
 void mdev_setup_comm(mdev_t *m, uint32_t n, uint32_t first_index, uint32_t collective_timeout_ms) {
   if (cts_server() == CTS_SERVER_INLINE)
     TEST_SKIP("collectives: the inline driver has none (it answers UNSUPPORTED)");
-  if (cts_server() == CTS_SERVER_CUDA)
-    TEST_SKIP("collectives: the CUDA driver has none yet (NCCL is to come; it answers "
-              "UNSUPPORTED)");
+#if defined(CUBERT_HAVE_BACKEND_CUDA) && !CUBERT_CTS_INLINE_ONLY
+  if (cts_server() == CTS_SERVER_CUDA) cuda_comm_require(n);
+#endif
   mdev_setup(m, n, first_index, collective_timeout_ms);
 }
 
@@ -55,7 +81,12 @@ uint32_t mdev_live_communicators(void) { return 0; }
 
 uint64_t mdev_now_ms(void) { return (uint64_t)clock() * 1000u / CLOCKS_PER_SEC; }
 #else
-uint32_t mdev_live_communicators(void) { return host_comm_live(); }
+uint32_t mdev_live_communicators(void) {
+#if defined(CUBERT_HAVE_BACKEND_CUDA)
+  if (cts_server() == CTS_SERVER_CUDA) return cts_cuda_live_communicators();
+#endif
+  return host_comm_live();
+}
 
 uint64_t mdev_now_ms(void) {
   struct timespec ts;

@@ -98,8 +98,10 @@ static const struct {
     {600, "CUDA_ERROR_NOT_READY", "device not ready"},
     {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
     {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+    {704, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED", "peer access is already enabled"},
     {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
     {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {909, "CUDA_ERROR_TIMEOUT", "wait operation timed out"},
     {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
@@ -334,7 +336,7 @@ CUresult fake_stream_check(CUstream s) {
 }
 
 static CUresult fake_cuStreamSynchronize(CUstream s) {
-  CUresult r = fake_stream_check(s);
+  CUresult r = fake_stream_ready(s);
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.stream_syncs++;
   if (r == CUDA_SUCCESS && s) {
@@ -346,10 +348,17 @@ static CUresult fake_cuStreamSynchronize(CUstream s) {
 }
 
 static CUresult fake_cuStreamQuery(CUstream s) {
+  CUresult r;
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.stream_queries++;
   pthread_mutex_unlock(&fake_mutex);
-  return fake_stream_check(s);
+  r = fake_stream_check(s);
+  if (r != CUDA_SUCCESS || !s) return r;
+  pthread_mutex_lock(&fake_mutex);
+  fake_gates_prune(&s->gates);
+  if (s->gates.n) r = CUDA_ERROR_NOT_READY;
+  pthread_mutex_unlock(&fake_mutex);
+  return r;
 }
 
 static CUresult fake_cuEventCreate(CUevent *out, unsigned int flags) {
@@ -384,10 +393,13 @@ static CUresult fake_cuEventRecord(CUevent e, CUstream s) {
   pthread_mutex_lock(&fake_mutex);
   e->pending = (int)fake_knob("CUBERT_FAKE_CUDA_EVENT_DELAY", 0);
   event_detach(e);
+  e->gates.n = 0;
   if (s) {
     e->stream = s;
     e->seq = ++s->recorded;
     s->refs++;
+    fake_gates_prune(&s->gates);
+    e->gates = s->gates;
   }
   fake_stats_.event_records++;
   pthread_mutex_unlock(&fake_mutex);
@@ -400,6 +412,11 @@ static CUresult fake_cuEventQuery(CUevent e) {
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.event_queries++;
+  fake_gates_prune(&e->gates);
+  if (e->gates.n) {
+    pthread_mutex_unlock(&fake_mutex);
+    return CUDA_ERROR_NOT_READY;
+  }
   if (e->stream && e->seq <= e->stream->completed) e->pending = 0;
   if (e->pending > 0) {
     e->pending--;
@@ -415,6 +432,8 @@ static CUresult fake_cuEventSynchronize(CUevent e) {
   CUresult r = fake_ctx_check();
   if (r != CUDA_SUCCESS) return r;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  r = fake_event_settle(e);
+  if (r != CUDA_SUCCESS) return r;
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.event_syncs++;
   event_complete(e);
@@ -426,7 +445,12 @@ static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags
   CUresult r = fake_stream_check(s);
   (void)flags;
   if (r != CUDA_SUCCESS) return r;
-  return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  if (!s) return CUDA_SUCCESS;
+  pthread_mutex_lock(&fake_mutex);
+  if (fake_gates_merge(&s->gates, &e->gates) != 0) r = CUDA_ERROR_NOT_SUPPORTED;
+  pthread_mutex_unlock(&fake_mutex);
+  return r;
 }
 
 static CUresult fake_cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
@@ -468,6 +492,9 @@ static const struct {
     FAKE_ENTRY(cuMemsetD8Async), FAKE_ENTRY(cuModuleLoadDataEx), FAKE_ENTRY(cuModuleUnload),
     FAKE_ENTRY(cuModuleGetFunction), FAKE_ENTRY(cuFuncGetAttribute),
     FAKE_ENTRY(cuFuncSetAttribute), FAKE_ENTRY(cuLaunchKernel),
+    FAKE_ENTRY(cuStreamWaitValue32), FAKE_ENTRY(cuStreamWriteValue32),
+    FAKE_ENTRY(cuMemcpyPeerAsync), FAKE_ENTRY(cuDeviceCanAccessPeer),
+    FAKE_ENTRY(cuCtxEnablePeerAccess),
 };
 
 /* Without cuGetProcAddress_v2 (a library missing the symbol) the lookup is

@@ -30,7 +30,12 @@
  *   CUBERT_FAKE_CUDA_FUNC_MAX_THREADS  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
  *                                    (default 1024)
  *   CUBERT_FAKE_CUDA_SET_FLAGS_RESULT  cuDevicePrimaryCtxSetFlags returns this CUresult
+ *   CUBERT_FAKE_CUDA_GATE_TIMEOUT_MS work on a stream behind a closed
+ *                                    cuStreamWaitValue32 waits at most this
+ *                                    long (default 30000), then CUDA_ERROR_TIMEOUT
+ *   CUBERT_FAKE_CUDA_NO_PEER         1: cuDeviceCanAccessPeer answers 0
  *
+ * Stream memory operations and peer copies: fake_libcuda_gates.c.
  * Events complete in stream order: one found complete completes those
  * recorded before it on its stream; cuStreamSynchronize completes them all.
  * Kernels with a host implementation (by entry name), after the host
@@ -79,6 +84,9 @@ typedef struct fake_cuda_stats_t {
   /* waits and polls (the CUDA driver's sync modes, skipped stream queries) */
   uint64_t event_queries, event_syncs, stream_queries, stream_syncs;
   uint64_t ctx_set_flags; /* cuDevicePrimaryCtxSetFlags calls that succeeded */
+  /* collectives (fake_libcuda_gates.c) */
+  uint64_t stream_waits, stream_writes; /* cuStreamWaitValue32 / cuStreamWriteValue32 */
+  uint64_t copies_peer, peer_enables;   /* cuMemcpyPeerAsync / cuCtxEnablePeerAccess */
 } fake_cuda_stats_t;
 
 /* Runs a kernel on the host, by its entry name, in place of the GPU:

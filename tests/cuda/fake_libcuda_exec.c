@@ -113,7 +113,7 @@ CUresult fake_cuMemFree(CUdeviceptr p) {
 }
 
 CUresult fake_cuMemAllocAsync(CUdeviceptr *out, size_t size, CUstream s) {
-  CUresult r = fake_stream_check(s);
+  CUresult r = fake_stream_ready(s);
   if (r != CUDA_SUCCESS) return r;
   if (fake_knob("CUBERT_FAKE_CUDA_NO_POOLS", 0)) return CUDA_ERROR_NOT_SUPPORTED;
   return device_alloc(out, size, 1);
@@ -124,7 +124,7 @@ CUresult fake_cuMemAllocAsync(CUdeviceptr *out, size_t size, CUstream s) {
  * completed yet). */
 CUresult fake_cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   fake_block_t *b;
-  CUresult r = fake_stream_check(s);
+  CUresult r = fake_stream_ready(s);
   if (r != CUDA_SUCCESS) return r;
   if (!s || !p || !fake_knob("CUBERT_FAKE_CUDA_DEFER_FREES", 0)) return device_free(p, 1);
   b = (fake_block_t *)(uintptr_t)(p - FAKE_HEADER);
@@ -210,7 +210,7 @@ static void count(uint64_t *counter) {
 }
 
 CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
-  CUresult r = fake_stream_check(s);
+  CUresult r = fake_stream_ready(s);
   if (r == CUDA_SUCCESS) r = copy_result();
   if (r != CUDA_SUCCESS) return r;
   if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
@@ -220,7 +220,7 @@ CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUst
 }
 
 CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s) {
-  CUresult r = fake_stream_check(s);
+  CUresult r = fake_stream_ready(s);
   if (r == CUDA_SUCCESS) r = copy_result();
   if (r != CUDA_SUCCESS) return r;
   if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
@@ -230,7 +230,7 @@ CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s
 }
 
 CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
-  CUresult r = fake_stream_check(s);
+  CUresult r = fake_stream_ready(s);
   if (r != CUDA_SUCCESS) return r;
   if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
   memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
@@ -242,7 +242,7 @@ CUresult fake_cuMemcpy2DAsync(const CUDA_MEMCPY2D *c, CUstream s) {
   const unsigned char *src;
   unsigned char *dst;
   size_t row;
-  CUresult r = fake_stream_check(s);
+  CUresult r = fake_stream_ready(s);
   if (r != CUDA_SUCCESS) return r;
   if (!c || c->srcPitch < c->WidthInBytes || c->dstPitch < c->WidthInBytes)
     return CUDA_ERROR_INVALID_VALUE;
@@ -260,7 +260,7 @@ CUresult fake_cuMemcpy2DAsync(const CUDA_MEMCPY2D *c, CUstream s) {
 }
 
 CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
-  CUresult r = fake_stream_check(s);
+  CUresult r = fake_stream_ready(s);
   if (r != CUDA_SUCCESS) return r;
   if (!dst) return CUDA_ERROR_INVALID_VALUE;
   memset((void *)(uintptr_t)dst, v, n);
@@ -435,7 +435,7 @@ CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz
                                     unsigned bx, unsigned by, unsigned bz, unsigned shared,
                                     CUstream s, void **params, void **extra) {
   CUresult want = (CUresult)fake_knob("CUBERT_FAKE_CUDA_LAUNCH_RESULT", 0);
-  CUresult r = fake_stream_check(s);
+  CUresult r = fake_stream_ready(s);
   fake_cuda_kernel_host_fn host;
   (void)extra;
   if (r != CUDA_SUCCESS) return r;

@@ -15,6 +15,20 @@
 #include "fake_libcuda.h"
 
 #define FAKE_MAX_DEVICES 8
+/* Gates one stream or event keeps at most (fake_libcuda_gates.c). */
+#define FAKE_GATES 32
+
+/* A wait of cuStreamWaitValue32 not satisfied yet: open once *addr >= value
+ * (cyclic, as the GPU compares). */
+typedef struct fake_gate_t {
+  const uint32_t *addr;
+  uint32_t value;
+} fake_gate_t;
+
+typedef struct fake_gates_t {
+  uint32_t n;
+  fake_gate_t g[FAKE_GATES];
+} fake_gates_t;
 
 struct CUctx_st {
   int device;
@@ -34,6 +48,7 @@ struct CUstream_st {
   int refs;           /* events whose last record was here */
   int destroyed;
   void *deferred;     /* CUBERT_FAKE_CUDA_DEFER_FREES: blocks freed on it, not yet given back */
+  fake_gates_t gates; /* closed waits its later work stands behind */
 };
 
 struct CUevent_st {
@@ -42,6 +57,7 @@ struct CUevent_st {
   int pending;                 /* queries left that answer NOT_READY */
   struct CUstream_st *stream;  /* of the last record (NULL: never recorded) */
   uint64_t seq;                /* its record number there */
+  fake_gates_t gates;          /* the stream's closed gates when it was recorded */
 };
 
 struct CUmod_st {
@@ -81,6 +97,28 @@ uint64_t fake_device_memory(void);
 void fake_stream_free_deferred(struct CUstream_st *s);
 /* Free every device block of `device` (caller holds fake_mutex). */
 void fake_blocks_free_device(int device);
+
+/* Gates (fake_libcuda_gates.c; caller holds fake_mutex unless said). */
+void fake_gates_prune(fake_gates_t *gates);
+/* Add src's closed gates to dst; -1 when dst is full. */
+int fake_gates_merge(fake_gates_t *dst, const fake_gates_t *src);
+/* Block until the stream's / event's gates opened (without fake_mutex):
+ * CUDA_SUCCESS or CUDA_ERROR_TIMEOUT. */
+CUresult fake_stream_settle(CUstream s);
+CUresult fake_event_settle(CUevent e);
+/* fake_stream_check, then fake_stream_settle: for work on the stream. */
+CUresult fake_stream_ready(CUstream s);
+CUresult cubert_fake_cuda_stream_settle(CUstream s);
+CUresult cubert_fake_cuda_stream_gate(CUstream s, const uint32_t *addr, uint32_t value);
+void cubert_fake_cuda_gate_store(uint32_t *addr, uint32_t value);
+CUresult fake_cuStreamWaitValue32(CUstream s, CUdeviceptr addr, cuuint32_t value,
+                                  unsigned int flags);
+CUresult fake_cuStreamWriteValue32(CUstream s, CUdeviceptr addr, cuuint32_t value,
+                                   unsigned int flags);
+CUresult fake_cuDeviceCanAccessPeer(int *can, CUdevice a, CUdevice b);
+CUresult fake_cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags);
+CUresult fake_cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
+                                CUcontext src_ctx, size_t n, CUstream s);
 
 /* Entry points of fake_libcuda_exec.c (reached through cuGetProcAddress). */
 CUresult fake_cuMemAlloc(CUdeviceptr *out, size_t size);

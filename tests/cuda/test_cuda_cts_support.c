@@ -15,6 +15,7 @@
  */
 #include <pthread.h>
 
+#include "cuda_comm.h"
 #include "cuda_test.h"
 #include "cubert/cuda.h"
 #include "cubert/host.h"
@@ -22,8 +23,11 @@
 #include "kernel/cpu_kernel.h"
 #include "cts_kernels.h"
 
-/* Declared here and in tests/cts/cts.c (the CUDA build's hook). */
+/* Declared here and in tests/cts/cts.c / cts_multi.c (the CUDA build's hooks). */
 int cts_cuda_prepare(char *skip, size_t size);
+int cts_cuda_collectives(char *why, size_t size);
+uint32_t cts_cuda_gpus(void);
+uint32_t cts_cuda_live_communicators(void);
 const cubert_kernel_t *cuda_test_kernel_by_entry(const char *entry);
 
 /* The conformance suite's descriptors of its own kernels (the ones it
@@ -45,8 +49,13 @@ static const cubert_kernel_t *const k_kernels[] = {
 
 const cubert_kernel_t *cuda_test_kernel_by_entry(const char *entry) {
   size_t i;
+  uint32_t dtype;
   for (i = 0; i < KERNEL_COUNT; i++)
     if (strcmp(k_kernels[i]->cuda_entry_name, entry) == 0) return k_kernels[i];
+  for (dtype = 0; dtype < 8; dtype++) { /* the CUDA driver's own (all_reduce Mean) */
+    const cubert_kernel_t *k = cuda_comm_mean_kernel(dtype);
+    if (k && strcmp(k->cuda_entry_name, entry) == 0) return k;
+  }
   return NULL;
 }
 
@@ -151,3 +160,22 @@ int cts_cuda_prepare(char *skip, size_t size) {
   prepared = 1;
   return 0;
 }
+
+/* ---- collectives -------------------------------------------------------------------------- */
+
+/* 1 when the CUDA devices can all_reduce (NCCL loads), else 0 and why. */
+int cts_cuda_collectives(char *why, size_t size) {
+  const cubert_nccl_loader_t *nl = NULL;
+  cubert_error_t err;
+  if (cuda_comm_nccl(&nl, &err) == CUBERT_STATUS_OK) return 1;
+  if (why && size) snprintf(why, size, "collectives: %s", err.reason);
+  return 0;
+}
+
+uint32_t cts_cuda_gpus(void) {
+  uint32_t n = 0;
+  if (cubert_cuda_device_count(&n, NULL) != CUBERT_STATUS_OK) return 0;
+  return n;
+}
+
+uint32_t cts_cuda_live_communicators(void) { return cuda_comm_live(); }
