@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Called once per input; returns 0 (libFuzzer reserves other values). */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -36,6 +37,15 @@ static inline int fuzz_reader_done(const fuzz_reader_t *r) { return r->pos >= r-
 
 static inline uint8_t fuzz_u8(fuzz_reader_t *r) {
   return r->pos < r->size ? r->data[r->pos++] : 0;
+}
+
+/* Copies the next `n` bytes into `dst` (zeros past the end of the input). */
+static inline void fuzz_fill(fuzz_reader_t *r, void *dst, size_t n) {
+  size_t have = r->pos < r->size ? r->size - r->pos : 0;
+  size_t take = have < n ? have : n;
+  if (take) memcpy(dst, r->data + r->pos, take);
+  if (take < n) memset((unsigned char *)dst + take, 0, n - take);
+  r->pos += take;
 }
 
 /* Little-endian, `bytes` (1..8) bytes. */
