@@ -101,7 +101,7 @@ typedef struct cuda_member_t {
   cuda_drv_stream_t *s; /* the kit's communication stream (the first collective's) */
   /* gated path (own until the first post, then read by issuers) */
   cubert_cuda_stream_t n;   /* N: where rounds run (handle NULL until made) */
-  CUdeviceptr word;         /* the gate word (device memory, zeroed) */
+  CUdeviceptr word;         /* the gate word (cubert_cuda_word_alloc: zeroed, not pooled) */
   uint32_t posted;          /* rounds posted (g_comm_mutex) */
   uint32_t written;         /* gate value enqueued on N (issue_mutex) */
   uint32_t errors_queued;   /* an abort error was queued on S (issue_mutex) */

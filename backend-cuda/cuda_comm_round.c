@@ -45,17 +45,16 @@ static cubert_status_t member_prepare(cuda_member_t *m, cuda_drv_stream_t *s,
   cubert_status_t st;
   if (m->n.handle) return CUBERT_STATUS_OK;
   CUBERT_RETURN_IF_ERROR(cubert_cuda_stream_initialize(dev, &m->n, out_error));
-  st = cubert_cuda_memory_alloc(&m->n, 4, &m->word, out_error);
-  if (st == CUBERT_STATUS_OK) st = cubert_cuda_memory_set(&m->n, m->word, 0, 4, out_error);
+  st = cubert_cuda_word_alloc(&m->n, &m->word, out_error);
   if (st == CUBERT_STATUS_OK) st = cubert_cuda_event_record(&m->n, false, &z, out_error);
   if (st == CUBERT_STATUS_OK) {
     st = cubert_cuda_event_wait(&s->s, z, out_error);
     cubert_cuda_event_release(dev, z);
   }
   if (st != CUBERT_STATUS_OK) {
-    if (m->word) (void)cubert_cuda_memory_free(&m->n, m->word, NULL);
-    m->word = 0;
     (void)cubert_cuda_stream_synchronize(&m->n, NULL);
+    if (m->word) cubert_cuda_memory_free_now(dev, m->word);
+    m->word = 0;
     cubert_cuda_stream_deinitialize(&m->n);
   }
   return st;
@@ -102,10 +101,9 @@ void cuda_comm_member_close(cuda_member_t *m) {
     if (m->s && cubert_cuda_event_record(&m->n, false, &q, NULL) == CUBERT_STATUS_OK) {
       (void)cubert_cuda_event_wait(&m->s->s, q, NULL);
       cubert_cuda_event_release(m->drv->dev, q);
-      (void)cubert_cuda_memory_free(&m->s->s, m->word, NULL);
+      cubert_cuda_word_retire(&m->s->s, m->word);
     } else {
-      (void)cubert_cuda_stream_synchronize(&m->n, NULL);
-      (void)cubert_cuda_memory_free(&m->n, m->word, NULL);
+      cubert_cuda_word_retire(&m->n, m->word);
     }
     m->word = 0;
     cubert_cuda_stream_deinitialize(&m->n); /* queued work still runs */

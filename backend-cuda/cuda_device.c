@@ -278,6 +278,7 @@ void cubert_cuda_device_close(cubert_cuda_device_t *device) {
     (void)device->cu->cuCtxSetCurrent(device->context);
     t_current = NULL;
   }
+  cubert_cuda_word_retire_all(device);
   cubert_cuda_staging_pool_deinitialize(device);
   cubert_cuda_module_cache_deinitialize(device);
   cubert_cuda_event_pool_deinitialize(device);

@@ -182,6 +182,9 @@ struct cubert_cuda_device_t {
   cubert_cuda_module_cache_t modules;
   cubert_cuda_staging_pool_t staging;
   uint32_t *count_scratch;        /* pinned, 4 words: dynamic cube counts */
+  /* Words of stream memory operations given back, each freed once its event
+   * passed (cubert_cuda_word_*; under events.mutex). */
+  struct cubert_cuda_retired_word_t *retired_words;
 };
 
 /* Fill *out_info with device `ordinal`'s attributes and the properties the
@@ -358,6 +361,24 @@ cubert_status_t cubert_cuda_memory_free(cubert_cuda_stream_t *stream, CUdevicept
  * any more (cuMemFree: it waits for the device). 0 or a lost device: no-op
  * (the context's memory goes with it). */
 void cubert_cuda_memory_free_now(cubert_cuda_device_t *device, CUdeviceptr ptr);
+
+/* A zeroed 32-bit word of device memory for stream memory operations
+ * (cuStreamWaitValue32 / cuStreamWriteValue32), made on `stream`. Always
+ * from cuMemAlloc: the driver refuses those operations on memory of
+ * cuMemAllocAsync's pools (CUDA_ERROR_INVALID_VALUE, seen on an H100 with
+ * driver 580). Words retired earlier whose streams passed them are freed
+ * first. Returns OK, OUT_OF_MEMORY or the driver's error (nothing made). */
+cubert_status_t cubert_cuda_word_alloc(cubert_cuda_stream_t *stream, CUdeviceptr *out_word,
+                                       cubert_error_t *out_error);
+
+/* Give `word` back once the work queued on `stream` so far has passed it:
+ * freed at a later cubert_cuda_word_alloc or at device close, never
+ * blocking here (when no event can be recorded: the stream is synchronized
+ * and the word freed now). 0: no-op. */
+void cubert_cuda_word_retire(cubert_cuda_stream_t *stream, CUdeviceptr word);
+
+/* At device close: wait for every retired word's event and free them. */
+void cubert_cuda_word_retire_all(cubert_cuda_device_t *device);
 
 /* Set `size` bytes at `ptr` to `value` on the stream (cuMemsetD8Async). */
 cubert_status_t cubert_cuda_memory_set(cubert_cuda_stream_t *stream, CUdeviceptr ptr,

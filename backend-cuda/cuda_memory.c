@@ -87,6 +87,91 @@ void cubert_cuda_memory_free_now(cubert_cuda_device_t *device, CUdeviceptr ptr) 
   (void)device->cu->cuMemFree(ptr);
 }
 
+/* ---- words of stream memory operations ---------------------------------------- */
+
+typedef struct cubert_cuda_retired_word_t {
+  struct cubert_cuda_retired_word_t *next;
+  CUdeviceptr word;
+  cubert_cuda_event_t *passed; /* recorded after the last use */
+} cubert_cuda_retired_word_t;
+
+/* Free retired words whose event passed (all: wait for each). */
+static void word_reap(cubert_cuda_device_t *device, bool all) {
+  cubert_cuda_retired_word_t *done = NULL, **link, *w;
+  (void)pthread_mutex_lock(&device->events.mutex);
+  link = &device->retired_words;
+  while ((w = *link) != NULL) {
+    bool passed = all;
+    if (!passed && cubert_cuda_event_query(device, w->passed, &passed, NULL) != CUBERT_STATUS_OK)
+      passed = true; /* a lost device: its memory goes with the context */
+    if (passed) {
+      *link = w->next;
+      w->next = done;
+      done = w;
+    } else {
+      link = &w->next;
+    }
+  }
+  (void)pthread_mutex_unlock(&device->events.mutex);
+  while ((w = done) != NULL) {
+    done = w->next;
+    if (all) (void)cubert_cuda_event_synchronize(device, w->passed, NULL);
+    cubert_cuda_event_release(device, w->passed);
+    cubert_cuda_memory_free_now(device, w->word);
+    cubert_allocator_free(device->allocator, w, sizeof *w, 0);
+  }
+}
+
+cubert_status_t cubert_cuda_word_alloc(cubert_cuda_stream_t *stream, CUdeviceptr *out_word,
+                                       cubert_error_t *out_error) {
+  CUdeviceptr ptr = 0;
+  CUresult r;
+  cubert_status_t st = memory_stream_check(stream, "cubert_cuda_word_alloc", out_error);
+  if (st != CUBERT_STATUS_OK) return st;
+  if (!out_word)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "cubert_cuda_word_alloc: NULL out_word");
+  if (stream->device->retired_words) word_reap(stream->device, false);
+  r = stream->device->cu->cuMemAlloc(&ptr, 4);
+  if (r != CUDA_SUCCESS)
+    return cubert_cuda_device_fail(stream->device, r, CUBERT_CUDA_OP_MEMORY, "cuMemAlloc", 4,
+                                   out_error);
+  r = stream->device->cu->cuMemsetD8Async(ptr, 0, 4, stream->handle);
+  if (r != CUDA_SUCCESS) {
+    (void)stream->device->cu->cuMemFree(ptr);
+    return cubert_cuda_device_fail(stream->device, r, CUBERT_CUDA_OP_GENERIC, "cuMemsetD8Async",
+                                   0, out_error);
+  }
+  *out_word = ptr;
+  return CUBERT_STATUS_OK;
+}
+
+void cubert_cuda_word_retire(cubert_cuda_stream_t *stream, CUdeviceptr word) {
+  cubert_cuda_device_t *device;
+  cubert_cuda_retired_word_t *w = NULL;
+  cubert_cuda_event_t *passed = NULL;
+  if (!word || !stream || !stream->device) return;
+  device = stream->device;
+  if (cubert_allocator_malloc(device->allocator, sizeof *w, 0, (void **)&w, NULL) !=
+          CUBERT_STATUS_OK ||
+      cubert_cuda_event_record(stream, false, &passed, NULL) != CUBERT_STATUS_OK) {
+    if (w) cubert_allocator_free(device->allocator, w, sizeof *w, 0);
+    (void)cubert_cuda_stream_synchronize(stream, NULL);
+    cubert_cuda_memory_free_now(device, word);
+    return;
+  }
+  w->word = word;
+  w->passed = passed;
+  (void)pthread_mutex_lock(&device->events.mutex);
+  w->next = device->retired_words;
+  device->retired_words = w;
+  (void)pthread_mutex_unlock(&device->events.mutex);
+}
+
+void cubert_cuda_word_retire_all(cubert_cuda_device_t *device) {
+  if (device && device->retired_words) word_reap(device, true);
+}
+
 cubert_status_t cubert_cuda_memory_set(cubert_cuda_stream_t *stream, CUdeviceptr ptr,
                                        uint8_t value, uint64_t size, cubert_error_t *out_error) {
   CUresult r;

@@ -113,6 +113,7 @@ TEST(cts_multi_device_teardown_in_any_order) {
 
 static void to_client_every_pair(uint32_t n, int tensor_path) {
   mdev_t m;
+  cubert_error_t err;
   uint32_t a, b, k;
   if (tensor_path)
     mdev_setup_comm(&m, n, 0, 0);
@@ -136,8 +137,9 @@ static void to_client_every_pair(uint32_t n, int tensor_path) {
         CHECK_OK(cubert_client_to_client_tensor(m.env[a].client, &d, m.env[b].client,
                                                 CUBERT_COMM_DTYPE_F32, &dst, NULL));
       } else {
-        CHECK_OK(cubert_client_to_client(m.env[a].client, &src, m.env[b].client,
-                                         CUBERT_COMM_DTYPE_F32, &dst, NULL));
+        CHECK_OK_E(cubert_client_to_client(m.env[a].client, &src, m.env[b].client,
+                                           CUBERT_COMM_DTYPE_F32, &dst, &err),
+                   err);
       }
       CHECK_EQ_U64(dst.device, m.ids[b].index_id);
       CHECK_EQ_U64(cubert_handle_size_in_used(&dst), sizeof v);

@@ -20,6 +20,7 @@ typedef struct fake_block_t {
   struct fake_block_t *prev, *next;
   struct fake_block_t *deferred_next; /* on its stream's deferred list */
   int deferred;
+  int pooled; /* from cuMemAllocAsync (a stream-ordered pool) */
 } fake_block_t;
 
 static fake_block_t *g_blocks;
@@ -42,6 +43,15 @@ void fake_stream_free_deferred(struct CUstream_st *s) {
     free(b);
     b = next;
   }
+}
+
+int fake_pooled_address(CUdeviceptr addr) {
+  const fake_block_t *b;
+  for (b = g_blocks; b; b = b->next) {
+    CUdeviceptr start = (CUdeviceptr)(uintptr_t)((const unsigned char *)b + FAKE_HEADER);
+    if (addr >= start && addr < start + b->size) return b->pooled;
+  }
+  return 0;
 }
 
 void fake_blocks_free_device(int device) {
@@ -74,6 +84,7 @@ static CUresult device_alloc(CUdeviceptr *out, size_t size, int async) {
   b->device = fake_current->device;
   b->deferred = 0;
   b->deferred_next = NULL;
+  b->pooled = async;
   pthread_mutex_lock(&fake_mutex);
   b->prev = NULL;
   b->next = g_blocks;

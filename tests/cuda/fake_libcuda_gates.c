@@ -113,6 +113,10 @@ CUresult fake_cuStreamWaitValue32(CUstream s, CUdeviceptr addr, cuuint32_t value
   g.addr = (const uint32_t *)(uintptr_t)addr;
   g.value = value;
   pthread_mutex_lock(&fake_mutex);
+  if (fake_pooled_address(addr)) {
+    pthread_mutex_unlock(&fake_mutex);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   fake_stats_.stream_waits++;
   if (!gate_open(&g) && gates_add(&s->gates, g.addr, g.value) != 0) r = CUDA_ERROR_NOT_SUPPORTED;
   pthread_mutex_unlock(&fake_mutex);
@@ -125,6 +129,10 @@ CUresult fake_cuStreamWriteValue32(CUstream s, CUdeviceptr addr, cuuint32_t valu
   (void)flags;
   if (r != CUDA_SUCCESS) return r;
   if (!addr) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&fake_mutex);
+  r = fake_pooled_address(addr) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+  pthread_mutex_unlock(&fake_mutex);
+  if (r != CUDA_SUCCESS) return r;
   cubert_fake_cuda_gate_store((uint32_t *)(uintptr_t)addr, value);
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.stream_writes++;

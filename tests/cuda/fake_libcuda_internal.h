@@ -108,6 +108,10 @@ CUresult fake_stream_settle(CUstream s);
 CUresult fake_event_settle(CUevent e);
 /* fake_stream_check, then fake_stream_settle: for work on the stream. */
 CUresult fake_stream_ready(CUstream s);
+/* 1 when addr lies in memory from cuMemAllocAsync (fake_mutex held): a real
+ * driver refuses stream memory operations there (CUDA_ERROR_INVALID_VALUE,
+ * seen on an H100 with driver 580). */
+int fake_pooled_address(CUdeviceptr addr);
 CUresult cubert_fake_cuda_stream_settle(CUstream s);
 CUresult cubert_fake_cuda_stream_gate(CUstream s, const uint32_t *addr, uint32_t value);
 void cubert_fake_cuda_gate_store(uint32_t *addr, uint32_t value);

@@ -103,16 +103,18 @@ static void send_recv(comm_env_t *e, uint32_t rounds) {
   double v[6], out[6];
   cubert_handle_t src, dst;
   cubert_copy_descriptor_t d;
+  cubert_error_t err;
   uint32_t r, k;
   for (r = 0; r < rounds; r++) {
     for (k = 0; k < 6; k++) v[k] = 1.5 * k + r;
     CHECK_OK(cubert_client_create_from_slice(e->c[0], v, sizeof v, &src, NULL));
     memset(&d, 0, sizeof d);
     d.binding = src;
-    CHECK_OK(cubert_client_send(e->c[0], &d, CUBERT_COMM_DTYPE_F64, e->ids[1], NULL));
-    CHECK_OK(cubert_client_recv(e->c[1], sizeof v, CUBERT_COMM_DTYPE_F64, e->ids[0], &dst, NULL));
-    CHECK_OK(cubert_client_sync_collective(e->c[1], NULL));
-    CHECK_OK(cubert_client_read_one(e->c[1], &dst, out, sizeof out, NULL));
+    CHECK_OK_E(cubert_client_send(e->c[0], &d, CUBERT_COMM_DTYPE_F64, e->ids[1], &err), err);
+    CHECK_OK_E(cubert_client_recv(e->c[1], sizeof v, CUBERT_COMM_DTYPE_F64, e->ids[0], &dst, &err),
+               err);
+    CHECK_OK_E(cubert_client_sync_collective(e->c[1], &err), err);
+    CHECK_OK_E(cubert_client_read_one(e->c[1], &dst, out, sizeof out, &err), err);
     CHECK(memcmp(out, v, sizeof v) == 0);
     CHECK_OK(cubert_client_handle_release(e->c[0], &src, NULL));
     CHECK_OK(cubert_client_handle_release(e->c[1], &dst, NULL));

@@ -117,6 +117,21 @@ int test_require_features(const char *file, int line, unsigned bits);
 
 #define CHECK_OK(expr) CHECK_STATUS((expr), 0)
 
+/* CHECK_OK for a call given `&error` (a cubert_error_t): a failure prints the
+ * record, formatted. */
+#define CHECK_OK_E(expr, error)                                                 \
+  do {                                                                          \
+    int check_got_;                                                             \
+    memset(&(error), 0, sizeof(error));                                         \
+    check_got_ = (int)(expr);                                                   \
+    if (check_got_ != 0) {                                                      \
+      char check_msg_[512];                                                     \
+      cubert_error_format(&(error), check_msg_, sizeof check_msg_);             \
+      test_fail(__FILE__, __LINE__, "CHECK_OK_E(%s): got %s: %s", #expr,        \
+                test_status_name(check_got_), check_msg_);                      \
+    }                                                                           \
+  } while (0)
+
 /* An error record holds `kind` (innermost) and a reason containing `text`. */
 #define CHECK_RECORD(error, kind, text)                                         \
   do {                                                                          \
