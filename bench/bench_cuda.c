@@ -51,6 +51,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__GLIBC__) || defined(__linux__)
+#include <execinfo.h>
+#define BENCH_HAVE_BACKTRACE 1
+#endif
 
 #include "bench_util.h"
 
@@ -718,6 +722,13 @@ static void on_fatal_signal(int sig) {
   int n = snprintf(line, sizeof line, "bench_cuda: died of signal %d in section '%s'\n", sig,
                    g_section);
   if (n > 0) (void)write(2, line, (size_t)n);
+#ifdef BENCH_HAVE_BACKTRACE
+  { /* the frames, for addr2line -e bench_cuda (no gdb on the GPU machine) */
+    void *frames[48];
+    int k = backtrace(frames, 48);
+    backtrace_symbols_fd(frames, k, 2);
+  }
+#endif
   signal(sig, SIG_DFL);
   raise(sig);
 }

@@ -46,13 +46,17 @@ static const char *const raw_wait_names[RAW_WAITS] = {
     "raw + cuStreamSynchronize", "raw + cuEventRecord + cuEventSynchronize",
     "raw + cuEventRecord + spin on cuEventQuery", "raw + spin on cuStreamQuery"};
 
+#define RAW_MAX_MODULES 16
+
 typedef struct raw_t {
   const cubert_cuda_loader_t *cu;
   CUdevice dev;
   CUcontext ctx;
   CUstream stream;
   CUevent event;
-  CUmodule modules[4];
+  CUmodule modules[RAW_MAX_MODULES]; /* one per kernel: raw_function caches */
+  const cubert_kernel_t *module_kernels[RAW_MAX_MODULES];
+  CUfunction functions[RAW_MAX_MODULES];
   int nmodules;
   CUresult (*ctx_set_flags)(unsigned int);
   CUresult (*ctx_get_flags)(unsigned int *);
@@ -91,6 +95,13 @@ static CUfunction raw_function(raw_t *r, const cubert_kernel_t *k) {
   cubert_cuda_device_info_t info;
   CUmodule m = NULL;
   CUfunction f = NULL;
+  int i;
+  for (i = 0; i < r->nmodules; i++)
+    if (r->module_kernels[i] == k) return r->functions[i];
+  if (r->nmodules == RAW_MAX_MODULES) {
+    fprintf(stderr, "bench_cuda: more than %d raw kernels\n", RAW_MAX_MODULES);
+    exit(1);
+  }
   if (!img || cubert_cuda_device_info(0, &info, NULL) != CUBERT_STATUS_OK) {
     fprintf(stderr, "bench_cuda: no image holds %s\n", k->cuda_entry_name);
     exit(1);
@@ -99,8 +110,10 @@ static CUfunction raw_function(raw_t *r, const cubert_kernel_t *k) {
   if (!(img->cubin && img->cubin_arch == info.compute_major * 10 + info.compute_minor &&
         r->cu->cuModuleLoadDataEx(&m, img->cubin, 0, NULL, NULL) == CUDA_SUCCESS))
     RAW_CU("cuModuleLoadDataEx", r->cu->cuModuleLoadDataEx(&m, img->ptx, 0, NULL, NULL));
-  r->modules[r->nmodules++] = m;
   RAW_CU("cuModuleGetFunction", r->cu->cuModuleGetFunction(&f, m, k->cuda_entry_name));
+  r->modules[r->nmodules] = m;
+  r->module_kernels[r->nmodules] = k;
+  r->functions[r->nmodules++] = f;
   return f;
 }
 
