@@ -521,6 +521,11 @@ coverage:
 	@$(BUILD)/coverage/cubert-test $(TESTS) >$(BUILD)/coverage/test.log 2>&1 || \
 	  { tail -n 40 $(BUILD)/coverage/test.log; echo "coverage: the suite failed (log $(BUILD)/coverage/test.log)"; exit 1; }
 	@echo "coverage: suite run: $$(tail -n 1 $(BUILD)/coverage/test.log)"
+	@for s in deterministic inline; do \
+	  CUBERT_CTS_SERVER=$$s $(BUILD)/coverage/cubert-test cts_ >$(BUILD)/coverage/cts-$$s.log 2>&1 || \
+	    { tail -n 40 $(BUILD)/coverage/cts-$$s.log; echo "coverage: the conformance suite failed on $$s"; exit 1; }; \
+	  echo "coverage: conformance suite on $$s: $$(tail -n 1 $(BUILD)/coverage/cts-$$s.log)"; \
+	done
 	@sh tests/build/coverage.sh --gcov '$(GCOV)' --obj $(BUILD)/coverage/obj --out $(BUILD)/coverage/report \
 	  $(CORE_SRC)
 
