@@ -295,18 +295,12 @@ static int name_is(const char *name, const char *want) {
   return want[i] == 0; /* a longer name matches its truncated copy */
 }
 
-uint32_t cpu_fault_plan_launch(cpu_fault_plan_t *p, const cubert_kernel_t *kernel) {
-  if (!p->fail_launch && !p->has_kernel) return 0;
+uint32_t cpu_fault_plan_launch_counted(cpu_fault_plan_t *p, const cubert_kernel_t *kernel) {
   if (p->has_kernel && !name_is(kernel->name, p->kernel)) return 0;
   if (!p->fail_launch) return 1; /* every launch of that kernel */
   if (p->launches_seen < p->fail_launch) p->launches_seen++;
   else return 0;
   return p->launches_seen == p->fail_launch;
-}
-
-uint32_t cpu_fault_plan_copy(cpu_fault_plan_t *p) {
-  if (!p->fail_copy || p->copies_seen >= p->fail_copy) return 0;
-  return ++p->copies_seen == p->fail_copy;
 }
 
 cubert_status_t cpu_fault_launch_error(const cubert_kernel_t *kernel, uint32_t stream,

@@ -136,10 +136,17 @@ typedef struct cpu_fault_plan_t {
 
 /* From the test's faults (NULL: none). */
 void cpu_fault_plan_initialize(cpu_fault_plan_t *plan, const cubert_kit_faults_t *faults);
-/* At submit: 1 when this launch of `kernel` must fail when it runs. */
-uint32_t cpu_fault_plan_launch(cpu_fault_plan_t *plan, const cubert_kernel_t *kernel);
+/* At submit: 1 when this launch of `kernel` must fail when it runs (one
+ * branch when no fault was asked for). */
+uint32_t cpu_fault_plan_launch_counted(cpu_fault_plan_t *plan, const cubert_kernel_t *kernel);
+static inline uint32_t cpu_fault_plan_launch(cpu_fault_plan_t *plan, const cubert_kernel_t *kernel) {
+  return (plan->fail_launch | plan->has_kernel) ? cpu_fault_plan_launch_counted(plan, kernel) : 0u;
+}
 /* At submit: 1 when this copy must fail when it runs. */
-uint32_t cpu_fault_plan_copy(cpu_fault_plan_t *plan);
+static inline uint32_t cpu_fault_plan_copy(cpu_fault_plan_t *plan) {
+  if (!plan->fail_copy || plan->copies_seen >= plan->fail_copy) return 0;
+  return ++plan->copies_seen == plan->fail_copy;
+}
 /* The stream errors of an injected failure (they return its status):
  * SERVER_LAUNCH > LAUNCH_UNKNOWN "kernel <name> failed on stream <stream>:
  * injected fault"; SERVER_IO > IO_UNKNOWN "copy failed on stream <stream>:
