@@ -15,7 +15,8 @@
 
 CUBERT_EXTERN_C_BEGIN
 
-/* Faults the kit injects. Zero: none. */
+/* Faults injected for tests (the first two by the kit, the rest by the
+ * drivers named below). Zero: none. */
 typedef struct cubert_kit_faults_t {
   /* Drop the Nth (1-based) cross-stream wait the multi-stream asks for on a
    * regular stream (neither enqueued nor told to the race checker). Waits
@@ -32,8 +33,9 @@ typedef struct cubert_kit_faults_t {
    * RUNS on its stream: it does nothing (a kernel's outputs, a copy's
    * destination stay untouched) and its failure becomes an error of its
    * stream, returned (SERVER_UNHEALTHY) by the next flush / sync / read on
-   * that stream and inherited by every stream that waits on it afterwards
-   * (docs/errors.md). Counted in submit order, on the whole device. */
+   * that stream and inherited by every stream that waits on a point of it
+   * after the failure (docs/errors.md). Counted in submit order, on the
+   * whole device. */
 
   /* Fail the Nth (1-based) launch of the kernel named fail_kernel (NULL:
    * of any kernel); 0 with fail_kernel set: every launch of that kernel.
