@@ -59,6 +59,18 @@ static void fault_setup(cts_env_t *env, const cubert_kit_faults_t *faults,
     io.max_streams = 8;
     io.bounds_check = bounds;
     io.race_check = env->race_check;
+#if CUBERT_CTS_INLINE_ONLY
+    { /* a small target's pools, as cts.c gives them (docs/embedding.md) */
+      static const cubert_memory_pool_options_t k_pools[2] = {
+          {CUBERT_MEMORY_POOL_SLICED, 64 * 1024, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE, 0,
+           CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE},
+          {CUBERT_MEMORY_POOL_DIRECT, 0, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE, 0, 0,
+           CUBERT_MEMORY_NONE}};
+      io.memory_config.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
+      io.memory_config.pools = k_pools;
+      io.memory_config.pool_count = 2;
+    }
+#endif
     /* no lock (these tests use one thread), streams set per client */
     status = cubert_inline_client_create_with_faults(env->allocator, &io, faults, &env->client, &err);
   } else {
@@ -142,8 +154,8 @@ static void expect_values(cubert_client_t *c, const cubert_handle_t *h, uint32_t
   int i;
   CHECK_OK(cubert_client_read_one(c, h, out, sizeof out, NULL));
   for (i = 0; i < N; i++)
-    CHECK_MSG(out[i] == scale * (base + (uint32_t)i), "element %d: %u, want %u", i, out[i],
-              scale * (base + (uint32_t)i));
+    CHECK_MSG(out[i] == scale * (base + (uint32_t)i), "element %d: %lu, want %lu", i,
+              (unsigned long)out[i], (unsigned long)(scale * (base + (uint32_t)i)));
 }
 
 /* The reason texts are checked where the build keeps them. */
