@@ -200,6 +200,7 @@ cubert_status_t cubert_cpu_client_create_with_faults(cubert_allocator_t allocato
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "NULL out_client");
   CUBERT_RETURN_IF_ERROR(check_options(&o, options, out_error));
   CUBERT_RETURN_IF_ERROR(device_create(allocator, &o, &d, out_error));
+  cpu_fault_plan_initialize(&d->faults, faults);
   if (make_lock(allocator, &lock) != CUBERT_STATUS_OK) {
     device_free(d);
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "device lock");

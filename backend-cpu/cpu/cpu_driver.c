@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "cubert/backend/stream.h"
 #include "kernel/cpu_kernel.h"
 
 struct cpu_event_t {
@@ -87,13 +88,13 @@ typedef struct copy_op_t {
   unsigned char *dst;
   const unsigned char *src;
   uint64_t width, height, src_pitch, dst_pitch;
+  uint32_t fault; /* test only: fail when it runs (cpu_fault_plan_t) */
 } copy_op_t;
 
 static cubert_status_t copy_run(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
   copy_op_t *op = (copy_op_t *)payload;
   uint64_t r;
-  (void)stream;
-  (void)error;
+  if (op->fault) return cpu_fault_copy_error(stream->slot, error);
   if (op->height == 1) {
     memcpy(op->dst, op->src, (size_t)op->width);
     return CUBERT_STATUS_OK;
@@ -107,7 +108,6 @@ static cubert_status_t cpu_copy(void *self, const cubert_driver_copy_t *c,
                                 cubert_driver_stream_t *stream, cubert_error_t *out_error) {
   cpu_op_t *op;
   copy_op_t *p;
-  (void)self;
   if (c->kind > CUBERT_COPY_DEVICE_TO_DEVICE)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "unknown copy kind");
   if (c->width == 0 || c->height == 0) return CUBERT_STATUS_OK;
@@ -121,6 +121,7 @@ static cubert_status_t cpu_copy(void *self, const cubert_driver_copy_t *c,
   p->height = c->height;
   p->src_pitch = c->src_pitch;
   p->dst_pitch = c->dst_pitch;
+  p->fault = cpu_fault_plan_copy(&device_of(self)->faults);
   op->run = copy_run;
   (void)cpu_stream_commit(stream_of(stream));
   return CUBERT_STATUS_OK;
@@ -134,22 +135,25 @@ static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_er
   cubert_kernel_args_t args;
   cubert_kernel_report_t report;
   cubert_dim3_t count;
+  if (l->fault) return cpu_fault_launch_error(l->kernel, stream->slot, error);
   CUBERT_RETURN_IF_ERROR(cpu_kernel_launch_count(l, &d->properties.hardware, &count, error));
   cpu_kernel_launch_args(l, &args);
   if (cubert_cpu_executor_run(d->executor, l->kernel, count, l->kernel->cube_dim, &args,
                               (cubert_execution_mode_t)l->execution, &report,
                               error) != CUBERT_STATUS_OK)
     return cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
-  return cpu_kernel_launch_report(l, &report, error);
+  return cpu_kernel_launch_report(l, &report, stream->slot, error);
 }
 
 static cubert_status_t cpu_launch(void *self, const cubert_driver_launch_t *launch,
                                   cubert_driver_stream_t *stream, cubert_error_t *out_error) {
   cpu_op_t *op;
-  (void)self;
+  cpu_kernel_launch_t *l;
   CUBERT_RETURN_IF_ERROR(cpu_kernel_launch_check(launch, out_error));
   op = cpu_stream_reserve(stream_of(stream));
-  cpu_kernel_launch_record(launch, (cpu_kernel_launch_t *)cpu_op_payload(op));
+  l = (cpu_kernel_launch_t *)cpu_op_payload(op);
+  cpu_kernel_launch_record(launch, l);
+  l->fault = cpu_fault_plan_launch(&device_of(self)->faults, launch->kernel);
   op->run = launch_run;
   (void)cpu_stream_commit(stream_of(stream));
   return CUBERT_STATUS_OK;
@@ -176,6 +180,9 @@ static cubert_status_t cpu_stream_create(void *self, uint32_t index,
                                            : CUBERT_ERROR_SERVER_GENERIC,
                             NULL, 0, "cannot start the stream worker");
   }
+  /* the kit's regular slots carry failures across waits; its GC and
+   * communication streams (the last two) do not */
+  s->propagates = index + 2u < d->stream_count;
   cpu_sim_set_stream(d, index, s);
   *out_stream = (cubert_driver_stream_t *)(void *)s;
   return CUBERT_STATUS_OK;
@@ -242,7 +249,12 @@ static cubert_status_t cpu_event_wait(void *self, cubert_driver_stream_t *stream
   cpu_op_t *op;
   (void)self;
   (void)out_error;
-  if (ev->stream == s || cpu_stream_point_completed(ev->stream, ev->seq)) return CUBERT_STATUS_OK;
+  if (ev->stream == s) return CUBERT_STATUS_OK;
+  /* a completed point needs no wait, unless the stream failed: the wait
+   * op then carries its failures over (cpu_stream.h) */
+  if (cpu_stream_point_completed(ev->stream, ev->seq) &&
+      !(s->propagates && cpu_stream_has_faults(ev->stream)))
+    return CUBERT_STATUS_OK;
   op = cpu_stream_reserve(s);
   op->wait_stream = ev->stream;
   op->wait_seq = ev->seq;
@@ -334,4 +346,7 @@ typedef char cpu_launch_op_first_line_[offsetof(cpu_op_t, payload) +
                                        ? 1
                                        : -1];
 typedef char cpu_copy_op_fits_[sizeof(copy_op_t) <= CPU_OP_PAYLOAD ? 1 : -1];
+typedef char cpu_stream_indexes_fit_[CUBERT_STREAM_MAX_STREAMS_LIMIT + 2 <= CPU_STREAM_MAX_INDEX
+                                          ? 1
+                                          : -1];
 typedef char cpu_free_op_fits_[sizeof(free_op_t) <= CPU_OP_PAYLOAD ? 1 : -1];

@@ -17,6 +17,7 @@
 #include "cubert/sim.h"
 #include "cpu/cpu_executor.h"
 #include "cpu/cpu_stream.h"
+#include "kernel/cpu_kernel.h"
 
 typedef struct cpu_event_t cpu_event_t;
 typedef struct cpu_comm_t cpu_comm_t;
@@ -45,6 +46,8 @@ typedef struct cpu_device_t {
   uint32_t *sim_ids;            /* stream_count step identities */
   uint64_t *sim_seqs;           /* their sequence numbers */
   uint64_t sim_deadlocks;
+  /* test-only run-time faults (cubert/backend/testing.h), decided at submit */
+  cpu_fault_plan_t faults;
 } cpu_device_t;
 
 /* The CPU driver's table (cpu_driver.c). */

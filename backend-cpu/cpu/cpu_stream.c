@@ -84,17 +84,54 @@ static int has_room(cpu_stream_t *s, uint64_t unused) {
   return s->tail - s->head_seen < s->ring_size;
 }
 
-static void run_op(cpu_stream_t *s, cpu_op_t *op) {
+/* Queue an error an op raised (the op at `seq`) and log it for waiters. */
+static void op_failed(cpu_stream_t *s, const cubert_error_t *error, uint32_t origin,
+                      uint64_t origin_seq, uint64_t seq) {
+  pthread_mutex_lock(&s->mutex);
+  cubert_error_aggregate(&s->errors, error);
+  __atomic_store_n(&s->error_count, s->error_count + 1, __ATOMIC_RELEASE);
+  if (s->propagates) {
+    cpu_fault_log_add(&s->faults, seq, origin, origin_seq, error);
+    __atomic_store_n(&s->fault_total, s->fault_total + 1, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&s->mutex);
+}
+
+/* A wait op at `seq` whose point (w, upto) completed: inherit w's failures
+ * logged at or before the point, one at a time (never both mutexes). */
+static void inherit_faults(cpu_stream_t *s, cpu_stream_t *w, uint64_t upto, uint64_t seq) {
+  cpu_fault_entry_t e;
+  uint32_t found;
+  if (!s->propagates || !w->propagates || !__atomic_load_n(&w->fault_total, __ATOMIC_ACQUIRE))
+    return;
+  for (;;) {
+    pthread_mutex_lock(&w->mutex);
+    found = cpu_fault_log_next(&w->faults, upto, s->slot, s->fault_marks, CPU_STREAM_MAX_INDEX, &e);
+    pthread_mutex_unlock(&w->mutex);
+    if (!found) return;
+    op_failed(s, &e.error, e.origin, e.origin_seq, seq);
+  }
+}
+
+/* Run one op (its wait, if any, already satisfied) as the consumer: the op
+ * at position head + 1. */
+static void execute_op(cpu_stream_t *s, cpu_op_t *op) {
   cubert_error_t error;
   cubert_status_t status;
-  if (op->wait_stream) (void)cpu_stream_wait_point(op->wait_stream, op->wait_seq, UINT64_MAX);
+  uint64_t seq = s->head + 1;
+  if (op->wait_stream) inherit_faults(s, op->wait_stream, op->wait_seq, seq);
   cubert_error_clear(&error);
   status = op->run ? op->run(s, op->payload, &error) : CUBERT_STATUS_OK;
   if (status != CUBERT_STATUS_OK) {
     if (error.status == CUBERT_STATUS_OK) error.status = status;
-    cpu_stream_push_error(s, &error);
+    op_failed(s, &error, s->slot, seq, seq);
   }
   if (op->done) (void)op->done(s, op->payload, &error);
+}
+
+static void run_op(cpu_stream_t *s, cpu_op_t *op) {
+  if (op->wait_stream) (void)cpu_stream_wait_point(op->wait_stream, op->wait_seq, UINT64_MAX);
+  execute_op(s, op);
 }
 
 /* Wake host waiters and a producer waiting for room, if any sleeps. */
@@ -180,6 +217,8 @@ cubert_status_t cpu_stream_initialize(cpu_stream_t *s, cubert_allocator_t alloca
   s->deterministic = deterministic;
   s->ring_size = deterministic ? CPU_STREAM_RING_DETERMINISTIC : CPU_STREAM_RING;
   s->prefetch_write = cubert_host_cpu_has_prefetch_write();
+  s->faults.entries = s->fault_entries;
+  s->faults.capacity = CPU_STREAM_FAULT_LOG;
   CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc_array(allocator, (size_t)s->ring_size,
                                                        sizeof(cpu_op_t), 64, (void **)&s->ring,
                                                        NULL));
@@ -373,6 +412,10 @@ cubert_status_t cpu_stream_drain_errors(cpu_stream_t *s, cubert_error_t *out_err
   return status;
 }
 
+int cpu_stream_has_faults(cpu_stream_t *s) {
+  return __atomic_load_n(&s->fault_total, __ATOMIC_ACQUIRE) != 0;
+}
+
 uint32_t cpu_stream_error_count(cpu_stream_t *s) {
   uint32_t n;
   pthread_mutex_lock(&s->mutex);
@@ -394,17 +437,9 @@ bool cpu_stream_head_runnable(cpu_stream_t *s, uint64_t *out_seq) {
 
 void cpu_stream_step(cpu_stream_t *s) {
   cpu_op_t *op;
-  cubert_error_t error;
-  cubert_status_t status;
   if (__atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) == s->head) return;
   op = &s->ring[s->head % s->ring_size];
-  cubert_error_clear(&error);
-  status = op->run ? op->run(s, op->payload, &error) : CUBERT_STATUS_OK;
-  if (status != CUBERT_STATUS_OK) {
-    if (error.status == CUBERT_STATUS_OK) error.status = status;
-    cpu_stream_push_error(s, &error);
-  }
-  if (op->done) (void)op->done(s, op->payload, &error);
+  execute_op(s, op); /* its wait is satisfied (the step loop checked; teardown runs it anyway) */
   __atomic_store_n(&s->completed, s->head + 1, __ATOMIC_SEQ_CST);
   __atomic_store_n(&s->head, s->head + 1, __ATOMIC_SEQ_CST);
   wake_waiters(s);

@@ -17,6 +17,15 @@
  * nobody waits for still starts. An idle worker and a waiting host spin for
  * up to 50 us before they sleep, so a launch + sync round trip needs no
  * system call in steady state.
+ *
+ * Failures carried across streams (docs/errors.md, "Errors from a running
+ * stream"): on a stream that takes part (`propagates`: the kit's regular
+ * slots, not its GC and communication streams) every error an op raises is
+ * also logged (cpu_fault_log_t); a wait op on another such stream, once
+ * the awaited point completed, queues here each failure logged there at or
+ * before that point that this stream has not inherited yet (also when the
+ * point had completed before the wait was enqueued: cpu_driver.c then
+ * enqueues the wait anyway when the other stream ever failed).
  */
 #ifndef CUBERT_CPU_STREAM_H
 #define CUBERT_CPU_STREAM_H
@@ -24,6 +33,7 @@
 #include <pthread.h>
 
 #include "cubert/cubert.h"
+#include "kernel/cpu_kernel.h"
 
 #define CPU_STREAM_RING 512
 /* Committed ops are published to the worker in batches of this many, and
@@ -39,6 +49,11 @@
 /* Padding between the producer's and the worker's hot fields (two lines:
  * the adjacent-line prefetcher pairs them). */
 #define CPU_STREAM_LINE 128
+/* Failures a stream keeps for the streams that wait on it. */
+#define CPU_STREAM_FAULT_LOG 16
+/* Stream indexes there can be: max_streams (<= 255) + the GC and
+ * communication streams. */
+#define CPU_STREAM_MAX_INDEX 257
 
 typedef struct cpu_stream_t cpu_stream_t;
 typedef struct cpu_op_t cpu_op_t;
@@ -102,6 +117,12 @@ struct cpu_stream_t {
   cubert_allocator_t allocator;
   cpu_stream_run_fn_t run_until; /* deterministic: the owner's step loop; NULL: a worker */
   int deterministic; /* no worker: the owner's step loop runs the ops (cpu_sim.c) */
+  /* failures carried across streams (see the top); the log under the mutex */
+  int propagates;         /* set by the driver after initialize */
+  uint32_t fault_total;   /* atomic: failures ever logged (cpu_stream_has_faults) */
+  cpu_fault_log_t faults;
+  cpu_fault_entry_t fault_entries[CPU_STREAM_FAULT_LOG];
+  uint64_t fault_marks[CPU_STREAM_MAX_INDEX]; /* by origin; the consumer's only */
 };
 
 /* The op's payload storage, for the op record the driver puts there. */
@@ -153,5 +174,8 @@ void cpu_stream_push_error(cpu_stream_t *stream, const cubert_error_t *error);
 cubert_status_t cpu_stream_drain_errors(cpu_stream_t *stream, cubert_error_t *out_error);
 /* Number of queued errors (without draining). */
 uint32_t cpu_stream_error_count(cpu_stream_t *stream);
+/* True once an op of the stream logged a failure (a point of it that
+ * completed then covers what a waiter must inherit). Thread-safe. */
+int cpu_stream_has_faults(cpu_stream_t *stream);
 
 #endif

@@ -10,27 +10,65 @@
  * Freestanding: the core's rules (no libc, no OS, no global mutable state),
  * checked by `make check-freestanding`. The smallest complete driver: the
  * example of docs/writing-a-server.md.
+ *
+ * Failures carried across streams (docs/errors.md, "Errors from a running
+ * stream"): a regular stream (not the kit's GC or communication stream)
+ * logs what failed on it (cpu_fault_log_t, backend-cpu/kernel); an event
+ * recorded on a stream that ever failed is an object naming the point
+ * (stream, position), and a wait on it queues on the waiting stream each
+ * failure logged there up to that point that it has not inherited yet.
+ * Every other event is the device's one always-complete byte.
  */
 #include "cubert/inline.h"
+#include "cubert/backend/inline_testing.h"
 #include "cubert/backend/kit.h"
 #include "kernel/cpu_kernel.h"
 
 #define INLINE_ALIGN 64
+/* Failures a stream keeps for the streams that wait on it. */
+#define INLINE_FAULT_LOG 4
 
-/* A stream: what failed while its work ran, until stream_errors drains it. */
+/* A stream: what failed while its work ran, until stream_errors drains it,
+ * and the log of failures for its waiters; `marks` (stream_count entries)
+ * follows it in the same block. */
 typedef struct inline_stream_t {
   cubert_error_t errors;
+  uint32_t index;
+  uint32_t regular; /* carries failures across waits */
+  uint64_t ops;     /* copies and launches so far: the stream's position */
+  cpu_fault_log_t faults;
+  cpu_fault_entry_t entries[INLINE_FAULT_LOG];
+  uint64_t *marks;
 } inline_stream_t;
+
+/* An event on a stream that failed: the point (stream, position). */
+typedef struct inline_event_t {
+  inline_stream_t *stream;
+  uint64_t seq;
+} inline_event_t;
 
 typedef struct inline_device_t {
   cubert_allocator_t allocator;
   cubert_device_properties_t properties;
   cpu_kernel_context_t context; /* cubes run one after another: one context */
-  unsigned char event;          /* every event: complete when recorded */
+  unsigned char event;          /* every event of a stream that never failed */
+  uint32_t stream_count;        /* the kit's max_streams + its GC and communication streams */
+  cpu_fault_plan_t faults;      /* test only (cubert/backend/testing.h) */
 } inline_device_t;
 
 static inline_device_t *device_of(void *self) { return (inline_device_t *)self; }
 static inline_stream_t *stream_of(cubert_driver_stream_t *s) { return (inline_stream_t *)(void *)s; }
+
+static size_t stream_bytes(const inline_device_t *d) {
+  return sizeof(inline_stream_t) + (size_t)d->stream_count * sizeof(uint64_t);
+}
+
+/* Queue a failure of work that ran on `s` and log it for its waiters. */
+static void stream_failed(inline_stream_t *s, const cubert_error_t *error, uint32_t origin,
+                          uint64_t origin_seq) {
+  (void)cubert_error_aggregate(&s->errors, error);
+  if (s->regular) cpu_fault_log_add(&s->faults, s->ops, origin, origin_seq, error);
+}
 
 /* ---- the device ---- */
 
@@ -74,13 +112,20 @@ static void inline_memory_free(void *self, cubert_device_ptr_t address, uint64_t
 
 static cubert_status_t inline_copy(void *self, const cubert_driver_copy_t *c,
                                    cubert_driver_stream_t *stream, cubert_error_t *out_error) {
+  inline_stream_t *s = stream_of(stream);
   const unsigned char *src;
   unsigned char *dst;
   uint64_t r;
-  (void)self;
-  (void)stream;
   if (c->kind > CUBERT_COPY_DEVICE_TO_DEVICE)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, 0, 0, "unknown copy kind");
+  if (c->width == 0 || c->height == 0) return CUBERT_STATUS_OK;
+  s->ops++;
+  if (cpu_fault_plan_copy(&device_of(self)->faults)) { /* test only: fails as it runs */
+    cubert_error_t error;
+    (void)cpu_fault_copy_error(s->index, &error);
+    stream_failed(s, &error, s->index, s->ops);
+    return CUBERT_STATUS_OK;
+  }
   src = c->kind == CUBERT_COPY_HOST_TO_DEVICE ? (const unsigned char *)c->src_host
                                               : (const unsigned char *)(uintptr_t)c->src_device;
   dst = c->kind == CUBERT_COPY_DEVICE_TO_HOST ? (unsigned char *)c->dst_host
@@ -92,10 +137,11 @@ static cubert_status_t inline_copy(void *self, const cubert_driver_copy_t *c,
 
 /* Run a recorded launch; a failure goes to the stream's errors. */
 static cubert_status_t run_launch(inline_device_t *d, const cpu_kernel_launch_t *l,
-                                  cubert_error_t *error) {
+                                  uint32_t stream, cubert_error_t *error) {
   cubert_kernel_args_t args;
   cubert_dim3_t count;
   cpu_kernel_grid_t grid;
+  if (l->fault) return cpu_fault_launch_error(l->kernel, stream, error);
   CUBERT_RETURN_IF_ERROR(cpu_kernel_launch_count(l, &d->properties.hardware, &count, error));
   cpu_kernel_launch_args(l, &args);
   if (cpu_kernel_grid(l->kernel, count, l->kernel->cube_dim, &args,
@@ -109,18 +155,22 @@ static cubert_status_t run_launch(inline_device_t *d, const cpu_kernel_launch_t 
   }
   cpu_kernel_report_reset(&d->context.report);
   cpu_kernel_run_all(&d->context, l->kernel, &args, &grid);
-  return cpu_kernel_launch_report(l, &d->context.report, error);
+  return cpu_kernel_launch_report(l, &d->context.report, stream, error);
 }
 
 static cubert_status_t inline_launch(void *self, const cubert_driver_launch_t *launch,
                                      cubert_driver_stream_t *stream, cubert_error_t *out_error) {
+  inline_device_t *d = device_of(self);
+  inline_stream_t *s = stream_of(stream);
   cpu_kernel_launch_t l;
   cubert_error_t error;
   CUBERT_RETURN_IF_ERROR(cpu_kernel_launch_check(launch, out_error));
   cpu_kernel_launch_record(launch, &l);
+  l.fault = cpu_fault_plan_launch(&d->faults, launch->kernel);
+  s->ops++;
   cubert_error_clear(&error);
-  if (run_launch(device_of(self), &l, &error) != CUBERT_STATUS_OK)
-    (void)cubert_error_aggregate(&stream_of(stream)->errors, &error);
+  if (run_launch(d, &l, s->index, &error) != CUBERT_STATUS_OK)
+    stream_failed(s, &error, s->index, s->ops);
   return CUBERT_STATUS_OK;
 }
 
@@ -129,17 +179,24 @@ static cubert_status_t inline_launch(void *self, const cubert_driver_launch_t *l
 static cubert_status_t inline_stream_create(void *self, uint32_t index,
                                             cubert_driver_stream_t **out_stream,
                                             cubert_error_t *out_error) {
+  inline_device_t *d = device_of(self);
   inline_stream_t *s = 0;
-  (void)index;
-  if (cubert_allocator_malloc(device_of(self)->allocator, sizeof(*s), 0, (void **)&s, NULL) !=
+  if (cubert_allocator_malloc(d->allocator, stream_bytes(d), 0, (void **)&s, NULL) !=
       CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, 0, 0, "stream");
+  __builtin_memset(s, 0, stream_bytes(d));
+  s->index = index;
+  s->regular = index + 2u < d->stream_count; /* not the GC or communication stream */
+  s->faults.entries = s->entries;
+  s->faults.capacity = INLINE_FAULT_LOG;
+  s->marks = (uint64_t *)(void *)(s + 1);
   *out_stream = (cubert_driver_stream_t *)(void *)s;
   return CUBERT_STATUS_OK;
 }
 
 static void inline_stream_destroy(void *self, cubert_driver_stream_t *stream) {
-  cubert_allocator_free(device_of(self)->allocator, stream_of(stream), sizeof(inline_stream_t), 0);
+  inline_device_t *d = device_of(self);
+  cubert_allocator_free(d->allocator, stream_of(stream), stream_bytes(d), 0);
 }
 
 static cubert_status_t inline_stream_synchronize(void *self, cubert_driver_stream_t *stream,
@@ -165,18 +222,33 @@ static cubert_status_t inline_stream_errors(void *self, cubert_driver_stream_t *
 static cubert_status_t inline_event_record(void *self, cubert_driver_stream_t *stream,
                                            cubert_driver_event_t **out_event,
                                            cubert_error_t *out_error) {
-  (void)stream;
-  (void)out_error;
-  *out_event = (cubert_driver_event_t *)(void *)&device_of(self)->event;
+  inline_device_t *d = device_of(self);
+  inline_stream_t *s = stream_of(stream);
+  inline_event_t *ev = 0;
+  if (s->faults.total == 0) { /* nothing to carry over: the shared byte */
+    *out_event = (cubert_driver_event_t *)(void *)&d->event;
+    return CUBERT_STATUS_OK;
+  }
+  if (cubert_allocator_malloc(d->allocator, sizeof(*ev), 0, (void **)&ev, NULL) !=
+      CUBERT_STATUS_OK)
+    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, 0, 0, "event");
+  ev->stream = s;
+  ev->seq = s->ops;
+  *out_event = (cubert_driver_event_t *)(void *)ev;
   return CUBERT_STATUS_OK;
 }
 
+/* The waiting stream inherits the failures logged up to the event's point. */
 static cubert_status_t inline_event_wait(void *self, cubert_driver_stream_t *stream,
                                          cubert_driver_event_t *event, cubert_error_t *out_error) {
-  (void)self;
-  (void)stream;
-  (void)event;
+  inline_device_t *d = device_of(self);
+  inline_stream_t *s = stream_of(stream);
+  inline_event_t *ev = (inline_event_t *)(void *)event;
+  cpu_fault_entry_t e;
   (void)out_error;
+  if ((void *)event == (void *)&d->event || ev->stream == s || !s->regular) return CUBERT_STATUS_OK;
+  while (cpu_fault_log_next(&ev->stream->faults, ev->seq, s->index, s->marks, d->stream_count, &e))
+    stream_failed(s, &e.error, e.origin, e.origin_seq);
   return CUBERT_STATUS_OK;
 }
 
@@ -196,8 +268,9 @@ static cubert_status_t inline_event_synchronize(void *self, cubert_driver_event_
 }
 
 static void inline_event_destroy(void *self, cubert_driver_event_t *event) {
-  (void)self;
-  (void)event;
+  inline_device_t *d = device_of(self);
+  if ((void *)event != (void *)&d->event)
+    cubert_allocator_free(d->allocator, event, sizeof(inline_event_t), 0);
 }
 
 static const cubert_driver_t g_inline_driver = {
@@ -260,6 +333,14 @@ cubert_status_t cubert_inline_client_create(cubert_allocator_t allocator,
                                             const cubert_inline_options_t *options,
                                             cubert_client_t **out_client,
                                             cubert_error_t *out_error) {
+  return cubert_inline_client_create_with_faults(allocator, options, 0, out_client, out_error);
+}
+
+cubert_status_t cubert_inline_client_create_with_faults(cubert_allocator_t allocator,
+                                                        const cubert_inline_options_t *options,
+                                                        const cubert_kit_faults_t *faults,
+                                                        cubert_client_t **out_client,
+                                                        cubert_error_t *out_error) {
   cubert_inline_options_t o;
   cubert_kit_options_t k;
   inline_device_t *d = 0;
@@ -271,8 +352,12 @@ cubert_status_t cubert_inline_client_create(cubert_allocator_t allocator,
                             "inline: NULL out_client or half a lock");
   if (cubert_allocator_malloc(allocator, sizeof(*d), 0, (void **)&d, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, 0, 0, "inline device");
+  __builtin_memset(d, 0, sizeof(*d));
   d->allocator = allocator;
   fill_properties(&o, &d->properties);
+  /* the kit's slots (max_streams, 0: its default) + GC + communication */
+  d->stream_count = (o.max_streams ? o.max_streams : CUBERT_KIT_DEFAULT_MAX_STREAMS) + 2u;
+  cpu_fault_plan_initialize(&d->faults, faults);
   cubert_kit_options_initialize(&k);
   k.device.type_id = CUBERT_INLINE_DEVICE_TYPE;
   k.device.index_id = o.device_index;
@@ -295,6 +380,7 @@ cubert_status_t cubert_inline_client_create(cubert_allocator_t allocator,
   k.host_release = o.release;
   k.host_release_self = o.release_self;
   k.memory_config = o.memory_config;
+  k.faults = faults;
   status = cubert_kit_client_create(allocator, &k, &g_inline_driver, d, out_client, out_error);
   if (status != CUBERT_STATUS_OK) inline_destroy(d);
   return status;

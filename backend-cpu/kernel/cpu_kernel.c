@@ -2,6 +2,7 @@
 /* backend-cpu/kernel/cpu_kernel.c: running CPU kernels, shared by the CPU
  * drivers (see cpu_kernel.h). Freestanding. */
 #include "kernel/cpu_kernel.h"
+#include "base/fmt.h"
 #include "cubert/backend/arith.h"
 
 typedef char cpu_kernel_mode_values_match_[(CUBERT_KERNEL_MODE_CHECKED == CUBERT_EXECUTION_CHECKED &&
@@ -182,6 +183,7 @@ void cpu_kernel_launch_record(const cubert_driver_launch_t *l, cpu_kernel_launch
   out->dynamic = (uint8_t)l->dynamic;
   out->buffer_count = (uint8_t)l->buffer_count;
   out->scalar_count = (uint8_t)l->scalar_count;
+  out->fault = 0;
   out->count = l->count;
   if (l->dynamic) out->dynamic_count = (const unsigned char *)(uintptr_t)l->dynamic_count;
   for (i = 0; i < l->buffer_count; i++) {
@@ -236,15 +238,117 @@ void cpu_kernel_launch_args(const cpu_kernel_launch_t *l, cubert_kernel_args_t *
   args->scalar_count = l->scalar_count;
 }
 
+/* "kernel <name> failed on stream <stream>: <what>" */
+static void kernel_failed(char *text, size_t size, const cubert_kernel_t *k, uint32_t stream,
+                          const char *what) {
+  cubert_fmt_t f;
+  cubert_fmt_initialize(&f, text, size);
+  cubert_fmt_append_str(&f, "kernel ");
+  cubert_fmt_append_str(&f, k->name ? k->name : "(unnamed)");
+  cubert_fmt_append_str(&f, " failed on stream ");
+  cubert_fmt_append_u64(&f, stream);
+  cubert_fmt_append_str(&f, ": ");
+  cubert_fmt_append_str(&f, what);
+}
+
 cubert_status_t cpu_kernel_launch_report(const cpu_kernel_launch_t *l,
-                                         const cubert_kernel_report_t *r,
+                                         const cubert_kernel_report_t *r, uint32_t stream,
                                          cubert_error_t *out_error) {
   uint64_t f[4];
+  char text[CUBERT_ERROR_REASON_SIZE];
   if (l->execution != (uint8_t)CUBERT_EXECUTION_VALIDATE || !r->has_violation)
     return CUBERT_STATUS_OK;
   f[0] = r->buffer_index;
   f[1] = r->element_index;
   f[2] = r->buffer_length;
   f[3] = r->is_write;
-  return cubert_error_set(out_error, CUBERT_ERROR_SERVER_VALIDATION, f, 4, l->kernel->name);
+  kernel_failed(text, sizeof text, l->kernel, stream,
+                r->is_write ? "out-of-bounds write" : "out-of-bounds read");
+  return cubert_error_set(out_error, CUBERT_ERROR_SERVER_VALIDATION, f, 4, text);
+}
+
+/* ---- test-only run-time faults --------------------------------------------------------- */
+
+void cpu_fault_plan_initialize(cpu_fault_plan_t *p, const cubert_kit_faults_t *faults) {
+  size_t n = 0;
+  __builtin_memset(p, 0, sizeof(*p));
+  if (!faults) return;
+  p->fail_launch = faults->fail_launch;
+  p->fail_copy = faults->fail_copy;
+  if (faults->fail_kernel) {
+    p->has_kernel = 1;
+    while (n + 1 < sizeof p->kernel && faults->fail_kernel[n]) {
+      p->kernel[n] = faults->fail_kernel[n];
+      n++;
+    }
+    p->kernel[n] = 0;
+  }
+}
+
+static int name_is(const char *name, const char *want) {
+  size_t i;
+  if (!name) return 0;
+  for (i = 0; i + 1 < CPU_FAULT_KERNEL_NAME; i++) {
+    if (name[i] != want[i]) return 0;
+    if (!name[i]) return 1;
+  }
+  return want[i] == 0; /* a longer name matches its truncated copy */
+}
+
+uint32_t cpu_fault_plan_launch_counted(cpu_fault_plan_t *p, const cubert_kernel_t *kernel) {
+  if (p->has_kernel && !name_is(kernel->name, p->kernel)) return 0;
+  if (!p->fail_launch) return 1; /* every launch of that kernel */
+  if (p->launches_seen < p->fail_launch) p->launches_seen++;
+  else return 0;
+  return p->launches_seen == p->fail_launch;
+}
+
+cubert_status_t cpu_fault_launch_error(const cubert_kernel_t *kernel, uint32_t stream,
+                                       cubert_error_t *out_error) {
+  char text[CUBERT_ERROR_REASON_SIZE];
+  kernel_failed(text, sizeof text, kernel, stream, "injected fault");
+  cubert_error_set(out_error, CUBERT_ERROR_LAUNCH_UNKNOWN, 0, 0, text);
+  cubert_error_wrap(out_error, CUBERT_ERROR_SERVER_LAUNCH);
+  return CUBERT_STATUS_LAUNCH_FAILED;
+}
+
+cubert_status_t cpu_fault_copy_error(uint32_t stream, cubert_error_t *out_error) {
+  char text[CUBERT_ERROR_REASON_SIZE];
+  cubert_fmt_t f;
+  cubert_fmt_initialize(&f, text, sizeof text);
+  cubert_fmt_append_str(&f, "copy failed on stream ");
+  cubert_fmt_append_u64(&f, stream);
+  cubert_fmt_append_str(&f, ": injected fault");
+  cubert_error_set(out_error, CUBERT_ERROR_IO_UNKNOWN, 0, 0, text);
+  cubert_error_wrap(out_error, CUBERT_ERROR_SERVER_IO);
+  return CUBERT_STATUS_IO_FAILED;
+}
+
+/* ---- failures carried across streams ----------------------------------------------------- */
+
+void cpu_fault_log_add(cpu_fault_log_t *log, uint64_t seq, uint32_t origin, uint64_t origin_seq,
+                       const cubert_error_t *error) {
+  cpu_fault_entry_t *e;
+  if (!log->capacity) return;
+  e = &log->entries[log->total % log->capacity];
+  e->seq = seq;
+  e->origin = origin;
+  e->origin_seq = origin_seq;
+  e->error = *error;
+  log->total++;
+}
+
+uint32_t cpu_fault_log_next(const cpu_fault_log_t *log, uint64_t upto, uint32_t self,
+                            uint64_t *marks, uint32_t mark_count, cpu_fault_entry_t *out) {
+  uint64_t i = log->total > log->capacity ? log->total - log->capacity : 0;
+  for (; i < log->total; i++) { /* oldest first */
+    const cpu_fault_entry_t *e = &log->entries[i % log->capacity];
+    if (e->seq > upto || e->origin == self || e->origin >= mark_count ||
+        e->origin_seq <= marks[e->origin])
+      continue;
+    marks[e->origin] = e->origin_seq;
+    *out = *e;
+    return 1;
+  }
+  return 0;
 }

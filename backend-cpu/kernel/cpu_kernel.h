@@ -15,6 +15,7 @@
 #define CUBERT_CPU_KERNEL_H
 
 #include "cubert/backend/driver.h"
+#include "cubert/backend/testing.h"
 #include "cubert/kernel.h"
 
 /* Scratch an out-of-bounds access reads (zeros) or writes (dropped). */
@@ -88,7 +89,7 @@ typedef struct cpu_kernel_launch_t {
   uint8_t dynamic;      /* 1: the count is read from dynamic_count */
   uint8_t buffer_count; /* <= CUBERT_KERNEL_MAX_BUFFERS */
   uint8_t scalar_count; /* <= CUBERT_KERNEL_MAX_SCALARS */
-  uint32_t reserved_;
+  uint32_t fault;       /* test only: 1 fails the launch when it runs (cpu_fault_plan_t) */
   cubert_dim3_t count;
   const unsigned char *dynamic_count; /* 12 bytes: u32 x, y, z */
   cubert_kernel_buffer_t buffers[CUBERT_KERNEL_MAX_BUFFERS];
@@ -111,10 +112,80 @@ cubert_status_t cpu_kernel_launch_count(const cpu_kernel_launch_t *launch,
 /* The kernel arguments of a launch. */
 void cpu_kernel_launch_args(const cpu_kernel_launch_t *launch, cubert_kernel_args_t *out_args);
 /* A VALIDATE launch's first violation as a stream error (SERVER_VALIDATION,
- * fields {buffer slot, element index, buffer length, is_write}, the kernel's
- * name as reason); OK when there was none. */
+ * fields {buffer slot, element index, buffer length, is_write}, reason
+ * "kernel <name> failed on stream <stream>: out-of-bounds <read|write>");
+ * OK when there was none. `stream` is the driver's stream index (the kit's
+ * slot: stream id mod max_streams). */
 cubert_status_t cpu_kernel_launch_report(const cpu_kernel_launch_t *launch,
-                                         const cubert_kernel_report_t *report,
+                                         const cubert_kernel_report_t *report, uint32_t stream,
                                          cubert_error_t *out_error);
+
+/* ---- test-only run-time faults (cubert/backend/testing.h) ----------------------------
+ * Which launches and copies fail while they run: decided at submit (in
+ * submit order, with the device held), carried by the op, raised when it
+ * runs. */
+
+#define CPU_FAULT_KERNEL_NAME 64
+
+typedef struct cpu_fault_plan_t {
+  uint32_t fail_launch, fail_copy;   /* cubert_kit_faults_t's */
+  uint32_t launches_seen, copies_seen;
+  uint32_t has_kernel;               /* fail_kernel was given */
+  char kernel[CPU_FAULT_KERNEL_NAME]; /* its copy (truncated) */
+} cpu_fault_plan_t;
+
+/* From the test's faults (NULL: none). */
+void cpu_fault_plan_initialize(cpu_fault_plan_t *plan, const cubert_kit_faults_t *faults);
+/* At submit: 1 when this launch of `kernel` must fail when it runs (one
+ * branch when no fault was asked for). */
+uint32_t cpu_fault_plan_launch_counted(cpu_fault_plan_t *plan, const cubert_kernel_t *kernel);
+static inline uint32_t cpu_fault_plan_launch(cpu_fault_plan_t *plan, const cubert_kernel_t *kernel) {
+  return (plan->fail_launch | plan->has_kernel) ? cpu_fault_plan_launch_counted(plan, kernel) : 0u;
+}
+/* At submit: 1 when this copy must fail when it runs. */
+static inline uint32_t cpu_fault_plan_copy(cpu_fault_plan_t *plan) {
+  if (!plan->fail_copy || plan->copies_seen >= plan->fail_copy) return 0;
+  return ++plan->copies_seen == plan->fail_copy;
+}
+/* The stream errors of an injected failure (they return its status):
+ * SERVER_LAUNCH > LAUNCH_UNKNOWN "kernel <name> failed on stream <stream>:
+ * injected fault"; SERVER_IO > IO_UNKNOWN "copy failed on stream <stream>:
+ * injected fault". */
+cubert_status_t cpu_fault_launch_error(const cubert_kernel_t *kernel, uint32_t stream,
+                                       cubert_error_t *out_error);
+cubert_status_t cpu_fault_copy_error(uint32_t stream, cubert_error_t *out_error);
+
+/* ---- failures carried across streams (both CPU drivers) --------------------------------
+ * Each regular stream keeps a log of the last failures of work that ran on
+ * it, its own and those it inherited: (its position on this stream, the
+ * stream where the failure happened and its position there, the record).
+ * A stream that waits on a point of another inherits, once, each failure
+ * logged there at or before that point: marks[origin] is the position (on
+ * the origin stream) of the last failure of that origin it inherited, so a
+ * failure reaching it along two paths, or coming back to where it happened,
+ * is not taken twice. No locking here: the threaded driver holds the
+ * stream's mutex. */
+
+typedef struct cpu_fault_entry_t {
+  uint64_t seq;        /* the position on the stream whose log holds it */
+  uint64_t origin_seq; /* its position on the stream where it happened */
+  uint32_t origin;     /* that stream's index */
+  cubert_error_t error;
+} cpu_fault_entry_t;
+
+typedef struct cpu_fault_log_t {
+  cpu_fault_entry_t *entries; /* capacity entries, the owner's storage */
+  uint32_t capacity;
+  uint64_t total;             /* failures ever added (the newest: (total - 1) % capacity) */
+} cpu_fault_log_t;
+
+/* Add a failure (the oldest entry goes when the log is full). */
+void cpu_fault_log_add(cpu_fault_log_t *log, uint64_t seq, uint32_t origin, uint64_t origin_seq,
+                       const cubert_error_t *error);
+/* The oldest failure of `log` at or before `upto` that a waiter with index
+ * `self` and marks[0..mark_count) has not inherited (origin != self,
+ * origin_seq above its mark): copied to *out, its mark raised; 0 when none. */
+uint32_t cpu_fault_log_next(const cpu_fault_log_t *log, uint64_t upto, uint32_t self,
+                            uint64_t *marks, uint32_t mark_count, cpu_fault_entry_t *out);
 
 #endif /* CUBERT_CPU_KERNEL_H */

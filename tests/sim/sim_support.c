@@ -36,6 +36,9 @@ void sim_env_open(sim_env_t *env, const sim_config_t *config) {
   o.race_check = config->race;
   faults.drop_wait = config->drop_wait;
   faults.drop_gc_wait = config->drop_gc_wait;
+  faults.fail_launch = 0; /* no run-time faults here */
+  faults.fail_copy = 0;
+  faults.fail_kernel = NULL;
   o.replay = config->replay;
   o.replay_count = config->replay_count;
   o.log_capacity = 4096;
