@@ -45,6 +45,10 @@ typedef struct cpu_device_t {
   uint32_t *sim_ids;            /* stream_count step identities */
   uint64_t *sim_seqs;           /* their sequence numbers */
   uint64_t sim_deadlocks;
+  /* options.profile_summary (cpu_client.c): executions by kernel name,
+   * written to the log's sink at destroy; NULL: off */
+  cubert_profile_summary_t *summary;
+  pthread_mutex_t summary_mutex;
 } cpu_device_t;
 
 /* The CPU driver's table (cpu_driver.c). */

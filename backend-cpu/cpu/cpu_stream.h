@@ -102,6 +102,7 @@ struct cpu_stream_t {
   cubert_allocator_t allocator;
   cpu_stream_run_fn_t run_until; /* deterministic: the owner's step loop; NULL: a worker */
   int deterministic; /* no worker: the owner's step loop runs the ops (cpu_sim.c) */
+  uint32_t device_index; /* the owner's, for the timeline trace (set by the driver) */
 };
 
 /* The op's payload storage, for the op record the driver puts there. */
