@@ -22,7 +22,7 @@
 #include "cubert/trace.h"
 #include "cubert_kernels.h"
 
-#define N (1u << 20)
+#define N (1u << 18)
 
 static int failed(cubert_status_t status, const cubert_error_t *err, const char *what) {
   char text[512];
