@@ -35,7 +35,7 @@
 CUBERT_EXTERN_C_BEGIN
 
 /* Default ring size (events) when neither the options nor
- * CUBERT_TRACE_BUFFER give one; about 5 MiB. */
+ * CUBERT_TRACE_BUFFER give one; 112 bytes an event: 7 MiB. */
 #define CUBERT_TRACE_DEFAULT_CAPACITY 65536u
 /* Smallest and largest ring sizes accepted. */
 #define CUBERT_TRACE_MIN_CAPACITY 16u
@@ -77,8 +77,9 @@ CUBERT_API cubert_status_t cubert_trace_start(const cubert_trace_options_t *opti
 /* Stop recording, wait for recordings in flight (a few instructions each),
  * write the JSON file to the path given at start, free the ring. The stats
  * of the stopped trace go to *out_stats (may be NULL). Returns OK;
- * FAILED_PRECONDITION when no trace records (also for a CUBERT_TRACE trace:
- * that one is written at exit); IO_FAILED (kind IO_UNKNOWN, the reason
+ * FAILED_PRECONDITION (kind FAILED_PRECONDITION) when no trace records (a
+ * CUBERT_TRACE trace is stopped and written here too, and then not again at
+ * exit); IO_FAILED (kind IO_UNKNOWN, the reason
  * names the path) when the file cannot be written (the trace is stopped and
  * freed all the same); RESOURCE_EXHAUSTED when the events cannot be sorted
  * for want of memory (idem). Thread-safe; blocks on the file write. */

@@ -346,3 +346,85 @@ TEST(hostenv_profile_summary_at_release) {
   (void)remove(path);
   counting_allocator_destroy(&c);
 }
+
+/* An error queued on a stream (a dynamic cube count above the device's
+ * limits, found when the launch runs) is logged at warn when it happens;
+ * the sync returns it as usual. */
+TEST(hostenv_log_stream_error_at_warn) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_initialize(&c);
+  cubert_cpu_options_t o;
+  cubert_client_t *client = NULL;
+  cubert_error_t err;
+  cubert_handle_t h[4];
+  cubert_binding_t b[3];
+  cubert_launch_arguments_t args;
+  cubert_cube_count_t count;
+  static const uint32_t huge[3] = {0xFFFFFFFFu, 1, 1};
+  float data[CK_BLOCK];
+  char path[128];
+  char *text;
+  int i;
+  temp_path(path, sizeof path, "log-stream-error");
+  CHECK(setenv("CUBERT_LOG", "warn", 1) == 0);
+  CHECK(setenv("CUBERT_LOG_FILE", path, 1) == 0);
+  memset(data, 0, sizeof data);
+  cubert_cpu_options_initialize(&o);
+  o.device_index = 48;
+  o.workers = 1;
+  CHECK_OK_E(create(a, &o, &client, &err), err);
+  for (i = 0; i < 3; i++) {
+    CHECK_OK_E(cubert_client_create_from_slice(client, data, sizeof data, &h[i], &err), err);
+    b[i] = h[i];
+  }
+  CHECK_OK_E(cubert_client_create_from_slice(client, huge, sizeof huge, &h[3], &err), err);
+  count = cubert_cube_count_new_dynamic(&h[3]);
+  memset(&args, 0, sizeof args);
+  args.buffers = b;
+  args.buffer_count = 3;
+  CHECK_OK_E(cubert_client_launch(client, &ck_add_f32_kernel, &count, &args, &err), err);
+  CHECK_STATUS(cubert_client_sync(client, &err), CUBERT_STATUS_SERVER_UNHEALTHY);
+  for (i = 0; i < 4; i++) CHECK_OK(cubert_client_handle_release(client, &h[i], NULL));
+  cubert_client_release(client);
+  CHECK_EQ_I64(c.live_blocks, 0);
+  text = slurp(path);
+  CHECK_MSG(strstr(text, "cubert[warn +") != NULL &&
+                strstr(text, "cpu device 48 stream") != NULL &&
+                strstr(text, "error queued") != NULL,
+            "log: %s", text);
+  CHECK_MSG(strstr(text, "created") == NULL, "an info line at warn: %s", text);
+  free(text);
+  (void)remove(path);
+  counting_allocator_destroy(&c);
+}
+
+/* A create that fails is logged at error with its record. */
+TEST(hostenv_log_failed_create_at_error) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_initialize(&c);
+  cubert_cpu_options_t o;
+  cubert_client_t *client = NULL;
+  cubert_error_t err;
+  char path[128];
+  char *text;
+  temp_path(path, sizeof path, "log-create-error");
+  CHECK(setenv("CUBERT_LOG", "error", 1) == 0);
+  CHECK(setenv("CUBERT_LOG_FILE", path, 1) == 0);
+  CHECK(setenv("CUBERT_CPU_MODE", "fast", 1) == 0);
+  cubert_cpu_options_initialize(&o);
+  o.device_index = 49;
+  CHECK_STATUS(create(a, &o, &client, &err), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK(unsetenv("CUBERT_CPU_MODE") == 0);
+  o.max_streams = 100000; /* above the limit: the options' own error */
+  CHECK_STATUS(create(a, &o, &client, &err), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_EQ_I64(c.live_blocks, 0);
+  text = slurp(path);
+  CHECK_MSG(strstr(text, "cubert[error +") != NULL &&
+                strstr(text, "cubert_cpu_client_create (device 49) failed") != NULL &&
+                strstr(text, "CUBERT_CPU_MODE") != NULL && strstr(text, "max_streams") != NULL,
+            "log: %s", text);
+  CHECK_MSG(strstr(text, "[warn") == NULL, "a warn line at error: %s", text);
+  free(text);
+  (void)remove(path);
+  counting_allocator_destroy(&c);
+}
