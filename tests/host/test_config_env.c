@@ -225,6 +225,7 @@ TEST(hostenv_log_levels_and_file) {
   CHECK_MSG(strstr(text, "cubert[debug +") != NULL && strstr(text, "cores") != NULL, "log: %s",
             text);
   CHECK_MSG(strstr(text, "allocated") == NULL, "a trace line at debug: %s", text);
+  CHECK_MSG(strstr(text, "cpu device 43 released") != NULL, "log: %s", text);
   free(text);
   /* the API wins over CUBERT_LOG: warn writes no info line */
   CHECK_OK(cubert_log_set_level(CUBERT_LOG_LEVEL_WARN, NULL));
@@ -243,13 +244,20 @@ TEST(hostenv_log_levels_and_file) {
   CHECK_OK_E(create(a, &o, &client, &err), err);
   {
     cubert_handle_t h;
+    static const float bytes[1024];
+    float back[1024];
     CHECK_OK_E(cubert_client_empty(client, 4096, &h, &err), err);
+    CHECK_OK(cubert_client_handle_release(client, &h, NULL));
+    /* an upload: the GC releases the bytes it held once its event completed */
+    CHECK_OK_E(cubert_client_create_from_slice(client, bytes, sizeof bytes, &h, &err), err);
+    CHECK_OK_E(cubert_client_read_one(client, &h, back, sizeof back, &err), err);
     CHECK_OK(cubert_client_handle_release(client, &h, NULL));
   }
   cubert_client_release(client);
   text = slurp(path);
   p = strstr(text, "cpu device 45: allocated");
   CHECK_MSG(p != NULL, "log: %s", text);
+  CHECK_MSG(strstr(p, "cpu device 45: gc released") != NULL, "log: %s", text);
   free(text);
   CHECK_EQ_I64(c.live_blocks, 0);
   (void)remove(path);

@@ -522,8 +522,9 @@ TEST(trace_known_program_events) {
   CHECK_EQ_I64(count_events(doc, "i", "event", "stream 2 waits for stream 1", 1), 1);
   CHECK(count_events(doc, "i", "event", "event record stream", 1) >= 2);
   CHECK(count_events(doc, "B", "sync", NULL, 1) >= 2);
-  /* device memory */
+  /* device memory; the GC released what the copies held */
   CHECK(count_events(doc, "i", "memory", "alloc", 1) >= 1);
+  CHECK(count_events(doc, "i", "gc", "gc release", 1) >= 1);
   jfree(doc);
   (void)remove(path);
   counting_allocator_destroy(&c);
