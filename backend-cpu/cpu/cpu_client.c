@@ -285,6 +285,9 @@ cubert_status_t cubert_cpu_client_create_with_faults(cubert_allocator_t allocato
   if (!out_client)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "NULL out_client");
   status = check_options(&o, options, &config, out_error);
+  /* CUBERT_TRACE: from the first create on, this device's creation included */
+  if (status == CUBERT_STATUS_OK && (config.set & HOST_CONFIG_TRACE))
+    cubert_host_trace_from_env(&config);
   if (status == CUBERT_STATUS_OK) status = device_create(allocator, &o, &d, out_error);
   if (status != CUBERT_STATUS_OK) return create_failed(&o, status, out_error);
   if (make_lock(allocator, &lock) != CUBERT_STATUS_OK) {
@@ -310,7 +313,6 @@ cubert_status_t cubert_cpu_client_create_with_faults(cubert_allocator_t allocato
     }
   }
   log_created(&o, d);
-  if (config.set & HOST_CONFIG_TRACE) cubert_host_trace_from_env(&config);
   return CUBERT_STATUS_OK;
 }
 

@@ -87,7 +87,8 @@ CUBERT_API cubert_status_t cubert_trace_stop(cubert_trace_stats_t *out_stats,
                                              cubert_error_t *out_error);
 
 /* The counters of the trace that records, or of the last one stopped
- * (zeros when none ran). Thread-safe, lock-free. NULL: no-op. */
+ * (zeros when none ran). Thread-safe (takes the start / stop mutex
+ * briefly); does not block otherwise. NULL: no-op. */
 CUBERT_API void cubert_trace_stats(cubert_trace_stats_t *out_stats);
 
 CUBERT_EXTERN_C_END
