@@ -121,11 +121,19 @@ struct cubert_kit_t {
   cubert_memory_pool_options_t *memory_pools;
 };
 
-/* An observation point (cubert_kit_observer_t). */
+/* An observation point (cubert_kit_observer_t): a relaxed load of the
+ * host's word (the host writes it with atomics; a plain volatile read where
+ * the build has no atomic builtins: single-threaded and critical-section
+ * builds), then one branch. */
+#if defined(__GNUC__) && !(defined(CUBERT_SINGLE_THREADED) && CUBERT_SINGLE_THREADED) && \
+    !(defined(CUBERT_ATOMIC_CRITICAL_SECTION) && CUBERT_ATOMIC_CRITICAL_SECTION)
+#define KIT_OBSERVE_ON(kit) __atomic_load_n((kit)->observe_on, __ATOMIC_RELAXED)
+#else
+#define KIT_OBSERVE_ON(kit) (*(const volatile uint32_t *)(kit)->observe_on)
+#endif
 #define KIT_OBSERVE(kit, point, a, b)                                        \
   do {                                                                       \
-    if (*(const volatile uint32_t *)(kit)->observe_on)                       \
-      (kit)->observe((kit)->observe_self, (point), (a), (b));                \
+    if (KIT_OBSERVE_ON(kit)) (kit)->observe((kit)->observe_self, (point), (a), (b)); \
   } while (0)
 
 /* ---- kit_base.c ---- */
