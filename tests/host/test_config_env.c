@@ -57,6 +57,7 @@ static cubert_status_t create(cubert_allocator_t a, cubert_cpu_options_t *o,
 /* The environment fills the defaults: mode, seed (cubert_cpu_sim_info),
  * workers and the memory preset (the info line of the log). */
 TEST(hostenv_fills_defaults) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_cpu_options_t o;
@@ -101,6 +102,7 @@ TEST(hostenv_fills_defaults) {
 /* Options set in code win over the environment; ignore_environment reads
  * nothing (not even an invalid value). */
 TEST(hostenv_explicit_options_win) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION | CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_cpu_options_t o;
@@ -306,6 +308,7 @@ TEST(hostenv_log_off_writes_nothing) {
  * to the log's destination when the device is released (launches are not
  * profiled one by one: the level stays off). */
 TEST(hostenv_profile_summary_at_release) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_cpu_options_t o;

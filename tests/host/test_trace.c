@@ -477,6 +477,7 @@ static void temp_path(char *buf, size_t size, const char *what) {
 /* The known program in deterministic mode (nothing runs before the host
  * waits, so stream 2's launch must wait for stream 1's): its events. */
 TEST(trace_known_program_events) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_trace_options_t to;
@@ -560,6 +561,7 @@ TEST(trace_threaded_program_is_well_formed) {
 /* A ring of 16 events: the oldest are overwritten and counted (stats and
  * the file); the file still parses and every span is whole. */
 TEST(trace_ring_drops_and_counts_when_full) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_trace_options_t to;
@@ -618,6 +620,7 @@ TEST(trace_off_writes_nothing) {
 /* Argument and state errors; an allocation failure at start; a file that
  * cannot be written (the trace is stopped and freed all the same). */
 TEST(trace_api_errors) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_SIMULATION);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_trace_options_t to;
