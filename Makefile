@@ -385,6 +385,16 @@ check-tools: $(TOOL_BIN)
 	  [ "$$rc" = 2 ] || { echo "check-tools: a bad option exited $$rc, expected 2"; exit 1; }; \
 	  echo "check-tools: ok (cubert-info: 2 devices listed with their pool layout; a bad option exits 2)"
 
+# The timeline trace end to end (docs/profiling.md): examples/trace writes a trace,
+# tools/trace-to-svg.py renders it (python3; not part of `make test`).
+.PHONY: check-trace-tool
+check-trace-tool: $(BUILD)/examples/trace
+	@$(BUILD)/examples/trace $(BUILD)/trace.json >/dev/null || { echo "check-trace-tool: examples/trace failed"; exit 1; }; \
+	  python3 tools/trace-to-svg.py $(BUILD)/trace.json $(BUILD)/trace.svg || { echo "check-trace-tool: trace-to-svg failed"; exit 1; }; \
+	  grep -q '<svg' $(BUILD)/trace.svg && grep -q 'ck_add_f32' $(BUILD)/trace.svg && grep -q 'marker-end' $(BUILD)/trace.svg || \
+	  { echo "check-trace-tool: $(BUILD)/trace.svg lacks the kernels or the flows"; exit 1; }; \
+	  echo "check-trace-tool: ok ($(BUILD)/trace.json rendered to $(BUILD)/trace.svg)"
+
 # The core's unit tests, built and run as 32-bit code (size_t is 32 bits).
 check-32bit:
 	@printf 'int main(void) { return 0; }\n' | $(CC) -m32 -x c - -o /dev/null 2>/dev/null || \
@@ -757,6 +767,7 @@ help:
 	@echo '                      without cycles or includes up the layers (tests/build/check_hygiene.sh)'
 	@echo '  check-stack         no stack frame of core/ (+ STACK_SRC) over STACK_LIMIT=$(STACK_LIMIT) bytes (gcc -fstack-usage)'
 	@echo '  check-tools         build/tools/cubert-info lists devices and pool layouts; a bad option exits 2'
+	@echo '  check-trace-tool    examples/trace writes a trace, tools/trace-to-svg.py renders it (python3)'
 	@echo '  check-matrix        gcc/clang x -O0 -g/-O2/-O3 -march=native/-Os, -fno-common, --coverage, -j1/-j8, out-of-tree BUILD,'
 	@echo '                      user CFLAGS/LDFLAGS; each from clean in BUILD/matrix (make test at -O0 and -O3)'
 	@echo '  coverage            the suite built with --coverage (gcc -O0): line and branch-taken summary of core/'

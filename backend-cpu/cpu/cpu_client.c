@@ -15,17 +15,7 @@
 #include "cubert/backend/kit.h"
 #include "cubert/backend/stream.h"
 #include "cubert/host.h"
-
-/* CUBERT_PROFILE_LEVEL: a cubert_profile_level_name, else off. */
-static cubert_profile_level_t profile_level_from_env(void) {
-  const char *v = getenv("CUBERT_PROFILE_LEVEL");
-  int l;
-  if (!v) return CUBERT_PROFILE_LEVEL_OFF;
-  for (l = CUBERT_PROFILE_LEVEL_OFF; l <= CUBERT_PROFILE_LEVEL_FULL; l++)
-    if (strcmp(v, cubert_profile_level_name((cubert_profile_level_t)l)) == 0)
-      return (cubert_profile_level_t)l;
-  return CUBERT_PROFILE_LEVEL_OFF;
-}
+#include "host/host_obs.h"
 
 void cubert_cpu_options_initialize(cubert_cpu_options_t *options) {
   if (!options) return;
@@ -33,7 +23,6 @@ void cubert_cpu_options_initialize(cubert_cpu_options_t *options) {
   options->max_streams = 16;
   options->memory_size = 1ull << 30;
   options->bounds_check = CUBERT_BOUNDS_CHECK_AUTO;
-  options->profile_level = profile_level_from_env();
 }
 
 void cpu_fill_properties(const cubert_cpu_options_t *o, cubert_device_properties_t *p) {
@@ -76,15 +65,35 @@ cubert_status_t cpu_device_of(cubert_client_t *client, cpu_device_t **out_device
 
 /* ---- options ---- */
 
+/* The environment fills the fields left at their defaults (cubert/cpu.h,
+ * docs/configuration.md); every variable is checked. */
+static cubert_status_t apply_environment(cubert_cpu_options_t *o, cubert_host_config_t *c,
+                                         cubert_error_t *out_error) {
+  CUBERT_RETURN_IF_ERROR(cubert_host_config_read(c, out_error));
+  if (o->profile_level == CUBERT_PROFILE_LEVEL_OFF && (c->set & HOST_CONFIG_PROFILE_LEVEL))
+    o->profile_level = c->profile_level;
+  if (!o->profile_summary && (c->set & HOST_CONFIG_PROFILE_SUMMARY))
+    o->profile_summary = c->profile_summary;
+  if (!o->workers && (c->set & HOST_CONFIG_CPU_WORKERS)) o->workers = c->cpu_workers;
+  if (o->mode == CUBERT_CPU_MODE_THREADED && (c->set & HOST_CONFIG_CPU_MODE)) o->mode = c->cpu_mode;
+  if (!o->seed && (c->set & HOST_CONFIG_CPU_SEED)) o->seed = c->cpu_seed;
+  if (o->memory_config.kind == CUBERT_MEMORY_CONFIGURATION_SUB_SLICES && !o->memory_config.pools &&
+      !o->memory_config.pool_count && (c->set & HOST_CONFIG_MEMORY))
+    o->memory_config.kind = c->memory;
+  return CUBERT_STATUS_OK;
+}
+
 static cubert_status_t check_options(cubert_cpu_options_t *o, const cubert_cpu_options_t *given,
-                                     cubert_error_t *out_error) {
+                                     cubert_host_config_t *config, cubert_error_t *out_error) {
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   cubert_cpu_options_initialize(o);
+  memset(config, 0, sizeof(*config));
   if (given) {
     *o = *given;
     if (!o->max_streams) o->max_streams = 16;
     if (!o->memory_size) o->memory_size = 1ull << 30;
   }
+  if (!o->ignore_environment) CUBERT_RETURN_IF_ERROR(apply_environment(o, config, out_error));
   if (o->max_streams > CUBERT_STREAM_MAX_STREAMS_LIMIT) {
     uint64_t f[2];
     f[0] = o->max_streams;
@@ -134,10 +143,15 @@ static cubert_status_t device_create(cubert_allocator_t allocator, const cubert_
   if (status == CUBERT_STATUS_OK)
     status = cubert_cpu_executor_create(allocator, d->deterministic ? 0 : o->workers,
                                         &d->executor, out_error);
+  pthread_mutex_init(&d->summary_mutex, NULL);
+  if (status == CUBERT_STATUS_OK && o->profile_summary)
+    status = cubert_profile_summary_create(allocator, CUBERT_PROFILE_LEVEL_BASIC, 256, 16384,
+                                           &d->summary, out_error);
   if (status != CUBERT_STATUS_OK) {
     device_free(d);
     return status;
   }
+  cubert_cpu_executor_set_trace_device(d->executor, d->device_index);
   *out_device = d;
   return CUBERT_STATUS_OK;
 }
@@ -184,6 +198,77 @@ static void kit_options(const cubert_cpu_options_t *o, const cubert_kit_faults_t
   k->host_release = release_lock;
   k->host_release_self = lock;
   k->faults = faults;
+  k->memory_config = o->memory_config;
+}
+
+/* ---- observability ---- */
+
+static cubert_status_t create_failed(const cubert_cpu_options_t *o, cubert_status_t status,
+                                     const cubert_error_t *error) {
+  if (HOST_LOG_ON(CUBERT_LOG_LEVEL_ERROR)) {
+    char what[64];
+    (void)snprintf(what, sizeof what, "cubert_cpu_client_create (device %u) failed",
+                   (unsigned)o->device_index);
+    if (error)
+      cubert_host_log_error(CUBERT_LOG_LEVEL_ERROR, what, error);
+    else
+      cubert_host_log_write(CUBERT_LOG_LEVEL_ERROR, "%s: %s", what, cubert_status_name(status));
+  }
+  return status;
+}
+
+/* The kit's observer (cubert_kit_observer_t): GC points to the log and
+ * the trace. */
+static void observe_event(void *self, cubert_kit_observe_t point, uint64_t a, uint64_t b) {
+  cpu_device_t *d = (cpu_device_t *)self;
+  uint64_t now = HOST_TRACE_ON() ? cubert_host_trace_now() : 0;
+  if (point == CUBERT_KIT_OBSERVE_GC_RELEASE) {
+    HOST_LOG(CUBERT_LOG_LEVEL_DEBUG, "cpu device %u: gc released %llu (%llu pending)",
+             (unsigned)d->device_index, (unsigned long long)a, (unsigned long long)b);
+    if (now)
+      cubert_host_trace_record(d->device_index, cubert_host_trace_thread_tid(),
+                               HOST_TRACE_CAT_GC, "gc release", now, now, 1, HOST_TRACE_FLOW_NONE,
+                               0, "released", a);
+  } else if (point == CUBERT_KIT_OBSERVE_GC_WAIT) {
+    HOST_LOG(CUBERT_LOG_LEVEL_DEBUG, "cpu device %u: gc waits for its oldest event (%llu pending)",
+             (unsigned)d->device_index, (unsigned long long)a);
+    if (now)
+      cubert_host_trace_record(d->device_index, cubert_host_trace_thread_tid(),
+                               HOST_TRACE_CAT_GC, "gc wait", now, now, 1, HOST_TRACE_FLOW_NONE, 0,
+                               "pending", a);
+  }
+}
+
+static void observer_options(cpu_device_t *d, cubert_kit_options_t *k) {
+  (void)cubert_log_level(); /* starts the log (CUBERT_LOG): cubert_host_obs_on_ is then set */
+  k->observer.enabled = &cubert_host_obs_on_;
+  k->observer.event = observe_event;
+  k->observer.self = d;
+}
+
+static void log_created(const cubert_cpu_options_t *o, const cpu_device_t *d) {
+  if (!HOST_LOG_ON(CUBERT_LOG_LEVEL_INFO)) return;
+  cubert_host_log_write(
+      CUBERT_LOG_LEVEL_INFO,
+      "cpu device %u created: %s, %u kernel workers, %u streams, memory %s, profiling %s%s",
+      (unsigned)o->device_index, d->deterministic ? "deterministic" : "threaded",
+      (unsigned)cubert_cpu_executor_worker_count(d->executor), (unsigned)o->max_streams,
+      o->memory_config.kind == CUBERT_MEMORY_CONFIGURATION_EXCLUSIVE_PAGES ? "exclusive-pages"
+      : o->memory_config.kind == CUBERT_MEMORY_CONFIGURATION_CUSTOM        ? "custom"
+                                                                           : "sub-slices",
+      cubert_profile_level_name(o->profile_level), d->summary ? " + summary at release" : "");
+  if (d->deterministic)
+    HOST_LOG(CUBERT_LOG_LEVEL_INFO, "cpu device %u: deterministic seed %llu",
+             (unsigned)o->device_index, (unsigned long long)o->seed);
+  HOST_LOG(CUBERT_LOG_LEVEL_DEBUG,
+           "cpu device %u: \"%s\", %u cores, max page %llu bytes, alignment %llu, shared "
+           "memory %u bytes, bounds check %u, race check %u",
+           (unsigned)o->device_index, d->properties.name,
+           (unsigned)d->properties.hardware.num_cpu_cores,
+           (unsigned long long)d->properties.memory.max_page_size,
+           (unsigned long long)d->properties.memory.alignment,
+           (unsigned)d->properties.hardware.max_shared_memory_size, (unsigned)o->bounds_check,
+           (unsigned)o->race_check);
 }
 
 cubert_status_t cubert_cpu_client_create_with_faults(cubert_allocator_t allocator,
@@ -193,32 +278,43 @@ cubert_status_t cubert_cpu_client_create_with_faults(cubert_allocator_t allocato
                                                      cubert_error_t *out_error) {
   cubert_cpu_options_t o;
   cubert_kit_options_t k;
+  cubert_host_config_t config;
   cpu_device_t *d = NULL;
   cubert_lock_t *lock = NULL;
   cubert_status_t status;
   if (!out_client)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "NULL out_client");
-  CUBERT_RETURN_IF_ERROR(check_options(&o, options, out_error));
-  CUBERT_RETURN_IF_ERROR(device_create(allocator, &o, &d, out_error));
+  status = check_options(&o, options, &config, out_error);
+  /* CUBERT_TRACE: from the first create on, this device's creation included */
+  if (status == CUBERT_STATUS_OK && (config.set & HOST_CONFIG_TRACE))
+    cubert_host_trace_from_env(&config);
+  if (status == CUBERT_STATUS_OK) status = device_create(allocator, &o, &d, out_error);
+  if (status != CUBERT_STATUS_OK) return create_failed(&o, status, out_error);
   cpu_fault_plan_initialize(&d->faults, faults);
   if (make_lock(allocator, &lock) != CUBERT_STATUS_OK) {
     device_free(d);
-    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "device lock");
+    status = cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "device lock");
+    return create_failed(&o, status, out_error);
   }
   kit_options(&o, faults, d, lock, &k);
+  observer_options(d, &k);
   status = cubert_kit_client_create(allocator, &k, &cpu_driver, d, out_client, out_error);
   if (status != CUBERT_STATUS_OK) {
     release_lock(lock);
     device_free(d);
-    return status;
+    return create_failed(&o, status, out_error);
   }
-  if (o.profile_level == CUBERT_PROFILE_LEVEL_OFF) return CUBERT_STATUS_OK;
-  status = cubert_client_set_profiling(*out_client, o.profile_level, cubert_log_sink_stderr, NULL,
-                                       out_error);
-  if (status == CUBERT_STATUS_OK) return CUBERT_STATUS_OK;
-  cubert_client_release(*out_client); /* destroys the kit, the driver and the lock */
-  *out_client = NULL;
-  return status;
+  if (o.profile_level != CUBERT_PROFILE_LEVEL_OFF) {
+    status = cubert_client_set_profiling(*out_client, o.profile_level, cubert_log_sink_default,
+                                         NULL, out_error);
+    if (status != CUBERT_STATUS_OK) {
+      cubert_client_release(*out_client); /* destroys the kit, the driver and the lock */
+      *out_client = NULL;
+      return create_failed(&o, status, out_error);
+    }
+  }
+  log_created(&o, d);
+  return CUBERT_STATUS_OK;
 }
 
 cubert_status_t cubert_cpu_client_create(cubert_allocator_t allocator,

@@ -14,9 +14,11 @@
 #include "cpu/cpu_driver.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cubert/backend/stream.h"
+#include "host/host_obs.h"
 #include "kernel/cpu_kernel.h"
 
 struct cpu_event_t {
@@ -29,6 +31,47 @@ struct cpu_event_t {
 static cpu_device_t *device_of(void *self) { return (cpu_device_t *)self; }
 static cpu_stream_t *stream_of(cubert_driver_stream_t *s) { return (cpu_stream_t *)(void *)s; }
 static cpu_event_t *event_of(cubert_driver_event_t *e) { return (cpu_event_t *)(void *)e; }
+
+/* ---- timeline trace (cubert/trace.h) ------------------------------------------------ */
+
+/* A span [t0, now] on the calling host thread's track; flow_seq non-zero:
+ * a flow starts there, to the execution of op flow_seq of `stream`. */
+static void trace_host(const cpu_device_t *d, host_trace_cat_t cat, const char *name, uint64_t t0,
+                       const cpu_stream_t *stream, uint64_t flow_seq, const char *arg_name,
+                       uint64_t arg) {
+  cubert_host_trace_record(d->device_index, cubert_host_trace_thread_tid(), cat, name, t0,
+                           cubert_host_trace_now(), 0,
+                           flow_seq ? HOST_TRACE_FLOW_OUT : HOST_TRACE_FLOW_NONE,
+                           flow_seq ? cubert_host_trace_flow_id(d->device_index, stream->slot,
+                                                                flow_seq)
+                                    : 0,
+                           arg_name, arg);
+}
+
+/* An instant on the calling host thread's track. */
+static void trace_host_instant(const cpu_device_t *d, host_trace_cat_t cat, const char *name,
+                               const char *arg_name, uint64_t arg) {
+  uint64_t now = cubert_host_trace_now();
+  cubert_host_trace_record(d->device_index, cubert_host_trace_thread_tid(), cat, name, now, now,
+                           1, HOST_TRACE_FLOW_NONE, 0, arg_name, arg);
+}
+
+/* The op running on `stream` (its worker, or the step loop) ran over
+ * [t0, now]: a span on the stream's track, the end of the flow from its
+ * enqueue when `flow`. */
+static void trace_op(const cpu_stream_t *stream, host_trace_cat_t cat, const char *name,
+                     uint64_t t0, int flow, const char *arg_name, uint64_t arg) {
+  uint64_t seq = stream->head + 1u; /* the op that runs */
+  cubert_host_trace_record(stream->device_index, HOST_TRACE_TID_STREAM + stream->slot, cat, name,
+                           t0, cubert_host_trace_now(), 0,
+                           flow ? HOST_TRACE_FLOW_IN : HOST_TRACE_FLOW_NONE,
+                           flow ? cubert_host_trace_flow_id(stream->device_index, stream->slot, seq)
+                                : 0,
+                           arg_name, arg);
+}
+
+static const char *const copy_names[] = {"copy host to device", "copy device to host",
+                                         "copy device to device"};
 
 /* ---- device memory ------------------------------------------------------------------- */
 
@@ -47,6 +90,9 @@ static cubert_status_t cpu_memory_alloc(void *self, uint64_t size, cubert_driver
     return cubert_error_set(out_error, CUBERT_ERROR_IO_OUT_OF_MEMORY, &size, 1,
                             "host memory allocation failed");
   *out_address = (cubert_device_ptr_t)(uintptr_t)p;
+  HOST_LOG(CUBERT_LOG_LEVEL_TRACE, "cpu device %u: allocated %llu bytes at %p",
+           (unsigned)d->device_index, (unsigned long long)size, p);
+  if (HOST_TRACE_ON()) trace_host_instant(d, HOST_TRACE_CAT_MEMORY, "alloc", "bytes", size);
   return CUBERT_STATUS_OK;
 }
 
@@ -58,9 +104,10 @@ typedef struct free_op_t {
 
 static cubert_status_t free_run(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
   free_op_t *op = (free_op_t *)payload;
-  (void)stream;
+  uint64_t t0 = HOST_TRACE_ON() ? cubert_host_trace_now() : 0;
   (void)error;
   cubert_allocator_free(op->allocator, op->ptr, (size_t)op->size, CPU_MEMORY_ALIGN);
+  if (t0) trace_op(stream, HOST_TRACE_CAT_MEMORY, "free", t0, 0, "bytes", op->size);
   return CUBERT_STATUS_OK;
 }
 
@@ -69,7 +116,11 @@ static void cpu_memory_free(void *self, cubert_device_ptr_t address, uint64_t si
   cpu_device_t *d = device_of(self);
   cpu_op_t *op;
   free_op_t *f;
+  HOST_LOG(CUBERT_LOG_LEVEL_TRACE, "cpu device %u: free %llu bytes at %p%s",
+           (unsigned)d->device_index, (unsigned long long)size, (void *)(uintptr_t)address,
+           stream ? " (after the stream's work)" : "");
   if (!stream) {
+    if (HOST_TRACE_ON()) trace_host_instant(d, HOST_TRACE_CAT_MEMORY, "free", "bytes", size);
     cubert_allocator_free(d->allocator, (void *)(uintptr_t)address, (size_t)size, CPU_MEMORY_ALIGN);
     return;
   }
@@ -89,18 +140,23 @@ typedef struct copy_op_t {
   const unsigned char *src;
   uint64_t width, height, src_pitch, dst_pitch;
   uint32_t fault; /* test only: fail when it runs (cpu_fault_plan_t) */
+  uint32_t kind; /* cubert_copy_kind_t, for the trace */
 } copy_op_t;
 
 static cubert_status_t copy_run(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
   copy_op_t *op = (copy_op_t *)payload;
-  uint64_t r;
+  uint64_t r, t0;
   if (op->fault) return cpu_fault_copy_error(stream->slot, error);
+  t0 = HOST_TRACE_ON() ? cubert_host_trace_now() : 0;
   if (op->height == 1) {
     memcpy(op->dst, op->src, (size_t)op->width);
-    return CUBERT_STATUS_OK;
+  } else {
+    for (r = 0; r < op->height; r++)
+      memcpy(op->dst + r * op->dst_pitch, op->src + r * op->src_pitch, (size_t)op->width);
   }
-  for (r = 0; r < op->height; r++)
-    memcpy(op->dst + r * op->dst_pitch, op->src + r * op->src_pitch, (size_t)op->width);
+  if (t0)
+    trace_op(stream, HOST_TRACE_CAT_COPY, copy_names[op->kind], t0, 1, "bytes",
+             op->width * op->height);
   return CUBERT_STATUS_OK;
 }
 
@@ -108,6 +164,7 @@ static cubert_status_t cpu_copy(void *self, const cubert_driver_copy_t *c,
                                 cubert_driver_stream_t *stream, cubert_error_t *out_error) {
   cpu_op_t *op;
   copy_op_t *p;
+  uint64_t seq, t0 = HOST_TRACE_ON() ? cubert_host_trace_now() : 0;
   if (c->kind > CUBERT_COPY_DEVICE_TO_DEVICE)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "unknown copy kind");
   if (c->width == 0 || c->height == 0) return CUBERT_STATUS_OK;
@@ -122,8 +179,12 @@ static cubert_status_t cpu_copy(void *self, const cubert_driver_copy_t *c,
   p->src_pitch = c->src_pitch;
   p->dst_pitch = c->dst_pitch;
   p->fault = cpu_fault_plan_copy(&device_of(self)->faults);
+  p->kind = (uint32_t)c->kind;
   op->run = copy_run;
-  (void)cpu_stream_commit(stream_of(stream));
+  seq = cpu_stream_commit(stream_of(stream));
+  if (t0)
+    trace_host(device_of(self), HOST_TRACE_CAT_COPY, copy_names[c->kind], t0, stream_of(stream),
+               seq, "bytes", c->width * c->height);
   return CUBERT_STATUS_OK;
 }
 
@@ -135,27 +196,48 @@ static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_er
   cubert_kernel_args_t args;
   cubert_kernel_report_t report;
   cubert_dim3_t count;
+  uint64_t t0 = 0, t1;
+  cubert_status_t status;
   if (l->fault) return cpu_fault_launch_error(l->kernel, stream->slot, error);
-  CUBERT_RETURN_IF_ERROR(cpu_kernel_launch_count(l, &d->properties.hardware, &count, error));
-  cpu_kernel_launch_args(l, &args);
-  if (cubert_cpu_executor_run(d->executor, l->kernel, count, l->kernel->cube_dim, &args,
-                              (cubert_execution_mode_t)l->execution, &report,
-                              error) != CUBERT_STATUS_OK)
-    return cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
-  return cpu_kernel_launch_report(l, &report, stream->slot, error);
+  if (HOST_TRACE_ON() || d->summary) t0 = cubert_host_trace_now();
+  status = cpu_kernel_launch_count(l, &d->properties.hardware, &count, error);
+  if (status == CUBERT_STATUS_OK) {
+    cpu_kernel_launch_args(l, &args);
+    status = cubert_cpu_executor_run(d->executor, l->kernel, count, l->kernel->cube_dim, &args,
+                                     (cubert_execution_mode_t)l->execution, &report, error);
+    if (status != CUBERT_STATUS_OK)
+      status = cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
+    else
+      status = cpu_kernel_launch_report(l, &report, stream->slot, error);
+  }
+  if (!t0) return status;
+  t1 = cubert_host_trace_now();
+  if (d->summary && status == CUBERT_STATUS_OK) {
+    pthread_mutex_lock(&d->summary_mutex);
+    (void)cubert_profile_summary_record(d->summary, l->kernel->name, t1 - t0, NULL);
+    pthread_mutex_unlock(&d->summary_mutex);
+  }
+  if (HOST_TRACE_ON())
+    trace_op(stream, HOST_TRACE_CAT_KERNEL, l->kernel->name, t0, 1, "cubes",
+             status == CUBERT_STATUS_OK ? (uint64_t)count.x * count.y * count.z : 0);
+  return status;
 }
 
 static cubert_status_t cpu_launch(void *self, const cubert_driver_launch_t *launch,
                                   cubert_driver_stream_t *stream, cubert_error_t *out_error) {
   cpu_op_t *op;
   cpu_kernel_launch_t *l;
+  uint64_t seq, t0 = HOST_TRACE_ON() ? cubert_host_trace_now() : 0;
   CUBERT_RETURN_IF_ERROR(cpu_kernel_launch_check(launch, out_error));
   op = cpu_stream_reserve(stream_of(stream));
   l = (cpu_kernel_launch_t *)cpu_op_payload(op);
   cpu_kernel_launch_record(launch, l);
   l->fault = cpu_fault_plan_launch(&device_of(self)->faults, launch->kernel);
   op->run = launch_run;
-  (void)cpu_stream_commit(stream_of(stream));
+  seq = cpu_stream_commit(stream_of(stream));
+  if (t0)
+    trace_host(device_of(self), HOST_TRACE_CAT_LAUNCH, launch->kernel->name, t0,
+               stream_of(stream), seq, "stream", stream_of(stream)->slot);
   return CUBERT_STATUS_OK;
 }
 
@@ -183,6 +265,7 @@ static cubert_status_t cpu_stream_create(void *self, uint32_t index,
   /* the kit's regular slots carry failures across waits; its GC and
    * communication streams (the last two) do not */
   s->propagates = index + 2u < d->stream_count;
+  s->device_index = d->device_index;
   cpu_sim_set_stream(d, index, s);
   *out_stream = (cubert_driver_stream_t *)(void *)s;
   return CUBERT_STATUS_OK;
@@ -201,8 +284,13 @@ static cubert_status_t cpu_stream_synchronize(void *self, cubert_driver_stream_t
                                               cubert_error_t *out_error) {
   cpu_stream_t *s = stream_of(stream);
   cubert_status_t status;
-  (void)self;
+  uint64_t t0 = HOST_TRACE_ON() ? cubert_host_trace_now() : 0;
   status = cpu_stream_wait_point(s, s->tail, UINT64_MAX);
+  if (t0) {
+    char name[48];
+    (void)snprintf(name, sizeof name, "sync stream %u", (unsigned)s->slot);
+    trace_host(device_of(self), HOST_TRACE_CAT_SYNC, name, t0, s, 0, NULL, 0);
+  }
   if (status == CUBERT_STATUS_FAILED_PRECONDITION)
     return cubert_error_set(out_error, CUBERT_ERROR_SERVER_GENERIC, NULL, 0,
                             "deterministic mode: no step is runnable (deadlock)");
@@ -239,6 +327,12 @@ static cubert_status_t cpu_event_record(void *self, cubert_driver_stream_t *stre
   ev->stream = stream_of(stream);
   ev->seq = ev->stream->tail; /* the last committed op (the producer reads its own index) */
   *out_event = (cubert_driver_event_t *)(void *)ev;
+  if (HOST_TRACE_ON()) {
+    char name[48];
+    (void)snprintf(name, sizeof name, "event record stream %u op %llu", (unsigned)ev->stream->slot,
+                   (unsigned long long)ev->seq);
+    trace_host_instant(d, HOST_TRACE_CAT_EVENT, name, NULL, 0);
+  }
   return CUBERT_STATUS_OK;
 }
 
@@ -247,7 +341,6 @@ static cubert_status_t cpu_event_wait(void *self, cubert_driver_stream_t *stream
   cpu_stream_t *s = stream_of(stream);
   cpu_event_t *ev = event_of(event);
   cpu_op_t *op;
-  (void)self;
   (void)out_error;
   if (ev->stream == s) return CUBERT_STATUS_OK;
   /* a completed point needs no wait, unless the stream failed: the wait
@@ -259,6 +352,12 @@ static cubert_status_t cpu_event_wait(void *self, cubert_driver_stream_t *stream
   op->wait_stream = ev->stream;
   op->wait_seq = ev->seq;
   (void)cpu_stream_commit(s);
+  if (HOST_TRACE_ON()) {
+    char name[48];
+    (void)snprintf(name, sizeof name, "stream %u waits for stream %u op %llu", (unsigned)s->slot,
+                   (unsigned)ev->stream->slot, (unsigned long long)ev->seq);
+    trace_host_instant(device_of(self), HOST_TRACE_CAT_EVENT, name, NULL, 0);
+  }
   return CUBERT_STATUS_OK;
 }
 
@@ -272,8 +371,14 @@ static cubert_status_t cpu_event_synchronize(void *self, cubert_driver_event_t *
                                              uint64_t timeout_ns, cubert_error_t *out_error) {
   cpu_event_t *ev = event_of(event);
   cubert_status_t status;
-  (void)self;
+  uint64_t t0 = HOST_TRACE_ON() ? cubert_host_trace_now() : 0;
   status = cpu_stream_wait_point(ev->stream, ev->seq, timeout_ns);
+  if (t0) {
+    char name[48];
+    (void)snprintf(name, sizeof name, "wait event stream %u op %llu", (unsigned)ev->stream->slot,
+                   (unsigned long long)ev->seq);
+    trace_host(device_of(self), HOST_TRACE_CAT_SYNC, name, t0, ev->stream, 0, NULL, 0);
+  }
   if (status == CUBERT_STATUS_FAILED_PRECONDITION)
     return cubert_error_set(out_error, CUBERT_ERROR_SERVER_GENERIC, NULL, 0,
                             "deterministic mode: no step is runnable (deadlock)");
@@ -295,8 +400,33 @@ static void cpu_properties(void *self, cubert_device_properties_t *out) {
   *out = device_of(self)->properties;
 }
 
+/* CUBERT_PROFILE_SUMMARY: the table, to the log's sink. */
+static void write_summary(cpu_device_t *d) {
+  size_t need, len;
+  char *text = NULL;
+  char head[96];
+  int n;
+  if (!d->summary) return;
+  if (!cubert_profile_summary_is_empty(d->summary)) {
+    need = cubert_profile_summary_format(d->summary, NULL, 0) + 1;
+    if (cubert_allocator_malloc(d->allocator, need, 0, (void **)&text, NULL) == CUBERT_STATUS_OK) {
+      n = snprintf(head, sizeof head, "cubert: cpu device %u: kernel executions (CUBERT_PROFILE_SUMMARY)\n",
+                   (unsigned)d->device_index);
+      if (n > 0) cubert_log_sink_default(NULL, head, (size_t)n);
+      len = cubert_profile_summary_format(d->summary, text, need);
+      cubert_log_sink_default(NULL, text, len < need ? len : need - 1);
+      cubert_allocator_free(d->allocator, text, need, 0);
+    }
+  }
+  cubert_profile_summary_destroy(d->summary);
+  d->summary = NULL;
+}
+
 static void cpu_destroy(void *self) {
   cpu_device_t *d = device_of(self);
+  write_summary(d);
+  pthread_mutex_destroy(&d->summary_mutex);
+  HOST_LOG(CUBERT_LOG_LEVEL_INFO, "cpu device %u released", (unsigned)d->device_index);
   cpu_comm_free_all(d);
   while (d->all_events) {
     cpu_event_t *ev = d->all_events;

@@ -48,6 +48,10 @@ typedef struct cpu_device_t {
   uint64_t sim_deadlocks;
   /* test-only run-time faults (cubert/backend/testing.h), decided at submit */
   cpu_fault_plan_t faults;
+  /* options.profile_summary (cpu_client.c): executions by kernel name,
+   * written to the log's sink at destroy; NULL: off */
+  cubert_profile_summary_t *summary;
+  pthread_mutex_t summary_mutex;
 } cpu_device_t;
 
 /* The CPU driver's table (cpu_driver.c). */

@@ -26,6 +26,7 @@
  */
 #include "cpu/cpu_executor.h"
 
+#include "host/host_obs.h"
 #include "host/host_thread.h"
 #include "kernel/cpu_kernel.h"
 
@@ -74,6 +75,7 @@ struct cubert_cpu_executor_t {
   uint32_t shutdown;       /* atomic */
   unsigned char pad2[EXECUTOR_LINE];
   executor_context_t caller; /* the launching thread's context */
+  uint32_t trace_device;     /* the device's index, for the timeline trace */
 };
 
 enum { WORKER_IDLE = 0, WORKER_OFFERED = 1, WORKER_RUNNING = 2 };
@@ -142,7 +144,16 @@ static void worker_main(void *arg) {
     if (!__atomic_compare_exchange_n(&w->state, &offered, (uint32_t)WORKER_RUNNING, false,
                                      __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
       continue; /* the offer was cancelled: the launch finished without us */
-    executor_work(ex, &w->context);
+    if (HOST_TRACE_ON()) { /* this worker's share of the kernel, on its own track */
+      uint64_t t0 = cubert_host_trace_now();
+      uint32_t index = (uint32_t)(((unsigned char *)w - ex->workers) / ex->worker_stride);
+      executor_work(ex, &w->context);
+      cubert_host_trace_record(ex->trace_device, HOST_TRACE_TID_WORKER + index,
+                               HOST_TRACE_CAT_KERNEL, ex->kernel->name, t0,
+                               cubert_host_trace_now(), 0, HOST_TRACE_FLOW_NONE, 0, NULL, 0);
+    } else {
+      executor_work(ex, &w->context);
+    }
     __atomic_store_n(&w->state, (uint32_t)WORKER_IDLE, __ATOMIC_RELEASE);
     worker_finish(ex);
   }
@@ -302,6 +313,10 @@ cubert_status_t cubert_cpu_executor_create(cubert_allocator_t allocator, uint32_
 
 void cubert_cpu_executor_destroy(cubert_cpu_executor_t *executor) {
   if (executor) executor_teardown(executor, 1);
+}
+
+void cubert_cpu_executor_set_trace_device(cubert_cpu_executor_t *executor, uint32_t device_index) {
+  if (executor) executor->trace_device = device_index;
 }
 
 uint32_t cubert_cpu_executor_worker_count(const cubert_cpu_executor_t *executor) {

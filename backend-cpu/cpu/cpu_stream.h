@@ -123,6 +123,7 @@ struct cpu_stream_t {
   cpu_fault_log_t faults;
   cpu_fault_entry_t fault_entries[CPU_STREAM_FAULT_LOG];
   uint64_t fault_marks[CPU_STREAM_MAX_INDEX]; /* by origin; the consumer's only */
+  uint32_t device_index; /* the owner's, for the timeline trace (set by the driver) */
 };
 
 /* The op's payload storage, for the op record the driver puts there. */

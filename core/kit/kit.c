@@ -13,6 +13,9 @@
 
 /* ---- the driver table ------------------------------------------------------------------- */
 
+/* What observe_on points at without an observer (read-only). */
+static const uint32_t kit_observe_never = 0;
+
 static cubert_status_t driver_incomplete(cubert_error_t *out_error, const char *what) {
   return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, what);
 }
@@ -147,6 +150,12 @@ cubert_status_t cubert_kit_create(cubert_allocator_t allocator, const cubert_kit
   kit->device_index = o->device.index_id;
   kit->device_type = o->device.type_id;
   kit->max_streams = max_streams;
+  kit->observe_on = &kit_observe_never;
+  if (o->observer.enabled && o->observer.event) {
+    kit->observe_on = o->observer.enabled;
+    kit->observe = o->observer.event;
+    kit->observe_self = o->observer.self;
+  }
   if (o->faults) {
     kit->fault_drop_wait = o->faults->drop_wait;
     kit->fault_drop_gc_wait = o->faults->drop_gc_wait;

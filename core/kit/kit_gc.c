@@ -63,6 +63,7 @@ static void wait_oldest(cubert_kit_t *kit) {
   cubert_error_t e;
   cubert_status_t status;
   cubert_error_clear(&e);
+  KIT_OBSERVE(kit, CUBERT_KIT_OBSERVE_GC_WAIT, kit->ring_len, 0);
   status = kit->driver->event_synchronize(kit->self, entry_event(&kit->ring[kit->ring_head]),
                                           UINT64_MAX, &e);
   (void)kit_note(kit, status, &e);
@@ -88,6 +89,7 @@ uint32_t kit_gc_poll(cubert_kit_t *kit) {
     pop_release(kit);
     released++;
   }
+  if (released) KIT_OBSERVE(kit, CUBERT_KIT_OBSERVE_GC_RELEASE, released, kit->ring_len);
   return released;
 }
 

@@ -109,12 +109,32 @@ struct cubert_kit_t {
   uint64_t race_errors;
   /* test-only faults */
   uint32_t fault_drop_wait, waits_seen, fault_drop_gc_wait, gc_waits_seen;
+  /* the host's observer (cubert_kit_observer_t): observe_on points at a
+   * zero when there is none, so a point costs one load and one branch */
+  const uint32_t *observe_on;
+  void (*observe)(void *self, cubert_kit_observe_t point, uint64_t a, uint64_t b);
+  void *observe_self;
   kit_comm_t *comm;
   /* every slot's memory configuration; a CUSTOM list points at the kit's
    * own copy (memory_pools, memory_config.pool_count entries) */
   cubert_memory_configuration_t memory_config;
   cubert_memory_pool_options_t *memory_pools;
 };
+
+/* An observation point (cubert_kit_observer_t): a relaxed load of the
+ * host's word (the host writes it with atomics; a plain volatile read where
+ * the build has no atomic builtins: single-threaded and critical-section
+ * builds), then one branch. */
+#if defined(__GNUC__) && !(defined(CUBERT_SINGLE_THREADED) && CUBERT_SINGLE_THREADED) && \
+    !(defined(CUBERT_ATOMIC_CRITICAL_SECTION) && CUBERT_ATOMIC_CRITICAL_SECTION)
+#define KIT_OBSERVE_ON(kit) __atomic_load_n((kit)->observe_on, __ATOMIC_RELAXED)
+#else
+#define KIT_OBSERVE_ON(kit) (*(const volatile uint32_t *)(kit)->observe_on)
+#endif
+#define KIT_OBSERVE(kit, point, a, b)                                        \
+  do {                                                                       \
+    if (KIT_OBSERVE_ON(kit)) (kit)->observe((kit)->observe_self, (point), (a), (b)); \
+  } while (0)
 
 /* ---- kit_base.c ---- */
 /* The sticky device-lost error: OK while the device works. */

@@ -43,9 +43,8 @@ typedef struct cubert_cpu_options_t {
   uint32_t max_handles;   /* handle table capacity; 0: 1 << 20 */
   cubert_bounds_check_mode_t bounds_check;
   /* Kernel profiling of the new device (cubert_client_set_profiling) with
-   * the stderr sink. cubert_cpu_options_initialize takes it from the
-   * CUBERT_PROFILE_LEVEL environment variable ("off", "execution-only",
-   * "basic", "medium", "full"; anything else: off). */
+   * the log's sink (cubert_log_sink_default of cubert/host.h: stderr or
+   * CUBERT_LOG_FILE). OFF: CUBERT_PROFILE_LEVEL, if set. */
   cubert_profile_level_t profile_level;
   uint32_t collective_timeout_ms; /* how long a collective (all_reduce, send, recv) waits
                                      for its peers before it fails with DEADLINE_EXCEEDED
@@ -75,21 +74,45 @@ typedef struct cubert_cpu_options_t {
    * action; it must not call the client). 0: off (one branch per hook). */
   uint32_t race_check;
   cubert_race_sink_t race_sink;
+  /* ---- observability and memory (docs/configuration.md) ---- */
+  /* Non-zero: keep a per-kernel summary of the executions (name, total
+   * time on the streams, count, ratio: cubert_profile_summary_format at
+   * BASIC) and write it to the log's sink when the device is released
+   * (its last client). Launches are not blocked. 0: CUBERT_PROFILE_SUMMARY. */
+  uint32_t profile_summary;
+  /* The pools of every stream's memory (cubert/memory.h). Zeroed (the
+   * SubSlices preset): CUBERT_MEMORY, if set. */
+  cubert_memory_configuration_t memory_config;
+  /* Non-zero: read no CUBERT_* variable at create (the fields are all). */
+  uint32_t ignore_environment;
 } cubert_cpu_options_t;
 
-/* Defaults for every field (zeros mean "default" too). Reads the
- * CUBERT_PROFILE_LEVEL environment variable (getenv: not thread-safe against
- * setenv). */
+/* Defaults for every field (zeros mean "default" too). Reads no
+ * environment variable: cubert_cpu_client_create does, for the fields left
+ * at their defaults (docs/configuration.md). NULL: no-op. */
 CUBERT_API void cubert_cpu_options_initialize(cubert_cpu_options_t *options);
 
 /* Create a CPU device and its first client (registered in the device
  * registry; cubert_client_load finds it). Streams default to per-thread ids.
+ *
+ * The environment (docs/configuration.md) fills the fields left at their
+ * defaults, unless ignore_environment: profile_level OFF takes
+ * CUBERT_PROFILE_LEVEL, profile_summary 0 CUBERT_PROFILE_SUMMARY, workers 0
+ * CUBERT_CPU_WORKERS, mode THREADED CUBERT_CPU_MODE, seed 0 CUBERT_CPU_SEED,
+ * a zeroed memory_config CUBERT_MEMORY; a field set in code always wins.
+ * CUBERT_TRACE starts the process's trace (cubert/trace.h) at the first
+ * create. Every variable is checked, used or not: an invalid value fails the
+ * create with INVALID_ARGUMENT (kind INVALID_ARGUMENT), the reason naming the
+ * variable, its value and the accepted values (also a warning line in the
+ * log when CUBERT_LOG is on).
+ *
  * ALREADY_EXISTS when the device index is taken; RESOURCE_EXHAUSTED; INTERNAL
  * when a thread cannot be started; INVALID_ARGUMENT for an invalid
  * profile_level, an unknown mode, replay / choice_bytes given together, a
  * NULL array with a non-zero count, or replay / choice_bytes without
- * DETERMINISTIC mode (nothing is left registered). Thread-safe; blocks while
- * starting. */
+ * DETERMINISTIC mode, or an invalid environment variable (nothing is left
+ * registered); the kit's codes for a bad memory_config. Thread-safe against
+ * other creates, not against setenv (getenv); blocks while starting. */
 CUBERT_API cubert_status_t cubert_cpu_client_create(cubert_allocator_t allocator,
                                                     const cubert_cpu_options_t *options,
                                                     cubert_client_t **out_client,

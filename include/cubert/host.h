@@ -107,6 +107,42 @@ CUBERT_API uint64_t cubert_host_stream_source(void *self);
 
 /* ---- logging ------------------------------------------------------------ */
 
+/* Levels of the hosted layer's log (docs/configuration.md: CUBERT_LOG). A
+ * level writes its lines and those of every level before it. */
+typedef enum cubert_log_level_e {
+  CUBERT_LOG_LEVEL_OFF = 0,   /* nothing (the default) */
+  CUBERT_LOG_LEVEL_ERROR = 1, /* a device or a call failed for a reason the caller may not see */
+  CUBERT_LOG_LEVEL_WARN = 2,  /* errors surfaced on a stream, invalid configuration */
+  CUBERT_LOG_LEVEL_INFO = 3,  /* client create / release, what the device runs with */
+  CUBERT_LOG_LEVEL_DEBUG = 4, /* device properties, the trace, GC releases */
+  CUBERT_LOG_LEVEL_TRACE = 5, /* every allocation and free of device memory */
+  CUBERT_LOG_LEVEL_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
+} cubert_log_level_t;
+
+/* "off", "error", "warn", "info", "debug", "trace"; "unknown" otherwise.
+ * Pure. */
+CUBERT_API const char *cubert_log_level_name(cubert_log_level_t level);
+
+/* The level in force: the last cubert_log_set_level, else CUBERT_LOG (read
+ * once, at the first log line or call here; an invalid value gives WARN and
+ * a warning line that names the accepted values), else OFF. Thread-safe. */
+CUBERT_API cubert_log_level_t cubert_log_level(void);
+
+/* Set the level for the rest of the process (it wins over CUBERT_LOG).
+ * Lines go to CUBERT_LOG_FILE (opened once for append; stderr when unset
+ * or when it cannot be opened, with a warning) or stderr. Returns OK, or
+ * INVALID_ARGUMENT (kind INVALID_ARGUMENT; level unchanged) for an unknown
+ * level. Thread-safe, non-blocking. */
+CUBERT_API cubert_status_t cubert_log_set_level(cubert_log_level_t level,
+                                                cubert_error_t *out_error);
+
+/* A log sink (cubert_log_sink_fn_t) writing to the log's destination
+ * (CUBERT_LOG_FILE or stderr) whatever the level; the CPU device sends the
+ * environment's kernel profiling (CUBERT_PROFILE_LEVEL) and the
+ * CUBERT_PROFILE_SUMMARY table there. `self` is ignored. Thread-safe; blocks
+ * on the write. */
+CUBERT_API void cubert_log_sink_default(void *self, const char *text, size_t length);
+
 /* The default log sink (cubert_log_sink_fn_t of cubert/client.h): writes
  * the text to stderr in one fwrite. `self` is ignored. Thread-safe (stdio
  * locks the stream); blocks on the write. */

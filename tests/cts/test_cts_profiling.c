@@ -444,9 +444,11 @@ TEST(cts_log_sink_stderr_prints_the_summary) {
 #endif
 }
 
-/* The CPU options take the level from CUBERT_PROFILE_LEVEL; a device
- * created with a level has it (stderr sink); an invalid level fails the
- * create and leaves nothing behind. */
+/* cubert_cpu_client_create takes the level from CUBERT_PROFILE_LEVEL when
+ * the options leave it OFF (docs/configuration.md; the options' initialize
+ * reads nothing); an invalid value fails the create with a reason naming
+ * the variable. A device created with a level has it (the log's sink); an
+ * invalid level fails the create and leaves nothing behind. */
 TEST(cts_cpu_options_profile_level) {
 #if CUBERT_CTS_INLINE_ONLY
   CTS_REQUIRE_HOST("the CPU driver's options and the environment");
@@ -458,13 +460,19 @@ TEST(cts_cpu_options_profile_level) {
   cubert_error_t err;
   CHECK(setenv("CUBERT_PROFILE_LEVEL", "execution-only", 1) == 0);
   cubert_cpu_options_initialize(&o);
-  CHECK_EQ_U64(o.profile_level, CUBERT_PROFILE_LEVEL_EXECUTION_ONLY);
+  CHECK_EQ_U64(o.profile_level, CUBERT_PROFILE_LEVEL_OFF);
+  o.device_index = 30;
+  o.workers = 1;
+  CHECK_OK(cubert_cpu_client_create(a, &o, &client, NULL));
+  CHECK_EQ_U64(cubert_client_profiling_level(client), CUBERT_PROFILE_LEVEL_EXECUTION_ONLY);
+  cubert_client_release(client);
+  client = NULL;
   CHECK(setenv("CUBERT_PROFILE_LEVEL", "bogus", 1) == 0);
-  cubert_cpu_options_initialize(&o);
-  CHECK_EQ_U64(o.profile_level, CUBERT_PROFILE_LEVEL_OFF);
+  CHECK_STATUS(cubert_cpu_client_create(a, &o, &client, &err), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK(client == NULL);
+  CHECK_MSG(strstr(err.reason, "CUBERT_PROFILE_LEVEL") != NULL, "%s", err.reason);
   CHECK(unsetenv("CUBERT_PROFILE_LEVEL") == 0);
-  cubert_cpu_options_initialize(&o);
-  CHECK_EQ_U64(o.profile_level, CUBERT_PROFILE_LEVEL_OFF);
+  CHECK_EQ_I64(c.live_blocks, 0);
   o.device_index = 30;
   o.workers = 1;
   o.profile_level = CUBERT_PROFILE_LEVEL_FULL;

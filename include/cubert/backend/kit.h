@@ -61,6 +61,27 @@ typedef cubert_status_t (*cubert_kit_handle_factory_fn_t)(void *self, cubert_all
                                                           void *context,
                                                           cubert_device_handle_t *out_handle);
 
+/* Observation points of the kit, for the host's log and timeline trace
+ * (backend-cpu/host/host_obs.h). */
+typedef enum cubert_kit_observe_e {
+  /* a GC poll released entries: a = released, b = still pending */
+  CUBERT_KIT_OBSERVE_GC_RELEASE = 1,
+  /* the GC waited for its oldest event (ring full, drain): a = pending */
+  CUBERT_KIT_OBSERVE_GC_WAIT = 2,
+  CUBERT_KIT_OBSERVE_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
+} cubert_kit_observe_t;
+
+/* The host's observer: at each point the kit reads *enabled (a plain load
+ * and one branch) and calls event(self, point, a, b) when it is non-zero,
+ * on the thread that holds the device, with the device held (event must not
+ * call the client). enabled or event NULL: never called. Copied at create;
+ * *enabled and self must outlive the device. */
+typedef struct cubert_kit_observer_t {
+  const uint32_t *enabled;
+  void (*event)(void *self, cubert_kit_observe_t point, uint64_t a, uint64_t b);
+  void *self;
+} cubert_kit_observer_t;
+
 typedef struct cubert_kit_options_t {
   cubert_device_id_t device;  /* registered under this id */
   uint32_t max_streams;       /* stream slots, 1..255; 0: 16 */
@@ -101,6 +122,8 @@ typedef struct cubert_kit_options_t {
    * list is copied at creation (borrowed for the call only); checked then
    * with cubert_memory_configuration_pools (its errors fail the creation). */
   cubert_memory_configuration_t memory_config;
+  /* The host's observer (log, trace); zeroed: none. */
+  cubert_kit_observer_t observer;
 } cubert_kit_options_t;
 
 /* Zeros: 16 streams, defaults everywhere, no lock (set one), no clock. NULL
