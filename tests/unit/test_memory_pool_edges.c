@@ -78,17 +78,17 @@ TEST(memory_pool_direct_edges) {
   /* an owner that died: refused, the storage given back */
   CHECK_STATUS(cubert_direct_pool_alloc(&pool, 100, owner_dead(&p), &err), CUBERT_STATUS_INVALID_HANDLE);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
-  CHECK_EQ_U64(pool.live, 0);
+  CHECK_EQ_U64(pool.slices.live, 0);
   /* a free slice of the right size, offered to a dead owner: refused, the slice stays free */
   a = owner_new(&p);
   CHECK_OK(cubert_direct_pool_alloc(&pool, 100, a, &err));
   cubert_direct_pool_trim(&pool); /* memory is live: nothing trimmed */
-  CHECK_EQ_U64(pool.slice_count, 1);
+  CHECK_EQ_U64(pool.slices.count, 1);
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
   CHECK_STATUS(cubert_direct_pool_try_reserve(&pool, 100, owner_dead(&p), &found, &err),
                CUBERT_STATUS_INVALID_HANDLE);
   CHECK(!found);
-  CHECK_EQ_U64(pool.live, 1);
+  CHECK_EQ_U64(pool.slices.live, 1);
   /* lookups where nothing is: past the slots, and at the free slice */
   CHECK_STATUS(cubert_direct_pool_find(&pool, loc_at(0, 0, 5), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
   CHECK_STATUS(cubert_direct_pool_find(&pool, loc_at(0, 0, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
@@ -130,19 +130,19 @@ TEST(memory_pool_exclusive_edges) {
   CHECK_OK(cubert_exclusive_pool_alloc(&pool, 100, b, &err));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
   cubert_exclusive_pool_cleanup(&pool, 1, false); /* no period: a periodic check does nothing */
-  CHECK_EQ_U64(pool.pages_live, 2);
+  CHECK_EQ_U64(pool.pages.live, 2);
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
-  pool.pages[0].free_count = 3;
-  pool.pages[1].free_count = 1;
+  pool.pages.items[0].aux = 3;
+  pool.pages.items[1].aux = 1;
   CHECK_STATUS(cubert_exclusive_pool_try_reserve(&pool, 100, owner_dead(&p), &found, &err),
                CUBERT_STATUS_INVALID_HANDLE); /* the best page found, the owner dead: refused */
   CHECK(!found);
-  pool.pages[1].free_count = 3; /* the refusal changed nothing; now page 0 is the best */
-  pool.pages[0].free_count = 1;
+  pool.pages.items[1].aux = 3; /* the refusal changed nothing; now page 0 is the best */
+  pool.pages.items[0].aux = 1;
   a = owner_new(&p);
   CHECK_OK(cubert_exclusive_pool_try_reserve(&pool, 100, a, &found, &err));
   CHECK(found);
-  CHECK(cubert_memory_id_equal(pool.pages[0].owner, a)); /* free_count 1 < 3 */
+  CHECK(cubert_memory_id_equal(pool.pages.items[0].owner, a)); /* free_count 1 < 3 */
   /* lookups where nothing is: past the pages, a slice other than 0, a free page */
   CHECK_STATUS(cubert_exclusive_pool_find(&pool, loc_at(0, 9, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
   CHECK_STATUS(cubert_exclusive_pool_find(&pool, loc_at(0, 0, 1), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
@@ -150,11 +150,11 @@ TEST(memory_pool_exclusive_edges) {
   CHECK_OK(cubert_exclusive_pool_find(&pool, loc_at(0, 0, 0), a, &view, &err));
   /* an explicit cleanup frees the free page at once */
   cubert_exclusive_pool_cleanup(&pool, 2, true);
-  CHECK_EQ_U64(pool.pages_live, 1);
-  CHECK_EQ_U64(pool.page_count, 1); /* the vacant last slot is dropped */
+  CHECK_EQ_U64(pool.pages.live, 1);
+  CHECK_EQ_U64(pool.pages.count, 1); /* the vacant last slot is dropped */
   b = owner_new(&p);
   CHECK_OK(cubert_exclusive_pool_alloc(&pool, 100, b, &err));
-  CHECK_EQ_U64(pool.page_count, 2);
+  CHECK_EQ_U64(pool.pages.count, 2);
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
   cubert_exclusive_pool_deinitialize(&pool);
@@ -187,10 +187,10 @@ TEST(memory_pool_persistent_edges) {
   a = owner_new(&p);
   CHECK_OK(cubert_persistent_pool_alloc(&pool, 100, a, &err));
   cubert_persistent_pool_trim(&pool); /* live memory: kept */
-  CHECK_EQ_U64(pool.slice_count, 1);
+  CHECK_EQ_U64(pool.slices.count, 1);
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
   cubert_persistent_pool_cleanup(&pool, false); /* only an explicit cleanup releases */
-  CHECK_EQ_U64(pool.live, 1);
+  CHECK_EQ_U64(pool.slices.live, 1);
   CHECK_STATUS(cubert_persistent_pool_try_reserve(&pool, 100, owner_dead(&p), &found, &err),
                CUBERT_STATUS_INVALID_HANDLE);
   CHECK(!found);
@@ -198,7 +198,7 @@ TEST(memory_pool_persistent_edges) {
   CHECK_STATUS(cubert_persistent_pool_find(&pool, loc_at(255, 0, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
   /* a vacant slot is reused by the next allocation */
   cubert_persistent_pool_cleanup(&pool, true);
-  CHECK_EQ_U64(pool.live, 0);
+  CHECK_EQ_U64(pool.slices.live, 0);
   a = owner_new(&p);
   CHECK_OK(cubert_persistent_pool_alloc(&pool, 64, a, &err));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
@@ -428,9 +428,9 @@ TEST(memory_pool_direct_vacant_slot_skipped_and_reused) {
   CHECK_OK(cubert_direct_pool_alloc(&pool, 96, c, &err)); /* 256 reserved */
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
   cubert_direct_pool_cleanup(&pool, true); /* slot 1 vacant, slot 2 still live */
-  CHECK_EQ_U64(pool.slice_count, 3);
+  CHECK_EQ_U64(pool.slices.count, 3);
   cubert_direct_pool_cleanup(&pool, true); /* a second pass skips the vacant slot */
-  CHECK_EQ_U64(pool.live, 2);
+  CHECK_EQ_U64(pool.slices.live, 2);
   CHECK_OK(cubert_direct_pool_try_reserve(&pool, 64, owner_dead(&p), &found, &err)); /* skips it */
   CHECK(!found);
   /* a is free: going over reclaim_at (192 + 128 > 300) releases it (the vacant slot is passed
@@ -438,9 +438,9 @@ TEST(memory_pool_direct_vacant_slot_skipped_and_reused) {
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
   d = owner_new(&p);
   CHECK_OK(cubert_direct_pool_alloc(&pool, 128, d, &err));
-  CHECK_EQ_U64(pool.slice_count, 3);
-  CHECK_EQ_U64(pool.live, 2);
-  CHECK(cubert_memory_id_equal(pool.slices[0].owner, d));
+  CHECK_EQ_U64(pool.slices.count, 3);
+  CHECK_EQ_U64(pool.slices.live, 2);
+  CHECK(cubert_memory_id_equal(pool.slices.items[0].owner, d));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, c));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, d));
   cubert_direct_pool_deinitialize(&pool);
@@ -462,7 +462,7 @@ TEST(memory_pool_exclusive_vacant_slot_aging_and_small_pages) {
   b = owner_new(&p);
   CHECK_OK(cubert_exclusive_pool_alloc(&pool, 100, a, &err)); /* pages sized to the average, 2048 */
   CHECK_OK(cubert_exclusive_pool_alloc(&pool, 100, b, &err));
-  CHECK_EQ_U64(pool.pages[0].storage.size, 2048);
+  CHECK_EQ_U64(pool.pages.items[0].storage.size, 2048);
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
   /* a free page smaller than the request is passed over */
   c = owner_new(&p);
@@ -470,23 +470,23 @@ TEST(memory_pool_exclusive_vacant_slot_aging_and_small_pages) {
   CHECK(!found);
   /* page 0 released: its slot is vacant while page 1 lives */
   cubert_exclusive_pool_cleanup(&pool, 10, true);
-  CHECK_EQ_U64(pool.page_count, 2);
-  CHECK_EQ_U64(pool.pages_live, 1);
+  CHECK_EQ_U64(pool.pages.count, 2);
+  CHECK_EQ_U64(pool.pages.live, 1);
   CHECK_STATUS(cubert_exclusive_pool_find(&pool, loc_at(0, 0, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
   cubert_exclusive_pool_cleanup(&pool, 3, false); /* an earlier count than the last check: nothing */
   cubert_exclusive_pool_cleanup(&pool, 11, true); /* passes over the vacant slot */
-  CHECK_EQ_U64(pool.pages_live, 1);
+  CHECK_EQ_U64(pool.pages.live, 1);
   /* the vacant slot is reused */
   CHECK_OK(cubert_exclusive_pool_alloc(&pool, 100, c, &err));
-  CHECK_EQ_U64(pool.page_count, 2);
-  CHECK(cubert_memory_id_equal(pool.pages[0].owner, c));
+  CHECK_EQ_U64(pool.pages.count, 2);
+  CHECK(cubert_memory_id_equal(pool.pages.items[0].owner, c));
   /* a free page whose age counter is saturated is released at the next due check */
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
   CHECK(cubert_memory_id_is_free(p.f.table, b));
   (void)cubert_exclusive_pool_try_reserve(&pool, 4000, owner_dead(&p), &found, &err); /* marks page 1 free */
-  pool.pages[1].free_count = UINT32_MAX;
+  pool.pages.items[1].aux = UINT32_MAX;
   cubert_exclusive_pool_cleanup(&pool, 20, false);
-  CHECK_EQ_U64(pool.pages_live, 1);
+  CHECK_EQ_U64(pool.pages.live, 1);
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, c));
   cubert_exclusive_pool_deinitialize(&pool);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
@@ -512,18 +512,18 @@ TEST(memory_pool_persistent_vacant_slot_and_bucket_failure) {
   d = owner_new(&p);
   counting_allocator_fail_at(&p.f.counting, 1, 0);
   CHECK_STATUS(cubert_persistent_pool_alloc(&pool, 4096, d, &err), CUBERT_STATUS_RESOURCE_EXHAUSTED);
-  CHECK_EQ_U64(pool.live, 4);
+  CHECK_EQ_U64(pool.slices.live, 4);
   CHECK(!cubert_persistent_pool_has_size(&pool, 4096));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
   cubert_persistent_pool_cleanup(&pool, true); /* slot 1 vacant */
-  CHECK_EQ_U64(pool.slice_count, 4);
-  CHECK_EQ_U64(pool.live, 3);
+  CHECK_EQ_U64(pool.slices.count, 4);
+  CHECK_EQ_U64(pool.slices.live, 3);
   cubert_persistent_pool_cleanup(&pool, true); /* passes over it */
   CHECK(!cubert_persistent_pool_has_size(&pool, 128));
   /* the vacant slot is reused */
   CHECK_OK(cubert_persistent_pool_alloc(&pool, 128, d, &err));
-  CHECK_EQ_U64(pool.slice_count, 4);
-  CHECK(cubert_memory_id_equal(pool.slices[1].owner, d));
+  CHECK_EQ_U64(pool.slices.count, 4);
+  CHECK(cubert_memory_id_equal(pool.slices.items[1].owner, d));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, c));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, d));
@@ -561,8 +561,8 @@ TEST(memory_pool_direct_reclaim_passes_a_vacant_slot_and_owner_mismatch) {
   /* 160 + 128 > 200: the reclaim walks past the vacant slot 0 and live b, releases c */
   d = owner_new(&p);
   CHECK_OK(cubert_direct_pool_alloc(&pool, 128, d, &err));
-  CHECK_EQ_U64(pool.bytes_reserved, 64 + 128);
-  CHECK(cubert_memory_id_equal(pool.slices[0].owner, d)); /* the first vacant slot */
+  CHECK_EQ_U64(pool.slices.bytes_reserved, 64 + 128);
+  CHECK(cubert_memory_id_equal(pool.slices.items[0].owner, d)); /* the first vacant slot */
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, d));
   cubert_direct_pool_deinitialize(&pool);
@@ -599,7 +599,7 @@ TEST(memory_pool_persistent_slot_array_growth_failure) {
   for (i = 0; i < 8; i++) CHECK_OK(cubert_persistent_pool_alloc(&pool, 64, ids[i], &err));
   counting_allocator_fail_at(&p.f.counting, 1, 0); /* the ninth slot needs a bigger array */
   CHECK_STATUS(cubert_persistent_pool_alloc(&pool, 64, ids[8], &err), CUBERT_STATUS_RESOURCE_EXHAUSTED);
-  CHECK_EQ_U64(pool.live, 8);
+  CHECK_EQ_U64(pool.slices.live, 8);
   CHECK_OK(cubert_persistent_pool_alloc(&pool, 64, ids[8], &err));
   for (i = 0; i < 9; i++) CHECK_OK(cubert_memory_id_release_handle(p.f.table, ids[i]));
   cubert_persistent_pool_deinitialize(&pool);

@@ -452,7 +452,7 @@ TEST(memory_manager_pool_of_an_unknown_type_is_skipped_and_left_alone) {
   pool = cubert_memory_manager_pool(f.mm, 0);
   pool->type = (cubert_memory_pool_type_t)77;
   id = mmf_reserve(&f, 100); /* not the sliced pool: the direct one */
-  CHECK_EQ_U64(cubert_memory_manager_pool(f.mm, 1)->u.direct.live, 1);
+  CHECK_EQ_U64(cubert_memory_manager_pool(f.mm, 1)->u.direct.slices.live, 1);
   cubert_memory_manager_cleanup(f.mm, true);
   CHECK_OK(cubert_memory_manager_release_pools(f.mm, NULL));
   memset(reports, 0x33, sizeof reports);
