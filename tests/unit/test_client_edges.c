@@ -8,6 +8,7 @@
  * its record, owned bytes are released exactly once, and nothing leaks. */
 #include "edges_driver.h"
 #include "cubert/cubert.h"
+#include "cubert/backend/handle_table.h"
 
 static cubert_error_t fresh(void) {
   cubert_error_t e;
@@ -484,4 +485,184 @@ TEST(client_edges_every_allocation_fails_in_turn) {
                        CUBERT_FEATURE_COLLECTIVE_OPS | CUBERT_FEATURE_PERSISTENT_MEMORY |
                        CUBERT_FEATURE_RACE_CHECKER);
   fault_loop(CUBERT_ERROR_SERVER_GENERIC, 0);
+}
+
+/* ---- arguments beyond NULL ---- */
+
+static void unnamed_entry(const cubert_kernel_args_t *args, cubert_kernel_cube_t *cube) {
+  (void)args;
+  (void)cube;
+}
+
+/* Handles of another device, empty buffers, counts beyond the batch limit,
+ * shapes that overflow, rank-0 descriptors, a kernel without a name profiled
+ * in full (static and dynamic counts), the profile summary at release. */
+TEST(client_edges_foreign_handles_empty_buffers_and_limits) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PROFILING | CUBERT_FEATURE_STAGING_BUFFERS |
+                       CUBERT_FEATURE_COLLECTIVE_OPS);
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_initialize(&c);
+  ed_device_t d, d2;
+  cubert_kit_options_t o;
+  cubert_client_t *client, *other;
+  cubert_error_t e;
+  cubert_handle_t h, foreign, empty, out;
+  cubert_memory_layout_t layouts[70];
+  cubert_layout_descriptor_t ld[70];
+  cubert_copy_descriptor_t cd;
+  cubert_resource_t res;
+  cubert_device_id_t self;
+  uint64_t shape[2] = {(uint64_t)1 << 40, (uint64_t)1 << 40}, dst_size = 64, zero = 0;
+  uint8_t data[64] = {7}, dst[64];
+  void *dsts[70];
+  const void *srcs[70];
+  uint64_t sizes[70];
+  cubert_handle_t handles[70];
+  uint64_t clock = 0;
+  sink_t sink;
+  int i;
+  ed_options(&o, 5);
+  o.clock.self = &clock;
+  o.clock.now_ns = tick_ns;
+  client = ed_client(a, &d, &o, &g_ed_driver_full);
+  ed_options(&o, 6);
+  other = ed_client(a, &d2, &o, &g_ed_driver_full);
+  self = cubert_client_device(client);
+  CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_create_from_slice(other, data, sizeof data, &foreign, NULL));
+  /* another device's handle */
+  CHECK_STATUS(cubert_client_write(client, &foreign, data, 4, &e), CUBERT_STATUS_DEVICE_MISMATCH);
+  CHECK_EQ_U64(cubert_error_kind(&e), CUBERT_ERROR_DEVICE_MISMATCH);
+  CHECK_STATUS(cubert_client_get_resource(client, &foreign, &res, &e), CUBERT_STATUS_DEVICE_MISMATCH);
+  CHECK_EQ_U64(cubert_error_kind(&e), CUBERT_ERROR_DEVICE_MISMATCH);
+  CHECK_STATUS(cubert_client_all_reduce(client, &h, &foreign, CUBERT_COMM_DTYPE_U32, &self, 1,
+                                        CUBERT_REDUCE_OPERATION_SUM, &e),
+               CUBERT_STATUS_DEVICE_MISMATCH);
+  CHECK_EQ_U64(cubert_error_kind(&e), CUBERT_ERROR_DEVICE_MISMATCH);
+  /* empty buffers: size 0 creates, writes and reads need no data */
+  CHECK_OK(cubert_client_create_from_slice(client, NULL, 0, &empty, NULL));
+  CHECK_OK(cubert_client_write(client, &empty, NULL, 0, NULL));
+  dsts[0] = NULL;
+  CHECK_OK(cubert_client_read(client, &empty, 1, dsts, &zero, NULL));
+  /* batches above 64 */
+  memset(ld, 0, sizeof ld);
+  for (i = 0; i < 70; i++) {
+    ld[i].rank = 1;
+    ld[i].shape[0] = 1;
+    ld[i].elem_size = 4;
+    srcs[i] = data;
+    dsts[i] = dst;
+    sizes[i] = 64;
+    handles[i] = h;
+  }
+  CHECK_STATUS(cubert_client_create_tensors_from_slices(client, ld, srcs, 70, layouts, &e),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_client_create_tensors_from_slices_pinned(client, ld, srcs, 70, layouts, &e),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_client_empty_tensors(client, ld, 70, layouts, &e), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_client_read(client, handles, 70, dsts, sizes, &e), CUBERT_STATUS_INVALID_ARGUMENT);
+  /* shapes whose size overflows */
+  CHECK(cubert_client_create_tensor_from_slice(client, data, 2, shape, 4, &layouts[0], &e) !=
+        CUBERT_STATUS_OK);
+  CHECK(cubert_client_empty_tensor(client, 2, shape, 4, &layouts[0], &e) != CUBERT_STATUS_OK);
+  ld[0].rank = 2;
+  ld[0].shape[0] = ld[0].shape[1] = (uint64_t)1 << 40;
+  CHECK(cubert_client_create_tensors_from_slices_pinned(client, ld, srcs, 1, layouts, &e) !=
+        CUBERT_STATUS_OK);
+  memset(&cd, 0, sizeof cd);
+  cd.binding = h;
+  cd.rank = 2;
+  cd.shape[0] = cd.shape[1] = (uint64_t)1 << 40;
+  cd.strides[1] = 1;
+  cd.elem_size = 4;
+  dsts[0] = dst;
+  CHECK_STATUS(cubert_client_read_tensor(client, &cd, 1, dsts, &dst_size, &e), CUBERT_STATUS_OVERFLOW);
+  /* rank 0: the binding's bytes, here moved to the other device */
+  cd.rank = 0;
+  memset(&layouts[0], 0, sizeof layouts[0]);
+  CHECK_OK(cubert_client_change_client_sync(client, &cd, other, &layouts[0], NULL));
+  CHECK_EQ_U64(layouts[0].rank, 1);
+  CHECK_EQ_U64(cubert_handle_size_in_used(&layouts[0].memory), 64);
+  memset(dst, 0, sizeof dst);
+  CHECK_OK(cubert_client_read_one(other, &layouts[0].memory, dst, 64, NULL));
+  CHECK(memcmp(dst, data, 64) == 0);
+  CHECK_OK(cubert_client_handle_release(other, &layouts[0].memory, NULL));
+  /* to_client between two devices of one type with collectives: send / recv */
+  CHECK_OK(cubert_client_to_client(client, &h, other, CUBERT_COMM_DTYPE_U32, &out, NULL));
+  CHECK_EQ_U64(d.collectives, 1);
+  CHECK_EQ_U64(d2.collectives, 1);
+  memset(dst, 0, sizeof dst);
+  CHECK_OK(cubert_client_read_one(other, &out, dst, 64, NULL));
+  CHECK(memcmp(dst, data, 64) == 0);
+  CHECK_OK(cubert_client_handle_release(other, &out, NULL));
+  /* a kernel without a name, profiled in full: static and dynamic counts */
+  {
+    cubert_kernel_t k = {NULL, unnamed_entry, NULL, NULL, 0, 0, {1, 1, 1}, 0, 0, 0};
+    cubert_launch_arguments_t args;
+    cubert_cube_count_t one = cubert_cube_count_new_single();
+    cubert_cube_count_t dyn = cubert_cube_count_new_dynamic(&h);
+    uint32_t counts[3] = {1, 1, 1};
+    memset(&args, 0, sizeof args);
+    CHECK_OK(cubert_client_write(client, &h, counts, sizeof counts, NULL));
+    memset(&sink, 0, sizeof sink);
+    CHECK_OK(cubert_client_set_profiling(client, CUBERT_PROFILE_LEVEL_FULL, sink_fn, &sink, NULL));
+    CHECK_OK(cubert_client_launch(client, &k, &one, &args, NULL));
+    CHECK_OK(cubert_client_launch(client, &k, &dyn, &args, NULL));
+    CHECK_EQ_I64(d.launches, 2);
+    CHECK(sink.calls >= 2); /* a line per launch */
+  }
+  CHECK_OK(cubert_client_handle_release(client, &empty, NULL));
+  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
+  CHECK_OK(cubert_client_handle_release(other, &foreign, NULL));
+  i = sink.calls;
+  CHECK_OK(cubert_client_sync(client, NULL)); /* prints the summary */
+  CHECK(sink.calls > i);
+  cubert_client_release(client);
+  CHECK_EQ_I64(d.destroyed, 1);
+  CHECK_EQ_I64(d.live_blocks, 0);
+  ed_release(other, &d2, &c);
+}
+
+/* The race checker's queries at their edges, a profile_end without an out
+ * duration, handle calls on a dead handle, clients made without a lock. */
+TEST(client_edges_kit_queries_and_dead_handles) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_RACE_CHECKER | CUBERT_FEATURE_PROFILING);
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_initialize(&c);
+  ed_device_t d;
+  cubert_kit_options_t o;
+  cubert_client_t *client, *none = NULL;
+  cubert_error_t e;
+  cubert_handle_t h, out;
+  cubert_race_counters_t counters;
+  cubert_race_report_t report;
+  cubert_profiling_token_t token;
+  uint64_t clock = 0;
+  uint8_t data[16] = {1};
+  ed_options(&o, 7);
+  o.lock.unlock = NULL;
+  memset(&d, 0, sizeof d);
+  d.allocator = a;
+  CHECK_STATUS(cubert_kit_client_create(a, &o, &g_ed_driver, &d, &none, &e),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK(none == NULL);
+  ed_options(&o, 7);
+  o.race_check = 1;
+  o.clock.self = &clock;
+  o.clock.now_ns = tick_ns;
+  client = ed_client(a, &d, &o, &g_ed_driver);
+  CHECK(cubert_client_handle_table(client) != NULL);
+  CHECK(cubert_client_handle_table(NULL) == NULL);
+  CHECK_STATUS(cubert_kit_race_counters(client, NULL, &e), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_kit_race_last_report(NULL, &report, &e), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_OK(cubert_kit_race_counters(client, &counters, NULL));
+  CHECK_OK(cubert_client_profile_start(client, &token, NULL));
+  CHECK_STATUS(cubert_client_profile_end(client, token, NULL, &e), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
+  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
+  memset(&out, 0x5A, sizeof out);
+  CHECK(cubert_client_handle_clone(client, &h, &out, &e) != CUBERT_STATUS_OK);
+  CHECK(cubert_client_handle_offset(client, &h, 1, 1, &out, &e) != CUBERT_STATUS_OK);
+  CHECK_EQ_U64(out.size, 0x5A5A5A5A5A5A5A5AULL); /* untouched */
+  ed_release(client, &d, &c);
 }
