@@ -144,6 +144,19 @@ TEST(kit_edges_launch_arguments_and_limits) {
   count = cubert_cube_count_new_dynamic(&small);
   CHECK_STATUS(cubert_client_launch(client, &k, &count, &args, &e), CUBERT_STATUS_OUT_OF_RANGE);
   CHECK_EQ_U64(e.field[0], 8);
+  /* released handles: as a buffer and as a dynamic count */
+  {
+    cubert_handle_t dead;
+    CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &dead, NULL));
+    CHECK_OK(cubert_client_handle_release(client, &dead, NULL));
+    count = cubert_cube_count_new_dynamic(&dead);
+    CHECK(cubert_client_launch(client, &k, &count, &args, &e) != CUBERT_STATUS_OK);
+    CHECK(e.depth > 0);
+    buffers[0] = dead;
+    CHECK(cubert_client_launch(client, &k, &one, &args, &e) != CUBERT_STATUS_OK);
+    CHECK(e.depth > 0);
+    buffers[0] = h;
+  }
   CHECK_EQ_I64(d.launches, 1);
   /* limits: each axis of the cube dim, of the static count; units; shared memory */
   for (i = 0; i < 8; i++) {
@@ -254,7 +267,19 @@ TEST(kit_edges_tensor_read_shapes) {
   memset(out, 0, sizeof out);
   CHECK_OK(cubert_client_read_tensor(client, &cd, 1, dsts, &dst_size, NULL));
   CHECK(memcmp(out, data, 16) == 0);
-  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
+  /* a write larger than its handle; calls on a released handle */
+  {
+    static uint8_t big[300];
+    cubert_resource_t res;
+    CHECK_STATUS(cubert_client_write(client, &h, big, sizeof big, &e), CUBERT_STATUS_OUT_OF_RANGE);
+    CHECK_OK(cubert_client_handle_release(client, &h, NULL));
+    CHECK(cubert_client_get_resource(client, &h, &res, &e) != CUBERT_STATUS_OK);
+    CHECK(e.depth > 0);
+    CHECK(cubert_client_read_one(client, &h, out, 256, &e) != CUBERT_STATUS_OK);
+    CHECK(e.depth > 0);
+    CHECK(cubert_client_write(client, &h, data, 16, &e) != CUBERT_STATUS_OK);
+    CHECK(e.depth > 0);
+  }
   ed_release(client, &d, &c);
 }
 
