@@ -9,6 +9,7 @@
 #include "edges_driver.h"
 #include "cubert/cubert.h"
 #include "cubert/backend/handle_table.h"
+#include "cubert/backend/device.h"
 
 static cubert_error_t fresh(void) {
   cubert_error_t e;
@@ -664,5 +665,111 @@ TEST(client_edges_kit_queries_and_dead_handles) {
   CHECK(cubert_client_handle_clone(client, &h, &out, &e) != CUBERT_STATUS_OK);
   CHECK(cubert_client_handle_offset(client, &h, 1, 1, &out, &e) != CUBERT_STATUS_OK);
   CHECK_EQ_U64(out.size, 0x5A5A5A5A5A5A5A5AULL); /* untouched */
+  ed_release(client, &d, &c);
+}
+
+/* ---- a device handle that refuses every call ---- */
+
+static cubert_status_t refuse_submit(void *self, cubert_device_task_fn_t fn, const void *p, size_t n) {
+  (void)self;
+  (void)fn;
+  (void)p;
+  (void)n;
+  return CUBERT_STATUS_UNAVAILABLE;
+}
+static cubert_status_t refuse_blocking(void *self, cubert_device_task_fn_t fn, void *p) {
+  (void)self;
+  (void)fn;
+  (void)p;
+  return CUBERT_STATUS_UNAVAILABLE;
+}
+static cubert_status_t refuse_exclusive(void *self, cubert_device_exclusive_fn_t fn, void *u) {
+  (void)self;
+  (void)fn;
+  (void)u;
+  return CUBERT_STATUS_UNAVAILABLE;
+}
+static cubert_status_t refuse_flush(void *self) {
+  (void)self;
+  return CUBERT_STATUS_UNAVAILABLE;
+}
+static bool refuse_is_blocking(const void *self) {
+  (void)self;
+  return true;
+}
+static void refuse_destroy(void *self) { (void)self; }
+static const cubert_device_handle_vtable_t g_refusing = {refuse_submit, refuse_blocking,
+                                                         refuse_exclusive, refuse_flush,
+                                                         refuse_is_blocking, refuse_destroy};
+static cubert_status_t refusing_factory(void *self, cubert_allocator_t allocator, void *context,
+                                        cubert_device_handle_t *out) {
+  (void)self;
+  (void)allocator;
+  (void)context;
+  out->vtable = &g_refusing;
+  out->self = NULL;
+  return CUBERT_STATUS_OK;
+}
+
+/* Every call that needs the device answers UNAVAILABLE (DEVICE_LOST), releases
+ * the bytes it was given once, and leaves nothing behind. */
+TEST(client_edges_refusing_device_handle) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_initialize(&c);
+  ed_device_t d;
+  cubert_kit_options_t o;
+  cubert_client_t *client;
+  cubert_error_t e;
+  cubert_handle_t h;
+  cubert_memory_layout_t layouts[2];
+  cubert_layout_descriptor_t ld[2];
+  cubert_completion_t comp;
+  cubert_memory_usage_t usage;
+  cubert_bytes_t b;
+  cubert_launch_arguments_t args;
+  cubert_cube_count_t one = cubert_cube_count_new_single();
+  cubert_race_report_t report;
+  uint8_t data[32] = {1};
+  uint64_t shape[1] = {4};
+  const void *srcs[2];
+  int runs = 0;
+  ed_options(&o, 8);
+  o.handle_factory = refusing_factory;
+  client = ed_client(a, &d, &o, &g_ed_driver);
+  memset(ld, 0, sizeof ld);
+  ld[0].rank = ld[1].rank = 1;
+  ld[0].shape[0] = ld[1].shape[0] = 4;
+  ld[0].elem_size = ld[1].elem_size = 4;
+  srcs[0] = srcs[1] = data;
+#define CHECK_REFUSED(expr)                                                 \
+  do {                                                                      \
+    cubert_error_clear(&e);                                                 \
+    CHECK_STATUS((expr), CUBERT_STATUS_UNAVAILABLE);                        \
+    CHECK_EQ_U64(cubert_error_kind(&e), CUBERT_ERROR_DEVICE_LOST);          \
+  } while (0)
+  CHECK_REFUSED(cubert_client_create_from_slice(client, data, sizeof data, &h, &e));
+  g_released = 0;
+  memset(&b, 0, sizeof b);
+  b.data = data;
+  b.size = 8;
+  b.release = release_counted;
+  CHECK_REFUSED(cubert_client_create_from_bytes(client, b, &h, &e));
+  CHECK_EQ_I64(g_released, 1);
+  CHECK_REFUSED(cubert_client_create_tensor_from_slice(client, data, 1, shape, 4, &layouts[0], &e));
+  CHECK_REFUSED(cubert_client_create_tensors_from_slices(client, ld, srcs, 2, layouts, &e));
+  CHECK_REFUSED(cubert_client_empty(client, 8, &h, &e));
+  CHECK_REFUSED(cubert_client_empty_tensors(client, ld, 2, layouts, &e));
+  memset(&args, 0, sizeof args);
+  CHECK_REFUSED(cubert_client_launch(client, &g_ed_kernel_none, &one, &args, &e));
+  CHECK_REFUSED(cubert_client_flush(client, &e));
+  CHECK_REFUSED(cubert_client_sync(client, &e));
+  CHECK_REFUSED(cubert_client_sync_async(client, &comp, &e));
+  CHECK_REFUSED(cubert_client_memory_usage(client, &usage, &e));
+  CHECK_REFUSED(cubert_client_memory_cleanup(client, &e));
+  CHECK_REFUSED(cubert_client_allocation_mode(client, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT, &e));
+  CHECK(cubert_client_exclusive(client, count_fn, &runs, &e) != CUBERT_STATUS_OK);
+  CHECK(cubert_kit_race_last_report(client, &report, &e) != CUBERT_STATUS_OK);
+  CHECK_EQ_I64(runs, 0);
+  CHECK_EQ_I64(d.calls, 0); /* nothing reached the driver */
   ed_release(client, &d, &c);
 }
