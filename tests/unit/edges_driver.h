@@ -36,16 +36,20 @@ typedef struct ed_device_t {
   int lost_silent; /* lost, but stream_errors has no record of it */
   int async_errors; /* stream_errors hands this many errors (one per call) */
   int busy;     /* event_query answers BUSY */
+  const char *fail_only; /* non-NULL: only primitives whose message holds it count as calls */
+  int fail_no_record;    /* the failing call leaves its record empty (a careless driver) */
   int launches, copies, collectives, destroyed;
   int live_blocks, live_streams, live_events, live_host, live_comms;
   unsigned char stream_token, event_token, comm_token;
 } ed_device_t;
 
 static cubert_status_t ed_fault(ed_device_t *d, cubert_error_t *err, const char *what) {
+  if (d->fail_only && !strstr(what, d->fail_only)) return CUBERT_STATUS_OK;
   d->calls++;
   if (d->fail_at == 0 || d->calls != d->fail_at) return CUBERT_STATUS_OK;
   d->failed++;
   if (d->fail_kind == CUBERT_ERROR_DEVICE_LOST) d->lost = 1;
+  if (d->fail_no_record) return cubert_error_set(NULL, d->fail_kind, NULL, 0, what);
   return cubert_error_set(err, d->fail_kind, NULL, 0, what);
 }
 

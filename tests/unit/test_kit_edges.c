@@ -358,3 +358,99 @@ TEST(kit_edges_alignment_zero_and_many_blocks) {
   CHECK_OK(cubert_client_memory_cleanup(client, NULL));
   ed_release(client, &d, &c);
 }
+
+/* Completions: a wait whose deadline passes (DEADLINE_EXCEEDED, the completion
+ * still pending: a second wait finishes it), and a failed wait that the driver
+ * left without a record (the kit writes one). */
+TEST(kit_edges_completion_deadline_and_recordless_failure) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_initialize(&c);
+  ed_device_t d;
+  cubert_kit_options_t o;
+  cubert_client_t *client;
+  cubert_error_t e;
+  cubert_handle_t h;
+  cubert_completion_t comp;
+  uint8_t data[32], out[32];
+  void *dsts[1];
+  uint64_t size = sizeof out;
+  int i;
+  for (i = 0; i < 32; i++) data[i] = (uint8_t)(100 + i);
+  ed_options(&o, 17);
+  client = ed_client(a, &d, &o, &g_ed_driver);
+  CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
+  dsts[0] = out;
+  d.fail_only = "event_synchronize";
+  d.fail_kind = CUBERT_ERROR_DEADLINE_EXCEEDED;
+  d.fail_at = d.calls + 1;
+  memset(out, 0, sizeof out);
+  CHECK_OK(cubert_client_read_async(client, &h, 1, dsts, &size, &comp, NULL));
+  CHECK_STATUS(cubert_completion_wait(&comp, 1000, &e), CUBERT_STATUS_DEADLINE_EXCEEDED);
+  CHECK_EQ_U64(cubert_error_kind(&e), CUBERT_ERROR_DEADLINE_EXCEEDED);
+  CHECK_EQ_U64(e.field[0], 1000);
+  CHECK_OK(cubert_completion_wait(&comp, UINT64_MAX, NULL));
+  CHECK(memcmp(out, data, sizeof data) == 0);
+  CHECK_OK(cubert_completion_wait(&comp, UINT64_MAX, NULL)); /* finished: at once */
+  /* a failure without a record */
+  d.fail_kind = CUBERT_ERROR_SERVER_GENERIC;
+  d.fail_no_record = 1;
+  d.fail_at = d.calls + 1;
+  CHECK_OK(cubert_client_read_async(client, &h, 1, dsts, &size, &comp, NULL));
+  CHECK_STATUS(cubert_completion_wait(&comp, UINT64_MAX, &e), CUBERT_STATUS_INTERNAL);
+  CHECK_EQ_U64(cubert_error_kind(&e), CUBERT_ERROR_SERVER_GENERIC);
+  CHECK_EQ_I64(d.failed, 2);
+  d.fail_only = NULL;
+  d.fail_at = 0;
+  CHECK_OK(cubert_client_sync(client, NULL)); /* still usable */
+  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
+  ed_release(client, &d, &c);
+}
+
+static void many_entry(const cubert_kernel_args_t *args, cubert_kernel_cube_t *cube) {
+  (void)args;
+  (void)cube;
+}
+
+/* With the race checker on: its seed set and cleared (and ignored when it is
+ * off), and a launch on one stream over 12 buffers written on another (more
+ * pins than the checker takes in one batch). */
+TEST(kit_edges_race_seed_and_many_cross_stream_pins) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_RACE_CHECKER);
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_initialize(&c);
+  ed_device_t d;
+  cubert_kit_options_t o;
+  cubert_client_t *client;
+  cubert_handle_t h[12];
+  cubert_launch_arguments_t args;
+  cubert_cube_count_t one = cubert_cube_count_new_single();
+  cubert_kernel_t k = {"ed_many", many_entry, NULL, NULL, 0, 0, {1, 1, 1}, 12, 0, 0};
+  cubert_race_counters_t counters;
+  uint8_t data[16] = {1};
+  int i;
+  ed_options(&o, 18);
+  client = ed_client(a, &d, &o, &g_ed_driver);
+  CHECK_OK(cubert_kit_race_seed(client, 7, NULL)); /* the checker is off: nothing to seed */
+  ed_release(client, &d, &c);
+  a = counting_allocator_initialize(&c);
+  o.race_check = 1;
+  client = ed_client(a, &d, &o, &g_ed_driver);
+  CHECK_OK(cubert_kit_race_seed(client, 7, NULL));
+  CHECK_OK(cubert_kit_race_seed(client, 0, NULL));
+  cubert_client_set_stream(client, 1);
+  for (i = 0; i < 12; i++) CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h[i], NULL));
+  cubert_client_set_stream(client, 2);
+  memset(&args, 0, sizeof args);
+  args.buffers = h;
+  args.buffer_count = 12;
+  CHECK_OK(cubert_client_launch(client, &k, &one, &args, NULL));
+  CHECK_OK(cubert_client_sync(client, NULL));
+  cubert_client_set_stream(client, 1);
+  CHECK_OK(cubert_client_sync(client, NULL));
+  for (i = 0; i < 12; i++) CHECK_OK(cubert_client_handle_release(client, &h[i], NULL));
+  CHECK_OK(cubert_client_memory_cleanup(client, NULL));
+  CHECK_OK(cubert_kit_race_counters(client, &counters, NULL));
+  CHECK_EQ_U64(counters.reports, 0); /* the waits were there: no race */
+  CHECK_EQ_I64(d.launches, 1);
+  ed_release(client, &d, &c);
+}
