@@ -773,3 +773,64 @@ TEST(client_edges_refusing_device_handle) {
   CHECK_EQ_I64(d.calls, 0); /* nothing reached the driver */
   ed_release(client, &d, &c);
 }
+
+static void release_plain(void *owner, void *data, uint64_t size) {
+  (void)size;
+  (void)data;
+  (*(int *)owner)++;
+}
+
+/* A full handle table, tensors with a zero dimension, staging of host bytes
+ * (moved into pinned buffers, the old ones released once) and its refusals. */
+TEST(client_edges_full_table_zero_dims_and_staging) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_STAGING_BUFFERS);
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_initialize(&c);
+  ed_device_t d;
+  cubert_kit_options_t o;
+  cubert_client_t *client;
+  cubert_error_t e;
+  cubert_handle_t h[8];
+  cubert_memory_layout_t layout;
+  cubert_bytes_t b[2];
+  uint64_t shape[2] = {0, 4};
+  uint8_t data[16] = {4, 5, 6}, out[16];
+  int n = 0, released = 0;
+  ed_options(&o, 9);
+  o.max_handles = 4;
+  client = ed_client(a, &d, &o, &g_ed_driver_full);
+  /* a zero dimension: an empty tensor, nothing uploaded */
+  CHECK_OK(cubert_client_create_tensor_from_slice(client, data, 2, shape, 4, &layout, NULL));
+  CHECK_EQ_U64(cubert_handle_size_in_used(&layout.memory), 0);
+  CHECK_OK(cubert_client_handle_release(client, &layout.memory, NULL));
+  /* the table holds 4 handles (the kit may keep some of them) */
+  while (n < 8 && cubert_client_create_from_slice(client, data, sizeof data, &h[n], &e) == CUBERT_STATUS_OK)
+    n++;
+  CHECK(n > 0 && n < 8);
+  CHECK(e.depth > 0);
+  while (n-- > 0) CHECK_OK(cubert_client_handle_release(client, &h[n], NULL));
+  /* staging: native bytes move into pinned buffers; the old ones are released */
+  memset(b, 0, sizeof b);
+  b[0].data = data;
+  b[0].size = sizeof data;
+  b[0].owner = &released;
+  b[0].release = release_plain;
+  b[1].data = data;
+  b[1].size = 4; /* no release: borrowed */
+  CHECK_OK(cubert_client_staging(client, b, 2, false, NULL));
+  CHECK_EQ_I64(released, 1);
+  CHECK_EQ_U64(b[0].property, CUBERT_ALLOCATION_PINNED);
+  CHECK_EQ_U64(b[1].property, CUBERT_ALLOCATION_PINNED);
+  CHECK(b[0].data != data && memcmp(b[0].data, data, sizeof data) == 0);
+  CHECK(memcmp(b[1].data, data, 4) == 0);
+  b[0].release(b[0].owner, b[0].data, b[0].size);
+  b[1].release(b[1].owner, b[1].data, b[1].size);
+  /* a buffer with a size and no data */
+  b[0].data = NULL;
+  b[0].size = 4;
+  CHECK_STATUS(cubert_client_staging(client, b, 1, false, &e), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_client_staging(client, NULL, 1, false, &e), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_OK(cubert_client_staging(client, NULL, 0, false, NULL));
+  (void)out;
+  ed_release(client, &d, &c);
+}
