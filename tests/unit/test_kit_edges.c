@@ -261,6 +261,30 @@ TEST(kit_edges_tensor_read_shapes) {
     CHECK_STATUS(cubert_client_read_tensor(client, &cd, 1, dsts, &tiny, &e),
                  CUBERT_STATUS_OUT_OF_RANGE);
   }
+  /* element size 0: the client's size check sees 0 bytes, the kit sees the shape overflow */
+  cd.elem_size = 0;
+  cd.shape[0] = cd.shape[1] = (uint64_t)1 << 40;
+  CHECK_STATUS(cubert_client_read_tensor(client, &cd, 1, dsts, &dst_size, &e), CUBERT_STATUS_OVERFLOW);
+  /* an empty tensor whose last dimension's bytes overflow */
+  cd.elem_size = (uint64_t)1 << 30;
+  cd.shape[0] = 0;
+  cd.strides[0] = (uint64_t)1 << 40;
+  CHECK_STATUS(cubert_client_read_tensor(client, &cd, 1, dsts, &dst_size, &e), CUBERT_STATUS_OVERFLOW);
+  /* a zero-width row: nothing to copy, whatever the strides */
+  cd.elem_size = 4;
+  cd.shape[0] = 2;
+  cd.shape[1] = 0;
+  cd.strides[0] = 5;
+  CHECK_OK(cubert_client_read_tensor(client, &cd, 1, dsts, &dst_size, NULL));
+  /* a row pitch that overflows, rows whose span overflows */
+  cd.shape[1] = 4;
+  cd.strides[0] = (uint64_t)1 << 62;
+  CHECK_STATUS(cubert_client_read_tensor(client, &cd, 1, dsts, &dst_size, &e), CUBERT_STATUS_OVERFLOW);
+  cd.shape[0] = 3;
+  cd.strides[0] = (uint64_t)1 << 61; /* pitch 2^63: two of them overflow */
+  CHECK_STATUS(cubert_client_read_tensor(client, &cd, 1, dsts, &dst_size, &e), CUBERT_STATUS_OUT_OF_RANGE);
+  CHECK_EQ_U64(e.field[0], UINT64_MAX);
+  cd.shape[0] = 2;
   /* a size-1 outer dimension is one row (contiguous) whatever its stride */
   cd.shape[0] = 1;
   cd.strides[0] = 12345;
