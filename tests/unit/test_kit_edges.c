@@ -478,3 +478,26 @@ TEST(kit_edges_race_seed_and_many_cross_stream_pins) {
   CHECK_EQ_I64(d.launches, 1);
   ed_release(client, &d, &c);
 }
+
+/* Handles still alive when the device goes: the kit frees their memory; a
+ * slot that never ran anything is skipped by usage and cleanup. */
+TEST(kit_edges_teardown_with_live_handles) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_initialize(&c);
+  ed_device_t d;
+  cubert_kit_options_t o;
+  cubert_client_t *client;
+  cubert_handle_t h0, h2;
+  cubert_memory_usage_t usage;
+  uint8_t data[16] = {1};
+  ed_options(&o, 19);
+  client = ed_client(a, &d, &o, &g_ed_driver);
+  CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h0, NULL));
+  cubert_client_set_stream(client, 2); /* slot 1 stays empty */
+  CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h2, NULL));
+  CHECK_OK(cubert_client_memory_usage(client, &usage, NULL));
+  CHECK_EQ_U64(usage.number_allocs, 2);
+  CHECK_OK(cubert_client_memory_cleanup(client, NULL));
+  CHECK_EQ_I64(d.live_blocks, 2);
+  ed_release(client, &d, &c); /* frees both */
+}
