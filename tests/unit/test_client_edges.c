@@ -40,6 +40,8 @@ static void release_counted(void *owner, void *data, uint64_t size) {
 }
 
 TEST(client_edges_null_arguments) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_COLLECTIVE_OPS | CUBERT_FEATURE_STAGING_BUFFERS |
+                       CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   ed_device_t d;
@@ -714,6 +716,7 @@ static cubert_status_t refusing_factory(void *self, cubert_allocator_t allocator
 /* Every call that needs the device answers UNAVAILABLE (DEVICE_LOST), releases
  * the bytes it was given once, and leaves nothing behind. */
 TEST(client_edges_refusing_device_handle) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PERSISTENT_MEMORY | CUBERT_FEATURE_RACE_CHECKER);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   ed_device_t d;
