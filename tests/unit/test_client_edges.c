@@ -837,3 +837,61 @@ TEST(client_edges_full_table_zero_dims_and_staging) {
   (void)out;
   ed_release(client, &d, &c);
 }
+
+/* to_client between two devices with collectives (send on one, recv on the
+ * other), with each driver call of either device failing in turn: the error
+ * comes back with its record, the source handle is intact, nothing leaks. */
+TEST(client_edges_to_client_fails_at_every_driver_call) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_COLLECTIVE_OPS);
+  int side, n, failures = 0;
+  for (side = 0; side < 2; side++) {
+    for (n = 1; n < 200; n++) {
+      counting_allocator_t c;
+      cubert_allocator_t a = counting_allocator_initialize(&c);
+      ed_device_t d[2];
+      cubert_kit_options_t o;
+      cubert_client_t *client[2];
+      cubert_handle_t h, out;
+      cubert_error_t e;
+      cubert_status_t st;
+      uint8_t data[32], back[32];
+      int i, failed;
+      for (i = 0; i < 32; i++) data[i] = (uint8_t)(i * 3);
+      for (i = 0; i < 2; i++) {
+        ed_options(&o, (uint32_t)(30 + i));
+        client[i] = ed_client(a, &d[i], &o, &g_ed_driver_full);
+      }
+      CHECK_OK(cubert_client_create_from_slice(client[0], data, sizeof data, &h, NULL));
+      d[side].fail_at = d[side].calls + n;
+      cubert_error_clear(&e);
+      st = cubert_client_to_client(client[0], &h, client[1], CUBERT_COMM_DTYPE_U32, &out, &e);
+      failed = d[side].failed;
+      d[side].fail_at = 0;
+      if (st == CUBERT_STATUS_OK) {
+        memset(back, 0, sizeof back);
+        (void)cubert_client_sync(client[0], NULL);
+        (void)cubert_client_sync(client[1], NULL);
+        if (!failed) {
+          CHECK_OK(cubert_client_read_one(client[1], &out, back, sizeof back, NULL));
+          CHECK(memcmp(back, data, sizeof data) == 0);
+        }
+        CHECK_OK(cubert_client_handle_release(client[1], &out, NULL));
+      } else {
+        CHECK(e.depth > 0);
+        failures++;
+      }
+      memset(back, 0, sizeof back);
+      (void)cubert_client_sync(client[0], NULL);
+      CHECK_OK(cubert_client_read_one(client[0], &h, back, sizeof back, NULL));
+      CHECK(memcmp(back, data, sizeof data) == 0); /* the source is intact */
+      CHECK_OK(cubert_client_handle_release(client[0], &h, NULL));
+      cubert_client_release(client[1]);
+      CHECK_EQ_I64(d[1].live_blocks, 0);
+      CHECK_EQ_I64(d[1].live_comms, 0);
+      ed_release(client[0], &d[0], &c);
+      if (!failed) break;
+    }
+    CHECK(n < 200);
+  }
+  CHECK_MSG(failures > 4, "only %d failures surfaced", failures);
+}
