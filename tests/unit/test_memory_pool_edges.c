@@ -100,6 +100,7 @@ TEST(memory_pool_direct_edges) {
 /* ---- exclusive ------------------------------------------------------------------------------ */
 
 TEST(memory_pool_exclusive_edges) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
   cubert_exclusive_pool_t pool;
   cubert_memory_pool_options_t o = cubert_memory_pool_exclusive(4096, CUBERT_MEMORY_NONE);
@@ -165,6 +166,7 @@ TEST(memory_pool_exclusive_edges) {
 /* ---- persistent ------------------------------------------------------------------------------- */
 
 TEST(memory_pool_persistent_edges) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
   cubert_persistent_pool_t pool;
   cubert_memory_slice_view_t view;
@@ -210,6 +212,7 @@ TEST(memory_pool_persistent_edges) {
 /* ---- sliced ------------------------------------------------------------------------------------ */
 
 TEST(memory_pool_sliced_edges) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
   cubert_sliced_pool_t pool;
   cubert_memory_pool_options_t o = cubert_memory_pool_sliced(4096, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
@@ -259,6 +262,7 @@ TEST(memory_pool_sliced_edges) {
 }
 
 TEST(memory_pool_sliced_vacant_pages_sizes_and_bookkeeping_failures) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
   cubert_sliced_pool_t pool;
   cubert_memory_pool_options_t o = cubert_memory_pool_sliced(4096, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
@@ -449,6 +453,7 @@ TEST(memory_pool_direct_vacant_slot_skipped_and_reused) {
 }
 
 TEST(memory_pool_exclusive_vacant_slot_aging_and_small_pages) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
   cubert_exclusive_pool_t pool;
   cubert_memory_pool_options_t o = cubert_memory_pool_exclusive(4096, 5);
@@ -494,6 +499,7 @@ TEST(memory_pool_exclusive_vacant_slot_aging_and_small_pages) {
 }
 
 TEST(memory_pool_persistent_vacant_slot_and_bucket_failure) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
   cubert_persistent_pool_t pool;
   cubert_memory_id_t a, b, c, d, e;
@@ -571,6 +577,7 @@ TEST(memory_pool_direct_reclaim_passes_a_vacant_slot_and_owner_mismatch) {
 }
 
 TEST(memory_pool_sliced_request_in_the_largest_bin) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
   cubert_sliced_pool_t pool;
   cubert_memory_pool_options_t o = cubert_memory_pool_sliced(UINT64_MAX - 63, CUBERT_MEMORY_NONE,
@@ -588,6 +595,7 @@ TEST(memory_pool_sliced_request_in_the_largest_bin) {
 }
 
 TEST(memory_pool_persistent_slot_array_growth_failure) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
   cubert_persistent_pool_t pool;
   cubert_memory_id_t ids[9];
@@ -663,6 +671,7 @@ TEST(handle_disown_of_an_id_nobody_owns_is_refused) {
 }
 
 TEST(memory_pool_sliced_bounded_scan_of_one_bin) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   /* a full page of 32 slices of 1 KiB; every other one released: 16 free slices in one
    * size bin and nothing above. A request a little larger than 1 KiB (same bin) scans
    * at most 8 of them before polling, finds none, and takes a new page. */
@@ -699,6 +708,7 @@ TEST(memory_pool_sliced_bounded_scan_of_one_bin) {
 }
 
 TEST(memory_pool_sliced_65536_pages_is_the_most) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   /* storage without memory (ids only): 65536 pages of 64 bytes, then one more refused */
   mm_fixture_t f;
   cubert_memory_env_t env;
