@@ -422,7 +422,7 @@ static void run_once(cubert_error_kind_t kind, int driver_fail_at, uint64_t allo
   ed_options(&o, 2);
   o.clock.self = &clock;
   o.clock.now_ns = tick_ns;
-  o.race_check = getenv("ED_NORACE") ? 0 : 1;
+  o.race_check = 1;
   client = ed_client(a, &d, &o, &g_ed_driver_full);
   d.fail_kind = kind;
   d.fail_at = driver_fail_at ? d.calls + driver_fail_at : 0;
@@ -435,7 +435,6 @@ static void run_once(cubert_error_kind_t kind, int driver_fail_at, uint64_t allo
   if (d.lost) {
     /* sticky: every later call says so at once */
     cubert_error_t e;
-    if (getenv("ED_DEBUG")) printf("lost at call %d, step %d, status %s\n", driver_fail_at, s.step, test_status_name(st));
     CHECK_STATUS(cubert_client_sync(client, &e), CUBERT_STATUS_UNAVAILABLE);
     CHECK(cubert_error_has_kind(&e, CUBERT_ERROR_DEVICE_LOST));
     CHECK_STATUS(cubert_client_flush(client, &e), CUBERT_STATUS_UNAVAILABLE);
