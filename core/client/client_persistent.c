@@ -46,7 +46,9 @@ static cubert_status_t run_window_edge(void *user) {
     s->persistent[found].depth++;
     return CUBERT_STATUS_OK;
   }
-  if (found == CUBERT_CLIENT_MAX_PERSISTENT_STREAMS) return CUBERT_STATUS_OK; /* cannot happen */
+  /* unreachable: not found (a close follows this stream's own successful open, and the
+   * windows nested inside it are balanced) */
+  if (found == CUBERT_CLIENT_MAX_PERSISTENT_STREAMS) return CUBERT_STATUS_OK;
   if (--s->persistent[found].depth > 0) return CUBERT_STATUS_OK;
   return set_mode(s, w->stream, CUBERT_MEMORY_ALLOCATION_MODE_AUTO, w->error);
 }

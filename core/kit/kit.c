@@ -188,6 +188,7 @@ void cubert_kit_set_handle(cubert_kit_t *kit, cubert_device_handle_t handle) {
 void cubert_kit_destroy(cubert_kit_t *kit, bool destroy_driver) {
   const cubert_driver_t *driver;
   void *self;
+  /* unreachable: NULL (both callers, in client.c, pass the kit they created) */
   if (!kit) return;
   driver = kit->driver;
   self = kit->self;
@@ -204,6 +205,7 @@ const cubert_device_properties_t *cubert_kit_properties(const cubert_kit_t *kit)
 }
 
 const cubert_driver_t *cubert_kit_driver(const cubert_kit_t *kit, void **out_self) {
+  /* unreachable: out_self NULL (its one caller, cubert_kit_driver_of, refuses it first) */
   if (out_self) *out_self = kit->self;
   return kit->driver;
 }

@@ -107,7 +107,8 @@ cubert_status_t cubert_kit_comm_init(cubert_kit_t *kit, const uint32_t *devices,
   if (!kit->driver->collective) return kit_unsupported(kit, "collectives", out_error);
   CUBERT_RETURN_IF_ERROR(describe(kit, devices, count, sorted, &id, &rank, out_error));
   j = joined_find(kit->comm, id, count);
-  if (j) return kit->driver->comm_query(kit->self, j->comm, out_error); /* idempotent */
+  if (j) /* idempotent */
+    return kit_note(kit, kit->driver->comm_query(kit->self, j->comm, out_error), out_error);
   if (kit->comm && kit->comm->joined_count == CUBERT_KIT_MAX_COMMUNICATORS) {
     uint64_t f = CUBERT_KIT_MAX_COMMUNICATORS;
     return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, &f, 1,
@@ -143,7 +144,7 @@ static cubert_status_t find_joined(cubert_kit_t *kit, const cubert_kit_collectiv
     return cubert_error_set(out_error, CUBERT_ERROR_SERVICE_CREATION, &id, 1,
                             "no communicator for this device set: call comm_init first");
   *out_comm = j->comm;
-  return kit->driver->comm_query(kit->self, j->comm, out_error);
+  return kit_note(kit, kit->driver->comm_query(kit->self, j->comm, out_error), out_error);
 }
 
 static cubert_status_t check_dtype(uint32_t dtype, uint64_t bytes, bool reduce,

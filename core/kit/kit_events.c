@@ -19,6 +19,7 @@ static cubert_status_t ev_create_stream(void *self, uint32_t index, void **out_s
   cubert_kit_t *kit = (cubert_kit_t *)self;
   kit_slot_t *slot = NULL;
   cubert_status_t status;
+  /* unreachable: the stream pool (max_streams slots + 1 special) refuses larger indices */
   if (index > kit->max_streams)
     return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0, "no such stream slot");
   CUBERT_RETURN_IF_ERROR(kit_lost(kit, out_error));

@@ -68,10 +68,12 @@ static cubert_status_t check_arguments(const cubert_kernel_t *k, const cubert_cu
                                        const cubert_launch_arguments_t *args,
                                        cubert_execution_mode_t execution,
                                        cubert_error_t *out_error) {
+  /* unreachable: NULLs (the client's launch_with, the only caller, refuses them first) */
   if (!k || !count || !args || (args->buffer_count && !args->buffers) ||
       (args->scalar_count && !args->scalars))
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "NULL launch argument");
+  /* unreachable: a mode beyond UNCHECKED (the client passes only its own constants) */
   if ((unsigned)execution > (unsigned)CUBERT_EXECUTION_UNCHECKED)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "unknown execution mode");
@@ -127,8 +129,10 @@ static void report_accesses(cubert_kit_t *kit, uint32_t slot, const cubert_kit_l
                             const cubert_binding_t *bindings, uint32_t nbind) {
   uint8_t modes[KIT_MAX_BINDINGS];
   uint32_t i, nb = op->args->buffer_count;
-  if (nbind > KIT_MAX_BINDINGS) nbind = KIT_MAX_BINDINGS; /* validated by the caller; a bound gcc sees */
+  /* unreachable: check_arguments bounds buffer_count (a bound gcc sees) */
+  if (nbind > KIT_MAX_BINDINGS) nbind = KIT_MAX_BINDINGS;
   for (i = 0; i < nbind; i++)
+    /* unreachable: i >= 32 (i < buffer_count <= CUBERT_KERNEL_MAX_BUFFERS, 16) */
     modes[i] = (i < nb && i < 32 && !(op->kernel->read_only_mask & (1u << i)))
                    ? CUBERT_RACE_WRITE
                    : CUBERT_RACE_READ;
@@ -150,6 +154,8 @@ cubert_status_t cubert_kit_launch(cubert_kit_t *kit, const cubert_kit_launch_t *
     kit_push_error(kit, op->stream, &limit); /* surfaces at the next flush / sync */
     return CUBERT_STATUS_OK;
   }
+  /* unreachable: a static count with a zero component (the client drops it first:
+   * cubert_cube_count_is_empty in launch_with) */
   if (op->count->kind == CUBERT_CUBE_COUNT_STATIC &&
       (op->count->count.x == 0 || op->count->count.y == 0 || op->count->count.z == 0))
     return CUBERT_STATUS_OK; /* dispatches nothing */

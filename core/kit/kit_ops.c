@@ -35,6 +35,8 @@ cubert_status_t kit_copy_shape(const cubert_copy_descriptor_t *d, uint64_t *out_
     *out_pitch = *out_width;
     return CUBERT_STATUS_OK;
   }
+  /* unreachable: rank > CUBERT_MAX_RANK (reads: read_need refuses it; writes: the client's
+   * descriptors come from checked layouts) */
   if (d->rank > CUBERT_MAX_RANK)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "rank above CUBERT_MAX_RANK");
@@ -48,6 +50,8 @@ cubert_status_t kit_copy_shape(const cubert_copy_descriptor_t *d, uint64_t *out_
     return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0, "tensor size overflows");
   for (r = 0; r < last; r++) rows *= d->shape[r]; /* <= expect: no overflow */
   if (contiguous || rows <= 1 || width == 0) {
+    /* unreachable: overflow (expect is 0 or the caller checked elem_size * the shape's
+     * product: read_need, or the layout of a create) */
     if (cubert_u64_mul(expect, d->elem_size, out_width) != CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0, "tensor size overflows");
     *out_height = 1;

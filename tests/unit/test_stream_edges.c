@@ -7,8 +7,8 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "fake_event_backend.h"
-#include "cubert/server.h"
-#include "cubert/stream.h"
+#include "cubert/backend/kit.h"
+#include "cubert/backend/stream.h"
 #include "cubert/backend/handle_table.h"
 #include "memory/handle_internal.h"
 #include "stream/stream_internal.h"
@@ -86,6 +86,7 @@ static const cubert_completion_vtable_t k_completion_vt = {completion_wait_fn};
 static const cubert_completion_vtable_t k_completion_no_wait_vt = {NULL};
 
 TEST(stream_completion_set_done_and_wait) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_REASONS);
   cubert_completion_t c;
   cubert_error_t err, out;
   cubert_completion_set_done(NULL, CUBERT_STATUS_OK, NULL); /* a no-op */

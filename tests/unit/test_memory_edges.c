@@ -55,6 +55,7 @@ TEST(memory_manager_create_refuses_each_missing_storage_function) {
 }
 
 TEST(memory_manager_layout_without_dynamic_pools) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   mm_fixture_t f;
   cubert_memory_pool_report_t persistent;
   cubert_memory_id_t id;
@@ -76,6 +77,7 @@ TEST(memory_manager_layout_without_dynamic_pools) {
 }
 
 TEST(memory_manager_create_with_a_bad_layout_fails_cleanly) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   mm_fixture_t f;
   cubert_memory_configuration_t c;
   cubert_memory_manager_t *mm = NULL;
@@ -175,6 +177,7 @@ TEST(memory_manager_bind_refuses_dead_or_same_ids) {
 /* ---- configurations ------------------------------------------------------------------- */
 
 TEST(memory_config_entries_that_overflow_once_aligned) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   cubert_memory_pool_options_t e, out, buf[1];
   cubert_memory_configuration_t c;
   cubert_error_t err;
@@ -230,6 +233,7 @@ TEST(memory_config_pools_argument_refusals) {
 }
 
 TEST(memory_config_presets_at_odd_device_sizes) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   cubert_memory_configuration_t c;
   cubert_memory_pool_options_t buf[64];
   cubert_error_t err;
@@ -256,6 +260,7 @@ TEST(memory_config_presets_at_odd_device_sizes) {
 /* ---- shared helpers ---------------------------------------------------------------------- */
 
 TEST(memory_helpers_at_their_limits) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_REASONS);
   counting_allocator_t ca;
   cubert_allocator_t a = counting_allocator_initialize(&ca);
   void *array = NULL;
@@ -350,6 +355,7 @@ TEST(memory_manager_more_refusals_and_a_full_handle_table) {
 }
 
 TEST(memory_manager_usage_counts_the_persistent_pools_free_block) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   mm_fixture_t f;
   cubert_memory_id_t id;
   cubert_memory_usage_t u;
@@ -368,6 +374,7 @@ TEST(memory_manager_usage_counts_the_persistent_pools_free_block) {
 }
 
 TEST(memory_manager_failure_after_a_full_pool_reports_the_full_pool) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   /* pool 0: capped sliced (one page), full -> capacity exceeded, spill; pool 1: direct,
    * its storage fails -> routing stops there (pool 2 is not tried) and the error is the
    * capacity one (CubeCL reports the pool that was full) */
@@ -396,6 +403,7 @@ TEST(memory_manager_failure_after_a_full_pool_reports_the_full_pool) {
 }
 
 TEST(memory_manager_two_periodic_exclusive_pools_check_at_the_earliest) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   mm_fixture_t f;
   cubert_memory_pool_options_t pools[2];
   cubert_memory_id_t id;
@@ -414,6 +422,7 @@ TEST(memory_manager_two_periodic_exclusive_pools_check_at_the_earliest) {
 }
 
 TEST(memory_manager_direct_reclaim_flushes_at_the_next_reserve) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   /* a direct pool over its watermark releases storage during a reservation: the flush
    * that release needs happens at the next reservation, though no periodic check is due;
    * and of two periodic exclusive pools the earlier check counts */
@@ -437,6 +446,7 @@ TEST(memory_manager_direct_reclaim_flushes_at_the_next_reserve) {
 }
 
 TEST(memory_manager_pool_of_an_unknown_type_is_skipped_and_left_alone) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   /* A corrupt pool type (memory overwritten): routing skips the pool, cleanups and trims
    * leave it alone, its report entry is not written, and tearing down does not touch it.
    * The pool is a sliced pool that holds no memory yet, so nothing leaks. */
@@ -452,7 +462,7 @@ TEST(memory_manager_pool_of_an_unknown_type_is_skipped_and_left_alone) {
   pool = cubert_memory_manager_pool(f.mm, 0);
   pool->type = (cubert_memory_pool_type_t)77;
   id = mmf_reserve(&f, 100); /* not the sliced pool: the direct one */
-  CHECK_EQ_U64(cubert_memory_manager_pool(f.mm, 1)->u.direct.live, 1);
+  CHECK_EQ_U64(cubert_memory_manager_pool(f.mm, 1)->u.direct.slices.live, 1);
   cubert_memory_manager_cleanup(f.mm, true);
   CHECK_OK(cubert_memory_manager_release_pools(f.mm, NULL));
   memset(reports, 0x33, sizeof reports);

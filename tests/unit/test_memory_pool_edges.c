@@ -78,17 +78,17 @@ TEST(memory_pool_direct_edges) {
   /* an owner that died: refused, the storage given back */
   CHECK_STATUS(cubert_direct_pool_alloc(&pool, 100, owner_dead(&p), &err), CUBERT_STATUS_INVALID_HANDLE);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
-  CHECK_EQ_U64(pool.live, 0);
+  CHECK_EQ_U64(pool.slices.live, 0);
   /* a free slice of the right size, offered to a dead owner: refused, the slice stays free */
   a = owner_new(&p);
   CHECK_OK(cubert_direct_pool_alloc(&pool, 100, a, &err));
   cubert_direct_pool_trim(&pool); /* memory is live: nothing trimmed */
-  CHECK_EQ_U64(pool.slice_count, 1);
+  CHECK_EQ_U64(pool.slices.count, 1);
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
   CHECK_STATUS(cubert_direct_pool_try_reserve(&pool, 100, owner_dead(&p), &found, &err),
                CUBERT_STATUS_INVALID_HANDLE);
   CHECK(!found);
-  CHECK_EQ_U64(pool.live, 1);
+  CHECK_EQ_U64(pool.slices.live, 1);
   /* lookups where nothing is: past the slots, and at the free slice */
   CHECK_STATUS(cubert_direct_pool_find(&pool, loc_at(0, 0, 5), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
   CHECK_STATUS(cubert_direct_pool_find(&pool, loc_at(0, 0, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
@@ -100,6 +100,7 @@ TEST(memory_pool_direct_edges) {
 /* ---- exclusive ------------------------------------------------------------------------------ */
 
 TEST(memory_pool_exclusive_edges) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
   cubert_exclusive_pool_t pool;
   cubert_memory_pool_options_t o = cubert_memory_pool_exclusive(4096, CUBERT_MEMORY_NONE);
@@ -130,19 +131,19 @@ TEST(memory_pool_exclusive_edges) {
   CHECK_OK(cubert_exclusive_pool_alloc(&pool, 100, b, &err));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
   cubert_exclusive_pool_cleanup(&pool, 1, false); /* no period: a periodic check does nothing */
-  CHECK_EQ_U64(pool.pages_live, 2);
+  CHECK_EQ_U64(pool.pages.live, 2);
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
-  pool.pages[0].free_count = 3;
-  pool.pages[1].free_count = 1;
+  pool.pages.items[0].aux = 3;
+  pool.pages.items[1].aux = 1;
   CHECK_STATUS(cubert_exclusive_pool_try_reserve(&pool, 100, owner_dead(&p), &found, &err),
                CUBERT_STATUS_INVALID_HANDLE); /* the best page found, the owner dead: refused */
   CHECK(!found);
-  pool.pages[1].free_count = 3; /* the refusal changed nothing; now page 0 is the best */
-  pool.pages[0].free_count = 1;
+  pool.pages.items[1].aux = 3; /* the refusal changed nothing; now page 0 is the best */
+  pool.pages.items[0].aux = 1;
   a = owner_new(&p);
   CHECK_OK(cubert_exclusive_pool_try_reserve(&pool, 100, a, &found, &err));
   CHECK(found);
-  CHECK(cubert_memory_id_equal(pool.pages[0].owner, a)); /* free_count 1 < 3 */
+  CHECK(cubert_memory_id_equal(pool.pages.items[0].owner, a)); /* free_count 1 < 3 */
   /* lookups where nothing is: past the pages, a slice other than 0, a free page */
   CHECK_STATUS(cubert_exclusive_pool_find(&pool, loc_at(0, 9, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
   CHECK_STATUS(cubert_exclusive_pool_find(&pool, loc_at(0, 0, 1), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
@@ -150,11 +151,11 @@ TEST(memory_pool_exclusive_edges) {
   CHECK_OK(cubert_exclusive_pool_find(&pool, loc_at(0, 0, 0), a, &view, &err));
   /* an explicit cleanup frees the free page at once */
   cubert_exclusive_pool_cleanup(&pool, 2, true);
-  CHECK_EQ_U64(pool.pages_live, 1);
-  CHECK_EQ_U64(pool.page_count, 1); /* the vacant last slot is dropped */
+  CHECK_EQ_U64(pool.pages.live, 1);
+  CHECK_EQ_U64(pool.pages.count, 1); /* the vacant last slot is dropped */
   b = owner_new(&p);
   CHECK_OK(cubert_exclusive_pool_alloc(&pool, 100, b, &err));
-  CHECK_EQ_U64(pool.page_count, 2);
+  CHECK_EQ_U64(pool.pages.count, 2);
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
   cubert_exclusive_pool_deinitialize(&pool);
@@ -165,6 +166,7 @@ TEST(memory_pool_exclusive_edges) {
 /* ---- persistent ------------------------------------------------------------------------------- */
 
 TEST(memory_pool_persistent_edges) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
   cubert_persistent_pool_t pool;
   cubert_memory_slice_view_t view;
@@ -187,10 +189,10 @@ TEST(memory_pool_persistent_edges) {
   a = owner_new(&p);
   CHECK_OK(cubert_persistent_pool_alloc(&pool, 100, a, &err));
   cubert_persistent_pool_trim(&pool); /* live memory: kept */
-  CHECK_EQ_U64(pool.slice_count, 1);
+  CHECK_EQ_U64(pool.slices.count, 1);
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
   cubert_persistent_pool_cleanup(&pool, false); /* only an explicit cleanup releases */
-  CHECK_EQ_U64(pool.live, 1);
+  CHECK_EQ_U64(pool.slices.live, 1);
   CHECK_STATUS(cubert_persistent_pool_try_reserve(&pool, 100, owner_dead(&p), &found, &err),
                CUBERT_STATUS_INVALID_HANDLE);
   CHECK(!found);
@@ -198,7 +200,7 @@ TEST(memory_pool_persistent_edges) {
   CHECK_STATUS(cubert_persistent_pool_find(&pool, loc_at(255, 0, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
   /* a vacant slot is reused by the next allocation */
   cubert_persistent_pool_cleanup(&pool, true);
-  CHECK_EQ_U64(pool.live, 0);
+  CHECK_EQ_U64(pool.slices.live, 0);
   a = owner_new(&p);
   CHECK_OK(cubert_persistent_pool_alloc(&pool, 64, a, &err));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
@@ -210,6 +212,7 @@ TEST(memory_pool_persistent_edges) {
 /* ---- sliced ------------------------------------------------------------------------------------ */
 
 TEST(memory_pool_sliced_edges) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
   cubert_sliced_pool_t pool;
   cubert_memory_pool_options_t o = cubert_memory_pool_sliced(4096, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
@@ -259,6 +262,7 @@ TEST(memory_pool_sliced_edges) {
 }
 
 TEST(memory_pool_sliced_vacant_pages_sizes_and_bookkeeping_failures) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
   cubert_sliced_pool_t pool;
   cubert_memory_pool_options_t o = cubert_memory_pool_sliced(4096, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
@@ -428,9 +432,9 @@ TEST(memory_pool_direct_vacant_slot_skipped_and_reused) {
   CHECK_OK(cubert_direct_pool_alloc(&pool, 96, c, &err)); /* 256 reserved */
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
   cubert_direct_pool_cleanup(&pool, true); /* slot 1 vacant, slot 2 still live */
-  CHECK_EQ_U64(pool.slice_count, 3);
+  CHECK_EQ_U64(pool.slices.count, 3);
   cubert_direct_pool_cleanup(&pool, true); /* a second pass skips the vacant slot */
-  CHECK_EQ_U64(pool.live, 2);
+  CHECK_EQ_U64(pool.slices.live, 2);
   CHECK_OK(cubert_direct_pool_try_reserve(&pool, 64, owner_dead(&p), &found, &err)); /* skips it */
   CHECK(!found);
   /* a is free: going over reclaim_at (192 + 128 > 300) releases it (the vacant slot is passed
@@ -438,9 +442,9 @@ TEST(memory_pool_direct_vacant_slot_skipped_and_reused) {
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
   d = owner_new(&p);
   CHECK_OK(cubert_direct_pool_alloc(&pool, 128, d, &err));
-  CHECK_EQ_U64(pool.slice_count, 3);
-  CHECK_EQ_U64(pool.live, 2);
-  CHECK(cubert_memory_id_equal(pool.slices[0].owner, d));
+  CHECK_EQ_U64(pool.slices.count, 3);
+  CHECK_EQ_U64(pool.slices.live, 2);
+  CHECK(cubert_memory_id_equal(pool.slices.items[0].owner, d));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, c));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, d));
   cubert_direct_pool_deinitialize(&pool);
@@ -449,6 +453,7 @@ TEST(memory_pool_direct_vacant_slot_skipped_and_reused) {
 }
 
 TEST(memory_pool_exclusive_vacant_slot_aging_and_small_pages) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
   cubert_exclusive_pool_t pool;
   cubert_memory_pool_options_t o = cubert_memory_pool_exclusive(4096, 5);
@@ -462,7 +467,7 @@ TEST(memory_pool_exclusive_vacant_slot_aging_and_small_pages) {
   b = owner_new(&p);
   CHECK_OK(cubert_exclusive_pool_alloc(&pool, 100, a, &err)); /* pages sized to the average, 2048 */
   CHECK_OK(cubert_exclusive_pool_alloc(&pool, 100, b, &err));
-  CHECK_EQ_U64(pool.pages[0].storage.size, 2048);
+  CHECK_EQ_U64(pool.pages.items[0].storage.size, 2048);
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
   /* a free page smaller than the request is passed over */
   c = owner_new(&p);
@@ -470,23 +475,23 @@ TEST(memory_pool_exclusive_vacant_slot_aging_and_small_pages) {
   CHECK(!found);
   /* page 0 released: its slot is vacant while page 1 lives */
   cubert_exclusive_pool_cleanup(&pool, 10, true);
-  CHECK_EQ_U64(pool.page_count, 2);
-  CHECK_EQ_U64(pool.pages_live, 1);
+  CHECK_EQ_U64(pool.pages.count, 2);
+  CHECK_EQ_U64(pool.pages.live, 1);
   CHECK_STATUS(cubert_exclusive_pool_find(&pool, loc_at(0, 0, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
   cubert_exclusive_pool_cleanup(&pool, 3, false); /* an earlier count than the last check: nothing */
   cubert_exclusive_pool_cleanup(&pool, 11, true); /* passes over the vacant slot */
-  CHECK_EQ_U64(pool.pages_live, 1);
+  CHECK_EQ_U64(pool.pages.live, 1);
   /* the vacant slot is reused */
   CHECK_OK(cubert_exclusive_pool_alloc(&pool, 100, c, &err));
-  CHECK_EQ_U64(pool.page_count, 2);
-  CHECK(cubert_memory_id_equal(pool.pages[0].owner, c));
+  CHECK_EQ_U64(pool.pages.count, 2);
+  CHECK(cubert_memory_id_equal(pool.pages.items[0].owner, c));
   /* a free page whose age counter is saturated is released at the next due check */
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
   CHECK(cubert_memory_id_is_free(p.f.table, b));
   (void)cubert_exclusive_pool_try_reserve(&pool, 4000, owner_dead(&p), &found, &err); /* marks page 1 free */
-  pool.pages[1].free_count = UINT32_MAX;
+  pool.pages.items[1].aux = UINT32_MAX;
   cubert_exclusive_pool_cleanup(&pool, 20, false);
-  CHECK_EQ_U64(pool.pages_live, 1);
+  CHECK_EQ_U64(pool.pages.live, 1);
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, c));
   cubert_exclusive_pool_deinitialize(&pool);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
@@ -494,6 +499,7 @@ TEST(memory_pool_exclusive_vacant_slot_aging_and_small_pages) {
 }
 
 TEST(memory_pool_persistent_vacant_slot_and_bucket_failure) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
   cubert_persistent_pool_t pool;
   cubert_memory_id_t a, b, c, d, e;
@@ -512,18 +518,18 @@ TEST(memory_pool_persistent_vacant_slot_and_bucket_failure) {
   d = owner_new(&p);
   counting_allocator_fail_at(&p.f.counting, 1, 0);
   CHECK_STATUS(cubert_persistent_pool_alloc(&pool, 4096, d, &err), CUBERT_STATUS_RESOURCE_EXHAUSTED);
-  CHECK_EQ_U64(pool.live, 4);
+  CHECK_EQ_U64(pool.slices.live, 4);
   CHECK(!cubert_persistent_pool_has_size(&pool, 4096));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
   cubert_persistent_pool_cleanup(&pool, true); /* slot 1 vacant */
-  CHECK_EQ_U64(pool.slice_count, 4);
-  CHECK_EQ_U64(pool.live, 3);
+  CHECK_EQ_U64(pool.slices.count, 4);
+  CHECK_EQ_U64(pool.slices.live, 3);
   cubert_persistent_pool_cleanup(&pool, true); /* passes over it */
   CHECK(!cubert_persistent_pool_has_size(&pool, 128));
   /* the vacant slot is reused */
   CHECK_OK(cubert_persistent_pool_alloc(&pool, 128, d, &err));
-  CHECK_EQ_U64(pool.slice_count, 4);
-  CHECK(cubert_memory_id_equal(pool.slices[1].owner, d));
+  CHECK_EQ_U64(pool.slices.count, 4);
+  CHECK(cubert_memory_id_equal(pool.slices.items[1].owner, d));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, c));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, d));
@@ -561,8 +567,8 @@ TEST(memory_pool_direct_reclaim_passes_a_vacant_slot_and_owner_mismatch) {
   /* 160 + 128 > 200: the reclaim walks past the vacant slot 0 and live b, releases c */
   d = owner_new(&p);
   CHECK_OK(cubert_direct_pool_alloc(&pool, 128, d, &err));
-  CHECK_EQ_U64(pool.bytes_reserved, 64 + 128);
-  CHECK(cubert_memory_id_equal(pool.slices[0].owner, d)); /* the first vacant slot */
+  CHECK_EQ_U64(pool.slices.bytes_reserved, 64 + 128);
+  CHECK(cubert_memory_id_equal(pool.slices.items[0].owner, d)); /* the first vacant slot */
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
   CHECK_OK(cubert_memory_id_release_handle(p.f.table, d));
   cubert_direct_pool_deinitialize(&pool);
@@ -571,6 +577,7 @@ TEST(memory_pool_direct_reclaim_passes_a_vacant_slot_and_owner_mismatch) {
 }
 
 TEST(memory_pool_sliced_request_in_the_largest_bin) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
   cubert_sliced_pool_t pool;
   cubert_memory_pool_options_t o = cubert_memory_pool_sliced(UINT64_MAX - 63, CUBERT_MEMORY_NONE,
@@ -588,6 +595,7 @@ TEST(memory_pool_sliced_request_in_the_largest_bin) {
 }
 
 TEST(memory_pool_persistent_slot_array_growth_failure) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
   cubert_persistent_pool_t pool;
   cubert_memory_id_t ids[9];
@@ -599,7 +607,7 @@ TEST(memory_pool_persistent_slot_array_growth_failure) {
   for (i = 0; i < 8; i++) CHECK_OK(cubert_persistent_pool_alloc(&pool, 64, ids[i], &err));
   counting_allocator_fail_at(&p.f.counting, 1, 0); /* the ninth slot needs a bigger array */
   CHECK_STATUS(cubert_persistent_pool_alloc(&pool, 64, ids[8], &err), CUBERT_STATUS_RESOURCE_EXHAUSTED);
-  CHECK_EQ_U64(pool.live, 8);
+  CHECK_EQ_U64(pool.slices.live, 8);
   CHECK_OK(cubert_persistent_pool_alloc(&pool, 64, ids[8], &err));
   for (i = 0; i < 9; i++) CHECK_OK(cubert_memory_id_release_handle(p.f.table, ids[i]));
   cubert_persistent_pool_deinitialize(&pool);
@@ -663,6 +671,7 @@ TEST(handle_disown_of_an_id_nobody_owns_is_refused) {
 }
 
 TEST(memory_pool_sliced_bounded_scan_of_one_bin) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   /* a full page of 32 slices of 1 KiB; every other one released: 16 free slices in one
    * size bin and nothing above. A request a little larger than 1 KiB (same bin) scans
    * at most 8 of them before polling, finds none, and takes a new page. */
@@ -699,6 +708,7 @@ TEST(memory_pool_sliced_bounded_scan_of_one_bin) {
 }
 
 TEST(memory_pool_sliced_65536_pages_is_the_most) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   /* storage without memory (ids only): 65536 pages of 64 bytes, then one more refused */
   mm_fixture_t f;
   cubert_memory_env_t env;
