@@ -327,6 +327,22 @@ SEEDS ?= 100000
 sim: $(BUILD)/tools/cubert_sim
 	$(BUILD)/tools/cubert_sim $(SEEDS)
 
+# ---- allocation failure everywhere, threads under stress (tests/oom, tests/stress) ------------
+# make oom: every conformance test again with the injected allocator failing its 1st, 2nd, ...
+# call, transient and persistent, on OOM_SERVERS (cpu deterministic inline); tests/oom/oom_main.c
+# (OOM_TESTS="prefix ...", OOM_JOBS, OOM_MAX_POINTS, OOM_TIMEOUT, OOM_VERBOSE=1).
+OOM_BIN := $(BUILD)/cubert-oom
+OOM_WRAP := counting_allocator_initialize counting_allocator_destroy cubert_cpu_client_create \
+  cubert_inline_client_create cubert_client_load cubert_client_clone cubert_client_release
+OOM_OBJ := $(BUILD)/obj/tests/oom/oom_main.o $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard tests/cts/*.c))) \
+  $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
+$(BUILD)/obj/tests/oom/oom_main.o: CPPFLAGS += -Itests/cts
+$(OOM_BIN): $(OOM_OBJ) $(INTERNAL_LIB)
+	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) $(OOM_WRAP:%=-Wl,--wrap=%) -o $@ $(OOM_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+.PHONY: oom stress
+oom: $(OOM_BIN)
+	$(OOM_BIN)
+
 # ---- checks ---------------------------------------------------------------------------
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
 check: test check-freestanding check-headers check-32bit check-cortex-m check-install check-symbols \
@@ -780,5 +796,5 @@ $(shell mkdir -p '$(BUILD)' && printf '%s\n' '$(subst ','\'',$(BUILD_FLAGS))' | 
   printf '%s\n' '$(subst ','\'',$(BUILD_FLAGS))' > '$(FLAGS_FILE)')
 endif
 $(FLAGS_FILE): ;
-$(LIB_OBJ) $(TEST_OBJ) $(UNIT_ONLY_OBJ) $(FUZZ_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/fuzz/standalone_main.o \
+$(LIB_OBJ) $(TEST_OBJ) $(UNIT_ONLY_OBJ) $(OOM_OBJ) $(OOM_BIN) $(FUZZ_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/fuzz/standalone_main.o \
 $(TEST_BIN) $(EXAMPLE_BIN) $(BENCH_BIN) $(TOOL_BIN) $(FUZZ_BIN): $(FLAGS_FILE)
