@@ -334,14 +334,31 @@ sim: $(BUILD)/tools/cubert_sim
 OOM_BIN := $(BUILD)/cubert-oom
 OOM_WRAP := counting_allocator_initialize counting_allocator_destroy cubert_cpu_client_create \
   cubert_inline_client_create cubert_client_load cubert_client_clone cubert_client_release
-OOM_OBJ := $(BUILD)/obj/tests/oom/oom_main.o $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard tests/cts/*.c))) \
+# The CTS objects, copied with their pthread_create renamed (the driver tracks the tests' threads).
+OOM_CTS_OBJ := $(patsubst tests/cts/%.c,$(BUILD)/oom/%.o,$(sort $(wildcard tests/cts/*.c)))
+OOM_OBJ := $(BUILD)/obj/tests/oom/oom_main.o $(OOM_CTS_OBJ) \
   $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
+$(BUILD)/oom/%.o: $(BUILD)/obj/tests/cts/%.o
+	@mkdir -p $(@D)
+	$(OBJCOPY) --redefine-sym pthread_create=oom_pthread_create $< $@
 $(BUILD)/obj/tests/oom/oom_main.o: CPPFLAGS += -Itests/cts
 $(OOM_BIN): $(OOM_OBJ) $(INTERNAL_LIB)
 	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) $(OOM_WRAP:%=-Wl,--wrap=%) -o $@ $(OOM_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 .PHONY: oom stress
+OOM_TESTS ?=
 oom: $(OOM_BIN)
-	$(OOM_BIN)
+	OOM_TESTS='$(OOM_TESTS)' $(OOM_BIN)
+
+# make stress: 8 client threads, own and shared buffers across streams, STRESS_OPS operations
+# (default 100000), every read checked against a shadow, host memory back to its start;
+# STRESS_BUSY=N spinning threads beside it (tests/stress/stress_main.c).
+STRESS_BIN := $(BUILD)/cubert-stress
+STRESS_OPS ?= 100000
+STRESS_BUSY ?= 0
+$(STRESS_BIN): $(BUILD)/obj/tests/stress/stress_main.o $(BUILD)/obj/tests/support/counting_allocator.o $(INTERNAL_LIB)
+	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(INTERNAL_LIB) $(HOST_LIBS)
+stress: $(STRESS_BIN)
+	STRESS_OPS=$(STRESS_OPS) STRESS_BUSY=$(STRESS_BUSY) $(TEST_WRAPPER) $(STRESS_BIN)
 
 # ---- checks ---------------------------------------------------------------------------
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
@@ -796,5 +813,5 @@ $(shell mkdir -p '$(BUILD)' && printf '%s\n' '$(subst ','\'',$(BUILD_FLAGS))' | 
   printf '%s\n' '$(subst ','\'',$(BUILD_FLAGS))' > '$(FLAGS_FILE)')
 endif
 $(FLAGS_FILE): ;
-$(LIB_OBJ) $(TEST_OBJ) $(UNIT_ONLY_OBJ) $(OOM_OBJ) $(OOM_BIN) $(FUZZ_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/fuzz/standalone_main.o \
+$(LIB_OBJ) $(TEST_OBJ) $(UNIT_ONLY_OBJ) $(OOM_OBJ) $(OOM_BIN) $(STRESS_BIN) $(FUZZ_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/fuzz/standalone_main.o \
 $(TEST_BIN) $(EXAMPLE_BIN) $(BENCH_BIN) $(TOOL_BIN) $(FUZZ_BIN): $(FLAGS_FILE)

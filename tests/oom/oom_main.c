@@ -24,9 +24,15 @@
  * A test whose assertion failed with a documented code is an "error", not a
  * failure. Each server ends with "<server>: E errors out of T runs, 0 leaks".
  *
+ * Failure points: every call up to OOM_DENSE (default 64: client creation and
+ * the first operations of every test), then points OOM_GROWTH percent apart
+ * (default 10), so that the long tests (thousands of calls) stay within
+ * minutes; OOM_DENSE=0 tries every point however many.
+ *
  * Environment: OOM_TESTS="prefix ..." (default: every cts_ test), OOM_SERVERS,
- * OOM_JOBS (parallel tests, default 2), OOM_MAX_POINTS (failure points tried
- * per test and mode, default 0 = all), OOM_TIMEOUT, OOM_VERBOSE=1 (a line per run).
+ * OOM_JOBS (parallel tests, default 2), OOM_MAX_POINTS (highest failure point,
+ * default 0 = no limit), OOM_DENSE, OOM_GROWTH, OOM_TIMEOUT, OOM_VERBOSE=1 (a
+ * line per run).
  *
  * The client and counting-allocator functions are wrapped at link time
  * (-Wl,--wrap=..., the Makefile's oom block), so the tests run unchanged.
@@ -90,7 +96,7 @@ typedef struct run_result_t {
   uint64_t failed;  /* of them, failed by injection */
   int64_t leaked_blocks;
   int64_t leaked_bytes;
-  char message[320];
+  char message[512];
 } run_result_t;
 
 static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -116,6 +122,8 @@ typedef struct wrapped_allocator_t {
 static wrapped_allocator_t g_allocators[MAX_ALLOCATORS];
 static size_t g_allocator_count;
 
+#define OOM_COLLECTIVE_TIMEOUT_MS 500u
+
 /* Every client the test holds. */
 #define MAX_CLIENTS 1024
 static cubert_client_t *g_clients[MAX_CLIENTS];
@@ -127,6 +135,65 @@ static void park_forever(void) {
   pthread_cond_t c = PTHREAD_COND_INITIALIZER;
   pthread_mutex_lock(&m);
   for (;;) pthread_cond_wait(&c, &m);
+}
+
+/* The test's own threads (the CTS objects' pthread_create is renamed to
+ * oom_pthread_create for this program, the Makefile's oom block): a failed
+ * CHECK on one of them records the failure and ends that thread; the test's
+ * main thread goes on (its joins return) and ends or fails in turn. */
+static pthread_t g_test_main;
+static int g_test_threads; /* running */
+static int g_first_failure_set;
+static char g_first_failure[320];
+
+typedef struct oom_thread_start_t {
+  void *(*fn)(void *);
+  void *arg;
+} oom_thread_start_t;
+
+static void test_thread_ended(void) {
+  pthread_mutex_lock(&g_mutex);
+  g_test_threads--;
+  pthread_cond_broadcast(&g_cond);
+  pthread_mutex_unlock(&g_mutex);
+}
+
+static void *oom_thread_trampoline(void *p) {
+  oom_thread_start_t start = *(oom_thread_start_t *)p;
+  void *result;
+  free(p);
+  result = start.fn(start.arg);
+  test_thread_ended();
+  return result;
+}
+
+int oom_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *),
+                       void *arg);
+int oom_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *),
+                       void *arg) {
+  oom_thread_start_t *start = (oom_thread_start_t *)malloc(sizeof *start);
+  int rc;
+  if (!start) return EAGAIN;
+  start->fn = fn;
+  start->arg = arg;
+  pthread_mutex_lock(&g_mutex);
+  g_test_threads++;
+  pthread_mutex_unlock(&g_mutex);
+  rc = pthread_create(thread, attr, oom_thread_trampoline, start);
+  if (rc != 0) {
+    free(start);
+    test_thread_ended();
+  }
+  return rc;
+}
+
+static void record_failure(const char *message) {
+  pthread_mutex_lock(&g_mutex);
+  if (!g_first_failure_set) {
+    g_first_failure_set = 1;
+    snprintf(g_first_failure, sizeof g_first_failure, "%s", message);
+  }
+  pthread_mutex_unlock(&g_mutex);
 }
 
 static void finish(int outcome, const char *message) {
@@ -151,7 +218,12 @@ void test_fail(const char *file, int line, const char *fmt, ...) {
     fprintf(stderr, "%s\n", message);
     exit(1);
   }
-  finish(OUT_ASSERT, message);
+  record_failure(message);
+  if (!pthread_equal(pthread_self(), g_test_main)) {
+    test_thread_ended();
+    pthread_exit(NULL); /* one of the test's threads: the test's main thread goes on */
+  }
+  finish(OUT_ASSERT, g_first_failure);
   park_forever(); /* keeps this thread's stack (the test's objects) alive */
 }
 
@@ -161,6 +233,11 @@ void test_skip(const char *file, int line, const char *reason) {
   if (!g_active) {
     fprintf(stderr, "skipped: %s\n", message);
     exit(77);
+  }
+  if (!pthread_equal(pthread_self(), g_test_main)) {
+    record_failure(message);
+    test_thread_ended();
+    pthread_exit(NULL);
   }
   finish(OUT_SKIP, message);
   park_forever();
@@ -350,7 +427,16 @@ cubert_status_t __wrap_cubert_cpu_client_create(cubert_allocator_t allocator,
                                                 const cubert_cpu_options_t *options,
                                                 cubert_client_t **out_client,
                                                 cubert_error_t *out_error) {
-  cubert_status_t s = __real_cubert_cpu_client_create(allocator, options, out_client, out_error);
+  cubert_cpu_options_t o;
+  cubert_status_t s;
+  if (options) {
+    /* a collective whose other ranks stopped at a failed CHECK waits this long,
+     * not the default minute (a thread left waiting is not a hang of the library) */
+    o = *options;
+    if (o.collective_timeout_ms == 0) o.collective_timeout_ms = OOM_COLLECTIVE_TIMEOUT_MS;
+    options = &o;
+  }
+  s = __real_cubert_cpu_client_create(allocator, options, out_client, out_error);
   track_client(s, out_client);
   return s;
 }
@@ -419,7 +505,14 @@ static unsigned g_timeout_s = 30;
 static void *test_thread(void *arg) {
   const oom_test_t *t = (const oom_test_t *)arg;
   t->fn();
-  finish(OUT_PASS, NULL);
+  pthread_mutex_lock(&g_mutex);
+  if (g_first_failure_set) {
+    pthread_mutex_unlock(&g_mutex);
+    finish(OUT_ASSERT, g_first_failure); /* a thread of the test failed */
+  } else {
+    pthread_mutex_unlock(&g_mutex);
+    finish(OUT_PASS, NULL);
+  }
   return NULL;
 }
 
@@ -475,20 +568,24 @@ static void child_run(const oom_test_t *t, uint64_t fail_at, int persist, int fd
   g_active = 1;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 8u << 20);
+  pthread_mutex_lock(&g_mutex); /* g_test_main is set before the test runs */
   if (pthread_create(&thread, &attr, test_thread, (void *)t) != 0) _exit(3);
+  g_test_main = thread;
   clock_gettime(CLOCK_REALTIME, &deadline);
   deadline.tv_sec += (time_t)g_timeout_s;
-  pthread_mutex_lock(&g_mutex);
-  while (!g_done && !timed_out)
+  /* the test's main thread ended or failed, and every thread it started ended */
+  while ((!g_done || g_test_threads > 0) && !timed_out)
     if (pthread_cond_timedwait(&g_cond, &g_mutex, &deadline) == ETIMEDOUT) timed_out = 1;
   r.calls = g_calls;
   r.failed = g_failed;
   g_fail_at = 0; /* from here on nothing fails */
   g_active = 0;
   pthread_mutex_unlock(&g_mutex);
-  if (timed_out && !g_done) {
+  if (timed_out) {
     r.outcome = OUT_HANG;
-    snprintf(r.message, sizeof r.message, "no end after %u s", g_timeout_s);
+    snprintf(r.message, sizeof r.message, "no end after %u s (%s; %d thread(s) of the test running)%s%s",
+             g_timeout_s, g_done ? "the test's main thread ended" : "the test's main thread runs",
+             g_test_threads, g_first_failure_set ? ", first failure: " : "", g_first_failure_set ? g_first_failure + (strlen(g_first_failure) > 200 ? strlen(g_first_failure) - 200 : 0) : "");
     if (write(fd, &r, sizeof r) != (ssize_t)sizeof r) _exit(4);
     _exit(0);
   }
@@ -521,6 +618,7 @@ typedef struct totals_t {
 } totals_t;
 
 static int g_verbose;
+static uint64_t g_dense = 64, g_growth = 10;
 
 /* Runs one (test, point, mode) in a child; returns 1 when the run reached its point. */
 static int one_run(const oom_test_t *t, uint64_t n, int persist, totals_t *tot, int *skipped) {
@@ -645,8 +743,14 @@ static void run_test(const oom_test_t *t, uint64_t max_points, totals_t *tot) {
   }
   for (persist = 0; persist <= 1; persist++) {
     uint64_t n;
-    for (n = 1; !max_points || n <= max_points; n++)
+    /* every point up to g_dense (client creation and the first operations), then
+     * points g_growth percent apart (OOM_DENSE=0: every point, however many) */
+    for (n = 1; !max_points || n <= max_points;) {
+      uint64_t step;
       if (!one_run(t, n, persist, tot, &skipped)) break;
+      step = (!g_dense || n < g_dense) ? 1 : (n - g_dense) * g_growth / 100u;
+      n += step ? step : 1;
+    }
   }
 }
 
@@ -670,8 +774,13 @@ static int run_server(const char *server, const char *prefixes, unsigned jobs,
   int status = 0;
   for (i = 0; i < g_count; i++) selected_count += (size_t)selected(g_tests[i].name, prefixes);
   setenv("CUBERT_CTS_SERVER", server, 1);
-  printf("== oom: %s server, %zu tests, transient and persistent failures\n", server,
-         selected_count);
+  if (g_dense)
+    printf("== oom: %s server, %zu tests, transient and persistent failures at calls 1..%llu, then "
+           "%llu%% apart, until a run ends before its failure point\n",
+           server, selected_count, (unsigned long long)g_dense, (unsigned long long)g_growth);
+  else
+    printf("== oom: %s server, %zu tests, transient and persistent failures at every call, until a "
+           "run ends before its failure point\n", server, selected_count);
   fflush(stdout);
   memset(&sum, 0, sizeof sum);
   for (j = 0; j < jobs; j++) {
@@ -737,6 +846,8 @@ int main(int argc, char **argv) {
   (void)argv;
   g_timeout_s = (unsigned)env_u64("OOM_TIMEOUT", 30);
   g_verbose = (int)env_u64("OOM_VERBOSE", 0);
+  g_dense = env_u64("OOM_DENSE", 64);
+  g_growth = env_u64("OOM_GROWTH", 10);
   if (jobs < 1) jobs = 1;
   if (jobs > 64) jobs = 64;
   if (!servers || !*servers) servers = "cpu deterministic inline";
