@@ -15,6 +15,8 @@
 #                   driver; and the static-arena demo) | s390x (qemu-user, three drivers)
 #   make bench      benchmarks (ratios to peers measured in the same run; docs/benchmarks.md)
 #   make asan|tsan  the test suite under sanitizers
+#   make oom        the conformance tests with the allocator failing call 1, 2, ... (tests/oom)
+#   make stress     8 client threads, 100,000 checked operations (tests/stress; STRESS_BUSY=4)
 #   make valgrind   memcheck over the unit, host and conformance suites (0 errors, 0 bytes lost)
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each; fuzz-replay replays the corpus
 #   make size       core code size, full and minimal, x86-64 and Cortex-M4
@@ -333,6 +335,7 @@ sim: $(BUILD)/tools/cubert_sim
 # (OOM_TESTS="prefix ...", OOM_JOBS, OOM_MAX_POINTS, OOM_TIMEOUT, OOM_VERBOSE=1).
 OOM_BIN := $(BUILD)/cubert-oom
 OOM_WRAP := counting_allocator_initialize counting_allocator_destroy cubert_cpu_client_create \
+  cubert_client_exclusive cubert_client_profile cubert_client_reserve_staging cubert_client_staging \
   cubert_inline_client_create cubert_client_load cubert_client_clone cubert_client_release
 # The CTS objects, copied with their pthread_create renamed (the driver tracks the tests' threads).
 OOM_CTS_OBJ := $(patsubst tests/cts/%.c,$(BUILD)/oom/%.o,$(sort $(wildcard tests/cts/*.c)))
@@ -789,6 +792,8 @@ help:
 	@echo '                      user CFLAGS/LDFLAGS; each from clean in BUILD/matrix (make test at -O0 and -O3)'
 	@echo '  coverage            the suite built with --coverage (gcc -O0): line and branch-taken summary of core/'
 	@echo '  asan | tsan         the suite under ASan+UBSan | TSan (BUILD/asan, BUILD/tsan)'
+	@echo '  oom                 every conformance test with allocation failures injected, 3 servers (OOM_TESTS=prefix)'
+	@echo '  stress              8 client threads, STRESS_OPS=$(STRESS_OPS) ops, shadow-checked (STRESS_BUSY=N spinners)'
 	@echo '  valgrind            memcheck over the suites tests/{$(VALGRIND_SUITES)} (VALGRIND_SUITES, TESTS): 0 errors, 0 bytes lost'
 	@echo '  fuzz                libFuzzer targets fuzz/fuzz_*.c with $(FUZZ_CC), FUZZ_SECONDS=$(FUZZ_SECONDS) each (fuzz/dict/NAME.dict)'
 	@echo '  fuzz-replay         the same targets with CC + fuzz/standalone_main.c over fuzz/corpus/*'

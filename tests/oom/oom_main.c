@@ -24,15 +24,16 @@
  * A test whose assertion failed with a documented code is an "error", not a
  * failure. Each server ends with "<server>: E errors out of T runs, 0 leaks".
  *
- * Failure points: every call up to OOM_DENSE (default 64: client creation and
- * the first operations of every test), then points OOM_GROWTH percent apart
- * (default 10), so that the long tests (thousands of calls) stay within
- * minutes; OOM_DENSE=0 tries every point however many.
+ * Failure points: every call up to OOM_DENSE (default 8), then points
+ * OOM_GROWTH percent apart (default 30: about 45 runs for a test of 300
+ * calls), so that `make oom` stays within minutes on 2 cores;
+ * OOM_DENSE=0 tries every point, however many (about 15 s a test on the
+ * CPU server: tens of minutes for the suite).
  *
  * Environment: OOM_TESTS="prefix ..." (default: every cts_ test), OOM_SERVERS,
  * OOM_JOBS (parallel tests, default 2), OOM_MAX_POINTS (highest failure point,
- * default 0 = no limit), OOM_DENSE, OOM_GROWTH, OOM_TIMEOUT, OOM_VERBOSE=1 (a
- * line per run).
+ * default 0 = no limit), OOM_DENSE, OOM_GROWTH, OOM_TIMEOUT, OOM_PROGRESS=1 (a
+ * line per test), OOM_VERBOSE=1 (a line per run).
  *
  * The client and counting-allocator functions are wrapped at link time
  * (-Wl,--wrap=..., the Makefile's oom block), so the tests run unchanged.
@@ -86,7 +87,10 @@ const char *test_status_name(int status) { return cubert_status_name((cubert_sta
 
 /* ---- one run (in the child) ------------------------------------------------- */
 
-enum { OUT_PASS = 0, OUT_ASSERT = 1, OUT_SKIP = 2, OUT_HANG = 3 };
+/* OUT_HELD: a CHECK failed inside an exclusive section or a profiled function
+ * (the device is held by the failing thread, which cannot unwind): the run
+ * counts as an error, and what it left is not released nor counted. */
+enum { OUT_PASS = 0, OUT_ASSERT = 1, OUT_SKIP = 2, OUT_HANG = 3, OUT_HELD = 4 };
 
 typedef struct run_result_t {
   int outcome;
@@ -207,6 +211,8 @@ static void finish(int outcome, const char *message) {
   pthread_mutex_unlock(&g_mutex);
 }
 
+static __thread int t_held; /* this thread runs inside exclusive / profile */
+
 void test_fail(const char *file, int line, const char *fmt, ...) {
   char text[256], message[320];
   va_list ap;
@@ -219,6 +225,10 @@ void test_fail(const char *file, int line, const char *fmt, ...) {
     exit(1);
   }
   record_failure(message);
+  if (t_held) {
+    finish(OUT_HELD, g_first_failure);
+    park_forever();
+  }
   if (!pthread_equal(pthread_self(), g_test_main)) {
     test_thread_ended();
     pthread_exit(NULL); /* one of the test's threads: the test's main thread goes on */
@@ -498,6 +508,116 @@ void __wrap_cubert_client_release(cubert_client_t *client) {
   __real_cubert_client_release(client);
 }
 
+/* ---- device-held sections and caller-owned host bytes ----------------------- */
+
+cubert_status_t __real_cubert_client_exclusive(cubert_client_t *client, cubert_client_fn_t fn,
+                                               void *user, cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_exclusive(cubert_client_t *client, cubert_client_fn_t fn,
+                                               void *user, cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_exclusive(cubert_client_t *client, cubert_client_fn_t fn,
+                                               void *user, cubert_error_t *out_error) {
+  cubert_status_t s;
+  t_held++;
+  s = __real_cubert_client_exclusive(client, fn, user, out_error);
+  t_held--;
+  return s;
+}
+
+cubert_status_t __real_cubert_client_profile(cubert_client_t *client, cubert_client_fn_t fn,
+                                             void *user, const char *name,
+                                             cubert_profile_duration_t *out_duration,
+                                             cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_profile(cubert_client_t *client, cubert_client_fn_t fn,
+                                             void *user, const char *name,
+                                             cubert_profile_duration_t *out_duration,
+                                             cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_profile(cubert_client_t *client, cubert_client_fn_t fn,
+                                             void *user, const char *name,
+                                             cubert_profile_duration_t *out_duration,
+                                             cubert_error_t *out_error) {
+  cubert_status_t s;
+  t_held++;
+  s = __real_cubert_client_profile(client, fn, user, name, out_duration, out_error);
+  t_held--;
+  return s;
+}
+
+/* Host buffers the test owns (reserve_staging, staging): their release goes
+ * through bytes_released, so that the ones a failed test left are released for
+ * it (before its clients) like its clients are. */
+#define MAX_BYTES 4096
+typedef struct tracked_bytes_t {
+  void *owner;
+  void (*release)(void *owner, void *data, uint64_t size);
+  void *data;
+  uint64_t size;
+  int released;
+} tracked_bytes_t;
+static tracked_bytes_t g_bytes[MAX_BYTES];
+static size_t g_bytes_count;
+
+static void bytes_released(void *owner, void *data, uint64_t size) {
+  tracked_bytes_t *b = (tracked_bytes_t *)owner;
+  pthread_mutex_lock(&g_mutex);
+  b->released = 1;
+  pthread_mutex_unlock(&g_mutex);
+  b->release(b->owner, data, size);
+}
+
+static void track_bytes(cubert_bytes_t *bytes, size_t count) {
+  size_t i;
+  for (i = 0; i < count; i++) {
+    tracked_bytes_t *b;
+    if (!bytes[i].release || bytes[i].release == bytes_released) continue;
+    pthread_mutex_lock(&g_mutex);
+    if (g_bytes_count == MAX_BYTES) {
+      pthread_mutex_unlock(&g_mutex);
+      return;
+    }
+    b = &g_bytes[g_bytes_count++];
+    pthread_mutex_unlock(&g_mutex);
+    b->owner = bytes[i].owner;
+    b->release = bytes[i].release;
+    b->data = bytes[i].data;
+    b->size = bytes[i].size;
+    b->released = 0;
+    bytes[i].owner = b;
+    bytes[i].release = bytes_released;
+  }
+}
+
+cubert_status_t __real_cubert_client_reserve_staging(cubert_client_t *client,
+                                                     const uint64_t *sizes, size_t count,
+                                                     cubert_bytes_t *out_bytes,
+                                                     cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_reserve_staging(cubert_client_t *client,
+                                                     const uint64_t *sizes, size_t count,
+                                                     cubert_bytes_t *out_bytes,
+                                                     cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_reserve_staging(cubert_client_t *client,
+                                                     const uint64_t *sizes, size_t count,
+                                                     cubert_bytes_t *out_bytes,
+                                                     cubert_error_t *out_error) {
+  cubert_status_t s =
+      __real_cubert_client_reserve_staging(client, sizes, count, out_bytes, out_error);
+  if (s == CUBERT_STATUS_OK && out_bytes) track_bytes(out_bytes, count);
+  return s;
+}
+
+cubert_status_t __real_cubert_client_staging(cubert_client_t *client, cubert_bytes_t *bytes,
+                                             size_t count, bool file_only,
+                                             cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_staging(cubert_client_t *client, cubert_bytes_t *bytes,
+                                             size_t count, bool file_only,
+                                             cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_staging(cubert_client_t *client, cubert_bytes_t *bytes,
+                                             size_t count, bool file_only,
+                                             cubert_error_t *out_error) {
+  cubert_status_t s = __real_cubert_client_staging(client, bytes, count, file_only, out_error);
+  if (s == CUBERT_STATUS_OK && bytes) track_bytes(bytes, count);
+  return s;
+}
+
 /* ---- the child's side of a run ---------------------------------------------------- */
 
 static unsigned g_timeout_s = 30;
@@ -596,7 +716,14 @@ static void child_run(const oom_test_t *t, uint64_t fail_at, int persist, int fd
     const char *got = strstr(r.message, "got ");
     if (got && !documented_oom_status(got + 4)) r.undocumented = 1;
   }
-  /* release what the test still holds (most recent first) */
+  if (r.outcome == OUT_HELD) { /* the device is held by the parked thread: nothing to release */
+    r.next_ok = 1;
+    if (write(fd, &r, sizeof r) != (ssize_t)sizeof r) _exit(4);
+    _exit(0);
+  }
+  /* release what the test still holds: its host buffers, then its clients (most recent first) */
+  for (i = 0; i < g_bytes_count; i++)
+    if (!g_bytes[i].released) bytes_released(&g_bytes[i], g_bytes[i].data, g_bytes[i].size);
   while (g_client_count > 0) {
     cubert_client_t *c = g_clients[--g_client_count];
     __real_cubert_client_release(c);
@@ -614,11 +741,11 @@ static void child_run(const oom_test_t *t, uint64_t fail_at, int persist, int fd
 /* ---- the driver ------------------------------------------------------------------- */
 
 typedef struct totals_t {
-  uint64_t runs, errors, leaks, crashes, hangs, undocumented, next_failed, skipped_tests;
+  uint64_t runs, errors, leaks, crashes, hangs, undocumented, next_failed, skipped_tests, held;
 } totals_t;
 
-static int g_verbose;
-static uint64_t g_dense = 64, g_growth = 10;
+static int g_verbose, g_progress;
+static uint64_t g_dense = 8, g_growth = 30;
 
 /* Runs one (test, point, mode) in a child; returns 1 when the run reached its point. */
 static int one_run(const oom_test_t *t, uint64_t n, int persist, totals_t *tot, int *skipped) {
@@ -683,6 +810,14 @@ static int one_run(const oom_test_t *t, uint64_t n, int persist, totals_t *tot, 
            (unsigned long long)n, r.message);
     return 1;
   }
+  if (r.outcome == OUT_HELD) {
+    tot->errors++;
+    tot->held++;
+    if (g_verbose)
+      printf("held %s [%s, %s %llu]: %s\n", t->name, getenv("CUBERT_CTS_SERVER"), mode,
+             (unsigned long long)n, r.message);
+    return r.failed != 0;
+  }
   if (r.outcome == OUT_ASSERT) {
     tot->errors++;
     if (n == 0 || r.failed == 0) {
@@ -732,7 +867,25 @@ static int selected(const char *name, const char *prefixes) {
   return 0;
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void run_test_points(const oom_test_t *t, uint64_t max_points, totals_t *tot);
+
 static void run_test(const oom_test_t *t, uint64_t max_points, totals_t *tot) {
+  double t0 = now_s();
+  uint64_t runs0 = tot->runs, errors0 = tot->errors;
+  run_test_points(t, max_points, tot);
+  if (g_progress)
+    printf("  %-60s %5llu runs, %5llu errors, %.1f s\n", t->name,
+           (unsigned long long)(tot->runs - runs0), (unsigned long long)(tot->errors - errors0),
+           now_s() - t0);
+}
+
+static void run_test_points(const oom_test_t *t, uint64_t max_points, totals_t *tot) {
   int persist, skipped = 0;
   /* the run without failure first: a test that skips is skipped at every point */
   one_run(t, 0, 0, tot, &skipped);
@@ -819,6 +972,7 @@ static int run_server(const char *server, const char *prefixes, unsigned jobs,
     sum.undocumented += tot.undocumented;
     sum.next_failed += tot.next_failed;
     sum.skipped_tests += tot.skipped_tests;
+    sum.held += tot.held;
   }
   printf("%s: %llu errors out of %llu runs, %llu leaks", server, (unsigned long long)sum.errors,
          (unsigned long long)sum.runs, (unsigned long long)sum.leaks);
@@ -828,6 +982,9 @@ static int run_server(const char *server, const char *prefixes, unsigned jobs,
            (unsigned long long)sum.undocumented, (unsigned long long)sum.next_failed);
   if (sum.skipped_tests)
     printf(" (%llu tests skipped on this server)", (unsigned long long)sum.skipped_tests);
+  if (sum.held)
+    printf(" (%llu of the errors stopped inside an exclusive section: not checked for leaks)",
+           (unsigned long long)sum.held);
   printf("\n");
   fflush(stdout);
   if (sum.leaks || sum.crashes || sum.hangs || sum.undocumented || sum.next_failed) status = 1;
@@ -846,8 +1003,9 @@ int main(int argc, char **argv) {
   (void)argv;
   g_timeout_s = (unsigned)env_u64("OOM_TIMEOUT", 30);
   g_verbose = (int)env_u64("OOM_VERBOSE", 0);
-  g_dense = env_u64("OOM_DENSE", 64);
-  g_growth = env_u64("OOM_GROWTH", 10);
+  g_progress = g_verbose || env_u64("OOM_PROGRESS", 0);
+  g_dense = env_u64("OOM_DENSE", 8);
+  g_growth = env_u64("OOM_GROWTH", 30);
   if (jobs < 1) jobs = 1;
   if (jobs > 64) jobs = 64;
   if (!servers || !*servers) servers = "cpu deterministic inline";
