@@ -624,6 +624,9 @@ static unsigned g_timeout_s = 30;
 
 static void *test_thread(void *arg) {
   const oom_test_t *t = (const oom_test_t *)arg;
+  pthread_mutex_lock(&g_mutex);
+  g_test_main = pthread_self(); /* before the test runs or starts a thread */
+  pthread_mutex_unlock(&g_mutex);
   t->fn();
   pthread_mutex_lock(&g_mutex);
   if (g_first_failure_set) {
@@ -688,9 +691,8 @@ static void child_run(const oom_test_t *t, uint64_t fail_at, int persist, int fd
   g_active = 1;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 8u << 20);
-  pthread_mutex_lock(&g_mutex); /* g_test_main is set before the test runs */
+  pthread_mutex_lock(&g_mutex);
   if (pthread_create(&thread, &attr, test_thread, (void *)t) != 0) _exit(3);
-  g_test_main = thread;
   clock_gettime(CLOCK_REALTIME, &deadline);
   deadline.tv_sec += (time_t)g_timeout_s;
   /* the test's main thread ended or failed, and every thread it started ended */
