@@ -362,6 +362,11 @@ $(STRESS_BIN): $(BUILD)/obj/tests/stress/stress_main.o $(BUILD)/obj/tests/suppor
 	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(INTERNAL_LIB) $(HOST_LIBS)
 stress: $(STRESS_BIN)
 	STRESS_OPS=$(STRESS_OPS) STRESS_BUSY=$(STRESS_BUSY) $(TEST_WRAPPER) $(STRESS_BIN)
+# The stress test under TSan (BUILD/tsan, as make tsan), 20,000 operations unless STRESS_OPS says.
+.PHONY: stress-tsan
+stress-tsan:
+	$(MAKE) WERROR=$(WERROR) BUILD=$(BUILD)/tsan CFLAGS="-O1 -g" VARIANT_FLAGS="-fsanitize=thread" \
+	  TEST_WRAPPER="$(SAN_WRAPPER)" STRESS_OPS=$(if $(filter command line,$(origin STRESS_OPS)),$(STRESS_OPS),20000) stress
 
 # ---- checks ---------------------------------------------------------------------------
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
@@ -794,6 +799,7 @@ help:
 	@echo '  asan | tsan         the suite under ASan+UBSan | TSan (BUILD/asan, BUILD/tsan)'
 	@echo '  oom                 every conformance test with allocation failures injected, 3 servers (OOM_TESTS=prefix)'
 	@echo '  stress              8 client threads, STRESS_OPS=$(STRESS_OPS) ops, shadow-checked (STRESS_BUSY=N spinners)'
+	@echo '  stress-tsan         the same under TSan, 20000 ops (BUILD/tsan)'
 	@echo '  valgrind            memcheck over the suites tests/{$(VALGRIND_SUITES)} (VALGRIND_SUITES, TESTS): 0 errors, 0 bytes lost'
 	@echo '  fuzz                libFuzzer targets fuzz/fuzz_*.c with $(FUZZ_CC), FUZZ_SECONDS=$(FUZZ_SECONDS) each (fuzz/dict/NAME.dict)'
 	@echo '  fuzz-replay         the same targets with CC + fuzz/standalone_main.c over fuzz/corpus/*'
