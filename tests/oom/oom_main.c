@@ -12,17 +12,28 @@
  * down). In the child the test body runs on a thread; a failed CHECK (an
  * allocation failure makes the test's assertions fail: expected) does not end
  * the process but parks the failing thread, so the test's stack (its counting
- * allocators, its handles) stays valid; the child then releases every client
- * the test still holds, counts the blocks left in every counting allocator the
- * test made (0 or the run is a leak), and checks that the next valid call
- * succeeds (a fresh client: create, read, release; 0 blocks left).
+ * allocators, its handles) stays valid. A CHECK failing on a thread the test
+ * started ends that thread (the test's joins return; CTS objects are linked
+ * with pthread_create renamed, the Makefile's oom block). When the test's
+ * threads are done, the child releases the host buffers (reserve_staging,
+ * staging) and the clients the test still holds, counts the blocks left in
+ * every counting allocator the test made (0 or the run is a leak), and checks
+ * that the next valid call succeeds (a fresh client: create, read, release;
+ * 0 blocks left). A CHECK failing inside an exclusive section or a profiled
+ * function parks a thread that holds the device: such a run is an error whose
+ * leftovers are neither released nor counted (the summary says how many).
+ * Collectives of the CPU server wait 500 ms for a missing rank (a rank whose
+ * thread stopped at a failed CHECK) instead of the default minute.
  *
  * A run fails `make oom` when it crashes, hangs (OOM_TIMEOUT seconds, default
- * 30), leaks, finds the next valid call failing, or a CHECK_STATUS reports a
- * status outside the documented out-of-memory outcomes (RESOURCE_EXHAUSTED,
- * OUT_OF_MEMORY, SERVER_UNHEALTHY; the statuses the test expects otherwise).
- * A test whose assertion failed with a documented code is an "error", not a
- * failure. Each server ends with "<server>: E errors out of T runs, 0 leaks".
+ * 30), leaks, finds the next valid call failing, when a test fails in a run
+ * where no allocation failed, or when a CHECK_STATUS got a status outside the
+ * documented out-of-memory outcomes (RESOURCE_EXHAUSTED: host memory,
+ * OUT_OF_MEMORY: device memory from the host allocator, SERVER_UNHEALTHY: a
+ * failure queued on the stream; include/cubert/status.h, docs/errors.md).
+ * Any other failed assertion after an injected failure is an "error" (an
+ * expected outcome). Each server ends with "<server>: E errors out of T runs,
+ * 0 leaks".
  *
  * Failure points: every call up to OOM_DENSE (default 8), then points
  * OOM_GROWTH percent apart (default 30: about 45 runs for a test of 300
@@ -743,7 +754,8 @@ static void child_run(const oom_test_t *t, uint64_t fail_at, int persist, int fd
 /* ---- the driver ------------------------------------------------------------------- */
 
 typedef struct totals_t {
-  uint64_t runs, errors, leaks, crashes, hangs, undocumented, next_failed, skipped_tests, held;
+  uint64_t runs, errors, leaks, crashes, hangs, undocumented, next_failed, skipped_tests, held,
+      plain_failures; /* a test failing in a run where no allocation failed */
 } totals_t;
 
 static int g_verbose, g_progress;
@@ -824,6 +836,7 @@ static int one_run(const oom_test_t *t, uint64_t n, int persist, totals_t *tot, 
     tot->errors++;
     if (n == 0 || r.failed == 0) {
       bad = 1;
+      tot->plain_failures++;
       printf("FAIL %s [%s, %s %llu]: fails without an injected failure: %s\n", t->name,
              getenv("CUBERT_CTS_SERVER"), mode, (unsigned long long)n, r.message);
     }
@@ -975,13 +988,16 @@ static int run_server(const char *server, const char *prefixes, unsigned jobs,
     sum.next_failed += tot.next_failed;
     sum.skipped_tests += tot.skipped_tests;
     sum.held += tot.held;
+    sum.plain_failures += tot.plain_failures;
   }
   printf("%s: %llu errors out of %llu runs, %llu leaks", server, (unsigned long long)sum.errors,
          (unsigned long long)sum.runs, (unsigned long long)sum.leaks);
-  if (sum.crashes || sum.hangs || sum.undocumented || sum.next_failed)
-    printf(", %llu crashes, %llu hangs, %llu undocumented statuses, %llu failed next calls",
+  if (sum.crashes || sum.hangs || sum.undocumented || sum.next_failed || sum.plain_failures)
+    printf(", %llu crashes, %llu hangs, %llu undocumented statuses, %llu failed next calls, "
+           "%llu failures without an injected failure",
            (unsigned long long)sum.crashes, (unsigned long long)sum.hangs,
-           (unsigned long long)sum.undocumented, (unsigned long long)sum.next_failed);
+           (unsigned long long)sum.undocumented, (unsigned long long)sum.next_failed,
+           (unsigned long long)sum.plain_failures);
   if (sum.skipped_tests)
     printf(" (%llu tests skipped on this server)", (unsigned long long)sum.skipped_tests);
   if (sum.held)
@@ -989,7 +1005,9 @@ static int run_server(const char *server, const char *prefixes, unsigned jobs,
            (unsigned long long)sum.held);
   printf("\n");
   fflush(stdout);
-  if (sum.leaks || sum.crashes || sum.hangs || sum.undocumented || sum.next_failed) status = 1;
+  if (sum.leaks || sum.crashes || sum.hangs || sum.undocumented || sum.next_failed ||
+      sum.plain_failures)
+    status = 1;
   return status;
 }
 
