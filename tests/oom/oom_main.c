@@ -563,6 +563,7 @@ typedef struct tracked_bytes_t {
   void *data;
   uint64_t size;
   int released;
+  int moved; /* given to the runtime (create_from_bytes) */
 } tracked_bytes_t;
 static tracked_bytes_t g_bytes[MAX_BYTES];
 static size_t g_bytes_count;
@@ -592,9 +593,32 @@ static void track_bytes(cubert_bytes_t *bytes, size_t count) {
     b->data = bytes[i].data;
     b->size = bytes[i].size;
     b->released = 0;
+    b->moved = 0;
     bytes[i].owner = b;
     bytes[i].release = bytes_released;
   }
+}
+
+/* create_from_bytes takes ownership (on success and on failure): the runtime
+ * releases them, not the failed test's cleanup */
+cubert_status_t __real_cubert_client_create_from_bytes(cubert_client_t *client,
+                                                       cubert_bytes_t bytes,
+                                                       cubert_handle_t *out_handle,
+                                                       cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_create_from_bytes(cubert_client_t *client,
+                                                       cubert_bytes_t bytes,
+                                                       cubert_handle_t *out_handle,
+                                                       cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_create_from_bytes(cubert_client_t *client,
+                                                       cubert_bytes_t bytes,
+                                                       cubert_handle_t *out_handle,
+                                                       cubert_error_t *out_error) {
+  if (bytes.release == bytes_released) {
+    pthread_mutex_lock(&g_mutex);
+    ((tracked_bytes_t *)bytes.owner)->moved = 1;
+    pthread_mutex_unlock(&g_mutex);
+  }
+  return __real_cubert_client_create_from_bytes(client, bytes, out_handle, out_error);
 }
 
 cubert_status_t __real_cubert_client_reserve_staging(cubert_client_t *client,
@@ -736,7 +760,8 @@ static void child_run(const oom_test_t *t, uint64_t fail_at, int persist, int fd
   }
   /* release what the test still holds: its host buffers, then its clients (most recent first) */
   for (i = 0; i < g_bytes_count; i++)
-    if (!g_bytes[i].released) bytes_released(&g_bytes[i], g_bytes[i].data, g_bytes[i].size);
+    if (!g_bytes[i].released && !g_bytes[i].moved)
+      bytes_released(&g_bytes[i], g_bytes[i].data, g_bytes[i].size);
   while (g_client_count > 0) {
     cubert_client_t *c = g_clients[--g_client_count];
     __real_cubert_client_release(c);
@@ -1031,6 +1056,19 @@ int main(int argc, char **argv) {
   if (!servers || !*servers) servers = "cpu deterministic inline";
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (g_count) qsort(g_tests, g_count, sizeof(*g_tests), cmp_test);
+  if (getenv("OOM_RUN") && *getenv("OOM_RUN")) {
+    /* OOM_RUN=t41 / p41: one run (transient / persistent point 41) of the first
+     * selected test, in this process (for a debugger); the result to stdout */
+    const char *spec = getenv("OOM_RUN");
+    size_t k;
+    for (k = 0; k < g_count; k++)
+      if (selected(g_tests[k].name, prefixes)) {
+        printf("oom: %s, %s point %s\n", g_tests[k].name,
+               spec[0] == 'p' ? "persistent" : "transient", spec + 1);
+        child_run(&g_tests[k], strtoull(spec + 1, NULL, 10), spec[0] == 'p', 1);
+      }
+    return 2;
+  }
   snprintf(list, sizeof list, "%s", servers);
   for (s = strtok_r(list, " ,", &save); s; s = strtok_r(NULL, " ,", &save))
     if (run_server(s, prefixes, jobs, max_points) != 0) status = 1;
