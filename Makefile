@@ -15,6 +15,8 @@
 #                   driver; and the static-arena demo) | s390x (qemu-user, three drivers)
 #   make bench      benchmarks (ratios to peers measured in the same run; docs/benchmarks.md)
 #   make asan|tsan  the test suite under sanitizers
+#   make oom        the conformance tests with the allocator failing call 1, 2, ... (tests/oom)
+#   make stress     8 client threads, 100,000 checked operations (tests/stress; STRESS_BUSY=4)
 #   make valgrind   memcheck over the unit, host and conformance suites (0 errors, 0 bytes lost)
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each; fuzz-replay replays the corpus
 #   make size       core code size, full and minimal, x86-64 and Cortex-M4
@@ -326,6 +328,46 @@ SEEDS ?= 100000
 .PHONY: sim
 sim: $(BUILD)/tools/cubert_sim
 	$(BUILD)/tools/cubert_sim $(SEEDS)
+
+# ---- allocation failure everywhere, threads under stress (tests/oom, tests/stress) ------------
+# make oom: every conformance test again with the injected allocator failing its 1st, 2nd, ...
+# call, transient and persistent, on OOM_SERVERS (cpu deterministic inline); tests/oom/oom_main.c
+# (OOM_TESTS="prefix ...", OOM_JOBS, OOM_MAX_POINTS, OOM_TIMEOUT, OOM_VERBOSE=1).
+OOM_BIN := $(BUILD)/cubert-oom
+OOM_WRAP := counting_allocator_initialize counting_allocator_destroy cubert_cpu_client_create \
+  cubert_client_exclusive cubert_client_profile cubert_client_reserve_staging cubert_client_staging \
+  cubert_client_create_from_bytes \
+  cubert_inline_client_create cubert_client_load cubert_client_clone cubert_client_release
+# The CTS objects, copied with their pthread_create renamed (the driver tracks the tests' threads).
+OOM_CTS_OBJ := $(patsubst tests/cts/%.c,$(BUILD)/oom/%.o,$(sort $(wildcard tests/cts/*.c)))
+OOM_OBJ := $(BUILD)/obj/tests/oom/oom_main.o $(OOM_CTS_OBJ) \
+  $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
+$(BUILD)/oom/%.o: $(BUILD)/obj/tests/cts/%.o
+	@mkdir -p $(@D)
+	$(OBJCOPY) --redefine-sym pthread_create=oom_pthread_create $< $@
+$(BUILD)/obj/tests/oom/oom_main.o: CPPFLAGS += -Itests/cts
+$(OOM_BIN): $(OOM_OBJ) $(INTERNAL_LIB)
+	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) $(OOM_WRAP:%=-Wl,--wrap=%) -o $@ $(OOM_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+.PHONY: oom stress
+OOM_TESTS ?=
+oom: $(OOM_BIN)
+	OOM_TESTS='$(OOM_TESTS)' $(OOM_BIN)
+
+# make stress: 8 client threads, own and shared buffers across streams, STRESS_OPS operations
+# (default 100000), every read checked against a shadow, host memory back to its start;
+# STRESS_BUSY=N spinning threads beside it (tests/stress/stress_main.c).
+STRESS_BIN := $(BUILD)/cubert-stress
+STRESS_OPS ?= 100000
+STRESS_BUSY ?= 0
+$(STRESS_BIN): $(BUILD)/obj/tests/stress/stress_main.o $(BUILD)/obj/tests/support/counting_allocator.o $(INTERNAL_LIB)
+	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(INTERNAL_LIB) $(HOST_LIBS)
+stress: $(STRESS_BIN)
+	STRESS_OPS=$(STRESS_OPS) STRESS_BUSY=$(STRESS_BUSY) $(TEST_WRAPPER) $(STRESS_BIN)
+# The stress test under TSan (BUILD/tsan, as make tsan), 20,000 operations unless STRESS_OPS says.
+.PHONY: stress-tsan
+stress-tsan:
+	$(MAKE) WERROR=$(WERROR) BUILD=$(BUILD)/tsan CFLAGS="-O1 -g" VARIANT_FLAGS="-fsanitize=thread" \
+	  TEST_WRAPPER="$(SAN_WRAPPER)" STRESS_OPS=$(if $(filter command line,$(origin STRESS_OPS)),$(STRESS_OPS),20000) stress
 
 # ---- checks ---------------------------------------------------------------------------
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
@@ -772,6 +814,9 @@ help:
 	@echo '                      user CFLAGS/LDFLAGS; each from clean in BUILD/matrix (make test at -O0 and -O3)'
 	@echo '  coverage            the suite built with --coverage (gcc -O0): line and branch-taken summary of core/'
 	@echo '  asan | tsan         the suite under ASan+UBSan | TSan (BUILD/asan, BUILD/tsan)'
+	@echo '  oom                 every conformance test with allocation failures injected, 3 servers (OOM_TESTS=prefix)'
+	@echo '  stress              8 client threads, STRESS_OPS=$(STRESS_OPS) ops, shadow-checked (STRESS_BUSY=N spinners)'
+	@echo '  stress-tsan         the same under TSan, 20000 ops (BUILD/tsan)'
 	@echo '  valgrind            memcheck over the suites tests/{$(VALGRIND_SUITES)} (VALGRIND_SUITES, TESTS): 0 errors, 0 bytes lost'
 	@echo '  fuzz                libFuzzer targets fuzz/fuzz_*.c with $(FUZZ_CC), FUZZ_SECONDS=$(FUZZ_SECONDS) each (fuzz/dict/NAME.dict)'
 	@echo '  fuzz-replay         the same targets with CC + fuzz/standalone_main.c over fuzz/corpus/*'
@@ -796,5 +841,5 @@ $(shell mkdir -p '$(BUILD)' && printf '%s\n' '$(subst ','\'',$(BUILD_FLAGS))' | 
   printf '%s\n' '$(subst ','\'',$(BUILD_FLAGS))' > '$(FLAGS_FILE)')
 endif
 $(FLAGS_FILE): ;
-$(LIB_OBJ) $(TEST_OBJ) $(UNIT_ONLY_OBJ) $(FUZZ_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/fuzz/standalone_main.o \
+$(LIB_OBJ) $(TEST_OBJ) $(UNIT_ONLY_OBJ) $(OOM_OBJ) $(OOM_BIN) $(STRESS_BIN) $(FUZZ_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/fuzz/standalone_main.o \
 $(TEST_BIN) $(EXAMPLE_BIN) $(BENCH_BIN) $(TOOL_BIN) $(FUZZ_BIN): $(FLAGS_FILE)
