@@ -127,7 +127,7 @@ int test_require_features(const char *file, int line, unsigned bits);
     if (check_got_ != 0) {                                                      \
       char check_msg_[512];                                                     \
       cubert_error_format(&(error), check_msg_, sizeof check_msg_);             \
-      test_fail(__FILE__, __LINE__, "CHECK_OK_E(%s): got %s: %s", #expr,        \
+      test_fail(__FILE__, __LINE__, "CHECK_OK_E(%s): got %s, want OK: %s", #expr, \
                 test_status_name(check_got_), check_msg_);                      \
     }                                                                           \
   } while (0)
