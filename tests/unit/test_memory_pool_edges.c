@@ -709,7 +709,6 @@ TEST(memory_pool_sliced_bounded_scan_of_one_bin) {
 
 TEST(memory_pool_sliced_65536_pages_is_the_most) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
-  TEST_SKIP_IF_EMBEDDED("65536 pages and a 70,000-entry handle table outgrow the 16 MiB harness heap");
   /* storage without memory (ids only): 65536 pages of 64 bytes, then one more refused */
   mm_fixture_t f;
   cubert_memory_env_t env;
@@ -720,6 +719,7 @@ TEST(memory_pool_sliced_65536_pages_is_the_most) {
   cubert_handle_table_t *table = NULL;
   cubert_error_t err;
   uint32_t i;
+  TEST_SKIP_IF_EMBEDDED("65536 pages and a 70,000-entry handle table outgrow the 16 MiB harness heap");
   mmf_base(&f, 128 * MIB, 32);
   f.storage.virtual_memory = true;
   CHECK_OK(cubert_handle_table_create(f.allocator, 70000, 3, &table));
