@@ -69,7 +69,7 @@ static inline bool cubert_atomic_cas_ptr(void *volatile *p, void **expected, voi
 
 #elif defined(CUBERT_ATOMIC_CRITICAL_SECTION) && CUBERT_ATOMIC_CRITICAL_SECTION
 
-/* Each operation: one enter, plain accesses, one exit (the hooks are the barriers). */
+/* Each operation: one enter, plain accesses, one leave (the hooks are the barriers). */
 #include "cubert/critical_section.h"
 
 static inline uint32_t cubert_atomic_load_u32(const cubert_atomic_u32_t *a) {
