@@ -632,6 +632,9 @@ static void bench_compute(const cfg_t *cfg, cubert_client_t *const clients[3], r
   cubert_dim3_t dmm = {m / CK_TILE, m / CK_TILE, 1};
   CUfunction f_mm = raw_function(r, &ck_matmul_f32_kernel);
   const double bytes = 3.0 * n * 4;
+  /* launch + sync rounds per run and variant (one ~0.1 ms round alone was
+   * too noisy to tell 5 % apart) */
+  const int add_reps = cfg->quick ? 4 : 20;
   int run, k, v;
   uint64_t i;
   if (!host) exit(1);
@@ -659,7 +662,7 @@ static void bench_compute(const cfg_t *cfg, cubert_client_t *const clients[3], r
      * raw on the client's buffers */
     for (v = 0; v < 6; v++) {
       int w = (v + run) % 6;
-      add_t_[w][run] = bytes / add_time(&adds[compute_add(w)], r, compute_wait(w), 1);
+      add_t_[w][run] = bytes / add_time(&adds[compute_add(w)], r, compute_wait(w), add_reps);
     }
     t0 = bench_now_ns();
     MUST("launch", cubert_client_launch(c, &ck_matmul_f32_kernel, &cmm, &mm3, NULL));

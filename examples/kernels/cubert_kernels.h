@@ -52,10 +52,17 @@ CUBERT_KERNEL(ck_add_f32) {
   CUBERT_BUFFER(const float, a, 0);
   CUBERT_BUFFER(const float, b, 1);
   CUBERT_BUFFER(float, out, 2);
-  CUBERT_PHASE {
-    uint64_t i = ABSOLUTE_POS;
-    if (i >= CUBERT_LEN(out)) CUBERT_UNIT_DONE;
-    CUBERT_STORE(out, i, CUBERT_LOAD(a, i) + CUBERT_LOAD(b, i));
+  if (CUBERT_CUBE_WITHIN(CUBERT_LEN(out))) {
+    CUBERT_PHASE {
+      uint64_t i = ABSOLUTE_POS;
+      CUBERT_STORE(out, i, CUBERT_LOAD(a, i) + CUBERT_LOAD(b, i));
+    }
+  } else {
+    CUBERT_PHASE {
+      uint64_t i = ABSOLUTE_POS;
+      if (i >= CUBERT_LEN(out)) CUBERT_UNIT_DONE;
+      CUBERT_STORE(out, i, CUBERT_LOAD(a, i) + CUBERT_LOAD(b, i));
+    }
   }
 }
 
@@ -111,7 +118,10 @@ CUBERT_KERNEL(ck_reduce_sum_f32) {
 
 /* c (m x n) = a (m x k) . b (k x n), row-major, with CK_TILE x CK_TILE
  * shared tiles. Launch with cube dim (CK_TILE, CK_TILE, 1) and cube count
- * (ceil(n / CK_TILE), ceil(m / CK_TILE), 1). Buffers: a, b, c; scalars: m, k, n. */
+ * (ceil(n / CK_TILE), ceil(m / CK_TILE), 1). Buffers: a, b, c; scalars: m, k, n.
+ * A cube whose tiles lie wholly inside a, b and c (`full`, uniform) loads and
+ * stores without the edge tests: on the CPU those phases are plain loops over
+ * x the compiler vectorizes (docs/kernels.md). */
 CUBERT_KERNEL(ck_matmul_f32) {
   CUBERT_BUFFER(const float, a, 0);
   CUBERT_BUFFER(const float, b, 1);
@@ -122,17 +132,23 @@ CUBERT_KERNEL(ck_matmul_f32) {
   CUBERT_SHARED(float, tile_a, CK_TILE * CK_TILE);
   CUBERT_SHARED(float, tile_b, CK_TILE * CK_TILE);
   CUBERT_UNIT_VAR(float, acc);
+  const uint64_t row0 = (uint64_t)CUBE_POS_Y * CK_TILE, col0 = (uint64_t)CUBE_POS_X * CK_TILE;
+  const int full = row0 + CK_TILE <= m && col0 + CK_TILE <= n && k % CK_TILE == 0;
   uint32_t t;
   CUBERT_PHASE { CUBERT_UNIT(acc) = 0.0f; }
   for (t = 0; t < k; t += CK_TILE) {
-    CUBERT_PHASE { /* each unit loads one element of each tile */
-      uint32_t row = CUBE_POS_Y * CK_TILE + UNIT_POS_Y;
-      uint32_t col = CUBE_POS_X * CK_TILE + UNIT_POS_X;
-      uint32_t ka = t + UNIT_POS_X, kb = t + UNIT_POS_Y;
-      tile_a[UNIT_POS_Y * CK_TILE + UNIT_POS_X] =
-          row < m && ka < k ? CUBERT_LOAD(a, (uint64_t)row * k + ka) : 0.0f;
-      tile_b[UNIT_POS_Y * CK_TILE + UNIT_POS_X] =
-          kb < k && col < n ? CUBERT_LOAD(b, (uint64_t)kb * n + col) : 0.0f;
+    if (full) {
+      CUBERT_PHASE { /* each unit loads one element of each tile */
+        tile_a[UNIT_POS] = CUBERT_LOAD(a, (row0 + UNIT_POS_Y) * k + t + UNIT_POS_X);
+        tile_b[UNIT_POS] = CUBERT_LOAD(b, ((uint64_t)t + UNIT_POS_Y) * n + col0 + UNIT_POS_X);
+      }
+    } else {
+      CUBERT_PHASE { /* the same at the edges: zeros outside a and b */
+        uint64_t row = row0 + UNIT_POS_Y, col = col0 + UNIT_POS_X;
+        uint32_t ka = t + UNIT_POS_X, kb = t + UNIT_POS_Y;
+        tile_a[UNIT_POS] = row < m && ka < k ? CUBERT_LOAD(a, row * k + ka) : 0.0f;
+        tile_b[UNIT_POS] = kb < k && col < n ? CUBERT_LOAD(b, (uint64_t)kb * n + col) : 0.0f;
+      }
     }
     CUBERT_PHASE { /* then multiplies the tiles */
       uint32_t i;
@@ -140,10 +156,13 @@ CUBERT_KERNEL(ck_matmul_f32) {
         CUBERT_UNIT(acc) += tile_a[UNIT_POS_Y * CK_TILE + i] * tile_b[i * CK_TILE + UNIT_POS_X];
     }
   }
-  CUBERT_PHASE {
-    uint32_t row = CUBE_POS_Y * CK_TILE + UNIT_POS_Y;
-    uint32_t col = CUBE_POS_X * CK_TILE + UNIT_POS_X;
-    if (row < m && col < n) CUBERT_STORE(c, (uint64_t)row * n + col, CUBERT_UNIT(acc));
+  if (full) {
+    CUBERT_PHASE { CUBERT_STORE(c, (row0 + UNIT_POS_Y) * n + col0 + UNIT_POS_X, CUBERT_UNIT(acc)); }
+  } else {
+    CUBERT_PHASE {
+      uint64_t row = row0 + UNIT_POS_Y, col = col0 + UNIT_POS_X;
+      if (row < m && col < n) CUBERT_STORE(c, row * n + col, CUBERT_UNIT(acc));
+    }
   }
 }
 

@@ -38,9 +38,12 @@
  *
  * Positions (CubeCL's names): CUBE_POS_X/Y/Z (uint32_t), CUBE_POS (uint64_t,
  * linear: x + X*(y + Y*z)), CUBE_COUNT_X/Y/Z, CUBE_COUNT (uint64_t),
- * CUBE_DIM_X/Y/Z, CUBE_DIM (units per cube), UNIT_POS_X/Y/Z and UNIT_POS
- * (linear, uint32_t; only inside a phase), ABSOLUTE_POS_X/Y/Z (uint32_t) and
- * ABSOLUTE_POS (uint64_t: CUBE_POS * CUBE_DIM + UNIT_POS; inside a phase).
+ * CUBE_DIM_X/Y/Z, CUBE_DIM (units per cube), UNIT_POS_X/Y/Z (uint32_t) and
+ * UNIT_POS (linear, below CUBE_DIM: uint32_t on CUDA, uint64_t on the CPU, where
+ * a 64-bit index is what lets the compiler vectorize a phase; convert it to
+ * uint32_t before arithmetic meant to wrap), ABSOLUTE_POS_X/Y/Z (uint32_t) and
+ * ABSOLUTE_POS (uint64_t: CUBE_POS * CUBE_DIM + UNIT_POS); the UNIT_ and
+ * ABSOLUTE_ positions only inside a phase.
  *
  * Buffers. CUBERT_BUFFER(type, name, slot) declares a view {ptr, len} of
  * argument buffer `slot` (len = size_bytes / sizeof(type); `const type` for a
@@ -114,9 +117,11 @@
 #if defined(__GNUC__) || defined(__clang__)
 #define CUBERT_KERNEL_UNUSED_ __attribute__((unused))
 #define CUBERT_KERNEL_LIKELY_(x) __builtin_expect(!!(x), 1)
+#define CUBERT_KERNEL_BODY_FN_ static inline __attribute__((always_inline))
 #else
 #define CUBERT_KERNEL_UNUSED_
 #define CUBERT_KERNEL_LIKELY_(x) (x)
+#define CUBERT_KERNEL_BODY_FN_ static inline
 #endif
 
 CUBERT_EXTERN_C_BEGIN
@@ -286,10 +291,14 @@ typedef struct cubert_kernel_cube_t {
   const void *oob_zero;          /* as many zero bytes, never written */
 } cubert_kernel_cube_t;
 
-/* The unit a phase is running (CPU). */
+/* The unit a phase is running (CPU). `linear` (UNIT_POS) is 64-bit so that
+ * the addresses a phase computes from it (ABSOLUTE_POS, tile[UNIT_POS]) are
+ * affine in the loop counter, which the compiler needs to vectorize the unit
+ * loop; its value is below CUBERT_KERNEL_MAX_UNITS. */
 typedef struct cubert_kernel_unit_t {
   uint32_t x, y, z;
-  uint32_t linear;
+  uint32_t reserved;
+  uint64_t linear;
 } cubert_kernel_unit_t;
 
 /* The CPU entry point of a kernel: runs one cube (all its phases). */
@@ -383,11 +392,14 @@ CUBERT_KERNEL_FN_ void cubert_kernel_oob_(cubert_kernel_cube_t *cube, uint32_t b
 }
 
 /* The address an accessor uses: the element, or (out of bounds, not
- * UNCHECKED) the zero block for a load / the sink for a store. */
-CUBERT_KERNEL_FN_ void *cubert_kernel_access_(cubert_kernel_cube_t *cube, const void *base,
-                                              uint64_t len, uint64_t index, size_t elem_bytes,
-                                              uint32_t buffer_index, uint32_t is_write) {
-  if (CUBERT_KERNEL_LIKELY_(index < len) || cube->mode == CUBERT_KERNEL_MODE_UNCHECKED)
+ * UNCHECKED) the zero block for a load / the sink for a store. `unchecked` is
+ * a compile-time constant in each of the two copies CUBERT_KERNEL makes of a
+ * body, so the UNCHECKED copy has no test at all (its loops vectorize). */
+CUBERT_KERNEL_FN_ void *cubert_kernel_access_(cubert_kernel_cube_t *cube, int unchecked,
+                                              const void *base, uint64_t len, uint64_t index,
+                                              size_t elem_bytes, uint32_t buffer_index,
+                                              uint32_t is_write) {
+  if (unchecked || CUBERT_KERNEL_LIKELY_(index < len))
     return (void *)((const unsigned char *)base + index * elem_bytes);
   cubert_kernel_oob_(cube, buffer_index, index, len, is_write);
   return is_write ? cube->oob_sink : (void *)cube->oob_zero;
@@ -395,15 +407,31 @@ CUBERT_KERNEL_FN_ void *cubert_kernel_access_(cubert_kernel_cube_t *cube, const 
 
 CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
   cubert_kernel_unit_t u;
-  u.x = u.y = u.z = u.linear = 0;
+  u.x = u.y = u.z = u.reserved = 0;
+  u.linear = 0;
   return u;
 }
 
+/* The entry point runs one of two copies of the body: one where every access
+ * is raw (the launch is UNCHECKED) and one where every access is tested
+ * (CHECKED, VALIDATE). The body is inlined into both, so in the first the
+ * accessors compile to plain loads and stores and the unit loops vectorize. */
 #define CUBERT_KERNEL(name)                                                                  \
+  CUBERT_KERNEL_BODY_FN_ void name##_cubert_body_(const cubert_kernel_args_t *cubert_args,   \
+                                                  cubert_kernel_cube_t *cubert_cube,         \
+                                                  const int cubert_unchecked_);              \
   CUBERT_KERNEL_UNUSED_ static void name(const cubert_kernel_args_t *cubert_args,            \
                                          cubert_kernel_cube_t *cubert_cube);                 \
-  static void name(const cubert_kernel_args_t *cubert_args CUBERT_KERNEL_UNUSED_,            \
-                   cubert_kernel_cube_t *cubert_cube CUBERT_KERNEL_UNUSED_)
+  static void name(const cubert_kernel_args_t *cubert_args, cubert_kernel_cube_t *cubert_cube) { \
+    if (cubert_cube->mode == CUBERT_KERNEL_MODE_UNCHECKED)                                   \
+      name##_cubert_body_(cubert_args, cubert_cube, 1);                                      \
+    else                                                                                     \
+      name##_cubert_body_(cubert_args, cubert_cube, 0);                                      \
+  }                                                                                          \
+  CUBERT_KERNEL_BODY_FN_ void name##_cubert_body_(                                           \
+      const cubert_kernel_args_t *cubert_args CUBERT_KERNEL_UNUSED_,                         \
+      cubert_kernel_cube_t *cubert_cube CUBERT_KERNEL_UNUSED_,                               \
+      const int cubert_unchecked_ CUBERT_KERNEL_UNUSED_)
 
 #define CUBE_POS_X (cubert_cube->pos.x)
 #define CUBE_POS_Y (cubert_cube->pos.y)
@@ -421,6 +449,7 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
 #define UNIT_POS_Y (cubert_unit.y)
 #define UNIT_POS_Z (cubert_unit.z)
 #define UNIT_POS (cubert_unit.linear)
+#define ABSOLUTE_POS (CUBE_POS * (uint64_t)CUBE_DIM + cubert_unit.linear)
 
 /* Three nested counted loops (z, y, x; `linear` counts along), so the
  * innermost one is a plain loop over x the compiler can optimize. */
@@ -453,13 +482,15 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
   } name = {(cubert_elem_##name##_ *)cubert_args->buffers[(slot)].ptr,                      \
             cubert_args->buffers[(slot)].size_bytes / sizeof(type), (uint32_t)(slot), {0}}
 
-#define CUBERT_LOAD(name, i)                                                                 \
-  (*(const cubert_elem_##name##_ *)cubert_kernel_access_(                                    \
-      cubert_cube, (name).ptr, (name).len, (uint64_t)(i), sizeof(*(name).ptr), (name).index, 0))
-#define CUBERT_STORE(name, i, value)                                                         \
-  ((void)(*(cubert_elem_##name##_ *)cubert_kernel_access_(                                   \
-              cubert_cube, (name).ptr, (name).len, (uint64_t)(i), sizeof(*(name).ptr),       \
-              (name).index, 1) = (value)))
+/* The element's address: in the UNCHECKED copy of a body a plain typed
+ * pointer (`i` evaluated once on either side of the ?:). */
+#define CUBERT_ADDR_(name, i, is_write)                                                      \
+  (cubert_unchecked_ ? (name).ptr + (uint64_t)(i)                                            \
+                     : (cubert_elem_##name##_ *)cubert_kernel_access_(                       \
+                           cubert_cube, 0, (name).ptr, (name).len, (uint64_t)(i),            \
+                           sizeof(*(name).ptr), (name).index, (is_write)))
+#define CUBERT_LOAD(name, i) (*(const cubert_elem_##name##_ *)CUBERT_ADDR_(name, i, 0))
+#define CUBERT_STORE(name, i, value) ((void)(*CUBERT_ADDR_(name, i, 1) = (value)))
 
 /* =====================================================================================
  * The dialect: CUDA expansion
@@ -550,6 +581,7 @@ static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(voi
 #define UNIT_POS_Y (threadIdx.y)
 #define UNIT_POS_Z (threadIdx.z)
 #define UNIT_POS (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))
+#define ABSOLUTE_POS (CUBE_POS * (uint64_t)CUBE_DIM + UNIT_POS)
 
 #define CUBERT_PHASE                                                                         \
   for (int cubert_phase_once_ = (__syncthreads(), 0); cubert_phase_once_ < 1; ++cubert_phase_once_)
@@ -580,7 +612,13 @@ static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(voi
 #define ABSOLUTE_POS_X (CUBE_POS_X * CUBE_DIM_X + UNIT_POS_X)
 #define ABSOLUTE_POS_Y (CUBE_POS_Y * CUBE_DIM_Y + UNIT_POS_Y)
 #define ABSOLUTE_POS_Z (CUBE_POS_Z * CUBE_DIM_Z + UNIT_POS_Z)
-#define ABSOLUTE_POS (CUBE_POS * (uint64_t)CUBE_DIM + UNIT_POS)
+
+/* Uniform: true when every unit of this cube has ABSOLUTE_POS < n (the cube
+ * lies wholly below n). A kernel whose guard is `ABSOLUTE_POS < n` can run
+ * its full cubes through a phase without the guard; on the CPU that phase is
+ * a plain loop the compiler vectorizes (docs/kernels.md, "Kernels that
+ * vectorize on the CPU"). */
+#define CUBERT_CUBE_WITHIN(n) ((CUBE_POS + 1u) * (uint64_t)CUBE_DIM <= (uint64_t)(n))
 
 /* Length (elements) of a view. */
 #define CUBERT_LEN(name) ((name).len)

@@ -460,6 +460,53 @@ static void bench_small_op(smoke_t *s) {
   cubert_cuda_memory_free(&s->stream, dc, NULL);
 }
 
+/* Where a small op's launch + sync goes: raw cuLaunchKernel +
+ * cuStreamSynchronize one at a time, for the empty kernel on 1 x 1 and on
+ * the add's grid (4 x 256), and the 1024-float add itself in UNCHECKED and
+ * CHECKED mode (median of 101 rounds of 50). */
+static double round_trip_ns(smoke_t *s, const cubert_cuda_function_t *f, uint32_t cubes,
+                            uint32_t units, cubert_kernel_args_t *args, uint32_t mode) {
+  CUdeviceptr report = 0;
+  void *params[3];
+  double v[101];
+  int r, i;
+  params[0] = args;
+  params[1] = &mode;
+  params[2] = &report;
+  for (r = 0; r < 101; r++) {
+    double t = now_s();
+    for (i = 0; i < 50; i++) {
+      (void)s->cu->cuLaunchKernel(f->handle, cubes, 1, 1, units, 1, 1, 0, s->stream.handle, params,
+                                  NULL);
+      (void)s->cu->cuStreamSynchronize(s->stream.handle);
+    }
+    v[r] = (now_s() - t) / 50 * 1e9;
+  }
+  return median(v, 101);
+}
+
+static void bench_round_trips(smoke_t *s) {
+  const cubert_cuda_function_t *empty = smoke_function(s, &ck_empty_kernel);
+  const cubert_cuda_function_t *add = smoke_function(s, &ck_add_f32_kernel);
+  CUdeviceptr da = smoke_alloc(s, 4096), db = smoke_alloc(s, 4096), dc = smoke_alloc(s, 4096);
+  cubert_kernel_args_t none, args;
+  if (!empty || !add) return;
+  cubert_kernel_args_initialize(&none);
+  cubert_kernel_args_initialize(&args);
+  args_buffer(&args, 0, da, 4096);
+  args_buffer(&args, 1, db, 4096);
+  args_buffer(&args, 2, dc, 4096);
+  printf("bench: raw launch + cuStreamSynchronize, one at a time: empty 1x1 %.0f ns, "
+         "empty 4x256 %.0f ns, 1024-float add 4x256 UNCHECKED %.0f ns, CHECKED %.0f ns\n",
+         round_trip_ns(s, empty, 1, 1, &none, CUBERT_KERNEL_MODE_UNCHECKED),
+         round_trip_ns(s, empty, 4, 256, &none, CUBERT_KERNEL_MODE_UNCHECKED),
+         round_trip_ns(s, add, 4, 256, &args, CUBERT_KERNEL_MODE_UNCHECKED),
+         round_trip_ns(s, add, 4, 256, &args, CUBERT_KERNEL_MODE_CHECKED));
+  cubert_cuda_memory_free(&s->stream, da, NULL);
+  cubert_cuda_memory_free(&s->stream, db, NULL);
+  cubert_cuda_memory_free(&s->stream, dc, NULL);
+}
+
 static void bench_alloc(smoke_t *s) {
   const int n = 2000;
   double raw[REPEATS], layer[REPEATS], t;
@@ -698,6 +745,7 @@ int main(int argc, char **argv) {
     if (!quick) {
       bench_launch(&s);
       bench_small_op(&s);
+      bench_round_trips(&s);
       bench_alloc(&s);
       bench_upload(&s);
       bench_kernels(&s);

@@ -107,13 +107,18 @@ TEST(executor_reduce_shared_tree_matches_reference) {
 
 /* ---- tiled matmul ------------------------------------------------------------ */
 
-static void check_matmul(cubert_cpu_executor_t *ex, uint32_t m, uint32_t k, uint32_t n) {
-  float *a = floats((size_t)m * k), *b = floats((size_t)k * n), *c = floats((size_t)m * n);
+/* c = a . b in `mode`, against the reference; 16 guard floats past c must stay
+ * untouched. Shapes with m, n multiples of the tile and k % CK_TILE == 0 run
+ * the kernel's full-tile path, others its edge path, some both. */
+static void check_matmul(cubert_cpu_executor_t *ex, uint32_t m, uint32_t k, uint32_t n,
+                         cubert_execution_mode_t mode) {
+  float *a = floats((size_t)m * k), *b = floats((size_t)k * n), *c = floats((size_t)m * n + 16);
   cubert_kernel_args_t args;
   cubert_kernel_report_t report;
   uint32_t i, j, t;
   for (i = 0; i < m * k; i++) a[i] = (float)((int)(i % 7u) - 3);
   for (i = 0; i < k * n; i++) b[i] = (float)((int)(i % 5u) - 2);
+  for (i = 0; i < m * n + 16; i++) c[i] = -9.0f;
   cubert_kernel_args_initialize(&args);
   cubert_kernel_args_set_buffer(&args, 0, a, (uint64_t)m * k * sizeof(float));
   cubert_kernel_args_set_buffer(&args, 1, b, (uint64_t)k * n * sizeof(float));
@@ -123,35 +128,83 @@ static void check_matmul(cubert_cpu_executor_t *ex, uint32_t m, uint32_t k, uint
   cubert_kernel_args_set_u32(&args, 2, n);
   CHECK_OK(cubert_cpu_executor_run(ex, &ck_matmul_f32_kernel,
                                    dim3((n + CK_TILE - 1) / CK_TILE, (m + CK_TILE - 1) / CK_TILE, 1),
-                                   ck_matmul_f32_kernel.cube_dim, &args,
-                                   CUBERT_EXECUTION_VALIDATE, &report, NULL));
+                                   ck_matmul_f32_kernel.cube_dim, &args, mode, &report, NULL));
   CHECK_EQ_U64(report.oob_count, 0);
   for (i = 0; i < m; i++)
     for (j = 0; j < n; j++) {
       float ref = 0.0f;
       for (t = 0; t < k; t++) ref += a[i * k + t] * b[t * n + j];
-      CHECK_MSG(c[i * n + j] == ref, "%ux%ux%u c[%u][%u] = %f, want %f", m, k, n, i, j,
-                (double)c[i * n + j], (double)ref);
+      CHECK_MSG(c[i * n + j] == ref, "%ux%ux%u mode %d c[%u][%u] = %f, want %f", m, k, n,
+                (int)mode, i, j, (double)c[i * n + j], (double)ref);
     }
+  for (i = m * n; i < m * n + 16; i++)
+    CHECK_MSG(c[i] == -9.0f, "%ux%ux%u mode %d: guard %u written", m, k, n, (int)mode, i);
   free(a);
   free(b);
   free(c);
 }
 
+
 TEST(executor_matmul_tiled_matches_reference) {
-  size_t p;
+  static const uint32_t shapes[][3] = {
+      {64, 48, 80}, /* every cube full */
+      {37, 29, 53}, /* not multiples of the tile: every cube on the edge path */
+      {40, 32, 56}, /* full cubes and edge cubes in one launch */
+      {16, 16, 16}, {1, 1, 1}, {17, 16, 15}};
+  size_t p, s;
+  int mode;
   for (p = 0; p < N_POOLS; p++) {
     counting_allocator_t c;
     cubert_allocator_t a = counting_allocator_initialize(&c);
     cubert_cpu_executor_t *ex = NULL;
     CHECK_OK(cubert_cpu_executor_create(a, k_pools[p], &ex, NULL));
-    check_matmul(ex, 64, 48, 80);
-    check_matmul(ex, 37, 29, 53); /* not multiples of the tile */
-    check_matmul(ex, 1, 1, 1);
+    for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+      for (mode = 0; mode < 3; mode++)
+        check_matmul(ex, shapes[s][0], shapes[s][1], shapes[s][2], (cubert_execution_mode_t)mode);
     cubert_cpu_executor_destroy(ex);
     CHECK_EQ_I64(c.live_blocks, 0);
     counting_allocator_destroy(&c);
   }
+}
+
+/* ---- CUBERT_CUBE_WITHIN ----------------------------------------------------- */
+
+/* flags[CUBE_POS] = CUBERT_CUBE_WITHIN(n) (uniform code, once per cube). */
+CUBERT_KERNEL(within_flags) {
+  CUBERT_BUFFER(uint32_t, flags, 0);
+  CUBERT_SCALAR_U64(n, 0);
+  const uint32_t within = CUBERT_CUBE_WITHIN(n) ? 1u : 0u;
+  CUBERT_PHASE {
+    if (UNIT_POS == 0) CUBERT_STORE(flags, CUBE_POS, within);
+  }
+}
+CUBERT_KERNEL_DESCRIPTOR(within_flags_kernel, within_flags, 1, 1, 0, 8, 1, 1);
+
+/* True exactly for the cubes whose every unit has ABSOLUTE_POS < n. */
+TEST(executor_cube_within_is_true_for_whole_cubes_only) {
+  static const uint64_t ns[] = {0, 1, 7, 8, 9, 16, 23, 24, 25};
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_initialize(&c);
+  cubert_cpu_executor_t *ex = NULL;
+  uint32_t flags[4];
+  size_t s;
+  CHECK_OK(cubert_cpu_executor_create(a, 1, &ex, NULL));
+  for (s = 0; s < sizeof(ns) / sizeof(ns[0]); s++) {
+    cubert_kernel_args_t args;
+    uint32_t cube;
+    memset(flags, 0xee, sizeof(flags));
+    cubert_kernel_args_initialize(&args);
+    cubert_kernel_args_set_buffer(&args, 0, flags, sizeof(flags));
+    cubert_kernel_args_set_u64(&args, 0, ns[s]);
+    CHECK_OK(cubert_cpu_executor_run(ex, &within_flags_kernel, dim3(4, 1, 1), dim3(8, 1, 1),
+                                     &args, CUBERT_EXECUTION_CHECKED, NULL, NULL));
+    for (cube = 0; cube < 4; cube++)
+      CHECK_MSG(flags[cube] == ((cube + 1u) * 8u <= ns[s] ? 1u : 0u), "n=%u cube %u: %u",
+                (unsigned)ns[s], cube, flags[cube]);
+  }
+  cubert_cpu_executor_destroy(ex);
+  CHECK_EQ_I64(c.live_blocks, 0);
+  counting_allocator_destroy(&c);
 }
 
 /* ---- shared-memory isolation (cubecl#1575) ----------------------------------- */
