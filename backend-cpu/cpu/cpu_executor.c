@@ -4,12 +4,17 @@
  * kernels over a cube grid (see cpu_executor.h).
  *
  * Protocol (one launch at a time, under run_mutex):
- *   1. the launching thread writes the job fields, resets next_cube and
+ *   1. the launching thread writes the job fields and the ranges, resets
  *      `remaining` (= offered workers), sets each offered worker's `state` to
  *      OFFERED, bumps its `wake` counter and signals it if it sleeps;
  *   2. a woken worker claims the job with CAS(state, OFFERED -> RUNNING);
- *      every claimant and the launching thread take chunks of linear cube
- *      indices from next_cube until it passes the total;
+ *      the linear cube indices are cut into one contiguous range per
+ *      participant (offered worker i: range i, the launching thread: the
+ *      last), as OpenMP's static schedule does, so a worker runs the same
+ *      part of the grid launch after launch and finds its data in its own
+ *      caches; each participant takes chunks of its own range (an atomic
+ *      counter per range), then of the others' ranges in turn (stealing,
+ *      which balances uneven cubes and covers offers never taken up);
  *   3. when the launching thread runs out of cubes it cancels the offers not
  *      yet claimed (CAS OFFERED -> IDLE) and decrements `remaining` for
  *      them, so a small launch never waits for a sleeping worker to wake;
@@ -36,10 +41,18 @@
  * adjacent-line prefetcher pairs them), and the allocation alignment. */
 #define EXECUTOR_LINE 128u
 #define EXECUTOR_ALIGN 64u
-/* Cubes per chunk: about 8 chunks per thread, at most this many. */
+/* Cubes per chunk: about 8 chunks per participant's range, at most this many. */
 #define EXECUTOR_MAX_CHUNK 4096u
 
 typedef cpu_kernel_context_t executor_context_t;
+
+/* One participant's contiguous range of linear cube indices: [next, end),
+ * `next` taken in chunks with an atomic add (by its owner, then by the
+ * others once they ran out). Each range has a line of its own. */
+typedef struct executor_range_t {
+  uint64_t next; /* atomic */
+  uint64_t end;
+} executor_range_t;
 
 typedef struct executor_worker_t {
   executor_context_t context;
@@ -50,6 +63,7 @@ typedef struct executor_worker_t {
   uint32_t wake;     /* atomic: bumped by the launcher (only writer) */
   uint32_t state;    /* atomic: WORKER_IDLE / WORKER_OFFERED / WORKER_RUNNING */
   uint32_t sleeping; /* atomic: 1 while blocked (or about to) on cond */
+  uint32_t index;    /* its place in `workers` (and its range's, when offered) */
   int sync_ready;    /* mutex and cond initialized */
   int started;       /* thread running */
 } executor_worker_t;
@@ -57,7 +71,8 @@ typedef struct executor_worker_t {
 struct cubert_cpu_executor_t {
   cubert_allocator_t allocator;
   uint32_t worker_count;
-  size_t worker_stride;   /* bytes per worker in `workers` */
+  size_t worker_stride;   /* bytes per worker in `workers`: the worker, then its range */
+  size_t range_offset;    /* where a worker's range starts in its stride */
   unsigned char *workers; /* worker_count * worker_stride bytes */
   cubert_host_mutex_t run_mutex;
   cubert_host_mutex_t done_mutex;
@@ -67,8 +82,9 @@ struct cubert_cpu_executor_t {
   const cubert_kernel_args_t *args;
   cpu_kernel_grid_t grid;
   uint64_t chunk;
+  uint32_t parts; /* ranges of this launch: offered workers + the launching thread */
   unsigned char pad0[EXECUTOR_LINE];
-  uint64_t next_cube; /* atomic */
+  executor_range_t caller_range; /* the launching thread's range (the last) */
   unsigned char pad1[EXECUTOR_LINE];
   uint32_t remaining;      /* atomic: participants still working */
   uint32_t caller_waiting; /* atomic */
@@ -86,15 +102,29 @@ static executor_worker_t *executor_worker(cubert_cpu_executor_t *ex, uint32_t i)
 
 /* ---- running cubes ----------------------------------------------------------- */
 
-static void executor_work(cubert_cpu_executor_t *ex, executor_context_t *ctx) {
+/* Range `part` of the current launch (parts - 1: the launching thread's). */
+static executor_range_t *executor_range(cubert_cpu_executor_t *ex, uint32_t part) {
+  if (part + 1u == ex->parts) return &ex->caller_range;
+  return (executor_range_t *)(void *)(ex->workers + (size_t)part * ex->worker_stride +
+                                      ex->range_offset);
+}
+
+/* Run participant `self`'s range, then whatever is left of the others'. */
+static void executor_work(cubert_cpu_executor_t *ex, executor_context_t *ctx, uint32_t self) {
   const cubert_kernel_t *kernel = ex->kernel;
   const cubert_kernel_args_t *args = ex->args;
-  const uint64_t total = ex->grid.total, chunk = ex->chunk;
+  const uint64_t chunk = ex->chunk;
+  const uint32_t parts = ex->parts;
+  uint32_t k;
   cpu_kernel_context_begin(ctx, kernel, &ex->grid);
-  for (;;) {
-    uint64_t start = __atomic_fetch_add(&ex->next_cube, chunk, __ATOMIC_RELAXED);
-    if (start >= total) break;
-    cpu_kernel_run_range(ctx, kernel, args, start, total - start < chunk ? total : start + chunk);
+  for (k = 0; k < parts; k++) {
+    executor_range_t *r = executor_range(ex, (self + k) % parts);
+    const uint64_t end = r->end;
+    for (;;) {
+      uint64_t start = __atomic_fetch_add(&r->next, chunk, __ATOMIC_RELAXED);
+      if (start >= end) break;
+      cpu_kernel_run_range(ctx, kernel, args, start, end - start < chunk ? end : start + chunk);
+    }
   }
 }
 
@@ -146,13 +176,12 @@ static void worker_main(void *arg) {
       continue; /* the offer was cancelled: the launch finished without us */
     if (HOST_TRACE_ON()) { /* this worker's share of the kernel, on its own track */
       uint64_t t0 = cubert_host_trace_now();
-      uint32_t index = (uint32_t)(((unsigned char *)w - ex->workers) / ex->worker_stride);
-      executor_work(ex, &w->context);
-      cubert_host_trace_record(ex->trace_device, HOST_TRACE_TID_WORKER + index,
+      executor_work(ex, &w->context, w->index);
+      cubert_host_trace_record(ex->trace_device, HOST_TRACE_TID_WORKER + w->index,
                                HOST_TRACE_CAT_KERNEL, ex->kernel->name, t0,
                                cubert_host_trace_now(), 0, HOST_TRACE_FLOW_NONE, 0, NULL, 0);
     } else {
-      executor_work(ex, &w->context);
+      executor_work(ex, &w->context, w->index);
     }
     __atomic_store_n(&w->state, (uint32_t)WORKER_IDLE, __ATOMIC_RELEASE);
     worker_finish(ex);
@@ -277,6 +306,8 @@ cubert_status_t cubert_cpu_executor_create(cubert_allocator_t allocator, uint32_
   if (s != CUBERT_STATUS_OK) return executor_fail(out_error, s, "cpu executor: allocation failed");
   ex->allocator = allocator;
   stride = (sizeof(executor_worker_t) + EXECUTOR_LINE - 1) / EXECUTOR_LINE * EXECUTOR_LINE;
+  ex->range_offset = stride;
+  stride += EXECUTOR_LINE; /* the worker's range, on a line of its own */
   ex->worker_stride = stride;
   if (n_workers) {
     /* n_workers <= 1024 and stride is small: no overflow. */
@@ -296,6 +327,7 @@ cubert_status_t cubert_cpu_executor_create(cubert_allocator_t allocator, uint32_
   for (i = 0; i < n_workers; i++) {
     executor_worker_t *w = executor_worker(ex, i);
     w->executor = ex;
+    w->index = i;
     s = executor_sync_init(&w->mutex, NULL, &w->cond);
     if (s != CUBERT_STATUS_OK) break;
     w->sync_ready = 1;
@@ -356,8 +388,16 @@ static cubert_status_t executor_reserve_shared(cubert_cpu_executor_t *ex, size_t
 /* Offer the job to `participants` workers, run cubes on this thread too,
  * cancel the offers nobody took up, wait for the rest. */
 static void executor_run_pool(cubert_cpu_executor_t *ex, uint32_t participants) {
+  const uint64_t total = ex->grid.total;
   uint32_t i;
-  __atomic_store_n(&ex->next_cube, 0, __ATOMIC_RELAXED);
+  ex->parts = participants + 1u;
+  for (i = 0; i < ex->parts; i++) { /* part i: [total * i / parts, total * (i + 1) / parts) */
+    executor_range_t *r = executor_range(ex, i);
+    uint64_t begin = total / ex->parts * i + total % ex->parts * i / ex->parts;
+    uint64_t end = total / ex->parts * (i + 1u) + total % ex->parts * (i + 1u) / ex->parts;
+    __atomic_store_n(&r->next, begin, __ATOMIC_RELAXED);
+    r->end = end;
+  }
   __atomic_store_n(&ex->remaining, participants, __ATOMIC_RELAXED);
   cpu_kernel_report_reset(&ex->caller.report);
   for (i = 0; i < participants; i++) {
@@ -366,7 +406,7 @@ static void executor_run_pool(cubert_cpu_executor_t *ex, uint32_t participants) 
     __atomic_store_n(&w->state, (uint32_t)WORKER_OFFERED, __ATOMIC_SEQ_CST);
     worker_wake(w);
   }
-  executor_work(ex, &ex->caller);
+  executor_work(ex, &ex->caller, participants);
   for (i = 0; i < participants; i++) { /* cancel the offers nobody took up yet */
     uint32_t offered = WORKER_OFFERED;
     if (__atomic_compare_exchange_n(&executor_worker(ex, i)->state, &offered,
@@ -411,7 +451,7 @@ cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,
     cubert_host_mutex_unlock(&ex->run_mutex);
     return CUBERT_STATUS_OK;
   }
-  chunk = grid.total / (((uint64_t)participants + 1) * 8u);
+  chunk = grid.total / (((uint64_t)participants + 1) * 8u); /* 8 chunks per range */
   if (chunk < 1) chunk = 1;
   if (chunk > EXECUTOR_MAX_CHUNK) chunk = EXECUTOR_MAX_CHUNK;
   ex->kernel = kernel;

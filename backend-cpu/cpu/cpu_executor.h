@@ -9,8 +9,11 @@
  *   wake-up). A launch creates no thread and, in steady state, allocates
  *   nothing: the per-worker dynamic shared blocks only grow when a kernel asks
  *   for more than any kernel before it.
- * - Cubes are handed out from an atomic counter over the linear cube index
- *   (x fastest, then y, then z), in chunks; the calling thread takes part.
+ * - The linear cube indices (x fastest, then y, then z) are cut into one
+ *   contiguous range per participating thread (the calling thread takes
+ *   part), like OpenMP's static schedule, so a worker meets the same data
+ *   launch after launch; each thread takes its range in chunks, then steals
+ *   chunks from the other ranges until every cube ran.
  *   A launch with fewer cubes than threads wakes only as many workers as it
  *   can use (a 1-cube launch runs on the caller alone).
  * - Each running cube has its own shared memory: static CUBERT_SHARED arrays

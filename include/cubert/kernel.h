@@ -374,13 +374,17 @@ CUBERT_EXTERN_C_END
  * ===================================================================================== */
 #if !defined(__CUDACC__)
 
-/* Record an out-of-bounds access (cold path). */
+/* Record an out-of-bounds access (cold path). A thread may run its cubes in
+ * any order (the executor's threads steal from each other's ranges), so the
+ * violation kept is the one in the lowest cube, the first in program order
+ * within it. */
 CUBERT_KERNEL_FN_ void cubert_kernel_oob_(cubert_kernel_cube_t *cube, uint32_t buffer_index,
                                           uint64_t index, uint64_t len, uint32_t is_write) {
   cubert_kernel_report_t *r = cube->report;
   if (!r) return;
   r->oob_count++;
-  if (cube->mode == CUBERT_KERNEL_MODE_VALIDATE && !r->has_violation) {
+  if (cube->mode == CUBERT_KERNEL_MODE_VALIDATE &&
+      (!r->has_violation || cube->pos_linear < r->cube_linear)) {
     r->has_violation = 1;
     r->buffer_index = buffer_index;
     r->element_index = index;
