@@ -37,8 +37,11 @@ OBJCOPY ?= objcopy
 CFLAGS ?= -O2 -g
 # Added after CFLAGS to the bench programs only (cubert's kernels and the OpenMP
 # peer share a translation unit there, so both get it): gcc vectorizes loops whose
-# trip count is a run-time value (a cube's unit loop) from -O3 on.
-BENCH_OPT ?= -O3
+# trip count is a run-time value (a cube's unit loop) from -O3 on, and
+# -march=native (when $(CC) takes it) gives both the host's vector width, as
+# PoCL compiles its kernels for the host CPU. `make bench BENCH_OPT=-O3`: portable.
+BENCH_NATIVE = $(eval BENCH_NATIVE := $(shell $(CC) -march=native -x c -c /dev/null -o /dev/null 2>/dev/null && echo -march=native))$(BENCH_NATIVE)
+BENCH_OPT ?= -O3 $(BENCH_NATIVE)
 CPPFLAGS ?=
 LDFLAGS ?=
 # WERROR=1 turns every warning into an error (CI sets it everywhere: .ci/run).
