@@ -249,6 +249,10 @@ cubert_status_t cubert_cuda_device_open(const cubert_cuda_loader_t *cu, uint32_t
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "cannot create a mutex");
   }
+  /* a context current on this thread answers for the next calls: a poisoned
+   * one (another device lost) would fail this device's retain */
+  (void)cu->cuCtxSetCurrent(NULL);
+  t_current = NULL;
   r = cu->cuDeviceGet(&d->device, (int)ordinal);
   if (r == CUDA_SUCCESS) r = cu->cuDevicePrimaryCtxRetain(&d->context, d->device);
   if (r != CUDA_SUCCESS) {
@@ -284,6 +288,7 @@ void cubert_cuda_device_close(cubert_cuda_device_t *device) {
   cubert_cuda_event_pool_deinitialize(device);
   if (device->count_scratch) cubert_cuda_host_free(device, device->count_scratch);
   if (device->context) {
+    (void)device->cu->cuCtxSetCurrent(NULL); /* nothing of a lost context stays current */
     (void)device->cu->cuDevicePrimaryCtxRelease(device->device);
     context_epoch_bump();
   }

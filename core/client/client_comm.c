@@ -281,6 +281,15 @@ cubert_status_t cubert_client_to_client_tensor(cubert_client_t *src,
     (void)cubert_handle_release(dst->state->table, &handle);
     return status;
   }
+  /* src's stream waits for the send too: later writes to the source (or its
+   * reuse after a release) cannot reach the copy, as with the blocking read
+   * of change_client_sync (seen on two H200s: a write right after raced the
+   * peer copy) */
+  status = cubert_client_sync_collective(src, out_error);
+  if (status != CUBERT_STATUS_OK) {
+    (void)cubert_handle_release(dst->state->table, &handle);
+    return status;
+  }
   *out_handle = handle;
   return CUBERT_STATUS_OK;
 }

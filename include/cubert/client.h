@@ -585,7 +585,9 @@ CUBERT_API cubert_status_t cubert_client_change_client_sync(
 /* to_client_tensor: move the descriptor's bytes in use from src's device to
  * dst's through the pair's communicator: ensures both memberships, creates
  * the destination handle (same size, dst's stream), enqueues recv +
- * sync_collective on dst, then send on src. Returns the destination handle
+ * sync_collective on dst, then send + sync_collective on src (src's later
+ * work, writes to the source included, waits for the transfer; nothing
+ * blocks the host). Returns the destination handle
  * at once (the caller releases it); it reads the data once the transfer ran
  * (reads on dst's stream wait for it). Codes of send / recv; the devices
  * must differ (INVALID_ARGUMENT). If the send is refused after the recv was

@@ -35,6 +35,8 @@ void comm_use(int gpu, uint32_t gpus);
 /* n CUDA devices, indices 0..n-1 on GPU index % GPUs, with the collective
  * timeout (0: the default). comm_use first. */
 void comm_open(comm_env_t *e, uint32_t n, uint32_t timeout_ms);
+/* The same on the first max_gpus GPUs only (0: all of them). */
+void comm_open_on(comm_env_t *e, uint32_t n, uint32_t timeout_ms, uint32_t max_gpus);
 /* Release them; every allocator back to 0, no communicator left (and, on
  * the fake, no NCCL communicator). */
 void comm_close(comm_env_t *e);

@@ -206,6 +206,10 @@ static CUresult fake_cuDeviceGetAttribute(int *out, CUdevice_attribute a, CUdevi
 static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *out, CUdevice dev) {
   CUresult r = device_check(dev);
   if (r != CUDA_SUCCESS) return r;
+  /* as the driver (seen on two H200s): the poisoned context current on this
+   * thread answers for the call, whichever device it names */
+  if (fake_current && fake_current->poison != CUDA_SUCCESS && fake_current != &g_ctx[dev])
+    return fake_current->poison;
   pthread_mutex_lock(&fake_mutex);
   g_ctx[dev].refs++;
   fake_stats_.contexts_retained++;
@@ -244,8 +248,9 @@ static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice dev) {
   if (g_ctx[dev].refs > 0) {
     g_ctx[dev].refs--;
     fake_stats_.contexts_retained--;
-    if (g_ctx[dev].refs == 0) { /* the context is reset: its memory goes, its error too */
-      g_ctx[dev].poison = CUDA_SUCCESS;
+    if (g_ctx[dev].refs == 0) { /* the context is reset: its memory goes, its error too, */
+      if (fake_current != &g_ctx[dev]) /* except while it stays current on this thread */
+        g_ctx[dev].poison = CUDA_SUCCESS;
       fake_blocks_free_device(dev);
     }
   }
@@ -259,6 +264,8 @@ static CUresult fake_cuCtxSetCurrent(CUcontext ctx) {
   fake_stats_.ctx_set_current_calls++;
   pthread_mutex_unlock(&fake_mutex);
   if (ctx && ctx->refs <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (fake_current && fake_current != ctx && fake_current->refs <= 0)
+    fake_current->poison = CUDA_SUCCESS; /* a released context, no longer current */
   fake_current = ctx;
   return CUDA_SUCCESS;
 }

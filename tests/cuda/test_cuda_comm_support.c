@@ -37,12 +37,15 @@ void comm_use(int gpu, uint32_t gpus) {
   }
 }
 
-void comm_open(comm_env_t *e, uint32_t n, uint32_t timeout_ms) {
+void comm_open(comm_env_t *e, uint32_t n, uint32_t timeout_ms) { comm_open_on(e, n, timeout_ms, 0); }
+
+void comm_open_on(comm_env_t *e, uint32_t n, uint32_t timeout_ms, uint32_t max_gpus) {
   uint32_t i, gpus = 1;
   CHECK(n <= COMM_MAX);
   memset(e, 0, sizeof *e);
   e->n = n;
   CHECK_OK(cubert_cuda_device_count(&gpus, NULL));
+  if (max_gpus && gpus > max_gpus) gpus = max_gpus;
   for (i = 0; i < n; i++) {
     cubert_cuda_options_t o;
     cubert_error_t err;
