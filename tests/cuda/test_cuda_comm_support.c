@@ -30,7 +30,7 @@ void comm_use(int gpu, uint32_t gpus) {
     CHECK_OK(cubert_cuda_device_count(&have, NULL));
     if (have < gpus) {
       snprintf(g_skip, sizeof g_skip,
-               "needs %u GPUs, this machine has %u (the two-GPU machine is not lent)",
+               "needs %u GPUs, this machine has %u",
                (unsigned)gpus, (unsigned)have);
       TEST_SKIP(g_skip);
     }
