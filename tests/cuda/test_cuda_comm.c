@@ -95,6 +95,7 @@ static void two_gpus_body(int gpu) {
 }
 
 TEST(cuda_comm_two_gpus_all_reduce_through_gates) { two_gpus_body(0); }
+TEST(cuda_gpu_comm_two_gpus_all_reduce) { two_gpus_body(1); }
 
 /* ---- send / recv: copies ------------------------------------------------------------------- */
 
