@@ -5,7 +5,7 @@
 #   make run        the main demo (CPU server)
 #   make test       build and run the test suite, the conformance suite on the three drivers,
 #                   after replaying the fuzz corpora (closing line "N passed, N failed")
-#   make cts SERVER=cpu|deterministic|inline|cuda   the conformance suite on one driver
+#   make cts DRIVER=cpu|deterministic|inline|cuda   the conformance suite on one driver
 #   make check      test + check-freestanding + check-headers + check-32bit + check-cortex-m
 #                   + check-install + check-symbols + fuzz-replay + check-tools + check-cortex-m0
 #                   + check-stack + check-hygiene (SPDX lines, no references outside the repo,
@@ -21,7 +21,7 @@
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each; fuzz-replay replays the corpus
 #   make size       core code size, full and minimal, x86-64 and Cortex-M4
 #   make install / uninstall   (PREFIX, DESTDIR, libdir, includedir, pkgconfigdir)
-#   make CUDA=1 ... also build the CUDA backend (libcuda loaded at run time; BUILD=build/cuda;
+#   make CUDA=1 ... also build the CUDA driver (libcuda loaded at run time; BUILD=build/cuda;
 #                   docs/cuda.md); make CUDA=1 cuda-smoke runs the GPU smoke program
 #   make check-matrix   gcc/clang x -O0/-O2/-O3/-Os, -fno-common, -j1/-j8, out-of-tree, user CFLAGS
 #   make coverage       the suite built with --coverage; line and branch summary of core/
@@ -112,12 +112,12 @@ BUILD_FLAGS = $(CC) | $(CUBERT_CFLAGS) | $(CPPFLAGS) | $(CFLAGS) | $(CUBERT_REQU
 HOST_DEFS := -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 HOST_LIBS := -lpthread -ldl -lm
 
-# core/ is split into layers (docs/architecture.md): base, memory, stream, check, device, kit, client.
+# core/ is split into layers (docs/architecture.md): base, memory, stream, check, device, server, client.
 CORE_SRC := $(sort $(wildcard core/*/*.c))
 # backend-cpu/: host/ (the OS layer), cpu/ (the CPU driver), and the freestanding parts
 # built with the core's flags: kernel/ (running CPU kernels) and inline/ (the inline driver).
 FREESTANDING_CPU_SRC := $(sort $(wildcard backend-cpu/kernel/*.c backend-cpu/inline/*.c))
-HOST_SRC := $(sort $(wildcard backend-cpu/host/*.c backend-cpu/cpu/*.c)) $(FREESTANDING_CPU_SRC)
+HOST_SRC := $(sort $(wildcard os/*.c backend-cpu/cpu/*.c)) $(FREESTANDING_CPU_SRC)
 CUDA_SRC :=
 # Objects linked into the test binary, examples, tools and benches of a CUDA=1 build
 # (the embedded kernel images); the CUDA section below fills it.
@@ -125,7 +125,7 @@ CUDA_LINK_OBJ :=
 CUDA_TEST_DEPS :=
 HAVE_NVCC :=
 ifeq ($(CUDA),1)
-CUDA_SRC := $(sort $(wildcard backend-cuda/*.c))
+CUDA_SRC := $(sort $(wildcard backend-cuda/*/*.c))
 CUBERT_CFLAGS += -DCUBERT_HAVE_BACKEND_CUDA=1
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 # The single-source kernel files whose CUDA images every program of the build
@@ -154,7 +154,7 @@ PC_FILE := $(BUILD)/cubert.pc
 
 SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
-CTS_SRC := $(sort $(wildcard tests/cts/*.c tests/host/*.c tests/sim/*.c))
+CTS_SRC := $(sort $(wildcard tests/cts/*.c tests/os/*.c tests/sim/*.c))
 CUDA_TEST_SRC := $(if $(filter 1,$(CUDA)),$(sort $(wildcard tests/cuda/test_*.c)))
 TEST_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) \
             $(CTS_SRC:%.c=$(BUILD)/obj/%.o) $(CUDA_TEST_SRC:%.c=$(BUILD)/obj/%.o)
@@ -183,23 +183,28 @@ $(BUILD)/obj/core/%.o: core/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CUBERT_CFLAGS) -Icore $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(CORE_FREESTANDING) -c $< -o $@
 
+# The OS layer (os/) and the CPU driver are hosted code.
+$(BUILD)/obj/os/%.o: os/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I. -Icore -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+
 $(BUILD)/obj/backend-cpu/%.o: backend-cpu/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I. -Icore -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # The freestanding parts of backend-cpu follow the core's rules (check-freestanding).
 $(BUILD)/obj/backend-cpu/kernel/%.o: backend-cpu/kernel/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore -I. -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 $(BUILD)/obj/backend-cpu/inline/%.o: backend-cpu/inline/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore -I. -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # cuda.h is a system header here (-isystem): it uses anonymous unions, which C99 lacks.
 $(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c | cuda-headers
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -isystem $(CUDA_INCLUDE) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I. -Icore -Ibackend-cuda -isystem $(CUDA_INCLUDE) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # The kernel library every example, test, tool, bench and fuzz target uses
 # (examples/kernels/cubert_kernels.h, docs/kernels.md).
@@ -208,12 +213,12 @@ KERNELS_INC := -Iexamples/kernels
 # Tests, examples, benches and tools are hosted code (they may use libc).
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -Ibackend-cpu $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -I. -Ibackend-cpu $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # Fuzz targets and the standalone replay main are hosted code too.
 $(BUILD)/obj/fuzz/%.o: fuzz/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -I. -Icore -Ibackend-cpu $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 $(BUILD)/examples $(BUILD)/bench $(BUILD)/tools $(BUILD)/freestanding $(BUILD)/headers $(BUILD)/cortex-m \
 $(BUILD)/fuzz $(BUILD)/valgrind:
@@ -260,13 +265,14 @@ test: $(TEST_BIN) $(if $(filter 1,$(CUDA)),$(BUILD)/cuda-smoke) $(if $(TESTS),,f
 	  CUBERT_FAKE_LIBNCCL=$(abspath $(BUILD))/cuda-fake-nccl/libnccl.so.2) \
 	  sh tests/build/run_suite.sh '$(TEST_WRAPPER)' $(TEST_BIN) $(TESTS)
 
-# The conformance suite on one driver: make cts SERVER=cpu|deterministic|inline|cuda
+# The conformance suite on one driver: make cts DRIVER=cpu|deterministic|inline|cuda
 # (cuda: the GPU through libcuda.so.1, or CUBERT_LIBCUDA=... ; without one every test
 # prints "skipped: CUDA unavailable: <reason>").
-SERVER ?= cpu
+# SERVER= is the old name of DRIVER=, still accepted.
+DRIVER ?= $(or $(SERVER),cpu)
 .PHONY: cts
 cts: $(TEST_BIN)
-	CUBERT_CTS_SERVER=$(SERVER) $(TEST_WRAPPER) $(TEST_BIN) cts_
+	CUBERT_CTS_DRIVER=$(DRIVER) $(TEST_WRAPPER) $(TEST_BIN) cts_
 
 # ---- examples, benches, tools --------------------------------------------------------
 BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o $(BUILD)/obj/tests/support/test_features.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
@@ -275,7 +281,7 @@ $(BUILD)/examples/%: examples/%.c $(CUDA_LINK_OBJ) $(STATIC_LIB) | $(BUILD)/exam
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(KERNELS_INC) $(BENCH_EXTRA_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(BENCH_OPT) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(BENCH_EXTRA_LIBS) $(HOST_LIBS)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -I. -Ibackend-cpu -Itests/support $(KERNELS_INC) $(BENCH_EXTRA_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(BENCH_OPT) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(BENCH_EXTRA_LIBS) $(HOST_LIBS)
 
 # bench/bench_peers.c's optional peers, probed with $(CC) once per make run (the
 # rows of a peer found neither here nor at run time print "skipped: <reason>"):
@@ -338,14 +344,14 @@ sim: $(BUILD)/tools/cubert_sim
 
 # ---- allocation failure everywhere, threads under stress (tests/oom, tests/stress) ------------
 # make oom: every conformance test again with the injected allocator failing its 1st, 2nd, ...
-# call, transient and persistent, on OOM_SERVERS (cpu deterministic inline); tests/oom/oom_main.c
+# call, transient and persistent, on OOM_DRIVERS (cpu deterministic inline); tests/oom/oom_main.c
 # (OOM_TESTS="prefix ...", OOM_JOBS, OOM_MAX_POINTS, OOM_TIMEOUT, OOM_VERBOSE=1).
 OOM_BIN := $(BUILD)/cubert-oom
 OOM_WRAP := counting_allocator_initialize counting_allocator_destroy cubert_cpu_client_create \
   cubert_client_exclusive cubert_client_profile cubert_client_reserve_staging cubert_client_staging \
   cubert_client_create_from_bytes \
   cubert_inline_client_create cubert_client_load cubert_client_clone cubert_client_release \
-  cubert_cpu_client_create_with_faults cubert_inline_client_create_with_faults
+  cubert__cpu_client_create_with_faults cubert__inline_client_create_with_faults
 # The CTS objects, copied with their pthread_create renamed (the driver tracks the tests' threads).
 OOM_CTS_OBJ := $(patsubst tests/cts/%.c,$(BUILD)/oom/%.o,$(sort $(wildcard tests/cts/*.c)))
 OOM_OBJ := $(BUILD)/obj/tests/oom/oom_main.o $(OOM_CTS_OBJ) \
@@ -402,7 +408,7 @@ CHECK_FREESTANDING := sh tests/build/check_freestanding.sh \
 check-freestanding: | $(BUILD)/freestanding
 	@$(CHECK_FREESTANDING) --sources --label check-freestanding --cc '$(CC)' --nm '$(NM)' \
 	  --out $(BUILD)/freestanding \
-	  --cflags '$(CUBERT_WARN) $(CUBERT_WERROR) -Iinclude -Icore -Ibackend-cpu -O2 -fno-pic -fno-stack-protector $(CORE_FREESTANDING)' \
+	  --cflags '$(CUBERT_WARN) $(CUBERT_WERROR) -Iinclude -Icore -I. -Ibackend-cpu -O2 -fno-pic -fno-stack-protector $(CORE_FREESTANDING)' \
 	  $(CORE_SRC) $(FREESTANDING_CPU_SRC)
 
 # check-headers keeps -Werror whatever WERROR says: a warning in a public header is the
@@ -410,7 +416,7 @@ check-freestanding: | $(BUILD)/freestanding
 # those built with -Werror). check-freestanding and check-cortex-m follow WERROR: they
 # compile the core the library build compiles, and check includes, symbols and data
 # apart from the compiler's diagnostics.
-PUBLIC_HEADERS := $(sort $(wildcard include/cubert/*.h include/cubert/backend/*.h))
+PUBLIC_HEADERS := $(sort $(wildcard include/cubert/*.h include/cubert/driver/*.h))
 check-headers: | $(BUILD)/headers
 	@set -e; for h in $(PUBLIC_HEADERS); do \
 	  p=$${h#include/}; n=$$(printf '%s' "$${p%.h}" | tr / _); \
@@ -419,8 +425,8 @@ check-headers: | $(BUILD)/headers
 	  cp $(BUILD)/headers/$$n.c $(BUILD)/headers/$$n.cpp; \
 	  $(CXX) -std=c++11 -pedantic -Wall -Wextra -Werror -Iinclude -c $(BUILD)/headers/$$n.cpp -o $(BUILD)/headers/$$n.cpp.o; \
 	done; \
-	$(CC) $(CUBERT_WARN) -Werror -Iinclude -Itests/support -c tests/build/enum_sizes.c -o $(BUILD)/headers/enum_sizes.o; \
-	$(CC) $(CUBERT_WARN) -Werror -fshort-enums -Iinclude -Itests/support -c tests/build/enum_sizes.c \
+	$(CC) $(CUBERT_WARN) -Werror -Iinclude -Icore -Itests/support -c tests/build/enum_sizes.c -o $(BUILD)/headers/enum_sizes.o; \
+	$(CC) $(CUBERT_WARN) -Werror -fshort-enums -Iinclude -Icore -Itests/support -c tests/build/enum_sizes.c \
 	  -o $(BUILD)/headers/enum_sizes_short.o; \
 	echo "check-headers: ok ($(words $(PUBLIC_HEADERS)) headers, C99 and C++11; every public enum 4 bytes, also with -fshort-enums)"
 
@@ -467,7 +473,7 @@ check-32bit:
 # out (BUILD/minimal): the unit tests, the client's tests and the conformance
 # suite on the inline driver run; the switched-off API says so, the tests of
 # those features print "skipped: compiled out (...)".
-# MINIMAL_TESTS: the test prefixes run (the CPU driver's own tests, tests/host
+# MINIMAL_TESTS: the test prefixes run (the CPU driver's own tests, tests/os
 # and tests/sim, need the simulation and threads: not run here).
 MINIMAL_TESTS ?= allocator comm config cube device error handle layout memory profile race sim_ \
   stream version client_ cts_
@@ -476,14 +482,14 @@ check-minimal:
 	  $(BUILD)/minimal/cubert-test
 	@# the config header gives the same library as the flags: the features and the registry size
 	@mkdir -p $(BUILD)/minimal/config-file
-	@printf '#include <stdio.h>\n#include "cubert/backend/device.h"\nint main(void) { printf("%%lx %%d\\n", (unsigned long)cubert_config_features(), CUBERT_DEVICE_REGISTRY_CAPACITY); return 0; }\n' \
+	@printf '#include <stdio.h>\n#include "device/device_registry.h"\nint main(void) { printf("%%lx %%d\\n", (unsigned long)cubert_config_features(), CUBERT_DEVICE_REGISTRY_CAPACITY); return 0; }\n' \
 	  > $(BUILD)/minimal/config-file/probe.c
 	@for how in "$(MINIMAL_CONFIG)" "-DCUBERT_CONFIG_FILE=\"cubert_config_minimal.h\" -Iexamples/embedded"; do \
 	  $(CC) -Iinclude -Icore $$how -o $(BUILD)/minimal/config-file/probe $(BUILD)/minimal/config-file/probe.c \
 	    core/base/version.c && $(BUILD)/minimal/config-file/probe; \
 	done | uniq | awk 'END { if (NR != 1) { print "check-minimal: examples/embedded/cubert_config_minimal.h and MINIMAL_CONFIG differ"; exit 1 } \
 	  print "check-minimal: the config header and MINIMAL_CONFIG give the same library (features and registry: " $$0 ")" }'
-	CUBERT_CTS_SERVER=inline $(BUILD)/minimal/cubert-test $(or $(TESTS),$(MINIMAL_TESTS))
+	CUBERT_CTS_DRIVER=inline $(BUILD)/minimal/cubert-test $(or $(TESTS),$(MINIMAL_TESTS))
 
 UNIT_ONLY_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 $(BUILD)/cubert-unit-test: $(UNIT_ONLY_OBJ) $(CORE_OBJ)
@@ -494,7 +500,7 @@ CORTEX_FLAGS = -mcpu=cortex-m4 -mthumb -Os -ffreestanding -nostdinc \
 check-cortex-m: | $(BUILD)/cortex-m
 	@command -v $(ARM_CC) >/dev/null || { echo "check-cortex-m: $(ARM_CC) not found (Debian: apt-get install gcc-arm-none-eabi)"; exit 1; }
 	@$(CHECK_FREESTANDING) --label check-cortex-m --cc '$(ARM_CC)' --nm '$(ARM_NM)' \
-	  --out $(BUILD)/cortex-m --cflags '$(CUBERT_WARN) $(CUBERT_WERROR) -Iinclude -Icore -Ibackend-cpu $(CORTEX_FLAGS)' \
+	  --out $(BUILD)/cortex-m --cflags '$(CUBERT_WARN) $(CUBERT_WERROR) -Iinclude -Icore -I. -Ibackend-cpu $(CORTEX_FLAGS)' \
 	  $(CORE_SRC) $(FREESTANDING_CPU_SRC)
 
 # test-cortex-m, test-bigendian, check-cortex-m0, check-cxx-host (docs/embedding.md).
@@ -546,9 +552,9 @@ check-symbols: $(STATIC_LIB) $(SHARED_LIB)
 # the static-arena demo links of them on Cortex-M4 (tests/build/core_size.sh).
 size: | $(BUILD)/freestanding
 	@sh tests/build/core_size.sh --out $(BUILD)/size --cc '$(CC)' --size '$(SIZE)' \
-	  --cflags '$(CUBERT_WARN) -Iinclude -Icore -Ibackend-cpu -fno-pic -fno-stack-protector $(CORE_FREESTANDING)' \
+	  --cflags '$(CUBERT_WARN) -Iinclude -Icore -I. -Ibackend-cpu -fno-pic -fno-stack-protector $(CORE_FREESTANDING)' \
 	  --arm-cc '$(ARM_CC)' --arm-size '$(ARM_SIZE)' --arm-nm '$(ARM_NM)' \
-	  --arm-cflags '$(CUBERT_WARN) -Iinclude -Icore -Ibackend-cpu $(CORTEX_FLAGS)' --minimal '$(MINIMAL_CONFIG)' \
+	  --arm-cflags '$(CUBERT_WARN) -Iinclude -Icore -I. -Ibackend-cpu $(CORTEX_FLAGS)' --minimal '$(MINIMAL_CONFIG)' \
 	  --driver '$(FREESTANDING_CPU_SRC)' --demo examples/embedded/arena_demo.c \
 	  --demo-cflags '-std=c99 -Iinclude -Iexamples/kernels -Itests/embedded/cortex-m -mcpu=cortex-m4 -mthumb -Os -ffunction-sections -fdata-sections' \
 	  --startup tests/embedded/cortex-m/startup.c --ld tests/embedded/cortex-m/an386.ld \
@@ -582,7 +588,7 @@ coverage:
 	  { tail -n 40 $(BUILD)/coverage/test.log; echo "coverage: the suite failed (log $(BUILD)/coverage/test.log)"; exit 1; }
 	@echo "coverage: suite run: $$(tail -n 1 $(BUILD)/coverage/test.log)"
 	@for s in deterministic inline; do \
-	  CUBERT_CTS_SERVER=$$s $(BUILD)/coverage/cubert-test cts_ >$(BUILD)/coverage/cts-$$s.log 2>&1 || \
+	  CUBERT_CTS_DRIVER=$$s $(BUILD)/coverage/cubert-test cts_ >$(BUILD)/coverage/cts-$$s.log 2>&1 || \
 	    { tail -n 40 $(BUILD)/coverage/cts-$$s.log; echo "coverage: the conformance suite failed on $$s"; exit 1; }; \
 	  echo "coverage: conformance suite on $$s: $$(tail -n 1 $(BUILD)/coverage/cts-$$s.log)"; \
 	done
@@ -679,9 +685,9 @@ valgrind: $(VALGRIND_SUITES:%=$(BUILD)/valgrind/cubert-%-test)
 # cubert.pc is written at install time so that PREFIX/libdir given to `make install`
 # are the ones recorded, whatever the library was built with.
 install: all
-	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir)/cubert/backend $(DESTDIR)$(pkgconfigdir)
+	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir)/cubert/driver $(DESTDIR)$(pkgconfigdir)
 	install -m 644 include/cubert/*.h $(DESTDIR)$(includedir)/cubert/
-	install -m 644 include/cubert/backend/*.h $(DESTDIR)$(includedir)/cubert/backend/
+	install -m 644 include/cubert/driver/*.h $(DESTDIR)$(includedir)/cubert/driver/
 	install -m 644 $(STATIC_LIB) $(DESTDIR)$(libdir)/
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(libdir)/
 	ln -sf libcubert.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME)
@@ -708,7 +714,7 @@ clean:
 NVCC_FLAGS ?= -std=c++14 -O3
 NVCC_PTX_ARCH ?= compute_75
 NVCC_CUBIN_ARCH ?= sm_90
-CUDA_TEST_CFLAGS = -Itests/support -Itests/cts -Ibackend-cuda -Ibackend-cpu -isystem $(CUDA_INCLUDE) \
+CUDA_TEST_CFLAGS = -Itests/support -Itests/cts -Icore -Ibackend-cuda -I. -Ibackend-cpu -isystem $(CUDA_INCLUDE) \
   $(KERNELS_INC) -DCUBERT_TEST_BUILD_DIR='"$(abspath $(BUILD))"' -DCUBERT_TEST_HAVE_IMAGES=$(if $(HAVE_NVCC),1,0)
 
 .PHONY: cuda-headers cuda-smoke kernel-image
@@ -744,18 +750,18 @@ $(BUILD)/cuda-fake-nogpa/libcuda.so.1: $(FAKE_LIBCUDA_DEPS) | cuda-headers
 # libnccl.so.2, and variants: too old (2.6.4, no ncclCommInitRankConfig), no ncclSend.
 FAKE_LIBNCCL_SRC := tests/cuda/fake_libnccl.c tests/cuda/fake_libnccl_shm.c
 FAKE_LIBNCCL_DEPS := $(FAKE_LIBNCCL_SRC) tests/cuda/fake_libnccl.h tests/cuda/fake_libnccl_internal.h \
-  backend-cuda/cuda_nccl_abi.h
+  backend-cuda/comm/cuda_nccl_abi.h
 fake_nccl_flags = $(if $(filter %-old,$(1)),-DFAKE_NCCL_OLD,$(if $(filter %-nosend,$(1)),-DFAKE_NCCL_NO_SEND))
 $(FAKE_LIBNCCL_VARIANTS:%=$(BUILD)/%/libnccl.so.2): $(FAKE_LIBNCCL_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(CUBERT_WARN) $(HOST_DEFS) $(call fake_nccl_flags,$(notdir $(@D))) -Itests/cuda -Ibackend-cuda \
 	  $(CFLAGS) -fPIC -shared -Wl,-soname,libnccl.so.2 -o $@ $(FAKE_LIBNCCL_SRC) -ldl -lpthread
 
-# The Mean kernels' embedded PTX (backend-cuda/cuda_comm_mean_ptx.h) from
-# backend-cuda/cuda_comm_kernels.h: regenerate it after editing the kernels (needs nvcc).
+# The Mean kernels' embedded PTX (backend-cuda/comm/cuda_comm_mean_ptx.h) from
+# backend-cuda/comm/cuda_comm_kernels.h: regenerate it after editing the kernels (needs nvcc).
 .PHONY: comm-mean-ptx
 comm-mean-ptx:
-	NVCC='$(NVCC)' sh tools/cubert-comm-ptx.sh backend-cuda/cuda_comm_mean_ptx.h
+	NVCC='$(NVCC)' sh tools/cubert-comm-ptx.sh backend-cuda/comm/cuda_comm_mean_ptx.h
 
 # The GPU smoke program (tests/cuda/cuda_smoke.c): run it on a machine with a GPU.
 # (it calls the device layer's internal functions: it links the internal archive)
@@ -774,10 +780,10 @@ endif
 # with the kernel images linked in.
 ifeq ($(CUDA),1)
 $(BUILD)/bench/bench_cuda: bench/bench_cuda.c $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench cuda-headers
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -I. -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 # bench/bench_nccl.c: all_reduce through the client next to raw NCCL (the loaders' tables).
 $(BUILD)/bench/bench_nccl: bench/bench_nccl.c $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench cuda-headers
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -I. -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 endif
 
 # A user's own kernels: make kernel-image KERNELS=path/my_kernels.h [OUT=my_kernels_image.c]
@@ -794,7 +800,7 @@ help:
 	@echo '  run                 build the examples and run examples/demo'
 	@echo '  test                build and run the suite, then the conformance suite on all three drivers'
 	@echo '                      (after fuzz-replay); TESTS="prefix ..." runs a subset'
-	@echo '  cts                 the conformance suite on one driver: SERVER=cpu|deterministic|inline|cuda (CUDA=1)'
+	@echo '  cts                 the conformance suite on one driver: DRIVER=cpu|deterministic|inline|cuda (CUDA=1)'
 	@echo '  check               test check-freestanding check-headers check-32bit check-cortex-m check-install'
 	@echo '                      check-symbols fuzz-replay check-tools check-cortex-m0 check-cxx-host check-stack'
 	@echo '                      check-hygiene check-embedded-demo, and check-clang'
@@ -832,7 +838,7 @@ help:
 	@echo '                      ($(BUILD)/bench/results.csv, bench.svg) | only build (BENCH_ARGS passed to each)'
 	@echo '  examples | tools    build examples/*.c | tools/*.c'
 	@echo '  sim                 deterministic-simulation seed sweep (SEEDS=$(SEEDS)): seeds run, violations, slowest seed'
-	@echo '  CUDA=1 ...          also the CUDA backend (BUILD=build/cuda, CUDA_PATH=$(CUDA_PATH)); docs/cuda.md'
+	@echo '  CUDA=1 ...          also the CUDA driver (BUILD=build/cuda, CUDA_PATH=$(CUDA_PATH)); docs/cuda.md'
 	@echo '  cuda-smoke          (CUDA=1) the GPU smoke program; tools/gpu-run.sh runs everything on a GPU machine'
 	@echo '  kernel-image        KERNELS=my_kernels.h [OUT=file.c]: embed a kernel file'"'"'s CUDA image (nvcc)'
 	@echo '  comm-mean-ptx       (CUDA=1) regenerate the all_reduce Mean kernels'"'"' PTX (nvcc); tools/gpu-run-nccl.sh runs the NCCL collectives on GPUs'

@@ -52,7 +52,7 @@
 #include "cubert/client.h"
 #include "cubert/cpu.h"
 #include "cubert/cube.h"
-#include "cubert/host.h"
+#include "cubert/os.h"
 #include "bench_util.h"
 #include "cpu/cpu_executor.h"
 #include "cubert_kernels.h"
@@ -214,15 +214,15 @@ static bench_stat_t bench_executor_floor(const config_t *cfg, uint32_t workers) 
   int r;
   one.x = one.y = one.z = 1;
   cubert_kernel_args_initialize(&args);
-  MUST("executor create", cubert_cpu_executor_create(cubert_allocator_libc(), workers, &ex, &err));
+  MUST("executor create", cubert__cpu_executor_create(cubert_allocator_libc(), workers, &ex, &err));
   for (r = -1; r < cfg->runs; r++) {
     double t0 = bench_now_ns();
     for (i = 0; i < cfg->round_trips; i++)
-      MUST("executor run", cubert_cpu_executor_run(ex, &ck_empty_kernel, one, one, &args,
+      MUST("executor run", cubert__cpu_executor_run(ex, &ck_empty_kernel, one, one, &args,
                                                    CUBERT_EXECUTION_CHECKED, NULL, &err));
     if (r >= 0) t[r] = (bench_now_ns() - t0) / (double)cfg->round_trips;
   }
-  cubert_cpu_executor_destroy(ex);
+  cubert__cpu_executor_destroy(ex);
   return bench_stat_of(t, cfg->runs);
 }
 
@@ -290,7 +290,7 @@ static bandwidth_t bench_add(uint32_t workers, const config_t *cfg, const float 
   size_t i, bad = 0;
   int r;
   MUST("executor create",
-       cubert_cpu_executor_create(cubert_allocator_libc(), workers, &ex, &err));
+       cubert__cpu_executor_create(cubert_allocator_libc(), workers, &ex, &err));
   cubert_kernel_args_initialize(&kargs);
   cubert_kernel_args_set_buffer(&kargs, 0, (void *)(uintptr_t)a, bytes);
   cubert_kernel_args_set_buffer(&kargs, 1, (void *)(uintptr_t)b, bytes);
@@ -308,7 +308,7 @@ static bandwidth_t bench_add(uint32_t workers, const config_t *cfg, const float 
     MUST("sync", cubert_client_sync(client, &err));
     ta = bench_now_ns() - t0;
     t0 = bench_now_ns();
-    MUST("executor add", cubert_cpu_executor_run(ex, &ck_add_f32_kernel, grid,
+    MUST("executor add", cubert__cpu_executor_run(ex, &ck_add_f32_kernel, grid,
                                                  ck_add_f32_kernel.cube_dim, &kargs,
                                                  CUBERT_EXECUTION_CHECKED, NULL, &err));
     te = bench_now_ns() - t0;
@@ -335,7 +335,7 @@ static bandwidth_t bench_add(uint32_t workers, const config_t *cfg, const float 
   }
   for (i = 0; i < 3; i++) MUST("release", cubert_client_handle_release(client, &h[i], NULL));
   cubert_client_release(client);
-  cubert_cpu_executor_destroy(ex);
+  cubert__cpu_executor_destroy(ex);
   out.add_gbs = bench_stat_of(add, cfg->runs);
   out.exec_gbs = bench_stat_of(ex_add, cfg->runs);
   out.memcpy_gbs = bench_stat_of(mc, cfg->runs);

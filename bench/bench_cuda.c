@@ -60,7 +60,7 @@
 
 #if !defined(CUBERT_HAVE_BACKEND_CUDA)
 int main(void) {
-  printf("bench_cuda: skipped: CUDA unavailable: this build has no CUDA backend (make CUDA=1)\n");
+  printf("bench_cuda: skipped: CUDA unavailable: this build has no CUDA driver (make CUDA=1)\n");
   return 0;
 }
 #else
@@ -69,7 +69,7 @@ int main(void) {
 #include "cubert/cpu.h"
 #include "cubert/cube.h"
 #include "cubert/cuda.h"
-#include "cubert/host.h"
+#include "cubert/os.h"
 #include "cubert_kernels.h"
 #include "bench_cuda_raw.h"
 

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "cubert/cuda.h"
-#include "cuda_loader.h"
+#include "device/cuda_loader.h"
 
 #define RAW_CU(what, expr)                                                               \
   do {                                                                                   \
@@ -65,14 +65,14 @@ typedef struct raw_t {
 static void raw_open(raw_t *r) {
   void *set, *get;
   memset(r, 0, sizeof *r);
-  if (cubert_cuda_loader_shared(&r->cu, NULL) != CUBERT_STATUS_OK) exit(1);
+  if (cubert__cuda_loader_shared(&r->cu, NULL) != CUBERT_STATUS_OK) exit(1);
   RAW_CU("cuDeviceGet", r->cu->cuDeviceGet(&r->dev, 0));
   RAW_CU("cuDevicePrimaryCtxRetain", r->cu->cuDevicePrimaryCtxRetain(&r->ctx, r->dev));
   RAW_CU("cuCtxSetCurrent", r->cu->cuCtxSetCurrent(r->ctx));
   RAW_CU("cuStreamCreate", r->cu->cuStreamCreate(&r->stream, CU_STREAM_NON_BLOCKING));
   RAW_CU("cuEventCreate", r->cu->cuEventCreate(&r->event, CU_EVENT_DISABLE_TIMING));
-  set = cubert_cuda_loader_symbol(r->cu, "cuCtxSetFlags");
-  get = cubert_cuda_loader_symbol(r->cu, "cuCtxGetFlags");
+  set = cubert__cuda_loader_symbol(r->cu, "cuCtxSetFlags");
+  get = cubert__cuda_loader_symbol(r->cu, "cuCtxGetFlags");
   if (set && get) {
     memcpy(&r->ctx_set_flags, &set, sizeof set);
     memcpy(&r->ctx_get_flags, &get, sizeof get);

@@ -2,7 +2,7 @@
 /*
  * bench/bench_device_handle.c: cost of the two device-handle implementations
  * (cubert/device.h): the direct (locked) handle over a recursive pthread
- * mutex, and the runner-thread handle (cubert/host.h).
+ * mutex, and the runner-thread handle (cubert/os.h).
  *
  * For each implementation, median over --runs repeated runs of:
  *  (a) ns per non-blocking submit of an empty task from one thread (the
@@ -22,9 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cubert/host.h"
-#include "cubert/backend/device.h"
-#include "host/host_thread.h"
+#include "cubert/os.h"
+#include "cubert/driver/device.h"
+#include "os/os_thread.h"
 
 #define BENCH_THREADS 4
 #define BENCH_MAX_RUNS 101
@@ -82,19 +82,19 @@ static void bench_check(cubert_status_t status) {
 
 /* (a) */
 static double bench_submit(cubert_device_handle_t *h, long n) {
-  uint64_t start = cubert_host_clock_ns();
+  uint64_t start = cubert__os_clock_ns();
   long i;
   for (i = 0; i < n; i++) bench_check(h->vtable->submit(h->self, task_empty, NULL, 0));
   bench_check(h->vtable->submit_blocking(h->self, task_empty, NULL));
-  return (double)(cubert_host_clock_ns() - start) / (double)n;
+  return (double)(cubert__os_clock_ns() - start) / (double)n;
 }
 
 /* (b) */
 static double bench_blocking(cubert_device_handle_t *h, long n) {
-  uint64_t start = cubert_host_clock_ns();
+  uint64_t start = cubert__os_clock_ns();
   long i;
   for (i = 0; i < n; i++) bench_check(h->vtable->submit_blocking(h->self, task_empty, NULL));
-  return (double)(cubert_host_clock_ns() - start) / (double)n;
+  return (double)(cubert__os_clock_ns() - start) / (double)n;
 }
 
 /* (d) */
@@ -105,9 +105,9 @@ static double bench_burst(cubert_device_handle_t *h, long n) {
   long bursts = n / BENCH_BURST + 1, b;
   int i;
   for (b = 0; b < bursts; b++) {
-    uint64_t start = cubert_host_clock_ns();
+    uint64_t start = cubert__os_clock_ns();
     for (i = 0; i < BENCH_BURST; i++) bench_check(h->vtable->submit(h->self, task_empty, NULL, 0));
-    total += cubert_host_clock_ns() - start;
+    total += cubert__os_clock_ns() - start;
     bench_check(h->vtable->submit_blocking(h->self, task_empty, NULL));
   }
   return (double)total / (double)(bursts * BENCH_BURST);
@@ -123,7 +123,7 @@ typedef struct bench_thread_t {
 static void *bench_thread_main(void *arg) {
   bench_thread_t *t = (bench_thread_t *)arg;
   long i;
-  while (!__atomic_load_n(t->go, __ATOMIC_ACQUIRE)) cubert_host_cpu_relax();
+  while (!__atomic_load_n(t->go, __ATOMIC_ACQUIRE)) cubert__os_cpu_relax();
   for (i = 0; i < t->n; i++)
     bench_check(t->handle->vtable->submit(t->handle->self, task_empty, NULL, 0));
   bench_check(t->handle->vtable->submit_blocking(t->handle->self, task_empty, NULL));
@@ -145,10 +145,10 @@ static double bench_threads(cubert_device_handle_t *h, long n) {
       exit(1);
     }
   }
-  start = cubert_host_clock_ns();
+  start = cubert__os_clock_ns();
   __atomic_store_n(&go, 1u, __ATOMIC_RELEASE);
   for (i = 0; i < BENCH_THREADS; i++) (void)pthread_join(threads[i], NULL);
-  return (double)(cubert_host_clock_ns() - start) / (double)(n * BENCH_THREADS);
+  return (double)(cubert__os_clock_ns() - start) / (double)(n * BENCH_THREADS);
 }
 
 static int bench_cmp(const void *a, const void *b) {
@@ -229,7 +229,7 @@ int main(int argc, char **argv) {
   (void)pthread_mutexattr_destroy(&attr);
   printf("device handle: median of %d runs, n = %ld, runner queue = %u, %u CPUs\n", cfg.runs,
          cfg.n, cfg.queue ? cfg.queue : CUBERT_DEVICE_RUNNER_QUEUE_DEFAULT,
-         cubert_host_cpu_count());
+         cubert__os_cpu_count());
   printf("| %-40s | %10s | %10s | %13s |\n", "operation", "direct", "runner", "runner/direct");
   printf("|%s|------------|------------|---------------|\n",
          "------------------------------------------");

@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cubert/host.h"
+#include "cubert/os.h"
 #include "cpu/cpu_executor.h"
-#include "host/host_thread.h"
+#include "os/os_thread.h"
 #include "cubert_kernels.h"
 
 #define REPEATS 15
@@ -50,17 +50,17 @@ static double bench_empty(cubert_cpu_executor_t *ex, uint32_t cubes) {
   int r, i;
   cubert_kernel_args_initialize(&args);
   for (i = 0; i < batch; i++) /* warm-up */
-    (void)cubert_cpu_executor_run(ex, &ck_empty_kernel, dim3(cubes, 1, 1), dim3(1, 1, 1), &args,
+    (void)cubert__cpu_executor_run(ex, &ck_empty_kernel, dim3(cubes, 1, 1), dim3(1, 1, 1), &args,
                                   CUBERT_EXECUTION_CHECKED, NULL, NULL);
   for (r = 0; r < REPEATS; r++) {
-    uint64_t t0 = cubert_host_clock_ns();
+    uint64_t t0 = cubert__os_clock_ns();
     for (i = 0; i < batch; i++)
-      if (cubert_cpu_executor_run(ex, &ck_empty_kernel, dim3(cubes, 1, 1), dim3(1, 1, 1), &args,
+      if (cubert__cpu_executor_run(ex, &ck_empty_kernel, dim3(cubes, 1, 1), dim3(1, 1, 1), &args,
                                   CUBERT_EXECUTION_CHECKED, NULL, NULL) != CUBERT_STATUS_OK) {
         fprintf(stderr, "bench_executor: launch failed\n");
         exit(1);
       }
-    t[r] = cubert_host_clock_ns() - t0;
+    t[r] = cubert__os_clock_ns() - t0;
   }
   return (double)median(t, REPEATS) / batch;
 }
@@ -76,14 +76,14 @@ static double bench_add(cubert_cpu_executor_t *ex, float *a, float *b, float *ou
   cubert_kernel_args_set_buffer(&args, 1, b, n * sizeof(float));
   cubert_kernel_args_set_buffer(&args, 2, out, n * sizeof(float));
   for (r = -1; r < REPEATS; r++) { /* r = -1: warm-up */
-    uint64_t t0 = cubert_host_clock_ns();
-    if (cubert_cpu_executor_run(ex, &ck_add_f32_kernel, dim3(cubes, 1, 1),
+    uint64_t t0 = cubert__os_clock_ns();
+    if (cubert__cpu_executor_run(ex, &ck_add_f32_kernel, dim3(cubes, 1, 1),
                                 ck_add_f32_kernel.cube_dim, &args, CUBERT_EXECUTION_CHECKED, NULL,
                                 NULL) != CUBERT_STATUS_OK) {
       fprintf(stderr, "bench_executor: add failed\n");
       exit(1);
     }
-    if (r >= 0) t[r] = cubert_host_clock_ns() - t0;
+    if (r >= 0) t[r] = cubert__os_clock_ns() - t0;
   }
   /* check a few values so the work cannot be skipped */
   if (out[0] != a[0] + b[0] || out[n - 1] != a[n - 1] + b[n - 1] || out[n / 3] != a[n / 3] + b[n / 3]) {
@@ -97,17 +97,17 @@ static double bench_memcpy(void *dst, const void *src, size_t bytes) {
   uint64_t t[REPEATS];
   int r;
   for (r = -1; r < REPEATS; r++) {
-    uint64_t t0 = cubert_host_clock_ns();
+    uint64_t t0 = cubert__os_clock_ns();
     memcpy(dst, src, bytes);
     __asm__ __volatile__("" : : "r"(dst) : "memory");
-    if (r >= 0) t[r] = cubert_host_clock_ns() - t0;
+    if (r >= 0) t[r] = cubert__os_clock_ns() - t0;
   }
   return (double)median(t, REPEATS);
 }
 
 int main(int argc, char **argv) {
   const size_t bytes = (size_t)64 << 20, n = bytes / sizeof(float);
-  uint32_t cpus = cubert_host_cpu_count();
+  uint32_t cpus = cubert__os_cpu_count();
   uint32_t workers = cpus > 1 ? cpus - 1 : 0;
   cubert_cpu_executor_t *ex = NULL, *ex0 = NULL;
   float *a, *b, *out;
@@ -115,8 +115,8 @@ int main(int argc, char **argv) {
   size_t i;
   /* [workers]; options such as --quick (make bench BENCH_ARGS=--quick) are ignored */
   if (argc > 1 && argv[1][0] != '-') workers = (uint32_t)strtoul(argv[1], NULL, 10);
-  if (cubert_cpu_executor_create(cubert_allocator_libc(), workers, &ex, NULL) != CUBERT_STATUS_OK ||
-      cubert_cpu_executor_create(cubert_allocator_libc(), 0, &ex0, NULL) != CUBERT_STATUS_OK) {
+  if (cubert__cpu_executor_create(cubert_allocator_libc(), workers, &ex, NULL) != CUBERT_STATUS_OK ||
+      cubert__cpu_executor_create(cubert_allocator_libc(), 0, &ex0, NULL) != CUBERT_STATUS_OK) {
     fprintf(stderr, "bench_executor: cannot create executors\n");
     return 1;
   }
@@ -154,8 +154,8 @@ int main(int argc, char **argv) {
   printf("ratio GB/s add(pool)/memcpy = %.2f, add(1 thread)/memcpy = %.2f\n",
          (3.0 * (double)bytes / add_pool) / (2.0 * (double)bytes / mc),
          (3.0 * (double)bytes / add_one) / (2.0 * (double)bytes / mc));
-  cubert_cpu_executor_destroy(ex);
-  cubert_cpu_executor_destroy(ex0);
+  cubert__cpu_executor_destroy(ex);
+  cubert__cpu_executor_destroy(ex0);
   free(a);
   free(b);
   free(out);

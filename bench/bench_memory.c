@@ -40,10 +40,10 @@
 #include <unistd.h>
 
 #include "cubert/cubert.h"
-#include "cubert/host.h"
+#include "cubert/os.h"
 #include "cubert/memory.h"
-#include "cubert/backend/handle_table.h"
-#include "cubert/backend/memory.h"
+#include "memory/handle_table.h"
+#include "memory/memory.h"
 #include "bench_util.h"
 #include "host_storage.h"
 
@@ -127,20 +127,20 @@ static int bench_manager(const workload_t *w, mm_result_t *out) {
   ring = (cubert_memory_id_t *)calloc(w->window, sizeof *ring);
   samples = (double *)calloc(batches, sizeof *samples);
   if (!ring || !samples ||
-      cubert_handle_table_create(allocator, (uint32_t)(w->window * 2 + 1024), 1, &table) != CUBERT_STATUS_OK ||
-      cubert_memory_manager_create(allocator, storage.storage, table, props, &config, NULL, &mm, &err) !=
+      cubert__handle_table_create(allocator, (uint32_t)(w->window * 2 + 1024), 1, &table) != CUBERT_STATUS_OK ||
+      cubert__memory_manager_create(allocator, storage.storage, table, props, &config, NULL, &mm, &err) !=
           CUBERT_STATUS_OK) {
     fprintf(stderr, "bench_memory: setup failed\n");
     return -1;
   }
   for (i = 0; i < w->window; i++)
-    if (cubert_memory_manager_reserve(mm, w->sizes[i], &ring[i], &err) != CUBERT_STATUS_OK) return -1;
+    if (cubert__memory_manager_reserve(mm, w->sizes[i], &ring[i], &err) != CUBERT_STATUS_OK) return -1;
   for (b = 0; b < batches; b++) {
     double t0 = bench_now_ns();
     for (i = 0; i < BATCH; i++) {
       size_t k = w->window + b * BATCH + i;
-      cubert_memory_id_release_handle(table, ring[head]);
-      if (cubert_memory_manager_reserve(mm, w->sizes[k], &ring[head], &err) != CUBERT_STATUS_OK) {
+      cubert__memory_id_release_handle(table, ring[head]);
+      if (cubert__memory_manager_reserve(mm, w->sizes[k], &ring[head], &err) != CUBERT_STATUS_OK) {
         fprintf(stderr, "bench_memory: reserve failed (%s)\n", cubert_status_name(err.status));
         return -1;
       }
@@ -149,11 +149,11 @@ static int bench_manager(const workload_t *w, mm_result_t *out) {
     samples[b] = (bench_now_ns() - t0) / BATCH;
   }
   out->ns = stat_of_samples(samples, batches);
-  out->usage = cubert_memory_manager_memory_usage(mm);
+  out->usage = cubert__memory_manager_memory_usage(mm);
   out->storage_allocs = storage.live_allocs;
-  for (i = 0; i < w->window; i++) cubert_memory_id_release_handle(table, ring[i]);
-  cubert_memory_manager_destroy(mm);
-  cubert_handle_table_destroy(table);
+  for (i = 0; i < w->window; i++) cubert__memory_id_release_handle(table, ring[i]);
+  cubert__memory_manager_destroy(mm);
+  cubert__handle_table_destroy(table);
   host_storage_destroy(&storage);
   free(ring);
   free(samples);
@@ -177,25 +177,25 @@ static int bench_table_floor(const workload_t *w, bench_stat_t *out) {
   loc.page = 2;
   loc.slice = 3;
   if (!ring || !samples ||
-      cubert_handle_table_create(cubert_allocator_libc(), (uint32_t)(w->window * 2 + 1024), 1,
+      cubert__handle_table_create(cubert_allocator_libc(), (uint32_t)(w->window * 2 + 1024), 1,
                                  &table) != CUBERT_STATUS_OK)
     return -1;
   for (i = 0; i < w->window; i++)
-    if (cubert_memory_id_acquire_owned(table, loc, &ring[i]) != CUBERT_STATUS_OK) return -1;
+    if (cubert__memory_id_acquire_owned(table, loc, &ring[i]) != CUBERT_STATUS_OK) return -1;
   for (b = 0; b < batches; b++) {
     double t0 = bench_now_ns();
     for (i = 0; i < BATCH; i++) {
       cubert_memory_id_t old = ring[head];
-      cubert_memory_id_release_handle(table, old);
-      if (cubert_memory_id_is_free(table, old)) cubert_memory_id_disown(table, old);
-      if (cubert_memory_id_acquire_owned(table, unset, &ring[head]) != CUBERT_STATUS_OK) return -1;
-      cubert_memory_id_set_location_owned(table, ring[head], loc);
+      cubert__memory_id_release_handle(table, old);
+      if (cubert__memory_id_is_free(table, old)) cubert__memory_id_disown(table, old);
+      if (cubert__memory_id_acquire_owned(table, unset, &ring[head]) != CUBERT_STATUS_OK) return -1;
+      cubert__memory_id_set_location_owned(table, ring[head], loc);
       head = head + 1 == w->window ? 0 : head + 1;
     }
     samples[b] = (bench_now_ns() - t0) / BATCH;
   }
   *out = stat_of_samples(samples, batches);
-  cubert_handle_table_destroy(table);
+  cubert__handle_table_destroy(table);
   free(ring);
   free(samples);
   return 0;

@@ -34,16 +34,16 @@
 
 #if !defined(CUBERT_HAVE_BACKEND_CUDA)
 int main(void) {
-  printf("bench_nccl: skipped: CUDA unavailable: this build has no CUDA backend (make CUDA=1)\n");
+  printf("bench_nccl: skipped: CUDA unavailable: this build has no CUDA driver (make CUDA=1)\n");
   return 0;
 }
 #else
 
 #include "cubert/client.h"
 #include "cubert/cuda.h"
-#include "cubert/host.h"
-#include "cuda_comm.h"
-#include "cuda_loader.h"
+#include "cubert/os.h"
+#include "comm/cuda_comm.h"
+#include "device/cuda_loader.h"
 
 #define MAX_GPUS 8
 #define SIZES 10
@@ -73,8 +73,8 @@ static int check_cu(CUresult r, const char *what) {
 
 static int check_nccl(const bench_t *b, int r, const char *what) {
   if (r == CUBERT_NCCL_SUCCESS) return 1;
-  fprintf(stderr, "bench_nccl: %s failed: %s (%s)\n", what, cubert_nccl_result_name(r),
-          b->nl->ncclGetErrorString((cubert_nccl_result_t)r));
+  fprintf(stderr, "bench_nccl: %s failed: %s (%s)\n", what, cubert__nccl_result_name(r),
+          b->nl->ncclGetErrorString((cubert__nccl_result_t)r));
   g_failed = 1;
   return 0;
 }
@@ -319,7 +319,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s [--runs R] [--iters I] [--gpus N] [--max-mib M]\n", argv[0]);
     return 2;
   }
-  if (cubert_cuda_loader_shared(&b.cu, &err) != CUBERT_STATUS_OK ||
+  if (cubert__cuda_loader_shared(&b.cu, &err) != CUBERT_STATUS_OK ||
       cubert_cuda_device_count(&gpus, &err) != CUBERT_STATUS_OK ||
       cuda_comm_nccl(&b.nl, &err) != CUBERT_STATUS_OK) {
     printf("bench_nccl: skipped: %s\n", err.reason);
@@ -339,7 +339,7 @@ int main(int argc, char **argv) {
   }
   {
     char v[32];
-    cubert_nccl_version_text(b.nl->version, v, sizeof v);
+    cubert__nccl_version_text(b.nl->version, v, sizeof v);
     printf("bench_nccl: %u GPU%s, NCCL %s, %u runs of %u collectives per size%s\n", (unsigned)b.n,
            b.n > 1 ? "s" : "", v, (unsigned)b.runs, (unsigned)b.iters,
            b.n == 1 ? " (one rank: the client path's overhead over a raw one-rank NCCL call; "

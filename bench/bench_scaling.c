@@ -46,7 +46,7 @@
 #include "cubert/client.h"
 #include "cubert/cpu.h"
 #include "cubert/cube.h"
-#include "cubert/host.h"
+#include "cubert/os.h"
 #include "bench_util.h"
 #include "cubert_kernels.h"
 

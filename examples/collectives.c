@@ -6,7 +6,7 @@
 
 #include "cubert/cubert.h"
 #include "cubert/cpu.h"
-#include "cubert/host.h"
+#include "cubert/os.h"
 
 #define DEVICES 4
 #define N 8

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "cubert/cubert.h"
-#include "cubert/host.h"
+#include "cubert/os.h"
 
 #if defined(CUBERT_HAVE_BACKEND_CUDA)
 #include "cubert/cuda.h"
@@ -193,10 +193,10 @@ int main(int argc, char **argv) {
   return 0;
 }
 
-#else /* a build without the CUDA backend */
+#else /* a build without the CUDA driver */
 
 int main(void) {
-  printf("skipped: this build has no CUDA backend (make CUDA=1)\n");
+  printf("skipped: this build has no CUDA driver (make CUDA=1)\n");
   return 0;
 }
 

@@ -18,7 +18,7 @@
 #include "cubert/client.h"
 #include "cubert/cpu.h"
 #include "cubert/cube.h"
-#include "cubert/host.h"
+#include "cubert/os.h"
 #include "cubert/memory.h"
 #if defined(CUBERT_HAVE_BACKEND_CUDA)
 #include "cubert/cuda.h"

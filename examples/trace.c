@@ -9,7 +9,7 @@
  *
  * or open trace.json in https://ui.perfetto.dev or chrome://tracing.
  * Stream 1 uploads two vectors and adds them (a few launches); stream 2
- * scales the sum, which stream 1 wrote, so the kit makes stream 2 wait for
+ * scales the sum, which stream 1 wrote, so the server makes stream 2 wait for
  * stream 1 (a cross-stream wait); both results are read back. The same
  * trace without code: CUBERT_TRACE=trace.json any-program.
  */
@@ -18,7 +18,7 @@
 
 #include "cubert/cpu.h"
 #include "cubert/cube.h"
-#include "cubert/host.h"
+#include "cubert/os.h"
 #include "cubert/trace.h"
 #include "cubert_kernels.h"
 

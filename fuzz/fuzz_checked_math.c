@@ -13,7 +13,7 @@
 #include <stdlib.h>
 
 #include "cubert/allocator.h"
-#include "cubert/backend/arith.h"
+#include "cubert/driver/arith.h"
 #include "fuzz.h"
 
 #define FUZZ_CHECK(cond)                                                            \

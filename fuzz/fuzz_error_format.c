@@ -19,6 +19,7 @@
 #include "cubert/error.h"
 #include "base/fmt.h"
 #include "fuzz.h"
+#include "cubert/driver/error.h"
 
 #define FUZZ_CHECK(cond)                                                            \
   do {                                                                              \
@@ -101,7 +102,7 @@ static void build_api(cubert_error_t *e, fuzz_reader_t *r) {
   if (fuzz_u8(r) & 1) {
     for (i = 0; i < 3; i++) e->field2[i] = fuzz_u64(r);
   }
-  if (fuzz_u8(r) & 1) e->backend_code = (int64_t)fuzz_u64(r);
+  if (fuzz_u8(r) & 1) e->driver_code = (int64_t)fuzz_u64(r);
   wraps = fuzz_u8(r) % 10;
   for (i = 0; i < wraps; i++) {
     cubert_error_kind_t inner = cubert_error_kind(e);
@@ -160,27 +161,27 @@ static void check_fmt_numbers(fuzz_reader_t *r) {
   unsigned digits = fuzz_u8(r) % 20;
   size_t size = fuzz_u8(r) % 24;
   int n;
-  cubert_fmt_initialize(&f, ours, sizeof(ours));
-  cubert_fmt_append_u64(&f, u);
-  cubert_fmt_append_char(&f, ' ');
-  cubert_fmt_append_i64(&f, s);
-  cubert_fmt_append_char(&f, ' ');
-  cubert_fmt_append_hex(&f, u, digits);
+  cubert__fmt_initialize(&f, ours, sizeof(ours));
+  cubert__fmt_append_u64(&f, u);
+  cubert__fmt_append_char(&f, ' ');
+  cubert__fmt_append_i64(&f, s);
+  cubert__fmt_append_char(&f, ' ');
+  cubert__fmt_append_hex(&f, u, digits);
   n = snprintf(ref, sizeof(ref), "%llu %lld %0*llx", (unsigned long long)u, (long long)s,
                (int)(digits > 16 ? 16 : (digits == 0 ? 1 : digits)), (unsigned long long)u);
-  FUZZ_CHECK(n > 0 && (size_t)n == cubert_fmt_length(&f));
+  FUZZ_CHECK(n > 0 && (size_t)n == cubert__fmt_length(&f));
   FUZZ_CHECK(strcmp(ours, ref) == 0);
   /* the same text into a small exact-size heap buffer */
   {
     char *buf = (char *)malloc(size ? size : 1);
     FUZZ_CHECK(buf != NULL);
-    cubert_fmt_initialize(&f, size ? buf : NULL, size);
-    cubert_fmt_append_u64(&f, u);
-    cubert_fmt_append_char(&f, ' ');
-    cubert_fmt_append_i64(&f, s);
-    cubert_fmt_append_char(&f, ' ');
-    cubert_fmt_append_hex(&f, u, digits);
-    FUZZ_CHECK(cubert_fmt_length(&f) == (size_t)n);
+    cubert__fmt_initialize(&f, size ? buf : NULL, size);
+    cubert__fmt_append_u64(&f, u);
+    cubert__fmt_append_char(&f, ' ');
+    cubert__fmt_append_i64(&f, s);
+    cubert__fmt_append_char(&f, ' ');
+    cubert__fmt_append_hex(&f, u, digits);
+    FUZZ_CHECK(cubert__fmt_length(&f) == (size_t)n);
     if (size > 0) {
       size_t kept = (size_t)n < size - 1 ? (size_t)n : size - 1;
       FUZZ_CHECK(strlen(buf) == kept);

@@ -14,7 +14,7 @@
  * (INVALID_HANDLE for stale, forged, double-released and foreign ids, which
  * then change nothing); a new id never takes the slot of an id in use, has
  * the table's tag and an odd generation; the counts and the boolean queries
- * match the model; cubert_handle_table_live is the number of ids alive or
+ * match the model; cubert__handle_table_live is the number of ids alive or
  * still owned; after the model's references are all given back the table
  * is empty, and destroying it frees everything. An injected allocation
  * failure may only turn an acquire (which grows the table) into
@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "cubert/handle.h"
-#include "cubert/backend/handle_table.h"
+#include "memory/handle_table.h"
 #include "fuzz.h"
 #include "fuzz_alloc.h"
 
@@ -150,10 +150,10 @@ static void op_acquire(ctx_t *x, int kind) {
   memset(&zero, 0, sizeof zero);
   if (x->nids == MAX_IDS) return;
   want = model_live(x) >= x->max_slots ? CUBERT_STATUS_OUT_OF_RANGE : CUBERT_STATUS_OK;
-  if (kind == 0) st = cubert_memory_id_acquire(x->table, &id);
-  else if (kind == 1) st = cubert_memory_id_acquire_owned(x->table, loc, &id);
+  if (kind == 0) st = cubert__memory_id_acquire(x->table, &id);
+  else if (kind == 1) st = cubert__memory_id_acquire_owned(x->table, loc, &id);
   else {
-    st = cubert_handle_create(x->table, 7, 9, 11, size, &h);
+    st = cubert__handle_create(x->table, 7, 9, 11, size, &h);
     id = h.memory;
   }
   if (st == CUBERT_STATUS_RESOURCE_EXHAUSTED) { /* only when growing failed */
@@ -185,7 +185,7 @@ static void op_handle_level(ctx_t *x, uint8_t which) {
   switch (which % 6) {
     case 0: /* clone */
       want = model_retain(x, id, 0);
-      st = cubert_handle_clone(x->table, &h, &out);
+      st = cubert__handle_clone(x->table, &h, &out);
       FUZZ_CHECK(st == want && (st != CUBERT_STATUS_OK || memcmp(&out, &h, sizeof h) == 0));
       break;
     case 1: { /* offset: the range is checked before the id */
@@ -198,7 +198,7 @@ static void op_handle_level(ctx_t *x, uint8_t which) {
       want = overflow ? CUBERT_STATUS_OVERFLOW
              : range  ? CUBERT_STATUS_OUT_OF_RANGE
                       : model_retain(x, id, 0);
-      st = cubert_handle_offset(x->table, &h, a, b, &out);
+      st = cubert__handle_offset(x->table, &h, a, b, &out);
       FUZZ_CHECK(st == want);
       if (st == CUBERT_STATUS_OK)
         FUZZ_CHECK(out.offset_start == h.offset_start + a && out.offset_end == h.offset_end + b &&
@@ -207,20 +207,20 @@ static void op_handle_level(ctx_t *x, uint8_t which) {
     }
     case 2: /* binding */
       want = model_retain(x, id, 1);
-      st = cubert_handle_binding(x->table, &h, &out);
+      st = cubert__handle_binding(x->table, &h, &out);
       FUZZ_CHECK(st == want && (st != CUBERT_STATUS_OK || memcmp(&out, &h, sizeof h) == 0));
       break;
     case 3:
       want = model_retain(x, id, 1);
-      FUZZ_CHECK(cubert_binding_clone(x->table, &h, &out) == want);
+      FUZZ_CHECK(cubert__binding_clone(x->table, &h, &out) == want);
       break;
     case 4:
       want = model_release(x, id, 0);
-      FUZZ_CHECK(cubert_handle_release(x->table, &h) == want);
+      FUZZ_CHECK(cubert__handle_release(x->table, &h) == want);
       break;
     default:
       want = model_release(x, id, 1);
-      FUZZ_CHECK(cubert_binding_release(x->table, &h) == want);
+      FUZZ_CHECK(cubert__binding_release(x->table, &h) == want);
       break;
   }
 }
@@ -233,26 +233,26 @@ static void op_ownership(ctx_t *x, uint8_t which) {
   int loc_ok = m && (m->alive || m->owned);
   switch (which % 5) {
     case 0: /* take */
-      FUZZ_CHECK(cubert_memory_id_set_owned(x->table, id, true) ==
+      FUZZ_CHECK(cubert__memory_id_set_owned(x->table, id, true) ==
                  (m && m->alive && !m->owned ? CUBERT_STATUS_OK : CUBERT_STATUS_INVALID_HANDLE));
       if (m && m->alive) m->owned = 1;
       break;
     case 1: /* drop (general and owner-only forms) */
     case 2:
-      FUZZ_CHECK(((which % 5) == 1 ? cubert_memory_id_set_owned(x->table, id, false)
-                                   : cubert_memory_id_disown(x->table, id)) ==
+      FUZZ_CHECK(((which % 5) == 1 ? cubert__memory_id_set_owned(x->table, id, false)
+                                   : cubert__memory_id_disown(x->table, id)) ==
                  (owner_ok ? CUBERT_STATUS_OK : CUBERT_STATUS_INVALID_HANDLE));
       if (owner_ok) m->owned = 0;
       break;
     case 3:
-      FUZZ_CHECK(((loc.pool & 1) ? cubert_memory_id_set_location_owned(x->table, id, loc)
-                                 : cubert_memory_id_set_location(x->table, id, loc)) ==
+      FUZZ_CHECK(((loc.pool & 1) ? cubert__memory_id_set_location_owned(x->table, id, loc)
+                                 : cubert__memory_id_set_location(x->table, id, loc)) ==
                  (loc_ok ? CUBERT_STATUS_OK : CUBERT_STATUS_INVALID_HANDLE));
       if (loc_ok) m->loc = loc;
       break;
     default:
       memset(&got, 0x5A, sizeof got);
-      FUZZ_CHECK(cubert_memory_id_location(x->table, id, &got) ==
+      FUZZ_CHECK(cubert__memory_id_location(x->table, id, &got) ==
                  (loc_ok ? CUBERT_STATUS_OK : CUBERT_STATUS_INVALID_HANDLE));
       FUZZ_CHECK(loc_ok ? loc_eq(got, m->loc) : got.slice == 0x5A5A5A5Au);
       break;
@@ -265,19 +265,19 @@ static void op_retain_release(ctx_t *x, uint8_t which) {
   switch (which % 4) {
     case 0:
       want = model_retain(x, id, 0);
-      FUZZ_CHECK(cubert_memory_id_retain_handle(x->table, id) == want);
+      FUZZ_CHECK(cubert__memory_id_retain_handle(x->table, id) == want);
       break;
     case 1:
       want = model_release(x, id, 0);
-      FUZZ_CHECK(cubert_memory_id_release_handle(x->table, id) == want);
+      FUZZ_CHECK(cubert__memory_id_release_handle(x->table, id) == want);
       break;
     case 2:
       want = model_retain(x, id, 1);
-      FUZZ_CHECK(cubert_memory_id_retain_binding(x->table, id) == want);
+      FUZZ_CHECK(cubert__memory_id_retain_binding(x->table, id) == want);
       break;
     default:
       want = model_release(x, id, 1);
-      FUZZ_CHECK(cubert_memory_id_release_binding(x->table, id) == want);
+      FUZZ_CHECK(cubert__memory_id_release_binding(x->table, id) == want);
       break;
   }
 }
@@ -288,20 +288,20 @@ static void op_query(ctx_t *x) {
   const m_id_t *m = lookup(x, id);
   int alive = m && m->alive;
   cubert_handle_t h;
-  FUZZ_CHECK(cubert_memory_id_is_alive(x->table, id) == (bool)alive);
-  FUZZ_CHECK(cubert_memory_id_is_free(x->table, id) == (bool)!alive);
-  FUZZ_CHECK(cubert_memory_id_can_mut(x->table, id) == (bool)(alive && m->handles <= 1));
-  FUZZ_CHECK(cubert_memory_id_handle_count(x->table, id) == (alive ? m->handles : 0));
-  FUZZ_CHECK(cubert_memory_id_descriptor_count(x->table, id) ==
+  FUZZ_CHECK(cubert__memory_id_is_alive(x->table, id) == (bool)alive);
+  FUZZ_CHECK(cubert__memory_id_is_free(x->table, id) == (bool)!alive);
+  FUZZ_CHECK(cubert__memory_id_can_mut(x->table, id) == (bool)(alive && m->handles <= 1));
+  FUZZ_CHECK(cubert__memory_id_handle_count(x->table, id) == (alive ? m->handles : 0));
+  FUZZ_CHECK(cubert__memory_id_descriptor_count(x->table, id) ==
              (alive ? m->handles + m->bindings : 0));
   memset(&h, 0, sizeof h);
   h.memory = id;
-  FUZZ_CHECK(cubert_handle_can_mut(x->table, &h) == (bool)(alive && m->handles <= 1));
-  FUZZ_CHECK(cubert_handle_table_live(x->table) == model_live(x));
+  FUZZ_CHECK(cubert__handle_can_mut(x->table, &h) == (bool)(alive && m->handles <= 1));
+  FUZZ_CHECK(cubert__handle_table_live(x->table) == model_live(x));
   /* ids of this table mean nothing to the other one (another tag) */
-  FUZZ_CHECK(!cubert_memory_id_is_alive(x->other, id));
-  FUZZ_CHECK(cubert_memory_id_retain_handle(x->other, id) == CUBERT_STATUS_INVALID_HANDLE);
-  FUZZ_CHECK(cubert_memory_id_set_owned(x->other, id, false) == CUBERT_STATUS_INVALID_HANDLE);
+  FUZZ_CHECK(!cubert__memory_id_is_alive(x->other, id));
+  FUZZ_CHECK(cubert__memory_id_retain_handle(x->other, id) == CUBERT_STATUS_INVALID_HANDLE);
+  FUZZ_CHECK(cubert__memory_id_set_owned(x->other, id, false) == CUBERT_STATUS_INVALID_HANDLE);
 }
 
 /* Give every reference and ownership back: the table must be empty. */
@@ -311,16 +311,16 @@ static void drain(ctx_t *x) {
     m_id_t *m = &x->ids[i];
     while (m->alive && m->bindings)
       FUZZ_CHECK(model_release(x, m->id, 1) == CUBERT_STATUS_OK &&
-                 cubert_memory_id_release_binding(x->table, m->id) == CUBERT_STATUS_OK);
+                 cubert__memory_id_release_binding(x->table, m->id) == CUBERT_STATUS_OK);
     while (m->alive && m->handles)
       FUZZ_CHECK(model_release(x, m->id, 0) == CUBERT_STATUS_OK &&
-                 cubert_memory_id_release_handle(x->table, m->id) == CUBERT_STATUS_OK);
+                 cubert__memory_id_release_handle(x->table, m->id) == CUBERT_STATUS_OK);
     if (m->owned) {
-      FUZZ_CHECK(cubert_memory_id_disown(x->table, m->id) == CUBERT_STATUS_OK);
+      FUZZ_CHECK(cubert__memory_id_disown(x->table, m->id) == CUBERT_STATUS_OK);
       m->owned = 0;
     }
   }
-  FUZZ_CHECK(cubert_handle_table_live(x->table) == 0);
+  FUZZ_CHECK(cubert__handle_table_live(x->table) == 0);
 }
 
 static ctx_t g_ctx;
@@ -338,22 +338,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fail = fuzz_u8(&r);
   al = fuzz_alloc_init(&x->fa);
   /* argument checks */
-  FUZZ_CHECK(cubert_handle_table_create(al, 0, 0, &x->table) == CUBERT_STATUS_INVALID_ARGUMENT);
-  FUZZ_CHECK(cubert_handle_table_create(al, CUBERT_HANDLE_TABLE_MAX_SLOTS + 1u, 0, &x->table) ==
+  FUZZ_CHECK(cubert__handle_table_create(al, 0, 0, &x->table) == CUBERT_STATUS_INVALID_ARGUMENT);
+  FUZZ_CHECK(cubert__handle_table_create(al, CUBERT_HANDLE_TABLE_MAX_SLOTS + 1u, 0, &x->table) ==
              CUBERT_STATUS_INVALID_ARGUMENT);
   FUZZ_CHECK(x->table == NULL && fuzz_alloc_balanced(&x->fa));
   fuzz_alloc_fail_at(&x->fa, fail & 0x3Fu, (int)(fail >> 7));
-  st = cubert_handle_table_create(al, x->max_slots, x->tag, &x->table);
+  st = cubert__handle_table_create(al, x->max_slots, x->tag, &x->table);
   if (st != CUBERT_STATUS_OK) {
     /* a failed create leaves nothing behind; the next one succeeds */
     FUZZ_CHECK(st == CUBERT_STATUS_RESOURCE_EXHAUSTED && x->table == NULL && x->fa.failures > 0);
     FUZZ_CHECK(fuzz_alloc_balanced(&x->fa));
     fuzz_alloc_fail_at(&x->fa, 0, 0);
-    FUZZ_CHECK(cubert_handle_table_create(al, x->max_slots, x->tag, &x->table) ==
+    FUZZ_CHECK(cubert__handle_table_create(al, x->max_slots, x->tag, &x->table) ==
                CUBERT_STATUS_OK);
   }
   fuzz_alloc_fail_at(&x->fa, 0, 0);
-  FUZZ_CHECK(cubert_handle_table_create(al, 4, (uint8_t)(x->tag ^ 0x5Au), &x->other) ==
+  FUZZ_CHECK(cubert__handle_table_create(al, 4, (uint8_t)(x->tag ^ 0x5Au), &x->other) ==
              CUBERT_STATUS_OK);
   fuzz_alloc_fail_at(&x->fa, fail & 0x3Fu, (int)(fail >> 7));
   for (n = 0; n < MAX_OPS && !fuzz_reader_done(&r); n++) {
@@ -366,10 +366,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       default: op_query(x); break;
     }
   }
-  FUZZ_CHECK(cubert_handle_table_live(x->table) == model_live(x));
+  FUZZ_CHECK(cubert__handle_table_live(x->table) == model_live(x));
   drain(x);
-  cubert_handle_table_destroy(x->table);
-  cubert_handle_table_destroy(x->other);
+  cubert__handle_table_destroy(x->table);
+  cubert__handle_table_destroy(x->other);
   FUZZ_CHECK(fuzz_alloc_balanced(&x->fa));
   return 0;
 }

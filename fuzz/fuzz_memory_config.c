@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "cubert/memory.h"
-#include "cubert/backend/memory.h"
+#include "memory/memory.h"
 #include "fuzz.h"
 
 #define FUZZ_CHECK(cond)                                                                      \

@@ -26,8 +26,8 @@
 #include <string.h>
 
 #include "cubert/memory.h"
-#include "cubert/backend/handle_table.h"
-#include "cubert/backend/memory.h"
+#include "memory/handle_table.h"
+#include "memory/memory.h"
 #include "fuzz.h"
 #include "fuzz_alloc.h"
 
@@ -206,7 +206,7 @@ static int model_persistent(const ctx_t *x) {
 static unsigned char *resource(ctx_t *x, cubert_memory_id_t id, uint64_t size) {
   cubert_storage_resource_t res;
   cubert_error_t err;
-  FUZZ_CHECK(cubert_memory_manager_get_resource(x->mm, id, 0, 0, &res, &err) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert__memory_manager_get_resource(x->mm, id, 0, 0, &res, &err) == CUBERT_STATUS_OK);
   FUZZ_CHECK(res.size == size && (size == 0 || res.ptr != NULL));
   return (unsigned char *)res.ptr;
 }
@@ -221,7 +221,7 @@ static void check_all(ctx_t *x) {
   uint32_t i, j;
   for (i = 0; i < x->nlive; i++) {
     unsigned char *p;
-    FUZZ_CHECK(cubert_memory_manager_get_storage(x->mm, x->live[i].id, &h[i], &err) ==
+    FUZZ_CHECK(cubert__memory_manager_get_storage(x->mm, x->live[i].id, &h[i], &err) ==
                CUBERT_STATUS_OK);
     FUZZ_CHECK(h[i].size == x->live[i].size);
     p = resource(x, x->live[i].id, x->live[i].size);
@@ -233,7 +233,7 @@ static void check_all(ctx_t *x) {
     in_use += x->live[i].size;
     pad += padding(x->live[i].size, x->align);
   }
-  u = cubert_memory_manager_memory_usage(x->mm);
+  u = cubert__memory_manager_memory_usage(x->mm);
   FUZZ_CHECK(u.number_allocs == x->nlive && u.bytes_in_use == in_use && u.bytes_padding == pad);
   FUZZ_CHECK(u.bytes_reserved == st_held(&x->st));
 }
@@ -243,8 +243,8 @@ static void check_report(ctx_t *x) {
   cubert_memory_pool_report_t rep[MAX_POOLS], pers;
   cubert_memory_usage_t sum, total;
   uint32_t count = 0, i;
-  FUZZ_CHECK(cubert_memory_manager_report(x->mm, rep, MAX_POOLS, &count, &pers) == CUBERT_STATUS_OK);
-  FUZZ_CHECK(count == x->npools && cubert_memory_manager_pool_count(x->mm) == x->npools);
+  FUZZ_CHECK(cubert__memory_manager_report(x->mm, rep, MAX_POOLS, &count, &pers) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(count == x->npools && cubert__memory_manager_pool_count(x->mm) == x->npools);
   FUZZ_CHECK(pers.kind == CUBERT_MEMORY_POOL_KIND_PERSISTENT);
   sum = pers.usage;
   for (i = 0; i < count; i++) {
@@ -254,10 +254,10 @@ static void check_report(ctx_t *x) {
     FUZZ_CHECK(rep[i].usage.bytes_in_use <= rep[i].usage.bytes_reserved);
     sum = cubert_memory_usage_combine(sum, rep[i].usage);
   }
-  total = cubert_memory_manager_memory_usage(x->mm);
+  total = cubert__memory_manager_memory_usage(x->mm);
   FUZZ_CHECK(memcmp(&sum, &total, sizeof sum) == 0);
   if (count > 0)
-    FUZZ_CHECK(cubert_memory_manager_report(x->mm, rep, count - 1, &count, NULL) ==
+    FUZZ_CHECK(cubert__memory_manager_report(x->mm, rep, count - 1, &count, NULL) ==
                CUBERT_STATUS_OUT_OF_RANGE);
 }
 
@@ -277,14 +277,14 @@ static void op_reserve(ctx_t *x) {
   for (i = 0; i < x->nlive; i++) in_use += x->live[i].size;
   for (i = 0; i < x->npools && first == x->npools; i++)
     if (pool_accepts(x, i, size, &capped)) first = i;
-  st = cubert_memory_manager_reserve(x->mm, size, &id, &err);
+  st = cubert__memory_manager_reserve(x->mm, size, &id, &err);
   if (st != CUBERT_STATUS_OK) {
     FUZZ_CHECK(err.status == st);
-    after = cubert_memory_manager_memory_usage(x->mm);
+    after = cubert__memory_manager_memory_usage(x->mm);
     FUZZ_CHECK(after.number_allocs == x->nlive && after.bytes_in_use == in_use); /* no side effect */
     if (st == CUBERT_STATUS_RESOURCE_EXHAUSTED) FUZZ_CHECK(x->fa.failures > failures);
     else if (st == CUBERT_STATUS_OUT_OF_RANGE) /* the id is taken before any pool is asked */
-      FUZZ_CHECK(x->fa.failures == failures && cubert_handle_table_live(x->table) > 0);
+      FUZZ_CHECK(x->fa.failures == failures && cubert__handle_table_live(x->table) > 0);
     else if (st == CUBERT_STATUS_BUFFER_TOO_BIG) FUZZ_CHECK(!persistent && first == x->npools);
     else if (x->pm != CUBERT_PERSISTENT_MEMORY_SIZE_MATCH && !persistent)
       FUZZ_CHECK(first < x->npools && (st == CUBERT_STATUS_OUT_OF_MEMORY ||
@@ -293,7 +293,7 @@ static void op_reserve(ctx_t *x) {
     return;
   }
   /* routing */
-  FUZZ_CHECK(cubert_memory_id_location(x->table, id, &loc) == CUBERT_STATUS_OK && loc.init);
+  FUZZ_CHECK(cubert__memory_id_location(x->table, id, &loc) == CUBERT_STATUS_OK && loc.init);
   if (persistent) {
     FUZZ_CHECK(loc.pool == CUBERT_MEMORY_PERSISTENT_POOL_POS);
   } else if (x->pm != CUBERT_PERSISTENT_MEMORY_SIZE_MATCH) {
@@ -303,7 +303,7 @@ static void op_reserve(ctx_t *x) {
       if (pool_accepts(x, i, size, &capped) && !capped) any_uncapped_before = 1;
     FUZZ_CHECK(!any_uncapped_before);
   }
-  FUZZ_CHECK(cubert_memory_id_handle_count(x->table, id) == 1);
+  FUZZ_CHECK(cubert__memory_id_handle_count(x->table, id) == 1);
   x->live[x->nlive].id = id;
   x->live[x->nlive].size = size;
   x->live[x->nlive].handles = 1;
@@ -319,10 +319,10 @@ static void op_reserve(ctx_t *x) {
 static void drop_ref(ctx_t *x, uint32_t i, int binding) {
   live_t *l = &x->live[i];
   if (binding) {
-    FUZZ_CHECK(cubert_memory_id_release_binding(x->table, l->id) == CUBERT_STATUS_OK);
+    FUZZ_CHECK(cubert__memory_id_release_binding(x->table, l->id) == CUBERT_STATUS_OK);
     l->bindings--;
   } else {
-    FUZZ_CHECK(cubert_memory_id_release_handle(x->table, l->id) == CUBERT_STATUS_OK);
+    FUZZ_CHECK(cubert__memory_id_release_handle(x->table, l->id) == CUBERT_STATUS_OK);
     l->handles--;
   }
   if (l->handles + l->bindings == 0) {
@@ -338,7 +338,7 @@ static void op_refs(ctx_t *x, uint8_t which) {
   switch (which % 3) {
     case 0: drop_ref(x, i, 0 == x->live[i].handles); break;
     case 1:
-      FUZZ_CHECK(cubert_memory_id_retain_binding(x->table, x->live[i].id) == CUBERT_STATUS_OK);
+      FUZZ_CHECK(cubert__memory_id_retain_binding(x->table, x->live[i].id) == CUBERT_STATUS_OK);
       x->live[i].bindings++;
       break;
     default:
@@ -355,32 +355,32 @@ static void op_bind(ctx_t *x) {
   cubert_storage_handle_t before, after;
   cubert_error_t err;
   uint32_t i;
-  if (!x->nlive || cubert_memory_id_acquire(x->table, &fresh) != CUBERT_STATUS_OK) return;
+  if (!x->nlive || cubert__memory_id_acquire(x->table, &fresh) != CUBERT_STATUS_OK) return;
   i = how % x->nlive;
   /* an unbound id does not resolve; nor binds to itself or to a bound id */
-  FUZZ_CHECK(cubert_memory_manager_get_cursor(x->mm, fresh, &got, &err) == CUBERT_STATUS_NOT_FOUND);
-  FUZZ_CHECK(cubert_memory_manager_bind(x->mm, fresh, x->live[i].id, 0, &err) == CUBERT_STATUS_NOT_FOUND);
-  FUZZ_CHECK(cubert_memory_manager_bind(x->mm, x->live[i].id, x->live[i].id, 0, &err) ==
+  FUZZ_CHECK(cubert__memory_manager_get_cursor(x->mm, fresh, &got, &err) == CUBERT_STATUS_NOT_FOUND);
+  FUZZ_CHECK(cubert__memory_manager_bind(x->mm, fresh, x->live[i].id, 0, &err) == CUBERT_STATUS_NOT_FOUND);
+  FUZZ_CHECK(cubert__memory_manager_bind(x->mm, x->live[i].id, x->live[i].id, 0, &err) ==
              CUBERT_STATUS_INVALID_ARGUMENT);
   if (x->nlive > 1)
-    FUZZ_CHECK(cubert_memory_manager_bind(x->mm, x->live[i].id, x->live[(i + 1) % x->nlive].id, 0,
+    FUZZ_CHECK(cubert__memory_manager_bind(x->mm, x->live[i].id, x->live[(i + 1) % x->nlive].id, 0,
                                           &err) == CUBERT_STATUS_INVALID_ARGUMENT);
   if (x->ndead)
-    FUZZ_CHECK(cubert_memory_manager_bind(x->mm, x->dead[how % x->ndead], fresh, 0, &err) ==
+    FUZZ_CHECK(cubert__memory_manager_bind(x->mm, x->dead[how % x->ndead], fresh, 0, &err) ==
                CUBERT_STATUS_INVALID_HANDLE);
-  FUZZ_CHECK(cubert_memory_manager_get_storage(x->mm, x->live[i].id, &before, &err) == CUBERT_STATUS_OK);
-  FUZZ_CHECK(cubert_memory_manager_bind(x->mm, x->live[i].id, fresh, cursor, &err) == CUBERT_STATUS_OK);
-  FUZZ_CHECK(cubert_memory_manager_get_storage(x->mm, fresh, &after, &err) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert__memory_manager_get_storage(x->mm, x->live[i].id, &before, &err) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert__memory_manager_bind(x->mm, x->live[i].id, fresh, cursor, &err) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert__memory_manager_get_storage(x->mm, fresh, &after, &err) == CUBERT_STATUS_OK);
   FUZZ_CHECK(memcmp(&before, &after, sizeof before) == 0);
-  FUZZ_CHECK(cubert_memory_manager_get_cursor(x->mm, fresh, &got, &err) == CUBERT_STATUS_OK && got == cursor);
+  FUZZ_CHECK(cubert__memory_manager_get_cursor(x->mm, fresh, &got, &err) == CUBERT_STATUS_OK && got == cursor);
   /* the reserved id no longer resolves (another allocation's now) */
-  FUZZ_CHECK(cubert_memory_manager_get_storage(x->mm, x->live[i].id, &before, &err) == CUBERT_STATUS_NOT_FOUND);
+  FUZZ_CHECK(cubert__memory_manager_get_storage(x->mm, x->live[i].id, &before, &err) == CUBERT_STATUS_NOT_FOUND);
   while (x->live[i].bindings) {
-    FUZZ_CHECK(cubert_memory_id_release_binding(x->table, x->live[i].id) == CUBERT_STATUS_OK);
+    FUZZ_CHECK(cubert__memory_id_release_binding(x->table, x->live[i].id) == CUBERT_STATUS_OK);
     x->live[i].bindings--;
   }
   while (x->live[i].handles) {
-    FUZZ_CHECK(cubert_memory_id_release_handle(x->table, x->live[i].id) == CUBERT_STATUS_OK);
+    FUZZ_CHECK(cubert__memory_id_release_handle(x->table, x->live[i].id) == CUBERT_STATUS_OK);
     x->live[i].handles--;
   }
   if (x->ndead < MAX_LIVE) x->dead[x->ndead++] = x->live[i].id;
@@ -394,23 +394,23 @@ static void op_lookup_dead(ctx_t *x) {
   cubert_error_t err;
   uint8_t b = fuzz_u8(x->r);
   if (x->ndead)
-    FUZZ_CHECK(cubert_memory_manager_get_storage(x->mm, x->dead[b % x->ndead], &h, &err) ==
+    FUZZ_CHECK(cubert__memory_manager_get_storage(x->mm, x->dead[b % x->ndead], &h, &err) ==
                CUBERT_STATUS_INVALID_HANDLE);
   if (x->nlive) {
     const live_t *l = &x->live[b % x->nlive];
-    FUZZ_CHECK(cubert_memory_manager_get_resource(x->mm, l->id, l->size, 1, &res, &err) ==
+    FUZZ_CHECK(cubert__memory_manager_get_resource(x->mm, l->id, l->size, 1, &res, &err) ==
                CUBERT_STATUS_OUT_OF_RANGE);
   }
 }
 
 static void op_mode(ctx_t *x, uint8_t which) {
-  cubert_memory_manager_set_mode(x->mm, (which & 1) ? CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT
+  cubert__memory_manager_set_mode(x->mm, (which & 1) ? CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT
                                                     : CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
   if (x->pm == CUBERT_PERSISTENT_MEMORY_ENABLED || x->pm == CUBERT_PERSISTENT_MEMORY_SIZE_MATCH) {
     if (which & 1) x->depth++;
     else if (x->depth) x->depth--;
   }
-  FUZZ_CHECK(cubert_memory_manager_mode(x->mm) == (model_persistent(x)
+  FUZZ_CHECK(cubert__memory_manager_mode(x->mm) == (model_persistent(x)
                                                        ? CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT
                                                        : CUBERT_MEMORY_ALLOCATION_MODE_AUTO));
 }
@@ -425,7 +425,7 @@ static void op_mode(ctx_t *x, uint8_t which) {
 
 static int in_dynamic_pool(const ctx_t *x, uint32_t i) {
   cubert_memory_location_t loc;
-  return cubert_memory_id_location(x->table, x->live[i].id, &loc) == CUBERT_STATUS_OK &&
+  return cubert__memory_id_location(x->table, x->live[i].id, &loc) == CUBERT_STATUS_OK &&
          loc.pool != CUBERT_MEMORY_PERSISTENT_POOL_POS;
 }
 
@@ -437,7 +437,7 @@ static void op_layout(ctx_t *x, uint8_t which) {
   uint64_t dyn_in_use = 0;
   uint32_t i, dyn_allocs = 0;
   if (which & 1) { /* release the pools of a stream slot: live allocations stay */
-    FUZZ_CHECK(cubert_memory_manager_release_pools(x->mm, &rem) == CUBERT_STATUS_OK);
+    FUZZ_CHECK(cubert__memory_manager_release_pools(x->mm, &rem) == CUBERT_STATUS_OK);
     FUZZ_CHECK(rem.number_allocs == x->nlive);
     return;
   }
@@ -450,7 +450,7 @@ static void op_layout(ctx_t *x, uint8_t which) {
   config.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
   config.pools = &x->pools[x->npools - 1];
   config.pool_count = 1;
-  st = cubert_memory_manager_install_pools(x->mm, &config, x->props, &err);
+  st = cubert__memory_manager_install_pools(x->mm, &config, x->props, &err);
   if (dyn_in_use || (dyn_allocs && !FUZZ_ACCEPT_INSTALL_OVER_EMPTY_ALLOCATIONS)) {
     FUZZ_CHECK(st == CUBERT_STATUS_FAILED_PRECONDITION && err.field[0] == dyn_in_use);
   } else if (st == CUBERT_STATUS_OK) {
@@ -518,12 +518,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   x->st.capacity = (p & 0x40) ? 0 : 32768u;
   x->pm = (cubert_persistent_memory_t)(f2 & 3);
   x->depth = 0;
-  cubert_memory_manager_options_initialize(&o);
+  cubert__memory_manager_options_initialize(&o);
   o.persistent_memory = x->pm;
   o.reclaim_and_retry = (f2 & 4) == 0;
   o.poll_per_reserve = (f2 >> 3) & 3;
   al = fuzz_alloc_init(&x->fa);
-  FUZZ_CHECK(cubert_handle_table_create(al, 48u + (p >> 7) * 200u, 3, &x->table) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert__handle_table_create(al, 48u + (p >> 7) * 200u, 3, &x->table) == CUBERT_STATUS_OK);
   config.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
   config.pools = x->pools;
   config.pool_count = x->npools;
@@ -532,11 +532,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     s.self = &x->st;
     s.vtable = &g_storage;
     fuzz_alloc_fail_at(&x->fa, f & 0x3Fu, (int)(f >> 7));
-    st = cubert_memory_manager_create(al, s, x->table, x->props, &config, &o, &x->mm, &err);
+    st = cubert__memory_manager_create(al, s, x->table, x->props, &config, &o, &x->mm, &err);
     if (st == CUBERT_STATUS_RESOURCE_EXHAUSTED) { /* the next create succeeds */
       FUZZ_CHECK(x->mm == NULL && err.status == st);
       fuzz_alloc_fail_at(&x->fa, 0, 0);
-      st = cubert_memory_manager_create(al, s, x->table, x->props, &config, &o, &x->mm, &err);
+      st = cubert__memory_manager_create(al, s, x->table, x->props, &config, &o, &x->mm, &err);
     }
     FUZZ_CHECK(st == CUBERT_STATUS_OK);
   }
@@ -548,7 +548,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       case 3: case 4: op_refs(x, (uint8_t)(op >> 4)); break;
       case 5: op_bind(x); break;
       case 6: op_lookup_dead(x); break;
-      case 7: cubert_memory_manager_cleanup(x->mm, (op >> 4) & 1); break;
+      case 7: cubert__memory_manager_cleanup(x->mm, (op >> 4) & 1); break;
       case 8: op_mode(x, (uint8_t)(op >> 4)); break;
       case 9: op_layout(x, (uint8_t)(op >> 4)); break;
       case 10: check_report(x); break;
@@ -562,18 +562,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   while (x->nlive) drop_ref(x, 0, x->live[0].handles == 0);
   for (i = 0; i < x->norphans; i++) {
     while (x->orphans[i].bindings--)
-      FUZZ_CHECK(cubert_memory_id_release_binding(x->table, x->orphans[i].id) == CUBERT_STATUS_OK);
+      FUZZ_CHECK(cubert__memory_id_release_binding(x->table, x->orphans[i].id) == CUBERT_STATUS_OK);
     while (x->orphans[i].handles--)
-      FUZZ_CHECK(cubert_memory_id_release_handle(x->table, x->orphans[i].id) == CUBERT_STATUS_OK);
+      FUZZ_CHECK(cubert__memory_id_release_handle(x->table, x->orphans[i].id) == CUBERT_STATUS_OK);
   }
   check_all(x);
   /* nothing referenced: an explicit cleanup gives every byte back */
-  cubert_memory_manager_cleanup(x->mm, true);
-  FUZZ_CHECK(cubert_memory_manager_memory_usage(x->mm).bytes_reserved == 0);
+  cubert__memory_manager_cleanup(x->mm, true);
+  FUZZ_CHECK(cubert__memory_manager_memory_usage(x->mm).bytes_reserved == 0);
   FUZZ_CHECK(x->st.live_bytes == 0);
-  cubert_memory_manager_destroy(x->mm);
-  FUZZ_CHECK(cubert_handle_table_live(x->table) == 0);
-  cubert_handle_table_destroy(x->table);
+  cubert__memory_manager_destroy(x->mm);
+  FUZZ_CHECK(cubert__handle_table_live(x->table) == 0);
+  cubert__handle_table_destroy(x->table);
   for (i = 0; i < x->st.npages; i++) FUZZ_CHECK(x->st.pages[i].state == 0);
   FUZZ_CHECK(fuzz_alloc_balanced(&x->fa));
   return 0;

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "cubert/race.h"
-#include "cubert/backend/race.h"
+#include "check/race.h"
 #include "fuzz.h"
 #include "fuzz_alloc.h"
 
@@ -180,13 +180,13 @@ static int pick_event(ctx_t *x, cubert_race_event_t *out) {
 /* ---- synchronization (also used to repair programs in synchronized mode) ------------ */
 
 static void do_host_sync(ctx_t *x, uint32_t s) {
-  FUZZ_CHECK(cubert_race_host_sync_stream(x->rc, s) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert__race_host_sync_stream(x->rc, s) == CUBERT_STATUS_OK);
   join(x->vc[x->host], x->vc[s]);
   x->open[x->host] = 0;
 }
 
 static void do_wait_stream(ctx_t *x, uint32_t s, uint32_t o) {
-  FUZZ_CHECK(cubert_race_stream_wait_stream(x->rc, s, o) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert__race_stream_wait_stream(x->rc, s, o) == CUBERT_STATUS_OK);
   join(x->vc[s], x->vc[o]);
   x->open[s] = 0;
 }
@@ -195,7 +195,7 @@ static int do_record(ctx_t *x, uint32_t s, cubert_race_event_t *out) {
   uint64_t failures = x->fa.failures;
   cubert_status_t st;
   if (x->nev == MAX_EVENTS) return 0;
-  st = cubert_race_event_record(x->rc, s, out);
+  st = cubert__race_event_record(x->rc, s, out);
   if (st == CUBERT_STATUS_RESOURCE_EXHAUSTED) {
     FUZZ_CHECK(x->fa.failures > failures);
     return 0;
@@ -214,14 +214,14 @@ static void order(ctx_t *x, uint32_t t, uint32_t u, uint8_t how) {
   cubert_race_event_t e;
   if (t == x->host || (how % 3) == 2) {
     if (t == x->host && (how & 1) && x->nev < MAX_EVENTS && do_record(x, u, &e)) {
-      FUZZ_CHECK(cubert_race_host_wait_event(x->rc, e) == CUBERT_STATUS_OK);
+      FUZZ_CHECK(cubert__race_host_wait_event(x->rc, e) == CUBERT_STATUS_OK);
       join(x->vc[x->host], x->ev[x->nev - 1].clock);
       x->open[x->host] = 0;
     } else {
       do_host_sync(x, u);
     }
   } else if ((how % 3) == 1 && x->nev < MAX_EVENTS && do_record(x, u, &e)) {
-    FUZZ_CHECK(cubert_race_stream_wait_event(x->rc, t, e) == CUBERT_STATUS_OK);
+    FUZZ_CHECK(cubert__race_stream_wait_event(x->rc, t, e) == CUBERT_STATUS_OK);
     join(x->vc[t], x->ev[x->nev - 1].clock);
     x->open[t] = 0;
   } else {
@@ -265,11 +265,11 @@ static void one_access(ctx_t *x, uint32_t t, uint64_t op, const access_t *a) {
   cubert_race_counters_t c0, c1;
   memcpy(clock, x->vc[t], sizeof clock);
   before_conflicts = a->start < a->end ? conflicts(x, a->buffer, clock, a->mode, a->start, a->end) : 0;
-  cubert_race_counters(x->rc, &c0);
+  cubert__race_counters(x->rc, &c0);
   x->nreports = 0;
-  st = cubert_race_access(x->rc, a->buffer, api_of(x, t), op, (cubert_race_access_t)a->mode,
+  st = cubert__race_access(x->rc, a->buffer, api_of(x, t), op, (cubert_race_access_t)a->mode,
                           a->start, a->end);
-  cubert_race_counters(x->rc, &c1);
+  cubert__race_counters(x->rc, &c1);
   if (st == CUBERT_STATUS_RESOURCE_EXHAUSTED) { /* nothing checked, recorded, reported */
     FUZZ_CHECK(x->fa.failures > failures && x->nreports == 0);
     FUZZ_CHECK(c1.accesses == c0.accesses && c1.records == c0.records);
@@ -333,7 +333,7 @@ static void op_kernel(ctx_t *x, uint8_t sel) {
       how = (uint8_t)(how * 7u + 1u);
     }
   }
-  FUZZ_CHECK(cubert_race_op_begin(x->rc, api_of(x, t), "op", &op) == CUBERT_STATUS_OK);
+  FUZZ_CHECK(cubert__race_op_begin(x->rc, api_of(x, t), "op", &op) == CUBERT_STATUS_OK);
   if (t != x->host) join(x->vc[t], x->vc[x->host]);
   x->vc[t][t]++;
   x->open[t] = 1;
@@ -369,9 +369,9 @@ static void op_reclaim(ctx_t *x, uint8_t sel) {
   }
   x->nreports = 0;
   if (at_event)
-    st = cubert_race_reclaim_at_event(x->rc, buffer, no_stream ? CUBERT_RACE_NO_STREAM : api_of(x, t), e);
+    st = cubert__race_reclaim_at_event(x->rc, buffer, no_stream ? CUBERT_RACE_NO_STREAM : api_of(x, t), e);
   else
-    st = cubert_race_reclaim(x->rc, buffer, api_of(x, t));
+    st = cubert__race_reclaim(x->rc, buffer, api_of(x, t));
   if (at_event && e_idx < 0) {
     FUZZ_CHECK(st == CUBERT_STATUS_INVALID_HANDLE && x->nreports == 0);
     return;
@@ -396,13 +396,13 @@ static void op_sync(ctx_t *x, uint8_t sel) {
     case 0: (void)do_record(x, s, &e); break;
     case 1: /* release a token (twice, or a stale one, is INVALID_HANDLE) */
       idx = pick_event(x, &e);
-      FUZZ_CHECK(cubert_race_event_release(x->rc, e) ==
+      FUZZ_CHECK(cubert__race_event_release(x->rc, e) ==
                  (idx >= 0 ? CUBERT_STATUS_OK : CUBERT_STATUS_INVALID_HANDLE));
       if (idx >= 0) x->ev[idx].live = 0;
       break;
     case 2:
       idx = pick_event(x, &e);
-      FUZZ_CHECK(cubert_race_stream_wait_event(x->rc, s, e) ==
+      FUZZ_CHECK(cubert__race_stream_wait_event(x->rc, s, e) ==
                  (idx >= 0 ? CUBERT_STATUS_OK : CUBERT_STATUS_INVALID_HANDLE));
       if (idx >= 0) {
         join(x->vc[s], x->ev[idx].clock);
@@ -411,7 +411,7 @@ static void op_sync(ctx_t *x, uint8_t sel) {
       break;
     case 3:
       idx = pick_event(x, &e);
-      FUZZ_CHECK(cubert_race_host_wait_event(x->rc, e) ==
+      FUZZ_CHECK(cubert__race_host_wait_event(x->rc, e) ==
                  (idx >= 0 ? CUBERT_STATUS_OK : CUBERT_STATUS_INVALID_HANDLE));
       if (idx >= 0) {
         join(x->vc[x->host], x->ev[idx].clock);
@@ -421,7 +421,7 @@ static void op_sync(ctx_t *x, uint8_t sel) {
     case 4: do_wait_stream(x, s, o); break;
     case 5: do_host_sync(x, s); break;
     default:
-      FUZZ_CHECK(cubert_race_host_sync_all(x->rc) == CUBERT_STATUS_OK);
+      FUZZ_CHECK(cubert__race_host_sync_all(x->rc) == CUBERT_STATUS_OK);
       for (o = 0; o < x->S; o++) join(x->vc[x->host], x->vc[o]);
       x->open[x->host] = 0;
       break;
@@ -435,26 +435,26 @@ static void op_invalid(ctx_t *x, uint8_t sel) {
   cubert_race_event_t e;
   if (t == x->S) t = x->host;
   switch (sel % 6) {
-    case 0: FUZZ_CHECK(cubert_race_op_begin(x->rc, bad, "bad", &op) == CUBERT_STATUS_INVALID_ARGUMENT); break;
-    case 1: FUZZ_CHECK(cubert_race_access(x->rc, 1, bad, 1, CUBERT_RACE_READ, 0, 1) == CUBERT_STATUS_INVALID_ARGUMENT); break;
+    case 0: FUZZ_CHECK(cubert__race_op_begin(x->rc, bad, "bad", &op) == CUBERT_STATUS_INVALID_ARGUMENT); break;
+    case 1: FUZZ_CHECK(cubert__race_access(x->rc, 1, bad, 1, CUBERT_RACE_READ, 0, 1) == CUBERT_STATUS_INVALID_ARGUMENT); break;
     case 2: /* an op that is not the open one of t */
       op = x->vc[t][t] + (x->open[t] ? 1u : 0u);
-      FUZZ_CHECK(cubert_race_access(x->rc, 1, api_of(x, t), op, CUBERT_RACE_WRITE, 0, 8) ==
+      FUZZ_CHECK(cubert__race_access(x->rc, 1, api_of(x, t), op, CUBERT_RACE_WRITE, 0, 8) ==
                  CUBERT_STATUS_FAILED_PRECONDITION);
       break;
     case 3:
-      FUZZ_CHECK(cubert_race_access(x->rc, 0, api_of(x, t), x->vc[t][t], CUBERT_RACE_READ, 0, 1) == CUBERT_STATUS_INVALID_ARGUMENT);
-      FUZZ_CHECK(cubert_race_access(x->rc, 1, api_of(x, t), x->vc[t][t], CUBERT_RACE_READ, 9, 8) == CUBERT_STATUS_INVALID_ARGUMENT);
-      FUZZ_CHECK(cubert_race_access(x->rc, 1, api_of(x, t), x->vc[t][t], (cubert_race_access_t)3, 0, 8) == CUBERT_STATUS_INVALID_ARGUMENT);
+      FUZZ_CHECK(cubert__race_access(x->rc, 0, api_of(x, t), x->vc[t][t], CUBERT_RACE_READ, 0, 1) == CUBERT_STATUS_INVALID_ARGUMENT);
+      FUZZ_CHECK(cubert__race_access(x->rc, 1, api_of(x, t), x->vc[t][t], CUBERT_RACE_READ, 9, 8) == CUBERT_STATUS_INVALID_ARGUMENT);
+      FUZZ_CHECK(cubert__race_access(x->rc, 1, api_of(x, t), x->vc[t][t], (cubert_race_access_t)3, 0, 8) == CUBERT_STATUS_INVALID_ARGUMENT);
       break;
     case 4:
-      FUZZ_CHECK(cubert_race_stream_wait_stream(x->rc, 0, bad) == CUBERT_STATUS_INVALID_ARGUMENT);
-      FUZZ_CHECK(cubert_race_host_sync_stream(x->rc, CUBERT_RACE_HOST) == CUBERT_STATUS_INVALID_ARGUMENT);
-      FUZZ_CHECK(cubert_race_event_record(x->rc, CUBERT_RACE_HOST, &e) == CUBERT_STATUS_INVALID_ARGUMENT);
+      FUZZ_CHECK(cubert__race_stream_wait_stream(x->rc, 0, bad) == CUBERT_STATUS_INVALID_ARGUMENT);
+      FUZZ_CHECK(cubert__race_host_sync_stream(x->rc, CUBERT_RACE_HOST) == CUBERT_STATUS_INVALID_ARGUMENT);
+      FUZZ_CHECK(cubert__race_event_record(x->rc, CUBERT_RACE_HOST, &e) == CUBERT_STATUS_INVALID_ARGUMENT);
       break;
     default:
-      FUZZ_CHECK(cubert_race_reclaim(x->rc, 1, bad) == CUBERT_STATUS_INVALID_ARGUMENT);
-      FUZZ_CHECK(cubert_race_forget(x->rc, 0) == CUBERT_STATUS_INVALID_ARGUMENT);
+      FUZZ_CHECK(cubert__race_reclaim(x->rc, 1, bad) == CUBERT_STATUS_INVALID_ARGUMENT);
+      FUZZ_CHECK(cubert__race_forget(x->rc, 0) == CUBERT_STATUS_INVALID_ARGUMENT);
       break;
   }
 }
@@ -466,7 +466,7 @@ static void check_clocks(const ctx_t *x) {
   for (a = 0; a < T; a++)
     for (b = 0; b < T; b++)
       if ((a < x->S || a == x->host) && (b < x->S || b == x->host))
-        FUZZ_CHECK(cubert_race_clock(x->rc, api_of(x, a), api_of(x, b)) == x->vc[a][b]);
+        FUZZ_CHECK(cubert__race_clock(x->rc, api_of(x, a), api_of(x, b)) == x->vc[a][b]);
 }
 
 static ctx_t g_ctx;
@@ -490,18 +490,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   x->report_all = (mode >> 2) & 1;
   x->synchronized = (mode >> 3) & 1;
   al = fuzz_alloc_init(&x->fa);
-  cubert_race_options_initialize(&o);
+  cubert__race_options_initialize(&o);
   o.max_streams = x->S;
   o.flags = x->report_all ? CUBERT_RACE_FLAG_REPORT_ALL : 0;
   o.sink.vtable = &g_sink;
   o.sink.self = x;
   fuzz_alloc_fail_at(&x->fa, fail & 0x1Fu, (int)(fail >> 7));
-  st = cubert_race_checker_create(al, &o, &x->rc, &err);
+  st = cubert__race_checker_create(al, &o, &x->rc, &err);
   if (st != CUBERT_STATUS_OK) { /* nothing leaked; the next create succeeds */
     FUZZ_CHECK(st == CUBERT_STATUS_RESOURCE_EXHAUSTED && err.status == st && x->rc == NULL);
     FUZZ_CHECK(fuzz_alloc_balanced(&x->fa));
     fuzz_alloc_fail_at(&x->fa, 0, 0);
-    FUZZ_CHECK(cubert_race_checker_create(al, &o, &x->rc, &err) == CUBERT_STATUS_OK);
+    FUZZ_CHECK(cubert__race_checker_create(al, &o, &x->rc, &err) == CUBERT_STATUS_OK);
   }
   for (n = 0; n < MAX_OPS && !fuzz_reader_done(&r); n++) {
     uint8_t op = fuzz_u8(&r);
@@ -513,7 +513,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       case 8: { /* forget */
         uint64_t b = 1u + (fuzz_u8(&r) % NBUF);
         uint32_t i, k;
-        FUZZ_CHECK(cubert_race_forget(x->rc, b) == CUBERT_STATUS_OK);
+        FUZZ_CHECK(cubert__race_forget(x->rc, b) == CUBERT_STATUS_OK);
         for (i = 0, k = 0; i < x->nrec; i++)
           if (x->rec[i].buffer != b) x->rec[k++] = x->rec[i];
         x->nrec = k;
@@ -522,7 +522,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       default:
         if (op == 0xF9) { /* reset: a fresh checker, tokens dead */
           uint32_t i;
-          cubert_race_checker_reset(x->rc);
+          cubert__race_checker_reset(x->rc);
           memset(x->vc, 0, sizeof x->vc);
           memset(x->open, 0, sizeof x->open);
           x->nrec = 0;
@@ -534,10 +534,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         break;
     }
   }
-  cubert_race_counters(x->rc, &c);
+  cubert__race_counters(x->rc, &c);
   FUZZ_CHECK(c.reports == x->total_reports);
   if (x->synchronized) FUZZ_CHECK(c.reports == 0);
-  cubert_race_checker_destroy(x->rc);
+  cubert__race_checker_destroy(x->rc);
   FUZZ_CHECK(fuzz_alloc_balanced(&x->fa));
   return 0;
 }

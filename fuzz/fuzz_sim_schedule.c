@@ -14,7 +14,7 @@
 
 #include "cubert/cpu.h"
 #include "cubert/cube.h"
-#include "cubert/host.h"
+#include "cubert/os.h"
 #include "cubert/kernel.h"
 #include "cubert_kernels.h"
 #include "fuzz.h"

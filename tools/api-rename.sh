@@ -19,9 +19,9 @@
 #  2. python3 tools/api_migrate.py out-error: calls of the functions that gained a trailing
 #     `cubert_error_t *out_error` get `, NULL` (only calls with the old argument count).
 #  3. python3 tools/api_migrate.py includes: files that use what moved from the user headers
-#     to include/cubert/backend/ (handle table and memory ids, memory manager and pools, the
+#     to include/cubert/driver/ (handle table and memory ids, memory manager and pools, the
 #     device handle and registry, the race checker, the simulation's choice calls, the
-#     profiler, checked arithmetic) get the backend header.
+#     profiler, checked arithmetic) get the driver header.
 #  4. sh tests/build/check_hygiene.sh add-spdx: the SPDX line in new source files.
 # Steps 2 and 3 need python3; SKIP_PY=1 skips them.
 set -eu

@@ -8,7 +8,7 @@
         call still has the old number of arguments. Declarations and definitions (the name
         preceded by a type) are left alone.
   python3 tools/api_migrate.py includes [FILES...]    a file that uses a name the public headers
-        no longer give (moved under include/cubert/backend/) gets the backend header added
+        no longer give (moved under include/cubert/driver/) gets the driver header added
         after its last #include "cubert/..." line.
 
 Without FILES: every tracked *.c *.h *.cpp *.cu *.md file outside include/cubert/.
@@ -36,9 +36,9 @@ OUT_ERROR_ARITY = {
     "cubert_cpu_sim_drain": 1,
     "cubert_cpu_race_counters": 2,
     "cubert_cpu_race_last_report": 2,
-    "cubert_kit_race_counters": 2,
-    "cubert_kit_race_last_report": 2,
-    "cubert_kit_race_seed": 2,
+    "cubert_client_race_counters": 2,
+    "cubert_client_race_last_report": 2,
+    "cubert_client_race_seed": 2,
     "cubert_cube_count_format": 4,
     "cubert_cube_count_spread": 3,
     "cubert_cube_count_selection_new": 3,
@@ -51,7 +51,7 @@ OUT_ERROR_ARITY = {
     "cubert_stream_id_executes_end": 1,
     "cubert_stream_id_executes": 3,
     "cubert_stream_id_set_policy": 1,
-    "cubert_host_lock_create": 2,
+    "cubert_os_lock_create": 2,
     "cubert_device_handle_runner_create": 4,
     "cubert_sim_chooser_initialize_seed": 4,
     "cubert_sim_chooser_initialize_replay": 5,
@@ -63,8 +63,8 @@ OUT_ERROR_ARITY = {
     "cubert_profile_summary_lookup": 4,
 }
 
-# Names that moved out of the user headers: header under include/cubert/backend/ -> names.
-# Computed from the backend headers themselves (every CUBERT_API function, static inline
+# Names that moved out of the user headers: header under include/cubert/driver/ -> names.
+# Computed from the driver headers themselves (every CUBERT_API function, static inline
 # function, typedef name, macro and enumerator they define).
 BACKEND_HEADERS = ["handle_table", "memory", "device", "race", "sim", "profiler", "arith"]
 
@@ -178,7 +178,7 @@ def add_includes(path, text, names):
         return text, False
     toks = set(re.findall(r"\b(cubert_[a-z0-9_]+|CUBERT_[A-Z0-9_]+)\b", text))
     need = [h for h in BACKEND_HEADERS
-            if h in names and toks & names[h] and ('"cubert/backend/%s.h"' % h) not in text]
+            if h in names and toks & names[h] and ('"cubert/driver/%s.h"' % h) not in text]
     if not need:
         return text, False
     lines = text.split("\n")
@@ -186,7 +186,7 @@ def add_includes(path, text, names):
     if not idx:
         return text, False
     last = idx[-1]
-    lines[last + 1:last + 1] = ['#include "cubert/backend/%s.h"' % h for h in need]
+    lines[last + 1:last + 1] = ['#include "cubert/driver/%s.h"' % h for h in need]
     return "\n".join(lines), True
 
 

@@ -17,9 +17,8 @@
 
 #include "cubert/client.h"
 #include "cubert/cpu.h"
-#include "cubert/host.h"
+#include "cubert/os.h"
 #include "cubert/memory.h"
-#include "cubert/backend/memory.h"
 #if defined(CUBERT_HAVE_BACKEND_CUDA)
 #include "cubert/cuda.h"
 #endif

@@ -17,7 +17,7 @@
 #   3. the NCCL tests: cuda_nccl_* (loader, ABI against nccl.h), cuda_comm_*
 #      (over the fakes), cuda_gpu_comm_* (the GPUs and libnccl.so.2; the
 #      two-GPU ones print "skipped: needs 2 GPUs" on one)
-#   4. the conformance suite's collective tests on the GPU (CUBERT_CTS_SERVER=
+#   4. the conformance suite's collective tests on the GPU (CUBERT_CTS_DRIVER=
 #      cuda): single-member ones on one GPU, the multi-member ones where there
 #      are as many GPUs as devices (else "skipped: ... need N GPUs")
 #   5. examples/cuda_multiprocess with 1 process, then 2 (prints "skipped:
@@ -118,7 +118,7 @@ results "$OUT/tests.log"
 grep -E '^ok   cuda_gpu_comm' "$OUT/tests.log" | sed 's/ ([0-9]* ms)//' | tr '\n' ' ' | fold -w 160 | tee -a "$SUMMARY"
 echo | tee -a "$SUMMARY"
 
-step cts-collectives 150 "$OUT/cts.log" env CUBERT_CTS_SERVER=cuda "$B/cubert-test" -j 4 \
+step cts-collectives 150 "$OUT/cts.log" env CUBERT_CTS_DRIVER=cuda "$B/cubert-test" -j 4 \
   cts_all_reduce cts_send_recv cts_to_client cts_kit_comm cts_ensure_init cts_collective \
   cts_release cts_released cts_recv_refused cts_multi_device_teardown cts_sync_collective \
   cts_config_collectives

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tools/gpu-run.sh: everything the CUDA backend can show on a machine with a
+# tools/gpu-run.sh: everything the CUDA driver can show on a machine with a
 # GPU, in one go, within one 600 s command (docs/cuda.md). From the
 # repository root:
 #
@@ -13,7 +13,7 @@
 #   2. build (make CUDA=1): library, tools, examples, test binary, fake
 #      drivers, smoke program, bench_cuda
 #   3. cubert-info: CPU devices, then the CUDA devices
-#   4. make cts SERVER=cuda: the conformance suite on the GPU
+#   4. make cts DRIVER=cuda: the conformance suite on the GPU
 #   5. the CUDA tests (cuda_: the device layer and the client, on the fake
 #      driver and on the GPU)
 #   6. cuda-smoke (device layer checks and raw figures), cuda-smoke --lost
@@ -120,7 +120,7 @@ step cubert-info 30 "$OUT/smoke.txt" "$B/tools/cubert-info"
 grep -E '^(CUDA|Device)' "$OUT/smoke.txt" | tee -a "$SUMMARY"
 
 # The conformance suite on the GPU (each test its own process: a context each).
-step cts-cuda 150 "$OUT/cts.log" env CUBERT_CTS_SERVER=cuda "$B/cubert-test" -j 8 cts_
+step cts-cuda 150 "$OUT/cts.log" env CUBERT_CTS_DRIVER=cuda "$B/cubert-test" -j 8 cts_
 results "$OUT/cts.log"
 
 # The CUDA tests: the device layer and the client, on the fake driver and on the GPU.

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* backend-cpu/cpu/cpu_client.c: the CPU device's public functions
  * (cubert/cpu.h): cubert_cpu_client_create, a CPU driver (cpu_driver.c)
- * under the server kit with the hosted layer's hooks (a recursive device
- * lock, the monotonic clock, per-thread stream ids: cubert/host.h), and the
+ * under the server with the OS layer's hooks (a recursive device
+ * lock, the monotonic clock, per-thread stream ids: cubert/os.h), and the
  * simulation and race-checker controls of a CPU device. */
 #include "cpu/cpu_driver.h"
 
@@ -11,11 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cubert/backend/cpu_testing.h"
-#include "cubert/backend/kit.h"
-#include "cubert/backend/stream.h"
-#include "cubert/host.h"
-#include "host/host_obs.h"
+#include "cpu/cpu_testing.h"
+#include "cubert/driver/server.h"
+#include "stream/stream.h"
+#include "cubert/os.h"
+#include "os/os_obs.h"
 
 void cubert_cpu_options_initialize(cubert_cpu_options_t *options) {
   if (!options) return;
@@ -57,7 +57,7 @@ cubert_status_t cpu_device_of(cubert_client_t *client, cpu_device_t **out_device
   const cubert_driver_t *driver = NULL;
   void *self = NULL;
   if (!client) return CUBERT_STATUS_INVALID_ARGUMENT;
-  CUBERT_RETURN_IF_ERROR(cubert_kit_driver_of(client, &driver, &self));
+  CUBERT_RETURN_IF_ERROR(cubert_server_driver_of(client, &driver, &self));
   if (driver != &cpu_driver) return CUBERT_STATUS_NOT_FOUND;
   *out_device = (cpu_device_t *)self;
   return CUBERT_STATUS_OK;
@@ -67,9 +67,9 @@ cubert_status_t cpu_device_of(cubert_client_t *client, cpu_device_t **out_device
 
 /* The environment fills the fields left at their defaults (cubert/cpu.h,
  * docs/configuration.md); every variable is checked. */
-static cubert_status_t apply_environment(cubert_cpu_options_t *o, cubert_host_config_t *c,
+static cubert_status_t apply_environment(cubert_cpu_options_t *o, cubert_os_config_t *c,
                                          cubert_error_t *out_error) {
-  CUBERT_RETURN_IF_ERROR(cubert_host_config_read(c, out_error));
+  CUBERT_RETURN_IF_ERROR(cubert__os_config_read(c, out_error));
   if (o->profile_level == CUBERT_PROFILE_LEVEL_OFF && (c->set & HOST_CONFIG_PROFILE_LEVEL))
     o->profile_level = c->profile_level;
   if (!o->profile_summary && (c->set & HOST_CONFIG_PROFILE_SUMMARY))
@@ -84,7 +84,7 @@ static cubert_status_t apply_environment(cubert_cpu_options_t *o, cubert_host_co
 }
 
 static cubert_status_t check_options(cubert_cpu_options_t *o, const cubert_cpu_options_t *given,
-                                     cubert_host_config_t *config, cubert_error_t *out_error) {
+                                     cubert_os_config_t *config, cubert_error_t *out_error) {
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   cubert_cpu_options_initialize(o);
   memset(config, 0, sizeof(*config));
@@ -141,7 +141,7 @@ static cubert_status_t device_create(cubert_allocator_t allocator, const cubert_
                                     (void **)&d->streams, NULL) != CUBERT_STATUS_OK)
     status = cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "streams");
   if (status == CUBERT_STATUS_OK)
-    status = cubert_cpu_executor_create(allocator, d->deterministic ? 0 : o->workers,
+    status = cubert__cpu_executor_create(allocator, d->deterministic ? 0 : o->workers,
                                         &d->executor, out_error);
   pthread_mutex_init(&d->summary_mutex, NULL);
   if (status == CUBERT_STATUS_OK && o->profile_summary)
@@ -151,7 +151,7 @@ static cubert_status_t device_create(cubert_allocator_t allocator, const cubert_
     device_free(d);
     return status;
   }
-  cubert_cpu_executor_set_trace_device(d->executor, d->device_index);
+  cubert__cpu_executor_set_trace_device(d->executor, d->device_index);
   *out_device = d;
   return CUBERT_STATUS_OK;
 }
@@ -159,18 +159,18 @@ static cubert_status_t device_create(cubert_allocator_t allocator, const cubert_
 static void release_lock(void *self) {
   cubert_lock_t *lock = (cubert_lock_t *)self;
   cubert_allocator_t allocator = *(cubert_allocator_t *)(void *)(lock + 1);
-  cubert_host_lock_destroy(*lock);
+  cubert_os_lock_destroy(*lock);
   cubert_allocator_free(allocator, lock, sizeof(cubert_lock_t) + sizeof(cubert_allocator_t), 0);
 }
 
 /* The lock lives in a small block with its allocator behind it, freed by
- * the kit's host_release once the device is gone. */
+ * the server's host_release once the device is gone. */
 static cubert_status_t make_lock(cubert_allocator_t allocator, cubert_lock_t **out_lock) {
   cubert_lock_t *lock = NULL;
   if (cubert_allocator_malloc(allocator, sizeof(cubert_lock_t) + sizeof(cubert_allocator_t), 0,
                               (void **)&lock, NULL) != CUBERT_STATUS_OK)
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
-  if (cubert_host_lock_create(allocator, lock, NULL) != CUBERT_STATUS_OK) {
+  if (cubert_os_lock_create(allocator, lock, NULL) != CUBERT_STATUS_OK) {
     cubert_allocator_free(allocator, lock, sizeof(cubert_lock_t) + sizeof(cubert_allocator_t), 0);
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   }
@@ -179,9 +179,9 @@ static cubert_status_t make_lock(cubert_allocator_t allocator, cubert_lock_t **o
   return CUBERT_STATUS_OK;
 }
 
-static void kit_options(const cubert_cpu_options_t *o, const cubert_kit_faults_t *faults,
-                        cpu_device_t *d, cubert_lock_t *lock, cubert_kit_options_t *k) {
-  cubert_kit_options_initialize(k);
+static void server_options(const cubert_cpu_options_t *o, const cubert_server_faults_t *faults,
+                        cpu_device_t *d, cubert_lock_t *lock, cubert_server_options_t *k) {
+  cubert_server_options_initialize(k);
   k->device.type_id = CUBERT_CPU_DEVICE_TYPE;
   k->device.index_id = o->device_index;
   k->max_streams = o->max_streams;
@@ -193,8 +193,8 @@ static void kit_options(const cubert_cpu_options_t *o, const cubert_kit_faults_t
   k->race_sink = o->race_sink;
   if (d->deterministic && d->sim->source == CUBERT_SIM_SOURCE_SEED) k->race_seed = d->sim->seed;
   k->lock = *lock;
-  k->clock = cubert_host_clock();
-  k->stream_source = cubert_host_stream_source;
+  k->clock = cubert_os_clock();
+  k->stream_source = cubert_os_stream_source;
   k->host_release = release_lock;
   k->host_release_self = lock;
   k->faults = faults;
@@ -210,49 +210,49 @@ static cubert_status_t create_failed(const cubert_cpu_options_t *o, cubert_statu
     (void)snprintf(what, sizeof what, "cubert_cpu_client_create (device %u) failed",
                    (unsigned)o->device_index);
     if (error)
-      cubert_host_log_error(CUBERT_LOG_LEVEL_ERROR, what, error);
+      cubert__os_log_error(CUBERT_LOG_LEVEL_ERROR, what, error);
     else
-      cubert_host_log_write(CUBERT_LOG_LEVEL_ERROR, "%s: %s", what, cubert_status_name(status));
+      cubert__os_log_write(CUBERT_LOG_LEVEL_ERROR, "%s: %s", what, cubert_status_name(status));
   }
   return status;
 }
 
-/* The kit's observer (cubert_kit_observer_t): GC points to the log and
+/* The server's observer (cubert_server_observer_t): GC points to the log and
  * the trace. */
-static void observe_event(void *self, cubert_kit_observe_t point, uint64_t a, uint64_t b) {
+static void observe_event(void *self, cubert_server_observe_t point, uint64_t a, uint64_t b) {
   cpu_device_t *d = (cpu_device_t *)self;
-  uint64_t now = HOST_TRACE_ON() ? cubert_host_trace_now() : 0;
-  if (point == CUBERT_KIT_OBSERVE_GC_RELEASE) {
+  uint64_t now = HOST_TRACE_ON() ? cubert__os_trace_now() : 0;
+  if (point == CUBERT_SERVER_OBSERVE_GC_RELEASE) {
     HOST_LOG(CUBERT_LOG_LEVEL_DEBUG, "cpu device %u: gc released %llu (%llu pending)",
              (unsigned)d->device_index, (unsigned long long)a, (unsigned long long)b);
     if (now)
-      cubert_host_trace_record(d->device_index, cubert_host_trace_thread_tid(),
+      cubert__os_trace_record(d->device_index, cubert__os_trace_thread_tid(),
                                HOST_TRACE_CAT_GC, "gc release", now, now, 1, HOST_TRACE_FLOW_NONE,
                                0, "released", a);
-  } else if (point == CUBERT_KIT_OBSERVE_GC_WAIT) {
+  } else if (point == CUBERT_SERVER_OBSERVE_GC_WAIT) {
     HOST_LOG(CUBERT_LOG_LEVEL_DEBUG, "cpu device %u: gc waits for its oldest event (%llu pending)",
              (unsigned)d->device_index, (unsigned long long)a);
     if (now)
-      cubert_host_trace_record(d->device_index, cubert_host_trace_thread_tid(),
+      cubert__os_trace_record(d->device_index, cubert__os_trace_thread_tid(),
                                HOST_TRACE_CAT_GC, "gc wait", now, now, 1, HOST_TRACE_FLOW_NONE, 0,
                                "pending", a);
   }
 }
 
-static void observer_options(cpu_device_t *d, cubert_kit_options_t *k) {
-  (void)cubert_log_level(); /* starts the log (CUBERT_LOG): cubert_host_obs_on_ is then set */
-  k->observer.enabled = &cubert_host_obs_on_;
+static void observer_options(cpu_device_t *d, cubert_server_options_t *k) {
+  (void)cubert_log_level(); /* starts the log (CUBERT_LOG): cubert_os_obs_on_ is then set */
+  k->observer.enabled = &cubert_os_obs_on_;
   k->observer.event = observe_event;
   k->observer.self = d;
 }
 
 static void log_created(const cubert_cpu_options_t *o, const cpu_device_t *d) {
   if (!HOST_LOG_ON(CUBERT_LOG_LEVEL_INFO)) return;
-  cubert_host_log_write(
+  cubert__os_log_write(
       CUBERT_LOG_LEVEL_INFO,
       "cpu device %u created: %s, %u kernel workers, %u streams, memory %s, profiling %s%s",
       (unsigned)o->device_index, d->deterministic ? "deterministic" : "threaded",
-      (unsigned)cubert_cpu_executor_worker_count(d->executor), (unsigned)o->max_streams,
+      (unsigned)cubert__cpu_executor_worker_count(d->executor), (unsigned)o->max_streams,
       o->memory_config.kind == CUBERT_MEMORY_CONFIGURATION_EXCLUSIVE_PAGES ? "exclusive-pages"
       : o->memory_config.kind == CUBERT_MEMORY_CONFIGURATION_CUSTOM        ? "custom"
                                                                            : "sub-slices",
@@ -271,14 +271,14 @@ static void log_created(const cubert_cpu_options_t *o, const cpu_device_t *d) {
            (unsigned)o->race_check);
 }
 
-cubert_status_t cubert_cpu_client_create_with_faults(cubert_allocator_t allocator,
+cubert_status_t cubert__cpu_client_create_with_faults(cubert_allocator_t allocator,
                                                      const cubert_cpu_options_t *options,
-                                                     const cubert_kit_faults_t *faults,
+                                                     const cubert_server_faults_t *faults,
                                                      cubert_client_t **out_client,
                                                      cubert_error_t *out_error) {
   cubert_cpu_options_t o;
-  cubert_kit_options_t k;
-  cubert_host_config_t config;
+  cubert_server_options_t k;
+  cubert_os_config_t config;
   cpu_device_t *d = NULL;
   cubert_lock_t *lock = NULL;
   cubert_status_t status;
@@ -287,7 +287,7 @@ cubert_status_t cubert_cpu_client_create_with_faults(cubert_allocator_t allocato
   status = check_options(&o, options, &config, out_error);
   /* CUBERT_TRACE: from the first create on, this device's creation included */
   if (status == CUBERT_STATUS_OK && (config.set & HOST_CONFIG_TRACE))
-    cubert_host_trace_from_env(&config);
+    cubert__os_trace_from_env(&config);
   if (status == CUBERT_STATUS_OK) status = device_create(allocator, &o, &d, out_error);
   if (status != CUBERT_STATUS_OK) return create_failed(&o, status, out_error);
   cpu_fault_plan_initialize(&d->faults, faults);
@@ -296,9 +296,9 @@ cubert_status_t cubert_cpu_client_create_with_faults(cubert_allocator_t allocato
     status = cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "device lock");
     return create_failed(&o, status, out_error);
   }
-  kit_options(&o, faults, d, lock, &k);
+  server_options(&o, faults, d, lock, &k);
   observer_options(d, &k);
-  status = cubert_kit_client_create(allocator, &k, &cpu_driver, d, out_client, out_error);
+  status = cubert_server_client_create(allocator, &k, &cpu_driver, d, out_client, out_error);
   if (status != CUBERT_STATUS_OK) {
     release_lock(lock);
     device_free(d);
@@ -308,7 +308,7 @@ cubert_status_t cubert_cpu_client_create_with_faults(cubert_allocator_t allocato
     status = cubert_client_set_profiling(*out_client, o.profile_level, cubert_log_sink_default,
                                          NULL, out_error);
     if (status != CUBERT_STATUS_OK) {
-      cubert_client_release(*out_client); /* destroys the kit, the driver and the lock */
+      cubert_client_release(*out_client); /* destroys the server, the driver and the lock */
       *out_client = NULL;
       return create_failed(&o, status, out_error);
     }
@@ -320,7 +320,7 @@ cubert_status_t cubert_cpu_client_create_with_faults(cubert_allocator_t allocato
 cubert_status_t cubert_cpu_client_create(cubert_allocator_t allocator,
                                          const cubert_cpu_options_t *options,
                                          cubert_client_t **out_client, cubert_error_t *out_error) {
-  return cubert_cpu_client_create_with_faults(allocator, options, NULL, out_client, out_error);
+  return cubert__cpu_client_create_with_faults(allocator, options, NULL, out_client, out_error);
 }
 
 /* ---- deterministic simulation and race checker (cubert/cpu.h) ---- */
@@ -387,7 +387,7 @@ cubert_status_t cubert_cpu_sim_attach(cubert_client_t *client, cubert_sim_choose
     seed = d->sim->seed;
   pthread_mutex_unlock(&d->sim_mutex);
   /* reports carry the seed (0: none) */
-  return cubert_kit_race_seed(client, seed, out_error);
+  return cubert_client_race_seed(client, seed, out_error);
 }
 
 cubert_status_t cubert_cpu_sim_drain(cubert_client_t *client, cubert_error_t *out_error) {
@@ -401,7 +401,7 @@ cubert_status_t cubert_cpu_sim_drain(cubert_client_t *client, cubert_error_t *ou
     if (out_error) out_error->status = status;
     return status;
   }
-  (void)cubert_kit_collect(client); /* what the GC holds for events that completed */
+  (void)cubert_server_collect(client); /* what the GC holds for events that completed */
   return CUBERT_STATUS_OK;
 }
 
@@ -411,7 +411,7 @@ cubert_status_t cubert_cpu_race_counters(cubert_client_t *client, cubert_race_co
   CUBERT_RETURN_IF_ERROR(cpu_device_for(client, "cubert_cpu_race_counters", false, &d,
                                         out_error));
   if (!out) return null_out("cubert_cpu_race_counters", "out_counters", out_error);
-  return cubert_kit_race_counters(client, out, out_error);
+  return cubert_client_race_counters(client, out, out_error);
 }
 
 cubert_status_t cubert_cpu_race_last_report(cubert_client_t *client, cubert_race_report_t *out,
@@ -420,5 +420,5 @@ cubert_status_t cubert_cpu_race_last_report(cubert_client_t *client, cubert_race
   CUBERT_RETURN_IF_ERROR(cpu_device_for(client, "cubert_cpu_race_last_report", false, &d,
                                         out_error));
   if (!out) return null_out("cubert_cpu_race_last_report", "out_report", out_error);
-  return cubert_kit_race_last_report(client, out, out_error);
+  return cubert_client_race_last_report(client, out, out_error);
 }

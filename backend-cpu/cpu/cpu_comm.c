@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/cpu/cpu_comm.c: the CPU driver's collective primitives
- * (cubert/backend/driver.h) over the in-process rendezvous of
- * backend-cpu/host/host_comm.c (the role NCCL plays for CUDA). The kit keeps
+ * (cubert/driver/driver.h) over the in-process rendezvous of
+ * os/os_comm.c (the role NCCL plays for CUDA). The server keeps
  * the bookkeeping (which communicators this device joined, the ordering on
  * its communication stream, the pins); here a communicator is a member's
- * host_comm_ref_t, and a collective an op that rendezvouses with the peers
+ * os_comm_ref_t, and a collective an op that rendezvouses with the peers
  * when the communication stream's worker runs it.
  *
  * Deterministic mode has no collectives: a collective blocks until its
@@ -13,19 +13,19 @@
  * do (UNSUPPORTED).
  */
 #include "cpu/cpu_driver.h"
-#include "host/host_comm.h"
+#include "os/os_comm.h"
 
 #include <string.h>
 
 struct cpu_comm_t {
   cpu_comm_t *next; /* left, waiting for the device's teardown */
-  host_comm_ref_t ref;
+  os_comm_ref_t ref;
   uint32_t used; /* a collective was enqueued on it */
 };
 
 typedef struct comm_op_t {
-  host_comm_ref_t ref;
-  host_comm_contrib_t contrib;
+  os_comm_ref_t ref;
+  os_comm_contrib_t contrib;
   uint64_t timeout_ns;
 } comm_op_t;
 
@@ -44,7 +44,7 @@ cubert_status_t cpu_comm_create(void *self, const uint32_t *devices, uint32_t co
                             "collectives need the threaded mode of the CPU device");
   if (cubert_allocator_malloc(d->allocator, sizeof(*c), 0, (void **)&c, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "communicator");
-  status = host_comm_join(devices, count, d->device_index, &c->ref, out_error);
+  status = os_comm_join(devices, count, d->device_index, &c->ref, out_error);
   if (status != CUBERT_STATUS_OK) {
     cubert_allocator_free(d->allocator, c, sizeof(*c), 0);
     return status;
@@ -55,7 +55,7 @@ cubert_status_t cpu_comm_create(void *self, const uint32_t *devices, uint32_t co
 
 cubert_status_t cpu_comm_query(void *self, cubert_driver_comm_t *comm, cubert_error_t *out_error) {
   (void)self;
-  return host_comm_check(&comm_of(comm)->ref, out_error);
+  return os_comm_check(&comm_of(comm)->ref, out_error);
 }
 
 /* Leaving aborts the waits of its collectives (after a grace period); those
@@ -65,9 +65,9 @@ cubert_status_t cpu_comm_query(void *self, cubert_driver_comm_t *comm, cubert_er
 void cpu_comm_destroy(void *self, cubert_driver_comm_t *comm) {
   cpu_device_t *d = (cpu_device_t *)self;
   cpu_comm_t *c = comm_of(comm);
-  host_comm_cancel(&c->ref);
+  os_comm_cancel(&c->ref);
   if (!c->used) {
-    host_comm_leave(&c->ref);
+    os_comm_leave(&c->ref);
     cubert_allocator_free(d->allocator, c, sizeof(*c), 0);
     return;
   }
@@ -79,7 +79,7 @@ void cpu_comm_free_all(cpu_device_t *d) {
   while (d->comms) {
     cpu_comm_t *c = d->comms;
     d->comms = c->next;
-    host_comm_leave(&c->ref);
+    os_comm_leave(&c->ref);
     cubert_allocator_free(d->allocator, c, sizeof(*c), 0);
   }
 }
@@ -87,7 +87,7 @@ void cpu_comm_free_all(cpu_device_t *d) {
 static cubert_status_t comm_run(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
   comm_op_t *op = (comm_op_t *)payload;
   (void)stream;
-  return host_comm_run(&op->ref, &op->contrib, op->timeout_ns, error);
+  return os_comm_run(&op->ref, &op->contrib, op->timeout_ns, error);
 }
 
 cubert_status_t cpu_collective(void *self, cubert_driver_comm_t *comm,
@@ -98,7 +98,7 @@ cubert_status_t cpu_collective(void *self, cubert_driver_comm_t *comm,
   cpu_stream_t *s = (cpu_stream_t *)(void *)stream;
   cpu_op_t *op;
   comm_op_t *p;
-  CUBERT_RETURN_IF_ERROR(host_comm_check(&c->ref, out_error));
+  CUBERT_RETURN_IF_ERROR(os_comm_check(&c->ref, out_error));
   if (collective->kind == CUBERT_COLLECTIVE_ALL_REDUCE &&
       !cubert_comm_dtype_reducible(collective->dtype)) {
     uint64_t f = collective->dtype;
@@ -110,9 +110,9 @@ cubert_status_t cpu_collective(void *self, cubert_driver_comm_t *comm,
   memset(p, 0, sizeof(*p));
   p->ref = c->ref;
   p->timeout_ns = d->collective_timeout_ns;
-  p->contrib.kind = collective->kind == CUBERT_COLLECTIVE_ALL_REDUCE ? HOST_COMM_ALL_REDUCE
-                    : collective->kind == CUBERT_COLLECTIVE_SEND     ? HOST_COMM_SEND
-                                                                     : HOST_COMM_RECV;
+  p->contrib.kind = collective->kind == CUBERT_COLLECTIVE_ALL_REDUCE ? OS_COMM_ALL_REDUCE
+                    : collective->kind == CUBERT_COLLECTIVE_SEND     ? OS_COMM_SEND
+                                                                     : OS_COMM_RECV;
   p->contrib.device = d->device_index;
   p->contrib.peer = collective->peer;
   p->contrib.dtype = collective->dtype;

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * backend-cpu/cpu/cpu_driver.c: the CPU driver's table (cubert/backend/
+ * backend-cpu/cpu/cpu_driver.c: the CPU driver's table (cubert/driver/
  * driver.h) over simulated streams (cpu_stream.c) and the kernel worker pool
  * (cpu_executor.c). Device memory is host memory from the allocator, so
  * device addresses are host pointers (CUBERT_DRIVER_HOST_ADDRESSABLE) and
- * staging buffers come from the kit's allocator (no host_alloc here).
+ * staging buffers come from the server's allocator (no host_alloc here).
  *
  * Every primitive that enqueues writes one op into the stream's ring; the
  * stream's worker (or, in deterministic mode, the step loop of a thread
@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cubert/backend/stream.h"
-#include "host/host_obs.h"
+#include "stream/stream.h"
+#include "os/os_obs.h"
 #include "kernel/cpu_kernel.h"
 
 struct cpu_event_t {
@@ -39,10 +39,10 @@ static cpu_event_t *event_of(cubert_driver_event_t *e) { return (cpu_event_t *)(
 static void trace_host(const cpu_device_t *d, host_trace_cat_t cat, const char *name, uint64_t t0,
                        const cpu_stream_t *stream, uint64_t flow_seq, const char *arg_name,
                        uint64_t arg) {
-  cubert_host_trace_record(d->device_index, cubert_host_trace_thread_tid(), cat, name, t0,
-                           cubert_host_trace_now(), 0,
+  cubert__os_trace_record(d->device_index, cubert__os_trace_thread_tid(), cat, name, t0,
+                           cubert__os_trace_now(), 0,
                            flow_seq ? HOST_TRACE_FLOW_OUT : HOST_TRACE_FLOW_NONE,
-                           flow_seq ? cubert_host_trace_flow_id(d->device_index, stream->slot,
+                           flow_seq ? cubert__os_trace_flow_id(d->device_index, stream->slot,
                                                                 flow_seq)
                                     : 0,
                            arg_name, arg);
@@ -51,8 +51,8 @@ static void trace_host(const cpu_device_t *d, host_trace_cat_t cat, const char *
 /* An instant on the calling host thread's track. */
 static void trace_host_instant(const cpu_device_t *d, host_trace_cat_t cat, const char *name,
                                const char *arg_name, uint64_t arg) {
-  uint64_t now = cubert_host_trace_now();
-  cubert_host_trace_record(d->device_index, cubert_host_trace_thread_tid(), cat, name, now, now,
+  uint64_t now = cubert__os_trace_now();
+  cubert__os_trace_record(d->device_index, cubert__os_trace_thread_tid(), cat, name, now, now,
                            1, HOST_TRACE_FLOW_NONE, 0, arg_name, arg);
 }
 
@@ -62,10 +62,10 @@ static void trace_host_instant(const cpu_device_t *d, host_trace_cat_t cat, cons
 static void trace_op(const cpu_stream_t *stream, host_trace_cat_t cat, const char *name,
                      uint64_t t0, int flow, const char *arg_name, uint64_t arg) {
   uint64_t seq = stream->head + 1u; /* the op that runs */
-  cubert_host_trace_record(stream->device_index, HOST_TRACE_TID_STREAM + stream->slot, cat, name,
-                           t0, cubert_host_trace_now(), 0,
+  cubert__os_trace_record(stream->device_index, HOST_TRACE_TID_STREAM + stream->slot, cat, name,
+                           t0, cubert__os_trace_now(), 0,
                            flow ? HOST_TRACE_FLOW_IN : HOST_TRACE_FLOW_NONE,
-                           flow ? cubert_host_trace_flow_id(stream->device_index, stream->slot, seq)
+                           flow ? cubert__os_trace_flow_id(stream->device_index, stream->slot, seq)
                                 : 0,
                            arg_name, arg);
 }
@@ -104,7 +104,7 @@ typedef struct free_op_t {
 
 static cubert_status_t free_run(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
   free_op_t *op = (free_op_t *)payload;
-  uint64_t t0 = HOST_TRACE_ON() ? cubert_host_trace_now() : 0;
+  uint64_t t0 = HOST_TRACE_ON() ? cubert__os_trace_now() : 0;
   (void)error;
   cubert_allocator_free(op->allocator, op->ptr, (size_t)op->size, CPU_MEMORY_ALIGN);
   if (t0) trace_op(stream, HOST_TRACE_CAT_MEMORY, "free", t0, 0, "bytes", op->size);
@@ -147,7 +147,7 @@ static cubert_status_t copy_run(cpu_stream_t *stream, void *payload, cubert_erro
   copy_op_t *op = (copy_op_t *)payload;
   uint64_t r, t0;
   if (op->fault) return cpu_fault_copy_error(stream->slot, error);
-  t0 = HOST_TRACE_ON() ? cubert_host_trace_now() : 0;
+  t0 = HOST_TRACE_ON() ? cubert__os_trace_now() : 0;
   if (op->height == 1) {
     memcpy(op->dst, op->src, (size_t)op->width);
   } else {
@@ -164,7 +164,7 @@ static cubert_status_t cpu_copy(void *self, const cubert_driver_copy_t *c,
                                 cubert_driver_stream_t *stream, cubert_error_t *out_error) {
   cpu_op_t *op;
   copy_op_t *p;
-  uint64_t seq, t0 = HOST_TRACE_ON() ? cubert_host_trace_now() : 0;
+  uint64_t seq, t0 = HOST_TRACE_ON() ? cubert__os_trace_now() : 0;
   if (c->kind > CUBERT_COPY_DEVICE_TO_DEVICE)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "unknown copy kind");
   if (c->width == 0 || c->height == 0) return CUBERT_STATUS_OK;
@@ -199,11 +199,11 @@ static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_er
   uint64_t t0 = 0, t1;
   cubert_status_t status;
   if (l->fault) return cpu_fault_launch_error(l->kernel, stream->slot, error);
-  if (HOST_TRACE_ON() || d->summary) t0 = cubert_host_trace_now();
+  if (HOST_TRACE_ON() || d->summary) t0 = cubert__os_trace_now();
   status = cpu_kernel_launch_count(l, &d->properties.hardware, &count, error);
   if (status == CUBERT_STATUS_OK) {
     cpu_kernel_launch_args(l, &args);
-    status = cubert_cpu_executor_run(d->executor, l->kernel, count, l->kernel->cube_dim, &args,
+    status = cubert__cpu_executor_run(d->executor, l->kernel, count, l->kernel->cube_dim, &args,
                                      (cubert_execution_mode_t)l->execution, &report, error);
     if (status != CUBERT_STATUS_OK)
       status = cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
@@ -211,7 +211,7 @@ static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_er
       status = cpu_kernel_launch_report(l, &report, stream->slot, error);
   }
   if (!t0) return status;
-  t1 = cubert_host_trace_now();
+  t1 = cubert__os_trace_now();
   if (d->summary && status == CUBERT_STATUS_OK) {
     pthread_mutex_lock(&d->summary_mutex);
     (void)cubert_profile_summary_record(d->summary, l->kernel->name, t1 - t0, NULL);
@@ -227,7 +227,7 @@ static cubert_status_t cpu_launch(void *self, const cubert_driver_launch_t *laun
                                   cubert_driver_stream_t *stream, cubert_error_t *out_error) {
   cpu_op_t *op;
   cpu_kernel_launch_t *l;
-  uint64_t seq, t0 = HOST_TRACE_ON() ? cubert_host_trace_now() : 0;
+  uint64_t seq, t0 = HOST_TRACE_ON() ? cubert__os_trace_now() : 0;
   CUBERT_RETURN_IF_ERROR(cpu_kernel_launch_check(launch, out_error));
   op = cpu_stream_reserve(stream_of(stream));
   l = (cpu_kernel_launch_t *)cpu_op_payload(op);
@@ -262,7 +262,7 @@ static cubert_status_t cpu_stream_create(void *self, uint32_t index,
                                            : CUBERT_ERROR_SERVER_GENERIC,
                             NULL, 0, "cannot start the stream worker");
   }
-  /* the kit's regular slots carry failures across waits; its GC and
+  /* the server's regular slots carry failures across waits; its GC and
    * communication streams (the last two) do not */
   s->propagates = index + 2u < d->stream_count;
   s->device_index = d->device_index;
@@ -284,7 +284,7 @@ static cubert_status_t cpu_stream_synchronize(void *self, cubert_driver_stream_t
                                               cubert_error_t *out_error) {
   cpu_stream_t *s = stream_of(stream);
   cubert_status_t status;
-  uint64_t t0 = HOST_TRACE_ON() ? cubert_host_trace_now() : 0;
+  uint64_t t0 = HOST_TRACE_ON() ? cubert__os_trace_now() : 0;
   status = cpu_stream_wait_point(s, s->tail, UINT64_MAX);
   if (t0) {
     char name[48];
@@ -371,7 +371,7 @@ static cubert_status_t cpu_event_synchronize(void *self, cubert_driver_event_t *
                                              uint64_t timeout_ns, cubert_error_t *out_error) {
   cpu_event_t *ev = event_of(event);
   cubert_status_t status;
-  uint64_t t0 = HOST_TRACE_ON() ? cubert_host_trace_now() : 0;
+  uint64_t t0 = HOST_TRACE_ON() ? cubert__os_trace_now() : 0;
   status = cpu_stream_wait_point(ev->stream, ev->seq, timeout_ns);
   if (t0) {
     char name[48];
@@ -433,7 +433,7 @@ static void cpu_destroy(void *self) {
     d->all_events = ev->all;
     cubert_allocator_free(d->allocator, ev, sizeof(*ev), 0);
   }
-  cubert_cpu_executor_destroy(d->executor);
+  cubert__cpu_executor_destroy(d->executor);
   cpu_sim_destroy(d);
   pthread_mutex_destroy(&d->events_mutex);
   cubert_allocator_free(d->allocator, d->streams, d->stream_count * sizeof(cpu_stream_t *), 0);
@@ -448,7 +448,7 @@ const cubert_driver_t cpu_driver = {
     .properties = cpu_properties,
     .memory_alloc = cpu_memory_alloc,
     .memory_free = cpu_memory_free,
-    .host_alloc = NULL, /* staging: simulated pinned memory from the kit */
+    .host_alloc = NULL, /* staging: simulated pinned memory from the server */
     .host_free = NULL,
     .copy = cpu_copy,
     .launch = cpu_launch,

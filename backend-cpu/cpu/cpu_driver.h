@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* backend-cpu/cpu/cpu_driver.h: the CPU driver's state (not installed).
  *
- * The CPU driver is the device under the server kit (cubert/backend/kit.h):
+ * The CPU driver is the device under the server (cubert/driver/server.h):
  * streams are cpu_stream_t rings run by one worker thread each (threaded
  * mode) or by the step loop of a waiting host thread (deterministic mode,
  * cpu_sim.c); kernels run on the executor's worker pool; device memory is
@@ -12,7 +12,7 @@
 
 #include <pthread.h>
 
-#include "cubert/backend/kit.h"
+#include "cubert/driver/server.h"
 #include "cubert/cpu.h"
 #include "cubert/sim.h"
 #include "cpu/cpu_executor.h"
@@ -46,7 +46,7 @@ typedef struct cpu_device_t {
   uint32_t *sim_ids;            /* stream_count step identities */
   uint64_t *sim_seqs;           /* their sequence numbers */
   uint64_t sim_deadlocks;
-  /* test-only run-time faults (cubert/backend/testing.h), decided at submit */
+  /* test-only run-time faults (core/server/server_faults.h), decided at submit */
   cpu_fault_plan_t faults;
   /* options.profile_summary (cpu_client.c): executions by kernel name,
    * written to the log's sink at destroy; NULL: off */

@@ -31,8 +31,8 @@
  */
 #include "cpu/cpu_executor.h"
 
-#include "host/host_obs.h"
-#include "host/host_thread.h"
+#include "os/os_obs.h"
+#include "os/os_thread.h"
 #include "kernel/cpu_kernel.h"
 
 /* How long an idle worker (or a waiting launcher) spins before sleeping. */
@@ -57,9 +57,9 @@ typedef struct executor_range_t {
 typedef struct executor_worker_t {
   executor_context_t context;
   struct cubert_cpu_executor_t *executor;
-  cubert_host_thread_t thread;
-  cubert_host_mutex_t mutex;
-  cubert_host_cond_t cond;
+  cubert_os_thread_t thread;
+  cubert_os_mutex_t mutex;
+  cubert_os_cond_t cond;
   uint32_t wake;     /* atomic: bumped by the launcher (only writer) */
   uint32_t state;    /* atomic: WORKER_IDLE / WORKER_OFFERED / WORKER_RUNNING */
   uint32_t sleeping; /* atomic: 1 while blocked (or about to) on cond */
@@ -74,9 +74,9 @@ struct cubert_cpu_executor_t {
   size_t worker_stride;   /* bytes per worker in `workers`: the worker, then its range */
   size_t range_offset;    /* where a worker's range starts in its stride */
   unsigned char *workers; /* worker_count * worker_stride bytes */
-  cubert_host_mutex_t run_mutex;
-  cubert_host_mutex_t done_mutex;
-  cubert_host_cond_t done_cond;
+  cubert_os_mutex_t run_mutex;
+  cubert_os_mutex_t done_mutex;
+  cubert_os_cond_t done_cond;
   /* The job, written under run_mutex before the wake-up. */
   const cubert_kernel_t *kernel;
   const cubert_kernel_args_t *args;
@@ -137,29 +137,29 @@ static uint32_t worker_wait(executor_worker_t *w, uint32_t seen) {
     v = __atomic_load_n(&w->wake, __ATOMIC_ACQUIRE);
     if (v != seen) return v;
     if ((i & 63u) == 0) {
-      uint64_t now = cubert_host_clock_ns();
+      uint64_t now = cubert__os_clock_ns();
       if (!start)
         start = now;
       else if (now - start > EXECUTOR_SPIN_NS)
         break;
     }
-    cubert_host_cpu_relax();
+    cubert__os_cpu_relax();
   }
-  cubert_host_mutex_lock(&w->mutex);
+  cubert__os_mutex_lock(&w->mutex);
   __atomic_store_n(&w->sleeping, 1u, __ATOMIC_SEQ_CST);
   while ((v = __atomic_load_n(&w->wake, __ATOMIC_SEQ_CST)) == seen)
-    cubert_host_cond_wait(&w->cond, &w->mutex);
+    cubert__os_cond_wait(&w->cond, &w->mutex);
   __atomic_store_n(&w->sleeping, 0u, __ATOMIC_RELAXED);
-  cubert_host_mutex_unlock(&w->mutex);
+  cubert__os_mutex_unlock(&w->mutex);
   return v;
 }
 
 static void worker_finish(cubert_cpu_executor_t *ex) {
   if (__atomic_sub_fetch(&ex->remaining, 1u, __ATOMIC_SEQ_CST) == 0 &&
       __atomic_load_n(&ex->caller_waiting, __ATOMIC_SEQ_CST)) {
-    cubert_host_mutex_lock(&ex->done_mutex);
-    cubert_host_cond_broadcast(&ex->done_cond);
-    cubert_host_mutex_unlock(&ex->done_mutex);
+    cubert__os_mutex_lock(&ex->done_mutex);
+    cubert__os_cond_broadcast(&ex->done_cond);
+    cubert__os_mutex_unlock(&ex->done_mutex);
   }
 }
 
@@ -175,11 +175,11 @@ static void worker_main(void *arg) {
                                      __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
       continue; /* the offer was cancelled: the launch finished without us */
     if (HOST_TRACE_ON()) { /* this worker's share of the kernel, on its own track */
-      uint64_t t0 = cubert_host_trace_now();
+      uint64_t t0 = cubert__os_trace_now();
       executor_work(ex, &w->context, w->index);
-      cubert_host_trace_record(ex->trace_device, HOST_TRACE_TID_WORKER + w->index,
+      cubert__os_trace_record(ex->trace_device, HOST_TRACE_TID_WORKER + w->index,
                                HOST_TRACE_CAT_KERNEL, ex->kernel->name, t0,
-                               cubert_host_trace_now(), 0, HOST_TRACE_FLOW_NONE, 0, NULL, 0);
+                               cubert__os_trace_now(), 0, HOST_TRACE_FLOW_NONE, 0, NULL, 0);
     } else {
       executor_work(ex, &w->context, w->index);
     }
@@ -193,9 +193,9 @@ static void worker_wake(executor_worker_t *w) {
   uint32_t next = __atomic_load_n(&w->wake, __ATOMIC_RELAXED) + 1u;
   __atomic_store_n(&w->wake, next, __ATOMIC_SEQ_CST);
   if (__atomic_load_n(&w->sleeping, __ATOMIC_SEQ_CST)) {
-    cubert_host_mutex_lock(&w->mutex);
-    cubert_host_cond_signal(&w->cond);
-    cubert_host_mutex_unlock(&w->mutex);
+    cubert__os_mutex_lock(&w->mutex);
+    cubert__os_cond_signal(&w->cond);
+    cubert__os_mutex_unlock(&w->mutex);
   }
 }
 
@@ -204,20 +204,20 @@ static void executor_wait_done(cubert_cpu_executor_t *ex) {
   uint32_t i;
   for (i = 1; __atomic_load_n(&ex->remaining, __ATOMIC_ACQUIRE) != 0; i++) {
     if ((i & 63u) == 0) {
-      uint64_t now = cubert_host_clock_ns();
+      uint64_t now = cubert__os_clock_ns();
       if (!start) {
         start = now;
       } else if (now - start > EXECUTOR_SPIN_NS) {
-        cubert_host_mutex_lock(&ex->done_mutex);
+        cubert__os_mutex_lock(&ex->done_mutex);
         __atomic_store_n(&ex->caller_waiting, 1u, __ATOMIC_SEQ_CST);
         while (__atomic_load_n(&ex->remaining, __ATOMIC_SEQ_CST) != 0)
-          cubert_host_cond_wait(&ex->done_cond, &ex->done_mutex);
+          cubert__os_cond_wait(&ex->done_cond, &ex->done_mutex);
         __atomic_store_n(&ex->caller_waiting, 0u, __ATOMIC_RELAXED);
-        cubert_host_mutex_unlock(&ex->done_mutex);
+        cubert__os_mutex_unlock(&ex->done_mutex);
         return;
       }
     }
-    cubert_host_cpu_relax();
+    cubert__os_cpu_relax();
   }
 }
 
@@ -238,18 +238,18 @@ static void executor_teardown(cubert_cpu_executor_t *ex, int ex_sync_ready) {
   }
   for (i = 0; i < ex->worker_count; i++) {
     executor_worker_t *w = executor_worker(ex, i);
-    if (w->started) cubert_host_thread_join(&w->thread);
+    if (w->started) cubert__os_thread_join(&w->thread);
     if (w->sync_ready) {
-      cubert_host_cond_deinitialize(&w->cond);
-      cubert_host_mutex_deinitialize(&w->mutex);
+      cubert__os_cond_deinitialize(&w->cond);
+      cubert__os_mutex_deinitialize(&w->mutex);
     }
     context_free(ex->allocator, &w->context);
   }
   context_free(ex->allocator, &ex->caller);
   if (ex_sync_ready) {
-    cubert_host_cond_deinitialize(&ex->done_cond);
-    cubert_host_mutex_deinitialize(&ex->done_mutex);
-    cubert_host_mutex_deinitialize(&ex->run_mutex);
+    cubert__os_cond_deinitialize(&ex->done_cond);
+    cubert__os_mutex_deinitialize(&ex->done_mutex);
+    cubert__os_mutex_deinitialize(&ex->run_mutex);
   }
   if (ex->workers)
     cubert_allocator_free(ex->allocator, ex->workers, (size_t)ex->worker_count * ex->worker_stride,
@@ -257,21 +257,21 @@ static void executor_teardown(cubert_cpu_executor_t *ex, int ex_sync_ready) {
   cubert_allocator_free(ex->allocator, ex, sizeof(*ex), EXECUTOR_ALIGN);
 }
 
-static cubert_status_t executor_sync_init(cubert_host_mutex_t *m1, cubert_host_mutex_t *m2,
-                                          cubert_host_cond_t *c) {
-  cubert_status_t s = cubert_host_mutex_initialize(m1);
+static cubert_status_t executor_sync_init(cubert_os_mutex_t *m1, cubert_os_mutex_t *m2,
+                                          cubert_os_cond_t *c) {
+  cubert_status_t s = cubert__os_mutex_initialize(m1);
   if (s != CUBERT_STATUS_OK) return s;
   if (m2) {
-    s = cubert_host_mutex_initialize(m2);
+    s = cubert__os_mutex_initialize(m2);
     if (s != CUBERT_STATUS_OK) {
-      cubert_host_mutex_deinitialize(m1);
+      cubert__os_mutex_deinitialize(m1);
       return s;
     }
   }
-  s = cubert_host_cond_initialize(c);
+  s = cubert__os_cond_initialize(c);
   if (s != CUBERT_STATUS_OK) {
-    if (m2) cubert_host_mutex_deinitialize(m2);
-    cubert_host_mutex_deinitialize(m1);
+    if (m2) cubert__os_mutex_deinitialize(m2);
+    cubert__os_mutex_deinitialize(m1);
   }
   return s;
 }
@@ -285,7 +285,7 @@ static cubert_status_t executor_fail(cubert_error_t *out_error, cubert_status_t 
   return cubert_error_set(out_error, CUBERT_ERROR_SERVER_GENERIC, NULL, 0, reason);
 }
 
-cubert_status_t cubert_cpu_executor_create(cubert_allocator_t allocator, uint32_t n_workers,
+cubert_status_t cubert__cpu_executor_create(cubert_allocator_t allocator, uint32_t n_workers,
                                            cubert_cpu_executor_t **out_executor,
                                            cubert_error_t *out_error) {
   cubert_cpu_executor_t *ex = NULL;
@@ -331,7 +331,7 @@ cubert_status_t cubert_cpu_executor_create(cubert_allocator_t allocator, uint32_
     s = executor_sync_init(&w->mutex, NULL, &w->cond);
     if (s != CUBERT_STATUS_OK) break;
     w->sync_ready = 1;
-    s = cubert_host_thread_create(&w->thread, worker_main, w, CUBERT_CPU_EXECUTOR_STACK_BYTES);
+    s = cubert__os_thread_create(&w->thread, worker_main, w, CUBERT_CPU_EXECUTOR_STACK_BYTES);
     if (s != CUBERT_STATUS_OK) break;
     w->started = 1;
   }
@@ -343,15 +343,15 @@ cubert_status_t cubert_cpu_executor_create(cubert_allocator_t allocator, uint32_
   return CUBERT_STATUS_OK;
 }
 
-void cubert_cpu_executor_destroy(cubert_cpu_executor_t *executor) {
+void cubert__cpu_executor_destroy(cubert_cpu_executor_t *executor) {
   if (executor) executor_teardown(executor, 1);
 }
 
-void cubert_cpu_executor_set_trace_device(cubert_cpu_executor_t *executor, uint32_t device_index) {
+void cubert__cpu_executor_set_trace_device(cubert_cpu_executor_t *executor, uint32_t device_index) {
   if (executor) executor->trace_device = device_index;
 }
 
-uint32_t cubert_cpu_executor_worker_count(const cubert_cpu_executor_t *executor) {
+uint32_t cubert__cpu_executor_worker_count(const cubert_cpu_executor_t *executor) {
   return executor ? executor->worker_count : 0;
 }
 
@@ -417,7 +417,7 @@ static void executor_run_pool(cubert_cpu_executor_t *ex, uint32_t participants) 
   executor_wait_done(ex);
 }
 
-cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,
+cubert_status_t cubert__cpu_executor_run(cubert_cpu_executor_t *executor,
                                         const cubert_kernel_t *kernel, cubert_dim3_t cube_count,
                                         cubert_dim3_t cube_dim, const cubert_kernel_args_t *args,
                                         cubert_execution_mode_t mode,
@@ -437,9 +437,9 @@ cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,
   }
   if (grid.total == 0) return CUBERT_STATUS_OK;
 
-  cubert_host_mutex_lock(&ex->run_mutex);
+  cubert__os_mutex_lock(&ex->run_mutex);
   if (executor_reserve_shared(ex, grid.shared_bytes) != CUBERT_STATUS_OK) {
-    cubert_host_mutex_unlock(&ex->run_mutex);
+    cubert__os_mutex_unlock(&ex->run_mutex);
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "cpu executor: cannot allocate dynamic shared memory");
   }
@@ -448,7 +448,7 @@ cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,
     cpu_kernel_report_reset(&ex->caller.report);
     cpu_kernel_run_all(&ex->caller, kernel, args, &grid);
     if (out_report) cpu_kernel_report_merge(out_report, &ex->caller.report);
-    cubert_host_mutex_unlock(&ex->run_mutex);
+    cubert__os_mutex_unlock(&ex->run_mutex);
     return CUBERT_STATUS_OK;
   }
   chunk = grid.total / (((uint64_t)participants + 1) * 8u); /* 8 chunks per range */
@@ -464,6 +464,6 @@ cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,
       cpu_kernel_report_merge(out_report, &executor_worker(ex, i)->context.report);
     cpu_kernel_report_merge(out_report, &ex->caller.report);
   }
-  cubert_host_mutex_unlock(&ex->run_mutex);
+  cubert__os_mutex_unlock(&ex->run_mutex);
   return CUBERT_STATUS_OK;
 }

@@ -4,7 +4,7 @@
  * in the dialect of cubert/kernel.h over a cube grid on a persistent worker
  * pool.
  *
- * - Workers are created once (cubert_cpu_executor_create) and sleep between
+ * - Workers are created once (cubert__cpu_executor_create) and sleep between
  *   launches (after spinning briefly, so back-to-back launches do not pay a
  *   wake-up). A launch creates no thread and, in steady state, allocates
  *   nothing: the per-worker dynamic shared blocks only grow when a kernel asks
@@ -19,7 +19,7 @@
  * - Each running cube has its own shared memory: static CUBERT_SHARED arrays
  *   live in the cube's call frame, and each thread owns its dynamic shared
  *   block, so two cubes running at the same time never share a byte
- *   (CubeCL's CPU backend aliased them, cubecl#1575).
+ *   (CubeCL's CPU driver aliased them, cubecl#1575).
  * - n_workers == 0: everything runs on the calling thread, cubes in linear
  *   order (deterministic).
  */
@@ -45,19 +45,19 @@ typedef struct cubert_cpu_executor_t cubert_cpu_executor_t;
  * (another thread-start failure). On failure nothing is left behind (started
  * workers are stopped and joined). Thread-safe; blocks while starting
  * threads. */
-cubert_status_t cubert_cpu_executor_create(cubert_allocator_t allocator, uint32_t n_workers,
+cubert_status_t cubert__cpu_executor_create(cubert_allocator_t allocator, uint32_t n_workers,
                                            cubert_cpu_executor_t **out_executor,
                                            cubert_error_t *out_error);
 
 /* Stop and join the workers and free the executor. NULL is a no-op. Must not
  * be called while a run is in progress or from a kernel. Blocks. */
-void cubert_cpu_executor_destroy(cubert_cpu_executor_t *executor);
+void cubert__cpu_executor_destroy(cubert_cpu_executor_t *executor);
 
 /* Number of worker threads (not counting the caller). */
-uint32_t cubert_cpu_executor_worker_count(const cubert_cpu_executor_t *executor);
+uint32_t cubert__cpu_executor_worker_count(const cubert_cpu_executor_t *executor);
 /* Timeline trace (cubert/trace.h): record each pool worker's share of a
  * kernel on track HOST_TRACE_TID_WORKER + worker of device `device_index`. */
-void cubert_cpu_executor_set_trace_device(cubert_cpu_executor_t *executor, uint32_t device_index);
+void cubert__cpu_executor_set_trace_device(cubert_cpu_executor_t *executor, uint32_t device_index);
 
 /* Run `kernel->cpu_entry` for every cube of the grid `cube_count` with
  * `cube_dim` units per cube, and return when every cube has finished.
@@ -82,7 +82,7 @@ void cubert_cpu_executor_set_trace_device(cubert_cpu_executor_t *executor, uint3
  *   RESOURCE_EXHAUSTED  growing the dynamic shared blocks failed.
  * Thread-safe: concurrent runs on one executor are serialized (each uses the
  * whole pool). Blocks. Must not be called from inside a kernel. */
-cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,
+cubert_status_t cubert__cpu_executor_run(cubert_cpu_executor_t *executor,
                                         const cubert_kernel_t *kernel, cubert_dim3_t cube_count,
                                         cubert_dim3_t cube_dim, const cubert_kernel_args_t *args,
                                         cubert_execution_mode_t mode,

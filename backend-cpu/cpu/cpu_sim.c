@@ -10,11 +10,11 @@
  *   2. ask the chooser which one runs (no question when only one can);
  *   3. fold (kind, identity, sequence) into the trace hash and run it inline;
  * until the awaited condition holds. No runnable step while it does not hold
- * is a deadlock: FAILED_PRECONDITION (counted), never a hang. The kit's GC
+ * is a deadlock: FAILED_PRECONDITION (counted), never a hang. The server's GC
  * is not a step: it polls events at its own calls, on the host's thread, so
  * a seed still fixes everything. */
 #include "cpu/cpu_driver.h"
-#include "cubert/backend/sim.h"
+#include "cubert/driver/sim.h"
 
 #define SIM_DEFAULT_LOG 65536u
 #define STEP_STREAM 1u

@@ -2,8 +2,8 @@
 /* backend-cpu/cpu/cpu_stream.c: simulated streams (see cpu_stream.h). */
 #include "cpu/cpu_stream.h"
 
-#include "host/host_obs.h"
-#include "host/host_thread.h"
+#include "os/os_obs.h"
+#include "os/os_thread.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -34,7 +34,7 @@ static void deadline_after(struct timespec *ts, uint64_t timeout_ns) {
 /* A spinner's budget: call with *start = 0 first; true once STREAM_SPIN_NS
  * passed since that first call. */
 static int spin_budget_spent(uint64_t *start) {
-  uint64_t now = cubert_host_clock_ns();
+  uint64_t now = cubert__os_clock_ns();
   if (!*start) {
     *start = now;
     return 0;
@@ -49,7 +49,7 @@ static int spin_until(cpu_stream_t *s, int (*done)(cpu_stream_t *, uint64_t), ui
   for (i = 1;; i++) {
     if (done(s, arg)) return 1;
     if ((i & 63u) == 0 && spin_budget_spent(&start)) return 0;
-    cubert_host_cpu_relax();
+    cubert__os_cpu_relax();
   }
 }
 
@@ -93,7 +93,7 @@ static void op_failed(cpu_stream_t *s, const cubert_error_t *error, uint32_t ori
     char what[64];
     (void)snprintf(what, sizeof what, "cpu device %u stream %u: error queued",
                    (unsigned)s->device_index, (unsigned)s->slot);
-    cubert_host_log_error(CUBERT_LOG_LEVEL_WARN, what, error);
+    cubert__os_log_error(CUBERT_LOG_LEVEL_WARN, what, error);
   }
   pthread_mutex_lock(&s->mutex);
   cubert_error_aggregate(&s->errors, error);
@@ -140,13 +140,13 @@ static void execute_op(cpu_stream_t *s, cpu_op_t *op) {
 static void run_op(cpu_stream_t *s, cpu_op_t *op) {
   if (op->wait_stream) {
     if (HOST_TRACE_ON()) { /* a cross-stream wait, on the waiting stream's track */
-      uint64_t t0 = cubert_host_trace_now();
+      uint64_t t0 = cubert__os_trace_now();
       char name[48];
       (void)cpu_stream_wait_point(op->wait_stream, op->wait_seq, UINT64_MAX);
       (void)snprintf(name, sizeof name, "wait stream %u op %llu", (unsigned)op->wait_stream->slot,
                      (unsigned long long)op->wait_seq);
-      cubert_host_trace_record(s->device_index, HOST_TRACE_TID_STREAM + s->slot, HOST_TRACE_CAT_WAIT,
-                               name, t0, cubert_host_trace_now(), 0, HOST_TRACE_FLOW_NONE, 0, NULL,
+      cubert__os_trace_record(s->device_index, HOST_TRACE_TID_STREAM + s->slot, HOST_TRACE_CAT_WAIT,
+                               name, t0, cubert__os_trace_now(), 0, HOST_TRACE_FLOW_NONE, 0, NULL,
                                0);
     } else {
       (void)cpu_stream_wait_point(op->wait_stream, op->wait_seq, UINT64_MAX);
@@ -184,7 +184,7 @@ static int worker_wait(cpu_stream_t *s) {
       if (!__atomic_load_n(&s->running, __ATOMIC_ACQUIRE)) return pull_committed(s);
       if (spin_budget_spent(&start)) break;
     }
-    cubert_host_cpu_relax();
+    cubert__os_cpu_relax();
   }
   pthread_mutex_lock(&s->mutex);
   __atomic_store_n(&s->sleeping, 1, __ATOMIC_SEQ_CST);
@@ -237,7 +237,7 @@ cubert_status_t cpu_stream_initialize(cpu_stream_t *s, cubert_allocator_t alloca
   s->run_until = run_until;
   s->deterministic = deterministic;
   s->ring_size = deterministic ? CPU_STREAM_RING_DETERMINISTIC : CPU_STREAM_RING;
-  s->prefetch_write = cubert_host_cpu_has_prefetch_write();
+  s->prefetch_write = cubert__os_cpu_has_prefetch_write();
   s->faults.entries = s->fault_entries;
   s->faults.capacity = CPU_STREAM_FAULT_LOG;
   CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc_array(allocator, (size_t)s->ring_size,
@@ -318,7 +318,7 @@ static int wait_for_room(cpu_stream_t *s) {
   for (i = 1;; i++) {
     s->head_seen = load_progress(s);
     if (s->tail - s->head_seen <= s->ring_size - s->ring_size / 4) return 1;
-    for (k = 0; k < 32; k++) cubert_host_cpu_relax();
+    for (k = 0; k < 32; k++) cubert__os_cpu_relax();
     if ((i & 7u) == 0 && spin_budget_spent(&start)) return 0;
   }
 }
@@ -367,7 +367,7 @@ uint64_t cpu_stream_commit(cpu_stream_t *s) {
   /* the slot a few launches ahead: its line was last read by the worker;
    * taking it now keeps that transfer off this thread's next fence (the
    * device lock), which otherwise waits for it on every launch */
-  cubert_host_prefetch_write(&s->ring[(t + CPU_STREAM_PREFETCH) % s->ring_size], s->prefetch_write);
+  cubert__os_prefetch_write(&s->ring[(t + CPU_STREAM_PREFETCH) % s->ring_size], s->prefetch_write);
   /* publish a full batch, or wake a sleeping worker (a relaxed look: a
    * sleep that begins right now is caught by the next publish, which every
    * wait does first, or at the end of the worker's first, 1 ms sleep) */
@@ -415,7 +415,7 @@ void cpu_stream_push_error(cpu_stream_t *s, const cubert_error_t *error) {
     char what[64];
     (void)snprintf(what, sizeof what, "cpu device %u stream %u: error queued",
                    (unsigned)s->device_index, (unsigned)s->slot);
-    cubert_host_log_error(CUBERT_LOG_LEVEL_WARN, what, error);
+    cubert__os_log_error(CUBERT_LOG_LEVEL_WARN, what, error);
   }
   pthread_mutex_lock(&s->mutex);
   cubert_error_aggregate(&s->errors, error);

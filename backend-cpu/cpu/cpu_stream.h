@@ -7,7 +7,7 @@
  * operation; the host waits with cpu_stream_wait_point. Errors raised by
  * operations are queued on the stream and drained by flush / sync / read.
  *
- * Threading: enqueue and drain calls come from the kit (serialized by the
+ * Threading: enqueue and drain calls come from the server (serialized by the
  * device lock); the worker runs operations; waits may come from any
  * thread. Operations come from a fixed ring per stream (no allocation per
  * enqueue, no lock per enqueue); a full ring makes the enqueuer wait for the
@@ -19,7 +19,7 @@
  * system call in steady state.
  *
  * Failures carried across streams (docs/errors.md, "Errors from a running
- * stream"): on a stream that takes part (`propagates`: the kit's regular
+ * stream"): on a stream that takes part (`propagates`: the server's regular
  * slots, not its GC and communication streams) every error an op raises is
  * also logged (cpu_fault_log_t); a wait op on another such stream, once
  * the awaited point completed, queues here each failure logged there at or
@@ -92,7 +92,7 @@ struct cpu_stream_t {
   uint32_t waiters; /* atomic: threads sleeping on cond_progress */
   cpu_op_t *ring; /* ring_size entries */
   uint64_t ring_size;
-  /* Single producer (the kit: calls are serialized by the device
+  /* Single producer (the server: calls are serialized by the device
    * handle), single consumer (the worker). head and completed are written by
    * the worker only, tail by the producer only (tail is also the sequence
    * of the last committed op); the other side
@@ -102,7 +102,7 @@ struct cpu_stream_t {
   char pad_producer_[CPU_STREAM_LINE];
   uint64_t tail;      /* atomic: next free slot (ops below it are committed) */
   uint64_t head_seen; /* the producer's last read of the worker's progress */
-  int prefetch_write;  /* cubert_host_cpu_has_prefetch_write() */
+  int prefetch_write;  /* cubert__os_cpu_has_prefetch_write() */
   uint64_t published_seen; /* the producer's last publication */
   char pad_published_[CPU_STREAM_LINE];
   uint64_t published; /* atomic: ops below it are visible to the worker */

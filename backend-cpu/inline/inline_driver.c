@@ -9,10 +9,10 @@
  *
  * Freestanding: the core's rules (no libc, no OS, no global mutable state),
  * checked by `make check-freestanding`. The smallest complete driver: the
- * example of docs/writing-a-server.md.
+ * example of docs/writing-a-driver.md.
  *
  * Failures carried across streams (docs/errors.md, "Errors from a running
- * stream"): a regular stream (not the kit's GC or communication stream)
+ * stream"): a regular stream (not the server's GC or communication stream)
  * logs what failed on it (cpu_fault_log_t, backend-cpu/kernel); an event
  * recorded on a stream that ever failed is an object naming the point
  * (stream, position), and a wait on it queues on the waiting stream each
@@ -20,8 +20,8 @@
  * Every other event is the device's one always-complete byte.
  */
 #include "cubert/inline.h"
-#include "cubert/backend/inline_testing.h"
-#include "cubert/backend/kit.h"
+#include "inline/inline_testing.h"
+#include "cubert/driver/server.h"
 #include "kernel/cpu_kernel.h"
 
 #define INLINE_ALIGN 64
@@ -52,8 +52,8 @@ typedef struct inline_device_t {
   cubert_device_properties_t properties;
   cpu_kernel_context_t context; /* cubes run one after another: one context */
   unsigned char event;          /* every event of a stream that never failed */
-  uint32_t stream_count;        /* the kit's max_streams + its GC and communication streams */
-  cpu_fault_plan_t faults;      /* test only (cubert/backend/testing.h) */
+  uint32_t stream_count;        /* the server's max_streams + its GC and communication streams */
+  cpu_fault_plan_t faults;      /* test only (core/server/server_faults.h) */
 } inline_device_t;
 
 static inline_device_t *device_of(void *self) { return (inline_device_t *)self; }
@@ -292,7 +292,7 @@ static const cubert_driver_t g_inline_driver = {
     .event_query = inline_event_query,
     .event_synchronize = inline_event_synchronize,
     .event_destroy = inline_event_destroy,
-    /* no pinned memory (the kit serves staging from its allocator), no collectives */
+    /* no pinned memory (the server serves staging from its allocator), no collectives */
 };
 
 /* ---- creating a device ---- */
@@ -333,16 +333,16 @@ cubert_status_t cubert_inline_client_create(cubert_allocator_t allocator,
                                             const cubert_inline_options_t *options,
                                             cubert_client_t **out_client,
                                             cubert_error_t *out_error) {
-  return cubert_inline_client_create_with_faults(allocator, options, 0, out_client, out_error);
+  return cubert__inline_client_create_with_faults(allocator, options, 0, out_client, out_error);
 }
 
-cubert_status_t cubert_inline_client_create_with_faults(cubert_allocator_t allocator,
+cubert_status_t cubert__inline_client_create_with_faults(cubert_allocator_t allocator,
                                                         const cubert_inline_options_t *options,
-                                                        const cubert_kit_faults_t *faults,
+                                                        const cubert_server_faults_t *faults,
                                                         cubert_client_t **out_client,
                                                         cubert_error_t *out_error) {
   cubert_inline_options_t o;
-  cubert_kit_options_t k;
+  cubert_server_options_t k;
   inline_device_t *d = 0;
   cubert_status_t status;
   cubert_inline_options_initialize(&o);
@@ -355,10 +355,10 @@ cubert_status_t cubert_inline_client_create_with_faults(cubert_allocator_t alloc
   __builtin_memset(d, 0, sizeof(*d));
   d->allocator = allocator;
   fill_properties(&o, &d->properties);
-  /* the kit's slots (max_streams, 0: its default) + GC + communication */
-  d->stream_count = (o.max_streams ? o.max_streams : CUBERT_KIT_DEFAULT_MAX_STREAMS) + 2u;
+  /* the server's slots (max_streams, 0: its default) + GC + communication */
+  d->stream_count = (o.max_streams ? o.max_streams : CUBERT_SERVER_DEFAULT_MAX_STREAMS) + 2u;
   cpu_fault_plan_initialize(&d->faults, faults);
-  cubert_kit_options_initialize(&k);
+  cubert_server_options_initialize(&k);
   k.device.type_id = CUBERT_INLINE_DEVICE_TYPE;
   k.device.index_id = o.device_index;
   if (o.max_streams) k.max_streams = o.max_streams;
@@ -381,7 +381,7 @@ cubert_status_t cubert_inline_client_create_with_faults(cubert_allocator_t alloc
   k.host_release_self = o.release_self;
   k.memory_config = o.memory_config;
   k.faults = faults;
-  status = cubert_kit_client_create(allocator, &k, &g_inline_driver, d, out_client, out_error);
+  status = cubert_server_client_create(allocator, &k, &g_inline_driver, d, out_client, out_error);
   if (status != CUBERT_STATUS_OK) inline_destroy(d);
   return status;
 }

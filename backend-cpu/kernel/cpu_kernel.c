@@ -3,7 +3,7 @@
  * drivers (see cpu_kernel.h). Freestanding. */
 #include "kernel/cpu_kernel.h"
 #include "base/fmt.h"
-#include "cubert/backend/arith.h"
+#include "cubert/driver/arith.h"
 
 typedef char cpu_kernel_mode_values_match_[(CUBERT_KERNEL_MODE_CHECKED == CUBERT_EXECUTION_CHECKED &&
                                             CUBERT_KERNEL_MODE_VALIDATE ==
@@ -242,13 +242,13 @@ void cpu_kernel_launch_args(const cpu_kernel_launch_t *l, cubert_kernel_args_t *
 static void kernel_failed(char *text, size_t size, const cubert_kernel_t *k, uint32_t stream,
                           const char *what) {
   cubert_fmt_t f;
-  cubert_fmt_initialize(&f, text, size);
-  cubert_fmt_append_str(&f, "kernel ");
-  cubert_fmt_append_str(&f, k->name ? k->name : "(unnamed)");
-  cubert_fmt_append_str(&f, " failed on stream ");
-  cubert_fmt_append_u64(&f, stream);
-  cubert_fmt_append_str(&f, ": ");
-  cubert_fmt_append_str(&f, what);
+  cubert__fmt_initialize(&f, text, size);
+  cubert__fmt_append_str(&f, "kernel ");
+  cubert__fmt_append_str(&f, k->name ? k->name : "(unnamed)");
+  cubert__fmt_append_str(&f, " failed on stream ");
+  cubert__fmt_append_u64(&f, stream);
+  cubert__fmt_append_str(&f, ": ");
+  cubert__fmt_append_str(&f, what);
 }
 
 cubert_status_t cpu_kernel_launch_report(const cpu_kernel_launch_t *l,
@@ -269,7 +269,7 @@ cubert_status_t cpu_kernel_launch_report(const cpu_kernel_launch_t *l,
 
 /* ---- test-only run-time faults --------------------------------------------------------- */
 
-void cpu_fault_plan_initialize(cpu_fault_plan_t *p, const cubert_kit_faults_t *faults) {
+void cpu_fault_plan_initialize(cpu_fault_plan_t *p, const cubert_server_faults_t *faults) {
   size_t n = 0;
   __builtin_memset(p, 0, sizeof(*p));
   if (!faults) return;
@@ -315,10 +315,10 @@ cubert_status_t cpu_fault_launch_error(const cubert_kernel_t *kernel, uint32_t s
 cubert_status_t cpu_fault_copy_error(uint32_t stream, cubert_error_t *out_error) {
   char text[CUBERT_ERROR_REASON_SIZE];
   cubert_fmt_t f;
-  cubert_fmt_initialize(&f, text, sizeof text);
-  cubert_fmt_append_str(&f, "copy failed on stream ");
-  cubert_fmt_append_u64(&f, stream);
-  cubert_fmt_append_str(&f, ": injected fault");
+  cubert__fmt_initialize(&f, text, sizeof text);
+  cubert__fmt_append_str(&f, "copy failed on stream ");
+  cubert__fmt_append_u64(&f, stream);
+  cubert__fmt_append_str(&f, ": injected fault");
   cubert_error_set(out_error, CUBERT_ERROR_IO_UNKNOWN, 0, 0, text);
   cubert_error_wrap(out_error, CUBERT_ERROR_SERVER_IO);
   return CUBERT_STATUS_IO_FAILED;

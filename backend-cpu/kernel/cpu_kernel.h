@@ -8,14 +8,14 @@
  *
  * A thread that runs cubes owns a cpu_kernel_context_t: the cube record the
  * dialect's macros read, its own dynamic shared block (two cubes running at
- * once never share a byte, unlike CubeCL's CPU backend, cubecl#1575) and
+ * once never share a byte, unlike CubeCL's CPU driver, cubecl#1575) and
  * its own bounds-check report, merged after the launch.
  */
 #ifndef CUBERT_CPU_KERNEL_H
 #define CUBERT_CPU_KERNEL_H
 
-#include "cubert/backend/driver.h"
-#include "cubert/backend/testing.h"
+#include "cubert/driver/driver.h"
+#include "server/server_faults.h"
 #include "cubert/kernel.h"
 
 /* Scratch an out-of-bounds access reads (zeros) or writes (dropped). */
@@ -49,7 +49,7 @@ typedef struct cpu_kernel_grid_t {
 } cpu_kernel_grid_t;
 
 /* Check a run of `kernel` over cube_count x cube_dim with `args` in `mode`
- * and fill *out_grid. Errors as cubert_cpu_executor_run documents
+ * and fill *out_grid. Errors as cubert__cpu_executor_run documents
  * (cpu_executor.h): SERVER_VALIDATION (INVALID_ARGUMENT) for bad arguments,
  * COMPILATION_GENERIC for a kernel without a CPU entry, LIMIT_EXCEEDED for
  * too many units or cubes. total is 0 for a count with a zero component. */
@@ -114,13 +114,13 @@ void cpu_kernel_launch_args(const cpu_kernel_launch_t *launch, cubert_kernel_arg
 /* A VALIDATE launch's first violation as a stream error (SERVER_VALIDATION,
  * fields {buffer slot, element index, buffer length, is_write}, reason
  * "kernel <name> failed on stream <stream>: out-of-bounds <read|write>");
- * OK when there was none. `stream` is the driver's stream index (the kit's
+ * OK when there was none. `stream` is the driver's stream index (the server's
  * slot: stream id mod max_streams). */
 cubert_status_t cpu_kernel_launch_report(const cpu_kernel_launch_t *launch,
                                          const cubert_kernel_report_t *report, uint32_t stream,
                                          cubert_error_t *out_error);
 
-/* ---- test-only run-time faults (cubert/backend/testing.h) ----------------------------
+/* ---- test-only run-time faults (core/server/server_faults.h) ----------------------------
  * Which launches and copies fail while they run: decided at submit (in
  * submit order, with the device held), carried by the op, raised when it
  * runs. */
@@ -128,14 +128,14 @@ cubert_status_t cpu_kernel_launch_report(const cpu_kernel_launch_t *launch,
 #define CPU_FAULT_KERNEL_NAME 64
 
 typedef struct cpu_fault_plan_t {
-  uint32_t fail_launch, fail_copy;   /* cubert_kit_faults_t's */
+  uint32_t fail_launch, fail_copy;   /* cubert_server_faults_t's */
   uint32_t launches_seen, copies_seen;
   uint32_t has_kernel;               /* fail_kernel was given */
   char kernel[CPU_FAULT_KERNEL_NAME]; /* its copy (truncated) */
 } cpu_fault_plan_t;
 
 /* From the test's faults (NULL: none). */
-void cpu_fault_plan_initialize(cpu_fault_plan_t *plan, const cubert_kit_faults_t *faults);
+void cpu_fault_plan_initialize(cpu_fault_plan_t *plan, const cubert_server_faults_t *faults);
 /* At submit: 1 when this launch of `kernel` must fail when it runs (one
  * branch when no fault was asked for). */
 uint32_t cpu_fault_plan_launch_counted(cpu_fault_plan_t *plan, const cubert_kernel_t *kernel);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* core/base/allocator.c: allocator wrappers, checked size arithmetic, arena. */
 #include "base/internal.h"
-#include "cubert/backend/arith.h"
+#include "cubert/driver/arith.h"
 
 /* ---- checked arithmetic ------------------------------------------------- */
 
@@ -27,7 +27,7 @@ cubert_status_t cubert_size_mul_add(size_t a, size_t b, size_t c, size_t *out) {
 }
 
 cubert_status_t cubert_size_align_up(size_t value, size_t align, size_t *out) {
-  if (!out || !cubert_is_pow2(align)) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!out || !cubert__is_pow2(align)) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (value > SIZE_MAX - (align - 1)) return CUBERT_STATUS_OVERFLOW;
   *out = (value + (align - 1)) & ~(align - 1);
   return CUBERT_STATUS_OK;
@@ -90,12 +90,12 @@ static cubert_status_t host_oom(cubert_error_t *out_error, size_t size, const ch
 
 static cubert_status_t check_allocation(cubert_allocator_t allocator, size_t size, size_t align,
                                         void **out_ptr, cubert_error_t *out_error) {
-  if (!out_ptr) return cubert_invalid_argument(out_error, "allocator: out_ptr is NULL");
-  if (size == 0) return cubert_invalid_argument(out_error, "allocator: size is 0");
+  if (!out_ptr) return cubert__invalid_argument(out_error, "allocator: out_ptr is NULL");
+  if (size == 0) return cubert__invalid_argument(out_error, "allocator: size is 0");
   if (!allocator.fn)
-    return cubert_invalid_argument(out_error, "allocator: the allocator has no function");
-  if (!cubert_is_pow2(align))
-    return cubert_invalid_argument(out_error, "allocator: align is not a power of two");
+    return cubert__invalid_argument(out_error, "allocator: the allocator has no function");
+  if (!cubert__is_pow2(align))
+    return cubert__invalid_argument(out_error, "allocator: align is not a power of two");
   return CUBERT_STATUS_OK;
 }
 
@@ -115,7 +115,7 @@ cubert_status_t cubert_allocator_malloc_array(cubert_allocator_t allocator, size
                                               size_t size, size_t align, void **out_ptr,
                                               cubert_error_t *out_error) {
   size_t total;
-  if (!out_ptr) return cubert_invalid_argument(out_error, "allocator: out_ptr is NULL");
+  if (!out_ptr) return cubert__invalid_argument(out_error, "allocator: out_ptr is NULL");
   if (cubert_size_mul(count, size, &total) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0,
                             "allocator: count * size overflows");
@@ -155,7 +155,7 @@ static void *arena_fn(void *self, void *ptr, size_t old_size, size_t new_size, s
     }
     return NULL;
   }
-  if (!cubert_is_pow2(align)) return NULL;
+  if (!cubert__is_pow2(align)) return NULL;
   if (ptr && ptr == arena->last) {
     /* Resize the most recent block in place when it fits. */
     size_t start = (size_t)((unsigned char *)ptr - arena->base);
@@ -184,11 +184,11 @@ static void *arena_fn(void *self, void *ptr, size_t old_size, size_t new_size, s
 cubert_status_t cubert_arena_initialize(cubert_arena_t *arena, void *buffer, size_t capacity,
                                         cubert_allocator_t *out_allocator,
                                         cubert_error_t *out_error) {
-  if (!arena) return cubert_invalid_argument(out_error, "cubert_arena_initialize: arena is NULL");
+  if (!arena) return cubert__invalid_argument(out_error, "cubert_arena_initialize: arena is NULL");
   if (!out_allocator)
-    return cubert_invalid_argument(out_error, "cubert_arena_initialize: out_allocator is NULL");
+    return cubert__invalid_argument(out_error, "cubert_arena_initialize: out_allocator is NULL");
   if (!buffer && capacity)
-    return cubert_invalid_argument(out_error,
+    return cubert__invalid_argument(out_error,
                                    "cubert_arena_initialize: buffer is NULL, capacity is not 0");
   arena->base = (unsigned char *)buffer;
   arena->capacity = capacity;

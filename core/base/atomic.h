@@ -25,29 +25,29 @@ typedef struct cubert_atomic_u32_t {
 
 #if defined(CUBERT_SINGLE_THREADED) && CUBERT_SINGLE_THREADED
 
-static inline uint32_t cubert_atomic_load_u32(const cubert_atomic_u32_t *a) { return a->value; }
-static inline void cubert_atomic_store_u32(cubert_atomic_u32_t *a, uint32_t v) { a->value = v; }
-static inline uint32_t cubert_atomic_fetch_add_u32(cubert_atomic_u32_t *a, uint32_t v) {
+static inline uint32_t cubert__atomic_load_u32(const cubert_atomic_u32_t *a) { return a->value; }
+static inline void cubert__atomic_store_u32(cubert_atomic_u32_t *a, uint32_t v) { a->value = v; }
+static inline uint32_t cubert__atomic_fetch_add_u32(cubert_atomic_u32_t *a, uint32_t v) {
   uint32_t old = a->value;
   a->value = old + v;
   return old;
 }
-static inline uint32_t cubert_atomic_fetch_sub_u32(cubert_atomic_u32_t *a, uint32_t v) {
+static inline uint32_t cubert__atomic_fetch_sub_u32(cubert_atomic_u32_t *a, uint32_t v) {
   uint32_t old = a->value;
   a->value = old - v;
   return old;
 }
-static inline uint32_t cubert_atomic_fetch_and_u32(cubert_atomic_u32_t *a, uint32_t v) {
+static inline uint32_t cubert__atomic_fetch_and_u32(cubert_atomic_u32_t *a, uint32_t v) {
   uint32_t old = a->value;
   a->value = old & v;
   return old;
 }
-static inline uint32_t cubert_atomic_fetch_or_u32(cubert_atomic_u32_t *a, uint32_t v) {
+static inline uint32_t cubert__atomic_fetch_or_u32(cubert_atomic_u32_t *a, uint32_t v) {
   uint32_t old = a->value;
   a->value = old | v;
   return old;
 }
-static inline bool cubert_atomic_cas_u32(cubert_atomic_u32_t *a, uint32_t *expected,
+static inline bool cubert__atomic_cas_u32(cubert_atomic_u32_t *a, uint32_t *expected,
                                          uint32_t desired) {
   if (a->value == *expected) {
     a->value = desired;
@@ -56,9 +56,9 @@ static inline bool cubert_atomic_cas_u32(cubert_atomic_u32_t *a, uint32_t *expec
   *expected = a->value;
   return false;
 }
-static inline void *cubert_atomic_load_ptr(void *const volatile *p) { return *p; }
-static inline void cubert_atomic_store_ptr(void *volatile *p, void *v) { *p = v; }
-static inline bool cubert_atomic_cas_ptr(void *volatile *p, void **expected, void *desired) {
+static inline void *cubert__atomic_load_ptr(void *const volatile *p) { return *p; }
+static inline void cubert__atomic_store_ptr(void *volatile *p, void *v) { *p = v; }
+static inline bool cubert__atomic_cas_ptr(void *volatile *p, void **expected, void *desired) {
   if (*p == *expected) {
     *p = desired;
     return true;
@@ -72,46 +72,46 @@ static inline bool cubert_atomic_cas_ptr(void *volatile *p, void **expected, voi
 /* Each operation: one enter, plain accesses, one leave (the hooks are the barriers). */
 #include "cubert/critical_section.h"
 
-static inline uint32_t cubert_atomic_load_u32(const cubert_atomic_u32_t *a) {
+static inline uint32_t cubert__atomic_load_u32(const cubert_atomic_u32_t *a) {
   cubert_critical_state_t s = cubert_critical_enter();
   uint32_t v = a->value;
   cubert_critical_exit(s);
   return v;
 }
-static inline void cubert_atomic_store_u32(cubert_atomic_u32_t *a, uint32_t v) {
+static inline void cubert__atomic_store_u32(cubert_atomic_u32_t *a, uint32_t v) {
   cubert_critical_state_t s = cubert_critical_enter();
   a->value = v;
   cubert_critical_exit(s);
 }
-static inline uint32_t cubert_atomic_fetch_add_u32(cubert_atomic_u32_t *a, uint32_t v) {
+static inline uint32_t cubert__atomic_fetch_add_u32(cubert_atomic_u32_t *a, uint32_t v) {
   cubert_critical_state_t s = cubert_critical_enter();
   uint32_t old = a->value;
   a->value = old + v;
   cubert_critical_exit(s);
   return old;
 }
-static inline uint32_t cubert_atomic_fetch_sub_u32(cubert_atomic_u32_t *a, uint32_t v) {
+static inline uint32_t cubert__atomic_fetch_sub_u32(cubert_atomic_u32_t *a, uint32_t v) {
   cubert_critical_state_t s = cubert_critical_enter();
   uint32_t old = a->value;
   a->value = old - v;
   cubert_critical_exit(s);
   return old;
 }
-static inline uint32_t cubert_atomic_fetch_and_u32(cubert_atomic_u32_t *a, uint32_t v) {
+static inline uint32_t cubert__atomic_fetch_and_u32(cubert_atomic_u32_t *a, uint32_t v) {
   cubert_critical_state_t s = cubert_critical_enter();
   uint32_t old = a->value;
   a->value = old & v;
   cubert_critical_exit(s);
   return old;
 }
-static inline uint32_t cubert_atomic_fetch_or_u32(cubert_atomic_u32_t *a, uint32_t v) {
+static inline uint32_t cubert__atomic_fetch_or_u32(cubert_atomic_u32_t *a, uint32_t v) {
   cubert_critical_state_t s = cubert_critical_enter();
   uint32_t old = a->value;
   a->value = old | v;
   cubert_critical_exit(s);
   return old;
 }
-static inline bool cubert_atomic_cas_u32(cubert_atomic_u32_t *a, uint32_t *expected,
+static inline bool cubert__atomic_cas_u32(cubert_atomic_u32_t *a, uint32_t *expected,
                                          uint32_t desired) {
   cubert_critical_state_t s = cubert_critical_enter();
   bool same = a->value == *expected;
@@ -120,18 +120,18 @@ static inline bool cubert_atomic_cas_u32(cubert_atomic_u32_t *a, uint32_t *expec
   cubert_critical_exit(s);
   return same;
 }
-static inline void *cubert_atomic_load_ptr(void *const volatile *p) {
+static inline void *cubert__atomic_load_ptr(void *const volatile *p) {
   cubert_critical_state_t s = cubert_critical_enter();
   void *v = *p;
   cubert_critical_exit(s);
   return v;
 }
-static inline void cubert_atomic_store_ptr(void *volatile *p, void *v) {
+static inline void cubert__atomic_store_ptr(void *volatile *p, void *v) {
   cubert_critical_state_t s = cubert_critical_enter();
   *p = v;
   cubert_critical_exit(s);
 }
-static inline bool cubert_atomic_cas_ptr(void *volatile *p, void **expected, void *desired) {
+static inline bool cubert__atomic_cas_ptr(void *volatile *p, void **expected, void *desired) {
   cubert_critical_state_t s = cubert_critical_enter();
   bool same = *p == *expected;
   if (same) *p = desired;
@@ -142,36 +142,36 @@ static inline bool cubert_atomic_cas_ptr(void *volatile *p, void **expected, voi
 
 #else
 
-static inline uint32_t cubert_atomic_load_u32(const cubert_atomic_u32_t *a) {
+static inline uint32_t cubert__atomic_load_u32(const cubert_atomic_u32_t *a) {
   return __atomic_load_n(&a->value, __ATOMIC_ACQUIRE);
 }
-static inline void cubert_atomic_store_u32(cubert_atomic_u32_t *a, uint32_t v) {
+static inline void cubert__atomic_store_u32(cubert_atomic_u32_t *a, uint32_t v) {
   __atomic_store_n(&a->value, v, __ATOMIC_RELEASE);
 }
-static inline uint32_t cubert_atomic_fetch_add_u32(cubert_atomic_u32_t *a, uint32_t v) {
+static inline uint32_t cubert__atomic_fetch_add_u32(cubert_atomic_u32_t *a, uint32_t v) {
   return __atomic_fetch_add(&a->value, v, __ATOMIC_ACQ_REL);
 }
-static inline uint32_t cubert_atomic_fetch_sub_u32(cubert_atomic_u32_t *a, uint32_t v) {
+static inline uint32_t cubert__atomic_fetch_sub_u32(cubert_atomic_u32_t *a, uint32_t v) {
   return __atomic_fetch_sub(&a->value, v, __ATOMIC_ACQ_REL);
 }
-static inline uint32_t cubert_atomic_fetch_and_u32(cubert_atomic_u32_t *a, uint32_t v) {
+static inline uint32_t cubert__atomic_fetch_and_u32(cubert_atomic_u32_t *a, uint32_t v) {
   return __atomic_fetch_and(&a->value, v, __ATOMIC_ACQ_REL);
 }
-static inline uint32_t cubert_atomic_fetch_or_u32(cubert_atomic_u32_t *a, uint32_t v) {
+static inline uint32_t cubert__atomic_fetch_or_u32(cubert_atomic_u32_t *a, uint32_t v) {
   return __atomic_fetch_or(&a->value, v, __ATOMIC_ACQ_REL);
 }
-static inline bool cubert_atomic_cas_u32(cubert_atomic_u32_t *a, uint32_t *expected,
+static inline bool cubert__atomic_cas_u32(cubert_atomic_u32_t *a, uint32_t *expected,
                                          uint32_t desired) {
   return __atomic_compare_exchange_n(&a->value, expected, desired, false, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE);
 }
-static inline void *cubert_atomic_load_ptr(void *const volatile *p) {
+static inline void *cubert__atomic_load_ptr(void *const volatile *p) {
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
-static inline void cubert_atomic_store_ptr(void *volatile *p, void *v) {
+static inline void cubert__atomic_store_ptr(void *volatile *p, void *v) {
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
-static inline bool cubert_atomic_cas_ptr(void *volatile *p, void **expected, void *desired) {
+static inline bool cubert__atomic_cas_ptr(void *volatile *p, void **expected, void *desired) {
   return __atomic_compare_exchange_n(p, expected, desired, false, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE);
 }

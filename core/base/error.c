@@ -41,11 +41,11 @@ cubert_status_t(cubert_error_set)(cubert_error_t *error, cubert_error_kind_t kin
   }
   if (count > CUBERT_ARRAY_SIZE(error->field)) count = CUBERT_ARRAY_SIZE(error->field);
   for (i = 0; fields && i < count; i++) error->field[i] = fields[i];
-  if (reason) cubert_strlcpy(error->reason, reason, sizeof(error->reason));
+  if (reason) cubert__strlcpy(error->reason, reason, sizeof(error->reason));
   return status;
 }
 
-cubert_status_t cubert_error_from_status(cubert_error_t *error, cubert_status_t status,
+cubert_status_t cubert__error_from_status(cubert_error_t *error, cubert_status_t status,
                                          const char *reason) {
   cubert_error_kind_t kind;
   switch (status) {
@@ -124,8 +124,8 @@ static void aggregate_start(cubert_error_t *into, const cubert_error_t *first) {
   into->field[2] = first->field[1];
   into->field[3] = first->field[2];
   into->status = CUBERT_STATUS_SERVER_UNHEALTHY;
-  cubert_fmt_initialize(&f, into->reason, sizeof(into->reason));
-  cubert_error_format_record_(&f, first);
+  cubert__fmt_initialize(&f, into->reason, sizeof(into->reason));
+  cubert__error_format_record_(&f, first);
 }
 
 cubert_status_t cubert_error_aggregate(cubert_error_t *aggregate, const cubert_error_t *next) {
@@ -164,13 +164,13 @@ cubert_status_t cubert_error_aggregate(cubert_error_t *aggregate, const cubert_e
   aggregate->status = CUBERT_STATUS_SERVER_UNHEALTHY;
   /* Append "\n<message>" while at least one byte of the message fits; a
    * full buffer (a cut message included) takes nothing more. */
-  cubert_fmt_initialize_append(&f, aggregate->reason, sizeof(aggregate->reason));
+  cubert__fmt_initialize_append(&f, aggregate->reason, sizeof(aggregate->reason));
   if (f.len + 2 < f.size) {
-    if (f.len > 0) cubert_fmt_append_char(&f, '\n');
+    if (f.len > 0) cubert__fmt_append_char(&f, '\n');
     if (is_aggregate(&added))
-      cubert_fmt_append_strn(&f, added.reason, sizeof(added.reason));
+      cubert__fmt_append_strn(&f, added.reason, sizeof(added.reason));
     else
-      cubert_error_format_record_(&f, &added);
+      cubert__error_format_record_(&f, &added);
   }
   return CUBERT_STATUS_SERVER_UNHEALTHY;
 }
@@ -194,7 +194,7 @@ cubert_status_t cubert_error_unhealthy_first(const cubert_error_t *aggregate,
   first.field[1] = aggregate->field[2];
   first.field[2] = aggregate->field[3];
   for (i = 0; i < CUBERT_ARRAY_SIZE(first.field2); i++) first.field2[i] = aggregate->field2[i];
-  first.backend_code = aggregate->backend_code;
+  first.driver_code = aggregate->driver_code;
   first.status = cubert_error_kind_status((cubert_error_kind_t)first.chain[first.depth - 1]);
   *out_first = first;
   return CUBERT_STATUS_OK;
@@ -239,10 +239,10 @@ cubert_status_t cubert_error_set_not_found(cubert_error_t *error, const char *re
   return cubert_error_set(error, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0, reason);
 }
 
-cubert_status_t cubert_error_set_backend(cubert_error_t *error, cubert_error_kind_t kind,
-                                         int64_t backend_code, const char *reason) {
+cubert_status_t cubert_error_set_driver(cubert_error_t *error, cubert_error_kind_t kind,
+                                         int64_t driver_code, const char *reason) {
   cubert_status_t status = cubert_error_set(error, kind, NULL, 0, reason);
-  if (error) error->backend_code = backend_code;
+  if (error) error->driver_code = driver_code;
   return status;
 }
 

@@ -121,7 +121,7 @@ static const char *const k_text[CUBERT_ERROR_KIND_COUNT_] = {
     /* InstallMemoryPoolsError (newer) */
     K(INSTALL_POOLS_IN_USE) = T_F0 " B still live in the pools",
     K(INSTALL_STREAM_UNAVAILABLE) = "the calling stream is in an error state",
-    K(INSTALL_UNSUPPORTED) = "this backend has no configurable memory pools",
+    K(INSTALL_UNSUPPORTED) = "this driver has no configurable memory pools",
     /* Infrastructure (newer; CALL_ERROR: put_call_error) */
     K(SERVICE_CREATION) = "ServiceCreationError { reason: \"" T_R "\" }", /* derived Debug */
     K(STRIDE_MALFORMED_RANKS) = "Malformed strides: " T_R,
@@ -162,15 +162,15 @@ static size_t reason_length(const cubert_error_t *e) {
 /* The reason text, or CubeCL's "not provided" text when it is empty. */
 static void put_reason(cubert_fmt_t *f, const cubert_error_t *e) {
   if (reason_length(e) == 0)
-    cubert_fmt_append_str(f, k_no_reason);
+    cubert__fmt_append_str(f, k_no_reason);
   else
-    cubert_fmt_append_strn(f, e->reason, sizeof(e->reason));
+    cubert__fmt_append_strn(f, e->reason, sizeof(e->reason));
 }
 
 static void put_u64(cubert_fmt_t *f, const char *before, uint64_t value, const char *after) {
-  cubert_fmt_append_str(f, before);
-  cubert_fmt_append_u64(f, value);
-  cubert_fmt_append_str(f, after);
+  cubert__fmt_append_str(f, before);
+  cubert__fmt_append_u64(f, value);
+  cubert__fmt_append_str(f, after);
 }
 
 /* Rust's Debug of a (u32, u32, u32) tuple: "(1, 2, 3)". */
@@ -185,16 +185,16 @@ static void put_template(cubert_fmt_t *f, const char *t, const cubert_error_t *e
   const uint64_t *v = e->field;
   for (; *t; t++) {
     switch (*t) {
-      case C_F0: cubert_fmt_append_u64(f, v[0]); break;
-      case C_F1: cubert_fmt_append_u64(f, v[1]); break;
-      case C_F2: cubert_fmt_append_u64(f, v[2]); break;
+      case C_F0: cubert__fmt_append_u64(f, v[0]); break;
+      case C_F1: cubert__fmt_append_u64(f, v[1]); break;
+      case C_F2: cubert__fmt_append_u64(f, v[2]); break;
       case C_R: put_reason(f, e); break;
       case C_CR:
         if (reason_length(e) == 0) break;
-        cubert_fmt_append_str(f, ": ");
-        cubert_fmt_append_strn(f, e->reason, sizeof(e->reason));
+        cubert__fmt_append_str(f, ": ");
+        cubert__fmt_append_strn(f, e->reason, sizeof(e->reason));
         break;
-      case C_CB: cubert_fmt_append_str(f, k_caused_by); break;
+      case C_CB: cubert__fmt_append_str(f, k_caused_by); break;
       case C_DIM: put_tuple3(f, v); break;
       case C_MAX: put_tuple3(f, e->field2); break;
       case C_IDX:
@@ -205,9 +205,9 @@ static void put_template(cubert_fmt_t *f, const char *t, const cubert_error_t *e
       case C_SIZE:
         if (v[0] != 0) put_u64(f, " allocating ", v[0], " bytes");
         break;
-      case C_MAP: cubert_fmt_append_u64(f, innermost ? v[0] : e->field2[0]); break;
+      case C_MAP: cubert__fmt_append_u64(f, innermost ? v[0] : e->field2[0]); break;
       case C_WRAP: break;
-      default: cubert_fmt_append_char(f, *t); break;
+      default: cubert__fmt_append_char(f, *t); break;
     }
   }
 }
@@ -215,14 +215,14 @@ static void put_template(cubert_fmt_t *f, const char *t, const cubert_error_t *e
 /* CallError's Debug (newer texts), by payload. */
 static void put_call_error(cubert_fmt_t *f, const cubert_error_t *e) {
   if (e->field[0] == (uint64_t)CUBERT_CALL_ERROR_PANIC_MESSAGE) {
-    cubert_fmt_append_str(f, "CallError(task panicked on device runner thread: ");
+    cubert__fmt_append_str(f, "CallError(task panicked on device runner thread: ");
     put_reason(f, e);
-    cubert_fmt_append_char(f, ')');
+    cubert__fmt_append_char(f, ')');
   } else if (e->field[0] == (uint64_t)CUBERT_CALL_ERROR_PANIC_NON_STRING) {
-    cubert_fmt_append_str(
+    cubert__fmt_append_str(
         f, "CallError(task panicked on device runner thread with a non-string payload)");
   } else {
-    cubert_fmt_append_str(
+    cubert__fmt_append_str(
         f, "CallError(device runner channel disconnected before producing a result)");
   }
 }
@@ -236,8 +236,8 @@ static void put_entry(cubert_fmt_t *f, const cubert_error_t *e, cubert_error_kin
     if (innermost) put_reason(f, e);
   } else if (!innermost) {
     /* A kind that does not wrap in CubeCL, used as an outer kind. */
-    cubert_fmt_append_str(f, cubert_error_kind_name(kind));
-    cubert_fmt_append_str(f, k_caused_by);
+    cubert__fmt_append_str(f, cubert_error_kind_name(kind));
+    cubert__fmt_append_str(f, k_caused_by);
   } else if (kind == CUBERT_ERROR_CALL_ERROR) {
     put_call_error(f, e);
   } else if (t) {
@@ -247,10 +247,10 @@ static void put_entry(cubert_fmt_t *f, const cubert_error_t *e, cubert_error_kin
   }
 }
 
-void cubert_error_format_record_(cubert_fmt_t *f, const cubert_error_t *e) {
+void cubert__error_format_record_(cubert_fmt_t *f, const cubert_error_t *e) {
   size_t depth, i;
   if (!e || e->depth == 0) {
-    cubert_fmt_append_str(f, "No error");
+    cubert__fmt_append_str(f, "No error");
     return;
   }
   depth = CUBERT_MIN((size_t)e->depth, (size_t)CUBERT_ERROR_MAX_DEPTH);
@@ -261,22 +261,22 @@ void cubert_error_format_record_(cubert_fmt_t *f, const cubert_error_t *e) {
       /* "The server is in an invalid state\nCaused by:\n  {errors:?}"; the
        * errors are the aggregate's joined messages (joined by newline:
        * docs/errors.md). What follows in the chain is the first of them,
-       * already in the text; the backend code too. */
-      cubert_fmt_append_str(f, "The server is in an invalid state");
-      cubert_fmt_append_str(f, k_caused_by);
+       * already in the text; the driver code too. */
+      cubert__fmt_append_str(f, "The server is in an invalid state");
+      cubert__fmt_append_str(f, k_caused_by);
       put_reason(f, e);
       return;
     }
     if ((unsigned)kind >= (unsigned)CUBERT_ERROR_KIND_COUNT_) {
       put_u64(f, "Unknown error kind ", (uint64_t)e->chain[i], "");
-      if (!innermost) cubert_fmt_append_str(f, k_caused_by);
+      if (!innermost) cubert__fmt_append_str(f, k_caused_by);
       continue;
     }
     put_entry(f, e, kind, innermost);
   }
-  if (e->backend_code != 0) {
-    cubert_fmt_append_str(f, "\nBackend code: ");
-    cubert_fmt_append_i64(f, e->backend_code);
+  if (e->driver_code != 0) {
+    cubert__fmt_append_str(f, "\nDriver code: ");
+    cubert__fmt_append_i64(f, e->driver_code);
   }
 }
 
@@ -290,41 +290,41 @@ const char *cubert_error_kind_name(cubert_error_kind_t kind) {
 
 /* Compiled out (include/cubert/config.h): the record in numbers, e.g.
  * "error 3 > 21 (status 7) fields 1024 0 0 0: reason [text compiled out]". */
-void cubert_error_format_record_(cubert_fmt_t *f, const cubert_error_t *e) {
+void cubert__error_format_record_(cubert_fmt_t *f, const cubert_error_t *e) {
   size_t depth, i;
   if (!e || e->depth == 0) {
-    cubert_fmt_append_str(f, "No error");
+    cubert__fmt_append_str(f, "No error");
     return;
   }
   depth = CUBERT_MIN((size_t)e->depth, (size_t)CUBERT_ERROR_MAX_DEPTH);
-  cubert_fmt_append_str(f, "error ");
+  cubert__fmt_append_str(f, "error ");
   for (i = 0; i < depth; i++) {
-    if (i > 0) cubert_fmt_append_str(f, " > ");
-    cubert_fmt_append_u64(f, e->chain[i]);
+    if (i > 0) cubert__fmt_append_str(f, " > ");
+    cubert__fmt_append_u64(f, e->chain[i]);
   }
-  cubert_fmt_append_str(f, " (status ");
-  cubert_fmt_append_u64(f, (uint64_t)e->status);
-  cubert_fmt_append_str(f, ") fields");
+  cubert__fmt_append_str(f, " (status ");
+  cubert__fmt_append_u64(f, (uint64_t)e->status);
+  cubert__fmt_append_str(f, ") fields");
   for (i = 0; i < CUBERT_ARRAY_SIZE(e->field); i++) {
-    cubert_fmt_append_char(f, ' ');
-    cubert_fmt_append_u64(f, e->field[i]);
+    cubert__fmt_append_char(f, ' ');
+    cubert__fmt_append_u64(f, e->field[i]);
   }
   if (e->reason[0] != '\0') {
-    cubert_fmt_append_str(f, ": ");
-    cubert_fmt_append_strn(f, e->reason, sizeof(e->reason));
+    cubert__fmt_append_str(f, ": ");
+    cubert__fmt_append_strn(f, e->reason, sizeof(e->reason));
   }
-  if (e->backend_code != 0) {
-    cubert_fmt_append_str(f, " backend ");
-    cubert_fmt_append_i64(f, e->backend_code);
+  if (e->driver_code != 0) {
+    cubert__fmt_append_str(f, " driver ");
+    cubert__fmt_append_i64(f, e->driver_code);
   }
-  cubert_fmt_append_str(f, " [text compiled out]");
+  cubert__fmt_append_str(f, " [text compiled out]");
 }
 
 #endif /* CUBERT_CONFIG_ERROR_TEXT */
 
 size_t cubert_error_format(const cubert_error_t *error, char *buf, size_t size) {
   cubert_fmt_t f;
-  cubert_fmt_initialize(&f, buf, size);
-  cubert_error_format_record_(&f, error);
-  return cubert_fmt_length(&f);
+  cubert__fmt_initialize(&f, buf, size);
+  cubert__error_format_record_(&f, error);
+  return cubert__fmt_length(&f);
 }

@@ -10,6 +10,6 @@
 #include "cubert/error.h"
 
 /* Append the Display text of e (cubert_error_format) to f. */
-void cubert_error_format_record_(cubert_fmt_t *f, const cubert_error_t *e);
+void cubert__error_format_record_(cubert_fmt_t *f, const cubert_error_t *e);
 
 #endif /* CUBERT_CORE_ERROR_INTERNAL_H */

@@ -14,14 +14,14 @@ static void fmt_put(cubert_fmt_t *f, char c) {
   if (f->len != SIZE_MAX) f->len++;
 }
 
-void cubert_fmt_initialize(cubert_fmt_t *f, char *buf, size_t size) {
+void cubert__fmt_initialize(cubert_fmt_t *f, char *buf, size_t size) {
   f->buf = buf;
   f->size = buf ? size : 0;
   f->len = 0;
   fmt_terminate(f);
 }
 
-void cubert_fmt_initialize_append(cubert_fmt_t *f, char *buf, size_t size) {
+void cubert__fmt_initialize_append(cubert_fmt_t *f, char *buf, size_t size) {
   size_t n = 0;
   f->buf = buf;
   f->size = buf ? size : 0;
@@ -32,23 +32,23 @@ void cubert_fmt_initialize_append(cubert_fmt_t *f, char *buf, size_t size) {
   fmt_terminate(f);
 }
 
-void cubert_fmt_append_char(cubert_fmt_t *f, char c) {
+void cubert__fmt_append_char(cubert_fmt_t *f, char c) {
   fmt_put(f, c);
   fmt_terminate(f);
 }
 
-void cubert_fmt_append_strn(cubert_fmt_t *f, const char *s, size_t n) {
+void cubert__fmt_append_strn(cubert_fmt_t *f, const char *s, size_t n) {
   size_t i;
   if (!s) return;
   for (i = 0; i < n && s[i] != '\0'; i++) fmt_put(f, s[i]);
   fmt_terminate(f);
 }
 
-void cubert_fmt_append_str(cubert_fmt_t *f, const char *s) {
-  cubert_fmt_append_strn(f, s, SIZE_MAX);
+void cubert__fmt_append_str(cubert_fmt_t *f, const char *s) {
+  cubert__fmt_append_strn(f, s, SIZE_MAX);
 }
 
-void cubert_fmt_append_u64(cubert_fmt_t *f, uint64_t value) {
+void cubert__fmt_append_u64(cubert_fmt_t *f, uint64_t value) {
   char digits[20]; /* 2^64 - 1 has 20 decimal digits */
   size_t n = 0;
   do {
@@ -59,7 +59,7 @@ void cubert_fmt_append_u64(cubert_fmt_t *f, uint64_t value) {
   fmt_terminate(f);
 }
 
-void cubert_fmt_append_i64(cubert_fmt_t *f, int64_t value) {
+void cubert__fmt_append_i64(cubert_fmt_t *f, int64_t value) {
   uint64_t magnitude;
   if (value < 0) {
     fmt_put(f, '-');
@@ -68,10 +68,10 @@ void cubert_fmt_append_i64(cubert_fmt_t *f, int64_t value) {
   } else {
     magnitude = (uint64_t)value;
   }
-  cubert_fmt_append_u64(f, magnitude);
+  cubert__fmt_append_u64(f, magnitude);
 }
 
-void cubert_fmt_append_hex(cubert_fmt_t *f, uint64_t value, unsigned min_digits) {
+void cubert__fmt_append_hex(cubert_fmt_t *f, uint64_t value, unsigned min_digits) {
   static const char k_hex[16] = {'0', '1', '2', '3', '4', '5', '6', '7',
                                  '8', '9', 'a', 'b', 'c', 'd', 'e', 'f'};
   char digits[16];
@@ -86,9 +86,9 @@ void cubert_fmt_append_hex(cubert_fmt_t *f, uint64_t value, unsigned min_digits)
   fmt_terminate(f);
 }
 
-size_t cubert_fmt_length(const cubert_fmt_t *f) { return f->len; }
+size_t cubert__fmt_length(const cubert_fmt_t *f) { return f->len; }
 
-bool cubert_fmt_truncated(const cubert_fmt_t *f) {
+bool cubert__fmt_truncated(const cubert_fmt_t *f) {
   if (f->size == 0) return f->len > 0;
   return f->len > f->size - 1;
 }

@@ -13,10 +13,10 @@
  *
  *   char text[64];
  *   cubert_fmt_t f;
- *   cubert_fmt_initialize(&f, text, sizeof(text));
- *   cubert_fmt_append_str(&f, "size: ");
- *   cubert_fmt_append_u64(&f, 1024);
- *   n = cubert_fmt_length(&f);          // 10, text = "size: 1024"
+ *   cubert__fmt_initialize(&f, text, sizeof(text));
+ *   cubert__fmt_append_str(&f, "size: ");
+ *   cubert__fmt_append_u64(&f, 1024);
+ *   n = cubert__fmt_length(&f);          // 10, text = "size: 1024"
  */
 #ifndef CUBERT_CORE_FMT_H
 #define CUBERT_CORE_FMT_H
@@ -33,35 +33,35 @@ typedef struct cubert_fmt_t {
 
 /* Start an empty text in buf[0..size) (writes the terminator when size > 0).
  * A NULL buf is treated as size 0. */
-void cubert_fmt_initialize(cubert_fmt_t *f, char *buf, size_t size);
+void cubert__fmt_initialize(cubert_fmt_t *f, char *buf, size_t size);
 
 /* Continue the NUL-terminated text already in buf[0..size): len starts at its
  * length (bounded by size - 1; an unterminated buffer is terminated at
  * size - 1). */
-void cubert_fmt_initialize_append(cubert_fmt_t *f, char *buf, size_t size);
+void cubert__fmt_initialize_append(cubert_fmt_t *f, char *buf, size_t size);
 
-void cubert_fmt_append_char(cubert_fmt_t *f, char c);
+void cubert__fmt_append_char(cubert_fmt_t *f, char c);
 
 /* Append a NUL-terminated string; NULL appends nothing. */
-void cubert_fmt_append_str(cubert_fmt_t *f, const char *s);
+void cubert__fmt_append_str(cubert_fmt_t *f, const char *s);
 
 /* Append at most n bytes of s, stopping early at a NUL (s need not be
  * terminated within n bytes). NULL appends nothing. */
-void cubert_fmt_append_strn(cubert_fmt_t *f, const char *s, size_t n);
+void cubert__fmt_append_strn(cubert_fmt_t *f, const char *s, size_t n);
 
 /* Decimal, no padding: 0, 18446744073709551615, -9223372036854775808. */
-void cubert_fmt_append_u64(cubert_fmt_t *f, uint64_t value);
-void cubert_fmt_append_i64(cubert_fmt_t *f, int64_t value);
+void cubert__fmt_append_u64(cubert_fmt_t *f, uint64_t value);
+void cubert__fmt_append_i64(cubert_fmt_t *f, int64_t value);
 
 /* Lowercase hexadecimal without a prefix, zero-padded to at least
  * min_digits digits (at most 16; 0 behaves like 1): (255, 4) -> "00ff". */
-void cubert_fmt_append_hex(cubert_fmt_t *f, uint64_t value, unsigned min_digits);
+void cubert__fmt_append_hex(cubert_fmt_t *f, uint64_t value, unsigned min_digits);
 
 /* The full length of the text (what snprintf would return). */
-size_t cubert_fmt_length(const cubert_fmt_t *f);
+size_t cubert__fmt_length(const cubert_fmt_t *f);
 
 /* True when some of the text did not fit (len > size - 1, or size == 0 and
  * len > 0). */
-bool cubert_fmt_truncated(const cubert_fmt_t *f);
+bool cubert__fmt_truncated(const cubert_fmt_t *f);
 
 #endif /* CUBERT_CORE_FMT_H */

@@ -12,7 +12,12 @@
 #include <stdint.h>
 #include <stdbool.h>
 
-#include "cubert/cubert.h"
+#include "cubert/base.h"
+#include "cubert/config.h"
+#include "cubert/status.h"
+#include "cubert/error.h"
+#include "cubert/driver/error.h"
+#include "cubert/allocator.h"
 
 #define cubert_memcpy(d, s, n) __builtin_memcpy((d), (s), (n))
 #define cubert_memset(d, c, n) __builtin_memset((d), (c), (n))
@@ -33,7 +38,7 @@
 
 /* Fill out_error (may be NULL) with kind INVALID_ARGUMENT and `reason` (a
  * literal naming the function and the argument); returns INVALID_ARGUMENT. */
-static inline cubert_status_t cubert_invalid_argument(cubert_error_t *out_error,
+static inline cubert_status_t cubert__invalid_argument(cubert_error_t *out_error,
                                                       const char *reason) {
   return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, reason);
 }
@@ -44,13 +49,13 @@ static inline cubert_status_t cubert_invalid_argument(cubert_error_t *out_error,
  * DEVICE_LOST for UNAVAILABLE, IO_NOT_FOUND for NOT_FOUND, ...; SERVER_GENERIC
  * for the rest), `reason`, and `status` itself. OK writes nothing. Returns
  * status. (core/base/error.c) */
-cubert_status_t cubert_error_from_status(cubert_error_t *error, cubert_status_t status,
+cubert_status_t cubert__error_from_status(cubert_error_t *error, cubert_status_t status,
                                          const char *reason);
 
-static inline bool cubert_is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
+static inline bool cubert__is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
 /* Length of a NUL-terminated string (no libc). */
-static inline size_t cubert_strlen(const char *s) {
+static inline size_t cubert__strlen(const char *s) {
   size_t n = 0;
   /* unreachable: s NULL (every caller passes a string) */
   if (!s) return 0;
@@ -59,8 +64,8 @@ static inline size_t cubert_strlen(const char *s) {
 }
 
 /* Copy at most size-1 bytes and NUL-terminate (size > 0). Returns strlen(src). */
-static inline size_t cubert_strlcpy(char *dst, const char *src, size_t size) {
-  size_t n = cubert_strlen(src), k;
+static inline size_t cubert__strlcpy(char *dst, const char *src, size_t size) {
+  size_t n = cubert__strlen(src), k;
   /* unreachable: size 0 (every caller passes a buffer's room, at least 1) */
   if (size == 0) return n;
   k = n < size - 1 ? n : size - 1;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * core/check/race.c: the predictive cross-stream race checker (cubert/backend/race.h,
+ * core/check/race.c: the predictive cross-stream race checker (core/check/race.h,
  * docs/race-checker.md): create, reset, vector clocks, events, joins and
  * results. The shadow table and the access checks are in race_shadow.c, the
  * report text in race_format.c, the state in race_internal.h.
@@ -19,20 +19,20 @@
  * so a failed growth leaves everything as it was.
  */
 #include "check/race_internal.h"
-#include "cubert/backend/race.h"
-#include "cubert/backend/arith.h"
+#include "check/race.h"
+#include "cubert/driver/arith.h"
 
 #if CUBERT_CONFIG_RACE_CHECKER /* else race_omitted.c (cubert/config.h) */
 
 /* ---- create / destroy / reset ------------------------------------------------- */
 
-void cubert_race_options_initialize(cubert_race_options_t *options) {
+void cubert__race_options_initialize(cubert_race_options_t *options) {
   if (!options) return;
   cubert_memset(options, 0, sizeof(*options));
   options->max_streams = CUBERT_RACE_DEFAULT_MAX_STREAMS;
 }
 
-cubert_status_t cubert_race_checker_create(cubert_allocator_t allocator,
+cubert_status_t cubert__race_checker_create(cubert_allocator_t allocator,
                                            const cubert_race_options_t *options,
                                            cubert_race_checker_t **out_checker,
                                            cubert_error_t *out_error) {
@@ -43,7 +43,7 @@ cubert_status_t cubert_race_checker_create(cubert_allocator_t allocator,
   uint64_t fields[2];
   cubert_status_t status;
   if (!options) {
-    cubert_race_options_initialize(&defaults);
+    cubert__race_options_initialize(&defaults);
     options = &defaults;
   }
   if (!out_checker || !allocator.fn) {
@@ -103,7 +103,7 @@ cubert_status_t cubert_race_checker_create(cubert_allocator_t allocator,
   return CUBERT_STATUS_OK;
 }
 
-void cubert_race_checker_destroy(cubert_race_checker_t *checker) {
+void cubert__race_checker_destroy(cubert_race_checker_t *checker) {
   cubert_allocator_t a;
   if (!checker) return;
   a = checker->allocator;
@@ -120,7 +120,7 @@ void cubert_race_checker_destroy(cubert_race_checker_t *checker) {
   cubert_allocator_free(a, checker, sizeof(*checker), RACE_ALIGN);
 }
 
-void cubert_race_checker_reset(cubert_race_checker_t *checker) {
+void cubert__race_checker_reset(cubert_race_checker_t *checker) {
   uint32_t i;
   if (!checker) return;
   cubert_memset(checker->block, 0, checker->block_size);
@@ -144,11 +144,11 @@ void cubert_race_checker_reset(cubert_race_checker_t *checker) {
   cubert_memset(&checker->last, 0, sizeof(checker->last));
 }
 
-uint32_t cubert_race_checker_max_streams(const cubert_race_checker_t *checker) {
+uint32_t cubert__race_checker_max_streams(const cubert_race_checker_t *checker) {
   return checker ? checker->max_streams : 0;
 }
 
-cubert_status_t cubert_race_set_sink(cubert_race_checker_t *checker,
+cubert_status_t cubert__race_set_sink(cubert_race_checker_t *checker,
                                      const cubert_race_sink_t *sink) {
   if (!checker) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (sink && sink->vtable && !sink->vtable->report) return CUBERT_STATUS_INVALID_ARGUMENT;
@@ -161,13 +161,13 @@ cubert_status_t cubert_race_set_sink(cubert_race_checker_t *checker,
   return CUBERT_STATUS_OK;
 }
 
-void cubert_race_set_seed(cubert_race_checker_t *checker, uint64_t seed) {
+void cubert__race_set_seed(cubert_race_checker_t *checker, uint64_t seed) {
   if (!checker) return;
   checker->has_seed = true;
   checker->seed = seed;
 }
 
-void cubert_race_clear_seed(cubert_race_checker_t *checker) {
+void cubert__race_clear_seed(cubert_race_checker_t *checker) {
   if (!checker) return;
   checker->has_seed = false;
   checker->seed = 0;
@@ -210,7 +210,7 @@ static cubert_status_t race_events_grow(cubert_race_checker_t *c) {
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_race_event_record(cubert_race_checker_t *checker, uint32_t stream,
+cubert_status_t cubert__race_event_record(cubert_race_checker_t *checker, uint32_t stream,
                                          cubert_race_event_t *out_event) {
   uint32_t timeline, index;
   race_event_slot_t *slot;
@@ -240,7 +240,7 @@ cubert_status_t cubert_race_event_record(cubert_race_checker_t *checker, uint32_
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_race_event_release(cubert_race_checker_t *checker,
+cubert_status_t cubert__race_event_release(cubert_race_checker_t *checker,
                                           cubert_race_event_t event) {
   race_event_slot_t *slot;
   if (!checker) return CUBERT_STATUS_INVALID_ARGUMENT;
@@ -255,7 +255,7 @@ cubert_status_t cubert_race_event_release(cubert_race_checker_t *checker,
 
 /* ---- ops and joins ------------------------------------------------------------ */
 
-cubert_status_t cubert_race_op_begin(cubert_race_checker_t *checker, uint32_t stream,
+cubert_status_t cubert__race_op_begin(cubert_race_checker_t *checker, uint32_t stream,
                                      const char *name, uint64_t *out_op_index) {
   uint32_t timeline;
   uint64_t *row;
@@ -274,7 +274,7 @@ cubert_status_t cubert_race_op_begin(cubert_race_checker_t *checker, uint32_t st
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_race_stream_wait_event(cubert_race_checker_t *checker, uint32_t stream,
+cubert_status_t cubert__race_stream_wait_event(cubert_race_checker_t *checker, uint32_t stream,
                                               cubert_race_event_t event) {
   uint32_t timeline;
   race_event_slot_t *slot;
@@ -287,7 +287,7 @@ cubert_status_t cubert_race_stream_wait_event(cubert_race_checker_t *checker, ui
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_race_stream_wait_stream(cubert_race_checker_t *checker, uint32_t stream,
+cubert_status_t cubert__race_stream_wait_stream(cubert_race_checker_t *checker, uint32_t stream,
                                                uint32_t origin) {
   uint32_t timeline, origin_timeline;
   if (!checker || !race_stream_timeline(checker, stream, &timeline) ||
@@ -298,7 +298,7 @@ cubert_status_t cubert_race_stream_wait_stream(cubert_race_checker_t *checker, u
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_race_host_wait_event(cubert_race_checker_t *checker,
+cubert_status_t cubert__race_host_wait_event(cubert_race_checker_t *checker,
                                             cubert_race_event_t event) {
   race_event_slot_t *slot;
   if (!checker) return CUBERT_STATUS_INVALID_ARGUMENT;
@@ -308,7 +308,7 @@ cubert_status_t cubert_race_host_wait_event(cubert_race_checker_t *checker,
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_race_host_sync_stream(cubert_race_checker_t *checker, uint32_t stream) {
+cubert_status_t cubert__race_host_sync_stream(cubert_race_checker_t *checker, uint32_t stream) {
   uint32_t timeline;
   if (!checker || !race_stream_timeline(checker, stream, &timeline)) {
     return CUBERT_STATUS_INVALID_ARGUMENT;
@@ -317,7 +317,7 @@ cubert_status_t cubert_race_host_sync_stream(cubert_race_checker_t *checker, uin
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_race_host_sync_all(cubert_race_checker_t *checker) {
+cubert_status_t cubert__race_host_sync_all(cubert_race_checker_t *checker) {
   uint32_t t;
   uint64_t *host;
   if (!checker) return CUBERT_STATUS_INVALID_ARGUMENT;
@@ -331,7 +331,7 @@ cubert_status_t cubert_race_host_sync_all(cubert_race_checker_t *checker) {
 
 /* ---- results ------------------------------------------------------------------- */
 
-void cubert_race_counters(const cubert_race_checker_t *checker,
+void cubert__race_counters(const cubert_race_checker_t *checker,
                           cubert_race_counters_t *out_counters) {
   if (!out_counters) return;
   if (!checker) {
@@ -341,14 +341,14 @@ void cubert_race_counters(const cubert_race_checker_t *checker,
   *out_counters = checker->counters;
 }
 
-bool cubert_race_last_report(const cubert_race_checker_t *checker,
+bool cubert__race_last_report(const cubert_race_checker_t *checker,
                              cubert_race_report_t *out_report) {
   if (!checker || !out_report || !checker->has_last) return false;
   *out_report = checker->last;
   return true;
 }
 
-uint64_t cubert_race_clock(const cubert_race_checker_t *checker, uint32_t of, uint32_t stream) {
+uint64_t cubert__race_clock(const cubert_race_checker_t *checker, uint32_t of, uint32_t stream) {
   uint32_t a, b;
   if (!checker || !race_timeline_of(checker, of, &a) || !race_timeline_of(checker, stream, &b)) {
     return 0;

@@ -10,7 +10,7 @@
 
 #include "base/internal.h"
 #include "cubert/race.h"
-#include "cubert/backend/race.h"
+#include "check/race.h"
 
 #define RACE_NIL 0xFFFFFFFFu
 /* Largest pool capacity (records, events, buckets): indices stay below RACE_NIL. */

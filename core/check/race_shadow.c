@@ -2,11 +2,11 @@
 /*
  * core/check/race_shadow.c: the race checker's shadow table (buffer id ->
  * access records, race_internal.h), the access check and reclamation
- * (cubert/backend/race.h, docs/race-checker.md).
+ * (core/check/race.h, docs/race-checker.md).
  */
 #include "check/race_internal.h"
-#include "cubert/backend/race.h"
-#include "cubert/backend/arith.h"
+#include "check/race.h"
+#include "cubert/driver/arith.h"
 
 #if CUBERT_CONFIG_RACE_CHECKER /* else race_omitted.c (cubert/config.h) */
 
@@ -219,7 +219,7 @@ static uint32_t race_check(cubert_race_checker_t *c, uint64_t buffer, const race
   return reports;
 }
 
-cubert_status_t cubert_race_access(cubert_race_checker_t *checker, uint64_t buffer,
+cubert_status_t cubert__race_access(cubert_race_checker_t *checker, uint64_t buffer,
                                    uint32_t stream, uint64_t op_index, cubert_race_access_t mode,
                                    uint64_t start, uint64_t end) {
   uint32_t timeline, r, *link, index;
@@ -300,7 +300,7 @@ static void race_reclaim_bucket(cubert_race_checker_t *c, uint64_t buffer, race_
   race_bucket_drop(c, b);
 }
 
-cubert_status_t cubert_race_reclaim(cubert_race_checker_t *checker, uint64_t buffer,
+cubert_status_t cubert__race_reclaim(cubert_race_checker_t *checker, uint64_t buffer,
                                     uint32_t stream) {
   uint32_t timeline;
   race_bucket_t *b;
@@ -327,7 +327,7 @@ cubert_status_t cubert_race_reclaim(cubert_race_checker_t *checker, uint64_t buf
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_race_reclaim_at_event(cubert_race_checker_t *checker, uint64_t buffer,
+cubert_status_t cubert__race_reclaim_at_event(cubert_race_checker_t *checker, uint64_t buffer,
                                              uint32_t stream, cubert_race_event_t event) {
   race_event_slot_t *slot;
   race_bucket_t *b;
@@ -361,7 +361,7 @@ cubert_status_t cubert_race_reclaim_at_event(cubert_race_checker_t *checker, uin
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_race_forget(cubert_race_checker_t *checker, uint64_t buffer) {
+cubert_status_t cubert__race_forget(cubert_race_checker_t *checker, uint64_t buffer) {
   race_bucket_t *b;
   if (!checker || buffer == 0) return CUBERT_STATUS_INVALID_ARGUMENT;
   checker->counters.reclaims++;

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * core/check/sim.c: the deterministic simulation's choice point (cubert/sim.h, cubert/backend/sim.h):
+ * core/check/sim.c: the deterministic simulation's choice point (cubert/sim.h, cubert/driver/sim.h):
  * choosers (seed, replay, bytes, PCT, exhaustive), the trace hash, the
  * exhaustive explorer and the log shrinker. Freestanding, no allocation.
  */
 #include "base/internal.h"
 #include "cubert/sim.h"
-#include "cubert/backend/sim.h"
+#include "cubert/driver/sim.h"
 
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME 0x100000001b3ull
@@ -48,9 +48,9 @@ static void chooser_base(cubert_sim_chooser_t *c, uint32_t source, uint32_t *log
 /* The checks every chooser initializer makes, with their records. */
 static cubert_status_t check_chooser(const cubert_sim_chooser_t *c, const uint32_t *log,
                                      size_t cap, cubert_error_t *out_error) {
-  if (!c) return cubert_invalid_argument(out_error, "sim chooser: chooser is NULL");
+  if (!c) return cubert__invalid_argument(out_error, "sim chooser: chooser is NULL");
   if (!log && cap)
-    return cubert_invalid_argument(out_error, "sim chooser: log is NULL, log_capacity is not 0");
+    return cubert__invalid_argument(out_error, "sim chooser: log is NULL, log_capacity is not 0");
   return CUBERT_STATUS_OK;
 }
 
@@ -70,7 +70,7 @@ cubert_status_t cubert_sim_chooser_initialize_replay(cubert_sim_chooser_t *c,
                                                      cubert_error_t *out_error) {
   CUBERT_RETURN_IF_ERROR(check_chooser(c, log, cap, out_error));
   if (!choices && count)
-    return cubert_invalid_argument(out_error, "sim chooser: choices is NULL, count is not 0");
+    return cubert__invalid_argument(out_error, "sim chooser: choices is NULL, count is not 0");
   chooser_base(c, CUBERT_SIM_SOURCE_REPLAY, log, cap);
   c->replay = choices;
   c->replay_len = count;
@@ -83,7 +83,7 @@ cubert_status_t cubert_sim_chooser_initialize_bytes(cubert_sim_chooser_t *c,
                                                     cubert_error_t *out_error) {
   CUBERT_RETURN_IF_ERROR(check_chooser(c, log, cap, out_error));
   if (!bytes && count)
-    return cubert_invalid_argument(out_error, "sim chooser: bytes is NULL, count is not 0");
+    return cubert__invalid_argument(out_error, "sim chooser: bytes is NULL, count is not 0");
   chooser_base(c, CUBERT_SIM_SOURCE_BYTES, log, cap);
   c->bytes = bytes;
   c->bytes_len = count;
@@ -97,9 +97,9 @@ cubert_status_t cubert_sim_chooser_initialize_pct(cubert_sim_chooser_t *c, uint6
   uint32_t i;
   CUBERT_RETURN_IF_ERROR(check_chooser(c, log, cap, out_error));
   if (depth == 0 || depth > CUBERT_SIM_PCT_MAX_DEPTH)
-    return cubert_invalid_argument(out_error,
+    return cubert__invalid_argument(out_error,
                                    "sim chooser: PCT depth is 0 or above CUBERT_SIM_PCT_MAX_DEPTH");
-  if (steps_hint == 0) return cubert_invalid_argument(out_error, "sim chooser: steps_hint is 0");
+  if (steps_hint == 0) return cubert__invalid_argument(out_error, "sim chooser: steps_hint is 0");
   chooser_base(c, CUBERT_SIM_SOURCE_PCT, log, cap);
   c->seed = seed;
   c->rng = seed;
@@ -116,7 +116,7 @@ cubert_status_t cubert_sim_chooser_initialize_explore(cubert_sim_chooser_t *c,
                                                       uint32_t *log, size_t cap,
                                                       cubert_error_t *out_error) {
   CUBERT_RETURN_IF_ERROR(check_chooser(c, log, cap, out_error));
-  if (!explorer) return cubert_invalid_argument(out_error, "sim chooser: explorer is NULL");
+  if (!explorer) return cubert__invalid_argument(out_error, "sim chooser: explorer is NULL");
   chooser_base(c, CUBERT_SIM_SOURCE_EXPLORE, log, cap);
   c->explorer = explorer;
   explorer->cursor = 0;
@@ -208,12 +208,12 @@ void cubert_sim_trace(cubert_sim_chooser_t *c, uint32_t kind, uint32_t id, uint6
 cubert_status_t cubert_sim_explorer_initialize(cubert_sim_explorer_t *e, uint32_t *choice,
                                                uint32_t *arity, uint32_t capacity,
                                                cubert_error_t *out_error) {
-  if (!e) return cubert_invalid_argument(out_error, "cubert_sim_explorer_initialize: explorer is NULL");
+  if (!e) return cubert__invalid_argument(out_error, "cubert_sim_explorer_initialize: explorer is NULL");
   if (!choice || !arity)
-    return cubert_invalid_argument(out_error,
+    return cubert__invalid_argument(out_error,
                                    "cubert_sim_explorer_initialize: choice or arity is NULL");
   if (capacity == 0)
-    return cubert_invalid_argument(out_error, "cubert_sim_explorer_initialize: capacity is 0");
+    return cubert__invalid_argument(out_error, "cubert_sim_explorer_initialize: capacity is 0");
   cubert_memset(e, 0, sizeof(*e));
   e->choice = choice;
   e->arity = arity;

@@ -8,7 +8,7 @@
  */
 #include "base/internal.h"
 #include "cubert/sim.h"
-#include "cubert/backend/sim.h"
+#include "cubert/driver/sim.h"
 
 #if !CUBERT_CONFIG_SIMULATION
 

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* core/client/client.c: the compute client: devices and their
- * clients, streams, properties, handles, and the kit behind a client
- * (cubert/backend/kit.h). The operations live in client_memory.c,
+ * clients, streams, properties, handles, and the server behind a client
+ * (cubert/driver/server.h). The operations live in client_memory.c,
  * client_io.c, client_launch.c, ...; the task machinery they share in
  * client_task.c. */
 #include "client/client_internal.h"
 #include "base/fmt.h"
-#include "cubert/backend/handle_table.h"
-#include "cubert/backend/device.h"
+#include "memory/handle_table.h"
+#include "cubert/driver/device.h"
+#include "device/device_registry.h"
 
 /* ---- devices ---------------------------------------------------------------------- */
 
@@ -15,29 +16,29 @@ static void state_free(device_state_t *state) {
   cubert_allocator_t allocator = state->allocator;
   void (*release)(void *) = state->host_release;
   void *release_self = state->host_release_self;
-  cubert_handle_table_destroy(state->table);
+  cubert__handle_table_destroy(state->table);
   cubert_allocator_free(allocator, state, sizeof(*state), 0);
   if (release) release(release_self);
 }
 
-/* The device handle over the kit: the host's factory, or a direct one. */
-static cubert_status_t make_handle(device_state_t *s, const cubert_kit_options_t *o,
+/* The device handle over the server: the host's factory, or a direct one. */
+static cubert_status_t make_handle(device_state_t *s, const cubert_server_options_t *o,
                                    cubert_error_t *out_error) {
   cubert_status_t status;
   if (o->handle_factory)
-    status = o->handle_factory(o->handle_factory_self, s->allocator, s->kit, &s->handle);
+    status = o->handle_factory(o->handle_factory_self, s->allocator, s->server, &s->handle);
   else
-    status = cubert_device_handle_direct_create(s->allocator, s->kit, o->lock, &s->handle);
+    status = cubert_device_handle_direct_create(s->allocator, s->server, o->lock, &s->handle);
   if (status != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, status == CUBERT_STATUS_RESOURCE_EXHAUSTED
                                            ? CUBERT_ERROR_HOST_OUT_OF_MEMORY
                                            : CUBERT_ERROR_SERVICE_CREATION,
                             NULL, 0, "device handle");
-  cubert_kit_set_handle(s->kit, s->handle);
+  cubert__server_set_handle(s->server, s->handle);
   return CUBERT_STATUS_OK;
 }
 
-static cubert_status_t state_create(cubert_allocator_t allocator, const cubert_kit_options_t *o,
+static cubert_status_t state_create(cubert_allocator_t allocator, const cubert_server_options_t *o,
                                     device_state_t **out_state, cubert_error_t *out_error) {
   device_state_t *s = NULL;
   cubert_status_t status;
@@ -49,7 +50,7 @@ static cubert_status_t state_create(cubert_allocator_t allocator, const cubert_k
   s->bounds_check = o->bounds_check;
   s->stream_source = o->stream_source;
   s->stream_source_self = o->stream_source_self;
-  status = cubert_handle_table_create(allocator, o->max_handles ? o->max_handles : (1u << 20),
+  status = cubert__handle_table_create(allocator, o->max_handles ? o->max_handles : (1u << 20),
                                       (uint8_t)(o->device.index_id & 0xFFu), &s->table);
   if (status != CUBERT_STATUS_OK) {
     cubert_allocator_free(allocator, s, sizeof(*s), 0);
@@ -63,7 +64,7 @@ static cubert_status_t state_create(cubert_allocator_t allocator, const cubert_k
 }
 
 static cubert_status_t register_device(device_state_t *s, cubert_error_t *out_error) {
-  cubert_status_t status = cubert_device_registry_insert(s->device, s);
+  cubert_status_t status = cubert__device_registry_insert(s->device, s);
   if (status == CUBERT_STATUS_OK) return status;
   if (status == CUBERT_STATUS_ALREADY_EXISTS)
     return cubert_error_set(out_error, CUBERT_ERROR_SERVICE_CREATION, NULL, 0,
@@ -71,8 +72,8 @@ static cubert_status_t register_device(device_state_t *s, cubert_error_t *out_er
   return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0, "device registry is full");
 }
 
-cubert_status_t cubert_kit_client_create(cubert_allocator_t allocator,
-                                         const cubert_kit_options_t *options,
+cubert_status_t cubert_server_client_create(cubert_allocator_t allocator,
+                                         const cubert_server_options_t *options,
                                          const cubert_driver_t *driver, void *driver_self,
                                          cubert_client_t **out_client, cubert_error_t *out_error) {
   device_state_t *s = NULL;
@@ -81,19 +82,19 @@ cubert_status_t cubert_kit_client_create(cubert_allocator_t allocator,
   if (!options || !out_client || (!options->handle_factory &&
                                    (!options->lock.lock || !options->lock.unlock)))
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
-                            "kit_client_create needs options, a lock (or a handle factory) and an "
+                            "server_client_create needs options, a lock (or a handle factory) and an "
                             "output");
-  CUBERT_RETURN_IF_ERROR(cubert_kit_check_driver(driver, out_error));
+  CUBERT_RETURN_IF_ERROR(cubert__server_check_driver(driver, out_error));
   if (cubert_allocator_malloc(allocator, sizeof(*c), 0, (void **)&c, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "client");
   status = state_create(allocator, options, &s, out_error);
   if (status == CUBERT_STATUS_OK) {
-    status = cubert_kit_create(allocator, options, driver, driver_self, s->table, &s->kit,
+    status = cubert__server_create(allocator, options, driver, driver_self, s->table, &s->server,
                                out_error);
-    if (status != CUBERT_STATUS_OK) s->kit = NULL;
+    if (status != CUBERT_STATUS_OK) s->server = NULL;
   }
   if (status == CUBERT_STATUS_OK) {
-    s->properties = *cubert_kit_properties(s->kit);
+    s->properties = *cubert__server_properties(s->server);
     if (s->layout_policy.mem_alignment == 0)
       s->layout_policy.mem_alignment = s->properties.memory.alignment ? s->properties.memory.alignment : 8;
     status = make_handle(s, options, out_error);
@@ -101,7 +102,7 @@ cubert_status_t cubert_kit_client_create(cubert_allocator_t allocator,
       status = register_device(s, out_error);
       if (status != CUBERT_STATUS_OK) s->handle.vtable->destroy(s->handle.self);
     }
-    if (status != CUBERT_STATUS_OK) cubert_kit_destroy(s->kit, false);
+    if (status != CUBERT_STATUS_OK) cubert__server_destroy(s->server, false);
   }
   if (status != CUBERT_STATUS_OK) {
     if (s) {
@@ -113,7 +114,7 @@ cubert_status_t cubert_kit_client_create(cubert_allocator_t allocator,
   }
   s->host_release = options->host_release;
   s->host_release_self = options->host_release_self;
-  cubert_atomic_store_u32(&s->refs, 1);
+  cubert__atomic_store_u32(&s->refs, 1);
   c->state = s;
   c->pinned = false;
   c->stream = 0;
@@ -124,7 +125,7 @@ cubert_status_t cubert_kit_client_create(cubert_allocator_t allocator,
 static cubert_status_t client_new(device_state_t *state, bool pinned, uint64_t stream,
                                   cubert_client_t **out_client, cubert_error_t *out_error) {
   cubert_client_t *c = NULL;
-  uint32_t refs = cubert_atomic_load_u32(&state->refs);
+  uint32_t refs = cubert__atomic_load_u32(&state->refs);
   /* retain refuses 0 -> 1: a device being torn down cannot be loaded again */
   do {
     if (refs == 0)
@@ -133,10 +134,10 @@ static cubert_status_t client_new(device_state_t *state, bool pinned, uint64_t s
     if (refs >= CUBERT_HANDLE_MAX_COUNT)
       return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0,
                               "too many clients of this device");
-  } while (!cubert_atomic_cas_u32(&state->refs, &refs, refs + 1));
+  } while (!cubert__atomic_cas_u32(&state->refs, &refs, refs + 1));
   if (cubert_allocator_malloc(state->allocator, sizeof(*c), 0, (void **)&c, NULL) !=
       CUBERT_STATUS_OK) {
-    cubert_atomic_fetch_sub_u32(&state->refs, 1);
+    cubert__atomic_fetch_sub_u32(&state->refs, 1);
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "client");
   }
   c->state = state;
@@ -149,8 +150,8 @@ static cubert_status_t client_new(device_state_t *state, bool pinned, uint64_t s
 cubert_status_t cubert_client_load(cubert_device_id_t device, cubert_client_t **out_client,
                                    cubert_error_t *out_error) {
   void *p = NULL;
-  if (!out_client) return cubert_invalid_argument(out_error, "cubert_client_load: out_client is NULL");
-  if (cubert_device_registry_lookup(device, &p) != CUBERT_STATUS_OK)
+  if (!out_client) return cubert__invalid_argument(out_error, "cubert_client_load: out_client is NULL");
+  if (cubert__device_registry_lookup(device, &p) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0,
                             "cubert_client_load: no device registered under this id");
   return client_new((device_state_t *)p, false, 0, out_client, out_error);
@@ -158,9 +159,9 @@ cubert_status_t cubert_client_load(cubert_device_id_t device, cubert_client_t **
 
 cubert_status_t cubert_client_clone(const cubert_client_t *client, cubert_client_t **out_client,
                                     cubert_error_t *out_error) {
-  if (!client) return cubert_invalid_argument(out_error, "cubert_client_clone: client is NULL");
+  if (!client) return cubert__invalid_argument(out_error, "cubert_client_clone: client is NULL");
   if (!out_client)
-    return cubert_invalid_argument(out_error, "cubert_client_clone: out_client is NULL");
+    return cubert__invalid_argument(out_error, "cubert_client_clone: out_client is NULL");
   return client_new(client->state, client->pinned, client->stream, out_client, out_error);
 }
 
@@ -169,13 +170,13 @@ void cubert_client_release(cubert_client_t *client) {
   if (!client) return;
   state = client->state;
   cubert_allocator_free(state->allocator, client, sizeof(*client), 0);
-  if (cubert_atomic_fetch_sub_u32(&state->refs, 1) != 1) return;
+  if (cubert__atomic_fetch_sub_u32(&state->refs, 1) != 1) return;
   /* Last client: deregister, stop the device handle, destroy in dependency
-   * order (the kit synchronizes every stream; the driver goes last). */
-  (void)cubert_device_registry_remove(state->device, state);
+   * order (the server synchronizes every stream; the driver goes last). */
+  (void)cubert__device_registry_remove(state->device, state);
   state->handle.vtable->destroy(state->handle.self);
   client_profile_destroy(state);
-  cubert_kit_destroy(state->kit, true);
+  cubert__server_destroy(state->server, true);
   state_free(state);
 }
 
@@ -205,7 +206,7 @@ uint64_t cubert_client_features(const cubert_client_t *client) {
   return client ? client->state->properties.features : 0;
 }
 
-cubert_handle_table_t *cubert_client_handle_table(const cubert_client_t *client) {
+cubert_handle_table_t *cubert__client_handle_table(const cubert_client_t *client) {
   return client ? client->state->table : NULL;
 }
 
@@ -222,15 +223,15 @@ static cubert_status_t check_handle_call(const cubert_client_t *client,
   else if (!handle) what = ": handle is NULL";
   else if (need_out && !has_out) what = ": out_handle is NULL";
   if (what) {
-    cubert_fmt_initialize(&f, reason, sizeof(reason));
-    cubert_fmt_append_str(&f, fn);
-    cubert_fmt_append_str(&f, what);
-    return cubert_invalid_argument(out_error, reason);
+    cubert__fmt_initialize(&f, reason, sizeof(reason));
+    cubert__fmt_append_str(&f, fn);
+    cubert__fmt_append_str(&f, what);
+    return cubert__invalid_argument(out_error, reason);
   }
   if (handle->device != client->state->device.index_id) {
-    cubert_fmt_initialize(&f, reason, sizeof(reason));
-    cubert_fmt_append_str(&f, fn);
-    cubert_fmt_append_str(&f, ": the handle belongs to another device");
+    cubert__fmt_initialize(&f, reason, sizeof(reason));
+    cubert__fmt_append_str(&f, fn);
+    cubert__fmt_append_str(&f, ": the handle belongs to another device");
     return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, NULL, 0, reason);
   }
   return CUBERT_STATUS_OK;
@@ -240,7 +241,7 @@ static cubert_status_t check_handle_call(const cubert_client_t *client,
  * exhausted counts. */
 static cubert_status_t handle_table_error(cubert_status_t status, const char *reason,
                                           cubert_error_t *out_error) {
-  return cubert_error_from_status(out_error, status, reason);
+  return cubert__error_from_status(out_error, status, reason);
 }
 
 cubert_status_t cubert_client_handle_release(cubert_client_t *client,
@@ -248,7 +249,7 @@ cubert_status_t cubert_client_handle_release(cubert_client_t *client,
                                              cubert_error_t *out_error) {
   CUBERT_RETURN_IF_ERROR(check_handle_call(client, handle, false, false,
                                            "cubert_client_handle_release", out_error));
-  return handle_table_error(cubert_handle_release(client->state->table, handle),
+  return handle_table_error(cubert__handle_release(client->state->table, handle),
                             "cubert_client_handle_release: the handle is dead (released "
                             "already, or stale)", out_error);
 }
@@ -258,7 +259,7 @@ cubert_status_t cubert_client_handle_clone(cubert_client_t *client, const cubert
   cubert_status_t status;
   CUBERT_RETURN_IF_ERROR(check_handle_call(client, handle, true, out_handle != NULL,
                                            "cubert_client_handle_clone", out_error));
-  status = cubert_handle_clone(client->state->table, handle, out_handle);
+  status = cubert__handle_clone(client->state->table, handle, out_handle);
   return handle_table_error(status, status == CUBERT_STATUS_OVERFLOW
                                         ? "cubert_client_handle_clone: too many references"
                                         : "cubert_client_handle_clone: the handle is dead",
@@ -272,7 +273,7 @@ cubert_status_t cubert_client_handle_offset(cubert_client_t *client, const cuber
   const char *reason;
   CUBERT_RETURN_IF_ERROR(check_handle_call(client, handle, true, out_handle != NULL,
                                            "cubert_client_handle_offset", out_error));
-  status = cubert_handle_offset(client->state->table, handle, offset_start, offset_end,
+  status = cubert__handle_offset(client->state->table, handle, offset_start, offset_end,
                                 out_handle);
   if (status == CUBERT_STATUS_OUT_OF_RANGE) {
     uint64_t fields[2];
@@ -291,15 +292,15 @@ cubert_status_t cubert_client_handle_offset(cubert_client_t *client, const cuber
 
 size_t cubert_client_enumerate_devices(uint16_t type_id, cubert_device_id_t *out_ids,
                                        size_t capacity) {
-  return cubert_device_registry_enumerate(type_id, out_ids, capacity);
+  return cubert__device_registry_enumerate(type_id, out_ids, capacity);
 }
 
 size_t cubert_client_device_count(uint16_t type_id) {
-  return cubert_device_registry_enumerate(type_id, NULL, 0);
+  return cubert__device_registry_enumerate(type_id, NULL, 0);
 }
 
 size_t cubert_client_device_count_total(void) {
-  return cubert_device_registry_enumerate(UINT16_MAX, NULL, 0);
+  return cubert__device_registry_enumerate(UINT16_MAX, NULL, 0);
 }
 
 cubert_status_t cubert_client_io_optimized_vector_sizes(const cubert_client_t *client,
@@ -307,26 +308,26 @@ cubert_status_t cubert_client_io_optimized_vector_sizes(const cubert_client_t *c
                                                         size_t capacity, size_t *out_count,
                                                         cubert_error_t *out_error) {
   if (!client)
-    return cubert_invalid_argument(out_error,
+    return cubert__invalid_argument(out_error,
                                    "cubert_client_io_optimized_vector_sizes: client is NULL");
   if (elem_size > (uint64_t)SIZE_MAX)
-    return cubert_invalid_argument(out_error,
+    return cubert__invalid_argument(out_error,
                                    "cubert_client_io_optimized_vector_sizes: elem_size does not "
                                    "fit size_t");
   return cubert_io_optimized_vector_sizes(&client->state->properties.hardware, (size_t)elem_size,
                                           out_sizes, capacity, out_count, out_error);
 }
 
-/* ---- the kit behind a client (cubert/backend/kit.h) --------------------------------------- */
+/* ---- the server behind a client (cubert/driver/server.h) --------------------------------------- */
 
-cubert_status_t cubert_kit_driver_of(const cubert_client_t *client,
+cubert_status_t cubert_server_driver_of(const cubert_client_t *client,
                                      const cubert_driver_t **out_driver, void **out_self) {
   if (!client || !out_driver || !out_self) return CUBERT_STATUS_INVALID_ARGUMENT;
-  *out_driver = cubert_kit_driver(client->state->kit, out_self);
+  *out_driver = cubert__server_driver(client->state->server, out_self);
   return CUBERT_STATUS_OK;
 }
 
-typedef struct kit_state_task_t {
+typedef struct server_state_task_t {
   client_task_t head;
   int collect;
   uint32_t collected;
@@ -335,64 +336,64 @@ typedef struct kit_state_task_t {
   cubert_race_counters_t *counters;
   cubert_race_report_t *report;
   bool has_report;
-} kit_state_task_t;
+} server_state_task_t;
 
-static void kit_state_run(void *context, void *payload) {
-  cubert_kit_t *kit = (cubert_kit_t *)context;
-  kit_state_task_t *t = (kit_state_task_t *)payload;
-  if (t->collect) t->collected = cubert_kit_gc_collect(kit);
-  if (t->set_seed) cubert_kit_set_race_seed(kit, t->seed);
-  cubert_kit_race_state(kit, t->counters, t->report, &t->has_report);
+static void server_state_run(void *context, void *payload) {
+  cubert_server_t *server = (cubert_server_t *)context;
+  server_state_task_t *t = (server_state_task_t *)payload;
+  if (t->collect) t->collected = cubert__server_gc_collect(server);
+  if (t->set_seed) cubert__server_set_race_seed(server, t->seed);
+  cubert__server_race_state(server, t->counters, t->report, &t->has_report);
   t->head.status = CUBERT_STATUS_OK;
 }
 
-static cubert_status_t kit_state(cubert_client_t *client, kit_state_task_t *t,
+static cubert_status_t server_state(cubert_client_t *client, server_state_task_t *t,
                                  cubert_error_t *out_error) {
-  return client_submit(client, kit_state_run, &t->head, out_error);
+  return client_submit(client, server_state_run, &t->head, out_error);
 }
 
-uint32_t cubert_kit_collect(cubert_client_t *client) {
-  kit_state_task_t t;
+uint32_t cubert_server_collect(cubert_client_t *client) {
+  server_state_task_t t;
   if (!client) return 0;
   cubert_memset(&t, 0, sizeof t);
   t.collect = 1;
-  return kit_state(client, &t, NULL) == CUBERT_STATUS_OK ? t.collected : 0;
+  return server_state(client, &t, NULL) == CUBERT_STATUS_OK ? t.collected : 0;
 }
 
-cubert_status_t cubert_kit_race_counters(cubert_client_t *client,
+cubert_status_t cubert_client_race_counters(cubert_client_t *client,
                                          cubert_race_counters_t *out_counters,
                                          cubert_error_t *out_error) {
-  kit_state_task_t t;
-  if (!client) return cubert_invalid_argument(out_error, "cubert_kit_race_counters: client is NULL");
+  server_state_task_t t;
+  if (!client) return cubert__invalid_argument(out_error, "cubert_client_race_counters: client is NULL");
   if (!out_counters)
-    return cubert_invalid_argument(out_error, "cubert_kit_race_counters: out_counters is NULL");
+    return cubert__invalid_argument(out_error, "cubert_client_race_counters: out_counters is NULL");
   cubert_memset(&t, 0, sizeof t);
   t.counters = out_counters;
-  return kit_state(client, &t, out_error);
+  return server_state(client, &t, out_error);
 }
 
-cubert_status_t cubert_kit_race_last_report(cubert_client_t *client,
+cubert_status_t cubert_client_race_last_report(cubert_client_t *client,
                                             cubert_race_report_t *out_report,
                                             cubert_error_t *out_error) {
-  kit_state_task_t t;
+  server_state_task_t t;
   if (!client)
-    return cubert_invalid_argument(out_error, "cubert_kit_race_last_report: client is NULL");
+    return cubert__invalid_argument(out_error, "cubert_client_race_last_report: client is NULL");
   if (!out_report)
-    return cubert_invalid_argument(out_error, "cubert_kit_race_last_report: out_report is NULL");
+    return cubert__invalid_argument(out_error, "cubert_client_race_last_report: out_report is NULL");
   cubert_memset(&t, 0, sizeof t);
   t.report = out_report;
-  CUBERT_RETURN_IF_ERROR(kit_state(client, &t, out_error));
+  CUBERT_RETURN_IF_ERROR(server_state(client, &t, out_error));
   if (t.has_report) return CUBERT_STATUS_OK;
   return cubert_error_set(out_error, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0,
                           "no race report (none found, or the race checker is off)");
 }
 
-cubert_status_t cubert_kit_race_seed(cubert_client_t *client, uint64_t seed,
+cubert_status_t cubert_client_race_seed(cubert_client_t *client, uint64_t seed,
                                      cubert_error_t *out_error) {
-  kit_state_task_t t;
-  if (!client) return cubert_invalid_argument(out_error, "cubert_kit_race_seed: client is NULL");
+  server_state_task_t t;
+  if (!client) return cubert__invalid_argument(out_error, "cubert_client_race_seed: client is NULL");
   cubert_memset(&t, 0, sizeof t);
   t.set_seed = 1;
   t.seed = seed;
-  return kit_state(client, &t, out_error);
+  return server_state(client, &t, out_error);
 }

@@ -4,7 +4,7 @@
  * collectives: change_client_sync, to_client, to_client_tensor,
  * ensure_init_collective, all_reduce, send, recv, sync_collective.
  *
- * Every kit call here runs as a blocking device task: the kit only validates
+ * Every server call here runs as a blocking device task: the server only validates
  * and enqueues (the rendezvous with the peers happens on the device's
  * communication stream), so a device thread never waits for another device
  * and the call can return the validation error at once (CubeCL submits
@@ -12,7 +12,7 @@
  */
 #include "client/client_internal.h"
 #include "cubert/comm.h"
-#include "cubert/backend/handle_table.h"
+#include "memory/handle_table.h"
 
 #define COMM_CHECK(cond, what)                                                          \
   do {                                                                                  \
@@ -38,23 +38,23 @@ typedef struct comm_init_task_t {
 
 static void comm_init_run(void *context, void *payload) {
   comm_init_task_t *t = (comm_init_task_t *)payload;
-  t->head.status = cubert_kit_comm_init((cubert_kit_t *)context, t->indices, t->count, t->head.error);
+  t->head.status = cubert__server_comm_init((cubert_server_t *)context, t->indices, t->count, t->head.error);
 }
 
 /* One collective; sync_after: a sync_collective on the same stream right
  * after it succeeded (to_client_tensor's receiver). */
 typedef struct collective_task_t {
   client_task_t head;
-  cubert_kit_collective_t op;
+  cubert_server_collective_t op;
   int sync_after;
 } collective_task_t;
 
 static void collective_run(void *context, void *payload) {
   collective_task_t *t = (collective_task_t *)payload;
-  cubert_kit_t *kit = (cubert_kit_t *)context;
-  t->head.status = cubert_kit_collective(kit, &t->op, t->head.error);
+  cubert_server_t *server = (cubert_server_t *)context;
+  t->head.status = cubert__server_collective(server, &t->op, t->head.error);
   if (t->head.status == CUBERT_STATUS_OK && t->sync_after)
-    t->head.status = cubert_kit_sync_collective(kit, t->op.stream, t->head.error);
+    t->head.status = cubert__server_sync_collective(server, t->op.stream, t->head.error);
 }
 
 static void collective_init(collective_task_t *t, cubert_client_t *client, uint32_t kind,
@@ -87,7 +87,7 @@ static cubert_status_t device_indices(const cubert_client_t *client,
       f[0] = devices[i].type_id;
       f[1] = type;
       return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, f, 2,
-                              "collective: a device of another backend type");
+                              "collective: a device of another driver type");
     }
     out_indices[i] = devices[i].index_id;
   }
@@ -97,7 +97,7 @@ static cubert_status_t device_indices(const cubert_client_t *client,
 
 static void sync_collective_run(void *context, void *payload) {
   sync_collective_task_t *t = (sync_collective_task_t *)payload;
-  t->head.status = cubert_kit_sync_collective((cubert_kit_t *)context, t->stream, t->head.error);
+  t->head.status = cubert__server_sync_collective((cubert_server_t *)context, t->stream, t->head.error);
 }
 
 static cubert_status_t check_dtype(uint32_t dtype, cubert_error_t *out_error) {
@@ -118,7 +118,7 @@ static cubert_status_t pair_of(const cubert_client_t *client, cubert_device_id_t
     f[0] = peer.type_id;
     f[1] = self.type_id;
     return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, f, 2,
-                            "peer device of another backend type");
+                            "peer device of another driver type");
   }
   if (peer.index_id == self.index_id) {
     uint64_t f = peer.index_id;
@@ -215,7 +215,7 @@ static cubert_status_t recv_with(cubert_client_t *client, uint64_t size, uint32_
   }
   CUBERT_RETURN_IF_ERROR(pair_of(client, src_device, pair, out_error));
   CUBERT_RETURN_IF_ERROR(cubert_client_ensure_init_collective(client, pair, 2, out_error));
-  status = cubert_handle_create(s->table, s->device.index_id, cubert_client_stream(client), 0,
+  status = cubert__handle_create(s->table, s->device.index_id, cubert_client_stream(client), 0,
                                 size, &handle);
   if (status != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, status == CUBERT_STATUS_RESOURCE_EXHAUSTED
@@ -232,7 +232,7 @@ static cubert_status_t recv_with(cubert_client_t *client, uint64_t size, uint32_
   t.sync_after = sync_after;
   status = client_submit(client, collective_run, &t.head, out_error);
   if (status != CUBERT_STATUS_OK) {
-    (void)cubert_handle_release(s->table, &handle);
+    (void)cubert__handle_release(s->table, &handle);
     return status;
   }
   *out_handle = handle;
@@ -278,7 +278,7 @@ cubert_status_t cubert_client_to_client_tensor(cubert_client_t *src,
   status = cubert_client_send(src, descriptor, dtype, dst_id, out_error);
   if (status != CUBERT_STATUS_OK) {
     /* the recv is queued and will fail when its peer does not arrive */
-    (void)cubert_handle_release(dst->state->table, &handle);
+    (void)cubert__handle_release(dst->state->table, &handle);
     return status;
   }
   /* src's stream waits for the send too: later writes to the source (or its
@@ -287,7 +287,7 @@ cubert_status_t cubert_client_to_client_tensor(cubert_client_t *src,
    * peer copy) */
   status = cubert_client_sync_collective(src, out_error);
   if (status != CUBERT_STATUS_OK) {
-    (void)cubert_handle_release(dst->state->table, &handle);
+    (void)cubert__handle_release(dst->state->table, &handle);
     return status;
   }
   *out_handle = handle;

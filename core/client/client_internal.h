@@ -3,10 +3,10 @@
  * files (client.c, client_memory.c, client_io.c, ...). Not installed.
  *
  * A device's state is shared by every client object of the device; the
- * server behind it is the kit (core/kit/kit.h). Each client operation is a
- * typed device task: a small record (client_task_t first, then the kit's
+ * server behind it is the server (core/server/server.h). Each client operation is a
+ * typed device task: a small record (client_task_t first, then the server's
  * operation record) run by the device handle with the device held, calling
- * the one kit function of that operation. */
+ * the one server function of that operation. */
 #ifndef CUBERT_CORE_CLIENT_INTERNAL_H
 #define CUBERT_CORE_CLIENT_INTERNAL_H
 
@@ -17,9 +17,9 @@
 #include "cubert/kernel.h"
 #include "cubert/memory.h"
 #include "cubert/profile.h"
-#include "cubert/backend/handle_table.h"
-#include "cubert/backend/device.h"
-#include "kit/kit.h"
+#include "memory/handle_table.h"
+#include "cubert/driver/device.h"
+#include "server/server.h"
 
 /* Buffers / tensors per create_tensors, read or staging call. */
 #define CLIENT_MAX_BATCH 64
@@ -32,7 +32,7 @@ typedef struct device_state_t {
   cubert_bounds_check_mode_t bounds_check;
   cubert_stream_source_fn_t stream_source; /* NULL: stream 0 */
   void *stream_source_self;
-  cubert_kit_t *kit;
+  cubert_server_t *server;
   cubert_device_handle_t handle;
   cubert_handle_table_t *table;
   cubert_device_properties_t properties;
@@ -68,7 +68,7 @@ typedef struct client_task_t {
   cubert_error_t *error;
 } client_task_t;
 
-/* Run fn(kit, task) with the device held and return task->status;
+/* Run fn(server, task) with the device held and return task->status;
  * DEVICE_LOST (UNAVAILABLE) when the device handle refuses (shut down). */
 cubert_status_t client_submit(cubert_client_t *client, cubert_device_task_fn_t fn,
                               client_task_t *task, cubert_error_t *out_error);

@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* core/client/client_io.c: reads and resources. A read is one
- * task: the kit enqueues the copies on the client's stream and arms the
+ * task: the server enqueues the copies on the client's stream and arms the
  * completion, which is then waited on without the device. */
 #include "client/client_internal.h"
-#include "cubert/backend/arith.h"
+#include "cubert/driver/arith.h"
 
 typedef struct read_task_t {
   client_task_t head;
-  cubert_kit_read_t op;
+  cubert_server_read_t op;
 } read_task_t;
 
 static void read_run(void *context, void *payload) {
   read_task_t *t = (read_task_t *)payload;
-  t->head.status = cubert_kit_read((cubert_kit_t *)context, &t->op, t->head.error);
+  t->head.status = cubert__server_read((cubert_server_t *)context, &t->op, t->head.error);
 }
 
 /* Bytes item i needs in dsts[i]: the handle's bytes in use, or the
@@ -143,7 +143,7 @@ typedef struct resource_task_t {
 
 static void resource_run(void *context, void *payload) {
   resource_task_t *t = (resource_task_t *)payload;
-  t->head.status = cubert_kit_get_resource((cubert_kit_t *)context, t->stream, t->handle, t->out,
+  t->head.status = cubert__server_get_resource((cubert_server_t *)context, t->stream, t->handle, t->out,
                                            t->head.error);
 }
 

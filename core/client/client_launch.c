@@ -16,7 +16,7 @@ static cubert_status_t launch_with(cubert_client_t *client, const struct cubert_
   if (cubert_cube_count_is_empty(count)) return CUBERT_STATUS_OK; /* dropped */
   for (i = 0; i < args->buffer_count; i++)
     CUBERT_RETURN_IF_ERROR(client_check_device(client, &args->buffers[i], out_error));
-  if (cubert_atomic_load_u32(&client->state->profile_level) != CUBERT_PROFILE_LEVEL_OFF)
+  if (cubert__atomic_load_u32(&client->state->profile_level) != CUBERT_PROFILE_LEVEL_OFF)
     return client_profiled_launch(client, kernel, count, args, mode, out_error); /* client_profile.c */
   return client_launch_task(client, kernel, count, args, mode, out_error);
 }
@@ -60,12 +60,12 @@ typedef struct stream_task_t {
 
 static void flush_run(void *context, void *payload) {
   stream_task_t *t = (stream_task_t *)payload;
-  t->head.status = cubert_kit_flush((cubert_kit_t *)context, t->stream, t->head.error);
+  t->head.status = cubert__server_flush((cubert_server_t *)context, t->stream, t->head.error);
 }
 
 static void sync_run(void *context, void *payload) {
   stream_task_t *t = (stream_task_t *)payload;
-  t->head.status = cubert_kit_sync((cubert_kit_t *)context, t->stream, t->completion, t->head.error);
+  t->head.status = cubert__server_sync((cubert_server_t *)context, t->stream, t->completion, t->head.error);
 }
 
 cubert_status_t cubert_client_flush(cubert_client_t *client, cubert_error_t *out_error) {
@@ -131,24 +131,24 @@ cubert_status_t cubert_client_exclusive(cubert_client_t *client, cubert_client_f
   return status;
 }
 
-/* Runs inside the exclusive section: the kit is called directly (the device
+/* Runs inside the exclusive section: the server is called directly (the device
  * is held by this thread). */
 static cubert_status_t run_profile(void *user) {
   exclusive_call_t *x = (exclusive_call_t *)user;
-  cubert_kit_t *kit = x->client->state->kit;
+  cubert_server_t *server = x->client->state->server;
   uint64_t stream = cubert_client_stream(x->client);
   cubert_profiling_token_t token;
   cubert_profile_duration_t duration;
   cubert_status_t status;
-  status = cubert_kit_profile_start(kit, stream, &token, x->error);
+  status = cubert__server_profile_start(server, stream, &token, x->error);
   if (status != CUBERT_STATUS_OK) return status;
   status = x->fn(x->user, x->error);
   if (status != CUBERT_STATUS_OK) {
     cubert_error_t ignored;
-    (void)cubert_kit_profile_end(kit, stream, token, &duration, &ignored);
+    (void)cubert__server_profile_end(server, stream, token, &duration, &ignored);
     return status;
   }
-  status = cubert_kit_profile_end(kit, stream, token, &duration, x->error);
+  status = cubert__server_profile_end(server, stream, token, &duration, x->error);
   if (status == CUBERT_STATUS_OK && x->duration) *x->duration = duration;
   return status;
 }

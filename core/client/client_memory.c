@@ -1,35 +1,35 @@
 /* SPDX-License-Identifier: MIT */
 /* core/client/client_memory.c: allocation and upload (create,
  * create_tensor(s), empty, write) and memory management. The
- * layouts and handles are computed here, on the calling thread; the kit
+ * layouts and handles are computed here, on the calling thread; the server
  * reserves, binds and copies in stream order (a create task, a write task). */
 #include "client/client_internal.h"
-#include "cubert/backend/handle_table.h"
+#include "memory/handle_table.h"
 
 /* ---- device tasks ---- */
 
 typedef struct create_task_t {
   client_task_t head;
-  cubert_kit_create_t op;
-  int ran; /* the kit took the bytes (it releases them, also on failure) */
+  cubert_server_create_t op;
+  int ran; /* the server took the bytes (it releases them, also on failure) */
 } create_task_t;
 
 static void create_run(void *context, void *payload) {
   create_task_t *t = (create_task_t *)payload;
   t->ran = 1;
-  t->head.status = cubert_kit_create_memory((cubert_kit_t *)context, &t->op, t->head.error);
+  t->head.status = cubert__server_create_memory((cubert_server_t *)context, &t->op, t->head.error);
 }
 
 typedef struct write_task_t {
   client_task_t head;
-  cubert_kit_write_t op;
+  cubert_server_write_t op;
   int ran;
 } write_task_t;
 
 static void write_run(void *context, void *payload) {
   write_task_t *t = (write_task_t *)payload;
   t->ran = 1;
-  t->head.status = cubert_kit_write((cubert_kit_t *)context, &t->op, t->head.error);
+  t->head.status = cubert__server_write((cubert_server_t *)context, &t->op, t->head.error);
 }
 
 /* ---- the create path ---- */
@@ -53,7 +53,7 @@ static void release_bytes(cubert_bytes_t *bytes, size_t from, size_t count) {
  * caller's bytes in place: no copy, nothing allocated for it (small hosts,
  * and large uploads that would fault in fresh pages for the copy). */
 static int upload_in_place(const device_state_t *st, uint64_t size) {
-  return cubert_kit_can_borrow(st->kit, size);
+  return cubert__server_can_borrow(st->server, size);
 }
 
 /* Per-call scratch (heap: 64 tensors would need ~30 KB of stack). */
@@ -100,7 +100,7 @@ static cubert_status_t create_item(device_state_t *st, create_scratch_t *s, cons
   uint64_t len = d->elem_size;
   uint32_t k;
   CUBERT_RETURN_IF_ERROR(
-      cubert_handle_offset(st->table, base, l->offset_start, l->offset_end, &r->memory));
+      cubert__handle_offset(st->table, base, l->offset_start, l->offset_end, &r->memory));
   s->made++;
   r->rank = l->rank;
   for (k = 0; k < CUBERT_MAX_RANK; k++) r->strides[k] = k < l->rank ? l->strides[k] : 0;
@@ -153,7 +153,7 @@ static cubert_status_t create_with(cubert_client_t *client, create_scratch_t *s,
   size_t i;
   CUBERT_RETURN_IF_ERROR(cubert_layout_policy_apply(&st->layout_policy, descriptors, s->count,
                                                     s->layouts, &total, out_error));
-  status = cubert_handle_create(st->table, st->device.index_id, stream, 0, total, &base);
+  status = cubert__handle_create(st->table, st->device.index_id, stream, 0, total, &base);
   if (status != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, status == CUBERT_STATUS_RESOURCE_EXHAUSTED
                                            ? CUBERT_ERROR_HOST_OUT_OF_MEMORY
@@ -170,15 +170,15 @@ static cubert_status_t create_with(cubert_client_t *client, create_scratch_t *s,
     t.op.bytes = s->bytes;
     t.op.count = s->nbytes;
     status = client_submit(client, create_run, &t.head, out_error);
-    if (t.ran) s->nbytes = 0; /* the bytes now belong to the kit (or were released) */
+    if (t.ran) s->nbytes = 0; /* the bytes now belong to the server (or were released) */
   }
-  (void)cubert_handle_release(st->table, &base); /* sub-handles keep it alive */
+  (void)cubert__handle_release(st->table, &base); /* sub-handles keep it alive */
   return status;
 }
 
 /* ---- one allocation ---- */
 
-/* One allocation (empty, create of one buffer or tensor): the kit reserves
+/* One allocation (empty, create of one buffer or tensor): the server reserves
  * the memory under a new id that becomes the caller's handle, and the
  * upload (if any) is enqueued in the same device task. No scratch, no
  * second id to bind: the path of a pooled allocation is the memory
@@ -190,16 +190,16 @@ typedef struct create_one_task_t {
   cubert_copy_descriptor_t *desc; /* the upload's (binding set here), or NULL */
   cubert_bytes_t *bytes;
   bool borrowed;
-  int ran;      /* the task ran: the bytes are the kit's or released */
+  int ran;      /* the task ran: the bytes are the server's or released */
   int reserved; /* handle->memory holds a reserved id */
 } create_one_task_t;
 
 static void create_one_run(void *context, void *payload) {
   create_one_task_t *t = (create_one_task_t *)payload;
-  cubert_kit_t *kit = (cubert_kit_t *)context;
-  cubert_kit_write_t write;
+  cubert_server_t *server = (cubert_server_t *)context;
+  cubert_server_write_t write;
   t->ran = 1;
-  t->head.status = cubert_kit_reserve_memory(kit, t->stream, t->handle->size, &t->handle->memory,
+  t->head.status = cubert__server_reserve_memory(server, t->stream, t->handle->size, &t->handle->memory,
                                              t->head.error);
   if (t->head.status != CUBERT_STATUS_OK) {
     if (t->desc) release_bytes(t->bytes, 0, 1);
@@ -213,7 +213,7 @@ static void create_one_run(void *context, void *payload) {
   write.bytes = t->bytes;
   write.count = 1;
   write.borrowed = t->borrowed;
-  t->head.status = cubert_kit_write(kit, &write, t->head.error); /* takes the bytes */
+  t->head.status = cubert__server_write(server, &write, t->head.error); /* takes the bytes */
 }
 
 /* The upload of the one item: owned bytes moved, or the caller's data
@@ -296,7 +296,7 @@ static cubert_status_t create_one(cubert_client_t *client, const cubert_layout_d
   status = client_submit(client, create_one_run, &t.head, out_error);
   if (!t.ran && has) release_bytes(&bytes, 0, 1);
   if (status != CUBERT_STATUS_OK) {
-    if (t.reserved) (void)cubert_handle_release(st->table, &h); /* the write failed */
+    if (t.reserved) (void)cubert__handle_release(st->table, &h); /* the write failed */
     return status;
   }
   out_layout->memory = h;
@@ -327,7 +327,7 @@ cubert_status_t client_do_create(cubert_client_t *client,
   status = create_with(client, &s, descriptors, data, owned, out_error);
   if (status != CUBERT_STATUS_OK) {
     release_bytes(s.bytes, 0, s.nbytes);
-    for (i = 0; i < s.made; i++) (void)cubert_handle_release(st->table, &s.results[i].memory);
+    for (i = 0; i < s.made; i++) (void)cubert__handle_release(st->table, &s.results[i].memory);
     release_bytes(owned, 0, count); /* the ones not moved yet */
   } else {
     for (i = 0; i < count; i++) out_layouts[i] = s.results[i];
@@ -503,18 +503,18 @@ typedef struct memory_task_t {
 
 static void usage_run(void *context, void *payload) {
   memory_task_t *t = (memory_task_t *)payload;
-  t->head.status = cubert_kit_memory_usage((cubert_kit_t *)context, t->usage, t->head.error);
+  t->head.status = cubert__server_memory_usage((cubert_server_t *)context, t->usage, t->head.error);
 }
 
 static void cleanup_run(void *context, void *payload) {
   memory_task_t *t = (memory_task_t *)payload;
-  t->head.status = cubert_kit_memory_cleanup((cubert_kit_t *)context, t->head.error);
+  t->head.status = cubert__server_memory_cleanup((cubert_server_t *)context, t->head.error);
 }
 
 static void mode_run(void *context, void *payload) {
   memory_task_t *t = (memory_task_t *)payload;
   t->head.status =
-      cubert_kit_allocation_mode((cubert_kit_t *)context, t->stream, t->mode, t->head.error);
+      cubert__server_allocation_mode((cubert_server_t *)context, t->stream, t->mode, t->head.error);
 }
 
 cubert_status_t cubert_client_memory_usage(cubert_client_t *client,

@@ -16,7 +16,7 @@ typedef struct window_edge_t {
 
 static cubert_status_t set_mode(device_state_t *s, uint64_t stream,
                                 cubert_memory_allocation_mode_t mode, cubert_error_t *error) {
-  return cubert_kit_allocation_mode(s->kit, stream, mode, error);
+  return cubert__server_allocation_mode(s->server, stream, mode, error);
 }
 
 static cubert_status_t run_window_edge(void *user) {

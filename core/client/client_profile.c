@@ -15,10 +15,10 @@ static void ext_lock(device_state_t *s) {
   uint32_t expected;
   do {
     expected = 0;
-  } while (!cubert_atomic_cas_u32(&s->ext_lock, &expected, 1));
+  } while (!cubert__atomic_cas_u32(&s->ext_lock, &expected, 1));
 }
 
-static void ext_unlock(device_state_t *s) { cubert_atomic_store_u32(&s->ext_lock, 0); }
+static void ext_unlock(device_state_t *s) { cubert__atomic_store_u32(&s->ext_lock, 0); }
 
 /* ---- tokens ------------------------------------------------------------------- */
 
@@ -31,12 +31,12 @@ typedef struct token_task_t {
 } token_task_t;
 
 static void token_run(void *context, void *payload) {
-  cubert_kit_t *kit = (cubert_kit_t *)context;
+  cubert_server_t *server = (cubert_server_t *)context;
   token_task_t *t = (token_task_t *)payload;
   if (t->end)
-    t->head.status = cubert_kit_profile_end(kit, t->stream, t->token, &t->duration, t->head.error);
+    t->head.status = cubert__server_profile_end(server, t->stream, t->token, &t->duration, t->head.error);
   else
-    t->head.status = cubert_kit_profile_start(kit, t->stream, &t->token, t->head.error);
+    t->head.status = cubert__server_profile_start(server, t->stream, &t->token, t->head.error);
 }
 
 cubert_status_t cubert_client_profile_start(cubert_client_t *client,
@@ -92,7 +92,7 @@ cubert_status_t cubert_client_set_profiling(cubert_client_t *client, cubert_prof
   s->summary = fresh;
   s->sink = sink;
   s->sink_self = sink_self;
-  cubert_atomic_store_u32(&s->profile_level, (uint32_t)level);
+  cubert__atomic_store_u32(&s->profile_level, (uint32_t)level);
   ext_unlock(s);
   cubert_profile_summary_destroy(old);
   return CUBERT_STATUS_OK;
@@ -100,13 +100,13 @@ cubert_status_t cubert_client_set_profiling(cubert_client_t *client, cubert_prof
 
 cubert_profile_level_t cubert_client_profiling_level(const cubert_client_t *client) {
   if (!client) return CUBERT_PROFILE_LEVEL_OFF;
-  return (cubert_profile_level_t)cubert_atomic_load_u32(&client->state->profile_level);
+  return (cubert_profile_level_t)cubert__atomic_load_u32(&client->state->profile_level);
 }
 
 void client_profile_destroy(device_state_t *state) {
   cubert_profile_summary_destroy(state->summary);
   state->summary = NULL;
-  cubert_atomic_store_u32(&state->profile_level, (uint32_t)CUBERT_PROFILE_LEVEL_OFF);
+  cubert__atomic_store_u32(&state->profile_level, (uint32_t)CUBERT_PROFILE_LEVEL_OFF);
 }
 
 /* ---- profiled launches -------------------------------------------------------------- */
@@ -122,19 +122,19 @@ static void launch_name(cubert_profile_level_t level, const cubert_kernel_t *ker
   cubert_fmt_t f;
   (void)cubert_profile_format_type_name(kernel->name ? kernel->name : "(unnamed)", buf, size);
   if (level != CUBERT_PROFILE_LEVEL_FULL) return;
-  cubert_fmt_initialize_append(&f, buf, size);
-  cubert_fmt_append_str(&f, ": ");
-  cubert_fmt_append_str(&f, kernel->name ? kernel->name : "(unnamed)");
+  cubert__fmt_initialize_append(&f, buf, size);
+  cubert__fmt_append_str(&f, ": ");
+  cubert__fmt_append_str(&f, kernel->name ? kernel->name : "(unnamed)");
   if (count->kind == CUBERT_CUBE_COUNT_STATIC) {
-    cubert_fmt_append_str(&f, " CubeCount (");
-    cubert_fmt_append_u64(&f, count->count.x);
-    cubert_fmt_append_str(&f, ", ");
-    cubert_fmt_append_u64(&f, count->count.y);
-    cubert_fmt_append_str(&f, ", ");
-    cubert_fmt_append_u64(&f, count->count.z);
-    cubert_fmt_append_str(&f, ")");
+    cubert__fmt_append_str(&f, " CubeCount (");
+    cubert__fmt_append_u64(&f, count->count.x);
+    cubert__fmt_append_str(&f, ", ");
+    cubert__fmt_append_u64(&f, count->count.y);
+    cubert__fmt_append_str(&f, ", ");
+    cubert__fmt_append_u64(&f, count->count.z);
+    cubert__fmt_append_str(&f, ")");
   } else {
-    cubert_fmt_append_str(&f, " CubeCount (dynamic)");
+    cubert__fmt_append_str(&f, " CubeCount (dynamic)");
   }
 }
 
@@ -151,8 +151,8 @@ typedef struct profiled_launch_t {
 /* Inside an exclusive section: start a token (syncs), launch, end it (syncs). */
 static cubert_status_t run_profiled_launch(void *user) {
   profiled_launch_t *x = (profiled_launch_t *)user;
-  cubert_kit_t *kit = x->client->state->kit;
-  cubert_kit_launch_t op;
+  cubert_server_t *server = x->client->state->server;
+  cubert_server_launch_t op;
   cubert_profiling_token_t token;
   cubert_profile_duration_t d;
   cubert_status_t status;
@@ -161,17 +161,17 @@ static cubert_status_t run_profiled_launch(void *user) {
   op.count = x->count;
   op.args = x->args;
   op.execution = x->mode;
-  if (!cubert_kit_has_clock(kit))
+  if (!cubert__server_has_clock(server))
     return cubert_error_set(x->error, CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION, NULL, 0,
                             "kernel profiling needs a device with a clock");
-  CUBERT_RETURN_IF_ERROR(cubert_kit_profile_start(kit, op.stream, &token, x->error));
-  status = cubert_kit_launch(kit, &op, x->error);
+  CUBERT_RETURN_IF_ERROR(cubert__server_profile_start(server, op.stream, &token, x->error));
+  status = cubert__server_launch(server, &op, x->error);
   if (status != CUBERT_STATUS_OK) {
     cubert_error_t ignored;
-    (void)cubert_kit_profile_end(kit, op.stream, token, &d, &ignored);
+    (void)cubert__server_profile_end(server, op.stream, token, &d, &ignored);
     return status;
   }
-  CUBERT_RETURN_IF_ERROR(cubert_kit_profile_end(kit, op.stream, token, &d, x->error));
+  CUBERT_RETURN_IF_ERROR(cubert__server_profile_end(server, op.stream, token, &d, x->error));
   x->duration_ns = d.end_ns >= d.start_ns ? d.end_ns - d.start_ns : 0;
   return CUBERT_STATUS_OK;
 }
@@ -181,7 +181,7 @@ cubert_status_t client_profiled_launch(cubert_client_t *client, const struct cub
                                        const cubert_launch_arguments_t *args,
                                        cubert_execution_mode_t mode, cubert_error_t *out_error) {
   device_state_t *s = client->state;
-  cubert_profile_level_t level = (cubert_profile_level_t)cubert_atomic_load_u32(&s->profile_level);
+  cubert_profile_level_t level = (cubert_profile_level_t)cubert__atomic_load_u32(&s->profile_level);
   profiled_launch_t x;
   cubert_error_t local;
   cubert_status_t status;
@@ -229,7 +229,7 @@ void client_profile_emit_summary(cubert_client_t *client) {
   size_t need, len = 0;
   cubert_log_sink_fn_t sink = NULL;
   void *sink_self = NULL;
-  if (cubert_atomic_load_u32(&s->profile_level) == (uint32_t)CUBERT_PROFILE_LEVEL_OFF) return;
+  if (cubert__atomic_load_u32(&s->profile_level) == (uint32_t)CUBERT_PROFILE_LEVEL_OFF) return;
   /* size the text, allocate outside the lock, then format + reset under it */
   ext_lock(s);
   need = s->summary && !cubert_profile_summary_is_empty(s->summary)

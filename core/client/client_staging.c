@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* core/client/client_staging.c: staging buffers and the pinned create variants:
- * the kit's staging buffers (cubert_kit_staging), or plain
+ * the server's staging buffers (cubert__server_staging), or plain
  * host buffers from the client's allocator when the device has none. */
 #include "client/client_internal.h"
 
@@ -53,7 +53,7 @@ static cubert_status_t heap_bytes(cubert_allocator_t allocator, uint64_t size,
 }
 
 #if CUBERT_CONFIG_STAGING
-/* ---- the kit's staging, as a device task ---- */
+/* ---- the server's staging, as a device task ---- */
 
 typedef struct staging_task_t {
   client_task_t head;
@@ -64,11 +64,11 @@ typedef struct staging_task_t {
 
 static void staging_run(void *context, void *payload) {
   staging_task_t *t = (staging_task_t *)payload;
-  t->head.status = cubert_kit_staging((cubert_kit_t *)context, t->sizes, t->count, t->out,
+  t->head.status = cubert__server_staging((cubert_server_t *)context, t->sizes, t->count, t->out,
                                       t->head.error);
 }
 
-static cubert_status_t kit_staging(cubert_client_t *client, const uint64_t *sizes, size_t count,
+static cubert_status_t server_staging(cubert_client_t *client, const uint64_t *sizes, size_t count,
                                    cubert_bytes_t *out, cubert_error_t *error) {
   staging_task_t t;
   t.sizes = sizes;
@@ -87,7 +87,7 @@ cubert_status_t cubert_client_reserve_staging(cubert_client_t *client, const uin
                             "reserve_staging: NULL argument");
   if (count == 0) return CUBERT_STATUS_OK;
   cubert_error_clear(&ignored);
-  if (kit_staging(client, sizes, count, out_bytes, &ignored) == CUBERT_STATUS_OK)
+  if (server_staging(client, sizes, count, out_bytes, &ignored) == CUBERT_STATUS_OK)
     return CUBERT_STATUS_OK;
   /* the device refused: plain host buffers of the requested sizes */
   for (i = 0; i < count; i++) {
@@ -147,7 +147,7 @@ cubert_status_t cubert_client_staging(cubert_client_t *client, cubert_bytes_t *b
     n++;
   }
   cubert_error_clear(&ignored);
-  status = kit_staging(client, x->sizes, n, x->staged, &ignored);
+  status = server_staging(client, x->sizes, n, x->staged, &ignored);
   /* CubeCL: the device's error is ignored, nothing changes */
   for (i = 0; status == CUBERT_STATUS_OK && i < n; i++) {
     cubert_bytes_t *b = &bytes[x->which[i]];

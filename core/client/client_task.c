@@ -4,8 +4,8 @@
  * typed task through the device handle (the base of core/client: it calls
  * no other client file). */
 #include "client/client_internal.h"
-#include "cubert/backend/handle_table.h"
-#include "cubert/backend/device.h"
+#include "memory/handle_table.h"
+#include "cubert/driver/device.h"
 
 cubert_status_t client_submit(cubert_client_t *client, cubert_device_task_fn_t fn,
                               client_task_t *task, cubert_error_t *out_error) {
@@ -30,12 +30,12 @@ uint64_t cubert_client_stream(const cubert_client_t *client) {
  * client_profile.c run it. */
 typedef struct launch_task_t {
   client_task_t head;
-  cubert_kit_launch_t op;
+  cubert_server_launch_t op;
 } launch_task_t;
 
 static void launch_run(void *context, void *payload) {
   launch_task_t *t = (launch_task_t *)payload;
-  t->head.status = cubert_kit_launch((cubert_kit_t *)context, &t->op, t->head.error);
+  t->head.status = cubert__server_launch((cubert_server_t *)context, &t->op, t->head.error);
 }
 
 cubert_status_t client_launch_task(cubert_client_t *client, const cubert_kernel_t *kernel,
@@ -63,7 +63,7 @@ cubert_status_t client_check_device(const cubert_client_t *client, const cubert_
   }
   /* Client calls take handles: the user must still hold a handle reference.
    * (The memory may stay alive a little longer, pinned by queued work.) */
-  if (cubert_memory_id_handle_count(client->state->table, handle->memory) == 0)
+  if (cubert__memory_id_handle_count(client->state->table, handle->memory) == 0)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_HANDLE, NULL, 0,
                             "handle was released or never issued");
   return CUBERT_STATUS_OK;

@@ -4,7 +4,7 @@
  * from inside a task or an exclusive section re-enter and run inline. */
 #include "base/internal.h"
 #include "cubert/device.h"
-#include "cubert/backend/device.h"
+#include "cubert/driver/device.h"
 
 typedef struct direct_handle_t {
   cubert_allocator_t allocator;

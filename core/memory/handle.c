@@ -41,7 +41,7 @@
  * Free set. Each chunk keeps a 256-bit free bitmap (a set bit: the slot is
  * free). A release sets the slot's bit (one fetch_or); acquire claims one
  * set bit with the CAS that clears it; there is no other shared counter on
- * these paths (cubert_handle_table_live counts the bitmaps). This is ABA-free
+ * these paths (cubert__handle_table_live counts the bitmaps). This is ABA-free
  * by construction: a bit is claimed by the one CAS that clears it and there
  * is no "next" link that could go stale (a Treiber stack with a 32-bit head
  * would have only 8 tag bits left next to a 24-bit index, which wraps after
@@ -59,7 +59,7 @@
 #include "base/internal.h"
 #include "base/atomic.h"
 #include "memory/handle_internal.h"
-#include "cubert/backend/handle_table.h"
+#include "memory/handle_table.h"
 
 #define CHUNK_SHIFT 8u
 #define CHUNK_SLOTS 256u
@@ -117,7 +117,7 @@ static uint32_t lowest_bit_index(uint32_t bits) {
 }
 
 static chunk_t *chunk_at(const cubert_handle_table_t *t, uint32_t c) {
-  return (chunk_t *)cubert_atomic_load_ptr(&t->chunks[c]);
+  return (chunk_t *)cubert__atomic_load_ptr(&t->chunks[c]);
 }
 
 /* Slots of chunk n that exist: 256, or fewer in the last chunk of a table
@@ -153,47 +153,47 @@ static bool slot_lookup(const cubert_handle_table_t *t, cubert_memory_id_t id, s
 
 /* Pin: refused while the slot is in the free set. */
 static bool slot_pin(slot_t *s) {
-  uint32_t old = cubert_atomic_load_u32(&s->pins);
+  uint32_t old = cubert__atomic_load_u32(&s->pins);
   for (;;) {
     if (old & PIN_FREE) return false;
-    if (cubert_atomic_cas_u32(&s->pins, &old, old + 1u)) return true;
+    if (cubert__atomic_cas_u32(&s->pins, &old, old + 1u)) return true;
   }
 }
 
 /* Back to the free set (the caller won the DYING|1 -> FREE transition): one
  * fetch_or on the chunk's bitmap, nothing else (the table keeps no live
- * counter: cubert_handle_table_live counts the bitmaps). */
+ * counter: cubert__handle_table_live counts the bitmaps). */
 static void slot_recycle(const slot_ref_t *r) {
-  (void)cubert_atomic_fetch_or_u32(&r->chunk->free_bits[r->local >> 5], 1u << (r->local & 31u));
+  (void)cubert__atomic_fetch_or_u32(&r->chunk->free_bits[r->local >> 5], 1u << (r->local & 31u));
 }
 
 /* Unpin; the last pin of a DYING slot frees it. */
 static void slot_unpin(const slot_ref_t *r) {
-  uint32_t old = cubert_atomic_load_u32(&r->slot->pins), desired;
+  uint32_t old = cubert__atomic_load_u32(&r->slot->pins), desired;
   for (;;) {
     desired = old == (PIN_DYING | 1u) ? PIN_FREE : old - 1u;
-    if (cubert_atomic_cas_u32(&r->slot->pins, &old, desired)) break;
+    if (cubert__atomic_cas_u32(&r->slot->pins, &old, desired)) break;
   }
   if (desired == PIN_FREE) slot_recycle(r);
 }
 
 /* +1 descriptor count; refuses 0 -> 1 (no resurrection) and saturates. */
 static cubert_status_t state_retain(slot_t *s) {
-  uint32_t v = cubert_atomic_load_u32(&s->state);
+  uint32_t v = cubert__atomic_load_u32(&s->state);
   do {
     uint32_t n = v & STATE_COUNT;
     if (n == 0) return CUBERT_STATUS_INVALID_HANDLE;
     if (n >= CUBERT_HANDLE_MAX_COUNT) return CUBERT_STATUS_OVERFLOW;
-  } while (!cubert_atomic_cas_u32(&s->state, &v, v + 1u));
+  } while (!cubert__atomic_cas_u32(&s->state, &v, v + 1u));
   return CUBERT_STATUS_OK;
 }
 
 /* -1 on a sub-count; refuses 0 (a double release). */
 static bool counter_take_one(cubert_atomic_u32_t *c) {
-  uint32_t v = cubert_atomic_load_u32(c);
+  uint32_t v = cubert__atomic_load_u32(c);
   do {
     if (v == 0) return false;
-  } while (!cubert_atomic_cas_u32(c, &v, v - 1u));
+  } while (!cubert__atomic_cas_u32(c, &v, v - 1u));
   return true;
 }
 
@@ -203,7 +203,7 @@ static bool counter_take_one(cubert_atomic_u32_t *c) {
  * with slot_unpin_dying. */
 static bool state_lowered(slot_t *s, uint32_t old, uint32_t id_generation) {
   uint32_t now = old - 1u;
-  if ((now & STATE_COUNT) == 0) cubert_atomic_store_u32(&s->generation, id_generation + 1u);
+  if ((now & STATE_COUNT) == 0) cubert__atomic_store_u32(&s->generation, id_generation + 1u);
   return now == 0;
 }
 
@@ -212,10 +212,10 @@ static bool state_lowered(slot_t *s, uint32_t old, uint32_t id_generation) {
  * slot goes straight to FREE (pins 1 -> FREE) and we recycle it; otherwise
  * the last of the other pinners does (slot_unpin). */
 static void slot_unpin_dying(const slot_ref_t *r) {
-  uint32_t old = cubert_atomic_load_u32(&r->slot->pins), desired;
+  uint32_t old = cubert__atomic_load_u32(&r->slot->pins), desired;
   for (;;) {
     desired = (old & PIN_COUNT) == 1u ? PIN_FREE : ((old - 1u) | PIN_DYING);
-    if (cubert_atomic_cas_u32(&r->slot->pins, &old, desired)) break;
+    if (cubert__atomic_cas_u32(&r->slot->pins, &old, desired)) break;
   }
   if (desired == PIN_FREE) slot_recycle(r);
 }
@@ -227,17 +227,17 @@ static void slot_unpin_dying(const slot_ref_t *r) {
  * last unpinner frees it. Exactly one thread takes a slot's state to 0 per
  * occupancy (no resurrection), so DYING is set at most once. */
 static void slot_free_unpinned(const slot_ref_t *r) {
-  uint32_t old = cubert_atomic_load_u32(&r->slot->pins), desired;
+  uint32_t old = cubert__atomic_load_u32(&r->slot->pins), desired;
   for (;;) {
     desired = (old & PIN_COUNT) == 0 ? PIN_FREE : (old | PIN_DYING);
-    if (cubert_atomic_cas_u32(&r->slot->pins, &old, desired)) break;
+    if (cubert__atomic_cas_u32(&r->slot->pins, &old, desired)) break;
   }
   if (desired == PIN_FREE) slot_recycle(r);
 }
 
 /* ---- table ---------------------------------------------------------------- */
 
-cubert_status_t cubert_handle_table_create(cubert_allocator_t allocator, uint32_t max_slots,
+cubert_status_t cubert__handle_table_create(cubert_allocator_t allocator, uint32_t max_slots,
                                            uint8_t tag, cubert_handle_table_t **out_table) {
   cubert_handle_table_t *t = NULL;
   void *mem = NULL;
@@ -259,13 +259,13 @@ cubert_status_t cubert_handle_table_create(cubert_allocator_t allocator, uint32_
   t->max_chunks = max_chunks;
   t->tag = tag;
   t->chunks = (void *volatile *)mem; /* zero-filled: every chunk NULL */
-  cubert_atomic_store_u32(&t->chunk_count, 0);
-  cubert_atomic_store_u32(&t->cursor, 0);
+  cubert__atomic_store_u32(&t->chunk_count, 0);
+  cubert__atomic_store_u32(&t->cursor, 0);
   *out_table = t;
   return CUBERT_STATUS_OK;
 }
 
-void cubert_handle_table_destroy(cubert_handle_table_t *table) {
+void cubert__handle_table_destroy(cubert_handle_table_t *table) {
   uint32_t c;
   if (!table) return;
   for (c = 0; c < table->max_chunks; c++) {
@@ -294,13 +294,13 @@ static uint32_t table_count_live(const cubert_handle_table_t *t, uint32_t n) {
     chunk_t *chunk = chunk_at(t, c);
     uint32_t w;
     if (!chunk) break;
-    for (w = 0; w < CHUNK_WORDS; w++) free_slots += popcount32(cubert_atomic_load_u32(&chunk->free_bits[w]));
+    for (w = 0; w < CHUNK_WORDS; w++) free_slots += popcount32(cubert__atomic_load_u32(&chunk->free_bits[w]));
   }
   slots = c >= t->max_chunks ? t->max_slots : c << CHUNK_SHIFT;
   return slots - free_slots;
 }
 
-uint32_t cubert_handle_table_live(const cubert_handle_table_t *table) {
+uint32_t cubert__handle_table_live(const cubert_handle_table_t *table) {
   return table ? table_count_live(table, table->max_chunks) : 0;
 }
 
@@ -308,13 +308,13 @@ uint32_t cubert_handle_table_live(const cubert_handle_table_t *table) {
 
 static void chunk_init(chunk_t *chunk, uint32_t valid) {
   uint32_t i;
-  for (i = 0; i < valid; i++) cubert_atomic_store_u32(&chunk->slots[i].pins, PIN_FREE);
+  for (i = 0; i < valid; i++) cubert__atomic_store_u32(&chunk->slots[i].pins, PIN_FREE);
   for (i = 0; i < CHUNK_WORDS; i++) {
     uint32_t lo = i * 32u, bits;
     if (valid >= lo + 32u) bits = 0xFFFFFFFFu;
     else if (valid <= lo) bits = 0;
     else bits = (1u << (valid - lo)) - 1u;
-    cubert_atomic_store_u32(&chunk->free_bits[i], bits);
+    cubert__atomic_store_u32(&chunk->free_bits[i], bits);
   }
 }
 
@@ -329,10 +329,10 @@ static cubert_status_t table_grow(cubert_handle_table_t *t, uint32_t n) {
     if (st != CUBERT_STATUS_OK) return st;
     chunk_init((chunk_t *)mem, chunk_valid(t, n));
     /* unreachable: in single-threaded tests (another thread published chunk n first) */
-    if (!cubert_atomic_cas_ptr(&t->chunks[n], &expected, mem))
+    if (!cubert__atomic_cas_ptr(&t->chunks[n], &expected, mem))
       cubert_allocator_free(t->allocator, mem, chunk_bytes(t, n), CHUNK_ALIGN);
   }
-  (void)cubert_atomic_cas_u32(&t->chunk_count, &expected_n, n + 1u);
+  (void)cubert__atomic_cas_u32(&t->chunk_count, &expected_n, n + 1u);
   return CUBERT_STATUS_OK;
 }
 
@@ -345,7 +345,7 @@ static bool chunk_take(chunk_t *chunk, uint32_t start, uint32_t *out_local) {
   for (k = 0; k < CHUNK_WORDS; k++) {
     uint32_t w = (w0 + k) & (CHUNK_WORDS - 1u);
     cubert_atomic_u32_t *word = &chunk->free_bits[w];
-    uint32_t bits = cubert_atomic_load_u32(word);
+    uint32_t bits = cubert__atomic_load_u32(word);
     while (bits) {
       uint32_t pick = bits, b;
       if (k == 0 && (start & 31u)) {
@@ -353,7 +353,7 @@ static bool chunk_take(chunk_t *chunk, uint32_t start, uint32_t *out_local) {
         if (above) pick = above;
       }
       b = lowest_bit_index(pick);
-      if (cubert_atomic_cas_u32(word, &bits, bits & ~(1u << b))) {
+      if (cubert__atomic_cas_u32(word, &bits, bits & ~(1u << b))) {
         *out_local = w * 32u + b;
         return true;
       }
@@ -370,14 +370,14 @@ static void slot_activate(cubert_handle_table_t *t, chunk_t *chunk, uint32_t loc
                           uint32_t slot_index, uint32_t state,
                           const cubert_memory_location_t *loc, cubert_memory_id_t *out_id) {
   slot_t *s = &chunk->slots[local];
-  uint32_t g = cubert_atomic_load_u32(&s->generation) + 1u; /* even -> odd */
-  cubert_atomic_store_u32(&s->generation, g);
-  cubert_atomic_store_u32(&s->handles, 1u);
-  cubert_atomic_store_u32(&s->bindings, 0);
-  cubert_atomic_store_u32(&s->state, state);
+  uint32_t g = cubert__atomic_load_u32(&s->generation) + 1u; /* even -> odd */
+  cubert__atomic_store_u32(&s->generation, g);
+  cubert__atomic_store_u32(&s->handles, 1u);
+  cubert__atomic_store_u32(&s->bindings, 0);
+  cubert__atomic_store_u32(&s->state, state);
   if (loc) s->location = *loc;
   else cubert_memset(&s->location, 0, sizeof s->location);
-  cubert_atomic_store_u32(&s->pins, 0);
+  cubert__atomic_store_u32(&s->pins, 0);
   out_id->index = (t->tag << ID_TAG_SHIFT) | (slot_index + 1u);
   out_id->generation = g;
 }
@@ -388,7 +388,7 @@ static void slot_activate(cubert_handle_table_t *t, chunk_t *chunk, uint32_t loc
 static bool table_take(cubert_handle_table_t *t, uint32_t n, uint32_t cap, uint32_t state,
                        const cubert_memory_location_t *loc, cubert_memory_id_t *out_id,
                        bool *out_wrapped) {
-  uint32_t start = cubert_atomic_load_u32(&t->cursor), c0, i;
+  uint32_t start = cubert__atomic_load_u32(&t->cursor), c0, i;
   if (start >= cap) {
     start = 0;
     *out_wrapped = true;
@@ -406,7 +406,7 @@ static bool table_take(cubert_handle_table_t *t, uint32_t n, uint32_t cap, uint3
     if (chunk && chunk_take(chunk, i == 0 ? (start & (CHUNK_SLOTS - 1u)) : 0, &local)) {
       uint32_t slot_index = (c << CHUNK_SHIFT) + local;
       slot_activate(t, chunk, local, slot_index, state, loc, out_id);
-      cubert_atomic_store_u32(&t->cursor, slot_index + 1u);
+      cubert__atomic_store_u32(&t->cursor, slot_index + 1u);
       return true;
     }
   }
@@ -431,12 +431,12 @@ static cubert_status_t table_acquire(cubert_handle_table_t *table, uint32_t stat
   bool grow_failed = false;
   cubert_status_t grow_status = CUBERT_STATUS_OK;
   for (;;) {
-    uint32_t n = cubert_atomic_load_u32(&table->chunk_count), cap;
+    uint32_t n = cubert__atomic_load_u32(&table->chunk_count), cap;
     bool wrapped = false;
     /* unreachable: in single-threaded tests (a chunk published, its count not yet advanced) */
     if (n < table->max_chunks && chunk_at(table, n)) {
       /* Someone published chunk n but has not advanced the count yet. */
-      (void)cubert_atomic_cas_u32(&table->chunk_count, &n, n + 1u);
+      (void)cubert__atomic_cas_u32(&table->chunk_count, &n, n + 1u);
       continue;
     }
     cap = n >= table->max_chunks ? table->max_slots : n << CHUNK_SHIFT;
@@ -463,7 +463,7 @@ static cubert_status_t table_acquire(cubert_handle_table_t *table, uint32_t stat
   }
 }
 
-cubert_status_t cubert_memory_id_acquire(cubert_handle_table_t *table,
+cubert_status_t cubert__memory_id_acquire(cubert_handle_table_t *table,
                                          cubert_memory_id_t *out_id) {
   if (!table || !out_id) return CUBERT_STATUS_INVALID_ARGUMENT;
   return table_acquire(table, 1u, NULL, out_id);
@@ -472,7 +472,7 @@ cubert_status_t cubert_memory_id_acquire(cubert_handle_table_t *table,
 /* acquire + set_owned(true) + set_location fused: the slot is activated
  * already owned, with its location, before it leaves the free set, so no
  * other thread ever sees it unowned and no pin is needed. */
-cubert_status_t cubert_memory_id_acquire_owned(cubert_handle_table_t *table,
+cubert_status_t cubert__memory_id_acquire_owned(cubert_handle_table_t *table,
                                                cubert_memory_location_t location,
                                                cubert_memory_id_t *out_id) {
   if (!table || !out_id) return CUBERT_STATUS_INVALID_ARGUMENT;
@@ -497,18 +497,18 @@ static cubert_status_t id_count_op(cubert_handle_table_t *t, cubert_memory_id_t 
   if (!t) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (!slot_lookup(t, id, &r) || !slot_pin(r.slot)) return CUBERT_STATUS_INVALID_HANDLE;
   s = r.slot;
-  if (cubert_atomic_load_u32(&s->generation) != id.generation) {
+  if (cubert__atomic_load_u32(&s->generation) != id.generation) {
     st = CUBERT_STATUS_INVALID_HANDLE;
   } else {
     /* unreachable: another op (the four callers pass their own) */
     switch (op) {
       case COUNT_RETAIN_HANDLE:
         st = state_retain(s);
-        if (st == CUBERT_STATUS_OK) (void)cubert_atomic_fetch_add_u32(&s->handles, 1u);
+        if (st == CUBERT_STATUS_OK) (void)cubert__atomic_fetch_add_u32(&s->handles, 1u);
         break;
       case COUNT_RETAIN_BINDING:
         st = state_retain(s);
-        if (st == CUBERT_STATUS_OK) (void)cubert_atomic_fetch_add_u32(&s->bindings, 1u);
+        if (st == CUBERT_STATUS_OK) (void)cubert__atomic_fetch_add_u32(&s->bindings, 1u);
         break;
       case COUNT_RELEASE_HANDLE:
       case COUNT_RELEASE_BINDING:
@@ -517,7 +517,7 @@ static cubert_status_t id_count_op(cubert_handle_table_t *t, cubert_memory_id_t 
         } else {
           /* The descriptor count includes the reference just taken off the
            * sub-count, so it is >= 1 here. */
-          dying = state_lowered(s, cubert_atomic_fetch_sub_u32(&s->state, 1u), id.generation);
+          dying = state_lowered(s, cubert__atomic_fetch_sub_u32(&s->state, 1u), id.generation);
         }
         break;
     }
@@ -527,22 +527,22 @@ static cubert_status_t id_count_op(cubert_handle_table_t *t, cubert_memory_id_t 
   return st;
 }
 
-cubert_status_t cubert_memory_id_retain_handle(cubert_handle_table_t *table,
+cubert_status_t cubert__memory_id_retain_handle(cubert_handle_table_t *table,
                                                cubert_memory_id_t id) {
   return id_count_op(table, id, COUNT_RETAIN_HANDLE);
 }
 
-cubert_status_t cubert_memory_id_release_handle(cubert_handle_table_t *table,
+cubert_status_t cubert__memory_id_release_handle(cubert_handle_table_t *table,
                                                 cubert_memory_id_t id) {
   return id_count_op(table, id, COUNT_RELEASE_HANDLE);
 }
 
-cubert_status_t cubert_memory_id_retain_binding(cubert_handle_table_t *table,
+cubert_status_t cubert__memory_id_retain_binding(cubert_handle_table_t *table,
                                                 cubert_memory_id_t id) {
   return id_count_op(table, id, COUNT_RETAIN_BINDING);
 }
 
-cubert_status_t cubert_memory_id_release_binding(cubert_handle_table_t *table,
+cubert_status_t cubert__memory_id_release_binding(cubert_handle_table_t *table,
                                                  cubert_memory_id_t id) {
   return id_count_op(table, id, COUNT_RELEASE_BINDING);
 }
@@ -550,11 +550,11 @@ cubert_status_t cubert_memory_id_release_binding(cubert_handle_table_t *table,
 /* True when the pinned slot still holds the id's occupancy: alive, or dead
  * but not yet back in the free set (generation + 1). */
 static bool slot_same_occupant(slot_t *s, cubert_memory_id_t id) {
-  uint32_t g = cubert_atomic_load_u32(&s->generation);
+  uint32_t g = cubert__atomic_load_u32(&s->generation);
   return g == id.generation || g == id.generation + 1u;
 }
 
-cubert_status_t cubert_memory_id_set_owned(cubert_handle_table_t *table, cubert_memory_id_t id,
+cubert_status_t cubert__memory_id_set_owned(cubert_handle_table_t *table, cubert_memory_id_t id,
                                            bool owned) {
   slot_ref_t r;
   slot_t *s;
@@ -564,9 +564,9 @@ cubert_status_t cubert_memory_id_set_owned(cubert_handle_table_t *table, cubert_
   if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (!slot_lookup(table, id, &r) || !slot_pin(r.slot)) return CUBERT_STATUS_INVALID_HANDLE;
   s = r.slot;
-  v = cubert_atomic_load_u32(&s->state);
+  v = cubert__atomic_load_u32(&s->state);
   if (owned) {
-    if (cubert_atomic_load_u32(&s->generation) != id.generation) {
+    if (cubert__atomic_load_u32(&s->generation) != id.generation) {
       st = CUBERT_STATUS_INVALID_HANDLE;
     } else {
       do {
@@ -576,7 +576,7 @@ cubert_status_t cubert_memory_id_set_owned(cubert_handle_table_t *table, cubert_
           break;
         }
       /* unreachable: in single-threaded tests (the state changed under the CAS) */
-      } while (!cubert_atomic_cas_u32(&s->state, &v, v | STATE_OWNED));
+      } while (!cubert__atomic_cas_u32(&s->state, &v, v | STATE_OWNED));
     }
   } else {
     if (!slot_same_occupant(s, id)) {
@@ -588,7 +588,7 @@ cubert_status_t cubert_memory_id_set_owned(cubert_handle_table_t *table, cubert_
           break;
         }
       /* unreachable: in single-threaded tests (the state changed under the CAS) */
-      } while (!cubert_atomic_cas_u32(&s->state, &v, v & ~STATE_OWNED));
+      } while (!cubert__atomic_cas_u32(&s->state, &v, v & ~STATE_OWNED));
       dying = st == CUBERT_STATUS_OK && (v & ~STATE_OWNED) == 0;
     }
   }
@@ -605,17 +605,17 @@ cubert_status_t cubert_memory_id_set_owned(cubert_handle_table_t *table, cubert_
  * stale id whose slot was freed and reused meanwhile is refused: its own
  * occupancy's state is not owned (its owner gave it up), and a state of the
  * next occupant is followed by a generation it does not match. */
-cubert_status_t cubert_memory_id_disown(cubert_handle_table_t *table, cubert_memory_id_t id) {
+cubert_status_t cubert__memory_id_disown(cubert_handle_table_t *table, cubert_memory_id_t id) {
   slot_ref_t r;
   uint32_t v;
   if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (!slot_lookup(table, id, &r) || !slot_same_occupant(r.slot, id))
     return CUBERT_STATUS_INVALID_HANDLE;
-  v = cubert_atomic_load_u32(&r.slot->state);
+  v = cubert__atomic_load_u32(&r.slot->state);
   for (;;) {
     /* unreachable: in single-threaded tests (the slot reused since the check above) */
     if (!(v & STATE_OWNED) || !slot_same_occupant(r.slot, id)) return CUBERT_STATUS_INVALID_HANDLE;
-    if (cubert_atomic_cas_u32(&r.slot->state, &v, v & ~STATE_OWNED)) break;
+    if (cubert__atomic_cas_u32(&r.slot->state, &v, v & ~STATE_OWNED)) break;
   }
   if ((v & ~STATE_OWNED) == 0) slot_free_unpinned(&r);
   return CUBERT_STATUS_OK;
@@ -630,39 +630,39 @@ static bool slot_snapshot(const cubert_handle_table_t *t, cubert_memory_id_t id,
   slot_ref_t r;
   uint32_t state, handles;
   if (!t || !slot_lookup(t, id, &r)) return false;
-  if (cubert_atomic_load_u32(&r.slot->generation) != id.generation) return false;
-  state = cubert_atomic_load_u32(&r.slot->state);
-  handles = cubert_atomic_load_u32(&r.slot->handles);
-  if (cubert_atomic_load_u32(&r.slot->generation) != id.generation) return false;
+  if (cubert__atomic_load_u32(&r.slot->generation) != id.generation) return false;
+  state = cubert__atomic_load_u32(&r.slot->state);
+  handles = cubert__atomic_load_u32(&r.slot->handles);
+  if (cubert__atomic_load_u32(&r.slot->generation) != id.generation) return false;
   if ((state & STATE_COUNT) == 0) return false; /* dying: generation not advanced yet */
   *out_state = state;
   *out_handles = handles;
   return true;
 }
 
-bool cubert_memory_id_is_alive(const cubert_handle_table_t *table, cubert_memory_id_t id) {
+bool cubert__memory_id_is_alive(const cubert_handle_table_t *table, cubert_memory_id_t id) {
   uint32_t state, handles;
   return slot_snapshot(table, id, &state, &handles);
 }
 
-bool cubert_memory_id_is_free(const cubert_handle_table_t *table, cubert_memory_id_t id) {
+bool cubert__memory_id_is_free(const cubert_handle_table_t *table, cubert_memory_id_t id) {
   uint32_t state, handles;
   if (!table) return false;
   return !slot_snapshot(table, id, &state, &handles);
 }
 
-bool cubert_memory_id_can_mut(const cubert_handle_table_t *table, cubert_memory_id_t id) {
+bool cubert__memory_id_can_mut(const cubert_handle_table_t *table, cubert_memory_id_t id) {
   uint32_t state, handles;
   return slot_snapshot(table, id, &state, &handles) && handles <= 1u;
 }
 
-uint32_t cubert_memory_id_handle_count(const cubert_handle_table_t *table,
+uint32_t cubert__memory_id_handle_count(const cubert_handle_table_t *table,
                                        cubert_memory_id_t id) {
   uint32_t state, handles;
   return slot_snapshot(table, id, &state, &handles) ? handles : 0;
 }
 
-uint32_t cubert_memory_id_descriptor_count(const cubert_handle_table_t *table,
+uint32_t cubert__memory_id_descriptor_count(const cubert_handle_table_t *table,
                                            cubert_memory_id_t id) {
   uint32_t state, handles;
   return slot_snapshot(table, id, &state, &handles) ? (state & STATE_COUNT) : 0;
@@ -675,7 +675,7 @@ static bool slot_pin_for_location(const cubert_handle_table_t *t, cubert_memory_
                                   slot_ref_t *r) {
   uint32_t state;
   if (!slot_lookup(t, id, r) || !slot_pin(r->slot)) return false;
-  state = cubert_atomic_load_u32(&r->slot->state);
+  state = cubert__atomic_load_u32(&r->slot->state);
   /* unreachable: in single-threaded tests (pinned, then the id died or the slot was reused) */
   if (slot_same_occupant(r->slot, id) && ((state & STATE_COUNT) || (state & STATE_OWNED)))
     return true;
@@ -683,7 +683,7 @@ static bool slot_pin_for_location(const cubert_handle_table_t *t, cubert_memory_
   return false;
 }
 
-cubert_status_t cubert_memory_id_location(const cubert_handle_table_t *table,
+cubert_status_t cubert__memory_id_location(const cubert_handle_table_t *table,
                                           cubert_memory_id_t id,
                                           cubert_memory_location_t *out_location) {
   slot_ref_t r;
@@ -694,7 +694,7 @@ cubert_status_t cubert_memory_id_location(const cubert_handle_table_t *table,
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_memory_id_set_location(cubert_handle_table_t *table,
+cubert_status_t cubert__memory_id_set_location(cubert_handle_table_t *table,
                                               cubert_memory_id_t id,
                                               cubert_memory_location_t location) {
   slot_ref_t r;
@@ -708,24 +708,24 @@ cubert_status_t cubert_memory_id_set_location(cubert_handle_table_t *table,
 /* Owner-only location write: no pin (see handle.h for the precondition).
  * An id that does not pass the unpinned checks (not owned, stale, forged)
  * takes the pinned path, which gives set_location's answer. */
-cubert_status_t cubert_memory_id_set_location_owned(cubert_handle_table_t *table,
+cubert_status_t cubert__memory_id_set_location_owned(cubert_handle_table_t *table,
                                                     cubert_memory_id_t id,
                                                     cubert_memory_location_t location) {
   slot_ref_t r;
   if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
   /* unreachable: in single-threaded tests (the slot reused between the two occupant checks) */
   if (slot_lookup(table, id, &r) && slot_same_occupant(r.slot, id) &&
-      (cubert_atomic_load_u32(&r.slot->state) & STATE_OWNED) &&
+      (cubert__atomic_load_u32(&r.slot->state) & STATE_OWNED) &&
       slot_same_occupant(r.slot, id)) { /* the owned state was this occupancy's */
     r.slot->location = location;
     return CUBERT_STATUS_OK;
   }
-  return cubert_memory_id_set_location(table, id, location);
+  return cubert__memory_id_set_location(table, id, location);
 }
 
 /* ---- test hooks (core/memory/handle_internal.h) -------------------------------------------- */
 
-cubert_status_t cubert_handle_table_debug_set_counts(cubert_handle_table_t *table,
+cubert_status_t cubert__handle_table_debug_set_counts(cubert_handle_table_t *table,
                                                      cubert_memory_id_t id, uint32_t handles,
                                                      uint32_t bindings) {
   slot_ref_t r;
@@ -736,13 +736,13 @@ cubert_status_t cubert_handle_table_debug_set_counts(cubert_handle_table_t *tabl
   if (!slot_snapshot(table, id, &state, &old_handles)) return CUBERT_STATUS_INVALID_HANDLE;
   /* unreachable: slot_snapshot found the slot by this lookup, and chunks are never freed */
   if (!slot_lookup(table, id, &r)) return CUBERT_STATUS_INVALID_HANDLE;
-  cubert_atomic_store_u32(&r.slot->state, (state & STATE_OWNED) | (handles + bindings));
-  cubert_atomic_store_u32(&r.slot->handles, handles);
-  cubert_atomic_store_u32(&r.slot->bindings, bindings);
+  cubert__atomic_store_u32(&r.slot->state, (state & STATE_OWNED) | (handles + bindings));
+  cubert__atomic_store_u32(&r.slot->handles, handles);
+  cubert__atomic_store_u32(&r.slot->bindings, bindings);
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_handle_table_debug_check(const cubert_handle_table_t *table,
+cubert_status_t cubert__handle_table_debug_check(const cubert_handle_table_t *table,
                                                 uint32_t *out_alive, uint32_t *out_dead_owned) {
   uint32_t c, alive = 0, dead_owned = 0;
   if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
@@ -751,22 +751,22 @@ cubert_status_t cubert_handle_table_debug_check(const cubert_handle_table_t *tab
     uint32_t i;
     if (!chunk) {
       /* unreachable: a broken invariant (this debug check exists to catch one) */
-      if (c < cubert_atomic_load_u32(&table->chunk_count)) return CUBERT_STATUS_INTERNAL;
+      if (c < cubert__atomic_load_u32(&table->chunk_count)) return CUBERT_STATUS_INTERNAL;
       continue;
     }
     /* the slots past the table's capacity are not allocated: no free bit for them */
     for (i = chunk_valid(table, c); i < CHUNK_SLOTS; i++)
       /* unreachable: a broken invariant (this debug check exists to catch one) */
-      if ((cubert_atomic_load_u32(&chunk->free_bits[i >> 5]) >> (i & 31u)) & 1u)
+      if ((cubert__atomic_load_u32(&chunk->free_bits[i >> 5]) >> (i & 31u)) & 1u)
         return CUBERT_STATUS_INTERNAL;
     for (i = 0; i < chunk_valid(table, c); i++) {
       slot_t *s = &chunk->slots[i];
-      uint32_t pins = cubert_atomic_load_u32(&s->pins);
-      uint32_t state = cubert_atomic_load_u32(&s->state);
-      uint32_t handles = cubert_atomic_load_u32(&s->handles);
-      uint32_t bindings = cubert_atomic_load_u32(&s->bindings);
-      uint32_t gen = cubert_atomic_load_u32(&s->generation);
-      bool bit = (cubert_atomic_load_u32(&chunk->free_bits[i >> 5]) >> (i & 31u)) & 1u;
+      uint32_t pins = cubert__atomic_load_u32(&s->pins);
+      uint32_t state = cubert__atomic_load_u32(&s->state);
+      uint32_t handles = cubert__atomic_load_u32(&s->handles);
+      uint32_t bindings = cubert__atomic_load_u32(&s->bindings);
+      uint32_t gen = cubert__atomic_load_u32(&s->generation);
+      bool bit = (cubert__atomic_load_u32(&chunk->free_bits[i >> 5]) >> (i & 31u)) & 1u;
       /* unreachable(11): a broken invariant (this debug check exists to catch one) */
       if (pins == PIN_FREE) {
         if (!bit || state != 0 || (gen & 1u)) return CUBERT_STATUS_INTERNAL;
@@ -786,7 +786,7 @@ cubert_status_t cubert_handle_table_debug_check(const cubert_handle_table_t *tab
     }
   }
   /* unreachable: a broken invariant (this debug check exists to catch one) */
-  if (alive + dead_owned != cubert_handle_table_live(table)) return CUBERT_STATUS_INTERNAL;
+  if (alive + dead_owned != cubert__handle_table_live(table)) return CUBERT_STATUS_INTERNAL;
   if (out_alive) *out_alive = alive;
   if (out_dead_owned) *out_dead_owned = dead_owned;
   return CUBERT_STATUS_OK;

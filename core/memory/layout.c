@@ -7,7 +7,7 @@
  */
 #include "base/internal.h"
 #include "cubert/layout.h"
-#include "cubert/backend/arith.h"
+#include "cubert/driver/arith.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -58,7 +58,7 @@ cubert_status_t cubert_layout_optimal_align(uint64_t last_dim, uint64_t elem_siz
   uint64_t bytes, align;
   if (!out_align) return layout_invalid(out_error, "optimal_align: out_align is NULL");
   if (elem_size == 0) return layout_invalid(out_error, "optimal_align: elem_size is 0");
-  if (buffer_align < 16 || !cubert_is_pow2(buffer_align))
+  if (buffer_align < 16 || !cubert__is_pow2(buffer_align))
     return layout_invalid(out_error,
                           "optimal_align: buffer_align must be a power of two >= 16");
   if (last_dim == 1) {
@@ -150,7 +150,7 @@ cubert_status_t cubert_layout_policy_apply(const cubert_layout_policy_t *policy,
   if (policy->kind != CUBERT_LAYOUT_POLICY_CONTIGUOUS &&
       policy->kind != CUBERT_LAYOUT_POLICY_PITCHED)
     return layout_invalid(out_error, "layout: unknown policy kind");
-  if (!cubert_is_pow2(policy->mem_alignment))
+  if (!cubert__is_pow2(policy->mem_alignment))
     return layout_invalid(out_error, "layout: mem_alignment must be a non-zero power of two");
   if (policy->kind == CUBERT_LAYOUT_POLICY_PITCHED && policy->mem_alignment < 16)
     return layout_invalid(out_error, "layout: a pitched policy needs mem_alignment >= 16");

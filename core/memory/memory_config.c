@@ -6,8 +6,8 @@
  * layouts with every validation error.
  */
 #include "memory/memory_internal.h"
-#include "cubert/backend/memory.h"
-#include "cubert/backend/arith.h"
+#include "memory/memory.h"
+#include "cubert/driver/arith.h"
 
 #define MIB ((uint64_t)1 << 20)
 
@@ -121,7 +121,7 @@ cubert_memory_configuration_t cubert_memory_configuration_default(bool exclusive
   return c;
 }
 
-uint64_t cubert_memory_dealloc_period(uint64_t size) {
+uint64_t cubert__memory_dealloc_period(uint64_t size) {
   /* round_half_away(1 + size/2^30) = 1 + floor((size + 2^29) / 2^30) */
   uint64_t units = 1 + (((size >> 29) + 1) >> 1);
   /* unreachable: saturation (units <= 2^34 + 1 for any u64 size) */
@@ -162,7 +162,7 @@ static cubert_status_t preset_sub_slices(cubert_memory_device_properties_t props
     emit(out, capacity, &n,
          cubert_memory_pool_sliced(pages[i - 1], slices[i - 1], CUBERT_MEMORY_NONE));
   tail = props.max_page_size / align * align;
-  emit(out, capacity, &n, cubert_memory_pool_exclusive(tail, cubert_memory_dealloc_period(tail)));
+  emit(out, capacity, &n, cubert_memory_pool_exclusive(tail, cubert__memory_dealloc_period(tail)));
   *out_count = n;
   return CUBERT_STATUS_OK;
 }
@@ -192,7 +192,7 @@ static cubert_status_t preset_exclusive_pages(cubert_memory_device_properties_t 
     if (i > 0 && aligned == prev) continue; /* consecutive duplicates removed */
     prev = aligned;
     emit(out, capacity, &n,
-         cubert_memory_pool_exclusive(aligned, cubert_memory_dealloc_period(aligned)));
+         cubert_memory_pool_exclusive(aligned, cubert__memory_dealloc_period(aligned)));
   }
   *out_count = n;
   return CUBERT_STATUS_OK;
@@ -223,7 +223,7 @@ static cubert_status_t round_field(uint64_t value, uint64_t align, uint64_t *out
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_memory_pool_entry_resolve(const cubert_memory_pool_options_t *entry,
+cubert_status_t cubert__memory_pool_entry_resolve(const cubert_memory_pool_options_t *entry,
                                                  uint64_t alignment, bool exclusive_memory_only,
                                                  cubert_memory_pool_options_t *out,
                                                  cubert_error_t *out_error) {
@@ -419,12 +419,12 @@ cubert_status_t cubert_memory_configuration_resolve(
   /* Validate everything before writing the caller's buffer. */
   for (i = 0; i < pools->count; i++) {
     cubert_memory_pool_options_t tmp;
-    CUBERT_RETURN_IF_ERROR(cubert_memory_pool_entry_resolve(&pools->entries[i], align,
+    CUBERT_RETURN_IF_ERROR(cubert__memory_pool_entry_resolve(&pools->entries[i], align,
                                                             exclusive_memory_only, &tmp,
                                                             out_error));
   }
   for (i = 0; i < pools->count; i++)
-    (void)cubert_memory_pool_entry_resolve(&pools->entries[i], align, exclusive_memory_only,
+    (void)cubert__memory_pool_entry_resolve(&pools->entries[i], align, exclusive_memory_only,
                                            &pool_buffer[i], NULL);
   out_config->kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
   out_config->pools = pool_buffer;

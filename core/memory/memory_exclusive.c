@@ -11,9 +11,9 @@
  * 32 fractional bits), so the core needs no floating point here.
  */
 #include "memory/memory_internal.h"
-#include "cubert/backend/handle_table.h"
-#include "cubert/backend/memory.h"
-#include "cubert/backend/arith.h"
+#include "memory/handle_table.h"
+#include "memory/memory.h"
+#include "cubert/driver/arith.h"
 
 #if CUBERT_CONFIG_PAGED_POOLS
 
@@ -44,17 +44,17 @@ static void average_update(cubert_exclusive_pool_t *pool, uint64_t size) {
   pool->avg_frac = (uint32_t)frac;
 }
 
-uint64_t cubert_exclusive_pool_average(const cubert_exclusive_pool_t *pool) {
+uint64_t cubert__exclusive_pool_average(const cubert_exclusive_pool_t *pool) {
   return pool->avg_int;
 }
 
-cubert_status_t cubert_exclusive_pool_initialize(cubert_exclusive_pool_t *pool,
+cubert_status_t cubert__exclusive_pool_initialize(cubert_exclusive_pool_t *pool,
                                                  cubert_memory_env_t *env, uint8_t position,
                                                  const cubert_memory_pool_options_t *opt,
                                                  uint64_t alignment, cubert_error_t *out_error) {
   (void)out_error;
   cubert_memset(pool, 0, sizeof *pool);
-  cubert_memory_slots_initialize(&pool->pages, env, position, true, CUBERT_MEMORY_PAGE_SLOTS);
+  cubert__memory_slots_initialize(&pool->pages, env, position, true, CUBERT_MEMORY_PAGE_SLOTS);
   pool->alignment = alignment == 0 ? 1 : alignment;
   pool->max_alloc_size = opt->max_alloc_size;
   pool->dealloc_period = opt->dealloc_period;
@@ -62,15 +62,15 @@ cubert_status_t cubert_exclusive_pool_initialize(cubert_exclusive_pool_t *pool,
   return CUBERT_STATUS_OK;
 }
 
-void cubert_exclusive_pool_deinitialize(cubert_exclusive_pool_t *pool) {
-  cubert_memory_slots_deinitialize(&pool->pages);
+void cubert__exclusive_pool_deinitialize(cubert_exclusive_pool_t *pool) {
+  cubert__memory_slots_deinitialize(&pool->pages);
 }
 
-bool cubert_exclusive_pool_accept(const cubert_exclusive_pool_t *pool, uint64_t size) {
+bool cubert__exclusive_pool_accept(const cubert_exclusive_pool_t *pool, uint64_t size) {
   return size <= pool->max_alloc_size;
 }
 
-cubert_status_t cubert_exclusive_pool_try_reserve(cubert_exclusive_pool_t *pool, uint64_t size,
+cubert_status_t cubert__exclusive_pool_try_reserve(cubert_exclusive_pool_t *pool, uint64_t size,
                                                   cubert_memory_id_t owner, bool *out_found,
                                                   cubert_error_t *out_error) {
   cubert_memory_slots_t *pages = &pool->pages;
@@ -79,18 +79,18 @@ cubert_status_t cubert_exclusive_pool_try_reserve(cubert_exclusive_pool_t *pool,
   average_update(pool, size); /* even when nothing fits */
   for (i = 0; i < pages->count; i++) {
     cubert_memory_slot_t *p = &pages->items[i];
-    if (p->storage.size < size || !cubert_memory_slot_is_free(pages->env, p)) continue;
+    if (p->storage.size < size || !cubert__memory_slot_is_free(pages->env, p)) continue;
     if (best == CUBERT_MEMORY_NIL || p->aux < pages->items[best].aux) best = i;
   }
   if (best == CUBERT_MEMORY_NIL) return CUBERT_STATUS_OK;
-  CUBERT_RETURN_IF_ERROR(cubert_memory_slots_occupy(
-      pages, best, size, cubert_memory_padding(size, pool->alignment), owner, out_error));
+  CUBERT_RETURN_IF_ERROR(cubert__memory_slots_occupy(
+      pages, best, size, cubert__memory_padding(size, pool->alignment), owner, out_error));
   if (pages->items[best].aux > 0) pages->items[best].aux--;
   *out_found = true;
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_exclusive_pool_alloc(cubert_exclusive_pool_t *pool, uint64_t size,
+cubert_status_t cubert__exclusive_pool_alloc(cubert_exclusive_pool_t *pool, uint64_t size,
                                             cubert_memory_id_t owner, cubert_error_t *out_error) {
   cubert_memory_slots_t *pages = &pool->pages;
   uint64_t bytes;
@@ -99,9 +99,9 @@ cubert_status_t cubert_exclusive_pool_alloc(cubert_exclusive_pool_t *pool, uint6
       cubert_u64_round_up(CUBERT_MAX(pool->avg_int, size), pool->alignment, &bytes) !=
           CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_IO_BUFFER_TOO_BIG, &size, 1, NULL);
-  slot = cubert_memory_slots_vacant(pages);
+  slot = cubert__memory_slots_vacant(pages);
   if (slot == pages->count) {
-    cubert_status_t room = cubert_memory_slots_room(pages);
+    cubert_status_t room = cubert__memory_slots_room(pages);
     if (room == CUBERT_STATUS_POOL_CAPACITY_EXCEEDED) {
       uint64_t fields[3];
       fields[0] = size;
@@ -114,20 +114,20 @@ cubert_status_t cubert_exclusive_pool_alloc(cubert_exclusive_pool_t *pool, uint6
       return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                               "exclusive pool bookkeeping");
   }
-  CUBERT_RETURN_IF_ERROR(cubert_memory_slots_allocate(
-      pages, slot, bytes, size, cubert_memory_padding(size, pool->alignment), owner, out_error));
+  CUBERT_RETURN_IF_ERROR(cubert__memory_slots_allocate(
+      pages, slot, bytes, size, cubert__memory_padding(size, pool->alignment), owner, out_error));
   pages->items[slot].aux = FREE_COUNT_NEW;
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_exclusive_pool_find(cubert_exclusive_pool_t *pool,
+cubert_status_t cubert__exclusive_pool_find(cubert_exclusive_pool_t *pool,
                                            cubert_memory_location_t loc, cubert_memory_id_t id,
                                            cubert_memory_slice_view_t *out,
                                            cubert_error_t *out_error) {
-  return cubert_memory_slots_find(&pool->pages, loc, id, out, out_error);
+  return cubert__memory_slots_find(&pool->pages, loc, id, out, out_error);
 }
 
-void cubert_exclusive_pool_cleanup(cubert_exclusive_pool_t *pool, uint64_t alloc_nr,
+void cubert__exclusive_pool_cleanup(cubert_exclusive_pool_t *pool, uint64_t alloc_nr,
                                    bool explicit_) {
   cubert_memory_slots_t *pages = &pool->pages;
   uint64_t check_period =
@@ -138,26 +138,26 @@ void cubert_exclusive_pool_cleanup(cubert_exclusive_pool_t *pool, uint64_t alloc
   pool->last_check = alloc_nr;
   for (i = 0; i < pages->count; i++) {
     cubert_memory_slot_t *p = &pages->items[i];
-    if (p->state == CUBERT_SLICE_VACANT || !cubert_memory_slot_is_free(pages->env, p)) continue;
+    if (p->state == CUBERT_SLICE_VACANT || !cubert__memory_slot_is_free(pages->env, p)) continue;
     if (p->aux < UINT32_MAX) p->aux++;
-    if (p->aux >= ALLOC_AFTER_FREE || explicit_) cubert_memory_slots_release(pages, i);
+    if (p->aux >= ALLOC_AFTER_FREE || explicit_) cubert__memory_slots_release(pages, i);
   }
-  cubert_memory_slots_trim_tail(pages);
+  cubert__memory_slots_trim_tail(pages);
 }
 
-void cubert_exclusive_pool_report(cubert_exclusive_pool_t *pool, cubert_memory_pool_report_t *out) {
-  cubert_memory_slots_report(&pool->pages, CUBERT_MEMORY_POOL_KIND_EXCLUSIVE, out);
+void cubert__exclusive_pool_report(cubert_exclusive_pool_t *pool, cubert_memory_pool_report_t *out) {
+  cubert__memory_slots_report(&pool->pages, CUBERT_MEMORY_POOL_KIND_EXCLUSIVE, out);
   out->max_alloc_size = pool->max_alloc_size;
 }
 
-void cubert_exclusive_pool_trim(cubert_exclusive_pool_t *pool) {
-  cubert_memory_slots_trim(&pool->pages);
+void cubert__exclusive_pool_trim(cubert_exclusive_pool_t *pool) {
+  cubert__memory_slots_trim(&pool->pages);
 }
 
 #else /* !CUBERT_CONFIG_PAGED_POOLS: no exclusive pool can be made (the configuration
        * refuses the entry first); the manager's dispatch still links */
 
-cubert_status_t cubert_exclusive_pool_initialize(cubert_exclusive_pool_t *pool,
+cubert_status_t cubert__exclusive_pool_initialize(cubert_exclusive_pool_t *pool,
                                                  cubert_memory_env_t *env, uint8_t position,
                                                  const cubert_memory_pool_options_t *opt,
                                                  uint64_t alignment, cubert_error_t *out_error) {
@@ -170,15 +170,15 @@ cubert_status_t cubert_exclusive_pool_initialize(cubert_exclusive_pool_t *pool,
                           "exclusive pools (CUBERT_CONFIG_PAGED_POOLS=0)");
 }
 
-void cubert_exclusive_pool_deinitialize(cubert_exclusive_pool_t *pool) { (void)pool; }
+void cubert__exclusive_pool_deinitialize(cubert_exclusive_pool_t *pool) { (void)pool; }
 
-bool cubert_exclusive_pool_accept(const cubert_exclusive_pool_t *pool, uint64_t size) {
+bool cubert__exclusive_pool_accept(const cubert_exclusive_pool_t *pool, uint64_t size) {
   (void)pool;
   (void)size;
   return false;
 }
 
-cubert_status_t cubert_exclusive_pool_try_reserve(cubert_exclusive_pool_t *pool, uint64_t size,
+cubert_status_t cubert__exclusive_pool_try_reserve(cubert_exclusive_pool_t *pool, uint64_t size,
                                                   cubert_memory_id_t owner, bool *out_found,
                                                   cubert_error_t *out_error) {
   (void)pool;
@@ -189,7 +189,7 @@ cubert_status_t cubert_exclusive_pool_try_reserve(cubert_exclusive_pool_t *pool,
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_exclusive_pool_alloc(cubert_exclusive_pool_t *pool, uint64_t size,
+cubert_status_t cubert__exclusive_pool_alloc(cubert_exclusive_pool_t *pool, uint64_t size,
                                             cubert_memory_id_t owner, cubert_error_t *out_error) {
   (void)pool;
   (void)size;
@@ -198,7 +198,7 @@ cubert_status_t cubert_exclusive_pool_alloc(cubert_exclusive_pool_t *pool, uint6
                           "exclusive pools (CUBERT_CONFIG_PAGED_POOLS=0)");
 }
 
-cubert_status_t cubert_exclusive_pool_find(cubert_exclusive_pool_t *pool,
+cubert_status_t cubert__exclusive_pool_find(cubert_exclusive_pool_t *pool,
                                            cubert_memory_location_t loc, cubert_memory_id_t id,
                                            cubert_memory_slice_view_t *out,
                                            cubert_error_t *out_error) {
@@ -209,21 +209,21 @@ cubert_status_t cubert_exclusive_pool_find(cubert_exclusive_pool_t *pool,
   return cubert_error_set(out_error, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0, "no exclusive pool");
 }
 
-void cubert_exclusive_pool_cleanup(cubert_exclusive_pool_t *pool, uint64_t alloc_nr,
+void cubert__exclusive_pool_cleanup(cubert_exclusive_pool_t *pool, uint64_t alloc_nr,
                                    bool explicit_) {
   (void)pool;
   (void)alloc_nr;
   (void)explicit_;
 }
 
-void cubert_exclusive_pool_report(cubert_exclusive_pool_t *pool, cubert_memory_pool_report_t *out) {
+void cubert__exclusive_pool_report(cubert_exclusive_pool_t *pool, cubert_memory_pool_report_t *out) {
   (void)pool;
   cubert_memset(out, 0, sizeof *out);
 }
 
-void cubert_exclusive_pool_trim(cubert_exclusive_pool_t *pool) { (void)pool; }
+void cubert__exclusive_pool_trim(cubert_exclusive_pool_t *pool) { (void)pool; }
 
-uint64_t cubert_exclusive_pool_average(const cubert_exclusive_pool_t *pool) {
+uint64_t cubert__exclusive_pool_average(const cubert_exclusive_pool_t *pool) {
   (void)pool;
   return 0;
 }

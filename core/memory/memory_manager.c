@@ -11,8 +11,8 @@
  * that owns the slot).
  */
 #include "memory/memory_internal.h"
-#include "cubert/backend/handle_table.h"
-#include "cubert/backend/memory.h"
+#include "memory/handle_table.h"
+#include "memory/memory.h"
 
 struct cubert_memory_manager_t {
   cubert_memory_env_t env;
@@ -30,7 +30,7 @@ struct cubert_memory_manager_t {
 
 static void next_check_update(cubert_memory_manager_t *mm);
 
-void cubert_memory_manager_options_initialize(cubert_memory_manager_options_t *options) {
+void cubert__memory_manager_options_initialize(cubert_memory_manager_options_t *options) {
   if (!options) return;
   cubert_memset(options, 0, sizeof *options);
   options->persistent_memory = CUBERT_PERSISTENT_MEMORY_ENABLED;
@@ -44,17 +44,17 @@ void cubert_memory_manager_options_initialize(cubert_memory_manager_options_t *o
 
 static void pool_deinitialize(cubert_memory_pool_t *pool) {
   switch (pool->type) {
-    case CUBERT_MEMORY_POOL_SLICED: cubert_sliced_pool_deinitialize(&pool->u.sliced); break;
-    case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert_exclusive_pool_deinitialize(&pool->u.exclusive); break;
-    case CUBERT_MEMORY_POOL_DIRECT: cubert_direct_pool_deinitialize(&pool->u.direct); break;
+    case CUBERT_MEMORY_POOL_SLICED: cubert__sliced_pool_deinitialize(&pool->u.sliced); break;
+    case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert__exclusive_pool_deinitialize(&pool->u.exclusive); break;
+    case CUBERT_MEMORY_POOL_DIRECT: cubert__direct_pool_deinitialize(&pool->u.direct); break;
     default: break; /* not a pool type (the enum's width sentinel) */
   }
 }
 
 static bool pool_accept(const cubert_memory_pool_t *pool, uint64_t size) {
   switch (pool->type) {
-    case CUBERT_MEMORY_POOL_SLICED: return cubert_sliced_pool_accept(&pool->u.sliced, size);
-    case CUBERT_MEMORY_POOL_EXCLUSIVE: return cubert_exclusive_pool_accept(&pool->u.exclusive, size);
+    case CUBERT_MEMORY_POOL_SLICED: return cubert__sliced_pool_accept(&pool->u.sliced, size);
+    case CUBERT_MEMORY_POOL_EXCLUSIVE: return cubert__exclusive_pool_accept(&pool->u.exclusive, size);
     case CUBERT_MEMORY_POOL_DIRECT: return true;
     default: break; /* not a pool type (the enum's width sentinel) */
   }
@@ -67,11 +67,11 @@ static cubert_status_t pool_try_reserve(cubert_memory_pool_t *pool, uint64_t siz
   /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
     case CUBERT_MEMORY_POOL_SLICED:
-      return cubert_sliced_pool_try_reserve(&pool->u.sliced, size, owner, found, err);
+      return cubert__sliced_pool_try_reserve(&pool->u.sliced, size, owner, found, err);
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
-      return cubert_exclusive_pool_try_reserve(&pool->u.exclusive, size, owner, found, err);
+      return cubert__exclusive_pool_try_reserve(&pool->u.exclusive, size, owner, found, err);
     case CUBERT_MEMORY_POOL_DIRECT:
-      return cubert_direct_pool_try_reserve(&pool->u.direct, size, owner, found, err);
+      return cubert__direct_pool_try_reserve(&pool->u.direct, size, owner, found, err);
     default: break; /* not a pool type (the enum's width sentinel) */
   }
   *found = false;
@@ -82,10 +82,10 @@ static cubert_status_t pool_alloc(cubert_memory_pool_t *pool, uint64_t size,
                                   cubert_memory_id_t owner, cubert_error_t *err) {
   /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
-    case CUBERT_MEMORY_POOL_SLICED: return cubert_sliced_pool_alloc(&pool->u.sliced, size, owner, err);
+    case CUBERT_MEMORY_POOL_SLICED: return cubert__sliced_pool_alloc(&pool->u.sliced, size, owner, err);
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
-      return cubert_exclusive_pool_alloc(&pool->u.exclusive, size, owner, err);
-    case CUBERT_MEMORY_POOL_DIRECT: return cubert_direct_pool_alloc(&pool->u.direct, size, owner, err);
+      return cubert__exclusive_pool_alloc(&pool->u.exclusive, size, owner, err);
+    case CUBERT_MEMORY_POOL_DIRECT: return cubert__direct_pool_alloc(&pool->u.direct, size, owner, err);
     default: break; /* not a pool type (the enum's width sentinel) */
   }
   return cubert_error_set(err, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, NULL);
@@ -96,10 +96,10 @@ static cubert_status_t pool_find(cubert_memory_pool_t *pool, cubert_memory_locat
                                  cubert_error_t *err) {
   /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
-    case CUBERT_MEMORY_POOL_SLICED: return cubert_sliced_pool_find(&pool->u.sliced, loc, id, view, err);
+    case CUBERT_MEMORY_POOL_SLICED: return cubert__sliced_pool_find(&pool->u.sliced, loc, id, view, err);
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
-      return cubert_exclusive_pool_find(&pool->u.exclusive, loc, id, view, err);
-    case CUBERT_MEMORY_POOL_DIRECT: return cubert_direct_pool_find(&pool->u.direct, loc, id, view, err);
+      return cubert__exclusive_pool_find(&pool->u.exclusive, loc, id, view, err);
+    case CUBERT_MEMORY_POOL_DIRECT: return cubert__direct_pool_find(&pool->u.direct, loc, id, view, err);
     default: break; /* not a pool type (the enum's width sentinel) */
   }
   return cubert_error_set(err, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, NULL);
@@ -107,20 +107,20 @@ static cubert_status_t pool_find(cubert_memory_pool_t *pool, cubert_memory_locat
 
 static void pool_cleanup(cubert_memory_pool_t *pool, uint64_t alloc_nr, bool explicit_) {
   switch (pool->type) {
-    case CUBERT_MEMORY_POOL_SLICED: cubert_sliced_pool_cleanup(&pool->u.sliced, explicit_); break;
+    case CUBERT_MEMORY_POOL_SLICED: cubert__sliced_pool_cleanup(&pool->u.sliced, explicit_); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
-      cubert_exclusive_pool_cleanup(&pool->u.exclusive, alloc_nr, explicit_);
+      cubert__exclusive_pool_cleanup(&pool->u.exclusive, alloc_nr, explicit_);
       break;
-    case CUBERT_MEMORY_POOL_DIRECT: cubert_direct_pool_cleanup(&pool->u.direct, explicit_); break;
+    case CUBERT_MEMORY_POOL_DIRECT: cubert__direct_pool_cleanup(&pool->u.direct, explicit_); break;
     default: break; /* not a pool type (the enum's width sentinel) */
   }
 }
 
 static void pool_report(cubert_memory_pool_t *pool, cubert_memory_pool_report_t *out) {
   switch (pool->type) {
-    case CUBERT_MEMORY_POOL_SLICED: cubert_sliced_pool_report(&pool->u.sliced, out); break;
-    case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert_exclusive_pool_report(&pool->u.exclusive, out); break;
-    case CUBERT_MEMORY_POOL_DIRECT: cubert_direct_pool_report(&pool->u.direct, out); break;
+    case CUBERT_MEMORY_POOL_SLICED: cubert__sliced_pool_report(&pool->u.sliced, out); break;
+    case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert__exclusive_pool_report(&pool->u.exclusive, out); break;
+    case CUBERT_MEMORY_POOL_DIRECT: cubert__direct_pool_report(&pool->u.direct, out); break;
     default: break; /* not a pool type (the enum's width sentinel) */
   }
   out->capacity_exceeded = pool->capacity_exceeded;
@@ -128,9 +128,9 @@ static void pool_report(cubert_memory_pool_t *pool, cubert_memory_pool_report_t 
 
 static void pool_trim(cubert_memory_pool_t *pool) {
   switch (pool->type) {
-    case CUBERT_MEMORY_POOL_SLICED: cubert_sliced_pool_trim(&pool->u.sliced); break;
-    case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert_exclusive_pool_trim(&pool->u.exclusive); break;
-    case CUBERT_MEMORY_POOL_DIRECT: cubert_direct_pool_trim(&pool->u.direct); break;
+    case CUBERT_MEMORY_POOL_SLICED: cubert__sliced_pool_trim(&pool->u.sliced); break;
+    case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert__exclusive_pool_trim(&pool->u.exclusive); break;
+    case CUBERT_MEMORY_POOL_DIRECT: cubert__direct_pool_trim(&pool->u.direct); break;
     default: break; /* not a pool type (the enum's width sentinel) */
   }
 }
@@ -182,16 +182,16 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
     /* unreachable: another pool type (the configuration checked each entry) */
     switch (options[i].type) {
       case CUBERT_MEMORY_POOL_SLICED:
-        status = cubert_sliced_pool_initialize(&pools[i].u.sliced, &mm->env, (uint8_t)i,
+        status = cubert__sliced_pool_initialize(&pools[i].u.sliced, &mm->env, (uint8_t)i,
                                                &options[i], props.alignment, mm->poll_per_reserve,
                                                out_error);
         break;
       case CUBERT_MEMORY_POOL_EXCLUSIVE:
-        status = cubert_exclusive_pool_initialize(&pools[i].u.exclusive, &mm->env, (uint8_t)i,
+        status = cubert__exclusive_pool_initialize(&pools[i].u.exclusive, &mm->env, (uint8_t)i,
                                                   &options[i], props.alignment, out_error);
         break;
       case CUBERT_MEMORY_POOL_DIRECT:
-        cubert_direct_pool_initialize(&pools[i].u.direct, &mm->env, (uint8_t)i, &options[i],
+        cubert__direct_pool_initialize(&pools[i].u.direct, &mm->env, (uint8_t)i, &options[i],
                                       props.alignment);
         break;
       default: break; /* not a pool type (the enum's width sentinel) */
@@ -216,7 +216,7 @@ static cubert_memory_device_properties_t resolve_props(cubert_storage_t storage,
   return props;
 }
 
-cubert_status_t cubert_memory_manager_create(
+cubert_status_t cubert__memory_manager_create(
     cubert_allocator_t allocator, cubert_storage_t storage, cubert_handle_table_t *table,
     cubert_memory_device_properties_t props, const cubert_memory_configuration_t *config,
     const cubert_memory_manager_options_t *options, cubert_memory_manager_t **out_manager,
@@ -230,7 +230,7 @@ cubert_status_t cubert_memory_manager_create(
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "memory manager arguments");
   if (!options) {
-    cubert_memory_manager_options_initialize(&defaults);
+    cubert__memory_manager_options_initialize(&defaults);
     options = &defaults;
   }
   if ((unsigned)options->persistent_memory > (unsigned)CUBERT_PERSISTENT_MEMORY_ENFORCED)
@@ -251,7 +251,7 @@ cubert_status_t cubert_memory_manager_create(
     mm->persistent_depth = options->initial_mode == CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT;
   else
     mm->persistent_depth = options->persistent_memory == CUBERT_PERSISTENT_MEMORY_ENFORCED;
-  cubert_persistent_pool_initialize(&mm->persistent, &mm->env, mm->props.alignment,
+  cubert__persistent_pool_initialize(&mm->persistent, &mm->env, mm->props.alignment,
                                     mm->props.max_page_size);
   status = pools_build(mm, config, mm->props, &mm->pools, &mm->pool_count, out_error);
   if (status != CUBERT_STATUS_OK) {
@@ -263,12 +263,12 @@ cubert_status_t cubert_memory_manager_create(
   return CUBERT_STATUS_OK;
 }
 
-void cubert_memory_manager_destroy(cubert_memory_manager_t *mm) {
+void cubert__memory_manager_destroy(cubert_memory_manager_t *mm) {
   cubert_allocator_t allocator;
   if (!mm) return;
   allocator = mm->env.allocator;
   pools_free(mm, mm->pools, mm->pool_count);
-  cubert_persistent_pool_deinitialize(&mm->persistent);
+  cubert__persistent_pool_deinitialize(&mm->persistent);
   mm->env.storage.vtable->flush(mm->env.storage.self);
   cubert_allocator_free(allocator, mm, sizeof *mm, 0);
 }
@@ -285,7 +285,7 @@ static void next_check_update(cubert_memory_manager_t *mm) {
     if (mm->pools[i].type != CUBERT_MEMORY_POOL_EXCLUSIVE || p->dealloc_period == CUBERT_MEMORY_NONE)
       continue;
     period = p->dealloc_period / 5;
-    mm->next_check = CUBERT_MIN(mm->next_check, cubert_memory_sat_add(p->last_check, period));
+    mm->next_check = CUBERT_MIN(mm->next_check, cubert__memory_sat_add(p->last_check, period));
   }
 }
 
@@ -295,18 +295,18 @@ static void cleanup(cubert_memory_manager_t *mm, bool explicit_) {
   if (!explicit_ && mm->alloc_reserve_count < mm->next_check && !mm->env.flush_pending) return;
   for (i = 0; i < mm->pool_count; i++) pool_cleanup(&mm->pools[i], mm->alloc_reserve_count, explicit_);
   next_check_update(mm);
-  if (explicit_) cubert_persistent_pool_cleanup(&mm->persistent, true);
+  if (explicit_) cubert__persistent_pool_cleanup(&mm->persistent, true);
   if (explicit_ || mm->env.flush_pending) {
     mm->env.storage.vtable->flush(mm->env.storage.self);
     mm->env.flush_pending = false;
   }
 }
 
-void cubert_memory_manager_cleanup(cubert_memory_manager_t *mm, bool explicit_) {
+void cubert__memory_manager_cleanup(cubert_memory_manager_t *mm, bool explicit_) {
   if (mm) cleanup(mm, explicit_);
 }
 
-void cubert_memory_manager_set_mode(cubert_memory_manager_t *mm,
+void cubert__memory_manager_set_mode(cubert_memory_manager_t *mm,
                                     cubert_memory_allocation_mode_t mode) {
   if (!mm || mm->persistent_memory == CUBERT_PERSISTENT_MEMORY_DISABLED ||
       mm->persistent_memory == CUBERT_PERSISTENT_MEMORY_ENFORCED)
@@ -319,7 +319,7 @@ void cubert_memory_manager_set_mode(cubert_memory_manager_t *mm,
   }
 }
 
-cubert_memory_allocation_mode_t cubert_memory_manager_mode(const cubert_memory_manager_t *mm) {
+cubert_memory_allocation_mode_t cubert__memory_manager_mode(const cubert_memory_manager_t *mm) {
   return mm && mm->persistent_depth > 0 ? CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT
                                         : CUBERT_MEMORY_ALLOCATION_MODE_AUTO;
 }
@@ -338,12 +338,12 @@ static cubert_memory_usage_t usage_and_largest_free(cubert_memory_manager_t *mm,
     total = cubert_memory_usage_combine(total, r.usage);
     if (r.largest_free > *largest_free) *largest_free = r.largest_free;
   }
-  cubert_persistent_pool_report(&mm->persistent, &r);
+  cubert__persistent_pool_report(&mm->persistent, &r);
   if (r.largest_free > *largest_free) *largest_free = r.largest_free;
   return cubert_memory_usage_combine(total, r.usage);
 }
 
-cubert_memory_usage_t cubert_memory_manager_memory_usage(cubert_memory_manager_t *mm) {
+cubert_memory_usage_t cubert__memory_manager_memory_usage(cubert_memory_manager_t *mm) {
   uint64_t largest;
   cubert_memory_usage_t none;
   if (!mm) {
@@ -353,22 +353,22 @@ cubert_memory_usage_t cubert_memory_manager_memory_usage(cubert_memory_manager_t
   return usage_and_largest_free(mm, &largest);
 }
 
-uint32_t cubert_memory_manager_pool_count(const cubert_memory_manager_t *mm) {
+uint32_t cubert__memory_manager_pool_count(const cubert_memory_manager_t *mm) {
   return mm ? mm->pool_count : 0;
 }
 
-uint64_t cubert_memory_manager_alloc_reserve_count(const cubert_memory_manager_t *mm) {
+uint64_t cubert__memory_manager_alloc_reserve_count(const cubert_memory_manager_t *mm) {
   return mm ? mm->alloc_reserve_count : 0;
 }
 
-cubert_status_t cubert_memory_manager_report(cubert_memory_manager_t *mm,
+cubert_status_t cubert__memory_manager_report(cubert_memory_manager_t *mm,
                                              cubert_memory_pool_report_t *out_dynamic,
                                              uint32_t capacity, uint32_t *out_count,
                                              cubert_memory_pool_report_t *out_persistent) {
   uint32_t i;
   if (!mm || (capacity > 0 && !out_dynamic)) return CUBERT_STATUS_INVALID_ARGUMENT;
   for (i = 0; i < mm->pool_count && i < capacity; i++) pool_report(&mm->pools[i], &out_dynamic[i]);
-  if (out_persistent) cubert_persistent_pool_report(&mm->persistent, out_persistent);
+  if (out_persistent) cubert__persistent_pool_report(&mm->persistent, out_persistent);
   if (out_count) *out_count = mm->pool_count;
   return capacity < mm->pool_count ? CUBERT_STATUS_OUT_OF_RANGE : CUBERT_STATUS_OK;
 }
@@ -379,14 +379,14 @@ cubert_status_t cubert_memory_manager_report(cubert_memory_manager_t *mm,
 static void attach_report(cubert_memory_manager_t *mm, uint64_t size, cubert_error_t *err) {
   cubert_memory_usage_t u;
   uint64_t largest, fields[4];
-  int64_t backend;
+  int64_t driver;
   char reason[CUBERT_ERROR_REASON_SIZE];
   size_t len = 0;
   if (!err) return;
-  backend = err->backend_code;
+  driver = err->driver_code;
   u = usage_and_largest_free(mm, &largest);
 #define PUT_TEXT_(s) \
-  if (len < sizeof reason) len += cubert_strlcpy(reason + len, (s), sizeof reason - len)
+  if (len < sizeof reason) len += cubert__strlcpy(reason + len, (s), sizeof reason - len)
 #define PUT_BYTES_(v) \
   if (len < sizeof reason) len += cubert_memory_bytes_format((v), reason + len, sizeof reason - len)
   reason[0] = 0;
@@ -408,7 +408,7 @@ static void attach_report(cubert_memory_manager_t *mm, uint64_t size, cubert_err
   (void)cubert_error_set(err, CUBERT_ERROR_IO_OUT_OF_MEMORY, fields, 4, reason);
   err->field2[0] = u.bytes_padding;
   err->field2[1] = u.number_allocs;
-  err->backend_code = backend;
+  err->driver_code = driver;
 }
 
 /* ---- reserve ---------------------------------------------------------------------------- */
@@ -422,11 +422,11 @@ static cubert_status_t route(cubert_memory_manager_t *mm, uint64_t size, cubert_
   uint32_t i;
   if (persistent || size_match) {
     /* unreachable: an error (it fails only for a dead owner; nid was just acquired) */
-    CUBERT_RETURN_IF_ERROR(cubert_persistent_pool_try_reserve(&mm->persistent, size, nid, &found, err));
+    CUBERT_RETURN_IF_ERROR(cubert__persistent_pool_try_reserve(&mm->persistent, size, nid, &found, err));
     if (found) return CUBERT_STATUS_OK;
   }
-  if (persistent || (size_match && cubert_persistent_pool_has_size(&mm->persistent, size)))
-    return cubert_persistent_pool_alloc(&mm->persistent, size, nid, err);
+  if (persistent || (size_match && cubert__persistent_pool_has_size(&mm->persistent, size)))
+    return cubert__persistent_pool_alloc(&mm->persistent, size, nid, err);
   for (i = 0; i < mm->pool_count; i++) {
     cubert_memory_pool_t *pool = &mm->pools[i];
     if (!pool_accept(pool, size)) continue;
@@ -451,11 +451,11 @@ static cubert_status_t route(cubert_memory_manager_t *mm, uint64_t size, cubert_
 }
 
 static void id_discard(cubert_memory_manager_t *mm, cubert_memory_id_t id) {
-  (void)cubert_memory_id_disown(mm->env.table, id);
-  (void)cubert_memory_id_release_handle(mm->env.table, id);
+  (void)cubert__memory_id_disown(mm->env.table, id);
+  (void)cubert__memory_id_release_handle(mm->env.table, id);
 }
 
-cubert_status_t cubert_memory_manager_reserve(cubert_memory_manager_t *mm, uint64_t size,
+cubert_status_t cubert__memory_manager_reserve(cubert_memory_manager_t *mm, uint64_t size,
                                               cubert_memory_id_t *out_id,
                                               cubert_error_t *out_error) {
   cubert_memory_id_t nid;
@@ -467,7 +467,7 @@ cubert_status_t cubert_memory_manager_reserve(cubert_memory_manager_t *mm, uint6
   cleanup(mm, false);
   cubert_memset(&unset, 0, sizeof unset);
   /* The new id is owned by the manager (its pools) from the start. */
-  status = cubert_memory_id_acquire_owned(mm->env.table, unset, &nid);
+  status = cubert__memory_id_acquire_owned(mm->env.table, unset, &nid);
   if (status != CUBERT_STATUS_OK)
     return cubert_error_set(out_error,
                             status == CUBERT_STATUS_RESOURCE_EXHAUSTED
@@ -495,8 +495,8 @@ static cubert_status_t find(cubert_memory_manager_t *mm, cubert_memory_id_t id,
                             cubert_error_t *err) {
   cubert_memory_location_t loc;
   /* unreachable: the location of an alive id failing (in single-threaded tests) */
-  if (!cubert_memory_id_is_alive(mm->env.table, id) ||
-      cubert_memory_id_location(mm->env.table, id, &loc) != CUBERT_STATUS_OK)
+  if (!cubert__memory_id_is_alive(mm->env.table, id) ||
+      cubert__memory_id_location(mm->env.table, id, &loc) != CUBERT_STATUS_OK)
     return cubert_error_set(err, CUBERT_ERROR_INVALID_HANDLE, NULL, 0, "dead memory id");
   if (!loc.init)
     return cubert_error_set(err, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0,
@@ -504,49 +504,49 @@ static cubert_status_t find(cubert_memory_manager_t *mm, cubert_memory_id_t id,
   /* unreachable: out_loc set (every caller passes NULL) */
   if (out_loc) *out_loc = loc;
   if (loc.pool == CUBERT_MEMORY_PERSISTENT_POOL_POS)
-    return cubert_persistent_pool_find(&mm->persistent, loc, id, view, err);
-  if (loc.pool >= mm->pool_count) return cubert_memory_not_found(err, "Pool ", loc.pool, " doesn't exist");
+    return cubert__persistent_pool_find(&mm->persistent, loc, id, view, err);
+  if (loc.pool >= mm->pool_count) return cubert__memory_not_found(err, "Pool ", loc.pool, " doesn't exist");
   return pool_find(&mm->pools[loc.pool], loc, id, view, err);
 }
 
-cubert_status_t cubert_memory_manager_bind(cubert_memory_manager_t *mm, cubert_memory_id_t reserved,
+cubert_status_t cubert__memory_manager_bind(cubert_memory_manager_t *mm, cubert_memory_id_t reserved,
                                            cubert_memory_id_t assigned, uint64_t cursor,
                                            cubert_error_t *out_error) {
   cubert_memory_location_t loc, assigned_loc;
   cubert_memory_slice_view_t view;
   if (!mm) return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, NULL);
   /* unreachable: the location of an alive id failing (in single-threaded tests) */
-  if (!cubert_memory_id_is_alive(mm->env.table, reserved) ||
-      !cubert_memory_id_is_alive(mm->env.table, assigned) ||
-      cubert_memory_id_location(mm->env.table, reserved, &loc) != CUBERT_STATUS_OK ||
-      cubert_memory_id_location(mm->env.table, assigned, &assigned_loc) != CUBERT_STATUS_OK)
+  if (!cubert__memory_id_is_alive(mm->env.table, reserved) ||
+      !cubert__memory_id_is_alive(mm->env.table, assigned) ||
+      cubert__memory_id_location(mm->env.table, reserved, &loc) != CUBERT_STATUS_OK ||
+      cubert__memory_id_location(mm->env.table, assigned, &assigned_loc) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_HANDLE, NULL, 0, "dead memory id");
-  if (cubert_memory_id_equal(reserved, assigned))
+  if (cubert__memory_id_equal(reserved, assigned))
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "bind to the reserved id itself");
   if (!loc.init)
     return cubert_error_set(out_error, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0,
                             "Reserved memory isn't initialized");
   if (loc.pool != CUBERT_MEMORY_PERSISTENT_POOL_POS && loc.pool >= mm->pool_count)
-    return cubert_memory_not_found(out_error, "Memory pool ", loc.pool, " doesn't exist");
+    return cubert__memory_not_found(out_error, "Memory pool ", loc.pool, " doesn't exist");
   if (assigned_loc.init)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "Assigned memory is already bound");
   CUBERT_RETURN_IF_ERROR(find(mm, reserved, &view, NULL, out_error));
   /* unreachable(2): failures (assigned is alive, unbound, so not owned: checked above) */
-  if (cubert_memory_id_set_owned(mm->env.table, assigned, true) != CUBERT_STATUS_OK)
+  if (cubert__memory_id_set_owned(mm->env.table, assigned, true) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_HANDLE, NULL, 0, "assigned id");
-  if (cubert_memory_id_set_location_owned(mm->env.table, assigned, loc) != CUBERT_STATUS_OK) {
-    (void)cubert_memory_id_disown(mm->env.table, assigned);
+  if (cubert__memory_id_set_location_owned(mm->env.table, assigned, loc) != CUBERT_STATUS_OK) {
+    (void)cubert__memory_id_disown(mm->env.table, assigned);
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_HANDLE, NULL, 0, "assigned id");
   }
   *view.owner = assigned;
   *view.cursor = cursor;
-  (void)cubert_memory_id_disown(mm->env.table, reserved);
+  (void)cubert__memory_id_disown(mm->env.table, reserved);
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_memory_manager_get_cursor(cubert_memory_manager_t *mm,
+cubert_status_t cubert__memory_manager_get_cursor(cubert_memory_manager_t *mm,
                                                  cubert_memory_id_t binding, uint64_t *out_cursor,
                                                  cubert_error_t *out_error) {
   cubert_memory_slice_view_t view;
@@ -556,7 +556,7 @@ cubert_status_t cubert_memory_manager_get_cursor(cubert_memory_manager_t *mm,
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_memory_manager_get_storage(cubert_memory_manager_t *mm,
+cubert_status_t cubert__memory_manager_get_storage(cubert_memory_manager_t *mm,
                                                   cubert_memory_id_t binding,
                                                   cubert_storage_handle_t *out_handle,
                                                   cubert_error_t *out_error) {
@@ -567,7 +567,7 @@ cubert_status_t cubert_memory_manager_get_storage(cubert_memory_manager_t *mm,
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_memory_manager_get_resource(cubert_memory_manager_t *mm,
+cubert_status_t cubert__memory_manager_get_resource(cubert_memory_manager_t *mm,
                                                    cubert_memory_id_t binding, uint64_t offset_start,
                                                    uint64_t offset_end,
                                                    cubert_storage_resource_t *out_resource,
@@ -587,7 +587,7 @@ cubert_status_t cubert_memory_manager_get_resource(cubert_memory_manager_t *mm,
 
 /* ---- layouts at run time ----------------------------------------------------------------- */
 
-cubert_status_t cubert_memory_manager_install_pools(cubert_memory_manager_t *mm,
+cubert_status_t cubert__memory_manager_install_pools(cubert_memory_manager_t *mm,
                                                     const cubert_memory_configuration_t *config,
                                                     cubert_memory_device_properties_t props,
                                                     cubert_error_t *out_error) {
@@ -599,7 +599,7 @@ cubert_status_t cubert_memory_manager_install_pools(cubert_memory_manager_t *mm,
   cleanup(mm, true);
   for (i = 0; i < mm->pool_count; i++) {
     pool_report(&mm->pools[i], &r);
-    in_use = cubert_memory_sat_add(in_use, r.usage.bytes_in_use);
+    in_use = cubert__memory_sat_add(in_use, r.usage.bytes_in_use);
   }
   if (in_use > 0)
     return cubert_error_set(out_error, CUBERT_ERROR_INSTALL_POOLS_IN_USE, &in_use, 1, NULL);
@@ -615,23 +615,23 @@ cubert_status_t cubert_memory_manager_install_pools(cubert_memory_manager_t *mm,
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_memory_manager_release_pools(cubert_memory_manager_t *mm,
+cubert_status_t cubert__memory_manager_release_pools(cubert_memory_manager_t *mm,
                                                     cubert_memory_usage_t *out_remaining) {
   uint32_t i;
   if (!mm) return CUBERT_STATUS_INVALID_ARGUMENT;
   cleanup(mm, true);
   for (i = 0; i < mm->pool_count; i++) pool_trim(&mm->pools[i]);
-  cubert_persistent_pool_trim(&mm->persistent);
-  if (out_remaining) *out_remaining = cubert_memory_manager_memory_usage(mm);
+  cubert__persistent_pool_trim(&mm->persistent);
+  if (out_remaining) *out_remaining = cubert__memory_manager_memory_usage(mm);
   return CUBERT_STATUS_OK;
 }
 
 /* ---- test access --------------------------------------------------------------------------- */
 
-cubert_memory_pool_t *cubert_memory_manager_pool(cubert_memory_manager_t *mm, uint32_t position) {
+cubert_memory_pool_t *cubert__memory_manager_pool(cubert_memory_manager_t *mm, uint32_t position) {
   return mm && position < mm->pool_count ? &mm->pools[position] : NULL;
 }
 
-cubert_persistent_pool_t *cubert_memory_manager_persistent(cubert_memory_manager_t *mm) {
+cubert_persistent_pool_t *cubert__memory_manager_persistent(cubert_memory_manager_t *mm) {
   return mm ? &mm->persistent : NULL;
 }

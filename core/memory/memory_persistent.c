@@ -8,8 +8,8 @@
  * page 0, slice = slot index (stable; memory_slots.c).
  */
 #include "memory/memory_internal.h"
-#include "cubert/backend/handle_table.h"
-#include "cubert/backend/memory.h"
+#include "memory/handle_table.h"
+#include "memory/memory.h"
 
 #if CUBERT_CONFIG_PERSISTENT_MEMORY
 
@@ -91,84 +91,84 @@ static cubert_status_t buckets_ensure(cubert_persistent_pool_t *pool) {
   return CUBERT_STATUS_OK;
 }
 
-void cubert_persistent_pool_initialize(cubert_persistent_pool_t *pool, cubert_memory_env_t *env,
+void cubert__persistent_pool_initialize(cubert_persistent_pool_t *pool, cubert_memory_env_t *env,
                                        uint64_t alignment, uint64_t max_alloc_size) {
   cubert_memset(pool, 0, sizeof *pool);
-  cubert_memory_slots_initialize(&pool->slices, env, (uint8_t)CUBERT_MEMORY_PERSISTENT_POOL_POS,
+  cubert__memory_slots_initialize(&pool->slices, env, (uint8_t)CUBERT_MEMORY_PERSISTENT_POOL_POS,
                                  false, CUBERT_MEMORY_NIL - 1);
   pool->alignment = alignment == 0 ? 1 : alignment;
   pool->max_alloc_size = max_alloc_size;
 }
 
-void cubert_persistent_pool_deinitialize(cubert_persistent_pool_t *pool) {
-  cubert_memory_slots_deinitialize(&pool->slices);
-  cubert_persistent_pool_trim(pool);
+void cubert__persistent_pool_deinitialize(cubert_persistent_pool_t *pool) {
+  cubert__memory_slots_deinitialize(&pool->slices);
+  cubert__persistent_pool_trim(pool);
 }
 
-bool cubert_persistent_pool_has_size(const cubert_persistent_pool_t *pool, uint64_t size) {
+bool cubert__persistent_pool_has_size(const cubert_persistent_pool_t *pool, uint64_t size) {
   uint64_t eff;
-  if (cubert_memory_effective_size(size, pool->alignment, &eff) != CUBERT_STATUS_OK) return false;
+  if (cubert__memory_effective_size(size, pool->alignment, &eff) != CUBERT_STATUS_OK) return false;
   return bucket_find(pool, eff) != CUBERT_MEMORY_NIL;
 }
 
-cubert_status_t cubert_persistent_pool_try_reserve(cubert_persistent_pool_t *pool, uint64_t size,
+cubert_status_t cubert__persistent_pool_try_reserve(cubert_persistent_pool_t *pool, uint64_t size,
                                                    cubert_memory_id_t owner, bool *out_found,
                                                    cubert_error_t *out_error) {
   cubert_memory_slots_t *slots = &pool->slices;
   uint64_t eff;
   uint32_t b, s;
   *out_found = false;
-  if (cubert_memory_effective_size(size, pool->alignment, &eff) != CUBERT_STATUS_OK)
+  if (cubert__memory_effective_size(size, pool->alignment, &eff) != CUBERT_STATUS_OK)
     return CUBERT_STATUS_OK;
   b = bucket_find(pool, eff);
   if (b == CUBERT_MEMORY_NIL) return CUBERT_STATUS_OK;
   for (s = pool->buckets[b].head; s != CUBERT_MEMORY_NIL; s = slots->items[s].aux) {
-    if (!cubert_memory_slot_is_free(slots->env, &slots->items[s])) continue;
-    CUBERT_RETURN_IF_ERROR(cubert_memory_slots_occupy(slots, s, size, eff - size, owner, out_error));
+    if (!cubert__memory_slot_is_free(slots->env, &slots->items[s])) continue;
+    CUBERT_RETURN_IF_ERROR(cubert__memory_slots_occupy(slots, s, size, eff - size, owner, out_error));
     *out_found = true;
     return CUBERT_STATUS_OK;
   }
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_persistent_pool_alloc(cubert_persistent_pool_t *pool, uint64_t size,
+cubert_status_t cubert__persistent_pool_alloc(cubert_persistent_pool_t *pool, uint64_t size,
                                              cubert_memory_id_t owner, cubert_error_t *out_error) {
   cubert_memory_slots_t *slots = &pool->slices;
   uint64_t eff;
   uint32_t s;
-  if (cubert_memory_effective_size(size, pool->alignment, &eff) != CUBERT_STATUS_OK)
+  if (cubert__memory_effective_size(size, pool->alignment, &eff) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_IO_BUFFER_TOO_BIG, &size, 1, NULL);
-  s = cubert_memory_slots_vacant(slots);
-  if ((s == slots->count && cubert_memory_slots_room(slots) != CUBERT_STATUS_OK) ||
+  s = cubert__memory_slots_vacant(slots);
+  if ((s == slots->count && cubert__memory_slots_room(slots) != CUBERT_STATUS_OK) ||
       (bucket_find(pool, eff) == CUBERT_MEMORY_NIL && buckets_ensure(pool) != CUBERT_STATUS_OK))
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "persistent pool bookkeeping");
   CUBERT_RETURN_IF_ERROR(
-      cubert_memory_slots_allocate(slots, s, eff, size, eff - size, owner, out_error));
+      cubert__memory_slots_allocate(slots, s, eff, size, eff - size, owner, out_error));
   bucket_append(pool, s);
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_persistent_pool_find(cubert_persistent_pool_t *pool,
+cubert_status_t cubert__persistent_pool_find(cubert_persistent_pool_t *pool,
                                             cubert_memory_location_t loc, cubert_memory_id_t id,
                                             cubert_memory_slice_view_t *out,
                                             cubert_error_t *out_error) {
-  return cubert_memory_slots_find(&pool->slices, loc, id, out, out_error);
+  return cubert__memory_slots_find(&pool->slices, loc, id, out, out_error);
 }
 
-void cubert_persistent_pool_cleanup(cubert_persistent_pool_t *pool, bool explicit_) {
-  if (explicit_ && cubert_memory_slots_release_free(&pool->slices) > 0) buckets_rebuild(pool);
+void cubert__persistent_pool_cleanup(cubert_persistent_pool_t *pool, bool explicit_) {
+  if (explicit_ && cubert__memory_slots_release_free(&pool->slices) > 0) buckets_rebuild(pool);
 }
 
-void cubert_persistent_pool_report(cubert_persistent_pool_t *pool,
+void cubert__persistent_pool_report(cubert_persistent_pool_t *pool,
                                    cubert_memory_pool_report_t *out) {
-  cubert_memory_slots_report(&pool->slices, CUBERT_MEMORY_POOL_KIND_PERSISTENT, out);
+  cubert__memory_slots_report(&pool->slices, CUBERT_MEMORY_POOL_KIND_PERSISTENT, out);
   out->max_alloc_size = pool->max_alloc_size;
 }
 
-void cubert_persistent_pool_trim(cubert_persistent_pool_t *pool) {
+void cubert__persistent_pool_trim(cubert_persistent_pool_t *pool) {
   if (pool->slices.live != 0) return;
-  cubert_memory_slots_trim(&pool->slices);
+  cubert__memory_slots_trim(&pool->slices);
   if (pool->buckets)
     cubert_allocator_free(pool->slices.env->allocator, pool->buckets,
                           pool->bucket_cap * sizeof(cubert_persistent_bucket_t), 0);
@@ -178,26 +178,26 @@ void cubert_persistent_pool_trim(cubert_persistent_pool_t *pool) {
 
 #else /* !CUBERT_CONFIG_PERSISTENT_MEMORY: an empty pool nothing is ever put in */
 
-void cubert_persistent_pool_initialize(cubert_persistent_pool_t *pool, cubert_memory_env_t *env,
+void cubert__persistent_pool_initialize(cubert_persistent_pool_t *pool, cubert_memory_env_t *env,
                                        uint64_t alignment, uint64_t max_alloc_size) {
   cubert_memset(pool, 0, sizeof *pool);
-  cubert_memory_slots_initialize(&pool->slices, env, (uint8_t)CUBERT_MEMORY_PERSISTENT_POOL_POS,
+  cubert__memory_slots_initialize(&pool->slices, env, (uint8_t)CUBERT_MEMORY_PERSISTENT_POOL_POS,
                                  false, CUBERT_MEMORY_NIL - 1);
   pool->alignment = alignment == 0 ? 1 : alignment;
   pool->max_alloc_size = max_alloc_size;
 }
 
-void cubert_persistent_pool_deinitialize(cubert_persistent_pool_t *pool) {
-  cubert_memory_slots_deinitialize(&pool->slices);
+void cubert__persistent_pool_deinitialize(cubert_persistent_pool_t *pool) {
+  cubert__memory_slots_deinitialize(&pool->slices);
 }
 
-bool cubert_persistent_pool_has_size(const cubert_persistent_pool_t *pool, uint64_t size) {
+bool cubert__persistent_pool_has_size(const cubert_persistent_pool_t *pool, uint64_t size) {
   (void)pool;
   (void)size;
   return false;
 }
 
-cubert_status_t cubert_persistent_pool_try_reserve(cubert_persistent_pool_t *pool, uint64_t size,
+cubert_status_t cubert__persistent_pool_try_reserve(cubert_persistent_pool_t *pool, uint64_t size,
                                                    cubert_memory_id_t owner, bool *out_found,
                                                    cubert_error_t *out_error) {
   (void)pool;
@@ -209,7 +209,7 @@ cubert_status_t cubert_persistent_pool_try_reserve(cubert_persistent_pool_t *poo
 }
 
 /* A manager made Persistent (options ENFORCED or initial_mode) cannot allocate. */
-cubert_status_t cubert_persistent_pool_alloc(cubert_persistent_pool_t *pool, uint64_t size,
+cubert_status_t cubert__persistent_pool_alloc(cubert_persistent_pool_t *pool, uint64_t size,
                                              cubert_memory_id_t owner, cubert_error_t *out_error) {
   (void)pool;
   (void)size;
@@ -218,26 +218,26 @@ cubert_status_t cubert_persistent_pool_alloc(cubert_persistent_pool_t *pool, uin
                           "the persistent pool (CUBERT_CONFIG_PERSISTENT_MEMORY=0)");
 }
 
-cubert_status_t cubert_persistent_pool_find(cubert_persistent_pool_t *pool,
+cubert_status_t cubert__persistent_pool_find(cubert_persistent_pool_t *pool,
                                             cubert_memory_location_t loc, cubert_memory_id_t id,
                                             cubert_memory_slice_view_t *out,
                                             cubert_error_t *out_error) {
-  return cubert_memory_slots_find(&pool->slices, loc, id, out, out_error);
+  return cubert__memory_slots_find(&pool->slices, loc, id, out, out_error);
 }
 
-void cubert_persistent_pool_cleanup(cubert_persistent_pool_t *pool, bool explicit_) {
+void cubert__persistent_pool_cleanup(cubert_persistent_pool_t *pool, bool explicit_) {
   (void)pool;
   (void)explicit_;
 }
 
-void cubert_persistent_pool_report(cubert_persistent_pool_t *pool,
+void cubert__persistent_pool_report(cubert_persistent_pool_t *pool,
                                    cubert_memory_pool_report_t *out) {
-  cubert_memory_slots_report(&pool->slices, CUBERT_MEMORY_POOL_KIND_PERSISTENT, out);
+  cubert__memory_slots_report(&pool->slices, CUBERT_MEMORY_POOL_KIND_PERSISTENT, out);
   out->max_alloc_size = pool->max_alloc_size;
 }
 
-void cubert_persistent_pool_trim(cubert_persistent_pool_t *pool) {
-  cubert_memory_slots_trim(&pool->slices);
+void cubert__persistent_pool_trim(cubert_persistent_pool_t *pool) {
+  cubert__memory_slots_trim(&pool->slices);
 }
 
 #endif /* CUBERT_CONFIG_PERSISTENT_MEMORY */

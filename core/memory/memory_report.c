@@ -4,26 +4,26 @@
  * every pool shares (padding, growing bookkeeping arrays, owner ids).
  */
 #include "memory/memory_internal.h"
-#include "cubert/backend/handle_table.h"
-#include "cubert/backend/arith.h"
+#include "memory/handle_table.h"
+#include "cubert/driver/arith.h"
 
 /* ---- shared helpers --------------------------------------------------------- */
 
-uint64_t cubert_memory_padding(uint64_t size, uint64_t align) {
+uint64_t cubert__memory_padding(uint64_t size, uint64_t align) {
   uint64_t rem;
   if (align <= 1) return 0;
-  rem = cubert_is_pow2(align) ? (size & (align - 1)) : size % align;
+  rem = cubert__is_pow2(align) ? (size & (align - 1)) : size % align;
   return rem == 0 ? 0 : align - rem;
 }
 
-cubert_status_t cubert_memory_effective_size(uint64_t size, uint64_t align, uint64_t *out) {
-  uint64_t pad = cubert_memory_padding(size, align);
+cubert_status_t cubert__memory_effective_size(uint64_t size, uint64_t align, uint64_t *out) {
+  uint64_t pad = cubert__memory_padding(size, align);
   if (pad > UINT64_MAX - size) return CUBERT_STATUS_OVERFLOW;
   *out = size + pad;
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_memory_array_reserve(cubert_allocator_t allocator, void **array,
+cubert_status_t cubert__memory_array_reserve(cubert_allocator_t allocator, void **array,
                                             uint32_t *cap, uint32_t need, size_t elem,
                                             uint32_t min_cap) {
   uint32_t new_cap;
@@ -51,25 +51,25 @@ cubert_status_t cubert_memory_array_reserve(cubert_allocator_t allocator, void *
   return CUBERT_STATUS_OK;
 }
 
-void cubert_memory_array_free(cubert_allocator_t allocator, void **array, uint32_t *cap,
+void cubert__memory_array_free(cubert_allocator_t allocator, void **array, uint32_t *cap,
                               size_t elem) {
   if (*array) cubert_allocator_free(allocator, *array, (size_t)*cap * elem, 0);
   *array = NULL;
   *cap = 0;
 }
 
-void cubert_memory_owner_drop(cubert_memory_env_t *env, cubert_memory_id_t *owner) {
-  if (!cubert_memory_id_is_null(*owner)) (void)cubert_memory_id_disown(env->table, *owner);
+void cubert__memory_owner_drop(cubert_memory_env_t *env, cubert_memory_id_t *owner) {
+  if (!cubert__memory_id_is_null(*owner)) (void)cubert__memory_id_disown(env->table, *owner);
   owner->index = 0;
   owner->generation = 0;
 }
 
-void cubert_memory_storage_dealloc(cubert_memory_env_t *env, uint64_t id) {
+void cubert__memory_storage_dealloc(cubert_memory_env_t *env, uint64_t id) {
   env->storage.vtable->dealloc(env->storage.self, id);
   env->flush_pending = true;
 }
 
-size_t cubert_memory_format_u64(uint64_t v, char *buf) {
+size_t cubert__memory_format_u64(uint64_t v, char *buf) {
   char tmp[21];
   size_t n = 0, i;
   do {
@@ -81,14 +81,14 @@ size_t cubert_memory_format_u64(uint64_t v, char *buf) {
   return n;
 }
 
-cubert_status_t cubert_memory_not_found(cubert_error_t *out_error, const char *prefix, uint64_t n,
+cubert_status_t cubert__memory_not_found(cubert_error_t *out_error, const char *prefix, uint64_t n,
                                         const char *suffix) {
   char reason[96], digits[21];
   size_t len = 0;
-  len += cubert_strlcpy(reason, prefix, sizeof reason);
-  cubert_memory_format_u64(n, digits);
-  if (len < sizeof reason) len += cubert_strlcpy(reason + len, digits, sizeof reason - len);
-  if (len < sizeof reason) (void)cubert_strlcpy(reason + len, suffix, sizeof reason - len);
+  len += cubert__strlcpy(reason, prefix, sizeof reason);
+  cubert__memory_format_u64(n, digits);
+  if (len < sizeof reason) len += cubert__strlcpy(reason + len, digits, sizeof reason - len);
+  if (len < sizeof reason) (void)cubert__strlcpy(reason + len, suffix, sizeof reason - len);
   return cubert_error_set(out_error, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0, reason);
 }
 
@@ -96,10 +96,10 @@ cubert_status_t cubert_memory_not_found(cubert_error_t *out_error, const char *p
 
 cubert_memory_usage_t cubert_memory_usage_combine(cubert_memory_usage_t a, cubert_memory_usage_t b) {
   cubert_memory_usage_t r;
-  r.number_allocs = cubert_memory_sat_add(a.number_allocs, b.number_allocs);
-  r.bytes_in_use = cubert_memory_sat_add(a.bytes_in_use, b.bytes_in_use);
-  r.bytes_padding = cubert_memory_sat_add(a.bytes_padding, b.bytes_padding);
-  r.bytes_reserved = cubert_memory_sat_add(a.bytes_reserved, b.bytes_reserved);
+  r.number_allocs = cubert__memory_sat_add(a.number_allocs, b.number_allocs);
+  r.bytes_in_use = cubert__memory_sat_add(a.bytes_in_use, b.bytes_in_use);
+  r.bytes_padding = cubert__memory_sat_add(a.bytes_padding, b.bytes_padding);
+  r.bytes_reserved = cubert__memory_sat_add(a.bytes_reserved, b.bytes_reserved);
   return r;
 }
 
@@ -121,7 +121,7 @@ static void text_put(text_t *t, const char *s) {
 
 static void text_u64(text_t *t, uint64_t v) {
   char digits[21];
-  cubert_memory_format_u64(v, digits);
+  cubert__memory_format_u64(v, digits);
   text_put(t, digits);
 }
 

@@ -29,8 +29,8 @@
  * slice is usable space (CubeCL loses it until the next coalesce).
  */
 #include "memory/memory_internal.h"
-#include "cubert/backend/handle_table.h"
-#include "cubert/backend/memory.h"
+#include "memory/handle_table.h"
+#include "memory/memory.h"
 
 #if CUBERT_CONFIG_PAGED_POOLS
 
@@ -128,7 +128,7 @@ static cubert_status_t nodes_ensure(cubert_sliced_pool_t *pool, uint32_t spare) 
   if (free_nodes >= spare) return CUBERT_STATUS_OK;
   /* unreachable: in tests (2^32 - 2 slice nodes) */
   if (pool->node_count > CUBERT_MEMORY_NIL - 1 - spare) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
-  return cubert_memory_array_reserve(pool->env->allocator, (void **)&pool->nodes, &pool->node_cap,
+  return cubert__memory_array_reserve(pool->env->allocator, (void **)&pool->nodes, &pool->node_cap,
                                      pool->node_count + (spare - free_nodes),
                                      sizeof(cubert_sliced_node_t), 64);
 }
@@ -177,7 +177,7 @@ static uint32_t detect(cubert_sliced_pool_t *pool, uint32_t n, bool merge) {
   cubert_sliced_node_t *node = &pool->nodes[n];
   uint32_t nb;
   clock_remove(pool, n);
-  cubert_memory_owner_drop(pool->env, &node->owner);
+  cubert__memory_owner_drop(pool->env, &node->owner);
   pool->number_allocs--;
   pool->bytes_in_use -= node->size;
   pool->bytes_padding -= node->padding;
@@ -203,7 +203,7 @@ static uint32_t detect(cubert_sliced_pool_t *pool, uint32_t n, bool merge) {
 }
 
 static bool node_released(const cubert_sliced_pool_t *pool, uint32_t n) {
-  return cubert_memory_owner_is_free(pool->env, pool->nodes[n].owner);
+  return cubert__memory_owner_is_free(pool->env, pool->nodes[n].owner);
 }
 
 /* Poll the oldest slices: detect while they are released, at most k. */
@@ -246,7 +246,7 @@ static uint32_t poll_until_fit(cubert_sliced_pool_t *pool, uint64_t eff, uint64_
   return found;
 }
 
-void cubert_sliced_pool_poll_all(cubert_sliced_pool_t *pool) {
+void cubert__sliced_pool_poll_all(cubert_sliced_pool_t *pool) {
   uint64_t polled;
   (void)poll_until_fit(pool, UINT64_MAX, UINT64_MAX, &polled);
 }
@@ -308,12 +308,12 @@ static cubert_status_t set_location(cubert_sliced_pool_t *pool, cubert_memory_id
   loc.init = 1;
   loc.page = (uint16_t)page;
   loc.slice = slice;
-  return cubert_memory_id_set_location_owned(pool->env->table, owner, loc); /* the pool owns it */
+  return cubert__memory_id_set_location_owned(pool->env->table, owner, loc); /* the pool owns it */
 }
 
 /* ---- pool operations ------------------------------------------------------------- */
 
-cubert_status_t cubert_sliced_pool_initialize(cubert_sliced_pool_t *pool, cubert_memory_env_t *env,
+cubert_status_t cubert__sliced_pool_initialize(cubert_sliced_pool_t *pool, cubert_memory_env_t *env,
                                               uint8_t position, const cubert_memory_pool_options_t *opt,
                                               uint64_t alignment, uint32_t poll_per_reserve,
                                               cubert_error_t *out_error) {
@@ -343,22 +343,22 @@ cubert_status_t cubert_sliced_pool_initialize(cubert_sliced_pool_t *pool, cubert
   return CUBERT_STATUS_OK;
 }
 
-void cubert_sliced_pool_deinitialize(cubert_sliced_pool_t *pool) {
+void cubert__sliced_pool_deinitialize(cubert_sliced_pool_t *pool) {
   uint32_t i;
   for (i = 0; i < pool->node_count; i++)
     if (pool->nodes[i].state == CUBERT_SLICE_USED)
-      cubert_memory_owner_drop(pool->env, &pool->nodes[i].owner);
+      cubert__memory_owner_drop(pool->env, &pool->nodes[i].owner);
   for (i = 0; i < pool->page_count; i++)
     if (pool->pages[i].first != CUBERT_MEMORY_NIL)
-      cubert_memory_storage_dealloc(pool->env, pool->pages[i].storage.id);
-  cubert_memory_array_free(pool->env->allocator, (void **)&pool->nodes, &pool->node_cap,
+      cubert__memory_storage_dealloc(pool->env, pool->pages[i].storage.id);
+  cubert__memory_array_free(pool->env->allocator, (void **)&pool->nodes, &pool->node_cap,
                            sizeof(cubert_sliced_node_t));
-  cubert_memory_array_free(pool->env->allocator, (void **)&pool->pages, &pool->page_cap,
+  cubert__memory_array_free(pool->env->allocator, (void **)&pool->pages, &pool->page_cap,
                            sizeof(cubert_sliced_page_t));
   pool->node_count = pool->page_count = pool->pages_live = pool->used_count = 0;
 }
 
-bool cubert_sliced_pool_accept(const cubert_sliced_pool_t *pool, uint64_t size) {
+bool cubert__sliced_pool_accept(const cubert_sliced_pool_t *pool, uint64_t size) {
   uint64_t waste;
   if (size <= pool->max_alloc_size) return true;
   if (pool->capped || size > pool->page_size) return false;
@@ -366,14 +366,14 @@ bool cubert_sliced_pool_accept(const cubert_sliced_pool_t *pool, uint64_t size) 
   return waste <= UINT64_MAX / 5 && waste * 5 < pool->page_size;
 }
 
-cubert_status_t cubert_sliced_pool_try_reserve(cubert_sliced_pool_t *pool, uint64_t size,
+cubert_status_t cubert__sliced_pool_try_reserve(cubert_sliced_pool_t *pool, uint64_t size,
                                                cubert_memory_id_t owner, bool *out_found,
                                                cubert_error_t *out_error) {
   uint64_t eff;
   uint32_t n;
   cubert_status_t status;
   *out_found = false;
-  if (cubert_memory_effective_size(size, pool->alignment, &eff) != CUBERT_STATUS_OK ||
+  if (cubert__memory_effective_size(size, pool->alignment, &eff) != CUBERT_STATUS_OK ||
       eff > pool->page_size)
     return CUBERT_STATUS_OK;
   if (nodes_ensure(pool, 1) != CUBERT_STATUS_OK)
@@ -406,13 +406,13 @@ static cubert_status_t capacity_exceeded(cubert_sliced_pool_t *pool, uint64_t si
   return cubert_error_set(out_error, CUBERT_ERROR_IO_POOL_CAPACITY_EXCEEDED, fields, 3, NULL);
 }
 
-cubert_status_t cubert_sliced_pool_alloc(cubert_sliced_pool_t *pool, uint64_t size,
+cubert_status_t cubert__sliced_pool_alloc(cubert_sliced_pool_t *pool, uint64_t size,
                                          cubert_memory_id_t owner, cubert_error_t *out_error) {
   uint64_t eff;
   uint32_t slot, m;
   cubert_storage_handle_t storage;
   cubert_status_t status;
-  if (cubert_memory_effective_size(size, pool->alignment, &eff) != CUBERT_STATUS_OK ||
+  if (cubert__memory_effective_size(size, pool->alignment, &eff) != CUBERT_STATUS_OK ||
       eff > pool->page_size)
     return cubert_error_set(out_error, CUBERT_ERROR_IO_BUFFER_TOO_BIG, &size, 1, NULL);
   if (pool->capped && pool->pages_live >= pool->max_pages)
@@ -422,7 +422,7 @@ cubert_status_t cubert_sliced_pool_alloc(cubert_sliced_pool_t *pool, uint64_t si
     return capacity_exceeded(pool, size, CUBERT_MEMORY_PAGE_SLOTS, out_error);
   if (nodes_ensure(pool, 2) != CUBERT_STATUS_OK ||
       (pool->page_vacant == CUBERT_MEMORY_NIL &&
-       cubert_memory_array_reserve(pool->env->allocator, (void **)&pool->pages, &pool->page_cap,
+       cubert__memory_array_reserve(pool->env->allocator, (void **)&pool->pages, &pool->page_cap,
                                    pool->page_count + 1, sizeof(cubert_sliced_page_t),
                                    8) != CUBERT_STATUS_OK))
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
@@ -434,7 +434,7 @@ cubert_status_t cubert_sliced_pool_alloc(cubert_sliced_pool_t *pool, uint64_t si
   m = pool->node_free != CUBERT_MEMORY_NIL ? pool->node_free : pool->node_count;
   status = set_location(pool, owner, slot, m);
   if (status != CUBERT_STATUS_OK) {
-    cubert_memory_storage_dealloc(pool->env, storage.id);
+    cubert__memory_storage_dealloc(pool->env, storage.id);
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_HANDLE, NULL, 0, NULL);
   }
   if (slot == pool->page_vacant) pool->page_vacant = pool->pages[slot].next_vacant;
@@ -456,17 +456,17 @@ cubert_status_t cubert_sliced_pool_alloc(cubert_sliced_pool_t *pool, uint64_t si
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_sliced_pool_find(cubert_sliced_pool_t *pool, cubert_memory_location_t loc,
+cubert_status_t cubert__sliced_pool_find(cubert_sliced_pool_t *pool, cubert_memory_location_t loc,
                                         cubert_memory_id_t id, cubert_memory_slice_view_t *out,
                                         cubert_error_t *out_error) {
   cubert_sliced_node_t *node;
   if (loc.page >= pool->page_count || pool->pages[loc.page].first == CUBERT_MEMORY_NIL)
-    return cubert_memory_not_found(out_error, "Memory page ", loc.page, " doesn't exist");
+    return cubert__memory_not_found(out_error, "Memory page ", loc.page, " doesn't exist");
   if (loc.slice >= pool->node_count || pool->nodes[loc.slice].state != CUBERT_SLICE_USED ||
       pool->nodes[loc.slice].page != loc.page)
-    return cubert_memory_not_found(out_error, "Memory slice ", loc.slice, " doesn't exist");
+    return cubert__memory_not_found(out_error, "Memory slice ", loc.slice, " doesn't exist");
   node = &pool->nodes[loc.slice];
-  if (!cubert_memory_id_equal(node->owner, id))
+  if (!cubert__memory_id_equal(node->owner, id))
     return cubert_error_set(out_error, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0,
                             "Memory location points to a different allocation");
   out->storage.id = pool->pages[loc.page].storage.id;
@@ -499,13 +499,13 @@ static void coalesce_page(cubert_sliced_pool_t *pool, uint32_t page) {
   }
 }
 
-void cubert_sliced_pool_coalesce(cubert_sliced_pool_t *pool) {
+void cubert__sliced_pool_coalesce(cubert_sliced_pool_t *pool) {
   uint32_t p;
   for (p = 0; p < pool->page_count; p++)
     if (pool->pages[p].first != CUBERT_MEMORY_NIL) coalesce_page(pool, p);
 }
 
-void cubert_sliced_pool_cleanup(cubert_sliced_pool_t *pool, bool explicit_) {
+void cubert__sliced_pool_cleanup(cubert_sliced_pool_t *pool, bool explicit_) {
   uint32_t p, n;
   if (!explicit_) return; /* sliced pages are released by explicit cleanups only */
   for (p = 0; p < pool->page_count; p++) {
@@ -515,7 +515,7 @@ void cubert_sliced_pool_cleanup(cubert_sliced_pool_t *pool, bool explicit_) {
     if (pool->nodes[n].state == CUBERT_SLICE_FREE && pool->nodes[n].next == CUBERT_MEMORY_NIL) {
       bin_remove(pool, n);
       node_release(pool, n);
-      cubert_memory_storage_dealloc(pool->env, pool->pages[p].storage.id);
+      cubert__memory_storage_dealloc(pool->env, pool->pages[p].storage.id);
       pool->pages[p].first = CUBERT_MEMORY_NIL;
       pool->pages[p].next_vacant = pool->page_vacant;
       pool->page_vacant = p;
@@ -524,9 +524,9 @@ void cubert_sliced_pool_cleanup(cubert_sliced_pool_t *pool, bool explicit_) {
   }
 }
 
-void cubert_sliced_pool_report(cubert_sliced_pool_t *pool, cubert_memory_pool_report_t *out) {
+void cubert__sliced_pool_report(cubert_sliced_pool_t *pool, cubert_memory_pool_report_t *out) {
   uint32_t b, n;
-  cubert_sliced_pool_poll_all(pool);
+  cubert__sliced_pool_poll_all(pool);
   cubert_memset(out, 0, sizeof *out);
   out->kind = CUBERT_MEMORY_POOL_KIND_SLICED;
   out->page_size = pool->page_size;
@@ -557,12 +557,12 @@ void cubert_sliced_pool_report(cubert_sliced_pool_t *pool, cubert_memory_pool_re
   }
 }
 
-void cubert_sliced_pool_trim(cubert_sliced_pool_t *pool) {
+void cubert__sliced_pool_trim(cubert_sliced_pool_t *pool) {
   uint32_t i;
   if (pool->pages_live != 0) return;
-  cubert_memory_array_free(pool->env->allocator, (void **)&pool->nodes, &pool->node_cap,
+  cubert__memory_array_free(pool->env->allocator, (void **)&pool->nodes, &pool->node_cap,
                            sizeof(cubert_sliced_node_t));
-  cubert_memory_array_free(pool->env->allocator, (void **)&pool->pages, &pool->page_cap,
+  cubert__memory_array_free(pool->env->allocator, (void **)&pool->pages, &pool->page_cap,
                            sizeof(cubert_sliced_page_t));
   pool->node_count = pool->page_count = pool->used_count = 0;
   pool->node_free = pool->page_vacant = pool->hand = pool->scan = CUBERT_MEMORY_NIL;
@@ -570,7 +570,7 @@ void cubert_sliced_pool_trim(cubert_sliced_pool_t *pool) {
   for (i = 0; i < 4; i++) pool->bitmap[i] = 0;
 }
 
-uint32_t cubert_sliced_pool_page_blocks(cubert_sliced_pool_t *pool, uint32_t page,
+uint32_t cubert__sliced_pool_page_blocks(cubert_sliced_pool_t *pool, uint32_t page,
                                         cubert_sliced_block_t *out, uint32_t capacity) {
   uint32_t n, count = 0;
   if (page >= pool->page_count || pool->pages[page].first == CUBERT_MEMORY_NIL) return 0;
@@ -589,7 +589,7 @@ uint32_t cubert_sliced_pool_page_blocks(cubert_sliced_pool_t *pool, uint32_t pag
 #else /* !CUBERT_CONFIG_PAGED_POOLS: no sliced pool can be made (the configuration
        * refuses the entry first); the manager's dispatch still links */
 
-cubert_status_t cubert_sliced_pool_initialize(cubert_sliced_pool_t *pool, cubert_memory_env_t *env,
+cubert_status_t cubert__sliced_pool_initialize(cubert_sliced_pool_t *pool, cubert_memory_env_t *env,
                                               uint8_t position, const cubert_memory_pool_options_t *opt,
                                               uint64_t alignment, uint32_t poll_per_reserve,
                                               cubert_error_t *out_error) {
@@ -603,15 +603,15 @@ cubert_status_t cubert_sliced_pool_initialize(cubert_sliced_pool_t *pool, cubert
                           "sliced pools (CUBERT_CONFIG_PAGED_POOLS=0)");
 }
 
-void cubert_sliced_pool_deinitialize(cubert_sliced_pool_t *pool) { (void)pool; }
+void cubert__sliced_pool_deinitialize(cubert_sliced_pool_t *pool) { (void)pool; }
 
-bool cubert_sliced_pool_accept(const cubert_sliced_pool_t *pool, uint64_t size) {
+bool cubert__sliced_pool_accept(const cubert_sliced_pool_t *pool, uint64_t size) {
   (void)pool;
   (void)size;
   return false;
 }
 
-cubert_status_t cubert_sliced_pool_try_reserve(cubert_sliced_pool_t *pool, uint64_t size,
+cubert_status_t cubert__sliced_pool_try_reserve(cubert_sliced_pool_t *pool, uint64_t size,
                                                cubert_memory_id_t owner, bool *out_found,
                                                cubert_error_t *out_error) {
   (void)pool;
@@ -622,7 +622,7 @@ cubert_status_t cubert_sliced_pool_try_reserve(cubert_sliced_pool_t *pool, uint6
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_sliced_pool_alloc(cubert_sliced_pool_t *pool, uint64_t size,
+cubert_status_t cubert__sliced_pool_alloc(cubert_sliced_pool_t *pool, uint64_t size,
                                          cubert_memory_id_t owner, cubert_error_t *out_error) {
   (void)pool;
   (void)size;
@@ -631,7 +631,7 @@ cubert_status_t cubert_sliced_pool_alloc(cubert_sliced_pool_t *pool, uint64_t si
                           "sliced pools (CUBERT_CONFIG_PAGED_POOLS=0)");
 }
 
-cubert_status_t cubert_sliced_pool_find(cubert_sliced_pool_t *pool, cubert_memory_location_t loc,
+cubert_status_t cubert__sliced_pool_find(cubert_sliced_pool_t *pool, cubert_memory_location_t loc,
                                         cubert_memory_id_t id, cubert_memory_slice_view_t *out,
                                         cubert_error_t *out_error) {
   (void)pool;
@@ -641,23 +641,23 @@ cubert_status_t cubert_sliced_pool_find(cubert_sliced_pool_t *pool, cubert_memor
   return cubert_error_set(out_error, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0, "no sliced pool");
 }
 
-void cubert_sliced_pool_cleanup(cubert_sliced_pool_t *pool, bool explicit_) {
+void cubert__sliced_pool_cleanup(cubert_sliced_pool_t *pool, bool explicit_) {
   (void)pool;
   (void)explicit_;
 }
 
-void cubert_sliced_pool_poll_all(cubert_sliced_pool_t *pool) { (void)pool; }
+void cubert__sliced_pool_poll_all(cubert_sliced_pool_t *pool) { (void)pool; }
 
-void cubert_sliced_pool_report(cubert_sliced_pool_t *pool, cubert_memory_pool_report_t *out) {
+void cubert__sliced_pool_report(cubert_sliced_pool_t *pool, cubert_memory_pool_report_t *out) {
   (void)pool;
   cubert_memset(out, 0, sizeof *out);
 }
 
-void cubert_sliced_pool_trim(cubert_sliced_pool_t *pool) { (void)pool; }
+void cubert__sliced_pool_trim(cubert_sliced_pool_t *pool) { (void)pool; }
 
-void cubert_sliced_pool_coalesce(cubert_sliced_pool_t *pool) { (void)pool; }
+void cubert__sliced_pool_coalesce(cubert_sliced_pool_t *pool) { (void)pool; }
 
-uint32_t cubert_sliced_pool_page_blocks(cubert_sliced_pool_t *pool, uint32_t page,
+uint32_t cubert__sliced_pool_page_blocks(cubert_sliced_pool_t *pool, uint32_t page,
                                         cubert_sliced_block_t *out, uint32_t capacity) {
   (void)pool;
   (void)page;

@@ -10,10 +10,10 @@
  * a live reservation (its slot index) never changes.
  */
 #include "memory/memory_internal.h"
-#include "cubert/backend/handle_table.h"
-#include "cubert/backend/memory.h"
+#include "memory/handle_table.h"
+#include "memory/memory.h"
 
-void cubert_memory_slots_initialize(cubert_memory_slots_t *slots, cubert_memory_env_t *env,
+void cubert__memory_slots_initialize(cubert_memory_slots_t *slots, cubert_memory_env_t *env,
                                     uint8_t position, bool by_page, uint32_t max_count) {
   cubert_memset(slots, 0, sizeof *slots);
   slots->env = env;
@@ -22,21 +22,21 @@ void cubert_memory_slots_initialize(cubert_memory_slots_t *slots, cubert_memory_
   slots->max_count = max_count;
 }
 
-void cubert_memory_slots_deinitialize(cubert_memory_slots_t *slots) {
+void cubert__memory_slots_deinitialize(cubert_memory_slots_t *slots) {
   uint32_t s;
   for (s = 0; s < slots->count; s++) {
     cubert_memory_slot_t *x = &slots->items[s];
     if (x->state == CUBERT_SLICE_VACANT) continue;
-    cubert_memory_owner_drop(slots->env, &x->owner);
-    cubert_memory_storage_dealloc(slots->env, x->storage.id);
+    cubert__memory_owner_drop(slots->env, &x->owner);
+    cubert__memory_storage_dealloc(slots->env, x->storage.id);
   }
   slots->live = 0;
   slots->bytes_reserved = 0;
-  cubert_memory_slots_trim(slots);
+  cubert__memory_slots_trim(slots);
 }
 
-void cubert_memory_slot_set_free(cubert_memory_env_t *env, cubert_memory_slot_t *x) {
-  cubert_memory_owner_drop(env, &x->owner);
+void cubert__memory_slot_set_free(cubert_memory_env_t *env, cubert_memory_slot_t *x) {
+  cubert__memory_owner_drop(env, &x->owner);
   x->state = CUBERT_SLICE_FREE;
   x->size = x->padding = x->cursor = 0;
 }
@@ -49,7 +49,7 @@ static cubert_status_t set_location(cubert_memory_slots_t *slots, cubert_memory_
   loc.init = 1;
   loc.page = slots->by_page ? (uint16_t)s : 0;
   loc.slice = slots->by_page ? 0 : s;
-  return cubert_memory_id_set_location_owned(slots->env->table, owner, loc); /* the pool owns it */
+  return cubert__memory_id_set_location_owned(slots->env->table, owner, loc); /* the pool owns it */
 }
 
 static void occupy(cubert_memory_slots_t *slots, cubert_memory_slot_t *x, uint64_t size,
@@ -62,7 +62,7 @@ static void occupy(cubert_memory_slots_t *slots, cubert_memory_slot_t *x, uint64
   if (size > slots->largest_alloc) slots->largest_alloc = size;
 }
 
-cubert_status_t cubert_memory_slots_occupy(cubert_memory_slots_t *slots, uint32_t s, uint64_t size,
+cubert_status_t cubert__memory_slots_occupy(cubert_memory_slots_t *slots, uint32_t s, uint64_t size,
                                            uint64_t padding, cubert_memory_id_t owner,
                                            cubert_error_t *out_error) {
   if (set_location(slots, owner, s) != CUBERT_STATUS_OK)
@@ -71,20 +71,20 @@ cubert_status_t cubert_memory_slots_occupy(cubert_memory_slots_t *slots, uint32_
   return CUBERT_STATUS_OK;
 }
 
-uint32_t cubert_memory_slots_vacant(const cubert_memory_slots_t *slots) {
+uint32_t cubert__memory_slots_vacant(const cubert_memory_slots_t *slots) {
   uint32_t s;
   for (s = 0; s < slots->count; s++)
     if (slots->items[s].state == CUBERT_SLICE_VACANT) break;
   return s;
 }
 
-cubert_status_t cubert_memory_slots_room(cubert_memory_slots_t *slots) {
+cubert_status_t cubert__memory_slots_room(cubert_memory_slots_t *slots) {
   if (slots->count >= slots->max_count) return CUBERT_STATUS_POOL_CAPACITY_EXCEEDED;
-  return cubert_memory_array_reserve(slots->env->allocator, (void **)&slots->items, &slots->cap,
+  return cubert__memory_array_reserve(slots->env->allocator, (void **)&slots->items, &slots->cap,
                                      slots->count + 1, sizeof(cubert_memory_slot_t), 8);
 }
 
-cubert_status_t cubert_memory_slots_allocate(cubert_memory_slots_t *slots, uint32_t s,
+cubert_status_t cubert__memory_slots_allocate(cubert_memory_slots_t *slots, uint32_t s,
                                              uint64_t bytes, uint64_t size, uint64_t padding,
                                              cubert_memory_id_t owner, cubert_error_t *out_error) {
   cubert_storage_handle_t storage;
@@ -93,7 +93,7 @@ cubert_status_t cubert_memory_slots_allocate(cubert_memory_slots_t *slots, uint3
       slots->env->storage.vtable->alloc(slots->env->storage.self, bytes, &storage, out_error);
   if (status != CUBERT_STATUS_OK) return status;
   if (set_location(slots, owner, s) != CUBERT_STATUS_OK) {
-    cubert_memory_storage_dealloc(slots->env, storage.id);
+    cubert__memory_storage_dealloc(slots->env, storage.id);
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_HANDLE, NULL, 0, NULL);
   }
   if (s == slots->count) slots->count++;
@@ -109,7 +109,7 @@ cubert_status_t cubert_memory_slots_allocate(cubert_memory_slots_t *slots, uint3
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_memory_slots_find(cubert_memory_slots_t *slots,
+cubert_status_t cubert__memory_slots_find(cubert_memory_slots_t *slots,
                                          cubert_memory_location_t loc, cubert_memory_id_t id,
                                          cubert_memory_slice_view_t *out,
                                          cubert_error_t *out_error) {
@@ -118,12 +118,12 @@ cubert_status_t cubert_memory_slots_find(cubert_memory_slots_t *slots,
   /* The page is wrong when it is not the slot (by page) or not 0 (by slice). */
   if (slots->by_page ? (s >= slots->count || slots->items[s].state == CUBERT_SLICE_VACANT)
                      : loc.page != 0)
-    return cubert_memory_not_found(out_error, "Memory page ", loc.page, " doesn't exist");
+    return cubert__memory_not_found(out_error, "Memory page ", loc.page, " doesn't exist");
   if ((slots->by_page ? loc.slice != 0 : s >= slots->count) ||
       slots->items[s].state != CUBERT_SLICE_USED)
-    return cubert_memory_not_found(out_error, "Memory slice ", loc.slice, " doesn't exist");
+    return cubert__memory_not_found(out_error, "Memory slice ", loc.slice, " doesn't exist");
   x = &slots->items[s];
-  if (!cubert_memory_id_equal(x->owner, id))
+  if (!cubert__memory_id_equal(x->owner, id))
     return cubert_error_set(out_error, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0,
                             "Memory location points to a different allocation");
   out->storage.id = x->storage.id;
@@ -134,32 +134,32 @@ cubert_status_t cubert_memory_slots_find(cubert_memory_slots_t *slots,
   return CUBERT_STATUS_OK;
 }
 
-void cubert_memory_slots_release(cubert_memory_slots_t *slots, uint32_t s) {
+void cubert__memory_slots_release(cubert_memory_slots_t *slots, uint32_t s) {
   cubert_memory_slot_t *x = &slots->items[s];
-  cubert_memory_storage_dealloc(slots->env, x->storage.id);
+  cubert__memory_storage_dealloc(slots->env, x->storage.id);
   slots->bytes_reserved -= x->storage.size;
   x->state = CUBERT_SLICE_VACANT;
   slots->live--;
 }
 
-void cubert_memory_slots_trim_tail(cubert_memory_slots_t *slots) {
+void cubert__memory_slots_trim_tail(cubert_memory_slots_t *slots) {
   while (slots->count > 0 && slots->items[slots->count - 1].state == CUBERT_SLICE_VACANT)
     slots->count--;
 }
 
-uint32_t cubert_memory_slots_release_free(cubert_memory_slots_t *slots) {
+uint32_t cubert__memory_slots_release_free(cubert_memory_slots_t *slots) {
   uint32_t s, released = 0;
   for (s = 0; s < slots->count; s++) {
     cubert_memory_slot_t *x = &slots->items[s];
-    if (x->state == CUBERT_SLICE_VACANT || !cubert_memory_slot_is_free(slots->env, x)) continue;
-    cubert_memory_slots_release(slots, s);
+    if (x->state == CUBERT_SLICE_VACANT || !cubert__memory_slot_is_free(slots->env, x)) continue;
+    cubert__memory_slots_release(slots, s);
     released++;
   }
-  cubert_memory_slots_trim_tail(slots);
+  cubert__memory_slots_trim_tail(slots);
   return released;
 }
 
-void cubert_memory_slots_report(cubert_memory_slots_t *slots, cubert_memory_pool_kind_t kind,
+void cubert__memory_slots_report(cubert_memory_slots_t *slots, cubert_memory_pool_kind_t kind,
                                 cubert_memory_pool_report_t *out) {
   uint32_t s;
   cubert_memset(out, 0, sizeof *out);
@@ -169,13 +169,13 @@ void cubert_memory_slots_report(cubert_memory_slots_t *slots, cubert_memory_pool
   for (s = 0; s < slots->count; s++) {
     cubert_memory_slot_t *x = &slots->items[s];
     if (x->state == CUBERT_SLICE_VACANT) continue;
-    if (cubert_memory_slot_is_free(slots->env, x)) {
+    if (cubert__memory_slot_is_free(slots->env, x)) {
       if (x->storage.size > out->largest_free) out->largest_free = x->storage.size;
       continue;
     }
     out->usage.number_allocs++;
-    out->usage.bytes_in_use = cubert_memory_sat_add(out->usage.bytes_in_use, x->size);
-    out->usage.bytes_padding = cubert_memory_sat_add(out->usage.bytes_padding, x->padding);
+    out->usage.bytes_in_use = cubert__memory_sat_add(out->usage.bytes_in_use, x->size);
+    out->usage.bytes_padding = cubert__memory_sat_add(out->usage.bytes_padding, x->padding);
   }
   out->usage.bytes_reserved = slots->bytes_reserved;
   out->pages = slots->live;
@@ -183,9 +183,9 @@ void cubert_memory_slots_report(cubert_memory_slots_t *slots, cubert_memory_pool
   out->largest_alloc = slots->largest_alloc;
 }
 
-void cubert_memory_slots_trim(cubert_memory_slots_t *slots) {
+void cubert__memory_slots_trim(cubert_memory_slots_t *slots) {
   if (slots->live != 0) return;
-  cubert_memory_array_free(slots->env->allocator, (void **)&slots->items, &slots->cap,
+  cubert__memory_array_free(slots->env->allocator, (void **)&slots->items, &slots->cap,
                            sizeof(cubert_memory_slot_t));
   slots->count = 0;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * core/stream/stream_id.c: stream id values and slots. The per-thread
- * resolution lives in the hosted layer (backend-cpu/host/host_stream_id.c).
+ * resolution lives in the OS layer (os/os_stream_id.c).
  */
 #include "base/internal.h"
+#include "cubert/stream_id.h"
 
 cubert_stream_id_t cubert_stream_id_default(void) { return cubert_stream_id_from_value(0); }
 

@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* core/stream/stream_multi.c: MultiStream over an event backend
- * (cubert/backend/stream.h): per-slot cursors and last_synced points, the shared-binding
+/* core/stream/stream_multi.c: MultiStream over an event driver
+ * (core/stream/stream.h): per-slot cursors and last_synced points, the shared-binding
  * analysis, GC pinning of cross-stream bindings, per-stream error queues.
  * No lock: the owning server serializes every cubert_multi_stream_* call
- * (see the threading contract in cubert/backend/stream.h). */
+ * (see the threading contract in core/stream/stream.h). */
 #include "stream/stream_internal.h"
-#include "cubert/backend/handle_table.h"
-#include "cubert/backend/arith.h"
+#include "memory/handle_table.h"
+#include "cubert/driver/arith.h"
 
 /* Bits of the per-slot "synced with slot o" set (max_streams <= 255). */
 #define STREAM_SYNCED_WORDS ((CUBERT_STREAM_MAX_STREAMS_LIMIT + 32u) / 32u)
 
 typedef struct stream_slot_t {
-  void *stream;            /* the backend stream */
+  void *stream;            /* the driver stream */
   uint64_t cursor;         /* commands resolved on this slot */
   uint32_t synced_bits[STREAM_SYNCED_WORDS];
   uint32_t synced_count;   /* origin slots in synced_bits */
@@ -31,7 +31,7 @@ typedef struct gc_entry_t {
 
 struct cubert_multi_stream_t {
   cubert_allocator_t allocator;
-  cubert_event_backend_t backend;
+  cubert_event_backend_t driver;
   cubert_handle_table_t *handles;
   uint32_t max_streams;
   uint32_t gc_capacity;
@@ -62,7 +62,7 @@ static cubert_status_t stream_fail(cubert_error_t *out_error, cubert_status_t st
   if (out_error) {
     cubert_error_clear(out_error);
     out_error->status = status;
-    cubert_strlcpy(out_error->reason, reason, sizeof(out_error->reason));
+    cubert__strlcpy(out_error->reason, reason, sizeof(out_error->reason));
   }
   return status;
 }
@@ -88,12 +88,12 @@ static size_t slot_bytes(uint32_t max_streams) {
 }
 
 static uint32_t gc_slot_index(const cubert_multi_stream_t *ms) {
-  return cubert_stream_pool_special_index(&ms->pool, 0);
+  return cubert__stream_pool_special_index(&ms->pool, 0);
 }
 
 static stream_slot_t *slot_of(const cubert_multi_stream_t *ms, uint64_t stream_id) {
-  return (stream_slot_t *)cubert_stream_pool_get(&ms->pool,
-                                                 cubert_stream_pool_index(&ms->pool, stream_id));
+  return (stream_slot_t *)cubert__stream_pool_get(&ms->pool,
+                                                 cubert__stream_pool_index(&ms->pool, stream_id));
 }
 
 /* Add `next` to the slot's SERVER_UNHEALTHY aggregate (count, first error's
@@ -107,8 +107,8 @@ static uint32_t slot_error_count(const stream_slot_t *slot) {
   return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
-/* Queue a backend failure of work already enqueued (status != OK) on `slot`;
- * a backend that filled no record gets a generic one. */
+/* Queue a driver failure of work already enqueued (status != OK) on `slot`;
+ * a driver that filled no record gets a generic one. */
 static void slot_error_add_status(stream_slot_t *slot, cubert_error_t *err,
                                   cubert_status_t status, const char *what) {
   if (err->depth == 0) cubert_error_set(err, CUBERT_ERROR_SERVER_GENERIC, NULL, 0, what);
@@ -129,7 +129,7 @@ static cubert_status_t slot_create(void *context, uint32_t index, void **out_ent
   if (status != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "stream slot allocation failed");
-  status = ms->backend.vtable->create_stream(ms->backend.self, index, &stream, out_error);
+  status = ms->driver.vtable->create_stream(ms->driver.self, index, &stream, out_error);
   if (status == CUBERT_STATUS_OK && !stream)
     status = stream_fail(out_error, CUBERT_STATUS_INTERNAL, "create_stream returned no stream");
   if (status != CUBERT_STATUS_OK) {
@@ -146,13 +146,13 @@ static void slot_destroy(void *context, uint32_t index, void *entry) {
   cubert_multi_stream_t *ms = (cubert_multi_stream_t *)context;
   stream_slot_t *slot = (stream_slot_t *)entry;
   (void)index;
-  ms->backend.vtable->destroy_stream(ms->backend.self, slot->stream);
+  ms->driver.vtable->destroy_stream(ms->driver.self, slot->stream);
   cubert_allocator_free(ms->allocator, slot, slot_bytes(ms->max_streams), 0);
 }
 
 /* ---- creation -------------------------------------------------------------------- */
 
-void cubert_multi_stream_options_initialize(cubert_multi_stream_options_t *options) {
+void cubert__multi_stream_options_initialize(cubert_multi_stream_options_t *options) {
   if (!options) return;
   options->max_streams = CUBERT_STREAM_DEFAULT_MAX_STREAMS;
   options->gc_capacity = CUBERT_STREAM_DEFAULT_GC_CAPACITY;
@@ -161,7 +161,7 @@ void cubert_multi_stream_options_initialize(cubert_multi_stream_options_t *optio
 static void multi_stream_free(cubert_multi_stream_t *ms) {
   uint32_t m = ms->max_streams, i;
   cubert_allocator_t a = ms->allocator;
-  cubert_stream_pool_deinitialize(&ms->pool);
+  cubert__stream_pool_deinitialize(&ms->pool);
   if (ms->gc) {
     for (i = 0; i < ms->gc_capacity; i++)
       cubert_allocator_free(a, ms->gc[i].pins, (size_t)ms->gc[i].pin_capacity * sizeof(cubert_binding_t), 0);
@@ -175,8 +175,8 @@ static void multi_stream_free(cubert_multi_stream_t *ms) {
   cubert_allocator_free(a, ms, sizeof(*ms), 0);
 }
 
-cubert_status_t cubert_multi_stream_create(cubert_allocator_t allocator,
-                                           const cubert_event_backend_t *backend,
+cubert_status_t cubert__multi_stream_create(cubert_allocator_t allocator,
+                                           const cubert_event_backend_t *driver,
                                            cubert_handle_table_t *handles,
                                            const cubert_multi_stream_options_t *options,
                                            cubert_multi_stream_t **out_multi_stream,
@@ -186,18 +186,18 @@ cubert_status_t cubert_multi_stream_create(cubert_allocator_t allocator,
   const cubert_event_backend_vtable_t *vt;
   void *mem = NULL, *needs = NULL, *cursors = NULL, *events = NULL, *created = NULL, *gc = NULL;
   cubert_status_t status;
-  if (!backend || !backend->vtable || !handles || !out_multi_stream)
+  if (!driver || !driver->vtable || !handles || !out_multi_stream)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
-                            "multi_stream_create: NULL backend, handles or out");
-  vt = backend->vtable;
+                            "multi_stream_create: NULL driver, handles or out");
+  vt = driver->vtable;
   if (!vt->create_stream || !vt->destroy_stream || !vt->flush || !vt->wait_event ||
       !vt->wait_event_sync || !vt->event_completed || !vt->release_event)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
-                            "multi_stream_create: incomplete event backend vtable");
+                            "multi_stream_create: incomplete event driver vtable");
   if (options) {
     opts = *options;
   } else {
-    cubert_multi_stream_options_initialize(&opts);
+    cubert__multi_stream_options_initialize(&opts);
   }
   if (opts.max_streams == 0 || opts.max_streams > CUBERT_STREAM_MAX_STREAMS_LIMIT ||
       opts.gc_capacity == 0 || opts.gc_capacity > 0xFFFFu) {
@@ -212,7 +212,7 @@ cubert_status_t cubert_multi_stream_create(cubert_allocator_t allocator,
   if (status != CUBERT_STATUS_OK) goto oom;
   ms = (cubert_multi_stream_t *)mem;
   ms->allocator = allocator;
-  ms->backend = *backend;
+  ms->driver = *driver;
   ms->handles = handles;
   ms->max_streams = opts.max_streams;
   ms->gc_capacity = opts.gc_capacity;
@@ -237,7 +237,7 @@ cubert_status_t cubert_multi_stream_create(cubert_allocator_t allocator,
                                               &gc, NULL)) != CUBERT_STATUS_OK)
     goto fail;
   ms->gc = (gc_entry_t *)gc;
-  if ((status = cubert_stream_pool_initialize(&ms->pool, allocator, opts.max_streams, 1,
+  if ((status = cubert__stream_pool_initialize(&ms->pool, allocator, opts.max_streams, 1,
                                               slot_create, slot_destroy, ms)) != CUBERT_STATUS_OK)
     goto fail;
   *out_multi_stream = ms;
@@ -249,7 +249,7 @@ oom:
                           "multi_stream_create: allocation failed");
 }
 
-uint32_t cubert_multi_stream_max_streams(const cubert_multi_stream_t *ms) {
+uint32_t cubert__multi_stream_max_streams(const cubert_multi_stream_t *ms) {
   return ms ? ms->max_streams : 0;
 }
 
@@ -257,7 +257,7 @@ uint32_t cubert_multi_stream_max_streams(const cubert_multi_stream_t *ms) {
 
 static void pins_release(cubert_handle_table_t *handles, cubert_binding_t *pins, uint32_t count) {
   uint32_t i;
-  for (i = 0; i < count; i++) (void)cubert_binding_release(handles, &pins[i]);
+  for (i = 0; i < count; i++) (void)cubert__binding_release(handles, &pins[i]);
 }
 
 /* Release what a pending entry holds; keep its pin buffer for reuse. */
@@ -268,16 +268,16 @@ static void gc_entry_release(cubert_multi_stream_t *ms, gc_entry_t *e) {
   e->drop = NULL;
   e->drop_user = NULL;
   /* unreachable: a pending entry's event is NULL (flush makes one on OK; register refuses NULL) */
-  if (e->event) ms->backend.vtable->release_event(ms->backend.self, e->event);
+  if (e->event) ms->driver.vtable->release_event(ms->driver.self, e->event);
   e->event = NULL;
 }
 
-uint32_t cubert_multi_stream_gc_collect(cubert_multi_stream_t *ms) {
+uint32_t cubert__multi_stream_gc_collect(cubert_multi_stream_t *ms) {
   uint32_t r, w = 0, released = 0;
   if (!ms) return 0;
   for (r = 0; r < ms->gc_len; r++) {
     gc_entry_t *e = &ms->gc[r];
-    if (ms->backend.vtable->event_completed(ms->backend.self, e->event)) {
+    if (ms->driver.vtable->event_completed(ms->driver.self, e->event)) {
       gc_entry_release(ms, e);
       released++;
     } else {
@@ -302,9 +302,9 @@ static void gc_make_room(cubert_multi_stream_t *ms, stream_slot_t *sink) {
   cubert_error_t err;
   cubert_status_t status;
   if (ms->gc_len < ms->gc_capacity) return;
-  if (cubert_multi_stream_gc_collect(ms) > 0) return;
+  if (cubert__multi_stream_gc_collect(ms) > 0) return;
   cubert_error_clear(&err);
-  status = ms->backend.vtable->wait_event_sync(ms->backend.self, ms->gc[0].event, &err);
+  status = ms->driver.vtable->wait_event_sync(ms->driver.self, ms->gc[0].event, &err);
   /* unreachable: sink is NULL (both callers pass the slot they just found) */
   if (status != CUBERT_STATUS_OK && sink)
     slot_error_add_status(sink, &err, status, "GC: waiting for a pinned binding's event failed");
@@ -315,11 +315,11 @@ static void gc_make_room(cubert_multi_stream_t *ms, stream_slot_t *sink) {
   ms->gc_len--;
 }
 
-uint32_t cubert_multi_stream_gc_pending(const cubert_multi_stream_t *ms) {
+uint32_t cubert__multi_stream_gc_pending(const cubert_multi_stream_t *ms) {
   return ms ? ms->gc_len : 0;
 }
 
-cubert_status_t cubert_multi_stream_gc_register(cubert_multi_stream_t *ms, uint64_t stream_id,
+cubert_status_t cubert__multi_stream_gc_register(cubert_multi_stream_t *ms, uint64_t stream_id,
                                                 void *event, cubert_stream_gc_drop_fn_t drop,
                                                 void *user, cubert_error_t *out_error) {
   void *slot = NULL;
@@ -327,8 +327,8 @@ cubert_status_t cubert_multi_stream_gc_register(cubert_multi_stream_t *ms, uint6
   if (!ms || !event || !drop)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "gc_register: NULL multi-stream, event or drop");
-  CUBERT_RETURN_IF_ERROR(cubert_stream_pool_get_or_create(
-      &ms->pool, cubert_stream_pool_index(&ms->pool, stream_id), &slot, NULL, out_error));
+  CUBERT_RETURN_IF_ERROR(cubert__stream_pool_get_or_create(
+      &ms->pool, cubert__stream_pool_index(&ms->pool, stream_id), &slot, NULL, out_error));
   gc_make_room(ms, (stream_slot_t *)slot);
   e = &ms->gc[ms->gc_len++];
   e->event = event;
@@ -338,12 +338,12 @@ cubert_status_t cubert_multi_stream_gc_register(cubert_multi_stream_t *ms, uint6
   return CUBERT_STATUS_OK;
 }
 
-bool cubert_multi_stream_gc_take(cubert_multi_stream_t *ms, cubert_stream_gc_task_t *out_task) {
+bool cubert__multi_stream_gc_take(cubert_multi_stream_t *ms, cubert_stream_gc_task_t *out_task) {
   gc_entry_t *e;
   uint32_t i;
   if (!ms || !out_task || ms->gc_len == 0) return false;
   e = &ms->gc[0];
-  out_task->backend_ = ms->backend;
+  out_task->backend_ = ms->driver;
   out_task->allocator_ = ms->allocator;
   out_task->handles_ = ms->handles;
   out_task->event_ = e->event;
@@ -358,7 +358,7 @@ bool cubert_multi_stream_gc_take(cubert_multi_stream_t *ms, cubert_stream_gc_tas
   return true;
 }
 
-cubert_status_t cubert_stream_gc_task_wait(const cubert_stream_gc_task_t *task,
+cubert_status_t cubert__stream_gc_task_wait(const cubert_stream_gc_task_t *task,
                                            cubert_error_t *out_error) {
   if (!task || !task->event_ || !task->backend_.vtable)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
@@ -366,11 +366,11 @@ cubert_status_t cubert_stream_gc_task_wait(const cubert_stream_gc_task_t *task,
   return task->backend_.vtable->wait_event_sync(task->backend_.self, task->event_, out_error);
 }
 
-void cubert_stream_gc_task_release(cubert_stream_gc_task_t *task) {
+void cubert__stream_gc_task_release(cubert_stream_gc_task_t *task) {
   if (!task || !task->backend_.vtable) return;
   pins_release(task->handles_, task->pins_, task->pin_count_);
   if (task->drop_) task->drop_(task->drop_user_);
-  /* unreachable: event_ is NULL with a backend set (gc_take copies a pending entry's event) */
+  /* unreachable: event_ is NULL with a driver set (gc_take copies a pending entry's event) */
   if (task->event_) task->backend_.vtable->release_event(task->backend_.self, task->event_);
   cubert_allocator_free(task->allocator_, task->pins_,
                         (size_t)task->pin_capacity_ * sizeof(cubert_binding_t), 0);
@@ -379,7 +379,7 @@ void cubert_stream_gc_task_release(cubert_stream_gc_task_t *task) {
 
 /* ---- destruction -------------------------------------------------------------------- */
 
-void cubert_multi_stream_destroy(cubert_multi_stream_t *ms) {
+void cubert__multi_stream_destroy(cubert_multi_stream_t *ms) {
   uint32_t i;
   if (!ms) return;
   if (ms->active) pins_release(ms->handles, ms->staging, ms->staging_count);
@@ -387,7 +387,7 @@ void cubert_multi_stream_destroy(cubert_multi_stream_t *ms) {
   ms->active = false;
   for (i = 0; i < ms->gc_len; i++) {
     cubert_error_t ignored;
-    (void)ms->backend.vtable->wait_event_sync(ms->backend.self, ms->gc[i].event, &ignored);
+    (void)ms->driver.vtable->wait_event_sync(ms->driver.self, ms->gc[i].event, &ignored);
     gc_entry_release(ms, &ms->gc[i]);
   }
   ms->gc_len = 0;
@@ -405,18 +405,18 @@ static bool binding_needs_sync(const cubert_multi_stream_t *ms, const stream_slo
   uint64_t c;
   const stream_slot_t *origin;
   if (b->stream == stream_id) return false;
-  o = cubert_stream_pool_index(&ms->pool, b->stream);
+  o = cubert__stream_pool_index(&ms->pool, b->stream);
   *out_origin = o;
   if (!cur || !slot_synced(cur, o)) return true; /* never synced */
-  origin = (const stream_slot_t *)cubert_stream_pool_get(&ms->pool, o);
+  origin = (const stream_slot_t *)cubert__stream_pool_get(&ms->pool, o);
   c = b->cursor;
   /* unreachable: origin is NULL (a slot synced with o made o's slot, and slots stay) */
-  if (ms->backend.vtable->handle_cursor && origin)
-    c = ms->backend.vtable->handle_cursor(ms->backend.self, origin->stream, b);
+  if (ms->driver.vtable->handle_cursor && origin)
+    c = ms->driver.vtable->handle_cursor(ms->driver.self, origin->stream, b);
   return cur->last_synced[o] < c; /* synced before the binding's point */
 }
 
-uint32_t cubert_multi_stream_analyze(const cubert_multi_stream_t *ms, uint64_t stream_id,
+uint32_t cubert__multi_stream_analyze(const cubert_multi_stream_t *ms, uint64_t stream_id,
                                      const cubert_binding_t *bindings, size_t count,
                                      uint32_t *out_origin_slots) {
   const stream_slot_t *cur;
@@ -448,7 +448,7 @@ static cubert_status_t ensure_slot(cubert_multi_stream_t *ms, uint32_t index,
   void *entry = NULL;
   bool created = false;
   CUBERT_RETURN_IF_ERROR(
-      cubert_stream_pool_get_or_create(&ms->pool, index, &entry, &created, out_error));
+      cubert__stream_pool_get_or_create(&ms->pool, index, &entry, &created, out_error));
   if (created) ms->created[(*ncreated)++] = index;
   if (out_slot) *out_slot = (stream_slot_t *)entry;
   return CUBERT_STATUS_OK;
@@ -496,7 +496,7 @@ static void resolution_open(cubert_multi_stream_t *ms, stream_slot_t *cur, uint6
   r->reserved_ = 0;
 }
 
-cubert_status_t cubert_multi_stream_resolve(cubert_multi_stream_t *ms, uint64_t stream_id,
+cubert_status_t cubert__multi_stream_resolve(cubert_multi_stream_t *ms, uint64_t stream_id,
                                             const cubert_binding_t *bindings, size_t count,
                                             bool enforce_healthy,
                                             cubert_resolved_streams_t *out_resolved,
@@ -514,9 +514,9 @@ cubert_status_t cubert_multi_stream_resolve(cubert_multi_stream_t *ms, uint64_t 
                        "resolve: a resolution is already open (call resolve_end)");
   if (size_exceeds_u32(count))
     return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0, "resolve: too many bindings");
-  vt = ms->backend.vtable;
-  cur_index = cubert_stream_pool_index(&ms->pool, stream_id);
-  cur = (stream_slot_t *)cubert_stream_pool_get(&ms->pool, cur_index);
+  vt = ms->driver.vtable;
+  cur_index = cubert__stream_pool_index(&ms->pool, stream_id);
+  cur = (stream_slot_t *)cubert__stream_pool_get(&ms->pool, cur_index);
   if (enforce_healthy && cur && slot_error_count(cur)) {
     if (out_error) *out_error = cur->errors;
     return CUBERT_STATUS_SERVER_UNHEALTHY;
@@ -533,7 +533,7 @@ cubert_status_t cubert_multi_stream_resolve(cubert_multi_stream_t *ms, uint64_t 
   status = ensure_slot(ms, cur_index, &cur, &ncreated, out_error);
   for (i = 0; status == CUBERT_STATUS_OK && i < count; i++)
     if (bindings[i].stream != stream_id)
-      status = ensure_slot(ms, cubert_stream_pool_index(&ms->pool, bindings[i].stream), NULL,
+      status = ensure_slot(ms, cubert__stream_pool_index(&ms->pool, bindings[i].stream), NULL,
                            &ncreated, out_error);
   if (status == CUBERT_STATUS_OK && ncross)
     status = ensure_slot(ms, gc_slot_index(ms), NULL, &ncreated, out_error);
@@ -542,7 +542,7 @@ cubert_status_t cubert_multi_stream_resolve(cubert_multi_stream_t *ms, uint64_t 
   /* Pin every cross-stream binding (even when no wait is needed). */
   for (i = 0; i < count; i++) {
     if (bindings[i].stream == stream_id) continue;
-    status = cubert_binding_clone(ms->handles, &bindings[i], &ms->staging[npins]);
+    status = cubert__binding_clone(ms->handles, &bindings[i], &ms->staging[npins]);
     if (status != CUBERT_STATUS_OK) {
       cubert_error_set(out_error, status == CUBERT_STATUS_OVERFLOW ? CUBERT_ERROR_OVERFLOW
                                                                    : CUBERT_ERROR_INVALID_HANDLE,
@@ -563,18 +563,18 @@ cubert_status_t cubert_multi_stream_resolve(cubert_multi_stream_t *ms, uint64_t 
 
   /* Apply: one flush per origin, one wait per origin on the current stream. */
   for (k = 0; k < nneeds; k++) {
-    stream_slot_t *origin = (stream_slot_t *)cubert_stream_pool_get(&ms->pool, ms->needs[k]);
+    stream_slot_t *origin = (stream_slot_t *)cubert__stream_pool_get(&ms->pool, ms->needs[k]);
     void *event = NULL;
-    status = vt->flush(ms->backend.self, origin->stream, &event, out_error);
+    status = vt->flush(ms->driver.self, origin->stream, &event, out_error);
     if (status != CUBERT_STATUS_OK) goto rollback;
     ms->needs_event[nevents++] = event;
     ms->needs_cursor[k] = origin->cursor;
   }
   for (k = 0; k < nneeds; k++) {
-    status = vt->wait_event(ms->backend.self, cur->stream, ms->needs_event[k], out_error);
+    status = vt->wait_event(ms->driver.self, cur->stream, ms->needs_event[k], out_error);
     if (status != CUBERT_STATUS_OK) goto rollback;
   }
-  for (k = 0; k < nevents; k++) vt->release_event(ms->backend.self, ms->needs_event[k]);
+  for (k = 0; k < nevents; k++) vt->release_event(ms->driver.self, ms->needs_event[k]);
   for (k = 0; k < nneeds; k++) slot_set_synced(cur, ms->needs[k], ms->needs_cursor[k]);
 
   resolution_open(ms, cur, stream_id, cur_index, nneeds, npins, out_resolved);
@@ -583,13 +583,13 @@ cubert_status_t cubert_multi_stream_resolve(cubert_multi_stream_t *ms, uint64_t 
 rollback:
   /* unreachable: true (every goto rollback follows a failed call) */
   if (status == CUBERT_STATUS_OK) status = CUBERT_STATUS_INTERNAL;
-  for (k = 0; k < nevents; k++) vt->release_event(ms->backend.self, ms->needs_event[k]);
+  for (k = 0; k < nevents; k++) vt->release_event(ms->driver.self, ms->needs_event[k]);
   pins_release(ms->handles, ms->staging, npins);
-  while (ncreated > 0) cubert_stream_pool_remove(&ms->pool, ms->created[--ncreated]);
+  while (ncreated > 0) cubert__stream_pool_remove(&ms->pool, ms->created[--ncreated]);
   return status;
 }
 
-void cubert_multi_stream_resolve_end(cubert_multi_stream_t *ms,
+void cubert__multi_stream_resolve_end(cubert_multi_stream_t *ms,
                                      cubert_resolved_streams_t *resolved) {
   const cubert_event_backend_vtable_t *vt;
   stream_slot_t *cur, *gc;
@@ -600,17 +600,17 @@ void cubert_multi_stream_resolve_end(cubert_multi_stream_t *ms,
   if (!ms || !resolved || !ms->active || resolved->current != ms->active_stream ||
       resolved->slot != ms->active_slot)
     return;
-  vt = ms->backend.vtable;
-  cur = (stream_slot_t *)cubert_stream_pool_get(&ms->pool, ms->active_slot);
+  vt = ms->driver.vtable;
+  cur = (stream_slot_t *)cubert__stream_pool_get(&ms->pool, ms->active_slot);
   if (ms->staging_count > 0) {
-    gc = (stream_slot_t *)cubert_stream_pool_get(&ms->pool, gc_slot_index(ms));
+    gc = (stream_slot_t *)cubert__stream_pool_get(&ms->pool, gc_slot_index(ms));
     cubert_error_clear(&err);
-    status = vt->flush(ms->backend.self, cur->stream, &e1, &err);
+    status = vt->flush(ms->driver.self, cur->stream, &e1, &err);
     if (status == CUBERT_STATUS_OK) {
-      status = vt->wait_event(ms->backend.self, gc->stream, e1, &err);
-      vt->release_event(ms->backend.self, e1);
+      status = vt->wait_event(ms->driver.self, gc->stream, e1, &err);
+      vt->release_event(ms->driver.self, e1);
     }
-    if (status == CUBERT_STATUS_OK) status = vt->flush(ms->backend.self, gc->stream, &e2, &err);
+    if (status == CUBERT_STATUS_OK) status = vt->flush(ms->driver.self, gc->stream, &e2, &err);
     if (status != CUBERT_STATUS_OK) {
       /* No event covers the command: queue the error, unpin now. */
       slot_error_add_status(cur, &err, status, "resolve_end: flushing for the GC failed");
@@ -639,19 +639,19 @@ void cubert_multi_stream_resolve_end(cubert_multi_stream_t *ms,
 
 /* ---- streams, sync, inspection ---------------------------------------------------------------- */
 
-cubert_status_t cubert_multi_stream_stream(cubert_multi_stream_t *ms, uint64_t stream_id,
+cubert_status_t cubert__multi_stream_stream(cubert_multi_stream_t *ms, uint64_t stream_id,
                                            void **out_stream, cubert_error_t *out_error) {
   void *entry = NULL;
   if (!ms || !out_stream)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "stream: NULL multi-stream or out");
-  CUBERT_RETURN_IF_ERROR(cubert_stream_pool_get_or_create(
-      &ms->pool, cubert_stream_pool_index(&ms->pool, stream_id), &entry, NULL, out_error));
+  CUBERT_RETURN_IF_ERROR(cubert__stream_pool_get_or_create(
+      &ms->pool, cubert__stream_pool_index(&ms->pool, stream_id), &entry, NULL, out_error));
   *out_stream = ((stream_slot_t *)entry)->stream;
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert_multi_stream_sync(cubert_multi_stream_t *ms, uint64_t stream_id,
+cubert_status_t cubert__multi_stream_sync(cubert_multi_stream_t *ms, uint64_t stream_id,
                                          cubert_error_t *out_error) {
   stream_slot_t *slot;
   void *event = NULL;
@@ -662,22 +662,22 @@ cubert_status_t cubert_multi_stream_sync(cubert_multi_stream_t *ms, uint64_t str
   slot = slot_of(ms, stream_id);
   if (!slot) return CUBERT_STATUS_OK;
   CUBERT_RETURN_IF_ERROR(
-      ms->backend.vtable->flush(ms->backend.self, slot->stream, &event, out_error));
-  status = ms->backend.vtable->wait_event_sync(ms->backend.self, event, out_error);
-  ms->backend.vtable->release_event(ms->backend.self, event);
+      ms->driver.vtable->flush(ms->driver.self, slot->stream, &event, out_error));
+  status = ms->driver.vtable->wait_event_sync(ms->driver.self, event, out_error);
+  ms->driver.vtable->release_event(ms->driver.self, event);
   return status;
 }
 
-bool cubert_multi_stream_slot_exists(const cubert_multi_stream_t *ms, uint32_t slot) {
-  return ms && cubert_stream_pool_get(&ms->pool, slot) != NULL;
+bool cubert__multi_stream_slot_exists(const cubert_multi_stream_t *ms, uint32_t slot) {
+  return ms && cubert__stream_pool_get(&ms->pool, slot) != NULL;
 }
 
-uint64_t cubert_multi_stream_cursor(const cubert_multi_stream_t *ms, uint64_t stream_id) {
+uint64_t cubert__multi_stream_cursor(const cubert_multi_stream_t *ms, uint64_t stream_id) {
   const stream_slot_t *slot = ms ? slot_of(ms, stream_id) : NULL;
   return slot ? slot->cursor : 0;
 }
 
-bool cubert_multi_stream_last_synced(const cubert_multi_stream_t *ms, uint64_t stream_id,
+bool cubert__multi_stream_last_synced(const cubert_multi_stream_t *ms, uint64_t stream_id,
                                      uint32_t origin_slot, uint64_t *out_cursor) {
   const stream_slot_t *slot = ms ? slot_of(ms, stream_id) : NULL;
   if (!slot || origin_slot >= ms->max_streams || !slot_synced(slot, origin_slot)) return false;
@@ -685,30 +685,30 @@ bool cubert_multi_stream_last_synced(const cubert_multi_stream_t *ms, uint64_t s
   return true;
 }
 
-uint32_t cubert_multi_stream_synced_count(const cubert_multi_stream_t *ms, uint64_t stream_id) {
+uint32_t cubert__multi_stream_synced_count(const cubert_multi_stream_t *ms, uint64_t stream_id) {
   const stream_slot_t *slot = ms ? slot_of(ms, stream_id) : NULL;
   return slot ? slot->synced_count : 0;
 }
 
 /* ---- error queue ------------------------------------------------------------------------------ */
 
-cubert_status_t cubert_multi_stream_error_push(cubert_multi_stream_t *ms, uint64_t stream_id,
+cubert_status_t cubert__multi_stream_error_push(cubert_multi_stream_t *ms, uint64_t stream_id,
                                                const cubert_error_t *error) {
   void *entry = NULL;
   if (!ms || !error || error->status == CUBERT_STATUS_OK || error->depth == 0)
     return CUBERT_STATUS_INVALID_ARGUMENT;
-  CUBERT_RETURN_IF_ERROR(cubert_stream_pool_get_or_create(
-      &ms->pool, cubert_stream_pool_index(&ms->pool, stream_id), &entry, NULL, NULL));
+  CUBERT_RETURN_IF_ERROR(cubert__stream_pool_get_or_create(
+      &ms->pool, cubert__stream_pool_index(&ms->pool, stream_id), &entry, NULL, NULL));
   slot_error_add((stream_slot_t *)entry, error);
   return CUBERT_STATUS_OK;
 }
 
-uint32_t cubert_multi_stream_error_count(const cubert_multi_stream_t *ms, uint64_t stream_id) {
+uint32_t cubert__multi_stream_error_count(const cubert_multi_stream_t *ms, uint64_t stream_id) {
   const stream_slot_t *slot = ms ? slot_of(ms, stream_id) : NULL;
   return slot ? slot_error_count(slot) : 0;
 }
 
-cubert_status_t cubert_multi_stream_error_peek(const cubert_multi_stream_t *ms,
+cubert_status_t cubert__multi_stream_error_peek(const cubert_multi_stream_t *ms,
                                                uint64_t stream_id, cubert_error_t *out_error) {
   const stream_slot_t *slot;
   if (!ms) return CUBERT_STATUS_INVALID_ARGUMENT;
@@ -718,10 +718,10 @@ cubert_status_t cubert_multi_stream_error_peek(const cubert_multi_stream_t *ms,
   return CUBERT_STATUS_SERVER_UNHEALTHY;
 }
 
-cubert_status_t cubert_multi_stream_error_drain(cubert_multi_stream_t *ms, uint64_t stream_id,
+cubert_status_t cubert__multi_stream_error_drain(cubert_multi_stream_t *ms, uint64_t stream_id,
                                                 cubert_error_t *out_error) {
   stream_slot_t *slot;
-  cubert_status_t status = cubert_multi_stream_error_peek(ms, stream_id, out_error);
+  cubert_status_t status = cubert__multi_stream_error_peek(ms, stream_id, out_error);
   if (status != CUBERT_STATUS_SERVER_UNHEALTHY) return status;
   slot = slot_of(ms, stream_id);
   cubert_error_clear(&slot->errors);

@@ -14,10 +14,10 @@
 
 #include "cubert/cubert.h"
 #include "cubert/critical_section.h"  // declarations only: this host does not use the hook
-#include "cubert/host.h"              // cubert_allocator_libc
+#include "cubert/os.h"              // cubert_allocator_libc
 #include "cubert/inline.h"
 #include "cubert/kernel.h"
-#include "cubert/backend/memory.h"
+#include "memory/memory.h"
 
 namespace {
 

@@ -2,11 +2,11 @@
 /*
  * cubert/allocator.h: the injected host allocator and an arena over caller
  * memory. (The overflow-checked size helpers the library uses are in
- * cubert/backend/arith.h.)
+ * cubert/driver/arith.h.)
  *
  * The core never calls malloc. Every object that needs host memory takes a
  * cubert_allocator_t, stores it, and frees itself with it. The libc allocator
- * lives in the hosted layer (cubert/host.h: cubert_allocator_libc()).
+ * lives in the OS layer (cubert/os.h: cubert_allocator_libc()).
  */
 #ifndef CUBERT_ALLOCATOR_H
 #define CUBERT_ALLOCATOR_H

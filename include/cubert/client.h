@@ -30,6 +30,7 @@
 #include "cubert/memory.h"
 #include "cubert/properties.h"
 #include "cubert/profile.h"
+#include "cubert/race.h"
 
 CUBERT_EXTERN_C_BEGIN
 
@@ -138,9 +139,9 @@ typedef struct cubert_memory_layout_t {
 
 /* ---- lifecycle ------------------------------------------------------------- */
 
-/* Devices are created by their backend: cubert_cpu_client_create
+/* Devices are created by their driver: cubert_cpu_client_create
  * (cubert/cpu.h), cubert_inline_client_create (cubert/inline.h), or
- * cubert_kit_client_create (cubert/backend/kit.h) for a new driver. */
+ * cubert_server_client_create (cubert/driver/server.h) for a new driver. */
 
 /* A new client of a registered device (CubeCL's ComputeClient::load).
  * NOT_FOUND (kind IO_NOT_FOUND) when no device is registered under `device`;
@@ -175,7 +176,7 @@ CUBERT_API uint64_t cubert_client_features(const cubert_client_t *client);
 /* ---- handles ---------------------------------------------------------------- */
 
 /* Release / clone / offset a handle of this client's device (the semantics
- * of cubert_handle_* in cubert/backend/handle_table.h: clone retains another
+ * of cubert_handle_* in core/memory/handle_table.h: clone retains another
  * reference, offset makes a sub-handle trimmed by offset_start / offset_end
  * more bytes, each result is released once). Records: INVALID_ARGUMENT (a
  * NULL argument), DEVICE_MISMATCH (a handle of another device),
@@ -321,7 +322,7 @@ CUBERT_API cubert_status_t cubert_client_read_tensor_async(
 CUBERT_API cubert_status_t cubert_client_read_one_tensor_async(
     cubert_client_t *client, const cubert_copy_descriptor_t *descriptor, void *dst,
     uint64_t dst_size, cubert_completion_t *out_completion, cubert_error_t *out_error);
-/* The backend resource of a handle (blocks). */
+/* The driver resource of a handle (blocks). */
 CUBERT_API cubert_status_t cubert_client_get_resource(cubert_client_t *client,
                                                       const cubert_handle_t *handle,
                                                       cubert_resource_t *out_resource,
@@ -402,7 +403,7 @@ CUBERT_API cubert_status_t cubert_client_profile_end(cubert_client_t *client,
 /* A log sink: receives `length` bytes of UTF-8 text (NUL-terminated too;
  * one or more '\n'-terminated lines). Called on the thread that launches or
  * syncs, never with a runtime lock held; it must not call back into the
- * client. The hosted layer provides cubert_log_sink_stderr (cubert/host.h). */
+ * client. The OS layer provides cubert_log_sink_stderr (cubert/os.h). */
 typedef void (*cubert_log_sink_fn_t)(void *self, const char *text, size_t length);
 
 /* Kernel profiling (CubeCL's logger-driven kernel profiling; docs/profiling.md), per device:
@@ -483,7 +484,7 @@ CUBERT_API cubert_status_t cubert_client_io_optimized_vector_sizes(const cubert_
                                                                    cubert_error_t *out_error);
 
 /* ---- multi-device and collectives -----------------------------------
- * Several devices of one backend type live in one process (CPU: one
+ * Several devices of one driver type live in one process (CPU: one
  * cubert_cpu_client_create per device index). Collectives run among devices
  * that share a communicator, named by the CommunicationId of the device set
  * (cubert/comm.h). Each device orders its collectives on its own
@@ -495,7 +496,7 @@ CUBERT_API cubert_status_t cubert_client_io_optimized_vector_sizes(const cubert_
  * before anything is enqueued: on failure nothing was enqueued (except where
  * noted) and out_error holds the reason. The rendezvous with the peers happens
  * later, on the communication streams; what fails there (members disagreeing
- * on dtype/op/size, a peer that never arrives within the backend's timeout,
+ * on dtype/op/size, a peer that never arrives within the driver's timeout,
  * a peer device released meanwhile) is queued on the communication stream
  * and returned by the flush / sync / read that follows a sync_collective
  * (SERVER_UNHEALTHY). A communicator whose rendezvous timed out or lost a
@@ -608,6 +609,26 @@ CUBERT_API cubert_status_t cubert_client_to_client(cubert_client_t *src,
                                                    cubert_client_t *dst, uint32_t dtype,
                                                    cubert_handle_t *out_handle,
                                                    cubert_error_t *out_error);
+
+/* ---- the race checker (docs/race-checker.md) ----------------------------------
+ * The cross-stream race checker of any device (CPU, inline; all zero where it is off).
+ * Each fills out_error (may be NULL) on failure. */
+
+/* The checker's counters (all zero when it is off). INVALID_ARGUMENT (kind
+ * INVALID_ARGUMENT) for NULL. Takes the device briefly; thread-safe. */
+CUBERT_API cubert_status_t cubert_client_race_counters(cubert_client_t *client,
+                                                    cubert_race_counters_t *out_counters,
+                                                    cubert_error_t *out_error);
+/* The most recent race report: OK, NOT_FOUND (kind IO_NOT_FOUND) when there
+ * was none (or the checker is off), INVALID_ARGUMENT for NULL. Takes the
+ * device briefly. */
+CUBERT_API cubert_status_t cubert_client_race_last_report(cubert_client_t *client,
+                                                       cubert_race_report_t *out_report,
+                                                       cubert_error_t *out_error);
+/* Set the seed carried by later race reports (deterministic drivers; 0:
+ * none). Takes the device briefly. INVALID_ARGUMENT for NULL. */
+CUBERT_API cubert_status_t cubert_client_race_seed(cubert_client_t *client, uint64_t seed,
+                                                cubert_error_t *out_error);
 
 CUBERT_EXTERN_C_END
 

@@ -19,11 +19,11 @@
  * compiled out (functions without a status say so in their comments).
  * cubert_config_features() tells a program what its library holds.
  *
- *   CUBERT_CONFIG_RACE_CHECKER  the happens-before race checker (cubert/backend/race.h)
+ *   CUBERT_CONFIG_RACE_CHECKER  the happens-before race checker (core/check/race.h)
  *   CUBERT_CONFIG_SIMULATION    the seeded chooser, explorer and shrinker of the
  *                               deterministic simulation (cubert/sim.h)
  *   CUBERT_CONFIG_PROFILING     profilers and profile summaries (cubert/profile.h,
- *                               cubert/backend/profiler.h)
+ *                               core/profile/profiler.h)
  *   CUBERT_CONFIG_ERROR_TEXT    CubeCL's message texts in cubert_error_format and
  *                               in aggregates; without it a record is written
  *                               in numbers (kinds, status, fields, reason)

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cubert/cpu.h: the CPU device (hosted layer): the CPU driver
- * (backend-cpu/cpu) under the server kit. Streams are simulated by one
+ * cubert/cpu.h: the CPU device (OS layer): the CPU driver
+ * (backend-cpu/cpu) under the server. Streams are simulated by one
  * worker thread per stream slot; kernels are C functions (written in the
  * kernel dialect of cubert/kernel.h) run over the cube grid by a persistent
  * worker pool. In deterministic mode (docs/simulation.md) no thread is
- * started and a seeded chooser orders every step; the kit's race checker
+ * started and a seeded chooser orders every step; the server's race checker
  * (docs/race-checker.md) can run in either mode. Test-only switches:
- * cubert/backend/testing.h.
+ * core/server/server_faults.h.
  */
 #ifndef CUBERT_CPU_H
 #define CUBERT_CPU_H
@@ -43,7 +43,7 @@ typedef struct cubert_cpu_options_t {
   uint32_t max_handles;   /* handle table capacity; 0: 1 << 20 */
   cubert_bounds_check_mode_t bounds_check;
   /* Kernel profiling of the new device (cubert_client_set_profiling) with
-   * the log's sink (cubert_log_sink_default of cubert/host.h: stderr or
+   * the log's sink (cubert_log_sink_default of cubert/os.h: stderr or
    * CUBERT_LOG_FILE). OFF: CUBERT_PROFILE_LEVEL, if set. */
   cubert_profile_level_t profile_level;
   uint32_t collective_timeout_ms; /* how long a collective (all_reduce, send, recv) waits
@@ -111,7 +111,7 @@ CUBERT_API void cubert_cpu_options_initialize(cubert_cpu_options_t *options);
  * profile_level, an unknown mode, replay / choice_bytes given together, a
  * NULL array with a non-zero count, or replay / choice_bytes without
  * DETERMINISTIC mode, or an invalid environment variable (nothing is left
- * registered); the kit's codes for a bad memory_config. Thread-safe against
+ * registered); the server's codes for a bad memory_config. Thread-safe against
  * other creates, not against setenv (getenv); blocks while starting. */
 CUBERT_API cubert_status_t cubert_cpu_client_create(cubert_allocator_t allocator,
                                                     const cubert_cpu_options_t *options,
@@ -155,14 +155,14 @@ CUBERT_API cubert_status_t cubert_cpu_sim_attach(cubert_client_t *client,
                                                  cubert_error_t *out_error);
 
 /* Run steps (in the chooser's order) until nothing is runnable (every
- * enqueued op ran), then release what the kit's GC holds whose event
+ * enqueued op ran), then release what the server's GC holds whose event
  * completed. Deterministic only. Blocks (runs kernels inline). Thread-safe. */
 CUBERT_API cubert_status_t cubert_cpu_sim_drain(cubert_client_t *client, cubert_error_t *out_error);
 
 /* ---- race checker (options.race_check) ---------------------------------------- */
 
 /* Counters of the device's checker (all zero when it is off); the same as
- * cubert_kit_race_counters (cubert/backend/kit.h). Thread-safe. */
+ * cubert_client_race_counters (cubert/driver/server.h). Thread-safe. */
 CUBERT_API cubert_status_t cubert_cpu_race_counters(cubert_client_t *client,
                                                     cubert_race_counters_t *out_counters,
                                                     cubert_error_t *out_error);

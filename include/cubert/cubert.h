@@ -14,11 +14,11 @@
  * Not included, each included on its own where it is wanted:
  *  - device constructors: cubert/cpu.h (with the race report types of
  *    cubert/race.h and the choosers of cubert/sim.h), cubert/inline.h,
- *    cubert/cuda.h, and the hosted layer cubert/host.h;
+ *    cubert/cuda.h, and the OS layer cubert/os.h;
  *  - cubert/critical_section.h, the hook an embedded host without atomics
  *    provides;
- *  - everything for server authors, under cubert/backend/: the driver table
- *    and the server kit (driver.h, kit.h), the handle table and memory ids
+ *  - everything for server authors, under cubert/driver/: the driver table
+ *    and the server (driver.h, server.h), the handle table and memory ids
  *    (handle_table.h), the memory manager and pools (memory.h), the
  *    multi-stream (stream.h), the device handle and registry (device.h), the
  *    race checker (race.h), the simulation's choice calls (sim.h), the
@@ -28,13 +28,13 @@
  * The conventions every public header follows are written once, here:
  *
  *  - Names: prefix `cubert_`; types `cubert_thing_t`; macros `CUBERT_`; noun
- *    before verb (`cubert_handle_release`); outputs last, named `out_...`;
+ *    before verb (`cubert__handle_release`); outputs last, named `out_...`;
  *    CubeCL's names where CubeCL has one (docs/cubecl-mapping.md).
  *  - Lifetimes, one verb each: `_create` / `_destroy` for an object the
  *    caller owns alone; `_clone` / `_release` for references to something
  *    shared (handles, bindings, clients: CubeCL's Clone and Drop; a client is
  *    a reference to its device, the last release destroys the device);
- *    `_retain` / `_release` for raw reference counts (memory ids, backend
+ *    `_retain` / `_release` for raw reference counts (memory ids, driver
  *    only); `_initialize` for a caller-owned struct (options, arenas,
  *    choosers). Uploads are `cubert_client_create_from_slice` /
  *    `_from_bytes` / `create_tensor(s)_from_slice(s)` as in CubeCL.
@@ -42,8 +42,8 @@
  *    `cubert_status_t` (0 = OK) and takes `cubert_error_t *out_error` last
  *    (caller-owned, may be NULL), which it fills on failure with the error's
  *    kind and a reason. A call that fails has no side effect. The functions
- *    of cubert/error.h write records themselves and take none. Backend
- *    headers (cubert/backend/) follow the same rule except for hot-path
+ *    of cubert/error.h write records themselves and take none. Driver
+ *    headers (cubert/driver/) follow the same rule except for hot-path
  *    primitives (handle table and memory ids, the multi-stream, the race
  *    checker's events, checked arithmetic), which return a status only; each
  *    such header says so.
@@ -56,7 +56,7 @@
  *    several threads at once. Unless it says so, an object must not be used
  *    from two threads at the same time.
  *  - Blocking: each declaration says whether it blocks. Nothing in core/
- *    blocks the OS; blocking waits live in the hosted layer.
+ *    blocks the OS; blocking waits live in the OS layer.
  *  - The library never aborts, exits, panics or prints.
  */
 #ifndef CUBERT_CUBERT_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cubert/cuda.h: the CUDA device (backend-cuda: the CUDA driver under the
- * server kit) and what the CUDA backend offers users directly: whether CUDA
+ * server) and what the CUDA driver offers users directly: whether CUDA
  * can be used in this process, the CUDA devices and their properties, and
  * the registry of kernel images (PTX / cubin that nvcc built from the
  * single-source kernels). docs/cuda.md is the guide.
@@ -78,7 +78,7 @@ CUBERT_API size_t cubert_cuda_image_count(void);
  * CUBERT_LIBCUDA) loads, is at least CUDA 12.0, exposes every entry point the
  * server uses, initializes (cuInit) and reports at least one device.
  * Otherwise FAILED_PRECONDITION, kind SERVICE_CREATION, reason
- * "CUDA unavailable: <reason>" (backend_code: the CUresult when a driver call
+ * "CUDA unavailable: <reason>" (driver_code: the CUresult when a driver call
  * failed). The answer is computed once per process and then only copied.
  * out_error may be NULL. Thread-safe; the first call blocks while loading. */
 CUBERT_API cubert_status_t cubert_cuda_available(cubert_error_t *out_error);
@@ -114,14 +114,14 @@ CUBERT_API cubert_status_t cubert_cuda_device_info(uint32_t ordinal,
                                                    cubert_error_t *out_error);
 
 /* ---- the CUDA device --------------------------------------------------------
- * A CUDA device is one GPU under the server kit, used through the client API
+ * A CUDA device is one GPU under the server, used through the client API
  * like any other device: the GPU's primary context (retained once per
  * process and kept: creating and releasing clients does not re-create it;
  * made current on every thread that enters the device), one non-blocking
  * CUstream per stream slot plus one for the GC and one for collectives
  * (all_reduce through NCCL, send / recv and to_client as peer copies within
  * the process; docs/collectives.md), pooled events,
- * memory through the kit's pools over cuMemAllocAsync (512-byte alignment;
+ * memory through the server's pools over cuMemAllocAsync (512-byte alignment;
  * the PITCHED layout policy: optimized tensors get 512-byte aligned rows),
  * pinned staging buffers from a reused pool, kernels found by name in the
  * registered images (or the descriptor's own image). Errors of work that ran
@@ -199,8 +199,8 @@ typedef struct cubert_cuda_options_t {
    * pageable memory into pinned chunks, and large reads out of them; 0: the
    * default (the online CPUs, at most 16); 1: the calling thread alone. */
   uint32_t upload_threads;
-  /* Non-zero: the kit's race checker (cubert/race.h); reports go to
-   * race_sink (cubert_kit_race_counters counts them). */
+  /* Non-zero: the server's race checker (cubert/race.h); reports go to
+   * race_sink (cubert_client_race_counters counts them). */
   uint32_t race_check;
   cubert_race_sink_t race_sink;
   /* How waits for the GPU wait (AUTO: spin up to sync_spin_us, then block). */

@@ -36,7 +36,7 @@
  * Kinds whose CubeCL variant carries a `reason`/`message`/`description` string
  * (or a string field such as ZeroSize's `field`, PresetUnavailable's `preset`,
  * a StrideError's record) keep it in `reason` (truncated, always
- * NUL-terminated). backend_code (CUresult, errno, ...) is 0 when there is none.
+ * NUL-terminated). driver_code (CUresult, errno, ...) is 0 when there is none.
  *
  * Aggregates (ServerError::ServerUnhealthy): cubert_error_aggregate
  * collects the errors drained from a stream's queue into one record whose
@@ -47,7 +47,7 @@
  *   field[0]      number of aggregated errors (exact, saturating at UINT64_MAX)
  *   field[1..3]   the first error's field[0..2] (its field[3] is dropped)
  *   field2[0..2]  the first error's field2
- *   backend_code  the first error's backend_code
+ *   driver_code  the first error's driver_code
  *   reason        every aggregated message (cubert_error_format of each),
  *                 joined by '\n', truncated to the buffer
  *   status        CUBERT_STATUS_SERVER_UNHEALTHY
@@ -155,7 +155,7 @@ typedef struct cubert_error_t {
   uint16_t chain[CUBERT_ERROR_MAX_DEPTH];         /* kinds, outermost first */
   uint64_t field[4];                              /* numeric fields of the innermost kind */
   uint64_t field2[3];                             /* second triple (CubeDim max) */
-  int64_t backend_code;                           /* CUresult, errno, ... (0 if none) */
+  int64_t driver_code;                           /* CUresult, errno, ... (0 if none) */
   char reason[CUBERT_ERROR_REASON_SIZE];          /* NUL-terminated, possibly truncated */
 } cubert_error_t;
 
@@ -201,8 +201,8 @@ CUBERT_API cubert_status_t cubert_error_kind_status(cubert_error_kind_t kind);
  *    2048 units, max units is 1024."
  * Differences from CubeCL, all deliberate: no "Backtrace" part (cubert
  * captures none); an empty reason prints "No reason provided for the error"
- * (CubeCL's Reason default); a non-zero backend_code appends
- * "\nBackend code: N"; SERVER_UNHEALTHY prints the joined messages of the
+ * (CubeCL's Reason default); a non-zero driver_code appends
+ * "\nDriver code: N"; SERVER_UNHEALTHY prints the joined messages of the
  * aggregate; a kind of cubert's own prints a short message with its fields.
  * A NULL or empty record prints "No error". The record is only read, and
  * out-of-range content (depth, kinds, an unterminated reason) is printed
@@ -211,8 +211,8 @@ CUBERT_API cubert_status_t cubert_error_kind_status(cubert_error_kind_t kind);
  * libc. Returns the length the full message would have (snprintf-like), so a
  * return >= size means it was truncated. buf may be NULL when size is 0.
  * Without CUBERT_CONFIG_ERROR_TEXT (cubert/config.h) the record is written in
- * numbers: "error 3 > 20 (status 7) fields 1024 0 0 0: reason backend N
- * [text compiled out]" (kinds outermost first, the reason and backend code
+ * numbers: "error 3 > 20 (status 7) fields 1024 0 0 0: reason driver N
+ * [text compiled out]" (kinds outermost first, the reason and driver code
  * only when present); aggregates join such lines.
  * Thread-safe (reads only), non-blocking. */
 CUBERT_API size_t cubert_error_format(const cubert_error_t *error, char *buf, size_t size);
@@ -243,7 +243,7 @@ CUBERT_API cubert_status_t cubert_error_aggregate(cubert_error_t *aggregate,
 CUBERT_API uint64_t cubert_error_aggregate_count(const cubert_error_t *aggregate);
 
 /* Rebuild the first aggregated error as a plain record in *out_first: its
- * chain, fields, field2, backend_code and status (the innermost kind's).
+ * chain, fields, field2, driver_code and status (the innermost kind's).
  * Its reason text is not kept by the aggregate (the aggregate's reason holds
  * its formatted message instead), so out_first->reason is empty.
  * Returns OK; INVALID_ARGUMENT when an argument is NULL; NOT_FOUND when
@@ -251,59 +251,6 @@ CUBERT_API uint64_t cubert_error_aggregate_count(const cubert_error_t *aggregate
  * (*out_first is then left unchanged). Thread-safe (reads only). */
 CUBERT_API cubert_status_t cubert_error_unhealthy_first(const cubert_error_t *aggregate,
                                                         cubert_error_t *out_first);
-
-/* ---- constructors for the servers (each returns the kind's status) --------
- * Like cubert_error_set, every constructor accepts a NULL `error` (then it
- * only returns the status), overwrites the whole record otherwise, never
- * allocates, and is thread-safe on distinct records. */
-
-/* ResourceLimitError::CubeDim { requested, max } -> LIMIT_EXCEEDED. */
-CUBERT_API cubert_status_t cubert_error_set_resource_cube_dim(cubert_error_t *error,
-                                                              cubert_dim3_t requested,
-                                                              cubert_dim3_t max);
-
-/* A two-field kind { requested, max } (RESOURCE_SHARED_MEMORY, RESOURCE_UNITS,
- * RESOURCE_MAX_UNIT_PER_CUBE, CONFIG_SLICE_LARGER_THAN_PAGE as {page_size,
- * max_slice_size}, ...): shorthand for cubert_error_set with 2 fields. */
-CUBERT_API cubert_status_t cubert_error_set2(cubert_error_t *error, cubert_error_kind_t kind,
-                                             uint64_t field0, uint64_t field1);
-
-/* IoError::PoolCapacityExceeded { size, capacity, in_use } ->
- * POOL_CAPACITY_EXCEEDED. */
-CUBERT_API cubert_status_t cubert_error_set_pool_capacity(cubert_error_t *error, uint64_t size,
-                                                          uint64_t capacity, uint64_t in_use);
-
-/* IoError::NotFound { reason } -> NOT_FOUND. A NULL or empty reason prints
- * CubeCL's "No reason provided for the error". */
-CUBERT_API cubert_status_t cubert_error_set_not_found(cubert_error_t *error, const char *reason);
-
-/* Any kind with a backend code: cubert_error_set(kind, no fields, reason) plus
- * backend_code (e.g. SERVER_GENERIC "cuMemcpyDtoH failed: ..." with the
- * CUresult). */
-CUBERT_API cubert_status_t cubert_error_set_backend(cubert_error_t *error,
-                                                    cubert_error_kind_t kind,
-                                                    int64_t backend_code, const char *reason);
-
-/* CallError: what the device runner handed back. */
-typedef enum cubert_call_error_payload_e {
-  CUBERT_CALL_ERROR_DISCONNECTED = 0, /* runner gone before producing a result */
-  CUBERT_CALL_ERROR_PANIC_MESSAGE = 1, /* task failed with a message (reason) */
-  CUBERT_CALL_ERROR_PANIC_NON_STRING = 2, /* task failed without a message */
-  CUBERT_CALL_ERROR_PAYLOAD_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
-} cubert_call_error_payload_t;
-
-/* CallError -> INTERNAL. `message` is used with PANIC_MESSAGE (NULL prints
- * CubeCL's "No reason provided for the error"); ignored otherwise. */
-CUBERT_API cubert_status_t cubert_error_set_call(cubert_error_t *error,
-                                                 cubert_call_error_payload_t payload,
-                                                 const char *message);
-
-/* Wrap the current content (the source IoError, e.g. IO_OUT_OF_MEMORY) in
- * IoError::StorageMappingFailed { size, source }: cubert_error_wrap plus the
- * size in field2[0]. The status stays the source's. NULL is a no-op; an empty
- * record stays empty. Returns error->status (OK for NULL). */
-CUBERT_API cubert_status_t cubert_error_wrap_storage_mapping_failed(cubert_error_t *error,
-                                                                    uint64_t size);
 
 CUBERT_EXTERN_C_END
 

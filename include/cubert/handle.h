@@ -4,7 +4,7 @@
  * Binding). A user gets, clones, offsets and releases them through the client
  * (cubert_client_handle_* in cubert/client.h); the handle table behind them
  * (memory ids, reference counts, locations) is the server's:
- * cubert/backend/handle_table.h.
+ * core/memory/handle_table.h.
  *
  * A handle is a value: a reference to (part of) one base allocation, plus the
  * device and stream it was created on and the stream cursor at creation.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cubert/inline.h: the inline device (backend-cpu/inline, freestanding): the
- * inline driver under the server kit. Every operation runs to completion on
+ * inline driver under the server. Every operation runs to completion on
  * the calling thread before the call returns (IREE's local-sync idea):
  * copies are memcpy, a launch runs its cubes one after another, streams are
  * trivial and events are always complete. No thread, no OS: memory comes
@@ -9,8 +9,8 @@
  * do nothing on a single-threaded host) and, optionally, a clock.
  *
  * Kernels are the CPU entry points of the kernel dialect (cubert/kernel.h),
- * as on the CPU device. No collectives (UNSUPPORTED). The kit's race checker
- * works as on every device (cubert/backend/kit.h: cubert_kit_race_counters).
+ * as on the CPU device. No collectives (UNSUPPORTED). The server's race checker
+ * works as on every device (cubert/driver/server.h: cubert_client_race_counters).
  */
 #ifndef CUBERT_INLINE_H
 #define CUBERT_INLINE_H

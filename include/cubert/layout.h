@@ -48,7 +48,7 @@ typedef enum cubert_layout_strategy_e {
   CUBERT_LAYOUT_STRATEGY_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_layout_strategy_t;
 
-/* Which MemoryLayoutPolicy a backend uses. */
+/* Which MemoryLayoutPolicy a driver uses. */
 typedef enum cubert_layout_policy_kind_e {
   CUBERT_LAYOUT_POLICY_CONTIGUOUS = 0, /* CPU (8), wgpu/Metal (device alignment), dummy (4) */
   CUBERT_LAYOUT_POLICY_PITCHED = 1,    /* CUDA (512), HIP (max(32, texture, surface)) */
@@ -201,7 +201,7 @@ typedef struct cubert_copy_plan_t {
  * elem_size bytes (strides unused, may be NULL); a shape with a zero
  * dimension is an empty transfer (all numbers 0, pitched false) whatever
  * its strides (no element is addressed; the policies' own layouts of such
- * shapes may hold zero strides). A backend that only supports contiguous
+ * shapes may hold zero strides). A driver that only supports contiguous
  * data (CPU write) additionally rejects plans with pitched == true.
  *
  * Returns OK, or (with *out_plan untouched, record filled when out_error is

@@ -5,7 +5,7 @@
  * cubert_client_memory_usage, their text forms, and the allocation mode of
  * cubert_client_allocation_mode (cubert/client.h). The memory manager, its
  * pools, storages and configurations are the server's:
- * cubert/backend/memory.h (docs/memory.md).
+ * core/memory/memory.h (docs/memory.md).
  * Pure, thread-safe, non-blocking, no allocation.
  */
 #ifndef CUBERT_MEMORY_H

@@ -5,7 +5,7 @@
  *  1. Profiling tokens and durations (cubert_client_profile_start / _end,
  *     cubert_client_profile), and the clock a host gives a device. The
  *     server's token table (CubeCL's TimestampProfiler) is
- *     cubert/backend/profiler.h.
+ *     core/profile/profiler.h.
  *  2. Logger-driven kernel profiling: the profiling level, the per-kernel
  *     summary table printed at each client sync, the per-launch log line and
  *     CubeCL's "Balanced" type-name formatting of kernel names.

@@ -6,14 +6,14 @@
  * (cubert_cpu_options_t.race_check in cubert/cpu.h,
  * cubert_inline_options_t.race_check in cubert/inline.h) and gives its
  * counters and last report (cubert_cpu_race_counters, cubert_cpu_race_last_report;
- * any kit device: cubert_kit_race_counters in cubert/backend/kit.h).
+ * any server device: cubert_client_race_counters in cubert/driver/server.h).
  *
  * The checker is predictive: it checks the synchronization the program
  * expresses (at enqueue time) with vector clocks, so a missing
  * synchronization is reported even when the run happened to execute in a
  * safe order. One report per missing synchronization, unless the device's
  * checker runs with CUBERT_RACE_FLAG_REPORT_ALL. The checker object itself,
- * driven by servers, is cubert/backend/race.h.
+ * driven by servers, is core/check/race.h.
  *
  * Compiled out (CUBERT_CONFIG_RACE_CHECKER 0, cubert/config.h): the names and
  * cubert_race_report_format write "(race checker compiled out)".
@@ -33,7 +33,7 @@ CUBERT_EXTERN_C_BEGIN
 
 /* How an access touches the buffer. A kernel that reads and writes one
  * binding reports WRITE (a write is checked against reads and writes).
- * RECLAIM appears only in reports (the reuse point of cubert_race_reclaim*). */
+ * RECLAIM appears only in reports (the reuse point of cubert__race_reclaim*). */
 typedef enum cubert_race_access_e {
   CUBERT_RACE_READ = 1,
   CUBERT_RACE_WRITE = 2,
@@ -54,7 +54,7 @@ typedef enum cubert_race_kind_e {
 typedef struct cubert_race_op_t {
   uint32_t stream;      /* stream slot, or CUBERT_RACE_HOST */
   uint32_t access;      /* cubert_race_access_t */
-  uint64_t index;       /* op index on that timeline (1-based, cubert_race_op_begin);
+  uint64_t index;       /* op index on that timeline (1-based, cubert__race_op_begin);
                            for RECLAIM: the reclaimer's op count at the reuse point */
   uint64_t start, end;  /* byte range accessed ([0, CUBERT_RACE_WHOLE_END): whole) */
   const char *name;     /* op / kernel name given to op_begin (borrowed), may be NULL */
@@ -63,7 +63,7 @@ typedef struct cubert_race_op_t {
 typedef struct cubert_race_report_t {
   uint64_t buffer;           /* the buffer id given to access / reclaim */
   uint32_t kind;             /* cubert_race_kind_t */
-  uint32_t has_seed;         /* 1 when a seed was set (cubert_race_set_seed) */
+  uint32_t has_seed;         /* 1 when a seed was set (cubert__race_set_seed) */
   uint64_t seed;             /* the deterministic run's seed, when has_seed */
   uint64_t sequence;         /* 1 for the checker's first report, then 2, ... */
   cubert_race_op_t current;  /* the later access (or the reuse point) */
@@ -82,7 +82,7 @@ typedef struct cubert_race_sink_t {
 } cubert_race_sink_t;
 
 typedef struct cubert_race_counters_t {
-  uint64_t ops;       /* cubert_race_op_begin calls that succeeded (host and streams) */
+  uint64_t ops;       /* cubert__race_op_begin calls that succeeded (host and streams) */
   uint64_t accesses;  /* accesses checked */
   uint64_t events;    /* events recorded */
   uint64_t joins;     /* stream waits (event or stream) and host waits / syncs */

@@ -4,7 +4,7 @@
  * (docs/simulation.md).
  *
  * A deterministic server makes every scheduling decision through one
- * chooser: cubert_sim_choose(chooser, n, ids) (cubert/backend/sim.h, the
+ * chooser: cubert_sim_choose(chooser, n, ids) (cubert/driver/sim.h, the
  * server's side) returns which of n runnable steps runs next. A user makes
  * choosers here and attaches them to a deterministic device
  * (cubert_cpu_sim_attach, cubert/cpu.h). Where the answer comes from is the

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cubert/stream_id.h: stream identity (CubeCL's StreamId and
- * StreamPolicy). A stream id is a plain u64 value; backends map it to one of
+ * StreamPolicy). A stream id is a plain u64 value; drivers map it to one of
  * their `max_streams` stream slots by `value mod max_streams`, so threads
  * whose ids differ by a multiple of max_streams share a slot (and its memory
  * pools).
@@ -9,7 +9,7 @@
  * Which id the calling thread uses:
  *  - freestanding builds (core only): always cubert_stream_id_default(), the
  *    single stream 0 (CubeCL's no-std behaviour);
- *  - hosted builds: cubert_stream_id_current() in cubert/host.h (per-thread
+ *  - hosted builds: cubert_stream_id_current() in cubert/os.h (per-thread
  *    ids, a scoped override, a process-wide policy).
  * A client may also be pinned to an explicit id at any time.
  * Pure value functions: thread-safe, non-blocking, no allocation.
@@ -25,7 +25,7 @@ typedef struct cubert_stream_id_t {
   uint64_t value;
 } cubert_stream_id_t;
 
-/* How the hosted layer picks the calling thread's stream (CubeCL's
+/* How the OS layer picks the calling thread's stream (CubeCL's
  * StreamPolicy; config key streaming.policy). Values are stable ABI. */
 typedef enum cubert_stream_policy_e {
   CUBERT_STREAM_POLICY_PER_THREAD = 0, /* default: one id per OS thread, lazily allocated */
@@ -47,7 +47,7 @@ CUBERT_API bool cubert_stream_id_equal(cubert_stream_id_t a, cubert_stream_id_t 
 
 /* The stream slot of `id` among `max_streams` slots: id.value mod
  * max_streams. max_streams == 0 (no slots configured) yields slot 0, so the
- * result is always a valid index for any backend with at least one slot. */
+ * result is always a valid index for any driver with at least one slot. */
 CUBERT_API uint32_t cubert_stream_id_slot(cubert_stream_id_t id, uint32_t max_streams);
 
 /* Whether `policy` is one of the values above. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cubert/trace.h: the timeline trace of the hosted layer (docs/profiling.md,
+ * cubert/trace.h: the timeline trace of the OS layer (docs/profiling.md,
  * "Timeline trace"). While a trace records, the CPU devices of the process
  * record what they do: kernel launches (on the host thread that launched),
  * kernel executions (on their stream's track, and per kernel worker), copies

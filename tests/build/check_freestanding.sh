@@ -55,9 +55,9 @@ if [ "$sources" = 1 ]; then
   scan=
   dirs=$(for f in "$@"; do dirname "$f"; done | sort -u)
   # shellcheck disable=SC2086
-  for f in "$@" $(for d in $dirs; do ls "$d"/*.h 2>/dev/null; done) include/cubert/*.h include/cubert/backend/*.h; do
+  for f in "$@" $(for d in $dirs; do ls "$d"/*.h 2>/dev/null; done) include/cubert/*.h include/cubert/driver/*.h; do
     [ -f "$f" ] || continue
-    [ "$f" = include/cubert/host.h ] && continue
+    [ "$f" = include/cubert/os.h ] && continue
     scan="$scan $f"
   done
   # The awk program blanks comments and the contents of string/char literals
@@ -102,7 +102,7 @@ if [ "$sources" = 1 ]; then
           printf "%s:%d: includes <%s> (core allows only <stddef.h> <stdint.h> <stdbool.h> <stdarg.h>)\n", FILENAME, FNR, h
       } else if (outl ~ /^[ \t]*#[ \t]*include[ \t]*"/) {
         h = outl; sub(/^[^"]*"/, "", h); sub(/".*$/, "", h)
-        if (h == "cubert/host.h" || h ~ /\.\./ || h ~ /^backend-/)
+        if (h == "cubert/os.h" || h ~ /\.\./ || h ~ /^driver-/)
           printf "%s:%d: includes \"%s\" (hosted code is not reachable from core/)\n", FILENAME, FNR, h
       }
       rest = outl

@@ -6,7 +6,7 @@
 #
 # With no PREFIX: the whole suite (its conformance tests on the threaded CPU
 # driver), then the conformance suite again on the CPU driver in
-# deterministic mode and on the inline driver (`make cts SERVER=...`), and,
+# deterministic mode and on the inline driver (`make cts DRIVER=...`), and,
 # when CUBERT_FAKE_LIBCUDA names the fake CUDA driver (a CUDA=1 build), on
 # the CUDA driver over it (with the fake NCCL of CUBERT_FAKE_LIBNCCL: once
 # on one fake GPU, once more for the collective tests on 8); and a closing
@@ -34,16 +34,16 @@ run() { # name, env assignment, args...
   [ $rc -eq 0 ] || status=1
   tail -n 1 "$tmp/out" >>"$tmp/summaries"
 }
-run "the suite (conformance on the threaded CPU driver)" CUBERT_CTS_SERVER=cpu $wrapper "$bin"
-run "conformance suite: CPU driver, deterministic mode" CUBERT_CTS_SERVER=deterministic $wrapper "$bin" cts_
-run "conformance suite: inline driver" CUBERT_CTS_SERVER=inline $wrapper "$bin" cts_
+run "the suite (conformance on the threaded CPU driver)" CUBERT_CTS_DRIVER=cpu $wrapper "$bin"
+run "conformance suite: CPU driver, deterministic mode" CUBERT_CTS_DRIVER=deterministic $wrapper "$bin" cts_
+run "conformance suite: inline driver" CUBERT_CTS_DRIVER=inline $wrapper "$bin" cts_
 if [ -n "${CUBERT_FAKE_LIBCUDA:-}" ]; then
   run "conformance suite: CUDA driver over the fake libcuda (host kernels) and the fake libnccl, one GPU" \
-    CUBERT_CTS_SERVER=cuda CUBERT_LIBCUDA="$CUBERT_FAKE_LIBCUDA" CUBERT_FAKE_CUDA_MEMORY=1073741824 \
+    CUBERT_CTS_DRIVER=cuda CUBERT_LIBCUDA="$CUBERT_FAKE_LIBCUDA" CUBERT_FAKE_CUDA_MEMORY=1073741824 \
     CUBERT_LIBNCCL="${CUBERT_FAKE_LIBNCCL:-}" $wrapper "$bin" cts_
   # the collective tests again with one fake GPU per device (NCCL takes one rank per GPU)
   run "conformance suite, collectives: CUDA driver over the fake libcuda with 8 GPUs and the fake libnccl" \
-    CUBERT_CTS_SERVER=cuda CUBERT_LIBCUDA="$CUBERT_FAKE_LIBCUDA" CUBERT_FAKE_CUDA_MEMORY=1073741824 \
+    CUBERT_CTS_DRIVER=cuda CUBERT_LIBCUDA="$CUBERT_FAKE_LIBCUDA" CUBERT_FAKE_CUDA_MEMORY=1073741824 \
     CUBERT_FAKE_CUDA_DEVICES=8 CUBERT_LIBNCCL="${CUBERT_FAKE_LIBNCCL:-}" \
     $wrapper "$bin" cts_all_reduce cts_send_recv cts_to_client cts_kit_comm cts_ensure_init \
     cts_collective cts_release cts_released cts_recv_refused cts_multi_device_teardown \

@@ -45,7 +45,7 @@ inc=$dest/usr/include
 $MAKE --no-print-directory -s BUILD="$BUILD" CC="$CC" install DESTDIR="$dest" PREFIX=/usr \
   >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "make install"; }
 
-for h in include/cubert/*.h include/cubert/backend/*.h; do
+for h in include/cubert/*.h include/cubert/driver/*.h; do
   cmp -s "$h" "$inc/${h#include/}" || fail "header $h not installed (or differs)"
 done
 [ -f "$lib/libcubert.a" ] || fail "libcubert.a not installed"
@@ -76,8 +76,8 @@ cat >"$tmp/consumer.c" <<'EOF'
 #include <stdio.h>
 #include <string.h>
 #include <cubert/cubert.h>
-#include <cubert/host.h>
-#include <cubert/backend/arith.h>
+#include <cubert/os.h>
+#include <cubert/driver/arith.h>
 
 int main(void) {
   size_t n = 0;
@@ -140,6 +140,6 @@ left=$(find "$dest" \( -type f -o -type l \) | grep -i cubert || true)
 [ -z "$left" ] || fail "uninstall left: $left"
 [ ! -e "$inc/cubert" ] || fail "uninstall left $inc/cubert"
 
-echo "check-install: ok (PREFIX=/usr: $(ls include/cubert/*.h include/cubert/backend/*.h | wc -l) headers, libcubert.a," \
+echo "check-install: ok (PREFIX=/usr: $(ls include/cubert/*.h include/cubert/driver/*.h | wc -l) headers, libcubert.a," \
   "libcubert.so.$VERSION soname libcubert.so.$MAJOR, $nexports cubert_ exports, cubert.pc;" \
   "pkg-config consumer static+shared ran; uninstall clean)"

@@ -4,14 +4,14 @@
 
 #include <time.h>
 
-#include "cubert/backend/kit.h"
+#include "cubert/driver/server.h"
 #include "cubert/inline.h"
 #if !CUBERT_CTS_INLINE_ONLY
 #include "cubert/cpu.h"
-#include "cubert/host.h"
+#include "cubert/os.h"
 #if defined(CUBERT_HAVE_BACKEND_CUDA)
 #include "cubert/cuda.h"
-#include "cubert/backend/memory.h"
+#include "memory/memory.h"
 /* tests/cuda/test_cuda_cts_support.c: 0 when there is a CUDA driver to
  * test (the fake one gets its host kernel runner), else the skip line. */
 int cts_cuda_prepare(char *skip, size_t size);
@@ -21,9 +21,9 @@ int cts_cuda_collectives(char *why, size_t size);
 #endif
 
 #if CUBERT_CTS_INLINE_ONLY
-/* ---- the inline driver alone (no environment, no host layer) ---- */
+/* ---- the inline driver alone (no environment, no OS layer) ---- */
 
-cts_server_t cts_server(void) { return CTS_SERVER_INLINE; }
+cts_driver_t cts_driver(void) { return CTS_DRIVER_INLINE; }
 
 /* A monotonic clock without an OS: each reading is 1 us after the last. */
 static uint64_t counting_now_ns(void *self) {
@@ -117,32 +117,32 @@ static int race_on(void) {
          (cubert_config_features() & CUBERT_FEATURE_RACE_CHECKER) != 0;
 }
 
-cts_server_t cts_server(void) {
-  const char *v = getenv("CUBERT_CTS_SERVER");
+cts_driver_t cts_driver(void) {
+  const char *v = getenv("CUBERT_CTS_DRIVER");
   const char *mode = getenv("CUBERT_CTS_MODE");
-  if (!v || !*v) return mode && strcmp(mode, "deterministic") == 0 ? CTS_SERVER_DETERMINISTIC
-                                                                   : CTS_SERVER_CPU;
-  if (strcmp(v, "cpu") == 0) return CTS_SERVER_CPU;
-  if (strcmp(v, "deterministic") == 0) return CTS_SERVER_DETERMINISTIC;
-  if (strcmp(v, "inline") == 0) return CTS_SERVER_INLINE;
-  if (strcmp(v, "cuda") == 0) return CTS_SERVER_CUDA;
+  if (!v || !*v) return mode && strcmp(mode, "deterministic") == 0 ? CTS_DRIVER_DETERMINISTIC
+                                                                   : CTS_DRIVER_CPU;
+  if (strcmp(v, "cpu") == 0) return CTS_DRIVER_CPU;
+  if (strcmp(v, "deterministic") == 0) return CTS_DRIVER_DETERMINISTIC;
+  if (strcmp(v, "inline") == 0) return CTS_DRIVER_INLINE;
+  if (strcmp(v, "cuda") == 0) return CTS_DRIVER_CUDA;
   test_fail(__FILE__, __LINE__,
-            "CUBERT_CTS_SERVER=%s: expected cpu, deterministic, inline or cuda", v);
+            "CUBERT_CTS_DRIVER=%s: expected cpu, deterministic, inline or cuda", v);
 }
 
 uint16_t cts_device_type(void) {
-  switch (cts_server()) {
-    case CTS_SERVER_INLINE: return CUBERT_INLINE_DEVICE_TYPE;
-    case CTS_SERVER_CUDA: return 2; /* CUBERT_CUDA_DEVICE_TYPE (cubert/cuda.h) */
+  switch (cts_driver()) {
+    case CTS_DRIVER_INLINE: return CUBERT_INLINE_DEVICE_TYPE;
+    case CTS_DRIVER_CUDA: return 2; /* CUBERT_CUDA_DEVICE_TYPE (cubert/cuda.h) */
     default: return CUBERT_CPU_DEVICE_TYPE;
   }
 }
 
 cubert_layout_policy_t cts_layout_policy(void) {
   cubert_layout_policy_t p;
-  p.kind = cts_server() == CTS_SERVER_CUDA ? CUBERT_LAYOUT_POLICY_PITCHED
+  p.kind = cts_driver() == CTS_DRIVER_CUDA ? CUBERT_LAYOUT_POLICY_PITCHED
                                            : CUBERT_LAYOUT_POLICY_CONTIGUOUS;
-  p.mem_alignment = cts_server() == CTS_SERVER_CUDA ? 512 : 8;
+  p.mem_alignment = cts_driver() == CTS_DRIVER_CUDA ? 512 : 8;
   return p;
 }
 
@@ -155,7 +155,7 @@ typedef struct inline_lock_t {
 static void inline_lock_release(void *self) {
   inline_lock_t *l = (inline_lock_t *)self;
   cubert_allocator_t a = l->allocator;
-  cubert_host_lock_destroy(l->lock);
+  cubert_os_lock_destroy(l->lock);
   cubert_allocator_free(a, l, sizeof(*l), 0);
 }
 
@@ -167,7 +167,7 @@ static cubert_status_t inline_create(cubert_allocator_t a, const cts_options_t *
   if (cubert_allocator_malloc(a, sizeof(*l), 0, (void **)&l, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(err, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cts: lock");
   l->allocator = a;
-  if (cubert_host_lock_create(a, &l->lock, NULL) != CUBERT_STATUS_OK) {
+  if (cubert_os_lock_create(a, &l->lock, NULL) != CUBERT_STATUS_OK) {
     cubert_allocator_free(a, l, sizeof(*l), 0);
     return cubert_error_set(err, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cts: lock");
   }
@@ -179,8 +179,8 @@ static cubert_status_t inline_create(cubert_allocator_t a, const cts_options_t *
   io.bounds_check = o->bounds_check;
   io.race_check = (uint32_t)(race_on() || o->race_check_forced);
   io.lock = l->lock;
-  io.clock = cubert_host_clock();
-  io.stream_source = cubert_host_stream_source;
+  io.clock = cubert_os_clock();
+  io.stream_source = cubert_os_stream_source;
   io.release = inline_lock_release;
   io.release_self = l;
   status = cubert_inline_client_create(a, &io, out, err);
@@ -214,7 +214,7 @@ static cubert_status_t cuda_create(cubert_allocator_t a, const cts_options_t *o,
   (void)out;
   (void)err;
   test_skip(__FILE__, __LINE__,
-            "CUDA unavailable: this build has no CUDA backend (make CUDA=1)");
+            "CUDA unavailable: this build has no CUDA driver (make CUDA=1)");
 #endif
 }
 
@@ -226,9 +226,9 @@ cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_option
     memset(&none, 0, sizeof none);
     options = &none;
   }
-  if (cts_server() == CTS_SERVER_INLINE && !options->threaded)
+  if (cts_driver() == CTS_DRIVER_INLINE && !options->threaded)
     return inline_create(allocator, options, out_client, out_error);
-  if (cts_server() == CTS_SERVER_CUDA && !options->threaded)
+  if (cts_driver() == CTS_DRIVER_CUDA && !options->threaded)
     return cuda_create(allocator, options, out_client, out_error);
   cubert_cpu_options_initialize(&o);
   o.device_index = options->device_index;
@@ -238,7 +238,7 @@ cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_option
   o.max_handles = options->max_handles;
   o.bounds_check = options->bounds_check;
   o.collective_timeout_ms = options->collective_timeout_ms;
-  if (cts_server() == CTS_SERVER_DETERMINISTIC && !options->threaded) {
+  if (cts_driver() == CTS_DRIVER_DETERMINISTIC && !options->threaded) {
     o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
     o.seed = env_u64("CUBERT_CTS_SEED", 1);
   }
@@ -256,23 +256,23 @@ void cts_sleep_ms(uint32_t ms) {
 #endif /* CUBERT_CTS_INLINE_ONLY */
 
 const char *cts_server_name(void) {
-  switch (cts_server()) {
-    case CTS_SERVER_DETERMINISTIC: return "deterministic";
-    case CTS_SERVER_INLINE: return "inline";
-    case CTS_SERVER_CUDA: return "cuda";
-    case CTS_SERVER_CPU:
+  switch (cts_driver()) {
+    case CTS_DRIVER_DETERMINISTIC: return "deterministic";
+    case CTS_DRIVER_INLINE: return "inline";
+    case CTS_DRIVER_CUDA: return "cuda";
+    case CTS_DRIVER_CPU:
     default: return "cpu";
   }
 }
 
-int cts_is_threaded(void) { return cts_server() == CTS_SERVER_CPU; }
+int cts_is_threaded(void) { return cts_driver() == CTS_DRIVER_CPU; }
 
 void cts_setup_with(cts_env_t *env, const cts_options_t *options) {
   cubert_error_t err;
   char msg[256];
   memset(env, 0, sizeof(*env));
   env->allocator = counting_allocator_initialize(&env->counting);
-  env->deterministic = cts_server() == CTS_SERVER_DETERMINISTIC && !options->threaded;
+  env->deterministic = cts_driver() == CTS_DRIVER_DETERMINISTIC && !options->threaded;
   env->race_check = (uint32_t)race_on();
   if (cts_client_create(env->allocator, options, &env->client, &err) != CUBERT_STATUS_OK) {
     cubert_error_format(&err, msg, sizeof msg);
@@ -300,8 +300,8 @@ void cts_teardown(cts_env_t *env) {
     cubert_race_counters_t counters;
     cubert_race_report_t report;
     char line[512];
-    CHECK_OK(cubert_kit_race_counters(env->client, &counters, NULL));
-    if (counters.reports && cubert_kit_race_last_report(env->client, &report,
+    CHECK_OK(cubert_client_race_counters(env->client, &counters, NULL));
+    if (counters.reports && cubert_client_race_last_report(env->client, &report,
                                                         NULL) == CUBERT_STATUS_OK) {
       cubert_race_report_format(&report, line, sizeof line);
       test_fail(__FILE__, __LINE__, "%llu race report(s), last: %s",
@@ -322,13 +322,13 @@ void cts_teardown(cts_env_t *env) {
 int cts_has_collectives(cubert_client_t *client) {
   const cubert_driver_t *driver = NULL;
   void *self = NULL;
-  if (cubert_kit_driver_of(client, &driver, &self) != CUBERT_STATUS_OK) return 0;
+  if (cubert_server_driver_of(client, &driver, &self) != CUBERT_STATUS_OK) return 0;
   if (!driver->collective) return 0;
 #if CUBERT_CTS_INLINE_ONLY
   return 1;
 #else
 #if defined(CUBERT_HAVE_BACKEND_CUDA)
-  if (cts_server() == CTS_SERVER_CUDA) return cts_cuda_collectives(NULL, 0); /* NCCL loads */
+  if (cts_driver() == CTS_DRIVER_CUDA) return cts_cuda_collectives(NULL, 0); /* NCCL loads */
 #endif
   {
     cubert_cpu_sim_info_t info; /* the CPU driver refuses them in deterministic mode */

@@ -2,27 +2,27 @@
 /*
  * tests/cts/cts.h: the conformance suite's view of "the device under test".
  * Every CTS test gets its devices from cts_setup / cts_client_create, so the
- * same tests run on each driver under the server kit:
+ * same tests run on each driver under the server:
  *
- *   CUBERT_CTS_SERVER=cpu            the threaded CPU driver (default)
- *   CUBERT_CTS_SERVER=deterministic  the CPU driver in deterministic mode
+ *   CUBERT_CTS_DRIVER=cpu            the threaded CPU driver (default)
+ *   CUBERT_CTS_DRIVER=deterministic  the CPU driver in deterministic mode
  *                                    (seed CUBERT_CTS_SEED, default 1)
- *   CUBERT_CTS_SERVER=inline         the inline driver (synchronous, no threads)
- *   CUBERT_CTS_SERVER=cuda           the CUDA driver (a CUDA=1 build): the GPU, or
+ *   CUBERT_CTS_DRIVER=inline         the inline driver (synchronous, no threads)
+ *   CUBERT_CTS_DRIVER=cuda           the CUDA driver (a CUDA=1 build): the GPU, or
  *                                    the fake libcuda named by CUBERT_LIBCUDA;
  *                                    without a driver every test prints
  *                                    "skipped: CUDA unavailable: <reason>"
  *   CUBERT_CTS_RACE=0                turn the race checker off (it is on by
  *                                    default: cts_teardown checks 0 reports)
  *
- * (`make cts SERVER=cpu|deterministic|inline|cuda`.) A test that cannot apply to
+ * (`make cts DRIVER=cpu|deterministic|inline|cuda`.) A test that cannot apply to
  * the device under test skips with the reason ("skipped: ...").
  *
  * Built with CUBERT_CTS_INLINE_ONLY=1 (the embedded harness of tests/embedded,
- * where there is no environment, no thread and no host layer), the device
+ * where there is no environment, no thread and no OS layer), the device
  * under test is the inline driver, always: no lock, no stream-id source, a
  * counting clock (cts_clock), and nothing of backend-cpu/cpu or /host is
- * linked. Tests that need threads or the host layer skip there.
+ * linked. Tests that need threads or the OS layer skip there.
  */
 #ifndef CUBERT_CTS_H
 #define CUBERT_CTS_H
@@ -37,26 +37,26 @@
 #define CUBERT_CTS_INLINE_ONLY 0
 #endif
 
-/* A test that starts other threads, or calls the host layer (backend-cpu/host,
+/* A test that starts other threads, or calls the OS layer (os,
  * backend-cpu/cpu), skips on a build of the CTS for the inline driver alone. */
 #if CUBERT_CTS_INLINE_ONLY
 #define CTS_REQUIRE_THREADS() TEST_SKIP("needs threads (this harness runs one thread)")
-#define CTS_REQUIRE_HOST(what) TEST_SKIP("needs the host layer: " what " (not on this target)")
+#define CTS_REQUIRE_HOST(what) TEST_SKIP("needs the OS layer: " what " (not on this target)")
 #else
 #define CTS_REQUIRE_THREADS() ((void)0)
 #define CTS_REQUIRE_HOST(what) ((void)0)
 #endif
 
 typedef enum cts_server_e {
-  CTS_SERVER_CPU = 0,
-  CTS_SERVER_DETERMINISTIC = 1,
-  CTS_SERVER_INLINE = 2,
-  CTS_SERVER_CUDA = 3
-} cts_server_t;
+  CTS_DRIVER_CPU = 0,
+  CTS_DRIVER_DETERMINISTIC = 1,
+  CTS_DRIVER_INLINE = 2,
+  CTS_DRIVER_CUDA = 3
+} cts_driver_t;
 
-/* The device under test (from CUBERT_CTS_SERVER; CUBERT_CTS_MODE=deterministic is
+/* The device under test (from CUBERT_CTS_DRIVER; CUBERT_CTS_MODE=deterministic is
  * read too). An unknown value fails the test. */
-cts_server_t cts_server(void);
+cts_driver_t cts_driver(void);
 const char *cts_server_name(void);
 
 /* What a test may ask of a device; zeros are the defaults (8 streams, 2

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #if !CUBERT_CTS_INLINE_ONLY
-#include "host/host_comm.h"
+#include "os/os_comm.h"
 #endif
 
 #if defined(CUBERT_HAVE_BACKEND_CUDA) && !CUBERT_CTS_INLINE_ONLY
@@ -41,7 +41,7 @@ void mdev_create(cts_env_t *env, uint32_t index, uint32_t collective_timeout_ms)
   memset(&o, 0, sizeof o);
   o.device_index = index;
   o.collective_timeout_ms = collective_timeout_ms;
-  o.threaded = cts_server() == CTS_SERVER_DETERMINISTIC;
+  o.threaded = cts_driver() == CTS_DRIVER_DETERMINISTIC;
   cts_setup_with(env, &o);
 }
 
@@ -59,10 +59,10 @@ void mdev_setup(mdev_t *m, uint32_t n, uint32_t first_index, uint32_t collective
 }
 
 void mdev_setup_comm(mdev_t *m, uint32_t n, uint32_t first_index, uint32_t collective_timeout_ms) {
-  if (cts_server() == CTS_SERVER_INLINE)
+  if (cts_driver() == CTS_DRIVER_INLINE)
     TEST_SKIP("collectives: the inline driver has none (it answers UNSUPPORTED)");
 #if defined(CUBERT_HAVE_BACKEND_CUDA) && !CUBERT_CTS_INLINE_ONLY
-  if (cts_server() == CTS_SERVER_CUDA) cuda_comm_require(n);
+  if (cts_driver() == CTS_DRIVER_CUDA) cuda_comm_require(n);
 #endif
   mdev_setup(m, n, first_index, collective_timeout_ms);
 }
@@ -75,7 +75,7 @@ void mdev_teardown(mdev_t *m) {
 }
 
 #if CUBERT_CTS_INLINE_ONLY
-/* The inline driver alone: the communicators live in the host layer, which is not
+/* The inline driver alone: the communicators live in the OS layer, which is not
  * linked, and the tests that time collectives skip (mdev_setup_comm). */
 uint32_t mdev_live_communicators(void) { return 0; }
 
@@ -83,9 +83,9 @@ uint64_t mdev_now_ms(void) { return (uint64_t)clock() * 1000u / CLOCKS_PER_SEC; 
 #else
 uint32_t mdev_live_communicators(void) {
 #if defined(CUBERT_HAVE_BACKEND_CUDA)
-  if (cts_server() == CTS_SERVER_CUDA) return cts_cuda_live_communicators();
+  if (cts_driver() == CTS_DRIVER_CUDA) return cts_cuda_live_communicators();
 #endif
-  return host_comm_live();
+  return os_comm_live();
 }
 
 uint64_t mdev_now_ms(void) {

@@ -31,7 +31,7 @@ void mdev_setup_comm(mdev_t *m, uint32_t n, uint32_t first_index, uint32_t colle
 /* Release every device still alive (env[i].client != NULL), check each
  * allocator came back to zero, and that no communicator is left. */
 void mdev_teardown(mdev_t *m);
-/* Communicators alive in the process (backend-cpu/host/host_comm.c). */
+/* Communicators alive in the process (os/os_comm.c). */
 uint32_t mdev_live_communicators(void);
 /* Monotonic milliseconds. */
 uint64_t mdev_now_ms(void);

@@ -9,7 +9,7 @@
 #include <pthread.h>
 
 #include "cubert/cpu.h"
-#include "cubert/backend/handle_table.h"
+#include "memory/handle_table.h"
 
 /* ---- the seed's runtime test: test_all_reduce_sync_collective ---- */
 
@@ -216,7 +216,7 @@ TEST(cts_all_reduce_single_member_communicator) {
                  CUBERT_STATUS_UNSUPPORTED);
     if (!(cubert_config_features() & CUBERT_FEATURE_COLLECTIVE_OPS)) /* the library has none */
       CHECK(cubert_error_kind(&err) == CUBERT_ERROR_COMPILED_OUT);
-    else if (cts_server() == CTS_SERVER_CUDA) /* the CUDA driver without NCCL */
+    else if (cts_driver() == CTS_DRIVER_CUDA) /* the CUDA driver without NCCL */
       CHECK(strstr(err.reason, "NCCL unavailable") != NULL);
     else if (cubert_config_features() & CUBERT_FEATURE_ERROR_REASONS) /* the core's reason */
       CHECK(strstr(err.reason, env.deterministic ? "threaded mode" : "no collectives") != NULL);
@@ -323,7 +323,7 @@ TEST(cts_all_reduce_keeps_released_buffers_until_it_ran) {
   released = src[0].memory;
   CHECK_OK(cubert_client_handle_release(m.env[0].client, &src[0], NULL));
   /* the pending collective still holds the memory */
-  CHECK(cubert_memory_id_is_alive(cubert_client_handle_table(m.env[0].client), released));
+  CHECK(cubert__memory_id_is_alive(cubert__client_handle_table(m.env[0].client), released));
   for (k = 0; k < 16; k++) filler[k] = mdev_make_f32(m.env[0].client, junk, 64);
   CHECK_OK(cubert_client_sync(m.env[0].client, NULL)); /* the fillers are written */
   CHECK_OK(cubert_client_all_reduce(m.env[1].client, &src[1], &dst[1], CUBERT_COMM_DTYPE_F32,
@@ -335,7 +335,7 @@ TEST(cts_all_reduce_keeps_released_buffers_until_it_ran) {
     CHECK_OK(cubert_client_handle_release(m.env[i].client, &dst[i], NULL));
   }
   /* it ran: the memory is let go */
-  CHECK(!cubert_memory_id_is_alive(cubert_client_handle_table(m.env[0].client), released));
+  CHECK(!cubert__memory_id_is_alive(cubert__client_handle_table(m.env[0].client), released));
   CHECK_OK(cubert_client_handle_release(m.env[1].client, &src[1], NULL));
   for (k = 0; k < 16; k++) CHECK_OK(cubert_client_handle_release(m.env[0].client, &filler[k],
                                                                  NULL));

@@ -64,7 +64,7 @@ TEST(cts_send_recv_argument_errors) {
   /* recv from itself */
   CHECK_STATUS(cubert_client_recv(m.env[1].client, 16, CUBERT_COMM_DTYPE_U32, m.ids[1], &dst, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  /* peer of another backend type */
+  /* peer of another driver type */
   CHECK_STATUS(cubert_client_send(m.env[0].client, &d, CUBERT_COMM_DTYPE_U32, alien, &err),
                CUBERT_STATUS_DEVICE_MISMATCH);
   CHECK_STATUS(cubert_client_recv(m.env[1].client, 16, CUBERT_COMM_DTYPE_U32, alien, &dst, &err),
@@ -466,7 +466,7 @@ TEST(cts_collective_state_allocation_failure) {
   uint64_t n;
   cubert_status_t status = CUBERT_STATUS_RESOURCE_EXHAUSTED;
   mdev_setup_comm(&m, 2, 0, 0);
-  /* the first comm_init allocates the driver's communicator, the kit's
+  /* the first comm_init allocates the driver's communicator, the server's
    * communication state, its stream and the stream's ring: each failure is
    * reported and leaves nothing behind */
   for (n = 1; n <= 16 && status != CUBERT_STATUS_OK; n++) {

@@ -7,7 +7,7 @@
  * switch, after the same argument checks, leaving nothing behind. */
 #include "cts.h"
 
-#include "cubert/backend/kit.h"
+#include "cubert/driver/server.h"
 #include "cubert/config.h"
 #include "cubert/profile.h"
 
@@ -154,7 +154,7 @@ TEST(cts_config_profiling_and_race_checker) {
                        "CUBERT_CONFIG_RACE_CHECKER");
     CHECK(client == NULL);
   }
-  CHECK_OK(cubert_kit_race_counters(env.client, &counters, NULL));
+  CHECK_OK(cubert_client_race_counters(env.client, &counters, NULL));
   if (!env.race_check) CHECK_EQ_U64(counters.reports, 0);
   cts_teardown(&env);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Conformance: faults in the middle of a stream (docs/errors.md, "Errors from
- * a running stream"). The test-only fault hook (cubert/backend/testing.h:
+ * a running stream"). The test-only fault hook (core/server/server_faults.h:
  * fail_launch, fail_kernel, fail_copy) makes a launch or a copy fail WHILE IT
  * RUNS; the failure is returned by the next flush / sync / read on its
  * stream and on every stream that waited on it, with the kernel's name and
@@ -14,13 +14,13 @@
  */
 #include "cts.h"
 
-#include "cubert/backend/inline_testing.h"
+#include "inline/inline_testing.h"
 #include "cubert/config.h"
 #include "cubert/cube.h"
 #include "cubert_kernels.h"
 #if !CUBERT_CTS_INLINE_ONLY
-#include "cubert/backend/cpu_testing.h"
-#include "cubert/host.h"
+#include "cpu/cpu_testing.h"
+#include "cubert/os.h"
 #endif
 
 /* ---- a device of the driver under test, with faults ---- */
@@ -42,17 +42,17 @@ static int race_wanted(void) {
 
 /* The device under test (cts_setup's options: 8 streams, 2 workers) with
  * `faults` and `bounds`. Skips on CUDA. */
-static void fault_setup(cts_env_t *env, const cubert_kit_faults_t *faults,
+static void fault_setup(cts_env_t *env, const cubert_server_faults_t *faults,
                         cubert_bounds_check_mode_t bounds) {
   cubert_error_t err;
   cubert_status_t status;
   char msg[256];
-  if (cts_server() == CTS_SERVER_CUDA)
-    TEST_SKIP("the CUDA driver does not honour the run-time fault hook (cubert/backend/testing.h)");
+  if (cts_driver() == CTS_DRIVER_CUDA)
+    TEST_SKIP("the CUDA driver does not honour the run-time fault hook (core/server/server_faults.h)");
   memset(env, 0, sizeof(*env));
   env->allocator = counting_allocator_initialize(&env->counting);
   env->race_check = (uint32_t)race_wanted();
-  if (cts_server() == CTS_SERVER_INLINE) {
+  if (cts_driver() == CTS_DRIVER_INLINE) {
     cubert_inline_options_t io;
     cubert_inline_options_initialize(&io);
     io.device_index = 60;
@@ -72,7 +72,7 @@ static void fault_setup(cts_env_t *env, const cubert_kit_faults_t *faults,
     }
 #endif
     /* no lock (these tests use one thread), streams set per client */
-    status = cubert_inline_client_create_with_faults(env->allocator, &io, faults, &env->client, &err);
+    status = cubert__inline_client_create_with_faults(env->allocator, &io, faults, &env->client, &err);
   } else {
 #if CUBERT_CTS_INLINE_ONLY
     status = CUBERT_STATUS_INTERNAL;
@@ -85,13 +85,13 @@ static void fault_setup(cts_env_t *env, const cubert_kit_faults_t *faults,
     o.workers = 2;
     o.bounds_check = bounds;
     o.race_check = env->race_check;
-    if (cts_server() == CTS_SERVER_DETERMINISTIC) {
+    if (cts_driver() == CTS_DRIVER_DETERMINISTIC) {
       const char *seed = getenv("CUBERT_CTS_SEED");
       o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
       o.seed = seed && *seed ? strtoull(seed, NULL, 0) : 1u;
       env->deterministic = 1;
     }
-    status = cubert_cpu_client_create_with_faults(env->allocator, &o, faults, &env->client, &err);
+    status = cubert__cpu_client_create_with_faults(env->allocator, &o, faults, &env->client, &err);
 #endif
   }
   if (status != CUBERT_STATUS_OK) {
@@ -101,7 +101,7 @@ static void fault_setup(cts_env_t *env, const cubert_kit_faults_t *faults,
   }
 }
 
-static void faults_none(cubert_kit_faults_t *f) { memset(f, 0, sizeof(*f)); }
+static void faults_none(cubert_server_faults_t *f) { memset(f, 0, sizeof(*f)); }
 
 /* A clone of env's client pinned to `stream`. */
 static cubert_client_t *on_stream(cts_env_t *env, uint64_t stream) {
@@ -185,7 +185,7 @@ static void expect_unhealthy(const cubert_error_t *err, uint64_t count, cubert_e
  * stream then works as before (docs/errors.md: what later calls return). */
 TEST(cts_fault_kernel_sync_reports_name_and_stream_once) {
   cts_env_t env;
-  cubert_kit_faults_t f;
+  cubert_server_faults_t f;
   cubert_client_t *a;
   cubert_handle_t h;
   cubert_error_t err;
@@ -217,7 +217,7 @@ TEST(cts_fault_kernel_sync_reports_name_and_stream_once) {
  * copied: the read itself ran); the next read is clean. */
 TEST(cts_fault_kernel_read_reports_it) {
   cts_env_t env;
-  cubert_kit_faults_t f;
+  cubert_server_faults_t f;
   cubert_client_t *a;
   cubert_handle_t h;
   cubert_error_t err;
@@ -245,7 +245,7 @@ TEST(cts_fault_kernel_read_reports_it) {
  * (the inline driver: at once; deterministic: after the steps ran). */
 TEST(cts_fault_kernel_flush_reports_it_once_it_ran) {
   cts_env_t env;
-  cubert_kit_faults_t f;
+  cubert_server_faults_t f;
   cubert_client_t *a;
   cubert_handle_t h;
   cubert_error_t err;
@@ -284,7 +284,7 @@ TEST(cts_fault_kernel_flush_reports_it_once_it_ran) {
  * nothing, keeps working. */
 TEST(cts_fault_waiting_stream_inherits_it_unrelated_stream_works) {
   cts_env_t env;
-  cubert_kit_faults_t f;
+  cubert_server_faults_t f;
   cubert_client_t *a, *b, *u;
   cubert_handle_t hs, hd, hu;
   cubert_error_t err;
@@ -328,7 +328,7 @@ TEST(cts_fault_waiting_stream_inherits_it_unrelated_stream_works) {
 /* A read on another stream waits for the producer: it returns the failure. */
 TEST(cts_fault_cross_stream_read_inherits_it) {
   cts_env_t env;
-  cubert_kit_faults_t f;
+  cubert_server_faults_t f;
   cubert_client_t *a, *b;
   cubert_handle_t h;
   cubert_error_t err;
@@ -359,7 +359,7 @@ TEST(cts_fault_cross_stream_read_inherits_it) {
  * takes it once; the stream where it happened does not take it back. */
 TEST(cts_fault_travels_along_waits_once_and_never_back) {
   cts_env_t env;
-  cubert_kit_faults_t f;
+  cubert_server_faults_t f;
   cubert_client_t *a, *b, *c, *d;
   cubert_handle_t h1, h2, h3, h4;
   cubert_binding_t both[3];
@@ -418,7 +418,7 @@ TEST(cts_fault_travels_along_waits_once_and_never_back) {
  * others run; each failure is counted. */
 TEST(cts_fault_every_launch_of_a_kernel) {
   cts_env_t env;
-  cubert_kit_faults_t f;
+  cubert_server_faults_t f;
   cubert_client_t *a;
   cubert_handle_t hs, hd;
   cubert_error_t err;
@@ -452,7 +452,7 @@ TEST(cts_fault_every_launch_of_a_kernel) {
  * the failure and its destination is untouched; the next read is clean. */
 TEST(cts_fault_copy_read_reports_it_destination_untouched) {
   cts_env_t env;
-  cubert_kit_faults_t f;
+  cubert_server_faults_t f;
   cubert_client_t *a;
   cubert_handle_t h;
   cubert_error_t err;
@@ -479,7 +479,7 @@ TEST(cts_fault_copy_read_reports_it_destination_untouched) {
 /* A failed upload on stream 1: stream 2, reading that buffer, inherits it. */
 TEST(cts_fault_copy_upload_inherited_by_a_reader) {
   cts_env_t env;
-  cubert_kit_faults_t f;
+  cubert_server_faults_t f;
   cubert_client_t *a, *b;
   cubert_handle_t h;
   cubert_error_t err;
@@ -508,7 +508,7 @@ TEST(cts_fault_copy_upload_inherited_by_a_reader) {
 
 TEST(cts_fault_validate_report_reaches_waiters) {
   cts_env_t env;
-  cubert_kit_faults_t f;
+  cubert_server_faults_t f;
   cubert_client_t *a, *b;
   cubert_handle_t h, hd;
   cubert_launch_arguments_t args;
@@ -551,7 +551,7 @@ TEST(cts_fault_validate_report_reaches_waiters) {
  * device released: no hang, no leak (cts_teardown counts the blocks). */
 TEST(cts_fault_left_undrained_at_teardown_leaks_nothing) {
   cts_env_t env;
-  cubert_kit_faults_t f;
+  cubert_server_faults_t f;
   cubert_client_t *a, *b;
   cubert_handle_t hs, hd;
   uint32_t data[N];
@@ -581,14 +581,14 @@ TEST(cts_fault_left_undrained_at_teardown_leaks_nothing) {
  * once memory is back the same read works and carries the failure over. */
 TEST(cts_fault_inline_event_without_memory) {
   cts_env_t env;
-  cubert_kit_faults_t f;
+  cubert_server_faults_t f;
   cubert_client_t *a, *b;
   cubert_handle_t h, hb;
   cubert_error_t err;
   cubert_status_t status = CUBERT_STATUS_OK;
   uint32_t data[N], out[N];
   uint64_t n, failures;
-  if (cts_server() != CTS_SERVER_INLINE)
+  if (cts_driver() != CTS_DRIVER_INLINE)
     TEST_SKIP("tests the inline driver's own events (the other drivers allocate none per event)");
   faults_none(&f);
   f.fail_launch = 1;
@@ -637,7 +637,7 @@ TEST(cts_fault_inline_event_without_memory) {
  * inherits that many, the failing stream reports all 20. */
 TEST(cts_fault_waiter_inherits_the_last_logged_failures) {
   cts_env_t env;
-  cubert_kit_faults_t f;
+  cubert_server_faults_t f;
   cubert_client_t *a, *b;
   cubert_handle_t hs, hd;
   cubert_error_t err;
@@ -654,7 +654,7 @@ TEST(cts_fault_waiter_inherits_the_last_logged_failures) {
   for (i = 0; i < 20; i++) CHECK_OK(add(a, &hs, 1));
   CHECK_OK(twice(b, &hs, &hd));
   CHECK_STATUS(cubert_client_sync(b, &err), CUBERT_STATUS_SERVER_UNHEALTHY);
-  expect_unhealthy(&err, cts_server() == CTS_SERVER_INLINE ? 4u : 16u, CUBERT_ERROR_SERVER_LAUNCH,
+  expect_unhealthy(&err, cts_driver() == CTS_DRIVER_INLINE ? 4u : 16u, CUBERT_ERROR_SERVER_LAUNCH,
                    CUBERT_ERROR_LAUNCH_UNKNOWN, "kernel ck_add_scalar_u32 failed on stream 1");
   CHECK_STATUS(cubert_client_sync(a, &err), CUBERT_STATUS_SERVER_UNHEALTHY);
   CHECK_EQ_U64(cubert_error_aggregate_count(&err), 20);

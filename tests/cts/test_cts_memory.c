@@ -5,7 +5,7 @@
 #include "cubert/cube.h"
 #include "cubert/memory.h"
 #include "cubert/cpu.h"
-#include "cubert/backend/handle_table.h"
+#include "memory/handle_table.h"
 
 TEST(cts_created_resource_is_the_same_when_read) {
   cts_env_t env;
@@ -336,10 +336,10 @@ TEST(cts_create_beyond_device_memory_fails_cleanly) {
   o.memory_size = 1 << 20; /* 1 MiB pages */
   o.workers = 1;
   CHECK_OK(cts_client_create(a, &o, &client, NULL));
-  live = cubert_handle_table_live(cubert_client_handle_table(client));
+  live = cubert__handle_table_live(cubert__client_handle_table(client));
   CHECK(cubert_client_empty(client, 64u << 20, &h, &err) != CUBERT_STATUS_OK);
   CHECK(err.status == CUBERT_STATUS_BUFFER_TOO_BIG || err.status == CUBERT_STATUS_OUT_OF_MEMORY);
-  CHECK_EQ_U64(cubert_handle_table_live(cubert_client_handle_table(client)), live);
+  CHECK_EQ_U64(cubert__handle_table_live(cubert__client_handle_table(client)), live);
   CHECK_OK(cubert_client_flush(client, NULL)); /* nothing left queued */
   CHECK_OK(cubert_client_create_from_slice(client, small, sizeof small, &h, NULL));
   CHECK_OK(cubert_client_read_one(client, &h, out, sizeof out, NULL));

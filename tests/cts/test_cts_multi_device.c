@@ -3,7 +3,7 @@
  * properties per device, teardown in any order, to_client /
  * to_client_tensor / change_client_sync between every pair, error paths. */
 #include "cts_multi.h"
-#include "cubert/backend/handle_table.h"
+#include "memory/handle_table.h"
 
 static void create_with_memory(cts_env_t *env, uint32_t index, uint64_t memory_size) {
   cts_options_t o;
@@ -12,7 +12,7 @@ static void create_with_memory(cts_env_t *env, uint32_t index, uint64_t memory_s
   o.max_streams = 4;
   o.workers = 1;
   o.memory_size = memory_size;
-  o.threaded = cts_server() == CTS_SERVER_DETERMINISTIC;
+  o.threaded = cts_driver() == CTS_DRIVER_DETERMINISTIC;
   cts_setup_with(env, &o);
 }
 
@@ -313,12 +313,12 @@ TEST(cts_to_client_errors_create_nothing) {
   uint32_t live;
   cubert_error_t err;
   mdev_setup(&m, 2, 0, 0);
-  table = cubert_client_handle_table(m.env[1].client);
+  table = cubert__client_handle_table(m.env[1].client);
   CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &src, NULL));
   CHECK_OK(cubert_client_create_from_slice(m.env[1].client, v, sizeof v, &foreign, NULL));
   CHECK_OK(cubert_client_create_from_slice(m.env[0].client, v, sizeof v, &dead, NULL));
   CHECK_OK(cubert_client_handle_release(m.env[0].client, &dead, NULL));
-  live = cubert_handle_table_live(table);
+  live = cubert__handle_table_live(table);
   /* to_client */
   CHECK_STATUS(cubert_client_to_client(NULL, &src, m.env[1].client, CUBERT_COMM_DTYPE_U8, &dst,
                                        &err),
@@ -372,7 +372,7 @@ TEST(cts_to_client_errors_create_nothing) {
                                               CUBERT_COMM_DTYPE_U8, &dst, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   /* nothing was created on the destination; it still works */
-  CHECK_EQ_U64(cubert_handle_table_live(table), live);
+  CHECK_EQ_U64(cubert__handle_table_live(table), live);
   CHECK_OK(cubert_client_to_client(m.env[0].client, &src, m.env[1].client, CUBERT_COMM_DTYPE_U8,
                                    &dst, NULL));
   {
@@ -399,8 +399,8 @@ TEST(cts_change_client_sync_failures_create_nothing) {
   mdev_setup(&m, 2, 0, 0);
   for (k = 0; k < 12; k++) v[k] = (float)k;
   CHECK_OK(cubert_client_create_tensor_from_slice(m.env[0].client, v, 2, shape, 4, &src, NULL));
-  table = cubert_client_handle_table(m.env[1].client);
-  live = cubert_handle_table_live(table);
+  table = cubert__client_handle_table(m.env[1].client);
+  live = cubert__handle_table_live(table);
   memset(&d, 0, sizeof d);
   d.binding = src.memory;
   d.rank = 2;
@@ -432,7 +432,7 @@ TEST(cts_change_client_sync_failures_create_nothing) {
   CHECK(cubert_client_change_client_sync(m.env[0].client, &d, m.env[1].client, &out, &err) ==
         CUBERT_STATUS_RESOURCE_EXHAUSTED);
   counting_allocator_fail_at(&m.env[1].counting, 0, 0);
-  CHECK_EQ_U64(cubert_handle_table_live(table), live);
+  CHECK_EQ_U64(cubert__handle_table_live(table), live);
   /* and then it works */
   CHECK_OK(cubert_client_change_client_sync(m.env[0].client, &d, m.env[1].client, &out, NULL));
   {
@@ -454,12 +454,12 @@ TEST(cts_recv_refused_by_the_server_releases_its_handle) {
   cubert_error_t err;
   uint32_t live;
   mdev_setup_comm(&m, 2, 0, 200);
-  table = cubert_client_handle_table(m.env[1].client);
-  live = cubert_handle_table_live(table);
+  table = cubert__client_handle_table(m.env[1].client);
+  live = cubert__handle_table_live(table);
   CHECK_STATUS(cubert_client_recv(m.env[1].client, 1ull << 44, CUBERT_COMM_DTYPE_U8, m.ids[0], &dst,
                                   &err),
                CUBERT_STATUS_BUFFER_TOO_BIG); /* initialize_memory on the server */
-  CHECK_EQ_U64(cubert_handle_table_live(table), live);
+  CHECK_EQ_U64(cubert__handle_table_live(table), live);
   CHECK_OK(cubert_client_sync_collective(m.env[1].client, NULL));
   CHECK_OK(cubert_client_sync(m.env[1].client, NULL)); /* nothing was enqueued */
   mdev_teardown(&m);

@@ -11,11 +11,11 @@
 #include <unistd.h>
 
 #include "cubert/cpu.h"
-#include "cubert/host.h"
+#include "cubert/os.h"
 #endif
 #include "cubert/cube.h"
 #include "cubert/profile.h"
-#include "cubert/backend/profiler.h"
+#include "profile/profiler.h"
 #include "cubert_kernels.h"
 #include "cts_kernels.h"
 

@@ -5,7 +5,7 @@
 #include "cts.h"
 
 #include "cubert/cpu.h"
-#include "client/client_internal.h" /* the kit, for direct checks */
+#include "client/client_internal.h" /* the server, for direct checks */
 
 typedef struct owned_t {
   int releases;
@@ -280,14 +280,14 @@ TEST(cts_bytes_owner_release_runs_once) {
   cts_teardown(&env);
 }
 
-/* Sizes no allocator can give: the kit refuses, so does the fallback.
- * The kit's own argument checks (unreachable through the client). */
+/* Sizes no allocator can give: the server refuses, so does the fallback.
+ * The server's own argument checks (unreachable through the client). */
 TEST(cts_staging_impossible_sizes_and_kit_arguments) {
   cts_env_t env;
   uint64_t huge[2] = {16, UINT64_MAX};
   cubert_bytes_t b[2];
   cubert_error_t err;
-  cubert_kit_t *kit;
+  cubert_server_t *server;
   int64_t before;
   cts_setup(&env, 0);
   before = env.counting.live_blocks;
@@ -295,12 +295,12 @@ TEST(cts_staging_impossible_sizes_and_kit_arguments) {
                CUBERT_STATUS_RESOURCE_EXHAUSTED);
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_HOST_OUT_OF_MEMORY);
   CHECK_EQ_I64(env.counting.live_blocks, before);
-  kit = env.client->state->kit;
-  CHECK_STATUS(cubert_kit_staging(kit, NULL, 1, b, &err), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_kit_staging(kit, huge, 1, NULL, &err), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_kit_staging(kit, huge, 2, b, &err), CUBERT_STATUS_IO_FAILED);
+  server = env.client->state->server;
+  CHECK_STATUS(cubert__server_staging(server, NULL, 1, b, &err), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__server_staging(server, huge, 1, NULL, &err), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__server_staging(server, huge, 2, b, &err), CUBERT_STATUS_IO_FAILED);
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_IO_UNKNOWN);
   CHECK_EQ_I64(env.counting.live_blocks, before); /* the first buffer was given back */
-  CHECK_OK(cubert_kit_staging(kit, NULL, 0, NULL, NULL));
+  CHECK_OK(cubert__server_staging(server, NULL, 0, NULL, NULL));
   cts_teardown(&env);
 }

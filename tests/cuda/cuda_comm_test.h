@@ -9,7 +9,7 @@
 #ifndef CUBERT_TESTS_CUDA_COMM_TEST_H
 #define CUBERT_TESTS_CUDA_COMM_TEST_H
 
-#include "cuda_comm.h"
+#include "comm/cuda_comm.h"
 #include "cuda_test.h"
 #include "cubert/cuda.h"
 #include "fake_libnccl.h"

@@ -19,8 +19,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "cubert/host.h"
-#include "cuda_device.h"
+#include "cubert/os.h"
+#include "device/cuda_device.h"
 #include "cubert_kernels.h"
 
 static int g_checks, g_failures;
@@ -75,19 +75,19 @@ static double median(double *v, int n) {
 
 static const cubert_cuda_function_t *smoke_function(smoke_t *s, const cubert_kernel_t *k) {
   const cubert_cuda_function_t *f = NULL;
-  SMOKE_OK(cubert_cuda_function_get(s->device, k, &f, E));
+  SMOKE_OK(cubert__cuda_function_get(s->device, k, &f, E));
   return f;
 }
 
 static CUdeviceptr smoke_alloc(smoke_t *s, uint64_t size) {
   CUdeviceptr p = 0;
-  SMOKE_OK(cubert_cuda_memory_alloc(&s->stream, size, &p, E));
+  SMOKE_OK(cubert__cuda_memory_alloc(&s->stream, size, &p, E));
   return p;
 }
 
 static void smoke_sync(smoke_t *s) {
-  SMOKE_OK(cubert_cuda_stream_synchronize(&s->stream, E));
-  SMOKE_OK(cubert_cuda_stream_drain_errors(&s->stream, E));
+  SMOKE_OK(cubert__cuda_stream_synchronize(&s->stream, E));
+  SMOKE_OK(cubert__cuda_stream_drain_errors(&s->stream, E));
 }
 
 static void args_buffer(cubert_kernel_args_t *a, uint32_t slot, CUdeviceptr p, uint64_t bytes) {
@@ -104,7 +104,7 @@ static void print_devices(const cubert_cuda_loader_t *cu) {
     cubert_cuda_device_info_t info;
     cubert_error_t err;
     const cubert_hardware_properties_t *hw = &info.properties.hardware;
-    if (cubert_cuda_device_query(cu, (uint32_t)i, &info, &err) != CUBERT_STATUS_OK) {
+    if (cubert__cuda_device_query(cu, (uint32_t)i, &info, &err) != CUBERT_STATUS_OK) {
       printf("CUDA device %d: query failed: %s\n", i, err.reason);
       continue;
     }
@@ -157,8 +157,8 @@ static void check_add(smoke_t *s, uint64_t n, bool dynamic) {
     a[i] = (float)i;
     b[i] = 0.5f * (float)(i % 1000);
   }
-  SMOKE_OK(cubert_cuda_staging_upload(&s->stream, da, a, n * 4, E));
-  SMOKE_OK(cubert_cuda_staging_upload(&s->stream, db, b, n * 4, E));
+  SMOKE_OK(cubert__cuda_staging_upload(&s->stream, da, a, n * 4, E));
+  SMOKE_OK(cubert__cuda_staging_upload(&s->stream, db, b, n * 4, E));
   cubert_kernel_args_initialize(&args);
   args_buffer(&args, 0, da, n * 4);
   args_buffer(&args, 1, db, n * 4);
@@ -166,15 +166,15 @@ static void check_add(smoke_t *s, uint64_t n, bool dynamic) {
   if (dynamic) {
     words[0] = grid.x;
     words[1] = words[2] = 1;
-    SMOKE_OK(cubert_cuda_copy_h2d(&s->stream, dn, words, sizeof words, E));
-    SMOKE_OK(cubert_cuda_launch_dynamic(&s->stream, f, dn, &args, CUBERT_KERNEL_MODE_CHECKED, 0,
+    SMOKE_OK(cubert__cuda_copy_h2d(&s->stream, dn, words, sizeof words, E));
+    SMOKE_OK(cubert__cuda_launch_dynamic(&s->stream, f, dn, &args, CUBERT_KERNEL_MODE_CHECKED, 0,
                                         &read, E));
     SMOKE_CHECK(read.x == grid.x && read.y == 1 && read.z == 1, "dynamic count read (%u,%u,%u)",
                 read.x, read.y, read.z);
   } else {
-    SMOKE_OK(cubert_cuda_launch(&s->stream, f, grid, &args, CUBERT_KERNEL_MODE_CHECKED, 0, E));
+    SMOKE_OK(cubert__cuda_launch(&s->stream, f, grid, &args, CUBERT_KERNEL_MODE_CHECKED, 0, E));
   }
-  SMOKE_OK(cubert_cuda_copy_d2h(&s->stream, c, dc, n * 4, E));
+  SMOKE_OK(cubert__cuda_copy_d2h(&s->stream, c, dc, n * 4, E));
   smoke_sync(s);
   for (i = 0; i < n; i++)
     if (c[i] != (float)i + 0.5f * (float)(i % 1000)) bad++;
@@ -182,10 +182,10 @@ static void check_add(smoke_t *s, uint64_t n, bool dynamic) {
               (unsigned long long)bad);
   printf("check: elementwise add, %llu floats%s: %s\n", (unsigned long long)n,
          dynamic ? " (dynamic cube count)" : "", bad ? "FAILED" : "ok");
-  cubert_cuda_memory_free(&s->stream, da, NULL);
-  cubert_cuda_memory_free(&s->stream, db, NULL);
-  cubert_cuda_memory_free(&s->stream, dc, NULL);
-  cubert_cuda_memory_free(&s->stream, dn, NULL);
+  cubert__cuda_memory_free(&s->stream, da, NULL);
+  cubert__cuda_memory_free(&s->stream, db, NULL);
+  cubert__cuda_memory_free(&s->stream, dc, NULL);
+  cubert__cuda_memory_free(&s->stream, dn, NULL);
   free(a);
   free(b);
   free(c);
@@ -201,13 +201,13 @@ static void check_pitched(smoke_t *s) {
     exit(2);
   for (i = 0; i < n; i++) in[i] = (float)i - 7.0f;
   d = smoke_alloc(s, plan.span_bytes);
-  SMOKE_OK(cubert_cuda_copy_planned(&s->stream, &plan, true, in, d, E));
-  SMOKE_OK(cubert_cuda_copy_planned(&s->stream, &plan, false, out, d, E));
+  SMOKE_OK(cubert__cuda_copy_planned(&s->stream, &plan, true, in, d, E));
+  SMOKE_OK(cubert__cuda_copy_planned(&s->stream, &plan, false, out, d, E));
   smoke_sync(s);
   SMOKE_CHECK(plan.pitched && memcmp(in, out, n * 4) == 0, "pitched round trip differs");
   printf("check: pitched [3, 37, 100] f32 (rows %llu B apart) write + read: %s\n",
          (unsigned long long)plan.src_pitch_bytes, memcmp(in, out, n * 4) ? "FAILED" : "ok");
-  cubert_cuda_memory_free(&s->stream, d, NULL);
+  cubert__cuda_memory_free(&s->stream, d, NULL);
   free(in);
   free(out);
 }
@@ -222,13 +222,13 @@ static void check_modes(smoke_t *s) {
   float in[16];
   int i;
   for (i = 0; i < 16; i++) in[i] = (float)i;
-  SMOKE_OK(cubert_cuda_copy_h2d(&s->stream, din, in, sizeof in, E));
-  SMOKE_OK(cubert_cuda_memory_set(&s->stream, drep, 0, sizeof rep, E));
+  SMOKE_OK(cubert__cuda_copy_h2d(&s->stream, din, in, sizeof in, E));
+  SMOKE_OK(cubert__cuda_memory_set(&s->stream, drep, 0, sizeof rep, E));
   cubert_kernel_args_initialize(&args);
   args_buffer(&args, 0, din, 9 * 4);
   args_buffer(&args, 1, dout, 9 * 4);
-  SMOKE_OK(cubert_cuda_launch(&s->stream, f, four, &args, CUBERT_KERNEL_MODE_VALIDATE, drep, E));
-  SMOKE_OK(cubert_cuda_copy_d2h(&s->stream, &rep, drep, sizeof rep, E));
+  SMOKE_OK(cubert__cuda_launch(&s->stream, f, four, &args, CUBERT_KERNEL_MODE_VALIDATE, drep, E));
+  SMOKE_OK(cubert__cuda_copy_d2h(&s->stream, &rep, drep, sizeof rep, E));
   smoke_sync(s);
   SMOKE_CHECK(rep.oob_count == 14 && rep.has_violation == 1 && rep.buffer_length == 9 &&
                   rep.element_index >= 9,
@@ -241,18 +241,18 @@ static void check_modes(smoke_t *s) {
          (unsigned long long)rep.buffer_length, rep.is_write ? "store" : "load",
          (unsigned long long)rep.cube_linear);
   /* the conformance kernel that writes one past the end, CHECKED */
-  SMOKE_OK(cubert_cuda_memory_set(&s->stream, drep, 0, sizeof rep, E));
+  SMOKE_OK(cubert__cuda_memory_set(&s->stream, drep, 0, sizeof rep, E));
   cubert_kernel_args_initialize(&args);
   args_buffer(&args, 0, dout, 8 * 4);
-  SMOKE_OK(cubert_cuda_launch(&s->stream, w, one, &args, CUBERT_KERNEL_MODE_CHECKED, drep, E));
-  SMOKE_OK(cubert_cuda_copy_d2h(&s->stream, &rep, drep, sizeof rep, E));
+  SMOKE_OK(cubert__cuda_launch(&s->stream, w, one, &args, CUBERT_KERNEL_MODE_CHECKED, drep, E));
+  SMOKE_OK(cubert__cuda_copy_d2h(&s->stream, &rep, drep, sizeof rep, E));
   smoke_sync(s);
   SMOKE_CHECK(rep.oob_count == 1 && rep.has_violation == 0, "CHECKED ck_oob_write_u32: oob %llu",
               (unsigned long long)rep.oob_count);
   printf("check: CHECKED ck_oob_write_u32: oob %llu\n", (unsigned long long)rep.oob_count);
-  cubert_cuda_memory_free(&s->stream, din, NULL);
-  cubert_cuda_memory_free(&s->stream, dout, NULL);
-  cubert_cuda_memory_free(&s->stream, drep, NULL);
+  cubert__cuda_memory_free(&s->stream, din, NULL);
+  cubert__cuda_memory_free(&s->stream, dout, NULL);
+  cubert__cuda_memory_free(&s->stream, drep, NULL);
 }
 
 static void check_kernels(smoke_t *s) {
@@ -266,8 +266,8 @@ static void check_kernels(smoke_t *s) {
   cubert_dim3_t grid;
   for (i = 0; i < m * k; i++) a[i] = (float)((int)(i % 7u) - 3);
   for (i = 0; i < k * n; i++) b[i] = (float)((int)(i % 5u) - 2);
-  SMOKE_OK(cubert_cuda_copy_h2d(&s->stream, da, a, sizeof a, E));
-  SMOKE_OK(cubert_cuda_copy_h2d(&s->stream, db, b, sizeof b, E));
+  SMOKE_OK(cubert__cuda_copy_h2d(&s->stream, da, a, sizeof a, E));
+  SMOKE_OK(cubert__cuda_copy_h2d(&s->stream, db, b, sizeof b, E));
   cubert_kernel_args_initialize(&args);
   args_buffer(&args, 0, da, sizeof a);
   args_buffer(&args, 1, db, sizeof b);
@@ -278,30 +278,30 @@ static void check_kernels(smoke_t *s) {
   grid.x = (n + CK_TILE - 1) / CK_TILE;
   grid.y = (m + CK_TILE - 1) / CK_TILE;
   grid.z = 1;
-  SMOKE_OK(cubert_cuda_launch(&s->stream, smoke_function(s, &ck_matmul_f32_kernel), grid, &args,
+  SMOKE_OK(cubert__cuda_launch(&s->stream, smoke_function(s, &ck_matmul_f32_kernel), grid, &args,
                               CUBERT_KERNEL_MODE_CHECKED, 0, E));
-  SMOKE_OK(cubert_cuda_copy_d2h(&s->stream, c, dc, sizeof c, E));
+  SMOKE_OK(cubert__cuda_copy_d2h(&s->stream, c, dc, sizeof c, E));
   /* dynamic shared memory: reverse each 128-unit block */
   for (i = 0; i < 37 * 128; i++) rin[i] = i * 2654435761u;
-  SMOKE_OK(cubert_cuda_copy_h2d(&s->stream, dr, rin, sizeof rin, E));
+  SMOKE_OK(cubert__cuda_copy_h2d(&s->stream, dr, rin, sizeof rin, E));
   cubert_kernel_args_initialize(&args);
   args_buffer(&args, 0, dr, sizeof rin);
   args_buffer(&args, 1, dr2, sizeof rout);
   grid.x = cubes;
   grid.y = 1;
-  SMOKE_OK(cubert_cuda_launch(&s->stream, smoke_function(s, &ck_reverse_u32_kernel), grid, &args,
+  SMOKE_OK(cubert__cuda_launch(&s->stream, smoke_function(s, &ck_reverse_u32_kernel), grid, &args,
                               CUBERT_KERNEL_MODE_CHECKED, 0, E));
-  SMOKE_OK(cubert_cuda_copy_d2h(&s->stream, rout, dr2, sizeof rout, E));
+  SMOKE_OK(cubert__cuda_copy_d2h(&s->stream, rout, dr2, sizeof rout, E));
   /* the conformance suite's buf[i] += delta */
   for (i = 0; i < 1000; i++) buf[i] = i;
-  SMOKE_OK(cubert_cuda_copy_h2d(&s->stream, dbuf, buf, sizeof buf, E));
+  SMOKE_OK(cubert__cuda_copy_h2d(&s->stream, dbuf, buf, sizeof buf, E));
   cubert_kernel_args_initialize(&args);
   args_buffer(&args, 0, dbuf, sizeof buf);
   cubert_kernel_args_set_u32(&args, 0, 7);
   grid.x = (1000 + CK_SMALL_BLOCK - 1) / CK_SMALL_BLOCK;
-  SMOKE_OK(cubert_cuda_launch(&s->stream, smoke_function(s, &ck_add_scalar_u32_kernel), grid, &args,
+  SMOKE_OK(cubert__cuda_launch(&s->stream, smoke_function(s, &ck_add_scalar_u32_kernel), grid, &args,
                               CUBERT_KERNEL_MODE_CHECKED, 0, E));
-  SMOKE_OK(cubert_cuda_copy_d2h(&s->stream, buf, dbuf, sizeof buf, E));
+  SMOKE_OK(cubert__cuda_copy_d2h(&s->stream, buf, dbuf, sizeof buf, E));
   smoke_sync(s);
   for (i = 0; i < m; i++)
     for (j = 0; j < n; j++) {
@@ -327,32 +327,32 @@ static void check_kernels(smoke_t *s) {
       x[i] = (float)i;
       y[i] = 1.0f;
     }
-    SMOKE_OK(cubert_cuda_copy_h2d(&s->stream, dx, x, sizeof x, E));
-    SMOKE_OK(cubert_cuda_copy_h2d(&s->stream, dy, y, sizeof y, E));
+    SMOKE_OK(cubert__cuda_copy_h2d(&s->stream, dx, x, sizeof x, E));
+    SMOKE_OK(cubert__cuda_copy_h2d(&s->stream, dy, y, sizeof y, E));
     cubert_kernel_args_initialize(&args);
     args_buffer(&args, 0, dx, sizeof x);
     args_buffer(&args, 1, dy, sizeof y);
     args_buffer(&args, 2, dout, sizeof out);
     cubert_kernel_args_set_f32(&args, 0, alpha);
     grid.x = (300 + CK_BLOCK - 1) / CK_BLOCK;
-    SMOKE_OK(cubert_cuda_launch(&s->stream, smoke_function(s, &ck_axpy_f32_kernel), grid, &args,
+    SMOKE_OK(cubert__cuda_launch(&s->stream, smoke_function(s, &ck_axpy_f32_kernel), grid, &args,
                                 CUBERT_KERNEL_MODE_CHECKED, 0, E));
-    SMOKE_OK(cubert_cuda_copy_d2h(&s->stream, out, dout, sizeof out, E));
+    SMOKE_OK(cubert__cuda_copy_d2h(&s->stream, out, dout, sizeof out, E));
     smoke_sync(s);
     for (bad = 0, i = 0; i < 300; i++)
       if (out[i] != (float)i * alpha + 1.0f) bad++;
     SMOKE_CHECK(bad == 0, "ck_axpy_f32: %u wrong", bad);
     printf("check: ck_axpy_f32: %s\n", bad ? "FAILED" : "ok");
-    cubert_cuda_memory_free(&s->stream, dx, NULL);
-    cubert_cuda_memory_free(&s->stream, dy, NULL);
-    cubert_cuda_memory_free(&s->stream, dout, NULL);
+    cubert__cuda_memory_free(&s->stream, dx, NULL);
+    cubert__cuda_memory_free(&s->stream, dy, NULL);
+    cubert__cuda_memory_free(&s->stream, dout, NULL);
   }
-  cubert_cuda_memory_free(&s->stream, da, NULL);
-  cubert_cuda_memory_free(&s->stream, db, NULL);
-  cubert_cuda_memory_free(&s->stream, dc, NULL);
-  cubert_cuda_memory_free(&s->stream, dr, NULL);
-  cubert_cuda_memory_free(&s->stream, dr2, NULL);
-  cubert_cuda_memory_free(&s->stream, dbuf, NULL);
+  cubert__cuda_memory_free(&s->stream, da, NULL);
+  cubert__cuda_memory_free(&s->stream, db, NULL);
+  cubert__cuda_memory_free(&s->stream, dc, NULL);
+  cubert__cuda_memory_free(&s->stream, dr, NULL);
+  cubert__cuda_memory_free(&s->stream, dr2, NULL);
+  cubert__cuda_memory_free(&s->stream, dbuf, NULL);
 }
 
 static void check_errors(smoke_t *s) {
@@ -370,23 +370,23 @@ static void check_errors(smoke_t *s) {
   k.cuda_image = bad_ptx;
   k.cuda_image_size = sizeof bad_ptx;
   k.cube_dim.x = k.cube_dim.y = k.cube_dim.z = 1;
-  st = cubert_cuda_function_get(s->device, &k, &f, &err);
-  SMOKE_CHECK(st == CUBERT_STATUS_COMPILATION_FAILED && cubert_cuda_module_error_log(s->device)[0],
+  st = cubert__cuda_function_get(s->device, &k, &f, &err);
+  SMOKE_CHECK(st == CUBERT_STATUS_COMPILATION_FAILED && cubert__cuda_module_error_log(s->device)[0],
               "bad PTX gave %s", cubert_status_name(st));
   printf("check: compile error -> %s: %s\n", cubert_status_name(st), err.reason);
-  printf("  JIT error log: %s\n", cubert_cuda_module_error_log(s->device));
-  st = cubert_cuda_memory_alloc(&s->stream, (uint64_t)1 << 50, &p, &err);
-  SMOKE_CHECK(st == CUBERT_STATUS_OUT_OF_MEMORY && err.backend_code == CUDA_ERROR_OUT_OF_MEMORY,
+  printf("  JIT error log: %s\n", cubert__cuda_module_error_log(s->device));
+  st = cubert__cuda_memory_alloc(&s->stream, (uint64_t)1 << 50, &p, &err);
+  SMOKE_CHECK(st == CUBERT_STATUS_OUT_OF_MEMORY && err.driver_code == CUDA_ERROR_OUT_OF_MEMORY,
               "1 PiB alloc gave %s", cubert_status_name(st));
   printf("check: 1 PiB allocation -> %s: %s\n", cubert_status_name(st), err.reason);
   cubert_kernel_args_initialize(&args);
   (void)cubert_kernel_args_set_buffer(&args, 0, NULL, 0);
   (void)cubert_kernel_args_set_u32(&args, 0, 1);
   f = smoke_function(s, &ck_add_scalar_u32_huge_cube_kernel);
-  st = f ? cubert_cuda_launch(&s->stream, f, one, &args, 0, 0, &err) : CUBERT_STATUS_INTERNAL;
+  st = f ? cubert__cuda_launch(&s->stream, f, one, &args, 0, 0, &err) : CUBERT_STATUS_INTERNAL;
   SMOKE_CHECK(st == CUBERT_STATUS_LIMIT_EXCEEDED, "2048-unit cube gave %s", cubert_status_name(st));
   printf("check: 2048 units per cube -> %s\n", cubert_status_name(st));
-  SMOKE_CHECK(!cubert_cuda_device_is_lost(s->device), "device lost by refused calls");
+  SMOKE_CHECK(!cubert__cuda_device_is_lost(s->device), "device lost by refused calls");
   smoke_sync(s);
 }
 
@@ -417,12 +417,12 @@ static void bench_launch(smoke_t *s) {
     raw[r] = (now_s() - t) / n * 1e9;
     t = now_s();
     for (i = 0; i < n; i++)
-      (void)cubert_cuda_launch(&s->stream, f, one, &args, CUBERT_KERNEL_MODE_UNCHECKED, 0, NULL);
+      (void)cubert__cuda_launch(&s->stream, f, one, &args, CUBERT_KERNEL_MODE_UNCHECKED, 0, NULL);
     (void)s->cu->cuStreamSynchronize(s->stream.handle);
     layer[r] = (now_s() - t) / n * 1e9;
   }
   t = median(raw, REPEATS);
-  printf("bench: empty-kernel launch: raw cuLaunchKernel %.0f ns, cubert_cuda_launch %.0f ns "
+  printf("bench: empty-kernel launch: raw cuLaunchKernel %.0f ns, cubert__cuda_launch %.0f ns "
          "(ratio %.3f; %d launches + sync, median of %d)\n",
          t, median(layer, REPEATS), median(layer, REPEATS) / t, n, REPEATS);
 }
@@ -436,7 +436,7 @@ static void bench_small_op(smoke_t *s) {
   cubert_dim3_t grid = {1024 / CK_BLOCK, 1, 1};
   double v[101];
   int i;
-  if (!f || cubert_cuda_staging_acquire(s->device, 4096, &out, NULL) != CUBERT_STATUS_OK) return;
+  if (!f || cubert__cuda_staging_acquire(s->device, 4096, &out, NULL) != CUBERT_STATUS_OK) return;
   for (i = 0; i < 1024; i++) a[i] = (float)i;
   cubert_kernel_args_initialize(&args);
   args_buffer(&args, 0, da, 4096);
@@ -444,20 +444,20 @@ static void bench_small_op(smoke_t *s) {
   args_buffer(&args, 2, dc, 4096);
   for (i = 0; i < 101; i++) {
     double t = now_s();
-    (void)cubert_cuda_copy_h2d(&s->stream, da, a, 4096, NULL);
-    (void)cubert_cuda_copy_h2d(&s->stream, db, a, 4096, NULL);
-    (void)cubert_cuda_launch(&s->stream, f, grid, &args, CUBERT_KERNEL_MODE_UNCHECKED, 0, NULL);
-    (void)cubert_cuda_copy_d2h(&s->stream, out->ptr, dc, 4096, NULL);
-    (void)cubert_cuda_stream_synchronize(&s->stream, NULL);
+    (void)cubert__cuda_copy_h2d(&s->stream, da, a, 4096, NULL);
+    (void)cubert__cuda_copy_h2d(&s->stream, db, a, 4096, NULL);
+    (void)cubert__cuda_launch(&s->stream, f, grid, &args, CUBERT_KERNEL_MODE_UNCHECKED, 0, NULL);
+    (void)cubert__cuda_copy_d2h(&s->stream, out->ptr, dc, 4096, NULL);
+    (void)cubert__cuda_stream_synchronize(&s->stream, NULL);
     v[i] = (now_s() - t) * 1e6;
   }
   printf("bench: 1024-float add end to end (2 uploads from pageable, launch, read into pinned, "
          "sync) through the layer: %.1f us (median of 101)\n",
          median(v, 101));
-  cubert_cuda_staging_release(s->device, out, NULL);
-  cubert_cuda_memory_free(&s->stream, da, NULL);
-  cubert_cuda_memory_free(&s->stream, db, NULL);
-  cubert_cuda_memory_free(&s->stream, dc, NULL);
+  cubert__cuda_staging_release(s->device, out, NULL);
+  cubert__cuda_memory_free(&s->stream, da, NULL);
+  cubert__cuda_memory_free(&s->stream, db, NULL);
+  cubert__cuda_memory_free(&s->stream, dc, NULL);
 }
 
 /* Where a small op's launch + sync goes: raw cuLaunchKernel +
@@ -502,9 +502,9 @@ static void bench_round_trips(smoke_t *s) {
          round_trip_ns(s, empty, 4, 256, &none, CUBERT_KERNEL_MODE_UNCHECKED),
          round_trip_ns(s, add, 4, 256, &args, CUBERT_KERNEL_MODE_UNCHECKED),
          round_trip_ns(s, add, 4, 256, &args, CUBERT_KERNEL_MODE_CHECKED));
-  cubert_cuda_memory_free(&s->stream, da, NULL);
-  cubert_cuda_memory_free(&s->stream, db, NULL);
-  cubert_cuda_memory_free(&s->stream, dc, NULL);
+  cubert__cuda_memory_free(&s->stream, da, NULL);
+  cubert__cuda_memory_free(&s->stream, db, NULL);
+  cubert__cuda_memory_free(&s->stream, dc, NULL);
 }
 
 static void bench_alloc(smoke_t *s) {
@@ -526,8 +526,8 @@ static void bench_alloc(smoke_t *s) {
     raw[r] = (now_s() - t) / n * 1e9;
     t = now_s();
     for (i = 0; i < n; i++) {
-      (void)cubert_cuda_memory_alloc(&s->stream, 1 << 20, &p, NULL);
-      (void)cubert_cuda_memory_free(&s->stream, p, NULL);
+      (void)cubert__cuda_memory_alloc(&s->stream, 1 << 20, &p, NULL);
+      (void)cubert__cuda_memory_free(&s->stream, p, NULL);
     }
     (void)s->cu->cuStreamSynchronize(s->stream.handle);
     layer[r] = (now_s() - t) / n * 1e9;
@@ -546,8 +546,8 @@ static void bench_upload(smoke_t *s) {
   double raw[5], staged[5], reserved[5], t;
   CUdeviceptr d = smoke_alloc(s, size);
   int r;
-  if (!pageable || cubert_cuda_host_alloc(s->device, size, &pinned, NULL) != CUBERT_STATUS_OK ||
-      cubert_cuda_staging_acquire(s->device, size, &chunk, NULL) != CUBERT_STATUS_OK) {
+  if (!pageable || cubert__cuda_host_alloc(s->device, size, &pinned, NULL) != CUBERT_STATUS_OK ||
+      cubert__cuda_staging_acquire(s->device, size, &chunk, NULL) != CUBERT_STATUS_OK) {
     printf("bench: 256 MiB upload: skipped (host memory)\n");
     return;
   }
@@ -560,11 +560,11 @@ static void bench_upload(smoke_t *s) {
     (void)s->cu->cuStreamSynchronize(s->stream.handle);
     raw[r] = (double)size / (now_s() - t) / 1e9;
     t = now_s();
-    (void)cubert_cuda_staging_upload(&s->stream, d, pageable, size, NULL);
+    (void)cubert__cuda_staging_upload(&s->stream, d, pageable, size, NULL);
     (void)s->cu->cuStreamSynchronize(s->stream.handle);
     staged[r] = (double)size / (now_s() - t) / 1e9;
     t = now_s();
-    (void)cubert_cuda_copy_h2d(&s->stream, d, chunk->ptr, size, NULL);
+    (void)cubert__cuda_copy_h2d(&s->stream, d, chunk->ptr, size, NULL);
     (void)s->cu->cuStreamSynchronize(s->stream.handle);
     reserved[r] = (double)size / (now_s() - t) / 1e9;
   }
@@ -572,10 +572,10 @@ static void bench_upload(smoke_t *s) {
   printf("bench: 256 MiB upload: raw pinned cuMemcpyHtoDAsync %.1f GB/s; from pageable through "
          "staging %.1f GB/s (ratio %.2f); from a staging chunk %.1f GB/s (ratio %.2f); median of 5\n",
          t, median(staged, 5), median(staged, 5) / t, median(reserved, 5), median(reserved, 5) / t);
-  cubert_cuda_staging_release(s->device, chunk, NULL);
-  (void)cubert_cuda_staging_trim(s->device);
-  cubert_cuda_host_free(s->device, pinned);
-  cubert_cuda_memory_free(&s->stream, d, NULL);
+  cubert__cuda_staging_release(s->device, chunk, NULL);
+  (void)cubert__cuda_staging_trim(s->device);
+  cubert__cuda_host_free(s->device, pinned);
+  cubert__cuda_memory_free(&s->stream, d, NULL);
   free(pageable);
 }
 
@@ -593,26 +593,26 @@ static void bench_kernel(smoke_t *s, const char *what, const cubert_cuda_functio
   params[1] = &mode;
   params[2] = &report;
   if (repeats > REPEATS) repeats = REPEATS;
-  (void)cubert_cuda_launch(&s->stream, f, grid, args, mode, 0, NULL); /* warm up */
+  (void)cubert__cuda_launch(&s->stream, f, grid, args, mode, 0, NULL); /* warm up */
   for (r = 0; r < repeats; r++) {
-    (void)cubert_cuda_event_record(&s->stream, true, &e0, NULL);
+    (void)cubert__cuda_event_record(&s->stream, true, &e0, NULL);
     (void)s->cu->cuLaunchKernel(f->handle, grid.x, grid.y, grid.z, f->kernel->cube_dim.x,
                                 f->kernel->cube_dim.y, f->kernel->cube_dim.z,
                                 f->kernel->shared_memory_bytes, s->stream.handle, params, NULL);
-    (void)cubert_cuda_event_record(&s->stream, true, &e1, NULL);
-    (void)cubert_cuda_event_synchronize(s->device, e1, NULL);
-    (void)cubert_cuda_event_elapsed(s->device, e0, e1, &ns, NULL);
+    (void)cubert__cuda_event_record(&s->stream, true, &e1, NULL);
+    (void)cubert__cuda_event_synchronize(s->device, e1, NULL);
+    (void)cubert__cuda_event_elapsed(s->device, e0, e1, &ns, NULL);
     raw[r] = (double)ns / 1e3;
-    cubert_cuda_event_release(s->device, e0);
-    cubert_cuda_event_release(s->device, e1);
-    (void)cubert_cuda_event_record(&s->stream, true, &e0, NULL);
-    (void)cubert_cuda_launch(&s->stream, f, grid, args, mode, 0, NULL);
-    (void)cubert_cuda_event_record(&s->stream, true, &e1, NULL);
-    (void)cubert_cuda_event_synchronize(s->device, e1, NULL);
-    (void)cubert_cuda_event_elapsed(s->device, e0, e1, &ns, NULL);
+    cubert__cuda_event_release(s->device, e0);
+    cubert__cuda_event_release(s->device, e1);
+    (void)cubert__cuda_event_record(&s->stream, true, &e0, NULL);
+    (void)cubert__cuda_launch(&s->stream, f, grid, args, mode, 0, NULL);
+    (void)cubert__cuda_event_record(&s->stream, true, &e1, NULL);
+    (void)cubert__cuda_event_synchronize(s->device, e1, NULL);
+    (void)cubert__cuda_event_elapsed(s->device, e0, e1, &ns, NULL);
     layer[r] = (double)ns / 1e3;
-    cubert_cuda_event_release(s->device, e0);
-    cubert_cuda_event_release(s->device, e1);
+    cubert__cuda_event_release(s->device, e0);
+    cubert__cuda_event_release(s->device, e1);
   }
   t = median(raw, repeats);
   printf("bench: %s: raw %.1f us, layer %.1f us (raw/layer %.3f, median of %d, device events)\n",
@@ -631,8 +631,8 @@ static void bench_kernels(smoke_t *s) {
   uint64_t i;
   uint32_t j, t, bad = 0;
   if (!add || !mm || !host || !out) return;
-  SMOKE_OK(cubert_cuda_memory_set(&s->stream, a, 0, n * 4, E));
-  SMOKE_OK(cubert_cuda_memory_set(&s->stream, b, 0, n * 4, E));
+  SMOKE_OK(cubert__cuda_memory_set(&s->stream, a, 0, n * 4, E));
+  SMOKE_OK(cubert__cuda_memory_set(&s->stream, b, 0, n * 4, E));
   cubert_kernel_args_initialize(&args);
   args_buffer(&args, 0, a, n * 4);
   args_buffer(&args, 1, b, n * 4);
@@ -642,9 +642,9 @@ static void bench_kernels(smoke_t *s) {
   bench_kernel(s, "16M-float add (ck_add_f32)", add, grid, &args, REPEATS);
   /* 4096^2 matmul on small integers (exact in f32), a few entries checked */
   for (i = 0; i < (uint64_t)dim * dim; i++) host[i] = (float)((int)(i % 7u) - 3);
-  SMOKE_OK(cubert_cuda_staging_upload(&s->stream, a, host, (uint64_t)dim * dim * 4, E));
+  SMOKE_OK(cubert__cuda_staging_upload(&s->stream, a, host, (uint64_t)dim * dim * 4, E));
   for (i = 0; i < (uint64_t)dim * dim; i++) host[i] = (float)((int)(i % 5u) - 2);
-  SMOKE_OK(cubert_cuda_staging_upload(&s->stream, b, host, (uint64_t)dim * dim * 4, E));
+  SMOKE_OK(cubert__cuda_staging_upload(&s->stream, b, host, (uint64_t)dim * dim * 4, E));
   cubert_kernel_args_initialize(&args);
   args_buffer(&args, 0, a, (uint64_t)dim * dim * 4);
   args_buffer(&args, 1, b, (uint64_t)dim * dim * 4);
@@ -654,7 +654,7 @@ static void bench_kernels(smoke_t *s) {
   cubert_kernel_args_set_u32(&args, 2, dim);
   grid.x = grid.y = dim / CK_TILE;
   bench_kernel(s, "4096^2 matmul (ck_matmul_f32)", mm, grid, &args, 3);
-  SMOKE_OK(cubert_cuda_copy_d2h(&s->stream, out, c + (CUdeviceptr)4u * dim * 1234, dim * 4, E));
+  SMOKE_OK(cubert__cuda_copy_d2h(&s->stream, out, c + (CUdeviceptr)4u * dim * 1234, dim * 4, E));
   smoke_sync(s);
   for (j = 0; j < dim; j += 97) {
     float ref = 0.0f;
@@ -663,9 +663,9 @@ static void bench_kernels(smoke_t *s) {
     if (out[j] != ref) bad++;
   }
   SMOKE_CHECK(bad == 0, "4096^2 matmul row 1234: %u sampled entries wrong", bad);
-  cubert_cuda_memory_free(&s->stream, a, NULL);
-  cubert_cuda_memory_free(&s->stream, b, NULL);
-  cubert_cuda_memory_free(&s->stream, c, NULL);
+  cubert__cuda_memory_free(&s->stream, a, NULL);
+  cubert__cuda_memory_free(&s->stream, b, NULL);
+  cubert__cuda_memory_free(&s->stream, c, NULL);
   free(host);
   free(out);
 }
@@ -684,19 +684,19 @@ static int run_lost(smoke_t *s) {
   cubert_kernel_args_initialize(&args);
   args_buffer(&args, 0, 0x10, (uint64_t)1 << 40); /* reads from an unmapped address */
   args_buffer(&args, 1, out, 4096);
-  SMOKE_OK(cubert_cuda_launch(&s->stream, f, grid, &args, CUBERT_KERNEL_MODE_UNCHECKED, 0, E));
-  st = cubert_cuda_stream_synchronize(&s->stream, &err);
-  printf("lost: synchronize -> %s: %s (backend code %lld)\n", cubert_status_name(st), err.reason,
-         (long long)err.backend_code);
+  SMOKE_OK(cubert__cuda_launch(&s->stream, f, grid, &args, CUBERT_KERNEL_MODE_UNCHECKED, 0, E));
+  st = cubert__cuda_stream_synchronize(&s->stream, &err);
+  printf("lost: synchronize -> %s: %s (driver code %lld)\n", cubert_status_name(st), err.reason,
+         (long long)err.driver_code);
   SMOKE_CHECK(st == CUBERT_STATUS_UNAVAILABLE && cubert_error_kind(&err) == CUBERT_ERROR_DEVICE_LOST,
               "the illegal address did not lose the device");
   t = now_s();
-  st = cubert_cuda_launch(&s->stream, f, grid, &args, 0, 0, &again);
+  st = cubert__cuda_launch(&s->stream, f, grid, &args, 0, 0, &again);
   SMOKE_CHECK(st == CUBERT_STATUS_UNAVAILABLE && strcmp(again.reason, err.reason) == 0,
               "a later launch gave %s", cubert_status_name(st));
-  st = cubert_cuda_stream_drain_errors(&s->stream, &again);
+  st = cubert__cuda_stream_drain_errors(&s->stream, &again);
   SMOKE_CHECK(st == CUBERT_STATUS_UNAVAILABLE, "drain gave %s", cubert_status_name(st));
-  st = cubert_cuda_memory_alloc(&s->stream, 64, &out, &again);
+  st = cubert__cuda_memory_alloc(&s->stream, 64, &out, &again);
   SMOKE_CHECK(st == CUBERT_STATUS_UNAVAILABLE, "alloc gave %s", cubert_status_name(st));
   printf("lost: later calls returned in %.1f us\n", (now_s() - t) * 1e6);
   return 0;
@@ -719,15 +719,15 @@ int main(int argc, char **argv) {
     }
   }
   memset(&s, 0, sizeof s);
-  if (cubert_cuda_loader_shared(&s.cu, &err) != CUBERT_STATUS_OK) {
+  if (cubert__cuda_loader_shared(&s.cu, &err) != CUBERT_STATUS_OK) {
     printf("cuda-smoke: %s\n", err.reason);
     return 2;
   }
   print_devices(s.cu);
   print_images();
-  if (cubert_cuda_device_open(s.cu, ordinal, cubert_allocator_libc(), &s.device, &err) !=
+  if (cubert__cuda_device_open(s.cu, ordinal, cubert_allocator_libc(), &s.device, &err) !=
           CUBERT_STATUS_OK ||
-      cubert_cuda_stream_initialize(s.device, &s.stream, &err) != CUBERT_STATUS_OK) {
+      cubert__cuda_stream_initialize(s.device, &s.stream, &err) != CUBERT_STATUS_OK) {
     printf("cuda-smoke: cannot open device %u: %s\n", ordinal, err.reason);
     return 2;
   }
@@ -751,8 +751,8 @@ int main(int argc, char **argv) {
       bench_kernels(&s);
     }
   }
-  cubert_cuda_stream_deinitialize(&s.stream);
-  cubert_cuda_device_close(s.device);
+  cubert__cuda_stream_deinitialize(&s.stream);
+  cubert__cuda_device_close(s.device);
   printf("cuda-smoke: %d checks, %d failed (%.1f s)\n", g_checks, g_failures, now_s() - t0);
   return g_failures ? 1 : 0;
 }

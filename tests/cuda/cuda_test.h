@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/cuda/cuda_test.h: helpers of the CUDA backend's tests. Most tests
- * run the backend against the fake driver (fake_libcuda.h) built next to
+ * tests/cuda/cuda_test.h: helpers of the CUDA driver's tests. Most tests
+ * run the driver against the fake driver (fake_libcuda.h) built next to
  * the test binary; the GPU tests (test_cuda_gpu.c) load the real
  * libcuda.so.1 and print "skipped: <reason>" where there is none.
  */
@@ -9,7 +9,7 @@
 #define CUBERT_TESTS_CUDA_TEST_H
 
 #include "counting_allocator.h"
-#include "cuda_device.h"
+#include "device/cuda_device.h"
 #include "fake_libcuda.h"
 #include "test.h"
 

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/fake_libcuda.c: a fake CUDA driver (libcuda.so.1) on host
- * memory, for the CUDA backend's tests on machines without a GPU. What it
+ * memory, for the CUDA driver's tests on machines without a GPU. What it
  * does and its knobs: fake_libcuda.h. This file: knobs, devices, contexts,
  * streams, events, errors and cuGetProcAddress; memory, copies, modules and
  * launches are in fake_libcuda_exec.c.
  *
  * cuDriverGetVersion, cuInit, cuGetErrorString, cuGetProcAddress_v2 (left
  * out with -DFAKE_CUDA_NO_GET_PROC_ADDRESS) and cubert_fake_cuda_stats are
- * what the backend looks up by name; every other entry point is reached
- * through cuGetProcAddress, as the backend does.
+ * what the driver looks up by name; every other entry point is reached
+ * through cuGetProcAddress, as the driver does.
  */
 #include <stdio.h>
 #include <stdlib.h>

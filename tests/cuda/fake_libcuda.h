@@ -5,7 +5,7 @@
  * $(BUILD)/cuda-fake/libcuda.so.1, and $(BUILD)/cuda-fake-nogpa/libcuda.so.1
  * without cuGetProcAddress_v2).
  *
- * It implements the entry points the CUDA backend resolves, on host memory:
+ * It implements the entry points the CUDA driver resolves, on host memory:
  * device pointers are host addresses, streams run everything at once,
  * events complete after CUBERT_FAKE_CUDA_EVENT_DELAY queries, a few kernels
  * have host implementations. Knobs, read from the environment at each call

@@ -2,7 +2,7 @@
 /*
  * tests/cuda/fake_libcuda_gates.c: the fake driver's stream memory
  * operations (cuStreamWaitValue32 / cuStreamWriteValue32) and peer copies,
- * for the CUDA driver's collectives (backend-cuda/cuda_comm.h, "Gates").
+ * for the CUDA driver's collectives (backend-cuda/comm/cuda_comm.h, "Gates").
  *
  * The fake runs work at once, so a wait that cannot be satisfied yet is kept
  * as a "gate" {address, value} on the stream instead: an event recorded

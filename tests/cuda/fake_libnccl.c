@@ -17,7 +17,7 @@
 
 #include "fake_libnccl_internal.h"
 
-typedef cubert_nccl_result_t ncclResult_t;
+typedef cubert__nccl_result_t ncclResult_t;
 typedef cubert_nccl_comm_t ncclComm_t;
 
 pthread_mutex_t fake_nccl_mutex = PTHREAD_MUTEX_INITIALIZER;

@@ -5,7 +5,7 @@
  * variants: cuda-fake-nccl-old/ (reports 2.6.4, no ncclCommInitRankConfig)
  * and cuda-fake-nccl-nosend/ (no ncclSend)). It works on the fake CUDA
  * driver's memory (host memory: a device pointer is a host address) and
- * exports the entry points backend-cuda/cuda_nccl_loader.h resolves.
+ * exports the entry points backend-cuda/comm/cuda_nccl_loader.h resolves.
  *
  *   communicators  ncclCommInitAll: the ranks of one process (one per device;
  *                  a device twice: ncclInvalidUsage, as NCCL's "Duplicate

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuda_nccl_abi.h"
+#include "comm/cuda_nccl_abi.h"
 #include "fake_libnccl.h"
 
 #define FAKE_NCCL_MAX_RANKS 64

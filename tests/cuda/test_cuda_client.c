@@ -17,7 +17,7 @@
 #include "cubert/cpu.h"
 #include "cubert/cube.h"
 #include "cubert/cuda.h"
-#include "cubert/host.h"
+#include "cubert/os.h"
 #include "cubert_kernels.h"
 #include "cuda_test_kernels.h"
 
@@ -274,8 +274,8 @@ static void compile_error_body(int gpu) {
                CUBERT_STATUS_COMPILATION_FAILED);
   CHECK(cubert_error_has_kind(&err, CUBERT_ERROR_LAUNCH_COMPILATION));
   /* the fake answers CUDA_ERROR_INVALID_PTX; a real driver picks its own code */
-  if (!gpu) CHECK_EQ_I64(err.backend_code, CUDA_ERROR_INVALID_PTX);
-  CHECK(err.backend_code != 0);
+  if (!gpu) CHECK_EQ_I64(err.driver_code, CUDA_ERROR_INVALID_PTX);
+  CHECK(err.driver_code != 0);
   CHECK_REASON_HAS(err, "cuModuleLoadDataEx(cuda_test_bad, PTX) failed: CUDA_ERROR_");
   CHECK_OK(cubert_cuda_client_jit_log(e.client, log, info, sizeof log));
   /* the fake's log names the token; ptxas words it its own way */
@@ -348,7 +348,7 @@ static void oom_body(int gpu) {
   CHECK_STATUS(cubert_client_empty(e.client, info.total_memory * 2, &h, &err),
                CUBERT_STATUS_OUT_OF_MEMORY);
   CHECK(cubert_error_has_kind(&err, CUBERT_ERROR_IO_OUT_OF_MEMORY));
-  CHECK_EQ_I64(err.backend_code, CUDA_ERROR_OUT_OF_MEMORY); /* the pools' report is the reason */
+  CHECK_EQ_I64(err.driver_code, CUDA_ERROR_OUT_OF_MEMORY); /* the pools' report is the reason */
   CHECK(stats_of(e.client).alloc_retries > retries);
   CHECK_OK(cubert_client_create_from_slice(e.client, b, sizeof b, &h, NULL));
   CHECK_OK(cubert_client_read_one(e.client, &h, out, sizeof out, NULL));
@@ -410,14 +410,14 @@ TEST(cuda_client_errors_are_mapped) {
   CHECK_STATUS(cubert_client_flush(e.client, &err), CUBERT_STATUS_SERVER_UNHEALTHY);
   CHECK_OK(cubert_error_unhealthy_first(&err, &first));
   CHECK(cubert_error_has_kind(&first, CUBERT_ERROR_LAUNCH_TOO_MANY_RESOURCES));
-  CHECK_EQ_I64(first.backend_code, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+  CHECK_EQ_I64(first.driver_code, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
   CHECK_REASON_HAS(err, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"); /* the aggregate keeps the text */
   /* a copy the driver refuses: returned by the read itself */
   fake_knob("CUBERT_FAKE_CUDA_COPY_RESULT", "999");
   CHECK(cubert_client_read_one(e.client, &h, out, sizeof out, &err) != CUBERT_STATUS_OK);
   fake_knob("CUBERT_FAKE_CUDA_COPY_RESULT", "0");
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_IO_UNKNOWN);
-  CHECK_EQ_I64(err.backend_code, CUDA_ERROR_UNKNOWN);
+  CHECK_EQ_I64(err.driver_code, CUDA_ERROR_UNKNOWN);
   CHECK_REASON_HAS(err, "CUDA_ERROR_UNKNOWN");
   /* the device works on */
   CHECK_OK(cubert_client_read_one(e.client, &h, out, sizeof out, NULL));

@@ -81,7 +81,7 @@ void comm_close(comm_env_t *e) {
   {
     const cubert_nccl_loader_t *nl = NULL;
     if (cuda_comm_nccl(&nl, NULL) == CUBERT_STATUS_OK &&
-        cubert_nccl_loader_symbol(nl, "cubert_fake_nccl_stats"))
+        cubert__nccl_loader_symbol(nl, "cubert_fake_nccl_stats"))
       CHECK_EQ_I64(comm_nccl_stats().comms_live, 0);
   }
 }
@@ -114,7 +114,7 @@ fake_nccl_stats_t comm_nccl_stats(void) {
   fake_nccl_stats_fn fn;
   void *sym;
   CHECK_OK(cuda_comm_nccl(&nl, NULL));
-  sym = cubert_nccl_loader_symbol(nl, "cubert_fake_nccl_stats");
+  sym = cubert__nccl_loader_symbol(nl, "cubert_fake_nccl_stats");
   CHECK_MSG(sym != NULL, "the loaded NCCL is not the fake");
   memcpy(&fn, &sym, sizeof sym);
   fn(&s);
@@ -123,7 +123,7 @@ fake_nccl_stats_t comm_nccl_stats(void) {
 
 fake_cuda_stats_t comm_cuda_stats(void) {
   const cubert_cuda_loader_t *cu = NULL;
-  CHECK_OK(cubert_cuda_loader_shared(&cu, NULL));
+  CHECK_OK(cubert__cuda_loader_shared(&cu, NULL));
   return fake_stats(cu);
 }
 
@@ -132,7 +132,7 @@ void comm_nccl_async_error(int result) {
   fake_nccl_set_async_error_fn fn;
   void *sym;
   CHECK_OK(cuda_comm_nccl(&nl, NULL));
-  sym = cubert_nccl_loader_symbol(nl, "cubert_fake_nccl_set_async_error");
+  sym = cubert__nccl_loader_symbol(nl, "cubert_fake_nccl_set_async_error");
   CHECK(sym != NULL);
   memcpy(&fn, &sym, sizeof sym);
   fn(result);

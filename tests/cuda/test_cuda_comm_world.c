@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "cubert/cpu.h"
-#include "cubert/host.h"
+#include "cubert/os.h"
 
 typedef struct rank_t {
   comm_env_t *e;

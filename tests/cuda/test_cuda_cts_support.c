@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_cts_support.c: what the conformance suite and the
- * CUDA client tests need of the CUDA backend (no tests here):
+ * CUDA client tests need of the CUDA driver (no tests here):
  *  - cts_cuda_prepare: is there a CUDA driver to test? (else the reason to
  *    skip); on the fake driver, the host runner below is installed;
  *  - the host runner: the fake runs no PTX, so a kernel launched on it is
@@ -15,10 +15,10 @@
  */
 #include <pthread.h>
 
-#include "cuda_comm.h"
+#include "comm/cuda_comm.h"
 #include "cuda_test.h"
 #include "cubert/cuda.h"
-#include "cubert/host.h"
+#include "cubert/os.h"
 #include "cubert_kernels.h"
 #include "kernel/cpu_kernel.h"
 #include "cts_kernels.h"
@@ -143,11 +143,11 @@ int cts_cuda_prepare(char *skip, size_t size) {
   cubert_error_t err;
   void *sym;
   if (prepared) return 0;
-  if (cubert_cuda_loader_shared(&cu, &err) != CUBERT_STATUS_OK) {
+  if (cubert__cuda_loader_shared(&cu, &err) != CUBERT_STATUS_OK) {
     snprintf(skip, size, "%s", err.reason);
     return 1;
   }
-  sym = cubert_cuda_loader_symbol(cu, "cubert_fake_cuda_set_kernel_host");
+  sym = cubert__cuda_loader_symbol(cu, "cubert_fake_cuda_set_kernel_host");
   if (sym) {
     fake_cuda_set_kernel_host_fn set;
     memcpy(&set, &sym, sizeof sym);

@@ -27,20 +27,20 @@ static char g_skip[CUBERT_ERROR_REASON_SIZE + 16];
 static void gpu_open(gpu_env_t *env, bool needs_images) {
   cubert_error_t err;
   memset(env, 0, sizeof *env);
-  if (cubert_cuda_loader_shared(&env->cu, &err) != CUBERT_STATUS_OK) {
+  if (cubert__cuda_loader_shared(&env->cu, &err) != CUBERT_STATUS_OK) {
     snprintf(g_skip, sizeof g_skip, "%s", err.reason); /* the runner prints "skipped: " */
     TEST_SKIP(g_skip);
   }
   if (needs_images && !CUBERT_TEST_HAVE_IMAGES)
     TEST_SKIP("no kernel images (nvcc was not found when this was built)");
   env->allocator = counting_allocator_initialize(&env->counting);
-  CHECK_OK(cubert_cuda_device_open(env->cu, 0, env->allocator, &env->device, &err));
-  CHECK_OK(cubert_cuda_stream_initialize(env->device, &env->stream, &err));
+  CHECK_OK(cubert__cuda_device_open(env->cu, 0, env->allocator, &env->device, &err));
+  CHECK_OK(cubert__cuda_stream_initialize(env->device, &env->stream, &err));
 }
 
 static void gpu_close(gpu_env_t *env) {
-  cubert_cuda_stream_deinitialize(&env->stream);
-  cubert_cuda_device_close(env->device);
+  cubert__cuda_stream_deinitialize(&env->stream);
+  cubert__cuda_device_close(env->device);
   CHECK_EQ_I64(env->counting.live_blocks, 0);
   counting_allocator_destroy(&env->counting);
 }
@@ -48,13 +48,13 @@ static void gpu_close(gpu_env_t *env) {
 static CUdeviceptr gpu_alloc(gpu_env_t *env, uint64_t size) {
   CUdeviceptr p = 0;
   cubert_error_t err;
-  CHECK_OK(cubert_cuda_memory_alloc(&env->stream, size, &p, &err));
+  CHECK_OK(cubert__cuda_memory_alloc(&env->stream, size, &p, &err));
   return p;
 }
 
 static void gpu_free(gpu_env_t *env, CUdeviceptr p) {
   cubert_error_t err;
-  CHECK_OK(cubert_cuda_memory_free(&env->stream, p, &err));
+  CHECK_OK(cubert__cuda_memory_free(&env->stream, p, &err));
 }
 
 TEST(cuda_gpu_device_properties) {
@@ -63,7 +63,7 @@ TEST(cuda_gpu_device_properties) {
   uint64_t free_bytes = 0, total = 0;
   cubert_error_t err;
   gpu_open(&env, false);
-  cubert_cuda_device_properties(env.device, &p);
+  cubert__cuda_device_properties(env.device, &p);
   printf("device 0: %s, sm_%u%u\n", p.name, (unsigned)env.device->info.compute_major,
          (unsigned)env.device->info.compute_minor);
   CHECK(p.name[0] != '\0');
@@ -72,7 +72,7 @@ TEST(cuda_gpu_device_properties) {
   CHECK(p.hardware.max_cube_count.x >= 65535);
   CHECK(p.hardware.max_shared_memory_size >= 48 * 1024);
   CHECK(p.hardware.num_streaming_multiprocessors > 0);
-  CHECK_OK(cubert_cuda_memory_info(env.device, &free_bytes, &total, &err));
+  CHECK_OK(cubert__cuda_memory_info(env.device, &free_bytes, &total, &err));
   CHECK(total == env.device->info.total_memory && free_bytes > 0 && free_bytes <= total);
   gpu_close(&env);
 }
@@ -91,12 +91,12 @@ TEST(cuda_gpu_pitched_round_trip) {
   CHECK_OK(cubert_copy_plan(2, shape, strides, 4, &plan, &err));
   CHECK(plan.pitched && plan.src_pitch_bytes == 512);
   d = gpu_alloc(&env, plan.span_bytes);
-  CHECK_OK(cubert_cuda_memory_set(&env.stream, d, 0xff, plan.span_bytes, &err));
-  CHECK_OK(cubert_cuda_copy_planned(&env.stream, &plan, true, in, d, &err));
-  CHECK_OK(cubert_cuda_copy_d2h(&env.stream, row, d + 3 * 512, sizeof row, &err));
+  CHECK_OK(cubert__cuda_memory_set(&env.stream, d, 0xff, plan.span_bytes, &err));
+  CHECK_OK(cubert__cuda_copy_planned(&env.stream, &plan, true, in, d, &err));
+  CHECK_OK(cubert__cuda_copy_d2h(&env.stream, row, d + 3 * 512, sizeof row, &err));
   memset(out, 0, 3700 * 4);
-  CHECK_OK(cubert_cuda_copy_planned(&env.stream, &plan, false, out, d, &err));
-  CHECK_OK(cubert_cuda_stream_synchronize(&env.stream, &err));
+  CHECK_OK(cubert__cuda_copy_planned(&env.stream, &plan, false, out, d, &err));
+  CHECK_OK(cubert__cuda_stream_synchronize(&env.stream, &err));
   CHECK(memcmp(in, out, 3700 * 4) == 0);
   for (i = 0; i < 100; i++) CHECK(row[i] == in[300 + i]);
   memcpy(&pad, &row[100], 4);
@@ -119,12 +119,12 @@ TEST(cuda_gpu_staging_upload) {
   CHECK(src && back);
   for (i = 0; i < n; i++) src[i] = (uint32_t)(i * 2654435761u);
   d = gpu_alloc(&env, n * 4);
-  CHECK_OK(cubert_cuda_staging_upload(&env.stream, d, src, n * 4, &err));
-  CHECK_OK(cubert_cuda_staging_upload(&env.stream, d, src, n * 4, &err));
-  CHECK_OK(cubert_cuda_copy_d2h(&env.stream, back, d, n * 4, &err));
-  CHECK_OK(cubert_cuda_stream_synchronize(&env.stream, &err));
+  CHECK_OK(cubert__cuda_staging_upload(&env.stream, d, src, n * 4, &err));
+  CHECK_OK(cubert__cuda_staging_upload(&env.stream, d, src, n * 4, &err));
+  CHECK_OK(cubert__cuda_copy_d2h(&env.stream, back, d, n * 4, &err));
+  CHECK_OK(cubert__cuda_stream_synchronize(&env.stream, &err));
   CHECK(memcmp(src, back, n * 4) == 0);
-  cubert_cuda_staging_stats(env.device, &st);
+  cubert__cuda_staging_stats(env.device, &st);
   CHECK_EQ_U64(st.host_allocs, 2); /* two chunks for both uploads */
   CHECK_EQ_U64(st.handed_out, 0);
   gpu_free(&env, d);
@@ -152,9 +152,9 @@ static void gpu_add(gpu_env_t *env, uint64_t n, bool dynamic) {
   db = gpu_alloc(env, n * 4);
   dc = gpu_alloc(env, n * 4);
   dcount = gpu_alloc(env, sizeof count);
-  CHECK_OK(cubert_cuda_staging_upload(&env->stream, da, a, n * 4, &err));
-  CHECK_OK(cubert_cuda_staging_upload(&env->stream, db, b, n * 4, &err));
-  CHECK_OK(cubert_cuda_function_get(env->device, &ck_add_f32_kernel, &f, &err));
+  CHECK_OK(cubert__cuda_staging_upload(&env->stream, da, a, n * 4, &err));
+  CHECK_OK(cubert__cuda_staging_upload(&env->stream, db, b, n * 4, &err));
+  CHECK_OK(cubert__cuda_function_get(env->device, &ck_add_f32_kernel, &f, &err));
   cubert_kernel_args_initialize(&args);
   cubert_kernel_args_set_buffer(&args, 0, (void *)(uintptr_t)da, n * 4);
   cubert_kernel_args_set_buffer(&args, 1, (void *)(uintptr_t)db, n * 4);
@@ -164,17 +164,17 @@ static void gpu_add(gpu_env_t *env, uint64_t n, bool dynamic) {
   if (dynamic) {
     count[0] = grid.x;
     count[1] = count[2] = 1;
-    CHECK_OK(cubert_cuda_copy_h2d(&env->stream, dcount, count, sizeof count, &err));
-    CHECK_OK(cubert_cuda_launch_dynamic(&env->stream, f, dcount, &args,
+    CHECK_OK(cubert__cuda_copy_h2d(&env->stream, dcount, count, sizeof count, &err));
+    CHECK_OK(cubert__cuda_launch_dynamic(&env->stream, f, dcount, &args,
                                         CUBERT_KERNEL_MODE_UNCHECKED, 0, &read, &err));
     CHECK_EQ_U64(read.x, grid.x);
   } else {
-    CHECK_OK(cubert_cuda_launch(&env->stream, f, grid, &args, CUBERT_KERNEL_MODE_UNCHECKED, 0,
+    CHECK_OK(cubert__cuda_launch(&env->stream, f, grid, &args, CUBERT_KERNEL_MODE_UNCHECKED, 0,
                                 &err));
   }
-  CHECK_OK(cubert_cuda_copy_d2h(&env->stream, c, dc, n * 4, &err));
-  CHECK_OK(cubert_cuda_stream_synchronize(&env->stream, &err));
-  CHECK_OK(cubert_cuda_stream_drain_errors(&env->stream, &err));
+  CHECK_OK(cubert__cuda_copy_d2h(&env->stream, c, dc, n * 4, &err));
+  CHECK_OK(cubert__cuda_stream_synchronize(&env->stream, &err));
+  CHECK_OK(cubert__cuda_stream_drain_errors(&env->stream, &err));
   for (i = 0; i < n; i++)
     CHECK_MSG(c[i] == (float)i + 0.5f * (float)(i % 1000), "c[%llu] = %f",
               (unsigned long long)i, c[i]);
@@ -219,18 +219,18 @@ TEST(cuda_gpu_checked_and_validate_modes) {
   din = gpu_alloc(&env, sizeof in);
   dout = gpu_alloc(&env, sizeof out);
   drep = gpu_alloc(&env, sizeof rep);
-  CHECK_OK(cubert_cuda_copy_h2d(&env.stream, din, in, sizeof in, &err));
-  CHECK_OK(cubert_cuda_function_get(env.device, &ck_oob_copy_f32_kernel, &f, &err));
+  CHECK_OK(cubert__cuda_copy_h2d(&env.stream, din, in, sizeof in, &err));
+  CHECK_OK(cubert__cuda_function_get(env.device, &ck_oob_copy_f32_kernel, &f, &err));
   for (mode = CUBERT_KERNEL_MODE_CHECKED; mode <= CUBERT_KERNEL_MODE_VALIDATE; mode++) {
-    CHECK_OK(cubert_cuda_memory_set(&env.stream, drep, 0, sizeof rep, &err));
-    CHECK_OK(cubert_cuda_memory_set(&env.stream, dout, 0, sizeof out, &err));
+    CHECK_OK(cubert__cuda_memory_set(&env.stream, drep, 0, sizeof rep, &err));
+    CHECK_OK(cubert__cuda_memory_set(&env.stream, dout, 0, sizeof out, &err));
     cubert_kernel_args_initialize(&args);
     cubert_kernel_args_set_buffer(&args, 0, (void *)(uintptr_t)din, 9 * 4);
     cubert_kernel_args_set_buffer(&args, 1, (void *)(uintptr_t)dout, 9 * 4);
-    CHECK_OK(cubert_cuda_launch(&env.stream, f, grid, &args, mode, drep, &err));
-    CHECK_OK(cubert_cuda_copy_d2h(&env.stream, &rep, drep, sizeof rep, &err));
-    CHECK_OK(cubert_cuda_copy_d2h(&env.stream, out, dout, sizeof out, &err));
-    CHECK_OK(cubert_cuda_stream_synchronize(&env.stream, &err));
+    CHECK_OK(cubert__cuda_launch(&env.stream, f, grid, &args, mode, drep, &err));
+    CHECK_OK(cubert__cuda_copy_d2h(&env.stream, &rep, drep, sizeof rep, &err));
+    CHECK_OK(cubert__cuda_copy_d2h(&env.stream, out, dout, sizeof out, &err));
+    CHECK_OK(cubert__cuda_stream_synchronize(&env.stream, &err));
     CHECK_EQ_U64(rep.oob_count, 14);
     for (i = 0; i < 16; i++) CHECK(out[i] == (i < 9 ? (float)(10 * i) + 1.0f : 0.0f));
     if (mode == CUBERT_KERNEL_MODE_VALIDATE) {
@@ -263,13 +263,13 @@ TEST(cuda_gpu_compile_error_log) {
   k.cuda_image = bad_ptx;
   k.cuda_image_size = sizeof bad_ptx;
   k.cube_dim.x = k.cube_dim.y = k.cube_dim.z = 1;
-  CHECK_STATUS(cubert_cuda_function_get(env.device, &k, &f, &err),
+  CHECK_STATUS(cubert__cuda_function_get(env.device, &k, &f, &err),
                CUBERT_STATUS_COMPILATION_FAILED);
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_COMPILATION_GENERIC);
-  printf("reason: %s\nJIT log: %s\n", err.reason, cubert_cuda_module_error_log(env.device));
-  CHECK(cubert_cuda_module_error_log(env.device)[0] != '\0');
+  printf("reason: %s\nJIT log: %s\n", err.reason, cubert__cuda_module_error_log(env.device));
+  CHECK(cubert__cuda_module_error_log(env.device)[0] != '\0');
   CHECK_REASON_HAS(err, "cuModuleLoadDataEx(broken, PTX) failed: CUDA_ERROR_");
-  CHECK(!cubert_cuda_device_is_lost(env.device));
+  CHECK(!cubert__cuda_device_is_lost(env.device));
   gpu_close(&env);
 }
 
@@ -282,20 +282,20 @@ TEST(cuda_gpu_error_mapping) {
   CUdeviceptr p = 0;
   gpu_open(&env, true);
   /* far more memory than any GPU has: the driver's OUT_OF_MEMORY */
-  CHECK_STATUS(cubert_cuda_memory_alloc(&env.stream, (uint64_t)1 << 50, &p, &err),
+  CHECK_STATUS(cubert__cuda_memory_alloc(&env.stream, (uint64_t)1 << 50, &p, &err),
                CUBERT_STATUS_OUT_OF_MEMORY);
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_IO_OUT_OF_MEMORY);
-  CHECK_EQ_I64(err.backend_code, CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK_EQ_I64(err.driver_code, CUDA_ERROR_OUT_OF_MEMORY);
   /* 2048 units per cube: refused before the driver sees it */
-  CHECK_OK(cubert_cuda_function_get(env.device, &ck_add_scalar_u32_huge_cube_kernel, &f, &err));
+  CHECK_OK(cubert__cuda_function_get(env.device, &ck_add_scalar_u32_huge_cube_kernel, &f, &err));
   cubert_kernel_args_initialize(&args);
   cubert_kernel_args_set_buffer(&args, 0, NULL, 0);
   cubert_kernel_args_set_u32(&args, 0, 1);
-  CHECK_STATUS(cubert_cuda_launch(&env.stream, f, one, &args, 0, 0, &err),
+  CHECK_STATUS(cubert__cuda_launch(&env.stream, f, one, &args, 0, 0, &err),
                CUBERT_STATUS_LIMIT_EXCEEDED);
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_RESOURCE_UNITS);
-  CHECK(!cubert_cuda_device_is_lost(env.device));
-  CHECK_OK(cubert_cuda_stream_drain_errors(&env.stream, &err));
+  CHECK(!cubert__cuda_device_is_lost(env.device));
+  CHECK_OK(cubert__cuda_stream_drain_errors(&env.stream, &err));
   gpu_close(&env);
 }
 
@@ -307,23 +307,23 @@ TEST(cuda_gpu_events) {
   bool done = false;
   int i;
   gpu_open(&env, true);
-  CHECK_OK(cubert_cuda_event_record(&env.stream, true, &t0, &err));
+  CHECK_OK(cubert__cuda_event_record(&env.stream, true, &t0, &err));
   gpu_add(&env, 1u << 16, false);
-  CHECK_OK(cubert_cuda_event_record(&env.stream, true, &t1, &err));
-  CHECK_OK(cubert_cuda_event_synchronize(env.device, t1, &err));
-  CHECK_OK(cubert_cuda_event_query(env.device, t1, &done, &err));
+  CHECK_OK(cubert__cuda_event_record(&env.stream, true, &t1, &err));
+  CHECK_OK(cubert__cuda_event_synchronize(env.device, t1, &err));
+  CHECK_OK(cubert__cuda_event_query(env.device, t1, &done, &err));
   CHECK(done);
-  CHECK_OK(cubert_cuda_event_elapsed(env.device, t0, t1, &ns, &err));
+  CHECK_OK(cubert__cuda_event_elapsed(env.device, t0, t1, &ns, &err));
   CHECK(ns > 0);
-  cubert_cuda_event_pool_counts(env.device, &before, NULL, NULL);
+  cubert__cuda_event_pool_counts(env.device, &before, NULL, NULL);
   for (i = 0; i < 1000; i++) {
-    CHECK_OK(cubert_cuda_event_record(&env.stream, false, &e, &err));
-    cubert_cuda_event_release(env.device, e);
+    CHECK_OK(cubert__cuda_event_record(&env.stream, false, &e, &err));
+    cubert__cuda_event_release(env.device, e);
   }
-  cubert_cuda_event_pool_counts(env.device, &created, NULL, NULL);
+  cubert__cuda_event_pool_counts(env.device, &created, NULL, NULL);
   CHECK(created - before <= 1); /* one event, recorded 1000 times */
-  cubert_cuda_event_release(env.device, t0);
-  cubert_cuda_event_release(env.device, t1);
+  cubert__cuda_event_release(env.device, t0);
+  cubert__cuda_event_release(env.device, t1);
   gpu_close(&env);
 }
 
@@ -346,25 +346,25 @@ TEST(cuda_gpu_device_lost_after_illegal_address) {
   double t;
   gpu_open(&env, true);
   out = gpu_alloc(&env, 4096);
-  CHECK_OK(cubert_cuda_function_get(env.device, &ck_oob_copy_f32_kernel, &f, &err));
+  CHECK_OK(cubert__cuda_function_get(env.device, &ck_oob_copy_f32_kernel, &f, &err));
   cubert_kernel_args_initialize(&args);
   /* an input "buffer" at an address nothing maps, read without checks */
   cubert_kernel_args_set_buffer(&args, 0, (void *)(uintptr_t)0x10, (uint64_t)1 << 40);
   cubert_kernel_args_set_buffer(&args, 1, (void *)(uintptr_t)out, 4096);
-  CHECK_OK(cubert_cuda_launch(&env.stream, f, grid, &args, CUBERT_KERNEL_MODE_UNCHECKED, 0, &err));
-  CHECK_STATUS(cubert_cuda_stream_synchronize(&env.stream, &first), CUBERT_STATUS_UNAVAILABLE);
-  printf("lost: %s (code %lld)\n", first.reason, (long long)first.backend_code);
+  CHECK_OK(cubert__cuda_launch(&env.stream, f, grid, &args, CUBERT_KERNEL_MODE_UNCHECKED, 0, &err));
+  CHECK_STATUS(cubert__cuda_stream_synchronize(&env.stream, &first), CUBERT_STATUS_UNAVAILABLE);
+  printf("lost: %s (code %lld)\n", first.reason, (long long)first.driver_code);
   CHECK_EQ_U64(cubert_error_kind(&first), CUBERT_ERROR_DEVICE_LOST);
-  CHECK(cubert_cuda_result_is_fatal((CUresult)first.backend_code));
-  CHECK(cubert_cuda_device_is_lost(env.device));
+  CHECK(cubert__cuda_result_is_fatal((CUresult)first.driver_code));
+  CHECK(cubert__cuda_device_is_lost(env.device));
   t = gpu_now();
-  CHECK_STATUS(cubert_cuda_stream_drain_errors(&env.stream, &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK_STATUS(cubert__cuda_stream_drain_errors(&env.stream, &err), CUBERT_STATUS_UNAVAILABLE);
   CHECK_EQ_STR(err.reason, first.reason);
-  CHECK_STATUS(cubert_cuda_launch(&env.stream, f, grid, &args, 0, 0, &err),
+  CHECK_STATUS(cubert__cuda_launch(&env.stream, f, grid, &args, 0, 0, &err),
                CUBERT_STATUS_UNAVAILABLE);
-  CHECK_STATUS(cubert_cuda_copy_d2h(&env.stream, &word, out, 4, &err), CUBERT_STATUS_UNAVAILABLE);
-  CHECK_STATUS(cubert_cuda_stream_synchronize(&env.stream, &err), CUBERT_STATUS_UNAVAILABLE);
-  CHECK_STATUS(cubert_cuda_memory_free(&env.stream, out, &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK_STATUS(cubert__cuda_copy_d2h(&env.stream, &word, out, 4, &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK_STATUS(cubert__cuda_stream_synchronize(&env.stream, &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK_STATUS(cubert__cuda_memory_free(&env.stream, out, &err), CUBERT_STATUS_UNAVAILABLE);
   CHECK_MSG(gpu_now() - t < 1.0, "calls on a lost device took %.3f s", gpu_now() - t);
   gpu_close(&env);
 }

@@ -69,26 +69,26 @@ TEST(cuda_function_cache_and_launch) {
   cubert_dim3_t grid = {2, 1, 1};
   fake_cuda_stats_t s;
   fake_env_open(&env);
-  CHECK_OK(cubert_cuda_function_get(env.device, &k, &f, &err));
+  CHECK_OK(cubert__cuda_function_get(env.device, &k, &f, &err));
   CHECK(f->kernel == &k);
   CHECK_EQ_U64(f->max_threads, 1024);
   CHECK_EQ_U64(f->registers, 16);
-  CHECK_EQ_STR(cubert_cuda_module_info_log(env.device), "fake: PTX compiled");
-  CHECK_OK(cubert_cuda_function_get(env.device, &k, &again, &err));
+  CHECK_EQ_STR(cubert__cuda_module_info_log(env.device), "fake: PTX compiled");
+  CHECK_OK(cubert__cuda_function_get(env.device, &k, &again, &err));
   CHECK(again == f);
   CHECK_EQ_U64(fake_stats(&env.cu).module_loads, 1);
   /* buf[i] += 7 over 2 cubes of 64 units: the first 100 elements */
   for (i = 0; i < 100; i++) host[i] = i;
-  CHECK_OK(cubert_cuda_memory_alloc(&env.stream, sizeof host, &buf, &err));
-  CHECK_OK(cubert_cuda_memory_alloc(&env.stream, sizeof(cubert_kernel_report_t), &report, &err));
-  CHECK_OK(cubert_cuda_copy_h2d(&env.stream, buf, host, sizeof host, &err));
+  CHECK_OK(cubert__cuda_memory_alloc(&env.stream, sizeof host, &buf, &err));
+  CHECK_OK(cubert__cuda_memory_alloc(&env.stream, sizeof(cubert_kernel_report_t), &report, &err));
+  CHECK_OK(cubert__cuda_copy_h2d(&env.stream, buf, host, sizeof host, &err));
   cubert_kernel_args_initialize(&args);
   cubert_kernel_args_set_buffer(&args, 0, (void *)(uintptr_t)buf, sizeof host);
   cubert_kernel_args_set_u32(&args, 0, 7);
-  CHECK_OK(cubert_cuda_launch(&env.stream, f, grid, &args, CUBERT_KERNEL_MODE_VALIDATE, report,
+  CHECK_OK(cubert__cuda_launch(&env.stream, f, grid, &args, CUBERT_KERNEL_MODE_VALIDATE, report,
                               &err));
-  CHECK_OK(cubert_cuda_copy_d2h(&env.stream, host, buf, sizeof host, &err));
-  CHECK_OK(cubert_cuda_stream_synchronize(&env.stream, &err));
+  CHECK_OK(cubert__cuda_copy_d2h(&env.stream, host, buf, sizeof host, &err));
+  CHECK_OK(cubert__cuda_stream_synchronize(&env.stream, &err));
   for (i = 0; i < 100; i++) CHECK_EQ_U64(host[i], i + 7);
   /* what cuLaunchKernel received: grid, the kernel's cube dim, the argument
    * block by value, the mode and the report address */
@@ -106,20 +106,20 @@ TEST(cuda_function_cache_and_launch) {
   CHECK(memcmp(s.args, &args, sizeof args) == 0);
   /* an empty count launches nothing */
   grid.x = 0;
-  CHECK_OK(cubert_cuda_launch(&env.stream, f, grid, &args, CUBERT_KERNEL_MODE_CHECKED, 0, &err));
+  CHECK_OK(cubert__cuda_launch(&env.stream, f, grid, &args, CUBERT_KERNEL_MODE_CHECKED, 0, &err));
   CHECK_EQ_U64(fake_stats(&env.cu).launches, 1);
   /* bad input */
   grid.x = 1;
-  CHECK_STATUS(cubert_cuda_launch(&env.stream, f, grid, &args, 3, 0, &err),
+  CHECK_STATUS(cubert__cuda_launch(&env.stream, f, grid, &args, 3, 0, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_cuda_launch(&env.stream, f, grid, NULL, 0, 0, &err),
+  CHECK_STATUS(cubert__cuda_launch(&env.stream, f, grid, NULL, 0, 0, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   cubert_kernel_args_initialize(&args); /* fewer slots than the kernel reads */
-  CHECK_STATUS(cubert_cuda_launch(&env.stream, f, grid, &args, 0, 0, &err),
+  CHECK_STATUS(cubert__cuda_launch(&env.stream, f, grid, &args, 0, 0, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(fake_stats(&env.cu).launches, 1);
-  CHECK_OK(cubert_cuda_memory_free(&env.stream, buf, &err));
-  CHECK_OK(cubert_cuda_memory_free(&env.stream, report, &err));
+  CHECK_OK(cubert__cuda_memory_free(&env.stream, buf, &err));
+  CHECK_OK(cubert__cuda_memory_free(&env.stream, report, &err));
   fake_env_close(&env);
 }
 
@@ -132,15 +132,15 @@ TEST(cuda_function_from_the_registry) {
   cubert_kernel_t missing = fake_kernel("fake_in_no_image", NULL, 32, 0, 0);
   const cubert_cuda_function_t *f = NULL;
   fake_env_open(&env);
-  CHECK_STATUS(cubert_cuda_function_get(env.device, &missing, &f, &err),
+  CHECK_STATUS(cubert__cuda_function_get(env.device, &missing, &f, &err),
                CUBERT_STATUS_COMPILATION_FAILED);
   CHECK_REASON_HAS(err, "no CUDA image holds kernel fake_in_no_image");
   CHECK_EQ_U64(err.chain[0], CUBERT_ERROR_SERVER_LAUNCH);
   CHECK_EQ_U64(err.chain[1], CUBERT_ERROR_LAUNCH_COMPILATION);
   CHECK_OK(cubert_cuda_image_register(&image, &err));
   /* the device is sm_90, the image has an sm_90 cubin: loaded as is */
-  CHECK_OK(cubert_cuda_function_get(env.device, &k, &f, &err));
-  CHECK_EQ_STR(cubert_cuda_module_info_log(env.device), "fake: cubin loaded");
+  CHECK_OK(cubert__cuda_function_get(env.device, &k, &f, &err));
+  CHECK_EQ_STR(cubert__cuda_module_info_log(env.device), "fake: cubin loaded");
   CHECK_EQ_U64(fake_stats(&env.cu).module_loads, 1);
   fake_env_close(&env);
 }
@@ -158,13 +158,13 @@ TEST(cuda_function_cubin_falls_back_to_ptx) {
   fake_env_open(&env);
   CHECK_OK(cubert_cuda_image_register(&other_arch, &err)); /* first: it wins fake_noop */
   CHECK_OK(cubert_cuda_image_register(&image, &err));
-  CHECK_OK(cubert_cuda_function_get(env.device, &k, &f, &err));
-  CHECK_EQ_STR(cubert_cuda_module_info_log(env.device), "fake: PTX compiled");
+  CHECK_OK(cubert__cuda_function_get(env.device, &k, &f, &err));
+  CHECK_EQ_STR(cubert__cuda_module_info_log(env.device), "fake: PTX compiled");
   /* a cubin for another architecture and no PTX: NO_BINARY_FOR_GPU */
-  CHECK_STATUS(cubert_cuda_function_get(env.device, &k80, &f, &err),
+  CHECK_STATUS(cubert__cuda_function_get(env.device, &k80, &f, &err),
                CUBERT_STATUS_COMPILATION_FAILED);
   CHECK_REASON_HAS(err, "image fake_sm80 has no PTX and its cubin is for sm_80, the device is sm_90");
-  CHECK_EQ_I64(err.backend_code, CUDA_ERROR_NO_BINARY_FOR_GPU);
+  CHECK_EQ_I64(err.driver_code, CUDA_ERROR_NO_BINARY_FOR_GPU);
   fake_env_close(&env);
 }
 
@@ -178,33 +178,33 @@ TEST(cuda_function_compile_error_keeps_the_log) {
   const cubert_cuda_function_t *f = NULL;
   char text[1024];
   fake_env_open(&env);
-  CHECK_STATUS(cubert_cuda_function_get(env.device, &k, &f, &err),
+  CHECK_STATUS(cubert__cuda_function_get(env.device, &k, &f, &err),
                CUBERT_STATUS_COMPILATION_FAILED);
   CHECK_EQ_U64(err.depth, 3);
   CHECK_EQ_U64(err.chain[2], CUBERT_ERROR_COMPILATION_GENERIC);
-  CHECK_EQ_I64(err.backend_code, CUDA_ERROR_INVALID_PTX);
+  CHECK_EQ_I64(err.driver_code, CUDA_ERROR_INVALID_PTX);
   CHECK_REASON_HAS(err, "cuModuleLoadDataEx(fake_noop, PTX) failed: CUDA_ERROR_INVALID_PTX: ");
   CHECK_REASON_HAS(err, "Parsing error near 'FAKE_SYNTAX_ERROR'");
   CHECK_MSG(strchr(err.reason, '\n') == NULL, "the log's lines are joined: %s", err.reason);
   /* the whole JIT log stays available */
-  CHECK(strstr(cubert_cuda_module_error_log(env.device), "Ptx assembly aborted") != NULL);
+  CHECK(strstr(cubert__cuda_module_error_log(env.device), "Ptx assembly aborted") != NULL);
   (void)cubert_error_format(&err, text, sizeof text);
   CHECK_MSG(strstr(text, "FAKE_SYNTAX_ERROR") != NULL, "%s", text);
   /* nothing was cached: the same kernel fails again */
-  CHECK_STATUS(cubert_cuda_function_get(env.device, &k, &f, &err),
+  CHECK_STATUS(cubert__cuda_function_get(env.device, &k, &f, &err),
                CUBERT_STATUS_COMPILATION_FAILED);
   /* an entry the image does not hold */
-  CHECK_STATUS(cubert_cuda_function_get(env.device, &absent, &f, &err),
+  CHECK_STATUS(cubert__cuda_function_get(env.device, &absent, &f, &err),
                CUBERT_STATUS_COMPILATION_FAILED);
   CHECK_REASON_HAS(err, "kernel fake_absent is not in image fake_absent");
   /* a descriptor image that is neither binary nor NUL-terminated text */
   garbage.cuda_image = no_nul;
   garbage.cuda_image_size = sizeof no_nul;
-  CHECK_STATUS(cubert_cuda_function_get(env.device, &garbage, &f, &err),
+  CHECK_STATUS(cubert__cuda_function_get(env.device, &garbage, &f, &err),
                CUBERT_STATUS_COMPILATION_FAILED);
   CHECK_REASON_HAS(err, "neither a cubin/fatbin nor NUL-terminated PTX");
   garbage.cuda_entry_name = NULL;
-  CHECK_STATUS(cubert_cuda_function_get(env.device, &garbage, &f, &err),
+  CHECK_STATUS(cubert__cuda_function_get(env.device, &garbage, &f, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   fake_env_close(&env);
 }
@@ -215,8 +215,8 @@ static void check_limit(fake_env_t *env, cubert_kernel_t *k, cubert_dim3_t grid,
   cubert_kernel_args_t args;
   cubert_error_t err;
   cubert_kernel_args_initialize(&args);
-  CHECK_OK(cubert_cuda_function_get(env->device, k, &f, &err));
-  CHECK_STATUS(cubert_cuda_launch(&env->stream, f, grid, &args, 0, 0, &err),
+  CHECK_OK(cubert__cuda_function_get(env->device, k, &f, &err));
+  CHECK_STATUS(cubert__cuda_launch(&env->stream, f, grid, &args, 0, 0, &err),
                CUBERT_STATUS_LIMIT_EXCEEDED);
   CHECK_EQ_U64(err.chain[0], CUBERT_ERROR_SERVER_LAUNCH);
   CHECK_EQ_U64(err.chain[1], CUBERT_ERROR_LAUNCH_TOO_MANY_RESOURCES);
@@ -246,14 +246,14 @@ TEST(cuda_launch_limits) {
   {
     const cubert_cuda_function_t *f = NULL;
     cubert_error_t err;
-    CHECK_STATUS(cubert_cuda_function_get(env.device, &shared, &f, &err),
+    CHECK_STATUS(cubert__cuda_function_get(env.device, &shared, &f, &err),
                  CUBERT_STATUS_LIMIT_EXCEEDED);
     CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_RESOURCE_SHARED_MEMORY);
     CHECK_EQ_U64(err.field[0], 232449);
     CHECK_EQ_U64(err.field[1], 232448);
     /* above 48 KiB the function opts in to the dynamic shared size */
     shared.shared_memory_bytes = 100000;
-    CHECK_OK(cubert_cuda_function_get(env.device, &shared, &f, &err));
+    CHECK_OK(cubert__cuda_function_get(env.device, &shared, &f, &err));
     CHECK_EQ_I64(fake_stats(&env.cu).last_dynamic_shared_attribute, 100000);
   }
   check_limit(&env, &ok, big_y, CUBERT_ERROR_RESOURCE_UNITS, 65536, 65535);
@@ -274,10 +274,10 @@ TEST(cuda_launch_dynamic_cube_count) {
   fake_cuda_stats_t s;
   fake_env_open(&env);
   cubert_kernel_args_initialize(&args);
-  CHECK_OK(cubert_cuda_function_get(env.device, &k, &f, &err));
-  CHECK_OK(cubert_cuda_memory_alloc(&env.stream, sizeof count, &d, &err));
-  CHECK_OK(cubert_cuda_copy_h2d(&env.stream, d, count, sizeof count, &err));
-  CHECK_OK(cubert_cuda_launch_dynamic(&env.stream, f, d, &args, 0, 0, &read, &err));
+  CHECK_OK(cubert__cuda_function_get(env.device, &k, &f, &err));
+  CHECK_OK(cubert__cuda_memory_alloc(&env.stream, sizeof count, &d, &err));
+  CHECK_OK(cubert__cuda_copy_h2d(&env.stream, d, count, sizeof count, &err));
+  CHECK_OK(cubert__cuda_launch_dynamic(&env.stream, f, d, &args, 0, 0, &read, &err));
   CHECK_EQ_U64(read.x, 5);
   CHECK_EQ_U64(read.y, 3);
   CHECK_EQ_U64(read.z, 2);
@@ -287,13 +287,13 @@ TEST(cuda_launch_dynamic_cube_count) {
   CHECK_EQ_U64(s.grid[1], 3);
   CHECK_EQ_U64(s.grid[2], 2);
   /* a count read from the device is checked like any other */
-  CHECK_OK(cubert_cuda_copy_h2d(&env.stream, d, too_big, sizeof too_big, &err));
-  CHECK_STATUS(cubert_cuda_launch_dynamic(&env.stream, f, d, &args, 0, 0, NULL, &err),
+  CHECK_OK(cubert__cuda_copy_h2d(&env.stream, d, too_big, sizeof too_big, &err));
+  CHECK_STATUS(cubert__cuda_launch_dynamic(&env.stream, f, d, &args, 0, 0, NULL, &err),
                CUBERT_STATUS_LIMIT_EXCEEDED);
-  CHECK_STATUS(cubert_cuda_launch_dynamic(&env.stream, f, 0, &args, 0, 0, NULL, &err),
+  CHECK_STATUS(cubert__cuda_launch_dynamic(&env.stream, f, 0, &args, 0, 0, NULL, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(fake_stats(&env.cu).launches, 1);
-  CHECK_OK(cubert_cuda_memory_free(&env.stream, d, &err));
+  CHECK_OK(cubert__cuda_memory_free(&env.stream, d, &err));
   fake_env_close(&env);
 }
 
@@ -306,23 +306,23 @@ TEST(cuda_launch_driver_refusals) {
   cubert_dim3_t one = {1, 1, 1};
   fake_env_open(&env);
   cubert_kernel_args_initialize(&args);
-  CHECK_OK(cubert_cuda_function_get(env.device, &k, &f, &err));
+  CHECK_OK(cubert__cuda_function_get(env.device, &k, &f, &err));
   fake_knob("CUBERT_FAKE_CUDA_LAUNCH_RESULT", "701");
-  CHECK_STATUS(cubert_cuda_launch(&env.stream, f, one, &args, 0, 0, &err),
+  CHECK_STATUS(cubert__cuda_launch(&env.stream, f, one, &args, 0, 0, &err),
                CUBERT_STATUS_LIMIT_EXCEEDED);
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_LAUNCH_TOO_MANY_RESOURCES);
-  CHECK_EQ_I64(err.backend_code, 701);
+  CHECK_EQ_I64(err.driver_code, 701);
   CHECK_REASON_HAS(err, "cuLaunchKernel failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES");
   fake_knob("CUBERT_FAKE_CUDA_LAUNCH_RESULT", "2");
-  CHECK_STATUS(cubert_cuda_launch(&env.stream, f, one, &args, 0, 0, &err),
+  CHECK_STATUS(cubert__cuda_launch(&env.stream, f, one, &args, 0, 0, &err),
                CUBERT_STATUS_OUT_OF_MEMORY);
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_LAUNCH_OUT_OF_MEMORY);
   fake_knob("CUBERT_FAKE_CUDA_LAUNCH_RESULT", "999");
-  CHECK_STATUS(cubert_cuda_launch(&env.stream, f, one, &args, 0, 0, &err),
+  CHECK_STATUS(cubert__cuda_launch(&env.stream, f, one, &args, 0, 0, &err),
                CUBERT_STATUS_LAUNCH_FAILED);
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_LAUNCH_UNKNOWN);
   /* none of these loses the device */
-  CHECK(!cubert_cuda_device_is_lost(env.device));
+  CHECK(!cubert__cuda_device_is_lost(env.device));
   fake_env_close(&env);
 }
 
@@ -344,7 +344,7 @@ TEST(cuda_launch_cts_descriptor) {
   k.cuda_image = k_ptx;
   k.cuda_image_size = sizeof k_ptx;
 #endif
-  CHECK_OK(cubert_cuda_function_get(env.device, &k, &f, &err));
+  CHECK_OK(cubert__cuda_function_get(env.device, &k, &f, &err));
   CHECK(f->handle != NULL);
   fake_env_close(&env);
 }

@@ -19,15 +19,15 @@ static void check_unavailable(cubert_status_t st, const cubert_error_t *err, con
 TEST(cuda_loader_no_library) {
   cubert_cuda_loader_t cu;
   cubert_error_t err;
-  cubert_status_t st = cubert_cuda_loader_open("/nonexistent/libcuda.so.1", &cu, &err);
+  cubert_status_t st = cubert__cuda_loader_open("/nonexistent/libcuda.so.1", &cu, &err);
   check_unavailable(st, &err, "cannot load /nonexistent/libcuda.so.1: ", &cu);
-  CHECK_EQ_I64(err.backend_code, 0);
+  CHECK_EQ_I64(err.driver_code, 0);
 }
 
 TEST(cuda_loader_without_get_proc_address) {
   cubert_cuda_loader_t cu;
   cubert_error_t err;
-  cubert_status_t st = cubert_cuda_loader_open(FAKE_LIBCUDA_NO_GET_PROC, &cu, &err);
+  cubert_status_t st = cubert__cuda_loader_open(FAKE_LIBCUDA_NO_GET_PROC, &cu, &err);
   check_unavailable(st, &err, "has no cuGetProcAddress_v2", &cu);
 }
 
@@ -36,7 +36,7 @@ TEST(cuda_loader_entry_point_missing) {
   cubert_error_t err;
   cubert_status_t st;
   fake_knob("CUBERT_FAKE_CUDA_MISSING", "cuMemAllocAsync");
-  st = cubert_cuda_loader_open(FAKE_LIBCUDA, &cu, &err);
+  st = cubert__cuda_loader_open(FAKE_LIBCUDA, &cu, &err);
   check_unavailable(st, &err, "entry point cuMemAllocAsync (ABI 11020) not found: symbol not found",
                     &cu);
 }
@@ -46,7 +46,7 @@ TEST(cuda_loader_old_driver) {
   cubert_error_t err;
   cubert_status_t st;
   fake_knob("CUBERT_FAKE_CUDA_DRIVER_VERSION", "11080");
-  st = cubert_cuda_loader_open(FAKE_LIBCUDA, &cu, &err);
+  st = cubert__cuda_loader_open(FAKE_LIBCUDA, &cu, &err);
   check_unavailable(st, &err, "driver version 11.8 (11080) is older than the required 12.0 (12000)",
                     &cu);
 }
@@ -56,9 +56,9 @@ TEST(cuda_loader_entry_newer_than_driver) {
   cubert_cuda_loader_t cu;
   cubert_error_t err;
   fake_knob("CUBERT_FAKE_CUDA_DRIVER_VERSION", "12000");
-  CHECK_OK(cubert_cuda_loader_open(FAKE_LIBCUDA, &cu, &err));
+  CHECK_OK(cubert__cuda_loader_open(FAKE_LIBCUDA, &cu, &err));
   CHECK_EQ_I64(cu.driver_version, 12000);
-  cubert_cuda_loader_close(&cu);
+  cubert__cuda_loader_close(&cu);
 }
 
 TEST(cuda_loader_init_fails) {
@@ -66,10 +66,10 @@ TEST(cuda_loader_init_fails) {
   cubert_error_t err;
   cubert_status_t st;
   fake_knob("CUBERT_FAKE_CUDA_INIT_RESULT", "100");
-  st = cubert_cuda_loader_open(FAKE_LIBCUDA, &cu, &err);
+  st = cubert__cuda_loader_open(FAKE_LIBCUDA, &cu, &err);
   check_unavailable(st, &err,
                     "cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)", &cu);
-  CHECK_EQ_I64(err.backend_code, 100);
+  CHECK_EQ_I64(err.driver_code, 100);
 }
 
 TEST(cuda_loader_no_device) {
@@ -77,7 +77,7 @@ TEST(cuda_loader_no_device) {
   cubert_error_t err;
   cubert_status_t st;
   fake_knob("CUBERT_FAKE_CUDA_DEVICES", "0");
-  st = cubert_cuda_loader_open(FAKE_LIBCUDA, &cu, &err);
+  st = cubert__cuda_loader_open(FAKE_LIBCUDA, &cu, &err);
   check_unavailable(st, &err, "no CUDA device (cuDeviceGetCount reports 0)", &cu);
 }
 
@@ -86,7 +86,7 @@ TEST(cuda_loader_opens_the_fake) {
   cubert_error_t err;
   fake_cuda_stats_t s;
   fake_knob("CUBERT_FAKE_CUDA_DEVICES", "3");
-  CHECK_OK(cubert_cuda_loader_open(FAKE_LIBCUDA, &cu, &err));
+  CHECK_OK(cubert__cuda_loader_open(FAKE_LIBCUDA, &cu, &err));
   CHECK(cu.library != NULL);
   CHECK_EQ_I64(cu.driver_version, 13000);
   CHECK_EQ_I64(cu.device_count, 3);
@@ -97,31 +97,31 @@ TEST(cuda_loader_opens_the_fake) {
 #undef CHECK_ENTRY_
   s = fake_stats(&cu);
   CHECK_EQ_U64(s.init_calls, 1);
-  CHECK(cubert_cuda_loader_symbol(&cu, "no_such_symbol") == NULL);
-  cubert_cuda_loader_close(&cu);
+  CHECK(cubert__cuda_loader_symbol(&cu, "no_such_symbol") == NULL);
+  cubert__cuda_loader_close(&cu);
   CHECK(cu.library == NULL);
-  cubert_cuda_loader_close(&cu); /* closed: no-op */
-  cubert_cuda_loader_close(NULL);
-  CHECK(cubert_cuda_loader_symbol(&cu, "cubert_fake_cuda_stats") == NULL);
+  cubert__cuda_loader_close(&cu); /* closed: no-op */
+  cubert__cuda_loader_close(NULL);
+  CHECK(cubert__cuda_loader_symbol(&cu, "cubert_fake_cuda_stats") == NULL);
 }
 
 TEST(cuda_loader_path_from_environment) {
   cubert_cuda_loader_t cu;
   cubert_error_t err;
   fake_knob("CUBERT_LIBCUDA", FAKE_LIBCUDA);
-  CHECK_OK(cubert_cuda_loader_open(NULL, &cu, &err));
+  CHECK_OK(cubert__cuda_loader_open(NULL, &cu, &err));
   CHECK_EQ_STR(cu.path, FAKE_LIBCUDA);
-  cubert_cuda_loader_close(&cu);
+  cubert__cuda_loader_close(&cu);
 }
 
 TEST(cuda_loader_bad_arguments) {
   cubert_cuda_loader_t cu;
   cubert_error_t err;
   char path[400];
-  CHECK_STATUS(cubert_cuda_loader_open(FAKE_LIBCUDA, NULL, &err), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__cuda_loader_open(FAKE_LIBCUDA, NULL, &err), CUBERT_STATUS_INVALID_ARGUMENT);
   memset(path, 'a', sizeof path - 1);
   path[sizeof path - 1] = '\0';
-  CHECK_STATUS(cubert_cuda_loader_open(path, &cu, &err), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__cuda_loader_open(path, &cu, &err), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_INVALID_ARGUMENT);
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_nccl_loader.c: libnccl opened at run time
- * (backend-cuda/cuda_nccl_loader.h): the fake NCCL and its variants (too
+ * (backend-cuda/comm/cuda_nccl_loader.h): the fake NCCL and its variants (too
  * old, a symbol missing), every "NCCL unavailable" reason, the result
  * names and kinds; the private ABI header against nccl.h where the build
  * finds one; the machine's libnccl.so.2 where there is one.
@@ -24,31 +24,31 @@ TEST(cuda_nccl_loader_opens_the_fake) {
   cubert_nccl_loader_t n;
   cubert_error_t err;
   char v[32];
-  CHECK_OK(cubert_nccl_loader_open(FAKE_LIBNCCL, &n, &err));
+  CHECK_OK(cubert__nccl_loader_open(FAKE_LIBNCCL, &n, &err));
   CHECK(n.library != NULL);
   CHECK_EQ_I64(n.version, 22809);
-  cubert_nccl_version_text(n.version, v, sizeof v);
+  cubert__nccl_version_text(n.version, v, sizeof v);
   CHECK(strcmp(v, "2.28.9") == 0);
   CHECK(strcmp(n.path, FAKE_LIBNCCL) == 0);
   CHECK(n.ncclAllReduce && n.ncclSend && n.ncclRecv && n.ncclCommInitAll && n.ncclCommAbort);
   CHECK(n.ncclCommInitRankConfig != NULL);
-  CHECK(cubert_nccl_loader_symbol(&n, "cubert_fake_nccl_stats") != NULL);
-  CHECK(cubert_nccl_loader_symbol(&n, "no_such_symbol") == NULL);
-  CHECK(cubert_nccl_loader_symbol(NULL, "ncclSend") == NULL);
-  cubert_nccl_loader_close(&n);
+  CHECK(cubert__nccl_loader_symbol(&n, "cubert_fake_nccl_stats") != NULL);
+  CHECK(cubert__nccl_loader_symbol(&n, "no_such_symbol") == NULL);
+  CHECK(cubert__nccl_loader_symbol(NULL, "ncclSend") == NULL);
+  cubert__nccl_loader_close(&n);
   CHECK(n.library == NULL);
-  cubert_nccl_loader_close(&n); /* closed: no-op */
-  cubert_nccl_loader_close(NULL);
+  cubert__nccl_loader_close(&n); /* closed: no-op */
+  cubert__nccl_loader_close(NULL);
   /* the environment names the library when no path is given */
   fake_knob("CUBERT_LIBNCCL", FAKE_LIBNCCL);
-  CHECK_OK(cubert_nccl_loader_open(NULL, &n, &err));
+  CHECK_OK(cubert__nccl_loader_open(NULL, &n, &err));
   CHECK(strcmp(n.path, FAKE_LIBNCCL) == 0);
-  cubert_nccl_loader_close(&n);
+  cubert__nccl_loader_close(&n);
   /* 2.13: no ncclCommInitRankConfig (process communicators need 2.14) */
   fake_knob("CUBERT_FAKE_NCCL_VERSION", "21304");
-  CHECK_OK(cubert_nccl_loader_open(FAKE_LIBNCCL, &n, &err));
+  CHECK_OK(cubert__nccl_loader_open(FAKE_LIBNCCL, &n, &err));
   CHECK(n.ncclCommInitRankConfig == NULL);
-  cubert_nccl_loader_close(&n);
+  cubert__nccl_loader_close(&n);
 }
 
 /* Each failure: UNSUPPORTED, kind IO_UNSUPPORTED_IO_OPERATION, "NCCL
@@ -57,7 +57,7 @@ static void expect_unavailable(const char *path, const char *reason) {
   cubert_nccl_loader_t n;
   cubert_error_t err;
   memset(&n, 0x5a, sizeof n);
-  CHECK_STATUS(cubert_nccl_loader_open(path, &n, &err), CUBERT_STATUS_UNSUPPORTED);
+  CHECK_STATUS(cubert__nccl_loader_open(path, &n, &err), CUBERT_STATUS_UNSUPPORTED);
   CHECK(cubert_error_kind(&err) == CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION);
   CHECK_REASON_HAS(err, "NCCL unavailable: ");
   CHECK_REASON_HAS(err, reason);
@@ -74,10 +74,10 @@ TEST(cuda_nccl_loader_failures) {
   fake_knob("CUBERT_FAKE_NCCL_VERSION_RESULT", "3");
   expect_unavailable(FAKE_LIBNCCL, "ncclGetVersion failed: ncclInternalError");
   unsetenv("CUBERT_FAKE_NCCL_VERSION_RESULT");
-  CHECK_STATUS(cubert_nccl_loader_open(FAKE_LIBNCCL, NULL, &err), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__nccl_loader_open(FAKE_LIBNCCL, NULL, &err), CUBERT_STATUS_INVALID_ARGUMENT);
   memset(longpath, 'a', sizeof longpath - 1);
   longpath[sizeof longpath - 1] = 0;
-  CHECK_STATUS(cubert_nccl_loader_open(longpath, &n, &err), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__nccl_loader_open(longpath, &n, &err), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_REASON_HAS(err, "255 bytes");
 }
 
@@ -85,9 +85,9 @@ TEST(cuda_nccl_loader_shared_answers_the_same_every_time) {
   const cubert_nccl_loader_t *a = NULL, *b = NULL;
   cubert_error_t e1, e2;
   fake_knob("CUBERT_LIBNCCL", CUBERT_TEST_BUILD_DIR "/no-such-dir/libnccl.so.2");
-  CHECK_STATUS(cubert_nccl_loader_shared(&a, &e1), CUBERT_STATUS_UNSUPPORTED);
+  CHECK_STATUS(cubert__nccl_loader_shared(&a, &e1), CUBERT_STATUS_UNSUPPORTED);
   fake_knob("CUBERT_LIBNCCL", FAKE_LIBNCCL); /* opened once: the answer stays */
-  CHECK_STATUS(cubert_nccl_loader_shared(&b, &e2), CUBERT_STATUS_UNSUPPORTED);
+  CHECK_STATUS(cubert__nccl_loader_shared(&b, &e2), CUBERT_STATUS_UNSUPPORTED);
   CHECK(a == NULL && b == NULL);
   CHECK(strcmp(e1.reason, e2.reason) == 0);
   CHECK_REASON_HAS(e2, "cannot load");
@@ -96,26 +96,26 @@ TEST(cuda_nccl_loader_shared_answers_the_same_every_time) {
 TEST(cuda_nccl_results_names_kinds_and_versions) {
   cubert_error_t err;
   char v[32];
-  CHECK(strcmp(cubert_nccl_result_name(0), "ncclSuccess") == 0);
-  CHECK(strcmp(cubert_nccl_result_name(6), "ncclRemoteError") == 0);
-  CHECK(strcmp(cubert_nccl_result_name(7), "ncclInProgress") == 0);
-  CHECK(strcmp(cubert_nccl_result_name(99), "ncclUnknownResult") == 0);
-  CHECK(cubert_nccl_result_kind(0) == CUBERT_ERROR_NONE);
-  CHECK(cubert_nccl_result_kind(1) == CUBERT_ERROR_SERVER_GENERIC);
-  CHECK(cubert_nccl_result_kind(4) == CUBERT_ERROR_INVALID_ARGUMENT);
-  CHECK(cubert_nccl_result_kind(5) == CUBERT_ERROR_FAILED_PRECONDITION);
-  CHECK(cubert_nccl_result_kind(6) == CUBERT_ERROR_DEVICE_LOST);
-  CHECK(cubert_nccl_result_kind(8) == CUBERT_ERROR_DEADLINE_EXCEEDED);
-  CHECK(strcmp(cubert_nccl_result_name(8), "ncclTimeout") == 0);
-  CHECK_STATUS(cubert_nccl_error_set(&err, NULL, 2, "ncclAllReduce"), CUBERT_STATUS_INTERNAL);
+  CHECK(strcmp(cubert__nccl_result_name(0), "ncclSuccess") == 0);
+  CHECK(strcmp(cubert__nccl_result_name(6), "ncclRemoteError") == 0);
+  CHECK(strcmp(cubert__nccl_result_name(7), "ncclInProgress") == 0);
+  CHECK(strcmp(cubert__nccl_result_name(99), "ncclUnknownResult") == 0);
+  CHECK(cubert__nccl_result_kind(0) == CUBERT_ERROR_NONE);
+  CHECK(cubert__nccl_result_kind(1) == CUBERT_ERROR_SERVER_GENERIC);
+  CHECK(cubert__nccl_result_kind(4) == CUBERT_ERROR_INVALID_ARGUMENT);
+  CHECK(cubert__nccl_result_kind(5) == CUBERT_ERROR_FAILED_PRECONDITION);
+  CHECK(cubert__nccl_result_kind(6) == CUBERT_ERROR_DEVICE_LOST);
+  CHECK(cubert__nccl_result_kind(8) == CUBERT_ERROR_DEADLINE_EXCEEDED);
+  CHECK(strcmp(cubert__nccl_result_name(8), "ncclTimeout") == 0);
+  CHECK_STATUS(cubert__nccl_error_set(&err, NULL, 2, "ncclAllReduce"), CUBERT_STATUS_INTERNAL);
   CHECK(strcmp(err.reason, "ncclAllReduce failed: ncclSystemError (no description)") == 0);
-  CHECK_EQ_I64(err.backend_code, 2);
-  CHECK_STATUS(cubert_nccl_error_set(&err, NULL, 0, NULL), CUBERT_STATUS_INTERNAL);
-  cubert_nccl_version_text(2704, v, sizeof v);
+  CHECK_EQ_I64(err.driver_code, 2);
+  CHECK_STATUS(cubert__nccl_error_set(&err, NULL, 0, NULL), CUBERT_STATUS_INTERNAL);
+  cubert__nccl_version_text(2704, v, sizeof v);
   CHECK(strcmp(v, "2.7.4") == 0);
-  cubert_nccl_version_text(21903, v, sizeof v);
+  cubert__nccl_version_text(21903, v, sizeof v);
   CHECK(strcmp(v, "2.19.3") == 0);
-  CHECK_STATUS(cubert_nccl_unavailable(&err, 7, "x %d", 1), CUBERT_STATUS_UNSUPPORTED);
+  CHECK_STATUS(cubert__nccl_unavailable(&err, 7, "x %d", 1), CUBERT_STATUS_UNSUPPORTED);
   CHECK(strcmp(err.reason, "NCCL unavailable: x 1") == 0);
 }
 
@@ -168,13 +168,13 @@ TEST(cuda_nccl_loader_opens_the_machine_library) {
   cubert_error_t err;
   char v[32];
   static char why[CUBERT_ERROR_REASON_SIZE + 16];
-  if (cubert_nccl_loader_open(CUBERT_NCCL_LIBRARY_DEFAULT, &n, &err) != CUBERT_STATUS_OK) {
+  if (cubert__nccl_loader_open(CUBERT_NCCL_LIBRARY_DEFAULT, &n, &err) != CUBERT_STATUS_OK) {
     snprintf(why, sizeof why, "%s", err.reason);
     TEST_SKIP(why);
   }
-  cubert_nccl_version_text(n.version, v, sizeof v);
+  cubert__nccl_version_text(n.version, v, sizeof v);
   printf("libnccl.so.2: NCCL %s, ncclCommInitRankConfig %s\n", v,
          n.ncclCommInitRankConfig ? "present" : "absent");
   CHECK(n.version >= CUBERT_NCCL_VERSION_MIN);
-  cubert_nccl_loader_close(&n);
+  cubert__nccl_loader_close(&n);
 }

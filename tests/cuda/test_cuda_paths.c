@@ -10,9 +10,9 @@
  * driver (cuda_paths_*) and on a GPU (cuda_gpu_paths_*: results only).
  */
 #include "cuda_test.h"
-#include "cubert/backend/driver.h"
+#include "cubert/driver/driver.h"
 #include "cubert/cuda.h"
-#include "cubert/host.h"
+#include "cubert/os.h"
 
 int cts_cuda_prepare(char *skip, size_t size);
 
@@ -37,7 +37,7 @@ static void paths_open(paths_env_t *e, int gpu, const cubert_cuda_options_t *o) 
     TEST_SKIP("CUDA unavailable: CUBERT_LIBCUDA names the fake driver");
   if (cts_cuda_prepare(g_skip, sizeof g_skip) != 0) TEST_SKIP(g_skip);
   memset(e, 0, sizeof *e);
-  CHECK_OK(cubert_cuda_loader_shared(&e->cu, NULL));
+  CHECK_OK(cubert__cuda_loader_shared(&e->cu, NULL));
   if (cubert_cuda_client_create(counting_allocator_initialize(&e->counting), o, &e->client,
                                 &err) != CUBERT_STATUS_OK)
     test_fail(__FILE__, __LINE__, "cannot create the CUDA device: %s", err.reason);

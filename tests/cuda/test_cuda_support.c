@@ -8,7 +8,7 @@ void fake_knob(const char *name, const char *value) {
 
 fake_cuda_stats_t fake_stats(const cubert_cuda_loader_t *cu) {
   fake_cuda_stats_t s;
-  void *sym = cubert_cuda_loader_symbol(cu, "cubert_fake_cuda_stats");
+  void *sym = cubert__cuda_loader_symbol(cu, "cubert_fake_cuda_stats");
   fake_cuda_stats_fn fn;
   CHECK_MSG(sym != NULL, "the loaded library is not the fake driver");
   memcpy(&fn, &sym, sizeof sym);
@@ -20,15 +20,15 @@ void fake_env_open(fake_env_t *env) {
   cubert_error_t err;
   memset(env, 0, sizeof *env);
   env->allocator = counting_allocator_initialize(&env->counting);
-  CHECK_OK(cubert_cuda_loader_open(FAKE_LIBCUDA, &env->cu, &err));
-  CHECK_OK(cubert_cuda_device_open(&env->cu, 0, env->allocator, &env->device, &err));
-  CHECK_OK(cubert_cuda_stream_initialize(env->device, &env->stream, &err));
+  CHECK_OK(cubert__cuda_loader_open(FAKE_LIBCUDA, &env->cu, &err));
+  CHECK_OK(cubert__cuda_device_open(&env->cu, 0, env->allocator, &env->device, &err));
+  CHECK_OK(cubert__cuda_stream_initialize(env->device, &env->stream, &err));
 }
 
 void fake_env_close(fake_env_t *env) {
   fake_cuda_stats_t s;
-  cubert_cuda_stream_deinitialize(&env->stream);
-  cubert_cuda_device_close(env->device);
+  cubert__cuda_stream_deinitialize(&env->stream);
+  cubert__cuda_device_close(env->device);
   env->device = NULL;
   s = fake_stats(&env->cu);
   CHECK_EQ_I64(s.device_allocs_live, 0);
@@ -37,7 +37,7 @@ void fake_env_close(fake_env_t *env) {
   CHECK_EQ_U64(s.streams_created, s.streams_destroyed);
   CHECK_EQ_U64(s.module_loads, s.module_unloads);
   CHECK_EQ_I64(s.contexts_retained, 0);
-  cubert_cuda_loader_close(&env->cu);
+  cubert__cuda_loader_close(&env->cu);
   CHECK(env->cu.library == NULL);
   CHECK_EQ_I64(env->counting.live_blocks, 0);
   CHECK_EQ_U64(env->counting.bad_frees, 0);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_waits.c: how the CUDA device waits for the GPU
- * (backend-cuda/cuda_sync.c): the sync modes (AUTO polls, then blocks;
+ * (backend-cuda/device/cuda_sync.c): the sync modes (AUTO polls, then blocks;
  * SPIN; YIELD; BLOCKING), a deadline, the primary context's scheduling
  * flags, and the error drains that skip cuStreamQuery when an event showed
  * the stream idle. Over the fake driver, whose events answer NOT_READY
@@ -11,7 +11,7 @@
 #include "cuda_test.h"
 #include "cubert/cube.h"
 #include "cubert/cuda.h"
-#include "cubert/host.h"
+#include "cubert/os.h"
 #include "cubert_kernels.h"
 
 int cts_cuda_prepare(char *skip, size_t size);
@@ -37,7 +37,7 @@ static void waits_open(waits_env_t *e, int gpu, const cubert_cuda_options_t *o) 
   use_driver(gpu);
   memset(e, 0, sizeof *e);
   e->gpu = gpu;
-  CHECK_OK(cubert_cuda_loader_shared(&e->cu, NULL));
+  CHECK_OK(cubert__cuda_loader_shared(&e->cu, NULL));
   if (cubert_cuda_client_create(counting_allocator_initialize(&e->counting), o, &e->client,
                                 &err) != CUBERT_STATUS_OK)
     test_fail(__FILE__, __LINE__, "cannot create the CUDA device: %s", err.reason);
@@ -227,7 +227,7 @@ TEST(cuda_waits_schedule_sets_the_context_flags) {
   CHECK_STATUS(cubert_cuda_client_create(counting_allocator_initialize(&counting), &o, &c, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_REASON_HAS(err, "cuDevicePrimaryCtxSetFlags");
-  CHECK_EQ_I64(err.backend_code, 1);
+  CHECK_EQ_I64(err.driver_code, 1);
   CHECK(c == NULL);
   CHECK_EQ_I64(counting.live_blocks, 0);
   fake_knob("CUBERT_FAKE_CUDA_SET_FLAGS_RESULT", "0");

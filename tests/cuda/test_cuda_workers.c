@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/cuda/test_cuda_workers.c: the CUDA driver's copy threads
- * (backend-cuda/cuda_workers.c: plain and streaming copies, zeroing) and the
- * pinned chunk records in their headers (backend-cuda/cuda_staging.c).
+ * (backend-cuda/device/cuda_workers.c: plain and streaming copies, zeroing) and the
+ * pinned chunk records in their headers (backend-cuda/device/cuda_staging.c).
  */
-#include "cuda_driver.h"
+#include "driver/cuda_driver.h"
 #include "cuda_test.h"
 
 #if defined(__x86_64__) && defined(__SSE2__)
@@ -117,15 +117,15 @@ TEST(cuda_staging_chunk_record_in_its_pinned_header) {
   int64_t before;
   fake_env_open(&env);
   before = env.counting.live_blocks;
-  CHECK_OK(cubert_cuda_staging_acquire(env.device, 10000, &a, &err));
+  CHECK_OK(cubert__cuda_staging_acquire(env.device, 10000, &a, &err));
   CHECK_EQ_I64(env.counting.live_blocks, before);
-  CHECK(cubert_cuda_staging_chunk_of(a->ptr) == a);
+  CHECK(cubert__cuda_staging_chunk_of(a->ptr) == a);
   CHECK_EQ_U64((uintptr_t)a->ptr % 64, 0);
-  CHECK(cubert_cuda_staging_chunk_of(NULL) == NULL);
-  CHECK(cubert_cuda_staging_chunk_of((unsigned char *)a->ptr + 64) == NULL);
+  CHECK(cubert__cuda_staging_chunk_of(NULL) == NULL);
+  CHECK(cubert__cuda_staging_chunk_of((unsigned char *)a->ptr + 64) == NULL);
   memset(a->ptr, 0x5A, a->capacity); /* the whole capacity is usable */
-  CHECK(cubert_cuda_staging_chunk_of(a->ptr) == a);
-  cubert_cuda_staging_release(env.device, a, NULL);
-  CHECK_EQ_U64(cubert_cuda_staging_trim(env.device), 16384);
+  CHECK(cubert__cuda_staging_chunk_of(a->ptr) == a);
+  cubert__cuda_staging_release(env.device, a, NULL);
+  CHECK_EQ_U64(cubert__cuda_staging_trim(env.device), 16384);
   fake_env_close(&env);
 }

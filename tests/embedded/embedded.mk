@@ -43,7 +43,7 @@ CM4_CORE_FLAGS = $(CM4_COMMON) -Icore -Ibackend-cpu -ffreestanding -nostdinc -is
 # The harness (tests, support, runner, start-up) is hosted by newlib; CUBERT_TEST_EMBEDDED=1
 # lets a test that needs processes, threads or a large memory say "skipped: ...".
 # The conformance suite (tests/cts) is built for the inline driver alone (CUBERT_CTS_INLINE_ONLY:
-# there is no environment to choose a driver with, and no host layer).
+# there is no environment to choose a driver with, and no OS layer).
 CM4_TEST_FLAGS = $(CM4_COMMON) $(HOST_DEFS) -DCUBERT_TEST_EMBEDDED=1 -DCUBERT_CTS_INLINE_ONLY=1 \
   -Itests/embedded/include -Itests/embedded/cortex-m -Itests/support -Icore -Ibackend-cpu $(KERNELS_INC)
 CM4_HARNESS_SRC := tests/embedded/runner.c tests/embedded/cortex-m/startup.c \
@@ -162,8 +162,8 @@ test-bigendian:
 	QEMU_LD_PREFIX=$(BE_SYSROOT) $(QEMU_BE) $(BE_BUILD)/cubert-unit-test > $(BE_BUILD)/unit.log 2>&1 || status=1; \
 	grep -v '^ok ' $(BE_BUILD)/unit.log; tail -n 1 $(BE_BUILD)/unit.log >> $$sum; \
 	for server in cpu deterministic inline; do \
-	  echo "== conformance suite on the $$server driver: CUBERT_CTS_SERVER=$$server ... cubert-test cts_"; \
-	  CUBERT_CTS_SERVER=$$server QEMU_LD_PREFIX=$(BE_SYSROOT) $(QEMU_BE) $(BE_BUILD)/cubert-test cts_ \
+	  echo "== conformance suite on the $$server driver: CUBERT_CTS_DRIVER=$$server ... cubert-test cts_"; \
+	  CUBERT_CTS_DRIVER=$$server QEMU_LD_PREFIX=$(BE_SYSROOT) $(QEMU_BE) $(BE_BUILD)/cubert-test cts_ \
 	    > $(BE_BUILD)/cts-$$server.log 2>&1 || status=1; \
 	  grep -v '^ok ' $(BE_BUILD)/cts-$$server.log; tail -n 1 $(BE_BUILD)/cts-$$server.log >> $$sum; \
 	done; \

@@ -22,7 +22,8 @@
 #include "cubert/config.h"
 #include "cubert/device.h"
 #include "cubert/status.h"
-#include "cubert/backend/device.h"
+#include "cubert/driver/device.h"
+#include "device/device_registry.h"
 #include "embedded_target.h"
 
 #define MAX_TESTS 2048
@@ -97,11 +98,11 @@ static int selected(const char *name, int npat, char **patterns) {
  * harness's). Returns how many there were. */
 static size_t unregister_leftovers(void) {
   cubert_device_id_t ids[16];
-  size_t n = cubert_device_registry_enumerate(UINT16_MAX, ids, 16), i;
+  size_t n = cubert__device_registry_enumerate(UINT16_MAX, ids, 16), i;
   for (i = 0; i < n && i < 16; i++) {
     void *client = NULL;
-    if (cubert_device_registry_lookup(ids[i], &client) == CUBERT_STATUS_OK)
-      (void)cubert_device_registry_remove(ids[i], client);
+    if (cubert__device_registry_lookup(ids[i], &client) == CUBERT_STATUS_OK)
+      (void)cubert__device_registry_remove(ids[i], client);
   }
   return n;
 }

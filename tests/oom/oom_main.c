@@ -6,7 +6,7 @@
  * again with the injected allocator failing its 1st, 2nd, ... call, transient
  * (that call only) and persistent (that call and every later one), until a
  * run completes without reaching its failure point; on each server of
- * OOM_SERVERS (default "cpu deterministic inline", as CUBERT_CTS_SERVER).
+ * OOM_DRIVERS (default "cpu deterministic inline", as CUBERT_CTS_DRIVER).
  *
  * Each run is a fork()ed child (a crash or a hang cannot take the driver
  * down). In the child the test body runs on a thread; a failed CHECK (an
@@ -43,7 +43,7 @@
  * OOM_DENSE=0 tries every point, however many (about 15 s a test on the
  * CPU server: tens of minutes for the suite).
  *
- * Environment: OOM_TESTS="prefix ..." (default: every cts_ test), OOM_SERVERS,
+ * Environment: OOM_TESTS="prefix ..." (default: every cts_ test), OOM_DRIVERS,
  * OOM_JOBS (parallel tests, default 2), OOM_MAX_POINTS (highest failure point,
  * default 0 = no limit), OOM_DENSE, OOM_GROWTH, OOM_TIMEOUT, OOM_PROGRESS=1 (a
  * line per test), OOM_VERBOSE=1 (a line per run).
@@ -68,8 +68,8 @@
 #include "cts.h"
 #include "cubert/cpu.h"
 #include "cubert/inline.h"
-#include "cubert/backend/cpu_testing.h"
-#include "cubert/backend/inline_testing.h"
+#include "cpu/cpu_testing.h"
+#include "inline/inline_testing.h"
 
 /* ---- the tests (registered by the CTS objects' constructors) ---------------- */
 
@@ -484,20 +484,20 @@ cubert_status_t __wrap_cubert_inline_client_create(cubert_allocator_t allocator,
   return s;
 }
 
-/* The fault tests' devices (cubert/backend/cpu_testing.h, inline_testing.h), tracked the same way. */
+/* The fault tests' devices (backend-cpu/cpu/cpu_testing.h, inline_testing.h), tracked the same way. */
 cubert_status_t __real_cubert_cpu_client_create_with_faults(cubert_allocator_t allocator,
                                                             const cubert_cpu_options_t *options,
-                                                            const cubert_kit_faults_t *faults,
+                                                            const cubert_server_faults_t *faults,
                                                             cubert_client_t **out_client,
                                                             cubert_error_t *out_error);
 cubert_status_t __wrap_cubert_cpu_client_create_with_faults(cubert_allocator_t allocator,
                                                             const cubert_cpu_options_t *options,
-                                                            const cubert_kit_faults_t *faults,
+                                                            const cubert_server_faults_t *faults,
                                                             cubert_client_t **out_client,
                                                             cubert_error_t *out_error);
 cubert_status_t __wrap_cubert_cpu_client_create_with_faults(cubert_allocator_t allocator,
                                                             const cubert_cpu_options_t *options,
-                                                            const cubert_kit_faults_t *faults,
+                                                            const cubert_server_faults_t *faults,
                                                             cubert_client_t **out_client,
                                                             cubert_error_t *out_error) {
   cubert_cpu_options_t o;
@@ -515,13 +515,13 @@ cubert_status_t __wrap_cubert_cpu_client_create_with_faults(cubert_allocator_t a
 
 cubert_status_t __real_cubert_inline_client_create_with_faults(
     cubert_allocator_t allocator, const cubert_inline_options_t *options,
-    const cubert_kit_faults_t *faults, cubert_client_t **out_client, cubert_error_t *out_error);
+    const cubert_server_faults_t *faults, cubert_client_t **out_client, cubert_error_t *out_error);
 cubert_status_t __wrap_cubert_inline_client_create_with_faults(
     cubert_allocator_t allocator, const cubert_inline_options_t *options,
-    const cubert_kit_faults_t *faults, cubert_client_t **out_client, cubert_error_t *out_error);
+    const cubert_server_faults_t *faults, cubert_client_t **out_client, cubert_error_t *out_error);
 cubert_status_t __wrap_cubert_inline_client_create_with_faults(
     cubert_allocator_t allocator, const cubert_inline_options_t *options,
-    const cubert_kit_faults_t *faults, cubert_client_t **out_client, cubert_error_t *out_error) {
+    const cubert_server_faults_t *faults, cubert_client_t **out_client, cubert_error_t *out_error) {
   cubert_status_t s = __real_cubert_inline_client_create_with_faults(allocator, options, faults,
                                                                     out_client, out_error);
   track_client(s, out_client);
@@ -877,10 +877,10 @@ static int one_run(const oom_test_t *t, uint64_t n, int persist, totals_t *tot, 
     if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM) {
       tot->hangs++;
       printf("FAIL %s [%s, %s %llu]: hang (cleanup after the test did not end)\n", t->name,
-             getenv("CUBERT_CTS_SERVER"), mode, (unsigned long long)n);
+             getenv("CUBERT_CTS_DRIVER"), mode, (unsigned long long)n);
     } else {
       tot->crashes++;
-      printf("FAIL %s [%s, %s %llu]: crash (%s %d)\n", t->name, getenv("CUBERT_CTS_SERVER"),
+      printf("FAIL %s [%s, %s %llu]: crash (%s %d)\n", t->name, getenv("CUBERT_CTS_DRIVER"),
              mode, (unsigned long long)n, WIFSIGNALED(st) ? "signal" : "exit status",
              WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
     }
@@ -893,7 +893,7 @@ static int one_run(const oom_test_t *t, uint64_t n, int persist, totals_t *tot, 
   }
   if (r.outcome == OUT_HANG) {
     tot->hangs++;
-    printf("FAIL %s [%s, %s %llu]: hang: %s\n", t->name, getenv("CUBERT_CTS_SERVER"), mode,
+    printf("FAIL %s [%s, %s %llu]: hang: %s\n", t->name, getenv("CUBERT_CTS_DRIVER"), mode,
            (unsigned long long)n, r.message);
     return 1;
   }
@@ -901,7 +901,7 @@ static int one_run(const oom_test_t *t, uint64_t n, int persist, totals_t *tot, 
     tot->errors++;
     tot->held++;
     if (g_verbose)
-      printf("held %s [%s, %s %llu]: %s\n", t->name, getenv("CUBERT_CTS_SERVER"), mode,
+      printf("held %s [%s, %s %llu]: %s\n", t->name, getenv("CUBERT_CTS_DRIVER"), mode,
              (unsigned long long)n, r.message);
     return r.failed != 0;
   }
@@ -911,20 +911,20 @@ static int one_run(const oom_test_t *t, uint64_t n, int persist, totals_t *tot, 
       bad = 1;
       tot->plain_failures++;
       printf("FAIL %s [%s, %s %llu]: fails without an injected failure: %s\n", t->name,
-             getenv("CUBERT_CTS_SERVER"), mode, (unsigned long long)n, r.message);
+             getenv("CUBERT_CTS_DRIVER"), mode, (unsigned long long)n, r.message);
     }
   }
   if (r.undocumented) {
     tot->undocumented++;
     bad = 1;
     printf("FAIL %s [%s, %s %llu]: undocumented status: %s\n", t->name,
-           getenv("CUBERT_CTS_SERVER"), mode, (unsigned long long)n, r.message);
+           getenv("CUBERT_CTS_DRIVER"), mode, (unsigned long long)n, r.message);
   }
   if (r.leaked_blocks != 0) {
     tot->leaks++;
     bad = 1;
     printf("FAIL %s [%s, %s %llu]: leaked %lld blocks (%lld bytes)%s%s\n", t->name,
-           getenv("CUBERT_CTS_SERVER"), mode, (unsigned long long)n,
+           getenv("CUBERT_CTS_DRIVER"), mode, (unsigned long long)n,
            (long long)r.leaked_blocks, (long long)r.leaked_bytes, r.message[0] ? " after: " : "",
            r.message);
   }
@@ -932,10 +932,10 @@ static int one_run(const oom_test_t *t, uint64_t n, int persist, totals_t *tot, 
     tot->next_failed++;
     bad = 1;
     printf("FAIL %s [%s, %s %llu]: the next valid call failed\n", t->name,
-           getenv("CUBERT_CTS_SERVER"), mode, (unsigned long long)n);
+           getenv("CUBERT_CTS_DRIVER"), mode, (unsigned long long)n);
   }
   if (g_verbose && !bad)
-    printf("ok   %s [%s, %s %llu]: %s, %llu calls%s%s\n", t->name, getenv("CUBERT_CTS_SERVER"),
+    printf("ok   %s [%s, %s %llu]: %s, %llu calls%s%s\n", t->name, getenv("CUBERT_CTS_DRIVER"),
            mode, (unsigned long long)n, r.outcome == OUT_PASS ? "passed" : "error",
            (unsigned long long)r.calls, r.message[0] ? ": " : "", r.message);
   return r.failed != 0;
@@ -1014,7 +1014,7 @@ static int run_server(const char *server, const char *prefixes, unsigned jobs,
   size_t selected_count = 0, i;
   int status = 0;
   for (i = 0; i < g_count; i++) selected_count += (size_t)selected(g_tests[i].name, prefixes);
-  setenv("CUBERT_CTS_SERVER", server, 1);
+  setenv("CUBERT_CTS_DRIVER", server, 1);
   if (g_dense)
     printf("== oom: %s server, %zu tests, transient and persistent failures at calls 1..%llu, then "
            "%llu%% apart, until a run ends before its failure point\n",
@@ -1085,7 +1085,7 @@ static int run_server(const char *server, const char *prefixes, unsigned jobs,
 }
 
 int main(int argc, char **argv) {
-  const char *servers = getenv("OOM_SERVERS");
+  const char *servers = getenv("OOM_DRIVERS");
   const char *prefixes = getenv("OOM_TESTS");
   unsigned jobs = (unsigned)env_u64("OOM_JOBS", 2);
   uint64_t max_points = env_u64("OOM_MAX_POINTS", 0);

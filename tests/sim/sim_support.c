@@ -14,7 +14,7 @@ CUBERT_KERNEL_DESCRIPTOR_RO(sim_sum_kernel, ck_sum_u32, 3, 0, 0, SIM_N, 1, 1, 0x
 
 void sim_env_open(sim_env_t *env, const sim_config_t *config) {
   cubert_cpu_options_t o;
-  cubert_kit_faults_t faults;
+  cubert_server_faults_t faults;
   cubert_error_t err;
   char msg[256];
   int i;
@@ -45,7 +45,7 @@ void sim_env_open(sim_env_t *env, const sim_config_t *config) {
   o.race_sink = config->sink;
   env->mode = config->mode;
   env->seed = config->seed;
-  if (cubert_cpu_client_create_with_faults(env->allocator, &o, &faults, &env->client, &err) !=
+  if (cubert__cpu_client_create_with_faults(env->allocator, &o, &faults, &env->client, &err) !=
       CUBERT_STATUS_OK) {
     cubert_error_format(&err, msg, sizeof msg);
     test_fail(__FILE__, __LINE__, "sim_env_open: %s", msg);

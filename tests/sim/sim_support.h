@@ -7,7 +7,7 @@
 
 #include "test.h"
 #include "counting_allocator.h"
-#include "cubert/backend/cpu_testing.h"
+#include "cpu/cpu_testing.h"
 #include "cubert/cpu.h"
 #include "cubert/cube.h"
 #include "cubert/kernel.h"
@@ -51,8 +51,8 @@ typedef struct sim_config_t {
   uint32_t mode;       /* cubert_cpu_mode_t */
   uint64_t seed;
   uint32_t race;       /* race checker on */
-  uint32_t drop_wait;    /* cubert_kit_faults_t.drop_wait (cubert/backend/testing.h) */
-  uint32_t drop_gc_wait; /* cubert_kit_faults_t.drop_gc_wait */
+  uint32_t drop_wait;    /* cubert_server_faults_t.drop_wait (core/server/server_faults.h) */
+  uint32_t drop_gc_wait; /* cubert_server_faults_t.drop_gc_wait */
   const uint32_t *replay;
   size_t replay_count;
   cubert_race_sink_t sink; /* NULL vtable: none */

@@ -9,7 +9,7 @@
  * (several seeds: the report never depends on the schedule) and in threaded
  * mode (not under TSan: the bugs are real data races there). */
 #include "sim_support.h"
-#include "cubert/backend/race.h"
+#include "check/race.h"
 
 typedef struct sink_state_t {
   uint64_t count;
@@ -339,7 +339,7 @@ static uint64_t run_prog(const prog_t *p, uint32_t mode, uint64_t seed, int bug)
             bug ? "missing sync" : "synchronized", (unsigned long long)sink.count,
             sink.count ? ", last: " : "", sink.count ? line : "");
   if (bug) {
-    CHECK_MSG(sink.last.buffer == cubert_race_buffer_id(expect.memory),
+    CHECK_MSG(sink.last.buffer == cubert__race_buffer_id(expect.memory),
               "%s: report names the wrong buffer: %s", p->name, line);
     CHECK_MSG(sink.last.kind == p->kind, "%s: kind %s, expected %s: %s", p->name,
               cubert_race_kind_name(sink.last.kind), cubert_race_kind_name(p->kind), line);

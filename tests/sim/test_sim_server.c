@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cubert/host.h"
+#include "cubert/os.h"
 #include "cpu/cpu_driver.h"
 
 static double now_ms(void) {
@@ -430,7 +430,7 @@ static int run_cts_child(const char *seed) {
   int status = 0;
   if (pid == 0) {
     char *argv[3];
-    setenv("CUBERT_CTS_SERVER", "deterministic", 1);
+    setenv("CUBERT_CTS_DRIVER", "deterministic", 1);
     setenv("CUBERT_CTS_SEED", seed, 1);
     setenv("CUBERT_CTS_RACE", "1", 1);
     argv[0] = (char *)"cubert-test";
@@ -445,7 +445,7 @@ static int run_cts_child(const char *seed) {
 }
 
 /* `make test` runs the conformance suite in deterministic mode with seed 1
- * (make cts SERVER=deterministic); this is another seed. */
+ * (make cts DRIVER=deterministic); this is another seed. */
 TEST_EX(simdet_conformance_suite_in_deterministic_mode, 600) {
   CHECK_EQ_U64(run_cts_child("977"), 0);
   printf("the conformance suite passed in deterministic mode (seed 977), race checker on, "
@@ -520,8 +520,8 @@ TEST(simdet_deadlock_is_an_error_not_a_hang) {
   o.memory_size = 1u << 16;
   o.device_index = 77;
   CHECK_OK(cubert_cpu_client_create(a, &o, &client, NULL));
-  CHECK_OK(cubert_kit_driver_of(client, &driver, &self));
-  /* a stream of the driver the kit does not use in this mode (communication) */
+  CHECK_OK(cubert_server_driver_of(client, &driver, &self));
+  /* a stream of the driver the server does not use in this mode (communication) */
   CHECK_OK(driver->stream_create(self, o.max_streams + 1, &stream, NULL));
   cs = (cpu_stream_t *)(void *)stream;
   /* point 5 of an empty stream: nothing can ever complete it */

@@ -39,7 +39,7 @@
 #include "cubert/client.h"
 #include "cubert/cpu.h"
 #include "cubert/cube.h"
-#include "cubert/backend/kit.h"
+#include "cubert/driver/server.h"
 #include "cubert_kernels.h"
 
 #define MAX_THREADS 64
@@ -369,11 +369,11 @@ int main(void) {
     cubert_race_counters_t counters;
     cubert_race_report_t rep;
     char line[512];
-    if (cubert_kit_race_counters(g_device, &counters, NULL) != CUBERT_STATUS_OK) {
+    if (cubert_client_race_counters(g_device, &counters, NULL) != CUBERT_STATUS_OK) {
       count(&g_errors, 1);
     } else if (counters.reports) {
       fprintf(stderr, "stress: %llu race reports\n", (unsigned long long)counters.reports);
-      if (cubert_kit_race_last_report(g_device, &rep, NULL) == CUBERT_STATUS_OK) {
+      if (cubert_client_race_last_report(g_device, &rep, NULL) == CUBERT_STATUS_OK) {
         cubert_race_report_format(&rep, line, sizeof line);
         fprintf(stderr, "stress: last: %s\n", line);
       }

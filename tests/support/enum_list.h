@@ -12,8 +12,9 @@
 #include "cubert/cpu.h"
 #include "cubert/race.h"
 #include "cubert/sim.h"
-#include "cubert/backend/driver.h"
-#include "cubert/backend/memory.h"
+#include "cubert/driver/driver.h"
+#include "memory/memory.h"
+#include "cubert/driver/error.h"
 
 #define CUBERT_TEST_PUBLIC_ENUMS(X)  \
   X(cubert_status_t)                 \

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/support/fake_event_backend.h: a deterministic event backend for the
- * multi-stream tests (cubert/backend/stream.h). A stream is a queue of recorded ops
+ * tests/support/fake_event_backend.h: a deterministic event driver for the
+ * multi-stream tests (core/stream/stream.h). A stream is a queue of recorded ops
  * (user work, event records, waits); an event is a point (stream, position);
  * nothing runs until a test runs it: fake_event_backend_run completes ops of
  * one stream in order and stops at a wait whose event has not completed.
@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cubert/backend/stream.h"
+#include "stream/stream.h"
 
 #define FAKE_EVENT_MAX_SLOTS 260
 #define FAKE_EVENT_MAX_STREAMS 1024
@@ -69,7 +69,7 @@ typedef struct fake_event_backend_t {
   uint64_t cursor_value;
 } fake_event_backend_t;
 
-/* Zero the fake and return a backend over it; with_handle_cursor selects a
+/* Zero the fake and return a driver over it; with_handle_cursor selects a
  * vtable that implements handle_cursor. */
 cubert_event_backend_t fake_event_backend_initialize(fake_event_backend_t *fb, int with_handle_cursor);
 /* Free every stream and the op queues (events the caller still holds leak:

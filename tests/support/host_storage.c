@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "host_storage.h"
-#include "cubert/backend/memory.h"
+#include "memory/memory.h"
 
 #include <stdlib.h>
 #include <string.h>

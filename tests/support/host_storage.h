@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "cubert/memory.h"
-#include "cubert/backend/memory.h"
+#include "memory/memory.h"
 
 typedef struct host_storage_record_t {
   unsigned char *ptr;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/edges_driver.h: a fake driver for the edge tests of the client and
- * the server kit (test_client_edges.c, test_kit_edges.c). Core only (the unit
+ * the server (test_client_edges.c, test_kit_edges.c). Core only (the unit
  * tests also run as 32-bit code and on the embedded harness): work runs at once,
  * device memory comes from the allocator (not host-addressable unless a test
  * sets the flag in its copy of the table), events are complete unless `busy`.
@@ -12,15 +12,15 @@
  * call numbered `fail_at` fails with an error of kind `fail_kind` (DEVICE_LOST:
  * the device is lost from then on: stream_errors and event_query report it).
  * `async_errors`: the next stream_errors calls hand that many asynchronous
- * errors to the kit.
+ * errors to the server.
  */
 #ifndef CUBERT_TESTS_EDGES_DRIVER_H
 #define CUBERT_TESTS_EDGES_DRIVER_H
 
 #include "test.h"
 #include "counting_allocator.h"
-#include "cubert/backend/driver.h"
-#include "cubert/backend/kit.h"
+#include "cubert/driver/driver.h"
+#include "cubert/driver/server.h"
 #include "cubert/cube.h"
 #include "cubert/kernel.h"
 
@@ -307,8 +307,8 @@ static const cubert_driver_t g_ed_driver_full ED_UNUSED = {
 
 static void ed_no_lock(void *self) { (void)self; }
 
-static void ED_UNUSED ed_options(cubert_kit_options_t *o, uint32_t index) {
-  cubert_kit_options_initialize(o);
+static void ED_UNUSED ed_options(cubert_server_options_t *o, uint32_t index) {
+  cubert_server_options_initialize(o);
   o->device.type_id = 91;
   o->device.index_id = index;
   o->max_handles = 256;
@@ -319,13 +319,13 @@ static void ED_UNUSED ed_options(cubert_kit_options_t *o, uint32_t index) {
 
 /* A client over `driver`; the device zeroed first. */
 static cubert_client_t * ED_UNUSED ed_client(cubert_allocator_t a, ed_device_t *d,
-                                             const cubert_kit_options_t *o,
+                                             const cubert_server_options_t *o,
                                              const cubert_driver_t *driver) {
   cubert_client_t *client = NULL;
   memset(d, 0, sizeof(*d));
   d->allocator = a;
   d->fail_kind = CUBERT_ERROR_SERVER_GENERIC;
-  CHECK_OK(cubert_kit_client_create(a, o, driver, d, &client, NULL));
+  CHECK_OK(cubert_server_client_create(a, o, driver, d, &client, NULL));
   return client;
 }
 

@@ -3,7 +3,7 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/cubert.h"
-#include "cubert/backend/arith.h"
+#include "cubert/driver/arith.h"
 
 TEST(allocator_size_mul_overflow) {
   size_t out = 7;

@@ -7,10 +7,11 @@
 #include <string.h>
 
 #include "cubert/cubert.h"
-#include "cubert/backend/arith.h"
+#include "cubert/driver/arith.h"
 #include "base/fmt.h"
 #include "counting_allocator.h"
 #include "test.h"
+#include "cubert/driver/error.h"
 
 /* ---- status codes ------------------------------------------------------------------ */
 
@@ -173,15 +174,15 @@ TEST(allocator_arena_at_the_top_of_the_address_space) {
 TEST(fmt_length_saturates_and_null_buffer_counts) {
   cubert_fmt_t f;
   char buf[4];
-  cubert_fmt_initialize_append(&f, NULL, 16); /* no buffer: counts only */
+  cubert__fmt_initialize_append(&f, NULL, 16); /* no buffer: counts only */
   CHECK_EQ_U64(f.size, 0);
-  cubert_fmt_append_str(&f, "abc");
-  CHECK_EQ_U64(cubert_fmt_length(&f), 3);
-  CHECK(cubert_fmt_truncated(&f));
-  cubert_fmt_initialize(&f, buf, sizeof buf);
+  cubert__fmt_append_str(&f, "abc");
+  CHECK_EQ_U64(cubert__fmt_length(&f), 3);
+  CHECK(cubert__fmt_truncated(&f));
+  cubert__fmt_initialize(&f, buf, sizeof buf);
   f.len = SIZE_MAX - 1; /* a length about to saturate */
-  cubert_fmt_append_str(&f, "xyz");
-  CHECK_EQ_U64(cubert_fmt_length(&f), SIZE_MAX);
+  cubert__fmt_append_str(&f, "xyz");
+  CHECK_EQ_U64(cubert__fmt_length(&f), SIZE_MAX);
   CHECK_EQ_U64(buf[0], 0); /* nothing written past the full buffer */
 }
 

@@ -8,8 +8,8 @@
 #include "counting_allocator.h"
 #include "cubert/race.h"
 #include "cubert/sim.h"
-#include "cubert/backend/race.h"
-#include "cubert/backend/sim.h"
+#include "check/race.h"
+#include "cubert/driver/sim.h"
 
 /* ---- race checker -------------------------------------------------------------------- */
 
@@ -36,19 +36,19 @@ static uint64_t buffer_with_home(uint32_t home, int n) {
 static void write_on(cubert_race_checker_t *c, uint32_t stream, const uint64_t *buffers, int n) {
   uint64_t op = 0;
   int i;
-  CHECK_OK(cubert_race_op_begin(c, stream, "w", &op));
-  for (i = 0; i < n; i++) CHECK_OK(cubert_race_access(c, buffers[i], stream, op, CUBERT_RACE_WRITE, 0, 8));
+  CHECK_OK(cubert__race_op_begin(c, stream, "w", &op));
+  for (i = 0; i < n; i++) CHECK_OK(cubert__race_access(c, buffers[i], stream, op, CUBERT_RACE_WRITE, 0, 8));
 }
 
 static uint64_t buffers_tracked(const cubert_race_checker_t *c) {
   cubert_race_counters_t k;
-  cubert_race_counters(c, &k);
+  cubert__race_counters(c, &k);
   return k.buffers;
 }
 
 static uint64_t reports_so_far(const cubert_race_checker_t *c) {
   cubert_race_counters_t k;
-  cubert_race_counters(c, &k);
+  cubert__race_counters(c, &k);
   return k.reports;
 }
 
@@ -58,9 +58,9 @@ TEST(race_shadow_deletion_across_the_table_end_keeps_chains) {
   cubert_race_checker_t *c = NULL;
   cubert_race_options_t o;
   uint64_t b[3];
-  cubert_race_options_initialize(&o);
+  cubert__race_options_initialize(&o);
   o.flags = CUBERT_RACE_FLAG_REPORT_ALL;
-  CHECK_OK(cubert_race_checker_create(counting_allocator_initialize(&ca), &o, &c, NULL));
+  CHECK_OK(cubert__race_checker_create(counting_allocator_initialize(&ca), &o, &c, NULL));
   /* three buffers at home 15: buckets 15, 0, 1. Forgetting the first moves both back
    * across the end (the second from bucket 0 to 15, the third from 1 to 0). */
   b[0] = buffer_with_home(15, 0);
@@ -68,28 +68,28 @@ TEST(race_shadow_deletion_across_the_table_end_keeps_chains) {
   b[2] = buffer_with_home(15, 2);
   write_on(c, 0, b, 3);
   CHECK_EQ_U64(buffers_tracked(c), 3);
-  CHECK_OK(cubert_race_forget(c, b[0]));
+  CHECK_OK(cubert__race_forget(c, b[0]));
   CHECK_EQ_U64(buffers_tracked(c), 2);
   write_on(c, 1, &b[1], 2); /* unsynchronized with stream 0: both still conflict */
   CHECK_EQ_U64(reports_so_far(c), 2);
-  CHECK_OK(cubert_race_forget(c, b[1]));
-  CHECK_OK(cubert_race_forget(c, b[2]));
+  CHECK_OK(cubert__race_forget(c, b[1]));
+  CHECK_OK(cubert__race_forget(c, b[2]));
   CHECK_EQ_U64(buffers_tracked(c), 0); /* both were found */
   /* homes 14, 15, 15: buckets 14, 15, 0. Forgetting the first moves nothing: both
    * others sit at or after their home, seen from the hole (one of them past the end). */
-  cubert_race_checker_reset(c);
+  cubert__race_checker_reset(c);
   b[0] = buffer_with_home(14, 0);
   b[1] = buffer_with_home(15, 0);
   b[2] = buffer_with_home(15, 1);
   write_on(c, 0, b, 3);
-  CHECK_OK(cubert_race_forget(c, b[0]));
+  CHECK_OK(cubert__race_forget(c, b[0]));
   CHECK_EQ_U64(buffers_tracked(c), 2);
   write_on(c, 1, &b[1], 2);
   CHECK_EQ_U64(reports_so_far(c), 2);
-  CHECK_OK(cubert_race_forget(c, b[2]));
-  CHECK_OK(cubert_race_forget(c, b[1]));
+  CHECK_OK(cubert__race_forget(c, b[2]));
+  CHECK_OK(cubert__race_forget(c, b[1]));
   CHECK_EQ_U64(buffers_tracked(c), 0);
-  cubert_race_checker_destroy(c);
+  cubert__race_checker_destroy(c);
   CHECK_EQ_I64(ca.live_blocks, 0);
   counting_allocator_destroy(&ca);
 }
@@ -99,13 +99,13 @@ TEST(race_clock_of_bad_timelines_is_zero) {
   counting_allocator_t ca;
   cubert_race_checker_t *c = NULL;
   uint64_t op = 0;
-  CHECK_OK(cubert_race_checker_create(counting_allocator_initialize(&ca), NULL, &c, NULL));
-  CHECK_OK(cubert_race_op_begin(c, 0, "k", &op));
-  CHECK_EQ_U64(cubert_race_clock(c, 0, 0), 1);
-  CHECK_EQ_U64(cubert_race_clock(c, 0, 100000), 0); /* the second timeline is out of range */
-  CHECK_EQ_U64(cubert_race_clock(c, 100000, 0), 0);
-  CHECK_EQ_U64(cubert_race_clock(NULL, 0, 0), 0);
-  cubert_race_checker_destroy(c);
+  CHECK_OK(cubert__race_checker_create(counting_allocator_initialize(&ca), NULL, &c, NULL));
+  CHECK_OK(cubert__race_op_begin(c, 0, "k", &op));
+  CHECK_EQ_U64(cubert__race_clock(c, 0, 0), 1);
+  CHECK_EQ_U64(cubert__race_clock(c, 0, 100000), 0); /* the second timeline is out of range */
+  CHECK_EQ_U64(cubert__race_clock(c, 100000, 0), 0);
+  CHECK_EQ_U64(cubert__race_clock(NULL, 0, 0), 0);
+  cubert__race_checker_destroy(c);
   CHECK_EQ_I64(ca.live_blocks, 0);
   counting_allocator_destroy(&ca);
 }

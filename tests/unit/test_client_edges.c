@@ -8,8 +8,8 @@
  * its record, owned bytes are released exactly once, and nothing leaks. */
 #include "edges_driver.h"
 #include "cubert/cubert.h"
-#include "cubert/backend/handle_table.h"
-#include "cubert/backend/device.h"
+#include "memory/handle_table.h"
+#include "cubert/driver/device.h"
 
 static cubert_error_t fresh(void) {
   cubert_error_t e;
@@ -45,7 +45,7 @@ TEST(client_edges_null_arguments) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   ed_device_t d;
-  cubert_kit_options_t o;
+  cubert_server_options_t o;
   cubert_client_t *client;
   cubert_error_t e;
   cubert_handle_t h, out, bad;
@@ -217,15 +217,15 @@ TEST(client_edges_null_arguments) {
   CHECK_EQ_U64(cubert_client_stream(NULL), 0);
   CHECK_EQ_U64(cubert_client_features(NULL), 0);
   CHECK_EQ_U64(cubert_client_device(NULL).type_id, 0);
-  CHECK_EQ_U64(cubert_kit_collect(NULL), 0);
+  CHECK_EQ_U64(cubert_server_collect(NULL), 0);
   {
     const cubert_driver_t *drv = NULL;
     void *dself = NULL;
-    CHECK_STATUS(cubert_kit_driver_of(NULL, &drv, &dself), CUBERT_STATUS_INVALID_ARGUMENT);
-    CHECK_STATUS(cubert_kit_driver_of(client, NULL, &dself), CUBERT_STATUS_INVALID_ARGUMENT);
-    CHECK_STATUS(cubert_kit_driver_of(client, &drv, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(cubert_server_driver_of(NULL, &drv, &dself), CUBERT_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(cubert_server_driver_of(client, NULL, &dself), CUBERT_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(cubert_server_driver_of(client, &drv, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
     CHECK(drv == NULL && dself == NULL);
-    CHECK_OK(cubert_kit_driver_of(client, &drv, &dself));
+    CHECK_OK(cubert_server_driver_of(client, &drv, &dself));
     CHECK(drv == &g_ed_driver_full && dself == &d);
   }
   CHECK(memcmp(&out, &bad, sizeof out) == 0); /* untouched */
@@ -414,7 +414,7 @@ static void run_once(cubert_error_kind_t kind, int driver_fail_at, uint64_t allo
   cubert_allocator_t a = counting_allocator_initialize(&c);
   uint64_t clock = 0;
   ed_device_t d;
-  cubert_kit_options_t o;
+  cubert_server_options_t o;
   cubert_client_t *client;
   scenario_t s;
   cubert_status_t st;
@@ -505,7 +505,7 @@ TEST(client_edges_foreign_handles_empty_buffers_and_limits) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   ed_device_t d, d2;
-  cubert_kit_options_t o;
+  cubert_server_options_t o;
   cubert_client_t *client, *other;
   cubert_error_t e;
   cubert_handle_t h, foreign, empty, out;
@@ -632,7 +632,7 @@ TEST(client_edges_kit_queries_and_dead_handles) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   ed_device_t d;
-  cubert_kit_options_t o;
+  cubert_server_options_t o;
   cubert_client_t *client, *none = NULL;
   cubert_error_t e;
   cubert_handle_t h, out;
@@ -645,7 +645,7 @@ TEST(client_edges_kit_queries_and_dead_handles) {
   o.lock.unlock = NULL;
   memset(&d, 0, sizeof d);
   d.allocator = a;
-  CHECK_STATUS(cubert_kit_client_create(a, &o, &g_ed_driver, &d, &none, &e),
+  CHECK_STATUS(cubert_server_client_create(a, &o, &g_ed_driver, &d, &none, &e),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(none == NULL);
   ed_options(&o, 7);
@@ -653,11 +653,11 @@ TEST(client_edges_kit_queries_and_dead_handles) {
   o.clock.self = &clock;
   o.clock.now_ns = tick_ns;
   client = ed_client(a, &d, &o, &g_ed_driver);
-  CHECK(cubert_client_handle_table(client) != NULL);
-  CHECK(cubert_client_handle_table(NULL) == NULL);
-  CHECK_STATUS(cubert_kit_race_counters(client, NULL, &e), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_kit_race_last_report(NULL, &report, &e), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_OK(cubert_kit_race_counters(client, &counters, NULL));
+  CHECK(cubert__client_handle_table(client) != NULL);
+  CHECK(cubert__client_handle_table(NULL) == NULL);
+  CHECK_STATUS(cubert_client_race_counters(client, NULL, &e), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_client_race_last_report(NULL, &report, &e), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_OK(cubert_client_race_counters(client, &counters, NULL));
   CHECK_OK(cubert_client_profile_start(client, &token, NULL));
   CHECK_STATUS(cubert_client_profile_end(client, token, NULL, &e), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
@@ -719,7 +719,7 @@ TEST(client_edges_refusing_device_handle) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   ed_device_t d;
-  cubert_kit_options_t o;
+  cubert_server_options_t o;
   cubert_client_t *client;
   cubert_error_t e;
   cubert_handle_t h;
@@ -770,7 +770,7 @@ TEST(client_edges_refusing_device_handle) {
   CHECK_REFUSED(cubert_client_memory_cleanup(client, &e));
   CHECK_REFUSED(cubert_client_allocation_mode(client, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT, &e));
   CHECK(cubert_client_exclusive(client, count_fn, &runs, &e) != CUBERT_STATUS_OK);
-  CHECK(cubert_kit_race_last_report(client, &report, &e) != CUBERT_STATUS_OK);
+  CHECK(cubert_client_race_last_report(client, &report, &e) != CUBERT_STATUS_OK);
   CHECK_EQ_I64(runs, 0);
   CHECK_EQ_I64(d.calls, 0); /* nothing reached the driver */
   ed_release(client, &d, &c);
@@ -789,7 +789,7 @@ TEST(client_edges_full_table_zero_dims_and_staging) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   ed_device_t d;
-  cubert_kit_options_t o;
+  cubert_server_options_t o;
   cubert_client_t *client;
   cubert_error_t e;
   cubert_handle_t h[8];
@@ -805,7 +805,7 @@ TEST(client_edges_full_table_zero_dims_and_staging) {
   CHECK_OK(cubert_client_create_tensor_from_slice(client, data, 2, shape, 4, &layout, NULL));
   CHECK_EQ_U64(cubert_handle_size_in_used(&layout.memory), 0);
   CHECK_OK(cubert_client_handle_release(client, &layout.memory, NULL));
-  /* the table holds 4 handles (the kit may keep some of them) */
+  /* the table holds 4 handles (the server may keep some of them) */
   while (n < 8 && cubert_client_create_from_slice(client, data, sizeof data, &h[n], &e) == CUBERT_STATUS_OK)
     n++;
   CHECK(n > 0 && n < 8);
@@ -848,7 +848,7 @@ TEST(client_edges_to_client_fails_at_every_driver_call) {
       counting_allocator_t c;
       cubert_allocator_t a = counting_allocator_initialize(&c);
       ed_device_t d[2];
-      cubert_kit_options_t o;
+      cubert_server_options_t o;
       cubert_client_t *client[2];
       cubert_handle_t h, out;
       cubert_error_t e;

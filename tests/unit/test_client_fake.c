@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* The client and the server kit over a fake driver (core only: this file is
+/* The client and the server over a fake driver (core only: this file is
  * part of the unit tests that also run as 32-bit code): a device whose
  * memory is not host-addressable, with no pinned memory, no clock and no
- * collectives (the kit's fallbacks and UNSUPPORTED answers), pitched 2-D
- * copies, a driver that reports the device lost (the kit turns sticky), a
+ * collectives (the server's fallbacks and UNSUPPORTED answers), pitched 2-D
+ * copies, a driver that reports the device lost (the server turns sticky), a
  * device handle that refuses every call, and incomplete driver tables. */
 #include "test.h"
 #include "counting_allocator.h"
-#include "cubert/backend/kit.h"
+#include "cubert/driver/server.h"
 #include "cubert/cube.h"
 #include "cubert/kernel.h"
-#include "cubert/backend/device.h"
-#include "cubert/backend/memory.h"
+#include "cubert/driver/device.h"
+#include "memory/memory.h"
 
 /* ---- the fake driver: work runs at once; events are always complete ---- */
 
@@ -242,8 +242,8 @@ static cubert_status_t launch_once(cubert_client_t *client, cubert_error_t *err)
   return cubert_client_launch(client, &k_fake, &count, &args, err);
 }
 
-static void fake_options(cubert_kit_options_t *o, uint32_t index) {
-  cubert_kit_options_initialize(o);
+static void fake_options(cubert_server_options_t *o, uint32_t index) {
+  cubert_server_options_initialize(o);
   o->device.type_id = 77;
   o->device.index_id = index;
   o->max_handles = 64;
@@ -253,11 +253,11 @@ static void fake_options(cubert_kit_options_t *o, uint32_t index) {
 }
 
 static cubert_client_t *fake_client(cubert_allocator_t a, fake_device_t *d,
-                                    const cubert_kit_options_t *o) {
+                                    const cubert_server_options_t *o) {
   cubert_client_t *client = NULL;
   memset(d, 0, sizeof(*d));
   d->allocator = a;
-  CHECK_OK(cubert_kit_client_create(a, o, &g_fake_driver, d, &client, NULL));
+  CHECK_OK(cubert_server_client_create(a, o, &g_fake_driver, d, &client, NULL));
   return client;
 }
 
@@ -280,7 +280,7 @@ TEST(client_kit_driver_without_staging_profiling_collectives) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
-  cubert_kit_options_t o;
+  cubert_server_options_t o;
   cubert_client_t *client;
   cubert_bytes_t b;
   cubert_profiling_token_t t;
@@ -344,12 +344,12 @@ TEST(client_kit_driver_without_staging_profiling_collectives) {
   fake_release(client, &d, &c);
 }
 
-/* Pitched layouts make the kit issue 2-D copies (rows `pitch` apart). */
+/* Pitched layouts make the server issue 2-D copies (rows `pitch` apart). */
 TEST(client_kit_pitched_tensors_use_2d_copies) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
-  cubert_kit_options_t o;
+  cubert_server_options_t o;
   cubert_client_t *client;
   cubert_memory_layout_t layout;
   cubert_copy_descriptor_t desc;
@@ -397,7 +397,7 @@ TEST(client_kit_device_lost_is_sticky) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
-  cubert_kit_options_t o;
+  cubert_server_options_t o;
   cubert_client_t *client;
   cubert_error_t err;
   cubert_handle_t h;
@@ -474,7 +474,7 @@ TEST(client_device_refusing_calls) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
-  cubert_kit_options_t o;
+  cubert_server_options_t o;
   cubert_client_t *client;
   cubert_bytes_t b;
   cubert_profiling_token_t t;
@@ -508,7 +508,7 @@ TEST(client_device_refusing_calls) {
   CHECK_STATUS(launch_once(client, &err), CUBERT_STATUS_UNAVAILABLE);
   CHECK_EQ_I64(d.launches, 0);
   CHECK_EQ_I64(sink.calls, 0);
-  CHECK_EQ_U64(cubert_kit_collect(client), 0);
+  CHECK_EQ_U64(cubert_server_collect(client), 0);
   fake_release(client, &d, &c);
 }
 
@@ -520,7 +520,7 @@ TEST(client_kit_gc_back_pressure_and_drain) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
-  cubert_kit_options_t o;
+  cubert_server_options_t o;
   cubert_client_t *client;
   cubert_handle_t h[10];
   cubert_memory_usage_t usage;
@@ -551,7 +551,7 @@ TEST(client_kit_staging_from_the_driver) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
-  cubert_kit_options_t o;
+  cubert_server_options_t o;
   cubert_driver_t pinned = g_fake_driver;
   cubert_client_t *client = NULL;
   cubert_bytes_t b[2];
@@ -564,7 +564,7 @@ TEST(client_kit_staging_from_the_driver) {
   fake_options(&o, 46);
   memset(&d, 0, sizeof d);
   d.allocator = a;
-  CHECK_OK(cubert_kit_client_create(a, &o, &pinned, &d, &client, NULL));
+  CHECK_OK(cubert_server_client_create(a, &o, &pinned, &d, &client, NULL));
   CHECK_OK(cubert_client_reserve_staging(client, sizes, 2, b, NULL));
   CHECK_EQ_U64(b[0].property, CUBERT_ALLOCATION_PINNED);
   CHECK_EQ_U64(b[1].property, CUBERT_ALLOCATION_PINNED);
@@ -600,7 +600,7 @@ TEST(client_kit_refuses_incomplete_drivers) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
-  cubert_kit_options_t o;
+  cubert_server_options_t o;
   cubert_driver_t bad;
   cubert_client_t *client = NULL;
   cubert_error_t err;
@@ -609,31 +609,31 @@ TEST(client_kit_refuses_incomplete_drivers) {
   fake_options(&o, 44);
   bad = g_fake_driver;
   bad.event_query = NULL;
-  CHECK_STATUS(cubert_kit_client_create(a, &o, &bad, &d, &client, &err),
+  CHECK_STATUS(cubert_server_client_create(a, &o, &bad, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(strstr(err.reason, "required primitive") != NULL);
   bad = g_fake_driver;
   bad.comm_destroy = fd_comm_destroy;
-  CHECK_STATUS(cubert_kit_client_create(a, &o, &bad, &d, &client, &err),
+  CHECK_STATUS(cubert_server_client_create(a, &o, &bad, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(strstr(err.reason, "all four or none") != NULL);
   bad = g_fake_driver;
   bad.host_free = fd_host_free;
-  CHECK_STATUS(cubert_kit_client_create(a, &o, &bad, &d, &client, &err),
+  CHECK_STATUS(cubert_server_client_create(a, &o, &bad, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(strstr(err.reason, "host_alloc without host_free") != NULL);
   bad = g_fake_driver;
   bad.abi_version = CUBERT_DRIVER_ABI_VERSION + 1;
-  CHECK_STATUS(cubert_kit_client_create(a, &o, &bad, &d, &client, &err),
+  CHECK_STATUS(cubert_server_client_create(a, &o, &bad, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_kit_client_create(a, &o, NULL, &d, &client, &err),
+  CHECK_STATUS(cubert_server_client_create(a, &o, NULL, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   o.lock.lock = NULL;
-  CHECK_STATUS(cubert_kit_client_create(a, &o, &g_fake_driver, &d, &client, &err),
+  CHECK_STATUS(cubert_server_client_create(a, &o, &g_fake_driver, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   o.lock.lock = no_lock;
   o.max_streams = 300;
-  CHECK_STATUS(cubert_kit_client_create(a, &o, &g_fake_driver, &d, &client, &err),
+  CHECK_STATUS(cubert_server_client_create(a, &o, &g_fake_driver, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(client == NULL);
   CHECK_EQ_I64(d.destroyed, 0); /* the caller keeps its driver on failure */
@@ -646,7 +646,7 @@ TEST(client_kit_refuses_incomplete_drivers) {
     cubert_client_t *second = NULL;
     memset(&d2, 0, sizeof d2);
     d2.allocator = a;
-    CHECK_STATUS(cubert_kit_client_create(a, &o, &g_fake_driver, &d2, &second, &err),
+    CHECK_STATUS(cubert_server_client_create(a, &o, &g_fake_driver, &d2, &second, &err),
                  CUBERT_STATUS_FAILED_PRECONDITION);
     CHECK(cubert_error_kind(&err) == CUBERT_ERROR_SERVICE_CREATION);
     CHECK_EQ_I64(d2.destroyed, 0);
@@ -656,7 +656,7 @@ TEST(client_kit_refuses_incomplete_drivers) {
   fake_release(client, &d, &c);
 }
 
-/* The kit's memory configuration (cubert_kit_options_t.memory_config): a bad
+/* The server's memory configuration (cubert_server_options_t.memory_config): a bad
  * list fails the creation with the configuration's error and leaves nothing;
  * a CUSTOM list is copied (the caller's array may change afterwards); with
  * one direct pool a buffer reserves its padded size only (the default preset
@@ -666,7 +666,7 @@ TEST(client_kit_memory_configuration) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
-  cubert_kit_options_t o;
+  cubert_server_options_t o;
   cubert_memory_pool_options_t pools[1];
   cubert_client_t *client = NULL;
   cubert_error_t err;
@@ -681,11 +681,11 @@ TEST(client_kit_memory_configuration) {
   o.memory_config.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
   o.memory_config.pools = pools;
   o.memory_config.pool_count = 1;
-  CHECK_STATUS(cubert_kit_client_create(a, &o, &g_fake_driver, &d, &client, &err),
+  CHECK_STATUS(cubert_server_client_create(a, &o, &g_fake_driver, &d, &client, &err),
                CUBERT_STATUS_CONFIG_INVALID);
   CHECK(cubert_error_has_kind(&err, CUBERT_ERROR_CONFIG_ZERO_SIZE));
   o.memory_config.kind = (cubert_memory_configuration_kind_t)9;
-  CHECK_STATUS(cubert_kit_client_create(a, &o, &g_fake_driver, &d, &client, &err),
+  CHECK_STATUS(cubert_server_client_create(a, &o, &g_fake_driver, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(client == NULL);
   CHECK_EQ_I64(d.destroyed, 0);
@@ -695,7 +695,7 @@ TEST(client_kit_memory_configuration) {
   pools[0] = cubert_memory_pool_direct(0);
   for (n = 1;; n++) {
     counting_allocator_fail_at(&c, c.calls + n, 0);
-    if (cubert_kit_client_create(a, &o, &g_fake_driver, &d, &client, NULL) == CUBERT_STATUS_OK)
+    if (cubert_server_client_create(a, &o, &g_fake_driver, &d, &client, NULL) == CUBERT_STATUS_OK)
       break;
     CHECK(client == NULL);
     CHECK_EQ_I64(c.live_blocks, 0);
@@ -729,7 +729,7 @@ TEST(client_kit_synchronous_driver_uploads_in_place) {
     cubert_allocator_t a = counting_allocator_initialize(&c);
     cubert_memory_pool_options_t direct = cubert_memory_pool_direct(0);
     fake_device_t d;
-    cubert_kit_options_t o;
+    cubert_server_options_t o;
     cubert_client_t *client = NULL;
     cubert_handle_t h;
     int64_t before;
@@ -739,7 +739,7 @@ TEST(client_kit_synchronous_driver_uploads_in_place) {
     o.memory_config.pool_count = 1;
     memset(&d, 0, sizeof d);
     d.allocator = a;
-    CHECK_OK(cubert_kit_client_create(a, &o, &drivers[k], &d, &client, NULL));
+    CHECK_OK(cubert_server_client_create(a, &o, &drivers[k], &d, &client, NULL));
     CHECK_OK(launch_once(client, NULL)); /* the stream slot and its memory exist */
     before = c.live_bytes;
     c.peak_bytes = before;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The client's single-allocation path and borrowed uploads, over a small
- * fake driver under the kit (core only): one allocation (empty, create of
+ * fake driver under the server (core only): one allocation (empty, create of
  * one buffer) is the memory manager's reservation with no second id, its
  * handle is the reserved id; a driver with CUBERT_DRIVER_BORROWS_UPLOADS
  * gets uploads above CUBERT_DRIVER_BORROW_MIN from the caller's memory in
@@ -8,10 +8,10 @@
  * smaller ones copied; a failed upload leaves nothing allocated. */
 #include "test.h"
 #include "counting_allocator.h"
-#include "cubert/backend/kit.h"
+#include "cubert/driver/server.h"
 #include "cubert/cube.h"
-#include "cubert/backend/device.h"
-#include "cubert/backend/handle_table.h"
+#include "cubert/driver/device.h"
+#include "memory/handle_table.h"
 
 /* ---- the fake driver: work runs at once; events are always complete ---- */
 
@@ -171,9 +171,9 @@ static void no_lock(void *self) { (void)self; }
 
 static cubert_client_t *up_client(cubert_allocator_t a, up_device_t *d, uint32_t flags,
                                   cubert_driver_t *driver) {
-  cubert_kit_options_t o;
+  cubert_server_options_t o;
   cubert_client_t *client = NULL;
-  cubert_kit_options_initialize(&o);
+  cubert_server_options_initialize(&o);
   o.device.type_id = 78;
   o.device.index_id = 0;
   o.max_handles = 64;
@@ -184,7 +184,7 @@ static cubert_client_t *up_client(cubert_allocator_t a, up_device_t *d, uint32_t
   d->allocator = a;
   *driver = g_up_driver;
   driver->flags = flags;
-  CHECK_OK(cubert_kit_client_create(a, &o, driver, d, &client, NULL));
+  CHECK_OK(cubert_server_client_create(a, &o, driver, d, &client, NULL));
   return client;
 }
 
@@ -209,12 +209,12 @@ TEST(client_single_allocation_is_one_reserved_id) {
   cubert_driver_t driver;
   up_device_t d;
   cubert_client_t *client = up_client(a, &d, 0, &driver);
-  cubert_handle_table_t *table = cubert_client_handle_table(client);
+  cubert_handle_table_t *table = cubert__client_handle_table(client);
   cubert_memory_usage_t usage;
   cubert_handle_t h, h2;
   CHECK_OK(cubert_client_empty(client, 100, &h, NULL));
-  CHECK_EQ_U64(cubert_handle_table_live(table), 1);
-  CHECK_EQ_U64(cubert_memory_id_handle_count(table, h.memory), 1);
+  CHECK_EQ_U64(cubert__handle_table_live(table), 1);
+  CHECK_EQ_U64(cubert__memory_id_handle_count(table, h.memory), 1);
   CHECK_EQ_U64(h.size, 112); /* 100 rounded up to the 16-byte alignment */
   CHECK_EQ_U64(h.offset_start, 0);
   CHECK_EQ_U64(h.offset_end, 12);
@@ -294,7 +294,7 @@ TEST(client_single_create_failures_leave_nothing) {
   cubert_driver_t driver;
   up_device_t d;
   cubert_client_t *client = up_client(a, &d, CUBERT_DRIVER_BORROWS_UPLOADS, &driver);
-  cubert_handle_table_t *table = cubert_client_handle_table(client);
+  cubert_handle_table_t *table = cubert__client_handle_table(client);
   static uint8_t data[1000];
   cubert_memory_usage_t usage;
   cubert_handle_t h;
@@ -305,7 +305,7 @@ TEST(client_single_create_failures_leave_nothing) {
                CUBERT_STATUS_INVALID_ARGUMENT);
   /* the id is released; its slot stays the pool's until the pool polls */
   CHECK_OK(cubert_client_memory_cleanup(client, NULL));
-  CHECK_EQ_U64(cubert_handle_table_live(table), 0);
+  CHECK_EQ_U64(cubert__handle_table_live(table), 0);
   b.data = data;
   b.size = sizeof data;
   b.property = CUBERT_ALLOCATION_NATIVE;
@@ -315,7 +315,7 @@ TEST(client_single_create_failures_leave_nothing) {
   CHECK_STATUS(cubert_client_create_from_bytes(client, b, &h, &err), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_I64(g_released, 1);
   CHECK_OK(cubert_client_memory_cleanup(client, NULL));
-  CHECK_EQ_U64(cubert_handle_table_live(table), 0);
+  CHECK_EQ_U64(cubert__handle_table_live(table), 0);
   CHECK_OK(cubert_client_memory_usage(client, &usage, NULL));
   CHECK_EQ_U64(usage.number_allocs, 0);
   d.fail_copy = 0;
@@ -330,7 +330,7 @@ TEST(client_single_create_failures_leave_nothing) {
   counting_allocator_fail_at(&c, 0, 0);
   free(b.data);
   CHECK_EQ_I64(g_released, 1);
-  CHECK_EQ_U64(cubert_handle_table_live(table), 0);
+  CHECK_EQ_U64(cubert__handle_table_live(table), 0);
   CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
   CHECK_OK(cubert_client_handle_release(client, &h, NULL));
   up_release(client, &d, &c);

@@ -81,7 +81,7 @@ TEST(comm_id_different_sets_differ) {
   a[0] = dev(1, 0);
   b[0] = dev(0, 1);
   CHECK(comm_id_of(a, 1) != comm_id_of(b, 1));
-  /* same index on another backend type */
+  /* same index on another driver type */
   a[0] = dev(1, 5);
   b[0] = dev(2, 5);
   CHECK(comm_id_of(a, 1) != comm_id_of(b, 1));

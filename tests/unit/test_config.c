@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "test.h"
+#include "device/device_registry.h"
 #include "counting_allocator.h"
 #include "cubert/config.h"
 #include "cubert/device.h"
@@ -14,11 +15,11 @@
 #include "cubert/profile.h"
 #include "cubert/race.h"
 #include "cubert/sim.h"
-#include "cubert/backend/race.h"
-#include "cubert/backend/sim.h"
-#include "cubert/backend/profiler.h"
-#include "cubert/backend/memory.h"
-#include "cubert/backend/device.h"
+#include "check/race.h"
+#include "cubert/driver/sim.h"
+#include "profile/profiler.h"
+#include "memory/memory.h"
+#include "cubert/driver/device.h"
 
 static void check_compiled_out(const cubert_error_t *e, const char *switch_name) {
   char text[256];
@@ -66,33 +67,33 @@ TEST(config_race_checker) {
   cubert_error_t err;
   char text[128];
   uint64_t op = 7;
-  cubert_status_t st = cubert_race_checker_create(a, NULL, &checker, &err);
+  cubert_status_t st = cubert__race_checker_create(a, NULL, &checker, &err);
   if (CUBERT_CONFIG_RACE_CHECKER) {
     CHECK_OK(st);
     CHECK(checker != NULL);
-    CHECK_OK(cubert_race_op_begin(checker, 0, "op", &op));
+    CHECK_OK(cubert__race_op_begin(checker, 0, "op", &op));
     CHECK_EQ_U64(op, 1);
-    cubert_race_checker_destroy(checker);
+    cubert__race_checker_destroy(checker);
   } else {
     CHECK_STATUS(st, CUBERT_STATUS_UNSUPPORTED);
     CHECK(checker == NULL);
     check_compiled_out(&err, "CUBERT_CONFIG_RACE_CHECKER");
-    CHECK_STATUS(cubert_race_op_begin(checker, 0, "op", &op), CUBERT_STATUS_UNSUPPORTED);
+    CHECK_STATUS(cubert__race_op_begin(checker, 0, "op", &op), CUBERT_STATUS_UNSUPPORTED);
     CHECK_EQ_U64(op, 7);
-    CHECK_STATUS(cubert_race_access(checker, 1, 0, 1, CUBERT_RACE_READ, 0, 4),
+    CHECK_STATUS(cubert__race_access(checker, 1, 0, 1, CUBERT_RACE_READ, 0, 4),
                  CUBERT_STATUS_UNSUPPORTED);
-    CHECK_STATUS(cubert_race_host_sync_all(checker), CUBERT_STATUS_UNSUPPORTED);
+    CHECK_STATUS(cubert__race_host_sync_all(checker), CUBERT_STATUS_UNSUPPORTED);
     memset(&k, 0xFF, sizeof k);
-    cubert_race_counters(checker, &k);
+    cubert__race_counters(checker, &k);
     CHECK_EQ_U64(k.reports, 0);
-    CHECK(!cubert_race_last_report(checker, &r));
+    CHECK(!cubert__race_last_report(checker, &r));
     memset(&r, 0, sizeof r);
     CHECK_EQ_U64(cubert_race_report_format(&r, text, sizeof text), strlen(text));
     CHECK(strstr(text, "compiled out") != NULL);
     CHECK(strstr(cubert_race_kind_name(CUBERT_RACE_KIND_RECLAIM), "compiled out") != NULL);
   }
   /* The hooks a server calls do nothing for the NULL checker it keeps. */
-  CHECK_OK(cubert_race_hook_op_begin(NULL, 0, "op", &op));
+  CHECK_OK(cubert__race_hook_op_begin(NULL, 0, "op", &op));
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }
@@ -142,10 +143,10 @@ TEST(config_profiling) {
   cubert_status_t st;
   clock.self = NULL;
   clock.now_ns = zero_clock;
-  st = cubert_profiler_create(a, clock, 4, &p, &err);
+  st = cubert__profiler_create(a, clock, 4, &p, &err);
   if (CUBERT_CONFIG_PROFILING) {
     CHECK_OK(st);
-    cubert_profiler_destroy(p);
+    cubert__profiler_destroy(p);
     CHECK_OK(cubert_profile_summary_create(a, CUBERT_PROFILE_LEVEL_BASIC, 4, 64, &s, NULL));
     cubert_profile_summary_destroy(s);
     cubert_profile_format_duration(1500, text, sizeof text);

@@ -3,7 +3,8 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/device.h"
-#include "cubert/backend/device.h"
+#include "cubert/driver/device.h"
+#include "device/device_registry.h"
 
 typedef struct fake_lock_t {
   int depth;
@@ -117,24 +118,24 @@ TEST(device_registry_insert_lookup_remove) {
   cubert_device_id_t ids[4];
   int a = 1, b = 2;
   void *p = NULL;
-  CHECK_STATUS(cubert_device_registry_lookup(d0, &p), CUBERT_STATUS_NOT_FOUND);
-  CHECK_OK(cubert_device_registry_insert(d0, &a));
-  CHECK_STATUS(cubert_device_registry_insert(d0, &b), CUBERT_STATUS_ALREADY_EXISTS);
-  CHECK_OK(cubert_device_registry_insert(d1, &b));
-  CHECK_OK(cubert_device_registry_insert(other, &b));
-  CHECK_OK(cubert_device_registry_lookup(d0, &p));
+  CHECK_STATUS(cubert__device_registry_lookup(d0, &p), CUBERT_STATUS_NOT_FOUND);
+  CHECK_OK(cubert__device_registry_insert(d0, &a));
+  CHECK_STATUS(cubert__device_registry_insert(d0, &b), CUBERT_STATUS_ALREADY_EXISTS);
+  CHECK_OK(cubert__device_registry_insert(d1, &b));
+  CHECK_OK(cubert__device_registry_insert(other, &b));
+  CHECK_OK(cubert__device_registry_lookup(d0, &p));
   CHECK(p == &a);
-  CHECK_EQ_U64(cubert_device_registry_enumerate(7, ids, 4), 2);
+  CHECK_EQ_U64(cubert__device_registry_enumerate(7, ids, 4), 2);
   CHECK_EQ_U64(ids[0].index_id, 0);
   CHECK_EQ_U64(ids[1].index_id, 1);
-  CHECK_EQ_U64(cubert_device_registry_enumerate(UINT16_MAX, NULL, 0), 3);
-  CHECK_STATUS(cubert_device_registry_remove(d0, &b), CUBERT_STATUS_NOT_FOUND); /* wrong client */
-  CHECK_OK(cubert_device_registry_remove(d0, &a));
-  CHECK_STATUS(cubert_device_registry_lookup(d0, &p), CUBERT_STATUS_NOT_FOUND);
-  CHECK_STATUS(cubert_device_registry_lookup(d0, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_device_registry_insert(d0, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_OK(cubert_device_registry_remove(d1, &b));
-  CHECK_OK(cubert_device_registry_remove(other, &b));
+  CHECK_EQ_U64(cubert__device_registry_enumerate(UINT16_MAX, NULL, 0), 3);
+  CHECK_STATUS(cubert__device_registry_remove(d0, &b), CUBERT_STATUS_NOT_FOUND); /* wrong client */
+  CHECK_OK(cubert__device_registry_remove(d0, &a));
+  CHECK_STATUS(cubert__device_registry_lookup(d0, &p), CUBERT_STATUS_NOT_FOUND);
+  CHECK_STATUS(cubert__device_registry_lookup(d0, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__device_registry_insert(d0, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_OK(cubert__device_registry_remove(d1, &b));
+  CHECK_OK(cubert__device_registry_remove(other, &b));
 }
 
 TEST(device_registry_full) {
@@ -144,13 +145,13 @@ TEST(device_registry_full) {
   d.type_id = 3;
   for (i = 0; i < CUBERT_DEVICE_REGISTRY_CAPACITY; i++) {
     d.index_id = i;
-    CHECK_OK(cubert_device_registry_insert(d, &clients[i]));
+    CHECK_OK(cubert__device_registry_insert(d, &clients[i]));
   }
   d.index_id = CUBERT_DEVICE_REGISTRY_CAPACITY;
-  CHECK_STATUS(cubert_device_registry_insert(d, &clients[i]), CUBERT_STATUS_OUT_OF_RANGE);
+  CHECK_STATUS(cubert__device_registry_insert(d, &clients[i]), CUBERT_STATUS_OUT_OF_RANGE);
   for (i = 0; i < CUBERT_DEVICE_REGISTRY_CAPACITY; i++) {
     d.index_id = i;
-    CHECK_OK(cubert_device_registry_remove(d, &clients[i]));
+    CHECK_OK(cubert__device_registry_remove(d, &clients[i]));
   }
-  CHECK_EQ_U64(cubert_device_registry_enumerate(3, NULL, 0), 0);
+  CHECK_EQ_U64(cubert__device_registry_enumerate(3, NULL, 0), 0);
 }

@@ -9,8 +9,9 @@
 #include "cubert/cube.h"
 #include "cubert/device.h"
 #include "cubert/profile.h"
-#include "cubert/backend/device.h"
-#include "cubert/backend/profiler.h"
+#include "cubert/driver/device.h"
+#include "device/device_registry.h"
+#include "profile/profiler.h"
 
 /* ---- cube counts -------------------------------------------------------------------- */
 
@@ -63,17 +64,17 @@ TEST(device_registry_remove_unknown_and_enumerate_into_a_short_array) {
   for (i = 0; i < 3; i++) {
     d[i].type_id = 41;
     d[i].index_id = (uint32_t)i;
-    CHECK_OK(cubert_device_registry_insert(d[i], &clients[i]));
+    CHECK_OK(cubert__device_registry_insert(d[i], &clients[i]));
   }
   d[0].index_id = 99;
-  CHECK_STATUS(cubert_device_registry_remove(d[0], &clients[0]), CUBERT_STATUS_NOT_FOUND);
+  CHECK_STATUS(cubert__device_registry_remove(d[0], &clients[0]), CUBERT_STATUS_NOT_FOUND);
   d[0].index_id = 0;
   /* three devices of type 41, room for one: the count of all, the first written */
   ids[0].type_id = 0;
-  CHECK_EQ_U64(cubert_device_registry_enumerate(41, ids, 1), 3);
+  CHECK_EQ_U64(cubert__device_registry_enumerate(41, ids, 1), 3);
   CHECK_EQ_U64(ids[0].type_id, 41);
-  for (i = 0; i < 3; i++) CHECK_OK(cubert_device_registry_remove(d[i], &clients[i]));
-  CHECK_EQ_U64(cubert_device_registry_enumerate(41, NULL, 0), 0);
+  for (i = 0; i < 3; i++) CHECK_OK(cubert__device_registry_remove(d[i], &clients[i]));
+  CHECK_EQ_U64(cubert__device_registry_enumerate(41, NULL, 0), 0);
 }
 
 /* ---- the profiler ------------------------------------------------------------------------ */
@@ -88,7 +89,7 @@ static cubert_profiler_t *new_profiler(cubert_allocator_t a) {
   cubert_profile_clock_t clock;
   clock.self = NULL;
   clock.now_ns = clock_zero;
-  CHECK_OK(cubert_profiler_create(a, clock, 4, &p, NULL));
+  CHECK_OK(cubert__profiler_create(a, clock, 4, &p, NULL));
   return p;
 }
 
@@ -96,9 +97,9 @@ static cubert_profiler_t *new_profiler(cubert_allocator_t a) {
 static cubert_status_t fail_one(cubert_profiler_t *p, const cubert_error_t *in, cubert_error_t *out) {
   cubert_profiling_token_t t;
   cubert_profile_duration_t d;
-  CHECK_OK(cubert_profiler_start(p, &t, NULL));
-  CHECK_OK(cubert_profiler_error(p, in));
-  return cubert_profiler_stop(p, t, &d, out);
+  CHECK_OK(cubert__profiler_start(p, &t, NULL));
+  CHECK_OK(cubert__profiler_error(p, in));
+  return cubert__profiler_stop(p, t, &d, out);
 }
 
 TEST(profile_profiler_error_kinds_kept_or_wrapped) {
@@ -126,8 +127,8 @@ TEST(profile_profiler_error_kinds_kept_or_wrapped) {
     CHECK_EQ_I64(out.chain[0], CUBERT_ERROR_PROFILE_LAUNCH);
     CHECK_EQ_I64(out.chain[1], launch[i]);
   }
-  CHECK_EQ_U64(cubert_profiler_active_count(p), 0);
-  cubert_profiler_destroy(p);
+  CHECK_EQ_U64(cubert__profiler_active_count(p), 0);
+  cubert__profiler_destroy(p);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }
@@ -142,7 +143,7 @@ TEST(profile_profiler_error_with_status_ok_never_reads_ok) {
   CHECK_STATUS(fail_one(p, &in, &out), CUBERT_STATUS_PROFILE_FAILED);
   CHECK_STATUS(out.status, CUBERT_STATUS_PROFILE_FAILED);
   CHECK_EQ_I64(cubert_error_kind(&out), CUBERT_ERROR_PROFILE_UNKNOWN);
-  cubert_profiler_destroy(p);
+  cubert__profiler_destroy(p);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }

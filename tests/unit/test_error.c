@@ -9,6 +9,7 @@
 #include "cubert/error.h"
 #include "base/fmt.h"
 #include "test.h"
+#include "cubert/driver/error.h"
 
 #define CANARY ((char)0x5a)
 
@@ -407,7 +408,7 @@ TEST(error_null_record_handling) {
   CHECK_STATUS(cubert_error_set_not_found(NULL, "x"), CUBERT_STATUS_NOT_FOUND);
   CHECK_STATUS(cubert_error_set_pool_capacity(NULL, 1, 2, 3), CUBERT_STATUS_POOL_CAPACITY_EXCEEDED);
   CHECK_STATUS(cubert_error_set_call(NULL, CUBERT_CALL_ERROR_DISCONNECTED, NULL), CUBERT_STATUS_INTERNAL);
-  CHECK_STATUS(cubert_error_set_backend(NULL, CUBERT_ERROR_SERVER_GENERIC, 1, "x"), CUBERT_STATUS_INTERNAL);
+  CHECK_STATUS(cubert_error_set_driver(NULL, CUBERT_ERROR_SERVER_GENERIC, 1, "x"), CUBERT_STATUS_INTERNAL);
   {
     cubert_dim3_t d = {1, 1, 1};
     CHECK_STATUS(cubert_error_set_resource_cube_dim(NULL, d, d), CUBERT_STATUS_LIMIT_EXCEEDED);
@@ -439,10 +440,10 @@ TEST(error_format_corrupt_record_is_safe) {
 TEST(error_backend_code_is_shown) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_TEXT | CUBERT_FEATURE_ERROR_REASONS);
   cubert_error_t e;
-  CHECK_STATUS(cubert_error_set_backend(&e, CUBERT_ERROR_SERVER_GENERIC, -2, "cuMemcpyDtoH failed: CUDA_ERROR_ILLEGAL_ADDRESS"),
+  CHECK_STATUS(cubert_error_set_driver(&e, CUBERT_ERROR_SERVER_GENERIC, -2, "cuMemcpyDtoH failed: CUDA_ERROR_ILLEGAL_ADDRESS"),
                CUBERT_STATUS_INTERNAL);
-  CHECK_EQ_I64(e.backend_code, -2);
-  CHECK_EQ_STR(fmt_big(&e), "An error happened during execution\nCaused by:\n  cuMemcpyDtoH failed: CUDA_ERROR_ILLEGAL_ADDRESS\nBackend code: -2");
+  CHECK_EQ_I64(e.driver_code, -2);
+  CHECK_EQ_STR(fmt_big(&e), "An error happened during execution\nCaused by:\n  cuMemcpyDtoH failed: CUDA_ERROR_ILLEGAL_ADDRESS\nDriver code: -2");
 }
 
 TEST(error_set_clamps_and_truncates) {
@@ -478,7 +479,7 @@ TEST(error_aggregate_one) {
   cubert_dim3_t req = {2048, 1, 1}, max = {1024, 1024, 64};
   cubert_error_set_resource_cube_dim(&e, req, max);
   cubert_error_wrap(&e, CUBERT_ERROR_LAUNCH_TOO_MANY_RESOURCES);
-  e.backend_code = 5;
+  e.driver_code = 5;
   cubert_error_format(&e, one, sizeof(one));
   cubert_error_clear(&agg);
   CHECK_STATUS(cubert_error_aggregate(&agg, &e), CUBERT_STATUS_SERVER_UNHEALTHY);
@@ -506,7 +507,7 @@ TEST(error_aggregate_one) {
   CHECK_EQ_U64(first.field[0], 2048);
   CHECK_EQ_U64(first.field[1], 1);
   CHECK_EQ_U64(first.field2[0], 1024);
-  CHECK_EQ_I64(first.backend_code, 5);
+  CHECK_EQ_I64(first.driver_code, 5);
   CHECK_STATUS(first.status, CUBERT_STATUS_LIMIT_EXCEEDED);
   CHECK_EQ_STR(fmt_big(&first), one);
   /* Not an aggregate: NOT_FOUND, out untouched. */
@@ -543,16 +544,16 @@ TEST(error_aggregate_hundred_truncates_text_keeps_count) {
   cubert_fmt_t f;
   uint64_t i;
   cubert_error_clear(&agg);
-  cubert_fmt_initialize(&f, full, sizeof(full));
+  cubert__fmt_initialize(&f, full, sizeof(full));
   for (i = 0; i < 100; i++) {
     char one[256];
     make_numbered(&e, i);
     CHECK_STATUS(cubert_error_aggregate(&agg, &e), CUBERT_STATUS_SERVER_UNHEALTHY);
     cubert_error_format(&e, one, sizeof(one));
-    if (i > 0) cubert_fmt_append_char(&f, '\n');
-    cubert_fmt_append_str(&f, one);
+    if (i > 0) cubert__fmt_append_char(&f, '\n');
+    cubert__fmt_append_str(&f, one);
   }
-  CHECK(!cubert_fmt_truncated(&f));
+  CHECK(!cubert__fmt_truncated(&f));
   CHECK_EQ_U64(cubert_error_aggregate_count(&agg), 100);
   CHECK_EQ_U64(agg.field[1], 0); /* the first error's size */
   /* The text is a NUL-terminated prefix of the full join, cut at the buffer. */
@@ -636,26 +637,26 @@ TEST(error_aggregate_full_chain_keeps_first_innermost) {
 TEST(error_fmt_numbers) {
   char buf[128];
   cubert_fmt_t f;
-  cubert_fmt_initialize(&f, buf, sizeof(buf));
-  cubert_fmt_append_u64(&f, 0);
-  cubert_fmt_append_char(&f, ' ');
-  cubert_fmt_append_u64(&f, UINT64_MAX);
-  cubert_fmt_append_char(&f, ' ');
-  cubert_fmt_append_i64(&f, INT64_MIN);
-  cubert_fmt_append_char(&f, ' ');
-  cubert_fmt_append_i64(&f, INT64_MAX);
-  cubert_fmt_append_char(&f, ' ');
-  cubert_fmt_append_i64(&f, -7);
+  cubert__fmt_initialize(&f, buf, sizeof(buf));
+  cubert__fmt_append_u64(&f, 0);
+  cubert__fmt_append_char(&f, ' ');
+  cubert__fmt_append_u64(&f, UINT64_MAX);
+  cubert__fmt_append_char(&f, ' ');
+  cubert__fmt_append_i64(&f, INT64_MIN);
+  cubert__fmt_append_char(&f, ' ');
+  cubert__fmt_append_i64(&f, INT64_MAX);
+  cubert__fmt_append_char(&f, ' ');
+  cubert__fmt_append_i64(&f, -7);
   CHECK_EQ_STR(buf, "0 18446744073709551615 -9223372036854775808 9223372036854775807 -7");
-  CHECK_EQ_U64(cubert_fmt_length(&f), strlen(buf));
-  cubert_fmt_initialize(&f, buf, sizeof(buf));
-  cubert_fmt_append_hex(&f, 255, 4);
-  cubert_fmt_append_char(&f, ' ');
-  cubert_fmt_append_hex(&f, 0, 0);
-  cubert_fmt_append_char(&f, ' ');
-  cubert_fmt_append_hex(&f, UINT64_MAX, 99);
-  cubert_fmt_append_char(&f, ' ');
-  cubert_fmt_append_hex(&f, 0xabc, 1);
+  CHECK_EQ_U64(cubert__fmt_length(&f), strlen(buf));
+  cubert__fmt_initialize(&f, buf, sizeof(buf));
+  cubert__fmt_append_hex(&f, 255, 4);
+  cubert__fmt_append_char(&f, ' ');
+  cubert__fmt_append_hex(&f, 0, 0);
+  cubert__fmt_append_char(&f, ' ');
+  cubert__fmt_append_hex(&f, UINT64_MAX, 99);
+  cubert__fmt_append_char(&f, ' ');
+  cubert__fmt_append_hex(&f, 0xabc, 1);
   CHECK_EQ_STR(buf, "00ff 0 ffffffffffffffff abc");
 }
 
@@ -665,15 +666,15 @@ TEST(error_fmt_truncation_invariant) {
   for (size = 0; size < 30; size++) {
     cubert_fmt_t f;
     memset(buf, CANARY, sizeof(buf));
-    cubert_fmt_initialize(&f, size ? buf : NULL, size);
-    cubert_fmt_append_str(&f, "abc");
-    cubert_fmt_append_u64(&f, 12345);
-    cubert_fmt_append_strn(&f, "xyzw", 2);
-    cubert_fmt_append_strn(&f, NULL, 5);
-    cubert_fmt_append_str(&f, NULL);
-    cubert_fmt_append_i64(&f, -42);
-    CHECK_EQ_U64(cubert_fmt_length(&f), 13); /* "abc12345xy-42" */
-    CHECK(cubert_fmt_truncated(&f) == (size < 14));
+    cubert__fmt_initialize(&f, size ? buf : NULL, size);
+    cubert__fmt_append_str(&f, "abc");
+    cubert__fmt_append_u64(&f, 12345);
+    cubert__fmt_append_strn(&f, "xyzw", 2);
+    cubert__fmt_append_strn(&f, NULL, 5);
+    cubert__fmt_append_str(&f, NULL);
+    cubert__fmt_append_i64(&f, -42);
+    CHECK_EQ_U64(cubert__fmt_length(&f), 13); /* "abc12345xy-42" */
+    CHECK(cubert__fmt_truncated(&f) == (size < 14));
     for (i = size; i < sizeof(buf); i++) CHECK(buf[i] == CANARY);
     if (size > 0) {
       CHECK_EQ_U64(strlen(buf), size - 1 < 13 ? size - 1 : 13);
@@ -686,14 +687,14 @@ TEST(error_fmt_init_append) {
   char buf[8];
   cubert_fmt_t f;
   memcpy(buf, "ab\0zzzzz", 8);
-  cubert_fmt_initialize_append(&f, buf, sizeof(buf));
-  CHECK_EQ_U64(cubert_fmt_length(&f), 2);
-  cubert_fmt_append_str(&f, "cdefghij");
+  cubert__fmt_initialize_append(&f, buf, sizeof(buf));
+  CHECK_EQ_U64(cubert__fmt_length(&f), 2);
+  cubert__fmt_append_str(&f, "cdefghij");
   CHECK_EQ_STR(buf, "abcdefg");
-  CHECK_EQ_U64(cubert_fmt_length(&f), 10);
+  CHECK_EQ_U64(cubert__fmt_length(&f), 10);
   /* an unterminated buffer is terminated at size - 1 */
   memset(buf, 'q', sizeof(buf));
-  cubert_fmt_initialize_append(&f, buf, sizeof(buf));
-  CHECK_EQ_U64(cubert_fmt_length(&f), 7);
+  cubert__fmt_initialize_append(&f, buf, sizeof(buf));
+  CHECK_EQ_U64(cubert__fmt_length(&f), 7);
   CHECK_EQ_STR(buf, "qqqqqqq");
 }

@@ -3,7 +3,7 @@
  * foreign, stale and double-released ids, saturation, a full table,
  * allocation failures. */
 #include "test_handle_fixture.h"
-#include "cubert/backend/handle_table.h"
+#include "memory/handle_table.h"
 
 /* ---- bad inputs ------------------------------------------------------------------- */
 
@@ -15,7 +15,7 @@ TEST(handle_null_id_rejected) {
   check_rejected(t, null_id);
   check_rejected(t, odd);
   check_counts(t, live, 1, 1);
-  CHECK_OK(cubert_memory_id_release_handle(t, live));
+  CHECK_OK(cubert__memory_id_release_handle(t, live));
   table_done(t, &c);
 }
 
@@ -64,7 +64,7 @@ TEST(handle_forged_ids_rejected) {
     f.generation = live[k].generation - 1u; /* 0 */
     check_rejected(t, f);
     check_counts(t, live[k], 1, 1);
-    CHECK_OK(cubert_memory_id_release_handle(t, live[k]));
+    CHECK_OK(cubert__memory_id_release_handle(t, live[k]));
   }
   check_consistent(t, 0, 0);
   table_done(t, &c);
@@ -81,8 +81,8 @@ TEST(handle_foreign_table_id_rejected) {
   check_rejected(t1, b);
   check_counts(t1, a, 1, 1);
   check_counts(t2, b, 1, 1);
-  CHECK_OK(cubert_memory_id_release_handle(t1, a));
-  CHECK_OK(cubert_memory_id_release_handle(t2, b));
+  CHECK_OK(cubert__memory_id_release_handle(t1, a));
+  CHECK_OK(cubert__memory_id_release_handle(t2, b));
   table_done(t1, &c1);
   table_done(t2, &c2);
 }
@@ -94,28 +94,28 @@ TEST(handle_stale_id_never_touches_new_occupant) {
   cubert_handle_table_t *t = table_new(&c, 1, 7); /* one slot: reuse is certain */
   cubert_memory_id_t x = acquire_ok(t), y;
   cubert_memory_location_t loc = {5, 1, 6, 8}, got;
-  CHECK_OK(cubert_memory_id_retain_binding(t, x));
-  CHECK_OK(cubert_memory_id_release_binding(t, x));
-  CHECK_OK(cubert_memory_id_release_handle(t, x));
+  CHECK_OK(cubert__memory_id_retain_binding(t, x));
+  CHECK_OK(cubert__memory_id_release_binding(t, x));
+  CHECK_OK(cubert__memory_id_release_handle(t, x));
   y = acquire_ok(t);
   CHECK_EQ_U64(y.index, x.index);
   CHECK(y.generation != x.generation);
-  CHECK_OK(cubert_memory_id_set_location(t, y, loc));
-  CHECK_OK(cubert_memory_id_retain_binding(t, y));
+  CHECK_OK(cubert__memory_id_set_location(t, y, loc));
+  CHECK_OK(cubert__memory_id_retain_binding(t, y));
   check_rejected(t, x);
   check_counts(t, y, 1, 2);
-  CHECK_OK(cubert_memory_id_location(t, y, &got));
+  CHECK_OK(cubert__memory_id_location(t, y, &got));
   CHECK_EQ_U64(got.slice, 8);
   CHECK_EQ_U64(got.page, 6);
   /* the new occupant owned: a stale drop must not clear it */
-  CHECK_OK(cubert_memory_id_set_owned(t, y, true));
-  CHECK_STATUS(cubert_memory_id_set_owned(t, x, false), CUBERT_STATUS_INVALID_HANDLE);
-  CHECK_STATUS(cubert_memory_id_set_owned(t, y, true), CUBERT_STATUS_INVALID_HANDLE); /* still owned */
-  CHECK_OK(cubert_memory_id_release_handle(t, y));
-  CHECK_OK(cubert_memory_id_release_binding(t, y));
+  CHECK_OK(cubert__memory_id_set_owned(t, y, true));
+  CHECK_STATUS(cubert__memory_id_set_owned(t, x, false), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert__memory_id_set_owned(t, y, true), CUBERT_STATUS_INVALID_HANDLE); /* still owned */
+  CHECK_OK(cubert__memory_id_release_handle(t, y));
+  CHECK_OK(cubert__memory_id_release_binding(t, y));
   check_consistent(t, 0, 1);
   check_rejected(t, x);
-  CHECK_OK(cubert_memory_id_set_owned(t, y, false));
+  CHECK_OK(cubert__memory_id_set_owned(t, y, false));
   check_consistent(t, 0, 0);
   table_done(t, &c);
 }
@@ -126,36 +126,36 @@ TEST(handle_double_release) {
   counting_allocator_t c;
   cubert_handle_table_t *t = table_new(&c, 16, 0);
   cubert_memory_id_t id = acquire_ok(t), other;
-  CHECK_OK(cubert_memory_id_release_handle(t, id));
-  CHECK_STATUS(cubert_memory_id_release_handle(t, id), CUBERT_STATUS_INVALID_HANDLE);
-  CHECK_STATUS(cubert_memory_id_release_binding(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_OK(cubert__memory_id_release_handle(t, id));
+  CHECK_STATUS(cubert__memory_id_release_handle(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert__memory_id_release_binding(t, id), CUBERT_STATUS_INVALID_HANDLE);
   check_consistent(t, 0, 0);
   /* a handle released twice while a binding keeps the id alive */
   id = acquire_ok(t);
-  CHECK_OK(cubert_memory_id_retain_binding(t, id));
-  CHECK_OK(cubert_memory_id_release_handle(t, id));
-  CHECK_STATUS(cubert_memory_id_release_handle(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_OK(cubert__memory_id_retain_binding(t, id));
+  CHECK_OK(cubert__memory_id_release_handle(t, id));
+  CHECK_STATUS(cubert__memory_id_release_handle(t, id), CUBERT_STATUS_INVALID_HANDLE);
   check_counts(t, id, 0, 1);
-  CHECK(cubert_memory_id_is_alive(t, id));
-  CHECK_OK(cubert_memory_id_release_binding(t, id));
-  CHECK_STATUS(cubert_memory_id_release_binding(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK(cubert__memory_id_is_alive(t, id));
+  CHECK_OK(cubert__memory_id_release_binding(t, id));
+  CHECK_STATUS(cubert__memory_id_release_binding(t, id), CUBERT_STATUS_INVALID_HANDLE);
   check_consistent(t, 0, 0);
   /* a binding release without a binding cannot eat a handle's reference */
   id = acquire_ok(t);
-  CHECK_OK(cubert_memory_id_retain_handle(t, id));
-  CHECK_STATUS(cubert_memory_id_release_binding(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_OK(cubert__memory_id_retain_handle(t, id));
+  CHECK_STATUS(cubert__memory_id_release_binding(t, id), CUBERT_STATUS_INVALID_HANDLE);
   check_counts(t, id, 2, 2);
-  CHECK_OK(cubert_memory_id_release_handle(t, id));
-  CHECK_OK(cubert_memory_id_release_handle(t, id));
-  CHECK_STATUS(cubert_memory_id_release_handle(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_OK(cubert__memory_id_release_handle(t, id));
+  CHECK_OK(cubert__memory_id_release_handle(t, id));
+  CHECK_STATUS(cubert__memory_id_release_handle(t, id), CUBERT_STATUS_INVALID_HANDLE);
   /* the slot was returned exactly once: the table can still fill up exactly */
   check_consistent(t, 0, 0);
   {
     cubert_memory_id_t all[16];
     int i;
     for (i = 0; i < 16; i++) all[i] = acquire_ok(t);
-    CHECK_STATUS(cubert_memory_id_acquire(t, &other), CUBERT_STATUS_OUT_OF_RANGE);
-    for (i = 0; i < 16; i++) CHECK_OK(cubert_memory_id_release_handle(t, all[i]));
+    CHECK_STATUS(cubert__memory_id_acquire(t, &other), CUBERT_STATUS_OUT_OF_RANGE);
+    for (i = 0; i < 16; i++) CHECK_OK(cubert__memory_id_release_handle(t, all[i]));
   }
   check_consistent(t, 0, 0);
   table_done(t, &c);
@@ -166,14 +166,14 @@ TEST(handle_retain_dead_id_no_resurrection) {
   counting_allocator_t c;
   cubert_handle_table_t *t = table_new(&c, 16, 0);
   cubert_memory_id_t id = acquire_ok(t);
-  CHECK_OK(cubert_memory_id_set_owned(t, id, true)); /* keep the slot occupied */
-  CHECK_OK(cubert_memory_id_release_handle(t, id));
-  CHECK_STATUS(cubert_memory_id_retain_handle(t, id), CUBERT_STATUS_INVALID_HANDLE);
-  CHECK_STATUS(cubert_memory_id_retain_binding(t, id), CUBERT_STATUS_INVALID_HANDLE);
-  CHECK(!cubert_memory_id_is_alive(t, id));
+  CHECK_OK(cubert__memory_id_set_owned(t, id, true)); /* keep the slot occupied */
+  CHECK_OK(cubert__memory_id_release_handle(t, id));
+  CHECK_STATUS(cubert__memory_id_retain_handle(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert__memory_id_retain_binding(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK(!cubert__memory_id_is_alive(t, id));
   check_consistent(t, 0, 1);
-  CHECK_OK(cubert_memory_id_set_owned(t, id, false));
-  CHECK_STATUS(cubert_memory_id_retain_handle(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_OK(cubert__memory_id_set_owned(t, id, false));
+  CHECK_STATUS(cubert__memory_id_retain_handle(t, id), CUBERT_STATUS_INVALID_HANDLE);
   check_consistent(t, 0, 0);
   table_done(t, &c);
 }
@@ -185,34 +185,34 @@ TEST(handle_count_saturation) {
   cubert_handle_t h, out, before;
   cubert_binding_t b;
   const uint32_t max = CUBERT_HANDLE_MAX_COUNT;
-  CHECK_OK(cubert_handle_create(t, 0, 0, 0, 100, &h));
-  CHECK_OK(cubert_memory_id_set_owned(t, h.memory, true));
-  CHECK_OK(cubert_handle_table_debug_set_counts(t, h.memory, max - 1u, 0));
-  CHECK_OK(cubert_memory_id_retain_handle(t, h.memory));
+  CHECK_OK(cubert__handle_create(t, 0, 0, 0, 100, &h));
+  CHECK_OK(cubert__memory_id_set_owned(t, h.memory, true));
+  CHECK_OK(cubert__handle_table_debug_set_counts(t, h.memory, max - 1u, 0));
+  CHECK_OK(cubert__memory_id_retain_handle(t, h.memory));
   check_counts(t, h.memory, max, max);
-  CHECK_STATUS(cubert_memory_id_retain_handle(t, h.memory), CUBERT_STATUS_OVERFLOW);
-  CHECK_STATUS(cubert_memory_id_retain_binding(t, h.memory), CUBERT_STATUS_OVERFLOW);
+  CHECK_STATUS(cubert__memory_id_retain_handle(t, h.memory), CUBERT_STATUS_OVERFLOW);
+  CHECK_STATUS(cubert__memory_id_retain_binding(t, h.memory), CUBERT_STATUS_OVERFLOW);
   memset(&out, 0xAB, sizeof out);
   before = out;
-  CHECK_STATUS(cubert_handle_clone(t, &h, &out), CUBERT_STATUS_OVERFLOW);
-  CHECK_STATUS(cubert_handle_offset(t, &h, 1, 1, &out), CUBERT_STATUS_OVERFLOW);
-  CHECK_STATUS(cubert_handle_binding(t, &h, &out), CUBERT_STATUS_OVERFLOW);
+  CHECK_STATUS(cubert__handle_clone(t, &h, &out), CUBERT_STATUS_OVERFLOW);
+  CHECK_STATUS(cubert__handle_offset(t, &h, 1, 1, &out), CUBERT_STATUS_OVERFLOW);
+  CHECK_STATUS(cubert__handle_binding(t, &h, &out), CUBERT_STATUS_OVERFLOW);
   CHECK(memcmp(&out, &before, sizeof out) == 0);
   check_counts(t, h.memory, max, max);
-  CHECK_OK(cubert_memory_id_release_handle(t, h.memory));
+  CHECK_OK(cubert__memory_id_release_handle(t, h.memory));
   check_counts(t, h.memory, max - 1u, max - 1u);
   /* saturation through bindings: the descriptor count is the bound */
-  CHECK_OK(cubert_handle_table_debug_set_counts(t, h.memory, 1, max - 1u));
-  CHECK_STATUS(cubert_handle_binding(t, &h, &b), CUBERT_STATUS_OVERFLOW);
-  CHECK_STATUS(cubert_handle_clone(t, &h, &out), CUBERT_STATUS_OVERFLOW);
+  CHECK_OK(cubert__handle_table_debug_set_counts(t, h.memory, 1, max - 1u));
+  CHECK_STATUS(cubert__handle_binding(t, &h, &b), CUBERT_STATUS_OVERFLOW);
+  CHECK_STATUS(cubert__handle_clone(t, &h, &out), CUBERT_STATUS_OVERFLOW);
   check_counts(t, h.memory, 1, max);
-  CHECK_OK(cubert_memory_id_release_binding(t, h.memory));
-  CHECK_OK(cubert_handle_binding(t, &h, &b));
+  CHECK_OK(cubert__memory_id_release_binding(t, h.memory));
+  CHECK_OK(cubert__handle_binding(t, &h, &b));
   check_consistent(t, 1, 0); /* owned flag kept by the hook */
-  CHECK_OK(cubert_handle_table_debug_set_counts(t, h.memory, 1, 0));
-  CHECK_OK(cubert_handle_release(t, &h));
+  CHECK_OK(cubert__handle_table_debug_set_counts(t, h.memory, 1, 0));
+  CHECK_OK(cubert__handle_release(t, &h));
   check_consistent(t, 0, 1);
-  CHECK_OK(cubert_memory_id_set_owned(t, h.memory, false));
+  CHECK_OK(cubert__memory_id_set_owned(t, h.memory, false));
   check_consistent(t, 0, 0);
   table_done(t, &c);
 }
@@ -221,16 +221,16 @@ TEST(handle_debug_hook_rejects_bad_input) {
   counting_allocator_t c;
   cubert_handle_table_t *t = table_new(&c, 16, 0);
   cubert_memory_id_t id = acquire_ok(t), dead = acquire_ok(t);
-  CHECK_OK(cubert_memory_id_release_handle(t, dead));
-  CHECK_STATUS(cubert_handle_table_debug_set_counts(NULL, id, 1, 0), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_handle_table_debug_set_counts(t, id, 0, 0), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_handle_table_debug_set_counts(t, id, CUBERT_HANDLE_MAX_COUNT, 1),
+  CHECK_OK(cubert__memory_id_release_handle(t, dead));
+  CHECK_STATUS(cubert__handle_table_debug_set_counts(NULL, id, 1, 0), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__handle_table_debug_set_counts(t, id, 0, 0), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__handle_table_debug_set_counts(t, id, CUBERT_HANDLE_MAX_COUNT, 1),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_handle_table_debug_set_counts(t, id, 0xFFFFFFFFu, 0),
+  CHECK_STATUS(cubert__handle_table_debug_set_counts(t, id, 0xFFFFFFFFu, 0),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_handle_table_debug_set_counts(t, dead, 1, 0), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert__handle_table_debug_set_counts(t, dead, 1, 0), CUBERT_STATUS_INVALID_HANDLE);
   check_counts(t, id, 1, 1);
-  CHECK_OK(cubert_memory_id_release_handle(t, id));
+  CHECK_OK(cubert__memory_id_release_handle(t, id));
   check_consistent(t, 0, 0);
   table_done(t, &c);
 }
@@ -243,18 +243,18 @@ TEST(handle_table_full_out_of_range) {
   cubert_memory_id_t ids[3], extra = {77, 77};
   int i;
   for (i = 0; i < 3; i++) ids[i] = acquire_ok(t);
-  CHECK_STATUS(cubert_memory_id_acquire(t, &extra), CUBERT_STATUS_OUT_OF_RANGE);
+  CHECK_STATUS(cubert__memory_id_acquire(t, &extra), CUBERT_STATUS_OUT_OF_RANGE);
   CHECK_EQ_U64(extra.index, 77);
-  CHECK_OK(cubert_memory_id_set_owned(t, ids[1], true));
-  CHECK_OK(cubert_memory_id_release_handle(t, ids[1]));
-  CHECK_STATUS(cubert_memory_id_acquire(t, &extra), CUBERT_STATUS_OUT_OF_RANGE);
+  CHECK_OK(cubert__memory_id_set_owned(t, ids[1], true));
+  CHECK_OK(cubert__memory_id_release_handle(t, ids[1]));
+  CHECK_STATUS(cubert__memory_id_acquire(t, &extra), CUBERT_STATUS_OUT_OF_RANGE);
   check_consistent(t, 2, 1);
-  CHECK_OK(cubert_memory_id_set_owned(t, ids[1], false));
+  CHECK_OK(cubert__memory_id_set_owned(t, ids[1], false));
   extra = acquire_ok(t);
   CHECK_EQ_U64(extra.index, ids[1].index);
-  CHECK_OK(cubert_memory_id_release_handle(t, extra));
-  CHECK_OK(cubert_memory_id_release_handle(t, ids[0]));
-  CHECK_OK(cubert_memory_id_release_handle(t, ids[2]));
+  CHECK_OK(cubert__memory_id_release_handle(t, extra));
+  CHECK_OK(cubert__memory_id_release_handle(t, ids[0]));
+  CHECK_OK(cubert__memory_id_release_handle(t, ids[2]));
   check_consistent(t, 0, 0);
   table_done(t, &c);
 }
@@ -277,16 +277,16 @@ TEST(handle_table_fills_exactly_and_ids_distinct) {
     CHECK(!seen[low]);
     seen[low] = 1;
   }
-  CHECK_STATUS(cubert_memory_id_acquire(t, &extra), CUBERT_STATUS_OUT_OF_RANGE);
+  CHECK_STATUS(cubert__memory_id_acquire(t, &extra), CUBERT_STATUS_OUT_OF_RANGE);
   check_consistent(t, max, 0);
-  for (i = 0; i < max; i += 2) CHECK_OK(cubert_memory_id_release_handle(t, ids[i]));
+  for (i = 0; i < max; i += 2) CHECK_OK(cubert__memory_id_release_handle(t, ids[i]));
   check_consistent(t, max / 2u, 0);
   for (i = 0; i < max; i += 2) {
     ids[i] = acquire_ok(t);
-    CHECK(cubert_memory_id_is_alive(t, ids[i]));
+    CHECK(cubert__memory_id_is_alive(t, ids[i]));
   }
-  CHECK_STATUS(cubert_memory_id_acquire(t, &extra), CUBERT_STATUS_OUT_OF_RANGE);
-  for (i = 0; i < max; i++) CHECK_OK(cubert_memory_id_release_handle(t, ids[i]));
+  CHECK_STATUS(cubert__memory_id_acquire(t, &extra), CUBERT_STATUS_OUT_OF_RANGE);
+  for (i = 0; i < max; i++) CHECK_OK(cubert__memory_id_release_handle(t, ids[i]));
   check_consistent(t, 0, 0);
   free(ids);
   free(seen);
@@ -306,7 +306,7 @@ TEST(handle_released_slots_reused_late) {
     cubert_memory_id_t id = acquire_ok(t);
     CHECK(!seen[id.index & 0xFFFFFFu]);
     seen[id.index & 0xFFFFFFu] = 1;
-    CHECK_OK(cubert_memory_id_release_handle(t, id));
+    CHECK_OK(cubert__memory_id_release_handle(t, id));
   }
   check_consistent(t, 0, 0);
   table_done(t, &c);
@@ -325,10 +325,10 @@ TEST(handle_table_growth_bounded_under_sliding_window) {
   int64_t chunks;
   int i, head = 0;
   for (i = 0; i < WINDOW; i++) ring[i] = acquire_ok(t);
-  CHECK_EQ_U64(cubert_handle_table_live(t), WINDOW);
+  CHECK_EQ_U64(cubert__handle_table_live(t), WINDOW);
   for (i = 0; i < OPS; i++) {
     cubert_memory_id_t old = ring[head];
-    CHECK_OK(cubert_memory_id_release_handle(t, old));
+    CHECK_OK(cubert__memory_id_release_handle(t, old));
     ring[head] = acquire_ok(t);
     CHECK(ring[head].index != old.index); /* reused late, not at once */
     head = (head + 1) % WINDOW;
@@ -338,7 +338,7 @@ TEST(handle_table_growth_bounded_under_sliding_window) {
   chunks = c.live_blocks - 2; /* the table header and its chunk pointer array */
   CHECK(chunks * 256 >= WINDOW + WINDOW / 7); /* grew past 7/8 live */
   CHECK(chunks <= 6);                          /* and stopped there */
-  for (i = 0; i < WINDOW; i++) CHECK_OK(cubert_memory_id_release_handle(t, ring[i]));
+  for (i = 0; i < WINDOW; i++) CHECK_OK(cubert__memory_id_release_handle(t, ring[i]));
   check_consistent(t, 0, 0);
   table_done(t, &c);
 }
@@ -362,7 +362,7 @@ TEST(handle_allocation_failure_loop) {
       int n = 0, i, failures = 0;
       CHECK(k < 1000);
       counting_allocator_fail_at(&c, k, persist);
-      st = cubert_handle_table_create(a, MAX_SLOTS, 3, &t);
+      st = cubert__handle_table_create(a, MAX_SLOTS, 3, &t);
       if (st != CUBERT_STATUS_OK) {
         CHECK_STATUS(st, CUBERT_STATUS_RESOURCE_EXHAUSTED);
         CHECK(t == NULL);
@@ -371,9 +371,9 @@ TEST(handle_allocation_failure_loop) {
         continue;
       }
       for (i = 0; i < WANT; i++) {
-        uint32_t live_before = cubert_handle_table_live(t);
+        uint32_t live_before = cubert__handle_table_live(t);
         cubert_memory_id_t id = {0xDEAD, 0xBEEF};
-        st = cubert_memory_id_acquire(t, &id);
+        st = cubert__memory_id_acquire(t, &id);
         if (st == CUBERT_STATUS_OK) {
           ids[n++] = id;
           continue;
@@ -382,11 +382,11 @@ TEST(handle_allocation_failure_loop) {
         failures++;
         CHECK_EQ_U64(id.index, 0xDEAD);
         CHECK_EQ_U64(id.generation, 0xBEEF);
-        CHECK_EQ_U64(cubert_handle_table_live(t), live_before);
+        CHECK_EQ_U64(cubert__handle_table_live(t), live_before);
         check_consistent(t, (uint32_t)n, 0);
         if (!persist) {
           /* the next valid call succeeds */
-          CHECK_OK(cubert_memory_id_acquire(t, &ids[n]));
+          CHECK_OK(cubert__memory_id_acquire(t, &ids[n]));
           n++;
         }
       }
@@ -394,10 +394,10 @@ TEST(handle_allocation_failure_loop) {
       check_consistent(t, (uint32_t)n, 0);
       for (i = 0; i < n; i++) {
         check_counts(t, ids[i], 1, 1);
-        CHECK_OK(cubert_memory_id_release_handle(t, ids[i]));
+        CHECK_OK(cubert__memory_id_release_handle(t, ids[i]));
       }
       check_consistent(t, 0, 0);
-      cubert_handle_table_destroy(t);
+      cubert__handle_table_destroy(t);
       CHECK_EQ_I64(c.live_blocks, 0);
       CHECK_EQ_U64(c.bad_frees, 0);
       if (c.failures == 0) done = 1;

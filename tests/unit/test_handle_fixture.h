@@ -10,18 +10,18 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/handle.h"
-#include "cubert/backend/handle_table.h"
+#include "memory/handle_table.h"
 #include "memory/handle_internal.h"
 
 static inline cubert_handle_table_t *table_new(counting_allocator_t *c, uint32_t max_slots, uint8_t tag) {
   cubert_handle_table_t *t = NULL;
-  CHECK_OK(cubert_handle_table_create(counting_allocator_initialize(c), max_slots, tag, &t));
+  CHECK_OK(cubert__handle_table_create(counting_allocator_initialize(c), max_slots, tag, &t));
   CHECK(t != NULL);
   return t;
 }
 
 static inline void table_done(cubert_handle_table_t *t, counting_allocator_t *c) {
-  cubert_handle_table_destroy(t);
+  cubert__handle_table_destroy(t);
   CHECK_EQ_I64(c->live_blocks, 0);
   CHECK_EQ_U64(c->bad_frees, 0);
   counting_allocator_destroy(c);
@@ -29,42 +29,42 @@ static inline void table_done(cubert_handle_table_t *t, counting_allocator_t *c)
 
 static inline cubert_memory_id_t acquire_ok(cubert_handle_table_t *t) {
   cubert_memory_id_t id = {0, 0};
-  CHECK_OK(cubert_memory_id_acquire(t, &id));
+  CHECK_OK(cubert__memory_id_acquire(t, &id));
   return id;
 }
 
 static inline void check_consistent(const cubert_handle_table_t *t, uint32_t alive, uint32_t dead_owned) {
   uint32_t a = 0xFFFFFFFFu, d = 0xFFFFFFFFu;
-  CHECK_OK(cubert_handle_table_debug_check(t, &a, &d));
+  CHECK_OK(cubert__handle_table_debug_check(t, &a, &d));
   CHECK_EQ_U64(a, alive);
   CHECK_EQ_U64(d, dead_owned);
-  CHECK_EQ_U64(cubert_handle_table_live(t), alive + dead_owned);
+  CHECK_EQ_U64(cubert__handle_table_live(t), alive + dead_owned);
 }
 
 static inline void check_counts(const cubert_handle_table_t *t, cubert_memory_id_t id, uint32_t handles,
                          uint32_t descriptors) {
-  CHECK_EQ_U64(cubert_memory_id_handle_count(t, id), handles);
-  CHECK_EQ_U64(cubert_memory_id_descriptor_count(t, id), descriptors);
+  CHECK_EQ_U64(cubert__memory_id_handle_count(t, id), handles);
+  CHECK_EQ_U64(cubert__memory_id_descriptor_count(t, id), descriptors);
 }
 
 /* Every id-level call on a dead/forged id: INVALID_HANDLE, queries say dead. */
 static inline void check_rejected(cubert_handle_table_t *t, cubert_memory_id_t id) {
   cubert_memory_location_t loc = {9, 9, 9, 9};
   cubert_memory_location_t set = {1, 1, 1, 1};
-  CHECK_STATUS(cubert_memory_id_retain_handle(t, id), CUBERT_STATUS_INVALID_HANDLE);
-  CHECK_STATUS(cubert_memory_id_release_handle(t, id), CUBERT_STATUS_INVALID_HANDLE);
-  CHECK_STATUS(cubert_memory_id_retain_binding(t, id), CUBERT_STATUS_INVALID_HANDLE);
-  CHECK_STATUS(cubert_memory_id_release_binding(t, id), CUBERT_STATUS_INVALID_HANDLE);
-  CHECK_STATUS(cubert_memory_id_set_owned(t, id, true), CUBERT_STATUS_INVALID_HANDLE);
-  CHECK_STATUS(cubert_memory_id_set_owned(t, id, false), CUBERT_STATUS_INVALID_HANDLE);
-  CHECK_STATUS(cubert_memory_id_location(t, id, &loc), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert__memory_id_retain_handle(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert__memory_id_release_handle(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert__memory_id_retain_binding(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert__memory_id_release_binding(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert__memory_id_set_owned(t, id, true), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert__memory_id_set_owned(t, id, false), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert__memory_id_location(t, id, &loc), CUBERT_STATUS_INVALID_HANDLE);
   CHECK_EQ_U64(loc.pool, 9); /* out untouched */
-  CHECK_STATUS(cubert_memory_id_set_location(t, id, set), CUBERT_STATUS_INVALID_HANDLE);
-  CHECK_STATUS(cubert_memory_id_set_location_owned(t, id, set), CUBERT_STATUS_INVALID_HANDLE);
-  CHECK_STATUS(cubert_memory_id_disown(t, id), CUBERT_STATUS_INVALID_HANDLE);
-  CHECK(!cubert_memory_id_is_alive(t, id));
-  CHECK(cubert_memory_id_is_free(t, id));
-  CHECK(!cubert_memory_id_can_mut(t, id));
+  CHECK_STATUS(cubert__memory_id_set_location(t, id, set), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert__memory_id_set_location_owned(t, id, set), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert__memory_id_disown(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK(!cubert__memory_id_is_alive(t, id));
+  CHECK(cubert__memory_id_is_free(t, id));
+  CHECK(!cubert__memory_id_can_mut(t, id));
   check_counts(t, id, 0, 0);
 }
 

@@ -6,7 +6,7 @@
  * formatting.
  */
 #include "test_memory_fixture.h"
-#include "cubert/backend/memory.h"
+#include "memory/memory.h"
 
 typedef struct ladder_t {
   uint64_t page, slice;
@@ -114,11 +114,11 @@ TEST(memory_config_exclusive_pages_dedup_and_periods) {
 }
 
 TEST(memory_config_dealloc_period_rounds_half_away) {
-  CHECK_EQ_U64(cubert_memory_dealloc_period(0), 5000);
-  CHECK_EQ_U64(cubert_memory_dealloc_period(GIB / 2 - 1), 5000);
-  CHECK_EQ_U64(cubert_memory_dealloc_period(GIB / 2), 10000); /* 1.5 rounds away from 0 */
-  CHECK_EQ_U64(cubert_memory_dealloc_period(6 * GIB), 35000);
-  CHECK_EQ_U64(cubert_memory_dealloc_period(64 * GIB), 325000);
+  CHECK_EQ_U64(cubert__memory_dealloc_period(0), 5000);
+  CHECK_EQ_U64(cubert__memory_dealloc_period(GIB / 2 - 1), 5000);
+  CHECK_EQ_U64(cubert__memory_dealloc_period(GIB / 2), 10000); /* 1.5 rounds away from 0 */
+  CHECK_EQ_U64(cubert__memory_dealloc_period(6 * GIB), 35000);
+  CHECK_EQ_U64(cubert__memory_dealloc_period(64 * GIB), 325000);
 }
 
 TEST(memory_config_pools_capacity_and_arguments) {

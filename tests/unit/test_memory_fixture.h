@@ -11,8 +11,8 @@
 #include "counting_allocator.h"
 #include "host_storage.h"
 #include "memory/memory_internal.h"
-#include "cubert/backend/handle_table.h"
-#include "cubert/backend/memory.h"
+#include "memory/handle_table.h"
+#include "memory/memory.h"
 
 #define KIB ((uint64_t)1024)
 #define MIB ((uint64_t)1024 * 1024)
@@ -40,7 +40,7 @@ static inline void mmf_base(mm_fixture_t *f, uint64_t max_page, uint64_t align) 
   f->allocator = counting_allocator_initialize(&f->counting);
   host_storage_initialize(&f->storage, 4);
   f->props = mmf_props(max_page, align);
-  CHECK_OK(cubert_handle_table_create(f->allocator, 1u << 20, 7, &f->table));
+  CHECK_OK(cubert__handle_table_create(f->allocator, 1u << 20, 7, &f->table));
 }
 
 static inline void mmf_init_opts(mm_fixture_t *f, uint64_t max_page, uint64_t align,
@@ -48,7 +48,7 @@ static inline void mmf_init_opts(mm_fixture_t *f, uint64_t max_page, uint64_t al
                                  const cubert_memory_manager_options_t *opts) {
   cubert_error_t err;
   mmf_base(f, max_page, align);
-  CHECK_OK(cubert_memory_manager_create(f->allocator, f->storage.storage, f->table, f->props,
+  CHECK_OK(cubert__memory_manager_create(f->allocator, f->storage.storage, f->table, f->props,
                                         &config, opts, &f->mm, &err));
 }
 
@@ -76,12 +76,12 @@ static inline cubert_memory_configuration_t mmf_kind(cubert_memory_configuration
 
 /* Destroy and check: no leaked host block, no bad free, no storage leak. */
 static inline void mmf_done(mm_fixture_t *f) {
-  cubert_memory_manager_destroy(f->mm);
+  cubert__memory_manager_destroy(f->mm);
   f->mm = NULL;
   CHECK_EQ_U64(f->storage.live_allocs, 0);
   CHECK_EQ_U64(f->storage.bad_deallocs, 0);
   CHECK_EQ_U64(host_storage_destroy(&f->storage), 0);
-  cubert_handle_table_destroy(f->table);
+  cubert__handle_table_destroy(f->table);
   CHECK_EQ_I64(f->counting.live_blocks, 0);
   CHECK_EQ_U64(f->counting.bad_frees, 0);
   counting_allocator_destroy(&f->counting);
@@ -90,7 +90,7 @@ static inline void mmf_done(mm_fixture_t *f) {
 static inline cubert_memory_id_t mmf_reserve(mm_fixture_t *f, uint64_t size) {
   cubert_memory_id_t id;
   cubert_error_t err;
-  cubert_status_t st = cubert_memory_manager_reserve(f->mm, size, &id, &err);
+  cubert_status_t st = cubert__memory_manager_reserve(f->mm, size, &id, &err);
   CHECK_MSG(st == CUBERT_STATUS_OK, "reserve(%llu) failed: %s", (unsigned long long)size,
             test_status_name((int)st));
   return id;
@@ -98,38 +98,38 @@ static inline cubert_memory_id_t mmf_reserve(mm_fixture_t *f, uint64_t size) {
 
 /* Drop the user's handle (CubeCL: drop(handle)). */
 static inline void mmf_drop(mm_fixture_t *f, cubert_memory_id_t id) {
-  CHECK_OK(cubert_memory_id_release_handle(f->table, id));
+  CHECK_OK(cubert__memory_id_release_handle(f->table, id));
 }
 
 static inline cubert_memory_usage_t mmf_usage(mm_fixture_t *f) {
-  return cubert_memory_manager_memory_usage(f->mm);
+  return cubert__memory_manager_memory_usage(f->mm);
 }
 
 static inline cubert_memory_pool_report_t mmf_pool_report(mm_fixture_t *f, uint32_t position) {
   cubert_memory_pool_report_t reports[CUBERT_MEMORY_MAX_DYNAMIC_POOLS];
   uint32_t n = 0;
-  CHECK_OK(cubert_memory_manager_report(f->mm, reports, CUBERT_MEMORY_MAX_DYNAMIC_POOLS, &n, NULL));
+  CHECK_OK(cubert__memory_manager_report(f->mm, reports, CUBERT_MEMORY_MAX_DYNAMIC_POOLS, &n, NULL));
   CHECK(position < n);
   return reports[position];
 }
 
 static inline cubert_memory_pool_report_t mmf_persistent_report(mm_fixture_t *f) {
   cubert_memory_pool_report_t r;
-  cubert_status_t st = cubert_memory_manager_report(f->mm, NULL, 0, NULL, &r);
+  cubert_status_t st = cubert__memory_manager_report(f->mm, NULL, 0, NULL, &r);
   CHECK(st == CUBERT_STATUS_OK || st == CUBERT_STATUS_OUT_OF_RANGE);
   return r;
 }
 
 static inline cubert_storage_handle_t mmf_storage(mm_fixture_t *f, cubert_memory_id_t id) {
   cubert_storage_handle_t h;
-  CHECK_OK(cubert_memory_manager_get_storage(f->mm, id, &h, NULL));
+  CHECK_OK(cubert__memory_manager_get_storage(f->mm, id, &h, NULL));
   return h;
 }
 
 /* A fresh id the manager has never seen (CubeCL: a new managed handle). */
 static inline cubert_memory_id_t mmf_new_id(mm_fixture_t *f) {
   cubert_memory_id_t id;
-  CHECK_OK(cubert_memory_id_acquire(f->table, &id));
+  CHECK_OK(cubert__memory_id_acquire(f->table, &id));
   return id;
 }
 

@@ -12,7 +12,7 @@
  * autotune measurement under a dry run).
  */
 #include "test_memory_fixture.h"
-#include "cubert/backend/memory.h"
+#include "memory/memory.h"
 
 #define PAGE128 (128 * MIB)
 
@@ -45,7 +45,7 @@ TEST(memory_layout_programmatic_pools_override_runtime_default) {
   CHECK_EQ_U64(mmf_usage(&f).bytes_reserved, MIB);
   c = mmf_reserve(&f, MIB);
   d = mmf_reserve(&f, 500 * KIB);
-  CHECK(cubert_memory_manager_reserve(f.mm, MIB, &x, NULL) != CUBERT_STATUS_OK);
+  CHECK(cubert__memory_manager_reserve(f.mm, MIB, &x, NULL) != CUBERT_STATUS_OK);
   CHECK_EQ_U64(mmf_usage(&f).bytes_reserved, 2 * MIB);
   mmf_drop(&f, a);
   mmf_drop(&f, b);
@@ -85,15 +85,15 @@ TEST(memory_layout_configure_rebuilds_pools_in_place) {
   layout(&f, &first, 1);
   live = mmf_reserve(&f, MIB);
   next = explicit_layout(&second, 1, buf);
-  CHECK_STATUS(cubert_memory_manager_install_pools(f.mm, &next, f.props, &err),
+  CHECK_STATUS(cubert__memory_manager_install_pools(f.mm, &next, f.props, &err),
                CUBERT_STATUS_FAILED_PRECONDITION);
   CHECK(cubert_error_kind(&err) == CUBERT_ERROR_INSTALL_POOLS_IN_USE);
   CHECK(err.field[0] > 0);
   CHECK_EQ_U64(err.field[0], MIB);
-  CHECK(cubert_memory_manager_reserve(f.mm, 2 * MIB, &x, NULL) != CUBERT_STATUS_OK);
+  CHECK(cubert__memory_manager_reserve(f.mm, 2 * MIB, &x, NULL) != CUBERT_STATUS_OK);
   CHECK_EQ_U64(mmf_storage(&f, live).size, MIB); /* old layout kept, live memory intact */
   mmf_drop(&f, live);
-  CHECK_OK(cubert_memory_manager_install_pools(f.mm, &next, f.props, &err));
+  CHECK_OK(cubert__memory_manager_install_pools(f.mm, &next, f.props, &err));
   CHECK_EQ_U64(f.storage.live_allocs, 0); /* the old page went at the cleanup */
   x = mmf_reserve(&f, 2 * MIB);
   CHECK_EQ_U64(mmf_pool_report(&f, 0).page_size, 4 * MIB);
@@ -127,8 +127,8 @@ TEST(memory_layout_measured_plan_cycle) {
   /* the plan: cap the arena at the measured peak */
   capped = cubert_memory_pool_sliced(MIB, CUBERT_MEMORY_NONE, r.pages_peak * MIB);
   plan = explicit_layout(&capped, 1, buf);
-  cubert_memory_manager_cleanup(f.mm, true);
-  CHECK_OK(cubert_memory_manager_install_pools(f.mm, &plan, f.props, NULL));
+  cubert__memory_manager_cleanup(f.mm, true);
+  CHECK_OK(cubert__memory_manager_install_pools(f.mm, &plan, f.props, NULL));
   CHECK_EQ_U64(mmf_pool_report(&f, 0).pages_peak, 0); /* high-water marks reset */
   plan_workload(&f);
   r = mmf_pool_report(&f, 0);
@@ -230,9 +230,9 @@ TEST(memory_layout_direct_pool_cleanup_releases_everything_free) {
   live = mmf_reserve(&f, MIB);
   freed = mmf_reserve(&f, 2 * MIB);
   mmf_drop(&f, freed);
-  cubert_memory_manager_cleanup(f.mm, false); /* periodic: nothing */
+  cubert__memory_manager_cleanup(f.mm, false); /* periodic: nothing */
   CHECK_EQ_U64(mmf_pool_report(&f, 0).pages, 2);
-  cubert_memory_manager_cleanup(f.mm, true);
+  cubert__memory_manager_cleanup(f.mm, true);
   CHECK_EQ_U64(mmf_pool_report(&f, 0).pages, 1);
   CHECK_EQ_U64(mmf_storage(&f, live).size, MIB);
   mmf_drop(&f, live);
@@ -249,17 +249,17 @@ TEST(memory_layout_install_keeps_persistent_pool_and_rejects_bad_layouts) {
   cubert_memory_id_t p;
   cubert_error_t err;
   mmf_init(&f, PAGE128, 32, mmf_kind(CUBERT_MEMORY_CONFIGURATION_SUB_SLICES));
-  cubert_memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
+  cubert__memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
   p = mmf_reserve(&f, 4096); /* persistent: does not block install */
-  cubert_memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
-  CHECK_STATUS(cubert_memory_manager_install_pools(f.mm, &c, f.props, &err), CUBERT_STATUS_CONFIG_INVALID);
-  CHECK_EQ_U64(cubert_memory_manager_pool_count(f.mm), 4); /* old layout kept */
+  cubert__memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
+  CHECK_STATUS(cubert__memory_manager_install_pools(f.mm, &c, f.props, &err), CUBERT_STATUS_CONFIG_INVALID);
+  CHECK_EQ_U64(cubert__memory_manager_pool_count(f.mm), 4); /* old layout kept */
   c = mmf_kind(CUBERT_MEMORY_CONFIGURATION_EXCLUSIVE_PAGES);
-  CHECK_OK(cubert_memory_manager_install_pools(f.mm, &c, f.props, &err));
-  CHECK_EQ_U64(cubert_memory_manager_pool_count(f.mm), 24);
+  CHECK_OK(cubert__memory_manager_install_pools(f.mm, &c, f.props, &err));
+  CHECK_EQ_U64(cubert__memory_manager_pool_count(f.mm), 24);
   CHECK_EQ_U64(mmf_storage(&f, p).size, 4096);
   CHECK_EQ_U64(mmf_persistent_report(&f).usage.bytes_in_use, 4096);
-  CHECK_STATUS(cubert_memory_manager_install_pools(f.mm, NULL, f.props, &err), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__memory_manager_install_pools(f.mm, NULL, f.props, &err), CUBERT_STATUS_INVALID_ARGUMENT);
   mmf_drop(&f, p);
   mmf_done(&f);
 }
@@ -271,10 +271,10 @@ TEST(memory_layout_install_out_of_host_memory_keeps_layout) {
   cubert_memory_id_t a;
   mmf_init(&f, PAGE128, 32, mmf_kind(CUBERT_MEMORY_CONFIGURATION_SUB_SLICES));
   counting_allocator_fail_at(&f.counting, 1, 1);
-  CHECK_STATUS(cubert_memory_manager_install_pools(f.mm, &c, f.props, NULL),
+  CHECK_STATUS(cubert__memory_manager_install_pools(f.mm, &c, f.props, NULL),
                CUBERT_STATUS_RESOURCE_EXHAUSTED);
   counting_allocator_fail_at(&f.counting, 0, 0);
-  CHECK_EQ_U64(cubert_memory_manager_pool_count(f.mm), 4);
+  CHECK_EQ_U64(cubert__memory_manager_pool_count(f.mm), 4);
   a = mmf_reserve(&f, 1000);
   mmf_drop(&f, a);
   mmf_done(&f);
@@ -284,7 +284,7 @@ TEST(memory_layout_install_out_of_host_memory_keeps_layout) {
 
 static void init_pm(mm_fixture_t *f, cubert_persistent_memory_t pm) {
   cubert_memory_manager_options_t o;
-  cubert_memory_manager_options_initialize(&o);
+  cubert__memory_manager_options_initialize(&o);
   o.persistent_memory = pm;
   mmf_init_opts(f, PAGE128, 32, mmf_kind(CUBERT_MEMORY_CONFIGURATION_SUB_SLICES), &o);
 }
@@ -296,9 +296,9 @@ TEST(memory_layout_persistent_memory_size_match) {
   init_pm(&f, CUBERT_PERSISTENT_MEMORY_SIZE_MATCH);
   a = mmf_reserve(&f, 1024); /* no bucket: dynamic */
   CHECK_EQ_U64(mmf_persistent_report(&f).pages, 0);
-  cubert_memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
+  cubert__memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
   b = mmf_reserve(&f, 2048);
-  cubert_memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
+  cubert__memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
   mmf_drop(&f, b);
   b = mmf_reserve(&f, 2040); /* Auto, padded size matches the bucket: reused */
   CHECK_EQ_U64(mmf_persistent_report(&f).pages, 1);
@@ -320,28 +320,28 @@ TEST(memory_layout_persistent_memory_enforced_and_disabled) {
   cubert_memory_id_t a;
   cubert_memory_manager_options_t o;
   init_pm(&f, CUBERT_PERSISTENT_MEMORY_ENFORCED);
-  CHECK(cubert_memory_manager_mode(f.mm) == CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
-  cubert_memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_AUTO); /* ignored */
-  CHECK(cubert_memory_manager_mode(f.mm) == CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
+  CHECK(cubert__memory_manager_mode(f.mm) == CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
+  cubert__memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_AUTO); /* ignored */
+  CHECK(cubert__memory_manager_mode(f.mm) == CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
   a = mmf_reserve(&f, 1000);
   CHECK_EQ_U64(mmf_persistent_report(&f).usage.number_allocs, 1);
   mmf_drop(&f, a);
   mmf_done(&f);
 
   init_pm(&f, CUBERT_PERSISTENT_MEMORY_DISABLED);
-  cubert_memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT); /* ignored */
-  CHECK(cubert_memory_manager_mode(f.mm) == CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
+  cubert__memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT); /* ignored */
+  CHECK(cubert__memory_manager_mode(f.mm) == CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
   a = mmf_reserve(&f, 1000);
   CHECK_EQ_U64(mmf_persistent_report(&f).usage.number_allocs, 0);
   mmf_drop(&f, a);
   mmf_done(&f);
 
   /* an explicit initial mode wins over the option (CUDA's pinned manager) */
-  cubert_memory_manager_options_initialize(&o);
+  cubert__memory_manager_options_initialize(&o);
   o.persistent_memory = CUBERT_PERSISTENT_MEMORY_ENFORCED;
   o.has_initial_mode = true;
   o.initial_mode = CUBERT_MEMORY_ALLOCATION_MODE_AUTO;
   mmf_init_opts(&f, PAGE128, 32, mmf_kind(CUBERT_MEMORY_CONFIGURATION_SUB_SLICES), &o);
-  CHECK(cubert_memory_manager_mode(f.mm) == CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
+  CHECK(cubert__memory_manager_mode(f.mm) == CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
   mmf_done(&f);
 }

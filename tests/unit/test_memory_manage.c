@@ -13,8 +13,8 @@
  * capture_end_releases_primed_slices_when_priming_never_ended (9 tests).
  */
 #include "test_memory_fixture.h"
-#include "cubert/backend/handle_table.h"
-#include "cubert/backend/memory.h"
+#include "memory/handle_table.h"
+#include "memory/memory.h"
 
 #define DUMMY_PAGE (128 * MIB)
 #define DUMMY_ALIGN 32
@@ -30,11 +30,11 @@ static void handle_mutability(cubert_memory_configuration_kind_t kind) {
   cubert_memory_id_t h;
   mmf_init(&f, DUMMY_PAGE, DUMMY_ALIGN, mmf_kind(kind));
   h = mmf_reserve(&f, 10);
-  CHECK(cubert_memory_id_can_mut(f.table, h));
-  CHECK_OK(cubert_memory_id_retain_handle(f.table, h)); /* a clone */
-  CHECK(!cubert_memory_id_can_mut(f.table, h));
+  CHECK(cubert__memory_id_can_mut(f.table, h));
+  CHECK_OK(cubert__memory_id_retain_handle(f.table, h)); /* a clone */
+  CHECK(!cubert__memory_id_can_mut(f.table, h));
   mmf_drop(&f, h);
-  CHECK(cubert_memory_id_can_mut(f.table, h));
+  CHECK(cubert__memory_id_can_mut(f.table, h));
   mmf_drop(&f, h);
   mmf_done(&f);
 }
@@ -74,7 +74,7 @@ TEST(memory_manage_find_uninit_binding_returns_not_found) {
   one_pool(&f, cubert_memory_pool_sliced(2048, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE), DUMMY_ALIGN);
   live = mmf_reserve(&f, 512);
   fresh = mmf_new_id(&f);
-  CHECK_STATUS(cubert_memory_manager_get_cursor(f.mm, fresh, &cursor, &err), CUBERT_STATUS_NOT_FOUND);
+  CHECK_STATUS(cubert__memory_manager_get_cursor(f.mm, fresh, &cursor, &err), CUBERT_STATUS_NOT_FOUND);
   CHECK_EQ_STR(err.reason, "Memory location was never initialized");
   mmf_drop(&f, fresh);
   mmf_drop(&f, live);
@@ -90,10 +90,10 @@ TEST(memory_manage_find_stale_descriptor_returns_not_found) {
   one_pool(&f, cubert_memory_pool_sliced(2048, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE), DUMMY_ALIGN);
   reserved = mmf_reserve(&f, 512);
   assigned = mmf_new_id(&f);
-  CHECK_OK(cubert_memory_manager_bind(f.mm, reserved, assigned, 0, &err));
-  CHECK_STATUS(cubert_memory_manager_get_cursor(f.mm, reserved, &cursor, &err), CUBERT_STATUS_NOT_FOUND);
+  CHECK_OK(cubert__memory_manager_bind(f.mm, reserved, assigned, 0, &err));
+  CHECK_STATUS(cubert__memory_manager_get_cursor(f.mm, reserved, &cursor, &err), CUBERT_STATUS_NOT_FOUND);
   CHECK_EQ_STR(err.reason, "Memory location points to a different allocation");
-  CHECK_OK(cubert_memory_manager_get_cursor(f.mm, assigned, &cursor, &err));
+  CHECK_OK(cubert__memory_manager_get_cursor(f.mm, assigned, &cursor, &err));
   CHECK_EQ_U64(cursor, 0);
   mmf_drop(&f, reserved);
   /* the slice stays with `assigned` */
@@ -114,17 +114,17 @@ TEST(memory_manage_held_binding_survives_explicit_cleanup_renumber) {
   b = mmf_reserve(&f, 1024);
   c = mmf_reserve(&f, 1024);
   before = mmf_storage(&f, b);
-  CHECK_OK(cubert_memory_id_retain_binding(f.table, b)); /* keep b's binding */
+  CHECK_OK(cubert__memory_id_retain_binding(f.table, b)); /* keep b's binding */
   mmf_drop(&f, b);
   mmf_drop(&f, a);
   mmf_drop(&f, c);
-  cubert_memory_manager_cleanup(f.mm, true);
-  CHECK_OK(cubert_memory_manager_get_cursor(f.mm, b, &cursor, NULL));
+  cubert__memory_manager_cleanup(f.mm, true);
+  CHECK_OK(cubert__memory_manager_get_cursor(f.mm, b, &cursor, NULL));
   after = mmf_storage(&f, b);
   CHECK_EQ_U64(after.id, before.id);
   CHECK_EQ_U64(after.size, 1024);
   CHECK_EQ_U64(mmf_usage(&f).bytes_reserved, 1024);
-  CHECK_OK(cubert_memory_id_release_binding(f.table, b));
+  CHECK_OK(cubert__memory_id_release_binding(f.table, b));
   mmf_done(&f);
 }
 
@@ -136,7 +136,7 @@ TEST(memory_manage_capped_sliced_pool_errors_instead_of_growing) {
   one_pool(&f, cubert_memory_pool_sliced(1024, CUBERT_MEMORY_NONE, 2048), DUMMY_ALIGN);
   a = mmf_reserve(&f, 1024);
   b = mmf_reserve(&f, 1024);
-  CHECK_STATUS(cubert_memory_manager_reserve(f.mm, 1024, &c, &err),
+  CHECK_STATUS(cubert__memory_manager_reserve(f.mm, 1024, &c, &err),
                CUBERT_STATUS_POOL_CAPACITY_EXCEEDED);
   CHECK(cubert_error_kind(&err) == CUBERT_ERROR_IO_POOL_CAPACITY_EXCEEDED);
   CHECK_EQ_U64(err.field[0], 1024);
@@ -173,12 +173,12 @@ TEST(memory_manage_capped_lazy_pool_cleanup_still_frees) {
   b = mmf_reserve(&f, 1024);
   mmf_drop(&f, a);
   mmf_drop(&f, b);
-  cubert_memory_manager_cleanup(f.mm, true);
+  cubert__memory_manager_cleanup(f.mm, true);
   CHECK_EQ_U64(mmf_usage(&f).bytes_reserved, 0);
   CHECK_EQ_U64(f.storage.live_allocs, 0);
   a = mmf_reserve(&f, 1024);
   b = mmf_reserve(&f, 1024);
-  CHECK_STATUS(cubert_memory_manager_reserve(f.mm, 1024, &c, NULL),
+  CHECK_STATUS(cubert__memory_manager_reserve(f.mm, 1024, &c, NULL),
                CUBERT_STATUS_POOL_CAPACITY_EXCEEDED);
   mmf_drop(&f, a);
   mmf_drop(&f, b);
@@ -192,7 +192,7 @@ TEST(memory_manage_max_pool_size_smaller_than_page_shrinks_page) {
   one_pool(&f, cubert_memory_pool_sliced(2048, CUBERT_MEMORY_NONE, 512), DUMMY_ALIGN);
   a = mmf_reserve(&f, 256);
   CHECK(mmf_usage(&f).bytes_reserved <= 512);
-  CHECK(cubert_memory_manager_reserve(f.mm, 1024, &b, NULL) != CUBERT_STATUS_OK);
+  CHECK(cubert__memory_manager_reserve(f.mm, 1024, &b, NULL) != CUBERT_STATUS_OK);
   CHECK(mmf_usage(&f).bytes_reserved <= 512);
   CHECK_EQ_U64(mmf_pool_report(&f, 0).page_size, 512);
   mmf_drop(&f, a);
@@ -204,7 +204,7 @@ TEST(memory_manage_max_pool_size_below_alignment_never_overshoots) {
   mm_fixture_t f;
   cubert_memory_id_t a;
   one_pool(&f, cubert_memory_pool_sliced(1024, CUBERT_MEMORY_NONE, 16), DUMMY_ALIGN);
-  CHECK_STATUS(cubert_memory_manager_reserve(f.mm, 8, &a, NULL), CUBERT_STATUS_POOL_CAPACITY_EXCEEDED);
+  CHECK_STATUS(cubert__memory_manager_reserve(f.mm, 8, &a, NULL), CUBERT_STATUS_POOL_CAPACITY_EXCEEDED);
   CHECK_EQ_U64(mmf_usage(&f).bytes_reserved, 0);
   CHECK_EQ_U64(f.storage.alloc_calls, 0);
   mmf_done(&f);
@@ -215,20 +215,20 @@ TEST(memory_manage_persistent_windows_nest) {
   mm_fixture_t f;
   cubert_memory_id_t a, b;
   one_pool(&f, cubert_memory_pool_sliced(4096, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE), DUMMY_ALIGN);
-  cubert_memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
-  cubert_memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
-  cubert_memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
-  CHECK(cubert_memory_manager_mode(f.mm) == CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
+  cubert__memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
+  cubert__memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
+  cubert__memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
+  CHECK(cubert__memory_manager_mode(f.mm) == CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
   a = mmf_reserve(&f, 1024);
   CHECK_EQ_U64(mmf_persistent_report(&f).usage.bytes_in_use, 1024);
   CHECK_EQ_U64(mmf_pool_report(&f, 0).pages_peak, 0);
-  cubert_memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
-  CHECK(cubert_memory_manager_mode(f.mm) == CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
+  cubert__memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
+  CHECK(cubert__memory_manager_mode(f.mm) == CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
   b = mmf_reserve(&f, 1024);
   CHECK_EQ_U64(mmf_pool_report(&f, 0).pages_peak, 1);
   /* saturating: another Auto changes nothing */
-  cubert_memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
-  CHECK(cubert_memory_manager_mode(f.mm) == CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
+  cubert__memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
+  CHECK(cubert__memory_manager_mode(f.mm) == CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
   mmf_drop(&f, a);
   mmf_drop(&f, b);
   mmf_done(&f);
@@ -530,7 +530,7 @@ TEST(memory_manage_test_fragmentation_resistance) {
   for (i = 0; i < 7; i++) ids[i] = mmf_reserve(&f, sizes[i]);
   before = mmf_usage(&f).bytes_reserved;
   for (i = 0; i < 7; i += 2) { /* drop clones of every other one */
-    CHECK_OK(cubert_memory_id_retain_handle(f.table, ids[i]));
+    CHECK_OK(cubert__memory_id_retain_handle(f.table, ids[i]));
     mmf_drop(&f, ids[i]);
   }
   for (i = 0; i < 3; i++) extra[i] = mmf_reserve(&f, more[i]);

@@ -9,8 +9,8 @@
  * stream slot's pools.
  */
 #include "test_memory_fixture.h"
-#include "cubert/backend/handle_table.h"
-#include "cubert/backend/memory.h"
+#include "memory/handle_table.h"
+#include "memory/memory.h"
 
 #define MAX_LIVE 32
 
@@ -31,8 +31,8 @@ typedef struct snapshot_t {
 static void snap(scenario_t *s, snapshot_t *out) {
   uint32_t i;
   out->usage = mmf_usage(&s->f);
-  out->table_live = cubert_handle_table_live(s->f.table);
-  out->pool_count = cubert_memory_manager_pool_count(s->f.mm);
+  out->table_live = cubert__handle_table_live(s->f.table);
+  out->pool_count = cubert__memory_manager_pool_count(s->f.mm);
   for (i = 0; i < s->n; i++) out->storage[i] = mmf_storage(&s->f, s->live[i]);
 }
 
@@ -63,7 +63,7 @@ static void op_reserve(scenario_t *s, uint64_t size) {
   cubert_memory_id_t id;
   cubert_status_t st;
   snap(s, &before);
-  st = cubert_memory_manager_reserve(s->f.mm, size, &id, NULL);
+  st = cubert__memory_manager_reserve(s->f.mm, size, &id, NULL);
   if (st != CUBERT_STATUS_OK) {
     check_failure(s, st, &before);
     return;
@@ -84,12 +84,12 @@ static void op_bind(scenario_t *s, uint32_t i) {
   cubert_memory_id_t fresh;
   cubert_status_t st;
   if (i >= s->n) return;
-  if (cubert_memory_id_acquire(s->f.table, &fresh) != CUBERT_STATUS_OK) {
+  if (cubert__memory_id_acquire(s->f.table, &fresh) != CUBERT_STATUS_OK) {
     s->failures++; /* the table itself is out of memory: nothing to bind */
     return;
   }
   snap(s, &before);
-  st = cubert_memory_manager_bind(s->f.mm, s->live[i], fresh, 7, NULL);
+  st = cubert__memory_manager_bind(s->f.mm, s->live[i], fresh, 7, NULL);
   CHECK_OK(st); /* bind never allocates */
   mmf_drop(&s->f, s->live[i]);
   s->live[i] = fresh;
@@ -100,7 +100,7 @@ static void op_install(scenario_t *s, cubert_memory_configuration_kind_t kind) {
   cubert_memory_configuration_t c = mmf_kind(kind);
   cubert_status_t st;
   snap(s, &before);
-  st = cubert_memory_manager_install_pools(s->f.mm, &c, s->f.props, NULL);
+  st = cubert__memory_manager_install_pools(s->f.mm, &c, s->f.props, NULL);
   if (st == CUBERT_STATUS_FAILED_PRECONDITION) return; /* pools in use */
   if (st != CUBERT_STATUS_OK) check_failure(s, st, &before);
 }
@@ -126,13 +126,13 @@ static void scenario_ops(scenario_t *s) {
   op_release(s, 3);
   op_reserve(s, 4000);
   op_reserve(s, 200 * KIB);
-  cubert_memory_manager_set_mode(s->f.mm, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
+  cubert__memory_manager_set_mode(s->f.mm, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
   op_reserve(s, 2048);
   op_reserve(s, 3000);
-  cubert_memory_manager_set_mode(s->f.mm, CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
+  cubert__memory_manager_set_mode(s->f.mm, CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
   op_bind(s, 0);
   op_release(s, 2);
-  cubert_memory_manager_cleanup(s->f.mm, true);
+  cubert__memory_manager_cleanup(s->f.mm, true);
   op_reserve(s, 5 * MIB);
   op_reserve(s, 2 * MIB);
   for (i = 0; i < 12; i++) op_reserve(s, 1000 + 100 * i); /* ticks the exclusive period */
@@ -140,7 +140,7 @@ static void scenario_ops(scenario_t *s) {
   op_install(s, CUBERT_MEMORY_CONFIGURATION_EXCLUSIVE_PAGES);
   op_reserve(s, 40000);
   op_reserve(s, 3 * MIB);
-  CHECK_OK(cubert_memory_manager_release_pools(s->f.mm, NULL));
+  CHECK_OK(cubert__memory_manager_release_pools(s->f.mm, NULL));
   op_reserve(s, 100);
 }
 
@@ -154,7 +154,7 @@ static uint64_t scenario_run(int target_storage, uint64_t nth, int persist) {
   mmf_base(&s.f, 16 * MIB, 32);
   if (target_storage) host_storage_fail_at(&s.f.storage, nth, persist);
   else counting_allocator_fail_at(&s.f.counting, nth, persist);
-  st = cubert_memory_manager_create(s.f.allocator, s.f.storage.storage, s.f.table, s.f.props, &c,
+  st = cubert__memory_manager_create(s.f.allocator, s.f.storage.storage, s.f.table, s.f.props, &c,
                                     NULL, &s.f.mm, NULL);
   if (st != CUBERT_STATUS_OK) {
     CHECK_STATUS(st, CUBERT_STATUS_RESOURCE_EXHAUSTED);
@@ -214,7 +214,7 @@ TEST(memory_oom_report_tells_a_full_device) {
   mmf_init(&f, 128 * MIB, 32, mmf_custom(pools, 1));
   f.storage.capacity = 3 * MIB;
   for (i = 0; i < 3; i++) ids[i] = mmf_reserve(&f, MIB);
-  CHECK_STATUS(cubert_memory_manager_reserve(f.mm, MIB, &x, &err), CUBERT_STATUS_OUT_OF_MEMORY);
+  CHECK_STATUS(cubert__memory_manager_reserve(f.mm, MIB, &x, &err), CUBERT_STATUS_OUT_OF_MEMORY);
   CHECK(cubert_error_kind(&err) == CUBERT_ERROR_IO_OUT_OF_MEMORY);
   CHECK_EQ_U64(err.field[0], MIB);     /* size */
   CHECK_EQ_U64(err.field[1], 3 * MIB); /* reserved */
@@ -223,7 +223,7 @@ TEST(memory_oom_report_tells_a_full_device) {
   CHECK_EQ_U64(err.field2[0], 0);      /* padding */
   CHECK_EQ_U64(err.field2[1], 3);      /* allocations */
   CHECK_EQ_STR(err.reason, "reserved 3.15 MB, in use 3.15 MB, padding 0 B, largest free block 0 B");
-  CHECK_EQ_U64(cubert_handle_table_live(f.table), 3); /* the failed id was returned */
+  CHECK_EQ_U64(cubert__handle_table_live(f.table), 3); /* the failed id was returned */
   for (i = 0; i < 3; i++) mmf_drop(&f, ids[i]);
   mmf_done(&f);
 }
@@ -240,7 +240,7 @@ TEST(memory_oom_report_tells_fragmentation) {
   f.storage.capacity = 2 * MIB;
   for (i = 0; i < 8; i++) ids[i] = mmf_reserve(&f, 256 * KIB);
   for (i = 0; i < 8; i += 2) mmf_drop(&f, ids[i]);
-  CHECK_STATUS(cubert_memory_manager_reserve(f.mm, 512 * KIB, &x, &err), CUBERT_STATUS_OUT_OF_MEMORY);
+  CHECK_STATUS(cubert__memory_manager_reserve(f.mm, 512 * KIB, &x, &err), CUBERT_STATUS_OUT_OF_MEMORY);
   CHECK_EQ_U64(err.field[1], 2 * MIB);
   CHECK_EQ_U64(err.field[2], MIB);
   CHECK_EQ_U64(err.field[3], 256 * KIB); /* half the memory free, but in pieces */
@@ -250,13 +250,13 @@ TEST(memory_oom_report_tells_fragmentation) {
   mmf_done(&f);
 }
 
-/* ---- reclaim and retry (CubeCL #1468, done here for every backend) ------------------------ */
+/* ---- reclaim and retry (CubeCL #1468, done here for every driver) ------------------------ */
 
 static void reclaim_setup(mm_fixture_t *f, bool reclaim) {
   static cubert_memory_pool_options_t pools[2];
   cubert_memory_manager_options_t o;
   cubert_memory_id_t a, b;
-  cubert_memory_manager_options_initialize(&o);
+  cubert__memory_manager_options_initialize(&o);
   o.reclaim_and_retry = reclaim;
   pools[0] = cubert_memory_pool_sliced(MIB, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
   pools[1] = cubert_memory_pool_exclusive(4 * MIB, CUBERT_MEMORY_NONE);
@@ -287,7 +287,7 @@ TEST(memory_oom_no_reclaim_when_disabled) {
   cubert_memory_id_t big;
   cubert_error_t err;
   reclaim_setup(&f, false);
-  CHECK_STATUS(cubert_memory_manager_reserve(f.mm, 2 * MIB, &big, &err), CUBERT_STATUS_OUT_OF_MEMORY);
+  CHECK_STATUS(cubert__memory_manager_reserve(f.mm, 2 * MIB, &big, &err), CUBERT_STATUS_OUT_OF_MEMORY);
   CHECK_EQ_U64(err.field[1], 2 * MIB);
   CHECK_EQ_U64(err.field[2], 0);
   CHECK_EQ_U64(err.field[3], MIB);
@@ -304,14 +304,14 @@ TEST(memory_oom_buffer_too_big_is_not_retried) {
   mmf_init(&f, 128 * MIB, 32, mmf_kind(CUBERT_MEMORY_CONFIGURATION_SUB_SLICES));
   f.storage.fail_status = CUBERT_STATUS_BUFFER_TOO_BIG;
   host_storage_fail_at(&f.storage, 1, 1);
-  CHECK_STATUS(cubert_memory_manager_reserve(f.mm, 1000, &x, &err), CUBERT_STATUS_BUFFER_TOO_BIG);
+  CHECK_STATUS(cubert__memory_manager_reserve(f.mm, 1000, &x, &err), CUBERT_STATUS_BUFFER_TOO_BIG);
   CHECK(cubert_error_kind(&err) == CUBERT_ERROR_IO_BUFFER_TOO_BIG);
   CHECK_EQ_U64(f.storage.alloc_calls, 1);
   CHECK_EQ_U64(f.storage.flush_calls, 0); /* no explicit cleanup ran */
   /* OUT_OF_MEMORY is retried once */
   f.storage.fail_status = CUBERT_STATUS_OUT_OF_MEMORY;
   host_storage_fail_at(&f.storage, 1, 1);
-  CHECK_STATUS(cubert_memory_manager_reserve(f.mm, 1000, &x, &err), CUBERT_STATUS_OUT_OF_MEMORY);
+  CHECK_STATUS(cubert__memory_manager_reserve(f.mm, 1000, &x, &err), CUBERT_STATUS_OUT_OF_MEMORY);
   CHECK_EQ_U64(f.storage.alloc_calls, 3);
   host_storage_fail_at(&f.storage, 1, 0); /* transient: the retry succeeds */
   x = mmf_reserve(&f, 1000);
@@ -327,10 +327,10 @@ TEST(memory_oom_no_pool_accepts) {
   cubert_error_t err;
   pools[0] = cubert_memory_pool_sliced(MIB, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
   mmf_init(&f, 128 * MIB, 32, mmf_custom(pools, 1));
-  CHECK_STATUS(cubert_memory_manager_reserve(f.mm, 2 * MIB, &x, &err), CUBERT_STATUS_BUFFER_TOO_BIG);
+  CHECK_STATUS(cubert__memory_manager_reserve(f.mm, 2 * MIB, &x, &err), CUBERT_STATUS_BUFFER_TOO_BIG);
   CHECK_EQ_U64(err.field[0], 2 * MIB);
-  CHECK_STATUS(cubert_memory_manager_reserve(f.mm, UINT64_MAX, &x, &err), CUBERT_STATUS_BUFFER_TOO_BIG);
-  CHECK_EQ_U64(cubert_handle_table_live(f.table), 0);
+  CHECK_STATUS(cubert__memory_manager_reserve(f.mm, UINT64_MAX, &x, &err), CUBERT_STATUS_BUFFER_TOO_BIG);
+  CHECK_EQ_U64(cubert__handle_table_live(f.table), 0);
   mmf_done(&f);
 }
 
@@ -349,15 +349,15 @@ TEST(memory_oom_release_pools_of_a_dead_stream_slot) {
   ids[1] = mmf_reserve(&f, 3 * MIB);     /* sliced 32 MiB pages */
   ids[2] = mmf_reserve(&f, 100 * MIB);   /* exclusive tail */
   ids[3] = mmf_reserve(&f, 0);           /* exclusive 0 */
-  cubert_memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
+  cubert__memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
   ids[4] = mmf_reserve(&f, 4096);        /* persistent */
-  cubert_memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
+  cubert__memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_AUTO);
   ids[5] = mmf_reserve(&f, 2000);
   blocks_busy = f.counting.live_blocks;
   keep = ids[5]; /* a tensor that outlived its thread */
   before = mmf_storage(&f, keep);
   for (i = 0; i < 5; i++) mmf_drop(&f, ids[i]);
-  CHECK_OK(cubert_memory_manager_release_pools(f.mm, &left));
+  CHECK_OK(cubert__memory_manager_release_pools(f.mm, &left));
   CHECK_EQ_U64(left.number_allocs, 1);
   CHECK_EQ_U64(left.bytes_in_use, 2000);
   CHECK_EQ_U64(left.bytes_reserved, 8 * MIB);
@@ -366,14 +366,14 @@ TEST(memory_oom_release_pools_of_a_dead_stream_slot) {
   CHECK_EQ_U64(mmf_storage(&f, keep).id, before.id);
   CHECK_EQ_U64(mmf_storage(&f, keep).offset, before.offset);
   mmf_drop(&f, keep);
-  CHECK_OK(cubert_memory_manager_release_pools(f.mm, &left));
+  CHECK_OK(cubert__memory_manager_release_pools(f.mm, &left));
   CHECK_EQ_U64(left.number_allocs, 0);
   CHECK_EQ_U64(left.bytes_reserved, 0);
   CHECK_EQ_U64(f.storage.live_allocs, 0);
   /* still usable afterwards */
   keep = mmf_reserve(&f, 1000);
   mmf_drop(&f, keep);
-  CHECK_STATUS(cubert_memory_manager_release_pools(NULL, &left), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__memory_manager_release_pools(NULL, &left), CUBERT_STATUS_INVALID_ARGUMENT);
   mmf_done(&f);
 }
 
@@ -383,12 +383,12 @@ TEST(memory_oom_destroy_with_live_handles) {
   mmf_init(&f, 128 * MIB, 32, mmf_kind(CUBERT_MEMORY_CONFIGURATION_SUB_SLICES));
   a = mmf_reserve(&f, 1000);
   b = mmf_reserve(&f, 50 * MIB);
-  cubert_memory_manager_destroy(f.mm);
+  cubert__memory_manager_destroy(f.mm);
   f.mm = NULL;
   CHECK_EQ_U64(f.storage.live_allocs, 0);
-  CHECK(cubert_memory_id_is_alive(f.table, a)); /* users still hold them */
+  CHECK(cubert__memory_id_is_alive(f.table, a)); /* users still hold them */
   mmf_drop(&f, a);
   mmf_drop(&f, b);
-  CHECK_EQ_U64(cubert_handle_table_live(f.table), 0);
+  CHECK_EQ_U64(cubert__handle_table_live(f.table), 0);
   mmf_done(&f);
 }

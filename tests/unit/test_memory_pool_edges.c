@@ -8,8 +8,9 @@
 
 #include "test_memory_fixture.h"
 #include "memory/handle_internal.h"
-#include "cubert/backend/handle_table.h"
-#include "cubert/backend/memory.h"
+#include "memory/handle_table.h"
+#include "memory/memory.h"
+#include "cubert/layout.h"
 
 typedef struct pool_fx_t {
   mm_fixture_t f;
@@ -25,7 +26,7 @@ static void pfx_init(pool_fx_t *p) {
 }
 
 static void pfx_done(pool_fx_t *p) {
-  CHECK_EQ_U64(cubert_handle_table_live(p->f.table), 0);
+  CHECK_EQ_U64(cubert__handle_table_live(p->f.table), 0);
   mmf_done(&p->f);
 }
 
@@ -34,15 +35,15 @@ static cubert_memory_id_t owner_new(pool_fx_t *p) {
   cubert_memory_location_t unset;
   cubert_memory_id_t id;
   memset(&unset, 0, sizeof unset);
-  CHECK_OK(cubert_memory_id_acquire_owned(p->f.table, unset, &id));
+  CHECK_OK(cubert__memory_id_acquire_owned(p->f.table, unset, &id));
   return id;
 }
 
 /* An id that was alive once and is free now: no location can be written for it. */
 static cubert_memory_id_t owner_dead(pool_fx_t *p) {
   cubert_memory_id_t id;
-  CHECK_OK(cubert_memory_id_acquire(p->f.table, &id));
-  CHECK_OK(cubert_memory_id_release_handle(p->f.table, id));
+  CHECK_OK(cubert__memory_id_acquire(p->f.table, &id));
+  CHECK_OK(cubert__memory_id_release_handle(p->f.table, id));
   return id;
 }
 
@@ -66,33 +67,33 @@ TEST(memory_pool_direct_edges) {
   cubert_error_t err;
   bool found = true;
   pfx_init(&p);
-  cubert_direct_pool_initialize(&pool, &p.env, 0, &o, 0);
+  cubert__direct_pool_initialize(&pool, &p.env, 0, &o, 0);
   CHECK_EQ_U64(pool.alignment, 1); /* alignment 0 counts as 1 */
-  cubert_direct_pool_deinitialize(&pool);
-  cubert_direct_pool_initialize(&pool, &p.env, 0, &o, 32);
+  cubert__direct_pool_deinitialize(&pool);
+  cubert__direct_pool_initialize(&pool, &p.env, 0, &o, 32);
   /* a padded size that wraps: nothing to reuse, too big to allocate */
-  CHECK_OK(cubert_direct_pool_try_reserve(&pool, UINT64_MAX - 3, owner_dead(&p), &found, &err));
+  CHECK_OK(cubert__direct_pool_try_reserve(&pool, UINT64_MAX - 3, owner_dead(&p), &found, &err));
   CHECK(!found);
-  CHECK_STATUS(cubert_direct_pool_alloc(&pool, UINT64_MAX - 3, owner_dead(&p), &err),
+  CHECK_STATUS(cubert__direct_pool_alloc(&pool, UINT64_MAX - 3, owner_dead(&p), &err),
                CUBERT_STATUS_BUFFER_TOO_BIG);
   /* an owner that died: refused, the storage given back */
-  CHECK_STATUS(cubert_direct_pool_alloc(&pool, 100, owner_dead(&p), &err), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert__direct_pool_alloc(&pool, 100, owner_dead(&p), &err), CUBERT_STATUS_INVALID_HANDLE);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   CHECK_EQ_U64(pool.slices.live, 0);
   /* a free slice of the right size, offered to a dead owner: refused, the slice stays free */
   a = owner_new(&p);
-  CHECK_OK(cubert_direct_pool_alloc(&pool, 100, a, &err));
-  cubert_direct_pool_trim(&pool); /* memory is live: nothing trimmed */
+  CHECK_OK(cubert__direct_pool_alloc(&pool, 100, a, &err));
+  cubert__direct_pool_trim(&pool); /* memory is live: nothing trimmed */
   CHECK_EQ_U64(pool.slices.count, 1);
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
-  CHECK_STATUS(cubert_direct_pool_try_reserve(&pool, 100, owner_dead(&p), &found, &err),
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, a));
+  CHECK_STATUS(cubert__direct_pool_try_reserve(&pool, 100, owner_dead(&p), &found, &err),
                CUBERT_STATUS_INVALID_HANDLE);
   CHECK(!found);
   CHECK_EQ_U64(pool.slices.live, 1);
   /* lookups where nothing is: past the slots, and at the free slice */
-  CHECK_STATUS(cubert_direct_pool_find(&pool, loc_at(0, 0, 5), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
-  CHECK_STATUS(cubert_direct_pool_find(&pool, loc_at(0, 0, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
-  cubert_direct_pool_deinitialize(&pool);
+  CHECK_STATUS(cubert__direct_pool_find(&pool, loc_at(0, 0, 5), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
+  CHECK_STATUS(cubert__direct_pool_find(&pool, loc_at(0, 0, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
+  cubert__direct_pool_deinitialize(&pool);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   pfx_done(&p);
 }
@@ -109,56 +110,56 @@ TEST(memory_pool_exclusive_edges) {
   cubert_error_t err;
   bool found = true;
   pfx_init(&p);
-  CHECK_OK(cubert_exclusive_pool_initialize(&pool, &p.env, 0, &o, 0, &err));
+  CHECK_OK(cubert__exclusive_pool_initialize(&pool, &p.env, 0, &o, 0, &err));
   CHECK_EQ_U64(pool.alignment, 1);
-  cubert_exclusive_pool_deinitialize(&pool);
+  cubert__exclusive_pool_deinitialize(&pool);
   o.max_alloc_size = UINT64_MAX; /* every size accepted: the rounding itself overflows */
-  CHECK_OK(cubert_exclusive_pool_initialize(&pool, &p.env, 0, &o, 32, &err));
-  CHECK_STATUS(cubert_exclusive_pool_alloc(&pool, UINT64_MAX - 3, owner_dead(&p), &err),
+  CHECK_OK(cubert__exclusive_pool_initialize(&pool, &p.env, 0, &o, 32, &err));
+  CHECK_STATUS(cubert__exclusive_pool_alloc(&pool, UINT64_MAX - 3, owner_dead(&p), &err),
                CUBERT_STATUS_BUFFER_TOO_BIG);
-  cubert_exclusive_pool_deinitialize(&pool);
+  cubert__exclusive_pool_deinitialize(&pool);
   o.max_alloc_size = 4096;
-  CHECK_OK(cubert_exclusive_pool_initialize(&pool, &p.env, 0, &o, 32, &err));
-  CHECK_STATUS(cubert_exclusive_pool_alloc(&pool, 5000, owner_dead(&p), &err),
+  CHECK_OK(cubert__exclusive_pool_initialize(&pool, &p.env, 0, &o, 32, &err));
+  CHECK_STATUS(cubert__exclusive_pool_alloc(&pool, 5000, owner_dead(&p), &err),
                CUBERT_STATUS_BUFFER_TOO_BIG); /* above the pool's max */
-  CHECK_STATUS(cubert_exclusive_pool_alloc(&pool, 100, owner_dead(&p), &err),
+  CHECK_STATUS(cubert__exclusive_pool_alloc(&pool, 100, owner_dead(&p), &err),
                CUBERT_STATUS_INVALID_HANDLE);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   /* two pages; page 0 freed and aged, page 1 freed: reuse prefers the least aged */
   a = owner_new(&p);
   b = owner_new(&p);
-  CHECK_OK(cubert_exclusive_pool_alloc(&pool, 100, a, &err));
-  CHECK_OK(cubert_exclusive_pool_alloc(&pool, 100, b, &err));
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
-  cubert_exclusive_pool_cleanup(&pool, 1, false); /* no period: a periodic check does nothing */
+  CHECK_OK(cubert__exclusive_pool_alloc(&pool, 100, a, &err));
+  CHECK_OK(cubert__exclusive_pool_alloc(&pool, 100, b, &err));
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, a));
+  cubert__exclusive_pool_cleanup(&pool, 1, false); /* no period: a periodic check does nothing */
   CHECK_EQ_U64(pool.pages.live, 2);
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, b));
   pool.pages.items[0].aux = 3;
   pool.pages.items[1].aux = 1;
-  CHECK_STATUS(cubert_exclusive_pool_try_reserve(&pool, 100, owner_dead(&p), &found, &err),
+  CHECK_STATUS(cubert__exclusive_pool_try_reserve(&pool, 100, owner_dead(&p), &found, &err),
                CUBERT_STATUS_INVALID_HANDLE); /* the best page found, the owner dead: refused */
   CHECK(!found);
   pool.pages.items[1].aux = 3; /* the refusal changed nothing; now page 0 is the best */
   pool.pages.items[0].aux = 1;
   a = owner_new(&p);
-  CHECK_OK(cubert_exclusive_pool_try_reserve(&pool, 100, a, &found, &err));
+  CHECK_OK(cubert__exclusive_pool_try_reserve(&pool, 100, a, &found, &err));
   CHECK(found);
-  CHECK(cubert_memory_id_equal(pool.pages.items[0].owner, a)); /* free_count 1 < 3 */
+  CHECK(cubert__memory_id_equal(pool.pages.items[0].owner, a)); /* free_count 1 < 3 */
   /* lookups where nothing is: past the pages, a slice other than 0, a free page */
-  CHECK_STATUS(cubert_exclusive_pool_find(&pool, loc_at(0, 9, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
-  CHECK_STATUS(cubert_exclusive_pool_find(&pool, loc_at(0, 0, 1), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
-  CHECK_STATUS(cubert_exclusive_pool_find(&pool, loc_at(0, 1, 0), b, &view, &err), CUBERT_STATUS_NOT_FOUND);
-  CHECK_OK(cubert_exclusive_pool_find(&pool, loc_at(0, 0, 0), a, &view, &err));
+  CHECK_STATUS(cubert__exclusive_pool_find(&pool, loc_at(0, 9, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
+  CHECK_STATUS(cubert__exclusive_pool_find(&pool, loc_at(0, 0, 1), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
+  CHECK_STATUS(cubert__exclusive_pool_find(&pool, loc_at(0, 1, 0), b, &view, &err), CUBERT_STATUS_NOT_FOUND);
+  CHECK_OK(cubert__exclusive_pool_find(&pool, loc_at(0, 0, 0), a, &view, &err));
   /* an explicit cleanup frees the free page at once */
-  cubert_exclusive_pool_cleanup(&pool, 2, true);
+  cubert__exclusive_pool_cleanup(&pool, 2, true);
   CHECK_EQ_U64(pool.pages.live, 1);
   CHECK_EQ_U64(pool.pages.count, 1); /* the vacant last slot is dropped */
   b = owner_new(&p);
-  CHECK_OK(cubert_exclusive_pool_alloc(&pool, 100, b, &err));
+  CHECK_OK(cubert__exclusive_pool_alloc(&pool, 100, b, &err));
   CHECK_EQ_U64(pool.pages.count, 2);
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
-  cubert_exclusive_pool_deinitialize(&pool);
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, a));
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, b));
+  cubert__exclusive_pool_deinitialize(&pool);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   pfx_done(&p);
 }
@@ -174,37 +175,37 @@ TEST(memory_pool_persistent_edges) {
   cubert_error_t err;
   bool found = true;
   pfx_init(&p);
-  cubert_persistent_pool_initialize(&pool, &p.env, 0, 128 * MIB);
+  cubert__persistent_pool_initialize(&pool, &p.env, 0, 128 * MIB);
   CHECK_EQ_U64(pool.alignment, 1);
-  cubert_persistent_pool_deinitialize(&pool);
-  cubert_persistent_pool_initialize(&pool, &p.env, 32, 128 * MIB);
-  CHECK(!cubert_persistent_pool_has_size(&pool, UINT64_MAX - 3));
-  CHECK_OK(cubert_persistent_pool_try_reserve(&pool, UINT64_MAX - 3, owner_dead(&p), &found, &err));
+  cubert__persistent_pool_deinitialize(&pool);
+  cubert__persistent_pool_initialize(&pool, &p.env, 32, 128 * MIB);
+  CHECK(!cubert__persistent_pool_has_size(&pool, UINT64_MAX - 3));
+  CHECK_OK(cubert__persistent_pool_try_reserve(&pool, UINT64_MAX - 3, owner_dead(&p), &found, &err));
   CHECK(!found);
-  CHECK_STATUS(cubert_persistent_pool_alloc(&pool, UINT64_MAX - 3, owner_dead(&p), &err),
+  CHECK_STATUS(cubert__persistent_pool_alloc(&pool, UINT64_MAX - 3, owner_dead(&p), &err),
                CUBERT_STATUS_BUFFER_TOO_BIG);
-  CHECK_STATUS(cubert_persistent_pool_alloc(&pool, 100, owner_dead(&p), &err),
+  CHECK_STATUS(cubert__persistent_pool_alloc(&pool, 100, owner_dead(&p), &err),
                CUBERT_STATUS_INVALID_HANDLE);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   a = owner_new(&p);
-  CHECK_OK(cubert_persistent_pool_alloc(&pool, 100, a, &err));
-  cubert_persistent_pool_trim(&pool); /* live memory: kept */
+  CHECK_OK(cubert__persistent_pool_alloc(&pool, 100, a, &err));
+  cubert__persistent_pool_trim(&pool); /* live memory: kept */
   CHECK_EQ_U64(pool.slices.count, 1);
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
-  cubert_persistent_pool_cleanup(&pool, false); /* only an explicit cleanup releases */
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, a));
+  cubert__persistent_pool_cleanup(&pool, false); /* only an explicit cleanup releases */
   CHECK_EQ_U64(pool.slices.live, 1);
-  CHECK_STATUS(cubert_persistent_pool_try_reserve(&pool, 100, owner_dead(&p), &found, &err),
+  CHECK_STATUS(cubert__persistent_pool_try_reserve(&pool, 100, owner_dead(&p), &found, &err),
                CUBERT_STATUS_INVALID_HANDLE);
   CHECK(!found);
-  CHECK_STATUS(cubert_persistent_pool_find(&pool, loc_at(255, 0, 4), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
-  CHECK_STATUS(cubert_persistent_pool_find(&pool, loc_at(255, 0, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
+  CHECK_STATUS(cubert__persistent_pool_find(&pool, loc_at(255, 0, 4), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
+  CHECK_STATUS(cubert__persistent_pool_find(&pool, loc_at(255, 0, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
   /* a vacant slot is reused by the next allocation */
-  cubert_persistent_pool_cleanup(&pool, true);
+  cubert__persistent_pool_cleanup(&pool, true);
   CHECK_EQ_U64(pool.slices.live, 0);
   a = owner_new(&p);
-  CHECK_OK(cubert_persistent_pool_alloc(&pool, 64, a, &err));
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
-  cubert_persistent_pool_deinitialize(&pool);
+  CHECK_OK(cubert__persistent_pool_alloc(&pool, 64, a, &err));
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, a));
+  cubert__persistent_pool_deinitialize(&pool);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   pfx_done(&p);
 }
@@ -222,41 +223,41 @@ TEST(memory_pool_sliced_edges) {
   bool found = true;
   pfx_init(&p);
   o.page_size = 0;
-  CHECK_STATUS(cubert_sliced_pool_initialize(&pool, &p.env, 0, &o, 32, 0, &err),
+  CHECK_STATUS(cubert__sliced_pool_initialize(&pool, &p.env, 0, &o, 32, 0, &err),
                CUBERT_STATUS_CONFIG_INVALID);
   CHECK(cubert_error_kind(&err) == CUBERT_ERROR_CONFIG_ZERO_SIZE);
   o.page_size = 4096;
-  CHECK_OK(cubert_sliced_pool_initialize(&pool, &p.env, 0, &o, 0, 0, &err));
+  CHECK_OK(cubert__sliced_pool_initialize(&pool, &p.env, 0, &o, 0, 0, &err));
   CHECK_EQ_U64(pool.alignment, 1);
-  cubert_sliced_pool_deinitialize(&pool);
+  cubert__sliced_pool_deinitialize(&pool);
   /* a cap of 2^64 - 1 bytes with a 4 KiB page: the page count is limited to the maximum */
   o.max_pool_size = UINT64_MAX - 1;
-  CHECK_OK(cubert_sliced_pool_initialize(&pool, &p.env, 0, &o, 32, 0, &err));
+  CHECK_OK(cubert__sliced_pool_initialize(&pool, &p.env, 0, &o, 32, 0, &err));
   CHECK_EQ_U64(pool.max_pages, CUBERT_MEMORY_MAX_PAGES);
-  cubert_sliced_pool_deinitialize(&pool);
+  cubert__sliced_pool_deinitialize(&pool);
   o.max_pool_size = CUBERT_MEMORY_NONE;
-  CHECK_OK(cubert_sliced_pool_initialize(&pool, &p.env, 0, &o, 32, 0, &err));
-  CHECK_OK(cubert_sliced_pool_try_reserve(&pool, UINT64_MAX - 3, owner_dead(&p), &found, &err));
+  CHECK_OK(cubert__sliced_pool_initialize(&pool, &p.env, 0, &o, 32, 0, &err));
+  CHECK_OK(cubert__sliced_pool_try_reserve(&pool, UINT64_MAX - 3, owner_dead(&p), &found, &err));
   CHECK(!found);
-  CHECK_STATUS(cubert_sliced_pool_alloc(&pool, UINT64_MAX - 3, owner_dead(&p), &err),
+  CHECK_STATUS(cubert__sliced_pool_alloc(&pool, UINT64_MAX - 3, owner_dead(&p), &err),
                CUBERT_STATUS_BUFFER_TOO_BIG);
-  CHECK_STATUS(cubert_sliced_pool_alloc(&pool, 100, owner_dead(&p), &err), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert__sliced_pool_alloc(&pool, 100, owner_dead(&p), &err), CUBERT_STATUS_INVALID_HANDLE);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   CHECK_EQ_U64(pool.pages_live, 0);
   a = owner_new(&p);
-  CHECK_OK(cubert_sliced_pool_alloc(&pool, 100, a, &err));
+  CHECK_OK(cubert__sliced_pool_alloc(&pool, 100, a, &err));
   /* a free slice that fits, offered to a dead owner: refused */
-  CHECK_STATUS(cubert_sliced_pool_try_reserve(&pool, 100, owner_dead(&p), &found, &err),
+  CHECK_STATUS(cubert__sliced_pool_try_reserve(&pool, 100, owner_dead(&p), &found, &err),
                CUBERT_STATUS_INVALID_HANDLE);
   CHECK(!found);
   /* lookups where nothing is: past the pages, past the nodes, a node of another page */
-  CHECK_STATUS(cubert_sliced_pool_find(&pool, loc_at(0, 3, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
-  CHECK_STATUS(cubert_sliced_pool_find(&pool, loc_at(0, 0, 999), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
+  CHECK_STATUS(cubert__sliced_pool_find(&pool, loc_at(0, 3, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
+  CHECK_STATUS(cubert__sliced_pool_find(&pool, loc_at(0, 0, 999), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
   pool.nodes[0].page = 1; /* a node claimed by page 1 is not page 0's */
-  CHECK_STATUS(cubert_sliced_pool_find(&pool, loc_at(0, 0, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
+  CHECK_STATUS(cubert__sliced_pool_find(&pool, loc_at(0, 0, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
   pool.nodes[0].page = 0;
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
-  cubert_sliced_pool_deinitialize(&pool);
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, a));
+  cubert__sliced_pool_deinitialize(&pool);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   pfx_done(&p);
 }
@@ -276,55 +277,55 @@ TEST(memory_pool_sliced_vacant_pages_sizes_and_bookkeeping_failures) {
    * 5 * waste, which does not fit: refused */
   o.page_size = UINT64_MAX - 63;
   o.max_slice_size = 64;
-  CHECK_OK(cubert_sliced_pool_initialize(&pool, &p.env, 0, &o, 32, 0, &err));
-  CHECK(!cubert_sliced_pool_accept(&pool, 128));
-  cubert_sliced_pool_deinitialize(&pool);
+  CHECK_OK(cubert__sliced_pool_initialize(&pool, &p.env, 0, &o, 32, 0, &err));
+  CHECK(!cubert__sliced_pool_accept(&pool, 128));
+  cubert__sliced_pool_deinitialize(&pool);
   o = cubert_memory_pool_sliced(4096, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
-  CHECK_OK(cubert_sliced_pool_initialize(&pool, &p.env, 0, &o, 32, 1, &err));
+  CHECK_OK(cubert__sliced_pool_initialize(&pool, &p.env, 0, &o, 32, 1, &err));
   /* more than a page */
-  CHECK_OK(cubert_sliced_pool_try_reserve(&pool, 5000, owner_dead(&p), &found, &err));
+  CHECK_OK(cubert__sliced_pool_try_reserve(&pool, 5000, owner_dead(&p), &found, &err));
   CHECK(!found);
-  CHECK_STATUS(cubert_sliced_pool_alloc(&pool, 5000, owner_dead(&p), &err), CUBERT_STATUS_BUFFER_TOO_BIG);
+  CHECK_STATUS(cubert__sliced_pool_alloc(&pool, 5000, owner_dead(&p), &err), CUBERT_STATUS_BUFFER_TOO_BIG);
   /* the bookkeeping cannot grow: nothing allocated, nothing changed */
   counting_allocator_fail_at(&p.f.counting, 1, 0);
-  CHECK_STATUS(cubert_sliced_pool_alloc(&pool, 100, owner_dead(&p), &err),
+  CHECK_STATUS(cubert__sliced_pool_alloc(&pool, 100, owner_dead(&p), &err),
                CUBERT_STATUS_RESOURCE_EXHAUSTED);
   counting_allocator_fail_at(&p.f.counting, 2, 0);
-  CHECK_STATUS(cubert_sliced_pool_alloc(&pool, 100, owner_dead(&p), &err),
+  CHECK_STATUS(cubert__sliced_pool_alloc(&pool, 100, owner_dead(&p), &err),
                CUBERT_STATUS_RESOURCE_EXHAUSTED);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   CHECK_EQ_U64(pool.pages_live, 0);
   /* three slices on page 0 (a fills it), one on page 1 */
   a = owner_new(&p);
-  CHECK_OK(cubert_sliced_pool_alloc(&pool, 4096, a, &err));
+  CHECK_OK(cubert__sliced_pool_alloc(&pool, 4096, a, &err));
   b = owner_new(&p);
-  CHECK_OK(cubert_sliced_pool_alloc(&pool, 1024, b, &err));
+  CHECK_OK(cubert__sliced_pool_alloc(&pool, 1024, b, &err));
   CHECK_EQ_U64(pool.pages_live, 2);
   /* a page's blocks into a short array: the count of all, the first written */
   c = owner_new(&p);
-  CHECK_OK(cubert_sliced_pool_try_reserve(&pool, 1024, c, &found, &err));
+  CHECK_OK(cubert__sliced_pool_try_reserve(&pool, 1024, c, &found, &err));
   CHECK(found);
-  CHECK_EQ_U64(cubert_sliced_pool_page_blocks(&pool, 1, blocks, 1), 3);
+  CHECK_EQ_U64(cubert__sliced_pool_page_blocks(&pool, 1, blocks, 1), 3);
   CHECK_EQ_U64(blocks[0].offset, 0);
-  CHECK_EQ_U64(cubert_sliced_pool_page_blocks(&pool, 7, blocks, 1), 0); /* no such page */
+  CHECK_EQ_U64(cubert__sliced_pool_page_blocks(&pool, 7, blocks, 1), 0); /* no such page */
   /* page 0 released by an explicit cleanup: its slot is vacant */
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
-  cubert_sliced_pool_cleanup(&pool, false); /* only explicit cleanups release pages */
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, a));
+  cubert__sliced_pool_cleanup(&pool, false); /* only explicit cleanups release pages */
   CHECK_EQ_U64(pool.pages_live, 2);
-  cubert_sliced_pool_cleanup(&pool, true);
+  cubert__sliced_pool_cleanup(&pool, true);
   CHECK_EQ_U64(pool.pages_live, 1);
-  CHECK_EQ_U64(cubert_sliced_pool_page_blocks(&pool, 0, blocks, 1), 0);
-  CHECK_STATUS(cubert_sliced_pool_find(&pool, loc_at(0, 0, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
-  cubert_sliced_pool_coalesce(&pool); /* skips the vacant slot */
-  CHECK_EQ_U64(cubert_sliced_pool_page_blocks(&pool, 1, blocks, 1), 3);
+  CHECK_EQ_U64(cubert__sliced_pool_page_blocks(&pool, 0, blocks, 1), 0);
+  CHECK_STATUS(cubert__sliced_pool_find(&pool, loc_at(0, 0, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
+  cubert__sliced_pool_coalesce(&pool); /* skips the vacant slot */
+  CHECK_EQ_U64(cubert__sliced_pool_page_blocks(&pool, 1, blocks, 1), 3);
   /* with one poll per reserve, two released oldest slices: one is detected per call */
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, c));
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, b));
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, c));
   a = owner_new(&p);
-  CHECK_OK(cubert_sliced_pool_try_reserve(&pool, 64, a, &found, &err));
+  CHECK_OK(cubert__sliced_pool_try_reserve(&pool, 64, a, &found, &err));
   CHECK(found);
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
-  cubert_sliced_pool_deinitialize(&pool);
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, a));
+  cubert__sliced_pool_deinitialize(&pool);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   pfx_done(&p);
 }
@@ -339,33 +340,33 @@ TEST(handle_table_forged_ids_full_table_and_dead_owned_ids) {
   uint32_t alive = 99, dead_owned = 99;
   int i;
   memset(&unset, 0, sizeof unset);
-  CHECK_OK(cubert_handle_table_create(counting_allocator_initialize(&ca), 4, 7, &t));
-  CHECK_STATUS(cubert_memory_id_acquire(t, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_memory_id_acquire_owned(t, unset, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  for (i = 0; i < 4; i++) CHECK_OK(cubert_memory_id_acquire(t, &ids[i]));
-  CHECK_STATUS(cubert_memory_id_acquire(t, &extra), CUBERT_STATUS_OUT_OF_RANGE); /* full */
+  CHECK_OK(cubert__handle_table_create(counting_allocator_initialize(&ca), 4, 7, &t));
+  CHECK_STATUS(cubert__memory_id_acquire(t, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__memory_id_acquire_owned(t, unset, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  for (i = 0; i < 4; i++) CHECK_OK(cubert__memory_id_acquire(t, &ids[i]));
+  CHECK_STATUS(cubert__memory_id_acquire(t, &extra), CUBERT_STATUS_OUT_OF_RANGE); /* full */
   /* an index beyond max_slots with the table's tag: never alive */
   forged = ids[0];
   forged.index += 100;
-  CHECK(!cubert_memory_id_is_alive(t, forged));
-  CHECK(cubert_memory_id_is_free(t, forged));
-  CHECK(!cubert_memory_id_is_alive(NULL, ids[0]));
-  CHECK(!cubert_memory_id_is_free(NULL, ids[0]));
-  CHECK_STATUS(cubert_memory_id_location(t, ids[0], NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_memory_id_location(NULL, ids[0], &loc), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK(!cubert__memory_id_is_alive(t, forged));
+  CHECK(cubert__memory_id_is_free(t, forged));
+  CHECK(!cubert__memory_id_is_alive(NULL, ids[0]));
+  CHECK(!cubert__memory_id_is_free(NULL, ids[0]));
+  CHECK_STATUS(cubert__memory_id_location(t, ids[0], NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__memory_id_location(NULL, ids[0], &loc), CUBERT_STATUS_INVALID_ARGUMENT);
   /* a dead id still owned (a pool holds it) cannot be owned again */
-  CHECK_OK(cubert_memory_id_release_handle(t, ids[3]));
-  CHECK_OK(cubert_memory_id_acquire_owned(t, unset, &ids[3]));
-  CHECK_OK(cubert_memory_id_release_handle(t, ids[3]));
-  CHECK_STATUS(cubert_memory_id_set_owned(t, ids[3], true), CUBERT_STATUS_INVALID_HANDLE);
-  CHECK_OK(cubert_handle_table_debug_check(t, NULL, NULL)); /* outs are optional */
-  CHECK_OK(cubert_handle_table_debug_check(t, &alive, &dead_owned));
+  CHECK_OK(cubert__memory_id_release_handle(t, ids[3]));
+  CHECK_OK(cubert__memory_id_acquire_owned(t, unset, &ids[3]));
+  CHECK_OK(cubert__memory_id_release_handle(t, ids[3]));
+  CHECK_STATUS(cubert__memory_id_set_owned(t, ids[3], true), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_OK(cubert__handle_table_debug_check(t, NULL, NULL)); /* outs are optional */
+  CHECK_OK(cubert__handle_table_debug_check(t, &alive, &dead_owned));
   CHECK_EQ_U64(alive, 3);
   CHECK_EQ_U64(dead_owned, 1);
-  CHECK_OK(cubert_memory_id_disown(t, ids[3]));
-  for (i = 0; i < 3; i++) CHECK_OK(cubert_memory_id_release_handle(t, ids[i]));
-  CHECK_EQ_U64(cubert_handle_table_live(t), 0);
-  cubert_handle_table_destroy(t);
+  CHECK_OK(cubert__memory_id_disown(t, ids[3]));
+  for (i = 0; i < 3; i++) CHECK_OK(cubert__memory_id_release_handle(t, ids[i]));
+  CHECK_EQ_U64(cubert__handle_table_live(t), 0);
+  cubert__handle_table_destroy(t);
   CHECK_EQ_I64(ca.live_blocks, 0);
   counting_allocator_destroy(&ca);
 }
@@ -423,31 +424,31 @@ TEST(memory_pool_direct_vacant_slot_skipped_and_reused) {
   cubert_error_t err;
   bool found = true;
   pfx_init(&p);
-  cubert_direct_pool_initialize(&pool, &p.env, 0, &o, 32);
+  cubert__direct_pool_initialize(&pool, &p.env, 0, &o, 32);
   a = owner_new(&p);
   b = owner_new(&p);
   c = owner_new(&p);
-  CHECK_OK(cubert_direct_pool_alloc(&pool, 96, a, &err));
-  CHECK_OK(cubert_direct_pool_alloc(&pool, 64, b, &err));
-  CHECK_OK(cubert_direct_pool_alloc(&pool, 96, c, &err)); /* 256 reserved */
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
-  cubert_direct_pool_cleanup(&pool, true); /* slot 1 vacant, slot 2 still live */
+  CHECK_OK(cubert__direct_pool_alloc(&pool, 96, a, &err));
+  CHECK_OK(cubert__direct_pool_alloc(&pool, 64, b, &err));
+  CHECK_OK(cubert__direct_pool_alloc(&pool, 96, c, &err)); /* 256 reserved */
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, b));
+  cubert__direct_pool_cleanup(&pool, true); /* slot 1 vacant, slot 2 still live */
   CHECK_EQ_U64(pool.slices.count, 3);
-  cubert_direct_pool_cleanup(&pool, true); /* a second pass skips the vacant slot */
+  cubert__direct_pool_cleanup(&pool, true); /* a second pass skips the vacant slot */
   CHECK_EQ_U64(pool.slices.live, 2);
-  CHECK_OK(cubert_direct_pool_try_reserve(&pool, 64, owner_dead(&p), &found, &err)); /* skips it */
+  CHECK_OK(cubert__direct_pool_try_reserve(&pool, 64, owner_dead(&p), &found, &err)); /* skips it */
   CHECK(!found);
   /* a is free: going over reclaim_at (192 + 128 > 300) releases it (the vacant slot is passed
    * over), and the new slice takes the first vacant slot */
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, a));
   d = owner_new(&p);
-  CHECK_OK(cubert_direct_pool_alloc(&pool, 128, d, &err));
+  CHECK_OK(cubert__direct_pool_alloc(&pool, 128, d, &err));
   CHECK_EQ_U64(pool.slices.count, 3);
   CHECK_EQ_U64(pool.slices.live, 2);
-  CHECK(cubert_memory_id_equal(pool.slices.items[0].owner, d));
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, c));
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, d));
-  cubert_direct_pool_deinitialize(&pool);
+  CHECK(cubert__memory_id_equal(pool.slices.items[0].owner, d));
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, c));
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, d));
+  cubert__direct_pool_deinitialize(&pool);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   pfx_done(&p);
 }
@@ -462,38 +463,38 @@ TEST(memory_pool_exclusive_vacant_slot_aging_and_small_pages) {
   cubert_error_t err;
   bool found = true;
   pfx_init(&p);
-  CHECK_OK(cubert_exclusive_pool_initialize(&pool, &p.env, 0, &o, 32, &err));
+  CHECK_OK(cubert__exclusive_pool_initialize(&pool, &p.env, 0, &o, 32, &err));
   a = owner_new(&p);
   b = owner_new(&p);
-  CHECK_OK(cubert_exclusive_pool_alloc(&pool, 100, a, &err)); /* pages sized to the average, 2048 */
-  CHECK_OK(cubert_exclusive_pool_alloc(&pool, 100, b, &err));
+  CHECK_OK(cubert__exclusive_pool_alloc(&pool, 100, a, &err)); /* pages sized to the average, 2048 */
+  CHECK_OK(cubert__exclusive_pool_alloc(&pool, 100, b, &err));
   CHECK_EQ_U64(pool.pages.items[0].storage.size, 2048);
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, a));
   /* a free page smaller than the request is passed over */
   c = owner_new(&p);
-  CHECK_OK(cubert_exclusive_pool_try_reserve(&pool, 3000, c, &found, &err));
+  CHECK_OK(cubert__exclusive_pool_try_reserve(&pool, 3000, c, &found, &err));
   CHECK(!found);
   /* page 0 released: its slot is vacant while page 1 lives */
-  cubert_exclusive_pool_cleanup(&pool, 10, true);
+  cubert__exclusive_pool_cleanup(&pool, 10, true);
   CHECK_EQ_U64(pool.pages.count, 2);
   CHECK_EQ_U64(pool.pages.live, 1);
-  CHECK_STATUS(cubert_exclusive_pool_find(&pool, loc_at(0, 0, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
-  cubert_exclusive_pool_cleanup(&pool, 3, false); /* an earlier count than the last check: nothing */
-  cubert_exclusive_pool_cleanup(&pool, 11, true); /* passes over the vacant slot */
+  CHECK_STATUS(cubert__exclusive_pool_find(&pool, loc_at(0, 0, 0), a, &view, &err), CUBERT_STATUS_NOT_FOUND);
+  cubert__exclusive_pool_cleanup(&pool, 3, false); /* an earlier count than the last check: nothing */
+  cubert__exclusive_pool_cleanup(&pool, 11, true); /* passes over the vacant slot */
   CHECK_EQ_U64(pool.pages.live, 1);
   /* the vacant slot is reused */
-  CHECK_OK(cubert_exclusive_pool_alloc(&pool, 100, c, &err));
+  CHECK_OK(cubert__exclusive_pool_alloc(&pool, 100, c, &err));
   CHECK_EQ_U64(pool.pages.count, 2);
-  CHECK(cubert_memory_id_equal(pool.pages.items[0].owner, c));
+  CHECK(cubert__memory_id_equal(pool.pages.items[0].owner, c));
   /* a free page whose age counter is saturated is released at the next due check */
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
-  CHECK(cubert_memory_id_is_free(p.f.table, b));
-  (void)cubert_exclusive_pool_try_reserve(&pool, 4000, owner_dead(&p), &found, &err); /* marks page 1 free */
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, b));
+  CHECK(cubert__memory_id_is_free(p.f.table, b));
+  (void)cubert__exclusive_pool_try_reserve(&pool, 4000, owner_dead(&p), &found, &err); /* marks page 1 free */
   pool.pages.items[1].aux = UINT32_MAX;
-  cubert_exclusive_pool_cleanup(&pool, 20, false);
+  cubert__exclusive_pool_cleanup(&pool, 20, false);
   CHECK_EQ_U64(pool.pages.live, 1);
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, c));
-  cubert_exclusive_pool_deinitialize(&pool);
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, c));
+  cubert__exclusive_pool_deinitialize(&pool);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   pfx_done(&p);
 }
@@ -505,36 +506,36 @@ TEST(memory_pool_persistent_vacant_slot_and_bucket_failure) {
   cubert_memory_id_t a, b, c, d, e;
   cubert_error_t err;
   pfx_init(&p);
-  cubert_persistent_pool_initialize(&pool, &p.env, 32, 128 * MIB);
+  cubert__persistent_pool_initialize(&pool, &p.env, 32, 128 * MIB);
   a = owner_new(&p);
   b = owner_new(&p);
   c = owner_new(&p);
   e = owner_new(&p);
-  CHECK_OK(cubert_persistent_pool_alloc(&pool, 64, a, &err));
-  CHECK_OK(cubert_persistent_pool_alloc(&pool, 128, b, &err));
-  CHECK_OK(cubert_persistent_pool_alloc(&pool, 192, c, &err));
-  CHECK_OK(cubert_persistent_pool_alloc(&pool, 256, e, &err)); /* 4 sizes: the index is half full */
+  CHECK_OK(cubert__persistent_pool_alloc(&pool, 64, a, &err));
+  CHECK_OK(cubert__persistent_pool_alloc(&pool, 128, b, &err));
+  CHECK_OK(cubert__persistent_pool_alloc(&pool, 192, c, &err));
+  CHECK_OK(cubert__persistent_pool_alloc(&pool, 256, e, &err)); /* 4 sizes: the index is half full */
   /* a fifth size needs a bigger index: its allocation fails, nothing changes */
   d = owner_new(&p);
   counting_allocator_fail_at(&p.f.counting, 1, 0);
-  CHECK_STATUS(cubert_persistent_pool_alloc(&pool, 4096, d, &err), CUBERT_STATUS_RESOURCE_EXHAUSTED);
+  CHECK_STATUS(cubert__persistent_pool_alloc(&pool, 4096, d, &err), CUBERT_STATUS_RESOURCE_EXHAUSTED);
   CHECK_EQ_U64(pool.slices.live, 4);
-  CHECK(!cubert_persistent_pool_has_size(&pool, 4096));
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
-  cubert_persistent_pool_cleanup(&pool, true); /* slot 1 vacant */
+  CHECK(!cubert__persistent_pool_has_size(&pool, 4096));
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, b));
+  cubert__persistent_pool_cleanup(&pool, true); /* slot 1 vacant */
   CHECK_EQ_U64(pool.slices.count, 4);
   CHECK_EQ_U64(pool.slices.live, 3);
-  cubert_persistent_pool_cleanup(&pool, true); /* passes over it */
-  CHECK(!cubert_persistent_pool_has_size(&pool, 128));
+  cubert__persistent_pool_cleanup(&pool, true); /* passes over it */
+  CHECK(!cubert__persistent_pool_has_size(&pool, 128));
   /* the vacant slot is reused */
-  CHECK_OK(cubert_persistent_pool_alloc(&pool, 128, d, &err));
+  CHECK_OK(cubert__persistent_pool_alloc(&pool, 128, d, &err));
   CHECK_EQ_U64(pool.slices.count, 4);
-  CHECK(cubert_memory_id_equal(pool.slices.items[1].owner, d));
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, c));
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, d));
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, e));
-  cubert_persistent_pool_deinitialize(&pool);
+  CHECK(cubert__memory_id_equal(pool.slices.items[1].owner, d));
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, a));
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, c));
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, d));
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, e));
+  cubert__persistent_pool_deinitialize(&pool);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   pfx_done(&p);
 }
@@ -549,29 +550,29 @@ TEST(memory_pool_direct_reclaim_passes_a_vacant_slot_and_owner_mismatch) {
   cubert_memory_id_t a, b, c, d, other;
   cubert_error_t err;
   pfx_init(&p);
-  cubert_direct_pool_initialize(&pool, &p.env, 0, &o, 32);
+  cubert__direct_pool_initialize(&pool, &p.env, 0, &o, 32);
   a = owner_new(&p);
   b = owner_new(&p);
   c = owner_new(&p);
-  CHECK_OK(cubert_direct_pool_alloc(&pool, 96, a, &err));
-  CHECK_OK(cubert_direct_pool_alloc(&pool, 64, b, &err));
-  CHECK_OK(cubert_direct_pool_alloc(&pool, 96, c, &err));
+  CHECK_OK(cubert__direct_pool_alloc(&pool, 96, a, &err));
+  CHECK_OK(cubert__direct_pool_alloc(&pool, 64, b, &err));
+  CHECK_OK(cubert__direct_pool_alloc(&pool, 96, c, &err));
   /* the same slot index with another generation is another allocation */
   other = b;
   other.generation += 2;
-  CHECK_STATUS(cubert_direct_pool_find(&pool, loc_at(0, 0, 1), other, &view, &err), CUBERT_STATUS_NOT_FOUND);
-  CHECK_OK(cubert_direct_pool_find(&pool, loc_at(0, 0, 1), b, &view, &err));
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, a));
-  cubert_direct_pool_cleanup(&pool, true); /* slot 0 vacant; 160 bytes reserved */
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, c));
+  CHECK_STATUS(cubert__direct_pool_find(&pool, loc_at(0, 0, 1), other, &view, &err), CUBERT_STATUS_NOT_FOUND);
+  CHECK_OK(cubert__direct_pool_find(&pool, loc_at(0, 0, 1), b, &view, &err));
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, a));
+  cubert__direct_pool_cleanup(&pool, true); /* slot 0 vacant; 160 bytes reserved */
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, c));
   /* 160 + 128 > 200: the reclaim walks past the vacant slot 0 and live b, releases c */
   d = owner_new(&p);
-  CHECK_OK(cubert_direct_pool_alloc(&pool, 128, d, &err));
+  CHECK_OK(cubert__direct_pool_alloc(&pool, 128, d, &err));
   CHECK_EQ_U64(pool.slices.bytes_reserved, 64 + 128);
-  CHECK(cubert_memory_id_equal(pool.slices.items[0].owner, d)); /* the first vacant slot */
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, b));
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, d));
-  cubert_direct_pool_deinitialize(&pool);
+  CHECK(cubert__memory_id_equal(pool.slices.items[0].owner, d)); /* the first vacant slot */
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, b));
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, d));
+  cubert__direct_pool_deinitialize(&pool);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   pfx_done(&p);
 }
@@ -585,12 +586,12 @@ TEST(memory_pool_sliced_request_in_the_largest_bin) {
   cubert_error_t err;
   bool found = true;
   pfx_init(&p);
-  CHECK_OK(cubert_sliced_pool_initialize(&pool, &p.env, 0, &o, 32, 0, &err));
+  CHECK_OK(cubert__sliced_pool_initialize(&pool, &p.env, 0, &o, 32, 0, &err));
   /* a request of 15/16 of 2^64 bytes: the last size bin, nothing above it to search */
-  CHECK_OK(cubert_sliced_pool_try_reserve(&pool, 0xF000000000000000ull, owner_dead(&p), &found, &err));
+  CHECK_OK(cubert__sliced_pool_try_reserve(&pool, 0xF000000000000000ull, owner_dead(&p), &found, &err));
   CHECK(!found);
   CHECK_EQ_U64(p.f.storage.alloc_calls, 0);
-  cubert_sliced_pool_deinitialize(&pool);
+  cubert__sliced_pool_deinitialize(&pool);
   pfx_done(&p);
 }
 
@@ -602,15 +603,15 @@ TEST(memory_pool_persistent_slot_array_growth_failure) {
   cubert_error_t err;
   int i;
   pfx_init(&p);
-  cubert_persistent_pool_initialize(&pool, &p.env, 32, 128 * MIB);
+  cubert__persistent_pool_initialize(&pool, &p.env, 32, 128 * MIB);
   for (i = 0; i < 9; i++) ids[i] = owner_new(&p);
-  for (i = 0; i < 8; i++) CHECK_OK(cubert_persistent_pool_alloc(&pool, 64, ids[i], &err));
+  for (i = 0; i < 8; i++) CHECK_OK(cubert__persistent_pool_alloc(&pool, 64, ids[i], &err));
   counting_allocator_fail_at(&p.f.counting, 1, 0); /* the ninth slot needs a bigger array */
-  CHECK_STATUS(cubert_persistent_pool_alloc(&pool, 64, ids[8], &err), CUBERT_STATUS_RESOURCE_EXHAUSTED);
+  CHECK_STATUS(cubert__persistent_pool_alloc(&pool, 64, ids[8], &err), CUBERT_STATUS_RESOURCE_EXHAUSTED);
   CHECK_EQ_U64(pool.slices.live, 8);
-  CHECK_OK(cubert_persistent_pool_alloc(&pool, 64, ids[8], &err));
-  for (i = 0; i < 9; i++) CHECK_OK(cubert_memory_id_release_handle(p.f.table, ids[i]));
-  cubert_persistent_pool_deinitialize(&pool);
+  CHECK_OK(cubert__persistent_pool_alloc(&pool, 64, ids[8], &err));
+  for (i = 0; i < 9; i++) CHECK_OK(cubert__memory_id_release_handle(p.f.table, ids[i]));
+  cubert__persistent_pool_deinitialize(&pool);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   pfx_done(&p);
 }
@@ -620,20 +621,20 @@ TEST(handle_table_growth_failure_while_crowded_keeps_the_id) {
   cubert_handle_table_t *t = NULL;
   cubert_memory_id_t ids[260];
   uint32_t i;
-  CHECK_OK(cubert_handle_table_create(counting_allocator_initialize(&ca), 1024, 7, &t));
-  for (i = 0; i < 250; i++) CHECK_OK(cubert_memory_id_acquire(t, &ids[i]));
-  for (i = 0; i < 5; i++) CHECK_OK(cubert_memory_id_release_handle(t, ids[i]));
-  for (i = 250; i < 256; i++) CHECK_OK(cubert_memory_id_acquire(t, &ids[i])); /* the first chunk's end */
+  CHECK_OK(cubert__handle_table_create(counting_allocator_initialize(&ca), 1024, 7, &t));
+  for (i = 0; i < 250; i++) CHECK_OK(cubert__memory_id_acquire(t, &ids[i]));
+  for (i = 0; i < 5; i++) CHECK_OK(cubert__memory_id_release_handle(t, ids[i]));
+  for (i = 250; i < 256; i++) CHECK_OK(cubert__memory_id_acquire(t, &ids[i])); /* the first chunk's end */
   /* the cursor wraps with the chunk 7/8 full: a second chunk would be added, the allocation
    * fails, the id is served from the first chunk anyway */
   counting_allocator_fail_at(&ca, 1, 0);
-  CHECK_OK(cubert_memory_id_acquire(t, &ids[0]));
+  CHECK_OK(cubert__memory_id_acquire(t, &ids[0]));
   CHECK_EQ_U64(ca.failures, 1);
-  CHECK_EQ_U64(cubert_handle_table_live(t), 252);
+  CHECK_EQ_U64(cubert__handle_table_live(t), 252);
   for (i = 0; i < 256; i++)
-    if (i == 0 || i >= 5) CHECK_OK(cubert_memory_id_release_handle(t, ids[i]));
-  CHECK_EQ_U64(cubert_handle_table_live(t), 0);
-  cubert_handle_table_destroy(t);
+    if (i == 0 || i >= 5) CHECK_OK(cubert__memory_id_release_handle(t, ids[i]));
+  CHECK_EQ_U64(cubert__handle_table_live(t), 0);
+  cubert__handle_table_destroy(t);
   CHECK_EQ_I64(ca.live_blocks, 0);
   counting_allocator_destroy(&ca);
 }
@@ -660,12 +661,12 @@ TEST(handle_disown_of_an_id_nobody_owns_is_refused) {
   counting_allocator_t ca;
   cubert_handle_table_t *t = NULL;
   cubert_memory_id_t id;
-  CHECK_OK(cubert_handle_table_create(counting_allocator_initialize(&ca), 64, 7, &t));
-  CHECK_OK(cubert_memory_id_acquire(t, &id));
-  CHECK_STATUS(cubert_memory_id_disown(t, id), CUBERT_STATUS_INVALID_HANDLE);
-  CHECK(cubert_memory_id_is_alive(t, id)); /* unchanged */
-  CHECK_OK(cubert_memory_id_release_handle(t, id));
-  cubert_handle_table_destroy(t);
+  CHECK_OK(cubert__handle_table_create(counting_allocator_initialize(&ca), 64, 7, &t));
+  CHECK_OK(cubert__memory_id_acquire(t, &id));
+  CHECK_STATUS(cubert__memory_id_disown(t, id), CUBERT_STATUS_INVALID_HANDLE);
+  CHECK(cubert__memory_id_is_alive(t, id)); /* unchanged */
+  CHECK_OK(cubert__memory_id_release_handle(t, id));
+  cubert__handle_table_destroy(t);
   CHECK_EQ_I64(ca.live_blocks, 0);
   counting_allocator_destroy(&ca);
 }
@@ -683,26 +684,26 @@ TEST(memory_pool_sliced_bounded_scan_of_one_bin) {
   bool found = true;
   int i;
   pfx_init(&p);
-  CHECK_OK(cubert_sliced_pool_initialize(&pool, &p.env, 0, &o, 32, 0, &err));
+  CHECK_OK(cubert__sliced_pool_initialize(&pool, &p.env, 0, &o, 32, 0, &err));
   for (i = 0; i < 32; i++) {
     ids[i] = owner_new(&p);
-    if (i == 0) CHECK_OK(cubert_sliced_pool_alloc(&pool, 1024, ids[i], &err));
+    if (i == 0) CHECK_OK(cubert__sliced_pool_alloc(&pool, 1024, ids[i], &err));
     else {
-      CHECK_OK(cubert_sliced_pool_try_reserve(&pool, 1024, ids[i], &found, &err));
+      CHECK_OK(cubert__sliced_pool_try_reserve(&pool, 1024, ids[i], &found, &err));
       CHECK(found);
     }
   }
   CHECK_EQ_U64(pool.pages_live, 1);
-  for (i = 0; i < 32; i += 2) CHECK_OK(cubert_memory_id_release_handle(p.f.table, ids[i]));
-  cubert_sliced_pool_poll_all(&pool); /* the 16 released slices detected, each in the bin */
+  for (i = 0; i < 32; i += 2) CHECK_OK(cubert__memory_id_release_handle(p.f.table, ids[i]));
+  cubert__sliced_pool_poll_all(&pool); /* the 16 released slices detected, each in the bin */
   ids[32] = owner_new(&p);
-  CHECK_OK(cubert_sliced_pool_try_reserve(&pool, 1056, ids[32], &found, &err));
+  CHECK_OK(cubert__sliced_pool_try_reserve(&pool, 1056, ids[32], &found, &err));
   CHECK(!found);
-  CHECK_OK(cubert_sliced_pool_alloc(&pool, 1056, ids[32], &err));
+  CHECK_OK(cubert__sliced_pool_alloc(&pool, 1056, ids[32], &err));
   CHECK_EQ_U64(pool.pages_live, 2);
-  for (i = 1; i < 33; i += 2) CHECK_OK(cubert_memory_id_release_handle(p.f.table, ids[i]));
-  CHECK_OK(cubert_memory_id_release_handle(p.f.table, ids[32]));
-  cubert_sliced_pool_deinitialize(&pool);
+  for (i = 1; i < 33; i += 2) CHECK_OK(cubert__memory_id_release_handle(p.f.table, ids[i]));
+  CHECK_OK(cubert__memory_id_release_handle(p.f.table, ids[32]));
+  cubert__sliced_pool_deinitialize(&pool);
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   pfx_done(&p);
 }
@@ -722,27 +723,27 @@ TEST(memory_pool_sliced_65536_pages_is_the_most) {
   TEST_SKIP_IF_EMBEDDED("65536 pages and a 70,000-entry handle table outgrow the 16 MiB harness heap");
   mmf_base(&f, 128 * MIB, 32);
   f.storage.virtual_memory = true;
-  CHECK_OK(cubert_handle_table_create(f.allocator, 70000, 3, &table));
+  CHECK_OK(cubert__handle_table_create(f.allocator, 70000, 3, &table));
   env.allocator = f.allocator;
   env.storage = f.storage.storage;
   env.table = table;
   env.flush_pending = false;
   memset(&unset, 0, sizeof unset);
-  CHECK_OK(cubert_sliced_pool_initialize(&pool, &env, 0, &o, 32, 0, &err));
+  CHECK_OK(cubert__sliced_pool_initialize(&pool, &env, 0, &o, 32, 0, &err));
   for (i = 0; i < CUBERT_MEMORY_PAGE_SLOTS; i++) {
-    CHECK_OK(cubert_memory_id_acquire_owned(table, unset, &id));
-    CHECK_OK(cubert_sliced_pool_alloc(&pool, 64, id, &err));
-    CHECK_OK(cubert_memory_id_release_handle(table, id)); /* the pool still owns it */
+    CHECK_OK(cubert__memory_id_acquire_owned(table, unset, &id));
+    CHECK_OK(cubert__sliced_pool_alloc(&pool, 64, id, &err));
+    CHECK_OK(cubert__memory_id_release_handle(table, id)); /* the pool still owns it */
   }
   CHECK_EQ_U64(pool.pages_live, CUBERT_MEMORY_PAGE_SLOTS);
-  CHECK_OK(cubert_memory_id_acquire_owned(table, unset, &id));
-  CHECK_STATUS(cubert_sliced_pool_alloc(&pool, 64, id, &err), CUBERT_STATUS_POOL_CAPACITY_EXCEEDED);
+  CHECK_OK(cubert__memory_id_acquire_owned(table, unset, &id));
+  CHECK_STATUS(cubert__sliced_pool_alloc(&pool, 64, id, &err), CUBERT_STATUS_POOL_CAPACITY_EXCEEDED);
   CHECK(cubert_error_kind(&err) == CUBERT_ERROR_IO_POOL_CAPACITY_EXCEEDED);
   CHECK_EQ_U64(err.field[1], (uint64_t)CUBERT_MEMORY_PAGE_SLOTS * 64);
-  CHECK_OK(cubert_memory_id_release_handle(table, id));
-  CHECK_OK(cubert_memory_id_disown(table, id));
-  cubert_sliced_pool_deinitialize(&pool);
-  CHECK_EQ_U64(cubert_handle_table_live(table), 0);
-  cubert_handle_table_destroy(table);
+  CHECK_OK(cubert__memory_id_release_handle(table, id));
+  CHECK_OK(cubert__memory_id_disown(table, id));
+  cubert__sliced_pool_deinitialize(&pool);
+  CHECK_EQ_U64(cubert__handle_table_live(table), 0);
+  cubert__handle_table_destroy(table);
   mmf_done(&f);
 }

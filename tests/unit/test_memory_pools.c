@@ -7,19 +7,19 @@
  * sliced pool (no two live slices overlap, every live id resolves).
  */
 #include "test_memory_fixture.h"
-#include "cubert/backend/handle_table.h"
-#include "cubert/backend/memory.h"
+#include "memory/handle_table.h"
+#include "memory/memory.h"
 
 /* An id owned by the pool, as the manager makes them for reserve(). */
 static cubert_memory_id_t owner_new(mm_fixture_t *f) {
   cubert_memory_id_t id = mmf_new_id(f);
-  CHECK_OK(cubert_memory_id_set_owned(f->table, id, true));
+  CHECK_OK(cubert__memory_id_set_owned(f->table, id, true));
   return id;
 }
 
 /* An owner id the pool did not take (a try_reserve that found nothing). */
 static void owner_discard(mm_fixture_t *f, cubert_memory_id_t id) {
-  CHECK_OK(cubert_memory_id_set_owned(f->table, id, false));
+  CHECK_OK(cubert__memory_id_set_owned(f->table, id, false));
   mmf_drop(f, id);
 }
 
@@ -32,19 +32,19 @@ TEST(memory_pool_handle_test_memory_id_mutability) {
   mmf_base(&f, 128 * MIB, 32);
   a = mmf_new_id(&f);
   b = mmf_new_id(&f);
-  CHECK_OK(cubert_memory_id_location(f.table, a, &loc));
+  CHECK_OK(cubert__memory_id_location(f.table, a, &loc));
   loc.slice = 4;
   loc.init = 1;
-  CHECK_OK(cubert_memory_id_set_location(f.table, a, loc));
-  CHECK_OK(cubert_memory_id_location(f.table, a, &loc));
+  CHECK_OK(cubert__memory_id_set_location(f.table, a, loc));
+  CHECK_OK(cubert__memory_id_location(f.table, a, &loc));
   CHECK_EQ_U64(loc.slice, 4);
-  CHECK_OK(cubert_memory_id_set_location(f.table, b, loc)); /* copy to another descriptor */
+  CHECK_OK(cubert__memory_id_set_location(f.table, b, loc)); /* copy to another descriptor */
   memset(&loc, 0, sizeof loc);
-  CHECK_OK(cubert_memory_id_location(f.table, b, &loc));
+  CHECK_OK(cubert__memory_id_location(f.table, b, &loc));
   CHECK_EQ_U64(loc.slice, 4);
   mmf_drop(&f, a);
   mmf_drop(&f, b);
-  cubert_handle_table_destroy(f.table);
+  cubert__handle_table_destroy(f.table);
   CHECK_EQ_I64(f.counting.live_blocks, 0);
   CHECK_EQ_U64(host_storage_destroy(&f.storage), 0);
   counting_allocator_destroy(&f.counting);
@@ -56,25 +56,25 @@ TEST(memory_pool_handle_test_location_visible_through_shared_arc) {
   cubert_memory_location_t loc;
   mmf_base(&f, 128 * MIB, 32);
   a = mmf_new_id(&f);
-  CHECK_OK(cubert_memory_id_retain_handle(f.table, a)); /* a clone */
+  CHECK_OK(cubert__memory_id_retain_handle(f.table, a)); /* a clone */
   loc.pool = 1;
   loc.page = 2;
   loc.slice = 3;
   loc.init = 1;
-  CHECK_OK(cubert_memory_id_set_location(f.table, a, loc));
+  CHECK_OK(cubert__memory_id_set_location(f.table, a, loc));
   memset(&loc, 0, sizeof loc);
-  CHECK_OK(cubert_memory_id_location(f.table, a, &loc)); /* through the clone: same id */
+  CHECK_OK(cubert__memory_id_location(f.table, a, &loc)); /* through the clone: same id */
   CHECK_EQ_U64(loc.pool, 1);
   CHECK_EQ_U64(loc.page, 2);
   CHECK_EQ_U64(loc.slice, 3);
   CHECK_EQ_U64(loc.init, 1);
   loc.slice = 42;
-  CHECK_OK(cubert_memory_id_set_location(f.table, a, loc));
-  CHECK_OK(cubert_memory_id_location(f.table, a, &loc));
+  CHECK_OK(cubert__memory_id_set_location(f.table, a, loc));
+  CHECK_OK(cubert__memory_id_location(f.table, a, &loc));
   CHECK_EQ_U64(loc.slice, 42);
   mmf_drop(&f, a);
   mmf_drop(&f, a);
-  cubert_handle_table_destroy(f.table);
+  cubert__handle_table_destroy(f.table);
   CHECK_EQ_I64(f.counting.live_blocks, 0);
   CHECK_EQ_U64(host_storage_destroy(&f.storage), 0);
   counting_allocator_destroy(&f.counting);
@@ -87,7 +87,7 @@ static cubert_sliced_pool_t *one_page_pool(mm_fixture_t *f) {
   cubert_sliced_pool_t *pool;
   pools[0] = cubert_memory_pool_sliced(32 * MIB, CUBERT_MEMORY_NONE, 32 * MIB);
   mmf_init(f, 128 * MIB, 4, mmf_custom(pools, 1));
-  pool = &cubert_memory_manager_pool(f->mm, 0)->u.sliced;
+  pool = &cubert__memory_manager_pool(f->mm, 0)->u.sliced;
   pool->merge = false; /* the page-level API: merging only by coalesce() */
   return pool;
 }
@@ -99,7 +99,7 @@ typedef struct block_t {
 
 static void check_blocks(cubert_sliced_pool_t *pool, const block_t *want, uint32_t n) {
   cubert_sliced_block_t got[16];
-  uint32_t count = cubert_sliced_pool_page_blocks(pool, 0, got, 16), i;
+  uint32_t count = cubert__sliced_pool_page_blocks(pool, 0, got, 16), i;
   uint64_t offset = 0;
   CHECK_EQ_U64(count, n);
   for (i = 0; i < n; i++) {
@@ -119,14 +119,14 @@ TEST(memory_pool_page_test_memory_page) {
   cubert_storage_handle_t s;
   static const block_t before[2] = {{16, true}, {16, true}};
   static const block_t after[1] = {{32, true}};
-  CHECK(!cubert_memory_id_is_free(f.table, h));
-  CHECK(cubert_memory_id_can_mut(f.table, h));
+  CHECK(!cubert__memory_id_is_free(f.table, h));
+  CHECK(cubert__memory_id_can_mut(f.table, h));
   s = mmf_storage(&f, h);
   CHECK_EQ_U64(s.offset, 0);
   CHECK_EQ_U64(s.size, 16 * MIB);
   mmf_drop(&f, h); /* the lookup consumed the handle: the slice is free again */
   check_blocks(pool, before, 2); /* free 32 MiB in 2 slices, full 0, total 32 MiB */
-  cubert_sliced_pool_coalesce(pool);
+  cubert__sliced_pool_coalesce(pool);
   check_blocks(pool, after, 1);
   CHECK_EQ_U64(mmf_usage(&f).bytes_reserved, 32 * MIB);
   mmf_done(&f);
@@ -142,7 +142,7 @@ TEST(memory_pool_page_test_memory_job) {
   mmf_drop(&f, h);
   /* one merge task: start 0, count 2, size 32 MiB */
   check_blocks(pool, before, 2);
-  cubert_sliced_pool_coalesce(pool);
+  cubert__sliced_pool_coalesce(pool);
   check_blocks(pool, after, 1);
   mmf_done(&f);
 }
@@ -160,21 +160,21 @@ TEST(memory_pool_page_test_scenario) {
   s3 = mmf_reserve(&f, 8 * MIB);
   s4 = mmf_reserve(&f, 4 * MIB);
   check_blocks(pool, b1, 5);
-  CHECK(cubert_memory_manager_reserve(f.mm, 8 * MIB, &x, NULL) != CUBERT_STATUS_OK);
+  CHECK(cubert__memory_manager_reserve(f.mm, 8 * MIB, &x, NULL) != CUBERT_STATUS_OK);
   mmf_drop(&f, s2);
   s5 = mmf_reserve(&f, 9 * MIB); /* splits 15 -> 9 + 6 free */
   CHECK_EQ_U64(mmf_storage(&f, s5).offset, 4 * MIB);
-  CHECK(cubert_memory_manager_reserve(f.mm, 9 * MIB, &x, NULL) != CUBERT_STATUS_OK);
+  CHECK(cubert__memory_manager_reserve(f.mm, 9 * MIB, &x, NULL) != CUBERT_STATUS_OK);
   mmf_drop(&f, s3);
   /* the page does not coalesce by itself: 6 + 8 free, 9 does not fit */
-  CHECK(cubert_memory_manager_reserve(f.mm, 9 * MIB, &x, NULL) != CUBERT_STATUS_OK);
-  cubert_sliced_pool_coalesce(pool);
+  CHECK(cubert__memory_manager_reserve(f.mm, 9 * MIB, &x, NULL) != CUBERT_STATUS_OK);
+  cubert__sliced_pool_coalesce(pool);
   check_blocks(pool, b2, 5);
   CHECK_EQ_U64(mmf_storage(&f, s4).offset, 27 * MIB);
   s6 = mmf_reserve(&f, 9 * MIB);
   mmf_drop(&f, s1);
   mmf_drop(&f, s4);
-  cubert_sliced_pool_coalesce(pool);
+  cubert__sliced_pool_coalesce(pool);
   check_blocks(pool, b3, 4);
   CHECK_EQ_U64(mmf_storage(&f, s6).offset, 13 * MIB);
   mmf_drop(&f, s5);
@@ -216,18 +216,18 @@ TEST(memory_pool_persistent_pool_try_reserve_reuses_slice_with_padding) {
   cubert_memory_id_t a, b;
   bool found = true;
   mmf_init(&f, MIB, 4, mmf_kind(CUBERT_MEMORY_CONFIGURATION_SUB_SLICES));
-  pool = cubert_memory_manager_persistent(f.mm);
+  pool = cubert__memory_manager_persistent(f.mm);
   a = owner_new(&f);
-  CHECK_OK(cubert_persistent_pool_alloc(pool, 1025, a, NULL));
+  CHECK_OK(cubert__persistent_pool_alloc(pool, 1025, a, NULL));
   b = owner_new(&f);
-  CHECK_OK(cubert_persistent_pool_try_reserve(pool, 1025, b, &found, NULL));
+  CHECK_OK(cubert__persistent_pool_try_reserve(pool, 1025, b, &found, NULL));
   CHECK(!found); /* held */
   mmf_drop(&f, a);
-  CHECK_OK(cubert_persistent_pool_try_reserve(pool, 1025, b, &found, NULL));
+  CHECK_OK(cubert__persistent_pool_try_reserve(pool, 1025, b, &found, NULL));
   CHECK(found); /* keyed by the padded size (#1224) */
-  CHECK(cubert_persistent_pool_has_size(pool, 1025));
-  CHECK(cubert_persistent_pool_has_size(pool, 1028));
-  CHECK(!cubert_persistent_pool_has_size(pool, 1029));
+  CHECK(cubert__persistent_pool_has_size(pool, 1025));
+  CHECK(cubert__persistent_pool_has_size(pool, 1028));
+  CHECK(!cubert__persistent_pool_has_size(pool, 1029));
   mmf_drop(&f, b);
   mmf_done(&f);
 }
@@ -240,45 +240,45 @@ TEST(memory_pool_persistent_pool) {
   cubert_memory_id_t h1, h2, h3, h4, spare;
   bool found = true;
   mmf_init(&f, MIB, 4, mmf_kind(CUBERT_MEMORY_CONFIGURATION_SUB_SLICES));
-  pool = cubert_memory_manager_persistent(f.mm);
+  pool = cubert__memory_manager_persistent(f.mm);
   spare = owner_new(&f);
-  CHECK_OK(cubert_persistent_pool_try_reserve(pool, 1024, spare, &found, NULL));
+  CHECK_OK(cubert__persistent_pool_try_reserve(pool, 1024, spare, &found, NULL));
   CHECK(!found);
   h1 = owner_new(&f);
-  CHECK_OK(cubert_persistent_pool_alloc(pool, 1024, h1, NULL));
-  CHECK_OK(cubert_persistent_pool_try_reserve(pool, 1024, spare, &found, NULL));
+  CHECK_OK(cubert__persistent_pool_alloc(pool, 1024, h1, NULL));
+  CHECK_OK(cubert__persistent_pool_try_reserve(pool, 1024, spare, &found, NULL));
   CHECK(!found);
   mmf_drop(&f, h1);
   h2 = owner_new(&f);
-  CHECK_OK(cubert_persistent_pool_try_reserve(pool, 1024, h2, &found, NULL));
+  CHECK_OK(cubert__persistent_pool_try_reserve(pool, 1024, h2, &found, NULL));
   CHECK(found);
   mmf_drop(&f, h2);
-  CHECK_OK(cubert_persistent_pool_try_reserve(pool, 1025, spare, &found, NULL));
+  CHECK_OK(cubert__persistent_pool_try_reserve(pool, 1025, spare, &found, NULL));
   CHECK(!found); /* a different size */
   h3 = owner_new(&f);
-  CHECK_OK(cubert_persistent_pool_alloc(pool, 1024, h3, NULL));
-  cubert_persistent_pool_report(pool, &r);
+  CHECK_OK(cubert__persistent_pool_alloc(pool, 1024, h3, NULL));
+  cubert__persistent_pool_report(pool, &r);
   CHECK_EQ_U64(r.usage.bytes_in_use, 1024);
   CHECK_EQ_U64(r.usage.bytes_reserved, 2048);
   h4 = owner_new(&f);
-  CHECK_OK(cubert_persistent_pool_try_reserve(pool, 1024, h4, &found, NULL));
+  CHECK_OK(cubert__persistent_pool_try_reserve(pool, 1024, h4, &found, NULL));
   CHECK(found);
-  cubert_persistent_pool_report(pool, &r);
+  cubert__persistent_pool_report(pool, &r);
   CHECK_EQ_U64(r.usage.bytes_in_use, 2048);
   CHECK_EQ_U64(r.usage.bytes_reserved, 2048);
   CHECK(r.kind == CUBERT_MEMORY_POOL_KIND_PERSISTENT);
   CHECK_EQ_U64(r.pages, 2);
   mmf_drop(&f, h3);
   mmf_drop(&f, h4);
-  cubert_persistent_pool_report(pool, &r);
+  cubert__persistent_pool_report(pool, &r);
   CHECK_EQ_U64(r.usage.bytes_in_use, 0);
   CHECK_EQ_U64(r.usage.bytes_reserved, 2048);
   owner_discard(&f, spare);
   /* explicit cleanup releases every free slice and forgets the buckets */
-  cubert_memory_manager_cleanup(f.mm, true);
-  cubert_persistent_pool_report(pool, &r);
+  cubert__memory_manager_cleanup(f.mm, true);
+  cubert__persistent_pool_report(pool, &r);
   CHECK_EQ_U64(r.usage.bytes_reserved, 0);
-  CHECK(!cubert_persistent_pool_has_size(pool, 1024));
+  CHECK(!cubert__persistent_pool_has_size(pool, 1024));
   mmf_done(&f);
 }
 
@@ -288,16 +288,16 @@ TEST(memory_pool_persistent_many_sizes_grow_the_index) {
   cubert_memory_id_t ids[100];
   uint32_t i;
   mmf_init(&f, MIB, 4, mmf_kind(CUBERT_MEMORY_CONFIGURATION_SUB_SLICES));
-  cubert_memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
+  cubert__memory_manager_set_mode(f.mm, CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT);
   for (i = 0; i < 100; i++) ids[i] = mmf_reserve(&f, 16 * (i + 1));
   for (i = 0; i < 100; i++) CHECK_EQ_U64(mmf_storage(&f, ids[i]).size, 16 * (i + 1));
   for (i = 0; i < 100; i += 2) mmf_drop(&f, ids[i]);
-  cubert_memory_manager_cleanup(f.mm, true);
+  cubert__memory_manager_cleanup(f.mm, true);
   CHECK_EQ_U64(mmf_persistent_report(&f).pages, 50);
   for (i = 1; i < 100; i += 2) {
     CHECK_EQ_U64(mmf_storage(&f, ids[i]).size, 16 * (i + 1));
-    CHECK(cubert_persistent_pool_has_size(cubert_memory_manager_persistent(f.mm), 16 * (i + 1)));
-    CHECK(!cubert_persistent_pool_has_size(cubert_memory_manager_persistent(f.mm), 16 * i));
+    CHECK(cubert__persistent_pool_has_size(cubert__memory_manager_persistent(f.mm), 16 * (i + 1)));
+    CHECK(!cubert__persistent_pool_has_size(cubert__memory_manager_persistent(f.mm), 16 * i));
     mmf_drop(&f, ids[i]);
   }
   mmf_done(&f);
@@ -314,9 +314,9 @@ TEST(memory_pool_exclusive_first_page_follows_the_average) {
   cubert_memory_id_t a;
   pools[0] = cubert_memory_pool_exclusive(512, CUBERT_MEMORY_NONE);
   mmf_init(&f, 128 * MIB, 32, mmf_custom(pools, 1));
-  CHECK_EQ_U64(cubert_exclusive_pool_average(&cubert_memory_manager_pool(f.mm, 0)->u.exclusive), 256);
+  CHECK_EQ_U64(cubert__exclusive_pool_average(&cubert__memory_manager_pool(f.mm, 0)->u.exclusive), 256);
   a = mmf_reserve(&f, 100);
-  CHECK_EQ_U64(cubert_exclusive_pool_average(&cubert_memory_manager_pool(f.mm, 0)->u.exclusive), 254);
+  CHECK_EQ_U64(cubert__exclusive_pool_average(&cubert__memory_manager_pool(f.mm, 0)->u.exclusive), 254);
   CHECK_EQ_U64(f.storage.live_bytes, 256);
   CHECK_EQ_U64(mmf_usage(&f).bytes_reserved, 256);
   CHECK_EQ_U64(mmf_usage(&f).bytes_padding, 28);
@@ -333,13 +333,13 @@ TEST(memory_pool_exclusive_average_decays) {
   uint32_t i;
   pools[0] = cubert_memory_pool_exclusive(1 << 20, CUBERT_MEMORY_NONE);
   mmf_init(&f, 128 * MIB, 32, mmf_custom(pools, 1));
-  pool = &cubert_memory_manager_pool(f.mm, 0)->u.exclusive;
+  pool = &cubert__memory_manager_pool(f.mm, 0)->u.exclusive;
   /* 1000 requests of 1024: avg = 1024 + (524288 - 1024) * 0.99^1000 = 1046.6 */
   for (i = 0; i < 1000; i++) {
     a = mmf_reserve(&f, 1024);
     mmf_drop(&f, a);
   }
-  CHECK_EQ_U64(cubert_exclusive_pool_average(pool), 1046);
+  CHECK_EQ_U64(cubert__exclusive_pool_average(pool), 1046);
   CHECK_EQ_U64(mmf_pool_report(&f, 0).pages_peak, 1); /* always reused */
   mmf_done(&f);
 }
@@ -347,7 +347,7 @@ TEST(memory_pool_exclusive_average_decays) {
 /* Advance the reservation count without allocating (a request no pool takes). */
 static void tick(mm_fixture_t *f) {
   cubert_memory_id_t x;
-  CHECK_STATUS(cubert_memory_manager_reserve(f->mm, 1 << 30, &x, NULL), CUBERT_STATUS_BUFFER_TOO_BIG);
+  CHECK_STATUS(cubert__memory_manager_reserve(f->mm, 1 << 30, &x, NULL), CUBERT_STATUS_BUFFER_TOO_BIG);
 }
 
 TEST(memory_pool_exclusive_free_count_ageing) {
@@ -367,7 +367,7 @@ TEST(memory_pool_exclusive_free_count_ageing) {
   a = mmf_reserve(&f, 512); /* 3: reuse -> 2 */
   mmf_drop(&f, a);
   CHECK_EQ_U64(f.storage.alloc_calls, 1);
-  while (cubert_memory_manager_alloc_reserve_count(f.mm) < 29) tick(&f); /* checks at 10, 20 */
+  while (cubert__memory_manager_alloc_reserve_count(f.mm) < 29) tick(&f); /* checks at 10, 20 */
   CHECK_EQ_U64(f.storage.live_allocs, 1);
   tick(&f); /* check at 30: free_count 5 -> released */
   CHECK_EQ_U64(f.storage.live_allocs, 0);
@@ -405,7 +405,7 @@ TEST(memory_pool_exclusive_no_period_never_periodic) {
   mmf_drop(&f, a);
   for (i = 0; i < 100; i++) tick(&f);
   CHECK_EQ_U64(f.storage.live_allocs, 1);
-  cubert_memory_manager_cleanup(f.mm, true); /* explicit: released at once */
+  cubert__memory_manager_cleanup(f.mm, true); /* explicit: released at once */
   CHECK_EQ_U64(f.storage.live_allocs, 0);
   mmf_done(&f);
 }
@@ -473,11 +473,11 @@ TEST(memory_pool_sliced_random_consistency) {
       u = mmf_usage(&f);
       CHECK_EQ_U64(u.number_allocs, n);
     }
-    if (step % 1500 == 0) cubert_memory_manager_cleanup(f.mm, true);
+    if (step % 1500 == 0) cubert__memory_manager_cleanup(f.mm, true);
   }
   check_no_overlap(&f, live, n);
   for (i = 0; i < n; i++) mmf_drop(&f, live[i].id);
-  cubert_memory_manager_cleanup(f.mm, true);
+  cubert__memory_manager_cleanup(f.mm, true);
   u = mmf_usage(&f);
   CHECK_EQ_U64(u.number_allocs, 0);
   CHECK_EQ_U64(u.bytes_reserved, 0);
@@ -499,13 +499,13 @@ TEST(memory_pool_sliced_finds_every_released_slice) {
   CHECK_EQ_U64(mmf_pool_report(&f, 0).pages, 4);
   while (released < 16) {
     i = (uint32_t)(rng_next(&seed) % 64);
-    if (cubert_memory_id_is_null(ids[i])) continue;
+    if (cubert__memory_id_is_null(ids[i])) continue;
     mmf_drop(&f, ids[i]);
     ids[i].index = ids[i].generation = 0;
     released++;
   }
   for (i = 0; i < 64; i++)
-    if (cubert_memory_id_is_null(ids[i])) ids[i] = mmf_reserve(&f, 64 * KIB);
+    if (cubert__memory_id_is_null(ids[i])) ids[i] = mmf_reserve(&f, 64 * KIB);
   CHECK_EQ_U64(mmf_pool_report(&f, 0).pages, 4);
   CHECK_EQ_U64(f.storage.alloc_calls, 4);
   for (i = 0; i < 64; i++) mmf_drop(&f, ids[i]);
@@ -522,16 +522,16 @@ TEST(memory_pool_sliced_near_page_size_rule) {
   pools[0] = cubert_memory_pool_sliced(1000, 100, CUBERT_MEMORY_NONE);
   pools[1] = cubert_memory_pool_sliced(1000, 100, 2000);
   mmf_init(&f, 128 * MIB, 1, mmf_custom(pools, 2));
-  p = &cubert_memory_manager_pool(f.mm, 0)->u.sliced;
-  CHECK(cubert_sliced_pool_accept(p, 100));
-  CHECK(!cubert_sliced_pool_accept(p, 101));
-  CHECK(!cubert_sliced_pool_accept(p, 800)); /* (1000-800)*5 = 1000, not < 1000 */
-  CHECK(cubert_sliced_pool_accept(p, 801));
-  CHECK(cubert_sliced_pool_accept(p, 1000));
-  CHECK(!cubert_sliced_pool_accept(p, 1001));
-  p = &cubert_memory_manager_pool(f.mm, 1)->u.sliced;
-  CHECK(cubert_sliced_pool_accept(p, 100));
-  CHECK(!cubert_sliced_pool_accept(p, 900));
+  p = &cubert__memory_manager_pool(f.mm, 0)->u.sliced;
+  CHECK(cubert__sliced_pool_accept(p, 100));
+  CHECK(!cubert__sliced_pool_accept(p, 101));
+  CHECK(!cubert__sliced_pool_accept(p, 800)); /* (1000-800)*5 = 1000, not < 1000 */
+  CHECK(cubert__sliced_pool_accept(p, 801));
+  CHECK(cubert__sliced_pool_accept(p, 1000));
+  CHECK(!cubert__sliced_pool_accept(p, 1001));
+  p = &cubert__memory_manager_pool(f.mm, 1)->u.sliced;
+  CHECK(cubert__sliced_pool_accept(p, 100));
+  CHECK(!cubert__sliced_pool_accept(p, 900));
   mmf_done(&f);
 }
 
@@ -544,7 +544,7 @@ static void sliding_window(uint32_t poll_per_reserve, uint64_t *out_pages) {
   mm_fixture_t f;
   uint64_t seed = 777;
   uint32_t i, head = 0;
-  cubert_memory_manager_options_initialize(&o);
+  cubert__memory_manager_options_initialize(&o);
   o.poll_per_reserve = poll_per_reserve;
   pools[0] = cubert_memory_pool_sliced(MIB, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
   mmf_init_opts(&f, 128 * MIB, 32, mmf_custom(pools, 1), &o);

@@ -6,7 +6,8 @@
 #include "counting_allocator.h"
 #include "cubert/config.h"
 #include "cubert/profile.h"
-#include "cubert/backend/profiler.h"
+#include "profile/profiler.h"
+#include "cubert/driver/error.h"
 
 /* ---- a fake clock ------------------------------------------------------------ */
 
@@ -37,7 +38,7 @@ static cubert_profile_clock_t fake_clock(fake_clock_t *c, uint64_t start, uint64
 static cubert_profiler_t *profiler_new(cubert_allocator_t a, cubert_profile_clock_t clock,
                                        uint32_t capacity) {
   cubert_profiler_t *p = NULL;
-  CHECK_OK(cubert_profiler_create(a, clock, capacity, &p, NULL));
+  CHECK_OK(cubert__profiler_create(a, clock, capacity, &p, NULL));
   CHECK(p != NULL);
   return p;
 }
@@ -45,7 +46,7 @@ static cubert_profiler_t *profiler_new(cubert_allocator_t a, cubert_profile_cloc
 static cubert_profiling_token_t start_at(cubert_profiler_t *p, fake_clock_t *clock, uint64_t t) {
   cubert_profiling_token_t token;
   clock->now = t;
-  CHECK_OK(cubert_profiler_start(p, &token, NULL));
+  CHECK_OK(cubert__profiler_start(p, &token, NULL));
   return token;
 }
 
@@ -53,7 +54,7 @@ static cubert_profile_duration_t stop_at(cubert_profiler_t *p, fake_clock_t *clo
                                          cubert_profiling_token_t token, uint64_t t) {
   cubert_profile_duration_t d;
   clock->now = t;
-  CHECK_OK(cubert_profiler_stop(p, token, &d, NULL));
+  CHECK_OK(cubert__profiler_stop(p, token, &d, NULL));
   return d;
 }
 
@@ -61,15 +62,15 @@ static void check_not_registered(cubert_profiler_t *p, cubert_profiling_token_t 
   cubert_profile_duration_t d = {777, 888};
   cubert_error_t e;
   char text[128];
-  uint32_t active = cubert_profiler_active_count(p);
-  CHECK_STATUS(cubert_profiler_stop(p, token, &d, &e), CUBERT_STATUS_PROFILE_FAILED);
+  uint32_t active = cubert__profiler_active_count(p);
+  CHECK_STATUS(cubert__profiler_stop(p, token, &d, &e), CUBERT_STATUS_PROFILE_FAILED);
   CHECK_EQ_I64(cubert_error_kind(&e), CUBERT_ERROR_PROFILE_NOT_REGISTERED);
   CHECK_EQ_U64(e.depth, 1);
   cubert_error_format(&e, text, sizeof text);
   CHECK_EQ_STR(text, "No profiling registered"); /* CubeCL's Display */
   CHECK_EQ_U64(d.start_ns, 777);                 /* untouched */
   CHECK_EQ_U64(d.end_ns, 888);
-  CHECK_EQ_U64(cubert_profiler_active_count(p), active);
+  CHECK_EQ_U64(cubert__profiler_active_count(p), active);
 }
 
 /* ---- timestamp profiler: creation ---------------------------------------------- */
@@ -86,12 +87,12 @@ TEST(profile_profiler_create_invalid_arguments) {
   cubert_error_t e;
   no_clock.now_ns = NULL;
   no_alloc.fn = NULL;
-  CHECK_STATUS(cubert_profiler_create(a, clock, 4, NULL, &e), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__profiler_create(a, clock, 4, NULL, &e), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_I64(cubert_error_kind(&e), CUBERT_ERROR_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_profiler_create(no_alloc, clock, 4, &p, &e), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_profiler_create(a, no_clock, 4, &p, &e), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_profiler_create(a, clock, 0, &p, &e), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_profiler_create(a, clock, CUBERT_PROFILER_MAX_CAPACITY + 1, &p, NULL),
+  CHECK_STATUS(cubert__profiler_create(no_alloc, clock, 4, &p, &e), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__profiler_create(a, no_clock, 4, &p, &e), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__profiler_create(a, clock, 0, &p, &e), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__profiler_create(a, clock, CUBERT_PROFILER_MAX_CAPACITY + 1, &p, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(p == (cubert_profiler_t *)&fc);
   CHECK_EQ_I64(c.live_blocks, 0);
@@ -108,9 +109,9 @@ TEST(profile_profiler_create_largest_capacity) {
   cubert_profiler_t *p = NULL;
   TEST_SKIP_IF_EMBEDDED("65536 profiler slots (an error record each) outgrow the 16 MiB harness heap");
   a = counting_allocator_initialize(&c);
-  CHECK_OK(cubert_profiler_create(a, clock, CUBERT_PROFILER_MAX_CAPACITY, &p, NULL));
-  CHECK_EQ_U64(cubert_profiler_capacity(p), CUBERT_PROFILER_MAX_CAPACITY);
-  cubert_profiler_destroy(p);
+  CHECK_OK(cubert__profiler_create(a, clock, CUBERT_PROFILER_MAX_CAPACITY, &p, NULL));
+  CHECK_EQ_U64(cubert__profiler_capacity(p), CUBERT_PROFILER_MAX_CAPACITY);
+  cubert__profiler_destroy(p);
   CHECK_EQ_I64(c.live_blocks, 0);
   CHECK_EQ_U64(c.bad_frees, 0);
   counting_allocator_destroy(&c);
@@ -129,14 +130,14 @@ TEST(profile_profiler_create_allocation_failure_loop) {
       cubert_error_t e;
       cubert_status_t st;
       counting_allocator_fail_at(&c, k, persist);
-      st = cubert_profiler_create(a, fake_clock(&fc, 5, 1), 8, &p, &e);
+      st = cubert__profiler_create(a, fake_clock(&fc, 5, 1), 8, &p, &e);
       if (st == CUBERT_STATUS_OK) {
         cubert_profiling_token_t t;
         cubert_profile_duration_t d;
         CHECK(k > 1); /* the first allocation was made to fail */
-        CHECK_OK(cubert_profiler_start(p, &t, NULL));
-        CHECK_OK(cubert_profiler_stop(p, t, &d, NULL));
-        cubert_profiler_destroy(p);
+        CHECK_OK(cubert__profiler_start(p, &t, NULL));
+        CHECK_OK(cubert__profiler_stop(p, t, &d, NULL));
+        cubert__profiler_destroy(p);
         CHECK_EQ_I64(c.live_blocks, 0);
         CHECK_EQ_U64(c.bad_frees, 0);
         counting_allocator_destroy(&c);
@@ -161,18 +162,18 @@ TEST(profile_profiler_null_arguments) {
   cubert_profiler_t *p = profiler_new(a, fake_clock(&fc, 0, 1), 4);
   cubert_profiling_token_t t = {0};
   cubert_profile_duration_t d;
-  CHECK_STATUS(cubert_profiler_start(NULL, &t, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_profiler_start(p, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_EQ_U64(cubert_profiler_active_count(p), 0);
-  CHECK_OK(cubert_profiler_start(p, &t, NULL));
-  CHECK_STATUS(cubert_profiler_stop(NULL, t, &d, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_profiler_stop(p, t, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_EQ_U64(cubert_profiler_active_count(p), 1); /* a failed stop keeps the token */
-  CHECK_OK(cubert_profiler_stop(p, t, &d, NULL));
-  CHECK_EQ_U64(cubert_profiler_active_count(NULL), 0);
-  CHECK_EQ_U64(cubert_profiler_capacity(NULL), 0);
-  cubert_profiler_destroy(NULL);
-  cubert_profiler_destroy(p);
+  CHECK_STATUS(cubert__profiler_start(NULL, &t, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__profiler_start(p, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_EQ_U64(cubert__profiler_active_count(p), 0);
+  CHECK_OK(cubert__profiler_start(p, &t, NULL));
+  CHECK_STATUS(cubert__profiler_stop(NULL, t, &d, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__profiler_stop(p, t, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_EQ_U64(cubert__profiler_active_count(p), 1); /* a failed stop keeps the token */
+  CHECK_OK(cubert__profiler_stop(p, t, &d, NULL));
+  CHECK_EQ_U64(cubert__profiler_active_count(NULL), 0);
+  CHECK_EQ_U64(cubert__profiler_capacity(NULL), 0);
+  cubert__profiler_destroy(NULL);
+  cubert__profiler_destroy(p);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }
@@ -188,19 +189,19 @@ TEST(profile_profiler_single_token) {
   cubert_profiling_token_t t = start_at(p, &fc, 100);
   cubert_profile_duration_t d;
   CHECK_EQ_U64(t.id, 0);
-  CHECK_EQ_U64(cubert_profiler_active_count(p), 1);
+  CHECK_EQ_U64(cubert__profiler_active_count(p), 1);
   d = stop_at(p, &fc, t, 250);
   CHECK_EQ_U64(d.start_ns, 100);
   CHECK_EQ_U64(d.end_ns, 250);
   CHECK_EQ_U64(fc.calls, 2); /* one clock read per start and per stop */
-  CHECK_EQ_U64(cubert_profiler_active_count(p), 0);
+  CHECK_EQ_U64(cubert__profiler_active_count(p), 0);
   /* ids come from a counter */
   t = start_at(p, &fc, 300);
   CHECK_EQ_U64(t.id, 1);
   d = stop_at(p, &fc, t, 300);
   CHECK_EQ_U64(d.start_ns, 300);
   CHECK_EQ_U64(d.end_ns, 300);
-  cubert_profiler_destroy(p);
+  cubert__profiler_destroy(p);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }
@@ -216,7 +217,7 @@ TEST(profile_profiler_nested_tokens) {
   cubert_profiling_token_t innermost = start_at(p, &fc, 25);
   cubert_profile_duration_t d;
   CHECK(outer.id != inner.id && inner.id != innermost.id && outer.id != innermost.id);
-  CHECK_EQ_U64(cubert_profiler_active_count(p), 3);
+  CHECK_EQ_U64(cubert__profiler_active_count(p), 3);
   d = stop_at(p, &fc, innermost, 27);
   CHECK_EQ_U64(d.start_ns, 25);
   CHECK_EQ_U64(d.end_ns, 27);
@@ -226,8 +227,8 @@ TEST(profile_profiler_nested_tokens) {
   d = stop_at(p, &fc, outer, 40);
   CHECK_EQ_U64(d.start_ns, 10);
   CHECK_EQ_U64(d.end_ns, 40);
-  CHECK_EQ_U64(cubert_profiler_active_count(p), 0);
-  cubert_profiler_destroy(p);
+  CHECK_EQ_U64(cubert__profiler_active_count(p), 0);
+  cubert__profiler_destroy(p);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }
@@ -244,7 +245,7 @@ TEST(profile_profiler_overlapping_tokens) {
   d = stop_at(p, &fc, ta, 2000); /* a ends while b runs */
   CHECK_EQ_U64(d.start_ns, 1000);
   CHECK_EQ_U64(d.end_ns, 2000);
-  CHECK_EQ_U64(cubert_profiler_active_count(p), 1);
+  CHECK_EQ_U64(cubert__profiler_active_count(p), 1);
   {
     cubert_profiling_token_t tc = start_at(p, &fc, 2100); /* c starts after a ended */
     d = stop_at(p, &fc, tb, 2500);
@@ -255,7 +256,7 @@ TEST(profile_profiler_overlapping_tokens) {
     CHECK_EQ_U64(d.end_ns, 2600);
     CHECK_EQ_U64(tc.id, 2);
   }
-  cubert_profiler_destroy(p);
+  cubert__profiler_destroy(p);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }
@@ -271,7 +272,7 @@ TEST(profile_profiler_many_tokens_any_order) {
   uint32_t i, n = CUBERT_PROFILER_DEFAULT_CAPACITY;
   uint64_t calls_before;
   for (i = 0; i < n; i++) tokens[i] = start_at(p, &fc, 1000 + 10 * (uint64_t)i);
-  CHECK_EQ_U64(cubert_profiler_active_count(p), n);
+  CHECK_EQ_U64(cubert__profiler_active_count(p), n);
   calls_before = c.calls;
   for (i = 0; i < n; i++) {
     uint32_t k = (i * 37u + 11u) % n; /* 37 is coprime with 64: a permutation */
@@ -282,8 +283,8 @@ TEST(profile_profiler_many_tokens_any_order) {
     check_not_registered(p, tokens[k]);
   }
   CHECK_EQ_U64(c.calls, calls_before); /* start/stop never allocate */
-  CHECK_EQ_U64(cubert_profiler_active_count(p), 0);
-  cubert_profiler_destroy(p);
+  CHECK_EQ_U64(cubert__profiler_active_count(p), 0);
+  cubert__profiler_destroy(p);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }
@@ -301,7 +302,7 @@ TEST(profile_profiler_stop_twice) {
   check_not_registered(p, t);
   /* the other token is unaffected */
   CHECK_EQ_U64(stop_at(p, &fc, other, 10).start_ns, 6);
-  cubert_profiler_destroy(p);
+  cubert__profiler_destroy(p);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }
@@ -327,7 +328,7 @@ TEST(profile_profiler_unknown_token) {
   CHECK_EQ_U64(stop_at(p, &fc, live, 4).start_ns, 3);
   live = start_at(p, &fc, 8);
   CHECK_EQ_U64(live.id, 1); /* failed stops consumed no id */
-  cubert_profiler_destroy(p);
+  cubert__profiler_destroy(p);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }
@@ -342,7 +343,7 @@ TEST(profile_profiler_clock_going_back_is_clamped) {
   cubert_profile_duration_t d = stop_at(p, &fc, t, 100);
   CHECK_EQ_U64(d.start_ns, 500);
   CHECK_EQ_U64(d.end_ns, 500);
-  cubert_profiler_destroy(p);
+  cubert__profiler_destroy(p);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }
@@ -361,16 +362,16 @@ TEST(profile_profiler_capacity_full) {
   t[1] = start_at(p, &fc, 2);
   t[2] = start_at(p, &fc, 3);
   calls = fc.calls;
-  CHECK_STATUS(cubert_profiler_start(p, &extra, &e), CUBERT_STATUS_PROFILE_FAILED);
+  CHECK_STATUS(cubert__profiler_start(p, &extra, &e), CUBERT_STATUS_PROFILE_FAILED);
   CHECK_EQ_I64(cubert_error_kind(&e), CUBERT_ERROR_PROFILE_UNKNOWN);
   CHECK_EQ_STR(e.reason, "too many active profiles: capacity 3 reached");
   cubert_error_format(&e, text, sizeof text);
   CHECK_EQ_STR(text, "An unknown error happened during profiling\nCaused by:\n  "
                      "too many active profiles: capacity 3 reached");
-  CHECK_STATUS(cubert_profiler_start(p, &extra, NULL), CUBERT_STATUS_PROFILE_FAILED);
+  CHECK_STATUS(cubert__profiler_start(p, &extra, NULL), CUBERT_STATUS_PROFILE_FAILED);
   CHECK_EQ_U64(extra.id, 99);     /* untouched */
   CHECK_EQ_U64(fc.calls, calls);  /* clock not read */
-  CHECK_EQ_U64(cubert_profiler_active_count(p), 3);
+  CHECK_EQ_U64(cubert__profiler_active_count(p), 3);
   /* the active tokens still work; a freed slot is usable again, and the
    * refused starts consumed no id */
   CHECK_EQ_U64(stop_at(p, &fc, t[1], 10).start_ns, 2);
@@ -379,7 +380,7 @@ TEST(profile_profiler_capacity_full) {
   CHECK_EQ_U64(stop_at(p, &fc, t[0], 12).start_ns, 1);
   CHECK_EQ_U64(stop_at(p, &fc, t[2], 12).start_ns, 3);
   CHECK_EQ_U64(stop_at(p, &fc, extra, 12).start_ns, 11);
-  cubert_profiler_destroy(p);
+  cubert__profiler_destroy(p);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }
@@ -389,7 +390,7 @@ TEST(profile_profiler_capacity_full) {
 static void stop_expect_error(cubert_profiler_t *p, cubert_profiling_token_t t,
                               cubert_status_t status, cubert_error_t *out) {
   cubert_profile_duration_t d = {1, 2};
-  CHECK_STATUS(cubert_profiler_stop(p, t, &d, out), status);
+  CHECK_STATUS(cubert__profiler_stop(p, t, &d, out), status);
   CHECK_EQ_U64(d.start_ns, 1); /* untouched */
   CHECK_EQ_U64(d.end_ns, 2);
   CHECK_EQ_U64(out->status, status);
@@ -407,8 +408,8 @@ TEST(profile_profiler_error_invalidates_all_active) {
   cubert_error_t server_error, e;
   char text[512];
   cubert_error_set(&server_error, CUBERT_ERROR_SERVER_GENERIC, NULL, 0, "sync failed");
-  CHECK_OK(cubert_profiler_error(p, &server_error));
-  CHECK_EQ_U64(cubert_profiler_active_count(p), 2); /* invalidated tokens stay registered */
+  CHECK_OK(cubert__profiler_error(p, &server_error));
+  CHECK_EQ_U64(cubert__profiler_active_count(p), 2); /* invalidated tokens stay registered */
   tc = start_at(p, &fc, 30);                         /* started after the error */
 
   stop_expect_error(p, tb, CUBERT_STATUS_INTERNAL, &e);
@@ -437,13 +438,13 @@ TEST(profile_profiler_error_invalidates_all_active) {
   CHECK_EQ_U64(stop_at(p, &fc, tc, 41).end_ns, 41);
   /* a NULL out_error still gets the status */
   ta = start_at(p, &fc, 50);
-  CHECK_OK(cubert_profiler_error(p, &server_error));
+  CHECK_OK(cubert__profiler_error(p, &server_error));
   {
     cubert_profile_duration_t d;
-    CHECK_STATUS(cubert_profiler_stop(p, ta, &d, NULL), CUBERT_STATUS_INTERNAL);
+    CHECK_STATUS(cubert__profiler_stop(p, ta, &d, NULL), CUBERT_STATUS_INTERNAL);
   }
-  CHECK_EQ_U64(cubert_profiler_active_count(p), 0);
-  cubert_profiler_destroy(p);
+  CHECK_EQ_U64(cubert__profiler_active_count(p), 0);
+  cubert__profiler_destroy(p);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }
@@ -459,7 +460,7 @@ TEST(profile_profiler_error_wrapping_by_kind) {
   /* a LaunchError becomes ProfileError::Launch */
   t = start_at(p, &fc, 1);
   cubert_error_set(&in, CUBERT_ERROR_LAUNCH_UNKNOWN, NULL, 0, "bad launch");
-  CHECK_OK(cubert_profiler_error(p, &in));
+  CHECK_OK(cubert__profiler_error(p, &in));
   stop_expect_error(p, t, CUBERT_STATUS_LAUNCH_FAILED, &e);
   CHECK_EQ_U64(e.depth, 2);
   CHECK_EQ_I64(e.chain[0], CUBERT_ERROR_PROFILE_LAUNCH);
@@ -467,7 +468,7 @@ TEST(profile_profiler_error_wrapping_by_kind) {
   /* a ProfileError is stored as is */
   t = start_at(p, &fc, 2);
   cubert_error_set(&in, CUBERT_ERROR_PROFILE_UNKNOWN, NULL, 0, "already a profile error");
-  CHECK_OK(cubert_profiler_error(p, &in));
+  CHECK_OK(cubert__profiler_error(p, &in));
   stop_expect_error(p, t, CUBERT_STATUS_PROFILE_FAILED, &e);
   CHECK_EQ_U64(e.depth, 1);
   CHECK_EQ_I64(e.chain[0], CUBERT_ERROR_PROFILE_UNKNOWN);
@@ -477,7 +478,7 @@ TEST(profile_profiler_error_wrapping_by_kind) {
   cubert_error_set2(&in, CUBERT_ERROR_RESOURCE_UNITS, 2048, 1024);
   cubert_error_wrap(&in, CUBERT_ERROR_LAUNCH_TOO_MANY_RESOURCES);
   cubert_error_wrap(&in, CUBERT_ERROR_SERVER_LAUNCH);
-  CHECK_OK(cubert_profiler_error(p, &in));
+  CHECK_OK(cubert__profiler_error(p, &in));
   stop_expect_error(p, t, CUBERT_STATUS_LIMIT_EXCEEDED, &e);
   CHECK_EQ_U64(e.depth, 4);
   CHECK_EQ_I64(e.chain[0], CUBERT_ERROR_PROFILE_SERVER);
@@ -492,7 +493,7 @@ TEST(profile_profiler_error_wrapping_by_kind) {
   cubert_error_aggregate(&in, &first);
   cubert_error_set(&first, CUBERT_ERROR_SERVER_GENERIC, NULL, 0, "second");
   cubert_error_aggregate(&in, &first);
-  CHECK_OK(cubert_profiler_error(p, &in));
+  CHECK_OK(cubert__profiler_error(p, &in));
   stop_expect_error(p, t, CUBERT_STATUS_SERVER_UNHEALTHY, &e);
   CHECK_EQ_I64(e.chain[0], CUBERT_ERROR_PROFILE_SERVER);
   CHECK_EQ_I64(e.chain[1], CUBERT_ERROR_SERVER_UNHEALTHY);
@@ -501,13 +502,13 @@ TEST(profile_profiler_error_wrapping_by_kind) {
   /* error(e) twice: the newest error wins */
   t = start_at(p, &fc, 5);
   cubert_error_set(&in, CUBERT_ERROR_SERVER_GENERIC, NULL, 0, "old");
-  CHECK_OK(cubert_profiler_error(p, &in));
+  CHECK_OK(cubert__profiler_error(p, &in));
   cubert_error_set(&in, CUBERT_ERROR_LAUNCH_OUT_OF_MEMORY, NULL, 0, "new");
-  CHECK_OK(cubert_profiler_error(p, &in));
+  CHECK_OK(cubert__profiler_error(p, &in));
   stop_expect_error(p, t, CUBERT_STATUS_OUT_OF_MEMORY, &e);
   CHECK_EQ_I64(e.chain[0], CUBERT_ERROR_PROFILE_LAUNCH);
   CHECK_EQ_STR(e.reason, "new");
-  cubert_profiler_destroy(p);
+  cubert__profiler_destroy(p);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }
@@ -523,14 +524,14 @@ TEST(profile_profiler_error_arguments_and_no_active) {
   cubert_error_clear(&empty);
   cubert_error_set(&in, CUBERT_ERROR_SERVER_GENERIC, NULL, 0, "x");
   /* with nothing active, error(e) does nothing */
-  CHECK_OK(cubert_profiler_error(p, &in));
+  CHECK_OK(cubert__profiler_error(p, &in));
   t = start_at(p, &fc, 7);
-  CHECK_STATUS(cubert_profiler_error(NULL, &in), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_profiler_error(p, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(cubert_profiler_error(p, &empty), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__profiler_error(NULL, &in), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__profiler_error(p, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert__profiler_error(p, &empty), CUBERT_STATUS_INVALID_ARGUMENT);
   /* refused errors invalidated nothing */
   CHECK_EQ_U64(stop_at(p, &fc, t, 9).start_ns, 7);
-  cubert_profiler_destroy(p);
+  cubert__profiler_destroy(p);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }

@@ -13,7 +13,7 @@
 #define TEST_REQUIRES CUBERT_FEATURE_RACE_CHECKER
 #include "test_race_fixture.h"
 #include "fake_event_backend.h"
-#include "cubert/backend/race.h"
+#include "check/race.h"
 
 /* ---- the seeded-bug suite (programs: test_race_programs.c) ------------------ */
 
@@ -40,7 +40,7 @@ static size_t run_seeded(const seeded_t *s, bool bug, uint32_t flags) {
   fx_init_flags(&f, 8, flags);
   s->run(&f, bug);
   n = f.nreports;
-  cubert_race_counters(f.c, &k);
+  cubert__race_counters(f.c, &k);
   CHECK_EQ_U64(k.reports, n);
   if (bug && n == 1) {
     const cubert_race_report_t *r = &f.reports[0];
@@ -100,12 +100,12 @@ TEST(race_repair_one_report_per_missing_sync) {
   CHECK_EQ_U64(f.reports[0].buffer, X);
   CHECK_EQ_U64(f.reports[1].buffer, Y);
   /* report-all leaves B's clock as the program made it */
-  CHECK_EQ_U64(cubert_race_clock(f.c, B, A), 0);
+  CHECK_EQ_U64(cubert__race_clock(f.c, B, A), 0);
   fx_done(&f);
   fx_init(&f);
   race_seeded("two_buffers_one_wait")->run(&f, true);
   CHECK_EQ_U64(f.nreports, 1);
-  CHECK_EQ_U64(cubert_race_clock(f.c, B, A), 1); /* the assumed edge */
+  CHECK_EQ_U64(cubert__race_clock(f.c, B, A), 1); /* the assumed edge */
   fx_done(&f);
 }
 
@@ -179,7 +179,7 @@ TEST(race_same_stream_is_ordered) {
     wr(&f, X, A, k);
     wr(&f, Y, A, k);
   }
-  CHECK_OK(cubert_race_reclaim(f.c, X, A));
+  CHECK_OK(cubert__race_reclaim(f.c, X, A));
   CHECK_EQ_U64(f.nreports, 0);
   fx_done(&f);
 }
@@ -198,7 +198,7 @@ TEST(race_reads_do_not_conflict_with_reads) {
   c1 = op(&f, C, "r");
   rd(&f, X, C, c1);
   CHECK_EQ_U64(f.nreports, 0);
-  cubert_race_counters(f.c, &k);
+  cubert__race_counters(f.c, &k);
   CHECK_EQ_U64(k.records, 4); /* reads never supersede the upload's write */
   fx_done(&f);
 }
@@ -254,18 +254,18 @@ TEST(race_superseded_records_are_dropped) {
     wr(&f, X, A, k);
     rd(&f, X, A, k);
   }
-  cubert_race_counters(f.c, &c);
+  cubert__race_counters(f.c, &c);
   CHECK_EQ_U64(c.buffers, 1);
   CHECK_EQ_U64(c.records, 2); /* the last write and the last read */
   e = rec(&f, A);
   wait_ev(&f, B, e);
   k = op(&f, B, "k");
   wr(&f, X, B, k); /* ordered after both: supersedes both */
-  cubert_race_counters(f.c, &c);
+  cubert__race_counters(f.c, &c);
   CHECK_EQ_U64(c.records, 1);
   CHECK_EQ_U64(c.accesses, 201);
   CHECK_EQ_U64(f.nreports, 0);
-  CHECK_OK(cubert_race_event_release(f.c, e));
+  CHECK_OK(cubert__race_event_release(f.c, e));
   fx_done(&f);
 }
 
@@ -276,18 +276,18 @@ TEST(race_stream_inherits_host_clock) {
   a1 = op(&f, A, "k");
   CHECK_EQ_U64(a1, 1);
   sync_stream(&f, A);
-  CHECK_EQ_U64(cubert_race_clock(f.c, H, A), 1);
-  CHECK_EQ_U64(cubert_race_clock(f.c, B, A), 0); /* not yet: at B's next op */
+  CHECK_EQ_U64(cubert__race_clock(f.c, H, A), 1);
+  CHECK_EQ_U64(cubert__race_clock(f.c, B, A), 0); /* not yet: at B's next op */
   h1 = op(&f, H, "host");
   CHECK_EQ_U64(h1, 1);
   (void)op(&f, B, "k");
-  CHECK_EQ_U64(cubert_race_clock(f.c, B, A), 1);
-  CHECK_EQ_U64(cubert_race_clock(f.c, B, H), 1);
-  CHECK_EQ_U64(cubert_race_clock(f.c, B, B), 1);
+  CHECK_EQ_U64(cubert__race_clock(f.c, B, A), 1);
+  CHECK_EQ_U64(cubert__race_clock(f.c, B, H), 1);
+  CHECK_EQ_U64(cubert__race_clock(f.c, B, B), 1);
   /* the host never learns of B without a sync */
-  CHECK_EQ_U64(cubert_race_clock(f.c, H, B), 0);
-  CHECK_EQ_U64(cubert_race_clock(f.c, 99, A), 0);
-  CHECK_EQ_U64(cubert_race_clock(NULL, A, A), 0);
+  CHECK_EQ_U64(cubert__race_clock(f.c, H, B), 0);
+  CHECK_EQ_U64(cubert__race_clock(f.c, 99, A), 0);
+  CHECK_EQ_U64(cubert__race_clock(NULL, A, A), 0);
   fx_done(&f);
 }
 
@@ -321,7 +321,7 @@ TEST(race_transitive_through_events_and_host) {
   fx_init(&f);
   a1 = op(&f, A, "produce");
   wr(&f, X, A, a1);
-  CHECK_OK(cubert_race_stream_wait_stream(f.c, B, A));
+  CHECK_OK(cubert__race_stream_wait_stream(f.c, B, A));
   b1 = op(&f, B, "mid");
   rd(&f, X, B, b1);
   e = rec(&f, B);

@@ -3,7 +3,7 @@
  * access (cubert/race.h, docs/race-checker.md). */
 #define TEST_REQUIRES CUBERT_FEATURE_RACE_CHECKER
 #include "test_race_fixture.h"
-#include "cubert/backend/race.h"
+#include "check/race.h"
 
 /* ---- differential: the shadow against a naive model that keeps every access ------
  * Random programs over 4 streams + host, 6 buffers, ranges from a small set,
@@ -96,7 +96,7 @@ TEST(race_differential_against_naive_model) {
         bool expect;
         if (!m.open[t]) continue;
         expect = naive_conflict(&m, buffer, mode, rg[0], rg[1], m.clock[t]);
-        CHECK_OK(cubert_race_access(f.c, buffer, stream, m.clock[t][t],
+        CHECK_OK(cubert__race_access(f.c, buffer, stream, m.clock[t][t],
                                     (cubert_race_access_t)mode, rg[0], rg[1]));
         CHECK_MSG((f.nreports > before) == expect, "seed %llu step %llu: reported %d, naive %d",
                   (unsigned long long)seed, (unsigned long long)step, f.nreports > before,
@@ -113,7 +113,7 @@ TEST(race_differential_against_naive_model) {
       } else if (which < 75) { /* record an event on a stream */
         uint32_t slot = (uint32_t)((r >> 40) % 64u);
         if (t == 0) continue;
-        if (m.event_live[slot]) CHECK_OK(cubert_race_event_release(f.c, m.tokens[slot]));
+        if (m.event_live[slot]) CHECK_OK(cubert__race_event_release(f.c, m.tokens[slot]));
         m.tokens[slot] = rec(&f, stream);
         memcpy(m.events[slot], m.clock[t], sizeof(m.events[slot]));
         m.event_live[slot] = 1;
@@ -130,7 +130,7 @@ TEST(race_differential_against_naive_model) {
       } else if (which < 90) { /* host syncs a stream, or all */
         uint32_t o = (uint32_t)((r >> 40) % (DIFF_STREAMS + 1u)), i;
         if (o == DIFF_STREAMS) {
-          CHECK_OK(cubert_race_host_sync_all(f.c));
+          CHECK_OK(cubert__race_host_sync_all(f.c));
           for (i = 1; i < DIFF_W; i++) naive_join(m.clock[0], m.clock[i]);
         } else {
           sync_stream(&f, o);
@@ -140,7 +140,7 @@ TEST(race_differential_against_naive_model) {
       } else if (which < 95) { /* stream waits on stream */
         uint32_t o = (uint32_t)((r >> 40) % DIFF_STREAMS);
         if (t == 0) continue;
-        CHECK_OK(cubert_race_stream_wait_stream(f.c, stream, o));
+        CHECK_OK(cubert__race_stream_wait_stream(f.c, stream, o));
         naive_join(m.clock[t], m.clock[o + 1u]);
         m.open[t] = 0;
       } else { /* reclaim a buffer at the current point of a timeline */
@@ -150,7 +150,7 @@ TEST(race_differential_against_naive_model) {
         memcpy(clock, m.clock[t], sizeof(clock));
         if (t != 0) naive_join(clock, m.clock[0]);
         expect = naive_conflict(&m, buffer, CUBERT_RACE_WRITE, 0, WHOLE, clock);
-        CHECK_OK(cubert_race_reclaim(f.c, buffer, stream));
+        CHECK_OK(cubert__race_reclaim(f.c, buffer, stream));
         CHECK_MSG((f.nreports > before) == expect, "seed %llu step %llu: reclaim %d, naive %d",
                   (unsigned long long)seed, (unsigned long long)step, f.nreports > before,
                   expect);
@@ -162,7 +162,7 @@ TEST(race_differential_against_naive_model) {
     {
       uint32_t slot;
       for (slot = 0; slot < 64; slot++)
-        if (m.event_live[slot]) CHECK_OK(cubert_race_event_release(f.c, m.tokens[slot]));
+        if (m.event_live[slot]) CHECK_OK(cubert__race_event_release(f.c, m.tokens[slot]));
     }
     fx_done(&f);
   }

@@ -11,7 +11,7 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cubert/race.h"
-#include "cubert/backend/race.h"
+#include "check/race.h"
 
 #define A 0u
 #define B 1u
@@ -46,19 +46,19 @@ static const cubert_race_sink_vtable_t k_capture_vtable = {capture_report};
 static inline void fx_init_flags(fixture_t *f, uint32_t max_streams, uint32_t flags) {
   cubert_race_options_t o;
   memset(f, 0, sizeof(*f));
-  cubert_race_options_initialize(&o);
+  cubert__race_options_initialize(&o);
   o.max_streams = max_streams;
   o.flags = flags;
   o.sink.vtable = &k_capture_vtable;
   o.sink.self = f;
-  CHECK_OK(cubert_race_checker_create(counting_allocator_initialize(&f->alloc), &o, &f->c, NULL));
+  CHECK_OK(cubert__race_checker_create(counting_allocator_initialize(&f->alloc), &o, &f->c, NULL));
   CHECK(f->c != NULL);
 }
 
 static inline void fx_init(fixture_t *f) { fx_init_flags(f, 8, 0); }
 
 static inline void fx_done(fixture_t *f) {
-  cubert_race_checker_destroy(f->c);
+  cubert__race_checker_destroy(f->c);
   f->c = NULL;
   CHECK_EQ_I64(f->alloc.live_blocks, 0);
   CHECK_EQ_U64(f->alloc.bad_frees, 0);
@@ -67,19 +67,19 @@ static inline void fx_done(fixture_t *f) {
 
 static inline uint64_t op(fixture_t *f, uint32_t stream, const char *name) {
   uint64_t index = 0;
-  CHECK_OK(cubert_race_op_begin(f->c, stream, name, &index));
+  CHECK_OK(cubert__race_op_begin(f->c, stream, name, &index));
   CHECK(index >= 1);
   return index;
 }
 
 static inline void rd_range(fixture_t *f, uint64_t buffer, uint32_t stream, uint64_t index,
                      uint64_t start, uint64_t end) {
-  CHECK_OK(cubert_race_access(f->c, buffer, stream, index, CUBERT_RACE_READ, start, end));
+  CHECK_OK(cubert__race_access(f->c, buffer, stream, index, CUBERT_RACE_READ, start, end));
 }
 
 static inline void wr_range(fixture_t *f, uint64_t buffer, uint32_t stream, uint64_t index,
                      uint64_t start, uint64_t end) {
-  CHECK_OK(cubert_race_access(f->c, buffer, stream, index, CUBERT_RACE_WRITE, start, end));
+  CHECK_OK(cubert__race_access(f->c, buffer, stream, index, CUBERT_RACE_WRITE, start, end));
 }
 
 static inline void rd(fixture_t *f, uint64_t buffer, uint32_t stream, uint64_t index) {
@@ -92,26 +92,26 @@ static inline void wr(fixture_t *f, uint64_t buffer, uint32_t stream, uint64_t i
 
 static inline cubert_race_event_t rec(fixture_t *f, uint32_t stream) {
   cubert_race_event_t e = {0, 0};
-  CHECK_OK(cubert_race_event_record(f->c, stream, &e));
+  CHECK_OK(cubert__race_event_record(f->c, stream, &e));
   CHECK(e.index != 0);
   return e;
 }
 
 static inline void wait_ev(fixture_t *f, uint32_t stream, cubert_race_event_t e) {
-  CHECK_OK(cubert_race_stream_wait_event(f->c, stream, e));
+  CHECK_OK(cubert__race_stream_wait_event(f->c, stream, e));
 }
 
 static inline void host_wait(fixture_t *f, cubert_race_event_t e) {
-  CHECK_OK(cubert_race_host_wait_event(f->c, e));
+  CHECK_OK(cubert__race_host_wait_event(f->c, e));
 }
 
 static inline void sync_stream(fixture_t *f, uint32_t stream) {
-  CHECK_OK(cubert_race_host_sync_stream(f->c, stream));
+  CHECK_OK(cubert__race_host_sync_stream(f->c, stream));
 }
 
 static inline uint64_t reports_of(const fixture_t *f) {
   cubert_race_counters_t k;
-  cubert_race_counters(f->c, &k);
+  cubert__race_counters(f->c, &k);
   return k.reports;
 }
 

@@ -4,7 +4,7 @@
  * synchronization when run with bug = true. */
 #define TEST_REQUIRES CUBERT_FEATURE_RACE_CHECKER
 #include "test_race_fixture.h"
-#include "cubert/backend/race.h"
+#include "check/race.h"
 
 /* ---- the seeded-bug programs ------------------------------------------------------
  * Each runs with bug = true (one synchronization missing or misplaced) or
@@ -75,7 +75,7 @@ static void prog_reclaim_before_consumer_event(fixture_t *f, bool bug) {
   eb = rec(f, B);
   wait_ev(f, G, bug ? ea : eb);
   eg = rec(f, G);
-  CHECK_OK(cubert_race_reclaim_at_event(f->c, X, CUBERT_RACE_NO_STREAM, eg));
+  CHECK_OK(cubert__race_reclaim_at_event(f->c, X, CUBERT_RACE_NO_STREAM, eg));
 }
 
 /* 7. The host frees (reclaims) memory a stream may still read. */
@@ -83,7 +83,7 @@ static void prog_reclaim_host_without_sync(fixture_t *f, bool bug) {
   uint64_t a1 = op(f, A, "kernel");
   rd(f, X, A, a1);
   if (!bug) sync_stream(f, A);
-  CHECK_OK(cubert_race_reclaim(f->c, X, H));
+  CHECK_OK(cubert__race_reclaim(f->c, X, H));
 }
 
 /* 8. B waits on an earlier event of A (before A wrote X). */
@@ -244,7 +244,7 @@ static void prog_reclaim_on_other_stream(fixture_t *f, bool bug) {
   rd(f, X, A, a1);
   e = rec(f, A);
   if (!bug) wait_ev(f, B, e);
-  CHECK_OK(cubert_race_reclaim(f->c, X, B));
+  CHECK_OK(cubert__race_reclaim(f->c, X, B));
 }
 
 /* 20. The host's observation orders later enqueues: B's read is safe only
@@ -268,7 +268,7 @@ static void prog_gc_event_before_wait(fixture_t *f, bool bug) {
   if (bug) eg = rec(f, G);
   wait_ev(f, G, ea);
   if (!bug) eg = rec(f, G);
-  CHECK_OK(cubert_race_reclaim_at_event(f->c, X, CUBERT_RACE_NO_STREAM, eg));
+  CHECK_OK(cubert__race_reclaim_at_event(f->c, X, CUBERT_RACE_NO_STREAM, eg));
 }
 
 /* 22. Device sync replaced by a sync of one stream. */
@@ -280,7 +280,7 @@ static void prog_sync_one_instead_of_all(fixture_t *f, bool bug) {
   if (bug) {
     sync_stream(f, A);
   } else {
-    CHECK_OK(cubert_race_host_sync_all(f->c));
+    CHECK_OK(cubert__race_host_sync_all(f->c));
   }
   h1 = op(f, H, "read_buffer");
   rd(f, X, H, h1);
@@ -292,7 +292,7 @@ static void prog_two_buffers_one_wait(fixture_t *f, bool bug) {
   uint64_t a1 = op(f, A, "produce"), b1;
   wr(f, X, A, a1);
   wr(f, Y, A, a1);
-  if (!bug) CHECK_OK(cubert_race_stream_wait_stream(f->c, B, A));
+  if (!bug) CHECK_OK(cubert__race_stream_wait_stream(f->c, B, A));
   b1 = op(f, B, "consume");
   rd(f, X, B, b1);
   rd(f, Y, B, b1);
@@ -304,7 +304,7 @@ static void prog_wait_stream_wrong_origin(fixture_t *f, bool bug) {
   wr(f, X, A, a1);
   c1 = op(f, C, "other");
   wr(f, Z, C, c1);
-  CHECK_OK(cubert_race_stream_wait_stream(f->c, B, bug ? C : A));
+  CHECK_OK(cubert__race_stream_wait_stream(f->c, B, bug ? C : A));
   b1 = op(f, B, "consume");
   rd(f, X, B, b1);
 }

@@ -5,7 +5,7 @@
 
 #include "cubert/config.h"
 #include "cubert/sim.h"
-#include "cubert/backend/sim.h"
+#include "cubert/driver/sim.h"
 
 /* An abstract scenario: `streams` streams of `ops` steps each; every step of
  * a stream with steps left is runnable. Returns the trace hash. */

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/server/server.h: the server as the client calls it (not installed).
+ *
+ * One function per client operation, each taking a small typed record.
+ * The client runs each as a device task (core/client), so every function
+ * here is called with the device held, on one thread at a time; they never
+ * wait for device work except where noted ("blocks"). Every function returns
+ * OK or a status with out_error filled (may be NULL); a call that fails
+ * enqueues nothing that changes data (cross-stream waits it issued only add
+ * ordering). Once the driver reported the device lost, every call returns
+ * that error at once.
+ *
+ * Stream ids are the client's stream id values (slot = value mod
+ * max_streams).
+ */
+#ifndef CUBERT_CORE_SERVER_H
+#define CUBERT_CORE_SERVER_H
+
+#include "base/internal.h"
+#include "cubert/driver/server.h"
+#include "stream/stream.h"
+#include "server/server_faults.h"
+#include "cubert/cube.h"
+#include "cubert/kernel.h"
+#include "cubert/memory.h"
+#include "memory/handle_table.h"
+#include "cubert/driver/device.h"
+
+typedef struct cubert_server_t cubert_server_t;
+
+/* ---- lifecycle (core/client's device creation) ---- */
+
+/* The server over a driver the caller checked (server_check_driver); `table` is
+ * borrowed. On failure nothing is left (the driver is not destroyed). */
+cubert_status_t cubert__server_create(cubert_allocator_t allocator, const cubert_server_options_t *options,
+                                  const cubert_driver_t *driver, void *driver_self,
+                                  cubert_handle_table_t *table, cubert_server_t **out_kit,
+                                  cubert_error_t *out_error);
+/* INVALID_ARGUMENT unless every required primitive is set, optional groups
+ * are whole and abi_version matches. */
+cubert_status_t cubert__server_check_driver(const cubert_driver_t *driver, cubert_error_t *out_error);
+/* The handle completions use to take the device for their drain. */
+void cubert__server_set_handle(cubert_server_t *server, cubert_device_handle_t handle);
+/* Synchronize and destroy everything, the driver last (unless
+ * destroy_driver is false: a creation that failed after the server). Blocks. */
+void cubert__server_destroy(cubert_server_t *server, bool destroy_driver);
+const cubert_device_properties_t *cubert__server_properties(const cubert_server_t *server);
+const cubert_driver_t *cubert__server_driver(const cubert_server_t *server, void **out_self);
+/* GC polling (cubert_server_collect) and the race checker's state. */
+uint32_t cubert__server_gc_collect(cubert_server_t *server);
+void cubert__server_race_state(const cubert_server_t *server, cubert_race_counters_t *out_counters,
+                           cubert_race_report_t *out_last, bool *out_has_last);
+void cubert__server_set_race_seed(cubert_server_t *server, uint64_t seed);
+
+/* ---- memory and transfers ---- */
+
+/* create: reserve `size` bytes on `stream` and bind them to `memory` (a new
+ * client handle, not yet backed), then enqueue count writes (as write). The
+ * bytes move to the server: released after their copy, or at once on failure. */
+typedef struct cubert_server_create_t {
+  uint64_t stream;
+  const cubert_handle_t *memory;
+  uint64_t size;
+  const cubert_copy_descriptor_t *descriptors;
+  cubert_bytes_t *bytes;
+  size_t count;
+} cubert_server_create_t;
+cubert_status_t cubert__server_create_memory(cubert_server_t *server, const cubert_server_create_t *op,
+                                         cubert_error_t *out_error);
+
+/* reserve: `size` bytes on `stream`'s pools under a new memory id that
+ * holds one handle reference (the caller's) and is owned by the pools: one
+ * allocation without a second id to bind (create of one buffer, empty).
+ * OK with *out_memory; the memory manager's codes; the lost record. */
+cubert_status_t cubert__server_reserve_memory(cubert_server_t *server, uint64_t stream, uint64_t size,
+                                          cubert_memory_id_t *out_memory,
+                                          cubert_error_t *out_error);
+
+/* write: each bytes[i] (contiguous, bytes[i].size <= the destination) into
+ * descriptors[i] (contiguous or pitched), in stream order. Validates every
+ * item first; ownership of the bytes moves to the server (also on failure).
+ * `borrowed`: the bytes are the caller's for this call only (release NULL;
+ * a driver with CUBERT_DRIVER_BORROWS_UPLOADS reads them before its copy
+ * returns: cubert__server_can_borrow says when). */
+typedef struct cubert_server_write_t {
+  uint64_t stream;
+  const cubert_copy_descriptor_t *descriptors;
+  cubert_bytes_t *bytes;
+  size_t count;
+  bool borrowed;
+} cubert_server_write_t;
+
+/* Whether an upload of `size` bytes may read the caller's memory in place:
+ * the driver finishes its copies before returning (SYNCHRONOUS), or reads
+ * borrowed sources of that size at once (BORROWS_UPLOADS). Pure. */
+bool cubert__server_can_borrow(const cubert_server_t *server, uint64_t size);
+cubert_status_t cubert__server_write(cubert_server_t *server, const cubert_server_write_t *op,
+                                 cubert_error_t *out_error);
+
+/* read: copy each item into dsts[i] and arm `completion` (waited on without
+ * the device). Items are handles (their bytes in use) or descriptors
+ * (contiguous or pitched tensors, unpadded result); exactly one is set. */
+typedef struct cubert_server_read_t {
+  uint64_t stream;
+  const cubert_handle_t *handles;
+  const cubert_copy_descriptor_t *descriptors;
+  size_t count;
+  void *const *dsts;
+  const uint64_t *dst_sizes;
+  cubert_completion_t *completion;
+} cubert_server_read_t;
+cubert_status_t cubert__server_read(cubert_server_t *server, const cubert_server_read_t *op,
+                                cubert_error_t *out_error);
+
+/* The resource of a handle, both streams synchronized first (blocks). */
+cubert_status_t cubert__server_get_resource(cubert_server_t *server, uint64_t stream,
+                                        const cubert_binding_t *binding,
+                                        cubert_resource_t *out_resource, cubert_error_t *out_error);
+
+/* ---- launch, flush, sync ---- */
+
+typedef struct cubert_server_launch_t {
+  uint64_t stream;
+  const cubert_kernel_t *kernel;
+  const cubert_cube_count_t *count;
+  const cubert_launch_arguments_t *args;
+  cubert_execution_mode_t execution;
+} cubert_server_launch_t;
+cubert_status_t cubert__server_launch(cubert_server_t *server, const cubert_server_launch_t *op,
+                                  cubert_error_t *out_error);
+/* The stream's queued errors (SERVER_UNHEALTHY), drained. */
+cubert_status_t cubert__server_flush(cubert_server_t *server, uint64_t stream, cubert_error_t *out_error);
+/* Arm `completion`: done when everything enqueued on the stream so far ran;
+ * its status holds the stream's errors then. */
+cubert_status_t cubert__server_sync(cubert_server_t *server, uint64_t stream,
+                                cubert_completion_t *completion, cubert_error_t *out_error);
+
+/* ---- memory management ---- */
+cubert_status_t cubert__server_memory_usage(cubert_server_t *server, cubert_memory_usage_t *out_usage,
+                                        cubert_error_t *out_error);
+cubert_status_t cubert__server_memory_cleanup(cubert_server_t *server, cubert_error_t *out_error);
+cubert_status_t cubert__server_allocation_mode(cubert_server_t *server, uint64_t stream,
+                                           cubert_memory_allocation_mode_t mode,
+                                           cubert_error_t *out_error);
+/* Staging buffers (see cubert_client_reserve_staging). UNSUPPORTED when the
+ * driver has none. */
+cubert_status_t cubert__server_staging(cubert_server_t *server, const uint64_t *sizes, size_t count,
+                                   cubert_bytes_t *out_bytes, cubert_error_t *out_error);
+
+/* ---- profiling tokens (blocks: both sync the stream) ---- */
+cubert_status_t cubert__server_profile_start(cubert_server_t *server, uint64_t stream,
+                                         cubert_profiling_token_t *out_token,
+                                         cubert_error_t *out_error);
+cubert_status_t cubert__server_profile_end(cubert_server_t *server, uint64_t stream,
+                                       cubert_profiling_token_t token,
+                                       cubert_profile_duration_t *out_duration,
+                                       cubert_error_t *out_error);
+bool cubert__server_has_clock(const cubert_server_t *server);
+
+/* ---- collectives (UNSUPPORTED without the driver's primitives) ---- */
+cubert_status_t cubert__server_comm_init(cubert_server_t *server, const uint32_t *device_indices,
+                                     size_t count, cubert_error_t *out_error);
+typedef struct cubert_server_collective_t {
+  uint64_t stream;
+  uint32_t kind; /* cubert_collective_kind_t */
+  uint32_t dtype;
+  uint32_t op;   /* ALL_REDUCE */
+  uint32_t peer; /* SEND / RECV */
+  const cubert_binding_t *src; /* ALL_REDUCE, SEND */
+  const cubert_binding_t *dst; /* ALL_REDUCE; RECV: a new handle, reserved and bound first */
+  const uint32_t *devices;     /* the communicator's device set */
+  size_t device_count;
+} cubert_server_collective_t;
+cubert_status_t cubert__server_collective(cubert_server_t *server, const cubert_server_collective_t *op,
+                                      cubert_error_t *out_error);
+cubert_status_t cubert__server_sync_collective(cubert_server_t *server, uint64_t stream,
+                                           cubert_error_t *out_error);
+bool cubert__server_has_collectives(const cubert_server_t *server);
+
+#endif /* CUBERT_CORE_SERVER_H */

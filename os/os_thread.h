@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * os/os_thread.h: thin wrappers over POSIX threads for the hosted
+ * layer (mutex, condition variable, thread create/join, monotonic clock,
+ * online CPU count, yield/relax/sleep). The only place <pthread.h> details
+ * are spelled out; the rest of backend-cpu uses these names.
+ *
+ * All objects live in caller storage (initialize/deinitialize) and never
+ * allocate. A failed initialize leaves nothing to clean up. Lock, unlock,
+ * wait and signal on a correctly initialized object cannot fail on POSIX
+ * (the error returns pthreads documents are for misuse), so they return
+ * void; misuse is undefined, as with pthreads.
+ */
+#ifndef CUBERT_OS_THREAD_H
+#define CUBERT_OS_THREAD_H
+
+#include <pthread.h>
+
+#include "cubert/cubert.h"
+
+/* A plain (non-recursive) mutex. */
+typedef struct cubert_os_mutex_t {
+  pthread_mutex_t mutex;
+} cubert_os_mutex_t;
+
+/* A condition variable whose timed waits use the monotonic clock. */
+typedef struct cubert_os_cond_t {
+  pthread_cond_t cond;
+} cubert_os_cond_t;
+
+/* The function a thread runs. */
+typedef void (*cubert_os_thread_fn_t)(void *arg);
+
+/* A joinable thread. The struct must stay at the same address from create
+ * until join returns (the new thread reads fn/arg from it). */
+typedef struct cubert_os_thread_t {
+  pthread_t thread;
+  cubert_os_thread_fn_t fn;
+  void *arg;
+} cubert_os_thread_t;
+
+/* Initialize a mutex. RESOURCE_EXHAUSTED (ENOMEM/EAGAIN) or INTERNAL on
+ * failure; nothing to deinitialize then. Not thread-safe on one object. */
+cubert_status_t cubert__os_mutex_initialize(cubert_os_mutex_t *mutex);
+/* Destroy an unlocked mutex nobody waits on. */
+void cubert__os_mutex_deinitialize(cubert_os_mutex_t *mutex);
+/* Lock (blocks) / unlock. Not recursive: locking twice from one thread
+ * deadlocks. */
+void cubert__os_mutex_lock(cubert_os_mutex_t *mutex);
+void cubert__os_mutex_unlock(cubert_os_mutex_t *mutex);
+
+/* Initialize a condition variable on the monotonic clock.
+ * RESOURCE_EXHAUSTED or INTERNAL on failure (nothing to clean up). */
+cubert_status_t cubert__os_cond_initialize(cubert_os_cond_t *cond);
+/* Destroy a condition variable nobody waits on. */
+void cubert__os_cond_deinitialize(cubert_os_cond_t *cond);
+/* Atomically release `mutex` (held by the caller) and wait; re-locks before
+ * returning. Spurious wake-ups happen: re-check the predicate. Blocks. */
+void cubert__os_cond_wait(cubert_os_cond_t *cond, cubert_os_mutex_t *mutex);
+/* As cond_wait, for at most timeout_ns nanoseconds (UINT64_MAX: no limit).
+ * OK when woken (possibly spuriously), DEADLINE_EXCEEDED when the time
+ * passed. The mutex is held again on return in both cases. Blocks. */
+cubert_status_t cubert__os_cond_timed_wait(cubert_os_cond_t *cond, cubert_os_mutex_t *mutex,
+                                            uint64_t timeout_ns);
+/* Wake one / every waiter. Thread-safe; callable with or without the mutex. */
+void cubert__os_cond_signal(cubert_os_cond_t *cond);
+void cubert__os_cond_broadcast(cubert_os_cond_t *cond);
+
+/* Start a thread running fn(arg). stack_bytes: 0 for the platform default,
+ * else at least that much stack (rounded up to PTHREAD_STACK_MIN and the
+ * page size). `thread` is caller storage that must not move until join.
+ * RESOURCE_EXHAUSTED when the system lacks resources (EAGAIN/ENOMEM: too
+ * many threads, stack cannot be mapped), INVALID_ARGUMENT for NULL thread or
+ * fn or an unusable stack size, INTERNAL otherwise. On failure no thread
+ * exists. Thread-safe. */
+cubert_status_t cubert__os_thread_create(cubert_os_thread_t *thread, cubert_os_thread_fn_t fn,
+                                          void *arg, size_t stack_bytes);
+/* Wait for the thread to end (blocks). Exactly once per created thread; never
+ * from the thread itself. */
+void cubert__os_thread_join(cubert_os_thread_t *thread);
+
+/* Test hook (fault injection): make the nth cubert__os_thread_create call
+ * from now on (1-based, counted process-wide) fail with RESOURCE_EXHAUSTED,
+ * once. 0 disarms. Thread-safe. */
+void cubert__os_thread_inject_failure(uint32_t nth);
+
+/* Monotonic clock in nanoseconds (CLOCK_MONOTONIC). Thread-safe, no system
+ * call on Linux (vDSO). */
+uint64_t cubert__os_clock_ns(void);
+/* Online logical CPUs (sysconf), at least 1. Thread-safe. */
+uint32_t cubert__os_cpu_count(void);
+/* Give up the CPU to another runnable thread (sched_yield). */
+void cubert__os_thread_yield(void);
+/* Sleep for at least ns nanoseconds (nanosleep, restarted on EINTR). */
+void cubert__os_sleep_ns(uint64_t ns);
+
+/* 1 when cubert__os_prefetch_write can ask for ownership of a line on this
+ * CPU (x86: the PRFCHW cpuid bit; other targets: their write prefetch). */
+int cubert__os_cpu_has_prefetch_write(void);
+
+/* Ask for the cache line at p in exclusive state ahead of a write, so that
+ * the write does not stall a later fence on the line's transfer from
+ * another core. `supported`: cubert__os_cpu_has_prefetch_write(). A hint:
+ * no effect on the program's meaning. */
+static inline void cubert__os_prefetch_write(const void *p, int supported) {
+#if defined(__x86_64__) || defined(__i386__)
+  /* without -mprfchw the compiler's write prefetch is a read prefetch */
+  if (supported) __asm__ __volatile__("prefetchw %0" : : "m"(*(const char *)p));
+#else
+  (void)supported;
+  __builtin_prefetch(p, 1, 3);
+#endif
+}
+
+/* Hint to the CPU that the caller is spinning (x86 pause, Arm yield). */
+static inline void cubert__os_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __asm__ __volatile__("pause" ::: "memory");
+#elif defined(__aarch64__) || (defined(__arm__) && defined(__ARM_ARCH) && __ARM_ARCH >= 7)
+  __asm__ __volatile__("yield" ::: "memory");
+#else
+  __asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+#endif /* CUBERT_OS_THREAD_H */
