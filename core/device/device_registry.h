@@ -8,8 +8,12 @@
 #ifndef CUBERT_CORE_DEVICE_REGISTRY_H
 #define CUBERT_CORE_DEVICE_REGISTRY_H
 
-#include "base/internal.h"
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cubert/config.h"
 #include "cubert/device.h"
+#include "cubert/status.h"
 
 /* ---- device registry (process-global, fixed size, lock-free) ------------- */
 
