@@ -129,6 +129,12 @@ STACK_SRC ?=
 check-hygiene:
 	@sh tests/build/check_hygiene.sh check
 
+# Every path and every function, type or macro that docs/architecture.md and
+# docs/writing-a-driver.md name exists where they say (tests/build/check_docs.sh).
+.PHONY: check-docs
+check-docs:
+	@sh tests/build/check_docs.sh
+
 check-stack:
 	@sh tests/build/check_stack.sh --cc '$(CC)' --limit $(STACK_LIMIT) --out $(BUILD)/stack \
 	  --cflags '$(CUBERT_WARN) -Iinclude -Icore $(CORE_FREESTANDING) $(CFLAGS)' $(CORE_SRC) $(STACK_SRC)

@@ -66,7 +66,9 @@ OUT_ERROR_ARITY = {
 # Names that moved out of the user headers: header under include/cubert/driver/ -> names.
 # Computed from the driver headers themselves (every CUBERT_API function, static inline
 # function, typedef name, macro and enumerator they define).
-BACKEND_HEADERS = ["handle_table", "memory", "device", "race", "sim", "profiler", "arith"]
+# The driver interface (include/cubert/driver/): what a program outside the library may use of
+# what the user headers no longer give (the record builders of error.h moved to driver/error.h).
+DRIVER_HEADERS = ["driver", "server", "device", "arith", "sim", "error"]
 
 NOT_CALL_PREV = re.compile(r"[A-Za-z0-9_*]$")
 
@@ -155,10 +157,10 @@ def add_out_error(text):
     return "".join(out), changed
 
 
-def backend_names(root):
+def driver_names(root):
     names = {}
-    for h in BACKEND_HEADERS:
-        path = os.path.join(root, "include/cubert/backend", h + ".h")
+    for h in DRIVER_HEADERS:
+        path = os.path.join(root, "include/cubert/driver", h + ".h")
         if not os.path.exists(path):
             continue
         s = open(path).read()
@@ -169,7 +171,7 @@ def backend_names(root):
         d |= set(re.findall(r"typedef [^;(]*\(\*\s*(cubert_[a-z0-9_]+_t)\)", s))
         d |= set(re.findall(r"#define (CUBERT_[A-Z0-9_]+)", s))
         d |= set(re.findall(r"^\s+(CUBERT_[A-Z0-9_]+)\s*=", s, re.M))
-        names[h] = {x for x in d if not x.startswith("CUBERT_BACKEND_")}
+        names[h] = {x for x in d if not x.startswith("CUBERT_DRIVER_")}
     return names
 
 
@@ -177,7 +179,7 @@ def add_includes(path, text, names):
     if not path.endswith((".c", ".h", ".cpp", ".cu")):
         return text, False
     toks = set(re.findall(r"\b(cubert_[a-z0-9_]+|CUBERT_[A-Z0-9_]+)\b", text))
-    need = [h for h in BACKEND_HEADERS
+    need = [h for h in DRIVER_HEADERS
             if h in names and toks & names[h] and ('"cubert/driver/%s.h"' % h) not in text]
     if not need:
         return text, False
@@ -195,7 +197,7 @@ def main(argv):
         sys.stderr.write(__doc__)
         return 2
     files = argv[2:] or tracked_files()
-    names = backend_names(".") if argv[1] == "includes" else None
+    names = driver_names(".") if argv[1] == "includes" else None
     n = 0
     for f in files:
         if f.startswith("tools/api_migrate.py") or f.startswith("tools/api-rename.sh"):

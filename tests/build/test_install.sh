@@ -7,7 +7,9 @@
 #  1. install with PREFIX=/usr; every public header, libcubert.a, the
 #     libcubert.so -> libcubert.so.MAJOR -> libcubert.so.VERSION chain,
 #     the soname (readelf) and cubert.pc (prefix, version) are checked;
-#  2. the shared library exports only cubert_* symbols;
+#  2. the installed headers are exactly include/cubert/ and include/cubert/driver/ (none
+#     includes a header that is not installed); the shared library exports only cubert_*
+#     symbols, each declared in an installed header, none internal (cubert__);
 #  3. a consumer program is built against the installed tree through
 #     pkg-config, once linked statically with libcubert.a and once with
 #     libcubert.so, and both are run;
@@ -48,6 +50,16 @@ $MAKE --no-print-directory -s BUILD="$BUILD" CC="$CC" install DESTDIR="$dest" PR
 for h in include/cubert/*.h include/cubert/driver/*.h; do
   cmp -s "$h" "$inc/${h#include/}" || fail "header $h not installed (or differs)"
 done
+# The installed headers are the API and nothing else: exactly include/cubert/ (the user API)
+# and include/cubert/driver/ (the driver interface); none of them includes a header that is
+# not installed (the core's internal headers, the OS layer's, a driver's).
+find "$inc/cubert" -type f | sed "s|^$inc/||" | sort >"$tmp/installed-headers.txt"
+(cd include && ls cubert/*.h cubert/driver/*.h) | sort >"$tmp/api-headers.txt"
+cmp -s "$tmp/installed-headers.txt" "$tmp/api-headers.txt" ||
+  fail "installed headers differ from include/cubert/{,driver/}: $(comm -3 "$tmp/installed-headers.txt" "$tmp/api-headers.txt" | tr -d '\t' | tr '\n' ' ')"
+leak=$(grep -rhoE '#[[:space:]]*include[[:space:]]*"[^"]+"' "$inc/cubert" | sed 's/.*"\(.*\)"/\1/' | sort -u |
+  while read -r h; do [ -f "$inc/$h" ] || echo "$h"; done)
+[ -z "$leak" ] || fail "installed headers include headers that are not installed: $(echo $leak)"
 [ -f "$lib/libcubert.a" ] || fail "libcubert.a not installed"
 [ -f "$lib/libcubert.so.$VERSION" ] && [ ! -L "$lib/libcubert.so.$VERSION" ] ||
   fail "libcubert.so.$VERSION is not a regular file"
@@ -67,6 +79,12 @@ if grep -n '@[A-Z]*@' "$pc"; then fail "cubert.pc has unsubstituted @VARS@"; fi
 $NM -D --defined-only "$lib/libcubert.so.$VERSION" >"$tmp/exports.txt"
 bad=$(awk 'NF >= 3 && $3 !~ /^cubert_/ {print $3}' "$tmp/exports.txt")
 [ -z "$bad" ] || fail "libcubert.so exports non-cubert_ symbols: $(echo $bad)"
+# ... and each is declared (CUBERT_API) in an installed header; none is internal (cubert__).
+internal=$(awk 'NF >= 3 && $3 ~ /^cubert__/ {print $3}' "$tmp/exports.txt")
+[ -z "$internal" ] || fail "libcubert.so exports internal (cubert__) symbols: $(echo $internal)"
+undeclared=$(awk 'NF >= 3 {print $3}' "$tmp/exports.txt" | while read -r sym; do
+  grep -rqwE -- "$sym" "$inc/cubert" || echo "$sym"; done)
+[ -z "$undeclared" ] || fail "libcubert.so exports symbols no installed header declares: $(echo $undeclared)"
 nexports=$(awk 'NF >= 3' "$tmp/exports.txt" | wc -l)
 [ "$nexports" -gt 0 ] || fail "libcubert.so exports nothing"
 
