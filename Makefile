@@ -230,8 +230,8 @@ test: $(TEST_BIN) $(if $(filter 1,$(CUDA)),$(BUILD)/cuda-smoke) $(if $(TESTS),,f
 # The conformance suite on one driver: make cts DRIVER=cpu|deterministic|inline|cuda
 # (cuda: the GPU through libcuda.so.1, or CUBERT_LIBCUDA=... ; without one every test
 # prints "skipped: CUDA unavailable: <reason>").
-# SERVER= is the old name of DRIVER=, still accepted.
-DRIVER ?= $(or $(SERVER),cpu)
+# DRIVER= is the old name of DRIVER=, still accepted.
+DRIVER ?= $(or $(DRIVER),cpu)
 .PHONY: cts
 cts: $(TEST_BIN)
 	CUBERT_CTS_DRIVER=$(DRIVER) $(TEST_WRAPPER) $(TEST_BIN) cts_

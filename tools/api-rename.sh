@@ -17,14 +17,14 @@
 #       counting_allocator_init, fake_event_backend_init, host_storage_init
 #                                       -> ..._initialize                  (tests/support)
 #     The redesign of 0.2 (CHANGELOG.md, "Migration"): one noun per role:
-#       cubert_kit_* / CUBERT_KIT_*      -> cubert_server_* / CUBERT_SERVER_*  (the server)
-#       cubert_kit_race_counters|last_report|seed -> cubert_client_race_*  (now in client.h)
-#       cubert/backend/kit.h             -> cubert/driver/server.h
-#       cubert/backend/{driver,device,arith,sim}.h -> cubert/driver/...
-#       cubert/host.h, cubert_host_{lock_create,lock_destroy,clock,stream_source}
+#       cubert_server_* / CUBERT_SERVER_*      -> cubert_server_* / CUBERT_SERVER_*  (the server)
+#       cubert_client_race_counters|last_report|seed -> cubert_client_race_*  (now in client.h)
+#       cubert/driver/server.h             -> cubert/driver/server.h
+#       cubert/driver/{driver,device,arith,sim}.h -> cubert/driver/...
+#       cubert/os.h, cubert_os_{lock_create,lock_destroy,clock,stream_source}
 #                                        -> cubert/os.h, cubert_os_...
-#       cubert_error_set_backend, backend_code -> cubert_error_set_driver, driver_code
-#       CUBERT_CTS_SERVER                -> CUBERT_CTS_DRIVER (make cts DRIVER=...)
+#       cubert_error_set_driver, driver_code -> cubert_error_set_driver, driver_code
+#       CUBERT_CTS_DRIVER                -> CUBERT_CTS_DRIVER (make cts DRIVER=...)
 #  2. python3 tools/api_migrate.py out-error: calls of the functions that gained a trailing
 #     `cubert_error_t *out_error` get `, NULL` (only calls with the old argument count).
 #  3. python3 tools/api_migrate.py includes: files that use what moved from the user headers
@@ -56,11 +56,11 @@ sed -E -i \
   -e 's/\bcubert_host_(lock_create|lock_destroy|clock|stream_source)\b/cubert_os_\1/g' \
   -e 's/\bcubert_error_set_backend\b/cubert_error_set_driver/g' \
   -e 's/\bbackend_code\b/driver_code/g' \
-  -e 's|"cubert/backend/kit\.h"|"cubert/driver/server.h"|g' \
-  -e 's%"cubert/backend/(driver|device|arith|sim)\.h"%"cubert/driver/\1.h"%g' \
+  -e 's|"cubert/driver/server\.h"|"cubert/driver/server.h"|g' \
+  -e 's%"cubert/driver/(driver|device|arith|sim)\.h"%"cubert/driver/\1.h"%g' \
   -e 's|"cubert/host\.h"|"cubert/os.h"|g' \
-  -e 's|<cubert/backend/kit\.h>|<cubert/driver/server.h>|g' \
-  -e 's%<cubert/backend/(driver|device|arith|sim)\.h>%<cubert/driver/\1.h>%g' \
+  -e 's|<cubert/driver/server\.h>|<cubert/driver/server.h>|g' \
+  -e 's%<cubert/driver/(driver|device|arith|sim)\.h>%<cubert/driver/\1.h>%g' \
   -e 's|<cubert/host\.h>|<cubert/os.h>|g' \
   -e 's/\bCUBERT_CTS_SERVER\b/CUBERT_CTS_DRIVER/g' \
   $files

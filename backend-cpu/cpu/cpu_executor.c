@@ -174,12 +174,12 @@ static void worker_main(void *arg) {
     if (!__atomic_compare_exchange_n(&w->state, &offered, (uint32_t)WORKER_RUNNING, false,
                                      __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
       continue; /* the offer was cancelled: the launch finished without us */
-    if (HOST_TRACE_ON()) { /* this worker's share of the kernel, on its own track */
+    if (OS_TRACE_ON()) { /* this worker's share of the kernel, on its own track */
       uint64_t t0 = cubert__os_trace_now();
       executor_work(ex, &w->context, w->index);
-      cubert__os_trace_record(ex->trace_device, HOST_TRACE_TID_WORKER + w->index,
-                               HOST_TRACE_CAT_KERNEL, ex->kernel->name, t0,
-                               cubert__os_trace_now(), 0, HOST_TRACE_FLOW_NONE, 0, NULL, 0);
+      cubert__os_trace_record(ex->trace_device, OS_TRACE_TID_WORKER + w->index,
+                               OS_TRACE_CAT_KERNEL, ex->kernel->name, t0,
+                               cubert__os_trace_now(), 0, OS_TRACE_FLOW_NONE, 0, NULL, 0);
     } else {
       executor_work(ex, &w->context, w->index);
     }

@@ -56,7 +56,7 @@ void cubert__cpu_executor_destroy(cubert_cpu_executor_t *executor);
 /* Number of worker threads (not counting the caller). */
 uint32_t cubert__cpu_executor_worker_count(const cubert_cpu_executor_t *executor);
 /* Timeline trace (cubert/trace.h): record each pool worker's share of a
- * kernel on track HOST_TRACE_TID_WORKER + worker of device `device_index`. */
+ * kernel on track OS_TRACE_TID_WORKER + worker of device `device_index`. */
 void cubert__cpu_executor_set_trace_device(cubert_cpu_executor_t *executor, uint32_t device_index);
 
 /* Run `kernel->cpu_entry` for every cube of the grid `cube_count` with

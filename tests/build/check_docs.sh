@@ -10,7 +10,7 @@
 #     function, type or macro of the project (it has an `_` and is not a placeholder) exists:
 #       * on a line that also names .c/.h files, in one of those files (a trace that says
 #         "function   file" is checked against that file);
-#       * otherwise somewhere in the sources (include/ core/ os/ backend-*/ tests/ examples/
+#       * otherwise somewhere in the sources (include/ core/ os/ driver-*/ tests/ examples/
 #         tools/ bench/ fuzz/ mk/ Makefile).
 # A test family may be named by its prefix (cts_create: the tests cts_create_...).
 # Words a document uses as placeholders (cubert_thing_t, out_...) are skipped: a line
