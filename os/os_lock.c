@@ -47,7 +47,7 @@ static void os_lock_unlock(void *self) {
 }
 
 cubert_status_t cubert_os_lock_create(cubert_allocator_t allocator, cubert_lock_t *out_lock,
-                                        cubert_error_t *out_error) {
+                                      cubert_error_t *out_error) {
   os_lock_t *l = NULL;
   if (!out_lock)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,

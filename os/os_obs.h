@@ -135,9 +135,9 @@ uint64_t cubert__os_trace_flow_id(uint32_t device_index, uint32_t slot, uint64_t
  * static string). Call only when OS_TRACE_ON(); a record made after a
  * stop is dropped. Thread-safe, lock-free, never allocates. */
 void cubert__os_trace_record(uint32_t device_index, uint32_t tid, os_trace_cat_t cat,
-                              const char *name, uint64_t t0, uint64_t t1, int instant,
-                              uint32_t flow_dir, uint64_t flow_id, const char *arg_name,
-                              uint64_t arg);
+                             const char *name, uint64_t t0, uint64_t t1, int instant,
+                             uint32_t flow_dir, uint64_t flow_id, const char *arg_name,
+                             uint64_t arg);
 
 /* Start the recorder from CUBERT_TRACE (once per process; the file is
  * written at exit). Called at each CPU client create; no-op when the

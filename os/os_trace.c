@@ -79,9 +79,9 @@ uint64_t cubert__os_trace_flow_id(uint32_t device_index, uint32_t slot, uint64_t
 }
 
 void cubert__os_trace_record(uint32_t device_index, uint32_t tid, os_trace_cat_t cat,
-                              const char *name, uint64_t t0, uint64_t t1, int instant,
-                              uint32_t flow_dir, uint64_t flow_id, const char *arg_name,
-                              uint64_t arg) {
+                             const char *name, uint64_t t0, uint64_t t1, int instant,
+                             uint32_t flow_dir, uint64_t flow_id, const char *arg_name,
+                             uint64_t arg) {
   uint64_t index;
   trace_event_t *e;
   size_t n = 0;
@@ -162,7 +162,7 @@ static cubert_status_t trace_start_locked(const char *path, uint32_t capacity,
   __atomic_store_n(&cubert_os_trace_on_, 1u, __ATOMIC_SEQ_CST);
   cubert__os_obs_update();
   OS_LOG(CUBERT_LOG_LEVEL_DEBUG, "trace: recording to %s (%u events)%s", path,
-           (unsigned)capacity, from_env ? " from CUBERT_TRACE, written at exit" : "");
+         (unsigned)capacity, from_env ? " from CUBERT_TRACE, written at exit" : "");
   return CUBERT_STATUS_OK;
 }
 
@@ -239,7 +239,7 @@ static void write_track_names(FILE *f, uint32_t pid, uint32_t tid, int new_pid, 
   char name[64];
   if (new_pid) {
     fprintf(f, "%s\n{\"ph\":\"M\",\"pid\":%u,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":"
-               "\"cubert cpu device %u\"}}",
+            "\"cubert cpu device %u\"}}",
             *first ? "" : ",", (unsigned)pid, (unsigned)(pid - 1u));
     *first = 0;
   }
@@ -252,7 +252,7 @@ static void write_track_names(FILE *f, uint32_t pid, uint32_t tid, int new_pid, 
   fprintf(f, "%s\n{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\",\"args\":{\"name\":\"%s\"}}",
           *first ? "" : ",", (unsigned)pid, (unsigned)tid, name);
   fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_sort_index\",\"args\":{"
-             "\"sort_index\":%u}}",
+          "\"sort_index\":%u}}",
           (unsigned)pid, (unsigned)tid, (unsigned)tid);
   *first = 0;
 }
@@ -384,8 +384,8 @@ static cubert_status_t trace_stop_locked(cubert_trace_stats_t *out_stats,
   stats.active = 0;
   status = trace_write(ring, kept, trace_epoch, &stats, trace_path, trace_allocator, out_error);
   OS_LOG(status == CUBERT_STATUS_OK ? CUBERT_LOG_LEVEL_DEBUG : CUBERT_LOG_LEVEL_WARN,
-           "trace: %s %s: %u events, %llu dropped", status == CUBERT_STATUS_OK ? "wrote" : "could not write",
-           trace_path, (unsigned)kept, (unsigned long long)stats.dropped);
+         "trace: %s %s: %u events, %llu dropped", status == CUBERT_STATUS_OK ? "wrote" : "could not write",
+         trace_path, (unsigned)kept, (unsigned long long)stats.dropped);
   cubert_allocator_free(trace_allocator, ring, (size_t)trace_capacity * sizeof(trace_event_t), 64);
   cubert_allocator_free(trace_allocator, trace_path, trace_path_size, 0);
   trace_ring = NULL;
@@ -424,8 +424,8 @@ void cubert__os_trace_from_env(const cubert_os_config_t *config) {
   cubert_error_clear(&e);
   status = trace_start_locked(config->trace_path,
                               (config->set & OS_CONFIG_TRACE_BUFFER)
-                                  ? config->trace_buffer
-                                  : CUBERT_TRACE_DEFAULT_CAPACITY,
+                              ? config->trace_buffer
+                              : CUBERT_TRACE_DEFAULT_CAPACITY,
                               cubert_allocator_libc(), 1, &e);
   pthread_mutex_unlock(&trace_mutex);
   if (status != CUBERT_STATUS_OK)

@@ -40,12 +40,12 @@ static void trace_host(const cpu_device_t *d, os_trace_cat_t cat, const char *na
                        const cpu_stream_t *stream, uint64_t flow_seq, const char *arg_name,
                        uint64_t arg) {
   cubert__os_trace_record(d->device_index, cubert__os_trace_thread_tid(), cat, name, t0,
-                           cubert__os_trace_now(), 0,
-                           flow_seq ? OS_TRACE_FLOW_OUT : OS_TRACE_FLOW_NONE,
-                           flow_seq ? cubert__os_trace_flow_id(d->device_index, stream->slot,
+                          cubert__os_trace_now(), 0,
+                          flow_seq ? OS_TRACE_FLOW_OUT : OS_TRACE_FLOW_NONE,
+                          flow_seq ? cubert__os_trace_flow_id(d->device_index, stream->slot,
                                                                 flow_seq)
                                     : 0,
-                           arg_name, arg);
+                          arg_name, arg);
 }
 
 /* An instant on the calling host thread's track. */
@@ -53,7 +53,7 @@ static void trace_host_instant(const cpu_device_t *d, os_trace_cat_t cat, const 
                                const char *arg_name, uint64_t arg) {
   uint64_t now = cubert__os_trace_now();
   cubert__os_trace_record(d->device_index, cubert__os_trace_thread_tid(), cat, name, now, now,
-                           1, OS_TRACE_FLOW_NONE, 0, arg_name, arg);
+                          1, OS_TRACE_FLOW_NONE, 0, arg_name, arg);
 }
 
 /* The op running on `stream` (its worker, or the step loop) ran over
@@ -63,11 +63,11 @@ static void trace_op(const cpu_stream_t *stream, os_trace_cat_t cat, const char 
                      uint64_t t0, int flow, const char *arg_name, uint64_t arg) {
   uint64_t seq = stream->head + 1u; /* the op that runs */
   cubert__os_trace_record(stream->device_index, OS_TRACE_TID_STREAM + stream->slot, cat, name,
-                           t0, cubert__os_trace_now(), 0,
-                           flow ? OS_TRACE_FLOW_IN : OS_TRACE_FLOW_NONE,
-                           flow ? cubert__os_trace_flow_id(stream->device_index, stream->slot, seq)
+                          t0, cubert__os_trace_now(), 0,
+                          flow ? OS_TRACE_FLOW_IN : OS_TRACE_FLOW_NONE,
+                          flow ? cubert__os_trace_flow_id(stream->device_index, stream->slot, seq)
                                 : 0,
-                           arg_name, arg);
+                          arg_name, arg);
 }
 
 static const char *const copy_names[] = {"copy host to device", "copy device to host",
@@ -91,7 +91,7 @@ static cubert_status_t cpu_memory_alloc(void *self, uint64_t size, cubert_driver
                             "host memory allocation failed");
   *out_address = (cubert_device_ptr_t)(uintptr_t)p;
   OS_LOG(CUBERT_LOG_LEVEL_TRACE, "cpu device %u: allocated %llu bytes at %p",
-           (unsigned)d->device_index, (unsigned long long)size, p);
+         (unsigned)d->device_index, (unsigned long long)size, p);
   if (OS_TRACE_ON()) trace_host_instant(d, OS_TRACE_CAT_MEMORY, "alloc", "bytes", size);
   return CUBERT_STATUS_OK;
 }
@@ -117,8 +117,8 @@ static void cpu_memory_free(void *self, cubert_device_ptr_t address, uint64_t si
   cpu_op_t *op;
   free_op_t *f;
   OS_LOG(CUBERT_LOG_LEVEL_TRACE, "cpu device %u: free %llu bytes at %p%s",
-           (unsigned)d->device_index, (unsigned long long)size, (void *)(uintptr_t)address,
-           stream ? " (after the stream's work)" : "");
+         (unsigned)d->device_index, (unsigned long long)size, (void *)(uintptr_t)address,
+         stream ? " (after the stream's work)" : "");
   if (!stream) {
     if (OS_TRACE_ON()) trace_host_instant(d, OS_TRACE_CAT_MEMORY, "free", "bytes", size);
     cubert_allocator_free(d->allocator, (void *)(uintptr_t)address, (size_t)size, CPU_MEMORY_ALIGN);
@@ -204,7 +204,7 @@ static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_er
   if (status == CUBERT_STATUS_OK) {
     cpu_kernel_launch_args(l, &args);
     status = cubert__cpu_executor_run(d->executor, l->kernel, count, l->kernel->cube_dim, &args,
-                                     (cubert_execution_mode_t)l->execution, &report, error);
+                                      (cubert_execution_mode_t)l->execution, &report, error);
     if (status != CUBERT_STATUS_OK)
       status = cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
     else

@@ -146,8 +146,8 @@ static void run_op(cpu_stream_t *s, cpu_op_t *op) {
       (void)snprintf(name, sizeof name, "wait stream %u op %llu", (unsigned)op->wait_stream->slot,
                      (unsigned long long)op->wait_seq);
       cubert__os_trace_record(s->device_index, OS_TRACE_TID_STREAM + s->slot, OS_TRACE_CAT_WAIT,
-                               name, t0, cubert__os_trace_now(), 0, OS_TRACE_FLOW_NONE, 0, NULL,
-                               0);
+                              name, t0, cubert__os_trace_now(), 0, OS_TRACE_FLOW_NONE, 0, NULL,
+                              0);
     } else {
       (void)cpu_stream_wait_point(op->wait_stream, op->wait_seq, UINT64_MAX);
     }
