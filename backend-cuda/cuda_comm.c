@@ -310,6 +310,13 @@ void cuda_comm_abort(cuda_group_t *g, const cubert_error_t *cause, const cubert_
     cubert_cuda_stream_queue_error(&m->s->s, e);
     m->errors_queued = 1;
   }
+  /* then the gates of rounds that will never be issued, before NCCL's
+   * abort: ncclCommAbort frees memory, and cuMemFree waits for every
+   * stream of the context, a gated one too, holding a lock of the driver
+   * that the gate's write would need (cuda_comm_setup.c) */
+  if (g->kind == CUDA_GROUP_LOCAL && g->size > 1)
+    for (i = 0; i < n; i++)
+      if (members[i]) cuda_comm_release(members[i], NULL);
   /* NCCL's kernels still waiting for peers give up (ncclCommAbort is local) */
   if (g->kind == CUDA_GROUP_WORLD && g->world) {
     cuda_world_abort_comm(g->world);
@@ -327,10 +334,6 @@ void cuda_comm_abort(cuda_group_t *g, const cubert_error_t *cause, const cubert_
     g->nccl_state = CUDA_NCCL_FAILED;
     g->nccl_error = *cause;
   }
-  /* then the gates of rounds that will never be issued */
-  if (g->kind == CUDA_GROUP_LOCAL && g->size > 1)
-    for (i = 0; i < n; i++)
-      if (members[i]) cuda_comm_release(members[i], NULL);
 }
 
 /* ---- leaving ------------------------------------------------------------------------------ */

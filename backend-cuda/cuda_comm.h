@@ -218,6 +218,22 @@ void cuda_comm_member_close(cuda_member_t *m);
  * timeout, abort `g` (posters: DEADLINE_EXCEEDED). Takes the locks. */
 void cuda_comm_round_check(cuda_group_t *g, uint32_t generation, uint64_t now_ns);
 
+/* ---- cuda_comm_setup.c: NCCL before the gates ------------------------------------------ */
+
+/* A CUDA device of this process (cubert_cuda_client_create; `owner` its
+ * driver object) / its end (every entry of `owner`): the GPU and primary
+ * context of device index `index`, for groups whose members did not join
+ * yet (g_comm_mutex inside). */
+void cuda_comm_device_add(const void *owner, uint32_t index, uint32_t ordinal, CUcontext ctx);
+void cuda_comm_device_remove(const void *owner);
+/* At an all_reduce post of m, before its gate (the kit's thread, no lock
+ * held): make the group's NCCL communicators and run their first
+ * collectives now when nothing of the group waits on a gate (every
+ * member's GPU known, no round posted and not issued); else leave them to
+ * the issue. A failure of NCCL is kept in the group (the round reports
+ * it); returns OK, or UNSUPPORTED "NCCL unavailable". Takes issue_mutex. */
+cubert_status_t cuda_comm_setup_early(cuda_member_t *m, cubert_error_t *out_error);
+
 /* ---- cuda_comm_direct.c: one rank in this process ---------------------------------- */
 
 /* The NCCL communicator of a single-member local group (ncclCommInitAll of

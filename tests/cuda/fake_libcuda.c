@@ -22,6 +22,7 @@ int fake_initialized;
 uint64_t fake_device_used[FAKE_MAX_DEVICES];
 fake_cuda_stats_t fake_stats_;
 __thread struct CUctx_st *fake_current;
+struct CUstream_st *fake_live_streams;
 static struct CUctx_st g_ctx[FAKE_MAX_DEVICES];
 
 /* ---- knobs ------------------------------------------------------------------- */
@@ -297,6 +298,8 @@ static CUresult fake_cuStreamCreate(CUstream *out, unsigned int flags) {
   if (!s) return CUDA_ERROR_OUT_OF_MEMORY;
   s->ctx = fake_current;
   pthread_mutex_lock(&fake_mutex);
+  s->live_next = fake_live_streams;
+  fake_live_streams = s;
   fake_stats_.streams_created++;
   pthread_mutex_unlock(&fake_mutex);
   *out = s;
@@ -313,6 +316,11 @@ static CUresult fake_cuStreamDestroy(CUstream s) {
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.streams_destroyed++;
   fake_stream_free_deferred(s);
+  {
+    struct CUstream_st **p = &fake_live_streams;
+    while (*p && *p != s) p = &(*p)->live_next;
+    if (*p) *p = s->live_next;
+  }
   s->destroyed = 1;
   stream_maybe_free(s);
   pthread_mutex_unlock(&fake_mutex);

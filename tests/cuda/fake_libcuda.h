@@ -87,6 +87,10 @@ typedef struct fake_cuda_stats_t {
   /* collectives (fake_libcuda_gates.c) */
   uint64_t stream_waits, stream_writes; /* cuStreamWaitValue32 / cuStreamWriteValue32 */
   uint64_t copies_peer, peer_enables;   /* cuMemcpyPeerAsync / cuCtxEnablePeerAccess */
+  /* context drains (cuModuleLoadDataEx, cuMemFree, the fake NCCL's kernel
+   * loading and set-up): made, and those that found a stream of the context
+   * behind a closed gate and waited (a real driver would deadlock there) */
+  uint64_t context_drains, context_drains_waited;
 } fake_cuda_stats_t;
 
 /* Runs a kernel on the host, by its entry name, in place of the GPU:

@@ -119,8 +119,18 @@ CUresult fake_cuMemAlloc(CUdeviceptr *out, size_t size) {
   return device_alloc(out, size, 0);
 }
 
+/* The context-synchronizing calls (cuMemFree, cuModuleLoadDataEx) drain
+ * the current context first (fake_context_drain), unless
+ * CUBERT_FAKE_CUDA_NO_DRAIN=1. */
+static CUresult drain_current(void) {
+  CUresult r = fake_ctx_check();
+  if (r != CUDA_SUCCESS || fake_knob("CUBERT_FAKE_CUDA_NO_DRAIN", 0)) return r;
+  return fake_context_drain(fake_current->device);
+}
+
 CUresult fake_cuMemFree(CUdeviceptr p) {
-  return device_free(p, 0);
+  CUresult r = drain_current();
+  return r != CUDA_SUCCESS ? r : device_free(p, 0);
 }
 
 CUresult fake_cuMemAllocAsync(CUdeviceptr *out, size_t size, CUstream s) {
@@ -312,7 +322,7 @@ CUresult fake_cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned int 
   int cubin, elf;
   size_t size;
   struct CUmod_st *m;
-  CUresult r = fake_ctx_check();
+  CUresult r = drain_current();
   if (r != CUDA_SUCCESS) return r;
   if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
   cubin = memcmp(bytes, "\x7f" "ELF", 4) == 0;
