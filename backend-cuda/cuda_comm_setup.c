@@ -15,9 +15,10 @@
  * that very round, deadlocks: ncclCommInitAll waits for the gate, the gate
  * for the round. Here the communicators are made, and one small and one
  * larger all_reduce run on scratch buffers and are waited for, at the first
- * all_reduce post of the group, before its gate is enqueued, when nothing
- * of the group waits: every member's GPU known (joined, or a CUDA device of
- * this process registered here), no round posted and not issued.
+ * all_reduce post of the group, before its gate is enqueued, when no
+ * stream of those GPUs may wait on a gate: every member's GPU known
+ * (joined, or a CUDA device of this process registered here), and no
+ * member of any local group on them with a round posted and not issued.
  * Otherwise the communicators are made when the round is issued, as before
  * (the fallback; docs/collectives.md says when that can hang).
  */
@@ -137,9 +138,94 @@ static int make_and_warm(cuda_group_t *g, const int *ordinals, const CUcontext *
   return res;
 }
 
+/* A stream of one of these GPUs may wait on a gate: a member of a local
+ * group there (not `skip`, not aborted: those gates were opened) posted a
+ * round not issued yet (g_comm_mutex held). */
+static int gpu_gated(const uint32_t *ordinals, uint32_t n, const cuda_group_t *skip) {
+  uint32_t s, r, i;
+  for (s = 0; s < CUDA_COMM_MAX; s++) {
+    const cuda_group_t *o = cuda_comm_slot(s);
+    if (!o->used || o == skip || o->aborted || o->kind != CUDA_GROUP_LOCAL || o->size < 2)
+      continue;
+    for (r = 0; r < o->size; r++) {
+      const cuda_member_t *p = o->members[r];
+      if (!p || p->posted <= o->issued) continue;
+      for (i = 0; i < n; i++)
+        if (ordinals[i] == p->ordinal) return 1;
+    }
+  }
+  return 0;
+}
+
+int cuda_comm_gpus_gated(const uint32_t *ordinals, uint32_t n, const cuda_group_t *skip) {
+  int gated;
+  cuda_comm_lock();
+  gated = gpu_gated(ordinals, n, skip);
+  cuda_comm_unlock();
+  return gated;
+}
+
+/* ---- communicators given up while a gate may be closed ---------------------------------- */
+
+#define CUDA_SETUP_RETIRED 64
+
+typedef struct cuda_retired_t {
+  const cubert_nccl_loader_t *nl;
+  cubert_nccl_comm_t comm;
+  uint32_t ordinal;
+  uint32_t reserved_;
+} cuda_retired_t;
+
+static cuda_retired_t g_retired[CUDA_SETUP_RETIRED]; /* g_comm_mutex */
+static uint32_t g_retired_count;
+
+static void abort_now(const cubert_nccl_loader_t *nl, cubert_nccl_comm_t c, uint32_t ordinal) {
+  cuda_comm_nccl_lock(ordinal);
+  (void)nl->ncclCommAbort(c);
+  cuda_comm_nccl_unlock(ordinal);
+}
+
+void cuda_comm_nccl_reap(const cuda_group_t *skip) {
+  cuda_retired_t now[CUDA_SETUP_RETIRED];
+  uint32_t i = 0, k = 0;
+  cuda_comm_lock();
+  while (i < g_retired_count) {
+    if (!gpu_gated(&g_retired[i].ordinal, 1, skip)) {
+      now[k++] = g_retired[i];
+      g_retired[i] = g_retired[--g_retired_count];
+    } else {
+      i++;
+    }
+  }
+  cuda_comm_unlock();
+  for (i = 0; i < k; i++) abort_now(now[i].nl, now[i].comm, now[i].ordinal);
+}
+
+void cuda_comm_nccl_retire(const cubert_nccl_loader_t *nl, cubert_nccl_comm_t *comms,
+                           const uint32_t *ordinals, uint32_t n, const cuda_group_t *skip) {
+  uint32_t i;
+  for (i = 0; i < n; i++) {
+    int later = 0;
+    if (!comms[i]) continue;
+    cuda_comm_lock();
+    if (gpu_gated(&ordinals[i], 1, skip) && g_retired_count < CUDA_SETUP_RETIRED) {
+      g_retired[g_retired_count].nl = nl;
+      g_retired[g_retired_count].comm = comms[i];
+      g_retired[g_retired_count].ordinal = ordinals[i];
+      g_retired_count++;
+      later = 1;
+    }
+    cuda_comm_unlock();
+    if (!later) abort_now(nl, comms[i], ordinals[i]);
+    comms[i] = NULL;
+  }
+  cuda_comm_nccl_reap(skip);
+}
+
 cubert_status_t cuda_comm_setup_early(cuda_member_t *m, cubert_error_t *out_error) {
   cuda_group_t *g = m->group;
   int ordinals[CUDA_COMM_MAX_MEMBERS];
+  uint32_t uords[CUDA_COMM_MAX_MEMBERS];
   CUcontext ctx[CUDA_COMM_MAX_MEMBERS];
   const cubert_nccl_loader_t *nl = NULL;
   uint32_t i, j, n, ok = 1;
@@ -154,7 +240,6 @@ cubert_status_t cuda_comm_setup_early(cuda_member_t *m, cubert_error_t *out_erro
   for (i = 0; ok && i < n; i++) {
     const cuda_member_t *p = g->members[i];
     if (p) {
-      if (p->posted > g->issued) ok = 0; /* a round waits: its gate may be closed */
       ordinals[i] = (int)p->ordinal;
       ctx[i] = g->ctx[i];
       continue;
@@ -171,6 +256,8 @@ cubert_status_t cuda_comm_setup_early(cuda_member_t *m, cubert_error_t *out_erro
   for (i = 0; ok && i < n; i++)
     for (j = i + 1; j < n; j++)
       if (ordinals[i] == ordinals[j]) ok = 0; /* refused at the call (one rank per GPU) */
+  for (i = 0; ok && i < n; i++) uords[i] = (uint32_t)ordinals[i];
+  if (ok && gpu_gated(uords, n, NULL)) ok = 0;
   cuda_comm_unlock();
   if (!ok) {
     (void)pthread_mutex_unlock(g->issue_mutex);
