@@ -50,10 +50,22 @@ int fake_is_fatal(CUresult r) {
   }
 }
 
+static CUresult g_process_poison; /* atomic */
+
+void fake_poison(CUresult r) {
+  CUresult none = CUDA_SUCCESS;
+  if (fake_current) fake_current->poison = r;
+  (void)__atomic_compare_exchange_n(&g_process_poison, &none, r, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE);
+}
+
+CUresult fake_process_poisoned(void) { return __atomic_load_n(&g_process_poison, __ATOMIC_ACQUIRE); }
+
 /* The current context, healthy: else the error a real driver gives. */
 CUresult fake_ctx_check(void) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!fake_current || fake_current->refs <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (fake_process_poisoned() != CUDA_SUCCESS) return fake_process_poisoned();
   return fake_current->poison;
 }
 
@@ -207,11 +219,13 @@ static CUresult fake_cuDeviceGetAttribute(int *out, CUdevice_attribute a, CUdevi
 static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *out, CUdevice dev) {
   CUresult r = device_check(dev);
   if (r != CUDA_SUCCESS) return r;
-  /* as the driver (seen on two H200s): the poisoned context current on this
-   * thread answers for the call, whichever device it names */
-  if (fake_current && fake_current->poison != CUDA_SUCCESS && fake_current != &g_ctx[dev])
-    return fake_current->poison;
   pthread_mutex_lock(&fake_mutex);
+  /* as the driver (seen on two H200s): a poisoned process makes no new
+   * context, whatever the thread; an active one is retained */
+  if (fake_process_poisoned() != CUDA_SUCCESS && g_ctx[dev].refs <= 0) {
+    pthread_mutex_unlock(&fake_mutex);
+    return fake_process_poisoned();
+  }
   g_ctx[dev].refs++;
   fake_stats_.contexts_retained++;
   pthread_mutex_unlock(&fake_mutex);

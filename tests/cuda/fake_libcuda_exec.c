@@ -464,7 +464,7 @@ CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz
     return CUDA_ERROR_INVALID_VALUE;
   if (shared > 49152 && (int)shared > f->dynamic_shared) return CUDA_ERROR_INVALID_VALUE;
   if (want != CUDA_SUCCESS) {
-    if (fake_is_fatal(want)) fake_current->poison = want;
+    if (fake_is_fatal(want)) fake_poison(want);
     return want;
   }
   pthread_mutex_lock(&fake_mutex);
@@ -492,13 +492,13 @@ CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz
     block[2] = bz;
     r = (CUresult)host(f->name, grid, block, shared, params);
     if (r != CUDA_ERROR_NOT_FOUND) {
-      if (fake_is_fatal(r)) fake_current->poison = r;
+      if (fake_is_fatal(r)) fake_poison(r);
       return r;
     }
   }
   if (strcmp(f->name, "ck_add_scalar_u32") == 0)
     run_add_scalar((const unsigned char *)params[0], (uint64_t)gx * gy * gz * bx * by * bz);
-  if (strcmp(f->name, "fake_fault") == 0) fake_current->poison = CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (strcmp(f->name, "fake_fault") == 0) fake_poison(CUDA_ERROR_ILLEGAL_ADDRESS);
   return CUDA_SUCCESS;
 }
 

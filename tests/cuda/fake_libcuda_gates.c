@@ -70,6 +70,7 @@ static CUresult gates_settle(fake_gates_t *gates) {
   (void)clock_gettime(CLOCK_MONOTONIC, &start);
   for (;;) {
     uint32_t n;
+    if (fake_process_poisoned() != CUDA_SUCCESS) return fake_process_poisoned(); /* at once */
     pthread_mutex_lock(&fake_mutex);
     fake_gates_prune(gates);
     n = gates->n;
@@ -95,6 +96,7 @@ CUresult fake_context_drain(int device) {
   for (;;) {
     struct CUstream_st *s;
     int closed = 0;
+    if (fake_process_poisoned() != CUDA_SUCCESS) return fake_process_poisoned();
     pthread_mutex_lock(&fake_mutex);
     for (s = fake_live_streams; s; s = s->live_next) {
       if (!s->ctx || s->ctx->device != device) continue;

@@ -87,6 +87,18 @@ extern __thread struct CUctx_st *fake_current;
 long long fake_knob(const char *name, long long fallback);
 /* Context-poisoning CUresult. */
 int fake_is_fatal(CUresult r);
+/* A sticky error in the current context. As the driver does (seen on two
+ * H200s, driver 580): it poisons the whole process, not that context
+ * alone. Every context's work then fails with the first such error (a
+ * context that was open before the error too, from any thread); a primary
+ * context not active yet cannot be made (cuDevicePrimaryCtxRetain returns
+ * the error; retaining an active one still succeeds); releasing or
+ * resetting contexts does not clear it; device queries, cuCtxSetCurrent and
+ * cuCtxGetCurrent still answer. A stream's sync then returns at once, also
+ * behind a closed gate. */
+void fake_poison(CUresult r);
+/* The process's first sticky error, CUDA_SUCCESS while healthy. */
+CUresult fake_process_poisoned(void);
 /* The current context, healthy; else the error a real driver gives. */
 CUresult fake_ctx_check(void);
 /* The same, and `s` belongs to the current context. */

@@ -12,6 +12,8 @@
  * ever meets a closed gate of the collectives.
  */
 #include "cuda_comm_test.h"
+#include "cubert/cube.h"
+#include "cuda_test_kernels.h"
 
 #include <string.h>
 #include <time.h>
@@ -126,3 +128,60 @@ TEST(cuda_comm_abort_opens_the_gates_before_nccl_frees) {
   for (i = 0; i < 2; i++) CHECK_OK(cubert_client_handle_release(e.c[i], &h[i], NULL));
   comm_close(&e);
 }
+
+/* ---- a lost GPU ------------------------------------------------------------------------------ */
+
+static const char k_fault_ptx[] = "// fake\n.visible .entry fake_fault(\n)\n{\n}\n";
+
+/* Device 1 posts an all_reduce its peer never joins; then a kernel of
+ * device 0 faults. One sticky error loses the process's CUDA state (the
+ * driver fails every context): device 1's collective ends with the loss,
+ * naming the first cause, at once rather than at the collective timeout
+ * (60 s), and both devices go away without hanging or leaking. */
+static void loss_body(int gpu) {
+  comm_env_t e;
+  cubert_handle_t h[2];
+  cubert_kernel_t fault;
+  cubert_launch_arguments_t args;
+  cubert_cube_count_t one = cubert_cube_count_new_single();
+  uint64_t address = 16; /* nothing is mapped there */
+  cubert_error_t err;
+  uint32_t i;
+  uint64_t t0;
+  CUBERT_KERNEL_DESCRIPTOR(poke, cuda_test_poke_u32, 0, 1, 0, 1, 1, 1);
+  comm_use(gpu, 2);
+  comm_open(&e, 2, 0);
+  fault = poke;
+  if (!gpu) {
+    fault.cuda_entry_name = "fake_fault";
+    fault.cuda_image = k_fault_ptx;
+    fault.cuda_image_size = sizeof k_fault_ptx;
+  }
+  for (i = 0; i < 2; i++) h[i] = comm_f32(e.c[i], k_v, 8);
+  for (i = 0; i < 2; i++) /* the communicators made and used */
+    CHECK_OK(cubert_client_all_reduce(e.c[i], &h[i], &h[i], CUBERT_COMM_DTYPE_F32, e.ids, 2,
+                                      CUBERT_REDUCE_OPERATION_SUM, NULL));
+  for (i = 0; i < 2; i++) CHECK_OK(cubert_client_sync_collective(e.c[i], NULL));
+  CHECK_OK(cubert_client_all_reduce(e.c[1], &h[1], &h[1], CUBERT_COMM_DTYPE_F32, e.ids, 2,
+                                    CUBERT_REDUCE_OPERATION_SUM, NULL));
+  t0 = now_ms();
+  args.buffers = NULL;
+  args.buffer_count = 0;
+  args.scalars = &address;
+  args.scalar_count = 1;
+  CHECK_OK(cubert_client_launch(e.c[0], &fault, &one, &args, NULL));
+  CHECK_STATUS(cubert_client_sync(e.c[0], &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK_MSG(strstr(err.reason, "CUDA device 0 lost: ") == err.reason, "%s", err.reason);
+  (void)cubert_client_sync_collective(e.c[1], NULL);
+  CHECK_STATUS(cubert_client_sync(e.c[1], &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_DEVICE_LOST);
+  CHECK_MSG(strstr(err.reason, "CUDA device 0 lost first") != NULL, "%s", err.reason);
+  CHECK_MSG(strstr(err.reason, "CUDA_ERROR_ILLEGAL_ADDRESS") != NULL, "%s", err.reason);
+  CHECK_MSG(now_ms() - t0 < 10000, "the loss took %llu ms to reach device 1",
+            (unsigned long long)(now_ms() - t0));
+  for (i = 0; i < 2; i++) CHECK_OK(cubert_client_handle_release(e.c[i], &h[i], NULL));
+  comm_close(&e); /* no hang; every allocator back to 0 */
+}
+
+TEST(cuda_comm_lost_gpu_ends_the_peers_collective) { loss_body(0); }
+TEST(cuda_gpu_comm_lost_gpu_ends_the_peers_collective) { loss_body(1); }
