@@ -319,6 +319,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s [--runs R] [--iters I] [--gpus N] [--max-mib M]\n", argv[0]);
     return 2;
   }
+  (void)setenv("NCCL_NVLS_ENABLE", "0", 1); /* NVLink multicast stays off (docs/collectives.md) */
   if (cubert__cuda_loader_shared(&b.cu, &err) != CUBERT_STATUS_OK ||
       cubert_cuda_device_count(&gpus, &err) != CUBERT_STATUS_OK ||
       cuda_comm_nccl(&b.nl, &err) != CUBERT_STATUS_OK) {

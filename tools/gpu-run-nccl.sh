@@ -29,6 +29,9 @@
 set -u
 
 cd "$(dirname "$0")/.." || exit 2
+# NVLink multicast stays off on every machine (NCCL's NVLS can take a shared
+# host's GPUs out of service): for NCCL in this script and every child.
+export NCCL_NVLS_ENABLE=0
 OUT=${OUT:-build/gpu-run-nccl}
 if [ -z "${CUDA_PATH:-}" ]; then
   if [ -f /usr/local/cuda/include/cuda.h ]; then

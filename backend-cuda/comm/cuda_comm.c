@@ -310,6 +310,13 @@ void cuda_comm_abort(cuda_group_t *g, const cubert_error_t *cause, const cubert_
     cubert__cuda_stream_queue_error(&m->s->s, e);
     m->errors_queued = 1;
   }
+  /* then the gates of rounds that will never be issued, before NCCL's
+   * abort: ncclCommAbort frees memory, and cuMemFree waits for every
+   * stream of the context, a gated one too, holding a lock of the driver
+   * that the gate's write would need (cuda_comm_setup.c) */
+  if (g->kind == CUDA_GROUP_LOCAL && g->size > 1)
+    for (i = 0; i < n; i++)
+      if (members[i]) cuda_comm_release(members[i], NULL);
   /* NCCL's kernels still waiting for peers give up (ncclCommAbort is local) */
   if (g->kind == CUDA_GROUP_WORLD && g->world) {
     cuda_world_abort_comm(g->world);
@@ -317,20 +324,11 @@ void cuda_comm_abort(cuda_group_t *g, const cubert_error_t *cause, const cubert_
     g->nccl_error = *cause;
   }
   if (g->nccl_state == CUDA_NCCL_READY && g->kind == CUDA_GROUP_LOCAL) {
-    for (i = 0; i < n; i++)
-      if (g->nccl[i]) {
-        cuda_comm_nccl_lock(g->ordinals[i]);
-        (void)g->nl->ncclCommAbort(g->nccl[i]);
-        cuda_comm_nccl_unlock(g->ordinals[i]);
-        g->nccl[i] = NULL;
-      }
+    /* now, or once no other group's gate may be closed on their GPUs */
+    cuda_comm_nccl_retire(g->nl, g->nccl, g->ordinals, n, g);
     g->nccl_state = CUDA_NCCL_FAILED;
     g->nccl_error = *cause;
   }
-  /* then the gates of rounds that will never be issued */
-  if (g->kind == CUDA_GROUP_LOCAL && g->size > 1)
-    for (i = 0; i < n; i++)
-      if (members[i]) cuda_comm_release(members[i], NULL);
 }
 
 /* ---- leaving ------------------------------------------------------------------------------ */
@@ -369,19 +367,19 @@ static void group_free(cuda_group_t *g) {
     int done = group_done_wait(g, cuda_comm_now_ns() + (g->timeout_ns < 10000000000ull
                                                         ? g->timeout_ns
                                                         : 10000000000ull));
-    cuda_comm_nccl_lock_all(g->ordinals, g->size);
-    if (done) { /* NCCL wants the ranks one thread holds destroyed in one group */
-      (void)g->nl->ncclGroupStart();
+    /* destroying frees: not while another group's gate may be closed there */
+    if (done && !cuda_comm_gpus_gated(g->ordinals, g->size, g)) {
+      cuda_comm_nccl_lock_all(g->ordinals, g->size);
+      (void)g->nl->ncclGroupStart(); /* NCCL wants the ranks one thread holds in one group */
       for (i = 0; i < g->size; i++)
         if (g->nccl[i]) (void)g->nl->ncclCommDestroy(g->nccl[i]);
       (void)g->nl->ncclGroupEnd();
-    } else {
-      for (i = 0; i < g->size; i++)
-        if (g->nccl[i]) (void)g->nl->ncclCommAbort(g->nccl[i]);
+      cuda_comm_nccl_unlock_all(g->ordinals, g->size);
+      for (i = 0; i < g->size; i++) g->nccl[i] = NULL;
     }
-    cuda_comm_nccl_unlock_all(g->ordinals, g->size);
-    for (i = 0; i < g->size; i++) g->nccl[i] = NULL;
   }
+  if (g->kind == CUDA_GROUP_LOCAL && g->nl) /* kept, or not destroyed above */
+    cuda_comm_nccl_retire(g->nl, g->nccl, g->ordinals, g->size, g);
   for (i = 0; i < g->size; i++)
     if (g->done[i]) {
       CUcontext saved = cuda_comm_ctx_enter(g->cu, g->ctx[i]);

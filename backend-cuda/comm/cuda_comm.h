@@ -218,6 +218,35 @@ void cuda_comm_member_close(cuda_member_t *m);
  * timeout, abort `g` (posters: DEADLINE_EXCEEDED). Takes the locks. */
 void cuda_comm_round_check(cuda_group_t *g, uint32_t generation, uint64_t now_ns);
 
+/* ---- cuda_comm_setup.c: NCCL before the gates ------------------------------------------ */
+
+/* A CUDA device of this process (cubert_cuda_client_create; `owner` its
+ * driver object) / its end (every entry of `owner`): the GPU and primary
+ * context of device index `index`, for groups whose members did not join
+ * yet (g_comm_mutex inside). */
+void cuda_comm_device_add(const void *owner, uint32_t index, uint32_t ordinal, CUcontext ctx);
+void cuda_comm_device_remove(const void *owner);
+/* At an all_reduce post of m, before its gate (the server's thread, no lock
+ * held): make the group's NCCL communicators and run their first
+ * collectives now when no stream of its GPUs may wait on a gate (every
+ * member's GPU known; no member of a local group on those GPUs with a
+ * round posted and not issued); else leave them to the issue. A failure of NCCL is kept in the group (the round reports
+ * it); returns OK, or UNSUPPORTED "NCCL unavailable". Takes issue_mutex. */
+cubert_status_t cuda_comm_setup_early(cuda_member_t *m, cubert_error_t *out_error);
+/* A stream of one of these GPUs may wait on a gate (a round posted and not
+ * issued by a member of a local group other than `skip`, not aborted).
+ * NCCL's destroy and abort free memory, which then deadlocks on a real
+ * driver. Takes g_comm_mutex. */
+int cuda_comm_gpus_gated(const uint32_t *ordinals, uint32_t n, const cuda_group_t *skip);
+/* Abort the NCCL communicators comms[0..n) (of GPUs ordinals[]; entries set
+ * to NULL): now, or, for a GPU where a gate may be closed, later (kept
+ * until cuda_comm_nccl_reap finds the GPU free). Then reaps. No lock held
+ * but the issue_mutex of `skip`. */
+void cuda_comm_nccl_retire(const cubert_nccl_loader_t *nl, cubert_nccl_comm_t *comms,
+                           const uint32_t *ordinals, uint32_t n, const cuda_group_t *skip);
+/* Abort the kept communicators whose GPU is free of gates now. */
+void cuda_comm_nccl_reap(const cuda_group_t *skip);
+
 /* ---- cuda_comm_direct.c: one rank in this process ---------------------------------- */
 
 /* The NCCL communicator of a single-member local group (ncclCommInitAll of

@@ -147,7 +147,8 @@ static cubert_status_t all_reduce_possible(cuda_member_t *m, const cubert_driver
     CUBERT_RETURN_IF_ERROR(cubert__cuda_function_get(m->drv->dev, k, &m->mean[c->dtype],
                                                      out_error));
   }
-  return CUBERT_STATUS_OK;
+  /* NCCL made before the gate (cuda_comm_setup.c says why) */
+  return cuda_comm_setup_early(m, out_error);
 }
 
 /* F (a raw event, made once per ring slot) and the gate wait on S. */

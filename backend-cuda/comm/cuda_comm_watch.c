@@ -100,8 +100,32 @@ void cuda_comm_poll_async(cuda_group_t *g, uint32_t generation) {
 }
 
 /* One look at every communicator that needs watching. */
-static void watch_scan(void) {
+/* The process's CUDA state is lost (cubert__cuda_process_lost): every
+ * communicator of several members is aborted with the first cause, so the
+ * rounds waiting for a member end with an error now instead of at their
+ * timeout (a group whose issue_mutex is busy: the next look). */
+static void abort_all_lost(const cubert_error_t *cause) {
   uint32_t i;
+  for (i = 0; i < CUDA_COMM_MAX; i++) {
+    cuda_group_t *g = cuda_comm_slot(i);
+    pthread_mutex_t *mutex;
+    uint32_t take;
+    cuda_comm_lock();
+    mutex = g->used && g->size > 1 && !g->aborted ? g->issue_mutex : NULL;
+    cuda_comm_unlock();
+    if (!mutex || pthread_mutex_trylock(mutex) != 0) continue;
+    cuda_comm_lock();
+    take = g->used && g->size > 1 && !g->aborted;
+    cuda_comm_unlock();
+    if (take) cuda_comm_abort(g, cause, cause, cause);
+    (void)pthread_mutex_unlock(mutex);
+  }
+}
+
+static void watch_scan(void) {
+  cubert_error_t cause;
+  uint32_t i;
+  if (cubert__cuda_process_lost(&cause)) abort_all_lost(&cause);
   for (i = 0; i < CUDA_COMM_MAX; i++) {
     cuda_group_t *g = cuda_comm_slot(i);
     uint32_t generation, kind, take;

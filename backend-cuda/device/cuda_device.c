@@ -144,6 +144,45 @@ cubert_status_t cubert__cuda_device_query(const cubert_cuda_loader_t *cu, uint32
 
 /* ---- lost state ---------------------------------------------------------------- */
 
+/* The process's first context-poisoning error. Seen on two H200s (driver
+ * 580): after an illegal address on GPU 0, every call of every context of
+ * the process fails with it (a context open before too, from any thread),
+ * no new primary context can be made, and neither releasing nor resetting
+ * clears it. So one such error loses every CUDA device of the process:
+ * each reports the first cause (no driver call), a device opened later
+ * fails at once. */
+static pthread_mutex_t g_process_lost_mutex = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t g_process_lost; /* atomic: 1 once g_process_cause is written */
+static cubert_error_t g_process_cause;
+
+bool cubert__cuda_process_lost(cubert_error_t *out_cause) {
+  if (!__atomic_load_n(&g_process_lost, __ATOMIC_ACQUIRE)) return false;
+  if (out_cause) *out_cause = g_process_cause; /* immutable once set */
+  return true;
+}
+
+static void process_lose(uint32_t ordinal, const cubert_error_t *cause) {
+  char reason[CUBERT_ERROR_REASON_SIZE];
+  (void)pthread_mutex_lock(&g_process_lost_mutex);
+  if (!__atomic_load_n(&g_process_lost, __ATOMIC_ACQUIRE)) {
+    cubert__cuda_format(reason, sizeof reason,
+                        "CUDA device %u lost first (one sticky error loses every CUDA device of "
+                       "the process): %s",
+                        (unsigned)ordinal, cause && cause->depth ? cause->reason : "unknown cause");
+    (void)cubert_error_set_driver(&g_process_cause, CUBERT_ERROR_DEVICE_LOST,
+                                  cause ? cause->driver_code : 0, reason);
+    __atomic_store_n(&g_process_lost, 1u, __ATOMIC_RELEASE);
+  }
+  (void)pthread_mutex_unlock(&g_process_lost_mutex);
+}
+
+/* Another device's loss reached this one: lost with the first cause. */
+static void reached_by_loss(cubert_cuda_device_t *device) {
+  cubert_error_t cause;
+  if (cubert__cuda_device_is_lost(device) || !cubert__cuda_process_lost(&cause)) return;
+  cubert__cuda_device_mark_lost(device, &cause);
+}
+
 bool cubert__cuda_device_is_lost(const cubert_cuda_device_t *device) {
   return __atomic_load_n(&device->lost, __ATOMIC_ACQUIRE) != 0;
 }
@@ -174,7 +213,13 @@ cubert_status_t cubert__cuda_device_fail(cubert_cuda_device_t *device, CUresult 
   cubert_error_t e;
   cubert_status_t st = cubert__cuda_error_set(&e, device->cu, result, op, what, size);
   if (cubert__cuda_result_is_fatal(result)) {
-    cubert__cuda_device_mark_lost(device, &e);
+    cubert_error_t first;
+    if (cubert__cuda_process_lost(&first)) {
+      cubert__cuda_device_mark_lost(device, &first); /* the loss came from another device */
+    } else {
+      process_lose(device->ordinal, &e);
+      cubert__cuda_device_mark_lost(device, &e);
+    }
     return cubert__cuda_device_lost_error(device, out_error);
   }
   if (out_error) *out_error = e;
@@ -184,6 +229,7 @@ cubert_status_t cubert__cuda_device_fail(cubert_cuda_device_t *device, CUresult 
 cubert_status_t cubert__cuda_device_enter(cubert_cuda_device_t *device, cubert_error_t *out_error) {
   uint32_t epoch;
   CUresult r;
+  if (__atomic_load_n(&g_process_lost, __ATOMIC_ACQUIRE)) reached_by_loss(device);
   if (cubert__cuda_device_is_lost(device)) return cubert__cuda_device_lost_error(device, out_error);
   epoch = __atomic_load_n(&g_context_epoch, __ATOMIC_ACQUIRE);
   if (t_current == device->context && t_current_epoch == epoch) return CUBERT_STATUS_OK;
@@ -221,6 +267,17 @@ cubert_status_t cubert__cuda_device_open(const cubert_cuda_loader_t *cu, uint32_
   if (!cu || !out_device)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "cubert__cuda_device_open: NULL argument");
+  {
+    cubert_error_t first;
+    if (cubert__cuda_process_lost(&first)) { /* no new context in a poisoned process */
+      char reason[CUBERT_ERROR_REASON_SIZE];
+      cubert__cuda_format(reason, sizeof reason, "CUDA device %u cannot be opened: %s",
+                          (unsigned)ordinal, first.reason);
+      (void)cubert_error_set_driver(out_error, CUBERT_ERROR_DEVICE_LOST, first.driver_code,
+                                    reason);
+      return CUBERT_STATUS_UNAVAILABLE;
+    }
+  }
   st = cubert__cuda_device_query(cu, ordinal, &info, out_error);
   if (st != CUBERT_STATUS_OK) return st;
   st = cubert_allocator_malloc(allocator, sizeof *d, 0, (void **)&d, NULL);

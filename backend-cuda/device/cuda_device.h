@@ -222,6 +222,15 @@ cubert_status_t cubert__cuda_device_fail(cubert_cuda_device_t *device, CUresult 
                                          cubert_cuda_op_t op, const char *what, uint64_t size,
                                          cubert_error_t *out_error);
 
+/* True once a context-poisoning error was seen on any device of the
+ * process (then every CUDA device of the process is lost: the driver fails
+ * every context's calls); *out_cause (may be NULL) gets the first cause:
+ * kind DEVICE_LOST, that error's code, "CUDA device N lost first, ...".
+ * Devices reached by it report it at their next call; opening a device
+ * fails with UNAVAILABLE "CUDA device M cannot be opened: <first cause>".
+ * Thread-safe, lock-free. */
+bool cubert__cuda_process_lost(cubert_error_t *out_cause);
+
 /* True once the device is lost. Thread-safe, lock-free. */
 bool cubert__cuda_device_is_lost(const cubert_cuda_device_t *device);
 

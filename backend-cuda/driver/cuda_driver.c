@@ -326,6 +326,7 @@ static void drv_properties(void *self, cubert_device_properties_t *out) {
 
 static void drv_destroy(void *self) {
   cuda_drv_t *d = cuda_drv_of(self);
+  cuda_comm_device_remove(d);
   cuda_comm_device_gone(d);
   cuda_drv_pinned_free_all(d);
   cuda_workers_destroy(d->workers);

@@ -22,6 +22,7 @@ int fake_initialized;
 uint64_t fake_device_used[FAKE_MAX_DEVICES];
 fake_cuda_stats_t fake_stats_;
 __thread struct CUctx_st *fake_current;
+struct CUstream_st *fake_live_streams;
 static struct CUctx_st g_ctx[FAKE_MAX_DEVICES];
 
 /* ---- knobs ------------------------------------------------------------------- */
@@ -49,10 +50,22 @@ int fake_is_fatal(CUresult r) {
   }
 }
 
+static CUresult g_process_poison; /* atomic */
+
+void fake_poison(CUresult r) {
+  CUresult none = CUDA_SUCCESS;
+  if (fake_current) fake_current->poison = r;
+  (void)__atomic_compare_exchange_n(&g_process_poison, &none, r, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE);
+}
+
+CUresult fake_process_poisoned(void) { return __atomic_load_n(&g_process_poison, __ATOMIC_ACQUIRE); }
+
 /* The current context, healthy: else the error a real driver gives. */
 CUresult fake_ctx_check(void) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!fake_current || fake_current->refs <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (fake_process_poisoned() != CUDA_SUCCESS) return fake_process_poisoned();
   return fake_current->poison;
 }
 
@@ -206,11 +219,13 @@ static CUresult fake_cuDeviceGetAttribute(int *out, CUdevice_attribute a, CUdevi
 static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *out, CUdevice dev) {
   CUresult r = device_check(dev);
   if (r != CUDA_SUCCESS) return r;
-  /* as the driver (seen on two H200s): the poisoned context current on this
-   * thread answers for the call, whichever device it names */
-  if (fake_current && fake_current->poison != CUDA_SUCCESS && fake_current != &g_ctx[dev])
-    return fake_current->poison;
   pthread_mutex_lock(&fake_mutex);
+  /* as the driver (seen on two H200s): a poisoned process makes no new
+   * context, whatever the thread; an active one is retained */
+  if (fake_process_poisoned() != CUDA_SUCCESS && g_ctx[dev].refs <= 0) {
+    pthread_mutex_unlock(&fake_mutex);
+    return fake_process_poisoned();
+  }
   g_ctx[dev].refs++;
   fake_stats_.contexts_retained++;
   pthread_mutex_unlock(&fake_mutex);
@@ -297,6 +312,8 @@ static CUresult fake_cuStreamCreate(CUstream *out, unsigned int flags) {
   if (!s) return CUDA_ERROR_OUT_OF_MEMORY;
   s->ctx = fake_current;
   pthread_mutex_lock(&fake_mutex);
+  s->live_next = fake_live_streams;
+  fake_live_streams = s;
   fake_stats_.streams_created++;
   pthread_mutex_unlock(&fake_mutex);
   *out = s;
@@ -313,6 +330,11 @@ static CUresult fake_cuStreamDestroy(CUstream s) {
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.streams_destroyed++;
   fake_stream_free_deferred(s);
+  {
+    struct CUstream_st **p = &fake_live_streams;
+    while (*p && *p != s) p = &(*p)->live_next;
+    if (*p) *p = s->live_next;
+  }
   s->destroyed = 1;
   stream_maybe_free(s);
   pthread_mutex_unlock(&fake_mutex);

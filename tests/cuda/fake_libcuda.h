@@ -26,7 +26,9 @@
  *                                    times after each record (default 0)
  *   CUBERT_FAKE_CUDA_COPY_RESULT     1-D host<->device copies return this CUresult
  *   CUBERT_FAKE_CUDA_LAUNCH_RESULT   cuLaunchKernel returns this CUresult; a
- *                                    context-poisoning one poisons the context
+ *                                    context-poisoning one poisons the process
+ *                                    (every context, as the driver: see
+ *                                    fake_poison in fake_libcuda_internal.h)
  *   CUBERT_FAKE_CUDA_FUNC_MAX_THREADS  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
  *                                    (default 1024)
  *   CUBERT_FAKE_CUDA_SET_FLAGS_RESULT  cuDevicePrimaryCtxSetFlags returns this CUresult
@@ -34,6 +36,11 @@
  *                                    cuStreamWaitValue32 waits at most this
  *                                    long (default 30000), then CUDA_ERROR_TIMEOUT
  *   CUBERT_FAKE_CUDA_NO_PEER         1: cuDeviceCanAccessPeer answers 0
+ *   CUBERT_FAKE_CUDA_NO_DRAIN        1: cuMemFree and cuModuleLoadDataEx do not
+ *                                    wait for the context's gated streams (by
+ *                                    default they do, as the driver; they give
+ *                                    up after the gate timeout where it
+ *                                    deadlocks: fake_context_drain)
  *
  * Stream memory operations and peer copies: fake_libcuda_gates.c.
  * Events complete in stream order: one found complete completes those
@@ -42,7 +49,7 @@
  * runner a test program may install (cubert_fake_cuda_set_kernel_host: the
  * CUDA tests run the kernel library's CPU entry points through it):
  *   ck_add_scalar_u32        buffer 0 (u32) += scalar 0, one element per unit
- *   fake_fault                launches fine, then poisons the context with
+ *   fake_fault                launches fine, then poisons the process with
  *                             CUDA_ERROR_ILLEGAL_ADDRESS (seen at the next
  *                             synchronize / query, as on a GPU)
  * Module images: PTX text whose `.visible .entry NAME(` lines name the
@@ -87,6 +94,10 @@ typedef struct fake_cuda_stats_t {
   /* collectives (fake_libcuda_gates.c) */
   uint64_t stream_waits, stream_writes; /* cuStreamWaitValue32 / cuStreamWriteValue32 */
   uint64_t copies_peer, peer_enables;   /* cuMemcpyPeerAsync / cuCtxEnablePeerAccess */
+  /* context drains (cuModuleLoadDataEx, cuMemFree, the fake NCCL's kernel
+   * loading and set-up): made, and those that found a stream of the context
+   * behind a closed gate and waited (a real driver would deadlock there) */
+  uint64_t context_drains, context_drains_waited;
 } fake_cuda_stats_t;
 
 /* Runs a kernel on the host, by its entry name, in place of the GPU:

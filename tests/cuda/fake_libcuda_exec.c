@@ -119,8 +119,18 @@ CUresult fake_cuMemAlloc(CUdeviceptr *out, size_t size) {
   return device_alloc(out, size, 0);
 }
 
+/* The context-synchronizing calls (cuMemFree, cuModuleLoadDataEx) drain
+ * the current context first (fake_context_drain), unless
+ * CUBERT_FAKE_CUDA_NO_DRAIN=1. */
+static CUresult drain_current(void) {
+  CUresult r = fake_ctx_check();
+  if (r != CUDA_SUCCESS || fake_knob("CUBERT_FAKE_CUDA_NO_DRAIN", 0)) return r;
+  return fake_context_drain(fake_current->device);
+}
+
 CUresult fake_cuMemFree(CUdeviceptr p) {
-  return device_free(p, 0);
+  CUresult r = drain_current();
+  return r != CUDA_SUCCESS ? r : device_free(p, 0);
 }
 
 CUresult fake_cuMemAllocAsync(CUdeviceptr *out, size_t size, CUstream s) {
@@ -312,7 +322,7 @@ CUresult fake_cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned int 
   int cubin, elf;
   size_t size;
   struct CUmod_st *m;
-  CUresult r = fake_ctx_check();
+  CUresult r = drain_current();
   if (r != CUDA_SUCCESS) return r;
   if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
   cubin = memcmp(bytes, "\x7f" "ELF", 4) == 0;
@@ -454,7 +464,7 @@ CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz
     return CUDA_ERROR_INVALID_VALUE;
   if (shared > 49152 && (int)shared > f->dynamic_shared) return CUDA_ERROR_INVALID_VALUE;
   if (want != CUDA_SUCCESS) {
-    if (fake_is_fatal(want)) fake_current->poison = want;
+    if (fake_is_fatal(want)) fake_poison(want);
     return want;
   }
   pthread_mutex_lock(&fake_mutex);
@@ -482,13 +492,13 @@ CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz
     block[2] = bz;
     r = (CUresult)host(f->name, grid, block, shared, params);
     if (r != CUDA_ERROR_NOT_FOUND) {
-      if (fake_is_fatal(r)) fake_current->poison = r;
+      if (fake_is_fatal(r)) fake_poison(r);
       return r;
     }
   }
   if (strcmp(f->name, "ck_add_scalar_u32") == 0)
     run_add_scalar((const unsigned char *)params[0], (uint64_t)gx * gy * gz * bx * by * bz);
-  if (strcmp(f->name, "fake_fault") == 0) fake_current->poison = CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (strcmp(f->name, "fake_fault") == 0) fake_poison(CUDA_ERROR_ILLEGAL_ADDRESS);
   return CUDA_SUCCESS;
 }
 

@@ -70,6 +70,7 @@ static CUresult gates_settle(fake_gates_t *gates) {
   (void)clock_gettime(CLOCK_MONOTONIC, &start);
   for (;;) {
     uint32_t n;
+    if (fake_process_poisoned() != CUDA_SUCCESS) return fake_process_poisoned(); /* at once */
     pthread_mutex_lock(&fake_mutex);
     fake_gates_prune(gates);
     n = gates->n;
@@ -86,6 +87,44 @@ static CUresult gates_settle(fake_gates_t *gates) {
     }
   }
 }
+
+CUresult fake_context_drain(int device) {
+  long long limit_ms = fake_knob("CUBERT_FAKE_CUDA_GATE_TIMEOUT_MS", 30000);
+  struct timespec start, now;
+  int waited = 0;
+  (void)clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    struct CUstream_st *s;
+    int closed = 0;
+    if (fake_process_poisoned() != CUDA_SUCCESS) return fake_process_poisoned();
+    pthread_mutex_lock(&fake_mutex);
+    for (s = fake_live_streams; s; s = s->live_next) {
+      if (!s->ctx || s->ctx->device != device) continue;
+      fake_gates_prune(&s->gates);
+      if (s->gates.n) closed = 1;
+    }
+    if (!waited) {
+      fake_stats_.context_drains++;
+      if (closed) fake_stats_.context_drains_waited++;
+    }
+    pthread_mutex_unlock(&fake_mutex);
+    if (!closed) return CUDA_SUCCESS;
+    waited = 1;
+    (void)clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((now.tv_sec - start.tv_sec) * 1000ll + (now.tv_nsec - start.tv_nsec) / 1000000 > limit_ms)
+      return CUDA_ERROR_TIMEOUT;
+    {
+      struct timespec ts;
+      ts.tv_sec = 0;
+      ts.tv_nsec = 50000;
+      (void)nanosleep(&ts, NULL);
+    }
+  }
+}
+
+/* Exported: the fake libnccl's kernel loading and set-up drain as NCCL's do
+ * on a real driver (found with dlsym in this library). */
+CUresult cubert_fake_cuda_context_drain(int device) { return fake_context_drain(device); }
 
 CUresult fake_stream_settle(CUstream s) {
   return s ? gates_settle(&s->gates) : CUDA_SUCCESS;

@@ -49,6 +49,7 @@ struct CUstream_st {
   int destroyed;
   void *deferred;     /* CUBERT_FAKE_CUDA_DEFER_FREES: blocks freed on it, not yet given back */
   fake_gates_t gates; /* closed waits its later work stands behind */
+  struct CUstream_st *live_next; /* the list of streams not destroyed (fake_mutex) */
 };
 
 struct CUevent_st {
@@ -86,6 +87,18 @@ extern __thread struct CUctx_st *fake_current;
 long long fake_knob(const char *name, long long fallback);
 /* Context-poisoning CUresult. */
 int fake_is_fatal(CUresult r);
+/* A sticky error in the current context. As the driver does (seen on two
+ * H200s, driver 580): it poisons the whole process, not that context
+ * alone. Every context's work then fails with the first such error (a
+ * context that was open before the error too, from any thread); a primary
+ * context not active yet cannot be made (cuDevicePrimaryCtxRetain returns
+ * the error; retaining an active one still succeeds); releasing or
+ * resetting contexts does not clear it; device queries, cuCtxSetCurrent and
+ * cuCtxGetCurrent still answer. A stream's sync then returns at once, also
+ * behind a closed gate. */
+void fake_poison(CUresult r);
+/* The process's first sticky error, CUDA_SUCCESS while healthy. */
+CUresult fake_process_poisoned(void);
 /* The current context, healthy; else the error a real driver gives. */
 CUresult fake_ctx_check(void);
 /* The same, and `s` belongs to the current context. */
@@ -108,6 +121,17 @@ CUresult fake_stream_settle(CUstream s);
 CUresult fake_event_settle(CUevent e);
 /* fake_stream_check, then fake_stream_settle: for work on the stream. */
 CUresult fake_stream_ready(CUstream s);
+/* Streams created and not destroyed (fake_mutex). */
+extern struct CUstream_st *fake_live_streams;
+/* What a context-synchronizing call of a real driver does (seen on two
+ * H200s, driver 580: cuModuleLoadData, cuMemFree, NCCL's kernel loading):
+ * wait until no stream of `device`'s context stands behind a closed gate.
+ * The real driver holds a lock meanwhile, so a write that would open the
+ * gate from another thread deadlocks; the fake gives up after
+ * CUBERT_FAKE_CUDA_GATE_TIMEOUT_MS with CUDA_ERROR_TIMEOUT. Without
+ * fake_mutex. */
+CUresult fake_context_drain(int device);
+CUresult cubert_fake_cuda_context_drain(int device);
 /* 1 when addr lies in memory from cuMemAllocAsync (fake_mutex held): a real
  * driver refuses stream memory operations there (CUDA_ERROR_INVALID_VALUE,
  * seen on an H100 with driver 580). */

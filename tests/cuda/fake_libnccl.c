@@ -90,6 +90,8 @@ static fake_nccl_settle_fn g_settle;
 static fake_nccl_gate_fn g_gate;
 typedef void (*fake_nccl_store_fn)(uint32_t *addr, uint32_t value);
 static fake_nccl_store_fn g_store;
+typedef int (*fake_nccl_drain_fn)(int device);
+static fake_nccl_drain_fn g_drain;
 
 static void hooks_find(void) {
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -101,6 +103,8 @@ static void hooks_find(void) {
   if (b) memcpy(&g_gate, &b, sizeof b);
   a = dlsym(lib, "cubert_fake_cuda_gate_store");
   if (a) memcpy(&g_store, &a, sizeof a);
+  a = dlsym(lib, "cubert_fake_cuda_context_drain");
+  if (a) memcpy(&g_drain, &a, sizeof a);
   (void)dlclose(lib); /* still loaded by whoever loaded it */
 }
 
@@ -118,6 +122,18 @@ void fake_nccl_store(uint32_t *addr, uint32_t value) {
   (void)pthread_once(&g_hooks_once, hooks_find);
   if (g_store) g_store(addr, value);
   else __atomic_store_n(addr, value, __ATOMIC_RELEASE);
+}
+
+/* As NCCL on a real driver: loading its kernels into a GPU's context (the
+ * first communicator there), setting up a communicator's connections (its
+ * first collective) and freeing them (destroy, abort) are
+ * context-synchronizing (the fake libcuda's cubert_fake_cuda_context_drain:
+ * it waits while a stream of that GPU stands behind a closed gate, where a
+ * real driver deadlocks). 0, or ncclUnhandledCudaError. */
+static int drain(int device) {
+  (void)pthread_once(&g_hooks_once, hooks_find);
+  if (!g_drain || device < 0) return 0;
+  return g_drain(device) == 0 ? 0 : CUBERT_NCCL_UNHANDLED_CUDA_ERROR;
 }
 
 static int settle(struct CUstream_st *s) {
@@ -207,6 +223,18 @@ ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) {
   for (i = 0; devlist && i < ndev; i++)
     for (j = 0; j < i; j++)
       if (devlist[i] == devlist[j]) return CUBERT_NCCL_INVALID_USAGE; /* Duplicate GPU detected */
+  for (i = 0; i < ndev; i++) { /* NCCL's kernels, once per GPU's context */
+    static int loaded[64];
+    int d = devlist ? devlist[i] : i, was;
+    pthread_mutex_lock(&fake_nccl_mutex);
+    was = d >= 0 && d < 64 ? loaded[d] : 1;
+    pthread_mutex_unlock(&fake_nccl_mutex);
+    if (was) continue;
+    if (drain(d)) return CUBERT_NCCL_UNHANDLED_CUDA_ERROR;
+    pthread_mutex_lock(&fake_nccl_mutex);
+    loaded[d] = 1;
+    pthread_mutex_unlock(&fake_nccl_mutex);
+  }
   pthread_mutex_lock(&fake_nccl_mutex);
   clique = g_next_clique++;
   fake_nccl_stats_.init_all++;
@@ -281,6 +309,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, cubert_nccl_un
  * the communicator's word is released. */
 static ncclResult_t comm_close(ncclComm_t c, int abort) {
   if (!c) return CUBERT_NCCL_INVALID_ARGUMENT;
+  if (!c->shm && c->connected) (void)drain(c->device); /* its buffers are freed */
   if (c->helper_running) {
     pthread_mutex_lock(&c->mutex);
     c->stop = 1;
@@ -445,6 +474,11 @@ static int run_send(int s) {
 static ncclResult_t run_group(void) {
   int i, r = 0;
   count_stat(&fake_nccl_stats_.group_ends);
+  for (i = 0; i < t_nops && !r; i++) /* a communicator's first collective: its set-up */
+    if (!t_ops[i].comm->shm && !t_ops[i].comm->connected) {
+      r = drain(t_ops[i].comm->device);
+      t_ops[i].comm->connected = !r;
+    }
   for (i = 0; i < t_nops && !r; i++) r = settle(t_ops[i].stream);
   for (i = 0; i < t_nops && !r; i++) {
     group_op_t *o = &t_ops[i];
@@ -493,6 +527,10 @@ static ncclResult_t collective(int kind, const void *send, void *recv, size_t co
   }
   if (comm->shm) return enqueue(comm, &op, stream);
   if (comm->nranks != 1) return CUBERT_NCCL_INVALID_USAGE; /* several ranks: a group call */
+  if (!comm->connected) { /* its first collective: the set-up */
+    if (drain(comm->device)) return CUBERT_NCCL_UNHANDLED_CUDA_ERROR;
+    comm->connected = 1;
+  }
   if (settle(stream)) return CUBERT_NCCL_UNHANDLED_CUDA_ERROR;
   if (kind == 1) memmove(recv, send, count * fake_nccl_type_size(type));
   return CUBERT_NCCL_SUCCESS;

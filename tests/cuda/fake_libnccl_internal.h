@@ -38,6 +38,7 @@ struct cubert_nccl_comm_opaque_t {
   int clique; /* in-process clique number (multi-process: -1) */
   int aborted;
   int async_error;
+  int connected; /* in-process: its first collective ran (the set-up drained) */
   fake_shm_t *shm; /* multi-process */
   /* multi-process: the helper thread and its queue (mutex / cond) */
   pthread_mutex_t mutex;

@@ -516,19 +516,30 @@ static void check_lost(cubert_status_t st, const cubert_error_t *err) {
 
 /* A kernel stores to an address no allocation holds: the fault surfaces at
  * the sync as DEVICE_LOST; every later call returns it at once; the device
- * goes away without hanging or leaking; other devices keep working. */
+ * goes away without hanging or leaking. As the driver does (seen on two
+ * H200s), the sticky error loses the whole process's CUDA state: a device
+ * on another GPU opened before reports the loss with the first cause (GPU
+ * 0's), one opened after cannot be opened (UNAVAILABLE, the first cause);
+ * a CPU device keeps working. */
+static void check_first_cause(cubert_status_t st, const cubert_error_t *err) {
+  check_lost(st, err);
+  CHECK_MSG(strstr(err->reason, "CUDA device 0 lost first") != NULL, "%s", err->reason);
+}
+
 static void lost_body(int gpu) {
   client_env_t e;
-  cubert_client_t *cpu = NULL, *other = NULL;
+  cubert_client_t *cpu = NULL, *other = NULL, *later = NULL;
   cubert_cpu_options_t co;
   cubert_cuda_options_t o;
   cubert_kernel_t fault;
   uint32_t data[4] = {1, 2, 3, 4}, out[4];
   uint64_t address = 16; /* nothing is mapped there */
-  cubert_handle_t h, h2;
+  cubert_handle_t h, h2, ho;
   cubert_launch_arguments_t args;
   cubert_cube_count_t one = cubert_cube_count_new_single();
   cubert_error_t err;
+  counting_allocator_t oc;
+  cubert_allocator_t oa = counting_allocator_initialize(&oc);
   uint32_t gpus = 1;
   CUBERT_KERNEL_DESCRIPTOR(poke, cuda_test_poke_u32, 0, 1, 0, 1, 1, 1);
   if (!gpu) fake_knob("CUBERT_FAKE_CUDA_DEVICES", "2");
@@ -539,10 +550,21 @@ static void lost_body(int gpu) {
     fault.cuda_image = k_fault_ptx;
     fault.cuda_image_size = sizeof k_fault_ptx;
   }
+  CHECK_OK(cubert_cuda_device_count(&gpus, NULL));
+  if (gpus > 1) { /* a device on GPU 1, working before the fault */
+    cubert_cuda_options_initialize(&o);
+    o.ordinal = 1;
+    o.device_index = 1;
+    CHECK_OK_E(cubert_cuda_client_create(oa, &o, &other, &err), err);
+    CHECK_OK(cubert_client_create_from_slice(other, data, sizeof data, &ho, NULL));
+    CHECK_OK(cubert_client_read_one(other, &ho, out, sizeof out, NULL));
+    CHECK_EQ_U64(out[3], 4);
+  }
   CHECK_OK(cubert_client_create_from_slice(e.client, data, sizeof data, &h, NULL));
   args = args_of(NULL, 0, &address, 1);
   CHECK_OK(cubert_client_launch(e.client, &fault, &one, &args, NULL)); /* fails later */
   check_lost(cubert_client_sync(e.client, &err), &err);
+  CHECK_MSG(strstr(err.reason, "CUDA device 0 lost: ") == err.reason, "%s", err.reason);
   check_lost(cubert_client_sync(e.client, &err), &err);
   check_lost(cubert_client_read_one(e.client, &h, out, sizeof out, &err), &err);
   check_lost(cubert_client_create_from_slice(e.client, data, sizeof data, &h2, &err), &err);
@@ -551,7 +573,28 @@ static void lost_body(int gpu) {
   check_lost(cubert_client_flush(e.client, &err), &err);
   CHECK_OK(cubert_client_handle_release(e.client, &h, NULL));
   client_close(&e); /* no hang, nothing leaked */
-  /* another device keeps working: a CPU device, and another GPU if there is one */
+  if (gpus > 1) {
+    /* GPU 1's device, open before: lost too, naming the first cause */
+    check_first_cause(cubert_client_read_one(other, &ho, out, sizeof out, &err), &err);
+    check_first_cause(cubert_client_sync(other, &err), &err);
+    check_first_cause(cubert_client_create_from_slice(other, data, sizeof data, &h2, &err), &err);
+    CHECK_OK(cubert_client_handle_release(other, &ho, NULL));
+    cubert_client_release(other); /* no hang */
+    CHECK_EQ_I64(oc.live_blocks, 0);
+    /* a device opened after the loss: refused at once with the first cause */
+    cubert_cuda_options_initialize(&o);
+    o.ordinal = 1;
+    o.device_index = 2;
+    CHECK_STATUS(cubert_cuda_client_create(cubert_allocator_libc(), &o, &later, &err),
+                 CUBERT_STATUS_UNAVAILABLE);
+    CHECK(later == NULL);
+    CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_DEVICE_LOST);
+    CHECK_MSG(strstr(err.reason, "CUDA device 1 cannot be opened: CUDA device 0 lost first") ==
+              err.reason, "%s", err.reason);
+    CHECK_MSG(strstr(err.reason, "CUDA_ERROR_ILLEGAL_ADDRESS") != NULL, "%s", err.reason);
+  }
+  counting_allocator_destroy(&oc);
+  /* a CPU device keeps working */
   cubert_cpu_options_initialize(&co);
   co.device_index = 7;
   CHECK_OK(cubert_cpu_client_create(cubert_allocator_libc(), &co, &cpu, NULL));
@@ -560,18 +603,6 @@ static void lost_body(int gpu) {
   CHECK_EQ_U64(out[2], 3);
   CHECK_OK(cubert_client_handle_release(cpu, &h, NULL));
   cubert_client_release(cpu);
-  CHECK_OK(cubert_cuda_device_count(&gpus, NULL));
-  if (gpus > 1) {
-    cubert_cuda_options_initialize(&o);
-    o.ordinal = 1;
-    o.device_index = 1;
-    CHECK_OK_E(cubert_cuda_client_create(cubert_allocator_libc(), &o, &other, &err), err);
-    CHECK_OK(cubert_client_create_from_slice(other, data, sizeof data, &h, NULL));
-    CHECK_OK(cubert_client_read_one(other, &h, out, sizeof out, NULL));
-    CHECK_EQ_U64(out[3], 4);
-    CHECK_OK(cubert_client_handle_release(other, &h, NULL));
-    cubert_client_release(other);
-  }
 }
 
 TEST(cuda_client_device_lost_after_an_illegal_address) { lost_body(0); }

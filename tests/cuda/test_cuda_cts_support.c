@@ -14,6 +14,7 @@
  *    them (the fake loads PTX text by its .entry lines).
  */
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "comm/cuda_comm.h"
 #include "cuda_test.h"
@@ -143,6 +144,9 @@ int cts_cuda_prepare(char *skip, size_t size) {
   cubert_error_t err;
   void *sym;
   if (prepared) return 0;
+  /* NVLink multicast stays off for every NCCL a test starts (a shared
+   * host's GPUs can go out of service): before NCCL is loaded */
+  (void)setenv("NCCL_NVLS_ENABLE", "0", 1);
   if (cubert__cuda_loader_shared(&cu, &err) != CUBERT_STATUS_OK) {
     snprintf(skip, size, "%s", err.reason);
     return 1;
