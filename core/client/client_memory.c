@@ -159,6 +159,7 @@ static cubert_status_t create_with(cubert_client_t *client, create_scratch_t *s,
                                            ? CUBERT_ERROR_HOST_OUT_OF_MEMORY
                                            : CUBERT_ERROR_OUT_OF_RANGE,
                             NULL, 0, "no handle slot for the allocation");
+  base.device_key = st->device_key;
   for (i = 0; i < s->count && status == CUBERT_STATUS_OK; i++)
     status = create_item(st, s, &base, &descriptors[i], i, data, owned, out_error);
   if (status == CUBERT_STATUS_OK) {
@@ -283,6 +284,7 @@ static cubert_status_t create_one(cubert_client_t *client, const cubert_layout_d
   }
   cubert_memset(&h, 0, sizeof h);
   h.device = st->device.index_id;
+  h.device_key = st->device_key;
   h.stream = cubert_client_stream(client);
   h.size = total;
   h.offset_start = l.offset_start;

@@ -42,6 +42,9 @@ cubert_status_t cubert_kit_create(cubert_allocator_t allocator, const cubert_kit
 cubert_status_t cubert_kit_check_driver(const cubert_driver_t *driver, cubert_error_t *out_error);
 /* The handle completions use to take the device for their drain. */
 void cubert_kit_set_handle(cubert_kit_t *kit, cubert_device_handle_t handle);
+/* The key of the device's handles (cubert_handle_t.device_key): bindings
+ * whose index or key differ are refused with DEVICE_MISMATCH. */
+void cubert_kit_set_device_key(cubert_kit_t *kit, uint32_t device_key);
 /* Synchronize and destroy everything, the driver last (unless
  * destroy_driver is false: a creation that failed after the kit). Blocks. */
 void cubert_kit_destroy(cubert_kit_t *kit, bool destroy_driver);
@@ -131,6 +134,9 @@ cubert_status_t cubert_kit_launch(cubert_kit_t *kit, const cubert_kit_launch_t *
                                   cubert_error_t *out_error);
 /* The stream's queued errors (SERVER_UNHEALTHY), drained. */
 cubert_status_t cubert_kit_flush(cubert_kit_t *kit, uint64_t stream, cubert_error_t *out_error);
+/* The wait of a completion the kit armed (its vtable's): DEADLINE_EXCEEDED
+ * leaves it pending; otherwise it is finished (vtable NULL). Blocks. */
+cubert_status_t cubert_kit_completion_wait(cubert_completion_t *completion, uint64_t timeout_ns);
 /* Arm `completion`: done when everything enqueued on the stream so far ran;
  * its status holds the stream's errors then. */
 cubert_status_t cubert_kit_sync(cubert_kit_t *kit, uint64_t stream,

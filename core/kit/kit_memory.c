@@ -138,11 +138,13 @@ cubert_status_t kit_resolve(cubert_kit_t *kit, const cubert_binding_t *b,
                             cubert_error_t *out_error) {
   kit_slot_t *slot;
   cubert_storage_resource_t r;
-  if (b->device != kit->device_index) {
-    uint64_t f[2];
+  if (b->device != kit->device_index || b->device_key != kit->device_key) {
+    uint64_t f[4];
     f[0] = b->device;
-    f[1] = kit->device_index;
-    return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, f, 2,
+    f[1] = b->device_key;
+    f[2] = kit->device_index;
+    f[3] = kit->device_key;
+    return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, f, 4,
                             "binding belongs to another device");
   }
   if (!cubert_memory_id_is_alive(kit->table, b->memory))

@@ -233,7 +233,7 @@ static void fake_kernel_entry(const cubert_kernel_args_t *args, cubert_kernel_cu
   (void)cube;
 }
 static const cubert_kernel_t k_fake = {"fake_kernel", fake_kernel_entry, NULL, NULL, 0, 0,
-                                       {1, 1, 1}, 0, 0, 0};
+                                       {1, 1, 1}, 0, 0, 0, {0}};
 
 static cubert_status_t launch_once(cubert_client_t *client, cubert_error_t *err) {
   cubert_launch_arguments_t args;
