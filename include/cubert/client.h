@@ -332,7 +332,23 @@ CUBERT_API cubert_status_t cubert_client_get_resource(cubert_client_t *client,
 /* Launch in Checked mode. A static count with a zero component returns OK at
  * once with nothing submitted. Bad arguments (NULL kernel, a buffer of another
  * device, a dead handle) return an error with nothing submitted; failures while
- * running are queued on the stream. Non-blocking. */
+ * running are queued on the stream. Non-blocking.
+ * Ownership: `count` and `args` (the arrays, the scalars' values) are read
+ * before the call returns; `kernel` is borrowed until the launch ran (the
+ * drivers keep the pointer: a descriptor is normally `static const`; one on
+ * the stack must outlive a sync of the stream). Checked before anything is
+ * read or submitted, with the record filled (kind in parentheses):
+ *   - buffer_count above CUBERT_KERNEL_MAX_BUFFERS or scalar_count above
+ *     CUBERT_KERNEL_MAX_SCALARS: INVALID_ARGUMENT (SERVER_VALIDATION), checked
+ *     before either array is read;
+ *   - a cube count kind other than STATIC / DYNAMIC: INVALID_ARGUMENT;
+ *   - a buffer of another device: DEVICE_MISMATCH; a released one:
+ *     INVALID_HANDLE;
+ *   - a buffer whose byte offset (handle offset_start) is not a multiple of
+ *     the slot's kernel->buffer_align (0: CUBERT_KERNEL_DEFAULT_BUFFER_ALIGN),
+ *     or a buffer_align that is not a power of two up to 64: INVALID_ARGUMENT
+ *     (SERVER_VALIDATION; fields: slot, offset, alignment). docs/kernels.md,
+ *     "Alignment". */
 CUBERT_API cubert_status_t cubert_client_launch(cubert_client_t *client,
                                                 const struct cubert_kernel_t *kernel,
                                                 const struct cubert_cube_count_t *count,

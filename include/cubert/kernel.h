@@ -315,7 +315,8 @@ typedef void (*cubert_kernel_cpu_fn_t)(const cubert_kernel_args_t *args, void *c
 
 /* ---- the kernel descriptor --------------------------------------------------------- */
 
-/* A kernel as servers see it. Plain constant data, usually `static const`.
+/* A kernel as servers see it. Plain constant data, usually `static const`;
+ * a launch borrows it until the launch ran (the drivers keep the pointer).
  *   name              for reports and errors;
  *   cpu_entry         the CPU implementation (NULL: none; the CPU server
  *                     refuses the launch, COMPILATION_FAILED);
