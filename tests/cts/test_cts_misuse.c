@@ -316,6 +316,26 @@ TEST(cts_misuse_misaligned_view_is_refused_at_launch) {
   check_misaligned(&err, 4, 8, "not a multiple");
   CHECK_STATUS(add_one(env.client, &k_add_align3, &sub, &err), CUBERT_STATUS_INVALID_ARGUMENT);
   check_misaligned(&err, 4, 3, "power of two");
+  /* a dynamic cube count's three u32 at an offset of 2 */
+  {
+    cubert_handle_t dyn;
+    cubert_launch_arguments_t args;
+    cubert_cube_count_t count;
+    uint64_t delta = 1;
+    CHECK_OK(cubert_client_handle_offset(env.client, &base, 2, 2, &dyn, NULL));
+    count = cubert_cube_count_new_dynamic(&dyn);
+    args.buffers = &sub;
+    args.buffer_count = 1;
+    args.scalars = &delta;
+    args.scalar_count = 1;
+    CHECK_STATUS(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, &err),
+                 CUBERT_STATUS_INVALID_ARGUMENT);
+    CHECK(cubert_error_kind(&err) == CUBERT_ERROR_SERVER_VALIDATION);
+    CHECK_EQ_U64(err.field[0], CUBERT_KERNEL_MAX_BUFFERS); /* the slot after the buffers */
+    CHECK_EQ_U64(err.field[1], 2);
+    CHECK(reason_has(&err, "dynamic cube count"));
+    CHECK_OK(cubert_client_handle_release(env.client, &dyn, NULL));
+  }
   check_u32(env.client, &base, 0, 16); /* nothing ran */
   CHECK_OK_E(add_one(env.client, &ck_add_scalar_u32_kernel, &sub, &err), err);
   CHECK_OK(cubert_client_read_one(env.client, &base, v, sizeof v, NULL));
