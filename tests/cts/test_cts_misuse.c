@@ -127,7 +127,9 @@ TEST(cts_misuse_handles_of_another_driver_are_refused) {
     cts_teardown(&peer);
     peers++;
   }
-  if (skipped[0]) printf("  (%s: pairs left out: %s)\n", cts_server_name(), skipped);
+  /* pairs with a driver this build lacks (CUDA without CUDA=1) are left out:
+   * `skipped` names them for a debugger; the CUDA=1 suite runs them */
+  (void)skipped;
   CHECK(peers >= 2); /* at least two other drivers: cpu/deterministic/inline */
   cts_teardown(&env);
 }
@@ -205,7 +207,6 @@ TEST(cts_misuse_wait_after_the_last_client_is_released) {
   CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
   /* a completion finished at once (the inline driver's) holds nothing */
   held = (read.vtable != NULL) + (sync.vtable != NULL);
-  if (!held) printf("  (%s: both completions finished at once)\n", cts_server_name());
   {
     cubert_client_t *last = env.client;
     cts_forget_client(&env);
