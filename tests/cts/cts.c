@@ -249,6 +249,12 @@ cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_option
 }
 
 int cts_server_available(cts_server_t server, char *why, size_t why_size) {
+  if (server == CTS_SERVER_DETERMINISTIC &&
+      !(cubert_config_features() & CUBERT_FEATURE_SIMULATION)) {
+    if (why && why_size)
+      snprintf(why, why_size, "%s", "the deterministic mode is compiled out (CUBERT_CONFIG_SIMULATION=0)");
+    return 0;
+  }
   if (server != CTS_SERVER_CUDA) return 1;
 #if defined(CUBERT_HAVE_BACKEND_CUDA)
   return cts_cuda_prepare(why, why_size) == 0;
