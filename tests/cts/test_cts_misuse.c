@@ -34,6 +34,7 @@ static void peer_setup(cts_env_t *env, cts_server_t server, uint32_t index) {
   o.device_index = index;
   o.workers = 1;
   o.max_streams = 4;
+  o.memory_size = 1u << 20; /* small pages: the counting allocator fills each block */
   env->allocator = counting_allocator_initialize(&env->counting);
   CHECK_OK_E(cts_client_create_as(server, env->allocator, &o, &env->client, &err), err);
 }
@@ -138,8 +139,11 @@ TEST(cts_misuse_handles_of_another_driver_are_refused) {
  * has the low 8 bits of index 0 (the handle table's old tag). */
 TEST(cts_misuse_257_devices_of_one_type) {
   cts_env_t env;
+  cts_options_t o;
   uint32_t i;
-  cts_setup(&env, 0);
+  memset(&o, 0, sizeof o);
+  o.memory_size = 1u << 20;
+  cts_setup_with(&env, &o);
   for (i = 1; i <= 256; i++) {
     cts_env_t peer;
     cubert_handle_t ha, hb;
