@@ -171,7 +171,10 @@ static uint32_t ref_sub_slices(cubert_memory_device_properties_t p, cubert_memor
   uint64_t align = p.alignment ? p.alignment : 1, cur = p.max_page_size, pages[64], slices[64], tail;
   uint32_t rec = 0, n = 0, base = 1, i;
   while (cur >= 32 * MIB && rec < 64) {
-    FUZZ_CHECK(round_up(cur / 4, align, &cur)); /* cur / 4 + align fits */
+    uint64_t next;
+    FUZZ_CHECK(round_up(cur / 4, align, &next)); /* cur / 4 + align fits */
+    if (rec > 0 && next >= pages[rec - 1]) break; /* no smaller page: the ladder ends */
+    cur = next;
     pages[rec] = cur;
     slices[rec] = base < 64 ? cur >> base : 0;
     rec++;

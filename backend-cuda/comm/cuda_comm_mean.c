@@ -19,7 +19,7 @@
 
 #define MEAN_DESCRIPTOR_(var, fn)                                                         \
   static const cubert_kernel_t var = {#fn, fn, #fn, cuda_comm_mean_ptx, sizeof cuda_comm_mean_ptx, \
-                                      0, {CUBERT_COMM_MEAN_BLOCK, 1, 1}, 1, 1, 0}
+                                      0, {CUBERT_COMM_MEAN_BLOCK, 1, 1}, 1, 1, 0, {0}}
 
 MEAN_DESCRIPTOR_(k_mean_f32, cubert_comm_mean_f32);
 MEAN_DESCRIPTOR_(k_mean_f64, cubert_comm_mean_f64);

@@ -32,6 +32,11 @@ cubert_status_t(cubert_error_set)(cubert_error_t *error, cubert_error_kind_t kin
                                   const uint64_t *fields, size_t count, const char *reason) {
   cubert_status_t status = cubert_error_kind_status(kind);
   size_t i;
+  if ((unsigned)kind >= (unsigned)CUBERT_ERROR_KIND_COUNT_) { /* not a kind: said so */
+    uint64_t f = (uint32_t)kind;
+    return (cubert_error_set)(error, CUBERT_ERROR_INVALID_ARGUMENT, &f, 1,
+                              "cubert_error_set: unknown error kind");
+  }
   if (!error) return status;
   cubert_error_clear(error);
   error->status = status;
@@ -249,6 +254,9 @@ cubert_status_t cubert_error_set_driver(cubert_error_t *error, cubert_error_kind
 cubert_status_t cubert_error_set_call(cubert_error_t *error, cubert_call_error_payload_t payload,
                                       const char *message) {
   uint64_t field = (uint64_t)payload;
+  if ((uint32_t)payload > (uint32_t)CUBERT_CALL_ERROR_PANIC_NON_STRING)
+    return (cubert_error_set)(error, CUBERT_ERROR_INVALID_ARGUMENT, &field, 1,
+                              "cubert_error_set_call: unknown payload");
   return cubert_error_set(error, CUBERT_ERROR_CALL_ERROR, &field, 1,
                           payload == CUBERT_CALL_ERROR_PANIC_MESSAGE ? message : NULL);
 }

@@ -46,12 +46,17 @@ static cubert_status_t state_create(cubert_allocator_t allocator, const cubert_s
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "client state");
   s->allocator = allocator;
   s->device = o->device;
+  s->device_key = ((uint32_t)o->device.type_id << 16) | cubert__device_registry_next_instance();
   s->layout_policy = o->layout_policy;
   s->bounds_check = o->bounds_check;
   s->stream_source = o->stream_source;
   s->stream_source_self = o->stream_source_self;
+  /* The table tag mixes index, type and instance: ids of two devices rarely
+   * share a tag (the handle's device and key are what is checked first). */
   status = cubert__handle_table_create(allocator, o->max_handles ? o->max_handles : (1u << 20),
-                                       (uint8_t)(o->device.index_id & 0xFFu), &s->table);
+                                       (uint8_t)((o->device.index_id * 0x9Du) ^ (s->device_key * 0x3Bu) ^
+                                                (s->device_key >> 16)),
+                                       &s->table);
   if (status != CUBERT_STATUS_OK) {
     cubert_allocator_free(allocator, s, sizeof(*s), 0);
     return cubert_error_set(out_error, status == CUBERT_STATUS_RESOURCE_EXHAUSTED
@@ -72,6 +77,25 @@ static cubert_status_t register_device(device_state_t *s, cubert_error_t *out_er
   return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0, "device registry is full");
 }
 
+/* The enums of the options, refused when out of range before anything is
+ * made (every driver's create comes through here). */
+static cubert_status_t check_option_enums(const cubert_server_options_t *o, cubert_error_t *out_error) {
+  uint64_t f[2];
+  if ((uint32_t)o->bounds_check > (uint32_t)CUBERT_BOUNDS_CHECK_VALIDATE) {
+    f[0] = (uint32_t)o->bounds_check;
+    f[1] = CUBERT_BOUNDS_CHECK_VALIDATE;
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2,
+                            "create: unknown bounds_check mode (AUTO, ENFORCE or VALIDATE)");
+  }
+  if ((uint32_t)o->layout_policy.kind > (uint32_t)CUBERT_LAYOUT_POLICY_PITCHED) {
+    f[0] = (uint32_t)o->layout_policy.kind;
+    f[1] = CUBERT_LAYOUT_POLICY_PITCHED;
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2,
+                            "create: unknown layout policy kind (CONTIGUOUS or PITCHED)");
+  }
+  return CUBERT_STATUS_OK;
+}
+
 cubert_status_t cubert_server_client_create(cubert_allocator_t allocator,
                                             const cubert_server_options_t *options,
                                             const cubert_driver_t *driver, void *driver_self,
@@ -85,6 +109,7 @@ cubert_status_t cubert_server_client_create(cubert_allocator_t allocator,
                             "server_client_create needs options, a lock (or a handle factory) and an "
                             "output");
   CUBERT_RETURN_IF_ERROR(cubert__server_check_driver(driver, out_error));
+  CUBERT_RETURN_IF_ERROR(check_option_enums(options, out_error));
   if (cubert_allocator_malloc(allocator, sizeof(*c), 0, (void **)&c, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "client");
   status = state_create(allocator, options, &s, out_error);
@@ -92,6 +117,7 @@ cubert_status_t cubert_server_client_create(cubert_allocator_t allocator,
     status = cubert__server_create(allocator, options, driver, driver_self, s->table, &s->server,
                                    out_error);
     if (status != CUBERT_STATUS_OK) s->server = NULL;
+    else cubert__server_set_device_key(s->server, s->device_key);
   }
   if (status == CUBERT_STATUS_OK) {
     s->properties = *cubert__server_properties(s->server);
@@ -165,11 +191,9 @@ cubert_status_t cubert_client_clone(const cubert_client_t *client, cubert_client
   return client_new(client->state, client->pinned, client->stream, out_client, out_error);
 }
 
-void cubert_client_release(cubert_client_t *client) {
-  device_state_t *state;
-  if (!client) return;
-  state = client->state;
-  cubert_allocator_free(state->allocator, client, sizeof(*client), 0);
+/* Drop one reference (a client object's or an armed completion's); the last
+ * one tears the device down. */
+static void state_release(device_state_t *state) {
   if (cubert__atomic_fetch_sub_u32(&state->refs, 1) != 1) return;
   /* Last client: deregister, stop the device handle, destroy in dependency
    * order (the server synchronizes every stream; the driver goes last). */
@@ -178,6 +202,39 @@ void cubert_client_release(cubert_client_t *client) {
   client_profile_destroy(state);
   cubert__server_destroy(state->server, true);
   state_free(state);
+}
+
+void cubert_client_release(cubert_client_t *client) {
+  device_state_t *state;
+  if (!client) return;
+  state = client->state;
+  cubert_allocator_free(state->allocator, client, sizeof(*client), 0);
+  state_release(state);
+}
+
+/* ---- completions that keep their device ------------------------------------------ */
+
+/* The server's wait, then the device reference the completion held is dropped
+ * (the last one tears the device down, here). A wait that timed out keeps
+ * it (the completion stays pending). */
+static cubert_status_t kept_completion_wait(cubert_completion_t *completion, uint64_t timeout_ns) {
+  device_state_t *state = (device_state_t *)completion->impl[3];
+  cubert_status_t status = cubert__server_completion_wait(completion, timeout_ns);
+  if (status == CUBERT_STATUS_DEADLINE_EXCEEDED) return status;
+  completion->vtable = NULL;
+  completion->impl[3] = NULL;
+  state_release(state);
+  return status;
+}
+
+static const cubert_completion_vtable_t g_kept_completion_vtable = {kept_completion_wait};
+
+void client_completion_keep(cubert_client_t *client, cubert_completion_t *completion) {
+  if (!completion->vtable) return; /* finished already: nothing to keep */
+  /* the caller holds a client object, so refs >= 1 here (no 0 -> 1) */
+  cubert__atomic_fetch_add_u32(&client->state->refs, 1);
+  completion->impl[3] = client->state;
+  completion->vtable = &g_kept_completion_vtable;
 }
 
 /* ---- streams and properties -------------------------------------------------------- */
@@ -228,12 +285,28 @@ static cubert_status_t check_handle_call(const cubert_client_t *client,
     cubert__fmt_append_str(&f, what);
     return cubert__invalid_argument(out_error, reason);
   }
-  if (handle->device != client->state->device.index_id) {
-    cubert__fmt_initialize(&f, reason, sizeof(reason));
-    cubert__fmt_append_str(&f, fn);
-    cubert__fmt_append_str(&f, ": the handle belongs to another device");
-    return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, NULL, 0, reason);
-  }
+  return client_check_owner(client->state, handle, fn, out_error);
+}
+
+cubert_status_t client_check_owner(const device_state_t *state, const cubert_handle_t *handle,
+                                   const char *fn, cubert_error_t *out_error) {
+  char reason[128];
+  cubert_fmt_t f;
+  uint64_t fields[4];
+  if (handle->device == state->device.index_id && handle->device_key == state->device_key)
+    return CUBERT_STATUS_OK;
+  fields[0] = handle->device;
+  fields[1] = handle->device_key;
+  fields[2] = state->device.index_id;
+  fields[3] = state->device_key;
+  cubert__fmt_initialize(&f, reason, sizeof(reason));
+  cubert__fmt_append_str(&f, fn);
+  cubert__fmt_append_str(&f, handle->device_key >> 16 != state->device.type_id
+                                ? ": the handle belongs to a device of another type"
+                         : handle->device != state->device.index_id
+                                ? ": the handle belongs to another device"
+                                : ": the handle belongs to an earlier device with this id");
+  return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, fields, 4, reason);
   return CUBERT_STATUS_OK;
 }
 

@@ -222,6 +222,7 @@ static cubert_status_t recv_with(cubert_client_t *client, uint64_t size, uint32_
                                            ? CUBERT_ERROR_HOST_OUT_OF_MEMORY
                                            : CUBERT_ERROR_OUT_OF_RANGE,
                             NULL, 0, "recv: no handle slot for the destination");
+  handle.device_key = s->device_key;
   collective_init(&t, client, CUBERT_COLLECTIVE_RECV, dtype);
   t.op.dst = &handle;
   t.op.peer = src_device.index_id;

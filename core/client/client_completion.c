@@ -18,14 +18,17 @@ void cubert__completion_set_done(cubert_completion_t *completion, cubert_status_
 cubert_status_t cubert_completion_wait(cubert_completion_t *completion, uint64_t timeout_ns,
                                        cubert_error_t *out_error) {
   cubert_status_t status;
-  if (!completion) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!completion)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "cubert_completion_wait: completion is NULL");
   if (completion->vtable && completion->vtable->wait) {
     status = completion->vtable->wait(completion, timeout_ns);
     if (status == CUBERT_STATUS_DEADLINE_EXCEEDED) {
       return cubert_error_set(out_error, CUBERT_ERROR_DEADLINE_EXCEEDED, &timeout_ns, 1,
                               "completion not finished before the deadline");
     }
-    if (status != CUBERT_STATUS_OK) return status;
+    if (status != CUBERT_STATUS_OK)
+      return cubert__error_from_status(out_error, status, "cubert_completion_wait: the wait failed");
   }
   if (completion->status != CUBERT_STATUS_OK && out_error) *out_error = completion->error;
   return completion->status;

@@ -28,6 +28,7 @@
 typedef struct device_state_t {
   cubert_allocator_t allocator;
   cubert_device_id_t device;
+  uint32_t device_key; /* type id << 16 | instance number: cubert_handle_t.device_key */
   cubert_layout_policy_t layout_policy;
   cubert_bounds_check_mode_t bounds_check;
   cubert_stream_source_fn_t stream_source; /* NULL: stream 0 */
@@ -72,9 +73,18 @@ typedef struct client_task_t {
  * DEVICE_LOST (UNAVAILABLE) when the device handle refuses (shut down). */
 cubert_status_t client_submit(cubert_client_t *client, cubert_device_task_fn_t fn,
                               client_task_t *task, cubert_error_t *out_error);
+/* DEVICE_MISMATCH unless `handle` was issued by this device (index and key;
+ * fn names the call in the reason). */
+cubert_status_t client_check_owner(const device_state_t *state, const cubert_handle_t *handle,
+                                   const char *fn, cubert_error_t *out_error);
 /* DEVICE_MISMATCH / INVALID_HANDLE unless `handle` is a live handle of this device. */
 cubert_status_t client_check_device(const cubert_client_t *client, const cubert_handle_t *handle,
                                     cubert_error_t *out_error);
+
+/* An armed completion (read_async / sync_async returned OK) takes a reference
+ * on the device, dropped when the wait finishes (cubert/client.h): waiting
+ * after the last client was released finds the device still there. */
+void client_completion_keep(cubert_client_t *client, cubert_completion_t *completion);
 
 #define CLIENT_CHECK(cond, what)                                                        \
   do {                                                                                  \

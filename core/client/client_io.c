@@ -68,7 +68,9 @@ static cubert_status_t read_items(cubert_client_t *client, const cubert_handle_t
   t.op.dsts = dsts;
   t.op.dst_sizes = dst_sizes;
   t.op.completion = completion;
-  return client_submit(client, read_run, &t.head, out_error);
+  CUBERT_RETURN_IF_ERROR(client_submit(client, read_run, &t.head, out_error));
+  client_completion_keep(client, completion);
+  return CUBERT_STATUS_OK;
 }
 
 cubert_status_t cubert_client_read_async(cubert_client_t *client, const cubert_handle_t *handles,

@@ -5,17 +5,68 @@
 
 /* ---- launch ------------------------------------------------------------------------ */
 
+static cubert_status_t misaligned(uint32_t slot, uint64_t offset, uint32_t align,
+                                  const char *reason, cubert_error_t *out_error) {
+  uint64_t f[3];
+  f[0] = slot;
+  f[1] = offset;
+  f[2] = align;
+  return cubert_error_set(out_error, CUBERT_ERROR_SERVER_VALIDATION, f, 3, reason);
+}
+
+/* A view needs its element's alignment: the handle's byte offset in its
+ * allocation (which the device aligns to properties.memory.alignment) must be
+ * a multiple of the slot's buffer_align (0: CUBERT_KERNEL_DEFAULT_BUFFER_ALIGN).
+ * A declared alignment that is not a power of two up to 64 is refused too. */
+static cubert_status_t check_alignment(const cubert_kernel_t *kernel, uint32_t slot,
+                                       const cubert_handle_t *handle, cubert_error_t *out_error) {
+  uint32_t align = kernel->buffer_align[slot];
+  if (align == 0) align = CUBERT_KERNEL_DEFAULT_BUFFER_ALIGN;
+  if (align > CUBERT_KERNEL_MAX_ELEMENT_BYTES || (align & (align - 1u)) != 0)
+    return misaligned(slot, handle->offset_start, align,
+                      "launch: the kernel's buffer_align is not a power of two up to 64",
+                      out_error);
+  if (handle->offset_start % align != 0)
+    return misaligned(slot, handle->offset_start, align,
+                      "launch: a buffer's byte offset is not a multiple of its view's alignment "
+                      "(kernel buffer_align)",
+                      out_error);
+  return CUBERT_STATUS_OK;
+}
+
 static cubert_status_t launch_with(cubert_client_t *client, const struct cubert_kernel_t *kernel,
                                    const struct cubert_cube_count_t *count,
                                    const cubert_launch_arguments_t *args,
                                    cubert_execution_mode_t mode, cubert_error_t *out_error) {
   uint32_t i;
+  uint64_t f[2];
   CLIENT_CHECK(client && kernel && count && args, "launch: NULL argument");
+  /* the counts are checked before either array is read */
+  if (args->buffer_count > CUBERT_KERNEL_MAX_BUFFERS || args->scalar_count > CUBERT_KERNEL_MAX_SCALARS) {
+    bool buffers = args->buffer_count > CUBERT_KERNEL_MAX_BUFFERS;
+    f[0] = buffers ? args->buffer_count : args->scalar_count;
+    f[1] = buffers ? CUBERT_KERNEL_MAX_BUFFERS : CUBERT_KERNEL_MAX_SCALARS;
+    return cubert_error_set(out_error, CUBERT_ERROR_SERVER_VALIDATION, f, 2,
+                            buffers ? "launch: buffer_count above CUBERT_KERNEL_MAX_BUFFERS (16)"
+                                    : "launch: scalar_count above CUBERT_KERNEL_MAX_SCALARS (16)");
+  }
   CLIENT_CHECK(args->buffer_count == 0 || args->buffers, "launch: NULL buffer list");
   CLIENT_CHECK(args->scalar_count == 0 || args->scalars, "launch: NULL scalars");
+  if ((uint32_t)count->kind > (uint32_t)CUBERT_CUBE_COUNT_DYNAMIC) {
+    f[0] = (uint32_t)count->kind;
+    f[1] = CUBERT_CUBE_COUNT_DYNAMIC;
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2,
+                            "launch: unknown cube count kind (STATIC or DYNAMIC)");
+  }
   if (cubert_cube_count_is_empty(count)) return CUBERT_STATUS_OK; /* dropped */
-  for (i = 0; i < args->buffer_count; i++)
+  for (i = 0; i < args->buffer_count; i++) {
     CUBERT_RETURN_IF_ERROR(client_check_device(client, &args->buffers[i], out_error));
+    CUBERT_RETURN_IF_ERROR(check_alignment(kernel, i, &args->buffers[i], out_error));
+  }
+  if (count->kind == CUBERT_CUBE_COUNT_DYNAMIC && count->binding.offset_start % 4u != 0)
+    return misaligned(CUBERT_KERNEL_MAX_BUFFERS, count->binding.offset_start, 4,
+                      "launch: a dynamic cube count's binding is not at a multiple of 4 bytes",
+                      out_error);
   if (cubert__atomic_load_u32(&client->state->profile_level) != CUBERT_PROFILE_LEVEL_OFF)
     return client_profiled_launch(client, kernel, count, args, mode, out_error); /* client_profile.c */
   return client_launch_task(client, kernel, count, args, mode, out_error);
@@ -84,6 +135,7 @@ cubert_status_t cubert_client_sync_async(cubert_client_t *client,
   t.stream = cubert_client_stream(client);
   t.completion = out_completion;
   CUBERT_RETURN_IF_ERROR(client_submit(client, sync_run, &t.head, out_error));
+  client_completion_keep(client, out_completion);
   client_profile_emit_summary(client); /* the summary is printed at each sync */
   return CUBERT_STATUS_OK;
 }

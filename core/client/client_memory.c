@@ -159,6 +159,7 @@ static cubert_status_t create_with(cubert_client_t *client, create_scratch_t *s,
                                            ? CUBERT_ERROR_HOST_OUT_OF_MEMORY
                                            : CUBERT_ERROR_OUT_OF_RANGE,
                             NULL, 0, "no handle slot for the allocation");
+  base.device_key = st->device_key;
   for (i = 0; i < s->count && status == CUBERT_STATUS_OK; i++)
     status = create_item(st, s, &base, &descriptors[i], i, data, owned, out_error);
   if (status == CUBERT_STATUS_OK) {
@@ -283,6 +284,7 @@ static cubert_status_t create_one(cubert_client_t *client, const cubert_layout_d
   }
   cubert_memset(&h, 0, sizeof h);
   h.device = st->device.index_id;
+  h.device_key = st->device_key;
   h.stream = cubert_client_stream(client);
   h.size = total;
   h.offset_start = l.offset_start;
@@ -385,10 +387,28 @@ cubert_status_t cubert_client_create_from_bytes(cubert_client_t *client, cubert_
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "create_bytes: NULL argument");
   }
+  if ((uint32_t)bytes.property > (uint32_t)CUBERT_ALLOCATION_OTHER) {
+    uint64_t f = (uint32_t)bytes.property;
+    if (bytes.release) bytes.release(bytes.owner, bytes.data, bytes.size);
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, &f, 1,
+                            "create_bytes: unknown allocation property (NATIVE, PINNED, FILE, OTHER)");
+  }
   flat_descriptor(&d, bytes.size);
   CUBERT_RETURN_IF_ERROR(client_do_create(client, &d, 1, NULL, &bytes, &layout, out_error));
   *out_handle = layout.memory;
   return CUBERT_STATUS_OK;
+}
+
+/* The one rule for NULL data (as create_from_slice(NULL, 0)): a tensor that
+ * holds no bytes (a zero dimension or elem_size 0) may come with NULL data;
+ * one with bytes to copy may not (INVALID_ARGUMENT). */
+static bool descriptor_is_empty(const cubert_layout_descriptor_t *d) {
+  uint32_t k;
+  if (d->elem_size == 0) return true;
+  if (d->rank > CUBERT_MAX_RANK) return false; /* refused by the layout, with its record */
+  for (k = 0; k < d->rank; k++)
+    if (d->shape[k] == 0) return true;
+  return false;
 }
 
 cubert_status_t cubert_client_create_tensor_from_slice(cubert_client_t *client, const void *data,
@@ -397,8 +417,10 @@ cubert_status_t cubert_client_create_tensor_from_slice(cubert_client_t *client, 
                                                        cubert_memory_layout_t *out_layout,
                                                        cubert_error_t *out_error) {
   cubert_layout_descriptor_t d;
-  CLIENT_CHECK(client && out_layout && data, "create_tensor: NULL argument");
+  CLIENT_CHECK(client && out_layout, "create_tensor: NULL argument");
   CUBERT_RETURN_IF_ERROR(tensor_descriptor(&d, rank, shape, elem_size, out_error));
+  CLIENT_CHECK(data || descriptor_is_empty(&d),
+               "create_tensor: NULL data for a tensor with bytes (NULL is only for an empty one)");
   return client_do_create(client, &d, 1, &data, NULL, out_layout, out_error);
 }
 
@@ -408,7 +430,10 @@ cubert_status_t cubert_client_create_tensors_from_slices(
     cubert_error_t *out_error) {
   size_t i;
   CLIENT_CHECK(client && descriptors && data && out_layouts, "create_tensors: NULL argument");
-  for (i = 0; i < count; i++) CLIENT_CHECK(data[i], "create_tensors: NULL data entry");
+  for (i = 0; i < count; i++)
+    CLIENT_CHECK(data[i] || descriptor_is_empty(&descriptors[i]),
+                 "create_tensors: NULL data entry for a tensor with bytes (NULL is only for an "
+                 "empty one)");
   return client_do_create(client, descriptors, count, data, NULL, out_layouts, out_error);
 }
 

@@ -129,10 +129,14 @@ cubert_status_t cubert_client_staging(cubert_client_t *client, cubert_bytes_t *b
   if (!client || (count && !bytes) || count > STAGING_MAX_BATCH)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "staging: NULL argument or more than 64 buffers");
-  for (i = 0; i < count; i++)
+  for (i = 0; i < count; i++) {
     if (!bytes[i].data && bytes[i].size)
       return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                               "staging: a buffer with a size and no data");
+    if ((uint32_t)bytes[i].property > (uint32_t)CUBERT_ALLOCATION_OTHER)
+      return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                              "staging: unknown allocation property (NATIVE, PINNED, FILE, OTHER)");
+  }
   for (i = 0; i < count; i++)
     if (needs_staging(&bytes[i], file_only)) n++;
   if (n == 0) return CUBERT_STATUS_OK;
@@ -187,10 +191,14 @@ cubert_status_t cubert_client_staging(cubert_client_t *client, cubert_bytes_t *b
   if (!client || (count && !bytes) || count > STAGING_MAX_BATCH)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "staging: NULL argument or more than 64 buffers");
-  for (i = 0; i < count; i++)
+  for (i = 0; i < count; i++) {
     if (!bytes[i].data && bytes[i].size)
       return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                               "staging: a buffer with a size and no data");
+    if ((uint32_t)bytes[i].property > (uint32_t)CUBERT_ALLOCATION_OTHER)
+      return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                              "staging: unknown allocation property (NATIVE, PINNED, FILE, OTHER)");
+  }
   return CUBERT_STATUS_OK;
 }
 

@@ -54,13 +54,7 @@ cubert_status_t client_launch_task(cubert_client_t *client, const cubert_kernel_
 cubert_status_t client_check_device(const cubert_client_t *client, const cubert_handle_t *handle,
                                     cubert_error_t *out_error) {
   if (!handle) return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "NULL handle");
-  if (handle->device != client->state->device.index_id) {
-    uint64_t f[2];
-    f[0] = handle->device;
-    f[1] = client->state->device.index_id;
-    return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, f, 2,
-                            "handle belongs to another device");
-  }
+  CUBERT_RETURN_IF_ERROR(client_check_owner(client->state, handle, "handle", out_error));
   /* Client calls take handles: the user must still hold a handle reference.
    * (The memory may stay alive a little longer, pinned by queued work.) */
   if (cubert__memory_id_handle_count(client->state->table, handle->memory) == 0)

@@ -17,6 +17,7 @@ typedef struct registry_entry_t {
 
 static registry_entry_t g_entries[CUBERT_DEVICE_REGISTRY_CAPACITY];
 static cubert_atomic_u32_t g_writer;
+static cubert_atomic_u32_t g_instances; /* instance numbers handed out */
 
 static void writer_lock(void) {
   uint32_t expected = 0;
@@ -59,6 +60,13 @@ cubert_status_t cubert__device_registry_insert(cubert_device_id_t device, void *
   }
   writer_unlock();
   return CUBERT_STATUS_OUT_OF_RANGE;
+}
+
+uint32_t cubert__device_registry_next_instance(void) {
+  uint32_t n;
+  do n = (cubert__atomic_fetch_add_u32(&g_instances, 1) + 1u) & 0xFFFFu;
+  while (n == 0); /* 0 is never an instance number */
+  return n;
 }
 
 cubert_status_t cubert__device_registry_lookup(cubert_device_id_t device, void **out_client) {

@@ -29,6 +29,11 @@ cubert_status_t cubert__device_registry_insert(cubert_device_id_t device, void *
 cubert_status_t cubert__device_registry_lookup(cubert_device_id_t device, void **out_client);
 /* Remove the entry if it is `client`. NOT_FOUND otherwise. Thread-safe. */
 cubert_status_t cubert__device_registry_remove(cubert_device_id_t device, void *client);
+/* A device instance number for a device being created: 1..65535, a new one
+ * at each call (wrapping after 65,535 calls). Handles carry it
+ * (cubert_handle_t.device_key) so that a device refuses handles of an
+ * earlier device created under the same id. Thread-safe, lock-free. */
+uint32_t cubert__device_registry_next_instance(void);
 /* Number of registered devices with this type id (all types when type_id is
  * UINT16_MAX), and their ids in registration order (up to capacity). */
 size_t cubert__device_registry_enumerate(uint16_t type_id, cubert_device_id_t *out_ids,

@@ -148,10 +148,16 @@ static cubert_status_t preset_sub_slices(cubert_memory_device_properties_t props
   uint64_t align = props_alignment(props);
   uint64_t pages[64], slices[64], current = props.max_page_size, tail;
   uint32_t recorded = 0, n = 0, base = 1, i;
-  /* unreachable(4): 64 levels, or rounding current / 4 <= 2^62 up past 2^64 (sizes fit u64) */
+  /* The levels stop where rounding current / 4 up to the alignment no longer
+   * makes a smaller page (an alignment of 2^63 stops after one level); each
+   * level at least quarters current until then, so 64 levels are never reached.
+   * unreachable(4): 64 levels, or rounding current / 4 <= 2^62 up past 2^64 (sizes fit u64) */
   while (current >= 32 * MIB && recorded < 64) {
-    if (cubert_u64_round_up(current / 4, align, &current) != CUBERT_STATUS_OK)
+    uint64_t next;
+    if (cubert_u64_round_up(current / 4, align, &next) != CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_OVERFLOW, NULL, 0, "page size");
+    if (recorded > 0 && next >= pages[recorded - 1]) break;
+    current = next;
     pages[recorded] = current;
     slices[recorded] = base < 64 ? current >> base : 0;
     recorded++;
@@ -354,7 +360,8 @@ cubert_status_t cubert_memory_configuration_pools(const cubert_memory_configurat
 #endif
     case CUBERT_MEMORY_CONFIGURATION_CUSTOM:
       if (config->pool_count > 0 && !config->pools)
-        return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, NULL);
+        return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                                "a CUSTOM memory configuration has pool_count pools and NULL pools");
       if (config->pool_count > CUBERT_MEMORY_MAX_DYNAMIC_POOLS)
         return too_many_pools(config->pool_count, out_error);
       for (i = 0; i < config->pool_count; i++)

@@ -78,8 +78,14 @@ static void server_free(cubert_server_t *server) {
 static cubert_status_t server_memory_config(cubert_server_t *server, const cubert_memory_configuration_t *c,
                                             cubert_error_t *out_error) {
   uint32_t count = 0;
+  cubert_status_t status;
+  /* A device with no pool could allocate nothing (every create would fail
+   * with BUFFER_TOO_BIG): refused here, at create. */
+  if (c->kind == CUBERT_MEMORY_CONFIGURATION_CUSTOM && c->pool_count == 0)
+    return cubert_error_set(out_error, CUBERT_ERROR_CONFIG_EMPTY_POOL_LIST, NULL, 0,
+                            "a CUSTOM memory configuration needs at least one pool");
   /* capacity 0: OUT_OF_RANGE means the list is good (it only counts) */
-  cubert_status_t status =
+  status =
       cubert_memory_configuration_pools(c, server->properties.memory, NULL, 0, &count, NULL);
   if (status != CUBERT_STATUS_OK && status != CUBERT_STATUS_OUT_OF_RANGE)
     return cubert_memory_configuration_pools(c, server->properties.memory, NULL, 0, &count,
@@ -179,6 +185,10 @@ cubert_status_t cubert__server_create(cubert_allocator_t allocator, const cubert
 
 void cubert__server_set_handle(cubert_server_t *server, cubert_device_handle_t handle) {
   server->handle = handle;
+}
+
+void cubert__server_set_device_key(cubert_server_t *server, uint32_t device_key) {
+  server->device_key = device_key;
 }
 
 /* Teardown: collectives first (they wait on compute streams), then the GC

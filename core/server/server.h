@@ -42,6 +42,9 @@ cubert_status_t cubert__server_create(cubert_allocator_t allocator, const cubert
 cubert_status_t cubert__server_check_driver(const cubert_driver_t *driver, cubert_error_t *out_error);
 /* The handle completions use to take the device for their drain. */
 void cubert__server_set_handle(cubert_server_t *server, cubert_device_handle_t handle);
+/* The key of the device's handles (cubert_handle_t.device_key): bindings
+ * whose index or key differ are refused with DEVICE_MISMATCH. */
+void cubert__server_set_device_key(cubert_server_t *server, uint32_t device_key);
 /* Synchronize and destroy everything, the driver last (unless
  * destroy_driver is false: a creation that failed after the server). Blocks. */
 void cubert__server_destroy(cubert_server_t *server, bool destroy_driver);
@@ -131,6 +134,9 @@ cubert_status_t cubert__server_launch(cubert_server_t *server, const cubert_serv
                                       cubert_error_t *out_error);
 /* The stream's queued errors (SERVER_UNHEALTHY), drained. */
 cubert_status_t cubert__server_flush(cubert_server_t *server, uint64_t stream, cubert_error_t *out_error);
+/* The wait of a completion the server armed (its vtable's): DEADLINE_EXCEEDED
+ * leaves it pending; otherwise it is finished (vtable NULL). Blocks. */
+cubert_status_t cubert__server_completion_wait(cubert_completion_t *completion, uint64_t timeout_ns);
 /* Arm `completion`: done when everything enqueued on the stream so far ran;
  * its status holds the stream's errors then. */
 cubert_status_t cubert__server_sync(cubert_server_t *server, uint64_t stream,

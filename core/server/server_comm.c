@@ -231,11 +231,13 @@ static cubert_status_t recv_memory(cubert_server_t *server, const cubert_server_
   cubert_server_create_t create;
   if (!op->dst)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "recv: NULL handle");
-  if (op->dst->device != server->device_index) {
-    uint64_t f[2];
+  if (op->dst->device != server->device_index || op->dst->device_key != server->device_key) {
+    uint64_t f[4];
     f[0] = op->dst->device;
-    f[1] = server->device_index;
-    return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, f, 2,
+    f[1] = op->dst->device_key;
+    f[2] = server->device_index;
+    f[3] = server->device_key;
+    return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, f, 4,
                             "recv: handle belongs to another device");
   }
   CUBERT_RETURN_IF_ERROR(

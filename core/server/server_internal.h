@@ -91,6 +91,7 @@ struct cubert_server_t {
   cubert_device_properties_t properties;
   cubert_handle_table_t *table; /* borrowed from the client */
   uint32_t device_index;
+  uint32_t device_key; /* cubert_handle_t.device_key of this device's handles */
   uint16_t device_type;
   uint32_t max_streams;
   cubert_device_handle_t handle; /* for completion drains (set after creation) */

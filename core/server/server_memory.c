@@ -138,11 +138,13 @@ cubert_status_t server_resolve(cubert_server_t *server, const cubert_binding_t *
                                cubert_error_t *out_error) {
   server_slot_t *slot;
   cubert_storage_resource_t r;
-  if (b->device != server->device_index) {
-    uint64_t f[2];
+  if (b->device != server->device_index || b->device_key != server->device_key) {
+    uint64_t f[4];
     f[0] = b->device;
-    f[1] = server->device_index;
-    return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, f, 2,
+    f[1] = b->device_key;
+    f[2] = server->device_index;
+    f[3] = server->device_key;
+    return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, f, 4,
                             "binding belongs to another device");
   }
   if (!cubert__memory_id_is_alive(server->table, b->memory))

@@ -290,6 +290,10 @@ static cubert_status_t completion_wait(cubert_completion_t *c, uint64_t timeout_
 
 static const cubert_completion_vtable_t g_completion_vtable = {completion_wait};
 
+cubert_status_t cubert__server_completion_wait(cubert_completion_t *completion, uint64_t timeout_ns) {
+  return completion_wait(completion, timeout_ns);
+}
+
 /* No event for the completion (host memory exhausted): the copies already
  * enqueued write the caller's memory, so wait for the stream here (no
  * allocation) and finish the completion at once. */

@@ -104,7 +104,15 @@ typedef struct cubert_launch_arguments_t {
 /* ---- completions ------------------------------------------------------------
  * An asynchronous operation (read_async, sync_async) fills a caller-owned
  * completion. The device sets it up; the caller waits on it once, then the
- * completion is finished (its status and error record are final). */
+ * completion is finished (its status and error record are final).
+ * A completion that is still pending when the call returns (vtable not NULL)
+ * keeps its device alive: waiting on it after the device's last client was
+ * released is allowed and works (the reads land, the stream's errors are
+ * returned); the device stays registered until that wait, and the last such
+ * wait tears it down (it then blocks for the teardown). A pending completion
+ * must therefore be waited on until it returns something other than
+ * DEADLINE_EXCEEDED: one never waited on keeps its device (a leak). A
+ * finished completion refers to nothing and may be waited on again. */
 typedef struct cubert_completion_t cubert_completion_t;
 
 typedef struct cubert_completion_vtable_t {
@@ -123,7 +131,9 @@ struct cubert_completion_t {
 
 /* Wait for a completion and return its status (copying its error record into
  * out_error when not OK). A completion prepared synchronously returns at once.
- * INVALID_ARGUMENT for NULL. DEADLINE_EXCEEDED when timeout_ns passes first.
+ * INVALID_ARGUMENT for NULL (the record filled). DEADLINE_EXCEEDED when
+ * timeout_ns passes first. Valid after the device's last client was released
+ * (the completion kept the device: see above).
  * Blocks (the device's event wait; a deterministic CPU device runs its queued
  * work here). Not thread-safe on one completion. */
 CUBERT_API cubert_status_t cubert_completion_wait(cubert_completion_t *completion,
@@ -157,7 +167,10 @@ CUBERT_API cubert_status_t cubert_client_clone(const cubert_client_t *client,
                                                cubert_client_t **out_client,
                                                cubert_error_t *out_error);
 /* Release a client. The last client of a device deregisters it, waits for its
- * streams, and destroys server, device handle and handle table. NULL: no-op. */
+ * streams, and destroys server, device handle and handle table; a pending
+ * completion (read_async, sync_async) delays that to its wait. NULL: no-op.
+ * The client object must not be in use by another thread (cubert/cubert.h:
+ * each thread gets its own clone). Blocks when it tears the device down. */
 CUBERT_API void cubert_client_release(cubert_client_t *client);
 
 /* Pin this client to a stream (CubeCL's set_stream); `cubert_client_unpin`
@@ -206,13 +219,17 @@ CUBERT_API cubert_status_t cubert_client_create_from_slice(cubert_client_t *clie
                                                            cubert_handle_t *out_handle,
                                                            cubert_error_t *out_error);
 /* create(Bytes): ownership of `bytes` moves to the runtime on success AND on
- * failure (its release function is called). */
+ * failure (its release function is called). A property outside
+ * cubert_allocation_property_t: INVALID_ARGUMENT (field[0]: the value). */
 CUBERT_API cubert_status_t cubert_client_create_from_bytes(cubert_client_t *client,
                                                            cubert_bytes_t bytes,
                                                            cubert_handle_t *out_handle,
                                                            cubert_error_t *out_error);
 /* create_tensor(_from_slice): Optimized strategy (pitched on pitched devices).
- * `data` holds product(shape)*elem_size contiguous bytes. */
+ * `data` holds product(shape)*elem_size contiguous bytes. NULL data, one rule
+ * for every create (as create_from_slice(NULL, 0)): allowed exactly when the
+ * tensor has no bytes (a zero dimension or elem_size 0), else INVALID_ARGUMENT;
+ * for create_tensors, per entry of `data` (the array itself is required). */
 CUBERT_API cubert_status_t cubert_client_create_tensor_from_slice(
     cubert_client_t *client, const void *data, uint32_t rank, const uint64_t *shape,
     uint64_t elem_size, cubert_memory_layout_t *out_layout, cubert_error_t *out_error);
@@ -333,7 +350,23 @@ CUBERT_API cubert_status_t cubert_client_get_resource(cubert_client_t *client,
 /* Launch in Checked mode. A static count with a zero component returns OK at
  * once with nothing submitted. Bad arguments (NULL kernel, a buffer of another
  * device, a dead handle) return an error with nothing submitted; failures while
- * running are queued on the stream. Non-blocking. */
+ * running are queued on the stream. Non-blocking.
+ * Ownership: `count` and `args` (the arrays, the scalars' values) are read
+ * before the call returns; `kernel` is borrowed until the launch ran (the
+ * drivers keep the pointer: a descriptor is normally `static const`; one on
+ * the stack must outlive a sync of the stream). Checked before anything is
+ * read or submitted, with the record filled (kind in parentheses):
+ *   - buffer_count above CUBERT_KERNEL_MAX_BUFFERS or scalar_count above
+ *     CUBERT_KERNEL_MAX_SCALARS: INVALID_ARGUMENT (SERVER_VALIDATION), checked
+ *     before either array is read;
+ *   - a cube count kind other than STATIC / DYNAMIC: INVALID_ARGUMENT;
+ *   - a buffer of another device: DEVICE_MISMATCH; a released one:
+ *     INVALID_HANDLE;
+ *   - a buffer whose byte offset (handle offset_start) is not a multiple of
+ *     the slot's kernel->buffer_align (0: CUBERT_KERNEL_DEFAULT_BUFFER_ALIGN),
+ *     or a buffer_align that is not a power of two up to 64: INVALID_ARGUMENT
+ *     (SERVER_VALIDATION; fields: slot, offset, alignment). docs/kernels.md,
+ *     "Alignment". */
 CUBERT_API cubert_status_t cubert_client_launch(cubert_client_t *client,
                                                 const struct cubert_kernel_t *kernel,
                                                 const struct cubert_cube_count_t *count,

@@ -48,13 +48,29 @@
  *    checker's events, checked arithmetic), which return a status only; each
  *    such header says so.
  *  - Enums: every public enum has a CUBERT_..._FORCE_32BIT_ sentinel, so its
- *    size is 4 bytes on every target (arm-none-eabi uses short enums).
+ *    size is 4 bytes on every target (arm-none-eabi uses short enums). Every
+ *    enum value that enters through the API (an argument, a field of an
+ *    option struct, a launch descriptor, a cube count, a byte buffer's
+ *    property) is checked where it enters: a value outside the enum is
+ *    refused with INVALID_ARGUMENT (or the code its declaration names) and
+ *    the record filled, before anything is made or read.
  *  - Ownership: "borrows" means the callee keeps no reference after returning;
  *    "retains" means it takes a reference that it releases later. Objects
  *    remember the allocator they were created with and free themselves with it.
  *  - Thread-safety: each declaration says whether it may be called from
  *    several threads at once. Unless it says so, an object must not be used
  *    from two threads at the same time.
+ *  - A pointer given to a call must stay valid for the whole call, and an
+ *    object must outlive every call made on it: releasing a client
+ *    (cubert_client_release) while another thread is still inside a call on
+ *    that same client object is a use-after-free, as for any C object, and
+ *    nothing detects it. To share a device between threads, give each thread
+ *    its own client: cubert_client_clone (or cubert_client_load); each thread
+ *    releases its own, and releasing one never affects calls on another (the
+ *    device lives until its last client and its last pending completion are
+ *    gone). Handles are values: they may be copied between threads and
+ *    clients of the device that issued them; any other device refuses them
+ *    (DEVICE_MISMATCH, cubert/handle.h). docs/errors.md, "Misuse".
  *  - Blocking: each declaration says whether it blocks. Nothing in core/
  *    blocks the OS; blocking waits live in the OS layer.
  *  - The library never aborts, exits, panics or prints.

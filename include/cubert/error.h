@@ -31,6 +31,8 @@
  *   OUT_OF_RANGE                   index, bound (printed when either is non-zero)
  *   HOST_OUT_OF_MEMORY             size (printed when non-zero)
  *   DEADLINE_EXCEEDED              timeout in nanoseconds
+ *   DEVICE_MISMATCH                the handle's device index and device_key,
+ *                                  then this device's index and key
  *   COMPILED_OUT                   none; the feature and its CUBERT_CONFIG_ switch in reason
  *   SERVER_UNHEALTHY               see "Aggregates" below
  * Kinds whose CubeCL variant carries a `reason`/`message`/`description` string
@@ -165,7 +167,9 @@ CUBERT_API void cubert_error_clear(cubert_error_t *error);
 /* Fill `error` (may be NULL: then nothing is written) with a single-kind
  * error, its fields (count values from `fields`, at most 4) and an optional
  * reason (NULL for none; truncated). Returns the kind's status code, so a
- * caller writes `return cubert_error_set(...)`. Thread-safe on distinct records. */
+ * caller writes `return cubert_error_set(...)`. A kind outside the list
+ * (>= CUBERT_ERROR_KIND_COUNT_) records INVALID_ARGUMENT instead (field[0]:
+ * the value) and returns INVALID_ARGUMENT. Thread-safe on distinct records. */
 CUBERT_API cubert_status_t cubert_error_set(cubert_error_t *error, cubert_error_kind_t kind,
                                             const uint64_t *fields, size_t count,
                                             const char *reason);

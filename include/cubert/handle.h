@@ -16,6 +16,18 @@
  * A memory id is {index, generation}: an id whose generation no longer
  * matches its slot (stale, forged, double-released) is refused with
  * CUBERT_STATUS_INVALID_HANDLE and never touches the slot's new occupant.
+ *
+ * A handle names the device that issued it: `device` (the device id's
+ * index) and `device_key` (its type id in bits 16..31 and the device's
+ * instance number in bits 0..15, drawn from the device registry when the
+ * device is created; never 0 for a handle a device issued). Every client
+ * call refuses a handle of any other device, of another type with the same
+ * index, of the same type with another index, or of an earlier device
+ * released and created again under the same id, with
+ * CUBERT_STATUS_DEVICE_MISMATCH (kind DEVICE_MISMATCH; fields: the handle's
+ * and the device's key) before it touches anything. Instance numbers wrap
+ * after 65,536 device creations in one process. sizeof(cubert_handle_t) is
+ * 56 bytes (it was 56 bytes before device_key replaced a reserved word).
  */
 #ifndef CUBERT_HANDLE_H
 #define CUBERT_HANDLE_H
@@ -33,7 +45,7 @@ typedef struct cubert_memory_id_t {
 typedef struct cubert_handle_t {
   cubert_memory_id_t memory;
   uint32_t device;       /* device id index */
-  uint32_t reserved_;
+  uint32_t device_key;   /* device type id << 16 | instance number (see above) */
   uint64_t stream;       /* stream id value */
   uint64_t cursor;       /* position on that stream when created */
   uint64_t offset_start; /* bytes skipped at the start of the base allocation */

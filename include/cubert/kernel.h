@@ -315,7 +315,8 @@ typedef void (*cubert_kernel_cpu_fn_t)(const cubert_kernel_args_t *args, void *c
 
 /* ---- the kernel descriptor --------------------------------------------------------- */
 
-/* A kernel as servers see it. Plain constant data, usually `static const`.
+/* A kernel as servers see it. Plain constant data, usually `static const`;
+ * a launch borrows it until the launch ran (the drivers keep the pointer).
  *   name              for reports and errors;
  *   cpu_entry         the CPU implementation (NULL: none; the CPU server
  *                     refuses the launch, COMPILATION_FAILED);
@@ -332,7 +333,13 @@ typedef void (*cubert_kernel_cpu_fn_t)(const cubert_kernel_args_t *args, void *c
  *                     the kernel's own and not counted here;
  *   cube_dim          units per cube (x, y, z), as launched;
  *   buffer_count /    the slots the kernel reads: a launch must provide at
- *   scalar_count      least that many (checked by the servers). */
+ *   scalar_count      least that many (checked by the servers);
+ *   buffer_align      per buffer slot, the alignment (bytes: 1, 2, 4, ..., 64)
+ *                     of the view the kernel declares on it (sizeof its
+ *                     element type); 0: CUBERT_KERNEL_DEFAULT_BUFFER_ALIGN (4).
+ *                     A launch refuses a handle whose byte offset in its
+ *                     allocation is not a multiple of it (INVALID_ARGUMENT,
+ *                     kind SERVER_VALIDATION; docs/kernels.md, "Alignment"). */
 typedef struct cubert_kernel_t {
   const char *name;
   cubert_kernel_cpu_fn_t cpu_entry;
@@ -347,7 +354,13 @@ typedef struct cubert_kernel_t {
    * it as a read; clear bits count as read + write). 0: every buffer may be
    * written. */
   uint32_t read_only_mask;
+  uint8_t buffer_align[CUBERT_KERNEL_MAX_BUFFERS];
 } cubert_kernel_t;
+
+/* The alignment a buffer slot needs when the descriptor leaves it 0 (the
+ * size of f32 / u32 / i32 elements; a view of 1- or 2-byte elements on
+ * sub-handles at odd offsets declares 1 or 2, one of 8-byte elements 8). */
+#define CUBERT_KERNEL_DEFAULT_BUFFER_ALIGN 4u
 
 CUBERT_EXTERN_C_END
 
@@ -362,7 +375,7 @@ CUBERT_EXTERN_C_END
                                     read_only)                                                  \
   CUBERT_KERNEL_UNUSED_ static const cubert_kernel_t var = {                                  \
       #fn, fn, #fn, NULL, 0, (shared_bytes), {(dim_x), (dim_y), (dim_z)}, (buffers),            \
-      (scalars), (read_only)}
+      (scalars), (read_only), {0}}
 #else
 #define CUBERT_KERNEL_DESCRIPTOR(var, fn, buffers, scalars, shared_bytes, dim_x, dim_y, dim_z)
 #define CUBERT_KERNEL_DESCRIPTOR_RO(var, fn, buffers, scalars, shared_bytes, dim_x, dim_y, dim_z, \

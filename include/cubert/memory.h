@@ -91,7 +91,11 @@ CUBERT_API cubert_memory_pool_options_t cubert_memory_pool_exclusive(uint64_t ma
                                                                      uint64_t dealloc_period);
 CUBERT_API cubert_memory_pool_options_t cubert_memory_pool_direct(uint64_t reclaim_at);
 
-/* MemoryConfiguration. CUSTOM borrows `pools` (pool_count entries). */
+/* MemoryConfiguration. CUSTOM borrows `pools` (pool_count entries). A device
+ * create refuses a CUSTOM configuration with 0 pools (CONFIG_INVALID, kind
+ * CONFIG_EMPTY_POOL_LIST: it could allocate nothing) and one with NULL pools
+ * (INVALID_ARGUMENT), each with a reason; cubert_memory_configuration_pools
+ * itself accepts 0 pools (a manager with persistent memory only). */
 typedef enum cubert_memory_configuration_kind_e {
   CUBERT_MEMORY_CONFIGURATION_SUB_SLICES = 0,
   CUBERT_MEMORY_CONFIGURATION_EXCLUSIVE_PAGES = 1,

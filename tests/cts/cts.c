@@ -77,7 +77,29 @@ static cubert_status_t inline_create(cubert_allocator_t a, const cts_options_t *
   io.memory_config.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
   io.memory_config.pools = k_pools;
   io.memory_config.pool_count = 2;
+  if (o->memory_config) io.memory_config = *o->memory_config;
   return cubert_inline_client_create(a, &io, out, err);
+}
+
+int cts_server_available(cts_driver_t server, char *why, size_t why_size) {
+  if (server == CTS_DRIVER_INLINE) return 1;
+  static const char k_why[] = "only the inline driver on this target";
+  size_t i;
+  for (i = 0; why && i + 1 < why_size && k_why[i]; i++) why[i] = k_why[i];
+  if (why && why_size) why[i] = '\0';
+  return 0;
+}
+
+uint16_t cts_server_device_type(cts_driver_t server) {
+  (void)server;
+  return CUBERT_INLINE_DEVICE_TYPE;
+}
+
+cubert_status_t cts_client_create_as(cts_driver_t server, cubert_allocator_t allocator,
+                                     const cts_options_t *options, cubert_client_t **out_client,
+                                     cubert_error_t *out_error) {
+  (void)server;
+  return cts_client_create(allocator, options, out_client, out_error);
 }
 
 cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_options_t *options,
@@ -179,6 +201,7 @@ static cubert_status_t inline_create(cubert_allocator_t a, const cts_options_t *
   io.bounds_check = o->bounds_check;
   io.race_check = (uint32_t)(race_on() || o->race_check_forced);
   io.lock = l->lock;
+  if (o->memory_config) io.memory_config = *o->memory_config;
   io.clock = cubert_os_clock();
   io.stream_source = cubert_os_stream_source;
   io.release = inline_lock_release;
@@ -207,6 +230,8 @@ static cubert_status_t cuda_create(cubert_allocator_t a, const cts_options_t *o,
   co.bounds_check = o->bounds_check;
   co.race_check = env_u64("CUBERT_CTS_RACE", 1) != 0;
   co.collective_timeout_ms = o->collective_timeout_ms;
+  if (o->memory_config) /* the CUDA driver takes no memory configuration */
+    test_skip(__FILE__, __LINE__, "the CUDA driver has no memory_config option");
   return cubert_cuda_client_create(a, &co, out, err);
 #else
   (void)a;
@@ -220,15 +245,45 @@ static cubert_status_t cuda_create(cubert_allocator_t a, const cts_options_t *o,
 
 cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_options_t *options,
                                   cubert_client_t **out_client, cubert_error_t *out_error) {
+  return cts_client_create_as(cts_driver(), allocator, options, out_client, out_error);
+}
+
+int cts_server_available(cts_driver_t server, char *why, size_t why_size) {
+  if (server == CTS_DRIVER_DETERMINISTIC &&
+      !(cubert_config_features() & CUBERT_FEATURE_SIMULATION)) {
+    if (why && why_size)
+      snprintf(why, why_size, "%s", "the deterministic mode is compiled out (CUBERT_CONFIG_SIMULATION=0)");
+    return 0;
+  }
+  if (server != CTS_DRIVER_CUDA) return 1;
+#if defined(CUBERT_HAVE_BACKEND_CUDA)
+  return cts_cuda_prepare(why, why_size) == 0;
+#else
+  if (why && why_size) snprintf(why, why_size, "%s", "no CUDA driver in this build (make CUDA=1)");
+  return 0;
+#endif
+}
+
+uint16_t cts_server_device_type(cts_driver_t server) {
+  switch (server) {
+    case CTS_DRIVER_INLINE: return CUBERT_INLINE_DEVICE_TYPE;
+    case CTS_DRIVER_CUDA: return 2; /* CUBERT_CUDA_DEVICE_TYPE (cubert/cuda.h) */
+    default: return CUBERT_CPU_DEVICE_TYPE;
+  }
+}
+
+cubert_status_t cts_client_create_as(cts_driver_t server, cubert_allocator_t allocator,
+                                     const cts_options_t *options, cubert_client_t **out_client,
+                                     cubert_error_t *out_error) {
   cubert_cpu_options_t o;
   cts_options_t none;
   if (!options) {
     memset(&none, 0, sizeof none);
     options = &none;
   }
-  if (cts_driver() == CTS_DRIVER_INLINE && !options->threaded)
+  if (server == CTS_DRIVER_INLINE && !options->threaded)
     return inline_create(allocator, options, out_client, out_error);
-  if (cts_driver() == CTS_DRIVER_CUDA && !options->threaded)
+  if (server == CTS_DRIVER_CUDA && !options->threaded)
     return cuda_create(allocator, options, out_client, out_error);
   cubert_cpu_options_initialize(&o);
   o.device_index = options->device_index;
@@ -238,7 +293,8 @@ cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_option
   o.max_handles = options->max_handles;
   o.bounds_check = options->bounds_check;
   o.collective_timeout_ms = options->collective_timeout_ms;
-  if (cts_driver() == CTS_DRIVER_DETERMINISTIC && !options->threaded) {
+  if (options->memory_config) o.memory_config = *options->memory_config;
+  if (server == CTS_DRIVER_DETERMINISTIC && !options->threaded) {
     o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
     o.seed = env_u64("CUBERT_CTS_SEED", 1);
   }
@@ -293,6 +349,13 @@ void cts_setup(cts_env_t *env, uint32_t device_index) {
   memset(&o, 0, sizeof o);
   o.device_index = device_index;
   cts_setup_with(env, &o);
+}
+
+void cts_forget_client(cts_env_t *env) {
+#if !CUBERT_CTS_INLINE_ONLY
+  if (g_sim_client == env->client) g_sim_client = NULL;
+#endif
+  env->client = NULL;
 }
 
 void cts_teardown(cts_env_t *env) {

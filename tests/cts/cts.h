@@ -73,12 +73,26 @@ typedef struct cts_options_t {
                                     (multi-device runs of the deterministic mode) */
   int race_check_forced;         /* ask for the race checker even when the library
                                     lacks it (tests of CUBERT_CONFIG_RACE_CHECKER=0) */
+  const cubert_memory_configuration_t *memory_config; /* NULL: the driver's default */
 } cts_options_t;
 
 /* Create a device of the driver under test (race checker as CUBERT_CTS_RACE
  * says); the allocator also serves the device's lock where it needs one. */
 cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_options_t *options,
                                   cubert_client_t **out_client, cubert_error_t *out_error);
+
+/* The drivers this build and machine have, for tests that put devices of two
+ * drivers side by side (handles crossing devices): 1 when `server` can be
+ * created here (CUDA: a CUDA=1 build with a driver, the fake one included),
+ * else 0 and the reason in why. */
+int cts_server_available(cts_driver_t server, char *why, size_t why_size);
+/* cts_client_create for `server` whatever is under test (a CUDA device where
+ * none is available fails the test). */
+cubert_status_t cts_client_create_as(cts_driver_t server, cubert_allocator_t allocator,
+                                     const cts_options_t *options, cubert_client_t **out_client,
+                                     cubert_error_t *out_error);
+/* The registry type id of `server`'s devices. */
+uint16_t cts_server_device_type(cts_driver_t server);
 
 typedef struct cts_env_t {
   counting_allocator_t counting;
@@ -92,6 +106,9 @@ typedef struct cts_env_t {
 void cts_setup(cts_env_t *env, uint32_t device_index);
 /* The same with options (options->device_index is used). */
 void cts_setup_with(cts_env_t *env, const cts_options_t *options);
+/* The test releases env's client itself (cubert_client_release): forget it
+ * (env->client NULL, no deterministic-run report on it at exit). */
+void cts_forget_client(cts_env_t *env);
 /* Release the client and check that every block was given back. */
 void cts_teardown(cts_env_t *env);
 

@@ -350,10 +350,10 @@ static void ed_kernel_entry(const cubert_kernel_args_t *args, cubert_kernel_cube
 
 /* A kernel of one buffer (written) and no scalars. */
 static const cubert_kernel_t g_ed_kernel ED_UNUSED = {"ed_kernel", ed_kernel_entry, NULL, NULL, 0, 0,
-                                                      {1, 1, 1}, 1, 0, 0};
+                                                      {1, 1, 1}, 1, 0, 0, {0}};
 
 /* A kernel of no buffer. */
 static const cubert_kernel_t g_ed_kernel_none ED_UNUSED = {"ed_kernel_none", ed_kernel_entry, NULL, NULL,
-                                                           0, 0, {1, 1, 1}, 0, 0, 0};
+                                                           0, 0, {1, 1, 1}, 0, 0, 0, {0}};
 
 #endif

@@ -599,7 +599,7 @@ TEST(client_edges_foreign_handles_empty_buffers_and_limits) {
   CHECK_OK(cubert_client_handle_release(other, &out, NULL));
   /* a kernel without a name, profiled in full: static and dynamic counts */
   {
-    cubert_kernel_t k = {NULL, unnamed_entry, NULL, NULL, 0, 0, {1, 1, 1}, 0, 0, 0};
+    cubert_kernel_t k = {NULL, unnamed_entry, NULL, NULL, 0, 0, {1, 1, 1}, 0, 0, 0, {0}};
     cubert_launch_arguments_t args;
     cubert_cube_count_t one = cubert_cube_count_new_single();
     cubert_cube_count_t dyn = cubert_cube_count_new_dynamic(&h);

@@ -233,7 +233,7 @@ static void fake_kernel_entry(const cubert_kernel_args_t *args, cubert_kernel_cu
   (void)cube;
 }
 static const cubert_kernel_t k_fake = {"fake_kernel", fake_kernel_entry, NULL, NULL, 0, 0,
-                                       {1, 1, 1}, 0, 0, 0};
+                                       {1, 1, 1}, 0, 0, 0, {0}};
 
 static cubert_status_t launch_once(cubert_client_t *client, cubert_error_t *err) {
   cubert_launch_arguments_t args;
@@ -758,4 +758,40 @@ TEST(client_kit_synchronous_driver_uploads_in_place) {
     CHECK_OK(cubert_client_handle_release(client, &h, NULL));
     fake_release(client, &d, &c);
   }
+}
+
+/* Enums of the server options are checked where they enter, before anything is
+ * made (issue 25): a bounds_check mode or layout policy kind outside its
+ * enum is refused with its record; nothing is registered or allocated. */
+TEST(client_kit_refuses_option_enums_out_of_range) {
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_ERROR_REASONS);
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_initialize(&c);
+  fake_device_t d;
+  cubert_server_options_t o;
+  cubert_client_t *client = NULL;
+  cubert_error_t err;
+  memset(&d, 0, sizeof d);
+  d.allocator = a;
+  fake_options(&o, 45);
+  o.bounds_check = (cubert_bounds_check_mode_t)9;
+  CHECK_STATUS(cubert_server_client_create(a, &o, &g_fake_driver, &d, &client, &err),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_EQ_U64(err.field[0], 9);
+  CHECK(strstr(err.reason, "unknown bounds_check mode") != NULL);
+  o.bounds_check = CUBERT_BOUNDS_CHECK_VALIDATE;
+  o.layout_policy.kind = (cubert_layout_policy_kind_t)2;
+  CHECK_STATUS(cubert_server_client_create(a, &o, &g_fake_driver, &d, &client, &err),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_EQ_U64(err.field[0], 2);
+  CHECK(strstr(err.reason, "unknown layout policy kind") != NULL);
+  CHECK(client == NULL);
+  CHECK_EQ_I64(d.destroyed, 0);
+  CHECK_EQ_U64(cubert_client_device_count(77), 0);
+  CHECK_EQ_I64(c.live_blocks, 0);
+  /* the last valid values are accepted */
+  o.layout_policy.kind = CUBERT_LAYOUT_POLICY_PITCHED;
+  o.layout_policy.mem_alignment = 64;
+  client = fake_client(a, &d, &o);
+  fake_release(client, &d, &c);
 }

@@ -98,7 +98,7 @@ TEST(server_edges_launch_arguments_and_limits) {
   cubert_error_t e;
   cubert_handle_t h, small;
   cubert_launch_arguments_t args;
-  cubert_kernel_t k = {"ed_limits", ed_kernel2, NULL, NULL, 0, 0, {1, 1, 1}, 1, 1, 0};
+  cubert_kernel_t k = {"ed_limits", ed_kernel2, NULL, NULL, 0, 0, {1, 1, 1}, 1, 1, 0, {0}};
   cubert_cube_count_t one = cubert_cube_count_new_single(), count;
   uint64_t scalars[CUBERT_KERNEL_MAX_SCALARS + 1] = {0};
   cubert_binding_t buffers[CUBERT_KERNEL_MAX_BUFFERS + 1];
@@ -448,7 +448,7 @@ TEST(server_edges_race_seed_and_many_cross_stream_pins) {
   cubert_handle_t h[12];
   cubert_launch_arguments_t args;
   cubert_cube_count_t one = cubert_cube_count_new_single();
-  cubert_kernel_t k = {"ed_many", many_entry, NULL, NULL, 0, 0, {1, 1, 1}, 12, 0, 0};
+  cubert_kernel_t k = {"ed_many", many_entry, NULL, NULL, 0, 0, {1, 1, 1}, 12, 0, 0, {0}};
   cubert_race_counters_t counters;
   uint8_t data[16] = {1};
   int i;

@@ -51,7 +51,9 @@ typedef enum cubert_call_error_payload_e {
 } cubert_call_error_payload_t;
 
 /* CallError -> INTERNAL. `message` is used with PANIC_MESSAGE (NULL prints
- * CubeCL's "No reason provided for the error"); ignored otherwise. */
+ * CubeCL's "No reason provided for the error"); ignored otherwise. A payload
+ * outside the enum records INVALID_ARGUMENT (field[0]: the value) and
+ * returns INVALID_ARGUMENT. */
 CUBERT_API cubert_status_t cubert_error_set_call(cubert_error_t *error,
                                                  cubert_call_error_payload_t payload,
                                                  const char *message);
