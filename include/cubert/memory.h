@@ -28,8 +28,9 @@ typedef struct cubert_memory_usage_t {
 CUBERT_API cubert_memory_usage_t cubert_memory_usage_combine(cubert_memory_usage_t a,
                                                              cubert_memory_usage_t b);
 
-/* Write `bytes` in CubeCL's BytesFormat ("999 B", "1.05 MB": base 1000, two
- * decimals). snprintf-like: returns the full length, NUL-terminates when
+/* Write `bytes` in binary units ("1023 B", "64.00 KiB", "1.50 GiB": base
+ * 1024, two decimals rounded half up; CubeCL's BytesFormat prints base 1000
+ * "KB"/"MB", cubert prints what the sizes are, powers of two). snprintf-like: returns the full length, NUL-terminates when
  * size > 0. No libc, pure. */
 CUBERT_API size_t cubert_memory_bytes_format(uint64_t bytes, char *buf, size_t size);
 
