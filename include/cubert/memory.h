@@ -154,6 +154,16 @@ CUBERT_API cubert_status_t cubert_memory_configuration_resolve(
  * are rejected. Writes at most
  * `capacity` entries and always the needed count to *out_count;
  * OUT_OF_RANGE when capacity is too small (then out_pools may be NULL).
+ * The numbers are CubeCL's f64 formulas: the ExclusivePages bucket i is
+ * floor(exp(ln 32768 + (ln max_page - ln 32768) * i/23)) rounded up to the
+ * alignment, with ln and exp correctly rounded (every max_page 1..65536 at
+ * alignments 1, 8 and 256 matches a correctly rounded reference); an
+ * exclusive pool's dealloc_period (SubSlices tail, ExclusivePages buckets) is
+ * 5000 * round_half_away(1 + size / 2^30) computed as CubeCL does in f64:
+ * a size >= 2^53 is first rounded to 53 significant bits (nearest, ties to
+ * even), so a size just below an odd multiple of 2^29 may round up to it and
+ * get the next period: 2^53 + 2^29 - 1 gives 5000 * (2^23 + 2), not
+ * 5000 * (2^23 + 1).
  * Other errors as cubert_memory_configuration_resolve. Pure, thread-safe. */
 CUBERT_API cubert_status_t cubert_memory_configuration_pools(
     const cubert_memory_configuration_t *config, cubert_memory_device_properties_t props,
