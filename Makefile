@@ -424,8 +424,10 @@ check-headers: | $(BUILD)/headers
 	  -o $(BUILD)/headers/enum_sizes_short.o; \
 	echo "check-headers: ok ($(words $(PUBLIC_HEADERS)) headers, C99 and C++11; every public enum 4 bytes, also with -fshort-enums)"
 
-# tools/cubert-info lists every device it creates and refuses a bad option (exit 2).
-check-tools: $(TOOL_BIN)
+# tools/cubert-info lists every device it creates and refuses a bad option (exit 2);
+# every program answers --help (usage on stdout, exit 0) and an unknown option (exit 2).
+check-tools: $(TOOL_BIN) $(EXAMPLE_BIN) $(BENCH_BIN)
+	@sh tests/build/check_help.sh $(TOOL_BIN) $(EXAMPLE_BIN) $(BENCH_BIN)
 	@out=$$($(BUILD)/tools/cubert-info -n 2) || { echo "check-tools: cubert-info -n 2 failed"; exit 1; }; \
 	  n=$$(printf '%s\n' "$$out" | grep -c '^Device '); \
 	  [ "$$n" = 2 ] || { echo "check-tools: cubert-info -n 2 listed $$n devices, expected 2"; exit 1; }; \

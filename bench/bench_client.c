@@ -413,6 +413,8 @@ static int run_only(const config_t *cfg) {
   return 0;
 }
 
+#define CLIENT_OPTIONS "[--runs R] [--quick] [--only rt|async|burst|add] [-h|--help]"
+
 int main(int argc, char **argv) {
   config_t cfg;
   const size_t bytes = (size_t)64 << 20, n = bytes / sizeof(float);
@@ -431,6 +433,10 @@ int main(int argc, char **argv) {
   cfg.async_n = 100000;
   cfg.bursts = 40;
   cfg.only = NULL;
+  if (bench_wants_help(argc, argv))
+    return bench_usage(stdout, "bench_client", CLIENT_OPTIONS,
+                       "The client's round trip, async launches, bursts and a 64 MiB add next to "
+                       "memcpy/malloc measured in the same run.");
   for (k = 1; k < argc; k++) {
     if (strcmp(argv[k], "--quick") == 0) {
       cfg.runs = 5;
@@ -442,8 +448,7 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[k], "--runs") == 0 && k + 1 < argc) {
       cfg.runs = atoi(argv[++k]);
     } else {
-      fprintf(stderr, "bench_client: ignoring argument '%s' (usage: [--runs R] [--quick] [--only rt|async|burst|add])\n",
-              argv[k]);
+      return bench_bad_option("bench_client", argv[k], CLIENT_OPTIONS);
     }
   }
   if (cfg.runs < 1 || cfg.runs > MAX_RUNS) {
