@@ -26,6 +26,7 @@
 #   make check-matrix   gcc/clang x -O0/-O2/-O3/-Os, -fno-common, -j1/-j8, out-of-tree, user CFLAGS
 #   make coverage       the suite built with --coverage; line and branch summary of core/
 #   make WERROR=1 ...   warnings are errors (CI always sets it; the default only warns)
+#   make V=1 ...        every command in full (the default prints "  CC      path" per step)
 
 # ---- user-overridable -------------------------------------------------------
 CC ?= cc
@@ -79,6 +80,24 @@ FUZZ_SECONDS ?= 30
 VARIANT_FLAGS ?=
 # Compile-time switches of cubert/config.h, e.g. CONFIG_FLAGS=-DCUBERT_CONFIG_PROFILING=0.
 CONFIG_FLAGS ?=
+
+# ---- build output -------------------------------------------------------------
+# Quiet by default, one short line per step ("  CC      build/obj/core/base/error.o", as
+# kbuild and git print); V=1 prints every command in full.
+V ?= 0
+ifeq ($(V),1)
+QUIET_CC =
+QUIET_LINK =
+QUIET_AR =
+QUIET_OBJCOPY =
+QUIET_GEN =
+else
+QUIET_CC = @printf '  %-7s %s\n' CC '$@';
+QUIET_LINK = @printf '  %-7s %s\n' LINK '$@';
+QUIET_AR = @printf '  %-7s %s\n' AR '$@';
+QUIET_OBJCOPY = @printf '  %-7s %s\n' OBJCOPY '$@';
+QUIET_GEN = @printf '  %-7s %s\n' GEN '$@';
+endif
 
 # ---- project-owned (never overwritten by the user's CFLAGS) ------------------
 MAJOR := $(shell sed -n 's/^\#define CUBERT_VERSION_MAJOR \([0-9]*\).*/\1/p' include/cubert/base.h)
@@ -181,25 +200,25 @@ DEPFLAGS = -MMD -MP
 # core/ is compiled freestanding in every build: only the compiler's headers.
 $(BUILD)/obj/core/%.o: core/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) -Icore $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(CORE_FREESTANDING) -c $< -o $@
+	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) -Icore $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(CORE_FREESTANDING) -c $< -o $@
 
 $(BUILD)/obj/backend-cpu/%.o: backend-cpu/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # The freestanding parts of backend-cpu follow the core's rules (check-freestanding).
 $(BUILD)/obj/backend-cpu/kernel/%.o: backend-cpu/kernel/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 $(BUILD)/obj/backend-cpu/inline/%.o: backend-cpu/inline/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # cuda.h is a system header here (-isystem): it uses anonymous unions, which C99 lacks.
 $(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c | cuda-headers
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -isystem $(CUDA_INCLUDE) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -isystem $(CUDA_INCLUDE) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # The kernel library every example, test, tool, bench and fuzz target uses
 # (examples/kernels/cubert_kernels.h, docs/kernels.md).
@@ -208,12 +227,12 @@ KERNELS_INC := -Iexamples/kernels
 # Tests, examples, benches and tools are hosted code (they may use libc).
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -Ibackend-cpu $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -Ibackend-cpu $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # Fuzz targets and the standalone replay main are hosted code too.
 $(BUILD)/obj/fuzz/%.o: fuzz/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -Icore $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 $(BUILD)/examples $(BUILD)/bench $(BUILD)/tools $(BUILD)/freestanding $(BUILD)/headers $(BUILD)/cortex-m \
 $(BUILD)/fuzz $(BUILD)/valgrind:
@@ -225,29 +244,29 @@ $(BUILD)/fuzz $(BUILD)/valgrind:
 # libcubert.a is one relocatable object whose hidden symbols (all but the
 # CUBERT_API ones) are made local, so it exports what the .so exports.
 $(LIB_RELOC): $(LIB_OBJ)
-	$(CC) $(VARIANT_FLAGS) -r -nostdlib -o $@ $^
-	$(OBJCOPY) --localize-hidden $@
+	$(QUIET_LINK)$(CC) $(VARIANT_FLAGS) -r -nostdlib -o $@ $^
+	$(QUIET_OBJCOPY)$(OBJCOPY) --localize-hidden $@
 
 $(STATIC_LIB): $(LIB_RELOC)
-	rm -f $@
-	$(AR) rcs $@ $<
+	@rm -f $@
+	$(QUIET_AR)$(AR) rcs $@ $<
 
 $(INTERNAL_LIB): $(LIB_OBJ)
-	rm -f $@
-	$(AR) rcs $@ $^
+	@rm -f $@
+	$(QUIET_AR)$(AR) rcs $@ $^
 
 $(SHARED_LIB): $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,$(SONAME) $(if $(VARIANT_FLAGS),,-Wl,-z,defs) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
-	ln -sf libcubert.so.$(VERSION) $(BUILD)/$(SONAME)
-	ln -sf $(SONAME) $(BUILD)/libcubert.so
+	$(QUIET_LINK)$(CC) -shared -Wl,-soname,$(SONAME) $(if $(VARIANT_FLAGS),,-Wl,-z,defs) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
+	@ln -sf libcubert.so.$(VERSION) $(BUILD)/$(SONAME)
+	@ln -sf $(SONAME) $(BUILD)/libcubert.so
 
 $(PC_FILE): cubert.pc.in include/cubert/base.h
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' -e 's|@INCLUDEDIR@|$(includedir)|' \
+	$(QUIET_GEN)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' -e 's|@INCLUDEDIR@|$(includedir)|' \
 	    -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 # ---- tests ---------------------------------------------------------------------------
 $(TEST_BIN): $(TEST_OBJ) $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(CUDA_TEST_DEPS)
-	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 
 # TEST_WRAPPER runs the suite under a command (the sanitizer targets use setarch -R).
 # `make test`: the suite, then the conformance suite on the other two drivers
@@ -272,10 +291,10 @@ cts: $(TEST_BIN)
 BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o $(BUILD)/obj/tests/support/test_features.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
 
 $(BUILD)/examples/%: examples/%.c $(CUDA_LINK_OBJ) $(STATIC_LIB) | $(BUILD)/examples
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(KERNELS_INC) $(BENCH_EXTRA_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(BENCH_OPT) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(BENCH_EXTRA_LIBS) $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Itests/support $(KERNELS_INC) $(BENCH_EXTRA_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(BENCH_OPT) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(BENCH_EXTRA_LIBS) $(HOST_LIBS)
 
 # bench/bench_peers.c's optional peers, probed with $(CC) once per make run (the
 # rows of a peer found neither here nor at run time print "skipped: <reason>"):
@@ -301,7 +320,7 @@ $(BUILD)/bench/bench_peers: BENCH_EXTRA_LIBS = $(BENCH_PEER_LIBS)
 FORCE:
 
 $(BUILD)/tools/%: tools/%.c $(CUDA_LINK_OBJ) $(STATIC_LIB) | $(BUILD)/tools
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 
 -include $(wildcard $(BUILD)/examples/*.d $(BUILD)/bench/*.d $(BUILD)/tools/*.d)
 
@@ -352,10 +371,10 @@ OOM_OBJ := $(BUILD)/obj/tests/oom/oom_main.o $(OOM_CTS_OBJ) \
   $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
 $(BUILD)/oom/%.o: $(BUILD)/obj/tests/cts/%.o
 	@mkdir -p $(@D)
-	$(OBJCOPY) --redefine-sym pthread_create=oom_pthread_create $< $@
+	$(QUIET_OBJCOPY)$(OBJCOPY) --redefine-sym pthread_create=oom_pthread_create $< $@
 $(BUILD)/obj/tests/oom/oom_main.o: CPPFLAGS += -Itests/cts
 $(OOM_BIN): $(OOM_OBJ) $(INTERNAL_LIB)
-	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) $(OOM_WRAP:%=-Wl,--wrap=%) -o $@ $(OOM_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) $(OOM_WRAP:%=-Wl,--wrap=%) -o $@ $(OOM_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 .PHONY: oom stress
 OOM_TESTS ?=
 oom: $(OOM_BIN)
@@ -368,7 +387,7 @@ STRESS_BIN := $(BUILD)/cubert-stress
 STRESS_OPS ?= 100000
 STRESS_BUSY ?= 0
 $(STRESS_BIN): $(BUILD)/obj/tests/stress/stress_main.o $(BUILD)/obj/tests/support/counting_allocator.o $(INTERNAL_LIB)
-	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(INTERNAL_LIB) $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(INTERNAL_LIB) $(HOST_LIBS)
 stress: $(STRESS_BIN)
 	STRESS_OPS=$(STRESS_OPS) STRESS_BUSY=$(STRESS_BUSY) $(TEST_WRAPPER) $(STRESS_BIN)
 # The stress test under TSan (BUILD/tsan, as make tsan), 20,000 operations unless STRESS_OPS says.
@@ -489,7 +508,7 @@ check-minimal:
 
 UNIT_ONLY_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 $(BUILD)/cubert-unit-test: $(UNIT_ONLY_OBJ) $(CORE_OBJ)
-	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
 
 CORTEX_FLAGS = -mcpu=cortex-m4 -mthumb -Os -ffreestanding -nostdinc \
   -isystem $(shell $(ARM_CC) -print-file-name=include 2>/dev/null) -ffunction-sections -fdata-sections
@@ -603,7 +622,7 @@ FUZZ_LDFLAGS ?=
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 $(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/fuzz/fuzz_%.o $(FUZZ_MAIN_OBJ) $(INTERNAL_LIB) | $(BUILD)/fuzz
-	$(CC) $(VARIANT_FLAGS) $(FUZZ_LDFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(FUZZ_MAIN_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(VARIANT_FLAGS) $(FUZZ_LDFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(FUZZ_MAIN_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 
 fuzz-targets: $(FUZZ_BIN)
 .PRECIOUS: $(BUILD)/obj/fuzz/%.o
@@ -656,7 +675,7 @@ VALGRIND_FLAGS ?= --tool=memcheck --error-exitcode=99 --leak-check=full --show-l
 define VALGRIND_SUITE_RULE
 $(BUILD)/valgrind/cubert-$(1)-test: $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) \
     $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/$(1)/*.c)) $(INTERNAL_LIB) | $(BUILD)/valgrind
-	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(INTERNAL_LIB) $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(INTERNAL_LIB) $(HOST_LIBS)
 endef
 $(foreach s,unit host cts sim,$(eval $(call VALGRIND_SUITE_RULE,$(s))))
 
@@ -688,7 +707,7 @@ install: all
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(libdir)/
 	ln -sf libcubert.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libcubert.so
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' -e 's|@INCLUDEDIR@|$(includedir)|' \
+	$(QUIET_GEN)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' -e 's|@INCLUDEDIR@|$(includedir)|' \
 	    -e 's|@VERSION@|$(VERSION)|' cubert.pc.in > $(DESTDIR)$(pkgconfigdir)/cubert.pc
 	chmod 644 $(DESTDIR)$(pkgconfigdir)/cubert.pc
 
@@ -722,12 +741,12 @@ $(BUILD)/kernels/%.c: %.h include/cubert/kernel.h tools/cubert-kernel-image.sh
 	NVCC='$(NVCC)' NVCC_FLAGS='$(NVCC_FLAGS)' PTX_ARCH='$(NVCC_PTX_ARCH)' CUBIN_ARCH='$(NVCC_CUBIN_ARCH)' \
 	  sh tools/cubert-kernel-image.sh -I include -o $@ $<
 $(BUILD)/kernels/%.o: $(BUILD)/kernels/%.c include/cubert/cuda.h include/cubert/error.h
-	$(CC) $(CUBERT_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 .PRECIOUS: $(BUILD)/kernels/%.c
 
 $(BUILD)/obj/tests/cuda/%.o: tests/cuda/%.c | cuda-headers
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CUDA_TEST_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CUDA_TEST_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # The fake driver the CUDA tests load instead of libcuda.so.1 (tests/cuda/fake_libcuda.c),
 # and a variant without cuGetProcAddress_v2 (a driver library missing a symbol).
@@ -735,11 +754,11 @@ FAKE_LIBCUDA_SRC := tests/cuda/fake_libcuda.c tests/cuda/fake_libcuda_exec.c tes
 FAKE_LIBCUDA_DEPS := $(FAKE_LIBCUDA_SRC) tests/cuda/fake_libcuda.h tests/cuda/fake_libcuda_internal.h
 $(BUILD)/cuda-fake/libcuda.so.1: $(FAKE_LIBCUDA_DEPS) | cuda-headers
 	@mkdir -p $(@D)
-	$(CC) $(CUBERT_WARN) $(HOST_DEFS) -Itests/cuda -isystem $(CUDA_INCLUDE) $(CFLAGS) -fPIC -shared \
+	$(QUIET_LINK)$(CC) $(CUBERT_WARN) $(HOST_DEFS) -Itests/cuda -isystem $(CUDA_INCLUDE) $(CFLAGS) -fPIC -shared \
 	  -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_LIBCUDA_SRC) -lpthread
 $(BUILD)/cuda-fake-nogpa/libcuda.so.1: $(FAKE_LIBCUDA_DEPS) | cuda-headers
 	@mkdir -p $(@D)
-	$(CC) $(CUBERT_WARN) $(HOST_DEFS) -DFAKE_CUDA_NO_GET_PROC_ADDRESS -Itests/cuda -isystem $(CUDA_INCLUDE) \
+	$(QUIET_LINK)$(CC) $(CUBERT_WARN) $(HOST_DEFS) -DFAKE_CUDA_NO_GET_PROC_ADDRESS -Itests/cuda -isystem $(CUDA_INCLUDE) \
 	  $(CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_LIBCUDA_SRC) -lpthread
 
 # The fake NCCL (tests/cuda/fake_libnccl.c) the collective tests load instead of
@@ -750,7 +769,7 @@ FAKE_LIBNCCL_DEPS := $(FAKE_LIBNCCL_SRC) tests/cuda/fake_libnccl.h tests/cuda/fa
 fake_nccl_flags = $(if $(filter %-old,$(1)),-DFAKE_NCCL_OLD,$(if $(filter %-nosend,$(1)),-DFAKE_NCCL_NO_SEND))
 $(FAKE_LIBNCCL_VARIANTS:%=$(BUILD)/%/libnccl.so.2): $(FAKE_LIBNCCL_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(CUBERT_WARN) $(HOST_DEFS) $(call fake_nccl_flags,$(notdir $(@D))) -Itests/cuda -Ibackend-cuda \
+	$(QUIET_LINK)$(CC) $(CUBERT_WARN) $(HOST_DEFS) $(call fake_nccl_flags,$(notdir $(@D))) -Itests/cuda -Ibackend-cuda \
 	  $(CFLAGS) -fPIC -shared -Wl,-soname,libnccl.so.2 -o $@ $(FAKE_LIBNCCL_SRC) -ldl -lpthread
 
 # The Mean kernels' embedded PTX (backend-cuda/cuda_comm_mean_ptx.h) from
@@ -762,7 +781,7 @@ comm-mean-ptx:
 # The GPU smoke program (tests/cuda/cuda_smoke.c): run it on a machine with a GPU.
 # (it calls the device layer's internal functions: it links the internal archive)
 $(BUILD)/cuda-smoke: tests/cuda/cuda_smoke.c $(CUDA_LINK_OBJ) $(INTERNAL_LIB) | cuda-headers
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ibackend-cuda $(KERNELS_INC) \
+	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ibackend-cuda $(KERNELS_INC) \
 	  -isystem $(CUDA_INCLUDE) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 ifeq ($(CUDA),1)
 cuda-smoke: $(BUILD)/cuda-smoke
@@ -776,10 +795,10 @@ endif
 # with the kernel images linked in.
 ifeq ($(CUDA),1)
 $(BUILD)/bench/bench_cuda: bench/bench_cuda.c $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench cuda-headers
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 # bench/bench_nccl.c: all_reduce through the client next to raw NCCL (the loaders' tables).
 $(BUILD)/bench/bench_nccl: bench/bench_nccl.c $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench cuda-headers
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 endif
 
 # A user's own kernels: make kernel-image KERNELS=path/my_kernels.h [OUT=my_kernels_image.c]
@@ -842,7 +861,7 @@ help:
 	@echo '                      what the static-arena demo links of them on Cortex-M4'
 	@echo '  install | uninstall PREFIX=$(PREFIX) DESTDIR= libdir= includedir= pkgconfigdir='
 	@echo '  clean               rm -rf $(BUILD)'
-	@echo 'Variables: CC CXX CFLAGS CPPFLAGS LDFLAGS (added to the project flags) WERROR=1 (warnings are errors)'
+	@echo 'Variables: CC CXX CFLAGS CPPFLAGS LDFLAGS (added to the project flags) WERROR=1 (warnings are errors) V=1 (full commands)'
 	@echo '           BUILD TESTS CONFIG_FLAGS CUDA=1 CUDA_PATH NVCC CLANG FUZZ_CC FUZZ_SECONDS FUZZ_ARGS COV_CC GCOV MATRIX_GCC'
 
 # ---- rebuild on changed flags (see FLAGS_FILE) ---------------------------------------------
