@@ -20,7 +20,7 @@
 #   make valgrind   memcheck over the unit, host and conformance suites (0 errors, 0 bytes lost)
 #   make fuzz       libFuzzer targets (clang), FUZZ_SECONDS each; fuzz-replay replays the corpus
 #   make size       core code size, full and minimal, x86-64 and Cortex-M4
-#   make install / uninstall   (PREFIX, DESTDIR, libdir, includedir, pkgconfigdir)
+#   make install / uninstall   (PREFIX, DESTDIR, libdir, includedir, pkgconfigdir, bindir, cmakedir)
 #   make CUDA=1 ... also build the CUDA backend (libcuda loaded at run time; BUILD=build/cuda;
 #                   docs/cuda.md); make CUDA=1 cuda-smoke runs the GPU smoke program
 #   make check-matrix   gcc/clang x -O0/-O2/-O3/-Os, -fno-common, -j1/-j8, out-of-tree, user CFLAGS
@@ -54,6 +54,8 @@ DESTDIR ?=
 libdir ?= $(PREFIX)/lib
 includedir ?= $(PREFIX)/include
 pkgconfigdir ?= $(libdir)/pkgconfig
+bindir ?= $(PREFIX)/bin
+cmakedir ?= $(libdir)/cmake/cubert
 CUDA ?= 0
 # A CUDA=1 build keeps its own objects (its flags differ from a plain build's).
 ifeq ($(CUDA),1)
@@ -261,8 +263,7 @@ $(SHARED_LIB): $(LIB_OBJ)
 	@ln -sf $(SONAME) $(BUILD)/libcubert.so
 
 $(PC_FILE): cubert.pc.in include/cubert/base.h
-	$(QUIET_GEN)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' -e 's|@INCLUDEDIR@|$(includedir)|' \
-	    -e 's|@VERSION@|$(VERSION)|' $< > $@
+	$(QUIET_GEN)sed $(INSTALL_SUBST) $< > $@
 
 # ---- tests ---------------------------------------------------------------------------
 $(TEST_BIN): $(TEST_OBJ) $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(CUDA_TEST_DEPS)
@@ -697,25 +698,45 @@ valgrind: $(VALGRIND_SUITES:%=$(BUILD)/valgrind/cubert-%-test)
 	  echo "valgrind: FAILED (logs in $(BUILD)/valgrind/)"; exit 1; fi
 
 # ---- install ------------------------------------------------------------------------------
-# cubert.pc is written at install time so that PREFIX/libdir given to `make install`
-# are the ones recorded, whatever the library was built with.
-install: all
-	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir)/cubert/backend $(DESTDIR)$(pkgconfigdir)
-	install -m 644 include/cubert/*.h $(DESTDIR)$(includedir)/cubert/
+# Installs the libraries, the public headers and the kernel library header
+# (<cubert/cubert_kernels.h>), tools/cubert-info (bindir), cubert.pc (pkgconfigdir)
+# and the CMake package (cmakedir: find_package(cubert CONFIG), targets cubert::cubert
+# and cubert::cubert_static). cubert.pc and the CMake files are written at install time
+# so that the PREFIX/libdir given to `make install` are the ones recorded; the CMake
+# files locate the tree relative to themselves (DESTDIR-staged trees work as installed).
+# The system libraries a static link needs: Libs.private of cubert.pc, and the CMake
+# static target's link interface (-ldl only for the CUDA driver's dlopen).
+LIBS_PRIVATE := -lpthread$(if $(filter 1,$(CUDA)), -ldl)
+INSTALL_SUBST = -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(libdir)|g' -e 's|@INCLUDEDIR@|$(includedir)|g' \
+  -e 's|@VERSION@|$(VERSION)|g' -e 's|@MAJOR@|$(MAJOR)|g' -e 's|@LIBS_PRIVATE@|$(LIBS_PRIVATE)|g'
+relpath = $$(realpath -m --relative-to='$(1)' '$(2)')
+install: all $(BUILD)/tools/cubert-info
+	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir)/cubert/backend $(DESTDIR)$(pkgconfigdir) \
+	  $(DESTDIR)$(bindir) $(DESTDIR)$(cmakedir)
+	install -m 644 include/cubert/*.h examples/kernels/cubert_kernels.h $(DESTDIR)$(includedir)/cubert/
 	install -m 644 include/cubert/backend/*.h $(DESTDIR)$(includedir)/cubert/backend/
 	install -m 644 $(STATIC_LIB) $(DESTDIR)$(libdir)/
 	install -m 755 $(SHARED_LIB) $(DESTDIR)$(libdir)/
 	ln -sf libcubert.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libcubert.so
-	$(QUIET_GEN)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' -e 's|@INCLUDEDIR@|$(includedir)|' \
-	    -e 's|@VERSION@|$(VERSION)|' cubert.pc.in > $(DESTDIR)$(pkgconfigdir)/cubert.pc
+	install -m 755 $(BUILD)/tools/cubert-info $(DESTDIR)$(bindir)/
+	sed $(INSTALL_SUBST) cubert.pc.in > $(DESTDIR)$(pkgconfigdir)/cubert.pc
 	chmod 644 $(DESTDIR)$(pkgconfigdir)/cubert.pc
+	sed $(INSTALL_SUBST) -e "s|@PREFIX_FROM_CMAKEDIR@|$(call relpath,$(cmakedir),$(PREFIX))|" \
+	  -e "s|@LIBDIR_FROM_PREFIX@|$(call relpath,$(PREFIX),$(libdir))|" \
+	  -e "s|@INCLUDEDIR_FROM_PREFIX@|$(call relpath,$(PREFIX),$(includedir))|" \
+	  -e 's|@CMAKE_EXTRA_LIBS@|$(if $(filter 1,$(CUDA)),;$${CMAKE_DL_LIBS})|' \
+	  cmake/cubertConfig.cmake.in > $(DESTDIR)$(cmakedir)/cubertConfig.cmake
+	sed $(INSTALL_SUBST) -e "s|@SIZEOF_VOID_P@|$$($(CC) $(VARIANT_FLAGS) -dM -E -x c /dev/null | \
+	  sed -n 's/^#define __SIZEOF_POINTER__ //p')|" \
+	  cmake/cubertConfigVersion.cmake.in > $(DESTDIR)$(cmakedir)/cubertConfigVersion.cmake
+	chmod 644 $(DESTDIR)$(cmakedir)/cubertConfig.cmake $(DESTDIR)$(cmakedir)/cubertConfigVersion.cmake
 
 uninstall:
 	rm -f $(DESTDIR)$(libdir)/libcubert.a $(DESTDIR)$(libdir)/libcubert.so \
 	  $(DESTDIR)$(libdir)/$(SONAME) $(DESTDIR)$(libdir)/libcubert.so.$(VERSION) \
-	  $(DESTDIR)$(pkgconfigdir)/cubert.pc
-	rm -rf $(DESTDIR)$(includedir)/cubert
+	  $(DESTDIR)$(pkgconfigdir)/cubert.pc $(DESTDIR)$(bindir)/cubert-info
+	rm -rf $(DESTDIR)$(includedir)/cubert $(DESTDIR)$(cmakedir)
 
 clean:
 	rm -rf $(BUILD)
