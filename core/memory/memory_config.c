@@ -15,13 +15,12 @@
 /* ---- natural log and exp without libm -------------------------------------
  * The ExclusivePages buckets are defined through f64 ln/exp (CubeCL calls the
  * platform's). Both are computed here in double-double arithmetic (about 100
- * bits) and rounded once to the nearest double: correctly rounded, except for
- * an argument whose value lies within 2^-100 of a midpoint between two doubles
- * (none among the sizes 1..2^16 the unit tests sweep against a reference).
- * Every step is one operation assigned to a double: with C99's excess-precision
- * rules that rounds each step to double on targets that evaluate in double
- * (SSE2, ARM, soft-float; FLT_EVAL_METHOD 0). An x87 build (-m32 without
- * SSE2) rounds twice and may differ in the last bit. */
+ * bits) and rounded once to the nearest double (dd_round): correctly rounded,
+ * except for an argument whose value lies within about 2^-100 of a midpoint
+ * between two doubles. Every max_page_size 1..65536 at alignments 1, 8 and 256
+ * matches a correctly rounded reference (tests/host/test_memory_buckets.c),
+ * also with x87 arithmetic (-mfpmath=387: each step is one operation assigned
+ * to a double, and the final rounding compares instead of adding). */
 
 typedef struct dd_t {
   double hi, lo; /* value hi + lo, |lo| <= ulp(hi)/2 */
@@ -200,6 +199,35 @@ static dd_t dd_div(dd_t a, dd_t b) {
   return dd_add(q, dd_of(q3));
 }
 
+/* hi + lo rounded to the nearest double (ties to even), for |lo| below
+ * ulp(hi): by comparisons of lo with half an ulp of hi, never by an
+ * addition (an x87 build would round such an addition twice, which is wrong
+ * exactly for the near-midpoint values at stake). */
+static double dd_round(dd_t a) {
+  uint64_t bits, mant;
+  double hi = a.hi, lo = a.lo, half_up, half_down;
+  int neg = hi < 0, exp_field;
+  if (hi == 0.0 || lo == 0.0) return hi;
+  if (neg) {
+    hi = -hi;
+    lo = -lo;
+  }
+  cubert_memcpy(&bits, &hi, sizeof bits);
+  exp_field = (int)((bits >> 52) & 0x7FF);
+  mant = bits & 0x000FFFFFFFFFFFFFull;
+  /* unreachable: subnormal or huge hi (ln and exp of sizes stay in [2^-30, 2^64]) */
+  if (exp_field <= 54 || exp_field >= 0x7FE) return neg ? -(hi + lo) : hi + lo;
+  {
+    uint64_t hb = (uint64_t)(exp_field - 53) << 52; /* ulp(hi) / 2 */
+    cubert_memcpy(&half_up, &hb, sizeof half_up);
+  }
+  half_down = mant == 0 ? half_up * 0.5 : half_up; /* below a power of two the ulp halves */
+  if (lo > half_up || (lo == half_up && (bits & 1))) bits++;
+  else if (lo < -half_down || (lo == -half_down && (bits & 1))) bits--;
+  cubert_memcpy(&hi, &bits, sizeof hi);
+  return neg ? -hi : hi;
+}
+
 /* e * ln 2 */
 static dd_t dd_mul_ln2(double e) {
   dd_t p = dd_two_prod(e, k_ln2_hi);
@@ -234,11 +262,11 @@ static double memory_ln(double x) {
   acc.hi = 2.0 * acc.hi; /* exact */
   acc.lo = 2.0 * acc.lo;
   acc = dd_add(dd_mul_ln2((double)e), acc);
-  return acc.hi; /* hi = the sum rounded to nearest */
+  return dd_round(acc);
 }
 
 static double memory_exp(double x) {
-  double kd, scale;
+  double kd, scale, result;
   int k, n, j;
   uint64_t bits;
   dd_t r, acc;
@@ -258,14 +286,13 @@ static double memory_exp(double x) {
   for (n = 14; n >= 1; n--) acc = dd_add(dd_of(1.0), dd_mul(dd_mul(acc, r), k_inv[n - 1]));
   acc = dd_mul(acc, k_exp32[j + 12]);
   /* 2^k in two steps so that k near the exponent limits stays finite (exact) */
+  result = dd_round(acc); /* in [0.7, 1.5): no subnormal; the scaling is exact */
   bits = (uint64_t)(1023 + k / 2) << 52;
   cubert_memcpy(&scale, &bits, sizeof scale);
-  acc.hi = acc.hi * scale;
-  acc.lo = acc.lo * scale;
+  result = result * scale;
   bits = (uint64_t)(1023 + (k - k / 2)) << 52;
   cubert_memcpy(&scale, &bits, sizeof scale);
-  acc.hi = acc.hi * scale;
-  return acc.hi;
+  return result * scale;
 }
 
 #endif /* CUBERT_CONFIG_PAGED_POOLS */
@@ -394,8 +421,10 @@ static cubert_status_t preset_exclusive_pages(cubert_memory_device_properties_t 
   log_max = memory_ln((double)props.max_page_size);
   log_range = log_max - log_min;
   for (i = 0; i < 24; i++) {
-    double p = (double)i / 23.0;
-    value = memory_exp(log_min + log_range * p);
+    /* one f64 operation per assignment, as CubeCL's f64 expression rounds
+     * each (an x87 build keeps unassigned intermediates wider) */
+    double p = (double)i / 23.0, step = log_range * p, arg = log_min + step;
+    value = memory_exp(arg);
     /* Rust's `as u64` saturates */
     /* unreachable(2): value <= 0 or >= 2^64 (exp(ln x) stays within a few ulps of x) */
     if (!(value > 0.0)) size = 0;
