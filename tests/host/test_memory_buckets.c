@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cubert/config.h"
 #include "cubert/memory.h"
 
 #if LDBL_MANT_DIG >= 113
@@ -147,6 +148,7 @@ TEST(memory_exclusive_buckets_sweep_matches_correctly_rounded_reference) {
   double log_min;
   uint64_t m;
   long mismatches = 0, configs = 0;
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   if (!long_double_is_wider())
     TEST_SKIP("long double has no more precision than double here (ARM, or x87 under valgrind): "
               "no reference");
