@@ -362,7 +362,7 @@ static void emit(const char *section, const char *figure, const char *unit, int 
   emit_ratio(section, figure, unit, higher, ours, peer, theirs, goal, 0);
 }
 
-/* A constant (a goal or a reference figure from elsewhere) as a peer. */
+/* A constant (a goal) as a peer: its row says met or missed. */
 static bench_stat_t constant(double v) {
   bench_stat_t s;
   s.median = s.min = s.max = v;
