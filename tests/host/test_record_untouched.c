@@ -8,7 +8,9 @@
 #include "test.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "counting_allocator.h"
 #include "cubert/cpu.h"
@@ -20,6 +22,7 @@
 #include "cubert/memory.h"
 #include "cubert/profile.h"
 #include "cubert/sim.h"
+#include "cubert/trace.h"
 #include "cubert_kernels.h"
 
 static cubert_error_t g_sentinel;
@@ -238,6 +241,51 @@ TEST(record_untouched_by_every_successful_call) {
   CHECK_EQ_I64(counting.live_bytes, 0);
   counting_allocator_destroy(&counting);
   CHECK_MSG(g_checked >= 120, "%d calls checked", g_checked);
+}
+
+/* The CPU device's own functions: simulation, race checker; the trace. */
+TEST(record_untouched_by_cpu_and_trace_calls) {
+  counting_allocator_t counting;
+  cubert_allocator_t a = counting_allocator_initialize(&counting);
+  cubert_error_t e;
+  cubert_cpu_options_t o;
+  cubert_client_t *client = NULL;
+  cubert_cpu_sim_info_t info;
+  cubert_sim_chooser_t chooser;
+  uint32_t log[64];
+  cubert_handle_t h;
+  float data[16] = {1}, out[16];
+  cubert_trace_options_t topts;
+  cubert_trace_stats_t stats;
+  char path[64];
+  sentinel_initialize();
+  g_checked = 0;
+  cubert_cpu_options_initialize(&o);
+  o.device_index = 24;
+  o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
+  o.race_check = (cubert_config_features() & CUBERT_FEATURE_RACE_CHECKER) ? 1u : 0u;
+  UNTOUCHED(cubert_cpu_client_create(a, &o, &client, &e));
+  UNTOUCHED(cubert_cpu_sim_info(client, &info, &e));
+  UNTOUCHED(cubert_sim_chooser_initialize_seed(&chooser, 11, log, 64, &e));
+  UNTOUCHED(cubert_cpu_sim_attach(client, &chooser, &e));
+  UNTOUCHED(cubert_client_create_from_slice(client, data, sizeof data, &h, &e));
+  UNTOUCHED(cubert_client_read_one(client, &h, out, sizeof out, &e));
+  UNTOUCHED(cubert_cpu_sim_drain(client, &e));
+  if (o.race_check) {
+    cubert_race_counters_t counters;
+    UNTOUCHED(cubert_cpu_race_counters(client, &counters, &e));
+  }
+  UNTOUCHED(cubert_client_handle_release(client, &h, &e));
+  cubert_client_release(client);
+  CHECK_EQ_I64(counting.live_blocks, 0);
+  counting_allocator_destroy(&counting);
+  snprintf(path, sizeof path, "/tmp/cubert-record-untouched-%ld.json", (long)getpid());
+  cubert_trace_options_initialize(&topts);
+  topts.path = path;
+  UNTOUCHED(cubert_trace_start(&topts, &e));
+  UNTOUCHED(cubert_trace_stop(&stats, &e));
+  remove(path);
+  CHECK(g_checked >= 10);
 }
 
 /* The functions outside the client. */
