@@ -7,6 +7,8 @@
 #   mk/fuzz.mk        fuzz, fuzz-replay (fuzz/README.md)
 #   mk/bench.mk       bench, benches, sim (docs/benchmarks.md)
 #   mk/cuda.mk        CUDA=1: the CUDA driver's kernel images, fake libcuda/libnccl, GPU programs
+#   mk/install.mk     install, uninstall (cubert.pc, the CMake package, cubert-info)
+#   mk/quiet.mk       V=1 / the short lines of a quiet build
 #   mk/help.mk        make help
 #   tests/embedded/embedded.mk   test-cortex-m, test-bigendian, check-cortex-m0, ...
 
@@ -30,6 +32,8 @@ DESTDIR ?=
 libdir ?= $(PREFIX)/lib
 includedir ?= $(PREFIX)/include
 pkgconfigdir ?= $(libdir)/pkgconfig
+bindir ?= $(PREFIX)/bin
+cmakedir ?= $(libdir)/cmake/cubert
 CUDA ?= 0
 # A CUDA=1 build keeps its own objects (its flags differ from a plain build's).
 ifeq ($(CUDA),1)
@@ -46,6 +50,9 @@ CLANGXX ?= clang++
 VARIANT_FLAGS ?=
 # Compile-time switches of cubert/config.h, e.g. CONFIG_FLAGS=-DCUBERT_CONFIG_PROFILING=0.
 CONFIG_FLAGS ?=
+# V=1 prints every command in full; the default one short line per step (mk/quiet.mk).
+V ?= 0
+include mk/quiet.mk
 
 # ---- project-owned (never overwritten by the user's CFLAGS) ------------------
 MAJOR := $(shell sed -n 's/^\#define CUBERT_VERSION_MAJOR \([0-9]*\).*/\1/p' include/cubert/base.h)
@@ -143,30 +150,30 @@ DEPFLAGS = -MMD -MP
 # core/ is compiled freestanding in every build: only the compiler's headers.
 $(BUILD)/obj/core/%.o: core/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) -Icore $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(CORE_FREESTANDING) -c $< -o $@
+	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) -Icore $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(CORE_FREESTANDING) -c $< -o $@
 
 # The OS layer (os/) and the CPU driver are hosted code.
 $(BUILD)/obj/os/%.o: os/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I. -Icore -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I. -Icore -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 $(BUILD)/obj/backend-cpu/%.o: backend-cpu/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I. -Icore -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I. -Icore -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # The freestanding parts of backend-cpu follow the core's rules (check-freestanding).
 $(BUILD)/obj/backend-cpu/kernel/%.o: backend-cpu/kernel/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore -I. -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore -I. -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 $(BUILD)/obj/backend-cpu/inline/%.o: backend-cpu/inline/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore -I. -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) $(CORE_FREESTANDING) -Icore -I. -Ibackend-cpu $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # cuda.h is a system header here (-isystem): it uses anonymous unions, which C99 lacks.
 $(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c | cuda-headers
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I. -Icore -Ibackend-cuda -isystem $(CUDA_INCLUDE) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I. -Icore -Ibackend-cuda -isystem $(CUDA_INCLUDE) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # The kernel library every example, test, tool, bench and fuzz target uses
 # (examples/kernels/cubert_kernels.h, docs/kernels.md).
@@ -175,12 +182,12 @@ KERNELS_INC := -Iexamples/kernels
 # Tests, examples, benches and tools are hosted code (they may use libc).
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -I. -Ibackend-cpu $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Itests/support -Icore -I. -Ibackend-cpu $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # Fuzz targets and the standalone replay main are hosted code too.
 $(BUILD)/obj/fuzz/%.o: fuzz/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -I. -Icore -Ibackend-cpu $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Ifuzz -I. -Icore -Ibackend-cpu $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 $(BUILD)/examples $(BUILD)/bench $(BUILD)/tools $(BUILD)/freestanding $(BUILD)/headers $(BUILD)/cortex-m \
 $(BUILD)/fuzz $(BUILD)/valgrind:
@@ -192,29 +199,28 @@ $(BUILD)/fuzz $(BUILD)/valgrind:
 # libcubert.a is one relocatable object whose hidden symbols (all but the
 # CUBERT_API ones) are made local, so it exports what the .so exports.
 $(LIB_RELOC): $(LIB_OBJ)
-	$(CC) $(VARIANT_FLAGS) -r -nostdlib -o $@ $^
-	$(OBJCOPY) --localize-hidden $@
+	$(QUIET_LINK)$(CC) $(VARIANT_FLAGS) -r -nostdlib -o $@ $^
+	$(QUIET_OBJCOPY)$(OBJCOPY) --localize-hidden $@
 
 $(STATIC_LIB): $(LIB_RELOC)
-	rm -f $@
-	$(AR) rcs $@ $<
+	@rm -f $@
+	$(QUIET_AR)$(AR) rcs $@ $<
 
 $(INTERNAL_LIB): $(LIB_OBJ)
-	rm -f $@
-	$(AR) rcs $@ $^
+	@rm -f $@
+	$(QUIET_AR)$(AR) rcs $@ $^
 
 $(SHARED_LIB): $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,$(SONAME) $(if $(VARIANT_FLAGS),,-Wl,-z,defs) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
-	ln -sf libcubert.so.$(VERSION) $(BUILD)/$(SONAME)
-	ln -sf $(SONAME) $(BUILD)/libcubert.so
+	$(QUIET_LINK)$(CC) -shared -Wl,-soname,$(SONAME) $(if $(VARIANT_FLAGS),,-Wl,-z,defs) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
+	@ln -sf libcubert.so.$(VERSION) $(BUILD)/$(SONAME)
+	@ln -sf $(SONAME) $(BUILD)/libcubert.so
 
 $(PC_FILE): cubert.pc.in include/cubert/base.h
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' -e 's|@INCLUDEDIR@|$(includedir)|' \
-	    -e 's|@VERSION@|$(VERSION)|' $< > $@
+	$(QUIET_GEN)sed $(INSTALL_SUBST) $< > $@
 
 # ---- tests ---------------------------------------------------------------------------
 $(TEST_BIN): $(TEST_OBJ) $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(CUDA_TEST_DEPS)
-	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 
 # TEST_WRAPPER runs the suite under a command (the sanitizer targets use setarch -R).
 # `make test`: the suite, then the conformance suite on the other two drivers
@@ -238,9 +244,9 @@ cts: $(TEST_BIN)
 
 # ---- examples and tools ----------------------------------------------------------------
 $(BUILD)/examples/%: examples/%.c $(CUDA_LINK_OBJ) $(STATIC_LIB) | $(BUILD)/examples
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 $(BUILD)/tools/%: tools/%.c $(CUDA_LINK_OBJ) $(STATIC_LIB) | $(BUILD)/tools
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 -include $(wildcard $(BUILD)/examples/*.d $(BUILD)/bench/*.d $(BUILD)/tools/*.d)
 
 examples: $(EXAMPLE_BIN)
@@ -248,32 +254,11 @@ tools: $(TOOL_BIN)
 run: $(EXAMPLE_BIN)
 	$(BUILD)/examples/demo
 
-# ---- install ------------------------------------------------------------------------------
-# cubert.pc is written at install time so that PREFIX/libdir given to `make install`
-# are the ones recorded, whatever the library was built with.
-install: all
-	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir)/cubert/driver $(DESTDIR)$(pkgconfigdir)
-	install -m 644 include/cubert/*.h $(DESTDIR)$(includedir)/cubert/
-	install -m 644 include/cubert/driver/*.h $(DESTDIR)$(includedir)/cubert/driver/
-	install -m 644 $(STATIC_LIB) $(DESTDIR)$(libdir)/
-	install -m 755 $(SHARED_LIB) $(DESTDIR)$(libdir)/
-	ln -sf libcubert.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME)
-	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libcubert.so
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' -e 's|@INCLUDEDIR@|$(includedir)|' \
-	    -e 's|@VERSION@|$(VERSION)|' cubert.pc.in > $(DESTDIR)$(pkgconfigdir)/cubert.pc
-	chmod 644 $(DESTDIR)$(pkgconfigdir)/cubert.pc
-
-uninstall:
-	rm -f $(DESTDIR)$(libdir)/libcubert.a $(DESTDIR)$(libdir)/libcubert.so \
-	  $(DESTDIR)$(libdir)/$(SONAME) $(DESTDIR)$(libdir)/libcubert.so.$(VERSION) \
-	  $(DESTDIR)$(pkgconfigdir)/cubert.pc
-	rm -rf $(DESTDIR)$(includedir)/cubert
-
 clean:
 	rm -rf $(BUILD)
 
 
-include mk/checks.mk mk/reliability.mk mk/fuzz.mk mk/bench.mk mk/cuda.mk mk/help.mk
+include mk/install.mk mk/checks.mk mk/reliability.mk mk/fuzz.mk mk/bench.mk mk/cuda.mk mk/help.mk
 
 # ---- rebuild on changed flags (see FLAGS_FILE) ---------------------------------------------
 ifeq ($(filter clean help uninstall,$(MAKECMDGOALS)),)

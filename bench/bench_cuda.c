@@ -59,7 +59,13 @@
 #include "bench_util.h"
 
 #if !defined(CUBERT_HAVE_BACKEND_CUDA)
-int main(void) {
+int main(int argc, char **argv) {
+  if (bench_wants_help(argc, argv))
+    return bench_usage(stdout, "bench_cuda", "[--runs R] [--quick] [-h|--help]",
+                       "GPU launches, copies and an add through the client next to raw Driver API "
+                       "loops (a CUDA=1 build).");
+  if (argc > 1 && strcmp(argv[1], "--quick") != 0 && strcmp(argv[1], "--runs") != 0)
+    return bench_bad_option("bench_cuda", argv[1], "[--runs R] [--quick] [-h|--help]");
   printf("bench_cuda: skipped: CUDA unavailable: this build has no CUDA driver (make CUDA=1)\n");
   return 0;
 }
@@ -745,6 +751,10 @@ int main(int argc, char **argv) {
   int k;
   cfg.runs = 11;
   cfg.quick = 0;
+  if (bench_wants_help(argc, argv))
+    return bench_usage(stdout, "bench_cuda", "[--runs R] [--quick] [-h|--help]",
+                       "GPU launches, copies and an add through the client next to raw Driver API "
+                       "loops.");
   for (k = 1; k < argc; k++) {
     if (strcmp(argv[k], "--quick") == 0) {
       cfg.quick = 1;

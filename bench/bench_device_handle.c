@@ -196,6 +196,12 @@ int main(int argc, char **argv) {
   cfg.runs = 11;
   cfg.n = 200000;
   cfg.queue = 0;
+  if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+    printf("usage: bench_device_handle [--runs R (1..%d)] [--n N] [--queue Q] [--quick] "
+           "[-h|--help]\nSubmit costs of the direct (locked) and runner-thread device handles.\n",
+           BENCH_MAX_RUNS);
+    return 0;
+  }
   for (i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
       cfg.runs = atoi(argv[++i]);

@@ -113,8 +113,20 @@ int main(int argc, char **argv) {
   float *a, *b, *out;
   double e1, en, e0, add_pool, add_one, mc, gb = 1e9;
   size_t i;
-  /* [workers]; options such as --quick (make bench BENCH_ARGS=--quick) are ignored */
-  if (argc > 1 && argv[1][0] != '-') workers = (uint32_t)strtoul(argv[1], NULL, 10);
+  int k;
+  /* [WORKERS] [--quick] (--quick is accepted for make bench BENCH_ARGS=--quick) */
+  for (k = 1; k < argc; k++) {
+    int help = strcmp(argv[k], "-h") == 0 || strcmp(argv[k], "--help") == 0;
+    if (strcmp(argv[k], "--quick") == 0) continue;
+    if (argv[k][0] >= '0' && argv[k][0] <= '9') {
+      workers = (uint32_t)strtoul(argv[k], NULL, 10);
+      continue;
+    }
+    fprintf(help ? stdout : stderr,
+            "usage: bench_executor [WORKERS] [--quick] [-h|--help]\nThe CPU executor's pool on a "
+            "64 MiB add next to one thread and memcpy.\n");
+    return help ? 0 : 2;
+  }
   if (cubert__cpu_executor_create(cubert_allocator_libc(), workers, &ex, NULL) != CUBERT_STATUS_OK ||
       cubert__cpu_executor_create(cubert_allocator_libc(), 0, &ex0, NULL) != CUBERT_STATUS_OK) {
     fprintf(stderr, "bench_executor: cannot create executors\n");

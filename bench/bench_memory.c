@@ -354,6 +354,8 @@ static int run(const char *self_path, size_t window, size_t steady, size_t peer_
   return 0;
 }
 
+#define MEMORY_OPTIONS "[--quick] [--no-malloc] [--window N] [-h|--help]"
+
 int main(int argc, char **argv) {
   static const size_t windows[] = {1000, 10000, 100000, 1000000};
   int quick = 0, i;
@@ -363,10 +365,15 @@ int main(int argc, char **argv) {
   ssize_t len;
   if (argc == 5 && strcmp(argv[1], "--malloc-child") == 0)
     return malloc_child(argv[2], (size_t)atol(argv[3]), (size_t)atol(argv[4]));
+  if (bench_wants_help(argc, argv))
+    return bench_usage(stdout, "bench_memory", MEMORY_OPTIONS,
+                       "Reserve + release through the memory manager next to the host "
+                       "allocators, each in a child process.");
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0) quick = 1;
     else if (strcmp(argv[i], "--no-malloc") == 0) g_skip_malloc = 1;
     else if (strcmp(argv[i], "--window") == 0 && i + 1 < argc) g_window = (size_t)atol(argv[++i]);
+    else return bench_bad_option("bench_memory", argv[i], MEMORY_OPTIONS);
   }
   len = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
   if (len <= 0) {

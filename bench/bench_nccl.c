@@ -33,7 +33,14 @@
 #include "bench_util.h"
 
 #if !defined(CUBERT_HAVE_BACKEND_CUDA)
-int main(void) {
+int main(int argc, char **argv) {
+  if (bench_wants_help(argc, argv))
+    return bench_usage(stdout, "bench_nccl", "[--runs R] [--iters I] [--gpus N] [--max-mib M] [-h|--help]",
+                       "all_reduce through the client next to raw NCCL (a CUDA=1 build).");
+  if (argc > 1 && strcmp(argv[1], "--runs") != 0 && strcmp(argv[1], "--iters") != 0 &&
+      strcmp(argv[1], "--gpus") != 0 && strcmp(argv[1], "--max-mib") != 0)
+    return bench_bad_option("bench_nccl", argv[1],
+                            "[--runs R] [--iters I] [--gpus N] [--max-mib M] [-h|--help]");
   printf("bench_nccl: skipped: CUDA unavailable: this build has no CUDA driver (make CUDA=1)\n");
   return 0;
 }
@@ -315,6 +322,9 @@ int main(int argc, char **argv) {
   cubert_error_t err;
   uint32_t gpus = 0, want, i, nres = 0;
   uint64_t bytes;
+  if (bench_wants_help(argc, argv))
+    return bench_usage(stdout, "bench_nccl", "[--runs R] [--iters I] [--gpus N] [--max-mib M] [-h|--help]",
+                       "all_reduce through the client next to raw NCCL.");
   if (!parse(argc, argv, &b, &want)) {
     fprintf(stderr, "usage: %s [--runs R] [--iters I] [--gpus N] [--max-mib M]\n", argv[0]);
     return 2;

@@ -78,6 +78,9 @@ int main(int argc, char **argv) {
   bench_stat_t quiet, loaded;
   bench_row_t row;
   char figure[96];
+  if (bench_wants_help(argc, argv))
+    return bench_usage(stdout, "bench_oversubscribed", "[--runs R] [--busy N] [--quick] [-h|--help]",
+                       "Launch round trips with N spinning threads beside the CPU server.");
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
     else if (strcmp(argv[i], "--busy") == 0 && i + 1 < argc) busy = atoi(argv[++i]);
@@ -85,8 +88,8 @@ int main(int argc, char **argv) {
       runs = 5;
       n = 200;
     } else {
-      fprintf(stderr, "usage: bench_oversubscribed [--runs R] [--busy N] [--quick]\n");
-      return 2;
+      return bench_bad_option("bench_oversubscribed", argv[i],
+                              "[--runs R] [--busy N] [--quick] [-h|--help]");
     }
   }
   if (runs < 1 || runs > BENCH_MAX_RUNS) runs = 15;

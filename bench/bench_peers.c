@@ -353,6 +353,8 @@ static void bench_matmul(cubert_client_t *client, peer_cl_t *cl, const config_t 
   free(c);
 }
 
+#define PEERS_OPTIONS "[--runs R] [--quick] [--checked] [--only launch|add|matmul] [-h|--help]"
+
 int main(int argc, char **argv) {
   config_t cfg;
   cubert_cpu_options_t o;
@@ -368,6 +370,10 @@ int main(int argc, char **argv) {
   cfg.mm = 512;
   cfg.checked = 0;
   cfg.only = NULL;
+  if (bench_wants_help(argc, argv))
+    return bench_usage(stdout, "bench_peers", PEERS_OPTIONS,
+                       "Launch round trips, an f32 add and a matmul on the CPU server next to "
+                       "PoCL and OpenMP measured in the same run.");
   for (k = 1; k < argc; k++) {
     if (strcmp(argv[k], "--quick") == 0) {
       cfg.runs = 5;
@@ -380,8 +386,7 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[k], "--only") == 0 && k + 1 < argc) {
       cfg.only = argv[++k];
     } else {
-      fprintf(stderr, "bench_peers: ignoring argument '%s' (usage: [--runs R] [--quick] "
-                      "[--checked] [--only launch|add|matmul])\n", argv[k]);
+      return bench_bad_option("bench_peers", argv[k], PEERS_OPTIONS);
     }
   }
   if (cfg.runs < 1 || cfg.runs > BENCH_MAX_RUNS) {

@@ -333,6 +333,8 @@ static void curve_threads(cubert_client_t *client, const config_t *cfg) {
     }
 }
 
+#define SCALING_OPTIONS "[--runs R] [--quick] [--only handles|streams|threads] [-h|--help]"
+
 int main(int argc, char **argv) {
   config_t cfg;
   cubert_cpu_options_t o;
@@ -343,6 +345,10 @@ int main(int argc, char **argv) {
   cfg.runs = 7;
   cfg.ops = 20000;
   cfg.only = NULL;
+  if (bench_wants_help(argc, argv))
+    return bench_usage(stdout, "bench_scaling", SCALING_OPTIONS,
+                       "How the client's operations scale with live handles, streams and "
+                       "threads.");
   for (k = 1; k < argc; k++) {
     if (strcmp(argv[k], "--quick") == 0) {
       cfg.runs = 3;
@@ -352,8 +358,7 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[k], "--only") == 0 && k + 1 < argc) {
       cfg.only = argv[++k];
     } else {
-      fprintf(stderr, "bench_scaling: ignoring argument '%s' (usage: [--runs R] [--quick] "
-                      "[--only handles|streams|threads])\n", argv[k]);
+      return bench_bad_option("bench_scaling", argv[k], SCALING_OPTIONS);
     }
   }
   if (cfg.runs < 1 || cfg.runs > BENCH_MAX_RUNS) {

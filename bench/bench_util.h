@@ -137,6 +137,27 @@ BENCH_UNUSED static double bench_ratio(const bench_row_t *r) {
 
 BENCH_UNUSED static const char *bench_program_name = "bench";
 
+/* Command lines: -h / --help prints "usage: PROGRAM OPTIONS" and what the
+ * program measures on stdout (the caller returns 0); an unknown option prints
+ * the usage on stderr (the caller returns 2). */
+BENCH_UNUSED static int bench_wants_help(int argc, char **argv) {
+  int i;
+  for (i = 1; i < argc; i++)
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return 1;
+  return 0;
+}
+BENCH_UNUSED static int bench_usage(FILE *to, const char *program, const char *options,
+                                    const char *what) {
+  fprintf(to, "usage: %s %s\n%s\n", program, options, what);
+  return to == stdout ? 0 : 2;
+}
+BENCH_UNUSED static int bench_bad_option(const char *program, const char *arg,
+                                         const char *options) {
+  fprintf(stderr, "%s: unknown or incomplete option '%s'\n", program, arg);
+  fprintf(stderr, "usage: %s %s\n", program, options);
+  return 2;
+}
+
 /* Name the program in the CSV rows and print the table's header. */
 BENCH_UNUSED static void bench_table_begin(const char *program) {
   bench_program_name = program;

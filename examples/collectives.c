@@ -19,13 +19,18 @@ static int check(cubert_status_t status, const cubert_error_t *err, const char *
   return 0;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   cubert_client_t *clients[DEVICES] = {NULL, NULL, NULL, NULL};
   cubert_device_id_t ids[DEVICES];
   cubert_handle_t h[DEVICES], moved;
   cubert_error_t err;
   float data[N], out[N];
   int i, k, ok = 1;
+  if (argc > 1) { /* -h / --help: the usage on stdout; anything else is an error */
+    int help = strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0;
+    fprintf(help ? stdout : stderr, "usage: %s [-h|--help]\n%s\n", "collectives", "all_reduce, send/recv and to_client between four CPU devices of one process.");
+    return help ? 0 : 2;
+  }
   for (i = 0; i < DEVICES && ok; i++) {
     cubert_cpu_options_t options;
     cubert_cpu_options_initialize(&options);

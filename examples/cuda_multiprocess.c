@@ -138,6 +138,11 @@ int main(int argc, char **argv) {
   int gpus, failed = 0, skipped = 0;
   uint32_t r;
   pid_t probe;
+  if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+    printf("usage: %s [processes 1..64] [elements >= 1] [-h|--help]\nall_reduce across N "
+           "processes through NCCL, one GPU each.\n", argv[0]);
+    return 0;
+  }
   if (n < 1 || n > 64 || elems < 1) {
     fprintf(stderr, "usage: %s [processes 1..64] [elements >= 1]\n", argv[0]);
     return 2;
@@ -195,7 +200,16 @@ int main(int argc, char **argv) {
 
 #else /* a build without the CUDA driver */
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+    printf("usage: cuda_multiprocess [N] [E] [-h|--help]\nall_reduce across N processes through "
+           "NCCL (a CUDA=1 build).\n");
+    return 0;
+  }
+  if (argc > 3 || (argc > 1 && argv[1][0] == '-') || (argc > 2 && argv[2][0] == '-')) {
+    fprintf(stderr, "usage: cuda_multiprocess [N] [E] [-h|--help]\n");
+    return 2;
+  }
   printf("skipped: this build has no CUDA driver (make CUDA=1)\n");
   return 0;
 }

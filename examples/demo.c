@@ -240,13 +240,18 @@ static int create_gpu_device(void) {
 static int create_gpu_device(void) { return 0; }
 #endif
 
-int main(void) {
+int main(int argc, char **argv) {
   cubert_cpu_options_t options;
   cubert_memory_usage_t usage;
   cubert_error_t err;
   pthread_t threads[THREADS];
   char text[256];
   int i;
+  if (argc > 1) { /* -h / --help: the usage on stdout; anything else is an error */
+    int help = strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0;
+    fprintf(help ? stdout : stderr, "usage: %s [-h|--help]\n%s\n", "demo", "The main demo: an elementwise add, a reduction and a matmul on the CPU server (and a GPU in a CUDA=1 build), from several threads.");
+    return help ? 0 : 2;
+  }
   if (!create_gpu_device()) {
     cubert_cpu_options_initialize(&options);
     if (!check(cubert_cpu_client_create(cubert_allocator_libc(), &options, &g_client, &err), &err,

@@ -15,6 +15,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cubert/cpu.h"
 #include "cubert/cube.h"
@@ -47,6 +48,14 @@ int main(int argc, char **argv) {
   float *host = (float *)malloc(N * sizeof(float)), *out = (float *)malloc(N * sizeof(float));
   uint32_t i;
   int bad = 0, rc = 1;
+  if (argc > 2 || (argc > 1 && argv[1][0] == '-')) {
+    int help = argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0);
+    fprintf(help ? stdout : stderr, "usage: trace [PATH (default trace.json)] [-h|--help]\n"
+                                    "Writes a timeline trace of two CPU devices' work to PATH.\n");
+    free(host);
+    free(out);
+    return help ? 0 : 2;
+  }
   if (!host || !out) return 1;
   for (i = 0; i < N; i++) host[i] = (float)(i % 100);
 

@@ -122,7 +122,8 @@ static cubert_status_t ref_one(const cubert_layout_policy_t *pol, const cubert_l
     if (d->strategy == CUBERT_LAYOUT_OPTIMIZED &&
         ref_optimal_align(width, e, pol->mem_alignment, &align) != CUBERT_STATUS_OK)
       return CUBERT_STATUS_INVALID_ARGUMENT;
-    if (r > 1 && !product(d->shape, r - 1, 1, &height)) return CUBERT_STATUS_OVERFLOW;
+    /* a zero width: an empty tensor, size 0, whatever its height */
+    if (r > 1 && width != 0 && !product(d->shape, r - 1, 1, &height)) return CUBERT_STATUS_OVERFLOW;
     if (!mul(width, e, &wb) || !round_up(wb, align, &pitch) || !mul(height, pitch, &out->size))
       return CUBERT_STATUS_OVERFLOW;
     for (i = 0; i < r; i++) out->strides[i] = 1;

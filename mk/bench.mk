@@ -12,7 +12,7 @@ BENCH_OPT ?= -O3 $(BENCH_NATIVE)
 BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o $(BUILD)/obj/tests/support/test_features.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
 
 $(BUILD)/bench/%: bench/%.c $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench
-	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -I. -Ibackend-cpu -Itests/support $(KERNELS_INC) $(BENCH_EXTRA_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(BENCH_OPT) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(BENCH_EXTRA_LIBS) $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -I. -Ibackend-cpu -Itests/support $(KERNELS_INC) $(BENCH_EXTRA_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(BENCH_OPT) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(BENCH_EXTRA_LIBS) $(HOST_LIBS)
 
 # bench/bench_peers.c's optional peers, probed with $(CC) once per make run (the
 # rows of a peer found neither here nor at run time print "skipped: <reason>"):

@@ -50,8 +50,10 @@ PUBLIC_HEADERS := $(sort $(wildcard include/cubert/*.h include/cubert/driver/*.h
 check-headers:
 	@sh tests/build/check_headers.sh '$(CC)' '$(CXX)' '$(CUBERT_WARN)' $(BUILD)/headers $(PUBLIC_HEADERS)
 
-# tools/cubert-info lists every device it creates and refuses a bad option (exit 2).
-check-tools: $(TOOL_BIN)
+# tools/cubert-info lists every device it creates and refuses a bad option (exit 2);
+# every program answers --help (usage on stdout, exit 0) and an unknown option (exit 2).
+check-tools: $(TOOL_BIN) $(EXAMPLE_BIN) $(BENCH_BIN)
+	@sh tests/build/check_help.sh $(TOOL_BIN) $(EXAMPLE_BIN) $(BENCH_BIN)
 	@sh tests/build/check_tools.sh $(BUILD) $(if $(filter 1,$(CUDA)),1,0)
 
 # The timeline trace end to end (docs/profiling.md): examples/trace writes a trace,
@@ -83,7 +85,7 @@ check-minimal:
 
 UNIT_ONLY_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 $(BUILD)/cubert-unit-test: $(UNIT_ONLY_OBJ) $(CORE_OBJ)
-	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(HOST_LIBS)
 
 CORTEX_FLAGS = -mcpu=cortex-m4 -mthumb -Os -ffreestanding -nostdinc \
   -isystem $(shell $(ARM_CC) -print-file-name=include 2>/dev/null) -ffunction-sections -fdata-sections

@@ -16,7 +16,7 @@ FUZZ_LDFLAGS ?=
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 $(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/fuzz/fuzz_%.o $(FUZZ_MAIN_OBJ) $(INTERNAL_LIB) | $(BUILD)/fuzz
-	$(CC) $(VARIANT_FLAGS) $(FUZZ_LDFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(FUZZ_MAIN_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(VARIANT_FLAGS) $(FUZZ_LDFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(FUZZ_MAIN_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 
 fuzz-targets: $(FUZZ_BIN)
 .PRECIOUS: $(BUILD)/obj/fuzz/%.o

@@ -33,10 +33,10 @@ OOM_OBJ := $(BUILD)/obj/tests/oom/oom_main.o $(OOM_CTS_OBJ) \
   $(filter-out $(BUILD)/obj/tests/support/runner.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
 $(BUILD)/oom/%.o: $(BUILD)/obj/tests/cts/%.o
 	@mkdir -p $(@D)
-	$(OBJCOPY) --redefine-sym pthread_create=oom_pthread_create $< $@
+	$(QUIET_OBJCOPY)$(OBJCOPY) --redefine-sym pthread_create=oom_pthread_create $< $@
 $(BUILD)/obj/tests/oom/oom_main.o: CPPFLAGS += -Itests/cts
 $(OOM_BIN): $(OOM_OBJ) $(INTERNAL_LIB)
-	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) $(OOM_WRAP:%=-Wl,--wrap=%) -o $@ $(OOM_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) $(OOM_WRAP:%=-Wl,--wrap=%) -o $@ $(OOM_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 .PHONY: oom stress
 OOM_TESTS ?=
 oom: $(OOM_BIN)
@@ -49,7 +49,7 @@ STRESS_BIN := $(BUILD)/cubert-stress
 STRESS_OPS ?= 100000
 STRESS_BUSY ?= 0
 $(STRESS_BIN): $(BUILD)/obj/tests/stress/stress_main.o $(BUILD)/obj/tests/support/counting_allocator.o $(INTERNAL_LIB)
-	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(INTERNAL_LIB) $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(INTERNAL_LIB) $(HOST_LIBS)
 stress: $(STRESS_BIN)
 	STRESS_OPS=$(STRESS_OPS) STRESS_BUSY=$(STRESS_BUSY) $(TEST_WRAPPER) $(STRESS_BIN)
 # The stress test under TSan (BUILD/tsan, as make tsan), 20,000 operations unless STRESS_OPS says.
@@ -75,7 +75,7 @@ VALGRIND_FLAGS ?= --tool=memcheck --error-exitcode=99 --leak-check=full --show-l
 define VALGRIND_SUITE_RULE
 $(BUILD)/valgrind/cubert-$(1)-test: $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) \
     $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/$(1)/*.c)) $(INTERNAL_LIB) | $(BUILD)/valgrind
-	$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(INTERNAL_LIB) $(HOST_LIBS)
+	$(QUIET_LINK)$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(INTERNAL_LIB) $(HOST_LIBS)
 endef
 $(foreach s,unit host cts sim,$(eval $(call VALGRIND_SUITE_RULE,$(s))))
 

@@ -135,7 +135,7 @@ cubert_status_t cubert__os_config_read(cubert_os_config_t *c, cubert_error_t *ou
   CUBERT_RETURN_IF_ERROR(read_flag("CUBERT_PROFILE_SUMMARY", HOST_CONFIG_PROFILE_SUMMARY,
                                    &c->profile_summary, c, out_error));
   CUBERT_RETURN_IF_ERROR(read_number("CUBERT_CPU_WORKERS", HOST_CONFIG_CPU_WORKERS, 1,
-                                     HOST_CONFIG_MAX_WORKERS, "a number of threads, 1 to 4096",
+                                     HOST_CONFIG_MAX_WORKERS, "a number of threads, 1 to 1024",
                                      &n, c, out_error));
   c->cpu_workers = (uint32_t)n;
   CUBERT_RETURN_IF_ERROR(read_mode(c, out_error));

@@ -33,8 +33,9 @@
 #define OS_CONFIG_TRACE 0x100u
 #define OS_CONFIG_TRACE_BUFFER 0x200u
 
-/* Largest CUBERT_CPU_WORKERS accepted. */
-#define HOST_CONFIG_MAX_WORKERS 4096u
+/* Largest CUBERT_CPU_WORKERS accepted: the CPU executor's limit
+ * (CUBERT_CPU_EXECUTOR_MAX_WORKERS, backend-cpu/cpu/cpu_executor.h). */
+#define HOST_CONFIG_MAX_WORKERS 1024u
 
 typedef struct cubert_os_config_t {
   uint32_t set;                         /* HOST_CONFIG_* bits */

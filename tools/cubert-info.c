@@ -10,7 +10,8 @@
  * manager uses, and its memory usage. In a CUDA=1 build it then lists the
  * CUDA devices with their properties, or prints the one line
  * "CUDA: unavailable: <reason>" (no driver, no GPU, ...), which is not an
- * error. Exit status 0, or 1 on an error. */
+ * error. Exit status 0, 1 on an error, 2 on a bad option; -h / --help
+ * prints the usage on stdout (exit 0). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "cubert/client.h"
 #include "cubert/cpu.h"
 #include "cubert/os.h"
+#include "cubert/kernel.h"
 #include "cubert/memory.h"
 #if defined(CUBERT_HAVE_BACKEND_CUDA)
 #include "cubert/cuda.h"
@@ -119,7 +121,8 @@ static int print_device(cubert_device_id_t id) {
   printf("  Load width:                         %u bits\n", (unsigned)hw->load_width);
   printf("  Plane size (min, max):              %u, %u\n", (unsigned)hw->plane_size_min,
          (unsigned)hw->plane_size_max);
-  printf("  Max bindings per kernel:            %u\n", (unsigned)hw->max_bindings);
+  printf("  Max buffers per kernel:             %u (+ 1 binding for a dynamic cube count)\n",
+         (unsigned)CUBERT_KERNEL_MAX_BUFFERS);
   printf("  Max shared memory per cube:         %s\n",
          bytes_text(hw->max_shared_memory_size, a, sizeof a));
   printf("  Max units per cube:                 %u\n", (unsigned)hw->max_units_per_cube);
@@ -223,6 +226,19 @@ static int parse_u64(const char *s, uint64_t *out) {
   return 1;
 }
 
+static void usage(FILE *to) {
+  fprintf(to,
+          "usage: cubert-info [-n DEVICES] [-w WORKERS] [-m MEMORY_BYTES] [-h|--help]\n"
+          "Creates DEVICES CPU devices (1..%d, default 1) and prints each registered device's\n"
+          "properties, memory pool layout and memory usage (sizes in KiB/MiB/GiB); a CUDA=1\n"
+          "build then lists the CUDA devices.\n"
+          "  -n DEVICES      CPU devices to create\n"
+          "  -w WORKERS      kernel worker threads per CPU device (0..1024; 0: online CPUs - 1)\n"
+          "  -m MEMORY_BYTES memory size of each CPU device\n"
+          "Exit status: 0, 1 on an error, 2 on a bad option.\n",
+          MAX_DEVICES);
+}
+
 int main(int argc, char **argv) {
   uint64_t devices = 1, workers = 0, memory = 0;
   cubert_client_t *clients[MAX_DEVICES];
@@ -232,12 +248,16 @@ int main(int argc, char **argv) {
   int argi, rc = 0;
   for (argi = 1; argi < argc; argi += 2) {
     uint64_t *target = NULL;
+    if (!strcmp(argv[argi], "-h") || !strcmp(argv[argi], "--help")) {
+      usage(stdout);
+      return 0;
+    }
     if (!strcmp(argv[argi], "-n")) target = &devices;
     else if (!strcmp(argv[argi], "-w")) target = &workers;
     else if (!strcmp(argv[argi], "-m")) target = &memory;
     if (!target || argi + 1 >= argc || !parse_u64(argv[argi + 1], target)) {
-      fprintf(stderr, "usage: cubert-info [-n DEVICES (1..%d)] [-w WORKERS] [-m MEMORY_BYTES]\n",
-              MAX_DEVICES);
+      fprintf(stderr, "cubert-info: bad option '%s'\n", argv[argi]);
+      usage(stderr);
       return 2;
     }
   }

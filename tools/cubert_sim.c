@@ -149,6 +149,14 @@ int main(int argc, char **argv) {
   uint64_t first = argc > 2 ? strtoull(argv[2], NULL, 0) : 1;
   uint64_t seed, violations = 0, mismatches = 0, slowest = first;
   double worst = 0, t0 = now_ms();
+  if (argc > 3 || (argc > 1 && argv[1][0] == '-') || (argc > 2 && argv[2][0] == '-')) {
+    int help = argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0);
+    fprintf(help ? stdout : stderr,
+            "usage: cubert_sim [SEEDS [FIRST]] [-h|--help]\nRuns a race-free program on a "
+            "deterministic CPU server twice per seed (SEEDS from FIRST, default 10000 from 1) and "
+            "counts violations.\n");
+    return help ? 0 : 2;
+  }
   if (seeds == 0) {
     fprintf(stderr, "usage: %s [SEEDS [FIRST]] (SEEDS >= 1)\n", argv[0]);
     return 2;

@@ -31,6 +31,8 @@
  */
 #include "cpu/cpu_executor.h"
 
+#include <stdio.h>
+
 #include "os/os_obs.h"
 #include "os/os_thread.h"
 #include "kernel/cpu_kernel.h"
@@ -297,10 +299,14 @@ cubert_status_t cubert__cpu_executor_create(cubert_allocator_t allocator, uint32
                             "cpu executor: NULL out_executor");
   if (n_workers > CUBERT_CPU_EXECUTOR_MAX_WORKERS) {
     uint64_t f[2];
+    char reason[128];
     f[0] = n_workers;
     f[1] = CUBERT_CPU_EXECUTOR_MAX_WORKERS;
-    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2,
-                            "cpu executor: too many workers");
+    snprintf(reason, sizeof reason,
+             "cpu executor: %u workers requested (options.workers or CUBERT_CPU_WORKERS), "
+             "at most %u",
+             (unsigned)n_workers, (unsigned)CUBERT_CPU_EXECUTOR_MAX_WORKERS);
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2, reason);
   }
   s = cubert_allocator_malloc(allocator, sizeof(*ex), EXECUTOR_ALIGN, (void **)&ex, NULL);
   if (s != CUBERT_STATUS_OK) return executor_fail(out_error, s, "cpu executor: allocation failed");

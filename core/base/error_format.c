@@ -29,7 +29,8 @@
 #define T_CB "\006"    /* "\nCaused by:\n  " */
 #define T_DIM "\007"   /* (x, y, z) of field[0..2] */
 #define T_MAX "\010"   /* (x, y, z) of field2[0..2] */
-#define T_IDX "\016"   /* " (index field[0], bound field[1])" when either is non-zero */
+#define T_IDX "\016"   /* " (value field[0], limit field[1])" when either is non-zero and
+                          there is no reason (the core's reasons name their numbers) */
 #define T_SIZE "\017"  /* " allocating field[0] bytes" when it is non-zero */
 #define T_MAP "\020"   /* the mapping size: field[0] innermost, field2[0] when wrapping */
 #define T_WRAP "\021"  /* first byte: the kind wraps an inner error */
@@ -55,11 +56,14 @@ static const char k_caused_by[] = "\nCaused by:\n  ";
 static const char *const k_text[CUBERT_ERROR_KIND_COUNT_] = {
     K(NONE) = "No error", /* cubert */
     /* ServerError */
-    K(SERVER_VALIDATION) = "A validation error happened during execution" T_CB T_R, /* newer */
+    /* cubert: CubeCL says "during execution" also for a refusal at submit time */
+    K(SERVER_VALIDATION) = "A validation error happened" T_CB T_R,
     K(SERVER_GENERIC) = "An error happened during execution" T_CB T_R,
-    K(SERVER_LAUNCH) = T_WRAP "A launch error happened during profiling" T_CB,
-    K(SERVER_PROFILE) = T_WRAP "An execution error happened during profiling" T_CB,
-    K(SERVER_IO) = T_WRAP "An execution error happened during profiling" T_CB,
+    /* cubert: CubeCL's Launch and Io variants reuse the text "... during
+     * profiling" of ProfileError, though nothing was profiled */
+    K(SERVER_LAUNCH) = T_WRAP "A launch error happened" T_CB,
+    K(SERVER_PROFILE) = T_WRAP "A profiling error happened" T_CB,
+    K(SERVER_IO) = T_WRAP "An io error happened" T_CB,
     /* SERVER_UNHEALTHY: format_record */
     /* LaunchError */
     K(LAUNCH_COMPILATION) = T_WRAP "A compilation error happened during launch" T_CB,
@@ -198,9 +202,9 @@ static void put_template(cubert_fmt_t *f, const char *t, const cubert_error_t *e
       case C_DIM: put_tuple3(f, v); break;
       case C_MAX: put_tuple3(f, e->field2); break;
       case C_IDX:
-        if (v[0] == 0 && v[1] == 0) break;
-        put_u64(f, " (index ", v[0], ", ");
-        put_u64(f, "bound ", v[1], ")");
+        if ((v[0] == 0 && v[1] == 0) || reason_length(e) != 0) break;
+        put_u64(f, " (value ", v[0], ", ");
+        put_u64(f, "limit ", v[1], ")");
         break;
       case C_SIZE:
         if (v[0] != 0) put_u64(f, " allocating ", v[0], " bytes");
@@ -240,6 +244,13 @@ static void put_entry(cubert_fmt_t *f, const cubert_error_t *e, cubert_error_kin
     cubert__fmt_append_str(f, k_caused_by);
   } else if (kind == CUBERT_ERROR_CALL_ERROR) {
     put_call_error(f, e);
+  } else if (kind == CUBERT_ERROR_RESOURCE_UNITS && e->field[2] >= 1 && e->field[2] <= 3) {
+    /* cubert: a static cube count above max_cube_count on one axis (field[2]
+     * 1..3 = x..z; CubeCL leaves it to the driver) */
+    cubert__fmt_append_str(f, "Cube count exceeds maximum on the ");
+    cubert__fmt_append_char(f, (char)('x' + (int)e->field[2] - 1));
+    put_u64(f, " axis.\nRequested ", e->field[0], " cubes, max is ");
+    put_u64(f, "", e->field[1], ".");
   } else if (t) {
     put_template(f, t, e, true);
   } else {
@@ -327,4 +338,31 @@ size_t cubert_error_format(const cubert_error_t *error, char *buf, size_t size) 
   cubert__fmt_initialize(&f, buf, size);
   cubert__error_format_record_(&f, error);
   return cubert__fmt_length(&f);
+}
+
+/* cubert__error_set_text (base/internal.h): the reason expanded from a
+ * template whose bytes \001..\004 stand for the fields and \005 for `name`. */
+cubert_status_t cubert__error_set_text(cubert_error_t *error, cubert_error_kind_t kind,
+                                       const uint64_t *fields, size_t count, const char *name,
+                                       const char *text) {
+  cubert_status_t status = (cubert_error_set)(error, kind, fields, count, NULL);
+#if CUBERT_CONFIG_ERROR_REASONS
+  if (error && text) {
+    cubert_fmt_t f;
+    cubert__fmt_initialize(&f, error->reason, sizeof(error->reason));
+    for (; *text; text++) {
+      unsigned c = (unsigned char)*text;
+      if (c >= 1 && c <= 4)
+        cubert__fmt_append_u64(&f, error->field[c - 1]);
+      else if (c == 5)
+        cubert__fmt_append_str(&f, name ? name : "(unnamed)");
+      else
+        cubert__fmt_append_char(&f, *text);
+    }
+  }
+#else
+  (void)name;
+  (void)text;
+#endif
+  return status;
 }

@@ -43,6 +43,14 @@ static inline cubert_status_t cubert__invalid_argument(cubert_error_t *out_error
   return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, reason);
 }
 
+/* cubert_error_set with a reason that carries numbers: `text` is copied with
+ * the bytes \001..\004 replaced by fields[0..3] in decimal and \005 by `name`
+ * (NULL: "(unnamed)"), e.g. "destination \001 bytes, data \002 bytes". Without
+ * CUBERT_CONFIG_ERROR_REASONS no reason is written. (core/base/error_format.c) */
+cubert_status_t cubert__error_set_text(cubert_error_t *error, cubert_error_kind_t kind,
+                                       const uint64_t *fields, size_t count, const char *name,
+                                       const char *text);
+
 /* Fill error (may be NULL) for a status that came without a record (a
  * status-only primitive): the kind that status stands for (INVALID_HANDLE,
  * OVERFLOW, OUT_OF_RANGE, HOST_OUT_OF_MEMORY for RESOURCE_EXHAUSTED,

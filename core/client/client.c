@@ -71,9 +71,13 @@ static cubert_status_t state_create(cubert_allocator_t allocator, const cubert_s
 static cubert_status_t register_device(device_state_t *s, cubert_error_t *out_error) {
   cubert_status_t status = cubert__device_registry_insert(s->device, s);
   if (status == CUBERT_STATUS_OK) return status;
-  if (status == CUBERT_STATUS_ALREADY_EXISTS)
-    return cubert_error_set(out_error, CUBERT_ERROR_SERVICE_CREATION, NULL, 0,
-                            "Can't create a new client on an already registered server");
+  if (status == CUBERT_STATUS_ALREADY_EXISTS) {
+    /* kind SERVICE_CREATION (CubeCL's), status ALREADY_EXISTS as cpu.h documents */
+    (void)cubert_error_set(out_error, CUBERT_ERROR_SERVICE_CREATION, NULL, 0,
+                           "Can't create a new client on an already registered server");
+    if (out_error) out_error->status = CUBERT_STATUS_ALREADY_EXISTS;
+    return CUBERT_STATUS_ALREADY_EXISTS;
+  }
   return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0, "device registry is full");
 }
 
@@ -352,8 +356,9 @@ cubert_status_t cubert_client_handle_offset(cubert_client_t *client, const cuber
     uint64_t fields[2];
     fields[0] = handle->offset_start + offset_start;
     fields[1] = handle->size;
-    (void)cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, fields, 2,
-                           "cubert_client_handle_offset: the offsets exceed the handle's size");
+    (void)cubert__error_set_text(out_error, CUBERT_ERROR_OUT_OF_RANGE, fields, 2, NULL,
+                                 "cubert_client_handle_offset: the offsets exceed the handle's "
+                                 "size (offset \001, size \002 bytes)");
     return status;
   }
   reason = status == CUBERT_STATUS_OVERFLOW ? "cubert_client_handle_offset: an offset overflows"

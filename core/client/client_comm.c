@@ -78,8 +78,8 @@ static cubert_status_t device_indices(const cubert_client_t *client,
     uint64_t f[2];
     f[0] = count;
     f[1] = CUBERT_COMMUNICATION_MAX_DEVICES;
-    return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2,
-                            "collective: too many devices");
+    return cubert__error_set_text(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2, NULL,
+                                  "collective: too many devices (\001, at most \002)");
   }
   for (i = 0; i < count; i++) {
     if (devices[i].type_id != type) {

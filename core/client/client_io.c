@@ -57,8 +57,9 @@ static cubert_status_t read_items(cubert_client_t *client, const cubert_handle_t
       uint64_t f[2];
       f[0] = dst_sizes[i];
       f[1] = need;
-      return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2,
-                              "read destination smaller than the data");
+      return cubert__error_set_text(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2, NULL,
+                                    "read destination smaller than the data (destination \001 "
+                                   "bytes, data \002 bytes)");
     }
   }
   t.op.stream = cubert_client_stream(client);

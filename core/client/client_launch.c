@@ -168,8 +168,20 @@ static void exclusive_init(exclusive_call_t *x, cubert_client_t *client, cubert_
   x->fn = fn;
   x->user = user;
   x->duration = NULL;
-  x->error = out_error ? out_error : &x->local;
+  /* fn and the section write a local record: the caller's is written only
+   * when the call fails (exclusive_finish) */
+  (void)out_error;
+  x->error = &x->local;
   cubert_error_clear(x->error);
+}
+
+/* The call's status; the local record goes to out_error on failure. */
+static cubert_status_t exclusive_finish(exclusive_call_t *x, cubert_status_t status,
+                                        cubert_error_t *out_error) {
+  if (status == CUBERT_STATUS_OK) return status;
+  if (x->error->status == CUBERT_STATUS_OK) x->error->status = status;
+  if (out_error) *out_error = *x->error;
+  return status;
 }
 
 cubert_status_t cubert_client_exclusive(cubert_client_t *client, cubert_client_fn_t fn, void *user,
@@ -179,8 +191,7 @@ cubert_status_t cubert_client_exclusive(cubert_client_t *client, cubert_client_f
   CLIENT_CHECK(client && fn, "exclusive: NULL argument");
   exclusive_init(&x, client, fn, user, out_error);
   status = client->state->handle.vtable->exclusive(client->state->handle.self, run_exclusive, &x);
-  if (status != CUBERT_STATUS_OK && x.error->status == CUBERT_STATUS_OK) x.error->status = status;
-  return status;
+  return exclusive_finish(&x, status, out_error);
 }
 
 /* Runs inside the exclusive section: the server is called directly (the device
@@ -213,5 +224,7 @@ cubert_status_t cubert_client_profile(cubert_client_t *client, cubert_client_fn_
   (void)name;
   exclusive_init(&x, client, fn, user, out_error);
   x.duration = out_duration;
-  return client->state->handle.vtable->exclusive(client->state->handle.self, run_profile, &x);
+  return exclusive_finish(
+      &x, client->state->handle.vtable->exclusive(client->state->handle.self, run_profile, &x),
+      out_error);
 }

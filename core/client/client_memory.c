@@ -482,8 +482,9 @@ cubert_status_t cubert_client_write(cubert_client_t *client, const cubert_handle
     uint64_t f[2];
     f[0] = size;
     f[1] = cubert_handle_size_in_used(handle);
-    return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2,
-                            "write larger than the handle");
+    return cubert__error_set_text(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2, NULL,
+                                  "write larger than the handle (data \001 bytes, handle \002 "
+                                 "bytes)");
   }
   borrowed = size && upload_in_place(client->state, size);
   if (borrowed) {

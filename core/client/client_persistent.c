@@ -70,8 +70,9 @@ static cubert_status_t window_edge(cubert_client_t *client, uint64_t stream, int
 cubert_status_t cubert_client_memory_persistent_allocation(cubert_client_t *client,
                                                            cubert_client_fn_t fn, void *user,
                                                            cubert_error_t *out_error) {
+  /* fn and the window write a local record; the caller's only on failure */
   cubert_error_t local, closing;
-  cubert_error_t *error = out_error ? out_error : &local;
+  cubert_error_t *error = &local;
   uint64_t stream;
   cubert_status_t status, closed;
   if (!client || !fn)
@@ -80,12 +81,19 @@ cubert_status_t cubert_client_memory_persistent_allocation(cubert_client_t *clie
   cubert_error_clear(error);
   /* the window belongs to the stream it was opened on, even if fn re-pins */
   stream = cubert_client_stream(client);
-  CUBERT_RETURN_IF_ERROR(window_edge(client, stream, 1, error));
+  status = window_edge(client, stream, 1, error);
+  if (status != CUBERT_STATUS_OK) {
+    if (out_error) *out_error = local;
+    return status;
+  }
   status = fn(user, error);
   cubert_error_clear(&closing);
   closed = window_edge(client, stream, 0, &closing);
-  if (status != CUBERT_STATUS_OK) return status;
-  if (closed != CUBERT_STATUS_OK) *error = closing;
+  if (status != CUBERT_STATUS_OK) {
+    if (out_error) *out_error = local;
+    return status;
+  }
+  if (closed != CUBERT_STATUS_OK && out_error) *out_error = closing;
   return closed;
 }
 

@@ -103,7 +103,12 @@ cubert_profile_level_t cubert_client_profiling_level(const cubert_client_t *clie
   return (cubert_profile_level_t)cubert__atomic_load_u32(&client->state->profile_level);
 }
 
+static void emit_summary(device_state_t *s);
+
 void client_profile_destroy(device_state_t *state) {
+  /* what was recorded since the last sync is printed now: the summary does
+   * not depend on an explicit sync (a program may read and release) */
+  emit_summary(state);
   cubert_profile_summary_destroy(state->summary);
   state->summary = NULL;
   cubert__atomic_store_u32(&state->profile_level, (uint32_t)CUBERT_PROFILE_LEVEL_OFF);
@@ -223,8 +228,11 @@ cubert_status_t client_profiled_launch(cubert_client_t *client, const struct cub
 
 /* ---- the summary at sync ------------------------------------------------------------ */
 
-void client_profile_emit_summary(cubert_client_t *client) {
-  device_state_t *s = client->state;
+
+void client_profile_emit_summary(cubert_client_t *client) { emit_summary(client->state); }
+
+/* The summary table of the launches recorded since the last one, to the sink. */
+static void emit_summary(device_state_t *s) {
   char *text = NULL;
   size_t need, len = 0;
   cubert_log_sink_fn_t sink = NULL;

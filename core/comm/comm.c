@@ -44,9 +44,9 @@ cubert_status_t cubert_communication_id(const cubert_device_id_t *devices, size_
     uint64_t fields[2];
     fields[0] = (uint64_t)count;
     fields[1] = CUBERT_COMMUNICATION_MAX_DEVICES;
-    return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, fields, 2,
-                            "cubert_communication_id: more devices than "
-                            "CUBERT_COMMUNICATION_MAX_DEVICES");
+    return cubert__error_set_text(out_error, CUBERT_ERROR_OUT_OF_RANGE, fields, 2, NULL,
+                                  "cubert_communication_id: more devices than "
+                                  "CUBERT_COMMUNICATION_MAX_DEVICES (\001, at most \002)");
   }
   /* Insertion sort of a copy: at most 64 entries. */
   for (i = 0; i < count; i++) {

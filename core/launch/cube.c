@@ -113,8 +113,9 @@ cubert_status_t cubert_cube_count_format(const cubert_cube_count_t *count, char 
     uint64_t fields[2];
     fields[0] = (uint64_t)(len + 1);
     fields[1] = (uint64_t)buffer_size;
-    return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, fields, 2,
-                            "cubert_cube_count_format: buffer too small for the text");
+    return cubert__error_set_text(out_error, CUBERT_ERROR_OUT_OF_RANGE, fields, 2, NULL,
+                                  "cubert_cube_count_format: buffer too small for the text "
+                                  "(needs \001 bytes, has \002)");
   }
   cubert_memcpy(buffer, text, len);
   buffer[len] = 0;
@@ -316,8 +317,9 @@ cubert_status_t cubert_io_optimized_vector_sizes_from_limits(uint64_t max_vector
       uint64_t fields[2];
       fields[0] = (uint64_t)n;
       fields[1] = (uint64_t)capacity;
-      return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, fields, 2,
-                              "io_optimized_vector_sizes: capacity is below the count");
+      return cubert__error_set_text(out_error, CUBERT_ERROR_OUT_OF_RANGE, fields, 2, NULL,
+                                    "io_optimized_vector_sizes: capacity is below the count "
+                                    "(count \001, capacity \002)");
     }
     for (i = 0; i < n; i++) out_sizes[i] = (uint32_t)1u << (n - 1 - i);
   }

@@ -113,7 +113,9 @@ static cubert_status_t layout_compute_one(const cubert_layout_policy_t *policy,
       /* unreachable: an error (policy_apply checked mem_alignment as optimal_align needs it) */
       CUBERT_RETURN_IF_ERROR(cubert_layout_optimal_align(width, e, policy->mem_alignment,
                                                          &pitch_align, out_error));
-    if (r > 1 && layout_product(desc->shape, 0, r - 1, &height) != CUBERT_STATUS_OK)
+    /* a zero width makes the tensor empty whatever its height: size 0 (as
+     * the contiguous policy), not an overflow of the height product */
+    if (r > 1 && width != 0 && layout_product(desc->shape, 0, r - 1, &height) != CUBERT_STATUS_OK)
       return layout_overflow(out_error, "layout: pitched height overflows");
     if (cubert_u64_mul(width, e, &width_bytes) != CUBERT_STATUS_OK)
       return layout_overflow(out_error, "layout: width * elem_size overflows");

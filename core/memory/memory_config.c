@@ -13,17 +13,234 @@
 
 #if CUBERT_CONFIG_PAGED_POOLS
 /* ---- natural log and exp without libm -------------------------------------
- * The ExclusivePages buckets are defined through ln/exp; these
- * are accurate to about an ulp, which the bucket vectors check. */
+ * The ExclusivePages buckets are defined through f64 ln/exp (CubeCL calls the
+ * platform's). Both are computed here in double-double arithmetic (about 100
+ * bits) and rounded once to the nearest double (dd_round): correctly rounded,
+ * except for an argument whose value lies within about 2^-100 of a midpoint
+ * between two doubles. Every max_page_size 1..65536 at alignments 1, 8 and 256
+ * matches a correctly rounded reference (tests/os/test_memory_buckets.c),
+ * also with x87 arithmetic (-mfpmath=387: each step is one operation assigned
+ * to a double, and the final rounding compares instead of adding). */
 
-static const double k_ln2_hi = 6.93147180369123816490e-01;
-static const double k_ln2_lo = 1.90821492927058770002e-10;
+typedef struct dd_t {
+  double hi, lo; /* value hi + lo, |lo| <= ulp(hi)/2 */
+} dd_t;
+
+/* ln 2 to about 107 bits */
+static const double k_ln2_hi = 6.93147180559945286227e-01; /* 0x3FE62E42FEFA39EF */
+static const double k_ln2_lo = 2.31904681384629955842e-17; /* 0x3C7ABC9E3B39803F */
+
+/* 1/n for n = 1..51 to about 107 bits (hi + lo, each the nearest double) */
+static const dd_t k_inv[51] = {
+    {1.0, 0.0}, /* 1/1 */
+    {0.5, 0.0}, /* 1/2 */
+    {0.3333333333333333, 1.850371707708594e-17}, /* 1/3 */
+    {0.25, 0.0}, /* 1/4 */
+    {0.2, -1.1102230246251566e-17}, /* 1/5 */
+    {0.16666666666666666, 9.25185853854297e-18}, /* 1/6 */
+    {0.14285714285714285, 7.93016446160826e-18}, /* 1/7 */
+    {0.125, 0.0}, /* 1/8 */
+    {0.1111111111111111, 6.1679056923619804e-18}, /* 1/9 */
+    {0.1, -5.551115123125783e-18}, /* 1/10 */
+    {0.09090909090909091, -2.523234146875356e-18}, /* 1/11 */
+    {0.08333333333333333, 4.625929269271485e-18}, /* 1/12 */
+    {0.07692307692307693, -4.270088556250602e-18}, /* 1/13 */
+    {0.07142857142857142, 3.96508223080413e-18}, /* 1/14 */
+    {0.06666666666666667, 9.251858538542971e-19}, /* 1/15 */
+    {0.0625, 0.0}, /* 1/16 */
+    {0.058823529411764705, 8.163404592832033e-19}, /* 1/17 */
+    {0.05555555555555555, 3.0839528461809902e-18}, /* 1/18 */
+    {0.05263157894736842, 2.921639538487254e-18}, /* 1/19 */
+    {0.05, -2.7755575615628915e-18}, /* 1/20 */
+    {0.047619047619047616, 2.64338815386942e-18}, /* 1/21 */
+    {0.045454545454545456, -1.261617073437678e-18}, /* 1/22 */
+    {0.043478260869565216, 1.206764157201257e-18}, /* 1/23 */
+    {0.041666666666666664, 2.3129646346357427e-18}, /* 1/24 */
+    {0.04, -8.326672684688674e-19}, /* 1/25 */
+    {0.038461538461538464, -2.135044278125301e-18}, /* 1/26 */
+    {0.037037037037037035, 2.05596856412066e-18}, /* 1/27 */
+    {0.03571428571428571, 1.982541115402065e-18}, /* 1/28 */
+    {0.034482758620689655, 4.785444071660157e-19}, /* 1/29 */
+    {0.03333333333333333, 4.625929269271486e-19}, /* 1/30 */
+    {0.03225806451612903, 8.953411488912552e-19}, /* 1/31 */
+    {0.03125, 0.0}, /* 1/32 */
+    {0.030303030303030304, -8.410780489584519e-19}, /* 1/33 */
+    {0.029411764705882353, 4.0817022964160166e-19}, /* 1/34 */
+    {0.02857142857142857, 8.921435019309293e-19}, /* 1/35 */
+    {0.027777777777777776, 1.5419764230904951e-18}, /* 1/36 */
+    {0.02702702702702703, -1.50030138462859e-18}, /* 1/37 */
+    {0.02631578947368421, 1.460819769243627e-18}, /* 1/38 */
+    {0.02564102564102564, 8.896017825522087e-19}, /* 1/39 */
+    {0.025, -1.3877787807814458e-18}, /* 1/40 */
+    {0.024390243902439025, -8.46206573647223e-19}, /* 1/41 */
+    {0.023809523809523808, 1.32169407693471e-18}, /* 1/42 */
+    {0.023255813953488372, 3.2273925134452225e-19}, /* 1/43 */
+    {0.022727272727272728, -6.30808536718839e-19}, /* 1/44 */
+    {0.022222222222222223, -8.480870326997723e-19}, /* 1/45 */
+    {0.021739130434782608, 6.033820786006285e-19}, /* 1/46 */
+    {0.02127659574468085, 5.167261417803255e-19}, /* 1/47 */
+    {0.020833333333333332, 1.1564823173178713e-18}, /* 1/48 */
+    {0.02040816326530612, 1.6285159162231251e-18}, /* 1/49 */
+    {0.02, -4.163336342344337e-19}, /* 1/50 */
+    {0.0196078431372549, 2.7211348642773444e-19}, /* 1/51 */
+};
+
+/* exp(j/32) for j = -12..12 to about 107 bits */
+static const dd_t k_exp32[25] = {
+    {0.6872892787909722, -3.7088003061371396e-17}, /* exp(-12/32) */
+    {0.7091061824373984, -1.2868055655346304e-17}, /* exp(-11/32) */
+    {0.7316156289466418, 8.35576468031604e-18}, /* exp(-10/32) */
+    {0.7548396019890073, -9.844076038651084e-18}, /* exp(-9/32) */
+    {0.7788007830714049, -1.0231869534531498e-17}, /* exp(-8/32) */
+    {0.8035225736890608, -3.661886830920417e-17}, /* exp(-7/32) */
+    {0.8290291181804004, -2.7604408719539223e-17}, /* exp(-6/32) */
+    {0.8553453273074225, 1.7204900005057594e-17}, /* exp(-5/32) */
+    {0.8824969025845955, -5.224526916735663e-17}, /* exp(-4/32) */
+    {0.9105103613800342, -3.325048324577564e-17}, /* exp(-3/32) */
+    {0.9394130628134758, -2.152447043447057e-17}, /* exp(-2/32) */
+    {0.9692332344763441, -4.801151707083219e-17}, /* exp(-1/32) */
+    {1.0, 0.0}, /* exp(0/32) */
+    {1.0317434074991028, -8.944417741043132e-17}, /* exp(1/32) */
+    {1.0644944589178593, 1.0872888143211957e-16}, /* exp(2/32) */
+    {1.0982851403078258, 9.070644949793751e-17}, /* exp(3/32) */
+    {1.1331484530668263, -5.370737708558031e-18}, /* exp(4/32) */
+    {1.1691184461695043, 6.945488167320411e-17}, /* exp(5/32) */
+    {1.2062302494209807, 3.9295715071105525e-17}, /* exp(6/32) */
+    {1.2445201077660952, -7.440512295261056e-17}, /* exp(7/32) */
+    {1.2840254166877414, 8.968972781793724e-17}, /* exp(8/32) */
+    {1.3247847587288655, 9.422682377542367e-17}, /* exp(9/32) */
+    {1.3668379411737963, 5.1449446596411544e-17}, /* exp(10/32) */
+    {1.4102260349257107, -4.1758810273684196e-17}, /* exp(11/32) */
+    {1.4549914146182013, 8.517923078996071e-17}, /* exp(12/32) */
+};
+
+static dd_t dd_two_sum(double a, double b) {
+  dd_t r;
+  double bb, t1, t2;
+  r.hi = a + b;
+  bb = r.hi - a;
+  t1 = r.hi - bb;
+  t1 = a - t1;
+  t2 = b - bb;
+  r.lo = t1 + t2;
+  return r;
+}
+
+/* |a| >= |b| (or a == 0) */
+static dd_t dd_quick_two_sum(double a, double b) {
+  dd_t r;
+  double t;
+  r.hi = a + b;
+  t = r.hi - a;
+  r.lo = b - t;
+  return r;
+}
+
+static void dd_split(double a, double *hi, double *lo) {
+  double t = 134217729.0 * a; /* 2^27 + 1 */
+  double u = t - a;
+  *hi = t - u;
+  *lo = a - *hi;
+}
+
+static dd_t dd_two_prod(double a, double b) {
+  dd_t r;
+  double ah, al, bh, bl, t;
+  r.hi = a * b;
+  dd_split(a, &ah, &al);
+  dd_split(b, &bh, &bl);
+  t = ah * bh;
+  t = t - r.hi;
+  t = t + ah * bl;
+  t = t + al * bh;
+  r.lo = t + al * bl;
+  return r;
+}
+
+static dd_t dd_add(dd_t a, dd_t b) {
+  dd_t s = dd_two_sum(a.hi, b.hi), t = dd_two_sum(a.lo, b.lo);
+  s.lo = s.lo + t.hi;
+  s = dd_quick_two_sum(s.hi, s.lo);
+  s.lo = s.lo + t.lo;
+  return dd_quick_two_sum(s.hi, s.lo);
+}
+
+static dd_t dd_mul(dd_t a, dd_t b) {
+  dd_t p = dd_two_prod(a.hi, b.hi);
+  double c = a.hi * b.lo;
+  c = c + a.lo * b.hi;
+  p.lo = p.lo + c;
+  return dd_quick_two_sum(p.hi, p.lo);
+}
+
+static dd_t dd_neg(dd_t a) {
+  a.hi = -a.hi;
+  a.lo = -a.lo;
+  return a;
+}
+
+static dd_t dd_of(double a) {
+  dd_t r;
+  r.hi = a;
+  r.lo = 0.0;
+  return r;
+}
+
+/* a / b: three quotient digits */
+static dd_t dd_div(dd_t a, dd_t b) {
+  double q1, q2, q3;
+  dd_t r, q;
+  q1 = a.hi / b.hi;
+  r = dd_add(a, dd_neg(dd_mul(dd_of(q1), b)));
+  q2 = r.hi / b.hi;
+  r = dd_add(r, dd_neg(dd_mul(dd_of(q2), b)));
+  q3 = r.hi / b.hi;
+  q = dd_quick_two_sum(q1, q2);
+  return dd_add(q, dd_of(q3));
+}
+
+/* hi + lo rounded to the nearest double (ties to even), for |lo| below
+ * ulp(hi): by comparisons of lo with half an ulp of hi, never by an
+ * addition (an x87 build would round such an addition twice, which is wrong
+ * exactly for the near-midpoint values at stake). */
+static double dd_round(dd_t a) {
+  uint64_t bits, mant;
+  double hi = a.hi, lo = a.lo, half_up, half_down;
+  int neg = hi < 0, exp_field;
+  if (hi == 0.0 || lo == 0.0) return hi;
+  if (neg) {
+    hi = -hi;
+    lo = -lo;
+  }
+  cubert_memcpy(&bits, &hi, sizeof bits);
+  exp_field = (int)((bits >> 52) & 0x7FF);
+  mant = bits & 0x000FFFFFFFFFFFFFull;
+  /* unreachable: subnormal or huge hi (ln and exp of sizes stay in [2^-30, 2^64]) */
+  if (exp_field <= 54 || exp_field >= 0x7FE) return neg ? -(hi + lo) : hi + lo;
+  {
+    uint64_t hb = (uint64_t)(exp_field - 53) << 52; /* ulp(hi) / 2 */
+    cubert_memcpy(&half_up, &hb, sizeof half_up);
+  }
+  half_down = mant == 0 ? half_up * 0.5 : half_up; /* below a power of two the ulp halves */
+  if (lo > half_up || (lo == half_up && (bits & 1))) bits++;
+  else if (lo < -half_down || (lo == -half_down && (bits & 1))) bits--;
+  cubert_memcpy(&hi, &bits, sizeof hi);
+  return neg ? -hi : hi;
+}
+
+/* e * ln 2 */
+static dd_t dd_mul_ln2(double e) {
+  dd_t p = dd_two_prod(e, k_ln2_hi);
+  double c = e * k_ln2_lo;
+  p.lo = p.lo + c;
+  return dd_quick_two_sum(p.hi, p.lo);
+}
 
 static double memory_ln(double x) {
   uint64_t bits;
-  int e;
-  double m, f, f2, term, sum;
-  int k;
+  int e, k;
+  double m, num;
+  dd_t f, f2, acc;
   /* unreachable: x <= 0 (callers pass 32768 and max_page_size >= 1) */
   if (!(x > 0.0)) return -1.0e308; /* callers pass positive values only */
   cubert_memcpy(&bits, &x, sizeof bits);
@@ -31,46 +248,51 @@ static double memory_ln(double x) {
   bits = (bits & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull; /* m in [1, 2) */
   cubert_memcpy(&m, &bits, sizeof m);
   if (m > 1.41421356237309504880) {
-    m *= 0.5;
+    m *= 0.5; /* exact */
     e += 1;
   }
-  /* ln m = 2 atanh(f), f = (m-1)/(m+1), |f| < 0.172 */
-  f = (m - 1.0) / (m + 1.0);
-  f2 = f * f;
-  term = f;
-  sum = 0.0;
-  for (k = 1; k < 60; k += 2) {
-    sum += term / (double)k;
-    term *= f2;
-  }
-  return ((double)e * k_ln2_lo + 2.0 * sum) + (double)e * k_ln2_hi;
+  /* ln m = 2 atanh(f), f = (m-1)/(m+1), |f| < 0.172: sum of f^(2k+1)/(2k+1),
+   * k = 0..24 (f^50/51 < 2^-130), by Horner in f^2 */
+  num = m - 1.0; /* exact (Sterbenz) */
+  f = dd_div(dd_of(num), dd_two_sum(m, 1.0));
+  f2 = dd_mul(f, f);
+  acc = k_inv[48]; /* 1/49 */
+  for (k = 23; k >= 0; k--) acc = dd_add(dd_mul(acc, f2), k_inv[2 * k]);
+  acc = dd_mul(acc, f);
+  acc.hi = 2.0 * acc.hi; /* exact */
+  acc.lo = 2.0 * acc.lo;
+  acc = dd_add(dd_mul_ln2((double)e), acc);
+  return dd_round(acc);
 }
 
 static double memory_exp(double x) {
-  double kd, r, term, sum;
-  int k, i;
+  double kd, scale, result;
+  int k, n, j;
   uint64_t bits;
-  double scale;
-  /* unreachable(5): NaN, x > 709, x < 0 (callers pass ln of sizes in [32768, 2^64)) */
+  dd_t r, acc;
+  /* unreachable(5): NaN, x > 709, x < -708 (callers pass ln of sizes in [1, 2^64)) */
   if (x != x) return x;
   if (x > 709.0) return 1.0e308;
-  if (x < -745.0) return 0.0;
-  kd = x / 6.93147180559945309417e-01;
+  if (x < -708.0) return 0.0;
+  kd = x / k_ln2_hi;
   k = (int)(kd < 0 ? kd - 0.5 : kd + 0.5);
-  r = (x - (double)k * k_ln2_hi) - (double)k * k_ln2_lo; /* |r| <= ln2/2 */
-  term = 1.0;
-  sum = 1.0;
-  for (i = 1; i < 30; i++) {
-    term *= r / (double)i;
-    sum += term;
-  }
-  /* 2^k in two steps so that k near the exponent limits stays finite */
+  /* r = x - k ln 2 in double-double, |r| <= ln2/2 + tiny */
+  r = dd_add(dd_of(x), dd_neg(dd_mul_ln2((double)k)));
+  /* exp r = exp(j/32) exp(t), t = r - j/32, |t| <= 1/64 + tiny; exp t = 1 + t (1 +
+   * t/2 (1 + t/3 (...))), 14 terms ((1/64)^15/15! < 2^-130) */
+  j = (int)(r.hi * 32.0 + (r.hi < 0 ? -0.5 : 0.5));
+  r = dd_add(r, dd_of(-(double)j / 32.0)); /* j/32 exact */
+  acc = dd_of(1.0);
+  for (n = 14; n >= 1; n--) acc = dd_add(dd_of(1.0), dd_mul(dd_mul(acc, r), k_inv[n - 1]));
+  acc = dd_mul(acc, k_exp32[j + 12]);
+  /* 2^k in two steps so that k near the exponent limits stays finite (exact) */
+  result = dd_round(acc); /* in [0.7, 1.5): no subnormal; the scaling is exact */
   bits = (uint64_t)(1023 + k / 2) << 52;
   cubert_memcpy(&scale, &bits, sizeof scale);
-  sum *= scale;
+  result = result * scale;
   bits = (uint64_t)(1023 + (k - k / 2)) << 52;
   cubert_memcpy(&scale, &bits, sizeof scale);
-  return sum * scale;
+  return result * scale;
 }
 
 #endif /* CUBERT_CONFIG_PAGED_POOLS */
@@ -122,8 +344,27 @@ cubert_memory_configuration_t cubert_memory_configuration_default(bool exclusive
 }
 
 uint64_t cubert__memory_dealloc_period(uint64_t size) {
-  /* round_half_away(1 + size/2^30) = 1 + floor((size + 2^29) / 2^30) */
-  uint64_t units = 1 + (((size >> 29) + 1) >> 1);
+  /* CubeCL: (5000.0 * (1.0 + size as f64 / 2^30).round()) as u64. The only
+   * inexact step is `size as f64` (sizes >= 2^53 round to 53 significant
+   * bits, to nearest, ties to even); the division by 2^30, the 1.0 + (its
+   * ulp is at most 2^-19) and the product (< 2^48) are exact. So: round the
+   * size as f64 does, in integers, then
+   * round_half_away(1 + v/2^30) = 1 + floor((v + 2^29) / 2^30). */
+  uint64_t v29, units;
+  if (size >> 53) {
+    unsigned shift = 0;
+    uint64_t r, rem, half;
+    while ((size >> shift) >> 53) shift++; /* 1..11 */
+    r = size >> shift;
+    rem = size & ((((uint64_t)1) << shift) - 1);
+    half = ((uint64_t)1) << (shift - 1);
+    if (rem > half || (rem == half && (r & 1))) r++;
+    /* v = r << shift (2^64 when r reached 2^53 at shift 11); v >> 29 */
+    v29 = (r >> 53) ? ((uint64_t)1 << (53 + shift - 29)) : (r << shift) >> 29;
+  } else {
+    v29 = size >> 29;
+  }
+  units = 1 + ((v29 + 1) >> 1);
   /* unreachable: saturation (units <= 2^34 + 1 for any u64 size) */
   return units > UINT64_MAX / 5000 ? UINT64_MAX - 1 : 5000 * units;
 }
@@ -186,8 +427,10 @@ static cubert_status_t preset_exclusive_pages(cubert_memory_device_properties_t 
   log_max = memory_ln((double)props.max_page_size);
   log_range = log_max - log_min;
   for (i = 0; i < 24; i++) {
-    double p = (double)i / 23.0;
-    value = memory_exp(log_min + log_range * p);
+    /* one f64 operation per assignment, as CubeCL's f64 expression rounds
+     * each (an x87 build keeps unassigned intermediates wider) */
+    double p = (double)i / 23.0, step = log_range * p, arg = log_min + step;
+    value = memory_exp(arg);
     /* Rust's `as u64` saturates */
     /* unreachable(2): value <= 0 or >= 2^64 (exp(ln x) stays within a few ulps of x) */
     if (!(value > 0.0)) size = 0;

@@ -343,7 +343,8 @@ cubert_status_t cubert__memory_pool_entry_resolve(const cubert_memory_pool_optio
                                                   uint64_t alignment, bool exclusive_memory_only,
                                                   cubert_memory_pool_options_t *out,
                                                   cubert_error_t *out_error);
-/* 5000 * round_half_away(1 + size / 2^30). */
+/* 5000 * round_half_away(1 + size / 2^30), with size first rounded to a
+ * double as CubeCL's `size as f64` (sizes >= 2^53: 53 significant bits). */
 uint64_t cubert__memory_dealloc_period(uint64_t size);
 
 /* ---- manager internals exposed to tests ---------------------------------- */

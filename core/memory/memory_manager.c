@@ -154,8 +154,15 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
   cubert_memory_pool_options_t *options = NULL;
   cubert_memory_pool_t *pools = NULL;
   cubert_status_t status;
-  status = cubert_memory_configuration_pools(config, props, NULL, 0, &count, out_error);
-  if (status != CUBERT_STATUS_OK && status != CUBERT_STATUS_OUT_OF_RANGE) return status;
+  cubert_error_t sizing;
+  /* the sizing query (capacity 0) answers OUT_OF_RANGE when there are pools:
+   * its record stays local, the caller's is written only on a real failure */
+  status = cubert_memory_configuration_pools(config, props, NULL, 0, &count,
+                                             out_error ? &sizing : NULL);
+  if (status != CUBERT_STATUS_OK && status != CUBERT_STATUS_OUT_OF_RANGE) {
+    if (out_error) *out_error = sizing;
+    return status;
+  }
   /* unreachable: count > max (configuration_pools refuses more pools first) */
   if (count > CUBERT_MEMORY_MAX_DYNAMIC_POOLS) {
     uint64_t n = count;

@@ -136,26 +136,31 @@ static void text_fixed2(text_t *t, uint64_t whole, uint64_t hundredths) {
   text_put(t, d);
 }
 
+/* Binary units (KiB = 1024 B ... EiB), two decimals rounded half up. */
 static void text_bytes(text_t *t, uint64_t bytes) {
-  static const char prefixes[] = "KMGTPEZY";
-  uint64_t unit = 1000, whole, rem, step, hundredths;
+  static const char prefixes[] = "KMGTPE";
+  uint64_t unit = 1024, whole, rem, r, u, hundredths;
   unsigned exp = 1;
-  char suffix[4];
-  if (bytes < 1000) {
+  char suffix[5];
+  if (bytes < 1024) {
     text_u64(t, bytes);
     text_put(t, " B");
     return;
   }
-  /* unreachable: exp reaching 6 with bytes / unit >= 1000 (u64 stays under 10^21) */
-  while (bytes / unit >= 1000 && exp < 6) {
-    unit *= 1000;
+  while (bytes / unit >= 1024 && exp < 6) {
+    unit <<= 10;
     exp++;
   }
   whole = bytes / unit;
   rem = bytes % unit;
-  step = unit / 100;
-  hundredths = rem / step;
-  if ((rem % step) * 2 >= step) hundredths++;
+  /* rem * 100 must not overflow: scale both down (unit is a power of two) */
+  r = rem;
+  u = unit;
+  while (u > ((uint64_t)1 << 56)) {
+    r >>= 1;
+    u >>= 1;
+  }
+  hundredths = (r * 100 + u / 2) / u;
   if (hundredths == 100) {
     whole++;
     hundredths = 0;
@@ -163,8 +168,9 @@ static void text_bytes(text_t *t, uint64_t bytes) {
   text_fixed2(t, whole, hundredths);
   suffix[0] = ' ';
   suffix[1] = prefixes[exp - 1];
-  suffix[2] = 'B';
-  suffix[3] = 0;
+  suffix[2] = 'i';
+  suffix[3] = 'B';
+  suffix[4] = 0;
   text_put(t, suffix);
 }
 

@@ -41,8 +41,8 @@ static cubert_status_t describe(const cubert_server_t *server, const uint32_t *d
     uint64_t f[2];
     f[0] = count;
     f[1] = CUBERT_COMMUNICATION_MAX_DEVICES;
-    return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2,
-                            "too many devices in one communicator");
+    return cubert__error_set_text(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2, NULL,
+                                  "too many devices in one communicator (\001, at most \002)");
   }
   for (i = 0; i < count; i++) { /* insertion sort: at most 64 */
     uint32_t d = devices[i];
@@ -215,8 +215,9 @@ static cubert_status_t prepare(cubert_server_t *server, const cubert_server_coll
       uint64_t f[2];
       f[0] = ss;
       f[1] = ds;
-      return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2,
-                              "all_reduce: source and destination sizes differ");
+      return cubert__error_set_text(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2, NULL,
+                                    "all_reduce: source and destination sizes differ (source "
+                                   "\001 bytes, destination \002 bytes)");
     }
   }
   c->bytes = op->src ? ss : ds;

@@ -49,17 +49,23 @@ static cubert_status_t check_limits(const cubert_server_t *server, const cubert_
   if (k->shared_memory_bytes > hw->max_shared_memory_size)
     return limit_error(e, CUBERT_ERROR_RESOURCE_SHARED_MEMORY, k->shared_memory_bytes,
                        hw->max_shared_memory_size, "shared memory above the device's");
-  if (count->kind == CUBERT_CUBE_COUNT_STATIC &&
-      (count->count.x > hw->max_cube_count.x || count->count.y > hw->max_cube_count.y ||
-       count->count.z > hw->max_cube_count.z)) {
-    uint64_t requested = count->count.x > hw->max_cube_count.x   ? count->count.x
-                         : count->count.y > hw->max_cube_count.y ? count->count.y
-                                                                 : count->count.z;
-    uint64_t max = count->count.x > hw->max_cube_count.x   ? hw->max_cube_count.x
-                   : count->count.y > hw->max_cube_count.y ? hw->max_cube_count.y
-                                                           : hw->max_cube_count.z;
-    return limit_error(e, CUBERT_ERROR_RESOURCE_UNITS, requested, max,
-                       "cube count above the device's maximum on an axis");
+  if (count->kind == CUBERT_CUBE_COUNT_STATIC) {
+    const uint32_t got[3] = {count->count.x, count->count.y, count->count.z};
+    const uint32_t max[3] = {hw->max_cube_count.x, hw->max_cube_count.y, hw->max_cube_count.z};
+    unsigned axis;
+    for (axis = 0; axis < 3; axis++) {
+      if (got[axis] > max[axis]) {
+        /* field[2]: the axis (1..3), so the text speaks of cubes, not units */
+        uint64_t f[3];
+        f[0] = got[axis];
+        f[1] = max[axis];
+        f[2] = axis + 1u;
+        cubert_error_set(e, CUBERT_ERROR_RESOURCE_UNITS, f, 3,
+                         "cube count above the device's maximum on an axis");
+        cubert_error_wrap(e, CUBERT_ERROR_LAUNCH_TOO_MANY_RESOURCES);
+        return cubert_error_wrap(e, CUBERT_ERROR_SERVER_LAUNCH);
+      }
+    }
   }
   return CUBERT_STATUS_OK;
 }
@@ -81,18 +87,22 @@ static cubert_status_t check_arguments(const cubert_kernel_t *k, const cubert_cu
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "cube dim has a zero component");
   if (args->buffer_count > CUBERT_KERNEL_MAX_BUFFERS || args->buffer_count < k->buffer_count) {
-    uint64_t f[2];
+    uint64_t f[3];
     f[0] = args->buffer_count;
     f[1] = k->buffer_count;
-    return cubert_error_set(out_error, CUBERT_ERROR_SERVER_VALIDATION, f, 2,
-                            "wrong number of buffers for this kernel");
+    f[2] = CUBERT_KERNEL_MAX_BUFFERS;
+    return cubert__error_set_text(out_error, CUBERT_ERROR_SERVER_VALIDATION, f, 3, k->name,
+                                  "launch of kernel '\005' refused: \001 buffers given, the "
+                                  "kernel takes \002 (at most \003)");
   }
   if (args->scalar_count > CUBERT_KERNEL_MAX_SCALARS || args->scalar_count < k->scalar_count) {
-    uint64_t f[2];
+    uint64_t f[3];
     f[0] = args->scalar_count;
     f[1] = k->scalar_count;
-    return cubert_error_set(out_error, CUBERT_ERROR_SERVER_VALIDATION, f, 2,
-                            "wrong number of scalars for this kernel");
+    f[2] = CUBERT_KERNEL_MAX_SCALARS;
+    return cubert__error_set_text(out_error, CUBERT_ERROR_SERVER_VALIDATION, f, 3, k->name,
+                                  "launch of kernel '\005' refused: \001 scalars given, the "
+                                  "kernel takes \002 (at most \003)");
   }
   return CUBERT_STATUS_OK;
 }

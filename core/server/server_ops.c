@@ -93,7 +93,9 @@ static cubert_status_t too_small(cubert_error_t *out_error, uint64_t need, uint6
   uint64_t f[2];
   f[0] = need;
   f[1] = have;
-  return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2, what);
+  cubert__error_set_text(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 2, what,
+                         "\005 (needs \001 bytes, has \002 bytes)");
+  return CUBERT_STATUS_OUT_OF_RANGE;
 }
 
 /* One copy on `slot` after resolving it over `binding` (waits, pins,
@@ -149,7 +151,7 @@ static cubert_status_t write_copy(cubert_server_t *server, const cubert_copy_des
   if (copy_span(width, height, pitch, &span) != CUBERT_STATUS_OK || span > size)
     return too_small(out_error, span, size, "pitched tensor larger than its destination");
   if (bytes->size != width * height)
-    return too_small(out_error, bytes->size, width * height,
+    return too_small(out_error, width * height, bytes->size,
                      "a pitched write needs exactly the tensor's bytes");
   out->width = width;
   out->height = height;

@@ -451,7 +451,9 @@ typedef void (*cubert_log_sink_fn_t)(void *self, const char *text, size_t length
  * cubert_client_sync / sync_async of a client of this device, the per-kernel
  * summary table (Name, Duration, Num Computed, Ratio; cubert/profile.h
  * cubert_profile_summary_format) is written to the sink and reset; nothing
- * is written when no launch was recorded. At the timed levels a launch's
+ * is written when no launch was recorded. The release of the device's last
+ * client writes what was recorded since the last sync, so the summary does
+ * not depend on an explicit sync. At the timed levels a launch's
  * failures are returned by the launch call itself (the profile's sync takes
  * them off the stream) and the launch is not recorded.
  * Setting a level replaces the summary (recorded launches are dropped).

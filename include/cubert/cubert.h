@@ -41,7 +41,9 @@
  *  - Status and errors: every fallible function of the user headers returns a
  *    `cubert_status_t` (0 = OK) and takes `cubert_error_t *out_error` last
  *    (caller-owned, may be NULL), which it fills on failure with the error's
- *    kind and a reason. A call that fails has no side effect. The functions
+ *    kind and a reason. A call that returns OK leaves the record exactly as
+ *    it was (it is neither written nor cleared). A call that fails has no
+ *    side effect. The functions
  *    of cubert/error.h write records themselves and take none. Driver
  *    headers (cubert/driver/) follow the same rule except for hot-path
  *    primitives (handle table and memory ids, the multi-stream, the race

@@ -33,7 +33,7 @@ CUBERT_EXTERN_C_BEGIN
  * cubin for one architecture (loaded as is on a GPU of exactly that compute
  * capability). `entries` names the extern "C" __global__ functions it holds,
  * i.e. the names given to CUBERT_KERNEL. Images are plain constant data,
- * generated as C by tools/cubert-embed-image.sh (make rule: docs/kernels.md).
+ * generated as C by tools/cubert-kernel-image.sh (make rule: docs/kernels.md).
  *
  * The CUDA server finds a kernel's code this way: the descriptor's
  * cuda_image / cuda_image_size when set (raw PTX text or cubin bytes), else
@@ -229,7 +229,7 @@ CUBERT_API void cubert_cuda_options_initialize(cubert_cuda_options_t *options);
  * cubert_cuda_available). Returns OK; FAILED_PRECONDITION ("CUDA
  * unavailable: <reason>": no driver, no GPU, an old driver) or OUT_OF_RANGE
  * (an ordinal past the device count), with nothing created;
- * FAILED_PRECONDITION (kind SERVICE_CREATION) when the index is taken; INVALID_ARGUMENT (NULL
+ * ALREADY_EXISTS (kind SERVICE_CREATION) when the index is taken; INVALID_ARGUMENT (NULL
  * out_client, max_streams above 255, an unknown profile level, sync mode,
  * schedule or upload copy);
  * RESOURCE_EXHAUSTED; the mapped CUresult of a failed driver call. Nothing

@@ -11,7 +11,9 @@
  *
  * Field meaning per kind (field[0..3], field2[0..2]; unlisted kinds use none):
  *   RESOURCE_SHARED_MEMORY         requested, max
- *   RESOURCE_UNITS                 requested, max
+ *   RESOURCE_UNITS                 requested, max; field[2] 0 (units per cube), or
+ *                                  1..3: a static cube count above max_cube_count on
+ *                                  the x..z axis (printed as cubes on that axis)
  *   RESOURCE_CUBE_DIM              requested x,y,z in field[0..2], max x,y,z in field2[0..2]
  *   RESOURCE_MAX_UNIT_PER_CUBE     requested, max
  *   IO_BUFFER_TOO_BIG              size
@@ -28,7 +30,9 @@
  *   CALL_ERROR                     payload (cubert_call_error_payload_t); the
  *                                  panic message, if any, in reason
  *   STRIDE_UNSUPPORTED_RANK        rank
- *   OUT_OF_RANGE                   index, bound (printed when either is non-zero)
+ *   OUT_OF_RANGE                   value, limit (the core's reasons name them, e.g.
+ *                                  "destination 40 bytes, data 400 bytes"; printed as
+ *                                  "(value A, limit B)" only when there is no reason)
  *   HOST_OUT_OF_MEMORY             size (printed when non-zero)
  *   DEADLINE_EXCEEDED              timeout in nanoseconds
  *   DEVICE_MISMATCH                the handle's device index and device_key,

@@ -28,8 +28,9 @@ typedef struct cubert_memory_usage_t {
 CUBERT_API cubert_memory_usage_t cubert_memory_usage_combine(cubert_memory_usage_t a,
                                                              cubert_memory_usage_t b);
 
-/* Write `bytes` in CubeCL's BytesFormat ("999 B", "1.05 MB": base 1000, two
- * decimals). snprintf-like: returns the full length, NUL-terminates when
+/* Write `bytes` in binary units ("1023 B", "64.00 KiB", "1.50 GiB": base
+ * 1024, two decimals rounded half up; CubeCL's BytesFormat prints base 1000
+ * "KB"/"MB", cubert prints what the sizes are, powers of two). snprintf-like: returns the full length, NUL-terminates when
  * size > 0. No libc, pure. */
 CUBERT_API size_t cubert_memory_bytes_format(uint64_t bytes, char *buf, size_t size);
 
@@ -157,6 +158,16 @@ CUBERT_API cubert_status_t cubert_memory_configuration_resolve(
  * are rejected. Writes at most
  * `capacity` entries and always the needed count to *out_count;
  * OUT_OF_RANGE when capacity is too small (then out_pools may be NULL).
+ * The numbers are CubeCL's f64 formulas: the ExclusivePages bucket i is
+ * floor(exp(ln 32768 + (ln max_page - ln 32768) * i/23)) rounded up to the
+ * alignment, with ln and exp correctly rounded (every max_page 1..65536 at
+ * alignments 1, 8 and 256 matches a correctly rounded reference); an
+ * exclusive pool's dealloc_period (SubSlices tail, ExclusivePages buckets) is
+ * 5000 * round_half_away(1 + size / 2^30) computed as CubeCL does in f64:
+ * a size >= 2^53 is first rounded to 53 significant bits (nearest, ties to
+ * even), so a size just below an odd multiple of 2^29 may round up to it and
+ * get the next period: 2^53 + 2^29 - 1 gives 5000 * (2^23 + 2), not
+ * 5000 * (2^23 + 1).
  * Other errors as cubert_memory_configuration_resolve. Pure, thread-safe. */
 CUBERT_API cubert_status_t cubert_memory_configuration_pools(
     const cubert_memory_configuration_t *config, cubert_memory_device_properties_t props,

@@ -11,6 +11,8 @@ out=$("$BUILD/tools/cubert-info" -n 2) || { echo "check-tools: cubert-info -n 2 
 n=$(printf '%s\n' "$out" | grep -c '^Device ')
 [ "$n" = 2 ] || { echo "check-tools: cubert-info -n 2 listed $n devices, expected 2"; exit 1; }
 printf '%s\n' "$out" | grep -q 'Memory pools' || { echo "check-tools: no memory pool layout printed"; exit 1; }
+printf '%s\n' "$out" | grep -q '^  Max buffers per kernel: *16 ' || { echo "check-tools: no 'Max buffers per kernel: 16'"; exit 1; }
+printf '%s\n' "$out" | grep -q '^  Max page size: *[0-9.]* [KMGT]iB$' || { echo "check-tools: sizes not in binary units"; exit 1; }
 if [ "$CUDA" = 1 ]; then
   printf '%s\n' "$out" | grep -q '^CUDA: ' || { echo "check-tools: no CUDA line in a CUDA=1 build"; exit 1; }
 fi

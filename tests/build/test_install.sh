@@ -13,6 +13,11 @@
 #  3. a consumer program is built against the installed tree through
 #     pkg-config, once linked statically with libcubert.a and once with
 #     libcubert.so, and both are run;
+#  3b. two out-of-tree projects build and run a kernel (tests/build/consumer/
+#     kernel_consumer.c: ck_add_f32 of <cubert/cubert_kernels.h> over 1,000,003
+#     floats) against the installed tree: tests/build/consumer-pkgconfig (make +
+#     pkg-config) and tests/build/consumer-cmake (find_package(cubert CONFIG),
+#     cubert::cubert and cubert::cubert_static), each shared and static;
 #  4. install runs a second time over the first (idempotent);
 #  5. uninstall leaves no cubert file behind.
 set -eu
@@ -31,6 +36,8 @@ fail() {
 
 command -v "$PKG_CONFIG" >/dev/null 2>&1 ||
   fail "$PKG_CONFIG not found (Debian: apt-get install pkg-config)"
+CMAKE=${CMAKE:-cmake}
+command -v "$CMAKE" >/dev/null 2>&1 || fail "$CMAKE not found (Debian: apt-get install cmake)"
 
 ver() { sed -n "s/^#define CUBERT_VERSION_$1 \\([0-9]*\\).*/\\1/p" include/cubert/base.h; }
 MAJOR=$(ver MAJOR)
@@ -50,11 +57,11 @@ $MAKE --no-print-directory -s BUILD="$BUILD" CC="$CC" install DESTDIR="$dest" PR
 for h in include/cubert/*.h include/cubert/driver/*.h; do
   cmp -s "$h" "$inc/${h#include/}" || fail "header $h not installed (or differs)"
 done
-# The installed headers are the API and nothing else: exactly include/cubert/ (the user API)
-# and include/cubert/driver/ (the driver interface); none of them includes a header that is
+# The installed headers are the API and nothing else: exactly include/cubert/ (the user API),
+# include/cubert/driver/ (the driver interface) and the kernel library header; none of them includes a header that is
 # not installed (the core's internal headers, the OS layer's, a driver's).
 find "$inc/cubert" -type f | sed "s|^$inc/||" | sort >"$tmp/installed-headers.txt"
-(cd include && ls cubert/*.h cubert/driver/*.h) | sort >"$tmp/api-headers.txt"
+{ (cd include && ls cubert/*.h cubert/driver/*.h); echo cubert/cubert_kernels.h; } | sort >"$tmp/api-headers.txt"
 cmp -s "$tmp/installed-headers.txt" "$tmp/api-headers.txt" ||
   fail "installed headers differ from include/cubert/{,driver/}: $(comm -3 "$tmp/installed-headers.txt" "$tmp/api-headers.txt" | tr -d '\t' | tr '\n' ' ')"
 leak=$(grep -rhoE '#[[:space:]]*include[[:space:]]*"[^"]+"' "$inc/cubert" | sed 's/.*"\(.*\)"/\1/' | sort -u |
@@ -73,7 +80,15 @@ pc=$lib/pkgconfig/cubert.pc
 [ -f "$pc" ] || fail "cubert.pc not installed"
 grep -qx 'prefix=/usr' "$pc" || fail "cubert.pc: prefix is not /usr: $(grep '^prefix=' "$pc")"
 grep -qx "Version: $VERSION" "$pc" || fail "cubert.pc: version is not $VERSION"
-if grep -n '@[A-Z]*@' "$pc"; then fail "cubert.pc has unsubstituted @VARS@"; fi
+if grep -n '@[A-Z_]*@' "$pc"; then fail "cubert.pc has unsubstituted @VARS@"; fi
+grep -qx 'Libs.private: -lpthread' "$pc" || fail "cubert.pc: Libs.private is not -lpthread: $(grep '^Libs.private' "$pc")"
+cmp -s examples/kernels/cubert_kernels.h "$inc/cubert/cubert_kernels.h" || fail "cubert_kernels.h not installed"
+[ -x "$dest/usr/bin/cubert-info" ] || fail "cubert-info not installed in bindir"
+"$dest/usr/bin/cubert-info" | grep -q '^Device ' || fail "the installed cubert-info lists no device"
+for f in cubertConfig.cmake cubertConfigVersion.cmake; do
+  [ -f "$lib/cmake/cubert/$f" ] || fail "$f not installed in $lib/cmake/cubert"
+  if grep -n '@[A-Z_]*@' "$lib/cmake/cubert/$f"; then fail "$f has unsubstituted @VARS@"; fi
+done
 
 # ---- 2. exported symbols ----------------------------------------------------------
 $NM -D --defined-only "$lib/libcubert.so.$VERSION" >"$tmp/exports.txt"
@@ -147,6 +162,26 @@ if $READELF -d "$tmp/consumer_static" | grep -q 'NEEDED.*libcubert'; then
 fi
 env -u LD_LIBRARY_PATH "$tmp/consumer_static" || fail "consumer_static does not run"
 
+# ---- 3b. out-of-tree projects: pkg-config and CMake, shared and static ---------------------
+needs_no_so() { if $READELF -d "$1" | grep -q 'NEEDED.*libcubert'; then fail "$1 still needs libcubert.so"; fi; }
+mkdir -p "$tmp/pc" "$tmp/cmake"
+$MAKE --no-print-directory -C tests/build/consumer-pkgconfig CC="$CC" OUT="$tmp/pc" >"$tmp/pc.log" 2>&1 ||
+  { cat "$tmp/pc.log"; fail "the pkg-config project (tests/build/consumer-pkgconfig) does not build"; }
+LD_LIBRARY_PATH=$lib "$tmp/pc/consumer_shared" >"$tmp/run.log" || fail "pkg-config consumer_shared failed"
+needs_no_so "$tmp/pc/consumer_static"
+env -u LD_LIBRARY_PATH "$tmp/pc/consumer_static" >>"$tmp/run.log" || fail "pkg-config consumer_static failed"
+"$CMAKE" -S tests/build/consumer-cmake -B "$tmp/cmake" -DCMAKE_C_COMPILER="$CC" \
+  -DCMAKE_PREFIX_PATH="$dest/usr" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF >"$tmp/cmake.log" 2>&1 &&
+  "$CMAKE" --build "$tmp/cmake" >>"$tmp/cmake.log" 2>&1 ||
+  { cat "$tmp/cmake.log"; fail "the CMake project (tests/build/consumer-cmake) does not build"; }
+grep -q "cubert $VERSION: $lib/cmake/cubert" "$tmp/cmake.log" || { cat "$tmp/cmake.log"; fail "CMake found another cubert"; }
+"$tmp/cmake/consumer_shared" >>"$tmp/run.log" || fail "CMake consumer_shared (cubert::cubert) failed"
+$READELF -d "$tmp/cmake/consumer_shared" | grep -q "NEEDED.*\[libcubert.so.$MAJOR\]" ||
+  fail "CMake consumer_shared does not need libcubert.so.$MAJOR"
+needs_no_so "$tmp/cmake/consumer_static"
+env -u LD_LIBRARY_PATH "$tmp/cmake/consumer_static" >>"$tmp/run.log" || fail "CMake consumer_static failed"
+[ "$(grep -c '^kernel consumer: ok' "$tmp/run.log")" = 4 ] || { cat "$tmp/run.log"; fail "a consumer did not print ok"; }
+
 # ---- 4. install again over the first ----------------------------------------------------
 $MAKE --no-print-directory -s BUILD="$BUILD" CC="$CC" install DESTDIR="$dest" PREFIX=/usr \
   >"$tmp/install2.log" 2>&1 || { cat "$tmp/install2.log"; fail "second make install"; }
@@ -160,4 +195,5 @@ left=$(find "$dest" \( -type f -o -type l \) | grep -i cubert || true)
 
 echo "check-install: ok (PREFIX=/usr: $(ls include/cubert/*.h include/cubert/driver/*.h | wc -l) headers, libcubert.a," \
   "libcubert.so.$VERSION soname libcubert.so.$MAJOR, $nexports cubert_ exports, cubert.pc;" \
-  "pkg-config consumer static+shared ran; uninstall clean)"
+  "pkg-config consumer static+shared ran; out-of-tree kernel projects, pkg-config and CMake" \
+  "(cubert::cubert, cubert::cubert_static), shared and static, ran; uninstall clean)"

@@ -62,7 +62,7 @@ TEST(cts_multi_device_duplicate_index_is_refused) {
   o.device_index = 3;
   o.workers = 1;
   CHECK_STATUS(cts_client_create(env.allocator, &o, &second, &err),
-               CUBERT_STATUS_FAILED_PRECONDITION);
+               CUBERT_STATUS_ALREADY_EXISTS);
   CHECK(cubert_error_kind(&err) == CUBERT_ERROR_SERVICE_CREATION);
   CHECK(second == NULL);
   CHECK_EQ_U64(cubert_client_device_count(cts_device_type()), 1);

@@ -306,6 +306,27 @@ TEST(cts_kernel_profiling_basic_prints_summary_at_sync) {
   cts_teardown(&env);
 }
 
+/* A program that reads and releases without a sync still gets its summary:
+ * the last release prints what was recorded since the last sync. */
+TEST(cts_kernel_profiling_basic_prints_summary_at_release) {
+  cts_env_t env;
+  static capture_t cap;
+  char line[512];
+  cts_setup(&env, 0);
+  capture_reset(&cap);
+  CHECK_OK(cubert_client_set_profiling(env.client, CUBERT_PROFILE_LEVEL_BASIC, capture_sink, &cap,
+                                       NULL));
+  CHECK_EQ_U64(run_program(env.client, 2), 2 * (1 + 20));
+  CHECK_EQ_I64(cap.calls, 0); /* no sync yet: nothing printed */
+  cts_teardown(&env);          /* the last release */
+  CHECK_EQ_I64(cap.calls, 1);
+  CHECK_MSG(row_of(cap.text, "ck_add_scalar_u32", line, sizeof line) != NULL, "table: %s",
+            cap.text);
+  CHECK_MSG(strstr(line, "| 2 ") != NULL, "add row: %s", line);
+  CHECK_MSG(row_of(cap.text, "| Total", line, sizeof line) != NULL, "table: %s", cap.text);
+  CHECK_MSG(strstr(line, "| 3 ") != NULL, "total: %s", line);
+}
+
 TEST(cts_kernel_profiling_execution_only_medium_full) {
   cts_env_t env;
   static capture_t cap;

@@ -467,7 +467,7 @@ TEST(cuda_client_create_refuses_bad_options) {
                CUBERT_STATUS_INVALID_ARGUMENT);
   cubert_cuda_options_initialize(&o);
   CHECK_STATUS(cubert_cuda_client_create(e.allocator, &o, &c, &err),
-               CUBERT_STATUS_FAILED_PRECONDITION); /* index 0 is taken */
+               CUBERT_STATUS_ALREADY_EXISTS); /* index 0 is taken */
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_SERVICE_CREATION);
   o.device_index = 1;
   o.max_streams = 300;

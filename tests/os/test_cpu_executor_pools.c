@@ -53,6 +53,11 @@ TEST(executor_create_bad_arguments) {
                                            CUBERT_CPU_EXECUTOR_MAX_WORKERS + 1, &ex, &e),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(e.field[0], CUBERT_CPU_EXECUTOR_MAX_WORKERS + 1);
+  CHECK_EQ_U64(e.field[1], CUBERT_CPU_EXECUTOR_MAX_WORKERS);
+  /* the count, where it comes from and the limit */
+  CHECK_RECORD(e, CUBERT_ERROR_INVALID_ARGUMENT,
+               "cpu executor: 1025 workers requested (options.workers or CUBERT_CPU_WORKERS), "
+               "at most 1024");
   CHECK(ex == NULL); /* untouched */
 }
 

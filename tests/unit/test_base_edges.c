@@ -252,9 +252,9 @@ TEST(error_format_optional_fields) {
   cubert_error_set(&e, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0, NULL);
   CHECK_EQ_STR(format_big(&e), "Out of range");
   cubert_error_set(&e, CUBERT_ERROR_OUT_OF_RANGE, index_only, 2, NULL);
-  CHECK_EQ_STR(format_big(&e), "Out of range (index 5, bound 0)");
+  CHECK_EQ_STR(format_big(&e), "Out of range (value 5, limit 0)");
   cubert_error_set(&e, CUBERT_ERROR_OUT_OF_RANGE, bound_only, 2, NULL);
-  CHECK_EQ_STR(format_big(&e), "Out of range (index 0, bound 9)");
+  CHECK_EQ_STR(format_big(&e), "Out of range (value 0, limit 9)");
   cubert_error_set(&e, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "arena");
   CHECK_EQ_STR(format_big(&e), "Host memory exhausted: arena");
 }

@@ -647,7 +647,7 @@ TEST(client_kit_refuses_incomplete_drivers) {
     memset(&d2, 0, sizeof d2);
     d2.allocator = a;
     CHECK_STATUS(cubert_server_client_create(a, &o, &g_fake_driver, &d2, &second, &err),
-                 CUBERT_STATUS_FAILED_PRECONDITION);
+                 CUBERT_STATUS_ALREADY_EXISTS);
     CHECK(cubert_error_kind(&err) == CUBERT_ERROR_SERVICE_CREATION);
     CHECK_EQ_I64(d2.destroyed, 0);
     CHECK_EQ_I64(d2.live_streams, 0);

@@ -204,17 +204,25 @@ TEST(memory_config_bytes_format) {
   char buf[32];
   CHECK_EQ_U64(cubert_memory_bytes_format(999, buf, sizeof buf), 5);
   CHECK_EQ_STR(buf, "999 B");
-  cubert_memory_bytes_format(1000, buf, sizeof buf);
-  CHECK_EQ_STR(buf, "1.00 KB");
+  cubert_memory_bytes_format(1023, buf, sizeof buf);
+  CHECK_EQ_STR(buf, "1023 B");
+  cubert_memory_bytes_format(1024, buf, sizeof buf);
+  CHECK_EQ_STR(buf, "1.00 KiB");
+  cubert_memory_bytes_format(65536, buf, sizeof buf);
+  CHECK_EQ_STR(buf, "64.00 KiB"); /* was "65.54 KB" */
   cubert_memory_bytes_format(1234567, buf, sizeof buf);
-  CHECK_EQ_STR(buf, "1.23 MB");
-  cubert_memory_bytes_format(999999, buf, sizeof buf);
-  CHECK_EQ_STR(buf, "1000.00 KB"); /* as Rust's {:.2} of 999.999 */
+  CHECK_EQ_STR(buf, "1.18 MiB");
+  cubert_memory_bytes_format(1048575, buf, sizeof buf);
+  CHECK_EQ_STR(buf, "1024.00 KiB"); /* 1023.999 rounded */
   cubert_memory_bytes_format(32 * MIB, buf, sizeof buf);
-  CHECK_EQ_STR(buf, "33.55 MB");
+  CHECK_EQ_STR(buf, "32.00 MiB");
+  cubert_memory_bytes_format((uint64_t)1 << 30, buf, sizeof buf);
+  CHECK_EQ_STR(buf, "1.00 GiB"); /* was "1.07 GB" */
+  cubert_memory_bytes_format(((uint64_t)3 << 39), buf, sizeof buf);
+  CHECK_EQ_STR(buf, "1.50 TiB");
   cubert_memory_bytes_format(UINT64_MAX, buf, sizeof buf);
-  CHECK_EQ_STR(buf, "18.45 EB");
-  CHECK_EQ_U64(cubert_memory_bytes_format(1234567, buf, 3), 7); /* truncated, full length */
+  CHECK_EQ_STR(buf, "16.00 EiB");
+  CHECK_EQ_U64(cubert_memory_bytes_format(1234567, buf, 3), 8); /* truncated, full length */
   CHECK_EQ_STR(buf, "1.");
   CHECK_EQ_U64(cubert_memory_bytes_format(5, NULL, 0), 3);
 }
@@ -230,9 +238,9 @@ TEST(memory_config_usage_format) {
   CHECK_EQ_STR(buf,
                "Memory Usage Report:\n"
                "  Number of allocations: 2\n"
-               "  Bytes in use: 1.50 KB\n"
+               "  Bytes in use: 1.46 KiB\n"
                "  Bytes used for padding: 20 B\n"
-               "  Total bytes reserved: 2.05 KB\n"
+               "  Total bytes reserved: 2.00 KiB\n"
                "  Usage efficiency: 73.24%\n"
                "  Padding overhead: 1.33%\n");
   memset(&u, 0, sizeof u);

@@ -309,7 +309,7 @@ TEST(memory_helpers_at_their_limits) {
 TEST(memory_format_without_buffer_and_huge_ratios) {
   cubert_memory_usage_t u;
   char buf[256];
-  CHECK_EQ_U64(cubert_memory_bytes_format(1234567, NULL, 0), 7); /* "1.23 MB", counted only */
+  CHECK_EQ_U64(cubert_memory_bytes_format(1234567, NULL, 0), 8); /* "1.18 MiB", counted only */
   memset(&u, 0, sizeof u);
   u.number_allocs = 1;
   u.bytes_in_use = UINT64_MAX;

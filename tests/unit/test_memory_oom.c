@@ -222,7 +222,7 @@ TEST(memory_oom_report_tells_a_full_device) {
   CHECK_EQ_U64(err.field[3], 0);       /* largest free block */
   CHECK_EQ_U64(err.field2[0], 0);      /* padding */
   CHECK_EQ_U64(err.field2[1], 3);      /* allocations */
-  CHECK_EQ_STR(err.reason, "reserved 3.15 MB, in use 3.15 MB, padding 0 B, largest free block 0 B");
+  CHECK_EQ_STR(err.reason, "reserved 3.00 MiB, in use 3.00 MiB, padding 0 B, largest free block 0 B");
   CHECK_EQ_U64(cubert__handle_table_live(f.table), 3); /* the failed id was returned */
   for (i = 0; i < 3; i++) mmf_drop(&f, ids[i]);
   mmf_done(&f);
@@ -245,7 +245,7 @@ TEST(memory_oom_report_tells_fragmentation) {
   CHECK_EQ_U64(err.field[2], MIB);
   CHECK_EQ_U64(err.field[3], 256 * KIB); /* half the memory free, but in pieces */
   CHECK_EQ_U64(err.field2[1], 4);
-  CHECK(strstr(err.reason, "largest free block 262.14 KB") != NULL);
+  CHECK(strstr(err.reason, "largest free block 256.00 KiB") != NULL);
   for (i = 1; i < 8; i += 2) mmf_drop(&f, ids[i]);
   mmf_done(&f);
 }
