@@ -29,7 +29,7 @@ int main(void) {
   for (i = 0; i < DEVICES && ok; i++) {
     cubert_cpu_options_t options;
     cubert_cpu_options_initialize(&options);
-    options.device_index = (uint32_t)i;
+    options.device.index = (uint32_t)i;
     options.workers = 1;
     ok = check(cubert_cpu_client_create(cubert_allocator_libc(), &options, &clients[i], &err), &err,
                "create a CPU device");
