@@ -275,7 +275,7 @@ cts: $(TEST_BIN)
 	CUBERT_CTS_DRIVER=$(DRIVER) $(TEST_WRAPPER) $(TEST_BIN) cts_
 
 # ---- examples, benches, tools --------------------------------------------------------
-BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o $(BUILD)/obj/tests/support/test_features.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
+BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o $(BUILD)/obj/tests/support/test_features.o $(BUILD)/obj/tests/support/fake_driver.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
 
 $(BUILD)/examples/%: examples/%.c $(CUDA_LINK_OBJ) $(STATIC_LIB) | $(BUILD)/examples
 	$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
