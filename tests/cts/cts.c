@@ -112,6 +112,19 @@ uint32_t cts_race_check(const cts_options_t *options) {
   return (uint32_t)(race_on() || (options && options->race_check_forced));
 }
 
+cubert_device_options_t cts_device_options(const cts_options_t *options) {
+  cubert_device_options_t d;
+  memset(&d, 0, sizeof d);
+  d.index = options->device_index;
+  d.max_streams = options->max_streams;
+  d.max_handles = options->max_handles;
+  d.memory_size = options->memory_size;
+  d.bounds_check = options->bounds_check;
+  d.race_check = cts_race_check(options);
+  d.faults = options->faults;
+  return d;
+}
+
 cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_options_t *options,
                                   cubert_client_t **out_client, cubert_error_t *out_error) {
   const cts_driver_t *d = cts_driver();

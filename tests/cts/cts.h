@@ -2,21 +2,30 @@
 /*
  * tests/cts/cts.h: the conformance suite's view of "the device under test".
  * Every CTS test gets its devices from cts_setup / cts_client_create, so the
- * same tests run on each driver under the server:
+ * same tests run on each driver under the server. The drivers register
+ * themselves (CTS_DRIVER_REGISTER, below) from their own files; the suite
+ * names none of them:
  *
- *   CUBERT_CTS_DRIVER=cpu            the threaded CPU driver (default)
+ *   CUBERT_CTS_DRIVER=cpu            the threaded CPU driver (default;
+ *                                    tests/cts/cts_driver_cpu.c)
  *   CUBERT_CTS_DRIVER=deterministic  the CPU driver in deterministic mode
  *                                    (seed CUBERT_CTS_SEED, default 1)
- *   CUBERT_CTS_DRIVER=inline         the inline driver (synchronous, no threads)
- *   CUBERT_CTS_DRIVER=cuda           the CUDA driver (a CUDA=1 build): the GPU, or
- *                                    the fake libcuda named by CUBERT_LIBCUDA;
+ *   CUBERT_CTS_DRIVER=inline         the inline driver (synchronous, no threads;
+ *                                    tests/cts/cts_driver_inline.c)
+ *   CUBERT_CTS_DRIVER=cuda           the CUDA driver (a CUDA=1 build;
+ *                                    tests/cuda/test_cuda_cts_support.c): the GPU,
+ *                                    or the fake libcuda named by CUBERT_LIBCUDA;
  *                                    without a driver every test prints
  *                                    "skipped: CUDA unavailable: <reason>"
+ *   CUBERT_CTS_DRIVER=probe          test only: the threaded CPU driver with one
+ *                                    kernel worker (tests/cts/test_cts_registry.c)
  *   CUBERT_CTS_RACE=0                turn the race checker off (it is on by
  *                                    default: cts_teardown checks 0 reports)
  *
- * (`make cts DRIVER=cpu|deterministic|inline|cuda`.) A test that cannot apply to
- * the device under test skips with the reason ("skipped: ...").
+ * (`make cts DRIVER=name`.) An unknown name fails every test with the list of
+ * the registered drivers. A test that cannot apply to the device under test
+ * skips with the reason ("skipped: ..."): the tests a driver lists as
+ * unsupported skip with the driver's reason when they create their device.
  *
  * Built with CUBERT_CTS_INLINE_ONLY=1 (the embedded harness of tests/embedded,
  * where there is no environment, no thread and no OS layer), the device
@@ -145,6 +154,10 @@ const char *cts_unsupported_reason(const cts_driver_t *driver, const char *test)
 /* The race checker a device of the driver under test gets (CUBERT_CTS_RACE, the
  * library's features, options->race_check_forced, options->race_off). */
 uint32_t cts_race_check(const cts_options_t *options);
+/* What every driver's options share (cubert_device_options_t, their first member)
+ * for a device of `options`: index, max_streams, max_handles, memory_size,
+ * bounds_check, the race checker (cts_race_check) and the faults. */
+cubert_device_options_t cts_device_options(const cts_options_t *options);
 
 
 /* Create a device of the driver under test (race checker as CUBERT_CTS_RACE

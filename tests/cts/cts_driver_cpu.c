@@ -12,15 +12,9 @@ static cubert_status_t cpu_create(cubert_allocator_t a, const cts_options_t *opt
                                   cubert_client_t **out, cubert_error_t *err) {
   cubert_cpu_options_t o;
   cubert_cpu_options_initialize(&o);
-  o.device.index = options->device_index;
-  o.device.max_streams = options->max_streams;
+  o.device = cts_device_options(options);
   o.workers = options->workers ? options->workers : 2;
-  if (options->memory_size) o.device.memory_size = options->memory_size;
-  o.device.max_handles = options->max_handles;
-  o.device.bounds_check = options->bounds_check;
   o.collective_timeout_ms = options->collective_timeout_ms;
-  o.device.race_check = cts_race_check(options);
-  o.device.faults = options->faults;
   if (mode == CUBERT_CPU_MODE_DETERMINISTIC) {
     const char *seed = getenv("CUBERT_CTS_SEED");
     o.mode = CUBERT_CPU_MODE_DETERMINISTIC;

@@ -19,13 +19,7 @@ static void inline_no_collectives(uint32_t devices) {
 
 static void inline_options(const cts_options_t *o, cubert_inline_options_t *io) {
   cubert_inline_options_initialize(io);
-  io->device.index = o->device_index;
-  io->device.max_streams = o->max_streams;
-  io->device.memory_size = o->memory_size;
-  io->device.max_handles = o->max_handles;
-  io->device.bounds_check = o->bounds_check;
-  io->device.race_check = cts_race_check(o);
-  io->device.faults = o->faults;
+  io->device = cts_device_options(o);
 }
 
 #if CUBERT_CTS_INLINE_ONLY

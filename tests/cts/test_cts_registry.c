@@ -20,13 +20,7 @@ static cubert_status_t probe_create(cubert_allocator_t a, const cts_options_t *o
                                     cubert_client_t **out, cubert_error_t *err) {
   cubert_cpu_options_t o;
   cubert_cpu_options_initialize(&o);
-  o.device.index = options->device_index;
-  o.device.max_streams = options->max_streams;
-  if (options->memory_size) o.device.memory_size = options->memory_size;
-  o.device.max_handles = options->max_handles;
-  o.device.bounds_check = options->bounds_check;
-  o.device.race_check = cts_race_check(options);
-  o.device.faults = options->faults;
+  o.device = cts_device_options(options); /* what every driver's options share */
   o.workers = 1;
   o.collective_timeout_ms = options->collective_timeout_ms;
   return cubert_cpu_client_create(a, &o, out, err);

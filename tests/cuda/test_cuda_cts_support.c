@@ -196,14 +196,8 @@ static cubert_status_t cts_cuda_create(cubert_allocator_t a, const cts_options_t
   if (cts_cuda_prepare(skip, sizeof skip) != 0) test_skip(__FILE__, __LINE__, skip);
   if (cubert_cuda_device_count(&gpus, NULL) != CUBERT_STATUS_OK || gpus == 0) gpus = 1;
   cubert_cuda_options_initialize(&co);
-  co.device.index = o->device_index;
+  co.device = cts_device_options(o);
   co.ordinal = o->device_index % gpus;
-  co.device.max_streams = o->max_streams;
-  co.device.memory_size = o->memory_size;
-  co.device.max_handles = o->max_handles;
-  co.device.bounds_check = o->bounds_check;
-  co.device.race_check = cts_race_check(o);
-  co.device.faults = o->faults;
   co.collective_timeout_ms = o->collective_timeout_ms;
   return cubert_cuda_client_create(a, &co, out, err);
 }
