@@ -265,9 +265,10 @@ test: $(TEST_BIN) $(if $(filter 1,$(CUDA)),$(BUILD)/cuda-smoke) $(if $(TESTS),,f
 	  CUBERT_FAKE_LIBNCCL=$(abspath $(BUILD))/cuda-fake-nccl/libnccl.so.2) \
 	  sh tests/build/run_suite.sh '$(TEST_WRAPPER)' $(TEST_BIN) $(TESTS)
 
-# The conformance suite on one driver: make cts DRIVER=cpu|deterministic|inline|cuda
-# (cuda: the GPU through libcuda.so.1, or CUBERT_LIBCUDA=... ; without one every test
-# prints "skipped: CUDA unavailable: <reason>").
+# The conformance suite on one driver: make cts DRIVER=name, a driver registered by its
+# own file (tests/cts/cts.h): cpu, deterministic, inline, cuda (a CUDA=1 build: the GPU
+# through libcuda.so.1, or CUBERT_LIBCUDA=... ; without one every test prints "skipped: CUDA
+# unavailable: <reason>"), probe (test only); an unknown name lists the registered ones.
 # SERVER= is the old name of DRIVER=, still accepted.
 DRIVER ?= $(or $(SERVER),cpu)
 .PHONY: cts
@@ -799,7 +800,7 @@ help:
 	@echo '  run                 build the examples and run examples/demo'
 	@echo '  test                build and run the suite, then the conformance suite on all three drivers'
 	@echo '                      (after fuzz-replay); TESTS="prefix ..." runs a subset'
-	@echo '  cts                 the conformance suite on one driver: DRIVER=cpu|deterministic|inline|cuda (CUDA=1)'
+	@echo '  cts                 the conformance suite on one driver: DRIVER=cpu|deterministic|inline|cuda (CUDA=1)|probe'
 	@echo '  check               test check-freestanding check-headers check-32bit check-cortex-m check-install'
 	@echo '                      check-symbols fuzz-replay check-tools check-cortex-m0 check-cxx-host check-stack'
 	@echo '                      check-hygiene check-embedded-demo, and check-clang'
