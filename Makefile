@@ -233,11 +233,12 @@ test: $(TEST_BIN) $(if $(filter 1,$(CUDA)),$(BUILD)/cuda-smoke) $(if $(TESTS),,f
 	  CUBERT_FAKE_LIBNCCL=$(abspath $(BUILD))/cuda-fake-nccl/libnccl.so.2) \
 	  sh tests/build/run_suite.sh '$(TEST_WRAPPER)' $(TEST_BIN) $(TESTS)
 
-# The conformance suite on one driver: make cts DRIVER=cpu|deterministic|inline|cuda
-# (cuda: the GPU through libcuda.so.1, or CUBERT_LIBCUDA=... ; without one every test
-# prints "skipped: CUDA unavailable: <reason>").
-# DRIVER= is the old name of DRIVER=, still accepted.
-DRIVER ?= $(or $(DRIVER),cpu)
+# The conformance suite on one driver: make cts DRIVER=name, a driver registered by its
+# own file (tests/cts/cts.h): cpu, deterministic, inline, cuda (a CUDA=1 build: the GPU
+# through libcuda.so.1, or CUBERT_LIBCUDA=... ; without one every test prints "skipped: CUDA
+# unavailable: <reason>"), probe (test only); an unknown name lists the registered ones.
+# SERVER= is the old name of DRIVER=, still accepted.
+DRIVER ?= $(or $(SERVER),cpu)
 .PHONY: cts
 cts: $(TEST_BIN)
 	CUBERT_CTS_DRIVER=$(DRIVER) $(TEST_WRAPPER) $(TEST_BIN) cts_

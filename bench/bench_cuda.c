@@ -106,7 +106,7 @@ static cubert_client_t *client_make(uint32_t index, uint32_t upload_threads,
   cubert_client_t *c = NULL;
   cubert_error_t err;
   cubert_cuda_options_initialize(&o);
-  o.device_index = index;
+  o.device.index = index;
   o.upload_threads = upload_threads;
   o.sync_mode = sync;
   o.upload_copy = copy;
@@ -429,7 +429,7 @@ static void bench_alloc(const cfg_t *cfg, cubert_client_t *c, raw_t *r) {
   cubert_client_t *host = NULL;
   int run, i;
   cubert_cpu_options_initialize(&co);
-  co.device_index = 40;
+  co.device.index = 40;
   MUST("cpu device", cubert_cpu_client_create(cubert_allocator_libc(), &co, &host, NULL));
   (void)alloc_time(c, 100); /* warm: the pools' pages exist */
   (void)alloc_time(host, 100);

@@ -342,7 +342,7 @@ int main(int argc, char **argv) {
     cubert_cuda_options_t o;
     cubert_cuda_options_initialize(&o);
     o.ordinal = i;
-    o.device_index = i;
+    o.device.index = i;
     if (!check_ok(cubert_cuda_client_create(cubert_allocator_libc(), &o, &b.c[i], &err), &err,
                   "create a CUDA device"))
       return 1;

@@ -366,8 +366,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   cubert_cpu_options_initialize(&o);
-  o.max_streams = MAX_STREAMS;
-  o.max_handles = 1u << 21;
+  o.device.max_streams = MAX_STREAMS;
+  o.device.max_handles = 1u << 21;
   MUST("cubert_cpu_client_create",
        cubert_cpu_client_create(cubert_allocator_libc(), &o, &client, &err));
   printf("bench_scaling: %ld online CPUs; CPU server, default workers, %d stream slots; median of "

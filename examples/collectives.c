@@ -34,7 +34,7 @@ int main(int argc, char **argv) {
   for (i = 0; i < DEVICES && ok; i++) {
     cubert_cpu_options_t options;
     cubert_cpu_options_initialize(&options);
-    options.device_index = (uint32_t)i;
+    options.device.index = (uint32_t)i;
     options.workers = 1;
     ok = check(cubert_cpu_client_create(cubert_allocator_libc(), &options, &clients[i], &err), &err,
                "create a CPU device");

@@ -64,7 +64,7 @@ static int run_rank(uint32_t rank, uint32_t nranks, const char *id_file, size_t 
   if (!v) return 1;
   cubert_cuda_options_initialize(&o);
   o.ordinal = rank;
-  o.device_index = rank; /* rank r = the r-th smallest index of the device list */
+  o.device.index = rank; /* rank r = the r-th smallest index of the device list */
   if (cubert_cuda_client_create(cubert_allocator_libc(), &o, &c, &err) != CUBERT_STATUS_OK)
     return fail("create the CUDA device", &err);
   if (nranks > 1) {

@@ -258,7 +258,7 @@ int main(int argc, char **argv) {
                "create the CPU device"))
       return 1;
     printf("cubert %d.%d.%d demo on the CPU server (%u stream slots)\n", CUBERT_VERSION_MAJOR,
-           CUBERT_VERSION_MINOR, CUBERT_VERSION_PATCH, options.max_streams);
+           CUBERT_VERSION_MINOR, CUBERT_VERSION_PATCH, options.device.max_streams);
   }
   for (i = 0; i < THREADS; i++)
     pthread_create(&threads[i], NULL, elementwise_worker, (void *)(intptr_t)i);

@@ -756,12 +756,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   o.seed = fuzz_uint(&r, 4);
   fail = (uint32_t)fuzz_uint(&r, 2);
   shape = fuzz_u8(&r);
-  o.max_streams = NSLOTS;
-  o.max_handles = 8u + shape % 57u;
-  x->max_handles = o.max_handles;
-  o.memory_size = (uint64_t)1 << (12u + (shape >> 6)); /* 4 KiB .. 32 KiB pages */
+  o.device.max_streams = NSLOTS;
+  o.device.max_handles = 8u + shape % 57u;
+  x->max_handles = o.device.max_handles;
+  o.device.memory_size = (uint64_t)1 << (12u + (shape >> 6)); /* 4 KiB .. 32 KiB pages */
   o.log_capacity = 64;
-  o.race_check = 1;
+  o.device.race_check = 1;
   o.profile_level = CUBERT_PROFILE_LEVEL_OFF;
   (void)fuzz_alloc_init(&x->fa);
   fuzz_alloc_fail_at(&x->fa, fail & 0x7FFFu, (int)(fail >> 15));

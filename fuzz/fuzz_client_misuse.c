@@ -204,12 +204,12 @@ static cubert_status_t make_device(world_t *w, int dev, const dev_opts_t *o, uin
   if (dev == 0 || dev == DET_DEV) {
     cubert_cpu_options_t c;
     cubert_cpu_options_initialize(&c);
-    c.device_index = dev == 0 ? 0 : 1;
-    c.max_streams = 4;
+    c.device.index = dev == 0 ? 0 : 1;
+    c.device.max_streams = 4;
     c.workers = 1;
-    c.memory_size = 1u << 20;
+    c.device.memory_size = 1u << 20;
     c.ignore_environment = 1;
-    c.bounds_check = (cubert_bounds_check_mode_t)o->bounds;
+    c.device.bounds_check = (cubert_bounds_check_mode_t)o->bounds;
     c.profile_level = (cubert_profile_level_t)o->profile;
     c.mode = dev == DET_DEV && o->mode == 0 ? CUBERT_CPU_MODE_DETERMINISTIC : o->mode;
     c.seed = seed;
@@ -218,11 +218,11 @@ static cubert_status_t make_device(world_t *w, int dev, const dev_opts_t *o, uin
   } else {
     cubert_inline_options_t c;
     cubert_inline_options_initialize(&c);
-    c.device_index = dev == 1 ? 0 : 256;
-    c.max_streams = 4;
-    c.memory_size = 1u << 20;
+    c.device.index = dev == 1 ? 0 : 256;
+    c.device.max_streams = 4;
+    c.device.memory_size = 1u << 20;
     c.lock = w->locks[dev];
-    c.bounds_check = (cubert_bounds_check_mode_t)o->bounds;
+    c.device.bounds_check = (cubert_bounds_check_mode_t)o->bounds;
     fill_config(&c.memory_config, o, &pool);
     return cubert_inline_client_create(w->al, &c, &w->main[dev], e);
   }

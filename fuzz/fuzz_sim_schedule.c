@@ -57,10 +57,10 @@ static uint64_t run(const uint8_t *data, size_t size) {
   o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
   o.choice_bytes = size ? data : NULL;
   o.choice_bytes_count = size;
-  o.race_check = 1;
-  o.max_streams = 4;
-  o.max_handles = 256;
-  o.memory_size = 1u << 16;
+  o.device.race_check = 1;
+  o.device.max_streams = 4;
+  o.device.max_handles = 256;
+  o.device.memory_size = 1u << 16;
   o.log_capacity = 256;
   FUZZ_CHECK(cubert_cpu_client_create(cubert_allocator_libc(), &o, &client, NULL) ==
              CUBERT_STATUS_OK);

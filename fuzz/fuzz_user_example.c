@@ -102,10 +102,10 @@ static uint64_t run(const uint8_t *data, size_t size) {
   o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
   o.choice_bytes = fuzz_reader_done(&r) ? NULL : data + r.pos;
   o.choice_bytes_count = fuzz_reader_done(&r) ? 0 : size - r.pos;
-  o.race_check = 1;
-  o.max_streams = 4;
-  o.max_handles = 64;
-  o.memory_size = 1u << 12; /* 4 KiB pages: small allocations stay small */
+  o.device.race_check = 1;
+  o.device.max_streams = 4;
+  o.device.max_handles = 64;
+  o.device.memory_size = 1u << 12; /* 4 KiB pages: small allocations stay small */
   o.log_capacity = 256;
   o.profile_level = CUBERT_PROFILE_LEVEL_OFF;
   CHECK(cubert_cpu_client_create(allocator, &o, &dev, &err) == CUBERT_STATUS_OK);

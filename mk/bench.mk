@@ -9,7 +9,7 @@
 # PoCL compiles its kernels for the host CPU. `make bench BENCH_OPT=-O3`: portable.
 BENCH_NATIVE = $(eval BENCH_NATIVE := $(shell $(CC) -march=native -x c -c /dev/null -o /dev/null 2>/dev/null && echo -march=native))$(BENCH_NATIVE)
 BENCH_OPT ?= -O3 $(BENCH_NATIVE)
-BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o $(BUILD)/obj/tests/support/test_features.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
+BENCH_SUPPORT_OBJ := $(filter-out $(BUILD)/obj/tests/support/runner.o $(BUILD)/obj/tests/support/test_features.o $(BUILD)/obj/tests/support/fake_driver.o,$(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o))
 
 $(BUILD)/bench/%: bench/%.c $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench
 	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -I. -Ibackend-cpu -Itests/support $(KERNELS_INC) $(BENCH_EXTRA_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(BENCH_OPT) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(BENCH_EXTRA_LIBS) $(HOST_LIBS)

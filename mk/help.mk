@@ -6,7 +6,7 @@ help:
 	@echo '  run                 build the examples and run examples/demo'
 	@echo '  test                build and run the suite, then the conformance suite on all three drivers'
 	@echo '                      (after fuzz-replay); TESTS="prefix ..." runs a subset'
-	@echo '  cts                 the conformance suite on one driver: DRIVER=cpu|deterministic|inline|cuda (CUDA=1)'
+	@echo '  cts                 the conformance suite on one registered driver: DRIVER=cpu|deterministic|inline|cuda (CUDA=1)|probe'
 	@echo '  check               test check-freestanding check-headers check-32bit check-cortex-m check-install'
 	@echo '                      check-symbols fuzz-replay check-tools check-cortex-m0 check-cxx-host check-stack'
 	@echo '                      check-hygiene check-embedded-demo, and check-clang'

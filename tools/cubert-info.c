@@ -270,9 +270,9 @@ int main(int argc, char **argv) {
     cubert_error_t err;
     char msg[256];
     cubert_cpu_options_initialize(&o);
-    o.device_index = (uint32_t)d;
+    o.device.index = (uint32_t)d;
     o.workers = (uint32_t)workers;
-    if (memory) o.memory_size = memory;
+    if (memory) o.device.memory_size = memory;
     if (cubert_cpu_client_create(cubert_allocator_libc(), &o, &clients[d], &err) !=
         CUBERT_STATUS_OK) {
       cubert_error_format(&err, msg, sizeof msg);

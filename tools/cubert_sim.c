@@ -66,10 +66,10 @@ static void run(uint64_t seed, run_t *r) {
   cubert_cpu_options_initialize(&o);
   o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
   o.seed = seed;
-  o.race_check = 1;
-  o.max_streams = 8;
-  o.max_handles = 1u << 12;
-  o.memory_size = 1u << 16;
+  o.device.race_check = 1;
+  o.device.max_streams = 8;
+  o.device.max_handles = 1u << 12;
+  o.device.memory_size = 1u << 16;
   o.log_capacity = LOG_CAP;
   if (cubert_cpu_client_create(cubert_allocator_libc(), &o, &client, NULL) != CUBERT_STATUS_OK) {
     r->failed = 1;

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cpu/cpu_testing.h"
+#include "server/server_faults.h"
 #include "cubert/driver/server.h"
 #include "stream/stream.h"
 #include "cubert/os.h"
@@ -20,9 +20,9 @@
 void cubert_cpu_options_initialize(cubert_cpu_options_t *options) {
   if (!options) return;
   memset(options, 0, sizeof(*options));
-  options->max_streams = 16;
-  options->memory_size = 1ull << 30;
-  options->bounds_check = CUBERT_BOUNDS_CHECK_AUTO;
+  options->device.max_streams = 16;
+  options->device.memory_size = 1ull << 30;
+  options->device.bounds_check = CUBERT_BOUNDS_CHECK_AUTO;
 }
 
 void cpu_fill_properties(const cubert_cpu_options_t *o, cubert_device_properties_t *p) {
@@ -48,7 +48,7 @@ void cpu_fill_properties(const cubert_cpu_options_t *o, cubert_device_properties
   p->hardware.max_cube_dim.z = 64;
   p->hardware.num_cpu_cores = cores;
   p->hardware.max_vector_size = UINT64_MAX;
-  p->memory.max_page_size = o->memory_size;
+  p->memory.max_page_size = o->device.memory_size;
   p->memory.alignment = 8;
   p->timing_method = CUBERT_TIMING_SYSTEM;
 }
@@ -90,13 +90,13 @@ static cubert_status_t check_options(cubert_cpu_options_t *o, const cubert_cpu_o
   memset(config, 0, sizeof(*config));
   if (given) {
     *o = *given;
-    if (!o->max_streams) o->max_streams = 16;
-    if (!o->memory_size) o->memory_size = 1ull << 30;
+    if (!o->device.max_streams) o->device.max_streams = 16;
+    if (!o->device.memory_size) o->device.memory_size = 1ull << 30;
   }
   if (!o->ignore_environment) CUBERT_RETURN_IF_ERROR(apply_environment(o, config, out_error));
-  if (o->max_streams > CUBERT_STREAM_MAX_STREAMS_LIMIT) {
+  if (o->device.max_streams > CUBERT_STREAM_MAX_STREAMS_LIMIT) {
     uint64_t f[2];
-    f[0] = o->max_streams;
+    f[0] = o->device.max_streams;
     f[1] = CUBERT_STREAM_MAX_STREAMS_LIMIT;
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2,
                             "max_streams above the limit");
@@ -129,8 +129,8 @@ static cubert_status_t device_create(cubert_allocator_t allocator, const cubert_
   if (cubert_allocator_malloc(allocator, sizeof(*d), 0, (void **)&d, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cpu device");
   d->allocator = allocator;
-  d->device_index = o->device_index;
-  d->stream_count = o->max_streams + 2u;
+  d->device_index = o->device.index;
+  d->stream_count = o->device.max_streams + 2u;
   d->collective_timeout_ns =
       (uint64_t)(o->collective_timeout_ms ? o->collective_timeout_ms : 60000u) * 1000000ull;
   pthread_mutex_init(&d->events_mutex, NULL);
@@ -179,25 +179,18 @@ static cubert_status_t make_lock(cubert_allocator_t allocator, cubert_lock_t **o
   return CUBERT_STATUS_OK;
 }
 
-static void server_options(const cubert_cpu_options_t *o, const cubert_server_faults_t *faults,
-                           cpu_device_t *d, cubert_lock_t *lock, cubert_server_options_t *k) {
+static void server_options(const cubert_cpu_options_t *o, cpu_device_t *d, cubert_lock_t *lock,
+                           cubert_server_options_t *k) {
   cubert_server_options_initialize(k);
-  k->device.type_id = CUBERT_CPU_DEVICE_TYPE;
-  k->device.index_id = o->device_index;
-  k->max_streams = o->max_streams;
-  k->max_handles = o->max_handles;
+  cubert_server_options_from_device(k, CUBERT_CPU_DEVICE_TYPE, &o->device);
   k->layout_policy.kind = CUBERT_LAYOUT_POLICY_CONTIGUOUS;
   k->layout_policy.mem_alignment = 8;
-  k->bounds_check = o->bounds_check;
-  k->race_check = o->race_check;
-  k->race_sink = o->race_sink;
   if (d->deterministic && d->sim->source == CUBERT_SIM_SOURCE_SEED) k->race_seed = d->sim->seed;
   k->lock = *lock;
   k->clock = cubert_os_clock();
   k->stream_source = cubert_os_stream_source;
   k->host_release = release_lock;
   k->host_release_self = lock;
-  k->faults = faults;
   k->memory_config = o->memory_config;
 }
 
@@ -208,7 +201,7 @@ static cubert_status_t create_failed(const cubert_cpu_options_t *o, cubert_statu
   if (OS_LOG_ON(CUBERT_LOG_LEVEL_ERROR)) {
     char what[64];
     (void)snprintf(what, sizeof what, "cubert_cpu_client_create (device %u) failed",
-                   (unsigned)o->device_index);
+                   (unsigned)o->device.index);
     if (error)
       cubert__os_log_error(CUBERT_LOG_LEVEL_ERROR, what, error);
     else
@@ -251,31 +244,29 @@ static void log_created(const cubert_cpu_options_t *o, const cpu_device_t *d) {
   cubert__os_log_write(
       CUBERT_LOG_LEVEL_INFO,
       "cpu device %u created: %s, %u kernel workers, %u streams, memory %s, profiling %s%s",
-      (unsigned)o->device_index, d->deterministic ? "deterministic" : "threaded",
-      (unsigned)cubert__cpu_executor_worker_count(d->executor), (unsigned)o->max_streams,
+      (unsigned)o->device.index, d->deterministic ? "deterministic" : "threaded",
+      (unsigned)cubert__cpu_executor_worker_count(d->executor), (unsigned)o->device.max_streams,
       o->memory_config.kind == CUBERT_MEMORY_CONFIGURATION_EXCLUSIVE_PAGES ? "exclusive-pages"
       : o->memory_config.kind == CUBERT_MEMORY_CONFIGURATION_CUSTOM        ? "custom"
                                                                            : "sub-slices",
       cubert_profile_level_name(o->profile_level), d->summary ? " + summary at release" : "");
   if (d->deterministic)
     OS_LOG(CUBERT_LOG_LEVEL_INFO, "cpu device %u: deterministic seed %llu",
-           (unsigned)o->device_index, (unsigned long long)o->seed);
+           (unsigned)o->device.index, (unsigned long long)o->seed);
   OS_LOG(CUBERT_LOG_LEVEL_DEBUG,
          "cpu device %u: \"%s\", %u cores, max page %llu bytes, alignment %llu, shared "
          "memory %u bytes, bounds check %u, race check %u",
-         (unsigned)o->device_index, d->properties.name,
+         (unsigned)o->device.index, d->properties.name,
          (unsigned)d->properties.hardware.num_cpu_cores,
          (unsigned long long)d->properties.memory.max_page_size,
          (unsigned long long)d->properties.memory.alignment,
-         (unsigned)d->properties.hardware.max_shared_memory_size, (unsigned)o->bounds_check,
-         (unsigned)o->race_check);
+         (unsigned)d->properties.hardware.max_shared_memory_size, (unsigned)o->device.bounds_check,
+         (unsigned)o->device.race_check);
 }
 
-cubert_status_t cubert__cpu_client_create_with_faults(cubert_allocator_t allocator,
-                                                      const cubert_cpu_options_t *options,
-                                                      const cubert_server_faults_t *faults,
-                                                      cubert_client_t **out_client,
-                                                      cubert_error_t *out_error) {
+cubert_status_t cubert_cpu_client_create(cubert_allocator_t allocator,
+                                         const cubert_cpu_options_t *options,
+                                         cubert_client_t **out_client, cubert_error_t *out_error) {
   cubert_cpu_options_t o;
   cubert_server_options_t k;
   cubert_os_config_t config;
@@ -290,13 +281,13 @@ cubert_status_t cubert__cpu_client_create_with_faults(cubert_allocator_t allocat
     cubert__os_trace_from_env(&config);
   if (status == CUBERT_STATUS_OK) status = device_create(allocator, &o, &d, out_error);
   if (status != CUBERT_STATUS_OK) return create_failed(&o, status, out_error);
-  cpu_fault_plan_initialize(&d->faults, faults);
+  cpu_fault_plan_initialize(&d->faults, o.device.faults);
   if (make_lock(allocator, &lock) != CUBERT_STATUS_OK) {
     device_free(d);
     status = cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "device lock");
     return create_failed(&o, status, out_error);
   }
-  server_options(&o, faults, d, lock, &k);
+  server_options(&o, d, lock, &k);
   observer_options(d, &k);
   status = cubert_server_client_create(allocator, &k, &cpu_driver, d, out_client, out_error);
   if (status != CUBERT_STATUS_OK) {
@@ -315,12 +306,6 @@ cubert_status_t cubert__cpu_client_create_with_faults(cubert_allocator_t allocat
   }
   log_created(&o, d);
   return CUBERT_STATUS_OK;
-}
-
-cubert_status_t cubert_cpu_client_create(cubert_allocator_t allocator,
-                                         const cubert_cpu_options_t *options,
-                                         cubert_client_t **out_client, cubert_error_t *out_error) {
-  return cubert__cpu_client_create_with_faults(allocator, options, NULL, out_client, out_error);
 }
 
 /* ---- deterministic simulation and race checker (cubert/cpu.h) ---- */

@@ -20,7 +20,7 @@
  * Every other event is the device's one always-complete byte.
  */
 #include "cubert/inline.h"
-#include "inline/inline_testing.h"
+#include "server/server_faults.h"
 #include "cubert/driver/server.h"
 #include "kernel/cpu_kernel.h"
 
@@ -324,7 +324,7 @@ static void fill_properties(const cubert_inline_options_t *o, cubert_device_prop
   p->hardware.max_cube_dim.z = 64;
   p->hardware.num_cpu_cores = 1;
   p->hardware.max_vector_size = UINT64_MAX;
-  p->memory.max_page_size = o->memory_size ? o->memory_size : ((uint64_t)1 << 30);
+  p->memory.max_page_size = o->device.memory_size ? o->device.memory_size : ((uint64_t)1 << 30);
   p->memory.alignment = 8;
   p->timing_method = CUBERT_TIMING_SYSTEM;
 }
@@ -333,14 +333,6 @@ cubert_status_t cubert_inline_client_create(cubert_allocator_t allocator,
                                             const cubert_inline_options_t *options,
                                             cubert_client_t **out_client,
                                             cubert_error_t *out_error) {
-  return cubert__inline_client_create_with_faults(allocator, options, 0, out_client, out_error);
-}
-
-cubert_status_t cubert__inline_client_create_with_faults(cubert_allocator_t allocator,
-                                                         const cubert_inline_options_t *options,
-                                                         const cubert_server_faults_t *faults,
-                                                         cubert_client_t **out_client,
-                                                         cubert_error_t *out_error) {
   cubert_inline_options_t o;
   cubert_server_options_t k;
   inline_device_t *d = 0;
@@ -356,19 +348,13 @@ cubert_status_t cubert__inline_client_create_with_faults(cubert_allocator_t allo
   d->allocator = allocator;
   fill_properties(&o, &d->properties);
   /* the server's slots (max_streams, 0: its default) + GC + communication */
-  d->stream_count = (o.max_streams ? o.max_streams : CUBERT_SERVER_DEFAULT_MAX_STREAMS) + 2u;
-  cpu_fault_plan_initialize(&d->faults, faults);
+  d->stream_count = (o.device.max_streams ? o.device.max_streams : CUBERT_SERVER_DEFAULT_MAX_STREAMS) + 2u;
+  cpu_fault_plan_initialize(&d->faults, o.device.faults);
   cubert_server_options_initialize(&k);
-  k.device.type_id = CUBERT_INLINE_DEVICE_TYPE;
-  k.device.index_id = o.device_index;
-  if (o.max_streams) k.max_streams = o.max_streams;
-  k.max_handles = o.max_handles;
+  cubert_server_options_from_device(&k, CUBERT_INLINE_DEVICE_TYPE, &o.device);
   k.gc_capacity = 4; /* events are complete when recorded: entries go at the next poll */
   k.layout_policy.kind = CUBERT_LAYOUT_POLICY_CONTIGUOUS;
   k.layout_policy.mem_alignment = 8;
-  k.bounds_check = o.bounds_check;
-  k.race_check = o.race_check;
-  k.race_sink = o.race_sink;
   k.lock = o.lock;
   if (!k.lock.lock) {
     k.lock.lock = no_lock;
@@ -380,7 +366,6 @@ cubert_status_t cubert__inline_client_create_with_faults(cubert_allocator_t allo
   k.host_release = o.release;
   k.host_release_self = o.release_self;
   k.memory_config = o.memory_config;
-  k.faults = faults;
   status = cubert_server_client_create(allocator, &k, &g_inline_driver, d, out_client, out_error);
   if (status != CUBERT_STATUS_OK) inline_destroy(d);
   return status;

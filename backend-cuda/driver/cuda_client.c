@@ -38,8 +38,8 @@ static cubert_profile_level_t profile_level_from_env(void) {
 void cubert_cuda_options_initialize(cubert_cuda_options_t *options) {
   if (!options) return;
   memset(options, 0, sizeof *options);
-  options->max_streams = CUBERT_SERVER_DEFAULT_MAX_STREAMS;
-  options->bounds_check = CUBERT_BOUNDS_CHECK_AUTO;
+  options->device.max_streams = CUBERT_SERVER_DEFAULT_MAX_STREAMS;
+  options->device.bounds_check = CUBERT_BOUNDS_CHECK_AUTO;
   options->profile_level = profile_level_from_env();
   options->sync_mode = CUBERT_CUDA_SYNC_AUTO;
   options->sync_spin_us = CUBERT_CUDA_SYNC_SPIN_US_DEFAULT;
@@ -60,10 +60,10 @@ static cubert_status_t check_options(cubert_cuda_options_t *o, const cubert_cuda
                                      cubert_error_t *out_error) {
   cubert_cuda_options_initialize(o);
   if (given) *o = *given;
-  if (!o->max_streams) o->max_streams = CUBERT_SERVER_DEFAULT_MAX_STREAMS;
-  if (o->max_streams > CUBERT_STREAM_MAX_STREAMS_LIMIT) {
+  if (!o->device.max_streams) o->device.max_streams = CUBERT_SERVER_DEFAULT_MAX_STREAMS;
+  if (o->device.max_streams > CUBERT_STREAM_MAX_STREAMS_LIMIT) {
     uint64_t f[2];
-    f[0] = o->max_streams;
+    f[0] = o->device.max_streams;
     f[1] = CUBERT_STREAM_MAX_STREAMS_LIMIT;
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2,
                             "max_streams above the limit");
@@ -140,15 +140,9 @@ static cubert_status_t os_make(cubert_allocator_t allocator, cuda_host_t **out) 
 
 static void server_options(const cubert_cuda_options_t *o, cuda_host_t *h, cubert_server_options_t *k) {
   cubert_server_options_initialize(k);
-  k->device.type_id = CUBERT_CUDA_DEVICE_TYPE;
-  k->device.index_id = o->device_index;
-  k->max_streams = o->max_streams;
-  k->max_handles = o->max_handles;
+  cubert_server_options_from_device(k, CUBERT_CUDA_DEVICE_TYPE, &o->device);
   k->layout_policy.kind = CUBERT_LAYOUT_POLICY_PITCHED;
   k->layout_policy.mem_alignment = CUBERT_CUDA_MEMORY_ALIGNMENT;
-  k->bounds_check = o->bounds_check;
-  k->race_check = o->race_check;
-  k->race_sink = o->race_sink;
   k->lock = h->lock;
   k->clock = cubert_os_clock();
   k->stream_source = cubert_os_stream_source;
@@ -183,7 +177,7 @@ cubert_status_t cubert_cuda_client_create(cubert_allocator_t allocator,
   keep_primary_context(cu, o.ordinal);
   if (os_make(allocator, &h) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "device lock");
-  st = cuda_drv_create(allocator, cu, o.ordinal, o.max_streams, o.memory_size, o.upload_threads,
+  st = cuda_drv_create(allocator, cu, o.ordinal, o.device.max_streams, o.device.memory_size, o.upload_threads,
                        &d, out_error);
   if (st != CUBERT_STATUS_OK) {
     host_release(h);

@@ -54,6 +54,19 @@ void cubert_server_options_initialize(cubert_server_options_t *options) {
   options->gc_capacity = CUBERT_SERVER_DEFAULT_GC_CAPACITY;
 }
 
+void cubert_server_options_from_device(cubert_server_options_t *options, uint16_t type_id,
+                                       const cubert_device_options_t *device) {
+  if (!options || !device) return;
+  options->device.type_id = type_id;
+  options->device.index_id = device->index;
+  if (device->max_streams) options->max_streams = device->max_streams;
+  options->max_handles = device->max_handles;
+  options->bounds_check = device->bounds_check;
+  options->race_check = device->race_check;
+  options->race_sink = device->race_sink;
+  options->faults = device->faults;
+}
+
 static cubert_status_t server_oom(cubert_error_t *out_error, const char *what) {
   return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, what);
 }

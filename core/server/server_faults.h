@@ -4,9 +4,9 @@
  * programs of the race checker, docs/race-checker.md). Not for production
  * use: they make the runtime drop synchronization it needs, or make work
  * fail while it runs (docs/errors.md, "Errors from a running stream"). A
- * device gets them through cubert_server_options_t.faults (cubert/driver/server.h)
- * or its driver's testing entry point (backend-cpu/cpu/cpu_testing.h,
- * backend-cpu/inline/inline_testing.h).
+ * device gets them through cubert_device_options_t.faults (cubert/client.h),
+ * the first member of every driver's options, which reaches
+ * cubert_server_options_t.faults (cubert_server_options_from_device).
  */
 #ifndef CUBERT_CORE_SERVER_SERVER_FAULTS_H
 #define CUBERT_CORE_SERVER_SERVER_FAULTS_H
@@ -27,8 +27,8 @@ typedef struct cubert_server_faults_t {
   uint32_t drop_gc_wait;
 
   /* ---- run-time faults: honoured by the CPU drivers (threaded and
-   * deterministic) and the inline driver, given through their testing
-   * entry points; the server alone and the CUDA driver ignore them ----
+   * deterministic) and the inline driver, given in their options
+   * (device.faults); the server alone and the CUDA driver ignore them ----
    * The work is accepted at submit (the call returns OK) and fails WHILE IT
    * RUNS on its stream: it does nothing (a kernel's outputs, a copy's
    * destination stay untouched) and its failure becomes an error of its

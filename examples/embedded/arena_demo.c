@@ -232,9 +232,9 @@ static void demo_run(unsigned char *buffer, size_t size, demo_result_t *r) {
   uint32_t made = 0, i;
   memset(r, 0, sizeof *r);
   cubert_inline_options_initialize(&options);
-  options.max_streams = 1;
-  options.max_handles = 16;
-  options.memory_size = ARENA_BYTES;
+  options.device.max_streams = 1;
+  options.device.max_handles = 16;
+  options.device.memory_size = ARENA_BYTES;
   options.memory_config.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
   options.memory_config.pools = &direct;
   options.memory_config.pool_count = 1;

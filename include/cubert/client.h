@@ -665,6 +665,35 @@ CUBERT_API cubert_status_t cubert_client_race_last_report(cubert_client_t *clien
 CUBERT_API cubert_status_t cubert_client_race_seed(cubert_client_t *client, uint64_t seed,
                                                    cubert_error_t *out_error);
 
+/* ---- the options every device shares ---------------------------------------------
+ * Each driver's options struct (cubert_cpu_options_t, cubert_inline_options_t,
+ * cubert_cuda_options_t, and a driver's outside this repository) holds one of these
+ * as its first member, `device`; the driver hands it to the server
+ * (cubert_server_options_from_device, cubert/driver/server.h). Zeros are the
+ * defaults. Plain data: no function reads or keeps it after the create it is
+ * given to. */
+struct cubert_server_faults_t; /* core/server/server_faults.h (tests only) */
+
+typedef struct cubert_device_options_t {
+  uint32_t index;        /* registered as {the driver's device type, index} */
+  uint32_t max_streams;  /* stream slots (stream id mod max_streams), 1..255; 0: 16 */
+  uint32_t max_handles;  /* handle table capacity; 0: 1 << 20 */
+  uint32_t reserved_;    /* 0 */
+  uint64_t memory_size;  /* max_page_size advertised; 0: the driver's default (CPU and
+                            inline: 1 GiB; CUDA: a quarter of the GPU's memory) */
+  cubert_bounds_check_mode_t bounds_check;
+  /* Non-zero: run the server's race checker (cubert/race.h); reports are
+   * counted (cubert_client_race_counters), the last is kept and each goes to
+   * race_sink (called with the device held, on the thread that issued the
+   * action; it must not call the client). 0: off (one branch per hook). */
+  uint32_t race_check;
+  cubert_race_sink_t race_sink;
+  /* TEST ONLY: fault injection (core/server/server_faults.h), honoured by the
+   * server (dropped waits) and by the drivers that inject run-time faults (the
+   * CPU and inline drivers); borrowed for the create. NULL: none. */
+  const struct cubert_server_faults_t *faults;
+} cubert_device_options_t;
+
 CUBERT_EXTERN_C_END
 
 #endif /* CUBERT_CLIENT_H */

@@ -36,12 +36,11 @@ typedef enum cubert_cpu_mode_e {
 } cubert_cpu_mode_t;
 
 typedef struct cubert_cpu_options_t {
-  uint32_t device_index;  /* registered as {CUBERT_CPU_DEVICE_TYPE, device_index} */
-  uint32_t max_streams;   /* stream slots (stream id mod max_streams); 0: 16 */
+  /* What every device has (cubert/client.h): registered as {CUBERT_CPU_DEVICE_TYPE,
+   * device.index}; memory_size 0: 1 GiB; the race checker runs in either mode;
+   * device.faults: the CPU driver injects every fault. */
+  cubert_device_options_t device;
   uint32_t workers;       /* kernel worker threads; 0: online CPUs - 1 (deterministic: none) */
-  uint64_t memory_size;   /* max_page_size advertised; 0: 1 GiB */
-  uint32_t max_handles;   /* handle table capacity; 0: 1 << 20 */
-  cubert_bounds_check_mode_t bounds_check;
   /* Kernel profiling of the new device (cubert_client_set_profiling) with
    * the log's sink (cubert_log_sink_default of cubert/os.h: stderr or
    * CUBERT_LOG_FILE). OFF: CUBERT_PROFILE_LEVEL, if set. */
@@ -68,12 +67,6 @@ typedef struct cubert_cpu_options_t {
   /* DETERMINISTIC: entries of the built-in choice log (allocated); 0: 65536.
    * Choices beyond it are still made but not logged (info.log_truncated). */
   uint32_t log_capacity;
-  /* Non-zero: run the race checker (cubert/race.h) in either mode; reports
-   * are counted (cubert_cpu_race_counters), the last is kept and each goes
-   * to race_sink (called with the device held, on the thread that issued the
-   * action; it must not call the client). 0: off (one branch per hook). */
-  uint32_t race_check;
-  cubert_race_sink_t race_sink;
   /* ---- observability and memory (docs/configuration.md) ---- */
   /* Non-zero: keep a per-kernel summary of the executions (name, total
    * time on the streams, count, ratio: cubert_profile_summary_format at
@@ -159,7 +152,7 @@ CUBERT_API cubert_status_t cubert_cpu_sim_attach(cubert_client_t *client,
  * completed. Deterministic only. Blocks (runs kernels inline). Thread-safe. */
 CUBERT_API cubert_status_t cubert_cpu_sim_drain(cubert_client_t *client, cubert_error_t *out_error);
 
-/* ---- race checker (options.race_check) ---------------------------------------- */
+/* ---- race checker (options.device.race_check) ---------------------------------------- */
 
 /* Counters of the device's checker (all zero when it is off); the same as
  * cubert_client_race_counters (cubert/driver/server.h). Thread-safe. */

@@ -22,8 +22,9 @@
  *    (handle_table.h), the memory manager and pools (memory.h), the
  *    multi-stream (stream.h), the device handle and registry (device.h), the
  *    race checker (race.h), the simulation's choice calls (sim.h), the
- *    timestamp profiler (profiler.h), checked arithmetic (arith.h), and the
- *    test-only switches (testing.h, cpu_testing.h).
+ *    timestamp profiler (profiler.h), checked arithmetic (arith.h); the
+ *    test-only switches (core/server/server_faults.h) reach every device
+ *    through cubert_device_options_t.faults (client.h).
  *
  * The conventions every public header follows are written once, here:
  *

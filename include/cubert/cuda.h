@@ -182,16 +182,15 @@ typedef enum cubert_cuda_upload_copy_e {
 } cubert_cuda_upload_copy_t;
 
 typedef struct cubert_cuda_options_t {
+  /* What every device has (cubert/client.h): registered as
+   * {CUBERT_CUDA_DEVICE_TYPE, device.index}, usually equal to ordinal; several
+   * devices may share one GPU (each with its own streams, pools and caches on
+   * the GPU's primary context); memory_size 0: a quarter of the GPU's memory;
+   * device.faults: the server's (dropped waits) only, the CUDA driver injects
+   * no run-time fault. */
+  cubert_device_options_t device;
   /* The GPU: the CUdevice ordinal, below cubert_cuda_device_count. */
   uint32_t ordinal;
-  /* Registered as {CUBERT_CUDA_DEVICE_TYPE, device_index}. Usually equal to
-   * ordinal; several devices may share one GPU (each with its own streams,
-   * pools and caches on the GPU's primary context). */
-  uint32_t device_index;
-  uint32_t max_streams;  /* stream slots (stream id mod max_streams), 1..255; 0: 16 */
-  uint32_t max_handles;  /* handle table capacity; 0: 1 << 20 */
-  uint64_t memory_size;  /* max_page_size advertised; 0: a quarter of the GPU's memory */
-  cubert_bounds_check_mode_t bounds_check;
   /* Kernel profiling of the new device with the stderr sink (as on the
    * CPU device); cubert_cuda_options_initialize reads CUBERT_PROFILE_LEVEL. */
   cubert_profile_level_t profile_level;
@@ -199,10 +198,6 @@ typedef struct cubert_cuda_options_t {
    * pageable memory into pinned chunks, and large reads out of them; 0: the
    * default (the online CPUs, at most 16); 1: the calling thread alone. */
   uint32_t upload_threads;
-  /* Non-zero: the server's race checker (cubert/race.h); reports go to
-   * race_sink (cubert_client_race_counters counts them). */
-  uint32_t race_check;
-  cubert_race_sink_t race_sink;
   /* How waits for the GPU wait (AUTO: spin up to sync_spin_us, then block). */
   cubert_cuda_sync_mode_t sync_mode;
   /* AUTO's polling time in microseconds; 0: CUBERT_CUDA_SYNC_SPIN_US_DEFAULT. */

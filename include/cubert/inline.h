@@ -24,14 +24,10 @@ CUBERT_EXTERN_C_BEGIN
 #define CUBERT_INLINE_DEVICE_TYPE 3
 
 typedef struct cubert_inline_options_t {
-  uint32_t device_index;  /* registered as {CUBERT_INLINE_DEVICE_TYPE, device_index} */
-  uint32_t max_streams;   /* stream slots (stream id mod max_streams); 0: 16 */
-  uint64_t memory_size;   /* max_page_size advertised; 0: 1 GiB */
-  uint32_t max_handles;   /* handle table capacity; 0: 1 << 20 */
-  cubert_bounds_check_mode_t bounds_check;
-  /* Non-zero: the race checker (cubert/race.h); reports go to race_sink. */
-  uint32_t race_check;
-  cubert_race_sink_t race_sink;
+  /* What every device has (cubert/client.h): registered as
+   * {CUBERT_INLINE_DEVICE_TYPE, device.index}; memory_size 0: 1 GiB;
+   * device.faults: the inline driver injects every fault. */
+  cubert_device_options_t device;
   /* The device lock (recursive; borrowed: it must outlive the device).
    * NULL functions: no lock (a single-threaded host). */
   cubert_lock_t lock;

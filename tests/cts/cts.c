@@ -1,347 +1,191 @@
 /* SPDX-License-Identifier: MIT */
-/* tests/cts/cts.c: the device under test for the conformance suite (see cts.h). */
+/* tests/cts/cts.c: the device under test for the conformance suite (see cts.h):
+ * the registry of drivers (each registers itself from its own file), the
+ * choice of one by name, and what every test does with it. No driver is
+ * named here. */
 #include "cts.h"
 
 #include <time.h>
 
 #include "cubert/driver/server.h"
-#include "cubert/inline.h"
-#if !CUBERT_CTS_INLINE_ONLY
-#include "cubert/cpu.h"
-#include "cubert/os.h"
-#if defined(CUBERT_HAVE_BACKEND_CUDA)
-#include "cubert/cuda.h"
-#include "memory/memory.h"
-/* tests/cuda/test_cuda_cts_support.c: 0 when there is a CUDA driver to
- * test (the fake one gets its host kernel runner), else the skip line. */
-int cts_cuda_prepare(char *skip, size_t size);
-/* 1 when the CUDA devices can all_reduce (NCCL loads), else 0 and why. */
-int cts_cuda_collectives(char *why, size_t size);
+
+/* ---- the registry ---- */
+
+static const cts_driver_t *g_drivers[CTS_DRIVER_MAX];
+static size_t g_driver_count;
+static int g_driver_overflow; /* a record did not fit, or a name came twice */
+
+void cts_driver_register(const cts_driver_t *driver) {
+  if (!driver || !driver->name || !driver->create || g_driver_count == CTS_DRIVER_MAX ||
+      cts_driver_find(driver->name)) {
+    g_driver_overflow = 1;
+    return;
+  }
+  g_drivers[g_driver_count++] = driver;
+}
+
+size_t cts_driver_count(void) { return g_driver_count; }
+
+const cts_driver_t *cts_driver_at(size_t i) { return i < g_driver_count ? g_drivers[i] : NULL; }
+
+const cts_driver_t *cts_driver_find(const char *name) {
+  size_t i;
+  if (!name) return NULL;
+  for (i = 0; i < g_driver_count; i++)
+    if (strcmp(g_drivers[i]->name, name) == 0) return g_drivers[i];
+  return NULL;
+}
+
+void cts_driver_names(char *out, size_t size) {
+  size_t i, used = 0;
+  if (!out || size == 0) return;
+  out[0] = 0;
+  for (i = 0; i < g_driver_count && used + 1 < size; i++) {
+    int n = snprintf(out + used, size - used, "%s%s", i ? ", " : "", g_drivers[i]->name);
+    if (n < 0) break;
+    used += (size_t)n < size - used ? (size_t)n : size - used - 1;
+  }
+}
+
+const char *cts_unsupported_reason(const cts_driver_t *driver, const char *test) {
+  const cts_unsupported_t *u;
+  if (!driver || !driver->unsupported || !test) return NULL;
+  for (u = driver->unsupported; u->test; u++) {
+    size_t n = strlen(u->test);
+    if (n && u->test[n - 1] == '*' ? strncmp(test, u->test, n - 1) == 0 : strcmp(test, u->test) == 0)
+      return u->reason;
+  }
+  return NULL;
+}
+
+/* The name CUBERT_CTS_DRIVER asks for (no environment in an inline-only build). */
+static const char *wanted_name(void) {
+#if CUBERT_CTS_INLINE_ONLY
+  return "inline";
+#else
+  const char *v = getenv("CUBERT_CTS_DRIVER");
+  const char *mode = getenv("CUBERT_CTS_MODE");
+  if (v && *v) return v;
+  return mode && strcmp(mode, "deterministic") == 0 ? "deterministic" : "cpu";
 #endif
-#endif
+}
+
+const cts_driver_t *cts_driver(void) {
+  const char *name = wanted_name();
+  const cts_driver_t *d = cts_driver_find(name);
+  char names[256];
+  if (g_driver_overflow)
+    test_fail(__FILE__, __LINE__, "cts: a driver record is invalid, named twice, or past CTS_DRIVER_MAX");
+  if (d) return d;
+  cts_driver_names(names, sizeof names);
+  test_fail(__FILE__, __LINE__, "CUBERT_CTS_DRIVER=%s: no such driver; registered: %s", name, names);
+}
+
+int cts_driver_is(const char *name) { return strcmp(cts_driver()->name, name) == 0; }
+
+const char *cts_server_name(void) { return cts_driver()->name; }
+
+int cts_is_threaded(void) { return (cts_driver()->flags & CTS_DRIVER_THREADED) != 0; }
+
+uint16_t cts_device_type(void) { return cts_driver()->device_type; }
+
+cubert_layout_policy_t cts_layout_policy(void) { return cts_driver()->layout_policy; }
+
+/* ---- the device under test ---- */
 
 #if CUBERT_CTS_INLINE_ONLY
-/* ---- the inline driver alone (no environment, no OS layer) ---- */
-
-cts_driver_t cts_driver(void) { return CTS_DRIVER_INLINE; }
-
-/* A monotonic clock without an OS: each reading is 1 us after the last. */
-static uint64_t counting_now_ns(void *self) {
-  uint64_t *now = (uint64_t *)self;
-  *now += 1000u;
-  return *now;
+static int race_env_on(void) { return 1; }
+#else
+static int race_env_on(void) {
+  const char *v = getenv("CUBERT_CTS_RACE");
+  return !(v && *v && strtoull(v, NULL, 0) == 0);
 }
-
-static uint64_t g_now_ns;
-
-static cubert_profile_clock_t cts_clock(void) {
-  cubert_profile_clock_t clock;
-  clock.self = &g_now_ns;
-  clock.now_ns = counting_now_ns;
-  return clock;
-}
-
-void cts_sleep_ms(uint32_t ms) { g_now_ns += (uint64_t)ms * 1000000u; }
-
-static int race_on(void) { return (cubert_config_features() & CUBERT_FEATURE_RACE_CHECKER) != 0; }
-
-uint16_t cts_device_type(void) { return CUBERT_INLINE_DEVICE_TYPE; }
-
-cubert_layout_policy_t cts_layout_policy(void) {
-  cubert_layout_policy_t p;
-  p.kind = CUBERT_LAYOUT_POLICY_CONTIGUOUS;
-  p.mem_alignment = 8;
-  return p;
-}
-
-static cubert_status_t inline_create(cubert_allocator_t a, const cts_options_t *o,
-                                     cubert_client_t **out, cubert_error_t *err) {
-  /* the SubSlices preset's pages (1 GiB / 2 by default; 32 MiB and more for a
-   * sliced pool) cannot fit the target's RAM: the same shape at its scale, a
-   * sliced pool of 64 KiB pages for small buffers and a direct pool (exact
-   * sizes) above, as docs/embedding.md advises for small targets */
-  static const cubert_memory_pool_options_t k_pools[2] = {
-      {CUBERT_MEMORY_POOL_SLICED, 64 * 1024, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE, 0,
-       CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE},
-      {CUBERT_MEMORY_POOL_DIRECT, 0, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE, 0, 0,
-       CUBERT_MEMORY_NONE}};
-  cubert_inline_options_t io;
-  cubert_inline_options_initialize(&io);
-  io.device_index = o->device_index;
-  io.max_streams = o->max_streams ? o->max_streams : 8;
-  io.memory_size = o->memory_size;
-  io.max_handles = o->max_handles;
-  io.bounds_check = o->bounds_check;
-  io.race_check = (uint32_t)(race_on() || o->race_check_forced);
-  io.clock = cts_clock(); /* no lock, stream 0 for every call: one thread */
-  io.memory_config.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
-  io.memory_config.pools = k_pools;
-  io.memory_config.pool_count = 2;
-  if (o->memory_config) io.memory_config = *o->memory_config;
-  return cubert_inline_client_create(a, &io, out, err);
-}
-
-int cts_server_available(cts_driver_t server, char *why, size_t why_size) {
-  if (server == CTS_DRIVER_INLINE) return 1;
-  static const char k_why[] = "only the inline driver on this target";
-  size_t i;
-  for (i = 0; why && i + 1 < why_size && k_why[i]; i++) why[i] = k_why[i];
-  if (why && why_size) why[i] = '\0';
-  return 0;
-}
-
-uint16_t cts_server_device_type(cts_driver_t server) {
-  (void)server;
-  return CUBERT_INLINE_DEVICE_TYPE;
-}
-
-cubert_status_t cts_client_create_as(cts_driver_t server, cubert_allocator_t allocator,
-                                     const cts_options_t *options, cubert_client_t **out_client,
-                                     cubert_error_t *out_error) {
-  (void)server;
-  return cts_client_create(allocator, options, out_client, out_error);
-}
-
-cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_options_t *options,
-                                  cubert_client_t **out_client, cubert_error_t *out_error) {
-  cts_options_t none;
-  if (!options) {
-    memset(&none, 0, sizeof none);
-    options = &none;
-  }
-  return inline_create(allocator, options, out_client, out_error);
-}
-
-#else /* !CUBERT_CTS_INLINE_ONLY */
-
-/* Deterministic runs: a failing test prints its seed and choice log at exit. */
-static cubert_client_t *g_sim_client;
-
-static void print_sim_run(void) {
-  cubert_cpu_sim_info_t info;
-  size_t i;
-  if (!g_sim_client || cubert_cpu_sim_info(g_sim_client, &info, NULL) != CUBERT_STATUS_OK) return;
-  fprintf(stderr, "deterministic run: seed %llu trace 0x%016llx steps %llu log [",
-          (unsigned long long)info.seed, (unsigned long long)info.trace_hash,
-          (unsigned long long)info.steps);
-  for (i = 0; i < info.log_len; i++) fprintf(stderr, "%s%u", i ? "," : "", info.log[i]);
-  fprintf(stderr, "]%s\n", info.log_truncated ? " (truncated)" : "");
-}
-
-static uint64_t env_u64(const char *name, uint64_t fallback) {
-  const char *v = getenv(name);
-  return v && *v ? strtoull(v, NULL, 0) : fallback;
-}
+#endif
 
 /* On unless CUBERT_CTS_RACE=0 or the library has no race checker (make check-minimal). */
 static int race_on(void) {
-  return env_u64("CUBERT_CTS_RACE", 1) != 0 &&
-         (cubert_config_features() & CUBERT_FEATURE_RACE_CHECKER) != 0;
+  return race_env_on() && (cubert_config_features() & CUBERT_FEATURE_RACE_CHECKER) != 0;
 }
 
-cts_driver_t cts_driver(void) {
-  const char *v = getenv("CUBERT_CTS_DRIVER");
-  const char *mode = getenv("CUBERT_CTS_MODE");
-  if (!v || !*v) return mode && strcmp(mode, "deterministic") == 0 ? CTS_DRIVER_DETERMINISTIC
-                                                                   : CTS_DRIVER_CPU;
-  if (strcmp(v, "cpu") == 0) return CTS_DRIVER_CPU;
-  if (strcmp(v, "deterministic") == 0) return CTS_DRIVER_DETERMINISTIC;
-  if (strcmp(v, "inline") == 0) return CTS_DRIVER_INLINE;
-  if (strcmp(v, "cuda") == 0) return CTS_DRIVER_CUDA;
-  test_fail(__FILE__, __LINE__,
-            "CUBERT_CTS_DRIVER=%s: expected cpu, deterministic, inline or cuda", v);
+uint32_t cts_race_check(const cts_options_t *options) {
+  if (options && options->race_off) return 0;
+  return (uint32_t)(race_on() || (options && options->race_check_forced));
 }
 
-uint16_t cts_device_type(void) {
-  switch (cts_driver()) {
-    case CTS_DRIVER_INLINE: return CUBERT_INLINE_DEVICE_TYPE;
-    case CTS_DRIVER_CUDA: return 2; /* CUBERT_CUDA_DEVICE_TYPE (cubert/cuda.h) */
-    default: return CUBERT_CPU_DEVICE_TYPE;
-  }
+cubert_device_options_t cts_device_options(const cts_options_t *options) {
+  cubert_device_options_t d;
+  memset(&d, 0, sizeof d);
+  d.index = options->device_index;
+  d.max_streams = options->max_streams;
+  d.max_handles = options->max_handles;
+  d.memory_size = options->memory_size;
+  d.bounds_check = options->bounds_check;
+  d.race_check = cts_race_check(options);
+  d.faults = options->faults;
+  return d;
 }
 
-cubert_layout_policy_t cts_layout_policy(void) {
-  cubert_layout_policy_t p;
-  p.kind = cts_driver() == CTS_DRIVER_CUDA ? CUBERT_LAYOUT_POLICY_PITCHED
-                                           : CUBERT_LAYOUT_POLICY_CONTIGUOUS;
-  p.mem_alignment = cts_driver() == CTS_DRIVER_CUDA ? 512 : 8;
-  return p;
+int cts_driver_available(const cts_driver_t *driver, char *why, size_t why_size) {
+  const char *reason = NULL;
+  if (!driver)
+    reason = "not registered in this build";
+  else if ((driver->flags & CTS_DRIVER_DETERMINISTIC) &&
+           !(cubert_config_features() & CUBERT_FEATURE_SIMULATION))
+    reason = "the deterministic mode is compiled out (CUBERT_CONFIG_SIMULATION=0)";
+  else if (driver->available)
+    return driver->available(why, why_size);
+  if (!reason) return 1;
+  if (why && why_size) snprintf(why, why_size, "%s", reason);
+  return 0;
 }
 
-/* The inline device's lock: made here, freed when the device is gone. */
-typedef struct inline_lock_t {
-  cubert_lock_t lock;
-  cubert_allocator_t allocator;
-} inline_lock_t;
-
-static void inline_lock_release(void *self) {
-  inline_lock_t *l = (inline_lock_t *)self;
-  cubert_allocator_t a = l->allocator;
-  cubert_os_lock_destroy(l->lock);
-  cubert_allocator_free(a, l, sizeof(*l), 0);
+cubert_status_t cts_client_create_as(const cts_driver_t *driver, cubert_allocator_t allocator,
+                                     const cts_options_t *options, cubert_client_t **out_client,
+                                     cubert_error_t *out_error) {
+  cts_options_t o;
+  if (options) o = *options;
+  else memset(&o, 0, sizeof o);
+  if (!o.max_streams) o.max_streams = 8;
+  return driver->create(allocator, &o, out_client, out_error);
 }
 
-static cubert_status_t inline_create(cubert_allocator_t a, const cts_options_t *o,
-                                     cubert_client_t **out, cubert_error_t *err) {
-  cubert_inline_options_t io;
-  inline_lock_t *l = NULL;
-  cubert_status_t status;
-  if (cubert_allocator_malloc(a, sizeof(*l), 0, (void **)&l, NULL) != CUBERT_STATUS_OK)
-    return cubert_error_set(err, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cts: lock");
-  l->allocator = a;
-  if (cubert_os_lock_create(a, &l->lock, NULL) != CUBERT_STATUS_OK) {
-    cubert_allocator_free(a, l, sizeof(*l), 0);
-    return cubert_error_set(err, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cts: lock");
-  }
-  cubert_inline_options_initialize(&io);
-  io.device_index = o->device_index;
-  io.max_streams = o->max_streams ? o->max_streams : 8;
-  io.memory_size = o->memory_size;
-  io.max_handles = o->max_handles;
-  io.bounds_check = o->bounds_check;
-  io.race_check = (uint32_t)(race_on() || o->race_check_forced);
-  io.lock = l->lock;
-  if (o->memory_config) io.memory_config = *o->memory_config;
-  io.clock = cubert_os_clock();
-  io.stream_source = cubert_os_stream_source;
-  io.release = inline_lock_release;
-  io.release_self = l;
-  status = cubert_inline_client_create(a, &io, out, err);
-  if (status != CUBERT_STATUS_OK) inline_lock_release(l);
-  return status;
-}
-
-/* A CUDA device (a test without a CUDA driver to run on is skipped, with
- * the reason). Device indexes share the GPUs there are (index mod count). */
-static cubert_status_t cuda_create(cubert_allocator_t a, const cts_options_t *o,
-                                   cubert_client_t **out, cubert_error_t *err) {
-#if defined(CUBERT_HAVE_BACKEND_CUDA)
-  static char skip[CUBERT_ERROR_REASON_SIZE + 16];
-  cubert_cuda_options_t co;
-  uint32_t gpus = 1;
-  if (cts_cuda_prepare(skip, sizeof skip) != 0) test_skip(__FILE__, __LINE__, skip);
-  if (cubert_cuda_device_count(&gpus, NULL) != CUBERT_STATUS_OK || gpus == 0) gpus = 1;
-  cubert_cuda_options_initialize(&co);
-  co.device_index = o->device_index;
-  co.ordinal = o->device_index % gpus;
-  co.max_streams = o->max_streams ? o->max_streams : 8;
-  co.memory_size = o->memory_size;
-  co.max_handles = o->max_handles;
-  co.bounds_check = o->bounds_check;
-  co.race_check = env_u64("CUBERT_CTS_RACE", 1) != 0;
-  co.collective_timeout_ms = o->collective_timeout_ms;
-  if (o->memory_config) /* the CUDA driver takes no memory configuration */
-    test_skip(__FILE__, __LINE__, "the CUDA driver has no memory_config option");
-  return cubert_cuda_client_create(a, &co, out, err);
-#else
-  (void)a;
-  (void)o;
-  (void)out;
-  (void)err;
-  test_skip(__FILE__, __LINE__,
-            "CUDA unavailable: this build has no CUDA driver (make CUDA=1)");
-#endif
+void cts_forget_client(cts_env_t *env) {
+  const cts_driver_t *d = cts_driver();
+  if (d && d->before_teardown) d->before_teardown(env);
+  env->client = NULL;
 }
 
 cubert_status_t cts_client_create(cubert_allocator_t allocator, const cts_options_t *options,
                                   cubert_client_t **out_client, cubert_error_t *out_error) {
-  return cts_client_create_as(cts_driver(), allocator, options, out_client, out_error);
-}
-
-int cts_server_available(cts_driver_t server, char *why, size_t why_size) {
-  if (server == CTS_DRIVER_DETERMINISTIC &&
-      !(cubert_config_features() & CUBERT_FEATURE_SIMULATION)) {
-    if (why && why_size)
-      snprintf(why, why_size, "%s", "the deterministic mode is compiled out (CUBERT_CONFIG_SIMULATION=0)");
-    return 0;
+  const cts_driver_t *d = cts_driver();
+  const char *why = cts_unsupported_reason(d, test_current_name);
+  cts_options_t o;
+  if (why) test_skip(__FILE__, __LINE__, why);
+  if (options) o = *options;
+  else memset(&o, 0, sizeof o);
+  if (!o.max_streams) o.max_streams = 8;
+  if (o.threaded && !(d->flags & CTS_DRIVER_THREADED)) {
+    /* the threaded CPU driver, whatever is under test */
+    const cts_driver_t *cpu = cts_driver_find("cpu");
+    if (!cpu) test_skip(__FILE__, __LINE__, "needs the threaded CPU driver (not in this build)");
+    d = cpu;
   }
-  if (server != CTS_DRIVER_CUDA) return 1;
-#if defined(CUBERT_HAVE_BACKEND_CUDA)
-  return cts_cuda_prepare(why, why_size) == 0;
-#else
-  if (why && why_size) snprintf(why, why_size, "%s", "no CUDA driver in this build (make CUDA=1)");
-  return 0;
-#endif
+  return d->create(allocator, &o, out_client, out_error);
 }
-
-uint16_t cts_server_device_type(cts_driver_t server) {
-  switch (server) {
-    case CTS_DRIVER_INLINE: return CUBERT_INLINE_DEVICE_TYPE;
-    case CTS_DRIVER_CUDA: return 2; /* CUBERT_CUDA_DEVICE_TYPE (cubert/cuda.h) */
-    default: return CUBERT_CPU_DEVICE_TYPE;
-  }
-}
-
-cubert_status_t cts_client_create_as(cts_driver_t server, cubert_allocator_t allocator,
-                                     const cts_options_t *options, cubert_client_t **out_client,
-                                     cubert_error_t *out_error) {
-  cubert_cpu_options_t o;
-  cts_options_t none;
-  if (!options) {
-    memset(&none, 0, sizeof none);
-    options = &none;
-  }
-  if (server == CTS_DRIVER_INLINE && !options->threaded)
-    return inline_create(allocator, options, out_client, out_error);
-  if (server == CTS_DRIVER_CUDA && !options->threaded)
-    return cuda_create(allocator, options, out_client, out_error);
-  cubert_cpu_options_initialize(&o);
-  o.device_index = options->device_index;
-  o.max_streams = options->max_streams ? options->max_streams : 8;
-  o.workers = options->workers ? options->workers : 2;
-  if (options->memory_size) o.memory_size = options->memory_size;
-  o.max_handles = options->max_handles;
-  o.bounds_check = options->bounds_check;
-  o.collective_timeout_ms = options->collective_timeout_ms;
-  if (options->memory_config) o.memory_config = *options->memory_config;
-  if (server == CTS_DRIVER_DETERMINISTIC && !options->threaded) {
-    o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
-    o.seed = env_u64("CUBERT_CTS_SEED", 1);
-  }
-  o.race_check = (uint32_t)(race_on() || options->race_check_forced);
-  return cubert_cpu_client_create(allocator, &o, out_client, out_error);
-}
-
-
-void cts_sleep_ms(uint32_t ms) {
-  struct timespec ts;
-  ts.tv_sec = (time_t)(ms / 1000u);
-  ts.tv_nsec = (long)(ms % 1000u) * 1000000L;
-  nanosleep(&ts, NULL);
-}
-#endif /* CUBERT_CTS_INLINE_ONLY */
-
-const char *cts_server_name(void) {
-  switch (cts_driver()) {
-    case CTS_DRIVER_DETERMINISTIC: return "deterministic";
-    case CTS_DRIVER_INLINE: return "inline";
-    case CTS_DRIVER_CUDA: return "cuda";
-    case CTS_DRIVER_CPU:
-    default: return "cpu";
-  }
-}
-
-int cts_is_threaded(void) { return cts_driver() == CTS_DRIVER_CPU; }
 
 void cts_setup_with(cts_env_t *env, const cts_options_t *options) {
+  const cts_driver_t *d = cts_driver();
   cubert_error_t err;
   char msg[256];
   memset(env, 0, sizeof(*env));
   env->allocator = counting_allocator_initialize(&env->counting);
-  env->deterministic = cts_driver() == CTS_DRIVER_DETERMINISTIC && !options->threaded;
-  env->race_check = (uint32_t)race_on();
+  env->deterministic = (d->flags & CTS_DRIVER_DETERMINISTIC) && !options->threaded;
+  env->race_check = cts_race_check(options);
   if (cts_client_create(env->allocator, options, &env->client, &err) != CUBERT_STATUS_OK) {
     cubert_error_format(&err, msg, sizeof msg);
-    test_fail(__FILE__, __LINE__, "cts_setup: cannot create the %s device: %s", cts_server_name(),
-              msg);
+    test_fail(__FILE__, __LINE__, "cts_setup: cannot create the %s device: %s", d->name, msg);
   }
-#if !CUBERT_CTS_INLINE_ONLY
-  if (env->deterministic) {
-    static int registered;
-    g_sim_client = env->client;
-    if (!registered) registered = atexit(print_sim_run) == 0;
-  }
-#endif
+  if (d->after_setup && !options->threaded) d->after_setup(env);
 }
 
 void cts_setup(cts_env_t *env, uint32_t device_index) {
@@ -351,14 +195,8 @@ void cts_setup(cts_env_t *env, uint32_t device_index) {
   cts_setup_with(env, &o);
 }
 
-void cts_forget_client(cts_env_t *env) {
-#if !CUBERT_CTS_INLINE_ONLY
-  if (g_sim_client == env->client) g_sim_client = NULL;
-#endif
-  env->client = NULL;
-}
-
 void cts_teardown(cts_env_t *env) {
+  const cts_driver_t *d = cts_driver();
   if (env->race_check) {
     cubert_race_counters_t counters;
     cubert_race_report_t report;
@@ -371,9 +209,7 @@ void cts_teardown(cts_env_t *env) {
                 (unsigned long long)counters.reports, line);
     }
   }
-#if !CUBERT_CTS_INLINE_ONLY
-  if (g_sim_client == env->client) g_sim_client = NULL;
-#endif
+  if (d->before_teardown) d->before_teardown(env);
   cubert_client_release(env->client);
   env->client = NULL;
   CHECK_MSG(env->counting.live_blocks == 0, "leaked %lld blocks (%lld bytes)",
@@ -384,18 +220,24 @@ void cts_teardown(cts_env_t *env) {
 
 int cts_has_collectives(cubert_client_t *client) {
   const cubert_driver_t *driver = NULL;
+  const cts_driver_t *d = cts_driver();
   void *self = NULL;
   if (cubert_server_driver_of(client, &driver, &self) != CUBERT_STATUS_OK) return 0;
   if (!driver->collective) return 0;
-#if CUBERT_CTS_INLINE_ONLY
-  return 1;
-#else
-#if defined(CUBERT_HAVE_BACKEND_CUDA)
-  if (cts_driver() == CTS_DRIVER_CUDA) return cts_cuda_collectives(NULL, 0); /* NCCL loads */
-#endif
-  {
-    cubert_cpu_sim_info_t info; /* the CPU driver refuses them in deterministic mode */
-    return cubert_cpu_sim_info(client, &info, NULL) != CUBERT_STATUS_OK || !info.deterministic;
-  }
-#endif
+  return d->has_collectives ? d->has_collectives(client) : 1;
 }
+
+/* ---- time ---- */
+
+#if CUBERT_CTS_INLINE_ONLY
+/* The inline driver's clock there (tests/cts/cts_driver_inline.c) counts. */
+void cts_inline_clock_advance_ns(uint64_t ns);
+void cts_sleep_ms(uint32_t ms) { cts_inline_clock_advance_ns((uint64_t)ms * 1000000u); }
+#else
+void cts_sleep_ms(uint32_t ms) {
+  struct timespec ts;
+  ts.tv_sec = (time_t)(ms / 1000u);
+  ts.tv_nsec = (long)(ms % 1000u) * 1000000L;
+  nanosleep(&ts, NULL);
+}
+#endif

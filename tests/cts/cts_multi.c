@@ -11,37 +11,12 @@
 #include "os/os_comm.h"
 #endif
 
-#if defined(CUBERT_HAVE_BACKEND_CUDA) && !CUBERT_CTS_INLINE_ONLY
-/* tests/cuda/test_cuda_cts_support.c */
-int cts_cuda_prepare(char *skip, size_t size);
-int cts_cuda_collectives(char *why, size_t size);
-uint32_t cts_cuda_gpus(void);
-uint32_t cts_cuda_live_communicators(void);
-
-/* The CUDA devices' collectives need NCCL, and NCCL one GPU per rank: a
- * test of n devices (index mod GPU count) skips with the reason otherwise. */
-static void cuda_comm_require(uint32_t n) {
-  static char why[CUBERT_ERROR_REASON_SIZE + 64];
-  uint32_t gpus;
-  if (cts_cuda_prepare(why, sizeof why) != 0) TEST_SKIP(why); /* no CUDA at all */
-  if (!cts_cuda_collectives(why, sizeof why)) TEST_SKIP(why);
-  gpus = cts_cuda_gpus();
-  if (n > gpus) {
-    snprintf(why, sizeof why,
-             "collectives of %u devices need %u GPUs, this machine has %u: NCCL takes one rank "
-             "per GPU (\"Duplicate GPU detected\", ncclInvalidUsage)",
-             (unsigned)n, (unsigned)n, (unsigned)gpus);
-    TEST_SKIP(why);
-  }
-}
-#endif
-
 void mdev_create(cts_env_t *env, uint32_t index, uint32_t collective_timeout_ms) {
   cts_options_t o;
   memset(&o, 0, sizeof o);
   o.device_index = index;
   o.collective_timeout_ms = collective_timeout_ms;
-  o.threaded = cts_driver() == CTS_DRIVER_DETERMINISTIC;
+  o.threaded = (cts_driver()->flags & CTS_DRIVER_DETERMINISTIC) != 0;
   cts_setup_with(env, &o);
 }
 
@@ -59,11 +34,8 @@ void mdev_setup(mdev_t *m, uint32_t n, uint32_t first_index, uint32_t collective
 }
 
 void mdev_setup_comm(mdev_t *m, uint32_t n, uint32_t first_index, uint32_t collective_timeout_ms) {
-  if (cts_driver() == CTS_DRIVER_INLINE)
-    TEST_SKIP("collectives: the inline driver has none (it answers UNSUPPORTED)");
-#if defined(CUBERT_HAVE_BACKEND_CUDA) && !CUBERT_CTS_INLINE_ONLY
-  if (cts_driver() == CTS_DRIVER_CUDA) cuda_comm_require(n);
-#endif
+  const cts_driver_t *d = cts_driver();
+  if (d->require_collectives) d->require_collectives(n); /* skips when it cannot */
   mdev_setup(m, n, first_index, collective_timeout_ms);
 }
 
@@ -82,9 +54,8 @@ uint32_t mdev_live_communicators(void) { return 0; }
 uint64_t mdev_now_ms(void) { return (uint64_t)clock() * 1000u / CLOCKS_PER_SEC; }
 #else
 uint32_t mdev_live_communicators(void) {
-#if defined(CUBERT_HAVE_BACKEND_CUDA)
-  if (cts_driver() == CTS_DRIVER_CUDA) return cts_cuda_live_communicators();
-#endif
+  const cts_driver_t *d = cts_driver();
+  if (d->live_communicators) return d->live_communicators();
   return os_comm_live();
 }
 

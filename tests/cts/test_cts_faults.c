@@ -9,18 +9,17 @@
  * hangs or leaks. A VALIDATE out-of-bounds report travels the same way.
  *
  * The CPU drivers (threaded, deterministic) and the inline driver honour the
- * hook; on CUDA every test here skips (the CUDA driver does not inject
- * faults).
+ * hook; on CUDA every test here skips (the CUDA driver's conformance run lists
+ * them as unsupported: it does not inject run-time faults).
  */
 #include "cts.h"
 
-#include "inline/inline_testing.h"
+#include "server/server_faults.h"
 #include "cubert/config.h"
 #include "cubert/cube.h"
 #include "cubert_kernels.h"
 #if !CUBERT_CTS_INLINE_ONLY
-#include "cpu/cpu_testing.h"
-#include "cubert/os.h"
+#include "cubert/cpu.h"
 #endif
 
 /* ---- a device of the driver under test, with faults ---- */
@@ -29,76 +28,19 @@
  * memory, misses synchronization and reports races that are not there. */
 static int g_race_off;
 
-static int race_wanted(void) {
-  if (g_race_off || !(cubert_config_features() & CUBERT_FEATURE_RACE_CHECKER)) return 0;
-#if !CUBERT_CTS_INLINE_ONLY
-  {
-    const char *v = getenv("CUBERT_CTS_RACE");
-    if (v && *v && strtoull(v, NULL, 0) == 0) return 0;
-  }
-#endif
-  return 1;
-}
-
 /* The device under test (cts_setup's options: 8 streams, 2 workers) with
- * `faults` and `bounds`. Skips on CUDA. */
+ * `faults` (given in its options, as every driver takes them) and `bounds`.
+ * A driver that does not inject run-time faults lists these tests as
+ * unsupported (its conformance run, cts.h): they skip with its reason. */
 static void fault_setup(cts_env_t *env, const cubert_server_faults_t *faults,
                         cubert_bounds_check_mode_t bounds) {
-  cubert_error_t err;
-  cubert_status_t status;
-  char msg[256];
-  if (cts_driver() == CTS_DRIVER_CUDA)
-    TEST_SKIP("the CUDA driver does not honour the run-time fault hook (core/server/server_faults.h)");
-  memset(env, 0, sizeof(*env));
-  env->allocator = counting_allocator_initialize(&env->counting);
-  env->race_check = (uint32_t)race_wanted();
-  if (cts_driver() == CTS_DRIVER_INLINE) {
-    cubert_inline_options_t io;
-    cubert_inline_options_initialize(&io);
-    io.device_index = 60;
-    io.max_streams = 8;
-    io.bounds_check = bounds;
-    io.race_check = env->race_check;
-#if CUBERT_CTS_INLINE_ONLY
-    { /* a small target's pools, as cts.c gives them (docs/embedding.md) */
-      static const cubert_memory_pool_options_t k_pools[2] = {
-          {CUBERT_MEMORY_POOL_SLICED, 64 * 1024, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE, 0,
-           CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE},
-          {CUBERT_MEMORY_POOL_DIRECT, 0, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE, 0, 0,
-           CUBERT_MEMORY_NONE}};
-      io.memory_config.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
-      io.memory_config.pools = k_pools;
-      io.memory_config.pool_count = 2;
-    }
-#endif
-    /* no lock (these tests use one thread), streams set per client */
-    status = cubert__inline_client_create_with_faults(env->allocator, &io, faults, &env->client, &err);
-  } else {
-#if CUBERT_CTS_INLINE_ONLY
-    status = CUBERT_STATUS_INTERNAL;
-    cubert_error_set(&err, CUBERT_ERROR_SERVER_GENERIC, NULL, 0, "no CPU driver here");
-#else
-    cubert_cpu_options_t o;
-    cubert_cpu_options_initialize(&o);
-    o.device_index = 60;
-    o.max_streams = 8;
-    o.workers = 2;
-    o.bounds_check = bounds;
-    o.race_check = env->race_check;
-    if (cts_driver() == CTS_DRIVER_DETERMINISTIC) {
-      const char *seed = getenv("CUBERT_CTS_SEED");
-      o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
-      o.seed = seed && *seed ? strtoull(seed, NULL, 0) : 1u;
-      env->deterministic = 1;
-    }
-    status = cubert__cpu_client_create_with_faults(env->allocator, &o, faults, &env->client, &err);
-#endif
-  }
-  if (status != CUBERT_STATUS_OK) {
-    cubert_error_format(&err, msg, sizeof msg);
-    test_fail(__FILE__, __LINE__, "fault_setup: cannot create the %s device: %s",
-              cts_server_name(), msg);
-  }
+  cts_options_t o;
+  memset(&o, 0, sizeof o);
+  o.device_index = 60;
+  o.bounds_check = bounds;
+  o.race_off = g_race_off;
+  o.faults = faults;
+  cts_setup_with(env, &o);
 }
 
 static void faults_none(cubert_server_faults_t *f) { memset(f, 0, sizeof(*f)); }
@@ -588,7 +530,7 @@ TEST(cts_fault_inline_event_without_memory) {
   cubert_status_t status = CUBERT_STATUS_OK;
   uint32_t data[N], out[N];
   uint64_t n, failures;
-  if (cts_driver() != CTS_DRIVER_INLINE)
+  if (!cts_driver_is("inline"))
     TEST_SKIP("tests the inline driver's own events (the other drivers allocate none per event)");
   faults_none(&f);
   f.fail_launch = 1;
@@ -654,7 +596,7 @@ TEST(cts_fault_waiter_inherits_the_last_logged_failures) {
   for (i = 0; i < 20; i++) CHECK_OK(add(a, &hs, 1));
   CHECK_OK(twice(b, &hs, &hd));
   CHECK_STATUS(cubert_client_sync(b, &err), CUBERT_STATUS_SERVER_UNHEALTHY);
-  expect_unhealthy(&err, cts_driver() == CTS_DRIVER_INLINE ? 4u : 16u, CUBERT_ERROR_SERVER_LAUNCH,
+  expect_unhealthy(&err, (cts_driver()->flags & CTS_DRIVER_SYNCHRONOUS) ? 4u : 16u, CUBERT_ERROR_SERVER_LAUNCH,
                    CUBERT_ERROR_LAUNCH_UNKNOWN, "kernel ck_add_scalar_u32 failed on stream 1");
   CHECK_STATUS(cubert_client_sync(a, &err), CUBERT_STATUS_SERVER_UNHEALTHY);
   CHECK_EQ_U64(cubert_error_aggregate_count(&err), 20);

@@ -12,7 +12,7 @@ static void create_with_memory(cts_env_t *env, uint32_t index, uint64_t memory_s
   o.max_streams = 4;
   o.workers = 1;
   o.memory_size = memory_size;
-  o.threaded = cts_driver() == CTS_DRIVER_DETERMINISTIC;
+  o.threaded = (cts_driver()->flags & CTS_DRIVER_DETERMINISTIC) != 0;
   cts_setup_with(env, &o);
 }
 

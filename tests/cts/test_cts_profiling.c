@@ -482,7 +482,7 @@ TEST(cts_cpu_options_profile_level) {
   CHECK(setenv("CUBERT_PROFILE_LEVEL", "execution-only", 1) == 0);
   cubert_cpu_options_initialize(&o);
   CHECK_EQ_U64(o.profile_level, CUBERT_PROFILE_LEVEL_OFF);
-  o.device_index = 30;
+  o.device.index = 30;
   o.workers = 1;
   CHECK_OK(cubert_cpu_client_create(a, &o, &client, NULL));
   CHECK_EQ_U64(cubert_client_profiling_level(client), CUBERT_PROFILE_LEVEL_EXECUTION_ONLY);
@@ -494,7 +494,7 @@ TEST(cts_cpu_options_profile_level) {
   CHECK_MSG(strstr(err.reason, "CUBERT_PROFILE_LEVEL") != NULL, "%s", err.reason);
   CHECK(unsetenv("CUBERT_PROFILE_LEVEL") == 0);
   CHECK_EQ_I64(c.live_blocks, 0);
-  o.device_index = 30;
+  o.device.index = 30;
   o.workers = 1;
   o.profile_level = CUBERT_PROFILE_LEVEL_FULL;
   CHECK_OK(cubert_cpu_client_create(a, &o, &client, NULL));

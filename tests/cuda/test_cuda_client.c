@@ -304,7 +304,7 @@ static void validate_body(int gpu) {
   cubert_error_t err, first;
   int i;
   cubert_cuda_options_initialize(&o);
-  o.bounds_check = CUBERT_BOUNDS_CHECK_VALIDATE;
+  o.device.bounds_check = CUBERT_BOUNDS_CHECK_VALIDATE;
   client_open(&e, gpu, &o);
   CHECK_OK(cubert_client_create_from_slice(e.client, data, sizeof data, &h, NULL));
   args = args_of(&h, 1, NULL, 0);
@@ -341,7 +341,7 @@ static void oom_body(int gpu) {
   uint8_t b[3] = {1, 2, 3}, out[3];
   uint64_t retries;
   cubert_cuda_options_initialize(&o);
-  o.memory_size = (uint64_t)1 << 44; /* pages as large as asked */
+  o.device.memory_size = (uint64_t)1 << 44; /* pages as large as asked */
   client_open(&e, gpu, &o);
   CHECK_OK(cubert_cuda_device_info(0, &info, NULL));
   retries = stats_of(e.client).alloc_retries;
@@ -372,8 +372,8 @@ TEST(cuda_client_out_of_memory_reclaims_and_retries) {
   fake_knob("CUBERT_FAKE_CUDA_MEMORY", "50331648"); /* 48 MiB */
   fake_knob("CUBERT_FAKE_CUDA_DEFER_FREES", "1");
   cubert_cuda_options_initialize(&o);
-  o.max_streams = 4;
-  o.memory_size = 32u << 20;
+  o.device.max_streams = 4;
+  o.device.memory_size = 32u << 20;
   client_open(&e, 0, &o);
   CHECK_OK(cubert_client_clone(e.client, &a, NULL));
   CHECK_OK(cubert_client_clone(e.client, &b, NULL));
@@ -469,11 +469,11 @@ TEST(cuda_client_create_refuses_bad_options) {
   CHECK_STATUS(cubert_cuda_client_create(e.allocator, &o, &c, &err),
                CUBERT_STATUS_ALREADY_EXISTS); /* index 0 is taken */
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_SERVICE_CREATION);
-  o.device_index = 1;
-  o.max_streams = 300;
+  o.device.index = 1;
+  o.device.max_streams = 300;
   CHECK_STATUS(cubert_cuda_client_create(e.allocator, &o, &c, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  o.max_streams = 0;
+  o.device.max_streams = 0;
   o.profile_level = (cubert_profile_level_t)99;
   CHECK_STATUS(cubert_cuda_client_create(e.allocator, &o, &c, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
@@ -554,7 +554,7 @@ static void lost_body(int gpu) {
   if (gpus > 1) { /* a device on GPU 1, working before the fault */
     cubert_cuda_options_initialize(&o);
     o.ordinal = 1;
-    o.device_index = 1;
+    o.device.index = 1;
     CHECK_OK_E(cubert_cuda_client_create(oa, &o, &other, &err), err);
     CHECK_OK(cubert_client_create_from_slice(other, data, sizeof data, &ho, NULL));
     CHECK_OK(cubert_client_read_one(other, &ho, out, sizeof out, NULL));
@@ -584,7 +584,7 @@ static void lost_body(int gpu) {
     /* a device opened after the loss: refused at once with the first cause */
     cubert_cuda_options_initialize(&o);
     o.ordinal = 1;
-    o.device_index = 2;
+    o.device.index = 2;
     CHECK_STATUS(cubert_cuda_client_create(cubert_allocator_libc(), &o, &later, &err),
                  CUBERT_STATUS_UNAVAILABLE);
     CHECK(later == NULL);
@@ -596,7 +596,7 @@ static void lost_body(int gpu) {
   counting_allocator_destroy(&oc);
   /* a CPU device keeps working */
   cubert_cpu_options_initialize(&co);
-  co.device_index = 7;
+  co.device.index = 7;
   CHECK_OK(cubert_cpu_client_create(cubert_allocator_libc(), &co, &cpu, NULL));
   CHECK_OK(cubert_client_create_from_slice(cpu, data, sizeof data, &h, NULL));
   CHECK_OK(cubert_client_read_one(cpu, &h, out, sizeof out, NULL));

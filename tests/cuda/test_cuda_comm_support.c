@@ -52,9 +52,9 @@ void comm_open_on(comm_env_t *e, uint32_t n, uint32_t timeout_ms, uint32_t max_g
     char msg[512];
     e->allocator[i] = counting_allocator_initialize(&e->counting[i]);
     cubert_cuda_options_initialize(&o);
-    o.device_index = i;
+    o.device.index = i;
     o.ordinal = i % gpus;
-    o.max_streams = 8;
+    o.device.max_streams = 8;
     o.collective_timeout_ms = timeout_ms;
     if (cubert_cuda_client_create(e->allocator[i], &o, &e->c[i], &err) != CUBERT_STATUS_OK) {
       cubert_error_format(&err, msg, sizeof msg);

@@ -346,7 +346,7 @@ TEST(cuda_comm_world_argument_errors) {
   CHECK_STATUS(cubert_cuda_comm_unique_id(NULL, &err), CUBERT_STATUS_INVALID_ARGUMENT);
   /* not a CUDA device */
   cubert_cpu_options_initialize(&co);
-  co.device_index = 40;
+  co.device.index = 40;
   CHECK_OK(cubert_cpu_client_create(cubert_allocator_libc(), &co, &cpu, NULL));
   CHECK_STATUS(cubert_cuda_comm_init_rank(cpu, &o, &err), CUBERT_STATUS_DEVICE_MISMATCH);
   cubert_client_release(cpu);

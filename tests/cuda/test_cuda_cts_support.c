@@ -11,7 +11,10 @@
  *    report lands at the launch's report address as a GPU kernel's would.
  *    When the build has no kernel images (no nvcc), a stand-in image
  *    listing those entries is registered so that the CUDA device finds
- *    them (the fake loads PTX text by its .entry lines).
+ *    them (the fake loads PTX text by its .entry lines);
+ *  - the CUDA driver's conformance run (tests/cts/cts.h): "cuda", on the GPU
+ *    or on the fake libcuda named by CUBERT_LIBCUDA; without a CUDA driver
+ *    every test prints "skipped: CUDA unavailable: <reason>".
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -23,6 +26,7 @@
 #include "cubert_kernels.h"
 #include "kernel/cpu_kernel.h"
 #include "cts_kernels.h"
+#include "cts.h"
 
 /* Declared here and in tests/cts/cts.c / cts_multi.c (the CUDA build's hooks). */
 int cts_cuda_prepare(char *skip, size_t size);
@@ -183,3 +187,62 @@ uint32_t cts_cuda_gpus(void) {
 }
 
 uint32_t cts_cuda_live_communicators(void) { return cuda_comm_live(); }
+
+/* ---- the conformance run ------------------------------------------------------------------ */
+
+/* A CUDA device (a test without a CUDA driver to run on is skipped, with
+ * the reason). Device indexes share the GPUs there are (index mod count). */
+static cubert_status_t cts_cuda_create(cubert_allocator_t a, const cts_options_t *o,
+                                       cubert_client_t **out, cubert_error_t *err) {
+  static char skip[CUBERT_ERROR_REASON_SIZE + 16];
+  cubert_cuda_options_t co;
+  uint32_t gpus = 1;
+  if (cts_cuda_prepare(skip, sizeof skip) != 0) test_skip(__FILE__, __LINE__, skip);
+  if (o->memory_config) /* the CUDA driver takes no memory configuration */
+    test_skip(__FILE__, __LINE__, "the CUDA driver has no memory_config option");
+  if (cubert_cuda_device_count(&gpus, NULL) != CUBERT_STATUS_OK || gpus == 0) gpus = 1;
+  cubert_cuda_options_initialize(&co);
+  co.device = cts_device_options(o);
+  co.ordinal = o->device_index % gpus;
+  co.collective_timeout_ms = o->collective_timeout_ms;
+  return cubert_cuda_client_create(a, &co, out, err);
+}
+
+static int cts_cuda_has_collectives(cubert_client_t *client) {
+  (void)client;
+  return cts_cuda_collectives(NULL, 0); /* NCCL loads */
+}
+
+/* The CUDA devices' collectives need NCCL, and NCCL one GPU per rank: a
+ * test of n devices (index mod GPU count) skips with the reason otherwise. */
+static void cts_cuda_require_collectives(uint32_t n) {
+  static char why[CUBERT_ERROR_REASON_SIZE + 64];
+  uint32_t gpus;
+  if (cts_cuda_prepare(why, sizeof why) != 0) TEST_SKIP(why); /* no CUDA at all */
+  if (!cts_cuda_collectives(why, sizeof why)) TEST_SKIP(why);
+  gpus = cts_cuda_gpus();
+  if (n > gpus) {
+    snprintf(why, sizeof why,
+             "collectives of %u devices need %u GPUs, this machine has %u: NCCL takes one rank "
+             "per GPU (\"Duplicate GPU detected\", ncclInvalidUsage)",
+             (unsigned)n, (unsigned)n, (unsigned)gpus);
+    TEST_SKIP(why);
+  }
+}
+
+static int cts_cuda_available(char *why, size_t why_size) {
+  return cts_cuda_prepare(why, why_size) == 0;
+}
+
+static const cts_unsupported_t k_cts_cuda_unsupported[] = {
+    {"cts_fault_*", "the CUDA driver does not inject run-time faults (fail_launch, fail_copy: "
+                    "core/server/server_faults.h)"},
+    {NULL, NULL}};
+
+static const cts_driver_t g_cts_cuda = {
+    "cuda", "the CUDA driver: the GPU, or the fake libcuda named by CUBERT_LIBCUDA",
+    0, CUBERT_CUDA_DEVICE_TYPE, {CUBERT_LAYOUT_POLICY_PITCHED, 512},
+    cts_cuda_create, cts_cuda_has_collectives, cts_cuda_require_collectives,
+    cts_cuda_live_communicators, NULL, NULL, k_cts_cuda_unsupported, cts_cuda_available};
+
+CTS_DRIVER_REGISTER(g_cts_cuda)

@@ -210,7 +210,7 @@ TEST(cuda_waits_schedule_sets_the_context_flags) {
   waits_close(&e);
   cubert_cuda_options_initialize(&o);
   o.schedule = CUBERT_CUDA_SCHEDULE_BLOCKING;
-  o.device_index = 1;
+  o.device.index = 1;
   waits_open(&e, 0, &o);
   CHECK_EQ_U64(stats_of(e.client).context_flags & CU_CTX_SCHED_MASK, CU_CTX_SCHED_BLOCKING_SYNC);
   f = fake_stats(e.cu);

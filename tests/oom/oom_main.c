@@ -68,8 +68,7 @@
 #include "cts.h"
 #include "cubert/cpu.h"
 #include "cubert/inline.h"
-#include "cpu/cpu_testing.h"
-#include "inline/inline_testing.h"
+#include "server/server_faults.h"
 
 /* ---- the tests (registered by the CTS objects' constructors) ---------------- */
 
@@ -480,50 +479,6 @@ cubert_status_t __wrap_cubert_inline_client_create(cubert_allocator_t allocator,
                                                    cubert_error_t *out_error) {
   cubert_status_t s =
       __real_cubert_inline_client_create(allocator, options, out_client, out_error);
-  track_client(s, out_client);
-  return s;
-}
-
-/* The fault tests' devices (backend-cpu/cpu/cpu_testing.h, inline_testing.h), tracked the same way. */
-cubert_status_t __real_cubert_cpu_client_create_with_faults(cubert_allocator_t allocator,
-                                                            const cubert_cpu_options_t *options,
-                                                            const cubert_server_faults_t *faults,
-                                                            cubert_client_t **out_client,
-                                                            cubert_error_t *out_error);
-cubert_status_t __wrap_cubert_cpu_client_create_with_faults(cubert_allocator_t allocator,
-                                                            const cubert_cpu_options_t *options,
-                                                            const cubert_server_faults_t *faults,
-                                                            cubert_client_t **out_client,
-                                                            cubert_error_t *out_error);
-cubert_status_t __wrap_cubert_cpu_client_create_with_faults(cubert_allocator_t allocator,
-                                                            const cubert_cpu_options_t *options,
-                                                            const cubert_server_faults_t *faults,
-                                                            cubert_client_t **out_client,
-                                                            cubert_error_t *out_error) {
-  cubert_cpu_options_t o;
-  cubert_status_t s;
-  if (options) {
-    o = *options;
-    if (o.collective_timeout_ms == 0) o.collective_timeout_ms = OOM_COLLECTIVE_TIMEOUT_MS;
-    options = &o;
-  }
-  s = __real_cubert_cpu_client_create_with_faults(allocator, options, faults, out_client,
-                                                  out_error);
-  track_client(s, out_client);
-  return s;
-}
-
-cubert_status_t __real_cubert_inline_client_create_with_faults(
-    cubert_allocator_t allocator, const cubert_inline_options_t *options,
-    const cubert_server_faults_t *faults, cubert_client_t **out_client, cubert_error_t *out_error);
-cubert_status_t __wrap_cubert_inline_client_create_with_faults(
-    cubert_allocator_t allocator, const cubert_inline_options_t *options,
-    const cubert_server_faults_t *faults, cubert_client_t **out_client, cubert_error_t *out_error);
-cubert_status_t __wrap_cubert_inline_client_create_with_faults(
-    cubert_allocator_t allocator, const cubert_inline_options_t *options,
-    const cubert_server_faults_t *faults, cubert_client_t **out_client, cubert_error_t *out_error) {
-  cubert_status_t s = __real_cubert_inline_client_create_with_faults(allocator, options, faults,
-                                                                     out_client, out_error);
   track_client(s, out_client);
   return s;
 }

@@ -24,9 +24,9 @@ static cubert_client_t *cpu_client(cubert_allocator_t a, uint32_t index, uint32_
   cubert_client_t *client = NULL;
   cubert_error_t e = fresh();
   cubert_cpu_options_initialize(&o);
-  o.device_index = index;
+  o.device.index = index;
   o.workers = 1;
-  o.max_streams = 2;
+  o.device.max_streams = 2;
   o.mode = mode;
   CHECK_OK(cubert_cpu_client_create(a, &o, &client, &e));
   return client;
@@ -113,7 +113,7 @@ TEST(api_errors_cpu_sim_and_race_calls) {
   cubert_race_report_t report;
   cubert_error_t e = fresh();
   cubert_inline_options_initialize(&io);
-  io.device_index = 44;
+  io.device.index = 44;
   CHECK_OK(cubert_inline_client_create(a, &io, &inline_client, &e));
   CHECK_STATUS(cubert_cpu_sim_info(NULL, &info, &e), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_RECORD(e, CUBERT_ERROR_INVALID_ARGUMENT, "cubert_cpu_sim_info: client is NULL");

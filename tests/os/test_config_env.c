@@ -66,7 +66,7 @@ TEST(hostenv_fills_defaults) {
   CHECK(setenv("CUBERT_CPU_SEED", "0x2a", 1) == 0);
   CHECK(setenv("CUBERT_MEMORY", "exclusive-pages", 1) == 0);
   cubert_cpu_options_initialize(&o);
-  o.device_index = 40;
+  o.device.index = 40;
   CHECK_OK_E(create(a, &o, &client, &err), err);
   CHECK_OK_E(cubert_cpu_sim_info(client, &info, &err), err);
   CHECK_EQ_U64(info.deterministic, 1);
@@ -111,7 +111,7 @@ TEST(hostenv_explicit_options_win) {
   CHECK(setenv("CUBERT_CPU_WORKERS", "3", 1) == 0);
   CHECK(setenv("CUBERT_PROFILE_LEVEL", "basic", 1) == 0);
   cubert_cpu_options_initialize(&o);
-  o.device_index = 41;
+  o.device.index = 41;
   o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
   o.seed = 7;
   o.profile_level = CUBERT_PROFILE_LEVEL_EXECUTION_ONLY;
@@ -171,7 +171,7 @@ TEST(hostenv_invalid_values_fail_the_create) {
   cubert_error_t err;
   size_t i;
   cubert_cpu_options_initialize(&o);
-  o.device_index = 42;
+  o.device.index = 42;
   o.workers = 1;
   for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     CHECK(setenv(bad[i].name, bad[i].value, 1) == 0);
@@ -211,7 +211,7 @@ TEST(hostenv_log_levels_and_file) {
   CHECK(strcmp(cubert_log_level_name(CUBERT_LOG_LEVEL_TRACE), "trace") == 0);
   CHECK(strcmp(cubert_log_level_name((cubert_log_level_t)9), "unknown") == 0);
   cubert_cpu_options_initialize(&o);
-  o.device_index = 43;
+  o.device.index = 43;
   o.workers = 1;
   CHECK_OK_E(create(a, &o, &client, &err), err);
   cubert_client_release(client);
@@ -228,7 +228,7 @@ TEST(hostenv_log_levels_and_file) {
   CHECK_EQ_U64(cubert_log_level(), CUBERT_LOG_LEVEL_WARN);
   CHECK_STATUS(cubert_log_set_level((cubert_log_level_t)6, &err), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(cubert_log_level(), CUBERT_LOG_LEVEL_WARN);
-  o.device_index = 44;
+  o.device.index = 44;
   CHECK_OK_E(create(a, &o, &client, &err), err);
   cubert_client_release(client);
   text = slurp(path);
@@ -236,7 +236,7 @@ TEST(hostenv_log_levels_and_file) {
   free(text);
   /* trace: every allocation */
   CHECK_OK(cubert_log_set_level(CUBERT_LOG_LEVEL_TRACE, NULL));
-  o.device_index = 45;
+  o.device.index = 45;
   CHECK_OK_E(create(a, &o, &client, &err), err);
   {
     cubert_handle_t h;
@@ -288,7 +288,7 @@ TEST(hostenv_log_off_writes_nothing) {
   CHECK(unsetenv("CUBERT_LOG") == 0);
   CHECK(setenv("CUBERT_LOG_FILE", path, 1) == 0);
   cubert_cpu_options_initialize(&o);
-  o.device_index = 46;
+  o.device.index = 46;
   o.workers = 1;
   CHECK_OK_E(create(a, &o, &client, &err), err);
   cubert_client_release(client);
@@ -321,7 +321,7 @@ TEST(hostenv_profile_summary_at_release) {
   CHECK(setenv("CUBERT_LOG_FILE", path, 1) == 0);
   for (i = 0; i < 4 * CK_BLOCK; i++) data[i] = (float)i;
   cubert_cpu_options_initialize(&o);
-  o.device_index = 47;
+  o.device.index = 47;
   o.workers = 1;
   CHECK_OK_E(create(a, &o, &client, &err), err);
   CHECK_EQ_U64(cubert_client_profiling_level(client), CUBERT_PROFILE_LEVEL_OFF);
@@ -375,7 +375,7 @@ TEST(hostenv_log_stream_error_at_warn) {
   CHECK(setenv("CUBERT_LOG_FILE", path, 1) == 0);
   memset(data, 0, sizeof data);
   cubert_cpu_options_initialize(&o);
-  o.device_index = 48;
+  o.device.index = 48;
   o.workers = 1;
   CHECK_OK_E(create(a, &o, &client, &err), err);
   for (i = 0; i < 3; i++) {
@@ -417,10 +417,10 @@ TEST(hostenv_log_failed_create_at_error) {
   CHECK(setenv("CUBERT_LOG_FILE", path, 1) == 0);
   CHECK(setenv("CUBERT_CPU_MODE", "fast", 1) == 0);
   cubert_cpu_options_initialize(&o);
-  o.device_index = 49;
+  o.device.index = 49;
   CHECK_STATUS(create(a, &o, &client, &err), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(unsetenv("CUBERT_CPU_MODE") == 0);
-  o.max_streams = 100000; /* above the limit: the options' own error */
+  o.device.max_streams = 100000; /* above the limit: the options' own error */
   CHECK_STATUS(create(a, &o, &client, &err), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_I64(c.live_blocks, 0);
   text = slurp(path);

@@ -219,16 +219,16 @@ TEST(record_untouched_by_every_successful_call) {
   sentinel_initialize();
   g_checked = 0;
   cubert_cpu_options_initialize(&o);
-  o.device_index = 20;
+  o.device.index = 20;
   o.workers = 1;
   UNTOUCHED(cubert_cpu_client_create(a, &o, &client, &e));
-  o.device_index = 21;
+  o.device.index = 21;
   UNTOUCHED(cubert_cpu_client_create(a, &o, &other, &e));
   client_calls(client, other, 1);
   {
     cubert_inline_options_t io;
     cubert_inline_options_initialize(&io);
-    io.device_index = 22;
+    io.device.index = 22;
     UNTOUCHED(cubert_inline_client_create(a, &io, &inl, &e));
     before = g_checked;
     client_calls(inl, NULL, 0);
@@ -261,9 +261,9 @@ TEST(record_untouched_by_cpu_and_trace_calls) {
   sentinel_initialize();
   g_checked = 0;
   cubert_cpu_options_initialize(&o);
-  o.device_index = 24;
+  o.device.index = 24;
   o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
-  o.race_check = (cubert_config_features() & CUBERT_FEATURE_RACE_CHECKER) ? 1u : 0u;
+  o.device.race_check = (cubert_config_features() & CUBERT_FEATURE_RACE_CHECKER) ? 1u : 0u;
   UNTOUCHED(cubert_cpu_client_create(a, &o, &client, &e));
   UNTOUCHED(cubert_cpu_sim_info(client, &info, &e));
   UNTOUCHED(cubert_sim_chooser_initialize_seed(&chooser, 11, log, 64, &e));
@@ -271,7 +271,7 @@ TEST(record_untouched_by_cpu_and_trace_calls) {
   UNTOUCHED(cubert_client_create_from_slice(client, data, sizeof data, &h, &e));
   UNTOUCHED(cubert_client_read_one(client, &h, out, sizeof out, &e));
   UNTOUCHED(cubert_cpu_sim_drain(client, &e));
-  if (o.race_check) {
+  if (o.device.race_check) {
     cubert_race_counters_t counters;
     UNTOUCHED(cubert_cpu_race_counters(client, &counters, &e));
   }

@@ -429,7 +429,7 @@ static int run_program(cubert_allocator_t a, uint32_t mode, uint32_t device_inde
   int ok = 1;
   for (i = 0; i < N; i++) host[i] = (float)i;
   cubert_cpu_options_initialize(&o);
-  o.device_index = device_index;
+  o.device.index = device_index;
   o.workers = 2;
   o.mode = mode;
   o.seed = 1;

@@ -27,13 +27,13 @@ void sim_env_open(sim_env_t *env, const sim_config_t *config) {
 #endif
   env->allocator = counting_allocator_initialize(&env->counting);
   cubert_cpu_options_initialize(&o);
-  o.max_streams = 8;
+  o.device.max_streams = 8;
   o.workers = 2;
-  o.max_handles = 1u << 12;
-  o.memory_size = 1u << 16; /* small pages: each run zero-fills less */
+  o.device.max_handles = 1u << 12;
+  o.device.memory_size = 1u << 16; /* small pages: each run zero-fills less */
   o.mode = config->mode;
   o.seed = config->seed;
-  o.race_check = config->race;
+  o.device.race_check = config->race;
   faults.drop_wait = config->drop_wait;
   faults.drop_gc_wait = config->drop_gc_wait;
   faults.fail_launch = 0; /* no run-time faults here */
@@ -42,10 +42,11 @@ void sim_env_open(sim_env_t *env, const sim_config_t *config) {
   o.replay = config->replay;
   o.replay_count = config->replay_count;
   o.log_capacity = 4096;
-  o.race_sink = config->sink;
+  o.device.race_sink = config->sink;
+  o.device.faults = &faults;
   env->mode = config->mode;
   env->seed = config->seed;
-  if (cubert__cpu_client_create_with_faults(env->allocator, &o, &faults, &env->client, &err) !=
+  if (cubert_cpu_client_create(env->allocator, &o, &env->client, &err) !=
       CUBERT_STATUS_OK) {
     cubert_error_format(&err, msg, sizeof msg);
     test_fail(__FILE__, __LINE__, "sim_env_open: %s", msg);

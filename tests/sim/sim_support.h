@@ -7,7 +7,7 @@
 
 #include "test.h"
 #include "counting_allocator.h"
-#include "cpu/cpu_testing.h"
+#include "server/server_faults.h"
 #include "cubert/cpu.h"
 #include "cubert/cube.h"
 #include "cubert/kernel.h"

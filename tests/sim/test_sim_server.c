@@ -236,7 +236,7 @@ TEST(simdet_choice_bytes_source) {
     o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
     o.choice_bytes = bytes;
     o.choice_bytes_count = sizeof bytes;
-    o.memory_size = 1u << 16;
+    o.device.memory_size = 1u << 16;
     CHECK_OK(cubert_cpu_client_create(a, &o, &client, NULL));
     memset(&env, 0, sizeof env);
     env.client = client;
@@ -487,7 +487,7 @@ TEST(simdet_bad_options_change_nothing) {
   /* deterministic-only calls on a threaded server */
   cubert_cpu_options_initialize(&o);
   o.workers = 1;
-  o.memory_size = 1u << 16;
+  o.device.memory_size = 1u << 16;
   CHECK_OK(cubert_cpu_client_create(a, &o, &client, &err));
   CHECK_OK(cubert_sim_chooser_initialize_seed(&ch, 1, NULL, 0, NULL));
   CHECK_STATUS(cubert_cpu_sim_attach(client, &ch, NULL), CUBERT_STATUS_FAILED_PRECONDITION);
@@ -516,13 +516,13 @@ TEST(simdet_deadlock_is_an_error_not_a_hang) {
   cpu_stream_t *cs;
   cubert_cpu_options_initialize(&o);
   o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
-  o.max_streams = 2;
-  o.memory_size = 1u << 16;
-  o.device_index = 77;
+  o.device.max_streams = 2;
+  o.device.memory_size = 1u << 16;
+  o.device.index = 77;
   CHECK_OK(cubert_cpu_client_create(a, &o, &client, NULL));
   CHECK_OK(cubert_server_driver_of(client, &driver, &self));
   /* a stream of the driver the server does not use in this mode (communication) */
-  CHECK_OK(driver->stream_create(self, o.max_streams + 1, &stream, NULL));
+  CHECK_OK(driver->stream_create(self, o.device.max_streams + 1, &stream, NULL));
   cs = (cpu_stream_t *)(void *)stream;
   /* point 5 of an empty stream: nothing can ever complete it */
   CHECK_STATUS(cpu_stream_wait_point(cs, 5, UINT64_MAX), CUBERT_STATUS_FAILED_PRECONDITION);
@@ -547,11 +547,11 @@ TEST_EX(simdet_allocation_failure_loop, 240) {
     uint32_t data[SIM_N], out[SIM_N];
     cubert_cpu_options_initialize(&o);
     o.mode = CUBERT_CPU_MODE_DETERMINISTIC;
-    o.race_check = 1;
+    o.device.race_check = 1;
     o.seed = n;
-    o.max_streams = 4;
-    o.max_handles = 64;
-    o.memory_size = 1u << 16;
+    o.device.max_streams = 4;
+    o.device.max_handles = 64;
+    o.device.memory_size = 1u << 16;
     memset(data, 7, sizeof data);
     counting_allocator_fail_at(&c, n, 1);
     if (cubert_cpu_client_create(a, &o, &client, NULL) == CUBERT_STATUS_OK) {

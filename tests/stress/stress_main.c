@@ -321,9 +321,9 @@ int main(void) {
   clock_gettime(CLOCK_MONOTONIC, &t0);
 
   cubert_cpu_options_initialize(&o);
-  o.max_streams = g_threads + 8; /* each thread's stream in a slot of its own */
+  o.device.max_streams = g_threads + 8; /* each thread's stream in a slot of its own */
   o.workers = 2;
-  o.race_check = (cubert_config_features() & CUBERT_FEATURE_RACE_CHECKER) != 0;
+  o.device.race_check = (cubert_config_features() & CUBERT_FEATURE_RACE_CHECKER) != 0;
   if (cubert_cpu_client_create(allocator, &o, &g_device, &err) != CUBERT_STATUS_OK) {
     report("cpu_client_create", CUBERT_STATUS_INTERNAL, &err);
     return 1;
@@ -365,7 +365,7 @@ int main(void) {
       }
     op_sync(&last, g_device);
   }
-  if (o.race_check) {
+  if (o.device.race_check) {
     cubert_race_counters_t counters;
     cubert_race_report_t rep;
     char line[512];

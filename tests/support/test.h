@@ -35,6 +35,9 @@ void test_skip(const char *file, int line, const char *reason) __attribute__((no
 /* Skip (not return) unless the library holds every CUBERT_FEATURE_* bit;
  * returns 0 otherwise. */
 int test_require_features(const char *file, int line, unsigned bits);
+/* The name of the test whose body runs in this process (set by TEST before
+ * the body; tests/support/test_features.c); NULL outside a test. */
+extern const char *test_current_name;
 
 #ifndef TEST_REQUIRES
 #define TEST_REQUIRES 0u
@@ -43,6 +46,7 @@ int test_require_features(const char *file, int line, unsigned bits);
 #define TEST_EX(name, timeout_s)                                                \
   static void test_body_##name(void);                                           \
   static void test_run_##name(void) {                                           \
+    test_current_name = #name;                                                  \
     (void)test_require_features(__FILE__, __LINE__, (TEST_REQUIRES));           \
     test_body_##name();                                                         \
   }                                                                             \

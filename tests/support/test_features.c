@@ -7,6 +7,8 @@
 #include "test.h"
 #include "cubert/config.h"
 
+const char *test_current_name;
+
 int test_require_features(const char *file, int line, unsigned bits) {
   static const struct {
     unsigned bit;

@@ -44,7 +44,7 @@ TEST(client_edges_null_arguments) {
                        CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
-  ed_device_t d;
+  fake_device_t d;
   cubert_server_options_t o;
   cubert_client_t *client;
   cubert_error_t e;
@@ -65,7 +65,7 @@ TEST(client_edges_null_arguments) {
   uint64_t sizes[1] = {16}, shape[1] = {4}, big_shape[CUBERT_MAX_RANK + 1];
   int calls, runs = 0;
   ed_options(&o, 1);
-  client = ed_client(a, &d, &o, &g_ed_driver_full);
+  client = ed_client(a, &d, &o, &fake_driver_full);
   CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
   calls = d.calls;
   memset(&out, 0xA5, sizeof out);
@@ -226,12 +226,12 @@ TEST(client_edges_null_arguments) {
     CHECK_STATUS(cubert_server_driver_of(client, &drv, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
     CHECK(drv == NULL && dself == NULL);
     CHECK_OK(cubert_server_driver_of(client, &drv, &dself));
-    CHECK(drv == &g_ed_driver_full && dself == &d);
+    CHECK(drv == &fake_driver_full && dself == &d);
   }
   CHECK(memcmp(&out, &bad, sizeof out) == 0); /* untouched */
   CHECK_EQ_I64(d.calls, calls);               /* nothing reached the driver */
   CHECK_OK(cubert_client_handle_release(client, &h, NULL));
-  ed_release(client, &d, &c);
+  fake_release(client, &d, &c);
 }
 
 /* ---- the scenario, failing at every point in turn ---- */
@@ -263,7 +263,7 @@ static void keep(scenario_t *s, const cubert_handle_t *h) {
 }
 
 /* A failed call: a status and its record (a lost device: UNAVAILABLE, DEVICE_LOST). */
-static void check_failure(cubert_status_t st, const cubert_error_t *e, const ed_device_t *d) {
+static void check_failure(cubert_status_t st, const cubert_error_t *e, const fake_device_t *d) {
   CHECK(st != CUBERT_STATUS_OK);
   CHECK_MSG(e->depth > 0, "status %s without a record", test_status_name(st));
   if (d->lost) {
@@ -285,7 +285,7 @@ static void check_failure(cubert_status_t st, const cubert_error_t *e, const ed_
   } while (0)
 
 /* Most of the client, in order; stops at the first failure. */
-static cubert_status_t scenario(cubert_client_t *client, ed_device_t *d, scenario_t *s) {
+static cubert_status_t scenario(cubert_client_t *client, fake_device_t *d, scenario_t *s) {
   cubert_error_t e;
   cubert_handle_t h, h2;
   cubert_memory_layout_t layouts[2];
@@ -413,7 +413,7 @@ static void run_once(cubert_error_kind_t kind, int driver_fail_at, uint64_t allo
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   uint64_t clock = 0;
-  ed_device_t d;
+  fake_device_t d;
   cubert_server_options_t o;
   cubert_client_t *client;
   scenario_t s;
@@ -423,7 +423,7 @@ static void run_once(cubert_error_kind_t kind, int driver_fail_at, uint64_t allo
   o.clock.self = &clock;
   o.clock.now_ns = tick_ns;
   o.race_check = 1;
-  client = ed_client(a, &d, &o, &g_ed_driver_full);
+  client = ed_client(a, &d, &o, &fake_driver_full);
   d.fail_kind = kind;
   d.fail_at = driver_fail_at ? d.calls + driver_fail_at : 0;
   if (alloc_fail_at) counting_allocator_fail_at(&c, alloc_fail_at, 0);
@@ -449,7 +449,7 @@ static void run_once(cubert_error_kind_t kind, int driver_fail_at, uint64_t allo
   if (s.step >= 2) CHECK_EQ_I64(g_released, 2); /* the bytes moved in: released once */
   *out_steps = s.step;
   *out_status = st;
-  ed_release(client, &d, &c);
+  fake_release(client, &d, &c);
 }
 
 static void fault_loop(cubert_error_kind_t kind, int driver) {
@@ -504,7 +504,7 @@ TEST(client_edges_foreign_handles_empty_buffers_and_limits) {
                        CUBERT_FEATURE_COLLECTIVE_OPS);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
-  ed_device_t d, d2;
+  fake_device_t d, d2;
   cubert_server_options_t o;
   cubert_client_t *client, *other;
   cubert_error_t e;
@@ -526,9 +526,9 @@ TEST(client_edges_foreign_handles_empty_buffers_and_limits) {
   ed_options(&o, 5);
   o.clock.self = &clock;
   o.clock.now_ns = tick_ns;
-  client = ed_client(a, &d, &o, &g_ed_driver_full);
+  client = ed_client(a, &d, &o, &fake_driver_full);
   ed_options(&o, 6);
-  other = ed_client(a, &d2, &o, &g_ed_driver_full);
+  other = ed_client(a, &d2, &o, &fake_driver_full);
   self = cubert_client_device(client);
   CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
   CHECK_OK(cubert_client_create_from_slice(other, data, sizeof data, &foreign, NULL));
@@ -622,7 +622,7 @@ TEST(client_edges_foreign_handles_empty_buffers_and_limits) {
   cubert_client_release(client);
   CHECK_EQ_I64(d.destroyed, 1);
   CHECK_EQ_I64(d.live_blocks, 0);
-  ed_release(other, &d2, &c);
+  fake_release(other, &d2, &c);
 }
 
 /* The race checker's queries at their edges, a profile_end without an out
@@ -631,7 +631,7 @@ TEST(client_edges_kit_queries_and_dead_handles) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_RACE_CHECKER | CUBERT_FEATURE_PROFILING);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
-  ed_device_t d;
+  fake_device_t d;
   cubert_server_options_t o;
   cubert_client_t *client, *none = NULL;
   cubert_error_t e;
@@ -645,14 +645,14 @@ TEST(client_edges_kit_queries_and_dead_handles) {
   o.lock.unlock = NULL;
   memset(&d, 0, sizeof d);
   d.allocator = a;
-  CHECK_STATUS(cubert_server_client_create(a, &o, &g_ed_driver, &d, &none, &e),
+  CHECK_STATUS(cubert_server_client_create(a, &o, &fake_driver, &d, &none, &e),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(none == NULL);
   ed_options(&o, 7);
   o.race_check = 1;
   o.clock.self = &clock;
   o.clock.now_ns = tick_ns;
-  client = ed_client(a, &d, &o, &g_ed_driver);
+  client = ed_client(a, &d, &o, &fake_driver);
   CHECK(cubert__client_handle_table(client) != NULL);
   CHECK(cubert__client_handle_table(NULL) == NULL);
   CHECK_STATUS(cubert_client_race_counters(client, NULL, &e), CUBERT_STATUS_INVALID_ARGUMENT);
@@ -666,7 +666,7 @@ TEST(client_edges_kit_queries_and_dead_handles) {
   CHECK(cubert_client_handle_clone(client, &h, &out, &e) != CUBERT_STATUS_OK);
   CHECK(cubert_client_handle_offset(client, &h, 1, 1, &out, &e) != CUBERT_STATUS_OK);
   CHECK_EQ_U64(out.size, 0x5A5A5A5A5A5A5A5AULL); /* untouched */
-  ed_release(client, &d, &c);
+  fake_release(client, &d, &c);
 }
 
 /* ---- a device handle that refuses every call ---- */
@@ -718,7 +718,7 @@ TEST(client_edges_refusing_device_handle) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PERSISTENT_MEMORY | CUBERT_FEATURE_RACE_CHECKER);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
-  ed_device_t d;
+  fake_device_t d;
   cubert_server_options_t o;
   cubert_client_t *client;
   cubert_error_t e;
@@ -737,7 +737,7 @@ TEST(client_edges_refusing_device_handle) {
   int runs = 0;
   ed_options(&o, 8);
   o.handle_factory = refusing_factory;
-  client = ed_client(a, &d, &o, &g_ed_driver);
+  client = ed_client(a, &d, &o, &fake_driver);
   memset(ld, 0, sizeof ld);
   ld[0].rank = ld[1].rank = 1;
   ld[0].shape[0] = ld[1].shape[0] = 4;
@@ -773,7 +773,7 @@ TEST(client_edges_refusing_device_handle) {
   CHECK(cubert_client_race_last_report(client, &report, &e) != CUBERT_STATUS_OK);
   CHECK_EQ_I64(runs, 0);
   CHECK_EQ_I64(d.calls, 0); /* nothing reached the driver */
-  ed_release(client, &d, &c);
+  fake_release(client, &d, &c);
 }
 
 static void release_plain(void *owner, void *data, uint64_t size) {
@@ -788,7 +788,7 @@ TEST(client_edges_full_table_zero_dims_and_staging) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_STAGING_BUFFERS);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
-  ed_device_t d;
+  fake_device_t d;
   cubert_server_options_t o;
   cubert_client_t *client;
   cubert_error_t e;
@@ -800,7 +800,7 @@ TEST(client_edges_full_table_zero_dims_and_staging) {
   int n = 0, released = 0;
   ed_options(&o, 9);
   o.max_handles = 4;
-  client = ed_client(a, &d, &o, &g_ed_driver_full);
+  client = ed_client(a, &d, &o, &fake_driver_full);
   /* a zero dimension: an empty tensor, nothing uploaded */
   CHECK_OK(cubert_client_create_tensor_from_slice(client, data, 2, shape, 4, &layout, NULL));
   CHECK_EQ_U64(cubert_handle_size_in_used(&layout.memory), 0);
@@ -834,7 +834,7 @@ TEST(client_edges_full_table_zero_dims_and_staging) {
   CHECK_STATUS(cubert_client_staging(client, NULL, 1, false, &e), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_OK(cubert_client_staging(client, NULL, 0, false, NULL));
   (void)out;
-  ed_release(client, &d, &c);
+  fake_release(client, &d, &c);
 }
 
 /* to_client between two devices with collectives (send on one, recv on the
@@ -847,7 +847,7 @@ TEST(client_edges_to_client_fails_at_every_driver_call) {
     for (n = 1; n < 200; n++) {
       counting_allocator_t c;
       cubert_allocator_t a = counting_allocator_initialize(&c);
-      ed_device_t d[2];
+      fake_device_t d[2];
       cubert_server_options_t o;
       cubert_client_t *client[2];
       cubert_handle_t h, out;
@@ -858,7 +858,7 @@ TEST(client_edges_to_client_fails_at_every_driver_call) {
       for (i = 0; i < 32; i++) data[i] = (uint8_t)(i * 3);
       for (i = 0; i < 2; i++) {
         ed_options(&o, (uint32_t)(30 + i));
-        client[i] = ed_client(a, &d[i], &o, &g_ed_driver_full);
+        client[i] = ed_client(a, &d[i], &o, &fake_driver_full);
       }
       CHECK_OK(cubert_client_create_from_slice(client[0], data, sizeof data, &h, NULL));
       d[side].fail_at = d[side].calls + n;
@@ -887,7 +887,7 @@ TEST(client_edges_to_client_fails_at_every_driver_call) {
       cubert_client_release(client[1]);
       CHECK_EQ_I64(d[1].live_blocks, 0);
       CHECK_EQ_I64(d[1].live_comms, 0);
-      ed_release(client[0], &d[0], &c);
+      fake_release(client[0], &d[0], &c);
       if (!failed) break;
     }
     CHECK(n < 200);

@@ -1,215 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/* The client and the server over a fake driver (core only: this file is
- * part of the unit tests that also run as 32-bit code): a device whose
+/* The client and the server over the fake driver of tests/support
+ * (fake_driver.h; core only: this file is part of the unit tests that also
+ * run as 32-bit code): a device whose
  * memory is not host-addressable, with no pinned memory, no clock and no
  * collectives (the server's fallbacks and UNSUPPORTED answers), pitched 2-D
  * copies, a driver that reports the device lost (the server turns sticky), a
  * device handle that refuses every call, and incomplete driver tables. */
 #include "test.h"
 #include "counting_allocator.h"
+#include "fake_driver.h"
 #include "cubert/driver/server.h"
 #include "cubert/cube.h"
 #include "cubert/kernel.h"
 #include "cubert/driver/device.h"
 #include "memory/memory.h"
 
-/* ---- the fake driver: work runs at once; events are always complete ---- */
-
-typedef struct fake_device_t {
-  cubert_allocator_t allocator;
-  int launches, copies, calls, destroyed;
-  int lose_at_launch; /* the next launch reports the device lost */
-  int busy;           /* event_query answers BUSY (only event_synchronize completes) */
-  int queries, syncs, host_allocs, host_frees;
-  uint64_t last_height, last_src_pitch, last_dst_pitch;
-  int live_blocks, live_streams, live_events;
-  unsigned char stream_token, event_token;
-} fake_device_t;
-
-static fake_device_t *dev(void *self) {
-  fake_device_t *d = (fake_device_t *)self;
-  d->calls++;
-  return d;
-}
-
-static void fd_destroy(void *self) { dev(self)->destroyed++; }
-
-static void fd_properties(void *self, cubert_device_properties_t *out) {
-  (void)self;
-  memset(out, 0, sizeof(*out));
-  strcpy(out->name, "fake");
-  out->memory.alignment = 16;
-  out->memory.max_page_size = 1 << 20;
-  out->hardware.max_cube_count.x = out->hardware.max_cube_count.y = 1024;
-  out->hardware.max_cube_count.z = 64;
-  out->hardware.max_cube_dim.x = out->hardware.max_cube_dim.y = 1024;
-  out->hardware.max_cube_dim.z = 64;
-  out->hardware.max_units_per_cube = 1024;
-  out->hardware.max_shared_memory_size = 1024;
-}
-
-static cubert_status_t fd_alloc(void *self, uint64_t size, cubert_driver_stream_t *stream,
-                                cubert_device_ptr_t *out, cubert_error_t *err) {
-  fake_device_t *d = dev(self);
-  void *p = NULL;
-  (void)stream;
-  if (cubert_allocator_malloc(d->allocator, (size_t)size, 16, &p, NULL) != CUBERT_STATUS_OK)
-    return cubert_error_set(err, CUBERT_ERROR_IO_OUT_OF_MEMORY, &size, 1, "fake memory");
-  d->live_blocks++;
-  *out = (cubert_device_ptr_t)(uintptr_t)p;
-  return CUBERT_STATUS_OK;
-}
-
-static void fd_free(void *self, cubert_device_ptr_t address, uint64_t size,
-                    cubert_driver_stream_t *stream) {
-  fake_device_t *d = dev(self);
-  (void)stream; /* the work already ran */
-  d->live_blocks--;
-  cubert_allocator_free(d->allocator, (void *)(uintptr_t)address, (size_t)size, 16);
-}
-
-static cubert_status_t fd_copy(void *self, const cubert_driver_copy_t *c,
-                               cubert_driver_stream_t *stream, cubert_error_t *err) {
-  fake_device_t *d = dev(self);
-  const unsigned char *src = c->kind == CUBERT_COPY_HOST_TO_DEVICE
-                                 ? (const unsigned char *)c->src_host
-                                 : (const unsigned char *)(uintptr_t)c->src_device;
-  unsigned char *dst = c->kind == CUBERT_COPY_DEVICE_TO_HOST ? (unsigned char *)c->dst_host
-                                                             : (unsigned char *)(uintptr_t)c->dst_device;
-  uint64_t r;
-  (void)stream;
-  (void)err;
-  d->copies++;
-  d->last_height = c->height;
-  d->last_src_pitch = c->src_pitch;
-  d->last_dst_pitch = c->dst_pitch;
-  for (r = 0; r < c->height; r++)
-    memcpy(dst + r * (c->height > 1 ? c->dst_pitch : 0),
-           src + r * (c->height > 1 ? c->src_pitch : 0), (size_t)c->width);
-  return CUBERT_STATUS_OK;
-}
-
-static cubert_status_t fd_launch(void *self, const cubert_driver_launch_t *l,
-                                 cubert_driver_stream_t *stream, cubert_error_t *err) {
-  fake_device_t *d = dev(self);
-  (void)l;
-  (void)stream;
-  if (d->lose_at_launch) {
-    d->lose_at_launch = 0;
-    return cubert_error_set(err, CUBERT_ERROR_DEVICE_LOST, NULL, 0, "fake: the device fell off");
-  }
-  d->launches++;
-  return CUBERT_STATUS_OK;
-}
-
-static cubert_status_t fd_stream_create(void *self, uint32_t index, cubert_driver_stream_t **out,
-                                        cubert_error_t *err) {
-  fake_device_t *d = dev(self);
-  (void)index;
-  (void)err;
-  d->live_streams++;
-  *out = (cubert_driver_stream_t *)(void *)&d->stream_token;
-  return CUBERT_STATUS_OK;
-}
-
-static void fd_stream_destroy(void *self, cubert_driver_stream_t *s) {
-  (void)s;
-  dev(self)->live_streams--;
-}
-
-static cubert_status_t fd_stream_sync(void *self, cubert_driver_stream_t *s, cubert_error_t *e) {
-  (void)s;
-  (void)e;
-  ((fake_device_t *)self)->syncs++;
-  return CUBERT_STATUS_OK;
-}
-
-static cubert_status_t fd_stream_errors(void *self, cubert_driver_stream_t *s, cubert_error_t *e) {
-  (void)self;
-  (void)s;
-  (void)e;
-  return CUBERT_STATUS_OK;
-}
-
-static cubert_status_t fd_event_record(void *self, cubert_driver_stream_t *s,
-                                       cubert_driver_event_t **out, cubert_error_t *err) {
-  fake_device_t *d = dev(self);
-  (void)s;
-  (void)err;
-  d->live_events++;
-  *out = (cubert_driver_event_t *)(void *)&d->event_token;
-  return CUBERT_STATUS_OK;
-}
-
-static cubert_status_t fd_event_wait(void *self, cubert_driver_stream_t *s,
-                                     cubert_driver_event_t *e, cubert_error_t *err) {
-  (void)dev(self);
-  (void)s;
-  (void)e;
-  (void)err;
-  return CUBERT_STATUS_OK;
-}
-
-static cubert_status_t fd_event_query(void *self, cubert_driver_event_t *e) {
-  fake_device_t *d = (fake_device_t *)self;
-  (void)e;
-  d->queries++;
-  return d->busy ? CUBERT_STATUS_BUSY : CUBERT_STATUS_OK;
-}
-
-static cubert_status_t fd_event_sync(void *self, cubert_driver_event_t *e, uint64_t timeout,
-                                     cubert_error_t *err) {
-  (void)e;
-  (void)timeout;
-  (void)err;
-  ((fake_device_t *)self)->syncs++;
-  return CUBERT_STATUS_OK;
-}
-
-static cubert_status_t fd_host_alloc(void *self, uint64_t size, void **out, cubert_error_t *err) {
-  fake_device_t *d = (fake_device_t *)self;
-  if (size > ((uint64_t)1 << 30) ||
-      cubert_allocator_malloc(d->allocator, (size_t)size, 16, out, NULL) != CUBERT_STATUS_OK)
-    return cubert_error_set(err, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &size, 1, "fake pinned");
-  d->host_allocs++;
-  return CUBERT_STATUS_OK;
-}
-
-static void fd_host_free_real(void *self, void *ptr, uint64_t size) {
-  fake_device_t *d = (fake_device_t *)self;
-  d->host_frees++;
-  cubert_allocator_free(d->allocator, ptr, (size_t)size, 16);
-}
-
-static void fd_event_destroy(void *self, cubert_driver_event_t *e) {
-  (void)e;
-  dev(self)->live_events--;
-}
-
-static const cubert_driver_t g_fake_driver = {
-    .name = "fake",
-    .abi_version = CUBERT_DRIVER_ABI_VERSION,
-    .flags = 0, /* device memory is not host memory; no pinned memory, no collectives */
-    .destroy = fd_destroy,
-    .properties = fd_properties,
-    .memory_alloc = fd_alloc,
-    .memory_free = fd_free,
-    .copy = fd_copy,
-    .launch = fd_launch,
-    .stream_create = fd_stream_create,
-    .stream_destroy = fd_stream_destroy,
-    .stream_synchronize = fd_stream_sync,
-    .stream_errors = fd_stream_errors,
-    .event_record = fd_event_record,
-    .event_wait = fd_event_wait,
-    .event_query = fd_event_query,
-    .event_synchronize = fd_event_sync,
-    .event_destroy = fd_event_destroy,
-};
-
 /* ---- helpers ---- */
 
-static void no_lock(void *self) { (void)self; }
 
 typedef struct sink_t {
   char text[1024];
@@ -243,32 +50,8 @@ static cubert_status_t launch_once(cubert_client_t *client, cubert_error_t *err)
 }
 
 static void fake_options(cubert_server_options_t *o, uint32_t index) {
-  cubert_server_options_initialize(o);
-  o->device.type_id = 77;
-  o->device.index_id = index;
+  fake_server_options(o, 77, index);
   o->max_handles = 64;
-  o->max_streams = 4;
-  o->lock.lock = no_lock;
-  o->lock.unlock = no_lock;
-}
-
-static cubert_client_t *fake_client(cubert_allocator_t a, fake_device_t *d,
-                                    const cubert_server_options_t *o) {
-  cubert_client_t *client = NULL;
-  memset(d, 0, sizeof(*d));
-  d->allocator = a;
-  CHECK_OK(cubert_server_client_create(a, o, &g_fake_driver, d, &client, NULL));
-  return client;
-}
-
-static void fake_release(cubert_client_t *client, fake_device_t *d, counting_allocator_t *c) {
-  cubert_client_release(client);
-  CHECK_EQ_I64(d->destroyed, 1);
-  CHECK_EQ_I64(d->live_blocks, 0);
-  CHECK_EQ_I64(d->live_streams, 0);
-  CHECK_EQ_I64(d->live_events, 0);
-  CHECK_EQ_I64(c->live_blocks, 0);
-  counting_allocator_destroy(c);
 }
 
 /* ---- tests ---- */
@@ -294,7 +77,7 @@ TEST(client_kit_driver_without_staging_profiling_collectives) {
   static sink_t sink;
   int runs = 0;
   fake_options(&o, 40);
-  client = fake_client(a, &d, &o);
+  client = fake_client(a, &d, &o, &fake_driver);
   /* staging: neither pinned memory nor host-addressable memory -> plain host buffers */
   CHECK_OK(cubert_client_reserve_staging(client, &size, 1, &b, NULL));
   CHECK_EQ_U64(b.property, CUBERT_ALLOCATION_NATIVE);
@@ -360,7 +143,7 @@ TEST(client_kit_pitched_tensors_use_2d_copies) {
   fake_options(&o, 42);
   o.layout_policy.kind = CUBERT_LAYOUT_POLICY_PITCHED;
   o.layout_policy.mem_alignment = 64;
-  client = fake_client(a, &d, &o);
+  client = fake_client(a, &d, &o, &fake_driver);
   for (i = 0; i < 15; i++) values[i] = 100 + i;
   CHECK_OK(cubert_client_create_tensor_from_slice(client, values, 2, shape, 4, &layout, NULL));
   CHECK(layout.strides[0] > 5); /* rows padded */
@@ -405,7 +188,7 @@ TEST(client_kit_device_lost_is_sticky) {
   uint8_t data[4] = {1, 2, 3, 4};
   int calls;
   fake_options(&o, 43);
-  client = fake_client(a, &d, &o);
+  client = fake_client(a, &d, &o, &fake_driver);
   CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
   d.lose_at_launch = 1;
   CHECK_STATUS(launch_once(client, &err), CUBERT_STATUS_UNAVAILABLE);
@@ -485,7 +268,7 @@ TEST(client_device_refusing_calls) {
   int runs = 0;
   fake_options(&o, 41);
   o.handle_factory = refusing_factory;
-  client = fake_client(a, &d, &o);
+  client = fake_client(a, &d, &o, &fake_driver);
   CHECK_STATUS(cubert_client_profile_start(client, &t, &err), CUBERT_STATUS_UNAVAILABLE);
   CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_DEVICE_LOST);
   t.id = 0;
@@ -529,7 +312,7 @@ TEST(client_kit_gc_back_pressure_and_drain) {
   uint32_t i;
   fake_options(&o, 45);
   o.gc_capacity = 4;
-  client = fake_client(a, &d, &o);
+  client = fake_client(a, &d, &o, &fake_driver);
   d.busy = 1;
   blocks = c.live_blocks;
   for (i = 0; i < 10; i++) CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h[i], NULL));
@@ -552,18 +335,17 @@ TEST(client_kit_staging_from_the_driver) {
   cubert_allocator_t a = counting_allocator_initialize(&c);
   fake_device_t d;
   cubert_server_options_t o;
-  cubert_driver_t pinned = g_fake_driver;
+  cubert_driver_t pinned = fake_driver;
   cubert_client_t *client = NULL;
   cubert_bytes_t b[2];
   uint64_t sizes[2] = {24, 0};
   uint64_t huge = UINT64_MAX;
   cubert_error_t err;
   cubert_handle_t h;
-  pinned.host_alloc = fd_host_alloc;
-  pinned.host_free = fd_host_free_real;
+  pinned.host_alloc = fake_driver_full.host_alloc;
+  pinned.host_free = fake_driver_full.host_free;
   fake_options(&o, 46);
-  memset(&d, 0, sizeof d);
-  d.allocator = a;
+  fake_device_initialize(&d, a);
   CHECK_OK(cubert_server_client_create(a, &o, &pinned, &d, &client, NULL));
   CHECK_OK(cubert_client_reserve_staging(client, sizes, 2, b, NULL));
   CHECK_EQ_U64(b[0].property, CUBERT_ALLOCATION_PINNED);
@@ -607,46 +389,46 @@ TEST(client_kit_refuses_incomplete_drivers) {
   memset(&d, 0, sizeof d);
   d.allocator = a;
   fake_options(&o, 44);
-  bad = g_fake_driver;
+  bad = fake_driver;
   bad.event_query = NULL;
   CHECK_STATUS(cubert_server_client_create(a, &o, &bad, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(strstr(err.reason, "required primitive") != NULL);
-  bad = g_fake_driver;
+  bad = fake_driver;
   bad.comm_destroy = fd_comm_destroy;
   CHECK_STATUS(cubert_server_client_create(a, &o, &bad, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(strstr(err.reason, "all four or none") != NULL);
-  bad = g_fake_driver;
+  bad = fake_driver;
   bad.host_free = fd_host_free;
   CHECK_STATUS(cubert_server_client_create(a, &o, &bad, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(strstr(err.reason, "host_alloc without host_free") != NULL);
-  bad = g_fake_driver;
+  bad = fake_driver;
   bad.abi_version = CUBERT_DRIVER_ABI_VERSION + 1;
   CHECK_STATUS(cubert_server_client_create(a, &o, &bad, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert_server_client_create(a, &o, NULL, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   o.lock.lock = NULL;
-  CHECK_STATUS(cubert_server_client_create(a, &o, &g_fake_driver, &d, &client, &err),
+  CHECK_STATUS(cubert_server_client_create(a, &o, &fake_driver, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  o.lock.lock = no_lock;
+  o.lock.lock = fake_no_lock;
   o.max_streams = 300;
-  CHECK_STATUS(cubert_server_client_create(a, &o, &g_fake_driver, &d, &client, &err),
+  CHECK_STATUS(cubert_server_client_create(a, &o, &fake_driver, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(client == NULL);
   CHECK_EQ_I64(d.destroyed, 0); /* the caller keeps its driver on failure */
   CHECK_EQ_I64(c.live_blocks, 0);
   /* the same device id twice: the second is refused, the first keeps working */
   o.max_streams = 4;
-  client = fake_client(a, &d, &o);
+  client = fake_client(a, &d, &o, &fake_driver);
   {
     fake_device_t d2;
     cubert_client_t *second = NULL;
     memset(&d2, 0, sizeof d2);
     d2.allocator = a;
-    CHECK_STATUS(cubert_server_client_create(a, &o, &g_fake_driver, &d2, &second, &err),
+    CHECK_STATUS(cubert_server_client_create(a, &o, &fake_driver, &d2, &second, &err),
                  CUBERT_STATUS_ALREADY_EXISTS);
     CHECK(cubert_error_kind(&err) == CUBERT_ERROR_SERVICE_CREATION);
     CHECK_EQ_I64(d2.destroyed, 0);
@@ -681,11 +463,11 @@ TEST(client_kit_memory_configuration) {
   o.memory_config.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
   o.memory_config.pools = pools;
   o.memory_config.pool_count = 1;
-  CHECK_STATUS(cubert_server_client_create(a, &o, &g_fake_driver, &d, &client, &err),
+  CHECK_STATUS(cubert_server_client_create(a, &o, &fake_driver, &d, &client, &err),
                CUBERT_STATUS_CONFIG_INVALID);
   CHECK(cubert_error_has_kind(&err, CUBERT_ERROR_CONFIG_ZERO_SIZE));
   o.memory_config.kind = (cubert_memory_configuration_kind_t)9;
-  CHECK_STATUS(cubert_server_client_create(a, &o, &g_fake_driver, &d, &client, &err),
+  CHECK_STATUS(cubert_server_client_create(a, &o, &fake_driver, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(client == NULL);
   CHECK_EQ_I64(d.destroyed, 0);
@@ -695,7 +477,7 @@ TEST(client_kit_memory_configuration) {
   pools[0] = cubert_memory_pool_direct(0);
   for (n = 1;; n++) {
     counting_allocator_fail_at(&c, c.calls + n, 0);
-    if (cubert_server_client_create(a, &o, &g_fake_driver, &d, &client, NULL) == CUBERT_STATUS_OK)
+    if (cubert_server_client_create(a, &o, &fake_driver, &d, &client, NULL) == CUBERT_STATUS_OK)
       break;
     CHECK(client == NULL);
     CHECK_EQ_I64(c.live_blocks, 0);
@@ -703,7 +485,7 @@ TEST(client_kit_memory_configuration) {
   counting_allocator_fail_at(&c, 0, 0);
   cubert_client_release(client);
   CHECK_EQ_I64(c.live_blocks, 0);
-  client = fake_client(a, &d, &o);
+  client = fake_client(a, &d, &o, &fake_driver);
   pools[0] = cubert_memory_pool_sliced(0, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE); /* copied */
   CHECK_OK(cubert_client_create_from_slice(client, bytes, sizeof bytes, &h, NULL));
   CHECK_OK(cubert_client_memory_usage(client, &usage, NULL));
@@ -721,9 +503,9 @@ TEST(client_kit_synchronous_driver_uploads_in_place) {
   cubert_driver_t drivers[2];
   int k;
   memset(data, 7, sizeof data);
-  drivers[0] = g_fake_driver;
+  drivers[0] = fake_driver;
   drivers[0].flags = CUBERT_DRIVER_SYNCHRONOUS;
-  drivers[1] = g_fake_driver;
+  drivers[1] = fake_driver;
   for (k = 0; k < 2; k++) {
     counting_allocator_t c;
     cubert_allocator_t a = counting_allocator_initialize(&c);
@@ -775,13 +557,13 @@ TEST(client_kit_refuses_option_enums_out_of_range) {
   d.allocator = a;
   fake_options(&o, 45);
   o.bounds_check = (cubert_bounds_check_mode_t)9;
-  CHECK_STATUS(cubert_server_client_create(a, &o, &g_fake_driver, &d, &client, &err),
+  CHECK_STATUS(cubert_server_client_create(a, &o, &fake_driver, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(err.field[0], 9);
   CHECK(strstr(err.reason, "unknown bounds_check mode") != NULL);
   o.bounds_check = CUBERT_BOUNDS_CHECK_VALIDATE;
   o.layout_policy.kind = (cubert_layout_policy_kind_t)2;
-  CHECK_STATUS(cubert_server_client_create(a, &o, &g_fake_driver, &d, &client, &err),
+  CHECK_STATUS(cubert_server_client_create(a, &o, &fake_driver, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(err.field[0], 2);
   CHECK(strstr(err.reason, "unknown layout policy kind") != NULL);
@@ -792,6 +574,6 @@ TEST(client_kit_refuses_option_enums_out_of_range) {
   /* the last valid values are accepted */
   o.layout_policy.kind = CUBERT_LAYOUT_POLICY_PITCHED;
   o.layout_policy.mem_alignment = 64;
-  client = fake_client(a, &d, &o);
+  client = fake_client(a, &d, &o, &fake_driver);
   fake_release(client, &d, &c);
 }

@@ -1,201 +1,36 @@
 /* SPDX-License-Identifier: MIT */
-/* The client's single-allocation path and borrowed uploads, over a small
- * fake driver under the server (core only): one allocation (empty, create of
- * one buffer) is the memory manager's reservation with no second id, its
- * handle is the reserved id; a driver with CUBERT_DRIVER_BORROWS_UPLOADS
+/* The client's single-allocation path and borrowed uploads, over the fake
+ * driver of tests/support (fake_driver.h) under the server (core only): one
+ * allocation (empty, create of one buffer) is the memory manager's
+ * reservation with no second id, its handle is the reserved id; a driver with CUBERT_DRIVER_BORROWS_UPLOADS
  * gets uploads above CUBERT_DRIVER_BORROW_MIN from the caller's memory in
  * place (the copy flagged CUBERT_COPY_SOURCE_BORROWED, no host copy), and
  * smaller ones copied; a failed upload leaves nothing allocated. */
 #include "test.h"
 #include "counting_allocator.h"
+#include "fake_driver.h"
 #include "cubert/driver/server.h"
 #include "cubert/cube.h"
 #include "cubert/driver/device.h"
 #include "memory/handle_table.h"
 
-/* ---- the fake driver: work runs at once; events are always complete ---- */
+/* ---- the fake driver of tests/support (fake_driver.h), 8 MiB pages ---- */
 
-typedef struct up_device_t {
-  cubert_allocator_t allocator;
-  int copies, fail_copy, destroyed, live_blocks, live_streams, live_events;
-  uint32_t last_flags;
-  unsigned char token;
-} up_device_t;
-
-static void ud_destroy(void *self) { ((up_device_t *)self)->destroyed++; }
-
-static void ud_properties(void *self, cubert_device_properties_t *out) {
-  (void)self;
-  memset(out, 0, sizeof(*out));
-  strcpy(out->name, "uploads");
-  out->memory.alignment = 16;
-  out->memory.max_page_size = 8u << 20;
-  out->hardware.max_cube_count.x = out->hardware.max_cube_count.y = 1024;
-  out->hardware.max_cube_count.z = 64;
-  out->hardware.max_cube_dim.x = out->hardware.max_cube_dim.y = 1024;
-  out->hardware.max_cube_dim.z = 64;
-  out->hardware.max_units_per_cube = 1024;
-}
-
-static cubert_status_t ud_alloc(void *self, uint64_t size, cubert_driver_stream_t *stream,
-                                cubert_device_ptr_t *out, cubert_error_t *err) {
-  up_device_t *d = (up_device_t *)self;
-  void *p = NULL;
-  (void)stream;
-  if (cubert_allocator_malloc(d->allocator, (size_t)size, 16, &p, NULL) != CUBERT_STATUS_OK)
-    return cubert_error_set(err, CUBERT_ERROR_IO_OUT_OF_MEMORY, &size, 1, "fake memory");
-  d->live_blocks++;
-  *out = (cubert_device_ptr_t)(uintptr_t)p;
-  return CUBERT_STATUS_OK;
-}
-
-static void ud_free(void *self, cubert_device_ptr_t address, uint64_t size,
-                    cubert_driver_stream_t *stream) {
-  up_device_t *d = (up_device_t *)self;
-  (void)stream;
-  d->live_blocks--;
-  cubert_allocator_free(d->allocator, (void *)(uintptr_t)address, (size_t)size, 16);
-}
-
-static cubert_status_t ud_copy(void *self, const cubert_driver_copy_t *c,
-                               cubert_driver_stream_t *stream, cubert_error_t *err) {
-  up_device_t *d = (up_device_t *)self;
-  const unsigned char *src = c->kind == CUBERT_COPY_HOST_TO_DEVICE
-                                 ? (const unsigned char *)c->src_host
-                                 : (const unsigned char *)(uintptr_t)c->src_device;
-  unsigned char *dst = c->kind == CUBERT_COPY_DEVICE_TO_HOST ? (unsigned char *)c->dst_host
-                                                             : (unsigned char *)(uintptr_t)c->dst_device;
-  (void)stream;
-  if (d->fail_copy) return cubert_error_set(err, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "refused");
-  d->copies++;
-  d->last_flags = c->flags;
-  memcpy(dst, src, (size_t)c->width); /* 1-D only here */
-  return CUBERT_STATUS_OK;
-}
-
-static cubert_status_t ud_launch(void *self, const cubert_driver_launch_t *l,
-                                 cubert_driver_stream_t *stream, cubert_error_t *err) {
-  (void)self;
-  (void)l;
-  (void)stream;
-  (void)err;
-  return CUBERT_STATUS_OK;
-}
-
-static cubert_status_t ud_stream_create(void *self, uint32_t index, cubert_driver_stream_t **out,
-                                        cubert_error_t *err) {
-  up_device_t *d = (up_device_t *)self;
-  (void)index;
-  (void)err;
-  d->live_streams++;
-  *out = (cubert_driver_stream_t *)(void *)&d->token;
-  return CUBERT_STATUS_OK;
-}
-
-static void ud_stream_destroy(void *self, cubert_driver_stream_t *s) {
-  (void)s;
-  ((up_device_t *)self)->live_streams--;
-}
-
-static cubert_status_t ud_stream_sync(void *self, cubert_driver_stream_t *s, cubert_error_t *err) {
-  (void)self;
-  (void)s;
-  (void)err;
-  return CUBERT_STATUS_OK;
-}
-
-static cubert_status_t ud_stream_errors(void *self, cubert_driver_stream_t *s,
-                                        cubert_error_t *err) {
-  return ud_stream_sync(self, s, err);
-}
-
-static cubert_status_t ud_event_record(void *self, cubert_driver_stream_t *s,
-                                       cubert_driver_event_t **out, cubert_error_t *err) {
-  up_device_t *d = (up_device_t *)self;
-  (void)s;
-  (void)err;
-  d->live_events++;
-  *out = (cubert_driver_event_t *)(void *)&d->token;
-  return CUBERT_STATUS_OK;
-}
-
-static cubert_status_t ud_event_wait(void *self, cubert_driver_stream_t *s,
-                                     cubert_driver_event_t *e, cubert_error_t *err) {
-  (void)self;
-  (void)s;
-  (void)e;
-  (void)err;
-  return CUBERT_STATUS_OK;
-}
-
-static cubert_status_t ud_event_query(void *self, cubert_driver_event_t *e) {
-  (void)self;
-  (void)e;
-  return CUBERT_STATUS_OK;
-}
-
-static cubert_status_t ud_event_sync(void *self, cubert_driver_event_t *e, uint64_t timeout,
-                                     cubert_error_t *err) {
-  (void)timeout;
-  (void)err;
-  return ud_event_query(self, e);
-}
-
-static void ud_event_destroy(void *self, cubert_driver_event_t *e) {
-  (void)e;
-  ((up_device_t *)self)->live_events--;
-}
-
-static const cubert_driver_t g_up_driver = {
-    .name = "uploads",
-    .abi_version = CUBERT_DRIVER_ABI_VERSION,
-    .flags = CUBERT_DRIVER_BORROWS_UPLOADS,
-    .destroy = ud_destroy,
-    .properties = ud_properties,
-    .memory_alloc = ud_alloc,
-    .memory_free = ud_free,
-    .copy = ud_copy,
-    .launch = ud_launch,
-    .stream_create = ud_stream_create,
-    .stream_destroy = ud_stream_destroy,
-    .stream_synchronize = ud_stream_sync,
-    .stream_errors = ud_stream_errors,
-    .event_record = ud_event_record,
-    .event_wait = ud_event_wait,
-    .event_query = ud_event_query,
-    .event_synchronize = ud_event_sync,
-    .event_destroy = ud_event_destroy,
-};
-
-static void no_lock(void *self) { (void)self; }
-
-static cubert_client_t *up_client(cubert_allocator_t a, up_device_t *d, uint32_t flags,
+static cubert_client_t *up_client(cubert_allocator_t a, fake_device_t *d, uint32_t flags,
                                   cubert_driver_t *driver) {
   cubert_server_options_t o;
   cubert_client_t *client = NULL;
-  cubert_server_options_initialize(&o);
-  o.device.type_id = 78;
-  o.device.index_id = 0;
+  fake_server_options(&o, 78, 0);
   o.max_handles = 64;
   o.max_streams = 2;
-  o.lock.lock = no_lock;
-  o.lock.unlock = no_lock;
-  memset(d, 0, sizeof(*d));
-  d->allocator = a;
-  *driver = g_up_driver;
+  fake_device_initialize(d, a);
+  d->name = "uploads";
+  d->max_page_size = 8u << 20;
+  *driver = fake_driver;
+  driver->name = "uploads";
   driver->flags = flags;
   CHECK_OK(cubert_server_client_create(a, &o, driver, d, &client, NULL));
   return client;
-}
-
-static void up_release(cubert_client_t *client, up_device_t *d, counting_allocator_t *c) {
-  cubert_client_release(client);
-  CHECK_EQ_I64(d->destroyed, 1);
-  CHECK_EQ_I64(d->live_blocks, 0);
-  CHECK_EQ_I64(d->live_streams, 0);
-  CHECK_EQ_I64(d->live_events, 0);
-  CHECK_EQ_I64(c->live_blocks, 0);
-  counting_allocator_destroy(c);
 }
 
 /* ---- tests ---- */
@@ -207,7 +42,7 @@ TEST(client_single_allocation_is_one_reserved_id) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_driver_t driver;
-  up_device_t d;
+  fake_device_t d;
   cubert_client_t *client = up_client(a, &d, 0, &driver);
   cubert_handle_table_t *table = cubert__client_handle_table(client);
   cubert_memory_usage_t usage;
@@ -226,7 +61,7 @@ TEST(client_single_allocation_is_one_reserved_id) {
   CHECK_OK(cubert_client_memory_usage(client, &usage, NULL));
   CHECK_EQ_U64(usage.number_allocs, 1);
   CHECK_OK(cubert_client_handle_release(client, &h2, NULL));
-  up_release(client, &d, &c);
+  fake_release(client, &d, &c);
 }
 
 /* BORROWS_UPLOADS: an upload of more than CUBERT_DRIVER_BORROW_MIN bytes
@@ -243,7 +78,7 @@ TEST(client_borrowed_uploads_read_in_place) {
     counting_allocator_t c;
     cubert_allocator_t a = counting_allocator_initialize(&c);
     cubert_driver_t driver;
-    up_device_t d;
+    fake_device_t d;
     cubert_client_t *client = up_client(a, &d, k == 0 ? CUBERT_DRIVER_BORROWS_UPLOADS : 0, &driver);
     cubert_handle_t h, hs;
     int64_t before;
@@ -270,7 +105,7 @@ TEST(client_borrowed_uploads_read_in_place) {
     CHECK_EQ_U64(d.last_flags, 0); /* at the threshold: copied */
     CHECK_OK(cubert_client_handle_release(client, &hs, NULL));
     CHECK_OK(cubert_client_handle_release(client, &h, NULL));
-    up_release(client, &d, &c);
+    fake_release(client, &d, &c);
   }
   free(data);
   free(out);
@@ -292,7 +127,7 @@ TEST(client_single_create_failures_leave_nothing) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_driver_t driver;
-  up_device_t d;
+  fake_device_t d;
   cubert_client_t *client = up_client(a, &d, CUBERT_DRIVER_BORROWS_UPLOADS, &driver);
   cubert_handle_table_t *table = cubert__client_handle_table(client);
   static uint8_t data[1000];
@@ -333,5 +168,5 @@ TEST(client_single_create_failures_leave_nothing) {
   CHECK_EQ_U64(cubert__handle_table_live(table), 0);
   CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
   CHECK_OK(cubert_client_handle_release(client, &h, NULL));
-  up_release(client, &d, &c);
+  fake_release(client, &d, &c);
 }

@@ -13,7 +13,7 @@
 TEST(server_edges_driver_missing_each_required_primitive) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
-  ed_device_t d;
+  fake_device_t d;
   cubert_server_options_t o;
   cubert_client_t *client = NULL;
   cubert_error_t e;
@@ -22,7 +22,7 @@ TEST(server_edges_driver_missing_each_required_primitive) {
   memset(&d, 0, sizeof d);
   d.allocator = a;
   for (i = 0; i < 15; i++) {
-    cubert_driver_t t = g_ed_driver;
+    cubert_driver_t t = fake_driver;
     switch (i) {
       case 0: t.destroy = NULL; break;
       case 1: t.properties = NULL; break;
@@ -57,9 +57,9 @@ TEST(server_edges_unnamed_driver_and_default_options) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_COLLECTIVE_OPS | CUBERT_FEATURE_ERROR_REASONS);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
-  ed_device_t d;
+  fake_device_t d;
   cubert_server_options_t o;
-  cubert_driver_t t = g_ed_driver;
+  cubert_driver_t t = fake_driver;
   cubert_client_t *client;
   cubert_error_t e;
   cubert_device_id_t self;
@@ -79,7 +79,7 @@ TEST(server_edges_unnamed_driver_and_default_options) {
   CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
   CHECK_EQ_U64(h.stream, 20);
   CHECK_OK(cubert_client_handle_release(client, &h, NULL));
-  ed_release(client, &d, &c);
+  fake_release(client, &d, &c);
 }
 
 static void ed_kernel2(const cubert_kernel_args_t *args, cubert_kernel_cube_t *cube) {
@@ -92,7 +92,7 @@ static void ed_kernel2(const cubert_kernel_args_t *args, cubert_kernel_cube_t *c
 TEST(server_edges_launch_arguments_and_limits) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
-  ed_device_t d;
+  fake_device_t d;
   cubert_server_options_t o;
   cubert_client_t *client;
   cubert_error_t e;
@@ -105,7 +105,7 @@ TEST(server_edges_launch_arguments_and_limits) {
   uint8_t data[16] = {0};
   int i;
   ed_options(&o, 12);
-  client = ed_client(a, &d, &o, &g_ed_driver);
+  client = ed_client(a, &d, &o, &fake_driver);
   CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
   CHECK_OK(cubert_client_create_from_slice(client, data, 8, &small, NULL));
   for (i = 0; i <= CUBERT_KERNEL_MAX_BUFFERS; i++) buffers[i] = h;
@@ -189,7 +189,7 @@ TEST(server_edges_launch_arguments_and_limits) {
   CHECK_OK(cubert_client_sync(client, NULL));
   CHECK_OK(cubert_client_handle_release(client, &h, NULL));
   CHECK_OK(cubert_client_handle_release(client, &small, NULL));
-  ed_release(client, &d, &c);
+  fake_release(client, &d, &c);
 }
 
 /* Tensor reads of every shape: rank 0 (the whole binding), pitched rows (2-D
@@ -198,7 +198,7 @@ TEST(server_edges_launch_arguments_and_limits) {
 TEST(server_edges_tensor_read_shapes) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
-  ed_device_t d;
+  fake_device_t d;
   cubert_server_options_t o;
   cubert_client_t *client;
   cubert_error_t e;
@@ -210,7 +210,7 @@ TEST(server_edges_tensor_read_shapes) {
   int i;
   for (i = 0; i < 256; i++) data[i] = (uint8_t)i;
   ed_options(&o, 13);
-  client = ed_client(a, &d, &o, &g_ed_driver);
+  client = ed_client(a, &d, &o, &fake_driver);
   CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
   dsts[0] = out;
   memset(&cd, 0, sizeof cd);
@@ -304,7 +304,7 @@ TEST(server_edges_tensor_read_shapes) {
     CHECK(cubert_client_write(client, &h, data, 16, &e) != CUBERT_STATUS_OK);
     CHECK(e.depth > 0);
   }
-  ed_release(client, &d, &c);
+  fake_release(client, &d, &c);
 }
 
 /* A loss that an event query notices has no record of its own: the server takes
@@ -312,7 +312,7 @@ TEST(server_edges_tensor_read_shapes) {
 static void lost_by_query(int silent) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
-  ed_device_t d;
+  fake_device_t d;
   cubert_server_options_t o;
   cubert_client_t *client;
   cubert_error_t e;
@@ -321,7 +321,7 @@ static void lost_by_query(int silent) {
   memset(&h2, 0, sizeof h2);
   ed_options(&o, (uint32_t)(14 + silent));
   o.gc_capacity = 1; /* the second entry makes the server poll the first one's event */
-  client = ed_client(a, &d, &o, &g_ed_driver);
+  client = ed_client(a, &d, &o, &fake_driver);
   CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
   d.lost = 1;
   d.lost_silent = silent;
@@ -332,17 +332,17 @@ static void lost_by_query(int silent) {
   CHECK_STATUS(cubert_client_sync(client, &e), CUBERT_STATUS_UNAVAILABLE);
   CHECK_EQ_U64(cubert_error_kind(&e), CUBERT_ERROR_DEVICE_LOST);
   if (cubert_client_features(client) & CUBERT_FEATURE_ERROR_REASONS)
-    CHECK_MSG(strstr(e.reason, silent ? "the device was lost" : "edges: the device is gone") != NULL,
+    CHECK_MSG(strstr(e.reason, silent ? "the device was lost" : "fake: the device is gone") != NULL,
               "reason: %s", e.reason);
   CHECK_OK(cubert_client_handle_release(client, &h, NULL));
-  ed_release(client, &d, &c);
+  fake_release(client, &d, &c);
 }
 
 TEST(server_edges_lost_noticed_by_a_query_takes_the_drivers_record) { lost_by_query(0); }
 TEST(server_edges_lost_noticed_by_a_query_without_any_record) { lost_by_query(1); }
 
 static void ed_properties_align0(void *self, cubert_device_properties_t *out) {
-  ed_properties(self, out);
+  fake_driver.properties(self, out);
   out->memory.alignment = 0;
 }
 
@@ -351,9 +351,9 @@ static void ed_properties_align0(void *self, cubert_device_properties_t *out) {
 TEST(server_edges_alignment_zero_and_many_blocks) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
-  ed_device_t d;
+  fake_device_t d;
   cubert_server_options_t o;
-  cubert_driver_t t = g_ed_driver;
+  cubert_driver_t t = fake_driver;
   cubert_memory_pool_options_t direct = cubert_memory_pool_direct(0);
   cubert_client_t *client;
   cubert_handle_t h[40];
@@ -380,7 +380,7 @@ TEST(server_edges_alignment_zero_and_many_blocks) {
   }
   for (i = 0; i < 40; i++) CHECK_OK(cubert_client_handle_release(client, &h[i], NULL));
   CHECK_OK(cubert_client_memory_cleanup(client, NULL));
-  ed_release(client, &d, &c);
+  fake_release(client, &d, &c);
 }
 
 /* Completions: a wait whose deadline passes (DEADLINE_EXCEEDED, the completion
@@ -389,7 +389,7 @@ TEST(server_edges_alignment_zero_and_many_blocks) {
 TEST(server_edges_completion_deadline_and_recordless_failure) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
-  ed_device_t d;
+  fake_device_t d;
   cubert_server_options_t o;
   cubert_client_t *client;
   cubert_error_t e;
@@ -401,7 +401,7 @@ TEST(server_edges_completion_deadline_and_recordless_failure) {
   int i;
   for (i = 0; i < 32; i++) data[i] = (uint8_t)(100 + i);
   ed_options(&o, 17);
-  client = ed_client(a, &d, &o, &g_ed_driver);
+  client = ed_client(a, &d, &o, &fake_driver);
   CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
   dsts[0] = out;
   d.fail_only = "event_synchronize";
@@ -427,7 +427,7 @@ TEST(server_edges_completion_deadline_and_recordless_failure) {
   d.fail_at = 0;
   CHECK_OK(cubert_client_sync(client, NULL)); /* still usable */
   CHECK_OK(cubert_client_handle_release(client, &h, NULL));
-  ed_release(client, &d, &c);
+  fake_release(client, &d, &c);
 }
 
 static void many_entry(const cubert_kernel_args_t *args, cubert_kernel_cube_t *cube) {
@@ -442,7 +442,7 @@ TEST(server_edges_race_seed_and_many_cross_stream_pins) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_RACE_CHECKER);
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
-  ed_device_t d;
+  fake_device_t d;
   cubert_server_options_t o;
   cubert_client_t *client;
   cubert_handle_t h[12];
@@ -453,12 +453,12 @@ TEST(server_edges_race_seed_and_many_cross_stream_pins) {
   uint8_t data[16] = {1};
   int i;
   ed_options(&o, 18);
-  client = ed_client(a, &d, &o, &g_ed_driver);
+  client = ed_client(a, &d, &o, &fake_driver);
   CHECK_OK(cubert_client_race_seed(client, 7, NULL)); /* the checker is off: nothing to seed */
-  ed_release(client, &d, &c);
+  fake_release(client, &d, &c);
   a = counting_allocator_initialize(&c);
   o.race_check = 1;
-  client = ed_client(a, &d, &o, &g_ed_driver);
+  client = ed_client(a, &d, &o, &fake_driver);
   CHECK_OK(cubert_client_race_seed(client, 7, NULL));
   CHECK_OK(cubert_client_race_seed(client, 0, NULL));
   cubert_client_set_stream(client, 1);
@@ -476,7 +476,7 @@ TEST(server_edges_race_seed_and_many_cross_stream_pins) {
   CHECK_OK(cubert_client_race_counters(client, &counters, NULL));
   CHECK_EQ_U64(counters.reports, 0); /* the waits were there: no race */
   CHECK_EQ_I64(d.launches, 1);
-  ed_release(client, &d, &c);
+  fake_release(client, &d, &c);
 }
 
 /* Handles still alive when the device goes: the server frees their memory; a
@@ -484,14 +484,14 @@ TEST(server_edges_race_seed_and_many_cross_stream_pins) {
 TEST(server_edges_teardown_with_live_handles) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
-  ed_device_t d;
+  fake_device_t d;
   cubert_server_options_t o;
   cubert_client_t *client;
   cubert_handle_t h0, h2;
   cubert_memory_usage_t usage;
   uint8_t data[16] = {1};
   ed_options(&o, 19);
-  client = ed_client(a, &d, &o, &g_ed_driver);
+  client = ed_client(a, &d, &o, &fake_driver);
   CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h0, NULL));
   cubert_client_set_stream(client, 2); /* slot 1 stays empty */
   CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h2, NULL));
@@ -499,5 +499,5 @@ TEST(server_edges_teardown_with_live_handles) {
   CHECK_EQ_U64(usage.number_allocs, 2);
   CHECK_OK(cubert_client_memory_cleanup(client, NULL));
   CHECK_EQ_I64(d.live_blocks, 2);
-  ed_release(client, &d, &c); /* frees both */
+  fake_release(client, &d, &c); /* frees both */
 }

@@ -129,6 +129,15 @@ typedef struct cubert_server_options_t {
  * is a no-op. */
 CUBERT_API void cubert_server_options_initialize(cubert_server_options_t *options);
 
+/* Copy what every device shares (cubert_device_options_t, the first member of
+ * each driver's options) into `options`: the device id {type_id, device->index},
+ * max_streams (0: left as it is), max_handles, bounds_check, race_check,
+ * race_sink and the test-only faults. The other fields are left as they are
+ * (call cubert_server_options_initialize first). NULL: no-op. Pure. */
+CUBERT_API void cubert_server_options_from_device(cubert_server_options_t *options,
+                                                  uint16_t type_id,
+                                                  const cubert_device_options_t *device);
+
 /* Create a device: the server over `driver` / `driver_self`, its handle table,
  * its device handle, and a first client; register it under options->device
  * (cubert_client_load finds it). Ownership of driver_self moves to the server
