@@ -195,7 +195,7 @@ cubert_status_t cubert_cuda_client_create(cubert_allocator_t allocator,
     cuda_driver.destroy(d);
     return st;
   }
-  cuda_comm_device_add(d, o.device_index, o.ordinal, d->dev->context);
+  cuda_comm_device_add(d, o.device.index, o.ordinal, d->dev->context);
   if (o.profile_level == CUBERT_PROFILE_LEVEL_OFF) return CUBERT_STATUS_OK;
   st = cubert_client_set_profiling(*out_client, o.profile_level, cubert_log_sink_stderr, NULL,
                                    out_error);
