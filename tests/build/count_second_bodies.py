@@ -10,7 +10,9 @@ CUBERT_CONFIG_* switch other than the registry capacity). It is counted as
 public (a cubert_ name of an installed header: the entry points a compiled-out
 feature stubs) or internal (everything else: what the design forbids).
 Also listed: function bodies that hold a feature #if with an #else (a second
-body inside one function).
+body inside one function), and the internal calls that a compiled-out feature
+turns off where they stand (a function-like macro of a function's name under a
+feature switch, in the feature's internal header).
 
 usage: python3 tests/build/count_second_bodies.py [-v] [--max-internal N]
   prints the counts; -v lists the names; exit 1 when more internal functions
@@ -99,6 +101,16 @@ def main():
             if any(FEATURE.search(l) and re.match(r'\s*#\s*if', l) for l in body) and \
                any(re.match(r'\s*#\s*(else|elif)', l) for l in body):
                 split_bodies.append('%s (%s:%d)' % (name, path, line))
+    # Calls compiled out where they stand: a function-like macro under a
+    # feature switch that takes the name of a function of core/.
+    defined = set(n for (_, n) in by_name)
+    standins = []
+    for path in sources():
+        lines, flags = feature_lines(path)
+        for i, l in enumerate(lines):
+            m = re.match(r'\s*#\s*define\s+([A-Za-z_][A-Za-z0-9_]*)\(', l)
+            if m and flags[i] and m.group(1) in defined:
+                standins.append('%s (%s:%d)' % (m.group(1), path, i + 1))
     public, internal = [], []
     for (_, name), defs in sorted(by_name.items(), key=lambda kv: kv[0][1]):
         if len(defs) < 2 or not any(d[2] for d in defs):
@@ -106,10 +118,13 @@ def main():
         where = ', '.join('%s:%d' % (p, l) for p, l, _ in defs)
         (public if name in installed and not name.startswith('cubert__') else internal).append('%s (%s)' % (name, where))
     print('second bodies: %d functions (%d public entry points, %d internal); '
-          '%d function bodies split by a feature #if/#else'
-          % (len(public) + len(internal), len(public), len(internal), len(split_bodies)))
+          '%d function bodies split by a feature #if/#else; '
+          '%d internal calls compiled out where they stand (a macro of the feature\'s header)'
+          % (len(public) + len(internal), len(public), len(internal), len(split_bodies),
+             len(standins)))
     if verbose:
-        for title, names in (('public', public), ('internal', internal), ('split', split_bodies)):
+        for title, names in (('public', public), ('internal', internal), ('split', split_bodies),
+                             ('call-site macro', standins)):
             for n in names:
                 print('  %s: %s' % (title, n))
     if max_internal is not None and len(internal) > max_internal:
