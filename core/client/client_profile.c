@@ -7,7 +7,7 @@
 #include "client/client_internal.h"
 #include "base/fmt.h"
 
-#if CUBERT_CONFIG_PROFILING /* else core/profile/profile_off.c: the public entry points */
+#if CUBERT_CONFIG_PROFILING /* else core/client/profile_off.c: the public entry points */
 
 /* ---- the device's spin lock (short, non-blocking sections only) ------------- */
 

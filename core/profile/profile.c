@@ -9,7 +9,7 @@
 #include "profile/profiler.h"
 #include "cubert/driver/arith.h"
 
-#if CUBERT_CONFIG_PROFILING /* else profile_off.c: the public entry points (cubert/config.h) */
+#if CUBERT_CONFIG_PROFILING /* else core/client/profile_off.c: the public entry points */
 
 /* ---- shared helpers ----------------------------------------------------------- */
 

@@ -13,7 +13,7 @@
  * Compiled out (CUBERT_CONFIG_PROFILING 0, cubert/config.h): nothing
  * declared here is built and nothing may call it (the server makes no
  * profiler; its token calls answer COMPILED_OUT, core/server/server.h). The
- * public entry points of cubert/profile.h: core/profile/profile_off.c.
+ * public entry points of cubert/profile.h: core/client/profile_off.c.
  */
 #ifndef CUBERT_CORE_PROFILE_PROFILER_H
 #define CUBERT_CORE_PROFILE_PROFILER_H

@@ -148,7 +148,7 @@ TEST(config_profiling) {
   (void)d;
   (void)n;
 #else
-  /* Only the public entry points remain (core/profile/profile_off.c). */
+  /* Only the public entry points remain (core/client/profile_off.c). */
   CHECK_STATUS(cubert_profile_summary_create(a, CUBERT_PROFILE_LEVEL_BASIC, 4, 64, &s, &err),
                CUBERT_STATUS_UNSUPPORTED);
   CHECK(s == NULL);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * core/profile/profile_off.c: profiling's public entry points when it is
+ * core/client/profile_off.c: profiling's public entry points when it is
  * compiled out (CUBERT_CONFIG_PROFILING 0, cubert/config.h), and nothing else:
  * profile.c (but its level helpers), core/server/server_profile.c and
  * core/client/client_profile.c are not built. No profiler, summary or token
