@@ -98,7 +98,7 @@ static cubert_status_t comm_state(cubert_server_t *server, cubert_error_t *out_e
 }
 
 cubert_status_t cubert__server_comm_init(cubert_server_t *server, const uint32_t *devices, size_t count,
-                                     cubert_error_t *out_error) {
+                                         cubert_error_t *out_error) {
   uint32_t sorted[CUBERT_COMMUNICATION_MAX_DEVICES], rank;
   uint64_t id;
   server_comm_joined_t *j;
@@ -258,14 +258,14 @@ static cubert_status_t fence(cubert_server_t *server, uint64_t stream, const cub
   cubert_driver_event_t *event = NULL;
   cubert_status_t status;
   CUBERT_RETURN_IF_ERROR(cubert__multi_stream_resolve(server->multi, stream, bindings, count, false,
-                                                     &resolved, out_error));
+                                                      &resolved, out_error));
   status = server_note(server,
-                    server->driver->event_record(server->self, ((server_slot_t *)resolved.stream)->stream,
+                       server->driver->event_record(server->self, ((server_slot_t *)resolved.stream)->stream,
                                               &event, out_error),
-                    out_error);
+                       out_error);
   if (status == CUBERT_STATUS_OK) {
     status = server_note(server, server->driver->event_wait(server->self, server->comm->stream, event, out_error),
-                      out_error);
+                         out_error);
     server->driver->event_destroy(server->self, event);
   }
   cubert__multi_stream_resolve_end(server->multi, &resolved);
@@ -274,7 +274,7 @@ static cubert_status_t fence(cubert_server_t *server, uint64_t stream, const cub
 }
 
 cubert_status_t cubert__server_collective(cubert_server_t *server, const cubert_server_collective_t *op,
-                                      cubert_error_t *out_error) {
+                                          cubert_error_t *out_error) {
   cubert_driver_collective_t c;
   cubert_driver_comm_t *comm = NULL;
   cubert_binding_t bindings[2];
@@ -301,7 +301,7 @@ cubert_status_t cubert__server_collective(cubert_server_t *server, const cubert_
   status = fence(server, op->stream, bindings, n, out_error);
   if (status == CUBERT_STATUS_OK)
     status = server_note(server, server->driver->collective(server->self, comm, &c, server->comm->stream, out_error),
-                      out_error);
+                         out_error);
   if (status != CUBERT_STATUS_OK) {
     for (i = 0; i < n; i++) (void)cubert__memory_id_release_binding(server->table, pins[i]);
     return status;
@@ -317,7 +317,7 @@ cubert_status_t cubert__server_collective(cubert_server_t *server, const cubert_
  * ever made then) each does nothing ---- */
 
 cubert_status_t cubert__server_sync_collective(cubert_server_t *server, uint64_t stream,
-                                           cubert_error_t *out_error) {
+                                               cubert_error_t *out_error) {
   server_slot_t *slot = NULL;
   cubert_driver_event_t *event = NULL;
   cubert_status_t status;
@@ -327,7 +327,7 @@ cubert_status_t cubert__server_sync_collective(cubert_server_t *server, uint64_t
   CUBERT_RETURN_IF_ERROR(server_note(
       server, server->driver->event_record(server->self, server->comm->stream, &event, out_error), out_error));
   status = server_note(server, server->driver->event_wait(server->self, slot->stream, event, out_error),
-                    out_error);
+                       out_error);
   if (status != CUBERT_STATUS_OK) {
     server->driver->event_destroy(server->self, event);
     return status;

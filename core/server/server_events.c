@@ -29,7 +29,7 @@ static cubert_status_t ev_create_stream(void *self, uint32_t index, void **out_s
   slot->server = server;
   slot->index = index;
   status = server_note(server, server->driver->stream_create(server->self, index, &slot->stream, out_error),
-                    out_error);
+                       out_error);
   if (status == CUBERT_STATUS_OK && index < server->max_streams) {
     status = server_memory_create(server, slot, out_error);
     if (status != CUBERT_STATUS_OK) server->driver->stream_destroy(server->self, slot->stream);
@@ -68,7 +68,7 @@ static cubert_status_t ev_flush(void *self, void *stream, void **out_event,
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "event");
   }
   status = server_note(server, server->driver->event_record(server->self, slot->stream, &ev->event, out_error),
-                    out_error);
+                       out_error);
   if (status != CUBERT_STATUS_OK) {
     ev->next = server->free_events;
     server->free_events = ev;
@@ -95,16 +95,16 @@ static cubert_status_t ev_wait_event(void *self, void *stream, void *event,
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
   server_race_stream_wait(server, slot->index, ev->race);
   return server_note(server, server->driver->event_wait(server->self, slot->stream, ev->event, out_error),
-                  out_error);
+                     out_error);
 }
 
 static cubert_status_t ev_wait_event_sync(void *self, void *event, cubert_error_t *out_error) {
   cubert_server_t *server = (cubert_server_t *)self;
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
   return server_note(server,
-                  server->driver->event_synchronize(server->self, ((server_event_t *)event)->event,
+                     server->driver->event_synchronize(server->self, ((server_event_t *)event)->event,
                                                  UINT64_MAX, out_error),
-                  out_error);
+                     out_error);
 }
 
 static bool ev_event_completed(void *self, void *event) {

@@ -65,7 +65,7 @@ static void wait_oldest(cubert_server_t *server) {
   cubert_error_clear(&e);
   SERVER_OBSERVE(server, CUBERT_SERVER_OBSERVE_GC_WAIT, server->ring_len, 0);
   status = server->driver->event_synchronize(server->self, entry_event(&server->ring[server->ring_head]),
-                                          UINT64_MAX, &e);
+                                             UINT64_MAX, &e);
   (void)server_note(server, status, &e);
   pop_release(server);
 }
@@ -107,7 +107,7 @@ void server_gc_take_tasks(cubert_server_t *server) {
 }
 
 void server_gc_retire_pins(cubert_server_t *server, cubert_driver_stream_t *stream,
-                        const cubert_memory_id_t *pins, uint32_t count) {
+                           const cubert_memory_id_t *pins, uint32_t count) {
   cubert_driver_event_t *event = NULL;
   cubert_error_t e;
   server_retire_t *entry;
@@ -115,7 +115,7 @@ void server_gc_retire_pins(cubert_server_t *server, cubert_driver_stream_t *stre
   cubert_error_clear(&e);
   if (server_lost(server, NULL) != CUBERT_STATUS_OK ||
       server_note(server, server->driver->event_record(server->self, stream, &event, &e), &e) !=
-          CUBERT_STATUS_OK) {
+      CUBERT_STATUS_OK) {
     /* no event (host memory exhausted, or the device is lost): wait for the
      * stream (no allocation) unless the device is gone, then release */
     if (server_lost(server, NULL) == CUBERT_STATUS_OK)
@@ -129,7 +129,7 @@ void server_gc_retire_pins(cubert_server_t *server, cubert_driver_stream_t *stre
 }
 
 void server_gc_retire_bytes(cubert_server_t *server, server_slot_t *slot, cubert_bytes_t *bytes,
-                         size_t count) {
+                            size_t count) {
   size_t i;
   for (i = 0; i < count; i++) {
     cubert_driver_event_t *event = NULL;

@@ -140,7 +140,7 @@ static void report_accesses(cubert_server_t *server, uint32_t slot, const cubert
 }
 
 cubert_status_t cubert__server_launch(cubert_server_t *server, const cubert_server_launch_t *op,
-                                  cubert_error_t *out_error) {
+                                      cubert_error_t *out_error) {
   cubert_binding_t bindings[SERVER_MAX_BINDINGS];
   cubert_driver_buffer_t buffers[CUBERT_KERNEL_MAX_BUFFERS];
   cubert_driver_launch_t launch;
@@ -171,11 +171,11 @@ cubert_status_t cubert__server_launch(cubert_server_t *server, const cubert_serv
   CUBERT_RETURN_IF_ERROR(
       resolve_arguments(server, op, &launch, buffers, bindings, &nbind, out_error));
   CUBERT_RETURN_IF_ERROR(cubert__multi_stream_resolve(server->multi, op->stream, bindings, nbind,
-                                                     false, &resolved, out_error));
+                                                      false, &resolved, out_error));
   status = server_note(server,
-                    server->driver->launch(server->self, &launch, ((server_slot_t *)resolved.stream)->stream,
+                       server->driver->launch(server->self, &launch, ((server_slot_t *)resolved.stream)->stream,
                                         out_error),
-                    out_error);
+                       out_error);
   if (status == CUBERT_STATUS_OK && server->race)
     report_accesses(server, resolved.slot, op, bindings, nbind);
   if (resolved.pinned) {

@@ -16,7 +16,7 @@
 #if CUBERT_CONFIG_RACE_CHECKER /* else the hooks vanish at their call sites (server_internal.h) */
 
 cubert_status_t server_race_create(cubert_server_t *server, const cubert_server_options_t *o,
-                                cubert_error_t *out_error) {
+                                   cubert_error_t *out_error) {
   cubert_race_options_t ro;
   if (!o->race_check) return CUBERT_STATUS_OK;
   cubert__race_options_initialize(&ro);
@@ -40,7 +40,7 @@ static void race_note(cubert_server_t *server, cubert_status_t status) {
 }
 
 void server_race_op(cubert_server_t *server, uint32_t slot, const char *name, const cubert_binding_t *b,
-                 const uint8_t *modes, uint32_t count) {
+                    const uint8_t *modes, uint32_t count) {
   uint64_t op = 0;
   uint32_t i;
   if (!server->race) return;
@@ -50,8 +50,8 @@ void server_race_op(cubert_server_t *server, uint32_t slot, const char *name, co
   }
   for (i = 0; i < count; i++)
     race_note(server, cubert__race_access(server->race, cubert__race_buffer_id(b[i].memory), slot, op,
-                                      (cubert_race_access_t)modes[i], b[i].offset_start,
-                                      b[i].size - b[i].offset_end));
+                                          (cubert_race_access_t)modes[i], b[i].offset_start,
+                                          b[i].size - b[i].offset_end));
 }
 
 void server_race_host_op(cubert_server_t *server, const char *name, const cubert_binding_t *b) {
@@ -62,8 +62,8 @@ void server_race_host_op(cubert_server_t *server, const char *name, const cubert
     return;
   }
   race_note(server, cubert__race_access(server->race, cubert__race_buffer_id(b->memory), CUBERT_RACE_HOST,
-                                    op, CUBERT_RACE_WRITE, b->offset_start,
-                                    b->size - b->offset_end));
+                                        op, CUBERT_RACE_WRITE, b->offset_start,
+                                        b->size - b->offset_end));
 }
 
 cubert_race_event_t server_race_record(cubert_server_t *server, uint32_t slot) {
@@ -114,7 +114,7 @@ void server_race_release_task(cubert_server_t *server, cubert_stream_gc_task_t *
     for (i = 0; i < n; i++)
       if (!cubert__memory_id_is_alive(server->table, ids[i]))
         race_note(server, cubert__race_reclaim_at_event(server->race, cubert__race_buffer_id(ids[i]),
-                                                    slots[i], token));
+                                                        slots[i], token));
   } else {
     /* more pins than a batch: release them one by one, checking each */
     for (first = 0; first < task->pin_count_; first++) {
@@ -124,7 +124,7 @@ void server_race_release_task(cubert_server_t *server, cubert_stream_gc_task_t *
       (void)cubert__binding_release(server->table, b);
       if (!cubert__memory_id_is_alive(server->table, id))
         race_note(server, cubert__race_reclaim_at_event(server->race, cubert__race_buffer_id(id), slot,
-                                                    token));
+                                                        token));
     }
     task->pin_count_ = 0;
     cubert__stream_gc_task_release(task);
@@ -135,7 +135,7 @@ void server_race_release_task(cubert_server_t *server, cubert_stream_gc_task_t *
 /* ---- the checker's state, for the client's accessors ---- */
 
 void cubert__server_race_state(const cubert_server_t *server, cubert_race_counters_t *out_counters,
-                           cubert_race_report_t *out_last, bool *out_has_last) {
+                               cubert_race_report_t *out_last, bool *out_has_last) {
   if (out_counters) cubert__race_counters(server->race, out_counters); /* zeros for NULL */
   if (out_last) *out_has_last = cubert__race_last_report(server->race, out_last);
 }

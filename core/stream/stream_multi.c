@@ -93,7 +93,7 @@ static uint32_t gc_slot_index(const cubert_multi_stream_t *ms) {
 
 static stream_slot_t *slot_of(const cubert_multi_stream_t *ms, uint64_t stream_id) {
   return (stream_slot_t *)cubert__stream_pool_get(&ms->pool,
-                                                 cubert__stream_pool_index(&ms->pool, stream_id));
+                                                  cubert__stream_pool_index(&ms->pool, stream_id));
 }
 
 /* Add `next` to the slot's SERVER_UNHEALTHY aggregate (count, first error's
@@ -176,11 +176,11 @@ static void multi_stream_free(cubert_multi_stream_t *ms) {
 }
 
 cubert_status_t cubert__multi_stream_create(cubert_allocator_t allocator,
-                                           const cubert_event_backend_t *driver,
-                                           cubert_handle_table_t *handles,
-                                           const cubert_multi_stream_options_t *options,
-                                           cubert_multi_stream_t **out_multi_stream,
-                                           cubert_error_t *out_error) {
+                                            const cubert_event_backend_t *driver,
+                                            cubert_handle_table_t *handles,
+                                            const cubert_multi_stream_options_t *options,
+                                            cubert_multi_stream_t **out_multi_stream,
+                                            cubert_error_t *out_error) {
   cubert_multi_stream_options_t opts;
   cubert_multi_stream_t *ms;
   const cubert_event_backend_vtable_t *vt;
@@ -238,7 +238,7 @@ cubert_status_t cubert__multi_stream_create(cubert_allocator_t allocator,
     goto fail;
   ms->gc = (gc_entry_t *)gc;
   if ((status = cubert__stream_pool_initialize(&ms->pool, allocator, opts.max_streams, 1,
-                                              slot_create, slot_destroy, ms)) != CUBERT_STATUS_OK)
+                                               slot_create, slot_destroy, ms)) != CUBERT_STATUS_OK)
     goto fail;
   *out_multi_stream = ms;
   return CUBERT_STATUS_OK;
@@ -320,8 +320,8 @@ uint32_t cubert__multi_stream_gc_pending(const cubert_multi_stream_t *ms) {
 }
 
 cubert_status_t cubert__multi_stream_gc_register(cubert_multi_stream_t *ms, uint64_t stream_id,
-                                                void *event, cubert_stream_gc_drop_fn_t drop,
-                                                void *user, cubert_error_t *out_error) {
+                                                 void *event, cubert_stream_gc_drop_fn_t drop,
+                                                 void *user, cubert_error_t *out_error) {
   void *slot = NULL;
   gc_entry_t *e;
   if (!ms || !event || !drop)
@@ -359,7 +359,7 @@ bool cubert__multi_stream_gc_take(cubert_multi_stream_t *ms, cubert_stream_gc_ta
 }
 
 cubert_status_t cubert__stream_gc_task_wait(const cubert_stream_gc_task_t *task,
-                                           cubert_error_t *out_error) {
+                                            cubert_error_t *out_error) {
   if (!task || !task->event_ || !task->backend_.vtable)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "gc_task_wait: empty task");
@@ -417,8 +417,8 @@ static bool binding_needs_sync(const cubert_multi_stream_t *ms, const stream_slo
 }
 
 uint32_t cubert__multi_stream_analyze(const cubert_multi_stream_t *ms, uint64_t stream_id,
-                                     const cubert_binding_t *bindings, size_t count,
-                                     uint32_t *out_origin_slots) {
+                                      const cubert_binding_t *bindings, size_t count,
+                                      uint32_t *out_origin_slots) {
   const stream_slot_t *cur;
   size_t i, j;
   uint32_t distinct = 0;
@@ -497,10 +497,10 @@ static void resolution_open(cubert_multi_stream_t *ms, stream_slot_t *cur, uint6
 }
 
 cubert_status_t cubert__multi_stream_resolve(cubert_multi_stream_t *ms, uint64_t stream_id,
-                                            const cubert_binding_t *bindings, size_t count,
-                                            bool enforce_healthy,
-                                            cubert_resolved_streams_t *out_resolved,
-                                            cubert_error_t *out_error) {
+                                             const cubert_binding_t *bindings, size_t count,
+                                             bool enforce_healthy,
+                                             cubert_resolved_streams_t *out_resolved,
+                                             cubert_error_t *out_error) {
   const cubert_event_backend_vtable_t *vt;
   stream_slot_t *cur;
   uint32_t cur_index, ncreated = 0, npins = 0, nneeds = 0, nevents = 0, k;
@@ -590,7 +590,7 @@ rollback:
 }
 
 void cubert__multi_stream_resolve_end(cubert_multi_stream_t *ms,
-                                     cubert_resolved_streams_t *resolved) {
+                                      cubert_resolved_streams_t *resolved) {
   const cubert_event_backend_vtable_t *vt;
   stream_slot_t *cur, *gc;
   void *e1 = NULL, *e2 = NULL;
@@ -640,7 +640,7 @@ void cubert__multi_stream_resolve_end(cubert_multi_stream_t *ms,
 /* ---- streams, sync, inspection ---------------------------------------------------------------- */
 
 cubert_status_t cubert__multi_stream_stream(cubert_multi_stream_t *ms, uint64_t stream_id,
-                                           void **out_stream, cubert_error_t *out_error) {
+                                            void **out_stream, cubert_error_t *out_error) {
   void *entry = NULL;
   if (!ms || !out_stream)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
@@ -652,7 +652,7 @@ cubert_status_t cubert__multi_stream_stream(cubert_multi_stream_t *ms, uint64_t 
 }
 
 cubert_status_t cubert__multi_stream_sync(cubert_multi_stream_t *ms, uint64_t stream_id,
-                                         cubert_error_t *out_error) {
+                                          cubert_error_t *out_error) {
   stream_slot_t *slot;
   void *event = NULL;
   cubert_status_t status;
@@ -678,7 +678,7 @@ uint64_t cubert__multi_stream_cursor(const cubert_multi_stream_t *ms, uint64_t s
 }
 
 bool cubert__multi_stream_last_synced(const cubert_multi_stream_t *ms, uint64_t stream_id,
-                                     uint32_t origin_slot, uint64_t *out_cursor) {
+                                      uint32_t origin_slot, uint64_t *out_cursor) {
   const stream_slot_t *slot = ms ? slot_of(ms, stream_id) : NULL;
   if (!slot || origin_slot >= ms->max_streams || !slot_synced(slot, origin_slot)) return false;
   if (out_cursor) *out_cursor = slot->last_synced[origin_slot];
@@ -693,7 +693,7 @@ uint32_t cubert__multi_stream_synced_count(const cubert_multi_stream_t *ms, uint
 /* ---- error queue ------------------------------------------------------------------------------ */
 
 cubert_status_t cubert__multi_stream_error_push(cubert_multi_stream_t *ms, uint64_t stream_id,
-                                               const cubert_error_t *error) {
+                                                const cubert_error_t *error) {
   void *entry = NULL;
   if (!ms || !error || error->status == CUBERT_STATUS_OK || error->depth == 0)
     return CUBERT_STATUS_INVALID_ARGUMENT;
@@ -709,7 +709,7 @@ uint32_t cubert__multi_stream_error_count(const cubert_multi_stream_t *ms, uint6
 }
 
 cubert_status_t cubert__multi_stream_error_peek(const cubert_multi_stream_t *ms,
-                                               uint64_t stream_id, cubert_error_t *out_error) {
+                                                uint64_t stream_id, cubert_error_t *out_error) {
   const stream_slot_t *slot;
   if (!ms) return CUBERT_STATUS_INVALID_ARGUMENT;
   slot = slot_of(ms, stream_id);
@@ -719,7 +719,7 @@ cubert_status_t cubert__multi_stream_error_peek(const cubert_multi_stream_t *ms,
 }
 
 cubert_status_t cubert__multi_stream_error_drain(cubert_multi_stream_t *ms, uint64_t stream_id,
-                                                cubert_error_t *out_error) {
+                                                 cubert_error_t *out_error) {
   stream_slot_t *slot;
   cubert_status_t status = cubert__multi_stream_error_peek(ms, stream_id, out_error);
   if (status != CUBERT_STATUS_SERVER_UNHEALTHY) return status;

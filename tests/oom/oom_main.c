@@ -523,7 +523,7 @@ cubert_status_t __wrap_cubert_inline_client_create_with_faults(
     cubert_allocator_t allocator, const cubert_inline_options_t *options,
     const cubert_server_faults_t *faults, cubert_client_t **out_client, cubert_error_t *out_error) {
   cubert_status_t s = __real_cubert_inline_client_create_with_faults(allocator, options, faults,
-                                                                    out_client, out_error);
+                                                                     out_client, out_error);
   track_client(s, out_client);
   return s;
 }

@@ -170,7 +170,7 @@ TEST(stream_pool_arguments_bounds_and_count) {
   CHECK_STATUS(cubert__stream_pool_initialize(&pool, a, 0, 1, pool_create, pool_destroy, &log),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert__stream_pool_initialize(&pool, a, UINT32_MAX, 1, pool_create, pool_destroy,
-                                             &log),
+                                              &log),
                CUBERT_STATUS_INVALID_ARGUMENT); /* the total wraps */
   CHECK_EQ_U64(c.calls, 0);
   /* a pool left zeroed by a failed initialize: every call is harmless */
@@ -205,7 +205,7 @@ TEST(stream_pool_arguments_bounds_and_count) {
   CHECK(created);
   CHECK_OK(cubert__stream_pool_get_or_create(&pool, 3, &entry, NULL, NULL));
   CHECK_OK(cubert__stream_pool_get_or_create(&pool, cubert__stream_pool_special_index(&pool, 1),
-                                            &entry, NULL, NULL));
+                                             &entry, NULL, NULL));
   CHECK_EQ_U64(cubert__stream_pool_count(&pool), 2); /* regular slots only */
   cubert__stream_pool_remove(&pool, 1);
   CHECK_EQ_U64(cubert__stream_pool_count(&pool), 1);
@@ -369,7 +369,7 @@ TEST(stream_gc_collect_keeps_order_of_pending_entries) {
     fake_event_backend_enqueue(&f.fb, s[i], 1);
     CHECK_OK(f.vt.flush(f.driver.self, s[i], &e[i], NULL));
     CHECK_OK(cubert__multi_stream_gc_register(f.ms, (uint64_t)i + 1, e[i], drop_count, &dropped[i],
-                                             NULL));
+                                              NULL));
   }
   fake_event_backend_run(&f.fb, 2, 10); /* only the middle entry completes */
   CHECK_EQ_U64(cubert__multi_stream_gc_collect(f.ms), 1);
@@ -488,7 +488,7 @@ TEST(stream_resolve_pin_at_the_count_limit_is_an_overflow) {
   ef_init(&f, 4, 8, NULL);
   b = ef_binding(&f, 2, &h);
   CHECK_OK(cubert__handle_table_debug_set_counts(f.table, h.memory, 1,
-                                                CUBERT_HANDLE_MAX_COUNT - 1));
+                                                 CUBERT_HANDLE_MAX_COUNT - 1));
   CHECK_STATUS(cubert__multi_stream_resolve(f.ms, 1, &b, 1, true, &r, &err),
                CUBERT_STATUS_OVERFLOW);
   CHECK(cubert_error_kind(&err) == CUBERT_ERROR_OVERFLOW);
