@@ -22,7 +22,7 @@
 #include "check/race.h"
 #include "cubert/driver/arith.h"
 
-#if CUBERT_CONFIG_RACE_CHECKER /* else race_omitted.c (cubert/config.h) */
+#if CUBERT_CONFIG_RACE_CHECKER /* else race_off.c: the public entry points (cubert/config.h) */
 
 /* ---- create / destroy / reset ------------------------------------------------- */
 

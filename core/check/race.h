@@ -61,11 +61,11 @@
  * state (no new buffers, no more live events than before) no call allocates.
  * Every call that fails has no side effect (a pool may have grown, invisibly).
  *
- * Compiled out (CUBERT_CONFIG_RACE_CHECKER 0, cubert/config.h): create
- * returns UNSUPPORTED with a COMPILED_OUT record and no checker; every other
- * call returns UNSUPPORTED or reports nothing (counters 0, no last report),
- * the names and cubert_race_report_format write "(race checker compiled
- * out)", and the hooks below still do nothing for a NULL checker.
+ * Compiled out (CUBERT_CONFIG_RACE_CHECKER 0, cubert/config.h): nothing
+ * declared here is built and nothing may call it. The server's hooks vanish
+ * where they are called (core/server/server_internal.h), a device asked for
+ * the checker answers COMPILED_OUT, and the public text functions of
+ * cubert/race.h say "(race checker compiled out)" (core/check/race_off.c).
  */
 #ifndef CUBERT_CORE_CHECK_RACE_H
 #define CUBERT_CORE_CHECK_RACE_H

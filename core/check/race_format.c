@@ -3,7 +3,7 @@
 #include "check/race_internal.h"
 #include "base/fmt.h"
 
-#if CUBERT_CONFIG_RACE_CHECKER /* else race_omitted.c (cubert/config.h) */
+#if CUBERT_CONFIG_RACE_CHECKER /* else race_off.c: the public entry points (cubert/config.h) */
 
 const char *cubert_race_access_name(uint32_t access) {
   switch (access) {

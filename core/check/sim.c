@@ -19,7 +19,7 @@ uint64_t cubert_sim_splitmix64(uint64_t *state) {
   return z ^ (z >> 31);
 }
 
-#if CUBERT_CONFIG_SIMULATION /* else sim_omitted.c (cubert/config.h) */
+#if CUBERT_CONFIG_SIMULATION /* else sim_off.c: the public entry points (cubert/config.h) */
 
 /* 0..n-1 from a 64-bit draw: multiply-shift on the high 32 bits (exact on
  * every machine). */

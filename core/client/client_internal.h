@@ -104,6 +104,7 @@ cubert_status_t client_launch_task(cubert_client_t *client, const cubert_kernel_
                                    const cubert_launch_arguments_t *args,
                                    cubert_execution_mode_t mode, cubert_error_t *out_error);
 
+#if CUBERT_CONFIG_PROFILING
 /* client_profile.c: a launch at a kernel-profiling level other than OFF
  * (arguments already validated); the summary written to the sink at sync;
  * teardown of the profiling state (last client). */
@@ -113,5 +114,10 @@ cubert_status_t client_profiled_launch(cubert_client_t *client, const struct cub
                                        cubert_execution_mode_t mode, cubert_error_t *out_error);
 void client_profile_emit_summary(cubert_client_t *client);
 void client_profile_destroy(device_state_t *state);
+#else /* compiled out: the level stays OFF, so a profiled launch is never asked for */
+#define client_profiled_launch client_launch_task
+#define client_profile_emit_summary(client) ((void)(client))
+#define client_profile_destroy(state) ((void)(state))
+#endif
 
 #endif

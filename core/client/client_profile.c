@@ -7,7 +7,7 @@
 #include "client/client_internal.h"
 #include "base/fmt.h"
 
-#if CUBERT_CONFIG_PROFILING
+#if CUBERT_CONFIG_PROFILING /* else core/client/profile_off.c: the public entry points */
 
 /* ---- the device's spin lock (short, non-blocking sections only) ------------- */
 
@@ -259,58 +259,5 @@ static void emit_summary(device_state_t *s) {
   if (len > 0 && sink) sink(sink_self, text, len);
   cubert_allocator_free(s->allocator, text, need, 0);
 }
-
-#else /* !CUBERT_CONFIG_PROFILING: no tokens, no kernel profiling (level stays OFF) */
-
-#define PROFILING_OMITTED "profiling (CUBERT_CONFIG_PROFILING=0)"
-
-cubert_status_t cubert_client_profile_start(cubert_client_t *client,
-                                            cubert_profiling_token_t *out_token,
-                                            cubert_error_t *out_error) {
-  if (!client || !out_token)
-    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
-                            "profile_start: NULL argument");
-  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0, PROFILING_OMITTED);
-}
-
-cubert_status_t cubert_client_profile_end(cubert_client_t *client, cubert_profiling_token_t token,
-                                          cubert_profile_duration_t *out_duration,
-                                          cubert_error_t *out_error) {
-  (void)token;
-  if (!client || !out_duration)
-    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
-                            "profile_end: NULL argument");
-  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0, PROFILING_OMITTED);
-}
-
-/* OFF is accepted (nothing to turn off); any other level is compiled out. */
-cubert_status_t cubert_client_set_profiling(cubert_client_t *client, cubert_profile_level_t level,
-                                            cubert_log_sink_fn_t sink, void *sink_self,
-                                            cubert_error_t *out_error) {
-  (void)sink_self;
-  if (!client || !cubert_profile_level_is_valid(level) ||
-      (level != CUBERT_PROFILE_LEVEL_OFF && !sink))
-    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
-                            "set_profiling: NULL client, invalid level or NULL sink");
-  if (level == CUBERT_PROFILE_LEVEL_OFF) return CUBERT_STATUS_OK;
-  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0, PROFILING_OMITTED);
-}
-
-cubert_profile_level_t cubert_client_profiling_level(const cubert_client_t *client) {
-  (void)client;
-  return CUBERT_PROFILE_LEVEL_OFF;
-}
-
-void client_profile_destroy(device_state_t *state) { (void)state; }
-
-/* Never reached: the level is always OFF. */
-cubert_status_t client_profiled_launch(cubert_client_t *client, const struct cubert_kernel_t *kernel,
-                                       const struct cubert_cube_count_t *count,
-                                       const cubert_launch_arguments_t *args,
-                                       cubert_execution_mode_t mode, cubert_error_t *out_error) {
-  return client_launch_task(client, kernel, count, args, mode, out_error);
-}
-
-void client_profile_emit_summary(cubert_client_t *client) { (void)client; }
 
 #endif /* CUBERT_CONFIG_PROFILING */

@@ -52,8 +52,8 @@ static cubert_status_t heap_bytes(cubert_allocator_t allocator, uint64_t size,
   return CUBERT_STATUS_OK;
 }
 
-#if CUBERT_CONFIG_STAGING
-/* ---- the server's staging, as a device task ---- */
+/* ---- the server's staging, as a device task (compiled out, CUBERT_CONFIG_STAGING 0:
+ * the server refuses, COMPILED_OUT, and the fallback below serves every call) ---- */
 
 typedef struct staging_task_t {
   client_task_t head;
@@ -163,46 +163,6 @@ cubert_status_t cubert_client_staging(cubert_client_t *client, cubert_bytes_t *b
   return CUBERT_STATUS_OK;
 }
 
-#else /* !CUBERT_CONFIG_STAGING: every buffer from the client's allocator */
-
-cubert_status_t cubert_client_reserve_staging(cubert_client_t *client, const uint64_t *sizes,
-                                              size_t count, cubert_bytes_t *out_bytes,
-                                              cubert_error_t *out_error) {
-  size_t i;
-  if (!client || (count && (!sizes || !out_bytes)))
-    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
-                            "reserve_staging: NULL argument");
-  for (i = 0; i < count; i++) {
-    if (heap_bytes(client->state->allocator, sizes[i], &out_bytes[i]) != CUBERT_STATUS_OK) {
-      uint64_t size = sizes[i];
-      release_bytes(out_bytes, i);
-      return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, &size, 1,
-                              "staging fallback buffer");
-    }
-  }
-  return CUBERT_STATUS_OK;
-}
-
-/* As when the server refuses: nothing changes. */
-cubert_status_t cubert_client_staging(cubert_client_t *client, cubert_bytes_t *bytes, size_t count,
-                                      bool file_only, cubert_error_t *out_error) {
-  size_t i;
-  (void)file_only;
-  if (!client || (count && !bytes) || count > STAGING_MAX_BATCH)
-    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
-                            "staging: NULL argument or more than 64 buffers");
-  for (i = 0; i < count; i++) {
-    if (!bytes[i].data && bytes[i].size)
-      return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
-                              "staging: a buffer with a size and no data");
-    if ((uint32_t)bytes[i].property > (uint32_t)CUBERT_ALLOCATION_OTHER)
-      return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
-                              "staging: unknown allocation property (NATIVE, PINNED, FILE, OTHER)");
-  }
-  return CUBERT_STATUS_OK;
-}
-
-#endif /* CUBERT_CONFIG_STAGING */
 
 cubert_status_t cubert_client_create_from_slice_pinned(cubert_client_t *client, const void *data,
                                                        uint64_t size, cubert_handle_t *out_handle,

@@ -15,7 +15,7 @@
 #include "memory/memory.h"
 #include "cubert/driver/arith.h"
 
-#if CUBERT_CONFIG_PAGED_POOLS
+#if CUBERT_CONFIG_PAGED_POOLS /* else not built: the manager's calls vanish (MEMORY_IF_PAGED_POOLS) */
 
 #define ALLOC_AFTER_FREE 5u
 #define FREE_COUNT_NEW 4u /* a new page is "almost ready to free" */
@@ -152,80 +152,6 @@ void cubert__exclusive_pool_report(cubert_exclusive_pool_t *pool, cubert_memory_
 
 void cubert__exclusive_pool_trim(cubert_exclusive_pool_t *pool) {
   cubert__memory_slots_trim(&pool->pages);
-}
-
-#else /* !CUBERT_CONFIG_PAGED_POOLS: no exclusive pool can be made (the configuration
-       * refuses the entry first); the manager's dispatch still links */
-
-cubert_status_t cubert__exclusive_pool_initialize(cubert_exclusive_pool_t *pool,
-                                                  cubert_memory_env_t *env, uint8_t position,
-                                                  const cubert_memory_pool_options_t *opt,
-                                                  uint64_t alignment, cubert_error_t *out_error) {
-  (void)env;
-  (void)position;
-  (void)opt;
-  (void)alignment;
-  cubert_memset(pool, 0, sizeof *pool);
-  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0,
-                          "exclusive pools (CUBERT_CONFIG_PAGED_POOLS=0)");
-}
-
-void cubert__exclusive_pool_deinitialize(cubert_exclusive_pool_t *pool) { (void)pool; }
-
-bool cubert__exclusive_pool_accept(const cubert_exclusive_pool_t *pool, uint64_t size) {
-  (void)pool;
-  (void)size;
-  return false;
-}
-
-cubert_status_t cubert__exclusive_pool_try_reserve(cubert_exclusive_pool_t *pool, uint64_t size,
-                                                   cubert_memory_id_t owner, bool *out_found,
-                                                   cubert_error_t *out_error) {
-  (void)pool;
-  (void)size;
-  (void)owner;
-  (void)out_error;
-  *out_found = false;
-  return CUBERT_STATUS_OK;
-}
-
-cubert_status_t cubert__exclusive_pool_alloc(cubert_exclusive_pool_t *pool, uint64_t size,
-                                             cubert_memory_id_t owner, cubert_error_t *out_error) {
-  (void)pool;
-  (void)size;
-  (void)owner;
-  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0,
-                          "exclusive pools (CUBERT_CONFIG_PAGED_POOLS=0)");
-}
-
-cubert_status_t cubert__exclusive_pool_find(cubert_exclusive_pool_t *pool,
-                                            cubert_memory_location_t loc, cubert_memory_id_t id,
-                                            cubert_memory_slice_view_t *out,
-                                            cubert_error_t *out_error) {
-  (void)pool;
-  (void)loc;
-  (void)id;
-  (void)out;
-  return cubert_error_set(out_error, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0, "no exclusive pool");
-}
-
-void cubert__exclusive_pool_cleanup(cubert_exclusive_pool_t *pool, uint64_t alloc_nr,
-                                    bool explicit_) {
-  (void)pool;
-  (void)alloc_nr;
-  (void)explicit_;
-}
-
-void cubert__exclusive_pool_report(cubert_exclusive_pool_t *pool, cubert_memory_pool_report_t *out) {
-  (void)pool;
-  cubert_memset(out, 0, sizeof *out);
-}
-
-void cubert__exclusive_pool_trim(cubert_exclusive_pool_t *pool) { (void)pool; }
-
-uint64_t cubert__exclusive_pool_average(const cubert_exclusive_pool_t *pool) {
-  (void)pool;
-  return 0;
 }
 
 #endif /* CUBERT_CONFIG_PAGED_POOLS */

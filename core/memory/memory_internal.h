@@ -80,6 +80,30 @@ cubert_status_t cubert__memory_not_found(cubert_error_t *out_error, const char *
 /* Decimal digits of v into buf (at least 21 bytes); returns the length. */
 size_t cubert__memory_format_u64(uint64_t v, char *buf);
 
+/* ---- compiled-out pools (cubert/config.h) ------------------------------ */
+
+/* MEMORY_IF_PAGED_POOLS(code): code when the sliced and exclusive pools are
+ * compiled in (CUBERT_CONFIG_PAGED_POOLS), nothing otherwise: the manager's
+ * dispatch to them vanishes where it stands (the configuration refuses their
+ * entries first, so no such pool exists). memory_sliced.c and
+ * memory_exclusive.c are then not built; nothing stands in for them. */
+#if CUBERT_CONFIG_PAGED_POOLS
+#define MEMORY_IF_PAGED_POOLS(...) __VA_ARGS__
+#else
+#define MEMORY_IF_PAGED_POOLS(...)
+#endif
+
+/* MEMORY_IF_PERSISTENT(code): code when the persistent pool is compiled in
+ * (CUBERT_CONFIG_PERSISTENT_MEMORY); MEMORY_PERSISTENT_OFF(code): code when
+ * it is not (a manager made Persistent then refuses to allocate). */
+#if CUBERT_CONFIG_PERSISTENT_MEMORY
+#define MEMORY_IF_PERSISTENT(...) __VA_ARGS__
+#define MEMORY_PERSISTENT_OFF(...)
+#else
+#define MEMORY_IF_PERSISTENT(...)
+#define MEMORY_PERSISTENT_OFF(...) __VA_ARGS__
+#endif
+
 /* ---- sliced pool (memory_sliced.c) --------------------------------------- */
 
 #define CUBERT_SLICED_BINS 252u

@@ -44,17 +44,22 @@ void cubert__memory_manager_options_initialize(cubert_memory_manager_options_t *
 
 static void pool_deinitialize(cubert_memory_pool_t *pool) {
   switch (pool->type) {
+    MEMORY_IF_PAGED_POOLS(
     case CUBERT_MEMORY_POOL_SLICED: cubert__sliced_pool_deinitialize(&pool->u.sliced); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert__exclusive_pool_deinitialize(&pool->u.exclusive); break;
+    )
     case CUBERT_MEMORY_POOL_DIRECT: cubert__direct_pool_deinitialize(&pool->u.direct); break;
     default: break; /* not a pool type (the enum's width sentinel) */
   }
 }
 
 static bool pool_accept(const cubert_memory_pool_t *pool, uint64_t size) {
+  (void)size; /* read by the paged pools only */
   switch (pool->type) {
+    MEMORY_IF_PAGED_POOLS(
     case CUBERT_MEMORY_POOL_SLICED: return cubert__sliced_pool_accept(&pool->u.sliced, size);
     case CUBERT_MEMORY_POOL_EXCLUSIVE: return cubert__exclusive_pool_accept(&pool->u.exclusive, size);
+    )
     case CUBERT_MEMORY_POOL_DIRECT: return true;
     default: break; /* not a pool type (the enum's width sentinel) */
   }
@@ -66,10 +71,12 @@ static cubert_status_t pool_try_reserve(cubert_memory_pool_t *pool, uint64_t siz
                                         cubert_error_t *err) {
   /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
+    MEMORY_IF_PAGED_POOLS(
     case CUBERT_MEMORY_POOL_SLICED:
       return cubert__sliced_pool_try_reserve(&pool->u.sliced, size, owner, found, err);
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
       return cubert__exclusive_pool_try_reserve(&pool->u.exclusive, size, owner, found, err);
+    )
     case CUBERT_MEMORY_POOL_DIRECT:
       return cubert__direct_pool_try_reserve(&pool->u.direct, size, owner, found, err);
     default: break; /* not a pool type (the enum's width sentinel) */
@@ -82,9 +89,11 @@ static cubert_status_t pool_alloc(cubert_memory_pool_t *pool, uint64_t size,
                                   cubert_memory_id_t owner, cubert_error_t *err) {
   /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
+    MEMORY_IF_PAGED_POOLS(
     case CUBERT_MEMORY_POOL_SLICED: return cubert__sliced_pool_alloc(&pool->u.sliced, size, owner, err);
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
       return cubert__exclusive_pool_alloc(&pool->u.exclusive, size, owner, err);
+    )
     case CUBERT_MEMORY_POOL_DIRECT: return cubert__direct_pool_alloc(&pool->u.direct, size, owner, err);
     default: break; /* not a pool type (the enum's width sentinel) */
   }
@@ -96,9 +105,11 @@ static cubert_status_t pool_find(cubert_memory_pool_t *pool, cubert_memory_locat
                                  cubert_error_t *err) {
   /* unreachable: another pool type (pools_build only makes these three) */
   switch (pool->type) {
+    MEMORY_IF_PAGED_POOLS(
     case CUBERT_MEMORY_POOL_SLICED: return cubert__sliced_pool_find(&pool->u.sliced, loc, id, view, err);
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
       return cubert__exclusive_pool_find(&pool->u.exclusive, loc, id, view, err);
+    )
     case CUBERT_MEMORY_POOL_DIRECT: return cubert__direct_pool_find(&pool->u.direct, loc, id, view, err);
     default: break; /* not a pool type (the enum's width sentinel) */
   }
@@ -106,11 +117,14 @@ static cubert_status_t pool_find(cubert_memory_pool_t *pool, cubert_memory_locat
 }
 
 static void pool_cleanup(cubert_memory_pool_t *pool, uint64_t alloc_nr, bool explicit_) {
+  (void)alloc_nr; /* read by the exclusive pools only */
   switch (pool->type) {
+    MEMORY_IF_PAGED_POOLS(
     case CUBERT_MEMORY_POOL_SLICED: cubert__sliced_pool_cleanup(&pool->u.sliced, explicit_); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE:
       cubert__exclusive_pool_cleanup(&pool->u.exclusive, alloc_nr, explicit_);
       break;
+    )
     case CUBERT_MEMORY_POOL_DIRECT: cubert__direct_pool_cleanup(&pool->u.direct, explicit_); break;
     default: break; /* not a pool type (the enum's width sentinel) */
   }
@@ -118,8 +132,10 @@ static void pool_cleanup(cubert_memory_pool_t *pool, uint64_t alloc_nr, bool exp
 
 static void pool_report(cubert_memory_pool_t *pool, cubert_memory_pool_report_t *out) {
   switch (pool->type) {
+    MEMORY_IF_PAGED_POOLS(
     case CUBERT_MEMORY_POOL_SLICED: cubert__sliced_pool_report(&pool->u.sliced, out); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert__exclusive_pool_report(&pool->u.exclusive, out); break;
+    )
     case CUBERT_MEMORY_POOL_DIRECT: cubert__direct_pool_report(&pool->u.direct, out); break;
     default: break; /* not a pool type (the enum's width sentinel) */
   }
@@ -128,8 +144,10 @@ static void pool_report(cubert_memory_pool_t *pool, cubert_memory_pool_report_t 
 
 static void pool_trim(cubert_memory_pool_t *pool) {
   switch (pool->type) {
+    MEMORY_IF_PAGED_POOLS(
     case CUBERT_MEMORY_POOL_SLICED: cubert__sliced_pool_trim(&pool->u.sliced); break;
     case CUBERT_MEMORY_POOL_EXCLUSIVE: cubert__exclusive_pool_trim(&pool->u.exclusive); break;
+    )
     case CUBERT_MEMORY_POOL_DIRECT: cubert__direct_pool_trim(&pool->u.direct); break;
     default: break; /* not a pool type (the enum's width sentinel) */
   }
@@ -188,6 +206,7 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
     pools[i].capacity_exceeded = false;
     /* unreachable: another pool type (the configuration checked each entry) */
     switch (options[i].type) {
+      MEMORY_IF_PAGED_POOLS(
       case CUBERT_MEMORY_POOL_SLICED:
         status = cubert__sliced_pool_initialize(&pools[i].u.sliced, &mm->env, (uint8_t)i,
                                                 &options[i], props.alignment, mm->poll_per_reserve,
@@ -197,6 +216,7 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
         status = cubert__exclusive_pool_initialize(&pools[i].u.exclusive, &mm->env, (uint8_t)i,
                                                    &options[i], props.alignment, out_error);
         break;
+      )
       case CUBERT_MEMORY_POOL_DIRECT:
         cubert__direct_pool_initialize(&pools[i].u.direct, &mm->env, (uint8_t)i, &options[i],
                                        props.alignment);
@@ -302,7 +322,7 @@ static void cleanup(cubert_memory_manager_t *mm, bool explicit_) {
   if (!explicit_ && mm->alloc_reserve_count < mm->next_check && !mm->env.flush_pending) return;
   for (i = 0; i < mm->pool_count; i++) pool_cleanup(&mm->pools[i], mm->alloc_reserve_count, explicit_);
   next_check_update(mm);
-  if (explicit_) cubert__persistent_pool_cleanup(&mm->persistent, true);
+  MEMORY_IF_PERSISTENT(if (explicit_) cubert__persistent_pool_cleanup(&mm->persistent, true);)
   if (explicit_ || mm->env.flush_pending) {
     mm->env.storage.vtable->flush(mm->env.storage.self);
     mm->env.flush_pending = false;
@@ -427,6 +447,7 @@ static cubert_status_t route(cubert_memory_manager_t *mm, uint64_t size, cubert_
   cubert_error_t capacity_error;
   cubert_status_t status;
   uint32_t i;
+  MEMORY_IF_PERSISTENT(
   if (persistent || size_match) {
     /* unreachable: an error (it fails only for a dead owner; nid was just acquired) */
     CUBERT_RETURN_IF_ERROR(cubert__persistent_pool_try_reserve(&mm->persistent, size, nid, &found, err));
@@ -434,6 +455,14 @@ static cubert_status_t route(cubert_memory_manager_t *mm, uint64_t size, cubert_
   }
   if (persistent || (size_match && cubert__persistent_pool_has_size(&mm->persistent, size)))
     return cubert__persistent_pool_alloc(&mm->persistent, size, nid, err);
+  )
+  /* A manager made Persistent (options ENFORCED or initial_mode) cannot allocate. */
+  MEMORY_PERSISTENT_OFF(
+  (void)size_match;
+  if (persistent)
+    return cubert_error_set(err, CUBERT_ERROR_COMPILED_OUT, NULL, 0,
+                            "the persistent pool (CUBERT_CONFIG_PERSISTENT_MEMORY=0)");
+  )
   for (i = 0; i < mm->pool_count; i++) {
     cubert_memory_pool_t *pool = &mm->pools[i];
     if (!pool_accept(pool, size)) continue;

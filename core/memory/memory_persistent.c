@@ -11,6 +11,10 @@
 #include "memory/handle_table.h"
 #include "memory/memory.h"
 
+/* Compiled out (CUBERT_CONFIG_PERSISTENT_MEMORY 0): the size index, reuse,
+ * allocation and cleanup below are not built and the manager's calls to them
+ * vanish where they stand (MEMORY_IF_PERSISTENT, memory_internal.h); the pool
+ * stays empty and the functions after the #endif serve it. */
 #if CUBERT_CONFIG_PERSISTENT_MEMORY
 
 static uint32_t hash_u64(uint64_t key, uint32_t mask) {
@@ -91,20 +95,6 @@ static cubert_status_t buckets_ensure(cubert_persistent_pool_t *pool) {
   return CUBERT_STATUS_OK;
 }
 
-void cubert__persistent_pool_initialize(cubert_persistent_pool_t *pool, cubert_memory_env_t *env,
-                                        uint64_t alignment, uint64_t max_alloc_size) {
-  cubert_memset(pool, 0, sizeof *pool);
-  cubert__memory_slots_initialize(&pool->slices, env, (uint8_t)CUBERT_MEMORY_PERSISTENT_POOL_POS,
-                                  false, CUBERT_MEMORY_NIL - 1);
-  pool->alignment = alignment == 0 ? 1 : alignment;
-  pool->max_alloc_size = max_alloc_size;
-}
-
-void cubert__persistent_pool_deinitialize(cubert_persistent_pool_t *pool) {
-  cubert__memory_slots_deinitialize(&pool->slices);
-  cubert__persistent_pool_trim(pool);
-}
-
 bool cubert__persistent_pool_has_size(const cubert_persistent_pool_t *pool, uint64_t size) {
   uint64_t eff;
   if (cubert__memory_effective_size(size, pool->alignment, &eff) != CUBERT_STATUS_OK) return false;
@@ -149,15 +139,33 @@ cubert_status_t cubert__persistent_pool_alloc(cubert_persistent_pool_t *pool, ui
   return CUBERT_STATUS_OK;
 }
 
+void cubert__persistent_pool_cleanup(cubert_persistent_pool_t *pool, bool explicit_) {
+  if (explicit_ && cubert__memory_slots_release_free(&pool->slices) > 0) buckets_rebuild(pool);
+}
+
+#endif /* CUBERT_CONFIG_PERSISTENT_MEMORY */
+
+/* ---- kept when persistent memory is compiled out: an empty pool ---- */
+
+void cubert__persistent_pool_initialize(cubert_persistent_pool_t *pool, cubert_memory_env_t *env,
+                                        uint64_t alignment, uint64_t max_alloc_size) {
+  cubert_memset(pool, 0, sizeof *pool);
+  cubert__memory_slots_initialize(&pool->slices, env, (uint8_t)CUBERT_MEMORY_PERSISTENT_POOL_POS,
+                                  false, CUBERT_MEMORY_NIL - 1);
+  pool->alignment = alignment == 0 ? 1 : alignment;
+  pool->max_alloc_size = max_alloc_size;
+}
+
+void cubert__persistent_pool_deinitialize(cubert_persistent_pool_t *pool) {
+  cubert__memory_slots_deinitialize(&pool->slices);
+  cubert__persistent_pool_trim(pool);
+}
+
 cubert_status_t cubert__persistent_pool_find(cubert_persistent_pool_t *pool,
                                              cubert_memory_location_t loc, cubert_memory_id_t id,
                                              cubert_memory_slice_view_t *out,
                                              cubert_error_t *out_error) {
   return cubert__memory_slots_find(&pool->slices, loc, id, out, out_error);
-}
-
-void cubert__persistent_pool_cleanup(cubert_persistent_pool_t *pool, bool explicit_) {
-  if (explicit_ && cubert__memory_slots_release_free(&pool->slices) > 0) buckets_rebuild(pool);
 }
 
 void cubert__persistent_pool_report(cubert_persistent_pool_t *pool,
@@ -175,69 +183,3 @@ void cubert__persistent_pool_trim(cubert_persistent_pool_t *pool) {
   pool->buckets = NULL;
   pool->bucket_cap = pool->bucket_used = 0;
 }
-
-#else /* !CUBERT_CONFIG_PERSISTENT_MEMORY: an empty pool nothing is ever put in */
-
-void cubert__persistent_pool_initialize(cubert_persistent_pool_t *pool, cubert_memory_env_t *env,
-                                        uint64_t alignment, uint64_t max_alloc_size) {
-  cubert_memset(pool, 0, sizeof *pool);
-  cubert__memory_slots_initialize(&pool->slices, env, (uint8_t)CUBERT_MEMORY_PERSISTENT_POOL_POS,
-                                  false, CUBERT_MEMORY_NIL - 1);
-  pool->alignment = alignment == 0 ? 1 : alignment;
-  pool->max_alloc_size = max_alloc_size;
-}
-
-void cubert__persistent_pool_deinitialize(cubert_persistent_pool_t *pool) {
-  cubert__memory_slots_deinitialize(&pool->slices);
-}
-
-bool cubert__persistent_pool_has_size(const cubert_persistent_pool_t *pool, uint64_t size) {
-  (void)pool;
-  (void)size;
-  return false;
-}
-
-cubert_status_t cubert__persistent_pool_try_reserve(cubert_persistent_pool_t *pool, uint64_t size,
-                                                    cubert_memory_id_t owner, bool *out_found,
-                                                    cubert_error_t *out_error) {
-  (void)pool;
-  (void)size;
-  (void)owner;
-  (void)out_error;
-  *out_found = false;
-  return CUBERT_STATUS_OK;
-}
-
-/* A manager made Persistent (options ENFORCED or initial_mode) cannot allocate. */
-cubert_status_t cubert__persistent_pool_alloc(cubert_persistent_pool_t *pool, uint64_t size,
-                                              cubert_memory_id_t owner, cubert_error_t *out_error) {
-  (void)pool;
-  (void)size;
-  (void)owner;
-  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0,
-                          "the persistent pool (CUBERT_CONFIG_PERSISTENT_MEMORY=0)");
-}
-
-cubert_status_t cubert__persistent_pool_find(cubert_persistent_pool_t *pool,
-                                             cubert_memory_location_t loc, cubert_memory_id_t id,
-                                             cubert_memory_slice_view_t *out,
-                                             cubert_error_t *out_error) {
-  return cubert__memory_slots_find(&pool->slices, loc, id, out, out_error);
-}
-
-void cubert__persistent_pool_cleanup(cubert_persistent_pool_t *pool, bool explicit_) {
-  (void)pool;
-  (void)explicit_;
-}
-
-void cubert__persistent_pool_report(cubert_persistent_pool_t *pool,
-                                    cubert_memory_pool_report_t *out) {
-  cubert__memory_slots_report(&pool->slices, CUBERT_MEMORY_POOL_KIND_PERSISTENT, out);
-  out->max_alloc_size = pool->max_alloc_size;
-}
-
-void cubert__persistent_pool_trim(cubert_persistent_pool_t *pool) {
-  cubert__memory_slots_trim(&pool->slices);
-}
-
-#endif /* CUBERT_CONFIG_PERSISTENT_MEMORY */

@@ -32,7 +32,7 @@
 #include "memory/handle_table.h"
 #include "memory/memory.h"
 
-#if CUBERT_CONFIG_PAGED_POOLS
+#if CUBERT_CONFIG_PAGED_POOLS /* else not built: the manager's calls vanish (MEMORY_IF_PAGED_POOLS) */
 
 /* ---- bins ------------------------------------------------------------------- */
 
@@ -584,86 +584,6 @@ uint32_t cubert__sliced_pool_page_blocks(cubert_sliced_pool_t *pool, uint32_t pa
     count++;
   }
   return count;
-}
-
-#else /* !CUBERT_CONFIG_PAGED_POOLS: no sliced pool can be made (the configuration
-       * refuses the entry first); the manager's dispatch still links */
-
-cubert_status_t cubert__sliced_pool_initialize(cubert_sliced_pool_t *pool, cubert_memory_env_t *env,
-                                               uint8_t position, const cubert_memory_pool_options_t *opt,
-                                               uint64_t alignment, uint32_t poll_per_reserve,
-                                               cubert_error_t *out_error) {
-  (void)env;
-  (void)position;
-  (void)opt;
-  (void)alignment;
-  (void)poll_per_reserve;
-  cubert_memset(pool, 0, sizeof *pool);
-  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0,
-                          "sliced pools (CUBERT_CONFIG_PAGED_POOLS=0)");
-}
-
-void cubert__sliced_pool_deinitialize(cubert_sliced_pool_t *pool) { (void)pool; }
-
-bool cubert__sliced_pool_accept(const cubert_sliced_pool_t *pool, uint64_t size) {
-  (void)pool;
-  (void)size;
-  return false;
-}
-
-cubert_status_t cubert__sliced_pool_try_reserve(cubert_sliced_pool_t *pool, uint64_t size,
-                                                cubert_memory_id_t owner, bool *out_found,
-                                                cubert_error_t *out_error) {
-  (void)pool;
-  (void)size;
-  (void)owner;
-  (void)out_error;
-  *out_found = false;
-  return CUBERT_STATUS_OK;
-}
-
-cubert_status_t cubert__sliced_pool_alloc(cubert_sliced_pool_t *pool, uint64_t size,
-                                          cubert_memory_id_t owner, cubert_error_t *out_error) {
-  (void)pool;
-  (void)size;
-  (void)owner;
-  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0,
-                          "sliced pools (CUBERT_CONFIG_PAGED_POOLS=0)");
-}
-
-cubert_status_t cubert__sliced_pool_find(cubert_sliced_pool_t *pool, cubert_memory_location_t loc,
-                                         cubert_memory_id_t id, cubert_memory_slice_view_t *out,
-                                         cubert_error_t *out_error) {
-  (void)pool;
-  (void)loc;
-  (void)id;
-  (void)out;
-  return cubert_error_set(out_error, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0, "no sliced pool");
-}
-
-void cubert__sliced_pool_cleanup(cubert_sliced_pool_t *pool, bool explicit_) {
-  (void)pool;
-  (void)explicit_;
-}
-
-void cubert__sliced_pool_poll_all(cubert_sliced_pool_t *pool) { (void)pool; }
-
-void cubert__sliced_pool_report(cubert_sliced_pool_t *pool, cubert_memory_pool_report_t *out) {
-  (void)pool;
-  cubert_memset(out, 0, sizeof *out);
-}
-
-void cubert__sliced_pool_trim(cubert_sliced_pool_t *pool) { (void)pool; }
-
-void cubert__sliced_pool_coalesce(cubert_sliced_pool_t *pool) { (void)pool; }
-
-uint32_t cubert__sliced_pool_page_blocks(cubert_sliced_pool_t *pool, uint32_t page,
-                                         cubert_sliced_block_t *out, uint32_t capacity) {
-  (void)pool;
-  (void)page;
-  (void)out;
-  (void)capacity;
-  return 0;
 }
 
 #endif /* CUBERT_CONFIG_PAGED_POOLS */

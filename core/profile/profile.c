@@ -9,7 +9,7 @@
 #include "profile/profiler.h"
 #include "cubert/driver/arith.h"
 
-#if CUBERT_CONFIG_PROFILING /* else profile_omitted.c (cubert/config.h) */
+#if CUBERT_CONFIG_PROFILING /* else core/client/profile_off.c: the public entry points */
 
 /* ---- shared helpers ----------------------------------------------------------- */
 
@@ -178,7 +178,9 @@ cubert_status_t cubert__profiler_error(cubert_profiler_t *profiler, const cubert
   return CUBERT_STATUS_OK;
 }
 
-/* ---- profiling level ------------------------------------------------------------ */
+#endif /* CUBERT_CONFIG_PROFILING */
+
+/* ---- profiling level (kept when profiling is compiled out) ------------------------- */
 
 bool cubert_profile_level_is_valid(cubert_profile_level_t level) {
   return (unsigned)level <= (unsigned)CUBERT_PROFILE_LEVEL_FULL;
@@ -199,6 +201,8 @@ const char *cubert_profile_level_name(cubert_profile_level_t level) {
     default: return "unknown";
   }
 }
+
+#if CUBERT_CONFIG_PROFILING
 
 /* ---- text helpers ----------------------------------------------------------------- */
 

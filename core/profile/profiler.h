@@ -10,9 +10,10 @@
  *
  * Freestanding: memory from the injected allocator at create only. Not
  * thread-safe (the device handle serializes server calls). Nothing blocks.
- * Compiled out (CUBERT_CONFIG_PROFILING 0, cubert/config.h): create returns
- * UNSUPPORTED with a COMPILED_OUT record; the other calls return UNSUPPORTED
- * or report nothing.
+ * Compiled out (CUBERT_CONFIG_PROFILING 0, cubert/config.h): nothing
+ * declared here is built and nothing may call it (the server makes no
+ * profiler; its token calls answer COMPILED_OUT, core/server/server.h). The
+ * public entry points of cubert/profile.h: core/client/profile_off.c.
  */
 #ifndef CUBERT_CORE_PROFILE_PROFILER_H
 #define CUBERT_CORE_PROFILE_PROFILER_H

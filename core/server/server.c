@@ -76,7 +76,9 @@ static void server_free(cubert_server_t *server) {
   server_comm_destroy(server);
   server_events_free_all(server);
   server_gc_destroy(server);
+#if CUBERT_CONFIG_PROFILING
   cubert__profiler_destroy(server->profiler);
+#endif
   server_race_destroy(server);
   if (server->slots)
     cubert_allocator_free(a, server->slots, (size_t)(server->max_streams + 1u) * sizeof(server_slot_t *), 0);

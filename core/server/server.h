@@ -52,9 +52,16 @@ const cubert_device_properties_t *cubert__server_properties(const cubert_server_
 const cubert_driver_t *cubert__server_driver(const cubert_server_t *server, void **out_self);
 /* GC polling (cubert_server_collect) and the race checker's state. */
 uint32_t cubert__server_gc_collect(cubert_server_t *server);
+#if CUBERT_CONFIG_RACE_CHECKER
 void cubert__server_race_state(const cubert_server_t *server, cubert_race_counters_t *out_counters,
                                cubert_race_report_t *out_last, bool *out_has_last);
 void cubert__server_set_race_seed(cubert_server_t *server, uint64_t seed);
+#else /* compiled out: no checker (counters 0, no last report, a seed changes nothing) */
+#define cubert__server_race_state(server, out_counters, out_last, out_has_last)                    \
+  ((out_counters) ? (void)cubert_memset((out_counters), 0, sizeof *(out_counters)) : (void)0,      \
+   (out_last) ? (void)(*(out_has_last) = false) : (void)0)
+#define cubert__server_set_race_seed(server, seed) ((void)0)
+#endif
 
 /* ---- memory and transfers ---- */
 
@@ -151,10 +158,18 @@ cubert_status_t cubert__server_allocation_mode(cubert_server_t *server, uint64_t
                                                cubert_error_t *out_error);
 /* Staging buffers (see cubert_client_reserve_staging). UNSUPPORTED when the
  * driver has none. */
+#if CUBERT_CONFIG_STAGING
 cubert_status_t cubert__server_staging(cubert_server_t *server, const uint64_t *sizes, size_t count,
                                        cubert_bytes_t *out_bytes, cubert_error_t *out_error);
+#else /* compiled out (server_staging.c is not built): the server has none */
+#define cubert__server_staging(server, sizes, count, out_bytes, out_error)               \
+  ((void)(server), (void)(sizes), (void)(count), (void)(out_bytes),                     \
+   cubert_error_set((out_error), CUBERT_ERROR_COMPILED_OUT, NULL, 0,                    \
+                    "staging buffers (CUBERT_CONFIG_STAGING=0)"))
+#endif
 
 /* ---- profiling tokens (blocks: both sync the stream) ---- */
+#if CUBERT_CONFIG_PROFILING
 cubert_status_t cubert__server_profile_start(cubert_server_t *server, uint64_t stream,
                                              cubert_profiling_token_t *out_token,
                                              cubert_error_t *out_error);
@@ -163,6 +178,14 @@ cubert_status_t cubert__server_profile_end(cubert_server_t *server, uint64_t str
                                            cubert_profile_duration_t *out_duration,
                                            cubert_error_t *out_error);
 bool cubert__server_has_clock(const cubert_server_t *server);
+#else /* compiled out (server_profile.c is not built): a token is UNSUPPORTED, COMPILED_OUT */
+#define cubert__server_profile_start(server, stream, out_token, out_error)              \
+  ((void)(server), (void)(stream), (void)(out_token),                                  \
+   cubert_error_set((out_error), CUBERT_ERROR_COMPILED_OUT, NULL, 0,                   \
+                    "profiling (CUBERT_CONFIG_PROFILING=0)"))
+#define cubert__server_profile_end(server, stream, token, out_duration, out_error) \
+  ((void)(token), (void)(out_duration), cubert__server_profile_start(server, stream, NULL, out_error))
+#endif
 
 /* ---- collectives (UNSUPPORTED without the driver's primitives) ---- */
 cubert_status_t cubert__server_comm_init(cubert_server_t *server, const uint32_t *device_indices,

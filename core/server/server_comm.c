@@ -21,7 +21,8 @@
 #include "server/server_internal.h"
 #include "memory/handle_table.h"
 
-#if CUBERT_CONFIG_COLLECTIVES
+#if CUBERT_CONFIG_COLLECTIVES /* else no communicator is ever made (the client's
+                                  * public entry points answer COMPILED_OUT, client_comm.c) */
 
 bool cubert__server_has_collectives(const cubert_server_t *server) { return server->driver->collective != NULL; }
 
@@ -313,6 +314,11 @@ cubert_status_t cubert__server_collective(cubert_server_t *server, const cubert_
   return CUBERT_STATUS_OK;
 }
 
+#endif /* CUBERT_CONFIG_COLLECTIVES */
+
+/* ---- kept when collectives are compiled out: with no communicator (none is
+ * ever made then) each does nothing ---- */
+
 cubert_status_t cubert__server_sync_collective(cubert_server_t *server, uint64_t stream,
                                                cubert_error_t *out_error) {
   server_slot_t *slot = NULL;
@@ -359,39 +365,3 @@ void server_comm_destroy(cubert_server_t *server) {
   cubert_allocator_free(server->allocator, c, sizeof(*c), 0);
   server->comm = NULL;
 }
-
-#else /* !CUBERT_CONFIG_COLLECTIVES: no communicator is ever made */
-
-#define COLLECTIVES_OMITTED "collectives (CUBERT_CONFIG_COLLECTIVES=0)"
-
-bool cubert__server_has_collectives(const cubert_server_t *server) {
-  (void)server;
-  return false;
-}
-
-cubert_status_t cubert__server_comm_init(cubert_server_t *server, const uint32_t *device_indices,
-                                         size_t count, cubert_error_t *out_error) {
-  (void)server;
-  (void)device_indices;
-  (void)count;
-  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0, COLLECTIVES_OMITTED);
-}
-
-cubert_status_t cubert__server_collective(cubert_server_t *server, const cubert_server_collective_t *op,
-                                          cubert_error_t *out_error) {
-  (void)server;
-  (void)op;
-  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0, COLLECTIVES_OMITTED);
-}
-
-cubert_status_t cubert__server_sync_collective(cubert_server_t *server, uint64_t stream,
-                                               cubert_error_t *out_error) {
-  (void)stream;
-  return server_lost(server, out_error); /* nothing was ever enqueued: nothing to wait for */
-}
-
-void server_comm_shutdown(cubert_server_t *server) { (void)server; }
-
-void server_comm_destroy(cubert_server_t *server) { (void)server; }
-
-#endif /* CUBERT_CONFIG_COLLECTIVES */

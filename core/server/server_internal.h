@@ -204,6 +204,7 @@ static inline void server_gc_poll_if_pending(cubert_server_t *server) {
 }
 
 /* ---- server_race.c: one branch each when the checker is off ---- */
+#if CUBERT_CONFIG_RACE_CHECKER
 cubert_status_t server_race_create(cubert_server_t *server, const cubert_server_options_t *options,
                                    cubert_error_t *out_error);
 void server_race_destroy(cubert_server_t *server);
@@ -217,6 +218,25 @@ void server_race_host_sync(cubert_server_t *server, uint32_t slot);
 /* A GC task is about to be released: its pinned buffers that die with it
  * are checked against the task's event; then the task is released. */
 void server_race_release_task(cubert_server_t *server, cubert_stream_gc_task_t *task);
+#else
+/* Compiled out (CUBERT_CONFIG_RACE_CHECKER 0): server_race.c is not built and
+ * each hook call becomes a no-op where it stands (its arguments are only cast
+ * to void); asking for the checker answers UNSUPPORTED with a COMPILED_OUT
+ * record. */
+#define server_race_create(server, o, out_error)                                        \
+  ((o)->race_check ? cubert_error_set((out_error), CUBERT_ERROR_COMPILED_OUT, NULL, 0,  \
+                                      "the race checker (CUBERT_CONFIG_RACE_CHECKER=0)") \
+                   : CUBERT_STATUS_OK)
+#define server_race_destroy(server) ((void)(server))
+#define server_race_op(server, slot, name, b, modes, count) \
+  ((void)(server), (void)(slot), (void)(name), (void)(b), (void)(modes), (void)(count))
+#define server_race_host_op(server, name, b) ((void)(server), (void)(name), (void)(b))
+#define server_race_record(server, slot) ((void)(server), (void)(slot), (cubert_race_event_t){0, 0})
+#define server_race_stream_wait(server, slot, event) ((void)(server), (void)(slot), (void)(event))
+#define server_race_release(server, event) ((void)(server), (void)(event))
+#define server_race_host_sync(server, slot) ((void)(server), (void)(slot))
+#define server_race_release_task(server, task) ((void)(server), cubert__stream_gc_task_release(task))
+#endif
 
 /* ---- server_comm.c ---- */
 void server_comm_shutdown(cubert_server_t *server);

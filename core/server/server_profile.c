@@ -7,7 +7,7 @@
 #include "server/server_internal.h"
 #include "profile/profiler.h"
 
-#if CUBERT_CONFIG_PROFILING
+#if CUBERT_CONFIG_PROFILING /* else its calls answer COMPILED_OUT where they stand (server.h) */
 
 bool cubert__server_has_clock(const cubert_server_t *server) { return server->profiler != NULL; }
 
@@ -43,32 +43,6 @@ cubert_status_t cubert__server_profile_end(cubert_server_t *server, uint64_t str
   if (profile_sync(server, stream, &sync_error) != CUBERT_STATUS_OK)
     (void)cubert__profiler_error(server->profiler, &sync_error);
   return cubert__profiler_stop(server->profiler, token, out_duration, out_error);
-}
-
-#else /* !CUBERT_CONFIG_PROFILING: the server makes no profiler (a clock is ignored) */
-
-bool cubert__server_has_clock(const cubert_server_t *server) {
-  (void)server;
-  return false;
-}
-
-cubert_status_t cubert__server_profile_start(cubert_server_t *server, uint64_t stream,
-                                             cubert_profiling_token_t *out_token,
-                                             cubert_error_t *out_error) {
-  (void)server;
-  (void)stream;
-  (void)out_token;
-  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0,
-                          "profiling (CUBERT_CONFIG_PROFILING=0)");
-}
-
-cubert_status_t cubert__server_profile_end(cubert_server_t *server, uint64_t stream,
-                                           cubert_profiling_token_t token,
-                                           cubert_profile_duration_t *out_duration,
-                                           cubert_error_t *out_error) {
-  (void)token;
-  (void)out_duration;
-  return cubert__server_profile_start(server, stream, NULL, out_error);
 }
 
 #endif /* CUBERT_CONFIG_PROFILING */

@@ -13,7 +13,7 @@
 #include "memory/handle_table.h"
 #include "check/race.h"
 
-#if CUBERT_CONFIG_RACE_CHECKER
+#if CUBERT_CONFIG_RACE_CHECKER /* else the hooks vanish at their call sites (server_internal.h) */
 
 cubert_status_t server_race_create(cubert_server_t *server, const cubert_server_options_t *o,
                                    cubert_error_t *out_error) {
@@ -146,76 +146,6 @@ void cubert__server_set_race_seed(cubert_server_t *server, uint64_t seed) {
     cubert__race_set_seed(server->race, seed);
   else
     cubert__race_clear_seed(server->race);
-}
-
-#else /* !CUBERT_CONFIG_RACE_CHECKER: the hooks do nothing (server->race stays NULL) */
-
-cubert_status_t server_race_create(cubert_server_t *server, const cubert_server_options_t *o,
-                                   cubert_error_t *out_error) {
-  (void)server;
-  if (!o->race_check) return CUBERT_STATUS_OK;
-  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0,
-                          "the race checker (CUBERT_CONFIG_RACE_CHECKER=0)");
-}
-
-void server_race_destroy(cubert_server_t *server) { (void)server; }
-
-void server_race_op(cubert_server_t *server, uint32_t slot, const char *name, const cubert_binding_t *b,
-                    const uint8_t *modes, uint32_t count) {
-  (void)server;
-  (void)slot;
-  (void)name;
-  (void)b;
-  (void)modes;
-  (void)count;
-}
-
-void server_race_host_op(cubert_server_t *server, const char *name, const cubert_binding_t *b) {
-  (void)server;
-  (void)name;
-  (void)b;
-}
-
-cubert_race_event_t server_race_record(cubert_server_t *server, uint32_t slot) {
-  cubert_race_event_t none;
-  (void)server;
-  (void)slot;
-  none.index = 0;
-  none.generation = 0;
-  return none;
-}
-
-void server_race_stream_wait(cubert_server_t *server, uint32_t slot, cubert_race_event_t event) {
-  (void)server;
-  (void)slot;
-  (void)event;
-}
-
-void server_race_release(cubert_server_t *server, cubert_race_event_t event) {
-  (void)server;
-  (void)event;
-}
-
-void server_race_host_sync(cubert_server_t *server, uint32_t slot) {
-  (void)server;
-  (void)slot;
-}
-
-void server_race_release_task(cubert_server_t *server, cubert_stream_gc_task_t *task) {
-  (void)server;
-  cubert__stream_gc_task_release(task);
-}
-
-void cubert__server_race_state(const cubert_server_t *server, cubert_race_counters_t *out_counters,
-                               cubert_race_report_t *out_last, bool *out_has_last) {
-  (void)server;
-  if (out_counters) cubert__race_counters(NULL, out_counters); /* zeros */
-  if (out_last) *out_has_last = false;
-}
-
-void cubert__server_set_race_seed(cubert_server_t *server, uint64_t seed) {
-  (void)server;
-  (void)seed;
 }
 
 #endif /* CUBERT_CONFIG_RACE_CHECKER */

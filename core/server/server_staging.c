@@ -10,7 +10,7 @@
  */
 #include "server/server_internal.h"
 
-#if CUBERT_CONFIG_STAGING
+#if CUBERT_CONFIG_STAGING /* else the server refuses where it is called (server.h) */
 
 #define STAGING_HEADER 64 /* keeps the data 64-byte aligned */
 
@@ -106,18 +106,6 @@ cubert_status_t cubert__server_staging(cubert_server_t *server, const uint64_t *
     }
   }
   return CUBERT_STATUS_OK;
-}
-
-#else /* !CUBERT_CONFIG_STAGING: no staging buffers (the client falls back to its own) */
-
-cubert_status_t cubert__server_staging(cubert_server_t *server, const uint64_t *sizes, size_t count,
-                                       cubert_bytes_t *out_bytes, cubert_error_t *out_error) {
-  (void)server;
-  (void)sizes;
-  (void)count;
-  (void)out_bytes;
-  return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0,
-                          "staging buffers (CUBERT_CONFIG_STAGING=0)");
 }
 
 #endif /* CUBERT_CONFIG_STAGING */

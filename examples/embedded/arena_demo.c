@@ -35,7 +35,7 @@
 
 #include "cubert/cubert.h"
 #include "cubert/inline.h"
-#include "memory/memory.h"
+#include "cubert/memory.h"
 #include "cubert_kernels.h"
 
 #ifndef CUBERT_DEMO_BARE_METAL

@@ -44,7 +44,7 @@ for f in "$@"; do
   o=$obj/${f%.c}.o
   [ -f "${o%.o}.gcno" ] || { echo "coverage: ${o%.o}.gcno missing (build with --coverage)"; exit 1; }
   if [ ! -f "${o%.o}.gcda" ]; then
-    # A file compiled out by a configuration switch (race_omitted.c, say) holds no
+    # A file compiled out by a configuration switch (race_off.c, say) holds no
     # function, so nothing ever writes its counts: skipped, said so.
     if ! nm --defined-only "$o" 2>/dev/null | grep -q ' [TtWw] '; then
       echo "coverage: $f: no code in this build (compiled out), not counted"

@@ -13,6 +13,7 @@
 
 /* ---- race checker -------------------------------------------------------------------- */
 
+#if CUBERT_CONFIG_RACE_CHECKER /* calls internals that are not built without it */
 /* White box: the checker's shadow table is open addressing over race_mix(buffer) (the
  * murmur3 finalizer, copied here) with 16 buckets while it holds at most 7 buffers.
  * Buffers are chosen by their home bucket so that deletions meet chains that wrap
@@ -109,6 +110,7 @@ TEST(race_clock_of_bad_timelines_is_zero) {
   CHECK_EQ_I64(ca.live_blocks, 0);
   counting_allocator_destroy(&ca);
 }
+#endif /* CUBERT_CONFIG_RACE_CHECKER */
 
 /* ---- simulation chooser ----------------------------------------------------------------- */
 

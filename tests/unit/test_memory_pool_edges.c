@@ -100,6 +100,7 @@ TEST(memory_pool_direct_edges) {
 
 /* ---- exclusive ------------------------------------------------------------------------------ */
 
+#if CUBERT_CONFIG_PAGED_POOLS && CUBERT_CONFIG_PERSISTENT_MEMORY /* calls internals that are not built without it */
 TEST(memory_pool_exclusive_edges) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
@@ -163,9 +164,11 @@ TEST(memory_pool_exclusive_edges) {
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   pfx_done(&p);
 }
+#endif /* CUBERT_CONFIG_PAGED_POOLS && CUBERT_CONFIG_PERSISTENT_MEMORY */
 
 /* ---- persistent ------------------------------------------------------------------------------- */
 
+#if CUBERT_CONFIG_PAGED_POOLS && CUBERT_CONFIG_PERSISTENT_MEMORY /* calls internals that are not built without it */
 TEST(memory_pool_persistent_edges) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
@@ -209,9 +212,11 @@ TEST(memory_pool_persistent_edges) {
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   pfx_done(&p);
 }
+#endif /* CUBERT_CONFIG_PAGED_POOLS && CUBERT_CONFIG_PERSISTENT_MEMORY */
 
 /* ---- sliced ------------------------------------------------------------------------------------ */
 
+#if CUBERT_CONFIG_PAGED_POOLS && CUBERT_CONFIG_PERSISTENT_MEMORY /* calls internals that are not built without it */
 TEST(memory_pool_sliced_edges) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
@@ -329,6 +334,7 @@ TEST(memory_pool_sliced_vacant_pages_sizes_and_bookkeeping_failures) {
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   pfx_done(&p);
 }
+#endif /* CUBERT_CONFIG_PAGED_POOLS && CUBERT_CONFIG_PERSISTENT_MEMORY */
 
 /* ---- the handle table ------------------------------------------------------------------------ */
 
@@ -453,6 +459,7 @@ TEST(memory_pool_direct_vacant_slot_skipped_and_reused) {
   pfx_done(&p);
 }
 
+#if CUBERT_CONFIG_PAGED_POOLS && CUBERT_CONFIG_PERSISTENT_MEMORY /* calls internals that are not built without it */
 TEST(memory_pool_exclusive_vacant_slot_aging_and_small_pages) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
@@ -539,6 +546,7 @@ TEST(memory_pool_persistent_vacant_slot_and_bucket_failure) {
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   pfx_done(&p);
 }
+#endif /* CUBERT_CONFIG_PAGED_POOLS && CUBERT_CONFIG_PERSISTENT_MEMORY */
 
 /* ---- more limits ---------------------------------------------------------------------------------- */
 
@@ -577,6 +585,7 @@ TEST(memory_pool_direct_reclaim_passes_a_vacant_slot_and_owner_mismatch) {
   pfx_done(&p);
 }
 
+#if CUBERT_CONFIG_PAGED_POOLS && CUBERT_CONFIG_PERSISTENT_MEMORY /* calls internals that are not built without it */
 TEST(memory_pool_sliced_request_in_the_largest_bin) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   pool_fx_t p;
@@ -615,6 +624,7 @@ TEST(memory_pool_persistent_slot_array_growth_failure) {
   CHECK_EQ_U64(p.f.storage.live_allocs, 0);
   pfx_done(&p);
 }
+#endif /* CUBERT_CONFIG_PAGED_POOLS && CUBERT_CONFIG_PERSISTENT_MEMORY */
 
 TEST(handle_table_growth_failure_while_crowded_keeps_the_id) {
   counting_allocator_t ca;
@@ -671,6 +681,7 @@ TEST(handle_disown_of_an_id_nobody_owns_is_refused) {
   counting_allocator_destroy(&ca);
 }
 
+#if CUBERT_CONFIG_PAGED_POOLS && CUBERT_CONFIG_PERSISTENT_MEMORY /* calls internals that are not built without it */
 TEST(memory_pool_sliced_bounded_scan_of_one_bin) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   /* a full page of 32 slices of 1 KiB; every other one released: 16 free slices in one
@@ -747,3 +758,4 @@ TEST(memory_pool_sliced_65536_pages_is_the_most) {
   cubert__handle_table_destroy(table);
   mmf_done(&f);
 }
+#endif /* CUBERT_CONFIG_PAGED_POOLS && CUBERT_CONFIG_PERSISTENT_MEMORY */

@@ -10,6 +10,7 @@
 #include "memory/handle_table.h"
 #include "memory/memory.h"
 
+#if CUBERT_CONFIG_PAGED_POOLS && CUBERT_CONFIG_PERSISTENT_MEMORY /* for the persistent-pool tests below */
 /* An id owned by the pool, as the manager makes them for reserve(). */
 static cubert_memory_id_t owner_new(mm_fixture_t *f) {
   cubert_memory_id_t id = mmf_new_id(f);
@@ -22,6 +23,7 @@ static void owner_discard(mm_fixture_t *f, cubert_memory_id_t id) {
   CHECK_OK(cubert__memory_id_set_owned(f->table, id, false));
   mmf_drop(f, id);
 }
+#endif /* CUBERT_CONFIG_PAGED_POOLS && CUBERT_CONFIG_PERSISTENT_MEMORY */
 
 /* ---- handle::*: locations through the handle table ------------------------------ */
 
@@ -97,6 +99,7 @@ typedef struct block_t {
   bool is_free;
 } block_t;
 
+#if CUBERT_CONFIG_PAGED_POOLS /* calls internals that are not built without it */
 static void check_blocks(cubert_sliced_pool_t *pool, const block_t *want, uint32_t n) {
   cubert_sliced_block_t got[16];
   uint32_t count = cubert__sliced_pool_page_blocks(pool, 0, got, 16), i;
@@ -181,6 +184,7 @@ TEST(memory_pool_page_test_scenario) {
   mmf_drop(&f, s6);
   mmf_done(&f);
 }
+#endif /* CUBERT_CONFIG_PAGED_POOLS */
 
 TEST(memory_pool_sliced_merges_when_enabled) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
@@ -209,6 +213,7 @@ TEST(memory_pool_sliced_merges_when_enabled) {
 
 /* ---- persistent_pool::* ------------------------------------------------------------ */
 
+#if CUBERT_CONFIG_PAGED_POOLS && CUBERT_CONFIG_PERSISTENT_MEMORY /* calls internals that are not built without it */
 TEST(memory_pool_persistent_pool_try_reserve_reuses_slice_with_padding) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS | CUBERT_FEATURE_PERSISTENT_MEMORY);
   mm_fixture_t f;
@@ -302,9 +307,11 @@ TEST(memory_pool_persistent_many_sizes_grow_the_index) {
   }
   mmf_done(&f);
 }
+#endif /* CUBERT_CONFIG_PAGED_POOLS && CUBERT_CONFIG_PERSISTENT_MEMORY */
 
 /* ---- exclusive pool ----------------------------------------------------------------- */
 
+#if CUBERT_CONFIG_PAGED_POOLS /* calls internals that are not built without it */
 TEST(memory_pool_exclusive_first_page_follows_the_average) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   /* the first 100-byte reservation in a pool with max 512, alignment 32
@@ -343,6 +350,7 @@ TEST(memory_pool_exclusive_average_decays) {
   CHECK_EQ_U64(mmf_pool_report(&f, 0).pages_peak, 1); /* always reused */
   mmf_done(&f);
 }
+#endif /* CUBERT_CONFIG_PAGED_POOLS */
 
 /* Advance the reservation count without allocating (a request no pool takes). */
 static void tick(mm_fixture_t *f) {
@@ -512,6 +520,7 @@ TEST(memory_pool_sliced_finds_every_released_slice) {
   mmf_done(&f);
 }
 
+#if CUBERT_CONFIG_PAGED_POOLS /* calls internals that are not built without it */
 TEST(memory_pool_sliced_near_page_size_rule) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   /* uncapped: a request above max_slice but wasting < 20 % of a page takes a
@@ -534,6 +543,7 @@ TEST(memory_pool_sliced_near_page_size_rule) {
   CHECK(!cubert__sliced_pool_accept(p, 900));
   mmf_done(&f);
 }
+#endif /* CUBERT_CONFIG_PAGED_POOLS */
 
 static void sliding_window(uint32_t poll_per_reserve, uint64_t *out_pages) {
   /* CubeCL's benches/dynamic.rs shape: a window of live handles, the oldest

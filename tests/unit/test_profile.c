@@ -9,6 +9,8 @@
 #include "profile/profiler.h"
 #include "cubert/driver/error.h"
 
+#if CUBERT_CONFIG_PROFILING /* the profiler's own functions: not built without it */
+
 /* ---- a fake clock ------------------------------------------------------------ */
 
 typedef struct fake_clock_t {
@@ -535,6 +537,8 @@ TEST(profile_profiler_error_arguments_and_no_active) {
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }
+
+#endif /* CUBERT_CONFIG_PROFILING */
 
 /* ---- profiling level ---------------------------------------------------------------- */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * core/check/sim_omitted.c: the simulation's choice point when it is compiled
+ * core/check/sim_off.c: the simulation's public entry points when it is compiled
  * out (CUBERT_CONFIG_SIMULATION 0, cubert/config.h). No chooser or explorer
  * can be initialized (UNSUPPORTED, the object untouched), cubert_sim_choose
  * always picks step 0, traces are not kept, and shrinking returns the log
@@ -12,7 +12,7 @@
 
 #if !CUBERT_CONFIG_SIMULATION
 
-static cubert_status_t sim_omitted(cubert_error_t *out_error) {
+static cubert_status_t sim_off(cubert_error_t *out_error) {
   return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0,
                           "simulation (CUBERT_CONFIG_SIMULATION=0)");
 }
@@ -24,7 +24,7 @@ cubert_status_t cubert_sim_chooser_initialize_seed(cubert_sim_chooser_t *c, uint
   (void)seed;
   (void)log;
   (void)cap;
-  return sim_omitted(out_error);
+  return sim_off(out_error);
 }
 
 cubert_status_t cubert_sim_chooser_initialize_replay(cubert_sim_chooser_t *c,
@@ -36,7 +36,7 @@ cubert_status_t cubert_sim_chooser_initialize_replay(cubert_sim_chooser_t *c,
   (void)count;
   (void)log;
   (void)cap;
-  return sim_omitted(out_error);
+  return sim_off(out_error);
 }
 
 cubert_status_t cubert_sim_chooser_initialize_bytes(cubert_sim_chooser_t *c, const uint8_t *bytes,
@@ -47,7 +47,7 @@ cubert_status_t cubert_sim_chooser_initialize_bytes(cubert_sim_chooser_t *c, con
   (void)count;
   (void)log;
   (void)cap;
-  return sim_omitted(out_error);
+  return sim_off(out_error);
 }
 
 cubert_status_t cubert_sim_chooser_initialize_pct(cubert_sim_chooser_t *c, uint64_t seed,
@@ -60,7 +60,7 @@ cubert_status_t cubert_sim_chooser_initialize_pct(cubert_sim_chooser_t *c, uint6
   (void)steps_hint;
   (void)log;
   (void)cap;
-  return sim_omitted(out_error);
+  return sim_off(out_error);
 }
 
 cubert_status_t cubert_sim_chooser_initialize_explore(cubert_sim_chooser_t *c,
@@ -71,7 +71,7 @@ cubert_status_t cubert_sim_chooser_initialize_explore(cubert_sim_chooser_t *c,
   (void)explorer;
   (void)log;
   (void)cap;
-  return sim_omitted(out_error);
+  return sim_off(out_error);
 }
 
 uint32_t cubert_sim_choose(cubert_sim_chooser_t *c, uint32_t n, const uint32_t *ids) {
@@ -95,7 +95,7 @@ cubert_status_t cubert_sim_explorer_initialize(cubert_sim_explorer_t *e, uint32_
   (void)choice;
   (void)arity;
   (void)capacity;
-  return sim_omitted(out_error);
+  return sim_off(out_error);
 }
 
 bool cubert_sim_explorer_next(cubert_sim_explorer_t *e) {
