@@ -584,3 +584,91 @@ TEST(stream_steady_state_plan_does_not_allocate) {
   for (i = 0; i < 2; i++) fx_drop(&f, &h[i], &b[i]);
   fx_fini(&f);
 }
+
+/* ---- plans as data ------------------------------------------------------------- */
+
+/* The waits of a plan point into the multi-stream: the next plan reuses them. */
+TEST(stream_plan_waits_valid_until_the_next_plan) {
+  fixture_t f;
+  cubert_handle_t h1, h2;
+  cubert_binding_t b1, b2;
+  cubert_stream_plan_t p, q;
+  fx_init(&f, MAX_STREAMS);
+  b1 = fx_binding(&f, 1, 0, &h1);
+  b2 = fx_binding(&f, 2, 0, &h2);
+  CHECK_OK(cubert__multi_stream_plan(f.ms, 3, &b1, 1, true, &p, NULL));
+  CHECK_EQ_U64(p.wait_count, 1);
+  CHECK_EQ_U64(p.waits[0].origin_slot, 1);
+  CHECK_OK(cubert__multi_stream_plan(f.ms, 3, &b2, 1, true, &q, NULL));
+  CHECK(p.waits == q.waits);
+  CHECK_EQ_U64(p.waits[0].origin_slot, 2); /* overwritten: p is stale */
+  CHECK_STATUS(cubert__multi_stream_commit(f.ms, &p), CUBERT_STATUS_FAILED_PRECONDITION);
+  CHECK_OK(cubert__multi_stream_commit(f.ms, &q));
+  CHECK(cubert__multi_stream_last_synced(f.ms, 3, 2, NULL));
+  CHECK(!cubert__multi_stream_last_synced(f.ms, 3, 1, NULL));
+  fx_drop(&f, &h1, &b1);
+  fx_drop(&f, &h2, &b2);
+  fx_fini(&f);
+}
+
+/* analyze and plan agree on the origins, for every stream of a small program. */
+TEST(stream_analyze_agrees_with_plan) {
+  fixture_t f;
+  cubert_handle_t h[4];
+  cubert_binding_t b[4];
+  uint64_t s;
+  int i, round;
+  fx_init(&f, MAX_STREAMS);
+  for (i = 0; i < 4; i++) b[i] = fx_binding(&f, (uint64_t)i, 0, &h[i]);
+  for (round = 0; round < 3; round++) {
+    for (s = 0; s < 6; s++) {
+      cubert_stream_plan_t p;
+      uint32_t n = cubert__multi_stream_analyze(f.ms, s, b, 4, NULL);
+      CHECK_OK(cubert__multi_stream_plan(f.ms, s, b, 4, true, &p, NULL));
+      CHECK_EQ_U64(p.wait_count, n);
+      CHECK_EQ_U64(p.pin_count, 4u - (s < 4 ? 1u : 0u));
+      CHECK_OK(cubert__multi_stream_commit(f.ms, &p));
+    }
+  }
+  for (i = 0; i < 4; i++) fx_drop(&f, &h[i], &b[i]);
+  fx_fini(&f);
+}
+
+/* A plan on a slot that waits on itself (another stream id of the slot)
+ * covers the slot's own earlier commands. */
+TEST(stream_plan_wait_on_its_own_slot_covers_its_cursor) {
+  fixture_t f;
+  cubert_handle_t h;
+  cubert_binding_t b;
+  cubert_stream_wait_t w[1];
+  cubert_stream_plan_t p;
+  fx_init(&f, MAX_STREAMS);
+  fx_command(&f, 1, NULL, 0);
+  fx_command(&f, 1, NULL, 0);
+  b = fx_binding(&f, 1, 2, &h);
+  p = fx_command_waits(&f, 5, &b, 1, w);
+  CHECK_EQ_U64(p.wait_count, 1);
+  CHECK_EQ_U64(w[0].origin_slot, 1);
+  CHECK_EQ_U64(w[0].origin_cursor, 2);
+  CHECK_EQ_U64(p.cursor, 3);
+  fx_drop(&f, &h, &b);
+  fx_fini(&f);
+}
+
+/* Queuing an error on a stream never planned makes its bookkeeping (cursor 0). */
+TEST(stream_error_push_makes_the_slot) {
+  fixture_t f;
+  cubert_error_t e;
+  cubert_stream_plan_t p;
+  fx_init(&f, MAX_STREAMS);
+  cubert_error_set(&e, CUBERT_ERROR_LAUNCH_UNKNOWN, NULL, 0, "x");
+  CHECK(!cubert__multi_stream_slot_exists(f.ms, 2));
+  CHECK_OK(cubert__multi_stream_error_push(f.ms, 6, &e));
+  CHECK(cubert__multi_stream_slot_exists(f.ms, 2));
+  CHECK_EQ_U64(cubert__multi_stream_cursor(f.ms, 2), 0);
+  CHECK_STATUS(cubert__multi_stream_plan(f.ms, 2, NULL, 0, true, &p, NULL),
+               CUBERT_STATUS_SERVER_UNHEALTHY);
+  CHECK_OK(cubert__multi_stream_plan(f.ms, 2, NULL, 0, false, &p, NULL));
+  CHECK_EQ_U64(p.cursor, 1);
+  fx_fini(&f);
+}
