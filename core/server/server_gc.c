@@ -25,7 +25,11 @@
 #define GC_MIN_PINS (2u * SERVER_MAX_BINDINGS)
 
 cubert_status_t server_gc_create(cubert_server_t *server, uint32_t capacity, cubert_error_t *out_error) {
-  uint32_t pins = capacity > GC_MIN_PINS / 2u ? capacity * 2u : GC_MIN_PINS;
+  /* twice the entries (most commands pin one or two bindings), at least GC_MIN_PINS */
+  uint32_t pins = capacity > GC_MIN_PINS / 2u ? capacity : GC_MIN_PINS / 2u;
+  if (pins <= UINT32_MAX / 2u) pins *= 2u;
+  server->ring_capacity = capacity; /* before: a failure frees what was made by these sizes */
+  server->pin_capacity = pins;
   if (cubert_allocator_malloc_array(server->allocator, capacity, sizeof(server_retire_t), 0,
                                     (void **)&server->ring, NULL) != CUBERT_STATUS_OK ||
       cubert_allocator_malloc_array(server->allocator, pins, sizeof(server_pin_t), 0,
@@ -33,8 +37,6 @@ cubert_status_t server_gc_create(cubert_server_t *server, uint32_t capacity, cub
     server_gc_destroy(server);
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "server: GC ring");
   }
-  server->ring_capacity = capacity;
-  server->pin_capacity = pins;
   server->ring_head = server->ring_len = 0;
   server->pin_tail = server->pin_used = 0;
   return CUBERT_STATUS_OK;
