@@ -485,17 +485,17 @@ cubert_status_t __wrap_cubert_inline_client_create(cubert_allocator_t allocator,
 }
 
 /* The fault tests' devices (backend-cpu/cpu/cpu_testing.h, inline_testing.h), tracked the same way. */
-cubert_status_t __real_cubert_cpu_client_create_with_faults(cubert_allocator_t allocator,
+cubert_status_t __real_cubert__cpu_client_create_with_faults(cubert_allocator_t allocator,
                                                             const cubert_cpu_options_t *options,
                                                             const cubert_server_faults_t *faults,
                                                             cubert_client_t **out_client,
                                                             cubert_error_t *out_error);
-cubert_status_t __wrap_cubert_cpu_client_create_with_faults(cubert_allocator_t allocator,
+cubert_status_t __wrap_cubert__cpu_client_create_with_faults(cubert_allocator_t allocator,
                                                             const cubert_cpu_options_t *options,
                                                             const cubert_server_faults_t *faults,
                                                             cubert_client_t **out_client,
                                                             cubert_error_t *out_error);
-cubert_status_t __wrap_cubert_cpu_client_create_with_faults(cubert_allocator_t allocator,
+cubert_status_t __wrap_cubert__cpu_client_create_with_faults(cubert_allocator_t allocator,
                                                             const cubert_cpu_options_t *options,
                                                             const cubert_server_faults_t *faults,
                                                             cubert_client_t **out_client,
@@ -507,22 +507,22 @@ cubert_status_t __wrap_cubert_cpu_client_create_with_faults(cubert_allocator_t a
     if (o.collective_timeout_ms == 0) o.collective_timeout_ms = OOM_COLLECTIVE_TIMEOUT_MS;
     options = &o;
   }
-  s = __real_cubert_cpu_client_create_with_faults(allocator, options, faults, out_client,
+  s = __real_cubert__cpu_client_create_with_faults(allocator, options, faults, out_client,
                                                   out_error);
   track_client(s, out_client);
   return s;
 }
 
-cubert_status_t __real_cubert_inline_client_create_with_faults(
+cubert_status_t __real_cubert__inline_client_create_with_faults(
     cubert_allocator_t allocator, const cubert_inline_options_t *options,
     const cubert_server_faults_t *faults, cubert_client_t **out_client, cubert_error_t *out_error);
-cubert_status_t __wrap_cubert_inline_client_create_with_faults(
+cubert_status_t __wrap_cubert__inline_client_create_with_faults(
     cubert_allocator_t allocator, const cubert_inline_options_t *options,
     const cubert_server_faults_t *faults, cubert_client_t **out_client, cubert_error_t *out_error);
-cubert_status_t __wrap_cubert_inline_client_create_with_faults(
+cubert_status_t __wrap_cubert__inline_client_create_with_faults(
     cubert_allocator_t allocator, const cubert_inline_options_t *options,
     const cubert_server_faults_t *faults, cubert_client_t **out_client, cubert_error_t *out_error) {
-  cubert_status_t s = __real_cubert_inline_client_create_with_faults(allocator, options, faults,
+  cubert_status_t s = __real_cubert__inline_client_create_with_faults(allocator, options, faults,
                                                                     out_client, out_error);
   track_client(s, out_client);
   return s;
