@@ -219,7 +219,7 @@ static bench_stat_t bench_executor_floor(const config_t *cfg, uint32_t workers) 
     double t0 = bench_now_ns();
     for (i = 0; i < cfg->round_trips; i++)
       MUST("executor run", cubert__cpu_executor_run(ex, &ck_empty_kernel, one, one, &args,
-                                                   CUBERT_EXECUTION_CHECKED, NULL, &err));
+                                                    CUBERT_EXECUTION_CHECKED, NULL, &err));
     if (r >= 0) t[r] = (bench_now_ns() - t0) / (double)cfg->round_trips;
   }
   cubert__cpu_executor_destroy(ex);
@@ -309,8 +309,8 @@ static bandwidth_t bench_add(uint32_t workers, const config_t *cfg, const float 
     ta = bench_now_ns() - t0;
     t0 = bench_now_ns();
     MUST("executor add", cubert__cpu_executor_run(ex, &ck_add_f32_kernel, grid,
-                                                 ck_add_f32_kernel.cube_dim, &kargs,
-                                                 CUBERT_EXECUTION_CHECKED, NULL, &err));
+                                                  ck_add_f32_kernel.cube_dim, &kargs,
+                                                  CUBERT_EXECUTION_CHECKED, NULL, &err));
     te = bench_now_ns() - t0;
     tm = timed_memcpy(copy_dst, a, bytes, 1);
     tm2 = timed_memcpy(copy_dst, b, bytes, 2);

@@ -51,12 +51,12 @@ static double bench_empty(cubert_cpu_executor_t *ex, uint32_t cubes) {
   cubert_kernel_args_initialize(&args);
   for (i = 0; i < batch; i++) /* warm-up */
     (void)cubert__cpu_executor_run(ex, &ck_empty_kernel, dim3(cubes, 1, 1), dim3(1, 1, 1), &args,
-                                  CUBERT_EXECUTION_CHECKED, NULL, NULL);
+                                   CUBERT_EXECUTION_CHECKED, NULL, NULL);
   for (r = 0; r < REPEATS; r++) {
     uint64_t t0 = cubert__os_clock_ns();
     for (i = 0; i < batch; i++)
       if (cubert__cpu_executor_run(ex, &ck_empty_kernel, dim3(cubes, 1, 1), dim3(1, 1, 1), &args,
-                                  CUBERT_EXECUTION_CHECKED, NULL, NULL) != CUBERT_STATUS_OK) {
+                                   CUBERT_EXECUTION_CHECKED, NULL, NULL) != CUBERT_STATUS_OK) {
         fprintf(stderr, "bench_executor: launch failed\n");
         exit(1);
       }
@@ -78,8 +78,8 @@ static double bench_add(cubert_cpu_executor_t *ex, float *a, float *b, float *ou
   for (r = -1; r < REPEATS; r++) { /* r = -1: warm-up */
     uint64_t t0 = cubert__os_clock_ns();
     if (cubert__cpu_executor_run(ex, &ck_add_f32_kernel, dim3(cubes, 1, 1),
-                                ck_add_f32_kernel.cube_dim, &args, CUBERT_EXECUTION_CHECKED, NULL,
-                                NULL) != CUBERT_STATUS_OK) {
+                                 ck_add_f32_kernel.cube_dim, &args, CUBERT_EXECUTION_CHECKED, NULL,
+                                 NULL) != CUBERT_STATUS_OK) {
       fprintf(stderr, "bench_executor: add failed\n");
       exit(1);
     }

@@ -129,7 +129,7 @@ static int bench_manager(const workload_t *w, mm_result_t *out) {
   if (!ring || !samples ||
       cubert__handle_table_create(allocator, (uint32_t)(w->window * 2 + 1024), 1, &table) != CUBERT_STATUS_OK ||
       cubert__memory_manager_create(allocator, storage.storage, table, props, &config, NULL, &mm, &err) !=
-          CUBERT_STATUS_OK) {
+      CUBERT_STATUS_OK) {
     fprintf(stderr, "bench_memory: setup failed\n");
     return -1;
   }

@@ -181,7 +181,7 @@ BENCH_UNUSED static void bench_csv_append(const bench_row_t *r, double ratio) {
   size = ftell(f);
   if (size == 0)
     fprintf(f, "program,section,figure,unit,better,cubert_median,cubert_min,cubert_max,runs,"
-               "peer,peer_median,peer_min,peer_max,ratio,goal,met,skipped,series,x\n");
+            "peer,peer_median,peer_min,peer_max,ratio,goal,met,skipped,series,x\n");
   bench_csv_string(f, bench_program_name);
   fputc(',', f);
   bench_csv_string(f, r->section);

@@ -158,7 +158,7 @@ static double peer_cl_round_trips(peer_cl_t *cl, long n) {
   double t0 = bench_now_ns();
   for (i = 0; i < n; i++) {
     if (clEnqueueNDRangeKernel(cl->queue, cl->empty, 1, NULL, &one, &one, 0, NULL, NULL) !=
-            CL_SUCCESS ||
+        CL_SUCCESS ||
         clFinish(cl->queue) != CL_SUCCESS)
       return -1;
   }
@@ -207,7 +207,7 @@ static double peer_cl_add(peer_cl_t *cl, size_t n) {
     return -1;
   t0 = bench_now_ns();
   if (clEnqueueNDRangeKernel(cl->queue, cl->add, 1, NULL, &global, &local, 0, NULL, NULL) !=
-          CL_SUCCESS ||
+      CL_SUCCESS ||
       clFinish(cl->queue) != CL_SUCCESS)
     return -1;
   return bench_now_ns() - t0;
@@ -230,7 +230,7 @@ static double peer_cl_matmul(peer_cl_t *cl, cl_uint m, cl_uint k, cl_uint n) {
     return -1;
   t0 = bench_now_ns();
   if (clEnqueueNDRangeKernel(cl->queue, cl->matmul, 2, NULL, global, local, 0, NULL, NULL) !=
-          CL_SUCCESS ||
+      CL_SUCCESS ||
       clFinish(cl->queue) != CL_SUCCESS)
     return -1;
   return bench_now_ns() - t0;

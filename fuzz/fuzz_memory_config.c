@@ -279,8 +279,8 @@ static void case_resolve(fuzz_reader_t *r, cubert_memory_device_properties_t pro
   }
   if (pc.kind != CUBERT_MEMORY_POOLS_EXPLICIT) {
     FUZZ_CHECK(out.kind == (pc.kind == CUBERT_MEMORY_POOLS_PRESET_SUB_SLICES
-                                ? CUBERT_MEMORY_CONFIGURATION_SUB_SLICES
-                                : CUBERT_MEMORY_CONFIGURATION_EXCLUSIVE_PAGES));
+                            ? CUBERT_MEMORY_CONFIGURATION_SUB_SLICES
+                            : CUBERT_MEMORY_CONFIGURATION_EXCLUSIVE_PAGES));
     return;
   }
   FUZZ_CHECK(out.kind == CUBERT_MEMORY_CONFIGURATION_CUSTOM && out.pools == buf && out.pool_count == pc.count);

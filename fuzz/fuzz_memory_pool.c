@@ -364,7 +364,7 @@ static void op_bind(ctx_t *x) {
              CUBERT_STATUS_INVALID_ARGUMENT);
   if (x->nlive > 1)
     FUZZ_CHECK(cubert__memory_manager_bind(x->mm, x->live[i].id, x->live[(i + 1) % x->nlive].id, 0,
-                                          &err) == CUBERT_STATUS_INVALID_ARGUMENT);
+                                           &err) == CUBERT_STATUS_INVALID_ARGUMENT);
   if (x->ndead)
     FUZZ_CHECK(cubert__memory_manager_bind(x->mm, x->dead[how % x->ndead], fresh, 0, &err) ==
                CUBERT_STATUS_INVALID_HANDLE);
@@ -411,8 +411,8 @@ static void op_mode(ctx_t *x, uint8_t which) {
     else if (x->depth) x->depth--;
   }
   FUZZ_CHECK(cubert__memory_manager_mode(x->mm) == (model_persistent(x)
-                                                       ? CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT
-                                                       : CUBERT_MEMORY_ALLOCATION_MODE_AUTO));
+                                                    ? CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT
+                                                    : CUBERT_MEMORY_ALLOCATION_MODE_AUTO));
 }
 
 /* install_pools refuses while a dynamic pool has bytes in use, as CubeCL.

@@ -136,8 +136,8 @@ static void check_report_record(const ctx_t *x, const cubert_race_report_t *rep,
   FUZZ_CHECK(rep->kind == (mode == CUBERT_RACE_RECLAIM ? CUBERT_RACE_KIND_RECLAIM
                            : mode == CUBERT_RACE_READ  ? CUBERT_RACE_KIND_READ_AFTER_WRITE
                            : rep->previous.access == CUBERT_RACE_READ
-                               ? CUBERT_RACE_KIND_WRITE_AFTER_READ
-                               : CUBERT_RACE_KIND_WRITE_AFTER_WRITE));
+                           ? CUBERT_RACE_KIND_WRITE_AFTER_READ
+                           : CUBERT_RACE_KIND_WRITE_AFTER_WRITE));
 }
 
 /* Reports without repair (REPORT_ALL accesses, reclamations): one per
@@ -268,7 +268,7 @@ static void one_access(ctx_t *x, uint32_t t, uint64_t op, const access_t *a) {
   cubert__race_counters(x->rc, &c0);
   x->nreports = 0;
   st = cubert__race_access(x->rc, a->buffer, api_of(x, t), op, (cubert_race_access_t)a->mode,
-                          a->start, a->end);
+                           a->start, a->end);
   cubert__race_counters(x->rc, &c1);
   if (st == CUBERT_STATUS_RESOURCE_EXHAUSTED) { /* nothing checked, recorded, reported */
     FUZZ_CHECK(x->fa.failures > failures && x->nreports == 0);

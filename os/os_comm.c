@@ -73,8 +73,8 @@ static void comm_abort(os_comm_t *c, cubert_error_kind_t kind, const char *reaso
 }
 
 cubert_status_t os_comm_describe(const uint32_t *devices, size_t count, uint32_t self,
-                                   uint32_t *out_sorted, uint64_t *out_id, uint32_t *out_rank,
-                                   cubert_error_t *out_error) {
+                                 uint32_t *out_sorted, uint64_t *out_id, uint32_t *out_rank,
+                                 cubert_error_t *out_error) {
   cubert_device_id_t ids[CUBERT_COMMUNICATION_MAX_DEVICES];
   size_t i, j;
   uint32_t rank = UINT32_MAX;
@@ -118,7 +118,7 @@ cubert_status_t os_comm_describe(const uint32_t *devices, size_t count, uint32_t
 }
 
 cubert_status_t os_comm_join(const uint32_t *devices, size_t count, uint32_t self,
-                               os_comm_ref_t *out_ref, cubert_error_t *out_error) {
+                             os_comm_ref_t *out_ref, cubert_error_t *out_error) {
   uint32_t sorted[CUBERT_COMMUNICATION_MAX_DEVICES];
   uint64_t id = 0;
   uint32_t rank = 0, i, free_slot = UINT32_MAX, found = UINT32_MAX;
@@ -325,7 +325,7 @@ static cubert_status_t aborted(os_comm_t *c, cubert_error_t *out_error) {
 }
 
 cubert_status_t os_comm_run(const os_comm_ref_t *ref, const os_comm_contrib_t *mine,
-                              uint64_t timeout_ns, cubert_error_t *out_error) {
+                            uint64_t timeout_ns, cubert_error_t *out_error) {
   os_comm_t *c = &g_comms[ref->slot];
   uint32_t rank = ref->rank;
   uint64_t now = mono_ns();

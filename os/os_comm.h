@@ -64,22 +64,22 @@ typedef struct os_comm_contrib_t {
  * duplicates), OUT_OF_RANGE (more than CUBERT_COMMUNICATION_MAX_DEVICES),
  * NOT_FOUND (self not in the list). Pure. */
 cubert_status_t os_comm_describe(const uint32_t *devices, size_t count, uint32_t self,
-                                   uint32_t *out_sorted, uint64_t *out_id, uint32_t *out_rank,
-                                   cubert_error_t *out_error);
+                                 uint32_t *out_sorted, uint64_t *out_id, uint32_t *out_rank,
+                                 cubert_error_t *out_error);
 
 /* Join (create on first use) the communicator of `devices` as `self`.
  * Codes of os_comm_describe; ALREADY_EXISTS when `self` already joined it
  * (*out_ref is still filled); FAILED_PRECONDITION when it was aborted;
  * RESOURCE_EXHAUSTED when OS_COMM_MAX communicators exist. Thread-safe. */
 cubert_status_t os_comm_join(const uint32_t *devices, size_t count, uint32_t self,
-                               os_comm_ref_t *out_ref, cubert_error_t *out_error);
+                             os_comm_ref_t *out_ref, cubert_error_t *out_error);
 
 /* Run one collective as the member `ref` (blocks: rendezvous). OK, or the
  * round's error (SERVER_VALIDATION when the members disagree on the
  * operation, dtype, op or size), DEADLINE_EXCEEDED, UNAVAILABLE (aborted).
  * Thread-safe. */
 cubert_status_t os_comm_run(const os_comm_ref_t *ref, const os_comm_contrib_t *mine,
-                              uint64_t timeout_ns, cubert_error_t *out_error);
+                            uint64_t timeout_ns, cubert_error_t *out_error);
 
 /* FAILED_PRECONDITION (SERVICE_CREATION) when the member's communicator was
  * aborted, else OK. Thread-safe. */

@@ -26,7 +26,7 @@ static cubert_status_t invalid_value(const char *name, const char *value, const 
   char reason[CUBERT_ERROR_REASON_SIZE];
   (void)snprintf(reason, sizeof reason, "%s=\"%.40s\" is invalid: expected %s", name, value,
                  accepted);
-  if (log) HOST_LOG(CUBERT_LOG_LEVEL_WARN, "%s", reason);
+  if (log) OS_LOG(CUBERT_LOG_LEVEL_WARN, "%s", reason);
   return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, reason);
 }
 
@@ -144,9 +144,9 @@ cubert_status_t cubert__os_config_read(cubert_os_config_t *c, cubert_error_t *ou
                                      &c->cpu_seed, c, out_error));
   CUBERT_RETURN_IF_ERROR(read_memory(c, out_error));
   c->trace_path = env("CUBERT_TRACE");
-  if (c->trace_path) c->set |= HOST_CONFIG_TRACE;
+  if (c->trace_path) c->set |= OS_CONFIG_TRACE;
   n = 0;
-  CUBERT_RETURN_IF_ERROR(read_number("CUBERT_TRACE_BUFFER", HOST_CONFIG_TRACE_BUFFER,
+  CUBERT_RETURN_IF_ERROR(read_number("CUBERT_TRACE_BUFFER", OS_CONFIG_TRACE_BUFFER,
                                      CUBERT_TRACE_MIN_CAPACITY, CUBERT_TRACE_MAX_CAPACITY,
                                      "a number of events, 16 to 16777216", &n, c, out_error));
   c->trace_buffer = (uint32_t)n;

@@ -15,20 +15,20 @@
 
 #include "os/os_thread.h"
 
-typedef struct host_lock_t {
+typedef struct os_lock_t {
   pthread_mutex_t mutex;
   uintptr_t owner; /* atomic: the owning thread's token, 0 when free */
   uint32_t depth;  /* owner only */
   cubert_allocator_t allocator;
-} host_lock_t;
+} os_lock_t;
 
 /* A thread's token: the address of its thread-local byte (never 0). A
  * thread reads `owner` racing only with other threads' stores of their own
  * tokens or 0, so it sees its own token exactly when it holds the lock. */
 static __thread char t_lock_token;
 
-static void host_lock_lock(void *self) {
-  host_lock_t *l = (host_lock_t *)self;
+static void os_lock_lock(void *self) {
+  os_lock_t *l = (os_lock_t *)self;
   uintptr_t me = (uintptr_t)&t_lock_token;
   if (__atomic_load_n(&l->owner, __ATOMIC_RELAXED) == me) {
     l->depth++;
@@ -39,16 +39,16 @@ static void host_lock_lock(void *self) {
   l->depth = 1;
 }
 
-static void host_lock_unlock(void *self) {
-  host_lock_t *l = (host_lock_t *)self;
+static void os_lock_unlock(void *self) {
+  os_lock_t *l = (os_lock_t *)self;
   if (--l->depth) return;
   __atomic_store_n(&l->owner, (uintptr_t)0, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&l->mutex);
 }
 
 cubert_status_t cubert_os_lock_create(cubert_allocator_t allocator, cubert_lock_t *out_lock,
-                                        cubert_error_t *out_error) {
-  host_lock_t *l = NULL;
+                                      cubert_error_t *out_error) {
+  os_lock_t *l = NULL;
   if (!out_lock)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "cubert_os_lock_create: out_lock is NULL");
@@ -60,14 +60,14 @@ cubert_status_t cubert_os_lock_create(cubert_allocator_t allocator, cubert_lock_
   }
   l->allocator = allocator;
   out_lock->self = l;
-  out_lock->lock = host_lock_lock;
-  out_lock->unlock = host_lock_unlock;
+  out_lock->lock = os_lock_lock;
+  out_lock->unlock = os_lock_unlock;
   return CUBERT_STATUS_OK;
 }
 
 void cubert_os_lock_destroy(cubert_lock_t lock) {
-  host_lock_t *l = (host_lock_t *)lock.self;
-  if (!l || lock.lock != host_lock_lock) return;
+  os_lock_t *l = (os_lock_t *)lock.self;
+  if (!l || lock.lock != os_lock_lock) return;
   pthread_mutex_destroy(&l->mutex);
   cubert_allocator_free(l->allocator, l, sizeof(*l), 0);
 }

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* os/os_log.c: the OS layer's leveled log (cubert/os.h,
- * host/host_obs.h) and the default log sinks. The level comes from
+ * host/os_obs.h) and the default log sinks. The level comes from
  * cubert_log_set_level, else CUBERT_LOG (read once), else off; lines go to
  * CUBERT_LOG_FILE or stderr, one write each:
  *
  *   cubert[info +0.001234] cpu device 0 created: threaded, 3 kernel workers, ...
  *
  * (the time in seconds since the log started). While the level is off a
- * HOST_LOG site costs a load and a branch. */
+ * OS_LOG site costs a load and a branch. */
 #include "os/os_obs.h"
 
 #include <pthread.h>
@@ -18,7 +18,7 @@
 
 #include "os/os_thread.h"
 
-/* 0xFF: not started (the first HOST_LOG reaches cubert__os_log_write,
+/* 0xFF: not started (the first OS_LOG reaches cubert__os_log_write,
  * which starts it and checks again). */
 uint32_t cubert_os_log_max_ = 0xFFu;
 
@@ -114,7 +114,7 @@ void cubert__os_log_write(cubert_log_level_t level, const char *fmt, ...) {
   va_list ap;
   int n, m;
   log_ensure();
-  if (!HOST_LOG_ON(level) || level == CUBERT_LOG_LEVEL_OFF) return;
+  if (!OS_LOG_ON(level) || level == CUBERT_LOG_LEVEL_OFF) return;
   t = cubert__os_clock_ns() - log_epoch;
   n = snprintf(line, sizeof line, "cubert[%s +%llu.%06llu] ", cubert_log_level_name(level),
                (unsigned long long)(t / 1000000000u),
@@ -131,7 +131,7 @@ void cubert__os_log_write(cubert_log_level_t level, const char *fmt, ...) {
 
 void cubert__os_log_error(cubert_log_level_t level, const char *what, const cubert_error_t *error) {
   char text[CUBERT_ERROR_REASON_SIZE * 2];
-  if (!HOST_LOG_ON(level)) return;
+  if (!OS_LOG_ON(level)) return;
   text[0] = '\0';
   if (error) (void)cubert_error_format(error, text, sizeof text);
   cubert__os_log_write(level, "%s: %s", what, text);

@@ -2,12 +2,12 @@
 /*
  * os/os_obs.h: observability of the OS layer (not
  * installed): the configuration read from the environment (host_config.c),
- * the leveled logger (host_log.c) and the timeline trace recorder
- * (host_trace.c). docs/configuration.md lists the variables;
+ * the leveled logger (os_log.c) and the timeline trace recorder
+ * (os_trace.c). docs/configuration.md lists the variables;
  * docs/profiling.md the trace.
  *
  * Both the logger and the recorder cost one load and one branch per call
- * site while they are off: HOST_LOG and HOST_TRACE_ON test a global word
+ * site while they are off: OS_LOG and OS_TRACE_ON test a global word
  * before anything else is evaluated.
  */
 #ifndef CUBERT_OS_OBS_H
@@ -30,8 +30,8 @@
 #define HOST_CONFIG_CPU_MODE 0x20u
 #define HOST_CONFIG_CPU_SEED 0x40u
 #define HOST_CONFIG_MEMORY 0x80u
-#define HOST_CONFIG_TRACE 0x100u
-#define HOST_CONFIG_TRACE_BUFFER 0x200u
+#define OS_CONFIG_TRACE 0x100u
+#define OS_CONFIG_TRACE_BUFFER 0x200u
 
 /* Largest CUBERT_CPU_WORKERS accepted. */
 #define HOST_CONFIG_MAX_WORKERS 4096u
@@ -61,19 +61,19 @@ cubert_status_t cubert__os_config_read(cubert_os_config_t *out, cubert_error_t *
  * INVALID_ARGUMENT with the record as above. */
 cubert_status_t cubert__os_config_log_level(cubert_log_level_t *out, cubert_error_t *out_error);
 
-/* ---- logger (host_log.c) ------------------------------------------------- */
+/* ---- logger (os_log.c) ------------------------------------------------- */
 
 /* The most verbose level that is written (cubert_log_level_t), or 0xFF
  * before the first use reads CUBERT_LOG. Read with a relaxed load. */
 extern uint32_t cubert_os_log_max_;
 
-#define HOST_LOG_ON(level) \
+#define OS_LOG_ON(level) \
   ((uint32_t)(level) <= __atomic_load_n(&cubert_os_log_max_, __ATOMIC_RELAXED))
 
-/* HOST_LOG(CUBERT_LOG_LEVEL_INFO, "fmt", ...): one branch while off. */
-#define HOST_LOG(level, ...)                                         \
+/* OS_LOG(CUBERT_LOG_LEVEL_INFO, "fmt", ...): one branch while off. */
+#define OS_LOG(level, ...)                                         \
   do {                                                               \
-    if (HOST_LOG_ON(level)) cubert__os_log_write((level), __VA_ARGS__); \
+    if (OS_LOG_ON(level)) cubert__os_log_write((level), __VA_ARGS__); \
   } while (0)
 
 /* Write one line (a prefix, the formatted message, '\n') to the log
@@ -84,36 +84,36 @@ void cubert__os_log_write(cubert_log_level_t level, const char *fmt, ...)
 /* Write an error record at `level` ("<what>: <cubert_error_format>"). */
 void cubert__os_log_error(cubert_log_level_t level, const char *what, const cubert_error_t *error);
 
-/* ---- trace recorder (host_trace.c) --------------------------------------- */
+/* ---- trace recorder (os_trace.c) --------------------------------------- */
 
 /* Non-zero while recording. Read with a relaxed load. */
 extern uint32_t cubert_os_trace_on_;
 
-#define HOST_TRACE_ON() (__atomic_load_n(&cubert_os_trace_on_, __ATOMIC_RELAXED) != 0u)
+#define OS_TRACE_ON() (__atomic_load_n(&cubert_os_trace_on_, __ATOMIC_RELAXED) != 0u)
 
 /* Track ids (Chrome's tid) inside a device's process (pid = 1 + device index). */
-#define HOST_TRACE_TID_STREAM 1000u /* + stream slot */
-#define HOST_TRACE_TID_WORKER 2000u /* + kernel worker index */
+#define OS_TRACE_TID_STREAM 1000u /* + stream slot */
+#define OS_TRACE_TID_WORKER 2000u /* + kernel worker index */
 
 /* Event categories (the "cat" field). */
-typedef enum host_trace_cat_e {
-  HOST_TRACE_CAT_LAUNCH = 0, /* host: a kernel launch enqueued */
-  HOST_TRACE_CAT_KERNEL,     /* stream / worker: a kernel running */
-  HOST_TRACE_CAT_COPY,       /* host: a copy enqueued; stream: a copy running */
-  HOST_TRACE_CAT_SYNC,       /* host: waiting for a stream or an event */
-  HOST_TRACE_CAT_EVENT,      /* host: an event recorded; a cross-stream wait enqueued */
-  HOST_TRACE_CAT_WAIT,       /* stream: waiting for another stream's point */
-  HOST_TRACE_CAT_MEMORY,     /* allocations and frees */
-  HOST_TRACE_CAT_GC,         /* the server's garbage collector */
-  HOST_TRACE_CAT_COLLECTIVE,
-  HOST_TRACE_CAT_COUNT_
-} host_trace_cat_t;
+typedef enum os_trace_cat_e {
+  OS_TRACE_CAT_LAUNCH = 0, /* host: a kernel launch enqueued */
+  OS_TRACE_CAT_KERNEL,     /* stream / worker: a kernel running */
+  OS_TRACE_CAT_COPY,       /* host: a copy enqueued; stream: a copy running */
+  OS_TRACE_CAT_SYNC,       /* host: waiting for a stream or an event */
+  OS_TRACE_CAT_EVENT,      /* host: an event recorded; a cross-stream wait enqueued */
+  OS_TRACE_CAT_WAIT,       /* stream: waiting for another stream's point */
+  OS_TRACE_CAT_MEMORY,     /* allocations and frees */
+  OS_TRACE_CAT_GC,         /* the server's garbage collector */
+  OS_TRACE_CAT_COLLECTIVE,
+  OS_TRACE_CAT_COUNT_
+} os_trace_cat_t;
 
 /* Flow direction of a record: none, a flow starts at the record's start
  * ("s"), or a flow ends at it ("f"). */
-#define HOST_TRACE_FLOW_NONE 0u
-#define HOST_TRACE_FLOW_OUT 1u
-#define HOST_TRACE_FLOW_IN 2u
+#define OS_TRACE_FLOW_NONE 0u
+#define OS_TRACE_FLOW_OUT 1u
+#define OS_TRACE_FLOW_IN 2u
 
 /* Non-zero while the trace records or the log writes DEBUG lines: the
  * word the server's observer reads (cubert_server_observer_t.enabled). */
@@ -132,12 +132,12 @@ uint64_t cubert__os_trace_flow_id(uint32_t device_index, uint32_t slot, uint64_t
 /* Record a span [t0, t1] (t1 == t0 with instant != 0: an instant event) on
  * track `tid` of device `device_index`. `name` is copied (truncated to 47
  * bytes); `arg` is written as args.value when arg_name is non-NULL (a
- * static string). Call only when HOST_TRACE_ON(); a record made after a
+ * static string). Call only when OS_TRACE_ON(); a record made after a
  * stop is dropped. Thread-safe, lock-free, never allocates. */
-void cubert__os_trace_record(uint32_t device_index, uint32_t tid, host_trace_cat_t cat,
-                              const char *name, uint64_t t0, uint64_t t1, int instant,
-                              uint32_t flow_dir, uint64_t flow_id, const char *arg_name,
-                              uint64_t arg);
+void cubert__os_trace_record(uint32_t device_index, uint32_t tid, os_trace_cat_t cat,
+                             const char *name, uint64_t t0, uint64_t t1, int instant,
+                             uint32_t flow_dir, uint64_t flow_id, const char *arg_name,
+                             uint64_t arg);
 
 /* Start the recorder from CUBERT_TRACE (once per process; the file is
  * written at exit). Called at each CPU client create; no-op when the

@@ -56,7 +56,7 @@ void cubert__os_cond_wait(cubert_os_cond_t *cond, cubert_os_mutex_t *mutex) {
 }
 
 cubert_status_t cubert__os_cond_timed_wait(cubert_os_cond_t *cond, cubert_os_mutex_t *mutex,
-                                            uint64_t timeout_ns) {
+                                           uint64_t timeout_ns) {
   struct timespec now, deadline;
   uint64_t sec, nsec;
   int err;
@@ -109,7 +109,7 @@ static void *thread_trampoline(void *arg) {
 }
 
 cubert_status_t cubert__os_thread_create(cubert_os_thread_t *thread, cubert_os_thread_fn_t fn,
-                                          void *arg, size_t stack_bytes) {
+                                         void *arg, size_t stack_bytes) {
   pthread_attr_t attr;
   int err;
   if (!thread || !fn) return CUBERT_STATUS_INVALID_ARGUMENT;

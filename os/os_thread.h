@@ -61,7 +61,7 @@ void cubert__os_cond_wait(cubert_os_cond_t *cond, cubert_os_mutex_t *mutex);
  * OK when woken (possibly spuriously), DEADLINE_EXCEEDED when the time
  * passed. The mutex is held again on return in both cases. Blocks. */
 cubert_status_t cubert__os_cond_timed_wait(cubert_os_cond_t *cond, cubert_os_mutex_t *mutex,
-                                            uint64_t timeout_ns);
+                                           uint64_t timeout_ns);
 /* Wake one / every waiter. Thread-safe; callable with or without the mutex. */
 void cubert__os_cond_signal(cubert_os_cond_t *cond);
 void cubert__os_cond_broadcast(cubert_os_cond_t *cond);
@@ -74,7 +74,7 @@ void cubert__os_cond_broadcast(cubert_os_cond_t *cond);
  * fn or an unusable stack size, INTERNAL otherwise. On failure no thread
  * exists. Thread-safe. */
 cubert_status_t cubert__os_thread_create(cubert_os_thread_t *thread, cubert_os_thread_fn_t fn,
-                                          void *arg, size_t stack_bytes);
+                                         void *arg, size_t stack_bytes);
 /* Wait for the thread to end (blocks). Exactly once per created thread; never
  * from the thread itself. */
 void cubert__os_thread_join(cubert_os_thread_t *thread);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * os/os_trace.c: the timeline trace recorder (cubert/trace.h,
- * host/host_obs.h) and the observer word the server reads.
+ * host/os_obs.h) and the observer word the server reads.
  *
  * Recording: a span (or an instant) is one event written when it ends, into
  * slot `index % capacity` of a ring: index from a fetch-add, the slot's
@@ -54,22 +54,22 @@ static cubert_allocator_t trace_allocator;
 static int trace_from_env;     /* the running trace came from CUBERT_TRACE */
 static int trace_env_tried;    /* CUBERT_TRACE was looked at (once per process) */
 static cubert_trace_stats_t trace_last; /* of the last stopped trace */
-static uint32_t host_tid_next; /* atomic */
+static uint32_t os_tid_next; /* atomic */
 static __thread uint32_t t_host_tid;
 
-static const char *const cat_names[HOST_TRACE_CAT_COUNT_] = {
+static const char *const cat_names[OS_TRACE_CAT_COUNT_] = {
     "launch", "kernel", "copy", "sync", "event", "wait", "memory", "gc", "collective"};
 
 void cubert__os_obs_update(void) {
   uint32_t on = __atomic_load_n(&cubert_os_trace_on_, __ATOMIC_SEQ_CST) != 0 ||
-                HOST_LOG_ON(CUBERT_LOG_LEVEL_DEBUG);
+                OS_LOG_ON(CUBERT_LOG_LEVEL_DEBUG);
   __atomic_store_n(&cubert_os_obs_on_, on, __ATOMIC_SEQ_CST);
 }
 
 uint64_t cubert__os_trace_now(void) { return cubert__os_clock_ns(); }
 
 uint32_t cubert__os_trace_thread_tid(void) {
-  if (!t_host_tid) t_host_tid = __atomic_add_fetch(&host_tid_next, 1u, __ATOMIC_RELAXED);
+  if (!t_host_tid) t_host_tid = __atomic_add_fetch(&os_tid_next, 1u, __ATOMIC_RELAXED);
   return t_host_tid;
 }
 
@@ -78,10 +78,10 @@ uint64_t cubert__os_trace_flow_id(uint32_t device_index, uint32_t slot, uint64_t
          (seq & 0xFFFFFFFFFFull);
 }
 
-void cubert__os_trace_record(uint32_t device_index, uint32_t tid, host_trace_cat_t cat,
-                              const char *name, uint64_t t0, uint64_t t1, int instant,
-                              uint32_t flow_dir, uint64_t flow_id, const char *arg_name,
-                              uint64_t arg) {
+void cubert__os_trace_record(uint32_t device_index, uint32_t tid, os_trace_cat_t cat,
+                             const char *name, uint64_t t0, uint64_t t1, int instant,
+                             uint32_t flow_dir, uint64_t flow_id, const char *arg_name,
+                             uint64_t arg) {
   uint64_t index;
   trace_event_t *e;
   size_t n = 0;
@@ -161,8 +161,8 @@ static cubert_status_t trace_start_locked(const char *path, uint32_t capacity,
   __atomic_store_n(&trace_head, 0u, __ATOMIC_RELAXED);
   __atomic_store_n(&cubert_os_trace_on_, 1u, __ATOMIC_SEQ_CST);
   cubert__os_obs_update();
-  HOST_LOG(CUBERT_LOG_LEVEL_DEBUG, "trace: recording to %s (%u events)%s", path,
-           (unsigned)capacity, from_env ? " from CUBERT_TRACE, written at exit" : "");
+  OS_LOG(CUBERT_LOG_LEVEL_DEBUG, "trace: recording to %s (%u events)%s", path,
+         (unsigned)capacity, from_env ? " from CUBERT_TRACE, written at exit" : "");
   return CUBERT_STATUS_OK;
 }
 
@@ -178,7 +178,7 @@ cubert_status_t cubert_trace_start(const cubert_trace_options_t *options,
   if (capacity == 0) {
     cubert_os_config_t c;
     CUBERT_RETURN_IF_ERROR(cubert__os_config_read(&c, out_error));
-    capacity = (c.set & HOST_CONFIG_TRACE_BUFFER) ? c.trace_buffer : CUBERT_TRACE_DEFAULT_CAPACITY;
+    capacity = (c.set & OS_CONFIG_TRACE_BUFFER) ? c.trace_buffer : CUBERT_TRACE_DEFAULT_CAPACITY;
   }
   if (capacity < CUBERT_TRACE_MIN_CAPACITY || capacity > CUBERT_TRACE_MAX_CAPACITY) {
     uint64_t f[3];
@@ -239,20 +239,20 @@ static void write_track_names(FILE *f, uint32_t pid, uint32_t tid, int new_pid, 
   char name[64];
   if (new_pid) {
     fprintf(f, "%s\n{\"ph\":\"M\",\"pid\":%u,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":"
-               "\"cubert cpu device %u\"}}",
+            "\"cubert cpu device %u\"}}",
             *first ? "" : ",", (unsigned)pid, (unsigned)(pid - 1u));
     *first = 0;
   }
-  if (tid >= HOST_TRACE_TID_WORKER)
-    (void)snprintf(name, sizeof name, "kernel worker %u", (unsigned)(tid - HOST_TRACE_TID_WORKER));
-  else if (tid >= HOST_TRACE_TID_STREAM)
-    (void)snprintf(name, sizeof name, "stream %u", (unsigned)(tid - HOST_TRACE_TID_STREAM));
+  if (tid >= OS_TRACE_TID_WORKER)
+    (void)snprintf(name, sizeof name, "kernel worker %u", (unsigned)(tid - OS_TRACE_TID_WORKER));
+  else if (tid >= OS_TRACE_TID_STREAM)
+    (void)snprintf(name, sizeof name, "stream %u", (unsigned)(tid - OS_TRACE_TID_STREAM));
   else
     (void)snprintf(name, sizeof name, "host thread %u", (unsigned)tid);
   fprintf(f, "%s\n{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\",\"args\":{\"name\":\"%s\"}}",
           *first ? "" : ",", (unsigned)pid, (unsigned)tid, name);
   fprintf(f, ",\n{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_sort_index\",\"args\":{"
-             "\"sort_index\":%u}}",
+          "\"sort_index\":%u}}",
           (unsigned)pid, (unsigned)tid, (unsigned)tid);
   *first = 0;
 }
@@ -263,11 +263,11 @@ static void write_record(FILE *f, const trace_out_t *o, const trace_event_t *e, 
   write_ts(f, o->ts - epoch);
   if (o->ph == 's' || o->ph == 'f') {
     fprintf(f, ",\"cat\":\"flow\",\"name\":\"%s\",\"id\":\"0x%llx\"%s}",
-            e->cat == HOST_TRACE_CAT_COPY ? "copy" : "launch", (unsigned long long)e->flow,
+            e->cat == OS_TRACE_CAT_COPY ? "copy" : "launch", (unsigned long long)e->flow,
             o->ph == 'f' ? ",\"bp\":\"e\"" : "");
     return;
   }
-  fprintf(f, ",\"cat\":\"%s\",\"name\":", cat_names[e->cat < HOST_TRACE_CAT_COUNT_ ? e->cat : 0]);
+  fprintf(f, ",\"cat\":\"%s\",\"name\":", cat_names[e->cat < OS_TRACE_CAT_COUNT_ ? e->cat : 0]);
   write_string(f, e->name);
   if (o->ph == 'i') fputs(",\"s\":\"t\"", f);
   if (o->ph != 'E' && e->arg_name)
@@ -302,9 +302,9 @@ static cubert_status_t trace_write(const trace_event_t *events, uint32_t count, 
       o.ph = 'E';
       out[n++] = o;
     }
-    if (e->flow_dir != HOST_TRACE_FLOW_NONE && !e->instant) {
+    if (e->flow_dir != OS_TRACE_FLOW_NONE && !e->instant) {
       o.ts = t0;
-      o.ph = e->flow_dir == HOST_TRACE_FLOW_OUT ? 's' : 'f';
+      o.ph = e->flow_dir == OS_TRACE_FLOW_OUT ? 's' : 'f';
       out[n++] = o;
     }
   }
@@ -383,9 +383,9 @@ static cubert_status_t trace_stop_locked(cubert_trace_stats_t *out_stats,
   stats.capacity = trace_capacity;
   stats.active = 0;
   status = trace_write(ring, kept, trace_epoch, &stats, trace_path, trace_allocator, out_error);
-  HOST_LOG(status == CUBERT_STATUS_OK ? CUBERT_LOG_LEVEL_DEBUG : CUBERT_LOG_LEVEL_WARN,
-           "trace: %s %s: %u events, %llu dropped", status == CUBERT_STATUS_OK ? "wrote" : "could not write",
-           trace_path, (unsigned)kept, (unsigned long long)stats.dropped);
+  OS_LOG(status == CUBERT_STATUS_OK ? CUBERT_LOG_LEVEL_DEBUG : CUBERT_LOG_LEVEL_WARN,
+         "trace: %s %s: %u events, %llu dropped", status == CUBERT_STATUS_OK ? "wrote" : "could not write",
+         trace_path, (unsigned)kept, (unsigned long long)stats.dropped);
   cubert_allocator_free(trace_allocator, ring, (size_t)trace_capacity * sizeof(trace_event_t), 64);
   cubert_allocator_free(trace_allocator, trace_path, trace_path_size, 0);
   trace_ring = NULL;
@@ -423,9 +423,9 @@ void cubert__os_trace_from_env(const cubert_os_config_t *config) {
   trace_env_tried = 1;
   cubert_error_clear(&e);
   status = trace_start_locked(config->trace_path,
-                              (config->set & HOST_CONFIG_TRACE_BUFFER)
-                                  ? config->trace_buffer
-                                  : CUBERT_TRACE_DEFAULT_CAPACITY,
+                              (config->set & OS_CONFIG_TRACE_BUFFER)
+                              ? config->trace_buffer
+                              : CUBERT_TRACE_DEFAULT_CAPACITY,
                               cubert_allocator_libc(), 1, &e);
   pthread_mutex_unlock(&trace_mutex);
   if (status != CUBERT_STATUS_OK)

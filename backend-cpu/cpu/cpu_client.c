@@ -142,7 +142,7 @@ static cubert_status_t device_create(cubert_allocator_t allocator, const cubert_
     status = cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "streams");
   if (status == CUBERT_STATUS_OK)
     status = cubert__cpu_executor_create(allocator, d->deterministic ? 0 : o->workers,
-                                        &d->executor, out_error);
+                                         &d->executor, out_error);
   pthread_mutex_init(&d->summary_mutex, NULL);
   if (status == CUBERT_STATUS_OK && o->profile_summary)
     status = cubert_profile_summary_create(allocator, CUBERT_PROFILE_LEVEL_BASIC, 256, 16384,
@@ -180,7 +180,7 @@ static cubert_status_t make_lock(cubert_allocator_t allocator, cubert_lock_t **o
 }
 
 static void server_options(const cubert_cpu_options_t *o, const cubert_server_faults_t *faults,
-                        cpu_device_t *d, cubert_lock_t *lock, cubert_server_options_t *k) {
+                           cpu_device_t *d, cubert_lock_t *lock, cubert_server_options_t *k) {
   cubert_server_options_initialize(k);
   k->device.type_id = CUBERT_CPU_DEVICE_TYPE;
   k->device.index_id = o->device_index;
@@ -205,7 +205,7 @@ static void server_options(const cubert_cpu_options_t *o, const cubert_server_fa
 
 static cubert_status_t create_failed(const cubert_cpu_options_t *o, cubert_status_t status,
                                      const cubert_error_t *error) {
-  if (HOST_LOG_ON(CUBERT_LOG_LEVEL_ERROR)) {
+  if (OS_LOG_ON(CUBERT_LOG_LEVEL_ERROR)) {
     char what[64];
     (void)snprintf(what, sizeof what, "cubert_cpu_client_create (device %u) failed",
                    (unsigned)o->device_index);
@@ -221,21 +221,21 @@ static cubert_status_t create_failed(const cubert_cpu_options_t *o, cubert_statu
  * the trace. */
 static void observe_event(void *self, cubert_server_observe_t point, uint64_t a, uint64_t b) {
   cpu_device_t *d = (cpu_device_t *)self;
-  uint64_t now = HOST_TRACE_ON() ? cubert__os_trace_now() : 0;
+  uint64_t now = OS_TRACE_ON() ? cubert__os_trace_now() : 0;
   if (point == CUBERT_SERVER_OBSERVE_GC_RELEASE) {
-    HOST_LOG(CUBERT_LOG_LEVEL_DEBUG, "cpu device %u: gc released %llu (%llu pending)",
-             (unsigned)d->device_index, (unsigned long long)a, (unsigned long long)b);
+    OS_LOG(CUBERT_LOG_LEVEL_DEBUG, "cpu device %u: gc released %llu (%llu pending)",
+           (unsigned)d->device_index, (unsigned long long)a, (unsigned long long)b);
     if (now)
       cubert__os_trace_record(d->device_index, cubert__os_trace_thread_tid(),
-                               HOST_TRACE_CAT_GC, "gc release", now, now, 1, HOST_TRACE_FLOW_NONE,
-                               0, "released", a);
+                              OS_TRACE_CAT_GC, "gc release", now, now, 1, OS_TRACE_FLOW_NONE,
+                              0, "released", a);
   } else if (point == CUBERT_SERVER_OBSERVE_GC_WAIT) {
-    HOST_LOG(CUBERT_LOG_LEVEL_DEBUG, "cpu device %u: gc waits for its oldest event (%llu pending)",
-             (unsigned)d->device_index, (unsigned long long)a);
+    OS_LOG(CUBERT_LOG_LEVEL_DEBUG, "cpu device %u: gc waits for its oldest event (%llu pending)",
+           (unsigned)d->device_index, (unsigned long long)a);
     if (now)
       cubert__os_trace_record(d->device_index, cubert__os_trace_thread_tid(),
-                               HOST_TRACE_CAT_GC, "gc wait", now, now, 1, HOST_TRACE_FLOW_NONE, 0,
-                               "pending", a);
+                              OS_TRACE_CAT_GC, "gc wait", now, now, 1, OS_TRACE_FLOW_NONE, 0,
+                              "pending", a);
   }
 }
 
@@ -247,7 +247,7 @@ static void observer_options(cpu_device_t *d, cubert_server_options_t *k) {
 }
 
 static void log_created(const cubert_cpu_options_t *o, const cpu_device_t *d) {
-  if (!HOST_LOG_ON(CUBERT_LOG_LEVEL_INFO)) return;
+  if (!OS_LOG_ON(CUBERT_LOG_LEVEL_INFO)) return;
   cubert__os_log_write(
       CUBERT_LOG_LEVEL_INFO,
       "cpu device %u created: %s, %u kernel workers, %u streams, memory %s, profiling %s%s",
@@ -258,24 +258,24 @@ static void log_created(const cubert_cpu_options_t *o, const cpu_device_t *d) {
                                                                            : "sub-slices",
       cubert_profile_level_name(o->profile_level), d->summary ? " + summary at release" : "");
   if (d->deterministic)
-    HOST_LOG(CUBERT_LOG_LEVEL_INFO, "cpu device %u: deterministic seed %llu",
-             (unsigned)o->device_index, (unsigned long long)o->seed);
-  HOST_LOG(CUBERT_LOG_LEVEL_DEBUG,
-           "cpu device %u: \"%s\", %u cores, max page %llu bytes, alignment %llu, shared "
-           "memory %u bytes, bounds check %u, race check %u",
-           (unsigned)o->device_index, d->properties.name,
-           (unsigned)d->properties.hardware.num_cpu_cores,
-           (unsigned long long)d->properties.memory.max_page_size,
-           (unsigned long long)d->properties.memory.alignment,
-           (unsigned)d->properties.hardware.max_shared_memory_size, (unsigned)o->bounds_check,
-           (unsigned)o->race_check);
+    OS_LOG(CUBERT_LOG_LEVEL_INFO, "cpu device %u: deterministic seed %llu",
+           (unsigned)o->device_index, (unsigned long long)o->seed);
+  OS_LOG(CUBERT_LOG_LEVEL_DEBUG,
+         "cpu device %u: \"%s\", %u cores, max page %llu bytes, alignment %llu, shared "
+         "memory %u bytes, bounds check %u, race check %u",
+         (unsigned)o->device_index, d->properties.name,
+         (unsigned)d->properties.hardware.num_cpu_cores,
+         (unsigned long long)d->properties.memory.max_page_size,
+         (unsigned long long)d->properties.memory.alignment,
+         (unsigned)d->properties.hardware.max_shared_memory_size, (unsigned)o->bounds_check,
+         (unsigned)o->race_check);
 }
 
 cubert_status_t cubert__cpu_client_create_with_faults(cubert_allocator_t allocator,
-                                                     const cubert_cpu_options_t *options,
-                                                     const cubert_server_faults_t *faults,
-                                                     cubert_client_t **out_client,
-                                                     cubert_error_t *out_error) {
+                                                      const cubert_cpu_options_t *options,
+                                                      const cubert_server_faults_t *faults,
+                                                      cubert_client_t **out_client,
+                                                      cubert_error_t *out_error) {
   cubert_cpu_options_t o;
   cubert_server_options_t k;
   cubert_os_config_t config;
@@ -286,7 +286,7 @@ cubert_status_t cubert__cpu_client_create_with_faults(cubert_allocator_t allocat
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "NULL out_client");
   status = check_options(&o, options, &config, out_error);
   /* CUBERT_TRACE: from the first create on, this device's creation included */
-  if (status == CUBERT_STATUS_OK && (config.set & HOST_CONFIG_TRACE))
+  if (status == CUBERT_STATUS_OK && (config.set & OS_CONFIG_TRACE))
     cubert__os_trace_from_env(&config);
   if (status == CUBERT_STATUS_OK) status = device_create(allocator, &o, &d, out_error);
   if (status != CUBERT_STATUS_OK) return create_failed(&o, status, out_error);

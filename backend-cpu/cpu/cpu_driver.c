@@ -36,38 +36,38 @@ static cpu_event_t *event_of(cubert_driver_event_t *e) { return (cpu_event_t *)(
 
 /* A span [t0, now] on the calling host thread's track; flow_seq non-zero:
  * a flow starts there, to the execution of op flow_seq of `stream`. */
-static void trace_host(const cpu_device_t *d, host_trace_cat_t cat, const char *name, uint64_t t0,
+static void trace_host(const cpu_device_t *d, os_trace_cat_t cat, const char *name, uint64_t t0,
                        const cpu_stream_t *stream, uint64_t flow_seq, const char *arg_name,
                        uint64_t arg) {
   cubert__os_trace_record(d->device_index, cubert__os_trace_thread_tid(), cat, name, t0,
-                           cubert__os_trace_now(), 0,
-                           flow_seq ? HOST_TRACE_FLOW_OUT : HOST_TRACE_FLOW_NONE,
-                           flow_seq ? cubert__os_trace_flow_id(d->device_index, stream->slot,
+                          cubert__os_trace_now(), 0,
+                          flow_seq ? OS_TRACE_FLOW_OUT : OS_TRACE_FLOW_NONE,
+                          flow_seq ? cubert__os_trace_flow_id(d->device_index, stream->slot,
                                                                 flow_seq)
                                     : 0,
-                           arg_name, arg);
+                          arg_name, arg);
 }
 
 /* An instant on the calling host thread's track. */
-static void trace_host_instant(const cpu_device_t *d, host_trace_cat_t cat, const char *name,
+static void trace_host_instant(const cpu_device_t *d, os_trace_cat_t cat, const char *name,
                                const char *arg_name, uint64_t arg) {
   uint64_t now = cubert__os_trace_now();
   cubert__os_trace_record(d->device_index, cubert__os_trace_thread_tid(), cat, name, now, now,
-                           1, HOST_TRACE_FLOW_NONE, 0, arg_name, arg);
+                          1, OS_TRACE_FLOW_NONE, 0, arg_name, arg);
 }
 
 /* The op running on `stream` (its worker, or the step loop) ran over
  * [t0, now]: a span on the stream's track, the end of the flow from its
  * enqueue when `flow`. */
-static void trace_op(const cpu_stream_t *stream, host_trace_cat_t cat, const char *name,
+static void trace_op(const cpu_stream_t *stream, os_trace_cat_t cat, const char *name,
                      uint64_t t0, int flow, const char *arg_name, uint64_t arg) {
   uint64_t seq = stream->head + 1u; /* the op that runs */
-  cubert__os_trace_record(stream->device_index, HOST_TRACE_TID_STREAM + stream->slot, cat, name,
-                           t0, cubert__os_trace_now(), 0,
-                           flow ? HOST_TRACE_FLOW_IN : HOST_TRACE_FLOW_NONE,
-                           flow ? cubert__os_trace_flow_id(stream->device_index, stream->slot, seq)
+  cubert__os_trace_record(stream->device_index, OS_TRACE_TID_STREAM + stream->slot, cat, name,
+                          t0, cubert__os_trace_now(), 0,
+                          flow ? OS_TRACE_FLOW_IN : OS_TRACE_FLOW_NONE,
+                          flow ? cubert__os_trace_flow_id(stream->device_index, stream->slot, seq)
                                 : 0,
-                           arg_name, arg);
+                          arg_name, arg);
 }
 
 static const char *const copy_names[] = {"copy host to device", "copy device to host",
@@ -90,9 +90,9 @@ static cubert_status_t cpu_memory_alloc(void *self, uint64_t size, cubert_driver
     return cubert_error_set(out_error, CUBERT_ERROR_IO_OUT_OF_MEMORY, &size, 1,
                             "host memory allocation failed");
   *out_address = (cubert_device_ptr_t)(uintptr_t)p;
-  HOST_LOG(CUBERT_LOG_LEVEL_TRACE, "cpu device %u: allocated %llu bytes at %p",
-           (unsigned)d->device_index, (unsigned long long)size, p);
-  if (HOST_TRACE_ON()) trace_host_instant(d, HOST_TRACE_CAT_MEMORY, "alloc", "bytes", size);
+  OS_LOG(CUBERT_LOG_LEVEL_TRACE, "cpu device %u: allocated %llu bytes at %p",
+         (unsigned)d->device_index, (unsigned long long)size, p);
+  if (OS_TRACE_ON()) trace_host_instant(d, OS_TRACE_CAT_MEMORY, "alloc", "bytes", size);
   return CUBERT_STATUS_OK;
 }
 
@@ -104,10 +104,10 @@ typedef struct free_op_t {
 
 static cubert_status_t free_run(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
   free_op_t *op = (free_op_t *)payload;
-  uint64_t t0 = HOST_TRACE_ON() ? cubert__os_trace_now() : 0;
+  uint64_t t0 = OS_TRACE_ON() ? cubert__os_trace_now() : 0;
   (void)error;
   cubert_allocator_free(op->allocator, op->ptr, (size_t)op->size, CPU_MEMORY_ALIGN);
-  if (t0) trace_op(stream, HOST_TRACE_CAT_MEMORY, "free", t0, 0, "bytes", op->size);
+  if (t0) trace_op(stream, OS_TRACE_CAT_MEMORY, "free", t0, 0, "bytes", op->size);
   return CUBERT_STATUS_OK;
 }
 
@@ -116,11 +116,11 @@ static void cpu_memory_free(void *self, cubert_device_ptr_t address, uint64_t si
   cpu_device_t *d = device_of(self);
   cpu_op_t *op;
   free_op_t *f;
-  HOST_LOG(CUBERT_LOG_LEVEL_TRACE, "cpu device %u: free %llu bytes at %p%s",
-           (unsigned)d->device_index, (unsigned long long)size, (void *)(uintptr_t)address,
-           stream ? " (after the stream's work)" : "");
+  OS_LOG(CUBERT_LOG_LEVEL_TRACE, "cpu device %u: free %llu bytes at %p%s",
+         (unsigned)d->device_index, (unsigned long long)size, (void *)(uintptr_t)address,
+         stream ? " (after the stream's work)" : "");
   if (!stream) {
-    if (HOST_TRACE_ON()) trace_host_instant(d, HOST_TRACE_CAT_MEMORY, "free", "bytes", size);
+    if (OS_TRACE_ON()) trace_host_instant(d, OS_TRACE_CAT_MEMORY, "free", "bytes", size);
     cubert_allocator_free(d->allocator, (void *)(uintptr_t)address, (size_t)size, CPU_MEMORY_ALIGN);
     return;
   }
@@ -147,7 +147,7 @@ static cubert_status_t copy_run(cpu_stream_t *stream, void *payload, cubert_erro
   copy_op_t *op = (copy_op_t *)payload;
   uint64_t r, t0;
   if (op->fault) return cpu_fault_copy_error(stream->slot, error);
-  t0 = HOST_TRACE_ON() ? cubert__os_trace_now() : 0;
+  t0 = OS_TRACE_ON() ? cubert__os_trace_now() : 0;
   if (op->height == 1) {
     memcpy(op->dst, op->src, (size_t)op->width);
   } else {
@@ -155,7 +155,7 @@ static cubert_status_t copy_run(cpu_stream_t *stream, void *payload, cubert_erro
       memcpy(op->dst + r * op->dst_pitch, op->src + r * op->src_pitch, (size_t)op->width);
   }
   if (t0)
-    trace_op(stream, HOST_TRACE_CAT_COPY, copy_names[op->kind], t0, 1, "bytes",
+    trace_op(stream, OS_TRACE_CAT_COPY, copy_names[op->kind], t0, 1, "bytes",
              op->width * op->height);
   return CUBERT_STATUS_OK;
 }
@@ -164,7 +164,7 @@ static cubert_status_t cpu_copy(void *self, const cubert_driver_copy_t *c,
                                 cubert_driver_stream_t *stream, cubert_error_t *out_error) {
   cpu_op_t *op;
   copy_op_t *p;
-  uint64_t seq, t0 = HOST_TRACE_ON() ? cubert__os_trace_now() : 0;
+  uint64_t seq, t0 = OS_TRACE_ON() ? cubert__os_trace_now() : 0;
   if (c->kind > CUBERT_COPY_DEVICE_TO_DEVICE)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "unknown copy kind");
   if (c->width == 0 || c->height == 0) return CUBERT_STATUS_OK;
@@ -183,7 +183,7 @@ static cubert_status_t cpu_copy(void *self, const cubert_driver_copy_t *c,
   op->run = copy_run;
   seq = cpu_stream_commit(stream_of(stream));
   if (t0)
-    trace_host(device_of(self), HOST_TRACE_CAT_COPY, copy_names[c->kind], t0, stream_of(stream),
+    trace_host(device_of(self), OS_TRACE_CAT_COPY, copy_names[c->kind], t0, stream_of(stream),
                seq, "bytes", c->width * c->height);
   return CUBERT_STATUS_OK;
 }
@@ -199,12 +199,12 @@ static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_er
   uint64_t t0 = 0, t1;
   cubert_status_t status;
   if (l->fault) return cpu_fault_launch_error(l->kernel, stream->slot, error);
-  if (HOST_TRACE_ON() || d->summary) t0 = cubert__os_trace_now();
+  if (OS_TRACE_ON() || d->summary) t0 = cubert__os_trace_now();
   status = cpu_kernel_launch_count(l, &d->properties.hardware, &count, error);
   if (status == CUBERT_STATUS_OK) {
     cpu_kernel_launch_args(l, &args);
     status = cubert__cpu_executor_run(d->executor, l->kernel, count, l->kernel->cube_dim, &args,
-                                     (cubert_execution_mode_t)l->execution, &report, error);
+                                      (cubert_execution_mode_t)l->execution, &report, error);
     if (status != CUBERT_STATUS_OK)
       status = cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
     else
@@ -217,8 +217,8 @@ static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_er
     (void)cubert_profile_summary_record(d->summary, l->kernel->name, t1 - t0, NULL);
     pthread_mutex_unlock(&d->summary_mutex);
   }
-  if (HOST_TRACE_ON())
-    trace_op(stream, HOST_TRACE_CAT_KERNEL, l->kernel->name, t0, 1, "cubes",
+  if (OS_TRACE_ON())
+    trace_op(stream, OS_TRACE_CAT_KERNEL, l->kernel->name, t0, 1, "cubes",
              status == CUBERT_STATUS_OK ? (uint64_t)count.x * count.y * count.z : 0);
   return status;
 }
@@ -227,7 +227,7 @@ static cubert_status_t cpu_launch(void *self, const cubert_driver_launch_t *laun
                                   cubert_driver_stream_t *stream, cubert_error_t *out_error) {
   cpu_op_t *op;
   cpu_kernel_launch_t *l;
-  uint64_t seq, t0 = HOST_TRACE_ON() ? cubert__os_trace_now() : 0;
+  uint64_t seq, t0 = OS_TRACE_ON() ? cubert__os_trace_now() : 0;
   CUBERT_RETURN_IF_ERROR(cpu_kernel_launch_check(launch, out_error));
   op = cpu_stream_reserve(stream_of(stream));
   l = (cpu_kernel_launch_t *)cpu_op_payload(op);
@@ -236,7 +236,7 @@ static cubert_status_t cpu_launch(void *self, const cubert_driver_launch_t *laun
   op->run = launch_run;
   seq = cpu_stream_commit(stream_of(stream));
   if (t0)
-    trace_host(device_of(self), HOST_TRACE_CAT_LAUNCH, launch->kernel->name, t0,
+    trace_host(device_of(self), OS_TRACE_CAT_LAUNCH, launch->kernel->name, t0,
                stream_of(stream), seq, "stream", stream_of(stream)->slot);
   return CUBERT_STATUS_OK;
 }
@@ -284,12 +284,12 @@ static cubert_status_t cpu_stream_synchronize(void *self, cubert_driver_stream_t
                                               cubert_error_t *out_error) {
   cpu_stream_t *s = stream_of(stream);
   cubert_status_t status;
-  uint64_t t0 = HOST_TRACE_ON() ? cubert__os_trace_now() : 0;
+  uint64_t t0 = OS_TRACE_ON() ? cubert__os_trace_now() : 0;
   status = cpu_stream_wait_point(s, s->tail, UINT64_MAX);
   if (t0) {
     char name[48];
     (void)snprintf(name, sizeof name, "sync stream %u", (unsigned)s->slot);
-    trace_host(device_of(self), HOST_TRACE_CAT_SYNC, name, t0, s, 0, NULL, 0);
+    trace_host(device_of(self), OS_TRACE_CAT_SYNC, name, t0, s, 0, NULL, 0);
   }
   if (status == CUBERT_STATUS_FAILED_PRECONDITION)
     return cubert_error_set(out_error, CUBERT_ERROR_SERVER_GENERIC, NULL, 0,
@@ -327,11 +327,11 @@ static cubert_status_t cpu_event_record(void *self, cubert_driver_stream_t *stre
   ev->stream = stream_of(stream);
   ev->seq = ev->stream->tail; /* the last committed op (the producer reads its own index) */
   *out_event = (cubert_driver_event_t *)(void *)ev;
-  if (HOST_TRACE_ON()) {
+  if (OS_TRACE_ON()) {
     char name[48];
     (void)snprintf(name, sizeof name, "event record stream %u op %llu", (unsigned)ev->stream->slot,
                    (unsigned long long)ev->seq);
-    trace_host_instant(d, HOST_TRACE_CAT_EVENT, name, NULL, 0);
+    trace_host_instant(d, OS_TRACE_CAT_EVENT, name, NULL, 0);
   }
   return CUBERT_STATUS_OK;
 }
@@ -352,11 +352,11 @@ static cubert_status_t cpu_event_wait(void *self, cubert_driver_stream_t *stream
   op->wait_stream = ev->stream;
   op->wait_seq = ev->seq;
   (void)cpu_stream_commit(s);
-  if (HOST_TRACE_ON()) {
+  if (OS_TRACE_ON()) {
     char name[48];
     (void)snprintf(name, sizeof name, "stream %u waits for stream %u op %llu", (unsigned)s->slot,
                    (unsigned)ev->stream->slot, (unsigned long long)ev->seq);
-    trace_host_instant(device_of(self), HOST_TRACE_CAT_EVENT, name, NULL, 0);
+    trace_host_instant(device_of(self), OS_TRACE_CAT_EVENT, name, NULL, 0);
   }
   return CUBERT_STATUS_OK;
 }
@@ -371,13 +371,13 @@ static cubert_status_t cpu_event_synchronize(void *self, cubert_driver_event_t *
                                              uint64_t timeout_ns, cubert_error_t *out_error) {
   cpu_event_t *ev = event_of(event);
   cubert_status_t status;
-  uint64_t t0 = HOST_TRACE_ON() ? cubert__os_trace_now() : 0;
+  uint64_t t0 = OS_TRACE_ON() ? cubert__os_trace_now() : 0;
   status = cpu_stream_wait_point(ev->stream, ev->seq, timeout_ns);
   if (t0) {
     char name[48];
     (void)snprintf(name, sizeof name, "wait event stream %u op %llu", (unsigned)ev->stream->slot,
                    (unsigned long long)ev->seq);
-    trace_host(device_of(self), HOST_TRACE_CAT_SYNC, name, t0, ev->stream, 0, NULL, 0);
+    trace_host(device_of(self), OS_TRACE_CAT_SYNC, name, t0, ev->stream, 0, NULL, 0);
   }
   if (status == CUBERT_STATUS_FAILED_PRECONDITION)
     return cubert_error_set(out_error, CUBERT_ERROR_SERVER_GENERIC, NULL, 0,
@@ -426,7 +426,7 @@ static void cpu_destroy(void *self) {
   cpu_device_t *d = device_of(self);
   write_summary(d);
   pthread_mutex_destroy(&d->summary_mutex);
-  HOST_LOG(CUBERT_LOG_LEVEL_INFO, "cpu device %u released", (unsigned)d->device_index);
+  OS_LOG(CUBERT_LOG_LEVEL_INFO, "cpu device %u released", (unsigned)d->device_index);
   cpu_comm_free_all(d);
   while (d->all_events) {
     cpu_event_t *ev = d->all_events;

@@ -174,12 +174,12 @@ static void worker_main(void *arg) {
     if (!__atomic_compare_exchange_n(&w->state, &offered, (uint32_t)WORKER_RUNNING, false,
                                      __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
       continue; /* the offer was cancelled: the launch finished without us */
-    if (HOST_TRACE_ON()) { /* this worker's share of the kernel, on its own track */
+    if (OS_TRACE_ON()) { /* this worker's share of the kernel, on its own track */
       uint64_t t0 = cubert__os_trace_now();
       executor_work(ex, &w->context, w->index);
-      cubert__os_trace_record(ex->trace_device, HOST_TRACE_TID_WORKER + w->index,
-                               HOST_TRACE_CAT_KERNEL, ex->kernel->name, t0,
-                               cubert__os_trace_now(), 0, HOST_TRACE_FLOW_NONE, 0, NULL, 0);
+      cubert__os_trace_record(ex->trace_device, OS_TRACE_TID_WORKER + w->index,
+                              OS_TRACE_CAT_KERNEL, ex->kernel->name, t0,
+                              cubert__os_trace_now(), 0, OS_TRACE_FLOW_NONE, 0, NULL, 0);
     } else {
       executor_work(ex, &w->context, w->index);
     }
@@ -286,8 +286,8 @@ static cubert_status_t executor_fail(cubert_error_t *out_error, cubert_status_t 
 }
 
 cubert_status_t cubert__cpu_executor_create(cubert_allocator_t allocator, uint32_t n_workers,
-                                           cubert_cpu_executor_t **out_executor,
-                                           cubert_error_t *out_error) {
+                                            cubert_cpu_executor_t **out_executor,
+                                            cubert_error_t *out_error) {
   cubert_cpu_executor_t *ex = NULL;
   cubert_status_t s;
   uint32_t i;
@@ -418,11 +418,11 @@ static void executor_run_pool(cubert_cpu_executor_t *ex, uint32_t participants) 
 }
 
 cubert_status_t cubert__cpu_executor_run(cubert_cpu_executor_t *executor,
-                                        const cubert_kernel_t *kernel, cubert_dim3_t cube_count,
-                                        cubert_dim3_t cube_dim, const cubert_kernel_args_t *args,
-                                        cubert_execution_mode_t mode,
-                                        cubert_kernel_report_t *out_report,
-                                        cubert_error_t *out_error) {
+                                         const cubert_kernel_t *kernel, cubert_dim3_t cube_count,
+                                         cubert_dim3_t cube_dim, const cubert_kernel_args_t *args,
+                                         cubert_execution_mode_t mode,
+                                         cubert_kernel_report_t *out_report,
+                                         cubert_error_t *out_error) {
   cubert_cpu_executor_t *ex = executor;
   cpu_kernel_grid_t grid;
   uint64_t chunk;

@@ -46,8 +46,8 @@ typedef struct cubert_cpu_executor_t cubert_cpu_executor_t;
  * workers are stopped and joined). Thread-safe; blocks while starting
  * threads. */
 cubert_status_t cubert__cpu_executor_create(cubert_allocator_t allocator, uint32_t n_workers,
-                                           cubert_cpu_executor_t **out_executor,
-                                           cubert_error_t *out_error);
+                                            cubert_cpu_executor_t **out_executor,
+                                            cubert_error_t *out_error);
 
 /* Stop and join the workers and free the executor. NULL is a no-op. Must not
  * be called while a run is in progress or from a kernel. Blocks. */
@@ -56,7 +56,7 @@ void cubert__cpu_executor_destroy(cubert_cpu_executor_t *executor);
 /* Number of worker threads (not counting the caller). */
 uint32_t cubert__cpu_executor_worker_count(const cubert_cpu_executor_t *executor);
 /* Timeline trace (cubert/trace.h): record each pool worker's share of a
- * kernel on track HOST_TRACE_TID_WORKER + worker of device `device_index`. */
+ * kernel on track OS_TRACE_TID_WORKER + worker of device `device_index`. */
 void cubert__cpu_executor_set_trace_device(cubert_cpu_executor_t *executor, uint32_t device_index);
 
 /* Run `kernel->cpu_entry` for every cube of the grid `cube_count` with
@@ -83,10 +83,10 @@ void cubert__cpu_executor_set_trace_device(cubert_cpu_executor_t *executor, uint
  * Thread-safe: concurrent runs on one executor are serialized (each uses the
  * whole pool). Blocks. Must not be called from inside a kernel. */
 cubert_status_t cubert__cpu_executor_run(cubert_cpu_executor_t *executor,
-                                        const cubert_kernel_t *kernel, cubert_dim3_t cube_count,
-                                        cubert_dim3_t cube_dim, const cubert_kernel_args_t *args,
-                                        cubert_execution_mode_t mode,
-                                        cubert_kernel_report_t *out_report,
-                                        cubert_error_t *out_error);
+                                         const cubert_kernel_t *kernel, cubert_dim3_t cube_count,
+                                         cubert_dim3_t cube_dim, const cubert_kernel_args_t *args,
+                                         cubert_execution_mode_t mode,
+                                         cubert_kernel_report_t *out_report,
+                                         cubert_error_t *out_error);
 
 #endif /* CUBERT_CPU_EXECUTOR_H */

@@ -89,7 +89,7 @@ static int has_room(cpu_stream_t *s, uint64_t unused) {
 /* Queue an error an op raised (the op at `seq`) and log it for waiters. */
 static void op_failed(cpu_stream_t *s, const cubert_error_t *error, uint32_t origin,
                       uint64_t origin_seq, uint64_t seq) {
-  if (HOST_LOG_ON(CUBERT_LOG_LEVEL_WARN)) {
+  if (OS_LOG_ON(CUBERT_LOG_LEVEL_WARN)) {
     char what[64];
     (void)snprintf(what, sizeof what, "cpu device %u stream %u: error queued",
                    (unsigned)s->device_index, (unsigned)s->slot);
@@ -139,15 +139,15 @@ static void execute_op(cpu_stream_t *s, cpu_op_t *op) {
 
 static void run_op(cpu_stream_t *s, cpu_op_t *op) {
   if (op->wait_stream) {
-    if (HOST_TRACE_ON()) { /* a cross-stream wait, on the waiting stream's track */
+    if (OS_TRACE_ON()) { /* a cross-stream wait, on the waiting stream's track */
       uint64_t t0 = cubert__os_trace_now();
       char name[48];
       (void)cpu_stream_wait_point(op->wait_stream, op->wait_seq, UINT64_MAX);
       (void)snprintf(name, sizeof name, "wait stream %u op %llu", (unsigned)op->wait_stream->slot,
                      (unsigned long long)op->wait_seq);
-      cubert__os_trace_record(s->device_index, HOST_TRACE_TID_STREAM + s->slot, HOST_TRACE_CAT_WAIT,
-                               name, t0, cubert__os_trace_now(), 0, HOST_TRACE_FLOW_NONE, 0, NULL,
-                               0);
+      cubert__os_trace_record(s->device_index, OS_TRACE_TID_STREAM + s->slot, OS_TRACE_CAT_WAIT,
+                              name, t0, cubert__os_trace_now(), 0, OS_TRACE_FLOW_NONE, 0, NULL,
+                              0);
     } else {
       (void)cpu_stream_wait_point(op->wait_stream, op->wait_seq, UINT64_MAX);
     }
@@ -411,7 +411,7 @@ cubert_status_t cpu_stream_wait_point(cpu_stream_t *s, uint64_t seq, uint64_t ti
 }
 
 void cpu_stream_push_error(cpu_stream_t *s, const cubert_error_t *error) {
-  if (HOST_LOG_ON(CUBERT_LOG_LEVEL_WARN)) {
+  if (OS_LOG_ON(CUBERT_LOG_LEVEL_WARN)) {
     char what[64];
     (void)snprintf(what, sizeof what, "cpu device %u stream %u: error queued",
                    (unsigned)s->device_index, (unsigned)s->slot);

@@ -337,10 +337,10 @@ cubert_status_t cubert_inline_client_create(cubert_allocator_t allocator,
 }
 
 cubert_status_t cubert__inline_client_create_with_faults(cubert_allocator_t allocator,
-                                                        const cubert_inline_options_t *options,
-                                                        const cubert_server_faults_t *faults,
-                                                        cubert_client_t **out_client,
-                                                        cubert_error_t *out_error) {
+                                                         const cubert_inline_options_t *options,
+                                                         const cubert_server_faults_t *faults,
+                                                         cubert_client_t **out_client,
+                                                         cubert_error_t *out_error) {
   cubert_inline_options_t o;
   cubert_server_options_t k;
   inline_device_t *d = 0;

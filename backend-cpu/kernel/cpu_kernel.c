@@ -7,9 +7,9 @@
 
 typedef char cpu_kernel_mode_values_match_[(CUBERT_KERNEL_MODE_CHECKED == CUBERT_EXECUTION_CHECKED &&
                                             CUBERT_KERNEL_MODE_VALIDATE ==
-                                                CUBERT_EXECUTION_VALIDATE &&
+                                            CUBERT_EXECUTION_VALIDATE &&
                                             CUBERT_KERNEL_MODE_UNCHECKED ==
-                                                CUBERT_EXECUTION_UNCHECKED)
+                                            CUBERT_EXECUTION_UNCHECKED)
                                                ? 1
                                                : -1];
 

@@ -161,8 +161,8 @@ static cubert_status_t group_for(uint64_t id, const uint32_t *devices, uint32_t 
     if (g->aborted) {
       char reason[CUBERT_ERROR_REASON_SIZE];
       cubert__cuda_format(reason, sizeof reason,
-                         "the communicator was aborted and not every member left yet: %s",
-                         g->abort_error.reason);
+                          "the communicator was aborted and not every member left yet: %s",
+                          g->abort_error.reason);
       return cubert_error_set(out_error, CUBERT_ERROR_SERVICE_CREATION, &id, 1, reason);
     }
     *out = g;
@@ -277,7 +277,7 @@ cubert_status_t cuda_comm_query(void *self, cubert_driver_comm_t *comm, cubert_e
   if (m->group->aborted) {
     char reason[CUBERT_ERROR_REASON_SIZE];
     cubert__cuda_format(reason, sizeof reason, "the communicator was aborted: %s",
-                       m->group->abort_error.reason);
+                        m->group->abort_error.reason);
     st = cubert_error_set(out_error, CUBERT_ERROR_SERVICE_CREATION, &m->group->id, 1, reason);
   }
   cuda_comm_unlock();
@@ -367,8 +367,8 @@ static void group_free(cuda_group_t *g) {
   uint32_t i;
   if (g->kind == CUDA_GROUP_LOCAL && g->nccl_state == CUDA_NCCL_READY) {
     int done = group_done_wait(g, cuda_comm_now_ns() + (g->timeout_ns < 10000000000ull
-                                                            ? g->timeout_ns
-                                                            : 10000000000ull));
+                                                        ? g->timeout_ns
+                                                        : 10000000000ull));
     cuda_comm_nccl_lock_all(g->ordinals, g->size);
     if (done) { /* NCCL wants the ranks one thread holds destroyed in one group */
       (void)g->nl->ncclGroupStart();

@@ -114,7 +114,7 @@ cubert_status_t cuda_comm_direct(cuda_member_t *m, const cubert_driver_collectiv
   if (c->kind == CUBERT_COLLECTIVE_ALL_REDUCE && c->op == CUBERT_REDUCE_OPERATION_MEAN &&
       g->size > 1 && !m->mean[c->dtype])
     CUBERT_RETURN_IF_ERROR(cubert__cuda_function_get(m->drv->dev, cuda_comm_mean_kernel(c->dtype),
-                                                    &m->mean[c->dtype], out_error));
+                                                     &m->mean[c->dtype], out_error));
   CUBERT_RETURN_IF_ERROR(cubert__cuda_device_enter(m->drv->dev, out_error));
   (void)pthread_mutex_lock(g->issue_mutex);
   if (g->kind == CUDA_GROUP_LOCAL) st = cuda_comm_single_nccl(g, m, out_error);

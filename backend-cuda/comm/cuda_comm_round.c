@@ -69,7 +69,7 @@ static void gate_write(cuda_member_t *m, uint32_t value) {
   if (r != CUDA_SUCCESS) {
     cubert_error_t e;
     (void)cubert__cuda_device_fail(m->drv->dev, r, CUBERT_CUDA_OP_GENERIC, "cuStreamWriteValue32",
-                                  0, &e);
+                                   0, &e);
     if (m->s) cubert__cuda_stream_queue_error(&m->s->s, &e);
     return;
   }
@@ -133,9 +133,9 @@ static cubert_status_t all_reduce_possible(cuda_member_t *m, const cubert_driver
         f[2] = g->members[i]->ordinal;
         cuda_comm_unlock();
         cubert__cuda_format(reason, sizeof reason,
-                           "all_reduce: devices %u and %u share GPU %u; NCCL takes one rank per "
-                           "GPU (\"Duplicate GPU detected\", ncclInvalidUsage)",
-                           (unsigned)f[0], (unsigned)f[1], (unsigned)f[2]);
+                            "all_reduce: devices %u and %u share GPU %u; NCCL takes one rank per "
+                            "GPU (\"Duplicate GPU detected\", ncclInvalidUsage)",
+                            (unsigned)f[0], (unsigned)f[1], (unsigned)f[2]);
         return cubert_error_set(out_error, CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION, f, 3, reason);
       }
   cuda_comm_unlock();
@@ -145,7 +145,7 @@ static cubert_status_t all_reduce_possible(cuda_member_t *m, const cubert_driver
       return cubert_error_set(out_error, CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION, NULL, 0,
                               "all_reduce Mean: no kernel for this dtype");
     CUBERT_RETURN_IF_ERROR(cubert__cuda_function_get(m->drv->dev, k, &m->mean[c->dtype],
-                                                    out_error));
+                                                     out_error));
   }
   return CUBERT_STATUS_OK;
 }
@@ -168,7 +168,7 @@ static cubert_status_t enqueue_gate(cuda_member_t *m, cuda_drv_stream_t *s, uint
   r = m->cu->cuStreamWaitValue32(s->s.handle, m->word, k, CU_STREAM_WAIT_VALUE_GEQ);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_device_fail(dev, r, CUBERT_CUDA_OP_GENERIC, "cuStreamWaitValue32", 0,
-                                   out_error);
+                                    out_error);
   return CUBERT_STATUS_OK;
 }
 

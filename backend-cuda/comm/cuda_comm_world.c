@@ -414,8 +414,8 @@ cubert_status_t cubert_cuda_comm_init_rank(cubert_client_t *client,
   if (!t.nl->ncclCommInitRankConfig) {
     cubert__nccl_version_text(t.nl->version, have, sizeof have);
     return cubert__nccl_unavailable(out_error, 0,
-                                   "process communicators need NCCL 2.14 or newer "
-                                   "(ncclCommInitRankConfig); this is %s", have);
+                                    "process communicators need NCCL 2.14 or newer "
+                                    "(ncclCommInitRankConfig); this is %s", have);
   }
   if (options->id) {
     t.id = *options->id;

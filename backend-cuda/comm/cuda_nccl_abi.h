@@ -89,29 +89,29 @@ struct CUstream_st;
 typedef cubert__nccl_result_t (*cubert_nccl_get_version_fn)(int *version);
 typedef cubert__nccl_result_t (*cubert_nccl_get_unique_id_fn)(cubert_nccl_unique_id_t *id);
 typedef cubert__nccl_result_t (*cubert_nccl_comm_init_rank_fn)(cubert_nccl_comm_t *comm, int nranks,
-                                                             cubert_nccl_unique_id_t id, int rank);
+                                                               cubert_nccl_unique_id_t id, int rank);
 typedef cubert__nccl_result_t (*cubert_nccl_comm_init_rank_config_fn)(
     cubert_nccl_comm_t *comm, int nranks, cubert_nccl_unique_id_t id, int rank,
     cubert_nccl_config_t *config);
 typedef cubert__nccl_result_t (*cubert_nccl_comm_init_all_fn)(cubert_nccl_comm_t *comms, int ndev,
-                                                            const int *devlist);
+                                                              const int *devlist);
 typedef cubert__nccl_result_t (*cubert_nccl_comm_fn)(cubert_nccl_comm_t comm);
 typedef cubert__nccl_result_t (*cubert_nccl_comm_get_async_error_fn)(cubert_nccl_comm_t comm,
-                                                                   cubert__nccl_result_t *error);
+                                                                     cubert__nccl_result_t *error);
 typedef cubert__nccl_result_t (*cubert_nccl_all_reduce_fn)(const void *sendbuff, void *recvbuff,
-                                                         size_t count,
-                                                         cubert_nccl_data_type_t datatype,
-                                                         cubert_nccl_red_op_t op,
-                                                         cubert_nccl_comm_t comm,
-                                                         struct CUstream_st *stream);
+                                                           size_t count,
+                                                           cubert_nccl_data_type_t datatype,
+                                                           cubert_nccl_red_op_t op,
+                                                           cubert_nccl_comm_t comm,
+                                                           struct CUstream_st *stream);
 typedef cubert__nccl_result_t (*cubert_nccl_send_fn)(const void *sendbuff, size_t count,
-                                                   cubert_nccl_data_type_t datatype, int peer,
-                                                   cubert_nccl_comm_t comm,
-                                                   struct CUstream_st *stream);
+                                                     cubert_nccl_data_type_t datatype, int peer,
+                                                     cubert_nccl_comm_t comm,
+                                                     struct CUstream_st *stream);
 typedef cubert__nccl_result_t (*cubert_nccl_recv_fn)(void *recvbuff, size_t count,
-                                                   cubert_nccl_data_type_t datatype, int peer,
-                                                   cubert_nccl_comm_t comm,
-                                                   struct CUstream_st *stream);
+                                                     cubert_nccl_data_type_t datatype, int peer,
+                                                     cubert_nccl_comm_t comm,
+                                                     struct CUstream_st *stream);
 typedef cubert__nccl_result_t (*cubert_nccl_group_fn)(void);
 typedef const char *(*cubert_nccl_get_error_string_fn)(cubert__nccl_result_t result);
 

@@ -15,7 +15,7 @@
 #include <string.h>
 
 cubert_status_t cubert__nccl_unavailable(cubert_error_t *out_error, int64_t code, const char *fmt,
-                                        ...) {
+                                         ...) {
   char reason[CUBERT_ERROR_REASON_SIZE];
   size_t n;
   va_list ap;
@@ -25,7 +25,7 @@ cubert_status_t cubert__nccl_unavailable(cubert_error_t *out_error, int64_t code
   (void)vsnprintf(reason + n, sizeof reason - n, fmt, ap);
   va_end(ap);
   return cubert_error_set_driver(out_error, CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION, code,
-                                  reason);
+                                 reason);
 }
 
 void cubert__nccl_version_text(int version, char *buf, size_t size) {
@@ -69,7 +69,7 @@ cubert_error_kind_t cubert__nccl_result_kind(int result) {
 }
 
 cubert_status_t cubert__nccl_error_set(cubert_error_t *out_error, const cubert_nccl_loader_t *nccl,
-                                      int result, const char *what) {
+                                       int result, const char *what) {
   char reason[CUBERT_ERROR_REASON_SIZE];
   const char *text = NULL;
   cubert_error_kind_t kind = cubert__nccl_result_kind(result);
@@ -111,12 +111,12 @@ static cubert_status_t loader_initialize(cubert_nccl_loader_t *n, cubert_error_t
   r = n->ncclGetVersion(&version);
   if (r != CUBERT_NCCL_SUCCESS)
     return cubert__nccl_unavailable(out_error, (int64_t)r, "ncclGetVersion failed: %s",
-                                   cubert__nccl_result_name(r));
+                                    cubert__nccl_result_name(r));
   if (version < CUBERT_NCCL_VERSION_MIN) {
     cubert__nccl_version_text(version, have, sizeof have);
     cubert__nccl_version_text(CUBERT_NCCL_VERSION_MIN, need, sizeof need);
     return cubert__nccl_unavailable(out_error, 0, "NCCL %s (%d) is older than the required %s (%d)",
-                                   have, version, need, CUBERT_NCCL_VERSION_MIN);
+                                    have, version, need, CUBERT_NCCL_VERSION_MIN);
   }
   if (version < CUBERT_NCCL_VERSION_CONFIG) n->ncclCommInitRankConfig = NULL;
   n->version = version;
@@ -124,7 +124,7 @@ static cubert_status_t loader_initialize(cubert_nccl_loader_t *n, cubert_error_t
 }
 
 cubert_status_t cubert__nccl_loader_open(const char *path, cubert_nccl_loader_t *out_loader,
-                                        cubert_error_t *out_error) {
+                                         cubert_error_t *out_error) {
   cubert_nccl_loader_t *n = out_loader;
   const char *err;
   cubert_status_t st;
@@ -143,7 +143,7 @@ cubert_status_t cubert__nccl_loader_open(const char *path, cubert_nccl_loader_t 
   if (!n->library) {
     err = dlerror();
     return cubert__nccl_unavailable(out_error, 0, "cannot load %s: %s", path,
-                                   err ? err : "unknown dlopen error");
+                                    err ? err : "unknown dlopen error");
   }
   st = loader_initialize(n, out_error);
   if (st != CUBERT_STATUS_OK) {
@@ -177,7 +177,7 @@ static void shared_open(void) {
 }
 
 cubert_status_t cubert__nccl_loader_shared(const cubert_nccl_loader_t **out_loader,
-                                          cubert_error_t *out_error) {
+                                           cubert_error_t *out_error) {
   if (pthread_once(&g_once, shared_open) != 0)
     return cubert__nccl_unavailable(out_error, 0, "pthread_once failed");
   if (g_status != CUBERT_STATUS_OK) {

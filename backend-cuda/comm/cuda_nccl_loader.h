@@ -66,7 +66,7 @@ typedef struct cubert_nccl_loader_t {
  * INVALID_ARGUMENT (NULL out_loader, a path over 255 bytes); UNSUPPORTED
  * ("NCCL unavailable: ..."). Blocks while the library loads. */
 cubert_status_t cubert__nccl_loader_open(const char *path, cubert_nccl_loader_t *out_loader,
-                                        cubert_error_t *out_error);
+                                         cubert_error_t *out_error);
 
 /* dlclose (not the shared loader; not while communicators made through it
  * live). NULL or closed: no-op. */
@@ -80,7 +80,7 @@ void *cubert__nccl_loader_symbol(const cubert_nccl_loader_t *loader, const char 
  * its open status (and the failure record, every time). Thread-safe; the
  * first call blocks while the library loads. */
 cubert_status_t cubert__nccl_loader_shared(const cubert_nccl_loader_t **out_loader,
-                                          cubert_error_t *out_error);
+                                           cubert_error_t *out_error);
 
 /* "2.28.9" for 22809 (and 2.7.4 for 2704) into buf. */
 void cubert__nccl_version_text(int version, char *buf, size_t size);
@@ -99,12 +99,12 @@ cubert_error_kind_t cubert__nccl_result_kind(int result);
  * ncclResult_t, reason "<what> failed: <name> (<ncclGetErrorString text>)"
  * (the text when `nccl` is open). Returns the kind's status. */
 cubert_status_t cubert__nccl_error_set(cubert_error_t *out_error, const cubert_nccl_loader_t *nccl,
-                                      int result, const char *what);
+                                       int result, const char *what);
 
 /* The "NCCL unavailable: <reason>" record (UNSUPPORTED, kind
  * IO_UNSUPPORTED_IO_OPERATION; driver_code `code`). */
 cubert_status_t cubert__nccl_unavailable(cubert_error_t *out_error, int64_t code, const char *fmt,
-                                        ...)
+                                         ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif

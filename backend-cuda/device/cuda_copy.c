@@ -22,7 +22,7 @@ static cubert_status_t copy_bad(cubert_error_t *out_error, const char *what) {
 }
 
 cubert_status_t cubert__cuda_copy_h2d(cubert_cuda_stream_t *stream, CUdeviceptr dst,
-                                     const void *src, uint64_t size, cubert_error_t *out_error) {
+                                      const void *src, uint64_t size, cubert_error_t *out_error) {
   CUresult r;
   cubert_status_t st = copy_enter(stream, out_error);
   if (st != CUBERT_STATUS_OK || size == 0) return st;
@@ -31,12 +31,12 @@ cubert_status_t cubert__cuda_copy_h2d(cubert_cuda_stream_t *stream, CUdeviceptr 
   r = stream->device->cu->cuMemcpyHtoDAsync(dst, src, (size_t)size, stream->handle);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_device_fail(stream->device, r, CUBERT_CUDA_OP_COPY, "cuMemcpyHtoDAsync",
-                                   size, out_error);
+                                    size, out_error);
   return CUBERT_STATUS_OK;
 }
 
 cubert_status_t cubert__cuda_copy_d2h(cubert_cuda_stream_t *stream, void *dst, CUdeviceptr src,
-                                     uint64_t size, cubert_error_t *out_error) {
+                                      uint64_t size, cubert_error_t *out_error) {
   CUresult r;
   cubert_status_t st = copy_enter(stream, out_error);
   if (st != CUBERT_STATUS_OK || size == 0) return st;
@@ -45,12 +45,12 @@ cubert_status_t cubert__cuda_copy_d2h(cubert_cuda_stream_t *stream, void *dst, C
   r = stream->device->cu->cuMemcpyDtoHAsync(dst, src, (size_t)size, stream->handle);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_device_fail(stream->device, r, CUBERT_CUDA_OP_COPY, "cuMemcpyDtoHAsync",
-                                   size, out_error);
+                                    size, out_error);
   return CUBERT_STATUS_OK;
 }
 
 cubert_status_t cubert__cuda_copy_d2d(cubert_cuda_stream_t *stream, CUdeviceptr dst,
-                                     CUdeviceptr src, uint64_t size, cubert_error_t *out_error) {
+                                      CUdeviceptr src, uint64_t size, cubert_error_t *out_error) {
   CUresult r;
   cubert_status_t st = copy_enter(stream, out_error);
   if (st != CUBERT_STATUS_OK || size == 0) return st;
@@ -59,7 +59,7 @@ cubert_status_t cubert__cuda_copy_d2d(cubert_cuda_stream_t *stream, CUdeviceptr 
   r = stream->device->cu->cuMemcpyDtoDAsync(dst, src, (size_t)size, stream->handle);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_device_fail(stream->device, r, CUBERT_CUDA_OP_COPY, "cuMemcpyDtoDAsync",
-                                   size, out_error);
+                                    size, out_error);
   return CUBERT_STATUS_OK;
 }
 
@@ -85,7 +85,7 @@ static cubert_status_t copy_2d_check(const cubert_cuda_copy_2d_t *c, cubert_erro
 }
 
 cubert_status_t cubert__cuda_copy_2d(cubert_cuda_stream_t *stream,
-                                    const cubert_cuda_copy_2d_t *copy, cubert_error_t *out_error) {
+                                     const cubert_cuda_copy_2d_t *copy, cubert_error_t *out_error) {
   CUDA_MEMCPY2D m;
   CUresult r;
   cubert_status_t st;
@@ -117,14 +117,14 @@ cubert_status_t cubert__cuda_copy_2d(cubert_cuda_stream_t *stream,
   r = stream->device->cu->cuMemcpy2DAsync(&m, stream->handle);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_device_fail(stream->device, r, CUBERT_CUDA_OP_COPY, "cuMemcpy2DAsync",
-                                   copy->width_bytes * copy->height, out_error);
+                                    copy->width_bytes * copy->height, out_error);
   return CUBERT_STATUS_OK;
 }
 
 cubert_status_t cubert__cuda_copy_planned(cubert_cuda_stream_t *stream,
-                                         const cubert_copy_plan_t *plan, bool to_device,
-                                         void *host, CUdeviceptr device_ptr,
-                                         cubert_error_t *out_error) {
+                                          const cubert_copy_plan_t *plan, bool to_device,
+                                          void *host, CUdeviceptr device_ptr,
+                                          cubert_error_t *out_error) {
   cubert_cuda_copy_2d_t c;
   if (!plan) return copy_bad(out_error, "cubert__cuda_copy_planned: NULL plan");
   if (plan->total_bytes == 0) return copy_enter(stream, out_error);

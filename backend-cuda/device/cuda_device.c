@@ -35,8 +35,8 @@ static uint32_t clamp_u32(int v) {
 }
 
 cubert_status_t cubert__cuda_device_query(const cubert_cuda_loader_t *cu, uint32_t ordinal,
-                                         cubert_cuda_device_info_t *out_info,
-                                         cubert_error_t *out_error) {
+                                          cubert_cuda_device_info_t *out_info,
+                                          cubert_error_t *out_error) {
   cubert_cuda_device_info_t info;
   cubert_device_properties_t *p = &info.properties;
   cubert_hardware_properties_t *hw = &p->hardware;
@@ -91,7 +91,7 @@ cubert_status_t cubert__cuda_device_query(const cubert_cuda_loader_t *cu, uint32
     }
     if (r != CUDA_SUCCESS)
       return cubert__cuda_error_set(out_error, cu, r, CUBERT_CUDA_OP_GENERIC,
-                                   "cuDeviceGetAttribute", 0);
+                                    "cuDeviceGetAttribute", 0);
   }
   r = cu->cuDeviceTotalMem(&total, dev);
   if (r != CUDA_SUCCESS)
@@ -149,7 +149,7 @@ bool cubert__cuda_device_is_lost(const cubert_cuda_device_t *device) {
 }
 
 cubert_status_t cubert__cuda_device_lost_error(cubert_cuda_device_t *device,
-                                              cubert_error_t *out_error) {
+                                               cubert_error_t *out_error) {
   if (!cubert__cuda_device_is_lost(device)) return CUBERT_STATUS_OK;
   if (out_error) *out_error = device->lost_error; /* immutable once `lost` is set */
   return CUBERT_STATUS_UNAVAILABLE;
@@ -162,15 +162,15 @@ void cubert__cuda_device_mark_lost(cubert_cuda_device_t *device, const cubert_er
     cubert__cuda_format(reason, sizeof reason, "CUDA device %u lost: %s", (unsigned)device->ordinal,
                    cause && cause->depth ? cause->reason : "unknown cause");
     (void)cubert_error_set_driver(&device->lost_error, CUBERT_ERROR_DEVICE_LOST,
-                                   cause ? cause->driver_code : 0, reason);
+                                  cause ? cause->driver_code : 0, reason);
     __atomic_store_n(&device->lost, 1u, __ATOMIC_RELEASE);
   }
   (void)pthread_mutex_unlock(&device->lost_mutex);
 }
 
 cubert_status_t cubert__cuda_device_fail(cubert_cuda_device_t *device, CUresult result,
-                                        cubert_cuda_op_t op, const char *what, uint64_t size,
-                                        cubert_error_t *out_error) {
+                                         cubert_cuda_op_t op, const char *what, uint64_t size,
+                                         cubert_error_t *out_error) {
   cubert_error_t e;
   cubert_status_t st = cubert__cuda_error_set(&e, device->cu, result, op, what, size);
   if (cubert__cuda_result_is_fatal(result)) {
@@ -191,7 +191,7 @@ cubert_status_t cubert__cuda_device_enter(cubert_cuda_device_t *device, cubert_e
   if (r != CUDA_SUCCESS) {
     t_current = NULL;
     return cubert__cuda_device_fail(device, r, CUBERT_CUDA_OP_GENERIC, "cuCtxSetCurrent", 0,
-                                   out_error);
+                                    out_error);
   }
   t_current = device->context;
   t_current_epoch = epoch;
@@ -199,7 +199,7 @@ cubert_status_t cubert__cuda_device_enter(cubert_cuda_device_t *device, cubert_e
 }
 
 void cubert__cuda_device_properties(const cubert_cuda_device_t *device,
-                                   cubert_device_properties_t *out_properties) {
+                                    cubert_device_properties_t *out_properties) {
   *out_properties = device->info.properties;
 }
 
@@ -210,9 +210,9 @@ static void device_free(cubert_cuda_device_t *d) {
 }
 
 cubert_status_t cubert__cuda_device_open(const cubert_cuda_loader_t *cu, uint32_t ordinal,
-                                        cubert_allocator_t allocator,
-                                        cubert_cuda_device_t **out_device,
-                                        cubert_error_t *out_error) {
+                                         cubert_allocator_t allocator,
+                                         cubert_cuda_device_t **out_device,
+                                         cubert_error_t *out_error) {
   cubert_cuda_device_t *d = NULL;
   cubert_cuda_device_info_t info;
   void *scratch = NULL;
@@ -258,7 +258,7 @@ cubert_status_t cubert__cuda_device_open(const cubert_cuda_loader_t *cu, uint32_
   if (r == CUDA_SUCCESS) r = cu->cuDevicePrimaryCtxRetain(&d->context, d->device);
   if (r != CUDA_SUCCESS) {
     st = cubert__cuda_error_set(out_error, cu, r, CUBERT_CUDA_OP_GENERIC,
-                               "cuDevicePrimaryCtxRetain", 0);
+                                "cuDevicePrimaryCtxRetain", 0);
     d->context = NULL;
     cubert__cuda_device_close(d);
     return st;

@@ -191,8 +191,8 @@ struct cubert_cuda_device_t {
  * server reports (no context needed). OUT_OF_RANGE for an ordinal past the
  * loader's device count; the mapped error of a failed query. */
 cubert_status_t cubert__cuda_device_query(const cubert_cuda_loader_t *cu, uint32_t ordinal,
-                                         cubert_cuda_device_info_t *out_info,
-                                         cubert_error_t *out_error);
+                                          cubert_cuda_device_info_t *out_info,
+                                          cubert_error_t *out_error);
 
 /* Open device `ordinal`: retain its primary context, make it current, read
  * its attributes, set up the event pool, function cache and staging pool.
@@ -201,9 +201,9 @@ cubert_status_t cubert__cuda_device_query(const cubert_cuda_loader_t *cu, uint32
  * ordinal); RESOURCE_EXHAUSTED (host allocation, mutex); the mapped driver
  * error. On failure nothing is left behind. */
 cubert_status_t cubert__cuda_device_open(const cubert_cuda_loader_t *cu, uint32_t ordinal,
-                                        cubert_allocator_t allocator,
-                                        cubert_cuda_device_t **out_device,
-                                        cubert_error_t *out_error);
+                                         cubert_allocator_t allocator,
+                                         cubert_cuda_device_t **out_device,
+                                         cubert_error_t *out_error);
 
 /* Free everything the device holds (modules, pooled events, staging chunks
  * after their pending copies, the scratch) and release the primary context.
@@ -219,8 +219,8 @@ cubert_status_t cubert__cuda_device_enter(cubert_cuda_device_t *device, cubert_e
  * context-poisoning code, mark the device lost with that record. Returns the
  * status (UNAVAILABLE for a lost device). Thread-safe. */
 cubert_status_t cubert__cuda_device_fail(cubert_cuda_device_t *device, CUresult result,
-                                        cubert_cuda_op_t op, const char *what, uint64_t size,
-                                        cubert_error_t *out_error);
+                                         cubert_cuda_op_t op, const char *what, uint64_t size,
+                                         cubert_error_t *out_error);
 
 /* True once the device is lost. Thread-safe, lock-free. */
 bool cubert__cuda_device_is_lost(const cubert_cuda_device_t *device);
@@ -228,7 +228,7 @@ bool cubert__cuda_device_is_lost(const cubert_cuda_device_t *device);
 /* Copy the lost record into out_error (may be NULL) and return UNAVAILABLE;
  * OK (nothing written) when the device is not lost. Thread-safe. */
 cubert_status_t cubert__cuda_device_lost_error(cubert_cuda_device_t *device,
-                                              cubert_error_t *out_error);
+                                               cubert_error_t *out_error);
 
 /* Mark the device lost with `cause` (its text and driver code are kept
  * under kind DEVICE_LOST). The first cause wins. Thread-safe. */
@@ -236,7 +236,7 @@ void cubert__cuda_device_mark_lost(cubert_cuda_device_t *device, const cubert_er
 
 /* The properties the server reports (copy of device->info.properties). */
 void cubert__cuda_device_properties(const cubert_cuda_device_t *device,
-                                   cubert_device_properties_t *out_properties);
+                                    cubert_device_properties_t *out_properties);
 
 /* ---- streams (cuda_stream.c) ------------------------------------------------------ */
 
@@ -254,8 +254,8 @@ typedef struct cubert_cuda_stream_t {
  * or the mapped cuStreamCreate error; on failure *out_stream is unusable
  * (handle NULL) and nothing is left behind. */
 cubert_status_t cubert__cuda_stream_initialize(cubert_cuda_device_t *device,
-                                              cubert_cuda_stream_t *out_stream,
-                                              cubert_error_t *out_error);
+                                               cubert_cuda_stream_t *out_stream,
+                                               cubert_error_t *out_error);
 
 /* Destroy the CUstream (work already queued still completes, as
  * cuStreamDestroy does) and drop its queued errors. A stream whose handle is
@@ -266,7 +266,7 @@ void cubert__cuda_stream_deinitialize(cubert_cuda_stream_t *stream);
  * the lost record, or the mapped error (a poisoning one marks the device
  * lost). Queued errors are not drained here. */
 cubert_status_t cubert__cuda_stream_synchronize(cubert_cuda_stream_t *stream,
-                                               cubert_error_t *out_error);
+                                                cubert_error_t *out_error);
 
 /* Queue an error discovered after its operation was enqueued (NULL or an
  * empty record: nothing). Thread-safe. */
@@ -280,12 +280,12 @@ void cubert__cuda_stream_queue_error(cubert_cuda_stream_t *stream, const cubert_
  *   otherwise    -> OK.
  * Thread-safe. */
 cubert_status_t cubert__cuda_stream_drain_errors(cubert_cuda_stream_t *stream,
-                                                cubert_error_t *out_error);
+                                                 cubert_error_t *out_error);
 
 /* The same without polling the stream: for a caller that knows nothing ran
  * on it since an event was found complete without an error. Thread-safe. */
 cubert_status_t cubert__cuda_stream_drain_queued(cubert_cuda_stream_t *stream,
-                                                cubert_error_t *out_error);
+                                                 cubert_error_t *out_error);
 
 /* ---- events (cuda_event.c) ---------------------------------------------------------- */
 
@@ -295,33 +295,33 @@ cubert_status_t cubert__cuda_stream_drain_queued(cubert_cuda_stream_t *stream,
  * cubert__cuda_event_release. Returns OK, INVALID_ARGUMENT, RESOURCE_EXHAUSTED,
  * the lost record or the mapped error (nothing handed out then). */
 cubert_status_t cubert__cuda_event_record(cubert_cuda_stream_t *stream, bool timed,
-                                         cubert_cuda_event_t **out_event,
-                                         cubert_error_t *out_error);
+                                          cubert_cuda_event_t **out_event,
+                                          cubert_error_t *out_error);
 
 /* Make `stream` wait for `event` (cuStreamWaitEvent; does not block the host). */
 cubert_status_t cubert__cuda_event_wait(cubert_cuda_stream_t *stream,
-                                       const cubert_cuda_event_t *event,
-                                       cubert_error_t *out_error);
+                                        const cubert_cuda_event_t *event,
+                                        cubert_error_t *out_error);
 
 /* *out_done = whether the work before the event finished (cuEventQuery;
  * never blocks). A failure found by the query is returned (and a poisoning
  * one marks the device lost). */
 cubert_status_t cubert__cuda_event_query(cubert_cuda_device_t *device,
-                                        const cubert_cuda_event_t *event, bool *out_done,
-                                        cubert_error_t *out_error);
+                                         const cubert_cuda_event_t *event, bool *out_done,
+                                         cubert_error_t *out_error);
 
 /* Block until the event completed (cuEventSynchronize). A lost device
  * returns at once. */
 cubert_status_t cubert__cuda_event_synchronize(cubert_cuda_device_t *device,
-                                              const cubert_cuda_event_t *event,
-                                              cubert_error_t *out_error);
+                                               const cubert_cuda_event_t *event,
+                                               cubert_error_t *out_error);
 
 /* Nanoseconds between two completed timed events (cuEventElapsedTime,
  * about 0.5 us resolution). INVALID_ARGUMENT when either is not timed. */
 cubert_status_t cubert__cuda_event_elapsed(cubert_cuda_device_t *device,
-                                          const cubert_cuda_event_t *start,
-                                          const cubert_cuda_event_t *end, uint64_t *out_ns,
-                                          cubert_error_t *out_error);
+                                           const cubert_cuda_event_t *start,
+                                           const cubert_cuda_event_t *end, uint64_t *out_ns,
+                                           cubert_error_t *out_error);
 
 /* Give the event back to the pool (it may be re-recorded at once: an event
  * in flight is fine, CUDA re-records it). NULL: no-op. Thread-safe. */
@@ -329,7 +329,7 @@ void cubert__cuda_event_release(cubert_cuda_device_t *device, cubert_cuda_event_
 
 /* Pool counters (created, reused, live). Thread-safe. */
 void cubert__cuda_event_pool_counts(cubert_cuda_device_t *device, uint64_t *out_created,
-                                   uint64_t *out_reused, uint64_t *out_live);
+                                    uint64_t *out_reused, uint64_t *out_live);
 
 /* Internal: pool setup / teardown (device open / close). */
 cubert_status_t cubert__cuda_event_pool_initialize(cubert_cuda_event_pool_t *pool);
@@ -343,19 +343,19 @@ void cubert__cuda_event_pool_deinitialize(cubert_cuda_device_t *device);
  * INVALID_ARGUMENT. OUT_OF_MEMORY (kind IO_OUT_OF_MEMORY {size}) leaves
  * nothing allocated, so the caller may reclaim and retry. */
 cubert_status_t cubert__cuda_memory_alloc(cubert_cuda_stream_t *stream, uint64_t size,
-                                         CUdeviceptr *out_ptr, cubert_error_t *out_error);
+                                          CUdeviceptr *out_ptr, cubert_error_t *out_error);
 
 /* cubert__cuda_memory_alloc, and on OUT_OF_MEMORY: reclaim(user) (the caller
  * frees what it can; NULL: none) then one more try. */
 cubert_status_t cubert__cuda_memory_alloc_retry(cubert_cuda_stream_t *stream, uint64_t size,
-                                               void (*reclaim)(void *user), void *user,
-                                               CUdeviceptr *out_ptr, cubert_error_t *out_error);
+                                                void (*reclaim)(void *user), void *user,
+                                                CUdeviceptr *out_ptr, cubert_error_t *out_error);
 
 /* Free `ptr` (from cubert__cuda_memory_alloc) ordered on `stream`: work
  * queued before on the stream may still use it (cuMemFreeAsync; cuMemFree
  * without memory pools). 0: no-op. On a lost device nothing is called. */
 cubert_status_t cubert__cuda_memory_free(cubert_cuda_stream_t *stream, CUdeviceptr ptr,
-                                        cubert_error_t *out_error);
+                                         cubert_error_t *out_error);
 
 /* Free `ptr` (from cubert__cuda_memory_alloc) now, when no stream can use it
  * any more (cuMemFree: it waits for the device). 0 or a lost device: no-op
@@ -369,7 +369,7 @@ void cubert__cuda_memory_free_now(cubert_cuda_device_t *device, CUdeviceptr ptr)
  * driver 580). Words retired earlier whose streams passed them are freed
  * first. Returns OK, OUT_OF_MEMORY or the driver's error (nothing made). */
 cubert_status_t cubert__cuda_word_alloc(cubert_cuda_stream_t *stream, CUdeviceptr *out_word,
-                                       cubert_error_t *out_error);
+                                        cubert_error_t *out_error);
 
 /* Give `word` back once the work queued on `stream` so far has passed it:
  * freed at a later cubert__cuda_word_alloc or at device close, never
@@ -382,18 +382,18 @@ void cubert__cuda_word_retire_all(cubert_cuda_device_t *device);
 
 /* Set `size` bytes at `ptr` to `value` on the stream (cuMemsetD8Async). */
 cubert_status_t cubert__cuda_memory_set(cubert_cuda_stream_t *stream, CUdeviceptr ptr,
-                                       uint8_t value, uint64_t size, cubert_error_t *out_error);
+                                        uint8_t value, uint64_t size, cubert_error_t *out_error);
 
 /* Free and total device memory (cuMemGetInfo). */
 cubert_status_t cubert__cuda_memory_info(cubert_cuda_device_t *device, uint64_t *out_free,
-                                        uint64_t *out_total, cubert_error_t *out_error);
+                                         uint64_t *out_total, cubert_error_t *out_error);
 
 /* Pinned (page-locked, portable) host memory: cuMemHostAlloc. size 0:
  * INVALID_ARGUMENT; failure: RESOURCE_EXHAUSTED (kind HOST_OUT_OF_MEMORY
  * {size}) or the mapped error. Use the staging pool rather than calling
  * this per upload: pinning costs milliseconds per 64 MiB. */
 cubert_status_t cubert__cuda_host_alloc(cubert_cuda_device_t *device, uint64_t size,
-                                       void **out_ptr, cubert_error_t *out_error);
+                                        void **out_ptr, cubert_error_t *out_error);
 
 /* cuMemFreeHost (errors ignored; on a lost device too: host memory stays
  * freeable). NULL: no-op. */
@@ -411,11 +411,11 @@ typedef enum cubert_cuda_copy_kind_e {
  * for H2D, unchanged) until the stream reaches the copy; pinned host memory
  * makes them truly asynchronous. size 0: no-op (OK). */
 cubert_status_t cubert__cuda_copy_h2d(cubert_cuda_stream_t *stream, CUdeviceptr dst,
-                                     const void *src, uint64_t size, cubert_error_t *out_error);
+                                      const void *src, uint64_t size, cubert_error_t *out_error);
 cubert_status_t cubert__cuda_copy_d2h(cubert_cuda_stream_t *stream, void *dst, CUdeviceptr src,
-                                     uint64_t size, cubert_error_t *out_error);
+                                      uint64_t size, cubert_error_t *out_error);
 cubert_status_t cubert__cuda_copy_d2d(cubert_cuda_stream_t *stream, CUdeviceptr dst,
-                                     CUdeviceptr src, uint64_t size, cubert_error_t *out_error);
+                                      CUdeviceptr src, uint64_t size, cubert_error_t *out_error);
 
 /* A pitched 2-D copy: `height` rows of `width_bytes`; rows `src_pitch` /
  * `dst_pitch` bytes apart. Host sides use src_host / dst_host, device sides
@@ -436,16 +436,16 @@ typedef struct cubert_cuda_copy_2d_t {
  * pointer of the used sides is NULL/0, or the kind is unknown; OVERFLOW when
  * a span does not fit 64 bits. width or height 0: no-op. */
 cubert_status_t cubert__cuda_copy_2d(cubert_cuda_stream_t *stream,
-                                    const cubert_cuda_copy_2d_t *copy, cubert_error_t *out_error);
+                                     const cubert_cuda_copy_2d_t *copy, cubert_error_t *out_error);
 
 /* A tensor transfer by its plan (cubert_copy_plan: the device side
  * pitched by plan->src_pitch_bytes, the host side packed): 2-D when
  * plan->pitched, else one linear copy of plan->total_bytes. `to_device`:
  * host -> device (a write), else device -> host (a read). */
 cubert_status_t cubert__cuda_copy_planned(cubert_cuda_stream_t *stream,
-                                         const cubert_copy_plan_t *plan, bool to_device,
-                                         void *host, CUdeviceptr device_ptr,
-                                         cubert_error_t *out_error);
+                                          const cubert_copy_plan_t *plan, bool to_device,
+                                          void *host, CUdeviceptr device_ptr,
+                                          cubert_error_t *out_error);
 
 /* ---- kernels (cuda_module.c, cuda_launch.c) ------------------------------------------- */
 
@@ -461,9 +461,9 @@ cubert_status_t cubert__cuda_copy_planned(cubert_cuda_stream_t *stream,
  * not in the image), RESOURCE_EXHAUSTED, LIMIT_EXCEEDED (dynamic shared
  * memory above the device's), the lost record. */
 cubert_status_t cubert__cuda_function_get(cubert_cuda_device_t *device,
-                                         const cubert_kernel_t *kernel,
-                                         const cubert_cuda_function_t **out_function,
-                                         cubert_error_t *out_error);
+                                          const cubert_kernel_t *kernel,
+                                          const cubert_cuda_function_t **out_function,
+                                          cubert_error_t *out_error);
 
 /* The JIT logs of the last module load (error log of the last failure).
  * Valid until the next load on the device. */
@@ -481,8 +481,8 @@ void cubert__cuda_module_cache_deinitialize(cubert_cuda_device_t *device);
  * shared memory (RESOURCE_SHARED_MEMORY), cube count per axis
  * (RESOURCE_UNITS {count, max}). Pure (no driver call). */
 cubert_status_t cubert__cuda_launch_check(const cubert_cuda_device_t *device,
-                                         const cubert_cuda_function_t *function,
-                                         cubert_dim3_t count, cubert_error_t *out_error);
+                                          const cubert_cuda_function_t *function,
+                                          cubert_dim3_t count, cubert_error_t *out_error);
 
 /* Launch `function` on the stream over `count` cubes of kernel->cube_dim
  * units with kernel->shared_memory_bytes of dynamic shared memory:
@@ -494,9 +494,9 @@ cubert_status_t cubert__cuda_launch_check(const cubert_cuda_device_t *device,
  * the lost record, the mapped cuLaunchKernel error. Failures of the kernel
  * itself surface later, on the stream (cubert__cuda_stream_drain_errors). */
 cubert_status_t cubert__cuda_launch(cubert_cuda_stream_t *stream,
-                                   const cubert_cuda_function_t *function, cubert_dim3_t count,
-                                   const cubert_kernel_args_t *args, uint32_t mode,
-                                   CUdeviceptr report, cubert_error_t *out_error);
+                                    const cubert_cuda_function_t *function, cubert_dim3_t count,
+                                    const cubert_kernel_args_t *args, uint32_t mode,
+                                    CUdeviceptr report, cubert_error_t *out_error);
 
 /* A launch whose cube count is read at launch time from three u32 [x, y, z]
  * at device address `count_ptr` (CubeCount::Dynamic): the count is copied
@@ -504,10 +504,10 @@ cubert_status_t cubert__cuda_launch(cubert_cuda_stream_t *stream,
  * blocks until the stream's earlier work finished), then cubert__cuda_launch.
  * *out_count (may be NULL) receives the count read. */
 cubert_status_t cubert__cuda_launch_dynamic(cubert_cuda_stream_t *stream,
-                                           const cubert_cuda_function_t *function,
-                                           CUdeviceptr count_ptr, const cubert_kernel_args_t *args,
-                                           uint32_t mode, CUdeviceptr report,
-                                           cubert_dim3_t *out_count, cubert_error_t *out_error);
+                                            const cubert_cuda_function_t *function,
+                                            CUdeviceptr count_ptr, const cubert_kernel_args_t *args,
+                                            uint32_t mode, CUdeviceptr report,
+                                            cubert_dim3_t *out_count, cubert_error_t *out_error);
 
 /* ---- staging (cuda_staging.c) ---------------------------------------------------------- */
 
@@ -517,8 +517,8 @@ cubert_status_t cubert__cuda_launch_dynamic(cubert_cuda_stream_t *stream,
  * it is tried again). No host allocation. size 0: INVALID_ARGUMENT; above
  * 2^47: BUFFER_TOO_BIG. Thread-safe. */
 cubert_status_t cubert__cuda_staging_acquire(cubert_cuda_device_t *device, uint64_t size,
-                                            cubert_cuda_staging_chunk_t **out_chunk,
-                                            cubert_error_t *out_error);
+                                             cubert_cuda_staging_chunk_t **out_chunk,
+                                             cubert_error_t *out_error);
 
 /* The record of the chunk whose data starts at `ptr` (a chunk's ptr), or
  * NULL when `ptr` is not one. Pure (reads the header before ptr: only pass
@@ -529,14 +529,14 @@ cubert_cuda_staging_chunk_t *cubert__cuda_staging_chunk_of(void *ptr);
  * ready, wait for the oldest one's use (cuEventSynchronize) rather than pin
  * a new one. Otherwise as cubert__cuda_staging_acquire. */
 cubert_status_t cubert__cuda_staging_acquire_wait(cubert_cuda_device_t *device, uint64_t size,
-                                                 cubert_cuda_staging_chunk_t **out_chunk,
-                                                 cubert_error_t *out_error);
+                                                  cubert_cuda_staging_chunk_t **out_chunk,
+                                                  cubert_error_t *out_error);
 
 /* Hand a chunk back. `event` (may be NULL; ownership moves to the pool)
  * marks a use in flight: the chunk is reused only once it completed.
  * Thread-safe. */
 void cubert__cuda_staging_release(cubert_cuda_device_t *device,
-                                 cubert_cuda_staging_chunk_t *chunk, cubert_cuda_event_t *event);
+                                  cubert_cuda_staging_chunk_t *chunk, cubert_cuda_event_t *event);
 
 /* Upload `size` bytes from pageable host memory `src` to `dst` on the
  * stream. Up to CUBERT_CUDA_STAGING_DIRECT_MAX bytes: one cuMemcpyHtoDAsync
@@ -550,8 +550,8 @@ void cubert__cuda_staging_release(cubert_cuda_device_t *device,
  * chunks are back in the pool (after the stream was synchronized) and the
  * destination content is unspecified. */
 cubert_status_t cubert__cuda_staging_upload(cubert_cuda_stream_t *stream, CUdeviceptr dst,
-                                           const void *src, uint64_t size,
-                                           cubert_error_t *out_error);
+                                            const void *src, uint64_t size,
+                                            cubert_error_t *out_error);
 
 /* Free every idle chunk whose last use completed; returns the bytes freed.
  * Thread-safe. */

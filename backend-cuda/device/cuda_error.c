@@ -229,8 +229,8 @@ cubert_error_kind_t cubert__cuda_result_kind(CUresult result, cubert_cuda_op_t o
 }
 
 cubert_status_t cubert__cuda_error_set(cubert_error_t *out_error,
-                                      const struct cubert_cuda_loader_t *cu, CUresult result,
-                                      cubert_cuda_op_t op, const char *what, uint64_t size) {
+                                       const struct cubert_cuda_loader_t *cu, CUresult result,
+                                       cubert_cuda_op_t op, const char *what, uint64_t size) {
   char reason[CUBERT_ERROR_REASON_SIZE];
   const char *text = NULL;
   cubert_error_kind_t kind = cubert__cuda_result_kind(result, op);

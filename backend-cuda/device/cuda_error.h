@@ -80,8 +80,8 @@ cubert_error_kind_t cubert__cuda_result_kind(CUresult result, cubert_cuda_op_t o
  * failure is wrapped in SERVER_LAUNCH (and a compilation one in
  * LAUNCH_COMPILATION first, as the seed nests them). Returns the status. */
 cubert_status_t cubert__cuda_error_set(cubert_error_t *out_error,
-                                      const struct cubert_cuda_loader_t *cu, CUresult result,
-                                      cubert_cuda_op_t op, const char *what, uint64_t size);
+                                       const struct cubert_cuda_loader_t *cu, CUresult result,
+                                       cubert_cuda_op_t op, const char *what, uint64_t size);
 
 /* snprintf into buf[0..size) that may truncate (always NUL-terminated when
  * size > 0): the layer's messages are cut to the error record on purpose. */

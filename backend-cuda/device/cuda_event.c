@@ -59,7 +59,7 @@ static cubert_status_t event_take(cubert_cuda_device_t *device, bool timed,
   if (r != CUDA_SUCCESS) {
     cubert_allocator_free(device->allocator, e, sizeof *e, 0);
     return cubert__cuda_device_fail(device, r, CUBERT_CUDA_OP_GENERIC, "cuEventCreate", 0,
-                                   out_error);
+                                    out_error);
   }
   e->timed = timed ? 1u : 0u;
   (void)pthread_mutex_lock(&pool->mutex);
@@ -87,8 +87,8 @@ void cubert__cuda_event_release(cubert_cuda_device_t *device, cubert_cuda_event_
 }
 
 cubert_status_t cubert__cuda_event_record(cubert_cuda_stream_t *stream, bool timed,
-                                         cubert_cuda_event_t **out_event,
-                                         cubert_error_t *out_error) {
+                                          cubert_cuda_event_t **out_event,
+                                          cubert_error_t *out_error) {
   cubert_cuda_device_t *device;
   cubert_cuda_event_t *e = NULL;
   CUresult r;
@@ -105,15 +105,15 @@ cubert_status_t cubert__cuda_event_record(cubert_cuda_stream_t *stream, bool tim
   if (r != CUDA_SUCCESS) {
     cubert__cuda_event_release(device, e);
     return cubert__cuda_device_fail(device, r, CUBERT_CUDA_OP_GENERIC, "cuEventRecord", 0,
-                                   out_error);
+                                    out_error);
   }
   *out_event = e;
   return CUBERT_STATUS_OK;
 }
 
 cubert_status_t cubert__cuda_event_wait(cubert_cuda_stream_t *stream,
-                                       const cubert_cuda_event_t *event,
-                                       cubert_error_t *out_error) {
+                                        const cubert_cuda_event_t *event,
+                                        cubert_error_t *out_error) {
   CUresult r;
   cubert_status_t st;
   if (!stream || !stream->handle || !event)
@@ -124,13 +124,13 @@ cubert_status_t cubert__cuda_event_wait(cubert_cuda_stream_t *stream,
   r = stream->device->cu->cuStreamWaitEvent(stream->handle, event->handle, 0);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_device_fail(stream->device, r, CUBERT_CUDA_OP_GENERIC, "cuStreamWaitEvent",
-                                   0, out_error);
+                                    0, out_error);
   return CUBERT_STATUS_OK;
 }
 
 cubert_status_t cubert__cuda_event_query(cubert_cuda_device_t *device,
-                                        const cubert_cuda_event_t *event, bool *out_done,
-                                        cubert_error_t *out_error) {
+                                         const cubert_cuda_event_t *event, bool *out_done,
+                                         cubert_error_t *out_error) {
   CUresult r;
   cubert_status_t st;
   if (!device || !event || !out_done)
@@ -147,8 +147,8 @@ cubert_status_t cubert__cuda_event_query(cubert_cuda_device_t *device,
 }
 
 cubert_status_t cubert__cuda_event_synchronize(cubert_cuda_device_t *device,
-                                              const cubert_cuda_event_t *event,
-                                              cubert_error_t *out_error) {
+                                               const cubert_cuda_event_t *event,
+                                               cubert_error_t *out_error) {
   CUresult r;
   cubert_status_t st;
   if (!device || !event)
@@ -159,14 +159,14 @@ cubert_status_t cubert__cuda_event_synchronize(cubert_cuda_device_t *device,
   r = device->cu->cuEventSynchronize(event->handle);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_device_fail(device, r, CUBERT_CUDA_OP_GENERIC, "cuEventSynchronize", 0,
-                                   out_error);
+                                    out_error);
   return CUBERT_STATUS_OK;
 }
 
 cubert_status_t cubert__cuda_event_elapsed(cubert_cuda_device_t *device,
-                                          const cubert_cuda_event_t *start,
-                                          const cubert_cuda_event_t *end, uint64_t *out_ns,
-                                          cubert_error_t *out_error) {
+                                           const cubert_cuda_event_t *start,
+                                           const cubert_cuda_event_t *end, uint64_t *out_ns,
+                                           cubert_error_t *out_error) {
   float ms = 0.0f;
   CUresult r;
   cubert_status_t st;
@@ -181,13 +181,13 @@ cubert_status_t cubert__cuda_event_elapsed(cubert_cuda_device_t *device,
   r = device->cu->cuEventElapsedTime(&ms, start->handle, end->handle);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_device_fail(device, r, CUBERT_CUDA_OP_GENERIC, "cuEventElapsedTime", 0,
-                                   out_error);
+                                    out_error);
   *out_ns = ms <= 0.0f ? 0u : (uint64_t)((double)ms * 1e6 + 0.5);
   return CUBERT_STATUS_OK;
 }
 
 void cubert__cuda_event_pool_counts(cubert_cuda_device_t *device, uint64_t *out_created,
-                                   uint64_t *out_reused, uint64_t *out_live) {
+                                    uint64_t *out_reused, uint64_t *out_live) {
   cubert_cuda_event_pool_t *pool = &device->events;
   (void)pthread_mutex_lock(&pool->mutex);
   if (out_created) *out_created = pool->created;

@@ -21,8 +21,8 @@ static cubert_status_t launch_limit(cubert_error_t *out_error, cubert_error_kind
 }
 
 cubert_status_t cubert__cuda_launch_check(const cubert_cuda_device_t *device,
-                                         const cubert_cuda_function_t *function,
-                                         cubert_dim3_t count, cubert_error_t *out_error) {
+                                          const cubert_cuda_function_t *function,
+                                          cubert_dim3_t count, cubert_error_t *out_error) {
   const cubert_hardware_properties_t *hw = &device->info.properties.hardware;
   const cubert_kernel_t *k = function->kernel;
   uint64_t units = (uint64_t)k->cube_dim.x * k->cube_dim.y * k->cube_dim.z;
@@ -57,9 +57,9 @@ cubert_status_t cubert__cuda_launch_check(const cubert_cuda_device_t *device,
 }
 
 cubert_status_t cubert__cuda_launch(cubert_cuda_stream_t *stream,
-                                   const cubert_cuda_function_t *function, cubert_dim3_t count,
-                                   const cubert_kernel_args_t *args, uint32_t mode,
-                                   CUdeviceptr report, cubert_error_t *out_error) {
+                                    const cubert_cuda_function_t *function, cubert_dim3_t count,
+                                    const cubert_kernel_args_t *args, uint32_t mode,
+                                    CUdeviceptr report, cubert_error_t *out_error) {
   cubert_cuda_device_t *device;
   const cubert_kernel_t *k;
   void *params[3];
@@ -91,15 +91,15 @@ cubert_status_t cubert__cuda_launch(cubert_cuda_stream_t *stream,
                                  stream->handle, params, NULL);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_device_fail(device, r, CUBERT_CUDA_OP_LAUNCH, "cuLaunchKernel", 0,
-                                   out_error);
+                                    out_error);
   return CUBERT_STATUS_OK;
 }
 
 cubert_status_t cubert__cuda_launch_dynamic(cubert_cuda_stream_t *stream,
-                                           const cubert_cuda_function_t *function,
-                                           CUdeviceptr count_ptr, const cubert_kernel_args_t *args,
-                                           uint32_t mode, CUdeviceptr report,
-                                           cubert_dim3_t *out_count, cubert_error_t *out_error) {
+                                            const cubert_cuda_function_t *function,
+                                            CUdeviceptr count_ptr, const cubert_kernel_args_t *args,
+                                            uint32_t mode, CUdeviceptr report,
+                                            cubert_dim3_t *out_count, cubert_error_t *out_error) {
   cubert_dim3_t count;
   uint32_t *words;
   cubert_status_t st;

@@ -17,7 +17,7 @@
 #include "cubert/driver/error.h"
 
 cubert_status_t cubert__cuda_unavailable(cubert_error_t *out_error, int64_t code, const char *fmt,
-                                        ...) {
+                                         ...) {
   char reason[CUBERT_ERROR_REASON_SIZE];
   size_t n;
   va_list ap;
@@ -69,12 +69,12 @@ static cubert_status_t loader_resolve(cubert_cuda_loader_t *cu, loader_get_proc_
                           CU_GET_PROC_ADDRESS_DEFAULT, &q);
     if (r != CUDA_SUCCESS)
       return cubert__cuda_unavailable(out_error, (int64_t)r, "entry point %s (ABI %d) not found: %s",
-                                     k_entries[i].name, k_entries[i].version,
-                                     cubert__cuda_result_name(r));
+                                      k_entries[i].name, k_entries[i].version,
+                                      cubert__cuda_result_name(r));
     if (!fn)
       return cubert__cuda_unavailable(out_error, 0, "entry point %s (ABI %d) not found: %s",
-                                     k_entries[i].name, k_entries[i].version,
-                                     loader_query_text(q));
+                                      k_entries[i].name, k_entries[i].version,
+                                      loader_query_text(q));
     memcpy((unsigned char *)cu + k_entries[i].offset, &fn, sizeof fn);
   }
   return CUBERT_STATUS_OK;
@@ -109,7 +109,7 @@ static cubert_status_t loader_init_driver(cubert_cuda_loader_t *cu, cubert_error
   if (r == CUDA_SUCCESS) return CUBERT_STATUS_OK;
   if (error_string(r, &text) != CUDA_SUCCESS || !text) text = "no description";
   return cubert__cuda_unavailable(out_error, (int64_t)r, "cuInit failed: %s (%s)",
-                                 cubert__cuda_result_name(r), text);
+                                  cubert__cuda_result_name(r), text);
 }
 
 /* Version gate, cuInit, the table, device count: everything after dlopen. */
@@ -126,15 +126,15 @@ static cubert_status_t loader_initialize(cubert_cuda_loader_t *cu, cubert_error_
   r = get_version(&version);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_unavailable(out_error, (int64_t)r, "cuDriverGetVersion failed: %s",
-                                   cubert__cuda_result_name(r));
+                                    cubert__cuda_result_name(r));
   if (version < CUBERT_CUDA_DRIVER_VERSION_MIN)
     return cubert__cuda_unavailable(out_error, 0,
-                                   "driver version %d.%d (%d) is older than the required "
-                                   "%d.%d (%d)",
-                                   version / 1000, version % 1000 / 10, version,
-                                   CUBERT_CUDA_DRIVER_VERSION_MIN / 1000,
-                                   CUBERT_CUDA_DRIVER_VERSION_MIN % 1000 / 10,
-                                   CUBERT_CUDA_DRIVER_VERSION_MIN);
+                                    "driver version %d.%d (%d) is older than the required "
+                                    "%d.%d (%d)",
+                                    version / 1000, version % 1000 / 10, version,
+                                    CUBERT_CUDA_DRIVER_VERSION_MIN / 1000,
+                                    CUBERT_CUDA_DRIVER_VERSION_MIN % 1000 / 10,
+                                    CUBERT_CUDA_DRIVER_VERSION_MIN);
   cu->driver_version = version;
   st = loader_init_driver(cu, out_error);
   if (st != CUBERT_STATUS_OK) return st;
@@ -146,7 +146,7 @@ static cubert_status_t loader_initialize(cubert_cuda_loader_t *cu, cubert_error_
   r = cu->cuDeviceGetCount(&count);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_unavailable(out_error, (int64_t)r, "cuDeviceGetCount failed: %s",
-                                   cubert__cuda_result_name(r));
+                                    cubert__cuda_result_name(r));
   if (count <= 0)
     return cubert__cuda_unavailable(out_error, 0, "no CUDA device (cuDeviceGetCount reports 0)");
   cu->device_count = count;
@@ -154,7 +154,7 @@ static cubert_status_t loader_initialize(cubert_cuda_loader_t *cu, cubert_error_
 }
 
 cubert_status_t cubert__cuda_loader_open(const char *path, cubert_cuda_loader_t *out_loader,
-                                        cubert_error_t *out_error) {
+                                         cubert_error_t *out_error) {
   cubert_cuda_loader_t *cu = out_loader;
   const char *err;
   cubert_status_t st;
@@ -173,7 +173,7 @@ cubert_status_t cubert__cuda_loader_open(const char *path, cubert_cuda_loader_t 
   if (!cu->library) {
     err = dlerror();
     return cubert__cuda_unavailable(out_error, 0, "cannot load %s: %s", path,
-                                   err ? err : "unknown dlopen error");
+                                    err ? err : "unknown dlopen error");
   }
   st = loader_initialize(cu, out_error);
   if (st != CUBERT_STATUS_OK) {
@@ -207,7 +207,7 @@ static void loader_shared_open(void) {
 }
 
 cubert_status_t cubert__cuda_loader_shared(const cubert_cuda_loader_t **out_loader,
-                                          cubert_error_t *out_error) {
+                                           cubert_error_t *out_error) {
   if (pthread_once(&g_shared_once, loader_shared_open) != 0)
     return cubert__cuda_unavailable(out_error, 0, "pthread_once failed");
   if (g_shared_status != CUBERT_STATUS_OK) {

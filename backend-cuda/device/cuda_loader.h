@@ -118,7 +118,7 @@ typedef struct cubert_cuda_loader_t {
  * FAILED_PRECONDITION ("CUDA unavailable: ..."). Blocks while the driver
  * initializes. Thread-safe on distinct loaders. */
 cubert_status_t cubert__cuda_loader_open(const char *path, cubert_cuda_loader_t *out_loader,
-                                        cubert_error_t *out_error);
+                                         cubert_error_t *out_error);
 
 /* dlclose the library (never call it on the shared loader, nor while objects
  * made through the loader live). NULL or a closed loader: no-op. */
@@ -133,13 +133,13 @@ void *cubert__cuda_loader_symbol(const cubert_cuda_loader_t *loader, const char 
  * out_error (may be NULL) every time; *out_loader is set only on OK.
  * Thread-safe; the first call blocks while the driver loads. */
 cubert_status_t cubert__cuda_loader_shared(const cubert_cuda_loader_t **out_loader,
-                                          cubert_error_t *out_error);
+                                           cubert_error_t *out_error);
 
 /* Set the "CUDA unavailable: <reason>" record (reason printf-formatted,
  * truncated to the record) with driver code `code` (0: none); returns
  * FAILED_PRECONDITION. */
 cubert_status_t cubert__cuda_unavailable(cubert_error_t *out_error, int64_t code, const char *fmt,
-                                        ...)
+                                         ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif

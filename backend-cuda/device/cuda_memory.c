@@ -20,7 +20,7 @@ static cubert_status_t memory_stream_check(cubert_cuda_stream_t *stream, const c
 }
 
 cubert_status_t cubert__cuda_memory_alloc(cubert_cuda_stream_t *stream, uint64_t size,
-                                         CUdeviceptr *out_ptr, cubert_error_t *out_error) {
+                                          CUdeviceptr *out_ptr, cubert_error_t *out_error) {
   cubert_cuda_device_t *device;
   const cubert_cuda_loader_t *cu;
   CUdeviceptr ptr = 0;
@@ -43,8 +43,8 @@ cubert_status_t cubert__cuda_memory_alloc(cubert_cuda_stream_t *stream, uint64_t
   else r = cu->cuMemAlloc(&ptr, (size_t)rounded);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_device_fail(device, r, CUBERT_CUDA_OP_MEMORY,
-                                   device->async_alloc ? "cuMemAllocAsync" : "cuMemAlloc", size,
-                                   out_error);
+                                    device->async_alloc ? "cuMemAllocAsync" : "cuMemAlloc", size,
+                                    out_error);
   if (ptr % CUBERT_CUDA_MEMORY_ALIGNMENT != 0) {
     if (device->async_alloc) (void)cu->cuMemFreeAsync(ptr, stream->handle);
     else (void)cu->cuMemFree(ptr);
@@ -56,8 +56,8 @@ cubert_status_t cubert__cuda_memory_alloc(cubert_cuda_stream_t *stream, uint64_t
 }
 
 cubert_status_t cubert__cuda_memory_alloc_retry(cubert_cuda_stream_t *stream, uint64_t size,
-                                               void (*reclaim)(void *user), void *user,
-                                               CUdeviceptr *out_ptr, cubert_error_t *out_error) {
+                                                void (*reclaim)(void *user), void *user,
+                                                CUdeviceptr *out_ptr, cubert_error_t *out_error) {
   cubert_status_t st = cubert__cuda_memory_alloc(stream, size, out_ptr, out_error);
   if (st != CUBERT_STATUS_OUT_OF_MEMORY || !reclaim) return st;
   reclaim(user);
@@ -65,7 +65,7 @@ cubert_status_t cubert__cuda_memory_alloc_retry(cubert_cuda_stream_t *stream, ui
 }
 
 cubert_status_t cubert__cuda_memory_free(cubert_cuda_stream_t *stream, CUdeviceptr ptr,
-                                        cubert_error_t *out_error) {
+                                         cubert_error_t *out_error) {
   cubert_cuda_device_t *device;
   CUresult r;
   cubert_status_t st;
@@ -77,8 +77,8 @@ cubert_status_t cubert__cuda_memory_free(cubert_cuda_stream_t *stream, CUdevicep
   else r = device->cu->cuMemFree(ptr);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_device_fail(device, r, CUBERT_CUDA_OP_MEMORY,
-                                   device->async_alloc ? "cuMemFreeAsync" : "cuMemFree", 0,
-                                   out_error);
+                                    device->async_alloc ? "cuMemFreeAsync" : "cuMemFree", 0,
+                                    out_error);
   return CUBERT_STATUS_OK;
 }
 
@@ -123,7 +123,7 @@ static void word_reap(cubert_cuda_device_t *device, bool all) {
 }
 
 cubert_status_t cubert__cuda_word_alloc(cubert_cuda_stream_t *stream, CUdeviceptr *out_word,
-                                       cubert_error_t *out_error) {
+                                        cubert_error_t *out_error) {
   CUdeviceptr ptr = 0;
   CUresult r;
   cubert_status_t st = memory_stream_check(stream, "cubert__cuda_word_alloc", out_error);
@@ -135,12 +135,12 @@ cubert_status_t cubert__cuda_word_alloc(cubert_cuda_stream_t *stream, CUdevicept
   r = stream->device->cu->cuMemAlloc(&ptr, 4);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_device_fail(stream->device, r, CUBERT_CUDA_OP_MEMORY, "cuMemAlloc", 4,
-                                   out_error);
+                                    out_error);
   r = stream->device->cu->cuMemsetD8Async(ptr, 0, 4, stream->handle);
   if (r != CUDA_SUCCESS) {
     (void)stream->device->cu->cuMemFree(ptr);
     return cubert__cuda_device_fail(stream->device, r, CUBERT_CUDA_OP_GENERIC, "cuMemsetD8Async",
-                                   0, out_error);
+                                    0, out_error);
   }
   *out_word = ptr;
   return CUBERT_STATUS_OK;
@@ -153,7 +153,7 @@ void cubert__cuda_word_retire(cubert_cuda_stream_t *stream, CUdeviceptr word) {
   if (!word || !stream || !stream->device) return;
   device = stream->device;
   if (cubert_allocator_malloc(device->allocator, sizeof *w, 0, (void **)&w, NULL) !=
-          CUBERT_STATUS_OK ||
+      CUBERT_STATUS_OK ||
       cubert__cuda_event_record(stream, false, &passed, NULL) != CUBERT_STATUS_OK) {
     if (w) cubert_allocator_free(device->allocator, w, sizeof *w, 0);
     (void)cubert__cuda_stream_synchronize(stream, NULL);
@@ -173,7 +173,7 @@ void cubert__cuda_word_retire_all(cubert_cuda_device_t *device) {
 }
 
 cubert_status_t cubert__cuda_memory_set(cubert_cuda_stream_t *stream, CUdeviceptr ptr,
-                                       uint8_t value, uint64_t size, cubert_error_t *out_error) {
+                                        uint8_t value, uint64_t size, cubert_error_t *out_error) {
   CUresult r;
   cubert_status_t st = memory_stream_check(stream, "cubert__cuda_memory_set", out_error);
   if (st != CUBERT_STATUS_OK) return st;
@@ -184,12 +184,12 @@ cubert_status_t cubert__cuda_memory_set(cubert_cuda_stream_t *stream, CUdevicept
   r = stream->device->cu->cuMemsetD8Async(ptr, value, (size_t)size, stream->handle);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_device_fail(stream->device, r, CUBERT_CUDA_OP_COPY, "cuMemsetD8Async", 0,
-                                   out_error);
+                                    out_error);
   return CUBERT_STATUS_OK;
 }
 
 cubert_status_t cubert__cuda_memory_info(cubert_cuda_device_t *device, uint64_t *out_free,
-                                        uint64_t *out_total, cubert_error_t *out_error) {
+                                         uint64_t *out_total, cubert_error_t *out_error) {
   size_t free_bytes = 0, total = 0;
   CUresult r;
   cubert_status_t st;
@@ -207,7 +207,7 @@ cubert_status_t cubert__cuda_memory_info(cubert_cuda_device_t *device, uint64_t 
 }
 
 cubert_status_t cubert__cuda_host_alloc(cubert_cuda_device_t *device, uint64_t size,
-                                       void **out_ptr, cubert_error_t *out_error) {
+                                        void **out_ptr, cubert_error_t *out_error) {
   void *ptr = NULL;
   CUresult r;
   cubert_status_t st;
@@ -224,7 +224,7 @@ cubert_status_t cubert__cuda_host_alloc(cubert_cuda_device_t *device, uint64_t s
   r = device->cu->cuMemHostAlloc(&ptr, (size_t)size, CU_MEMHOSTALLOC_PORTABLE);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_device_fail(device, r, CUBERT_CUDA_OP_HOST, "cuMemHostAlloc", size,
-                                   out_error);
+                                    out_error);
   *out_ptr = ptr;
   return CUBERT_STATUS_OK;
 }

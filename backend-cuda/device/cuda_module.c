@@ -200,7 +200,7 @@ static cubert_status_t module_get(cubert_cuda_device_t *d, const module_source_t
                      "image %s has no PTX and its cubin is for sm_%u, the device is sm_%u",
                      src->name, (unsigned)src->binary_arch, (unsigned)arch);
       cubert_error_set_driver(out_error, CUBERT_ERROR_COMPILATION_GENERIC,
-                               (int64_t)CUDA_ERROR_NO_BINARY_FOR_GPU, reason);
+                              (int64_t)CUDA_ERROR_NO_BINARY_FOR_GPU, reason);
       cubert_error_wrap(out_error, CUBERT_ERROR_LAUNCH_COMPILATION);
       return cubert_error_wrap(out_error, CUBERT_ERROR_SERVER_LAUNCH);
     }
@@ -263,15 +263,15 @@ static cubert_status_t function_make(cubert_cuda_device_t *d, const cubert_kerne
                                (int)k->shared_memory_bytes);
     if (r != CUDA_SUCCESS)
       return cubert__cuda_device_fail(d, r, CUBERT_CUDA_OP_LAUNCH, "cuFuncSetAttribute", 0,
-                                     out_error);
+                                      out_error);
   }
   return CUBERT_STATUS_OK;
 }
 
 cubert_status_t cubert__cuda_function_get(cubert_cuda_device_t *device,
-                                         const cubert_kernel_t *kernel,
-                                         const cubert_cuda_function_t **out_function,
-                                         cubert_error_t *out_error) {
+                                          const cubert_kernel_t *kernel,
+                                          const cubert_cuda_function_t **out_function,
+                                          cubert_error_t *out_error) {
   cubert_cuda_function_t *hit, *made = NULL;
   module_source_t src;
   CUmodule m = NULL;

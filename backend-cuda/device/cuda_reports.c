@@ -76,7 +76,7 @@ void cuda_reports_collect(cuda_drv_stream_t *s) {
     /* a failed query (a lost device, a failed copy): the report is gone;
      * the stream's own error says why */
     if (cubert__cuda_event_query(s->drv->dev, r->pending[r->head].event, &done, NULL) ==
-            CUBERT_STATUS_OK &&
+        CUBERT_STATUS_OK &&
         !done)
       return;
     report_take(s, done);
@@ -108,7 +108,7 @@ void cuda_reports_launched(cuda_drv_stream_t *s, const cubert_kernel_t *kernel) 
   cubert_status_t st;
   cubert_error_clear(&e);
   st = cubert__cuda_copy_d2h(&s->s, (unsigned char *)r->mirror->ptr + slot * REPORT_BYTES,
-                            r->device + slot * REPORT_BYTES, REPORT_BYTES, &e);
+                             r->device + slot * REPORT_BYTES, REPORT_BYTES, &e);
   if (st == CUBERT_STATUS_OK) st = cubert__cuda_event_record(&s->s, false, &p->event, &e);
   if (st != CUBERT_STATUS_OK) {
     /* the kernel ran; only its report cannot come back: say so on the stream */

@@ -181,19 +181,19 @@ static cubert_status_t staging_acquire(cubert_cuda_device_t *device, uint64_t si
 }
 
 cubert_status_t cubert__cuda_staging_acquire(cubert_cuda_device_t *device, uint64_t size,
-                                            cubert_cuda_staging_chunk_t **out_chunk,
-                                            cubert_error_t *out_error) {
+                                             cubert_cuda_staging_chunk_t **out_chunk,
+                                             cubert_error_t *out_error) {
   return staging_acquire(device, size, false, out_chunk, out_error);
 }
 
 cubert_status_t cubert__cuda_staging_acquire_wait(cubert_cuda_device_t *device, uint64_t size,
-                                                 cubert_cuda_staging_chunk_t **out_chunk,
-                                                 cubert_error_t *out_error) {
+                                                  cubert_cuda_staging_chunk_t **out_chunk,
+                                                  cubert_error_t *out_error) {
   return staging_acquire(device, size, true, out_chunk, out_error);
 }
 
 void cubert__cuda_staging_release(cubert_cuda_device_t *device,
-                                 cubert_cuda_staging_chunk_t *chunk, cubert_cuda_event_t *event) {
+                                  cubert_cuda_staging_chunk_t *chunk, cubert_cuda_event_t *event) {
   cubert_cuda_staging_pool_t *pool;
   cubert_cuda_staging_chunk_t **link;
   if (!device || !chunk) {
@@ -267,8 +267,8 @@ static cubert_status_t staging_upload_pieces(cubert_cuda_stream_t *stream, CUdev
 }
 
 cubert_status_t cubert__cuda_staging_upload(cubert_cuda_stream_t *stream, CUdeviceptr dst,
-                                           const void *src, uint64_t size,
-                                           cubert_error_t *out_error) {
+                                            const void *src, uint64_t size,
+                                            cubert_error_t *out_error) {
   cubert_cuda_device_t *d;
   cubert_cuda_staging_chunk_t *buf[2] = {NULL, NULL};
   cubert_cuda_event_t *ev[2] = {NULL, NULL};

@@ -8,8 +8,8 @@
 #include <string.h>
 
 cubert_status_t cubert__cuda_stream_initialize(cubert_cuda_device_t *device,
-                                              cubert_cuda_stream_t *out_stream,
-                                              cubert_error_t *out_error) {
+                                               cubert_cuda_stream_t *out_stream,
+                                               cubert_error_t *out_error) {
   CUstream handle = NULL;
   CUresult r;
   cubert_status_t st;
@@ -26,7 +26,7 @@ cubert_status_t cubert__cuda_stream_initialize(cubert_cuda_device_t *device,
   if (r != CUDA_SUCCESS) {
     (void)pthread_mutex_destroy(&out_stream->mutex);
     return cubert__cuda_device_fail(device, r, CUBERT_CUDA_OP_GENERIC, "cuStreamCreate", 0,
-                                   out_error);
+                                    out_error);
   }
   out_stream->device = device;
   out_stream->handle = handle;
@@ -45,7 +45,7 @@ void cubert__cuda_stream_deinitialize(cubert_cuda_stream_t *stream) {
 }
 
 cubert_status_t cubert__cuda_stream_synchronize(cubert_cuda_stream_t *stream,
-                                               cubert_error_t *out_error) {
+                                                cubert_error_t *out_error) {
   CUresult r;
   cubert_status_t st;
   if (!stream || !stream->handle)
@@ -56,7 +56,7 @@ cubert_status_t cubert__cuda_stream_synchronize(cubert_cuda_stream_t *stream,
   r = stream->device->cu->cuStreamSynchronize(stream->handle);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_device_fail(stream->device, r, CUBERT_CUDA_OP_GENERIC,
-                                   "cuStreamSynchronize", 0, out_error);
+                                    "cuStreamSynchronize", 0, out_error);
   return CUBERT_STATUS_OK;
 }
 
@@ -68,7 +68,7 @@ void cubert__cuda_stream_queue_error(cubert_cuda_stream_t *stream, const cubert_
 }
 
 cubert_status_t cubert__cuda_stream_drain_errors(cubert_cuda_stream_t *stream,
-                                                cubert_error_t *out_error) {
+                                                 cubert_error_t *out_error) {
   cubert_cuda_device_t *device;
   if (!stream || !stream->handle)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
@@ -79,7 +79,7 @@ cubert_status_t cubert__cuda_stream_drain_errors(cubert_cuda_stream_t *stream,
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY) {
       cubert_error_t e;
       (void)cubert__cuda_device_fail(device, r, CUBERT_CUDA_OP_GENERIC,
-                                    "work on the stream (cuStreamQuery)", 0, &e);
+                                     "work on the stream (cuStreamQuery)", 0, &e);
       cubert__cuda_stream_queue_error(stream, &e);
     }
   }
@@ -87,7 +87,7 @@ cubert_status_t cubert__cuda_stream_drain_errors(cubert_cuda_stream_t *stream,
 }
 
 cubert_status_t cubert__cuda_stream_drain_queued(cubert_cuda_stream_t *stream,
-                                                cubert_error_t *out_error) {
+                                                 cubert_error_t *out_error) {
   cubert_cuda_device_t *device;
   cubert_status_t st = CUBERT_STATUS_OK;
   if (!stream || !stream->handle)

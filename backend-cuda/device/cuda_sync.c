@@ -134,7 +134,7 @@ cubert_status_t cuda_sync_schedule(const cubert_cuda_loader_t *cu, uint32_t ordi
   if (r == CUDA_SUCCESS) r = cu->cuDevicePrimaryCtxGetState(dev, &flags, &active);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_error_set(out_error, cu, r, CUBERT_CUDA_OP_GENERIC,
-                                 "cuDevicePrimaryCtxGetState", 0);
+                                  "cuDevicePrimaryCtxGetState", 0);
   if (schedule != CUBERT_CUDA_SCHEDULE_DEFAULT &&
       (flags & CU_CTX_SCHED_MASK) != sched_flag(schedule)) {
     /* Since CUDA 11 the flags may be set while the context is active too;
@@ -143,7 +143,7 @@ cubert_status_t cuda_sync_schedule(const cubert_cuda_loader_t *cu, uint32_t ordi
     r = cu->cuDevicePrimaryCtxSetFlags(dev, want);
     if (r != CUDA_SUCCESS)
       return cubert__cuda_error_set(out_error, cu, r, CUBERT_CUDA_OP_GENERIC,
-                                   "cuDevicePrimaryCtxSetFlags", 0);
+                                    "cuDevicePrimaryCtxSetFlags", 0);
     flags = want;
   }
   *out_flags = flags;

@@ -121,7 +121,7 @@ static void host_release(void *self) {
   cubert_allocator_free(a, h, sizeof *h, 0);
 }
 
-static cubert_status_t host_make(cubert_allocator_t allocator, cuda_host_t **out) {
+static cubert_status_t os_make(cubert_allocator_t allocator, cuda_host_t **out) {
   cuda_host_t *h = NULL;
   if (cubert_allocator_malloc(allocator, sizeof *h, 0, (void **)&h, NULL) != CUBERT_STATUS_OK)
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
@@ -180,7 +180,7 @@ cubert_status_t cubert_cuda_client_create(cubert_allocator_t allocator,
   /* the scheduling first: before the context is made, where it is not yet */
   CUBERT_RETURN_IF_ERROR(cuda_sync_schedule(cu, o.ordinal, o.schedule, &flags, out_error));
   keep_primary_context(cu, o.ordinal);
-  if (host_make(allocator, &h) != CUBERT_STATUS_OK)
+  if (os_make(allocator, &h) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "device lock");
   st = cuda_drv_create(allocator, cu, o.ordinal, o.max_streams, o.memory_size, o.upload_threads,
                        &d, out_error);

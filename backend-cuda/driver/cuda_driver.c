@@ -40,7 +40,7 @@ static cubert_status_t drv_memory_alloc(void *self, uint64_t size, cubert_driver
   cuda_drv_t *d = cuda_drv_of(self);
   CUdeviceptr p = 0;
   cubert_status_t st = cubert__cuda_memory_alloc_retry(&cuda_drv_stream_of(stream)->s, size, reclaim,
-                                                      d, &p, out_error);
+                                                       d, &p, out_error);
   if (st != CUBERT_STATUS_OK) return st;
   *out_address = (cubert_device_ptr_t)p;
   return CUBERT_STATUS_OK;
@@ -63,7 +63,7 @@ static void drv_memory_free(void *self, cubert_device_ptr_t address, uint64_t si
 static cubert_status_t no_entry(const cubert_kernel_t *k, cubert_error_t *out_error) {
   char reason[CUBERT_ERROR_REASON_SIZE];
   cubert__cuda_format(reason, sizeof reason, "kernel %s has no CUDA entry point",
-                     k->name ? k->name : "(unnamed)");
+                      k->name ? k->name : "(unnamed)");
   cubert_error_set(out_error, CUBERT_ERROR_COMPILATION_UNSUPPORTED_INSTRUCTION, NULL, 0, reason);
   cubert_error_wrap(out_error, CUBERT_ERROR_LAUNCH_COMPILATION);
   cubert_error_wrap(out_error, CUBERT_ERROR_SERVER_LAUNCH);

@@ -350,13 +350,13 @@ static cubert_status_t copy_direct(cuda_drv_stream_t *s, const cubert_driver_cop
     switch (c->kind) {
       case CUBERT_COPY_HOST_TO_DEVICE:
         return cubert__cuda_copy_h2d(&s->s, (CUdeviceptr)c->dst_device, c->src_host, c->width,
-                                    out_error);
+                                     out_error);
       case CUBERT_COPY_DEVICE_TO_HOST:
         return cubert__cuda_copy_d2h(&s->s, c->dst_host, (CUdeviceptr)c->src_device, c->width,
-                                    out_error);
+                                     out_error);
       default:
         return cubert__cuda_copy_d2d(&s->s, (CUdeviceptr)c->dst_device,
-                                    (CUdeviceptr)c->src_device, c->width, out_error);
+                                     (CUdeviceptr)c->src_device, c->width, out_error);
     }
   }
   memset(&m, 0, sizeof m);

@@ -189,7 +189,7 @@ cubert_status_t cubert_arena_initialize(cubert_arena_t *arena, void *buffer, siz
     return cubert__invalid_argument(out_error, "cubert_arena_initialize: out_allocator is NULL");
   if (!buffer && capacity)
     return cubert__invalid_argument(out_error,
-                                   "cubert_arena_initialize: buffer is NULL, capacity is not 0");
+                                    "cubert_arena_initialize: buffer is NULL, capacity is not 0");
   arena->base = (unsigned char *)buffer;
   arena->capacity = capacity;
   arena->used = 0;

@@ -48,7 +48,7 @@ static inline uint32_t cubert__atomic_fetch_or_u32(cubert_atomic_u32_t *a, uint3
   return old;
 }
 static inline bool cubert__atomic_cas_u32(cubert_atomic_u32_t *a, uint32_t *expected,
-                                         uint32_t desired) {
+                                          uint32_t desired) {
   if (a->value == *expected) {
     a->value = desired;
     return true;
@@ -112,7 +112,7 @@ static inline uint32_t cubert__atomic_fetch_or_u32(cubert_atomic_u32_t *a, uint3
   return old;
 }
 static inline bool cubert__atomic_cas_u32(cubert_atomic_u32_t *a, uint32_t *expected,
-                                         uint32_t desired) {
+                                          uint32_t desired) {
   cubert_critical_state_t s = cubert_critical_enter();
   bool same = a->value == *expected;
   if (same) a->value = desired;
@@ -161,7 +161,7 @@ static inline uint32_t cubert__atomic_fetch_or_u32(cubert_atomic_u32_t *a, uint3
   return __atomic_fetch_or(&a->value, v, __ATOMIC_ACQ_REL);
 }
 static inline bool cubert__atomic_cas_u32(cubert_atomic_u32_t *a, uint32_t *expected,
-                                         uint32_t desired) {
+                                          uint32_t desired) {
   return __atomic_compare_exchange_n(&a->value, expected, desired, false, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE);
 }

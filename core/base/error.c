@@ -46,7 +46,7 @@ cubert_status_t(cubert_error_set)(cubert_error_t *error, cubert_error_kind_t kin
 }
 
 cubert_status_t cubert__error_from_status(cubert_error_t *error, cubert_status_t status,
-                                         const char *reason) {
+                                          const char *reason) {
   cubert_error_kind_t kind;
   switch (status) {
     case CUBERT_STATUS_OK: return CUBERT_STATUS_OK;
@@ -240,7 +240,7 @@ cubert_status_t cubert_error_set_not_found(cubert_error_t *error, const char *re
 }
 
 cubert_status_t cubert_error_set_driver(cubert_error_t *error, cubert_error_kind_t kind,
-                                         int64_t driver_code, const char *reason) {
+                                        int64_t driver_code, const char *reason) {
   cubert_status_t status = cubert_error_set(error, kind, NULL, 0, reason);
   if (error) error->driver_code = driver_code;
   return status;

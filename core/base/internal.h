@@ -39,7 +39,7 @@
 /* Fill out_error (may be NULL) with kind INVALID_ARGUMENT and `reason` (a
  * literal naming the function and the argument); returns INVALID_ARGUMENT. */
 static inline cubert_status_t cubert__invalid_argument(cubert_error_t *out_error,
-                                                      const char *reason) {
+                                                       const char *reason) {
   return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, reason);
 }
 
@@ -50,7 +50,7 @@ static inline cubert_status_t cubert__invalid_argument(cubert_error_t *out_error
  * for the rest), `reason`, and `status` itself. OK writes nothing. Returns
  * status. (core/base/error.c) */
 cubert_status_t cubert__error_from_status(cubert_error_t *error, cubert_status_t status,
-                                         const char *reason);
+                                          const char *reason);
 
 static inline bool cubert__is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 

@@ -33,9 +33,9 @@ void cubert__race_options_initialize(cubert_race_options_t *options) {
 }
 
 cubert_status_t cubert__race_checker_create(cubert_allocator_t allocator,
-                                           const cubert_race_options_t *options,
-                                           cubert_race_checker_t **out_checker,
-                                           cubert_error_t *out_error) {
+                                            const cubert_race_options_t *options,
+                                            cubert_race_checker_t **out_checker,
+                                            cubert_error_t *out_error) {
   cubert_race_options_t defaults;
   cubert_race_checker_t *c;
   void *mem = NULL, *block = NULL;
@@ -149,7 +149,7 @@ uint32_t cubert__race_checker_max_streams(const cubert_race_checker_t *checker) 
 }
 
 cubert_status_t cubert__race_set_sink(cubert_race_checker_t *checker,
-                                     const cubert_race_sink_t *sink) {
+                                      const cubert_race_sink_t *sink) {
   if (!checker) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (sink && sink->vtable && !sink->vtable->report) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (sink && sink->vtable) {
@@ -184,7 +184,7 @@ static cubert_status_t race_events_grow(cubert_race_checker_t *c) {
   capacity = c->event_capacity ? c->event_capacity * 2u : 8u;
   if (cubert_size_mul(capacity, sizeof(race_event_slot_t), &slot_bytes) != CUBERT_STATUS_OK ||
       cubert_size_mul((size_t)capacity * sizeof(uint64_t), c->width, &clock_bytes) !=
-          CUBERT_STATUS_OK) {
+      CUBERT_STATUS_OK) {
     return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   }
   if (cubert_allocator_malloc(c->allocator, slot_bytes, RACE_ALIGN, &slots,
@@ -211,7 +211,7 @@ static cubert_status_t race_events_grow(cubert_race_checker_t *c) {
 }
 
 cubert_status_t cubert__race_event_record(cubert_race_checker_t *checker, uint32_t stream,
-                                         cubert_race_event_t *out_event) {
+                                          cubert_race_event_t *out_event) {
   uint32_t timeline, index;
   race_event_slot_t *slot;
   if (!checker || !out_event || !race_stream_timeline(checker, stream, &timeline)) {
@@ -241,7 +241,7 @@ cubert_status_t cubert__race_event_record(cubert_race_checker_t *checker, uint32
 }
 
 cubert_status_t cubert__race_event_release(cubert_race_checker_t *checker,
-                                          cubert_race_event_t event) {
+                                           cubert_race_event_t event) {
   race_event_slot_t *slot;
   if (!checker) return CUBERT_STATUS_INVALID_ARGUMENT;
   slot = race_event_lookup(checker, event);
@@ -256,7 +256,7 @@ cubert_status_t cubert__race_event_release(cubert_race_checker_t *checker,
 /* ---- ops and joins ------------------------------------------------------------ */
 
 cubert_status_t cubert__race_op_begin(cubert_race_checker_t *checker, uint32_t stream,
-                                     const char *name, uint64_t *out_op_index) {
+                                      const char *name, uint64_t *out_op_index) {
   uint32_t timeline;
   uint64_t *row;
   if (!checker || !out_op_index || !race_timeline_of(checker, stream, &timeline)) {
@@ -275,7 +275,7 @@ cubert_status_t cubert__race_op_begin(cubert_race_checker_t *checker, uint32_t s
 }
 
 cubert_status_t cubert__race_stream_wait_event(cubert_race_checker_t *checker, uint32_t stream,
-                                              cubert_race_event_t event) {
+                                               cubert_race_event_t event) {
   uint32_t timeline;
   race_event_slot_t *slot;
   if (!checker || !race_stream_timeline(checker, stream, &timeline)) {
@@ -288,7 +288,7 @@ cubert_status_t cubert__race_stream_wait_event(cubert_race_checker_t *checker, u
 }
 
 cubert_status_t cubert__race_stream_wait_stream(cubert_race_checker_t *checker, uint32_t stream,
-                                               uint32_t origin) {
+                                                uint32_t origin) {
   uint32_t timeline, origin_timeline;
   if (!checker || !race_stream_timeline(checker, stream, &timeline) ||
       !race_stream_timeline(checker, origin, &origin_timeline)) {
@@ -299,7 +299,7 @@ cubert_status_t cubert__race_stream_wait_stream(cubert_race_checker_t *checker, 
 }
 
 cubert_status_t cubert__race_host_wait_event(cubert_race_checker_t *checker,
-                                            cubert_race_event_t event) {
+                                             cubert_race_event_t event) {
   race_event_slot_t *slot;
   if (!checker) return CUBERT_STATUS_INVALID_ARGUMENT;
   slot = race_event_lookup(checker, event);
@@ -332,7 +332,7 @@ cubert_status_t cubert__race_host_sync_all(cubert_race_checker_t *checker) {
 /* ---- results ------------------------------------------------------------------- */
 
 void cubert__race_counters(const cubert_race_checker_t *checker,
-                          cubert_race_counters_t *out_counters) {
+                           cubert_race_counters_t *out_counters) {
   if (!out_counters) return;
   if (!checker) {
     cubert_memset(out_counters, 0, sizeof(*out_counters));
@@ -342,7 +342,7 @@ void cubert__race_counters(const cubert_race_checker_t *checker,
 }
 
 bool cubert__race_last_report(const cubert_race_checker_t *checker,
-                             cubert_race_report_t *out_report) {
+                              cubert_race_report_t *out_report) {
   if (!checker || !out_report || !checker->has_last) return false;
   *out_report = checker->last;
   return true;

@@ -288,55 +288,55 @@ static inline uint64_t cubert__race_buffer_id(cubert_memory_id_t id) {
  * OK and touch nothing (out parameters included). */
 
 static inline cubert_status_t cubert__race_hook_op_begin(cubert_race_checker_t *checker,
-                                                        uint32_t stream, const char *name,
-                                                        uint64_t *out_op_index) {
+                                                         uint32_t stream, const char *name,
+                                                         uint64_t *out_op_index) {
   if (!checker) return CUBERT_STATUS_OK;
   return cubert__race_op_begin(checker, stream, name, out_op_index);
 }
 
 static inline cubert_status_t cubert__race_hook_access(cubert_race_checker_t *checker,
-                                                      uint64_t buffer, uint32_t stream,
-                                                      uint64_t op_index, cubert_race_access_t mode,
-                                                      uint64_t start, uint64_t end) {
+                                                       uint64_t buffer, uint32_t stream,
+                                                       uint64_t op_index, cubert_race_access_t mode,
+                                                       uint64_t start, uint64_t end) {
   if (!checker) return CUBERT_STATUS_OK;
   return cubert__race_access(checker, buffer, stream, op_index, mode, start, end);
 }
 
 static inline cubert_status_t cubert__race_hook_event_record(cubert_race_checker_t *checker,
-                                                            uint32_t stream,
-                                                            cubert_race_event_t *out_event) {
+                                                             uint32_t stream,
+                                                             cubert_race_event_t *out_event) {
   if (!checker) return CUBERT_STATUS_OK;
   return cubert__race_event_record(checker, stream, out_event);
 }
 
 static inline cubert_status_t cubert__race_hook_event_release(cubert_race_checker_t *checker,
-                                                             cubert_race_event_t event) {
+                                                              cubert_race_event_t event) {
   if (!checker) return CUBERT_STATUS_OK;
   return cubert__race_event_release(checker, event);
 }
 
 static inline cubert_status_t cubert__race_hook_stream_wait_event(cubert_race_checker_t *checker,
-                                                                 uint32_t stream,
-                                                                 cubert_race_event_t event) {
+                                                                  uint32_t stream,
+                                                                  cubert_race_event_t event) {
   if (!checker) return CUBERT_STATUS_OK;
   return cubert__race_stream_wait_event(checker, stream, event);
 }
 
 static inline cubert_status_t cubert__race_hook_stream_wait_stream(cubert_race_checker_t *checker,
-                                                                  uint32_t stream,
-                                                                  uint32_t origin) {
+                                                                   uint32_t stream,
+                                                                   uint32_t origin) {
   if (!checker) return CUBERT_STATUS_OK;
   return cubert__race_stream_wait_stream(checker, stream, origin);
 }
 
 static inline cubert_status_t cubert__race_hook_host_wait_event(cubert_race_checker_t *checker,
-                                                               cubert_race_event_t event) {
+                                                                cubert_race_event_t event) {
   if (!checker) return CUBERT_STATUS_OK;
   return cubert__race_host_wait_event(checker, event);
 }
 
 static inline cubert_status_t cubert__race_hook_host_sync_stream(cubert_race_checker_t *checker,
-                                                                uint32_t stream) {
+                                                                 uint32_t stream) {
   if (!checker) return CUBERT_STATUS_OK;
   return cubert__race_host_sync_stream(checker, stream);
 }
@@ -347,20 +347,20 @@ static inline cubert_status_t cubert__race_hook_host_sync_all(cubert_race_checke
 }
 
 static inline cubert_status_t cubert__race_hook_reclaim(cubert_race_checker_t *checker,
-                                                       uint64_t buffer, uint32_t stream) {
+                                                        uint64_t buffer, uint32_t stream) {
   if (!checker) return CUBERT_STATUS_OK;
   return cubert__race_reclaim(checker, buffer, stream);
 }
 
 static inline cubert_status_t cubert__race_hook_reclaim_at_event(cubert_race_checker_t *checker,
-                                                                uint64_t buffer, uint32_t stream,
-                                                                cubert_race_event_t event) {
+                                                                 uint64_t buffer, uint32_t stream,
+                                                                 cubert_race_event_t event) {
   if (!checker) return CUBERT_STATUS_OK;
   return cubert__race_reclaim_at_event(checker, buffer, stream, event);
 }
 
 static inline cubert_status_t cubert__race_hook_forget(cubert_race_checker_t *checker,
-                                                      uint64_t buffer) {
+                                                       uint64_t buffer) {
   if (!checker) return CUBERT_STATUS_OK;
   return cubert__race_forget(checker, buffer);
 }

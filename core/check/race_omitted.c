@@ -23,9 +23,9 @@ void cubert__race_options_initialize(cubert_race_options_t *options) {
 }
 
 cubert_status_t cubert__race_checker_create(cubert_allocator_t allocator,
-                                           const cubert_race_options_t *options,
-                                           cubert_race_checker_t **out_checker,
-                                           cubert_error_t *out_error) {
+                                            const cubert_race_options_t *options,
+                                            cubert_race_checker_t **out_checker,
+                                            cubert_error_t *out_error) {
   (void)allocator;
   (void)options;
   (void)out_checker;
@@ -42,7 +42,7 @@ uint32_t cubert__race_checker_max_streams(const cubert_race_checker_t *checker) 
 }
 
 cubert_status_t cubert__race_set_sink(cubert_race_checker_t *checker,
-                                     const cubert_race_sink_t *sink) {
+                                      const cubert_race_sink_t *sink) {
   (void)checker;
   (void)sink;
   return CUBERT_STATUS_UNSUPPORTED;
@@ -56,7 +56,7 @@ void cubert__race_set_seed(cubert_race_checker_t *checker, uint64_t seed) {
 void cubert__race_clear_seed(cubert_race_checker_t *checker) { (void)checker; }
 
 cubert_status_t cubert__race_op_begin(cubert_race_checker_t *checker, uint32_t stream,
-                                     const char *name, uint64_t *out_op_index) {
+                                      const char *name, uint64_t *out_op_index) {
   (void)checker;
   (void)stream;
   (void)name;
@@ -65,8 +65,8 @@ cubert_status_t cubert__race_op_begin(cubert_race_checker_t *checker, uint32_t s
 }
 
 cubert_status_t cubert__race_access(cubert_race_checker_t *checker, uint64_t buffer,
-                                   uint32_t stream, uint64_t op_index, cubert_race_access_t mode,
-                                   uint64_t start, uint64_t end) {
+                                    uint32_t stream, uint64_t op_index, cubert_race_access_t mode,
+                                    uint64_t start, uint64_t end) {
   (void)checker;
   (void)buffer;
   (void)stream;
@@ -78,7 +78,7 @@ cubert_status_t cubert__race_access(cubert_race_checker_t *checker, uint64_t buf
 }
 
 cubert_status_t cubert__race_event_record(cubert_race_checker_t *checker, uint32_t stream,
-                                         cubert_race_event_t *out_event) {
+                                          cubert_race_event_t *out_event) {
   (void)checker;
   (void)stream;
   (void)out_event;
@@ -86,14 +86,14 @@ cubert_status_t cubert__race_event_record(cubert_race_checker_t *checker, uint32
 }
 
 cubert_status_t cubert__race_event_release(cubert_race_checker_t *checker,
-                                          cubert_race_event_t event) {
+                                           cubert_race_event_t event) {
   (void)checker;
   (void)event;
   return CUBERT_STATUS_UNSUPPORTED;
 }
 
 cubert_status_t cubert__race_stream_wait_event(cubert_race_checker_t *checker, uint32_t stream,
-                                              cubert_race_event_t event) {
+                                               cubert_race_event_t event) {
   (void)checker;
   (void)stream;
   (void)event;
@@ -101,7 +101,7 @@ cubert_status_t cubert__race_stream_wait_event(cubert_race_checker_t *checker, u
 }
 
 cubert_status_t cubert__race_stream_wait_stream(cubert_race_checker_t *checker, uint32_t stream,
-                                               uint32_t origin) {
+                                                uint32_t origin) {
   (void)checker;
   (void)stream;
   (void)origin;
@@ -109,7 +109,7 @@ cubert_status_t cubert__race_stream_wait_stream(cubert_race_checker_t *checker, 
 }
 
 cubert_status_t cubert__race_host_wait_event(cubert_race_checker_t *checker,
-                                            cubert_race_event_t event) {
+                                             cubert_race_event_t event) {
   (void)checker;
   (void)event;
   return CUBERT_STATUS_UNSUPPORTED;
@@ -127,7 +127,7 @@ cubert_status_t cubert__race_host_sync_all(cubert_race_checker_t *checker) {
 }
 
 cubert_status_t cubert__race_reclaim(cubert_race_checker_t *checker, uint64_t buffer,
-                                    uint32_t stream) {
+                                     uint32_t stream) {
   (void)checker;
   (void)buffer;
   (void)stream;
@@ -135,7 +135,7 @@ cubert_status_t cubert__race_reclaim(cubert_race_checker_t *checker, uint64_t bu
 }
 
 cubert_status_t cubert__race_reclaim_at_event(cubert_race_checker_t *checker, uint64_t buffer,
-                                             uint32_t stream, cubert_race_event_t event) {
+                                              uint32_t stream, cubert_race_event_t event) {
   (void)checker;
   (void)buffer;
   (void)stream;
@@ -150,13 +150,13 @@ cubert_status_t cubert__race_forget(cubert_race_checker_t *checker, uint64_t buf
 }
 
 void cubert__race_counters(const cubert_race_checker_t *checker,
-                          cubert_race_counters_t *out_counters) {
+                           cubert_race_counters_t *out_counters) {
   (void)checker;
   if (out_counters) cubert_memset(out_counters, 0, sizeof(*out_counters));
 }
 
 bool cubert__race_last_report(const cubert_race_checker_t *checker,
-                             cubert_race_report_t *out_report) {
+                              cubert_race_report_t *out_report) {
   (void)checker;
   (void)out_report;
   return false;

@@ -220,8 +220,8 @@ static uint32_t race_check(cubert_race_checker_t *c, uint64_t buffer, const race
 }
 
 cubert_status_t cubert__race_access(cubert_race_checker_t *checker, uint64_t buffer,
-                                   uint32_t stream, uint64_t op_index, cubert_race_access_t mode,
-                                   uint64_t start, uint64_t end) {
+                                    uint32_t stream, uint64_t op_index, cubert_race_access_t mode,
+                                    uint64_t start, uint64_t end) {
   uint32_t timeline, r, *link, index;
   uint64_t *clock;
   race_bucket_t *b;
@@ -301,7 +301,7 @@ static void race_reclaim_bucket(cubert_race_checker_t *c, uint64_t buffer, race_
 }
 
 cubert_status_t cubert__race_reclaim(cubert_race_checker_t *checker, uint64_t buffer,
-                                    uint32_t stream) {
+                                     uint32_t stream) {
   uint32_t timeline;
   race_bucket_t *b;
   cubert_race_op_t current;
@@ -328,7 +328,7 @@ cubert_status_t cubert__race_reclaim(cubert_race_checker_t *checker, uint64_t bu
 }
 
 cubert_status_t cubert__race_reclaim_at_event(cubert_race_checker_t *checker, uint64_t buffer,
-                                             uint32_t stream, cubert_race_event_t event) {
+                                              uint32_t stream, cubert_race_event_t event) {
   race_event_slot_t *slot;
   race_bucket_t *b;
   cubert_race_op_t current;

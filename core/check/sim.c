@@ -98,7 +98,7 @@ cubert_status_t cubert_sim_chooser_initialize_pct(cubert_sim_chooser_t *c, uint6
   CUBERT_RETURN_IF_ERROR(check_chooser(c, log, cap, out_error));
   if (depth == 0 || depth > CUBERT_SIM_PCT_MAX_DEPTH)
     return cubert__invalid_argument(out_error,
-                                   "sim chooser: PCT depth is 0 or above CUBERT_SIM_PCT_MAX_DEPTH");
+                                    "sim chooser: PCT depth is 0 or above CUBERT_SIM_PCT_MAX_DEPTH");
   if (steps_hint == 0) return cubert__invalid_argument(out_error, "sim chooser: steps_hint is 0");
   chooser_base(c, CUBERT_SIM_SOURCE_PCT, log, cap);
   c->seed = seed;
@@ -211,7 +211,7 @@ cubert_status_t cubert_sim_explorer_initialize(cubert_sim_explorer_t *e, uint32_
   if (!e) return cubert__invalid_argument(out_error, "cubert_sim_explorer_initialize: explorer is NULL");
   if (!choice || !arity)
     return cubert__invalid_argument(out_error,
-                                   "cubert_sim_explorer_initialize: choice or arity is NULL");
+                                    "cubert_sim_explorer_initialize: choice or arity is NULL");
   if (capacity == 0)
     return cubert__invalid_argument(out_error, "cubert_sim_explorer_initialize: capacity is 0");
   cubert_memset(e, 0, sizeof(*e));

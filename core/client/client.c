@@ -51,7 +51,7 @@ static cubert_status_t state_create(cubert_allocator_t allocator, const cubert_s
   s->stream_source = o->stream_source;
   s->stream_source_self = o->stream_source_self;
   status = cubert__handle_table_create(allocator, o->max_handles ? o->max_handles : (1u << 20),
-                                      (uint8_t)(o->device.index_id & 0xFFu), &s->table);
+                                       (uint8_t)(o->device.index_id & 0xFFu), &s->table);
   if (status != CUBERT_STATUS_OK) {
     cubert_allocator_free(allocator, s, sizeof(*s), 0);
     return cubert_error_set(out_error, status == CUBERT_STATUS_RESOURCE_EXHAUSTED
@@ -73,14 +73,14 @@ static cubert_status_t register_device(device_state_t *s, cubert_error_t *out_er
 }
 
 cubert_status_t cubert_server_client_create(cubert_allocator_t allocator,
-                                         const cubert_server_options_t *options,
-                                         const cubert_driver_t *driver, void *driver_self,
-                                         cubert_client_t **out_client, cubert_error_t *out_error) {
+                                            const cubert_server_options_t *options,
+                                            const cubert_driver_t *driver, void *driver_self,
+                                            cubert_client_t **out_client, cubert_error_t *out_error) {
   device_state_t *s = NULL;
   cubert_client_t *c = NULL;
   cubert_status_t status;
   if (!options || !out_client || (!options->handle_factory &&
-                                   (!options->lock.lock || !options->lock.unlock)))
+                                  (!options->lock.lock || !options->lock.unlock)))
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "server_client_create needs options, a lock (or a handle factory) and an "
                             "output");
@@ -90,7 +90,7 @@ cubert_status_t cubert_server_client_create(cubert_allocator_t allocator,
   status = state_create(allocator, options, &s, out_error);
   if (status == CUBERT_STATUS_OK) {
     status = cubert__server_create(allocator, options, driver, driver_self, s->table, &s->server,
-                               out_error);
+                                   out_error);
     if (status != CUBERT_STATUS_OK) s->server = NULL;
   }
   if (status == CUBERT_STATUS_OK) {
@@ -274,7 +274,7 @@ cubert_status_t cubert_client_handle_offset(cubert_client_t *client, const cuber
   CUBERT_RETURN_IF_ERROR(check_handle_call(client, handle, true, out_handle != NULL,
                                            "cubert_client_handle_offset", out_error));
   status = cubert__handle_offset(client->state->table, handle, offset_start, offset_end,
-                                out_handle);
+                                 out_handle);
   if (status == CUBERT_STATUS_OUT_OF_RANGE) {
     uint64_t fields[2];
     fields[0] = handle->offset_start + offset_start;
@@ -309,11 +309,11 @@ cubert_status_t cubert_client_io_optimized_vector_sizes(const cubert_client_t *c
                                                         cubert_error_t *out_error) {
   if (!client)
     return cubert__invalid_argument(out_error,
-                                   "cubert_client_io_optimized_vector_sizes: client is NULL");
+                                    "cubert_client_io_optimized_vector_sizes: client is NULL");
   if (elem_size > (uint64_t)SIZE_MAX)
     return cubert__invalid_argument(out_error,
-                                   "cubert_client_io_optimized_vector_sizes: elem_size does not "
-                                   "fit size_t");
+                                    "cubert_client_io_optimized_vector_sizes: elem_size does not "
+                                    "fit size_t");
   return cubert_io_optimized_vector_sizes(&client->state->properties.hardware, (size_t)elem_size,
                                           out_sizes, capacity, out_count, out_error);
 }
@@ -321,7 +321,7 @@ cubert_status_t cubert_client_io_optimized_vector_sizes(const cubert_client_t *c
 /* ---- the server behind a client (cubert/driver/server.h) --------------------------------------- */
 
 cubert_status_t cubert_server_driver_of(const cubert_client_t *client,
-                                     const cubert_driver_t **out_driver, void **out_self) {
+                                        const cubert_driver_t **out_driver, void **out_self) {
   if (!client || !out_driver || !out_self) return CUBERT_STATUS_INVALID_ARGUMENT;
   *out_driver = cubert__server_driver(client->state->server, out_self);
   return CUBERT_STATUS_OK;
@@ -348,7 +348,7 @@ static void server_state_run(void *context, void *payload) {
 }
 
 static cubert_status_t server_state(cubert_client_t *client, server_state_task_t *t,
-                                 cubert_error_t *out_error) {
+                                    cubert_error_t *out_error) {
   return client_submit(client, server_state_run, &t->head, out_error);
 }
 
@@ -361,8 +361,8 @@ uint32_t cubert_server_collect(cubert_client_t *client) {
 }
 
 cubert_status_t cubert_client_race_counters(cubert_client_t *client,
-                                         cubert_race_counters_t *out_counters,
-                                         cubert_error_t *out_error) {
+                                            cubert_race_counters_t *out_counters,
+                                            cubert_error_t *out_error) {
   server_state_task_t t;
   if (!client) return cubert__invalid_argument(out_error, "cubert_client_race_counters: client is NULL");
   if (!out_counters)
@@ -373,8 +373,8 @@ cubert_status_t cubert_client_race_counters(cubert_client_t *client,
 }
 
 cubert_status_t cubert_client_race_last_report(cubert_client_t *client,
-                                            cubert_race_report_t *out_report,
-                                            cubert_error_t *out_error) {
+                                               cubert_race_report_t *out_report,
+                                               cubert_error_t *out_error) {
   server_state_task_t t;
   if (!client)
     return cubert__invalid_argument(out_error, "cubert_client_race_last_report: client is NULL");
@@ -389,7 +389,7 @@ cubert_status_t cubert_client_race_last_report(cubert_client_t *client,
 }
 
 cubert_status_t cubert_client_race_seed(cubert_client_t *client, uint64_t seed,
-                                     cubert_error_t *out_error) {
+                                        cubert_error_t *out_error) {
   server_state_task_t t;
   if (!client) return cubert__invalid_argument(out_error, "cubert_client_race_seed: client is NULL");
   cubert_memset(&t, 0, sizeof t);

@@ -216,7 +216,7 @@ static cubert_status_t recv_with(cubert_client_t *client, uint64_t size, uint32_
   CUBERT_RETURN_IF_ERROR(pair_of(client, src_device, pair, out_error));
   CUBERT_RETURN_IF_ERROR(cubert_client_ensure_init_collective(client, pair, 2, out_error));
   status = cubert__handle_create(s->table, s->device.index_id, cubert_client_stream(client), 0,
-                                size, &handle);
+                                 size, &handle);
   if (status != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, status == CUBERT_STATUS_RESOURCE_EXHAUSTED
                                            ? CUBERT_ERROR_HOST_OUT_OF_MEMORY

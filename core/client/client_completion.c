@@ -6,7 +6,7 @@
 #include "stream/stream.h"
 
 void cubert__completion_set_done(cubert_completion_t *completion, cubert_status_t status,
-                                const cubert_error_t *error) {
+                                 const cubert_error_t *error) {
   if (!completion) return;
   cubert_memset(completion, 0, sizeof(*completion));
   completion->vtable = NULL;

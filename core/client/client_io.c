@@ -43,7 +43,7 @@ static cubert_status_t read_items(cubert_client_t *client, const cubert_handle_t
   read_task_t t;
   size_t i;
   CLIENT_CHECK(client && (handles || descs) && dsts && dst_sizes && count > 0 &&
-                   count <= CLIENT_MAX_BATCH,
+               count <= CLIENT_MAX_BATCH,
                "read: NULL argument or count outside 1..64");
   CLIENT_CHECK(completion, "read: NULL completion");
   for (i = 0; i < count; i++) {
@@ -144,7 +144,7 @@ typedef struct resource_task_t {
 static void resource_run(void *context, void *payload) {
   resource_task_t *t = (resource_task_t *)payload;
   t->head.status = cubert__server_get_resource((cubert_server_t *)context, t->stream, t->handle, t->out,
-                                           t->head.error);
+                                               t->head.error);
 }
 
 cubert_status_t cubert_client_get_resource(cubert_client_t *client, const cubert_handle_t *handle,

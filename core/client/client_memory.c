@@ -200,7 +200,7 @@ static void create_one_run(void *context, void *payload) {
   cubert_server_write_t write;
   t->ran = 1;
   t->head.status = cubert__server_reserve_memory(server, t->stream, t->handle->size, &t->handle->memory,
-                                             t->head.error);
+                                                 t->head.error);
   if (t->head.status != CUBERT_STATUS_OK) {
     if (t->desc) release_bytes(t->bytes, 0, 1);
     return;
@@ -540,7 +540,7 @@ cubert_status_t cubert_client_allocation_mode(cubert_client_t *client,
   memory_task_t t;
   CLIENT_CHECK(client, "allocation_mode: NULL client");
   CLIENT_CHECK(mode == CUBERT_MEMORY_ALLOCATION_MODE_AUTO ||
-                   mode == CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT,
+               mode == CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT,
                "allocation_mode: unknown mode");
   cubert_memset(&t, 0, sizeof t);
   t.stream = cubert_client_stream(client);

@@ -65,11 +65,11 @@ typedef struct staging_task_t {
 static void staging_run(void *context, void *payload) {
   staging_task_t *t = (staging_task_t *)payload;
   t->head.status = cubert__server_staging((cubert_server_t *)context, t->sizes, t->count, t->out,
-                                      t->head.error);
+                                          t->head.error);
 }
 
 static cubert_status_t server_staging(cubert_client_t *client, const uint64_t *sizes, size_t count,
-                                   cubert_bytes_t *out, cubert_error_t *error) {
+                                      cubert_bytes_t *out, cubert_error_t *error) {
   staging_task_t t;
   t.sizes = sizes;
   t.count = count;

@@ -39,7 +39,7 @@ cubert_status_t cubert_communication_id(const cubert_device_id_t *devices, size_
   if (!out_id) return cubert__invalid_argument(out_error, "cubert_communication_id: out_id is NULL");
   if (!devices && count > 0)
     return cubert__invalid_argument(out_error,
-                                   "cubert_communication_id: devices is NULL, count is not 0");
+                                    "cubert_communication_id: devices is NULL, count is not 0");
   if (count > CUBERT_COMMUNICATION_MAX_DEVICES) {
     uint64_t fields[2];
     fields[0] = (uint64_t)count;

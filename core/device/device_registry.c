@@ -86,7 +86,7 @@ cubert_status_t cubert__device_registry_remove(cubert_device_id_t device, void *
 }
 
 size_t cubert__device_registry_enumerate(uint16_t type_id, cubert_device_id_t *out_ids,
-                                        size_t capacity) {
+                                         size_t capacity) {
   size_t i, n = 0;
   for (i = 0; i < CUBERT_DEVICE_REGISTRY_CAPACITY; i++) {
     registry_entry_t *e = &g_entries[i];

@@ -167,7 +167,7 @@ cubert_status_t cubert_cube_count_selection_new(cubert_dim3_t max_cube_count, ui
   uint64_t actual;
   if (!out_selection)
     return cubert__invalid_argument(out_error,
-                                   "cubert_cube_count_selection_new: out_selection is NULL");
+                                    "cubert_cube_count_selection_new: out_selection is NULL");
   CUBERT_RETURN_IF_ERROR(cubert_cube_count_spread(max_cube_count, num_cubes, &c, out_error));
   /* < 2^33 by construction of the spread (see cube.h), so no overflow. */
   actual = (uint64_t)c.x * (uint64_t)c.y * (uint64_t)c.z;
@@ -195,11 +195,11 @@ cubert_status_t cubert_calculate_cube_count_elemwise(cubert_dim3_t max_cube_coun
   cubert_cube_count_selection_t selection;
   if (!out_count)
     return cubert__invalid_argument(out_error,
-                                   "cubert_calculate_cube_count_elemwise: out_count is NULL");
+                                    "cubert_calculate_cube_count_elemwise: out_count is NULL");
   CUBERT_RETURN_IF_ERROR(cubert_cube_dim_num_elems(cube_dim, &units, out_error));
   if (units == 0)
     return cubert__invalid_argument(out_error,
-                                   "cubert_calculate_cube_count_elemwise: cube_dim has 0 units");
+                                    "cubert_calculate_cube_count_elemwise: cube_dim has 0 units");
   if (num_elems == 0) {
     *out_count = cube_count_static(0, 0, 0);
     return CUBERT_STATUS_OK;
@@ -301,7 +301,7 @@ cubert_status_t cubert_io_optimized_vector_sizes_from_limits(uint64_t max_vector
     return cubert__invalid_argument(out_error, "io_optimized_vector_sizes: elem_size is 0");
   if (!out_sizes && capacity > 0)
     return cubert__invalid_argument(out_error,
-                                   "io_optimized_vector_sizes: out_sizes is NULL, capacity is not 0");
+                                    "io_optimized_vector_sizes: out_sizes is NULL, capacity is not 0");
   /* floor(L / (8 e)) == floor(floor(L / 8) / e): no overflow of e * 8, and
    * a 32-bit division (elem_size <= L / 8 fits u32 when it matters). */
   by_width = elem_size > load_width_bits / 8u ? 0u : (load_width_bits / 8u) / (uint32_t)elem_size;

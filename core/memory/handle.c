@@ -238,7 +238,7 @@ static void slot_free_unpinned(const slot_ref_t *r) {
 /* ---- table ---------------------------------------------------------------- */
 
 cubert_status_t cubert__handle_table_create(cubert_allocator_t allocator, uint32_t max_slots,
-                                           uint8_t tag, cubert_handle_table_t **out_table) {
+                                            uint8_t tag, cubert_handle_table_t **out_table) {
   cubert_handle_table_t *t = NULL;
   void *mem = NULL;
   uint32_t max_chunks;
@@ -464,7 +464,7 @@ static cubert_status_t table_acquire(cubert_handle_table_t *table, uint32_t stat
 }
 
 cubert_status_t cubert__memory_id_acquire(cubert_handle_table_t *table,
-                                         cubert_memory_id_t *out_id) {
+                                          cubert_memory_id_t *out_id) {
   if (!table || !out_id) return CUBERT_STATUS_INVALID_ARGUMENT;
   return table_acquire(table, 1u, NULL, out_id);
 }
@@ -473,8 +473,8 @@ cubert_status_t cubert__memory_id_acquire(cubert_handle_table_t *table,
  * already owned, with its location, before it leaves the free set, so no
  * other thread ever sees it unowned and no pin is needed. */
 cubert_status_t cubert__memory_id_acquire_owned(cubert_handle_table_t *table,
-                                               cubert_memory_location_t location,
-                                               cubert_memory_id_t *out_id) {
+                                                cubert_memory_location_t location,
+                                                cubert_memory_id_t *out_id) {
   if (!table || !out_id) return CUBERT_STATUS_INVALID_ARGUMENT;
   return table_acquire(table, 1u | STATE_OWNED, &location, out_id);
 }
@@ -528,22 +528,22 @@ static cubert_status_t id_count_op(cubert_handle_table_t *t, cubert_memory_id_t 
 }
 
 cubert_status_t cubert__memory_id_retain_handle(cubert_handle_table_t *table,
-                                               cubert_memory_id_t id) {
+                                                cubert_memory_id_t id) {
   return id_count_op(table, id, COUNT_RETAIN_HANDLE);
 }
 
 cubert_status_t cubert__memory_id_release_handle(cubert_handle_table_t *table,
-                                                cubert_memory_id_t id) {
+                                                 cubert_memory_id_t id) {
   return id_count_op(table, id, COUNT_RELEASE_HANDLE);
 }
 
 cubert_status_t cubert__memory_id_retain_binding(cubert_handle_table_t *table,
-                                                cubert_memory_id_t id) {
+                                                 cubert_memory_id_t id) {
   return id_count_op(table, id, COUNT_RETAIN_BINDING);
 }
 
 cubert_status_t cubert__memory_id_release_binding(cubert_handle_table_t *table,
-                                                 cubert_memory_id_t id) {
+                                                  cubert_memory_id_t id) {
   return id_count_op(table, id, COUNT_RELEASE_BINDING);
 }
 
@@ -555,7 +555,7 @@ static bool slot_same_occupant(slot_t *s, cubert_memory_id_t id) {
 }
 
 cubert_status_t cubert__memory_id_set_owned(cubert_handle_table_t *table, cubert_memory_id_t id,
-                                           bool owned) {
+                                            bool owned) {
   slot_ref_t r;
   slot_t *s;
   uint32_t v;
@@ -657,13 +657,13 @@ bool cubert__memory_id_can_mut(const cubert_handle_table_t *table, cubert_memory
 }
 
 uint32_t cubert__memory_id_handle_count(const cubert_handle_table_t *table,
-                                       cubert_memory_id_t id) {
+                                        cubert_memory_id_t id) {
   uint32_t state, handles;
   return slot_snapshot(table, id, &state, &handles) ? handles : 0;
 }
 
 uint32_t cubert__memory_id_descriptor_count(const cubert_handle_table_t *table,
-                                           cubert_memory_id_t id) {
+                                            cubert_memory_id_t id) {
   uint32_t state, handles;
   return slot_snapshot(table, id, &state, &handles) ? (state & STATE_COUNT) : 0;
 }
@@ -684,8 +684,8 @@ static bool slot_pin_for_location(const cubert_handle_table_t *t, cubert_memory_
 }
 
 cubert_status_t cubert__memory_id_location(const cubert_handle_table_t *table,
-                                          cubert_memory_id_t id,
-                                          cubert_memory_location_t *out_location) {
+                                           cubert_memory_id_t id,
+                                           cubert_memory_location_t *out_location) {
   slot_ref_t r;
   if (!table || !out_location) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (!slot_pin_for_location(table, id, &r)) return CUBERT_STATUS_INVALID_HANDLE;
@@ -695,8 +695,8 @@ cubert_status_t cubert__memory_id_location(const cubert_handle_table_t *table,
 }
 
 cubert_status_t cubert__memory_id_set_location(cubert_handle_table_t *table,
-                                              cubert_memory_id_t id,
-                                              cubert_memory_location_t location) {
+                                               cubert_memory_id_t id,
+                                               cubert_memory_location_t location) {
   slot_ref_t r;
   if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
   if (!slot_pin_for_location(table, id, &r)) return CUBERT_STATUS_INVALID_HANDLE;
@@ -709,8 +709,8 @@ cubert_status_t cubert__memory_id_set_location(cubert_handle_table_t *table,
  * An id that does not pass the unpinned checks (not owned, stale, forged)
  * takes the pinned path, which gives set_location's answer. */
 cubert_status_t cubert__memory_id_set_location_owned(cubert_handle_table_t *table,
-                                                    cubert_memory_id_t id,
-                                                    cubert_memory_location_t location) {
+                                                     cubert_memory_id_t id,
+                                                     cubert_memory_location_t location) {
   slot_ref_t r;
   if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
   /* unreachable: in single-threaded tests (the slot reused between the two occupant checks) */
@@ -726,8 +726,8 @@ cubert_status_t cubert__memory_id_set_location_owned(cubert_handle_table_t *tabl
 /* ---- test hooks (core/memory/handle_internal.h) -------------------------------------------- */
 
 cubert_status_t cubert__handle_table_debug_set_counts(cubert_handle_table_t *table,
-                                                     cubert_memory_id_t id, uint32_t handles,
-                                                     uint32_t bindings) {
+                                                      cubert_memory_id_t id, uint32_t handles,
+                                                      uint32_t bindings) {
   slot_ref_t r;
   uint32_t state, old_handles;
   if (!table || handles > CUBERT_HANDLE_MAX_COUNT ||
@@ -743,7 +743,7 @@ cubert_status_t cubert__handle_table_debug_set_counts(cubert_handle_table_t *tab
 }
 
 cubert_status_t cubert__handle_table_debug_check(const cubert_handle_table_t *table,
-                                                uint32_t *out_alive, uint32_t *out_dead_owned) {
+                                                 uint32_t *out_alive, uint32_t *out_dead_owned) {
   uint32_t c, alive = 0, dead_owned = 0;
   if (!table) return CUBERT_STATUS_INVALID_ARGUMENT;
   for (c = 0; c < table->max_chunks; c++) {

@@ -17,8 +17,8 @@ uint64_t cubert_handle_size_in_used(const cubert_handle_t *handle) {
 }
 
 cubert_status_t cubert__handle_create(cubert_handle_table_t *table, uint32_t device,
-                                     uint64_t stream, uint64_t cursor, uint64_t size,
-                                     cubert_handle_t *out_handle) {
+                                      uint64_t stream, uint64_t cursor, uint64_t size,
+                                      cubert_handle_t *out_handle) {
   cubert_handle_t h;
   cubert_status_t st;
   if (!table || !out_handle) return CUBERT_STATUS_INVALID_ARGUMENT;
@@ -34,7 +34,7 @@ cubert_status_t cubert__handle_create(cubert_handle_table_t *table, uint32_t dev
 }
 
 cubert_status_t cubert__handle_clone(cubert_handle_table_t *table, const cubert_handle_t *handle,
-                                    cubert_handle_t *out_handle) {
+                                     cubert_handle_t *out_handle) {
   cubert_handle_t h;
   cubert_status_t st;
   if (!table || !handle || !out_handle) return CUBERT_STATUS_INVALID_ARGUMENT;
@@ -46,8 +46,8 @@ cubert_status_t cubert__handle_clone(cubert_handle_table_t *table, const cubert_
 }
 
 cubert_status_t cubert__handle_offset(cubert_handle_table_t *table, const cubert_handle_t *handle,
-                                     uint64_t offset_start, uint64_t offset_end,
-                                     cubert_handle_t *out_handle) {
+                                      uint64_t offset_start, uint64_t offset_end,
+                                      cubert_handle_t *out_handle) {
   cubert_handle_t h;
   uint64_t start, end, trimmed;
   cubert_status_t st;
@@ -67,7 +67,7 @@ cubert_status_t cubert__handle_offset(cubert_handle_table_t *table, const cubert
 }
 
 cubert_status_t cubert__handle_binding(cubert_handle_table_t *table, const cubert_handle_t *handle,
-                                      cubert_binding_t *out_binding) {
+                                       cubert_binding_t *out_binding) {
   cubert_handle_t h;
   cubert_status_t st;
   if (!table || !handle || !out_binding) return CUBERT_STATUS_INVALID_ARGUMENT;
@@ -79,18 +79,18 @@ cubert_status_t cubert__handle_binding(cubert_handle_table_t *table, const cuber
 }
 
 cubert_status_t cubert__binding_clone(cubert_handle_table_t *table, const cubert_binding_t *binding,
-                                     cubert_binding_t *out_binding) {
+                                      cubert_binding_t *out_binding) {
   return cubert__handle_binding(table, binding, out_binding);
 }
 
 cubert_status_t cubert__handle_release(cubert_handle_table_t *table,
-                                      const cubert_handle_t *handle) {
+                                       const cubert_handle_t *handle) {
   if (!table || !handle) return CUBERT_STATUS_INVALID_ARGUMENT;
   return cubert__memory_id_release_handle(table, handle->memory);
 }
 
 cubert_status_t cubert__binding_release(cubert_handle_table_t *table,
-                                       const cubert_binding_t *binding) {
+                                        const cubert_binding_t *binding) {
   if (!table || !binding) return CUBERT_STATUS_INVALID_ARGUMENT;
   return cubert__memory_id_release_binding(table, binding->memory);
 }

@@ -17,8 +17,8 @@
  * CUBERT_HANDLE_MAX_COUNT. INVALID_HANDLE: the id is not alive.
  * Not thread-safe: no other thread may use the id meanwhile. */
 cubert_status_t cubert__handle_table_debug_set_counts(cubert_handle_table_t *table,
-                                                     cubert_memory_id_t id, uint32_t handles,
-                                                     uint32_t bindings);
+                                                      cubert_memory_id_t id, uint32_t handles,
+                                                      uint32_t bindings);
 
 /* Walk every grown slot of a quiescent table (no call in flight) and check
  * the invariants: a slot is in the free set exactly when it is marked free;
@@ -31,6 +31,6 @@ cubert_status_t cubert__handle_table_debug_set_counts(cubert_handle_table_t *tab
  * pointer may be NULL). Returns OK, INVALID_ARGUMENT (NULL table) or
  * INTERNAL (an invariant is broken). */
 cubert_status_t cubert__handle_table_debug_check(const cubert_handle_table_t *table,
-                                                uint32_t *out_alive, uint32_t *out_dead_owned);
+                                                 uint32_t *out_alive, uint32_t *out_dead_owned);
 
 #endif /* CUBERT_CORE_HANDLE_INTERNAL_H */

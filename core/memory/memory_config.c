@@ -224,9 +224,9 @@ static cubert_status_t round_field(uint64_t value, uint64_t align, uint64_t *out
 }
 
 cubert_status_t cubert__memory_pool_entry_resolve(const cubert_memory_pool_options_t *entry,
-                                                 uint64_t alignment, bool exclusive_memory_only,
-                                                 cubert_memory_pool_options_t *out,
-                                                 cubert_error_t *out_error) {
+                                                  uint64_t alignment, bool exclusive_memory_only,
+                                                  cubert_memory_pool_options_t *out,
+                                                  cubert_error_t *out_error) {
   cubert_memory_pool_options_t r;
   uint64_t fields[2];
   if (alignment == 0) alignment = 1;
@@ -363,7 +363,7 @@ cubert_status_t cubert_memory_configuration_pools(const cubert_memory_configurat
         cubert_memory_pool_options_t p = config->pools[i];
         if (p.type == CUBERT_MEMORY_POOL_EXCLUSIVE &&
             round_field(p.max_alloc_size, props_alignment(props), &p.max_alloc_size, out_error) !=
-                CUBERT_STATUS_OK)
+            CUBERT_STATUS_OK)
           return CUBERT_STATUS_OVERFLOW;
         emit(out_pools, capacity, &n, p);
       }
@@ -420,12 +420,12 @@ cubert_status_t cubert_memory_configuration_resolve(
   for (i = 0; i < pools->count; i++) {
     cubert_memory_pool_options_t tmp;
     CUBERT_RETURN_IF_ERROR(cubert__memory_pool_entry_resolve(&pools->entries[i], align,
-                                                            exclusive_memory_only, &tmp,
-                                                            out_error));
+                                                             exclusive_memory_only, &tmp,
+                                                             out_error));
   }
   for (i = 0; i < pools->count; i++)
     (void)cubert__memory_pool_entry_resolve(&pools->entries[i], align, exclusive_memory_only,
-                                           &pool_buffer[i], NULL);
+                                            &pool_buffer[i], NULL);
   out_config->kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
   out_config->pools = pool_buffer;
   out_config->pool_count = pools->count;

@@ -14,8 +14,8 @@
 #include "memory/memory.h"
 
 void cubert__direct_pool_initialize(cubert_direct_pool_t *pool, cubert_memory_env_t *env,
-                                   uint8_t position, const cubert_memory_pool_options_t *opt,
-                                   uint64_t alignment) {
+                                    uint8_t position, const cubert_memory_pool_options_t *opt,
+                                    uint64_t alignment) {
   cubert_memset(pool, 0, sizeof *pool);
   cubert__memory_slots_initialize(&pool->slices, env, position, false, CUBERT_MEMORY_NIL - 1);
   pool->alignment = alignment == 0 ? 1 : alignment;
@@ -27,8 +27,8 @@ void cubert__direct_pool_deinitialize(cubert_direct_pool_t *pool) {
 }
 
 cubert_status_t cubert__direct_pool_try_reserve(cubert_direct_pool_t *pool, uint64_t size,
-                                               cubert_memory_id_t owner, bool *out_found,
-                                               cubert_error_t *out_error) {
+                                                cubert_memory_id_t owner, bool *out_found,
+                                                cubert_error_t *out_error) {
   cubert_memory_slots_t *slots = &pool->slices;
   uint64_t eff;
   uint32_t s;
@@ -48,7 +48,7 @@ cubert_status_t cubert__direct_pool_try_reserve(cubert_direct_pool_t *pool, uint
 }
 
 cubert_status_t cubert__direct_pool_alloc(cubert_direct_pool_t *pool, uint64_t size,
-                                         cubert_memory_id_t owner, cubert_error_t *out_error) {
+                                          cubert_memory_id_t owner, cubert_error_t *out_error) {
   cubert_memory_slots_t *slots = &pool->slices;
   uint64_t eff;
   uint32_t s;
@@ -68,12 +68,12 @@ cubert_status_t cubert__direct_pool_alloc(cubert_direct_pool_t *pool, uint64_t s
     }
   }
   return cubert__memory_slots_allocate(slots, cubert__memory_slots_vacant(slots), eff, size,
-                                      eff - size, owner, out_error);
+                                       eff - size, owner, out_error);
 }
 
 cubert_status_t cubert__direct_pool_find(cubert_direct_pool_t *pool, cubert_memory_location_t loc,
-                                        cubert_memory_id_t id, cubert_memory_slice_view_t *out,
-                                        cubert_error_t *out_error) {
+                                         cubert_memory_id_t id, cubert_memory_slice_view_t *out,
+                                         cubert_error_t *out_error) {
   return cubert__memory_slots_find(&pool->slices, loc, id, out, out_error);
 }
 

@@ -49,9 +49,9 @@ uint64_t cubert__exclusive_pool_average(const cubert_exclusive_pool_t *pool) {
 }
 
 cubert_status_t cubert__exclusive_pool_initialize(cubert_exclusive_pool_t *pool,
-                                                 cubert_memory_env_t *env, uint8_t position,
-                                                 const cubert_memory_pool_options_t *opt,
-                                                 uint64_t alignment, cubert_error_t *out_error) {
+                                                  cubert_memory_env_t *env, uint8_t position,
+                                                  const cubert_memory_pool_options_t *opt,
+                                                  uint64_t alignment, cubert_error_t *out_error) {
   (void)out_error;
   cubert_memset(pool, 0, sizeof *pool);
   cubert__memory_slots_initialize(&pool->pages, env, position, true, CUBERT_MEMORY_PAGE_SLOTS);
@@ -71,8 +71,8 @@ bool cubert__exclusive_pool_accept(const cubert_exclusive_pool_t *pool, uint64_t
 }
 
 cubert_status_t cubert__exclusive_pool_try_reserve(cubert_exclusive_pool_t *pool, uint64_t size,
-                                                  cubert_memory_id_t owner, bool *out_found,
-                                                  cubert_error_t *out_error) {
+                                                   cubert_memory_id_t owner, bool *out_found,
+                                                   cubert_error_t *out_error) {
   cubert_memory_slots_t *pages = &pool->pages;
   uint32_t i, best = CUBERT_MEMORY_NIL;
   *out_found = false;
@@ -91,13 +91,13 @@ cubert_status_t cubert__exclusive_pool_try_reserve(cubert_exclusive_pool_t *pool
 }
 
 cubert_status_t cubert__exclusive_pool_alloc(cubert_exclusive_pool_t *pool, uint64_t size,
-                                            cubert_memory_id_t owner, cubert_error_t *out_error) {
+                                             cubert_memory_id_t owner, cubert_error_t *out_error) {
   cubert_memory_slots_t *pages = &pool->pages;
   uint64_t bytes;
   uint32_t slot;
   if (size > pool->max_alloc_size ||
       cubert_u64_round_up(CUBERT_MAX(pool->avg_int, size), pool->alignment, &bytes) !=
-          CUBERT_STATUS_OK)
+      CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_IO_BUFFER_TOO_BIG, &size, 1, NULL);
   slot = cubert__memory_slots_vacant(pages);
   if (slot == pages->count) {
@@ -121,14 +121,14 @@ cubert_status_t cubert__exclusive_pool_alloc(cubert_exclusive_pool_t *pool, uint
 }
 
 cubert_status_t cubert__exclusive_pool_find(cubert_exclusive_pool_t *pool,
-                                           cubert_memory_location_t loc, cubert_memory_id_t id,
-                                           cubert_memory_slice_view_t *out,
-                                           cubert_error_t *out_error) {
+                                            cubert_memory_location_t loc, cubert_memory_id_t id,
+                                            cubert_memory_slice_view_t *out,
+                                            cubert_error_t *out_error) {
   return cubert__memory_slots_find(&pool->pages, loc, id, out, out_error);
 }
 
 void cubert__exclusive_pool_cleanup(cubert_exclusive_pool_t *pool, uint64_t alloc_nr,
-                                   bool explicit_) {
+                                    bool explicit_) {
   cubert_memory_slots_t *pages = &pool->pages;
   uint64_t check_period =
       pool->dealloc_period == CUBERT_MEMORY_NONE ? UINT64_MAX : pool->dealloc_period / 5;
@@ -158,9 +158,9 @@ void cubert__exclusive_pool_trim(cubert_exclusive_pool_t *pool) {
        * refuses the entry first); the manager's dispatch still links */
 
 cubert_status_t cubert__exclusive_pool_initialize(cubert_exclusive_pool_t *pool,
-                                                 cubert_memory_env_t *env, uint8_t position,
-                                                 const cubert_memory_pool_options_t *opt,
-                                                 uint64_t alignment, cubert_error_t *out_error) {
+                                                  cubert_memory_env_t *env, uint8_t position,
+                                                  const cubert_memory_pool_options_t *opt,
+                                                  uint64_t alignment, cubert_error_t *out_error) {
   (void)env;
   (void)position;
   (void)opt;
@@ -179,8 +179,8 @@ bool cubert__exclusive_pool_accept(const cubert_exclusive_pool_t *pool, uint64_t
 }
 
 cubert_status_t cubert__exclusive_pool_try_reserve(cubert_exclusive_pool_t *pool, uint64_t size,
-                                                  cubert_memory_id_t owner, bool *out_found,
-                                                  cubert_error_t *out_error) {
+                                                   cubert_memory_id_t owner, bool *out_found,
+                                                   cubert_error_t *out_error) {
   (void)pool;
   (void)size;
   (void)owner;
@@ -190,7 +190,7 @@ cubert_status_t cubert__exclusive_pool_try_reserve(cubert_exclusive_pool_t *pool
 }
 
 cubert_status_t cubert__exclusive_pool_alloc(cubert_exclusive_pool_t *pool, uint64_t size,
-                                            cubert_memory_id_t owner, cubert_error_t *out_error) {
+                                             cubert_memory_id_t owner, cubert_error_t *out_error) {
   (void)pool;
   (void)size;
   (void)owner;
@@ -199,9 +199,9 @@ cubert_status_t cubert__exclusive_pool_alloc(cubert_exclusive_pool_t *pool, uint
 }
 
 cubert_status_t cubert__exclusive_pool_find(cubert_exclusive_pool_t *pool,
-                                           cubert_memory_location_t loc, cubert_memory_id_t id,
-                                           cubert_memory_slice_view_t *out,
-                                           cubert_error_t *out_error) {
+                                            cubert_memory_location_t loc, cubert_memory_id_t id,
+                                            cubert_memory_slice_view_t *out,
+                                            cubert_error_t *out_error) {
   (void)pool;
   (void)loc;
   (void)id;
@@ -210,7 +210,7 @@ cubert_status_t cubert__exclusive_pool_find(cubert_exclusive_pool_t *pool,
 }
 
 void cubert__exclusive_pool_cleanup(cubert_exclusive_pool_t *pool, uint64_t alloc_nr,
-                                   bool explicit_) {
+                                    bool explicit_) {
   (void)pool;
   (void)alloc_nr;
   (void)explicit_;

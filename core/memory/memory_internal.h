@@ -58,17 +58,17 @@ static inline uint64_t cubert__memory_sat_add(uint64_t a, uint64_t b) {
  * at least `min_cap`). *cap updated on success; RESOURCE_EXHAUSTED/OVERFLOW
  * leave it untouched. */
 cubert_status_t cubert__memory_array_reserve(cubert_allocator_t allocator, void **array,
-                                            uint32_t *cap, uint32_t need, size_t elem,
-                                            uint32_t min_cap);
+                                             uint32_t *cap, uint32_t need, size_t elem,
+                                             uint32_t min_cap);
 /* Free an array allocated by cubert__memory_array_reserve. */
 void cubert__memory_array_free(cubert_allocator_t allocator, void **array, uint32_t *cap,
-                              size_t elem);
+                               size_t elem);
 /* The pool drops its reference on an owner id (ignores a failure: the id is
  * then already not owned). */
 void cubert__memory_owner_drop(cubert_memory_env_t *env, cubert_memory_id_t *owner);
 /* Is the slice owned by `owner` reusable (every user reference gone)? */
 static inline bool cubert__memory_owner_is_free(const cubert_memory_env_t *env,
-                                               cubert_memory_id_t owner) {
+                                                cubert_memory_id_t owner) {
   /* unreachable: the null owner (callers ask for used slices, which always have one) */
   return cubert__memory_id_is_null(owner) || cubert__memory_id_is_free(env->table, owner);
 }
@@ -76,7 +76,7 @@ static inline bool cubert__memory_owner_is_free(const cubert_memory_env_t *env,
 void cubert__memory_storage_dealloc(cubert_memory_env_t *env, uint64_t id);
 /* NOT_FOUND with a reason "<prefix><n><suffix>". */
 cubert_status_t cubert__memory_not_found(cubert_error_t *out_error, const char *prefix,
-                                        uint64_t n, const char *suffix);
+                                         uint64_t n, const char *suffix);
 /* Decimal digits of v into buf (at least 21 bytes); returns the length. */
 size_t cubert__memory_format_u64(uint64_t v, char *buf);
 
@@ -139,24 +139,24 @@ typedef struct cubert_sliced_pool_t {
 
 /* Validate and set up (no allocation). page_size 0: CONFIG_ZERO_SIZE. */
 cubert_status_t cubert__sliced_pool_initialize(cubert_sliced_pool_t *pool, cubert_memory_env_t *env,
-                                              uint8_t position, const cubert_memory_pool_options_t *opt,
-                                              uint64_t alignment, uint32_t poll_per_reserve,
-                                              cubert_error_t *out_error);
+                                               uint8_t position, const cubert_memory_pool_options_t *opt,
+                                               uint64_t alignment, uint32_t poll_per_reserve,
+                                               cubert_error_t *out_error);
 /* Release every page (dropping every owner) and the bookkeeping. */
 void cubert__sliced_pool_deinitialize(cubert_sliced_pool_t *pool);
 bool cubert__sliced_pool_accept(const cubert_sliced_pool_t *pool, uint64_t size);
 /* Reuse free space for `owner` (a new id already owned by the pool). OK with
  * *out_found false when nothing fits. RESOURCE_EXHAUSTED, OVERFLOW. */
 cubert_status_t cubert__sliced_pool_try_reserve(cubert_sliced_pool_t *pool, uint64_t size,
-                                               cubert_memory_id_t owner, bool *out_found,
-                                               cubert_error_t *out_error);
+                                                cubert_memory_id_t owner, bool *out_found,
+                                                cubert_error_t *out_error);
 /* A new page, carved for `owner`. POOL_CAPACITY_EXCEEDED, storage errors,
  * RESOURCE_EXHAUSTED, OVERFLOW. */
 cubert_status_t cubert__sliced_pool_alloc(cubert_sliced_pool_t *pool, uint64_t size,
-                                         cubert_memory_id_t owner, cubert_error_t *out_error);
+                                          cubert_memory_id_t owner, cubert_error_t *out_error);
 cubert_status_t cubert__sliced_pool_find(cubert_sliced_pool_t *pool, cubert_memory_location_t loc,
-                                        cubert_memory_id_t id, cubert_memory_slice_view_t *out,
-                                        cubert_error_t *out_error);
+                                         cubert_memory_id_t id, cubert_memory_slice_view_t *out,
+                                         cubert_error_t *out_error);
 /* Explicit: coalesce and release wholly free pages. Periodic: nothing. */
 void cubert__sliced_pool_cleanup(cubert_sliced_pool_t *pool, bool explicit_);
 /* Detect every released slice (and merge). */
@@ -173,7 +173,7 @@ typedef struct cubert_sliced_block_t {
   bool is_free;
 } cubert_sliced_block_t;
 uint32_t cubert__sliced_pool_page_blocks(cubert_sliced_pool_t *pool, uint32_t page,
-                                        cubert_sliced_block_t *out, uint32_t capacity);
+                                         cubert_sliced_block_t *out, uint32_t capacity);
 
 /* ---- whole-allocation slots (memory_slots.c) ------------------------------ */
 
@@ -201,7 +201,7 @@ typedef struct cubert_memory_slots_t {
 } cubert_memory_slots_t;
 
 void cubert__memory_slots_initialize(cubert_memory_slots_t *slots, cubert_memory_env_t *env,
-                                    uint8_t position, bool by_page, uint32_t max_count);
+                                     uint8_t position, bool by_page, uint32_t max_count);
 /* Release every allocation (dropping every owner) and the slot array. */
 void cubert__memory_slots_deinitialize(cubert_memory_slots_t *slots);
 /* A used slot whose owner is released becomes free. */
@@ -215,8 +215,8 @@ static inline bool cubert__memory_slot_is_free(cubert_memory_env_t *env, cubert_
 }
 /* Reuse the free slot s for `owner` (size, padding). INVALID_HANDLE. */
 cubert_status_t cubert__memory_slots_occupy(cubert_memory_slots_t *slots, uint32_t s, uint64_t size,
-                                           uint64_t padding, cubert_memory_id_t owner,
-                                           cubert_error_t *out_error);
+                                            uint64_t padding, cubert_memory_id_t owner,
+                                            cubert_error_t *out_error);
 /* The first vacant slot; count when there is none. */
 uint32_t cubert__memory_slots_vacant(const cubert_memory_slots_t *slots);
 /* Room for one slot past count. POOL_CAPACITY_EXCEEDED (max_count),
@@ -226,13 +226,13 @@ cubert_status_t cubert__memory_slots_room(cubert_memory_slots_t *slots);
  * made), used by `owner`. Storage errors, INVALID_HANDLE; nothing changes on
  * failure. */
 cubert_status_t cubert__memory_slots_allocate(cubert_memory_slots_t *slots, uint32_t s,
-                                             uint64_t bytes, uint64_t size, uint64_t padding,
-                                             cubert_memory_id_t owner, cubert_error_t *out_error);
+                                              uint64_t bytes, uint64_t size, uint64_t padding,
+                                              cubert_memory_id_t owner, cubert_error_t *out_error);
 /* The slice view of a location (NOT_FOUND with CubeCL's texts). */
 cubert_status_t cubert__memory_slots_find(cubert_memory_slots_t *slots,
-                                         cubert_memory_location_t loc, cubert_memory_id_t id,
-                                         cubert_memory_slice_view_t *out,
-                                         cubert_error_t *out_error);
+                                          cubert_memory_location_t loc, cubert_memory_id_t id,
+                                          cubert_memory_slice_view_t *out,
+                                          cubert_error_t *out_error);
 /* Deallocate slot s's storage; the slot becomes vacant. */
 void cubert__memory_slots_release(cubert_memory_slots_t *slots, uint32_t s);
 /* Forget the vacant slots at the end. */
@@ -241,7 +241,7 @@ void cubert__memory_slots_trim_tail(cubert_memory_slots_t *slots);
 uint32_t cubert__memory_slots_release_free(cubert_memory_slots_t *slots);
 /* Usage, pages, peak, largest free/alloc; max_pool_size and reclaim_at NONE. */
 void cubert__memory_slots_report(cubert_memory_slots_t *slots, cubert_memory_pool_kind_t kind,
-                                cubert_memory_pool_report_t *out);
+                                 cubert_memory_pool_report_t *out);
 /* Free the slot array when no allocation is held. */
 void cubert__memory_slots_trim(cubert_memory_slots_t *slots);
 
@@ -258,22 +258,22 @@ typedef struct cubert_exclusive_pool_t {
 } cubert_exclusive_pool_t;
 
 cubert_status_t cubert__exclusive_pool_initialize(cubert_exclusive_pool_t *pool,
-                                                 cubert_memory_env_t *env, uint8_t position,
-                                                 const cubert_memory_pool_options_t *opt,
-                                                 uint64_t alignment, cubert_error_t *out_error);
+                                                  cubert_memory_env_t *env, uint8_t position,
+                                                  const cubert_memory_pool_options_t *opt,
+                                                  uint64_t alignment, cubert_error_t *out_error);
 void cubert__exclusive_pool_deinitialize(cubert_exclusive_pool_t *pool);
 bool cubert__exclusive_pool_accept(const cubert_exclusive_pool_t *pool, uint64_t size);
 cubert_status_t cubert__exclusive_pool_try_reserve(cubert_exclusive_pool_t *pool, uint64_t size,
-                                                  cubert_memory_id_t owner, bool *out_found,
-                                                  cubert_error_t *out_error);
+                                                   cubert_memory_id_t owner, bool *out_found,
+                                                   cubert_error_t *out_error);
 cubert_status_t cubert__exclusive_pool_alloc(cubert_exclusive_pool_t *pool, uint64_t size,
-                                            cubert_memory_id_t owner, cubert_error_t *out_error);
+                                             cubert_memory_id_t owner, cubert_error_t *out_error);
 cubert_status_t cubert__exclusive_pool_find(cubert_exclusive_pool_t *pool,
-                                           cubert_memory_location_t loc, cubert_memory_id_t id,
-                                           cubert_memory_slice_view_t *out,
-                                           cubert_error_t *out_error);
+                                            cubert_memory_location_t loc, cubert_memory_id_t id,
+                                            cubert_memory_slice_view_t *out,
+                                            cubert_error_t *out_error);
 void cubert__exclusive_pool_cleanup(cubert_exclusive_pool_t *pool, uint64_t alloc_nr,
-                                   bool explicit_);
+                                    bool explicit_);
 void cubert__exclusive_pool_report(cubert_exclusive_pool_t *pool, cubert_memory_pool_report_t *out);
 void cubert__exclusive_pool_trim(cubert_exclusive_pool_t *pool);
 /* The running average's integer part (tests). */
@@ -296,21 +296,21 @@ typedef struct cubert_persistent_pool_t {
 } cubert_persistent_pool_t;
 
 void cubert__persistent_pool_initialize(cubert_persistent_pool_t *pool, cubert_memory_env_t *env,
-                                       uint64_t alignment, uint64_t max_alloc_size);
+                                        uint64_t alignment, uint64_t max_alloc_size);
 void cubert__persistent_pool_deinitialize(cubert_persistent_pool_t *pool);
 cubert_status_t cubert__persistent_pool_try_reserve(cubert_persistent_pool_t *pool, uint64_t size,
-                                                   cubert_memory_id_t owner, bool *out_found,
-                                                   cubert_error_t *out_error);
+                                                    cubert_memory_id_t owner, bool *out_found,
+                                                    cubert_error_t *out_error);
 cubert_status_t cubert__persistent_pool_alloc(cubert_persistent_pool_t *pool, uint64_t size,
-                                             cubert_memory_id_t owner, cubert_error_t *out_error);
+                                              cubert_memory_id_t owner, cubert_error_t *out_error);
 bool cubert__persistent_pool_has_size(const cubert_persistent_pool_t *pool, uint64_t size);
 cubert_status_t cubert__persistent_pool_find(cubert_persistent_pool_t *pool,
-                                            cubert_memory_location_t loc, cubert_memory_id_t id,
-                                            cubert_memory_slice_view_t *out,
-                                            cubert_error_t *out_error);
+                                             cubert_memory_location_t loc, cubert_memory_id_t id,
+                                             cubert_memory_slice_view_t *out,
+                                             cubert_error_t *out_error);
 void cubert__persistent_pool_cleanup(cubert_persistent_pool_t *pool, bool explicit_);
 void cubert__persistent_pool_report(cubert_persistent_pool_t *pool,
-                                   cubert_memory_pool_report_t *out);
+                                    cubert_memory_pool_report_t *out);
 void cubert__persistent_pool_trim(cubert_persistent_pool_t *pool);
 
 /* memory_direct.c */
@@ -321,17 +321,17 @@ typedef struct cubert_direct_pool_t {
 } cubert_direct_pool_t;
 
 void cubert__direct_pool_initialize(cubert_direct_pool_t *pool, cubert_memory_env_t *env,
-                                   uint8_t position, const cubert_memory_pool_options_t *opt,
-                                   uint64_t alignment);
+                                    uint8_t position, const cubert_memory_pool_options_t *opt,
+                                    uint64_t alignment);
 void cubert__direct_pool_deinitialize(cubert_direct_pool_t *pool);
 cubert_status_t cubert__direct_pool_try_reserve(cubert_direct_pool_t *pool, uint64_t size,
-                                               cubert_memory_id_t owner, bool *out_found,
-                                               cubert_error_t *out_error);
+                                                cubert_memory_id_t owner, bool *out_found,
+                                                cubert_error_t *out_error);
 cubert_status_t cubert__direct_pool_alloc(cubert_direct_pool_t *pool, uint64_t size,
-                                         cubert_memory_id_t owner, cubert_error_t *out_error);
+                                          cubert_memory_id_t owner, cubert_error_t *out_error);
 cubert_status_t cubert__direct_pool_find(cubert_direct_pool_t *pool, cubert_memory_location_t loc,
-                                        cubert_memory_id_t id, cubert_memory_slice_view_t *out,
-                                        cubert_error_t *out_error);
+                                         cubert_memory_id_t id, cubert_memory_slice_view_t *out,
+                                         cubert_error_t *out_error);
 void cubert__direct_pool_cleanup(cubert_direct_pool_t *pool, bool explicit_);
 void cubert__direct_pool_report(cubert_direct_pool_t *pool, cubert_memory_pool_report_t *out);
 void cubert__direct_pool_trim(cubert_direct_pool_t *pool);
@@ -340,9 +340,9 @@ void cubert__direct_pool_trim(cubert_direct_pool_t *pool);
 
 /* Validate and normalize one explicit-layout entry. */
 cubert_status_t cubert__memory_pool_entry_resolve(const cubert_memory_pool_options_t *entry,
-                                                 uint64_t alignment, bool exclusive_memory_only,
-                                                 cubert_memory_pool_options_t *out,
-                                                 cubert_error_t *out_error);
+                                                  uint64_t alignment, bool exclusive_memory_only,
+                                                  cubert_memory_pool_options_t *out,
+                                                  cubert_error_t *out_error);
 /* 5000 * round_half_away(1 + size / 2^30). */
 uint64_t cubert__memory_dealloc_period(uint64_t size);
 
@@ -361,7 +361,7 @@ typedef struct cubert_memory_pool_t {
 
 /* The dynamic pool at `position` (NULL when out of range). */
 cubert_memory_pool_t *cubert__memory_manager_pool(cubert_memory_manager_t *manager,
-                                                 uint32_t position);
+                                                  uint32_t position);
 cubert_persistent_pool_t *cubert__memory_manager_persistent(cubert_memory_manager_t *manager);
 
 #endif /* CUBERT_CORE_MEMORY_INTERNAL_H */

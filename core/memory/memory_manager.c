@@ -183,16 +183,16 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
     switch (options[i].type) {
       case CUBERT_MEMORY_POOL_SLICED:
         status = cubert__sliced_pool_initialize(&pools[i].u.sliced, &mm->env, (uint8_t)i,
-                                               &options[i], props.alignment, mm->poll_per_reserve,
-                                               out_error);
+                                                &options[i], props.alignment, mm->poll_per_reserve,
+                                                out_error);
         break;
       case CUBERT_MEMORY_POOL_EXCLUSIVE:
         status = cubert__exclusive_pool_initialize(&pools[i].u.exclusive, &mm->env, (uint8_t)i,
-                                                  &options[i], props.alignment, out_error);
+                                                   &options[i], props.alignment, out_error);
         break;
       case CUBERT_MEMORY_POOL_DIRECT:
         cubert__direct_pool_initialize(&pools[i].u.direct, &mm->env, (uint8_t)i, &options[i],
-                                      props.alignment);
+                                       props.alignment);
         break;
       default: break; /* not a pool type (the enum's width sentinel) */
     }
@@ -252,7 +252,7 @@ cubert_status_t cubert__memory_manager_create(
   else
     mm->persistent_depth = options->persistent_memory == CUBERT_PERSISTENT_MEMORY_ENFORCED;
   cubert__persistent_pool_initialize(&mm->persistent, &mm->env, mm->props.alignment,
-                                    mm->props.max_page_size);
+                                     mm->props.max_page_size);
   status = pools_build(mm, config, mm->props, &mm->pools, &mm->pool_count, out_error);
   if (status != CUBERT_STATUS_OK) {
     cubert_allocator_free(allocator, mm, sizeof *mm, 0);
@@ -307,7 +307,7 @@ void cubert__memory_manager_cleanup(cubert_memory_manager_t *mm, bool explicit_)
 }
 
 void cubert__memory_manager_set_mode(cubert_memory_manager_t *mm,
-                                    cubert_memory_allocation_mode_t mode) {
+                                     cubert_memory_allocation_mode_t mode) {
   if (!mm || mm->persistent_memory == CUBERT_PERSISTENT_MEMORY_DISABLED ||
       mm->persistent_memory == CUBERT_PERSISTENT_MEMORY_ENFORCED)
     return;
@@ -362,9 +362,9 @@ uint64_t cubert__memory_manager_alloc_reserve_count(const cubert_memory_manager_
 }
 
 cubert_status_t cubert__memory_manager_report(cubert_memory_manager_t *mm,
-                                             cubert_memory_pool_report_t *out_dynamic,
-                                             uint32_t capacity, uint32_t *out_count,
-                                             cubert_memory_pool_report_t *out_persistent) {
+                                              cubert_memory_pool_report_t *out_dynamic,
+                                              uint32_t capacity, uint32_t *out_count,
+                                              cubert_memory_pool_report_t *out_persistent) {
   uint32_t i;
   if (!mm || (capacity > 0 && !out_dynamic)) return CUBERT_STATUS_INVALID_ARGUMENT;
   for (i = 0; i < mm->pool_count && i < capacity; i++) pool_report(&mm->pools[i], &out_dynamic[i]);
@@ -456,8 +456,8 @@ static void id_discard(cubert_memory_manager_t *mm, cubert_memory_id_t id) {
 }
 
 cubert_status_t cubert__memory_manager_reserve(cubert_memory_manager_t *mm, uint64_t size,
-                                              cubert_memory_id_t *out_id,
-                                              cubert_error_t *out_error) {
+                                               cubert_memory_id_t *out_id,
+                                               cubert_error_t *out_error) {
   cubert_memory_id_t nid;
   cubert_memory_location_t unset;
   cubert_status_t status;
@@ -471,8 +471,8 @@ cubert_status_t cubert__memory_manager_reserve(cubert_memory_manager_t *mm, uint
   if (status != CUBERT_STATUS_OK)
     return cubert_error_set(out_error,
                             status == CUBERT_STATUS_RESOURCE_EXHAUSTED
-                                ? CUBERT_ERROR_HOST_OUT_OF_MEMORY
-                                : CUBERT_ERROR_OUT_OF_RANGE,
+                            ? CUBERT_ERROR_HOST_OUT_OF_MEMORY
+                            : CUBERT_ERROR_OUT_OF_RANGE,
                             NULL, 0, "handle table");
   status = route(mm, size, nid, out_error);
   if (status == CUBERT_STATUS_OUT_OF_MEMORY && mm->reclaim_and_retry) {
@@ -510,8 +510,8 @@ static cubert_status_t find(cubert_memory_manager_t *mm, cubert_memory_id_t id,
 }
 
 cubert_status_t cubert__memory_manager_bind(cubert_memory_manager_t *mm, cubert_memory_id_t reserved,
-                                           cubert_memory_id_t assigned, uint64_t cursor,
-                                           cubert_error_t *out_error) {
+                                            cubert_memory_id_t assigned, uint64_t cursor,
+                                            cubert_error_t *out_error) {
   cubert_memory_location_t loc, assigned_loc;
   cubert_memory_slice_view_t view;
   if (!mm) return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, NULL);
@@ -547,8 +547,8 @@ cubert_status_t cubert__memory_manager_bind(cubert_memory_manager_t *mm, cubert_
 }
 
 cubert_status_t cubert__memory_manager_get_cursor(cubert_memory_manager_t *mm,
-                                                 cubert_memory_id_t binding, uint64_t *out_cursor,
-                                                 cubert_error_t *out_error) {
+                                                  cubert_memory_id_t binding, uint64_t *out_cursor,
+                                                  cubert_error_t *out_error) {
   cubert_memory_slice_view_t view;
   if (!mm || !out_cursor) return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, NULL);
   CUBERT_RETURN_IF_ERROR(find(mm, binding, &view, NULL, out_error));
@@ -557,9 +557,9 @@ cubert_status_t cubert__memory_manager_get_cursor(cubert_memory_manager_t *mm,
 }
 
 cubert_status_t cubert__memory_manager_get_storage(cubert_memory_manager_t *mm,
-                                                  cubert_memory_id_t binding,
-                                                  cubert_storage_handle_t *out_handle,
-                                                  cubert_error_t *out_error) {
+                                                   cubert_memory_id_t binding,
+                                                   cubert_storage_handle_t *out_handle,
+                                                   cubert_error_t *out_error) {
   cubert_memory_slice_view_t view;
   if (!mm || !out_handle) return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, NULL);
   CUBERT_RETURN_IF_ERROR(find(mm, binding, &view, NULL, out_error));
@@ -568,10 +568,10 @@ cubert_status_t cubert__memory_manager_get_storage(cubert_memory_manager_t *mm,
 }
 
 cubert_status_t cubert__memory_manager_get_resource(cubert_memory_manager_t *mm,
-                                                   cubert_memory_id_t binding, uint64_t offset_start,
-                                                   uint64_t offset_end,
-                                                   cubert_storage_resource_t *out_resource,
-                                                   cubert_error_t *out_error) {
+                                                    cubert_memory_id_t binding, uint64_t offset_start,
+                                                    uint64_t offset_end,
+                                                    cubert_storage_resource_t *out_resource,
+                                                    cubert_error_t *out_error) {
   cubert_memory_slice_view_t view;
   cubert_storage_handle_t h;
   if (!mm || !out_resource) return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, NULL);
@@ -588,9 +588,9 @@ cubert_status_t cubert__memory_manager_get_resource(cubert_memory_manager_t *mm,
 /* ---- layouts at run time ----------------------------------------------------------------- */
 
 cubert_status_t cubert__memory_manager_install_pools(cubert_memory_manager_t *mm,
-                                                    const cubert_memory_configuration_t *config,
-                                                    cubert_memory_device_properties_t props,
-                                                    cubert_error_t *out_error) {
+                                                     const cubert_memory_configuration_t *config,
+                                                     cubert_memory_device_properties_t props,
+                                                     cubert_error_t *out_error) {
   cubert_memory_pool_t *pools = NULL;
   cubert_memory_pool_report_t r;
   uint64_t in_use = 0;
@@ -616,7 +616,7 @@ cubert_status_t cubert__memory_manager_install_pools(cubert_memory_manager_t *mm
 }
 
 cubert_status_t cubert__memory_manager_release_pools(cubert_memory_manager_t *mm,
-                                                    cubert_memory_usage_t *out_remaining) {
+                                                     cubert_memory_usage_t *out_remaining) {
   uint32_t i;
   if (!mm) return CUBERT_STATUS_INVALID_ARGUMENT;
   cleanup(mm, true);

@@ -92,10 +92,10 @@ static cubert_status_t buckets_ensure(cubert_persistent_pool_t *pool) {
 }
 
 void cubert__persistent_pool_initialize(cubert_persistent_pool_t *pool, cubert_memory_env_t *env,
-                                       uint64_t alignment, uint64_t max_alloc_size) {
+                                        uint64_t alignment, uint64_t max_alloc_size) {
   cubert_memset(pool, 0, sizeof *pool);
   cubert__memory_slots_initialize(&pool->slices, env, (uint8_t)CUBERT_MEMORY_PERSISTENT_POOL_POS,
-                                 false, CUBERT_MEMORY_NIL - 1);
+                                  false, CUBERT_MEMORY_NIL - 1);
   pool->alignment = alignment == 0 ? 1 : alignment;
   pool->max_alloc_size = max_alloc_size;
 }
@@ -112,8 +112,8 @@ bool cubert__persistent_pool_has_size(const cubert_persistent_pool_t *pool, uint
 }
 
 cubert_status_t cubert__persistent_pool_try_reserve(cubert_persistent_pool_t *pool, uint64_t size,
-                                                   cubert_memory_id_t owner, bool *out_found,
-                                                   cubert_error_t *out_error) {
+                                                    cubert_memory_id_t owner, bool *out_found,
+                                                    cubert_error_t *out_error) {
   cubert_memory_slots_t *slots = &pool->slices;
   uint64_t eff;
   uint32_t b, s;
@@ -132,7 +132,7 @@ cubert_status_t cubert__persistent_pool_try_reserve(cubert_persistent_pool_t *po
 }
 
 cubert_status_t cubert__persistent_pool_alloc(cubert_persistent_pool_t *pool, uint64_t size,
-                                             cubert_memory_id_t owner, cubert_error_t *out_error) {
+                                              cubert_memory_id_t owner, cubert_error_t *out_error) {
   cubert_memory_slots_t *slots = &pool->slices;
   uint64_t eff;
   uint32_t s;
@@ -150,9 +150,9 @@ cubert_status_t cubert__persistent_pool_alloc(cubert_persistent_pool_t *pool, ui
 }
 
 cubert_status_t cubert__persistent_pool_find(cubert_persistent_pool_t *pool,
-                                            cubert_memory_location_t loc, cubert_memory_id_t id,
-                                            cubert_memory_slice_view_t *out,
-                                            cubert_error_t *out_error) {
+                                             cubert_memory_location_t loc, cubert_memory_id_t id,
+                                             cubert_memory_slice_view_t *out,
+                                             cubert_error_t *out_error) {
   return cubert__memory_slots_find(&pool->slices, loc, id, out, out_error);
 }
 
@@ -161,7 +161,7 @@ void cubert__persistent_pool_cleanup(cubert_persistent_pool_t *pool, bool explic
 }
 
 void cubert__persistent_pool_report(cubert_persistent_pool_t *pool,
-                                   cubert_memory_pool_report_t *out) {
+                                    cubert_memory_pool_report_t *out) {
   cubert__memory_slots_report(&pool->slices, CUBERT_MEMORY_POOL_KIND_PERSISTENT, out);
   out->max_alloc_size = pool->max_alloc_size;
 }
@@ -179,10 +179,10 @@ void cubert__persistent_pool_trim(cubert_persistent_pool_t *pool) {
 #else /* !CUBERT_CONFIG_PERSISTENT_MEMORY: an empty pool nothing is ever put in */
 
 void cubert__persistent_pool_initialize(cubert_persistent_pool_t *pool, cubert_memory_env_t *env,
-                                       uint64_t alignment, uint64_t max_alloc_size) {
+                                        uint64_t alignment, uint64_t max_alloc_size) {
   cubert_memset(pool, 0, sizeof *pool);
   cubert__memory_slots_initialize(&pool->slices, env, (uint8_t)CUBERT_MEMORY_PERSISTENT_POOL_POS,
-                                 false, CUBERT_MEMORY_NIL - 1);
+                                  false, CUBERT_MEMORY_NIL - 1);
   pool->alignment = alignment == 0 ? 1 : alignment;
   pool->max_alloc_size = max_alloc_size;
 }
@@ -198,8 +198,8 @@ bool cubert__persistent_pool_has_size(const cubert_persistent_pool_t *pool, uint
 }
 
 cubert_status_t cubert__persistent_pool_try_reserve(cubert_persistent_pool_t *pool, uint64_t size,
-                                                   cubert_memory_id_t owner, bool *out_found,
-                                                   cubert_error_t *out_error) {
+                                                    cubert_memory_id_t owner, bool *out_found,
+                                                    cubert_error_t *out_error) {
   (void)pool;
   (void)size;
   (void)owner;
@@ -210,7 +210,7 @@ cubert_status_t cubert__persistent_pool_try_reserve(cubert_persistent_pool_t *po
 
 /* A manager made Persistent (options ENFORCED or initial_mode) cannot allocate. */
 cubert_status_t cubert__persistent_pool_alloc(cubert_persistent_pool_t *pool, uint64_t size,
-                                             cubert_memory_id_t owner, cubert_error_t *out_error) {
+                                              cubert_memory_id_t owner, cubert_error_t *out_error) {
   (void)pool;
   (void)size;
   (void)owner;
@@ -219,9 +219,9 @@ cubert_status_t cubert__persistent_pool_alloc(cubert_persistent_pool_t *pool, ui
 }
 
 cubert_status_t cubert__persistent_pool_find(cubert_persistent_pool_t *pool,
-                                            cubert_memory_location_t loc, cubert_memory_id_t id,
-                                            cubert_memory_slice_view_t *out,
-                                            cubert_error_t *out_error) {
+                                             cubert_memory_location_t loc, cubert_memory_id_t id,
+                                             cubert_memory_slice_view_t *out,
+                                             cubert_error_t *out_error) {
   return cubert__memory_slots_find(&pool->slices, loc, id, out, out_error);
 }
 
@@ -231,7 +231,7 @@ void cubert__persistent_pool_cleanup(cubert_persistent_pool_t *pool, bool explic
 }
 
 void cubert__persistent_pool_report(cubert_persistent_pool_t *pool,
-                                   cubert_memory_pool_report_t *out) {
+                                    cubert_memory_pool_report_t *out) {
   cubert__memory_slots_report(&pool->slices, CUBERT_MEMORY_POOL_KIND_PERSISTENT, out);
   out->max_alloc_size = pool->max_alloc_size;
 }

@@ -24,8 +24,8 @@ cubert_status_t cubert__memory_effective_size(uint64_t size, uint64_t align, uin
 }
 
 cubert_status_t cubert__memory_array_reserve(cubert_allocator_t allocator, void **array,
-                                            uint32_t *cap, uint32_t need, size_t elem,
-                                            uint32_t min_cap) {
+                                             uint32_t *cap, uint32_t need, size_t elem,
+                                             uint32_t min_cap) {
   uint32_t new_cap;
   size_t old_bytes, new_bytes;
   void *grown = NULL;
@@ -52,7 +52,7 @@ cubert_status_t cubert__memory_array_reserve(cubert_allocator_t allocator, void 
 }
 
 void cubert__memory_array_free(cubert_allocator_t allocator, void **array, uint32_t *cap,
-                              size_t elem) {
+                               size_t elem) {
   if (*array) cubert_allocator_free(allocator, *array, (size_t)*cap * elem, 0);
   *array = NULL;
   *cap = 0;
@@ -82,7 +82,7 @@ size_t cubert__memory_format_u64(uint64_t v, char *buf) {
 }
 
 cubert_status_t cubert__memory_not_found(cubert_error_t *out_error, const char *prefix, uint64_t n,
-                                        const char *suffix) {
+                                         const char *suffix) {
   char reason[96], digits[21];
   size_t len = 0;
   len += cubert__strlcpy(reason, prefix, sizeof reason);

@@ -129,8 +129,8 @@ static cubert_status_t nodes_ensure(cubert_sliced_pool_t *pool, uint32_t spare) 
   /* unreachable: in tests (2^32 - 2 slice nodes) */
   if (pool->node_count > CUBERT_MEMORY_NIL - 1 - spare) return CUBERT_STATUS_RESOURCE_EXHAUSTED;
   return cubert__memory_array_reserve(pool->env->allocator, (void **)&pool->nodes, &pool->node_cap,
-                                     pool->node_count + (spare - free_nodes),
-                                     sizeof(cubert_sliced_node_t), 64);
+                                      pool->node_count + (spare - free_nodes),
+                                      sizeof(cubert_sliced_node_t), 64);
 }
 
 static uint32_t node_take(cubert_sliced_pool_t *pool) {
@@ -314,9 +314,9 @@ static cubert_status_t set_location(cubert_sliced_pool_t *pool, cubert_memory_id
 /* ---- pool operations ------------------------------------------------------------- */
 
 cubert_status_t cubert__sliced_pool_initialize(cubert_sliced_pool_t *pool, cubert_memory_env_t *env,
-                                              uint8_t position, const cubert_memory_pool_options_t *opt,
-                                              uint64_t alignment, uint32_t poll_per_reserve,
-                                              cubert_error_t *out_error) {
+                                               uint8_t position, const cubert_memory_pool_options_t *opt,
+                                               uint64_t alignment, uint32_t poll_per_reserve,
+                                               cubert_error_t *out_error) {
   uint32_t i;
   uint64_t page = opt->page_size, cap = opt->max_pool_size, pages;
   if (page == 0)
@@ -352,9 +352,9 @@ void cubert__sliced_pool_deinitialize(cubert_sliced_pool_t *pool) {
     if (pool->pages[i].first != CUBERT_MEMORY_NIL)
       cubert__memory_storage_dealloc(pool->env, pool->pages[i].storage.id);
   cubert__memory_array_free(pool->env->allocator, (void **)&pool->nodes, &pool->node_cap,
-                           sizeof(cubert_sliced_node_t));
+                            sizeof(cubert_sliced_node_t));
   cubert__memory_array_free(pool->env->allocator, (void **)&pool->pages, &pool->page_cap,
-                           sizeof(cubert_sliced_page_t));
+                            sizeof(cubert_sliced_page_t));
   pool->node_count = pool->page_count = pool->pages_live = pool->used_count = 0;
 }
 
@@ -367,8 +367,8 @@ bool cubert__sliced_pool_accept(const cubert_sliced_pool_t *pool, uint64_t size)
 }
 
 cubert_status_t cubert__sliced_pool_try_reserve(cubert_sliced_pool_t *pool, uint64_t size,
-                                               cubert_memory_id_t owner, bool *out_found,
-                                               cubert_error_t *out_error) {
+                                                cubert_memory_id_t owner, bool *out_found,
+                                                cubert_error_t *out_error) {
   uint64_t eff;
   uint32_t n;
   cubert_status_t status;
@@ -407,7 +407,7 @@ static cubert_status_t capacity_exceeded(cubert_sliced_pool_t *pool, uint64_t si
 }
 
 cubert_status_t cubert__sliced_pool_alloc(cubert_sliced_pool_t *pool, uint64_t size,
-                                         cubert_memory_id_t owner, cubert_error_t *out_error) {
+                                          cubert_memory_id_t owner, cubert_error_t *out_error) {
   uint64_t eff;
   uint32_t slot, m;
   cubert_storage_handle_t storage;
@@ -457,8 +457,8 @@ cubert_status_t cubert__sliced_pool_alloc(cubert_sliced_pool_t *pool, uint64_t s
 }
 
 cubert_status_t cubert__sliced_pool_find(cubert_sliced_pool_t *pool, cubert_memory_location_t loc,
-                                        cubert_memory_id_t id, cubert_memory_slice_view_t *out,
-                                        cubert_error_t *out_error) {
+                                         cubert_memory_id_t id, cubert_memory_slice_view_t *out,
+                                         cubert_error_t *out_error) {
   cubert_sliced_node_t *node;
   if (loc.page >= pool->page_count || pool->pages[loc.page].first == CUBERT_MEMORY_NIL)
     return cubert__memory_not_found(out_error, "Memory page ", loc.page, " doesn't exist");
@@ -561,9 +561,9 @@ void cubert__sliced_pool_trim(cubert_sliced_pool_t *pool) {
   uint32_t i;
   if (pool->pages_live != 0) return;
   cubert__memory_array_free(pool->env->allocator, (void **)&pool->nodes, &pool->node_cap,
-                           sizeof(cubert_sliced_node_t));
+                            sizeof(cubert_sliced_node_t));
   cubert__memory_array_free(pool->env->allocator, (void **)&pool->pages, &pool->page_cap,
-                           sizeof(cubert_sliced_page_t));
+                            sizeof(cubert_sliced_page_t));
   pool->node_count = pool->page_count = pool->used_count = 0;
   pool->node_free = pool->page_vacant = pool->hand = pool->scan = CUBERT_MEMORY_NIL;
   for (i = 0; i < CUBERT_SLICED_BINS; i++) pool->bins[i] = CUBERT_MEMORY_NIL;
@@ -571,7 +571,7 @@ void cubert__sliced_pool_trim(cubert_sliced_pool_t *pool) {
 }
 
 uint32_t cubert__sliced_pool_page_blocks(cubert_sliced_pool_t *pool, uint32_t page,
-                                        cubert_sliced_block_t *out, uint32_t capacity) {
+                                         cubert_sliced_block_t *out, uint32_t capacity) {
   uint32_t n, count = 0;
   if (page >= pool->page_count || pool->pages[page].first == CUBERT_MEMORY_NIL) return 0;
   for (n = pool->pages[page].first; n != CUBERT_MEMORY_NIL; n = pool->nodes[n].next) {
@@ -590,9 +590,9 @@ uint32_t cubert__sliced_pool_page_blocks(cubert_sliced_pool_t *pool, uint32_t pa
        * refuses the entry first); the manager's dispatch still links */
 
 cubert_status_t cubert__sliced_pool_initialize(cubert_sliced_pool_t *pool, cubert_memory_env_t *env,
-                                              uint8_t position, const cubert_memory_pool_options_t *opt,
-                                              uint64_t alignment, uint32_t poll_per_reserve,
-                                              cubert_error_t *out_error) {
+                                               uint8_t position, const cubert_memory_pool_options_t *opt,
+                                               uint64_t alignment, uint32_t poll_per_reserve,
+                                               cubert_error_t *out_error) {
   (void)env;
   (void)position;
   (void)opt;
@@ -612,8 +612,8 @@ bool cubert__sliced_pool_accept(const cubert_sliced_pool_t *pool, uint64_t size)
 }
 
 cubert_status_t cubert__sliced_pool_try_reserve(cubert_sliced_pool_t *pool, uint64_t size,
-                                               cubert_memory_id_t owner, bool *out_found,
-                                               cubert_error_t *out_error) {
+                                                cubert_memory_id_t owner, bool *out_found,
+                                                cubert_error_t *out_error) {
   (void)pool;
   (void)size;
   (void)owner;
@@ -623,7 +623,7 @@ cubert_status_t cubert__sliced_pool_try_reserve(cubert_sliced_pool_t *pool, uint
 }
 
 cubert_status_t cubert__sliced_pool_alloc(cubert_sliced_pool_t *pool, uint64_t size,
-                                         cubert_memory_id_t owner, cubert_error_t *out_error) {
+                                          cubert_memory_id_t owner, cubert_error_t *out_error) {
   (void)pool;
   (void)size;
   (void)owner;
@@ -632,8 +632,8 @@ cubert_status_t cubert__sliced_pool_alloc(cubert_sliced_pool_t *pool, uint64_t s
 }
 
 cubert_status_t cubert__sliced_pool_find(cubert_sliced_pool_t *pool, cubert_memory_location_t loc,
-                                        cubert_memory_id_t id, cubert_memory_slice_view_t *out,
-                                        cubert_error_t *out_error) {
+                                         cubert_memory_id_t id, cubert_memory_slice_view_t *out,
+                                         cubert_error_t *out_error) {
   (void)pool;
   (void)loc;
   (void)id;
@@ -658,7 +658,7 @@ void cubert__sliced_pool_trim(cubert_sliced_pool_t *pool) { (void)pool; }
 void cubert__sliced_pool_coalesce(cubert_sliced_pool_t *pool) { (void)pool; }
 
 uint32_t cubert__sliced_pool_page_blocks(cubert_sliced_pool_t *pool, uint32_t page,
-                                        cubert_sliced_block_t *out, uint32_t capacity) {
+                                         cubert_sliced_block_t *out, uint32_t capacity) {
   (void)pool;
   (void)page;
   (void)out;

@@ -14,7 +14,7 @@
 #include "memory/memory.h"
 
 void cubert__memory_slots_initialize(cubert_memory_slots_t *slots, cubert_memory_env_t *env,
-                                    uint8_t position, bool by_page, uint32_t max_count) {
+                                     uint8_t position, bool by_page, uint32_t max_count) {
   cubert_memset(slots, 0, sizeof *slots);
   slots->env = env;
   slots->position = position;
@@ -63,8 +63,8 @@ static void occupy(cubert_memory_slots_t *slots, cubert_memory_slot_t *x, uint64
 }
 
 cubert_status_t cubert__memory_slots_occupy(cubert_memory_slots_t *slots, uint32_t s, uint64_t size,
-                                           uint64_t padding, cubert_memory_id_t owner,
-                                           cubert_error_t *out_error) {
+                                            uint64_t padding, cubert_memory_id_t owner,
+                                            cubert_error_t *out_error) {
   if (set_location(slots, owner, s) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_HANDLE, NULL, 0, NULL);
   occupy(slots, &slots->items[s], size, padding, owner);
@@ -81,12 +81,12 @@ uint32_t cubert__memory_slots_vacant(const cubert_memory_slots_t *slots) {
 cubert_status_t cubert__memory_slots_room(cubert_memory_slots_t *slots) {
   if (slots->count >= slots->max_count) return CUBERT_STATUS_POOL_CAPACITY_EXCEEDED;
   return cubert__memory_array_reserve(slots->env->allocator, (void **)&slots->items, &slots->cap,
-                                     slots->count + 1, sizeof(cubert_memory_slot_t), 8);
+                                      slots->count + 1, sizeof(cubert_memory_slot_t), 8);
 }
 
 cubert_status_t cubert__memory_slots_allocate(cubert_memory_slots_t *slots, uint32_t s,
-                                             uint64_t bytes, uint64_t size, uint64_t padding,
-                                             cubert_memory_id_t owner, cubert_error_t *out_error) {
+                                              uint64_t bytes, uint64_t size, uint64_t padding,
+                                              cubert_memory_id_t owner, cubert_error_t *out_error) {
   cubert_storage_handle_t storage;
   cubert_memory_slot_t *x;
   cubert_status_t status =
@@ -110,9 +110,9 @@ cubert_status_t cubert__memory_slots_allocate(cubert_memory_slots_t *slots, uint
 }
 
 cubert_status_t cubert__memory_slots_find(cubert_memory_slots_t *slots,
-                                         cubert_memory_location_t loc, cubert_memory_id_t id,
-                                         cubert_memory_slice_view_t *out,
-                                         cubert_error_t *out_error) {
+                                          cubert_memory_location_t loc, cubert_memory_id_t id,
+                                          cubert_memory_slice_view_t *out,
+                                          cubert_error_t *out_error) {
   uint32_t s = slots->by_page ? loc.page : loc.slice;
   cubert_memory_slot_t *x;
   /* The page is wrong when it is not the slot (by page) or not 0 (by slice). */
@@ -160,7 +160,7 @@ uint32_t cubert__memory_slots_release_free(cubert_memory_slots_t *slots) {
 }
 
 void cubert__memory_slots_report(cubert_memory_slots_t *slots, cubert_memory_pool_kind_t kind,
-                                cubert_memory_pool_report_t *out) {
+                                 cubert_memory_pool_report_t *out) {
   uint32_t s;
   cubert_memset(out, 0, sizeof *out);
   out->kind = kind;
@@ -186,6 +186,6 @@ void cubert__memory_slots_report(cubert_memory_slots_t *slots, cubert_memory_poo
 void cubert__memory_slots_trim(cubert_memory_slots_t *slots) {
   if (slots->live != 0) return;
   cubert__memory_array_free(slots->env->allocator, (void **)&slots->items, &slots->cap,
-                           sizeof(cubert_memory_slot_t));
+                            sizeof(cubert_memory_slot_t));
   slots->count = 0;
 }

@@ -48,8 +48,8 @@ struct cubert_profiler_t {
 };
 
 cubert_status_t cubert__profiler_create(cubert_allocator_t allocator, cubert_profile_clock_t clock,
-                                       uint32_t capacity, cubert_profiler_t **out_profiler,
-                                       cubert_error_t *out_error) {
+                                        uint32_t capacity, cubert_profiler_t **out_profiler,
+                                        cubert_error_t *out_error) {
   size_t header, total;
   void *block = NULL;
   cubert_profiler_t *p;
@@ -94,8 +94,8 @@ uint32_t cubert__profiler_capacity(const cubert_profiler_t *profiler) {
 }
 
 cubert_status_t cubert__profiler_start(cubert_profiler_t *profiler,
-                                      cubert_profiling_token_t *out_token,
-                                      cubert_error_t *out_error) {
+                                       cubert_profiling_token_t *out_token,
+                                       cubert_error_t *out_error) {
   profiler_slot_t *slot;
   if (!profiler || !out_token) return invalid_argument(out_error, "profiler or out_token is NULL");
   if (profiler->active >= profiler->capacity) {
@@ -118,8 +118,8 @@ cubert_status_t cubert__profiler_start(cubert_profiler_t *profiler,
 }
 
 cubert_status_t cubert__profiler_stop(cubert_profiler_t *profiler, cubert_profiling_token_t token,
-                                     cubert_profile_duration_t *out_duration,
-                                     cubert_error_t *out_error) {
+                                      cubert_profile_duration_t *out_duration,
+                                      cubert_error_t *out_error) {
   uint32_t i;
   profiler_slot_t *slot;
   if (!profiler || !out_duration)

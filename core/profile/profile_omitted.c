@@ -25,8 +25,8 @@ static size_t omitted_text(char *buf, size_t size) {
 }
 
 cubert_status_t cubert__profiler_create(cubert_allocator_t allocator, cubert_profile_clock_t clock,
-                                       uint32_t capacity, cubert_profiler_t **out_profiler,
-                                       cubert_error_t *out_error) {
+                                        uint32_t capacity, cubert_profiler_t **out_profiler,
+                                        cubert_error_t *out_error) {
   (void)allocator;
   (void)clock;
   (void)capacity;
@@ -47,16 +47,16 @@ uint32_t cubert__profiler_capacity(const cubert_profiler_t *profiler) {
 }
 
 cubert_status_t cubert__profiler_start(cubert_profiler_t *profiler,
-                                      cubert_profiling_token_t *out_token,
-                                      cubert_error_t *out_error) {
+                                       cubert_profiling_token_t *out_token,
+                                       cubert_error_t *out_error) {
   (void)profiler;
   (void)out_token;
   return compiled_out(out_error);
 }
 
 cubert_status_t cubert__profiler_stop(cubert_profiler_t *profiler, cubert_profiling_token_t token,
-                                     cubert_profile_duration_t *out_duration,
-                                     cubert_error_t *out_error) {
+                                      cubert_profile_duration_t *out_duration,
+                                      cubert_error_t *out_error) {
   (void)profiler;
   (void)token;
   (void)out_duration;

@@ -77,7 +77,7 @@ static void server_free(cubert_server_t *server) {
 /* The slots' memory configuration: checked now (a slot's manager is made on
  * first use), a CUSTOM list copied. */
 static cubert_status_t server_memory_config(cubert_server_t *server, const cubert_memory_configuration_t *c,
-                                         cubert_error_t *out_error) {
+                                            cubert_error_t *out_error) {
   uint32_t count = 0;
   /* capacity 0: OUT_OF_RANGE means the list is good (it only counts) */
   cubert_status_t status =
@@ -102,7 +102,7 @@ static cubert_status_t server_memory_config(cubert_server_t *server, const cuber
 }
 
 static cubert_status_t server_parts_create(cubert_server_t *server, const cubert_server_options_t *o,
-                                        cubert_error_t *out_error) {
+                                           cubert_error_t *out_error) {
   cubert_multi_stream_options_t mo;
   CUBERT_RETURN_IF_ERROR(server_memory_config(server, &o->memory_config, out_error));
   if (cubert_allocator_malloc_array(server->allocator, server->max_streams, sizeof(server_slot_t *), 0,
@@ -110,13 +110,13 @@ static cubert_status_t server_parts_create(cubert_server_t *server, const cubert
     return server_oom(out_error, "server: stream slots");
   CUBERT_RETURN_IF_ERROR(server_gc_create(server, o->gc_capacity ? o->gc_capacity
                                                            : CUBERT_SERVER_DEFAULT_GC_CAPACITY,
-                                       out_error));
+                                          out_error));
   CUBERT_RETURN_IF_ERROR(server_race_create(server, o, out_error));
 #if CUBERT_CONFIG_PROFILING /* compiled out: a clock is ignored, tokens are UNSUPPORTED */
   if (o->clock.now_ns)
     CUBERT_RETURN_IF_ERROR(cubert__profiler_create(server->allocator, o->clock,
-                                                  CUBERT_PROFILER_DEFAULT_CAPACITY,
-                                                  &server->profiler, out_error));
+                                                   CUBERT_PROFILER_DEFAULT_CAPACITY,
+                                                   &server->profiler, out_error));
 #endif
   cubert__multi_stream_options_initialize(&mo);
   mo.max_streams = server->max_streams;
@@ -127,9 +127,9 @@ static cubert_status_t server_parts_create(cubert_server_t *server, const cubert
 }
 
 cubert_status_t cubert__server_create(cubert_allocator_t allocator, const cubert_server_options_t *o,
-                                  const cubert_driver_t *driver, void *driver_self,
-                                  cubert_handle_table_t *table, cubert_server_t **out_kit,
-                                  cubert_error_t *out_error) {
+                                      const cubert_driver_t *driver, void *driver_self,
+                                      cubert_handle_table_t *table, cubert_server_t **out_kit,
+                                      cubert_error_t *out_error) {
   cubert_server_t *server = NULL;
   cubert_status_t status;
   uint32_t max_streams = o->max_streams ? o->max_streams : CUBERT_SERVER_DEFAULT_MAX_STREAMS;

@@ -34,9 +34,9 @@ typedef struct cubert_server_t cubert_server_t;
 /* The server over a driver the caller checked (server_check_driver); `table` is
  * borrowed. On failure nothing is left (the driver is not destroyed). */
 cubert_status_t cubert__server_create(cubert_allocator_t allocator, const cubert_server_options_t *options,
-                                  const cubert_driver_t *driver, void *driver_self,
-                                  cubert_handle_table_t *table, cubert_server_t **out_kit,
-                                  cubert_error_t *out_error);
+                                      const cubert_driver_t *driver, void *driver_self,
+                                      cubert_handle_table_t *table, cubert_server_t **out_kit,
+                                      cubert_error_t *out_error);
 /* INVALID_ARGUMENT unless every required primitive is set, optional groups
  * are whole and abi_version matches. */
 cubert_status_t cubert__server_check_driver(const cubert_driver_t *driver, cubert_error_t *out_error);
@@ -50,7 +50,7 @@ const cubert_driver_t *cubert__server_driver(const cubert_server_t *server, void
 /* GC polling (cubert_server_collect) and the race checker's state. */
 uint32_t cubert__server_gc_collect(cubert_server_t *server);
 void cubert__server_race_state(const cubert_server_t *server, cubert_race_counters_t *out_counters,
-                           cubert_race_report_t *out_last, bool *out_has_last);
+                               cubert_race_report_t *out_last, bool *out_has_last);
 void cubert__server_set_race_seed(cubert_server_t *server, uint64_t seed);
 
 /* ---- memory and transfers ---- */
@@ -67,15 +67,15 @@ typedef struct cubert_server_create_t {
   size_t count;
 } cubert_server_create_t;
 cubert_status_t cubert__server_create_memory(cubert_server_t *server, const cubert_server_create_t *op,
-                                         cubert_error_t *out_error);
+                                             cubert_error_t *out_error);
 
 /* reserve: `size` bytes on `stream`'s pools under a new memory id that
  * holds one handle reference (the caller's) and is owned by the pools: one
  * allocation without a second id to bind (create of one buffer, empty).
  * OK with *out_memory; the memory manager's codes; the lost record. */
 cubert_status_t cubert__server_reserve_memory(cubert_server_t *server, uint64_t stream, uint64_t size,
-                                          cubert_memory_id_t *out_memory,
-                                          cubert_error_t *out_error);
+                                              cubert_memory_id_t *out_memory,
+                                              cubert_error_t *out_error);
 
 /* write: each bytes[i] (contiguous, bytes[i].size <= the destination) into
  * descriptors[i] (contiguous or pitched), in stream order. Validates every
@@ -96,7 +96,7 @@ typedef struct cubert_server_write_t {
  * borrowed sources of that size at once (BORROWS_UPLOADS). Pure. */
 bool cubert__server_can_borrow(const cubert_server_t *server, uint64_t size);
 cubert_status_t cubert__server_write(cubert_server_t *server, const cubert_server_write_t *op,
-                                 cubert_error_t *out_error);
+                                     cubert_error_t *out_error);
 
 /* read: copy each item into dsts[i] and arm `completion` (waited on without
  * the device). Items are handles (their bytes in use) or descriptors
@@ -111,12 +111,12 @@ typedef struct cubert_server_read_t {
   cubert_completion_t *completion;
 } cubert_server_read_t;
 cubert_status_t cubert__server_read(cubert_server_t *server, const cubert_server_read_t *op,
-                                cubert_error_t *out_error);
+                                    cubert_error_t *out_error);
 
 /* The resource of a handle, both streams synchronized first (blocks). */
 cubert_status_t cubert__server_get_resource(cubert_server_t *server, uint64_t stream,
-                                        const cubert_binding_t *binding,
-                                        cubert_resource_t *out_resource, cubert_error_t *out_error);
+                                            const cubert_binding_t *binding,
+                                            cubert_resource_t *out_resource, cubert_error_t *out_error);
 
 /* ---- launch, flush, sync ---- */
 
@@ -128,39 +128,39 @@ typedef struct cubert_server_launch_t {
   cubert_execution_mode_t execution;
 } cubert_server_launch_t;
 cubert_status_t cubert__server_launch(cubert_server_t *server, const cubert_server_launch_t *op,
-                                  cubert_error_t *out_error);
+                                      cubert_error_t *out_error);
 /* The stream's queued errors (SERVER_UNHEALTHY), drained. */
 cubert_status_t cubert__server_flush(cubert_server_t *server, uint64_t stream, cubert_error_t *out_error);
 /* Arm `completion`: done when everything enqueued on the stream so far ran;
  * its status holds the stream's errors then. */
 cubert_status_t cubert__server_sync(cubert_server_t *server, uint64_t stream,
-                                cubert_completion_t *completion, cubert_error_t *out_error);
+                                    cubert_completion_t *completion, cubert_error_t *out_error);
 
 /* ---- memory management ---- */
 cubert_status_t cubert__server_memory_usage(cubert_server_t *server, cubert_memory_usage_t *out_usage,
-                                        cubert_error_t *out_error);
+                                            cubert_error_t *out_error);
 cubert_status_t cubert__server_memory_cleanup(cubert_server_t *server, cubert_error_t *out_error);
 cubert_status_t cubert__server_allocation_mode(cubert_server_t *server, uint64_t stream,
-                                           cubert_memory_allocation_mode_t mode,
-                                           cubert_error_t *out_error);
+                                               cubert_memory_allocation_mode_t mode,
+                                               cubert_error_t *out_error);
 /* Staging buffers (see cubert_client_reserve_staging). UNSUPPORTED when the
  * driver has none. */
 cubert_status_t cubert__server_staging(cubert_server_t *server, const uint64_t *sizes, size_t count,
-                                   cubert_bytes_t *out_bytes, cubert_error_t *out_error);
+                                       cubert_bytes_t *out_bytes, cubert_error_t *out_error);
 
 /* ---- profiling tokens (blocks: both sync the stream) ---- */
 cubert_status_t cubert__server_profile_start(cubert_server_t *server, uint64_t stream,
-                                         cubert_profiling_token_t *out_token,
-                                         cubert_error_t *out_error);
+                                             cubert_profiling_token_t *out_token,
+                                             cubert_error_t *out_error);
 cubert_status_t cubert__server_profile_end(cubert_server_t *server, uint64_t stream,
-                                       cubert_profiling_token_t token,
-                                       cubert_profile_duration_t *out_duration,
-                                       cubert_error_t *out_error);
+                                           cubert_profiling_token_t token,
+                                           cubert_profile_duration_t *out_duration,
+                                           cubert_error_t *out_error);
 bool cubert__server_has_clock(const cubert_server_t *server);
 
 /* ---- collectives (UNSUPPORTED without the driver's primitives) ---- */
 cubert_status_t cubert__server_comm_init(cubert_server_t *server, const uint32_t *device_indices,
-                                     size_t count, cubert_error_t *out_error);
+                                         size_t count, cubert_error_t *out_error);
 typedef struct cubert_server_collective_t {
   uint64_t stream;
   uint32_t kind; /* cubert_collective_kind_t */
@@ -173,9 +173,9 @@ typedef struct cubert_server_collective_t {
   size_t device_count;
 } cubert_server_collective_t;
 cubert_status_t cubert__server_collective(cubert_server_t *server, const cubert_server_collective_t *op,
-                                      cubert_error_t *out_error);
+                                          cubert_error_t *out_error);
 cubert_status_t cubert__server_sync_collective(cubert_server_t *server, uint64_t stream,
-                                           cubert_error_t *out_error);
+                                               cubert_error_t *out_error);
 bool cubert__server_has_collectives(const cubert_server_t *server);
 
 #endif /* CUBERT_CORE_SERVER_H */

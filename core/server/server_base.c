@@ -32,7 +32,7 @@ static bool lost_record(cubert_server_t *server, cubert_error_t *out) {
     cubert_error_clear(out);
     if (server->slots[i] &&
         server->driver->stream_errors(server->self, server->slots[i]->stream, out) ==
-            CUBERT_STATUS_UNAVAILABLE &&
+        CUBERT_STATUS_UNAVAILABLE &&
         out->depth > 0)
       return true;
   }
@@ -51,7 +51,7 @@ cubert_status_t server_note(cubert_server_t *server, cubert_status_t status, con
 }
 
 cubert_status_t server_unsupported(const cubert_server_t *server, const char *what,
-                                cubert_error_t *out_error) {
+                                   cubert_error_t *out_error) {
   char text[CUBERT_ERROR_REASON_SIZE];
   cubert_fmt_t f;
   cubert__fmt_initialize(&f, text, sizeof text);
@@ -65,7 +65,7 @@ cubert_status_t server_unsupported(const cubert_server_t *server, const char *wh
 /* ---- slots --------------------------------------------------------------------------- */
 
 cubert_status_t server_slot(cubert_server_t *server, uint64_t stream_id, server_slot_t **out_slot,
-                         cubert_error_t *out_error) {
+                            cubert_error_t *out_error) {
   uint32_t index = (uint32_t)(stream_id % server->max_streams);
   server_slot_t *slot = server->slots[index];
   cubert_status_t status;

@@ -97,7 +97,7 @@ static cubert_status_t comm_state(cubert_server_t *server, cubert_error_t *out_e
 }
 
 cubert_status_t cubert__server_comm_init(cubert_server_t *server, const uint32_t *devices, size_t count,
-                                     cubert_error_t *out_error) {
+                                         cubert_error_t *out_error) {
   uint32_t sorted[CUBERT_COMMUNICATION_MAX_DEVICES], rank;
   uint64_t id;
   server_comm_joined_t *j;
@@ -261,7 +261,7 @@ static cubert_status_t fence(cubert_server_t *server, uint64_t stream, const cub
                        out_error);
   if (status == CUBERT_STATUS_OK) {
     status = server_note(server, server->driver->event_wait(server->self, server->comm->stream, event, out_error),
-                      out_error);
+                         out_error);
     server->driver->event_destroy(server->self, event);
   }
   server_order_end(server, &order, bindings, count);
@@ -269,7 +269,7 @@ static cubert_status_t fence(cubert_server_t *server, uint64_t stream, const cub
 }
 
 cubert_status_t cubert__server_collective(cubert_server_t *server, const cubert_server_collective_t *op,
-                                      cubert_error_t *out_error) {
+                                          cubert_error_t *out_error) {
   cubert_driver_collective_t c;
   cubert_driver_comm_t *comm = NULL;
   cubert_binding_t bindings[2];
@@ -296,7 +296,7 @@ cubert_status_t cubert__server_collective(cubert_server_t *server, const cubert_
   status = fence(server, op->stream, bindings, n, out_error);
   if (status == CUBERT_STATUS_OK)
     status = server_note(server, server->driver->collective(server->self, comm, &c, server->comm->stream, out_error),
-                      out_error);
+                         out_error);
   if (status != CUBERT_STATUS_OK) {
     for (i = 0; i < n; i++) (void)cubert__memory_id_release_binding(server->table, pins[i]);
     return status;
@@ -307,7 +307,7 @@ cubert_status_t cubert__server_collective(cubert_server_t *server, const cubert_
 }
 
 cubert_status_t cubert__server_sync_collective(cubert_server_t *server, uint64_t stream,
-                                           cubert_error_t *out_error) {
+                                               cubert_error_t *out_error) {
   server_slot_t *slot = NULL;
   cubert_driver_event_t *event = NULL;
   cubert_status_t status;
@@ -317,7 +317,7 @@ cubert_status_t cubert__server_sync_collective(cubert_server_t *server, uint64_t
   CUBERT_RETURN_IF_ERROR(server_note(
       server, server->driver->event_record(server->self, server->comm->stream, &event, out_error), out_error));
   status = server_note(server, server->driver->event_wait(server->self, slot->stream, event, out_error),
-                    out_error);
+                       out_error);
   if (status != CUBERT_STATUS_OK) {
     server->driver->event_destroy(server->self, event);
     return status;
@@ -363,7 +363,7 @@ bool cubert__server_has_collectives(const cubert_server_t *server) {
 }
 
 cubert_status_t cubert__server_comm_init(cubert_server_t *server, const uint32_t *device_indices,
-                                     size_t count, cubert_error_t *out_error) {
+                                         size_t count, cubert_error_t *out_error) {
   (void)server;
   (void)device_indices;
   (void)count;
@@ -371,14 +371,14 @@ cubert_status_t cubert__server_comm_init(cubert_server_t *server, const uint32_t
 }
 
 cubert_status_t cubert__server_collective(cubert_server_t *server, const cubert_server_collective_t *op,
-                                      cubert_error_t *out_error) {
+                                          cubert_error_t *out_error) {
   (void)server;
   (void)op;
   return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0, COLLECTIVES_OMITTED);
 }
 
 cubert_status_t cubert__server_sync_collective(cubert_server_t *server, uint64_t stream,
-                                           cubert_error_t *out_error) {
+                                               cubert_error_t *out_error) {
   (void)stream;
   return server_lost(server, out_error); /* nothing was ever enqueued: nothing to wait for */
 }

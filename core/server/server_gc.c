@@ -153,14 +153,14 @@ static cubert_driver_event_t *record_after(cubert_server_t *server, cubert_drive
   cubert_error_clear(&e);
   if (server_lost(server, NULL) != CUBERT_STATUS_OK ||
       server_note(server, server->driver->event_record(server->self, stream, &event, &e), &e) !=
-          CUBERT_STATUS_OK)
+      CUBERT_STATUS_OK)
     return NULL;
   return event;
 }
 
 void server_gc_retire_command(cubert_server_t *server, const server_order_t *order,
-                           cubert_driver_event_t *event, cubert_race_event_t race,
-                           const cubert_binding_t *bindings, uint32_t count) {
+                              cubert_driver_event_t *event, cubert_race_event_t race,
+                              const cubert_binding_t *bindings, uint32_t count) {
   server_retire_t *entry;
   uint32_t i;
   bool unpinned = false;
@@ -191,7 +191,7 @@ void server_gc_retire_command(cubert_server_t *server, const server_order_t *ord
 }
 
 void server_gc_retire_pins(cubert_server_t *server, cubert_driver_stream_t *stream,
-                        const cubert_memory_id_t *pins, uint32_t count) {
+                           const cubert_memory_id_t *pins, uint32_t count) {
   cubert_driver_event_t *event = record_after(server, stream);
   server_retire_t *entry;
   uint32_t i;
@@ -209,7 +209,7 @@ void server_gc_retire_pins(cubert_server_t *server, cubert_driver_stream_t *stre
 }
 
 void server_gc_retire_bytes(cubert_server_t *server, server_slot_t *slot, cubert_bytes_t *bytes,
-                         size_t count) {
+                            size_t count) {
   size_t i;
   for (i = 0; i < count; i++) {
     cubert_driver_event_t *event;

@@ -156,7 +156,7 @@ cubert_status_t server_note(cubert_server_t *server, cubert_status_t status, con
 /* The slot of stream_id, created (driver stream, memory) if needed. RESOURCE_EXHAUSTED and
  * the driver's stream_create codes. */
 cubert_status_t server_slot(cubert_server_t *server, uint64_t stream_id, server_slot_t **out_slot,
-                         cubert_error_t *out_error);
+                            cubert_error_t *out_error);
 /* The slot of stream_id or NULL when it was never created. */
 server_slot_t *server_slot_existing(const cubert_server_t *server, uint64_t stream_id);
 /* Destroy every slot (teardown), highest first: its memory goes back on its
@@ -169,17 +169,17 @@ void server_slots_destroy(cubert_server_t *server);
  * the driver (and told to the race checker), the plan committed. On failure
  * nothing was enqueued but waits (they only add synchronization). */
 cubert_status_t server_order_begin(cubert_server_t *server, uint64_t stream_id,
-                                const cubert_binding_t *bindings, uint32_t count,
-                                server_order_t *out_order, cubert_error_t *out_error);
+                                   const cubert_binding_t *bindings, uint32_t count,
+                                   server_order_t *out_order, cubert_error_t *out_error);
 /* After the command was enqueued on order->slot (and told to the race
  * checker): the plan's pins (retained now) go to the release ring until an
  * event recorded after the command completed. Never fails. */
 void server_order_end(cubert_server_t *server, server_order_t *order,
-                   const cubert_binding_t *bindings, uint32_t count);
+                      const cubert_binding_t *bindings, uint32_t count);
 /* Host sync of stream_id's slot (record, event_synchronize: BLOCKS). A slot
  * never created: OK. The driver's codes. */
 cubert_status_t server_stream_sync(cubert_server_t *server, uint64_t stream_id,
-                                cubert_error_t *out_error);
+                                   cubert_error_t *out_error);
 /* Queue an asynchronous failure on stream_id's slot (after the driver's
  * errors that happened before it). */
 void server_push_error(cubert_server_t *server, uint64_t stream_id, const cubert_error_t *error);
@@ -189,15 +189,15 @@ void server_push_error(cubert_server_t *server, uint64_t stream_id, const cubert
 cubert_status_t server_drain(cubert_server_t *server, uint64_t stream_id, cubert_error_t *out_error);
 /* UNSUPPORTED (IO_UNSUPPORTED_IO_OPERATION) naming the missing primitive. */
 cubert_status_t server_unsupported(const cubert_server_t *server, const char *what,
-                                cubert_error_t *out_error);
+                                   cubert_error_t *out_error);
 
 /* ---- server_memory.c ---- */
 cubert_status_t server_memory_create(cubert_server_t *server, server_slot_t *slot, cubert_error_t *out_error);
 void server_memory_destroy(server_slot_t *slot);
 /* The device address and size in use of a live, bound binding. */
 cubert_status_t server_resolve(cubert_server_t *server, const cubert_binding_t *binding,
-                            cubert_device_ptr_t *out_address, uint64_t *out_size,
-                            cubert_error_t *out_error);
+                               cubert_device_ptr_t *out_address, uint64_t *out_size,
+                               cubert_error_t *out_error);
 
 /* ---- server_gc.c: the one release ring ---- */
 cubert_status_t server_gc_create(cubert_server_t *server, uint32_t capacity, cubert_error_t *out_error);
@@ -208,16 +208,16 @@ void server_gc_destroy(cubert_server_t *server);
  * an event, or when a pin cannot be taken, the server waits for the command
  * first (no allocation). */
 void server_gc_retire_command(cubert_server_t *server, const server_order_t *order,
-                           cubert_driver_event_t *event, cubert_race_event_t race,
-                           const cubert_binding_t *bindings, uint32_t count);
+                              cubert_driver_event_t *event, cubert_race_event_t race,
+                              const cubert_binding_t *bindings, uint32_t count);
 /* Hold `bytes` until an event recorded now on `slot` completed. On failure
  * (no event) the bytes are released at once after synchronizing the slot. */
 void server_gc_retire_bytes(cubert_server_t *server, server_slot_t *slot, cubert_bytes_t *bytes,
-                         size_t count);
+                            size_t count);
 /* Hold the descriptor references `pins` (already retained) until an event
  * recorded now on `stream` completed (a collective's bindings). */
 void server_gc_retire_pins(cubert_server_t *server, cubert_driver_stream_t *stream,
-                        const cubert_memory_id_t *pins, uint32_t count);
+                           const cubert_memory_id_t *pins, uint32_t count);
 /* Release every entry whose event completed (non-blocking). */
 uint32_t server_gc_poll(cubert_server_t *server);
 /* Release every entry (blocks on each event). */
@@ -228,10 +228,10 @@ static inline void server_gc_poll_if_pending(cubert_server_t *server) {
 
 /* ---- server_race.c: one branch each when the checker is off ---- */
 cubert_status_t server_race_create(cubert_server_t *server, const cubert_server_options_t *options,
-                                cubert_error_t *out_error);
+                                   cubert_error_t *out_error);
 void server_race_destroy(cubert_server_t *server);
 void server_race_op(cubert_server_t *server, uint32_t slot, const char *name, const cubert_binding_t *b,
-                 const uint8_t *modes, uint32_t count);
+                    const uint8_t *modes, uint32_t count);
 void server_race_host_op(cubert_server_t *server, const char *name, const cubert_binding_t *b);
 cubert_race_event_t server_race_record(cubert_server_t *server, uint32_t slot);
 void server_race_release(cubert_server_t *server, cubert_race_event_t event);
@@ -243,7 +243,7 @@ void server_race_stream_wait_stream(cubert_server_t *server, uint32_t slot, uint
  * checked against that point ("the GC never reclaims memory a stream may still
  * touch"). */
 void server_race_released(cubert_server_t *server, cubert_race_event_t race,
-                       const server_pin_t *pins, uint32_t count);
+                          const server_pin_t *pins, uint32_t count);
 
 /* ---- server_comm.c ---- */
 void server_comm_shutdown(cubert_server_t *server);
@@ -253,7 +253,7 @@ void server_comm_destroy(cubert_server_t *server);
 /* The 2-D shape of a contiguous or pitched descriptor: rows of `width` bytes
  * `pitch` apart. UNSUPPORTED (IO_UNSUPPORTED_STRIDES) for other strides. */
 cubert_status_t server_copy_shape(const cubert_copy_descriptor_t *d, uint64_t *out_width,
-                               uint64_t *out_height, uint64_t *out_pitch,
-                               cubert_error_t *out_error);
+                                  uint64_t *out_height, uint64_t *out_pitch,
+                                  cubert_error_t *out_error);
 
 #endif /* CUBERT_CORE_SERVER_INTERNAL_H */

@@ -141,7 +141,7 @@ static void report_accesses(cubert_server_t *server, uint32_t slot, const cubert
 }
 
 cubert_status_t cubert__server_launch(cubert_server_t *server, const cubert_server_launch_t *op,
-                                  cubert_error_t *out_error) {
+                                      cubert_error_t *out_error) {
   cubert_binding_t bindings[SERVER_MAX_BINDINGS];
   cubert_driver_buffer_t buffers[CUBERT_KERNEL_MAX_BUFFERS];
   cubert_driver_launch_t launch;

@@ -118,7 +118,7 @@ cubert_status_t server_memory_create(cubert_server_t *server, server_slot_t *slo
   storage.self = &slot->storage;
   storage.vtable = &g_kit_storage;
   return cubert__memory_manager_create(server->allocator, storage, server->table, server->properties.memory,
-                                      &server->memory_config, NULL, &slot->manager, out_error);
+                                       &server->memory_config, NULL, &slot->manager, out_error);
 }
 
 void server_memory_destroy(server_slot_t *slot) {
@@ -134,8 +134,8 @@ void server_memory_destroy(server_slot_t *slot) {
 }
 
 cubert_status_t server_resolve(cubert_server_t *server, const cubert_binding_t *b,
-                            cubert_device_ptr_t *out_address, uint64_t *out_size,
-                            cubert_error_t *out_error) {
+                               cubert_device_ptr_t *out_address, uint64_t *out_size,
+                               cubert_error_t *out_error) {
   server_slot_t *slot;
   cubert_storage_resource_t r;
   if (b->device != server->device_index) {
@@ -153,8 +153,8 @@ cubert_status_t server_resolve(cubert_server_t *server, const cubert_binding_t *
     return cubert_error_set(out_error, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0,
                             "Memory location was never initialized");
   CUBERT_RETURN_IF_ERROR(cubert__memory_manager_get_resource(slot->manager, b->memory,
-                                                            b->offset_start, b->offset_end, &r,
-                                                            out_error));
+                                                             b->offset_start, b->offset_end, &r,
+                                                             out_error));
   *out_address = r.address;
   *out_size = r.size;
   return CUBERT_STATUS_OK;
@@ -163,7 +163,7 @@ cubert_status_t server_resolve(cubert_server_t *server, const cubert_binding_t *
 /* ---- client operations ------------------------------------------------------------------ */
 
 cubert_status_t cubert__server_memory_usage(cubert_server_t *server, cubert_memory_usage_t *out_usage,
-                                        cubert_error_t *out_error) {
+                                            cubert_error_t *out_error) {
   uint32_t i;
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
   server_gc_drain(server); /* exact: what the GC still pins is released first */
@@ -188,8 +188,8 @@ cubert_status_t cubert__server_memory_cleanup(cubert_server_t *server, cubert_er
 }
 
 cubert_status_t cubert__server_allocation_mode(cubert_server_t *server, uint64_t stream,
-                                           cubert_memory_allocation_mode_t mode,
-                                           cubert_error_t *out_error) {
+                                               cubert_memory_allocation_mode_t mode,
+                                               cubert_error_t *out_error) {
   server_slot_t *slot = NULL;
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
   CUBERT_RETURN_IF_ERROR(server_slot(server, stream, &slot, out_error));

@@ -24,8 +24,8 @@ static cubert_status_t strides_unsupported(cubert_error_t *out_error) {
 }
 
 cubert_status_t server_copy_shape(const cubert_copy_descriptor_t *d, uint64_t *out_width,
-                               uint64_t *out_height, uint64_t *out_pitch,
-                               cubert_error_t *out_error) {
+                                  uint64_t *out_height, uint64_t *out_pitch,
+                                  cubert_error_t *out_error) {
   uint64_t expect = 1, rows = 1, width, pitch;
   uint32_t r, last;
   bool contiguous = true;
@@ -152,7 +152,7 @@ static cubert_status_t write_copy(cubert_server_t *server, const cubert_copy_des
 }
 
 cubert_status_t cubert__server_write(cubert_server_t *server, const cubert_server_write_t *op,
-                                 cubert_error_t *out_error) {
+                                     cubert_error_t *out_error) {
   cubert_driver_copy_t copy;
   server_slot_t *slot = NULL;
   cubert_status_t status;
@@ -183,7 +183,7 @@ cubert_status_t cubert__server_write(cubert_server_t *server, const cubert_serve
 }
 
 cubert_status_t cubert__server_create_memory(cubert_server_t *server, const cubert_server_create_t *op,
-                                         cubert_error_t *out_error) {
+                                             cubert_error_t *out_error) {
   server_slot_t *slot = NULL;
   cubert_memory_id_t reserved;
   cubert_server_write_t write;
@@ -193,8 +193,8 @@ cubert_status_t cubert__server_create_memory(cubert_server_t *server, const cube
     status = cubert__memory_manager_reserve(slot->manager, op->size, &reserved, out_error);
   if (status == CUBERT_STATUS_OK) {
     status = cubert__memory_manager_bind(slot->manager, reserved, op->memory->memory,
-                                        cubert__multi_stream_cursor(server->multi, op->stream),
-                                        out_error);
+                                         cubert__multi_stream_cursor(server->multi, op->stream),
+                                         out_error);
     (void)cubert__memory_id_release_handle(server->table, reserved);
   }
   if (status != CUBERT_STATUS_OK) {
@@ -214,8 +214,8 @@ cubert_status_t cubert__server_create_memory(cubert_server_t *server, const cube
 }
 
 cubert_status_t cubert__server_reserve_memory(cubert_server_t *server, uint64_t stream, uint64_t size,
-                                          cubert_memory_id_t *out_memory,
-                                          cubert_error_t *out_error) {
+                                              cubert_memory_id_t *out_memory,
+                                              cubert_error_t *out_error) {
   server_slot_t *slot = NULL;
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
   CUBERT_RETURN_IF_ERROR(server_slot(server, stream, &slot, out_error));
@@ -271,7 +271,7 @@ static cubert_status_t completion_wait(cubert_completion_t *c, uint64_t timeout_
   cubert_error_clear(&t.wait_error);
   t.completion = c;
   t.waited = server->driver->event_synchronize(server->self, (cubert_driver_event_t *)c->impl[1],
-                                            timeout_ns, &t.wait_error);
+                                               timeout_ns, &t.wait_error);
   if (t.waited == CUBERT_STATUS_DEADLINE_EXCEEDED) return t.waited;
   if (server->handle.vtable->submit_blocking(server->handle.self, finish_run, &t) != CUBERT_STATUS_OK) {
     /* the device is shutting down: the stream's errors stay where they are */
@@ -292,7 +292,7 @@ static cubert_status_t completion_now(cubert_server_t *server, server_slot_t *sl
   cubert_status_t status = server_lost(server, out_error);
   if (status == CUBERT_STATUS_OK)
     status = server_note(server, server->driver->stream_synchronize(server->self, slot->stream, out_error),
-                      out_error);
+                         out_error);
   if (status != CUBERT_STATUS_OK) return status;
   server_race_host_sync(server, slot->index);
   cubert_error_clear(&c->error);
@@ -307,7 +307,7 @@ static cubert_status_t completion_arm(cubert_server_t *server, server_slot_t *sl
   cubert_driver_event_t *event = NULL;
   cubert_status_t status =
       server_note(server, server->driver->event_record(server->self, slot->stream, &event, out_error),
-               out_error);
+                  out_error);
   if (status == CUBERT_STATUS_RESOURCE_EXHAUSTED) return completion_now(server, slot, c, out_error);
   if (status != CUBERT_STATUS_OK) return status;
   cubert_error_clear(&c->error);
@@ -321,7 +321,7 @@ static cubert_status_t completion_arm(cubert_server_t *server, server_slot_t *sl
 }
 
 cubert_status_t cubert__server_sync(cubert_server_t *server, uint64_t stream,
-                                cubert_completion_t *completion, cubert_error_t *out_error) {
+                                    cubert_completion_t *completion, cubert_error_t *out_error) {
   server_slot_t *slot = NULL;
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
   CUBERT_RETURN_IF_ERROR(server_slot(server, stream, &slot, out_error));
@@ -364,7 +364,7 @@ static cubert_status_t read_copy(cubert_server_t *server, const cubert_server_re
 }
 
 cubert_status_t cubert__server_read(cubert_server_t *server, const cubert_server_read_t *op,
-                                cubert_error_t *out_error) {
+                                    cubert_error_t *out_error) {
   cubert_driver_copy_t copy;
   const cubert_binding_t *b = NULL;
   server_slot_t *slot = NULL;
@@ -385,9 +385,9 @@ cubert_status_t cubert__server_read(cubert_server_t *server, const cubert_server
 /* ---- resources ------------------------------------------------------------------------------ */
 
 cubert_status_t cubert__server_get_resource(cubert_server_t *server, uint64_t stream,
-                                        const cubert_binding_t *binding,
-                                        cubert_resource_t *out_resource,
-                                        cubert_error_t *out_error) {
+                                            const cubert_binding_t *binding,
+                                            cubert_resource_t *out_resource,
+                                            cubert_error_t *out_error) {
   cubert_device_ptr_t address;
   uint64_t size;
   server_slot_t *slot = NULL;

@@ -24,8 +24,8 @@ static cubert_status_t profile_sync(cubert_server_t *server, uint64_t stream, cu
 
 /* start_profile: sync the stream (its errors are returned), then a token. */
 cubert_status_t cubert__server_profile_start(cubert_server_t *server, uint64_t stream,
-                                         cubert_profiling_token_t *out_token,
-                                         cubert_error_t *out_error) {
+                                             cubert_profiling_token_t *out_token,
+                                             cubert_error_t *out_error) {
   if (!server->profiler) return server_unsupported(server, "clock: profiling needs one", out_error);
   CUBERT_RETURN_IF_ERROR(profile_sync(server, stream, out_error));
   return cubert__profiler_start(server->profiler, out_token, out_error);
@@ -34,9 +34,9 @@ cubert_status_t cubert__server_profile_start(cubert_server_t *server, uint64_t s
 /* end_profile: sync again; a sync error invalidates every active token
  * (ProfileError::Server), then the token is stopped. */
 cubert_status_t cubert__server_profile_end(cubert_server_t *server, uint64_t stream,
-                                       cubert_profiling_token_t token,
-                                       cubert_profile_duration_t *out_duration,
-                                       cubert_error_t *out_error) {
+                                           cubert_profiling_token_t token,
+                                           cubert_profile_duration_t *out_duration,
+                                           cubert_error_t *out_error) {
   cubert_error_t sync_error;
   if (!server->profiler) return server_unsupported(server, "clock: profiling needs one", out_error);
   cubert_error_clear(&sync_error);
@@ -53,8 +53,8 @@ bool cubert__server_has_clock(const cubert_server_t *server) {
 }
 
 cubert_status_t cubert__server_profile_start(cubert_server_t *server, uint64_t stream,
-                                         cubert_profiling_token_t *out_token,
-                                         cubert_error_t *out_error) {
+                                             cubert_profiling_token_t *out_token,
+                                             cubert_error_t *out_error) {
   (void)server;
   (void)stream;
   (void)out_token;
@@ -63,9 +63,9 @@ cubert_status_t cubert__server_profile_start(cubert_server_t *server, uint64_t s
 }
 
 cubert_status_t cubert__server_profile_end(cubert_server_t *server, uint64_t stream,
-                                       cubert_profiling_token_t token,
-                                       cubert_profile_duration_t *out_duration,
-                                       cubert_error_t *out_error) {
+                                           cubert_profiling_token_t token,
+                                           cubert_profile_duration_t *out_duration,
+                                           cubert_error_t *out_error) {
   (void)token;
   (void)out_duration;
   return cubert__server_profile_start(server, stream, NULL, out_error);

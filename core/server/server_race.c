@@ -16,7 +16,7 @@
 #if CUBERT_CONFIG_RACE_CHECKER
 
 cubert_status_t server_race_create(cubert_server_t *server, const cubert_server_options_t *o,
-                                cubert_error_t *out_error) {
+                                   cubert_error_t *out_error) {
   cubert_race_options_t ro;
   if (!o->race_check) return CUBERT_STATUS_OK;
   cubert__race_options_initialize(&ro);
@@ -40,7 +40,7 @@ static void race_note(cubert_server_t *server, cubert_status_t status) {
 }
 
 void server_race_op(cubert_server_t *server, uint32_t slot, const char *name, const cubert_binding_t *b,
-                 const uint8_t *modes, uint32_t count) {
+                    const uint8_t *modes, uint32_t count) {
   uint64_t op = 0;
   uint32_t i;
   if (!server->race) return;
@@ -50,8 +50,8 @@ void server_race_op(cubert_server_t *server, uint32_t slot, const char *name, co
   }
   for (i = 0; i < count; i++)
     race_note(server, cubert__race_access(server->race, cubert__race_buffer_id(b[i].memory), slot, op,
-                                      (cubert_race_access_t)modes[i], b[i].offset_start,
-                                      b[i].size - b[i].offset_end));
+                                          (cubert_race_access_t)modes[i], b[i].offset_start,
+                                          b[i].size - b[i].offset_end));
 }
 
 void server_race_host_op(cubert_server_t *server, const char *name, const cubert_binding_t *b) {
@@ -62,8 +62,8 @@ void server_race_host_op(cubert_server_t *server, const char *name, const cubert
     return;
   }
   race_note(server, cubert__race_access(server->race, cubert__race_buffer_id(b->memory), CUBERT_RACE_HOST,
-                                    op, CUBERT_RACE_WRITE, b->offset_start,
-                                    b->size - b->offset_end));
+                                        op, CUBERT_RACE_WRITE, b->offset_start,
+                                        b->size - b->offset_end));
 }
 
 cubert_race_event_t server_race_record(cubert_server_t *server, uint32_t slot) {
@@ -92,7 +92,7 @@ void server_race_host_sync(cubert_server_t *server, uint32_t slot) {
  * every access must happen before the release point (or before the reuse
  * point on the buffer's own slot). */
 void server_race_released(cubert_server_t *server, cubert_race_event_t race,
-                       const server_pin_t *pins, uint32_t count) {
+                          const server_pin_t *pins, uint32_t count) {
   uint32_t i;
   if (!server->race) return;
   for (i = 0; i < count; i++)
@@ -105,7 +105,7 @@ void server_race_released(cubert_server_t *server, cubert_race_event_t race,
 /* ---- the checker's state, for the client's accessors ---- */
 
 void cubert__server_race_state(const cubert_server_t *server, cubert_race_counters_t *out_counters,
-                           cubert_race_report_t *out_last, bool *out_has_last) {
+                               cubert_race_report_t *out_last, bool *out_has_last) {
   if (out_counters) cubert__race_counters(server->race, out_counters); /* zeros for NULL */
   if (out_last) *out_has_last = cubert__race_last_report(server->race, out_last);
 }
@@ -121,7 +121,7 @@ void cubert__server_set_race_seed(cubert_server_t *server, uint64_t seed) {
 #else /* !CUBERT_CONFIG_RACE_CHECKER: the hooks do nothing (server->race stays NULL) */
 
 cubert_status_t server_race_create(cubert_server_t *server, const cubert_server_options_t *o,
-                                cubert_error_t *out_error) {
+                                   cubert_error_t *out_error) {
   (void)server;
   if (!o->race_check) return CUBERT_STATUS_OK;
   return cubert_error_set(out_error, CUBERT_ERROR_COMPILED_OUT, NULL, 0,
@@ -131,7 +131,7 @@ cubert_status_t server_race_create(cubert_server_t *server, const cubert_server_
 void server_race_destroy(cubert_server_t *server) { (void)server; }
 
 void server_race_op(cubert_server_t *server, uint32_t slot, const char *name, const cubert_binding_t *b,
-                 const uint8_t *modes, uint32_t count) {
+                    const uint8_t *modes, uint32_t count) {
   (void)server;
   (void)slot;
   (void)name;
@@ -172,7 +172,7 @@ void server_race_host_sync(cubert_server_t *server, uint32_t slot) {
 }
 
 void server_race_released(cubert_server_t *server, cubert_race_event_t race,
-                       const server_pin_t *pins, uint32_t count) {
+                          const server_pin_t *pins, uint32_t count) {
   (void)server;
   (void)race;
   (void)pins;
@@ -180,7 +180,7 @@ void server_race_released(cubert_server_t *server, cubert_race_event_t race,
 }
 
 void cubert__server_race_state(const cubert_server_t *server, cubert_race_counters_t *out_counters,
-                           cubert_race_report_t *out_last, bool *out_has_last) {
+                               cubert_race_report_t *out_last, bool *out_has_last) {
   (void)server;
   if (out_counters) cubert__race_counters(NULL, out_counters); /* zeros */
   if (out_last) *out_has_last = false;

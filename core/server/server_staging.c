@@ -71,7 +71,7 @@ static cubert_status_t staging_one(cubert_server_t *server, uint64_t size, cuber
     if (size > (uint64_t)SIZE_MAX - STAGING_HEADER ||
         cubert_allocator_malloc(server->allocator, (size_t)(STAGING_HEADER + size), 64, &block,
                                 NULL) !=
-            CUBERT_STATUS_OK)
+        CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_IO_UNKNOWN, &size, 1,
                               "Unable to reserve pinned memory");
     h = (staging_header_t *)block;
@@ -86,7 +86,7 @@ static cubert_status_t staging_one(cubert_server_t *server, uint64_t size, cuber
 }
 
 cubert_status_t cubert__server_staging(cubert_server_t *server, const uint64_t *sizes, size_t count,
-                                   cubert_bytes_t *out_bytes, cubert_error_t *out_error) {
+                                       cubert_bytes_t *out_bytes, cubert_error_t *out_error) {
   size_t i;
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
   if (!server->driver->host_alloc && !(server->driver->flags & CUBERT_DRIVER_HOST_ADDRESSABLE))
@@ -111,7 +111,7 @@ cubert_status_t cubert__server_staging(cubert_server_t *server, const uint64_t *
 #else /* !CUBERT_CONFIG_STAGING: no staging buffers (the client falls back to its own) */
 
 cubert_status_t cubert__server_staging(cubert_server_t *server, const uint64_t *sizes, size_t count,
-                                   cubert_bytes_t *out_bytes, cubert_error_t *out_error) {
+                                       cubert_bytes_t *out_bytes, cubert_error_t *out_error) {
   (void)server;
   (void)sizes;
   (void)count;

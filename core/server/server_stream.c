@@ -49,15 +49,15 @@ static cubert_driver_event_t *release_point(cubert_server_t *server, server_slot
   out_race->generation = 0;
   if (server_lost(server, NULL) != CUBERT_STATUS_OK ||
       server_note(server, server->driver->event_record(server->self, slot->stream, &event, &e), &e) !=
-          CUBERT_STATUS_OK)
+      CUBERT_STATUS_OK)
     return NULL;
   *out_race = server_race_record(server, slot->index);
   return event;
 }
 
 cubert_status_t server_order_begin(cubert_server_t *server, uint64_t stream_id,
-                                const cubert_binding_t *bindings, uint32_t count,
-                                server_order_t *out_order, cubert_error_t *out_error) {
+                                   const cubert_binding_t *bindings, uint32_t count,
+                                   server_order_t *out_order, cubert_error_t *out_error) {
   server_order_t *o = out_order;
   uint32_t k;
   o->early_event = NULL;
@@ -77,7 +77,7 @@ cubert_status_t server_order_begin(cubert_server_t *server, uint64_t stream_id,
 }
 
 void server_order_end(cubert_server_t *server, server_order_t *order,
-                   const cubert_binding_t *bindings, uint32_t count) {
+                      const cubert_binding_t *bindings, uint32_t count) {
   cubert_driver_event_t *event = order->early_event;
   cubert_race_event_t race = order->early_race;
   if (order->plan.pin_count == 0) return;
@@ -86,7 +86,7 @@ void server_order_end(cubert_server_t *server, server_order_t *order,
 }
 
 cubert_status_t server_stream_sync(cubert_server_t *server, uint64_t stream_id,
-                                cubert_error_t *out_error) {
+                                   cubert_error_t *out_error) {
   server_slot_t *slot = server_slot_existing(server, stream_id);
   cubert_driver_event_t *event = NULL;
   cubert_status_t status;

@@ -34,11 +34,11 @@ typedef struct cubert_stream_pool_t {
  * max_streams 0, overflowing total), RESOURCE_EXHAUSTED. On failure the pool
  * is left zeroed (deinitialize is then a no-op). */
 cubert_status_t cubert__stream_pool_initialize(cubert_stream_pool_t *pool,
-                                              cubert_allocator_t allocator, uint32_t max_streams,
-                                              uint32_t num_special,
-                                              cubert_stream_pool_create_fn_t create,
-                                              cubert_stream_pool_destroy_fn_t destroy,
-                                              void *context);
+                                               cubert_allocator_t allocator, uint32_t max_streams,
+                                               uint32_t num_special,
+                                               cubert_stream_pool_create_fn_t create,
+                                               cubert_stream_pool_destroy_fn_t destroy,
+                                               void *context);
 
 /* Destroy every created entry (highest index first) and free the table. */
 void cubert__stream_pool_deinitialize(cubert_stream_pool_t *pool);
@@ -58,8 +58,8 @@ void *cubert__stream_pool_get(const cubert_stream_pool_t *pool, uint32_t index);
 /* The entry at `index`, created now if needed; *out_created (may be NULL)
  * says whether this call created it. OUT_OF_RANGE, or create's codes. */
 cubert_status_t cubert__stream_pool_get_or_create(cubert_stream_pool_t *pool, uint32_t index,
-                                                 void **out_entry, bool *out_created,
-                                                 cubert_error_t *out_error);
+                                                  void **out_entry, bool *out_created,
+                                                  cubert_error_t *out_error);
 
 /* Destroy the entry at `index` if created (undo of a lazy creation). */
 void cubert__stream_pool_remove(cubert_stream_pool_t *pool, uint32_t index);

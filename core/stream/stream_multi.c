@@ -265,7 +265,7 @@ uint64_t cubert__multi_stream_cursor(const cubert_multi_stream_t *ms, uint64_t s
 }
 
 bool cubert__multi_stream_last_synced(const cubert_multi_stream_t *ms, uint64_t stream_id,
-                                     uint32_t origin_slot, uint64_t *out_cursor) {
+                                      uint32_t origin_slot, uint64_t *out_cursor) {
   const stream_slot_t *slot = ms ? slot_of(ms, stream_id) : NULL;
   if (!slot || origin_slot >= ms->max_streams || !slot_synced(slot, origin_slot)) return false;
   if (out_cursor) *out_cursor = slot->last_synced[origin_slot];
@@ -295,7 +295,7 @@ uint32_t cubert__multi_stream_error_count(const cubert_multi_stream_t *ms, uint6
 }
 
 cubert_status_t cubert__multi_stream_error_peek(const cubert_multi_stream_t *ms,
-                                               uint64_t stream_id, cubert_error_t *out_error) {
+                                                uint64_t stream_id, cubert_error_t *out_error) {
   const stream_slot_t *slot;
   if (!ms) return CUBERT_STATUS_INVALID_ARGUMENT;
   slot = slot_of(ms, stream_id);
@@ -305,7 +305,7 @@ cubert_status_t cubert__multi_stream_error_peek(const cubert_multi_stream_t *ms,
 }
 
 cubert_status_t cubert__multi_stream_error_drain(cubert_multi_stream_t *ms, uint64_t stream_id,
-                                                cubert_error_t *out_error) {
+                                                 cubert_error_t *out_error) {
   stream_slot_t *slot;
   cubert_status_t status = cubert__multi_stream_error_peek(ms, stream_id, out_error);
   if (status != CUBERT_STATUS_SERVER_UNHEALTHY) return status;

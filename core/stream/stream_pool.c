@@ -4,11 +4,11 @@
 #include "stream/stream_internal.h"
 
 cubert_status_t cubert__stream_pool_initialize(cubert_stream_pool_t *pool,
-                                              cubert_allocator_t allocator, uint32_t max_streams,
-                                              uint32_t num_special,
-                                              cubert_stream_pool_create_fn_t create,
-                                              cubert_stream_pool_destroy_fn_t destroy,
-                                              void *context) {
+                                               cubert_allocator_t allocator, uint32_t max_streams,
+                                               uint32_t num_special,
+                                               cubert_stream_pool_create_fn_t create,
+                                               cubert_stream_pool_destroy_fn_t destroy,
+                                               void *context) {
   void *entries = NULL;
   uint32_t total;
   if (!pool) return CUBERT_STATUS_INVALID_ARGUMENT;
@@ -57,8 +57,8 @@ void *cubert__stream_pool_get(const cubert_stream_pool_t *pool, uint32_t index) 
 }
 
 cubert_status_t cubert__stream_pool_get_or_create(cubert_stream_pool_t *pool, uint32_t index,
-                                                 void **out_entry, bool *out_created,
-                                                 cubert_error_t *out_error) {
+                                                  void **out_entry, bool *out_created,
+                                                  cubert_error_t *out_error) {
   void *entry = NULL;
   if (out_created) *out_created = false;
   if (!pool->entries || index >= cubert__stream_pool_size(pool))

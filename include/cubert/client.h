@@ -617,18 +617,18 @@ CUBERT_API cubert_status_t cubert_client_to_client(cubert_client_t *src,
 /* The checker's counters (all zero when it is off). INVALID_ARGUMENT (kind
  * INVALID_ARGUMENT) for NULL. Takes the device briefly; thread-safe. */
 CUBERT_API cubert_status_t cubert_client_race_counters(cubert_client_t *client,
-                                                    cubert_race_counters_t *out_counters,
-                                                    cubert_error_t *out_error);
+                                                       cubert_race_counters_t *out_counters,
+                                                       cubert_error_t *out_error);
 /* The most recent race report: OK, NOT_FOUND (kind IO_NOT_FOUND) when there
  * was none (or the checker is off), INVALID_ARGUMENT for NULL. Takes the
  * device briefly. */
 CUBERT_API cubert_status_t cubert_client_race_last_report(cubert_client_t *client,
-                                                       cubert_race_report_t *out_report,
-                                                       cubert_error_t *out_error);
+                                                          cubert_race_report_t *out_report,
+                                                          cubert_error_t *out_error);
 /* Set the seed carried by later race reports (deterministic drivers; 0:
  * none). Takes the device briefly. INVALID_ARGUMENT for NULL. */
 CUBERT_API cubert_status_t cubert_client_race_seed(cubert_client_t *client, uint64_t seed,
-                                                cubert_error_t *out_error);
+                                                   cubert_error_t *out_error);
 
 CUBERT_EXTERN_C_END
 

@@ -91,8 +91,8 @@ CUBERT_API cubert_stream_policy_t cubert_stream_id_policy(void);
  * The lock functions are thread-safe and block while another thread holds
  * it. */
 CUBERT_API cubert_status_t cubert_os_lock_create(cubert_allocator_t allocator,
-                                                   cubert_lock_t *out_lock,
-                                                   cubert_error_t *out_error);
+                                                 cubert_lock_t *out_lock,
+                                                 cubert_error_t *out_error);
 /* Destroy a lock made by cubert_os_lock_create (not held). A lock with NULL
  * functions: no-op. */
 CUBERT_API void cubert_os_lock_destroy(cubert_lock_t lock);

@@ -302,7 +302,7 @@ void cts_teardown(cts_env_t *env) {
     char line[512];
     CHECK_OK(cubert_client_race_counters(env->client, &counters, NULL));
     if (counters.reports && cubert_client_race_last_report(env->client, &report,
-                                                        NULL) == CUBERT_STATUS_OK) {
+                                                           NULL) == CUBERT_STATUS_OK) {
       cubert_race_report_format(&report, line, sizeof line);
       test_fail(__FILE__, __LINE__, "%llu race report(s), last: %s",
                 (unsigned long long)counters.reports, line);

@@ -285,7 +285,7 @@ TEST(cts_kernel_profiling_basic_prints_summary_at_sync) {
   CHECK_OK(cubert_client_sync(env.client, NULL));
   CHECK_EQ_I64(cap.calls, 1);
   CHECK_MSG(strstr(cap.text, "| Name") && strstr(cap.text, "Duration") &&
-                strstr(cap.text, "Num Computed") && strstr(cap.text, "Ratio"),
+            strstr(cap.text, "Num Computed") && strstr(cap.text, "Ratio"),
             "table: %s", cap.text);
   CHECK_MSG(row_of(cap.text, "ck_add_scalar_u32", line, sizeof line) != NULL, "table: %s",
             cap.text);
@@ -332,7 +332,7 @@ TEST(cts_kernel_profiling_execution_only_medium_full) {
   CHECK_EQ_U64(run_program(env.client, 1), 22);
   CHECK_EQ_I64(cap.calls, 2);
   CHECK_MSG(row_of(cap.text, "ck_add_scalar_u32", line, sizeof line) != NULL && line[0] == '|' &&
-                strstr(line, "s") != NULL,
+            strstr(line, "s") != NULL,
             "log: %s", cap.text);
   /* full: the name carries the kernel id and the cube count */
   capture_reset(&cap);

@@ -15,8 +15,8 @@ typedef struct server_case_t {
 static cubert_server_t *server_of(cubert_client_t *client) { return client->state->server; }
 
 static cubert_server_collective_t op_of(uint32_t kind, const cubert_binding_t *src,
-                                     const cubert_binding_t *dst, uint32_t peer,
-                                     const uint32_t *devices, size_t count) {
+                                        const cubert_binding_t *dst, uint32_t peer,
+                                        const uint32_t *devices, size_t count) {
   cubert_server_collective_t op;
   memset(&op, 0, sizeof op);
   op.kind = kind;

@@ -168,7 +168,7 @@ static void check_add(smoke_t *s, uint64_t n, bool dynamic) {
     words[1] = words[2] = 1;
     SMOKE_OK(cubert__cuda_copy_h2d(&s->stream, dn, words, sizeof words, E));
     SMOKE_OK(cubert__cuda_launch_dynamic(&s->stream, f, dn, &args, CUBERT_KERNEL_MODE_CHECKED, 0,
-                                        &read, E));
+                                         &read, E));
     SMOKE_CHECK(read.x == grid.x && read.y == 1 && read.z == 1, "dynamic count read (%u,%u,%u)",
                 read.x, read.y, read.z);
   } else {
@@ -231,7 +231,7 @@ static void check_modes(smoke_t *s) {
   SMOKE_OK(cubert__cuda_copy_d2h(&s->stream, &rep, drep, sizeof rep, E));
   smoke_sync(s);
   SMOKE_CHECK(rep.oob_count == 14 && rep.has_violation == 1 && rep.buffer_length == 9 &&
-                  rep.element_index >= 9,
+              rep.element_index >= 9,
               "VALIDATE report: oob %llu, violation %u, index %llu, length %llu",
               (unsigned long long)rep.oob_count, rep.has_violation,
               (unsigned long long)rep.element_index, (unsigned long long)rep.buffer_length);
@@ -279,7 +279,7 @@ static void check_kernels(smoke_t *s) {
   grid.y = (m + CK_TILE - 1) / CK_TILE;
   grid.z = 1;
   SMOKE_OK(cubert__cuda_launch(&s->stream, smoke_function(s, &ck_matmul_f32_kernel), grid, &args,
-                              CUBERT_KERNEL_MODE_CHECKED, 0, E));
+                               CUBERT_KERNEL_MODE_CHECKED, 0, E));
   SMOKE_OK(cubert__cuda_copy_d2h(&s->stream, c, dc, sizeof c, E));
   /* dynamic shared memory: reverse each 128-unit block */
   for (i = 0; i < 37 * 128; i++) rin[i] = i * 2654435761u;
@@ -290,7 +290,7 @@ static void check_kernels(smoke_t *s) {
   grid.x = cubes;
   grid.y = 1;
   SMOKE_OK(cubert__cuda_launch(&s->stream, smoke_function(s, &ck_reverse_u32_kernel), grid, &args,
-                              CUBERT_KERNEL_MODE_CHECKED, 0, E));
+                               CUBERT_KERNEL_MODE_CHECKED, 0, E));
   SMOKE_OK(cubert__cuda_copy_d2h(&s->stream, rout, dr2, sizeof rout, E));
   /* the conformance suite's buf[i] += delta */
   for (i = 0; i < 1000; i++) buf[i] = i;
@@ -300,7 +300,7 @@ static void check_kernels(smoke_t *s) {
   cubert_kernel_args_set_u32(&args, 0, 7);
   grid.x = (1000 + CK_SMALL_BLOCK - 1) / CK_SMALL_BLOCK;
   SMOKE_OK(cubert__cuda_launch(&s->stream, smoke_function(s, &ck_add_scalar_u32_kernel), grid, &args,
-                              CUBERT_KERNEL_MODE_CHECKED, 0, E));
+                               CUBERT_KERNEL_MODE_CHECKED, 0, E));
   SMOKE_OK(cubert__cuda_copy_d2h(&s->stream, buf, dbuf, sizeof buf, E));
   smoke_sync(s);
   for (i = 0; i < m; i++)
@@ -336,7 +336,7 @@ static void check_kernels(smoke_t *s) {
     cubert_kernel_args_set_f32(&args, 0, alpha);
     grid.x = (300 + CK_BLOCK - 1) / CK_BLOCK;
     SMOKE_OK(cubert__cuda_launch(&s->stream, smoke_function(s, &ck_axpy_f32_kernel), grid, &args,
-                                CUBERT_KERNEL_MODE_CHECKED, 0, E));
+                                 CUBERT_KERNEL_MODE_CHECKED, 0, E));
     SMOKE_OK(cubert__cuda_copy_d2h(&s->stream, out, dout, sizeof out, E));
     smoke_sync(s);
     for (bad = 0, i = 0; i < 300; i++)
@@ -726,7 +726,7 @@ int main(int argc, char **argv) {
   print_devices(s.cu);
   print_images();
   if (cubert__cuda_device_open(s.cu, ordinal, cubert_allocator_libc(), &s.device, &err) !=
-          CUBERT_STATUS_OK ||
+      CUBERT_STATUS_OK ||
       cubert__cuda_stream_initialize(s.device, &s.stream, &err) != CUBERT_STATUS_OK) {
     printf("cuda-smoke: cannot open device %u: %s\n", ordinal, err.reason);
     return 2;

@@ -101,7 +101,7 @@ TEST(cuda_error_records) {
   char text[512];
   /* without a loader: the name only */
   CHECK_STATUS(cubert__cuda_error_set(&e, NULL, CUDA_ERROR_OUT_OF_MEMORY, CUBERT_CUDA_OP_MEMORY,
-                                     "cuMemAllocAsync", 4096),
+                                      "cuMemAllocAsync", 4096),
                CUBERT_STATUS_OUT_OF_MEMORY);
   CHECK_EQ_U64(cubert_error_kind(&e), CUBERT_ERROR_IO_OUT_OF_MEMORY);
   CHECK_EQ_U64(e.depth, 1);
@@ -112,7 +112,7 @@ TEST(cuda_error_records) {
   CHECK_MSG(strstr(text, "Driver code: 2") != NULL, "%s", text);
   /* a launch failure nests as the seed's ServerError::Launch(LaunchError::...) */
   CHECK_STATUS(cubert__cuda_error_set(&e, NULL, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
-                                     CUBERT_CUDA_OP_LAUNCH, "cuLaunchKernel", 0),
+                                      CUBERT_CUDA_OP_LAUNCH, "cuLaunchKernel", 0),
                CUBERT_STATUS_LIMIT_EXCEEDED);
   CHECK_EQ_U64(e.depth, 2);
   CHECK_EQ_U64(e.chain[0], CUBERT_ERROR_SERVER_LAUNCH);
@@ -120,7 +120,7 @@ TEST(cuda_error_records) {
   CHECK_EQ_I64(e.driver_code, 701);
   /* a compilation failure: CompilationError inside LaunchError::CompilationError */
   CHECK_STATUS(cubert__cuda_error_set(&e, NULL, CUDA_ERROR_INVALID_PTX, CUBERT_CUDA_OP_MODULE,
-                                     "cuModuleLoadDataEx", 0),
+                                      "cuModuleLoadDataEx", 0),
                CUBERT_STATUS_COMPILATION_FAILED);
   CHECK_EQ_U64(e.depth, 3);
   CHECK_EQ_U64(e.chain[0], CUBERT_ERROR_SERVER_LAUNCH);
@@ -128,14 +128,14 @@ TEST(cuda_error_records) {
   CHECK_EQ_U64(e.chain[2], CUBERT_ERROR_COMPILATION_GENERIC);
   /* a poisoning code: DEVICE_LOST, not wrapped */
   CHECK_STATUS(cubert__cuda_error_set(&e, NULL, CUDA_ERROR_ILLEGAL_ADDRESS, CUBERT_CUDA_OP_LAUNCH,
-                                     "cuLaunchKernel", 0),
+                                      "cuLaunchKernel", 0),
                CUBERT_STATUS_UNAVAILABLE);
   CHECK_EQ_U64(e.depth, 1);
   CHECK_EQ_U64(cubert_error_kind(&e), CUBERT_ERROR_DEVICE_LOST);
   CHECK_EQ_I64(e.driver_code, 700);
   /* NULL record: only the status */
   CHECK_STATUS(cubert__cuda_error_set(NULL, NULL, CUDA_ERROR_INVALID_VALUE, CUBERT_CUDA_OP_COPY,
-                                     "x", 0),
+                                      "x", 0),
                CUBERT_STATUS_INVALID_ARGUMENT);
 }
 
@@ -144,7 +144,7 @@ TEST(cuda_error_records_with_driver_text) {
   cubert_error_t e;
   CHECK_OK(cubert__cuda_loader_open(FAKE_LIBCUDA, &cu, &e));
   (void)cubert__cuda_error_set(&e, &cu, CUDA_ERROR_ILLEGAL_ADDRESS, CUBERT_CUDA_OP_GENERIC,
-                              "cuStreamSynchronize", 0);
+                               "cuStreamSynchronize", 0);
   CHECK_EQ_STR(e.reason, "cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal "
                          "memory access was encountered)");
   /* a code the driver has no text for: the name alone */

@@ -166,11 +166,11 @@ static void gpu_add(gpu_env_t *env, uint64_t n, bool dynamic) {
     count[1] = count[2] = 1;
     CHECK_OK(cubert__cuda_copy_h2d(&env->stream, dcount, count, sizeof count, &err));
     CHECK_OK(cubert__cuda_launch_dynamic(&env->stream, f, dcount, &args,
-                                        CUBERT_KERNEL_MODE_UNCHECKED, 0, &read, &err));
+                                         CUBERT_KERNEL_MODE_UNCHECKED, 0, &read, &err));
     CHECK_EQ_U64(read.x, grid.x);
   } else {
     CHECK_OK(cubert__cuda_launch(&env->stream, f, grid, &args, CUBERT_KERNEL_MODE_UNCHECKED, 0,
-                                &err));
+                                 &err));
   }
   CHECK_OK(cubert__cuda_copy_d2h(&env->stream, c, dc, n * 4, &err));
   CHECK_OK(cubert__cuda_stream_synchronize(&env->stream, &err));

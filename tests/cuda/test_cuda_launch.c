@@ -86,7 +86,7 @@ TEST(cuda_function_cache_and_launch) {
   cubert_kernel_args_set_buffer(&args, 0, (void *)(uintptr_t)buf, sizeof host);
   cubert_kernel_args_set_u32(&args, 0, 7);
   CHECK_OK(cubert__cuda_launch(&env.stream, f, grid, &args, CUBERT_KERNEL_MODE_VALIDATE, report,
-                              &err));
+                               &err));
   CHECK_OK(cubert__cuda_copy_d2h(&env.stream, host, buf, sizeof host, &err));
   CHECK_OK(cubert__cuda_stream_synchronize(&env.stream, &err));
   for (i = 0; i < 100; i++) CHECK_EQ_U64(host[i], i + 7);

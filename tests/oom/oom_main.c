@@ -486,20 +486,20 @@ cubert_status_t __wrap_cubert_inline_client_create(cubert_allocator_t allocator,
 
 /* The fault tests' devices (backend-cpu/cpu/cpu_testing.h, inline_testing.h), tracked the same way. */
 cubert_status_t __real_cubert__cpu_client_create_with_faults(cubert_allocator_t allocator,
-                                                            const cubert_cpu_options_t *options,
-                                                            const cubert_server_faults_t *faults,
-                                                            cubert_client_t **out_client,
-                                                            cubert_error_t *out_error);
+                                                             const cubert_cpu_options_t *options,
+                                                             const cubert_server_faults_t *faults,
+                                                             cubert_client_t **out_client,
+                                                             cubert_error_t *out_error);
 cubert_status_t __wrap_cubert__cpu_client_create_with_faults(cubert_allocator_t allocator,
-                                                            const cubert_cpu_options_t *options,
-                                                            const cubert_server_faults_t *faults,
-                                                            cubert_client_t **out_client,
-                                                            cubert_error_t *out_error);
+                                                             const cubert_cpu_options_t *options,
+                                                             const cubert_server_faults_t *faults,
+                                                             cubert_client_t **out_client,
+                                                             cubert_error_t *out_error);
 cubert_status_t __wrap_cubert__cpu_client_create_with_faults(cubert_allocator_t allocator,
-                                                            const cubert_cpu_options_t *options,
-                                                            const cubert_server_faults_t *faults,
-                                                            cubert_client_t **out_client,
-                                                            cubert_error_t *out_error) {
+                                                             const cubert_cpu_options_t *options,
+                                                             const cubert_server_faults_t *faults,
+                                                             cubert_client_t **out_client,
+                                                             cubert_error_t *out_error) {
   cubert_cpu_options_t o;
   cubert_status_t s;
   if (options) {
@@ -508,7 +508,7 @@ cubert_status_t __wrap_cubert__cpu_client_create_with_faults(cubert_allocator_t 
     options = &o;
   }
   s = __real_cubert__cpu_client_create_with_faults(allocator, options, faults, out_client,
-                                                  out_error);
+                                                   out_error);
   track_client(s, out_client);
   return s;
 }
@@ -523,7 +523,7 @@ cubert_status_t __wrap_cubert__inline_client_create_with_faults(
     cubert_allocator_t allocator, const cubert_inline_options_t *options,
     const cubert_server_faults_t *faults, cubert_client_t **out_client, cubert_error_t *out_error) {
   cubert_status_t s = __real_cubert__inline_client_create_with_faults(allocator, options, faults,
-                                                                    out_client, out_error);
+                                                                      out_client, out_error);
   track_client(s, out_client);
   return s;
 }

@@ -52,8 +52,8 @@ static inline void run_add(cubert_cpu_executor_t *ex, size_t n) {
   for (mode = 0; mode < 3; mode++) {
     for (i = 0; i < n + 16; i++) out[i] = -7.0f;
     CHECK_OK(cubert__cpu_executor_run(ex, &ck_add_f32_kernel, dim3(cubes, 1, 1),
-                                     ck_add_f32_kernel.cube_dim, &args,
-                                     (cubert_execution_mode_t)mode, &report, NULL));
+                                      ck_add_f32_kernel.cube_dim, &args,
+                                      (cubert_execution_mode_t)mode, &report, NULL));
     CHECK_EQ_U64(report.oob_count, 0);
     for (i = 0; i < n; i++)
       CHECK_MSG(out[i] == (float)i + 0.5f * (float)(i % 1000), "n=%zu mode %d i=%zu got %f", n,

@@ -179,7 +179,7 @@ TEST(hostenv_invalid_values_fail_the_create) {
     CHECK(client == NULL);
     CHECK_EQ_U64(err.chain[0], CUBERT_ERROR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(err.reason, bad[i].name) != NULL && strstr(err.reason, bad[i].value) &&
-                  strstr(err.reason, bad[i].accepted) != NULL,
+              strstr(err.reason, bad[i].accepted) != NULL,
               "%s=%s: %s", bad[i].name, bad[i].value, err.reason);
     CHECK_EQ_I64(c.live_blocks, 0);
     CHECK(unsetenv(bad[i].name) == 0);
@@ -344,7 +344,7 @@ TEST(hostenv_profile_summary_at_release) {
   CHECK_MSG(strstr(text, "cpu device 47: kernel executions (CUBERT_PROFILE_SUMMARY)") != NULL,
             "log: %s", text);
   CHECK_MSG(strstr(text, ck_add_f32_kernel.name) != NULL && strstr(text, "| 5 ") != NULL &&
-                strstr(text, "| Total") != NULL,
+            strstr(text, "| Total") != NULL,
             "log: %s", text);
   free(text);
   (void)remove(path);
@@ -393,8 +393,8 @@ TEST(hostenv_log_stream_error_at_warn) {
   CHECK_EQ_I64(c.live_blocks, 0);
   text = slurp(path);
   CHECK_MSG(strstr(text, "cubert[warn +") != NULL &&
-                strstr(text, "cpu device 48 stream") != NULL &&
-                strstr(text, "error queued") != NULL,
+            strstr(text, "cpu device 48 stream") != NULL &&
+            strstr(text, "error queued") != NULL,
             "log: %s", text);
   CHECK_MSG(strstr(text, "created") == NULL, "an info line at warn: %s", text);
   free(text);
@@ -424,8 +424,8 @@ TEST(hostenv_log_failed_create_at_error) {
   CHECK_EQ_I64(c.live_blocks, 0);
   text = slurp(path);
   CHECK_MSG(strstr(text, "cubert[error +") != NULL &&
-                strstr(text, "cubert_cpu_client_create (device 49) failed") != NULL &&
-                strstr(text, "CUBERT_CPU_MODE") != NULL && strstr(text, "max_streams") != NULL,
+            strstr(text, "cubert_cpu_client_create (device 49) failed") != NULL &&
+            strstr(text, "CUBERT_CPU_MODE") != NULL && strstr(text, "max_streams") != NULL,
             "log: %s", text);
   CHECK_MSG(strstr(text, "[warn") == NULL, "a warn line at error: %s", text);
   free(text);

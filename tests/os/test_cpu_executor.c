@@ -55,7 +55,7 @@ TEST(executor_zero_cubes_is_noop) {
     cubert_dim3_t count = dim3(z == 0 ? 0 : 5, z == 1 ? 0 : 5, z == 2 ? 0 : 5);
     memset(&report, 0xff, sizeof(report));
     CHECK_OK(cubert__cpu_executor_run(ex, &ck_oob_copy_f32_kernel, count, dim3(4, 1, 1), &args,
-                                     CUBERT_EXECUTION_UNCHECKED, &report, NULL));
+                                      CUBERT_EXECUTION_UNCHECKED, &report, NULL));
     CHECK_EQ_U64(report.oob_count, 0);
     CHECK_EQ_U64(report.has_violation, 0);
     CHECK_EQ_STR(report.kernel_name, "ck_oob_copy_f32");
@@ -88,8 +88,8 @@ TEST(executor_reduce_shared_tree_matches_reference) {
       cubert_kernel_args_set_buffer(&args, 0, in, n * sizeof(float));
       cubert_kernel_args_set_buffer(&args, 1, partial, cubes * sizeof(float));
       CHECK_OK(cubert__cpu_executor_run(ex, &ck_reduce_sum_f32_kernel, dim3((uint32_t)cubes, 1, 1),
-                                       dim3(block, 1, 1), &args, CUBERT_EXECUTION_CHECKED, NULL,
-                                       NULL));
+                                        dim3(block, 1, 1), &args, CUBERT_EXECUTION_CHECKED, NULL,
+                                        NULL));
       for (cube = 0; cube < cubes; cube++) {
         float ref = 0.0f;
         for (i = cube * block; i < (cube + 1) * block && i < n; i++) ref += in[i];
@@ -127,8 +127,8 @@ static void check_matmul(cubert_cpu_executor_t *ex, uint32_t m, uint32_t k, uint
   cubert_kernel_args_set_u32(&args, 1, k);
   cubert_kernel_args_set_u32(&args, 2, n);
   CHECK_OK(cubert__cpu_executor_run(ex, &ck_matmul_f32_kernel,
-                                   dim3((n + CK_TILE - 1) / CK_TILE, (m + CK_TILE - 1) / CK_TILE, 1),
-                                   ck_matmul_f32_kernel.cube_dim, &args, mode, &report, NULL));
+                                    dim3((n + CK_TILE - 1) / CK_TILE, (m + CK_TILE - 1) / CK_TILE, 1),
+                                    ck_matmul_f32_kernel.cube_dim, &args, mode, &report, NULL));
   CHECK_EQ_U64(report.oob_count, 0);
   for (i = 0; i < m; i++)
     for (j = 0; j < n; j++) {
@@ -197,7 +197,7 @@ TEST(executor_cube_within_is_true_for_whole_cubes_only) {
     cubert_kernel_args_set_buffer(&args, 0, flags, sizeof(flags));
     cubert_kernel_args_set_u64(&args, 0, ns[s]);
     CHECK_OK(cubert__cpu_executor_run(ex, &within_flags_kernel, dim3(4, 1, 1), dim3(8, 1, 1),
-                                     &args, CUBERT_EXECUTION_CHECKED, NULL, NULL));
+                                      &args, CUBERT_EXECUTION_CHECKED, NULL, NULL));
     for (cube = 0; cube < 4; cube++)
       CHECK_MSG(flags[cube] == ((cube + 1u) * 8u <= ns[s] ? 1u : 0u), "n=%u cube %u: %u",
                 (unsigned)ns[s], cube, flags[cube]);
@@ -279,8 +279,8 @@ static void iso_run(cubert_cpu_executor_t *ex, uint32_t use_global, uint32_t cub
   cubert_kernel_args_set_u32(&args, 0, use_global);
   CHECK(cubes <= ISO_MAX_CUBES);
   CHECK_OK(cubert__cpu_executor_run(ex, &iso_kernel_desc, dim3(cubes, 1, 1),
-                                   iso_kernel_desc.cube_dim, &args, CUBERT_EXECUTION_CHECKED,
-                                   NULL, NULL));
+                                    iso_kernel_desc.cube_dim, &args, CUBERT_EXECUTION_CHECKED,
+                                    NULL, NULL));
   *out_errors = 0;
   *out_overlapped = 0;
   for (i = 0; i < cubes; i++) {
@@ -345,9 +345,9 @@ TEST(executor_1000_launches_allocate_nothing) {
     for (i = 0; i < 1000; i++) {
       cubert_kernel_report_t report;
       CHECK_OK(cubert__cpu_executor_run(ex, &ck_add_f32_kernel,
-                                       dim3((uint32_t)((n + CK_BLOCK - 1) / CK_BLOCK), 1, 1),
-                                       ck_add_f32_kernel.cube_dim, &args,
-                                       (cubert_execution_mode_t)(i % 3), &report, NULL));
+                                        dim3((uint32_t)((n + CK_BLOCK - 1) / CK_BLOCK), 1, 1),
+                                        ck_add_f32_kernel.cube_dim, &args,
+                                        (cubert_execution_mode_t)(i % 3), &report, NULL));
       CHECK_EQ_U64(c.calls, calls);
       CHECK_EQ_I64(c.live_blocks, live);
     }
@@ -376,7 +376,7 @@ static void check_positions(cubert_cpu_executor_t *ex, cubert_dim3_t count, cube
   cubert_kernel_args_set_buffer(&args, 0, pos, total * 8 * sizeof(uint32_t));
   cubert_kernel_args_set_buffer(&args, 1, abs_pos, total * 3 * sizeof(uint32_t));
   CHECK_OK(cubert__cpu_executor_run(ex, &ck_positions_kernel, count, dim, &args,
-                                   CUBERT_EXECUTION_VALIDATE, &report, NULL));
+                                    CUBERT_EXECUTION_VALIDATE, &report, NULL));
   CHECK_EQ_U64(report.oob_count, 0);
   for (g = 0; g < total; g++) {
     /* ABSOLUTE_POS = CUBE_POS * CUBE_DIM + UNIT_POS; linear ids are x-fastest. */
@@ -429,7 +429,7 @@ static void oob_run(cubert_cpu_executor_t *ex, cubert_execution_mode_t mode, flo
   cubert_kernel_args_set_buffer(&args, 0, in, 9 * sizeof(float));
   cubert_kernel_args_set_buffer(&args, 1, out, 9 * sizeof(float));
   CHECK_OK(cubert__cpu_executor_run(ex, &ck_oob_copy_f32_kernel, dim3(4, 1, 1), dim3(4, 1, 1), &args,
-                                   mode, report, NULL));
+                                    mode, report, NULL));
 }
 
 TEST(executor_modes_checked_validate_unchecked) {
@@ -485,7 +485,7 @@ TEST(executor_validate_reports_store_violation) {
   cubert_kernel_args_set_buffer(&args, 0, in, sizeof(in));
   cubert_kernel_args_set_buffer(&args, 1, out, 5 * sizeof(float));
   CHECK_OK(cubert__cpu_executor_run(ex, &ck_oob_copy_f32_kernel, dim3(2, 2, 2), dim3(2, 2, 2), &args,
-                                   CUBERT_EXECUTION_VALIDATE, &r, NULL));
+                                    CUBERT_EXECUTION_VALIDATE, &r, NULL));
   CHECK_EQ_U64(r.oob_count, 64 - 5);
   CHECK_EQ_U64(r.has_violation, 1);
   CHECK_EQ_U64(r.buffer_index, 1);
@@ -511,7 +511,7 @@ TEST(executor_validate_first_violation_is_deterministic) {
       cubert_kernel_args_set_buffer(&args, 0, in, 3000 * sizeof(float));
       cubert_kernel_args_set_buffer(&args, 1, out, 4096 * sizeof(float));
       CHECK_OK(cubert__cpu_executor_run(ex, &ck_oob_copy_f32_kernel, dim3(1024, 1, 1), dim3(4, 1, 1),
-                                       &args, CUBERT_EXECUTION_VALIDATE, &r, NULL));
+                                        &args, CUBERT_EXECUTION_VALIDATE, &r, NULL));
       CHECK_EQ_U64(r.oob_count, 4096 - 3000);
       CHECK_EQ_U64(r.cube_linear, 750);
       CHECK_EQ_U64(r.element_index, 3000);
@@ -543,7 +543,7 @@ TEST(executor_scalar_slots) {
   CHECK_EQ_U64(args.scalars[0], 0x40200000u); /* 2.5f */
   CHECK(cubert_kernel_bits_f64(cubert_kernel_f64_bits(-0.125)) == -0.125);
   CHECK_OK(cubert__cpu_executor_run(ex, &ck_axpy_offset_f32_kernel, dim3(2, 1, 1), dim3(64, 1, 1), &args,
-                                   CUBERT_EXECUTION_CHECKED, NULL, NULL));
+                                    CUBERT_EXECUTION_CHECKED, NULL, NULL));
   /* x index i - 3: out of bounds (a load of 0) for i < 3. */
   for (i = 0; i < 100; i++)
     CHECK(out[i] == (i < 3 ? 1000.0f : 2.5f * (float)(i - 3) + 1000.0f));
@@ -566,8 +566,8 @@ TEST(executor_dynamic_shared_reverse) {
     cubert_kernel_args_set_buffer(&args, 0, in, sizeof(in));
     cubert_kernel_args_set_buffer(&args, 1, out, sizeof(out));
     CHECK_OK(cubert__cpu_executor_run(ex, &ck_reverse_u32_kernel, dim3(CUBES, 1, 1),
-                                     ck_reverse_u32_kernel.cube_dim, &args,
-                                     CUBERT_EXECUTION_CHECKED, NULL, NULL));
+                                      ck_reverse_u32_kernel.cube_dim, &args,
+                                      CUBERT_EXECUTION_CHECKED, NULL, NULL));
     for (i = 0; i < CUBES * D; i++) CHECK_EQ_U64(out[i], in[(i / D) * D + (D - 1 - i % D)]);
     cubert__cpu_executor_destroy(ex);
   }
@@ -591,15 +591,15 @@ TEST(executor_dynamic_shared_growth_out_of_memory) {
     cubert_kernel_args_set_u32(&args, 0, 0);
     counting_allocator_fail_at(&c, n, 0); /* 4 contexts: the nth block fails */
     CHECK_STATUS(cubert__cpu_executor_run(ex, &iso_kernel_desc, dim3(1, 1, 1),
-                                         iso_kernel_desc.cube_dim, &args,
-                                         CUBERT_EXECUTION_CHECKED, NULL, &e),
+                                          iso_kernel_desc.cube_dim, &args,
+                                          CUBERT_EXECUTION_CHECKED, NULL, &e),
                  CUBERT_STATUS_RESOURCE_EXHAUSTED);
     CHECK(cubert_error_kind(&e) == CUBERT_ERROR_HOST_OUT_OF_MEMORY);
     CHECK_EQ_I64(c.live_blocks, live);
     memset(errors, 0, sizeof(errors));
     CHECK_OK(cubert__cpu_executor_run(ex, &iso_kernel_desc, dim3(1, 1, 1),
-                                     iso_kernel_desc.cube_dim, &args, CUBERT_EXECUTION_CHECKED,
-                                     NULL, &e));
+                                      iso_kernel_desc.cube_dim, &args, CUBERT_EXECUTION_CHECKED,
+                                      NULL, &e));
     CHECK_EQ_U64(errors[0], 0);
     CHECK_EQ_I64(c.live_blocks, live + 4);
     cubert__cpu_executor_destroy(ex);

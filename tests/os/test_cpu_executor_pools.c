@@ -35,7 +35,7 @@ TEST(executor_create_destroy_pools) {
       cubert_kernel_args_t args;
       cubert_kernel_args_initialize(&args);
       CHECK_OK(cubert__cpu_executor_run(ex, &ck_empty_kernel, dim3(64, 1, 1), dim3(1, 1, 1), &args,
-                                       CUBERT_EXECUTION_CHECKED, NULL, NULL));
+                                        CUBERT_EXECUTION_CHECKED, NULL, NULL));
     }
     cubert__cpu_executor_destroy(ex);
     CHECK_EQ_I64(c.live_blocks, 0);
@@ -50,7 +50,7 @@ TEST(executor_create_bad_arguments) {
   CHECK_STATUS(cubert__cpu_executor_create(cubert_allocator_libc(), 1, NULL, &e),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert__cpu_executor_create(cubert_allocator_libc(),
-                                          CUBERT_CPU_EXECUTOR_MAX_WORKERS + 1, &ex, &e),
+                                           CUBERT_CPU_EXECUTOR_MAX_WORKERS + 1, &ex, &e),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_EQ_U64(e.field[0], CUBERT_CPU_EXECUTOR_MAX_WORKERS + 1);
   CHECK(ex == NULL); /* untouched */
@@ -172,7 +172,7 @@ static void *concurrent_main(void *p) {
   for (rep = 0; rep < 50 && arg->ok; rep++) {
     memset(out, 0, n * sizeof(float));
     if (cubert__cpu_executor_run(arg->ex, &ck_add_f32_kernel, dim3(12, 1, 1), dim3(256, 1, 1),
-                                &args, CUBERT_EXECUTION_CHECKED, NULL, NULL) != CUBERT_STATUS_OK)
+                                 &args, CUBERT_EXECUTION_CHECKED, NULL, NULL) != CUBERT_STATUS_OK)
       arg->ok = 0;
     for (i = 0; i < n; i++)
       if (out[i] != (float)i + 2.0f) arg->ok = 0;
@@ -227,8 +227,8 @@ TEST(executor_each_cube_runs_once) {
       memset(counts, 0, sizeof(counts));
       if (launch % 500 == 499) cubert__os_sleep_ns(1000000); /* let workers fall asleep */
       CHECK_OK(cubert__cpu_executor_run(ex, &count_kernel_desc, dim3(cubes, 1, 1),
-                                       dim3(1 + launch % 3, 1, 1), &args,
-                                       CUBERT_EXECUTION_CHECKED, NULL, NULL));
+                                        dim3(1 + launch % 3, 1, 1), &args,
+                                        CUBERT_EXECUTION_CHECKED, NULL, NULL));
       for (i = 0; i < 64; i++) CHECK_EQ_U64(counts[i], i < cubes ? 1 + launch % 3 : 0);
     }
     cubert__cpu_executor_destroy(ex);

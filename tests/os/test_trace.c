@@ -552,7 +552,7 @@ TEST(trace_threaded_program_is_well_formed) {
   /* worker tracks hold kernel spans only (2 workers: tids 2000, 2001) */
   CHECK_EQ_I64(count_events(doc, "B", NULL, NULL, 2000) + count_events(doc, "B", NULL, NULL, 2001),
                count_events(doc, "B", "kernel", NULL, 2000) +
-                   count_events(doc, "B", "kernel", NULL, 2001));
+               count_events(doc, "B", "kernel", NULL, 2001));
   jfree(doc);
   (void)remove(path);
   counting_allocator_destroy(&c);

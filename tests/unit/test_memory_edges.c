@@ -44,10 +44,10 @@ TEST(memory_manager_create_refuses_each_missing_storage_function) {
   no_fn.self = NULL;
   no_fn.fn = NULL;
   CHECK_STATUS(cubert__memory_manager_create(no_fn, f.storage.storage, f.table, f.props, &c, NULL,
-                                            &mm, NULL),
+                                             &mm, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert__memory_manager_create(f.allocator, f.storage.storage, f.table, f.props, NULL,
-                                            NULL, &mm, NULL),
+                                             NULL, &mm, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(mm == NULL);
   CHECK_EQ_U64(f.counting.calls, calls); /* refused before any allocation */
@@ -89,13 +89,13 @@ TEST(memory_manager_create_with_a_bad_layout_fails_cleanly) {
   c = cubert_memory_configuration_default(false);
   c.kind = (cubert_memory_configuration_kind_t)42;
   CHECK_STATUS(cubert__memory_manager_create(f.allocator, f.storage.storage, f.table, f.props, &c,
-                                            NULL, &mm, &err),
+                                             NULL, &mm, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   /* a sliced entry without a page: the layout is refused, nothing stays allocated */
   pools[0] = cubert_memory_pool_sliced(0, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
   c = mmf_custom(pools, 1);
   CHECK_STATUS(cubert__memory_manager_create(f.allocator, f.storage.storage, f.table, f.props, &c,
-                                            NULL, &mm, &err),
+                                             NULL, &mm, &err),
                CUBERT_STATUS_CONFIG_INVALID);
   CHECK(mm == NULL);
   CHECK(cubert_error_kind(&err) == CUBERT_ERROR_CONFIG_ZERO_SIZE);
@@ -335,7 +335,7 @@ TEST(memory_manager_more_refusals_and_a_full_handle_table) {
   mmf_init(&f, 128 * MIB, 32, cubert_memory_configuration_default(false));
   id = mmf_reserve(&f, 64);
   CHECK_STATUS(cubert__memory_manager_create(f.allocator, f.storage.storage, f.table, f.props, &c,
-                                            NULL, NULL, &err),
+                                             NULL, NULL, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert__memory_manager_report(NULL, NULL, 0, NULL, NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert__memory_manager_get_cursor(NULL, id, &cursor, &err), CUBERT_STATUS_INVALID_ARGUMENT);
@@ -344,7 +344,7 @@ TEST(memory_manager_more_refusals_and_a_full_handle_table) {
   /* a manager over a handle table of one slot: the second reservation finds no id */
   CHECK_OK(cubert__handle_table_create(f.allocator, 1, 9, &tiny));
   CHECK_OK(cubert__memory_manager_create(f.allocator, f.storage.storage, tiny, f.props, &c, NULL, &mm,
-                                        &err));
+                                         &err));
   CHECK_OK(cubert__memory_manager_reserve(mm, 64, &first, &err));
   CHECK_STATUS(cubert__memory_manager_reserve(mm, 64, &id, &err), CUBERT_STATUS_OUT_OF_RANGE);
   CHECK(cubert_error_kind(&err) == CUBERT_ERROR_OUT_OF_RANGE);

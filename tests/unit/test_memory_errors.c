@@ -216,10 +216,10 @@ TEST(memory_errors_bad_arguments) {
   uint64_t cursor;
   mmf_base(&f, 128 * MIB, 32);
   CHECK_STATUS(cubert__memory_manager_create(f.allocator, f.storage.storage, NULL, f.props, &c, NULL,
-                                            &mm, NULL),
+                                             &mm, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert__memory_manager_create(f.allocator, f.storage.storage, f.table, f.props, NULL,
-                                            NULL, &mm, NULL),
+                                             NULL, &mm, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   vt = *f.storage.storage.vtable;
   vt.flush = NULL;
@@ -230,18 +230,18 @@ TEST(memory_errors_bad_arguments) {
   cubert__memory_manager_options_initialize(&o);
   o.persistent_memory = (cubert_persistent_memory_t)9;
   CHECK_STATUS(cubert__memory_manager_create(f.allocator, f.storage.storage, f.table, f.props, &c, &o,
-                                            &mm, NULL),
+                                             &mm, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
   counting_allocator_fail_at(&f.counting, 1, 0);
   CHECK_STATUS(cubert__memory_manager_create(f.allocator, f.storage.storage, f.table, f.props, &c,
-                                            NULL, &mm, NULL),
+                                             NULL, &mm, NULL),
                CUBERT_STATUS_RESOURCE_EXHAUSTED);
   CHECK(mm == NULL);
   /* alignment 0 in the properties: the storage's (0 there too: 1) */
   vt = *f.storage.storage.vtable;
   vt.alignment = bad_alignment;
   CHECK_OK(cubert__memory_manager_create(f.allocator, st, f.table, mmf_props(128 * MIB, 0), &c, NULL,
-                                        &f.mm, NULL));
+                                         &f.mm, NULL));
   id = mmf_reserve(&f, 3);
   CHECK_EQ_U64(mmf_usage(&f).bytes_padding, 0);
   mmf_drop(&f, id);

@@ -49,7 +49,7 @@ static inline void mmf_init_opts(mm_fixture_t *f, uint64_t max_page, uint64_t al
   cubert_error_t err;
   mmf_base(f, max_page, align);
   CHECK_OK(cubert__memory_manager_create(f->allocator, f->storage.storage, f->table, f->props,
-                                        &config, opts, &f->mm, &err));
+                                         &config, opts, &f->mm, &err));
 }
 
 static inline void mmf_init(mm_fixture_t *f, uint64_t max_page, uint64_t align,

@@ -155,7 +155,7 @@ static uint64_t scenario_run(int target_storage, uint64_t nth, int persist) {
   if (target_storage) host_storage_fail_at(&s.f.storage, nth, persist);
   else counting_allocator_fail_at(&s.f.counting, nth, persist);
   st = cubert__memory_manager_create(s.f.allocator, s.f.storage.storage, s.f.table, s.f.props, &c,
-                                    NULL, &s.f.mm, NULL);
+                                     NULL, &s.f.mm, NULL);
   if (st != CUBERT_STATUS_OK) {
     CHECK_STATUS(st, CUBERT_STATUS_RESOURCE_EXHAUSTED);
     CHECK(s.f.mm == NULL);

@@ -346,7 +346,7 @@ TEST(race_create_rejects_bad_options) {
     uint64_t k1 = 0;
     CHECK_OK(cubert__race_op_begin(c, CUBERT_RACE_MAX_STREAMS_LIMIT - 1u, "last", &k1));
     CHECK_OK(cubert__race_access(c, X, CUBERT_RACE_MAX_STREAMS_LIMIT - 1u, k1, CUBERT_RACE_WRITE,
-                                0, WHOLE));
+                                 0, WHOLE));
     CHECK_OK(cubert__race_op_begin(c, H, "host", &k1));
     CHECK_OK(cubert__race_access(c, X, H, k1, CUBERT_RACE_READ, 0, WHOLE));
     {

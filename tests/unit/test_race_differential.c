@@ -97,7 +97,7 @@ TEST(race_differential_against_naive_model) {
         if (!m.open[t]) continue;
         expect = naive_conflict(&m, buffer, mode, rg[0], rg[1], m.clock[t]);
         CHECK_OK(cubert__race_access(f.c, buffer, stream, m.clock[t][t],
-                                    (cubert_race_access_t)mode, rg[0], rg[1]));
+                                     (cubert_race_access_t)mode, rg[0], rg[1]));
         CHECK_MSG((f.nreports > before) == expect, "seed %llu step %llu: reported %d, naive %d",
                   (unsigned long long)seed, (unsigned long long)step, f.nreports > before,
                   expect);

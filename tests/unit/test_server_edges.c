@@ -174,7 +174,7 @@ TEST(server_edges_launch_arguments_and_limits) {
     CHECK_STATUS(cubert_client_sync(client, &e), CUBERT_STATUS_SERVER_UNHEALTHY);
     CHECK(cubert_error_has_kind(&e, CUBERT_ERROR_LAUNCH_TOO_MANY_RESOURCES));
     CHECK(cubert_error_has_kind(&e, i < 3    ? CUBERT_ERROR_RESOURCE_CUBE_DIM
-                                    : i == 4 ? CUBERT_ERROR_RESOURCE_SHARED_MEMORY
+                                : i == 4 ? CUBERT_ERROR_RESOURCE_SHARED_MEMORY
                                              : CUBERT_ERROR_RESOURCE_UNITS));
   }
   CHECK_EQ_I64(d.launches, 1);

@@ -150,7 +150,7 @@ TEST(stream_pool_arguments_bounds_and_count) {
   CHECK_STATUS(cubert__stream_pool_initialize(&pool, a, 0, 1, pool_create, pool_destroy, &log),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert__stream_pool_initialize(&pool, a, UINT32_MAX, 1, pool_create, pool_destroy,
-                                             &log),
+                                              &log),
                CUBERT_STATUS_INVALID_ARGUMENT); /* the total wraps */
   CHECK_EQ_U64(c.calls, 0);
   /* a pool left zeroed by a failed initialize: every call is harmless */
@@ -185,7 +185,7 @@ TEST(stream_pool_arguments_bounds_and_count) {
   CHECK(created);
   CHECK_OK(cubert__stream_pool_get_or_create(&pool, 3, &entry, NULL, NULL));
   CHECK_OK(cubert__stream_pool_get_or_create(&pool, cubert__stream_pool_special_index(&pool, 1),
-                                            &entry, NULL, NULL));
+                                             &entry, NULL, NULL));
   CHECK_EQ_U64(cubert__stream_pool_count(&pool), 2); /* regular slots only */
   cubert__stream_pool_remove(&pool, 1);
   CHECK_EQ_U64(cubert__stream_pool_count(&pool), 1);

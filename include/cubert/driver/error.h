@@ -39,8 +39,8 @@ CUBERT_API cubert_status_t cubert_error_set_not_found(cubert_error_t *error, con
  * driver_code (e.g. SERVER_GENERIC "cuMemcpyDtoH failed: ..." with the
  * CUresult). */
 CUBERT_API cubert_status_t cubert_error_set_driver(cubert_error_t *error,
-                                                    cubert_error_kind_t kind,
-                                                    int64_t driver_code, const char *reason);
+                                                   cubert_error_kind_t kind,
+                                                   int64_t driver_code, const char *reason);
 
 /* CallError: what the device runner handed back. */
 typedef enum cubert_call_error_payload_e {

@@ -57,8 +57,8 @@ struct cubert_server_faults_t; /* core/server/server_faults.h (tests only) */
 /* Makes the device handle of a new device (e.g. the runner-thread handle of
  * cubert/os.h) over `context`, which every task receives. */
 typedef cubert_status_t (*cubert_server_handle_factory_fn_t)(void *self, cubert_allocator_t allocator,
-                                                          void *context,
-                                                          cubert_device_handle_t *out_handle);
+                                                             void *context,
+                                                             cubert_device_handle_t *out_handle);
 
 /* Observation points of the server, for the host's log and timeline trace
  * (os/os_obs.h). */
@@ -142,16 +142,16 @@ CUBERT_API void cubert_server_options_initialize(cubert_server_options_t *option
  * codes. Nothing is left registered or allocated on failure. Thread-safe;
  * blocks briefly. */
 CUBERT_API cubert_status_t cubert_server_client_create(cubert_allocator_t allocator,
-                                                    const cubert_server_options_t *options,
-                                                    const cubert_driver_t *driver, void *driver_self,
-                                                    cubert_client_t **out_client,
-                                                    cubert_error_t *out_error);
+                                                       const cubert_server_options_t *options,
+                                                       const cubert_driver_t *driver, void *driver_self,
+                                                       cubert_client_t **out_client,
+                                                       cubert_error_t *out_error);
 
 /* The driver of a client's device (for driver-specific calls such as the
  * CPU driver's simulation controls). INVALID_ARGUMENT for NULL. Pure. */
 CUBERT_API cubert_status_t cubert_server_driver_of(const cubert_client_t *client,
-                                                const cubert_driver_t **out_driver,
-                                                void **out_self);
+                                                   const cubert_driver_t **out_driver,
+                                                   void **out_self);
 
 /* Release what the GC holds whose event completed (polling, never blocks).
  * Takes the device. Returns the number of entries released; 0 for NULL. */
