@@ -74,14 +74,15 @@ static cubert_status_t server_oom(cubert_error_t *out_error, const char *what) {
 static void server_free(cubert_server_t *server) {
   cubert_allocator_t a = server->allocator;
   server_comm_destroy(server);
-  server_events_free_all(server);
+  server_slots_destroy(server);
+  cubert__multi_stream_destroy(server->multi);
   server_gc_destroy(server);
 #if CUBERT_CONFIG_PROFILING
   cubert__profiler_destroy(server->profiler);
 #endif
   server_race_destroy(server);
   if (server->slots)
-    cubert_allocator_free(a, server->slots, (size_t)(server->max_streams + 1u) * sizeof(server_slot_t *), 0);
+    cubert_allocator_free(a, server->slots, (size_t)server->max_streams * sizeof(server_slot_t *), 0);
   if (server->memory_pools)
     cubert_allocator_free(a, server->memory_pools,
                           (size_t)server->memory_config.pool_count * sizeof(*server->memory_pools), 0);
@@ -123,12 +124,10 @@ static cubert_status_t server_memory_config(cubert_server_t *server, const cuber
 
 static cubert_status_t server_parts_create(cubert_server_t *server, const cubert_server_options_t *o,
                                            cubert_error_t *out_error) {
-  cubert_event_backend_t driver;
   cubert_multi_stream_options_t mo;
   CUBERT_RETURN_IF_ERROR(server_memory_config(server, &o->memory_config, out_error));
-  if (cubert_allocator_malloc_array(server->allocator, (size_t)server->max_streams + 1u,
-                                    sizeof(server_slot_t *), 0, (void **)&server->slots, NULL) !=
-      CUBERT_STATUS_OK)
+  if (cubert_allocator_malloc_array(server->allocator, server->max_streams, sizeof(server_slot_t *), 0,
+                                    (void **)&server->slots, NULL) != CUBERT_STATUS_OK)
     return server_oom(out_error, "server: stream slots");
   CUBERT_RETURN_IF_ERROR(server_gc_create(server, o->gc_capacity ? o->gc_capacity
                                                            : CUBERT_SERVER_DEFAULT_GC_CAPACITY,
@@ -140,12 +139,12 @@ static cubert_status_t server_parts_create(cubert_server_t *server, const cubert
                                                    CUBERT_PROFILER_DEFAULT_CAPACITY,
                                                    &server->profiler, out_error));
 #endif
-  driver.vtable = &server_event_backend_vtable;
-  driver.self = server;
   cubert__multi_stream_options_initialize(&mo);
   mo.max_streams = server->max_streams;
-  return cubert__multi_stream_create(server->allocator, &driver, server->table, &mo, &server->multi,
-                                     out_error);
+  /* the server does not track writes per buffer: a binding's point on its
+   * origin is the origin's latest command (cts_cross_stream_launch_binding) */
+  mo.wait_on_origin_cursor = 1;
+  return cubert__multi_stream_create(server->allocator, &mo, &server->multi, out_error);
 }
 
 cubert_status_t cubert__server_create(cubert_allocator_t allocator, const cubert_server_options_t *o,
@@ -190,7 +189,6 @@ cubert_status_t cubert__server_create(cubert_allocator_t allocator, const cubert
 #endif
   status = server_parts_create(server, o, out_error);
   if (status != CUBERT_STATUS_OK) {
-    cubert__multi_stream_destroy(server->multi);
     server_free(server);
     return status;
   }
@@ -206,10 +204,10 @@ void cubert__server_set_device_key(cubert_server_t *server, uint32_t device_key)
   server->device_key = device_key;
 }
 
-/* Teardown: collectives first (they wait on compute streams), then the GC
- * (every pinned binding's consumer completed), then the slots: the
- * MultiStream synchronizes and destroys every stream, each slot's memory
- * going back to the driver on its own stream just before. The driver last. */
+/* Teardown: collectives first (they wait on compute streams), then the
+ * release ring (every pinned binding's consumer completed), then the slots:
+ * each slot's memory goes back to the driver on its own stream, then the
+ * stream is destroyed. The driver last. */
 void cubert__server_destroy(cubert_server_t *server, bool destroy_driver) {
   const cubert_driver_t *driver;
   void *self;
@@ -219,8 +217,6 @@ void cubert__server_destroy(cubert_server_t *server, bool destroy_driver) {
   self = server->self;
   server_comm_shutdown(server);
   server_gc_drain(server);
-  cubert__multi_stream_destroy(server->multi);
-  server->multi = NULL;
   server_free(server);
   if (destroy_driver) driver->destroy(self);
 }

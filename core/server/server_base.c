@@ -3,10 +3,9 @@
  * core/server/server_base.c: what every part of the server uses: the sticky
  * device-lost state, the stream slots, and the error queues.
  *
- * A stream id maps to a slot (value mod max_streams) that the MultiStream
- * (core/stream) creates on first use through the server's event driver
- * (server_events.c): the slot gets a driver stream and a memory manager
- * (server_memory.c). Errors of asynchronous work live in three places, merged
+ * A stream id maps to a slot (value mod max_streams), made here on first use:
+ * a driver stream and a memory manager (server_memory.c); the MultiStream
+ * (core/stream) keeps the slot's cursors and queued errors. Errors of asynchronous work live in three places, merged
  * at every drain (flush / sync / read) into one SERVER_UNHEALTHY aggregate:
  * the MultiStream's per-slot queue (what the server itself finds while
  * enqueueing, e.g. a launch above the device's limits), the driver's
@@ -67,15 +66,47 @@ cubert_status_t server_unsupported(const cubert_server_t *server, const char *wh
 
 cubert_status_t server_slot(cubert_server_t *server, uint64_t stream_id, server_slot_t **out_slot,
                             cubert_error_t *out_error) {
-  void *stream = NULL;
-  server_slot_t *slot = server->slots[stream_id % server->max_streams];
+  uint32_t index = (uint32_t)(stream_id % server->max_streams);
+  server_slot_t *slot = server->slots[index];
+  cubert_status_t status;
   if (slot) {
     *out_slot = slot;
     return CUBERT_STATUS_OK;
   }
-  CUBERT_RETURN_IF_ERROR(cubert__multi_stream_stream(server->multi, stream_id, &stream, out_error));
-  *out_slot = (server_slot_t *)stream;
+  CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
+  if (cubert_allocator_malloc(server->allocator, sizeof(*slot), 0, (void **)&slot, NULL) !=
+      CUBERT_STATUS_OK)
+    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "stream slot");
+  slot->server = server;
+  slot->index = index;
+  slot->comm_event = NULL;
+  status = server_note(server, server->driver->stream_create(server->self, index, &slot->stream, out_error),
+                       out_error);
+  if (status == CUBERT_STATUS_OK) {
+    status = server_memory_create(server, slot, out_error);
+    if (status != CUBERT_STATUS_OK) server->driver->stream_destroy(server->self, slot->stream);
+  }
+  if (status != CUBERT_STATUS_OK) {
+    cubert_allocator_free(server->allocator, slot, sizeof(*slot), 0);
+    return status;
+  }
+  server->slots[index] = slot;
+  *out_slot = slot;
   return CUBERT_STATUS_OK;
+}
+
+void server_slots_destroy(cubert_server_t *server) {
+  uint32_t i = server->max_streams;
+  if (!server->slots) return;
+  while (i-- > 0) {
+    server_slot_t *slot = server->slots[i];
+    if (!slot) continue;
+    server_memory_destroy(slot); /* the memory goes back on the slot's own stream, before it stops */
+    if (slot->comm_event) server->driver->event_destroy(server->self, slot->comm_event);
+    server->driver->stream_destroy(server->self, slot->stream);
+    server->slots[i] = NULL;
+    cubert_allocator_free(server->allocator, slot, sizeof(*slot), 0);
+  }
 }
 
 server_slot_t *server_slot_existing(const cubert_server_t *server, uint64_t stream_id) {

@@ -257,22 +257,18 @@ static cubert_status_t recv_memory(cubert_server_t *server, const cubert_server_
  * stream wait for it. */
 static cubert_status_t fence(cubert_server_t *server, uint64_t stream, const cubert_binding_t *bindings,
                              uint32_t count, cubert_error_t *out_error) {
-  cubert_resolved_streams_t resolved;
+  server_order_t order;
   cubert_driver_event_t *event = NULL;
   cubert_status_t status;
-  CUBERT_RETURN_IF_ERROR(cubert__multi_stream_resolve(server->multi, stream, bindings, count, false,
-                                                      &resolved, out_error));
-  status = server_note(server,
-                       server->driver->event_record(server->self, ((server_slot_t *)resolved.stream)->stream,
-                                              &event, out_error),
+  CUBERT_RETURN_IF_ERROR(server_order_begin(server, stream, bindings, count, &order, out_error));
+  status = server_note(server, server->driver->event_record(server->self, order.slot->stream, &event, out_error),
                        out_error);
   if (status == CUBERT_STATUS_OK) {
     status = server_note(server, server->driver->event_wait(server->self, server->comm->stream, event, out_error),
                          out_error);
     server->driver->event_destroy(server->self, event);
   }
-  cubert__multi_stream_resolve_end(server->multi, &resolved);
-  server_gc_take_tasks(server);
+  server_order_end(server, &order, bindings, count);
   return status;
 }
 

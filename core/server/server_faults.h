@@ -18,12 +18,14 @@ CUBERT_EXTERN_C_BEGIN
 /* Faults injected for tests (the first two by the server, the rest by the
  * drivers named below). Zero: none. */
 typedef struct cubert_server_faults_t {
-  /* Drop the Nth (1-based) cross-stream wait the multi-stream asks for on a
-   * regular stream (neither enqueued nor told to the race checker). Waits
-   * of the GC stream are not counted. */
+  /* Drop the Nth (1-based) cross-stream wait the multi-stream's plans ask
+   * for (neither enqueued nor told to the race checker). */
   uint32_t drop_wait;
-  /* Drop the Nth (1-based) wait of the GC stream on a consumer (the fence a
-   * GC reclamation relies on). */
+  /* Misplace the Nth (1-based) release point of a command's pinned bindings:
+   * recorded before the command instead of after it, so the release ring
+   * may let the pins go while the command still reads them (the fence a GC
+   * reclamation relies on; the name is from when a GC stream waited on the
+   * consumer). */
   uint32_t drop_gc_wait;
 
   /* ---- run-time faults: honoured by the CPU drivers (threaded and

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * core/server/server_internal.h: the server's state, shared by the server's own
- * files (server.c, server_events.c, server_memory.c, server_gc.c, ...). Not installed.
+ * files (server.c, server_base.c, server_stream.c, server_memory.c, server_gc.c, ...).
+ * Not installed.
  *
  * Threading: every function here runs with the device held (the device
  * handle's lock or runner), except where noted (completion waits call the
@@ -36,38 +37,48 @@ typedef struct server_storage_t {
   uint64_t next_id;
 } server_storage_t;
 
-/* One stream slot (the multi-stream's driver stream): regular slots
- * 0..max_streams-1 own a memory manager; slot max_streams is the GC
- * stream. */
+/* One stream slot: its driver stream and its memory (server_base.c makes
+ * it on first use). */
 typedef struct server_slot_t {
   struct cubert_server_t *server;
   uint32_t index;
   cubert_driver_stream_t *stream;
-  cubert_memory_manager_t *manager; /* NULL for the GC stream */
+  cubert_memory_manager_t *manager;
   server_storage_t storage;
   /* sync_collective: the communication stream's errors up to this event
    * belong to this slot's next drain once it completed (server_comm.c). */
   cubert_driver_event_t *comm_event;
 } server_slot_t;
 
-/* A multi-stream event: the driver's event and the race checker's token of
- * the same point. Recycled through a free list. */
-typedef struct server_event_t {
-  struct server_event_t *next;
+/* A pinned binding reference held by the release ring: the memory id and the
+ * slot of the stream the binding belongs to (for the race checker). */
+typedef struct server_pin_t {
+  cubert_memory_id_t memory;
+  uint32_t slot;
+} server_pin_t;
+
+/* An entry of the release ring (server_gc.c): what to release once `event`
+ * (a driver event recorded after the last use) completed: host bytes, and/or
+ * pins[pin_first .. pin_first + pin_count) of the pin ring (contiguous);
+ * `race` is the race checker's token of the same point when the pins are a
+ * command's (cross-stream bindings), else none. */
+typedef struct server_retire_t {
   cubert_driver_event_t *event;
   cubert_race_event_t race;
-} server_event_t;
-
-/* A GC entry: either a multi-stream task (pinned bindings; its event is a
- * server_event_t), or host bytes / a collective's pinned memory ids held until
- * `event` (a driver event) completed. */
-typedef struct server_retire_t {
-  cubert_stream_gc_task_t task; /* task.event_ != NULL: pins */
-  cubert_driver_event_t *event; /* the others: the event after their last use */
   cubert_bytes_t bytes;
-  cubert_memory_id_t pins[2];   /* a collective's bindings (descriptor references) */
-  uint32_t pin_count;
+  uint32_t pin_first, pin_count;
+  uint32_t pin_span; /* pin ring entries this entry holds (its pins + skipped tail) */
 } server_retire_t;
+
+/* A command being ordered on its stream (server_stream.c): the multi-stream's
+ * plan and the slot it runs on. */
+typedef struct server_order_t {
+  cubert_stream_plan_t plan;
+  server_slot_t *slot;
+  /* test fault drop_gc_wait: the release point recorded before the command */
+  cubert_driver_event_t *early_event;
+  cubert_race_event_t early_race;
+} server_order_t;
 
 typedef struct server_comm_joined_t {
   uint64_t id;
@@ -96,11 +107,12 @@ struct cubert_server_t {
   uint32_t max_streams;
   cubert_device_handle_t handle; /* for completion drains (set after creation) */
   cubert_multi_stream_t *multi;
-  server_slot_t **slots; /* max_streams + 1, NULL until created */
-  server_event_t *free_events;
-  /* GC ring (server_gc.c) */
+  server_slot_t **slots; /* max_streams, NULL until created */
+  /* the release ring (server_gc.c) and its pins */
   server_retire_t *ring;
   uint32_t ring_capacity, ring_head, ring_len;
+  server_pin_t *pins;
+  uint32_t pin_capacity, pin_tail, pin_used;
   /* device lost: every later call returns this at once */
   cubert_error_t lost;
   /* profiling tokens (NULL: no clock) */
@@ -109,7 +121,7 @@ struct cubert_server_t {
   cubert_race_checker_t *race;
   uint64_t race_errors;
   /* test-only faults */
-  uint32_t fault_drop_wait, waits_seen, fault_drop_gc_wait, gc_waits_seen;
+  uint32_t fault_drop_wait, waits_seen, fault_drop_gc_wait, fences_seen;
   /* the host's observer (cubert_server_observer_t): observe_on points at a
    * zero when there is none, so a point costs one load and one branch */
   const uint32_t *observe_on;
@@ -142,11 +154,33 @@ struct cubert_server_t {
 cubert_status_t server_lost(const cubert_server_t *server, cubert_error_t *out_error);
 /* Note a driver status: UNAVAILABLE makes the server sticky. Returns status. */
 cubert_status_t server_note(cubert_server_t *server, cubert_status_t status, const cubert_error_t *error);
-/* The slot of stream_id, created (driver stream, memory) if needed. */
+/* The slot of stream_id, created (driver stream, memory) if needed. RESOURCE_EXHAUSTED and
+ * the driver's stream_create codes. */
 cubert_status_t server_slot(cubert_server_t *server, uint64_t stream_id, server_slot_t **out_slot,
                             cubert_error_t *out_error);
 /* The slot of stream_id or NULL when it was never created. */
 server_slot_t *server_slot_existing(const cubert_server_t *server, uint64_t stream_id);
+/* Destroy every slot (teardown), highest first: its memory goes back on its
+ * own stream, then the stream. */
+void server_slots_destroy(cubert_server_t *server);
+
+/* ---- server_stream.c: ordering a command on its stream ---- */
+/* Before a command on stream_id over bindings[0..count): the multi-stream's
+ * plan, the slot (created if needed), the plan's cross-stream waits issued on
+ * the driver (and told to the race checker), the plan committed. On failure
+ * nothing was enqueued but waits (they only add synchronization). */
+cubert_status_t server_order_begin(cubert_server_t *server, uint64_t stream_id,
+                                   const cubert_binding_t *bindings, uint32_t count,
+                                   server_order_t *out_order, cubert_error_t *out_error);
+/* After the command was enqueued on order->slot (and told to the race
+ * checker): the plan's pins (retained now) go to the release ring until an
+ * event recorded after the command completed. Never fails. */
+void server_order_end(cubert_server_t *server, server_order_t *order,
+                      const cubert_binding_t *bindings, uint32_t count);
+/* Host sync of stream_id's slot (record, event_synchronize: BLOCKS). A slot
+ * never created: OK. The driver's codes. */
+cubert_status_t server_stream_sync(cubert_server_t *server, uint64_t stream_id,
+                                   cubert_error_t *out_error);
 /* Queue an asynchronous failure on stream_id's slot (after the driver's
  * errors that happened before it). */
 void server_push_error(cubert_server_t *server, uint64_t stream_id, const cubert_error_t *error);
@@ -158,22 +192,6 @@ cubert_status_t server_drain(cubert_server_t *server, uint64_t stream_id, cubert
 cubert_status_t server_unsupported(const cubert_server_t *server, const char *what,
                                    cubert_error_t *out_error);
 
-/* ---- server_events.c: the multi-stream's event driver over the driver ---- */
-extern const cubert_event_backend_vtable_t server_event_backend_vtable;
-void server_events_free_all(cubert_server_t *server);
-/* The driver event of a multi-stream event. */
-static inline cubert_driver_event_t *server_event_driver(void *event) {
-  return ((server_event_t *)event)->event;
-}
-/* Take the race token out of a multi-stream event (release then leaves it). */
-static inline cubert_race_event_t server_event_race_take(void *event) {
-  server_event_t *ev = (server_event_t *)event;
-  cubert_race_event_t token = ev->race;
-  ev->race.index = 0;
-  ev->race.generation = 0;
-  return token;
-}
-
 /* ---- server_memory.c ---- */
 cubert_status_t server_memory_create(cubert_server_t *server, server_slot_t *slot, cubert_error_t *out_error);
 void server_memory_destroy(server_slot_t *slot);
@@ -182,11 +200,17 @@ cubert_status_t server_resolve(cubert_server_t *server, const cubert_binding_t *
                                cubert_device_ptr_t *out_address, uint64_t *out_size,
                                cubert_error_t *out_error);
 
-/* ---- server_gc.c ---- */
+/* ---- server_gc.c: the one release ring ---- */
 cubert_status_t server_gc_create(cubert_server_t *server, uint32_t capacity, cubert_error_t *out_error);
 void server_gc_destroy(cubert_server_t *server);
-/* After a resolve_end that pinned: move the multi-stream's tasks here. */
-void server_gc_take_tasks(cubert_server_t *server);
+/* Hold the plan's pins of `bindings` (retained here) until `event` (recorded
+ * after the command on the plan's slot; owned from now on; NULL: none could be
+ * recorded) completed; `race` is the checker's token of that point. Without
+ * an event, or when a pin cannot be taken, the server waits for the command
+ * first (no allocation). */
+void server_gc_retire_command(cubert_server_t *server, const server_order_t *order,
+                              cubert_driver_event_t *event, cubert_race_event_t race,
+                              const cubert_binding_t *bindings, uint32_t count);
 /* Hold `bytes` until an event recorded now on `slot` completed. On failure
  * (no event) the bytes are released at once after synchronizing the slot. */
 void server_gc_retire_bytes(cubert_server_t *server, server_slot_t *slot, cubert_bytes_t *bytes,
@@ -212,12 +236,16 @@ void server_race_op(cubert_server_t *server, uint32_t slot, const char *name, co
                     const uint8_t *modes, uint32_t count);
 void server_race_host_op(cubert_server_t *server, const char *name, const cubert_binding_t *b);
 cubert_race_event_t server_race_record(cubert_server_t *server, uint32_t slot);
-void server_race_stream_wait(cubert_server_t *server, uint32_t slot, cubert_race_event_t event);
 void server_race_release(cubert_server_t *server, cubert_race_event_t event);
 void server_race_host_sync(cubert_server_t *server, uint32_t slot);
-/* A GC task is about to be released: its pinned buffers that die with it
- * are checked against the task's event; then the task is released. */
-void server_race_release_task(cubert_server_t *server, cubert_stream_gc_task_t *task);
+/* `slot` waits for everything enqueued on `origin` so far (a plan's wait). */
+void server_race_stream_wait_stream(cubert_server_t *server, uint32_t slot, uint32_t origin);
+/* THE release hook: the ring released pins[0..count) held until the point
+ * `race` (then released): every pinned buffer that died with this release is
+ * checked against that point ("the GC never reclaims memory a stream may still
+ * touch"). */
+void server_race_released(cubert_server_t *server, cubert_race_event_t race,
+                          const server_pin_t *pins, uint32_t count);
 #else
 /* Compiled out (CUBERT_CONFIG_RACE_CHECKER 0): server_race.c is not built and
  * each hook call becomes a no-op where it stands (its arguments are only cast
@@ -235,7 +263,9 @@ void server_race_release_task(cubert_server_t *server, cubert_stream_gc_task_t *
 #define server_race_stream_wait(server, slot, event) ((void)(server), (void)(slot), (void)(event))
 #define server_race_release(server, event) ((void)(server), (void)(event))
 #define server_race_host_sync(server, slot) ((void)(server), (void)(slot))
-#define server_race_release_task(server, task) ((void)(server), cubert__stream_gc_task_release(task))
+#define server_race_stream_wait_stream(server, slot, origin) ((void)(server), (void)(slot), (void)(origin))
+#define server_race_released(server, race, pins, count) \
+  ((void)(server), (void)(race), (void)(pins), (void)(count))
 #endif
 
 /* ---- server_comm.c ---- */

@@ -9,9 +9,10 @@
  *    and surfaced at the next flush / sync / read;
  *  - every binding resolved to a device address (released, never bound,
  *    another device's: errors returned), a dynamic count's 12 bytes.
- * Then the MultiStream resolves the stream over the bindings (cross-stream
- * waits and pins), the driver enqueues the launch, and the race checker
- * hears the accesses (buffers the kernel only reads as reads).
+ * Then the stream is ordered over the bindings (server_stream.c: the
+ * MultiStream's plan of cross-stream waits and pins), the driver enqueues the
+ * launch, and the race checker hears the accesses (buffers the kernel only
+ * reads as reads).
  */
 #include "server/server_internal.h"
 
@@ -154,7 +155,7 @@ cubert_status_t cubert__server_launch(cubert_server_t *server, const cubert_serv
   cubert_binding_t bindings[SERVER_MAX_BINDINGS];
   cubert_driver_buffer_t buffers[CUBERT_KERNEL_MAX_BUFFERS];
   cubert_driver_launch_t launch;
-  cubert_resolved_streams_t resolved;
+  server_order_t order;
   cubert_error_t limit;
   uint32_t nbind = 0;
   cubert_status_t status;
@@ -180,20 +181,12 @@ cubert_status_t cubert__server_launch(cubert_server_t *server, const cubert_serv
   launch.scalars = op->args->scalars;
   CUBERT_RETURN_IF_ERROR(
       resolve_arguments(server, op, &launch, buffers, bindings, &nbind, out_error));
-  CUBERT_RETURN_IF_ERROR(cubert__multi_stream_resolve(server->multi, op->stream, bindings, nbind,
-                                                      false, &resolved, out_error));
-  status = server_note(server,
-                       server->driver->launch(server->self, &launch, ((server_slot_t *)resolved.stream)->stream,
-                                        out_error),
+  CUBERT_RETURN_IF_ERROR(server_order_begin(server, op->stream, bindings, nbind, &order, out_error));
+  status = server_note(server, server->driver->launch(server->self, &launch, order.slot->stream, out_error),
                        out_error);
   if (status == CUBERT_STATUS_OK && server->race)
-    report_accesses(server, resolved.slot, op, bindings, nbind);
-  if (resolved.pinned) {
-    cubert__multi_stream_resolve_end(server->multi, &resolved);
-    server_gc_take_tasks(server);
-  } else {
-    cubert__multi_stream_resolve_end(server->multi, &resolved);
-  }
+    report_accesses(server, order.slot->index, op, bindings, nbind);
+  server_order_end(server, &order, bindings, nbind);
   server_gc_poll_if_pending(server);
   return status;
 }

@@ -103,20 +103,13 @@ static cubert_status_t too_small(cubert_error_t *out_error, uint64_t need, uint6
 static cubert_status_t enqueue_copy(cubert_server_t *server, uint64_t stream,
                                     const cubert_binding_t *binding, cubert_driver_copy_t *copy,
                                     uint8_t mode, const char *name, cubert_error_t *out_error) {
-  cubert_resolved_streams_t resolved;
-  server_slot_t *slot;
+  server_order_t order;
   cubert_status_t status;
-  CUBERT_RETURN_IF_ERROR(cubert__multi_stream_resolve(server->multi, stream, binding, 1, false,
-                                                      &resolved, out_error));
-  slot = (server_slot_t *)resolved.stream;
-  status = server_note(server, server->driver->copy(server->self, copy, slot->stream, out_error), out_error);
-  if (status == CUBERT_STATUS_OK) server_race_op(server, resolved.slot, name, binding, &mode, 1);
-  if (resolved.pinned) {
-    cubert__multi_stream_resolve_end(server->multi, &resolved);
-    server_gc_take_tasks(server);
-  } else {
-    cubert__multi_stream_resolve_end(server->multi, &resolved);
-  }
+  CUBERT_RETURN_IF_ERROR(server_order_begin(server, stream, binding, 1, &order, out_error));
+  status = server_note(server, server->driver->copy(server->self, copy, order.slot->stream, out_error),
+                       out_error);
+  if (status == CUBERT_STATUS_OK) server_race_op(server, order.slot->index, name, binding, &mode, 1);
+  server_order_end(server, &order, binding, 1);
   return status;
 }
 
@@ -230,7 +223,8 @@ cubert_status_t cubert__server_reserve_memory(cubert_server_t *server, uint64_t 
   CUBERT_RETURN_IF_ERROR(server_slot(server, stream, &slot, out_error));
   /* The reserved id is the caller's (one handle reference), so nothing is
    * bound; the slice keeps cursor 0, which the server never reads (it answers
-   * a binding's cursor with its origin slot's current one: server_events.c). */
+   * a binding's cursor with its origin slot's current one: the multi-stream's
+   * wait_on_origin_cursor, server.c). */
   CUBERT_RETURN_IF_ERROR(cubert__memory_manager_reserve(slot->manager, size, out_memory, out_error));
   server_gc_poll_if_pending(server);
   return CUBERT_STATUS_OK;
@@ -406,9 +400,9 @@ cubert_status_t cubert__server_get_resource(cubert_server_t *server, uint64_t st
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
   CUBERT_RETURN_IF_ERROR(server_resolve(server, binding, &address, &size, out_error));
   /* the resource is used by the host right away: align both streams first */
-  CUBERT_RETURN_IF_ERROR(cubert__multi_stream_sync(server->multi, binding->stream, out_error));
+  CUBERT_RETURN_IF_ERROR(server_stream_sync(server, binding->stream, out_error));
   CUBERT_RETURN_IF_ERROR(server_slot(server, stream, &slot, out_error));
-  CUBERT_RETURN_IF_ERROR(cubert__multi_stream_sync(server->multi, stream, out_error));
+  CUBERT_RETURN_IF_ERROR(server_stream_sync(server, stream, out_error));
   /* the host synced both streams, then may read and write the memory */
   server_race_host_sync(server, (uint32_t)(binding->stream % server->max_streams));
   server_race_host_sync(server, slot->index);

@@ -15,7 +15,7 @@ bool cubert__server_has_clock(const cubert_server_t *server) { return server->pr
 static cubert_status_t profile_sync(cubert_server_t *server, uint64_t stream, cubert_error_t *out_error) {
   server_slot_t *slot = server_slot_existing(server, stream);
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
-  CUBERT_RETURN_IF_ERROR(cubert__multi_stream_sync(server->multi, stream, out_error));
+  CUBERT_RETURN_IF_ERROR(server_stream_sync(server, stream, out_error));
   if (!slot) return CUBERT_STATUS_OK;
   server_race_host_sync(server, slot->index);
   server_gc_poll_if_pending(server);

@@ -20,7 +20,7 @@ cubert_status_t server_race_create(cubert_server_t *server, const cubert_server_
   cubert_race_options_t ro;
   if (!o->race_check) return CUBERT_STATUS_OK;
   cubert__race_options_initialize(&ro);
-  ro.max_streams = server->max_streams + 1; /* the GC stream has a timeline too */
+  ro.max_streams = server->max_streams;
   ro.sink = o->race_sink;
   if (cubert__race_checker_create(server->allocator, &ro, &server->race, out_error) != CUBERT_STATUS_OK) {
     server->race = NULL;
@@ -73,9 +73,9 @@ cubert_race_event_t server_race_record(cubert_server_t *server, uint32_t slot) {
   return token;
 }
 
-void server_race_stream_wait(cubert_server_t *server, uint32_t slot, cubert_race_event_t event) {
-  if (!server->race || event.index == 0) return;
-  race_note(server, cubert__race_stream_wait_event(server->race, slot, event));
+void server_race_stream_wait_stream(cubert_server_t *server, uint32_t slot, uint32_t origin) {
+  if (!server->race) return;
+  race_note(server, cubert__race_stream_wait_stream(server->race, slot, origin));
 }
 
 void server_race_release(cubert_server_t *server, cubert_race_event_t event) {
@@ -88,48 +88,18 @@ void server_race_host_sync(cubert_server_t *server, uint32_t slot) {
   race_note(server, cubert__race_host_sync_stream(server->race, slot));
 }
 
-/* A pinned buffer that dies with this release may be reused from now on:
- * every access must happen before the task's event (or before the reuse
- * point on the buffer's own slot). Pins are checked in batches of 8 so the
- * frame stays small. */
-#define RACE_PIN_BATCH 8u
-
-void server_race_release_task(cubert_server_t *server, cubert_stream_gc_task_t *task) {
-  cubert_memory_id_t ids[RACE_PIN_BATCH];
-  uint32_t slots[RACE_PIN_BATCH];
-  uint32_t first, i, n;
-  cubert_race_event_t token;
-  if (!server->race || !task->event_) {
-    cubert__stream_gc_task_release(task);
-    return;
-  }
-  token = server_event_race_take(task->event_);
-  if (task->pin_count_ <= RACE_PIN_BATCH) {
-    for (i = 0; i < task->pin_count_; i++) {
-      ids[i] = task->pins_[i].memory;
-      slots[i] = (uint32_t)(task->pins_[i].stream % server->max_streams);
-    }
-    n = task->pin_count_;
-    cubert__stream_gc_task_release(task);
-    for (i = 0; i < n; i++)
-      if (!cubert__memory_id_is_alive(server->table, ids[i]))
-        race_note(server, cubert__race_reclaim_at_event(server->race, cubert__race_buffer_id(ids[i]),
-                                                        slots[i], token));
-  } else {
-    /* more pins than a batch: release them one by one, checking each */
-    for (first = 0; first < task->pin_count_; first++) {
-      cubert_binding_t *b = &task->pins_[first];
-      cubert_memory_id_t id = b->memory;
-      uint32_t slot = (uint32_t)(b->stream % server->max_streams);
-      (void)cubert__binding_release(server->table, b);
-      if (!cubert__memory_id_is_alive(server->table, id))
-        race_note(server, cubert__race_reclaim_at_event(server->race, cubert__race_buffer_id(id), slot,
-                                                        token));
-    }
-    task->pin_count_ = 0;
-    cubert__stream_gc_task_release(task);
-  }
-  race_note(server, cubert__race_event_release(server->race, token));
+/* A pinned buffer that died with this release may be reused from now on:
+ * every access must happen before the release point (or before the reuse
+ * point on the buffer's own slot). */
+void server_race_released(cubert_server_t *server, cubert_race_event_t race,
+                          const server_pin_t *pins, uint32_t count) {
+  uint32_t i;
+  if (!server->race) return;
+  for (i = 0; i < count; i++)
+    if (!cubert__memory_id_is_alive(server->table, pins[i].memory))
+      race_note(server, cubert__race_reclaim_at_event(server->race, cubert__race_buffer_id(pins[i].memory),
+                                                      pins[i].slot, race));
+  race_note(server, cubert__race_event_release(server->race, race));
 }
 
 /* ---- the checker's state, for the client's accessors ---- */

@@ -156,7 +156,9 @@ TEST_EX(simdet_self_check_1000_seeds_twice, 240) {
          2.0 * (double)n / ((now_ms() - t0) / 1e3));
   CHECK_EQ_U64(mismatches, 0);
   CHECK(distinct > n / 2); /* seeds really choose different schedules */
-  CHECK(a.choices > 10);
+  /* 9 for the last seed since the GC stream went (its waits and records were
+   * steps too; the release ring in the server polls instead) */
+  CHECK(a.choices > 5);
 }
 
 /* make test's bounded seed sweep: >= 10,000 seeds, results and 0 reports each. */

@@ -260,8 +260,8 @@ typedef struct cubert_driver_t {
   /* ---- streams ---- */
 
   /* Create stream number `index` (0 .. max_streams - 1: the regular slots;
-   * max_streams: the server's GC stream; max_streams + 1: its communication
-   * stream). The index is stable and unique per device: deterministic
+   * max_streams + 1: the server's communication stream; max_streams is not
+   * used). The index is stable and unique per device: deterministic
    * drivers may order work by it. OK with *out_stream set (not NULL),
    * RESOURCE_EXHAUSTED, INTERNAL (a worker cannot start), UNAVAILABLE. */
   cubert_status_t (*stream_create)(void *self, uint32_t index, cubert_driver_stream_t **out_stream,
