@@ -440,6 +440,7 @@ cubert_status_t cuda_comm_collective(void *self, cubert_driver_comm_t *comm,
     return cubert_error_set(out_error, CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION, &f, 1,
                             "all_reduce does not compute on this dtype on the CUDA device");
   }
+  s->ops++; /* work on S (the fence skip of drv_event_wait counts on it) */
   if (!m->s) { /* others read it under issue_mutex */
     (void)pthread_mutex_lock(g->issue_mutex);
     m->s = s;

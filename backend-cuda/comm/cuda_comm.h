@@ -41,6 +41,14 @@
  * the collective (sync_collective, the pins) stay in call order, nothing
  * blocks the host, and a round whose peers never come is released by the
  * watchdog (the gate written from N, the error queued on S).
+ *
+ * Direct posts (all_reduce): the post that completes a round while no
+ * earlier round is pending and no other thread issues is issued by its own
+ * thread before the call returns, so that member's part runs on its S
+ * itself, after the fence and before anything the server enqueues later: no
+ * F, no gate wait, no N, no gate write for it (the peers keep theirs). The
+ * rank's `done` event is recorded once, when the member leaves (on N after
+ * S), not after every round: it covers every round of the rank.
  */
 #ifndef CUBERT_BACKEND_CUDA_COMM_CUDA_COMM_H
 #define CUBERT_BACKEND_CUDA_COMM_CUDA_COMM_H
@@ -79,6 +87,7 @@ typedef struct cuda_post_t {
   uint32_t dtype; /* cubert_comm_dtype_t */
   uint32_t op;    /* cubert_reduce_operation_t */
   uint32_t peer;  /* send / recv: the peer's rank */
+  uint32_t direct; /* all_reduce posted last by its own thread: run on S, no gate (below) */
   CUdeviceptr src, dst;
   uint64_t bytes;
   uint64_t posted_ns;
@@ -105,7 +114,7 @@ typedef struct cuda_member_t {
   uint32_t posted;          /* rounds posted (g_comm_mutex) */
   uint32_t written;         /* gate value enqueued on N (issue_mutex) */
   uint32_t errors_queued;   /* an abort error was queued on S (issue_mutex) */
-  uint32_t reserved_;
+  uint32_t ran_on_s;        /* a round of it ran on S (direct posts; g_comm_mutex) */
   const cubert_cuda_function_t *mean[8]; /* Mean kernels by dtype, fetched by the own thread */
   cuda_post_t posts[CUDA_COMM_RING];     /* round k at posts[(k - 1) % RING] */
   CUevent ready[CUDA_COMM_RING];         /* F of round k, raw events (own: created lazily) */

@@ -92,11 +92,23 @@ void cuda_comm_release(cuda_member_t *m, const cubert_error_t *error) {
   gate_write(m, posted);
 }
 
+static void record_done(cuda_group_t *g, cuda_member_t *m);
+
 void cuda_comm_member_close(cuda_member_t *m) {
-  uint32_t i;
+  uint32_t i, ran_on_s;
   if (m->n.handle) {
     cubert_cuda_event_t *q = NULL;
     cuda_comm_release(m, NULL);
+    cuda_comm_lock();
+    ran_on_s = m->ran_on_s;
+    cuda_comm_unlock();
+    /* the rank's `done`: after every round it ran, on N and (direct posts) on S */
+    if (ran_on_s && m->s && cubert__cuda_event_record(&m->s->s, false, &q, NULL) == CUBERT_STATUS_OK) {
+      (void)cubert__cuda_event_wait(&m->n, q, NULL);
+      cubert__cuda_event_release(m->drv->dev, q);
+      q = NULL;
+    }
+    record_done(m->group, m);
     /* S waits for N's last write before the word goes (stream-ordered on S) */
     if (m->s && cubert__cuda_event_record(&m->n, false, &q, NULL) == CUBERT_STATUS_OK) {
       (void)cubert__cuda_event_wait(&m->s->s, q, NULL);
@@ -175,10 +187,39 @@ static cubert_status_t enqueue_gate(cuda_member_t *m, cuda_drv_stream_t *s, uint
 
 static void issue_loop(cuda_group_t *g, cuda_member_t *self);
 
+/* Publish m's post of round k (g_comm_mutex held). */
+static void post_fill(cuda_group_t *g, cuda_member_t *m, const cubert_driver_collective_t *c,
+                      uint32_t k, uint32_t direct) {
+  cuda_post_t *p = &m->posts[(k - 1u) % CUDA_COMM_RING];
+  uint32_t i;
+  p->kind = c->kind;
+  p->dtype = c->dtype;
+  p->op = c->op;
+  p->peer = 0;
+  for (i = 0; i < g->size; i++)
+    if (g->devices[i] == c->peer) p->peer = i;
+  p->direct = direct;
+  p->src = (CUdeviceptr)c->src;
+  p->dst = (CUdeviceptr)c->dst;
+  p->bytes = c->bytes;
+  p->posted_ns = cuda_comm_now_ns();
+  m->posted = k;
+}
+
+/* m's post of round k completes it and this thread may issue it at once:
+ * every earlier round issued, nobody issuing, every peer joined and posted
+ * round k, not aborted (g_comm_mutex held). */
+static int completes_now(const cuda_group_t *g, const cuda_member_t *m, uint32_t k) {
+  uint32_t i;
+  if (g->aborted || g->issuing || g->joined != g->size || g->issued + 1u != k) return 0;
+  for (i = 0; i < g->size; i++)
+    if (i != m->rank && (!g->members[i] || g->members[i]->posted < k)) return 0;
+  return 1;
+}
+
 cubert_status_t cuda_comm_post(cuda_member_t *m, const cubert_driver_collective_t *c,
                                cuda_drv_stream_t *s, cubert_error_t *out_error) {
   cuda_group_t *g = m->group;
-  cuda_post_t *p;
   uint32_t k, i, issue = 0, ready = 1, peer_left = 0, aborted;
   if (c->kind == CUBERT_COLLECTIVE_ALL_REDUCE)
     CUBERT_RETURN_IF_ERROR(all_reduce_possible(m, c, out_error));
@@ -191,21 +232,19 @@ cubert_status_t cuda_comm_post(cuda_member_t *m, const cubert_driver_collective_
                             "too many collectives of this device wait for their peers");
   }
   k = m->posted + 1u;
+  if (c->kind == CUBERT_COLLECTIVE_ALL_REDUCE && completes_now(g, m, k)) {
+    /* direct: this thread issues round k now, m's part on S (cuda_comm.h) */
+    post_fill(g, m, c, k, 1u);
+    m->ran_on_s = 1;
+    g->issuing = 1;
+    cuda_comm_unlock();
+    issue_loop(g, m);
+    return CUBERT_STATUS_OK;
+  }
   cuda_comm_unlock();
   CUBERT_RETURN_IF_ERROR(enqueue_gate(m, s, k, out_error));
   cuda_comm_lock();
-  p = &m->posts[(k - 1u) % CUDA_COMM_RING];
-  p->kind = c->kind;
-  p->dtype = c->dtype;
-  p->op = c->op;
-  p->peer = 0;
-  for (i = 0; i < g->size; i++)
-    if (g->devices[i] == c->peer) p->peer = i;
-  p->src = (CUdeviceptr)c->src;
-  p->dst = (CUdeviceptr)c->dst;
-  p->bytes = c->bytes;
-  p->posted_ns = cuda_comm_now_ns();
-  m->posted = k;
+  post_fill(g, m, c, k, 0u);
   aborted = g->aborted;
   for (i = 0; i < g->size; i++) {
     if (!g->members[i]) {
@@ -332,6 +371,11 @@ static void wait_ready(cuda_member_t *on, const cuda_member_t *of, uint32_t k) {
 
 /* ---- all_reduce --------------------------------------------------------------------------- */
 
+/* Where member i's part of the round runs: S for a direct post, else N. */
+static cubert_cuda_stream_t *round_stream(round_t *rd, uint32_t i) {
+  return rd->p[i].direct ? &rd->m[i]->s->s : &rd->m[i]->n;
+}
+
 /* The NCCL communicators of the group: ncclCommInitAll over the members'
  * GPUs, once. */
 static cubert_status_t group_nccl(cuda_group_t *g, round_t *rd, cubert_error_t *out_error) {
@@ -378,7 +422,8 @@ static void issue_all_reduce(cuda_group_t *g, round_t *rd) {
     round_finish(rd, &e);
     return;
   }
-  for (i = 0; i < rd->n; i++) wait_ready(rd->m[i], rd->m[i], rd->k);
+  for (i = 0; i < rd->n; i++)
+    if (!rd->p[i].direct) wait_ready(rd->m[i], rd->m[i], rd->k);
   saved = cuda_comm_ctx_enter(g->cu, g->ctx[0]);
   cuda_comm_nccl_lock_all(g->ordinals, rd->n);
   (void)g->nl->ncclGroupStart();
@@ -386,7 +431,7 @@ static void issue_all_reduce(cuda_group_t *g, round_t *rd) {
     int r = (int)g->nl->ncclAllReduce((const void *)(uintptr_t)rd->p[i].src,
                                       (void *)(uintptr_t)rd->p[i].dst, p->bytes / width,
                                       (cubert_nccl_data_type_t)type, CUBERT_NCCL_SUM, g->nccl[i],
-                                      (struct CUstream_st *)rd->m[i]->n.handle);
+                                      (struct CUstream_st *)round_stream(rd, i)->handle);
     if (r != CUBERT_NCCL_SUCCESS && first_fail < 0) {
       first_fail = (int)i;
       res = r;
@@ -409,15 +454,13 @@ static void issue_all_reduce(cuda_group_t *g, round_t *rd) {
   if (p->op == CUBERT_REDUCE_OPERATION_MEAN)
     for (i = 0; i < rd->n; i++) {
       cubert_error_t me;
-      if (cuda_comm_mean_launch(&rd->m[i]->n, rd->m[i]->mean[p->dtype], p->dtype, rd->p[i].dst,
-                                p->bytes, rd->n, &me) != CUBERT_STATUS_OK &&
+      if (cuda_comm_mean_launch(round_stream(rd, i), rd->m[i]->mean[p->dtype], p->dtype,
+                                rd->p[i].dst, p->bytes, rd->n, &me) != CUBERT_STATUS_OK &&
           rd->m[i]->s)
         cubert__cuda_stream_queue_error(&rd->m[i]->s->s, &me);
     }
-  for (i = 0; i < rd->n; i++) {
-    gate_write(rd->m[i], rd->k);
-    record_done(g, rd->m[i]);
-  }
+  for (i = 0; i < rd->n; i++) /* (`done`: recorded when the member leaves) */
+    if (!rd->p[i].direct) gate_write(rd->m[i], rd->k);
 }
 
 /* ---- send / recv: a copy ------------------------------------------------------------------ */

@@ -75,6 +75,7 @@ typedef struct cubert_cuda_event_t {
   void *owner;
   uint64_t seq;
   uint64_t mark;
+  uint64_t epoch; /* the driver stream's work epoch at the record (cuda_driver.h) */
 } cubert_cuda_event_t;
 
 typedef struct cubert_cuda_event_pool_t {

@@ -39,8 +39,10 @@ static cubert_status_t drv_memory_alloc(void *self, uint64_t size, cubert_driver
                                         cubert_error_t *out_error) {
   cuda_drv_t *d = cuda_drv_of(self);
   CUdeviceptr p = 0;
-  cubert_status_t st = cubert__cuda_memory_alloc_retry(&cuda_drv_stream_of(stream)->s, size, reclaim,
-                                                       d, &p, out_error);
+  cubert_status_t st;
+  cuda_drv_stream_of(stream)->ops++; /* stream-ordered (cuMemAllocAsync) */
+  st = cubert__cuda_memory_alloc_retry(&cuda_drv_stream_of(stream)->s, size, reclaim, d, &p,
+                                       out_error);
   if (st != CUBERT_STATUS_OK) return st;
   *out_address = (cubert_device_ptr_t)p;
   return CUBERT_STATUS_OK;
@@ -55,6 +57,7 @@ static void drv_memory_free(void *self, cubert_device_ptr_t address, uint64_t si
     return;
   }
   /* a lost device: nothing is called (the context's memory goes with it) */
+  cuda_drv_stream_of(stream)->ops++; /* stream-ordered (cuMemFreeAsync) */
   (void)cubert__cuda_memory_free(&cuda_drv_stream_of(stream)->s, (CUdeviceptr)address, NULL);
 }
 
@@ -254,6 +257,10 @@ cubert_status_t cuda_drv_stream_errors(void *self, cubert_driver_stream_t *strea
 
 /* ---- events ---------------------------------------------------------------------------------- */
 
+/* Work epochs (cuda_driver.h): process-wide, so that a stream made at a
+ * freed one's address never matches its epochs. */
+static uint64_t g_work_epoch;
+
 static cubert_status_t drv_event_record(void *self, cubert_driver_stream_t *stream,
                                         cubert_driver_event_t **out_event,
                                         cubert_error_t *out_error) {
@@ -263,9 +270,13 @@ static cubert_status_t drv_event_record(void *self, cubert_driver_stream_t *stre
   (void)self;
   st = cubert__cuda_event_record(&s->s, false, &e, out_error);
   if (st != CUBERT_STATUS_OK) return st;
+  if (s->ops != s->rec_ops || !s->epoch)
+    s->epoch = __atomic_add_fetch(&g_work_epoch, 1, __ATOMIC_RELAXED);
   e->owner = s;
   e->seq = s->outs_enqueued; /* the staged reads this event covers */
   e->mark = ++s->ops;        /* and the work */
+  e->epoch = s->epoch;
+  s->rec_ops = s->ops;
   *out_event = (cubert_driver_event_t *)(void *)e;
   return CUBERT_STATUS_OK;
 }
@@ -273,9 +284,18 @@ static cubert_status_t drv_event_record(void *self, cubert_driver_stream_t *stre
 static cubert_status_t drv_event_wait(void *self, cubert_driver_stream_t *stream,
                                       cubert_driver_event_t *event, cubert_error_t *out_error) {
   cuda_drv_stream_t *s = cuda_drv_stream_of(stream);
+  cubert_cuda_event_t *e = event_of(event);
+  cubert_status_t st;
   (void)self;
+  if (e->owner && e->owner == s->waited && e->epoch == s->waited_epoch)
+    return CUBERT_STATUS_OK; /* already waits for that point (cuda_driver.h) */
   s->ops++;
-  return cubert__cuda_event_wait(&s->s, event_of(event), out_error);
+  st = cubert__cuda_event_wait(&s->s, e, out_error);
+  if (st == CUBERT_STATUS_OK && e->owner) {
+    s->waited = e->owner;
+    s->waited_epoch = e->epoch;
+  }
+  return st;
 }
 
 /* The event completed without an error: the staged reads before it are
@@ -313,6 +333,7 @@ static cubert_status_t drv_event_synchronize(void *self, cubert_driver_event_t *
 static void drv_event_destroy(void *self, cubert_driver_event_t *event) {
   cubert_cuda_event_t *e = event_of(event);
   e->owner = NULL;
+  e->epoch = 0;
   e->seq = 0;
   e->mark = 0;
   cubert__cuda_event_release(cuda_drv_of(self)->dev, e);

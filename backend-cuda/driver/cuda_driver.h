@@ -113,6 +113,16 @@ typedef struct cuda_drv_stream_t {
    * that work would have failed the event's query or synchronize). */
   uint64_t ops;
   uint64_t clean_ops;
+  /* Events recorded with no work between them mark the same point: the
+   * work epoch changes (a process-wide count) when work was enqueued since
+   * the last record (ops past rec_ops). A stream that waits on an event of
+   * `waited` at `waited_epoch` already waits for every later event of that
+   * stream in the same epoch: drv_event_wait skips those (the server's fence
+   * of each collective on an idle compute stream). Under the device. */
+  uint64_t rec_ops;
+  uint64_t epoch;
+  const void *waited;
+  uint64_t waited_epoch;
   /* The argument block of the stream's launches (cuLaunchKernel copies it
    * at the launch): zeroed once, then each launch writes its own slots and
    * clears the ones the launch before used beyond them. */

@@ -477,6 +477,7 @@ static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   if (!s) return CUDA_SUCCESS;
   pthread_mutex_lock(&fake_mutex);
+  fake_stats_.stream_wait_events++;
   if (fake_gates_merge(&s->gates, &e->gates) != 0) r = CUDA_ERROR_NOT_SUPPORTED;
   pthread_mutex_unlock(&fake_mutex);
   return r;

@@ -98,6 +98,7 @@ typedef struct fake_cuda_stats_t {
    * loading and set-up): made, and those that found a stream of the context
    * behind a closed gate and waited (a real driver would deadlock there) */
   uint64_t context_drains, context_drains_waited;
+  uint64_t stream_wait_events; /* cuStreamWaitEvent calls */
 } fake_cuda_stats_t;
 
 /* Runs a kernel on the host, by its entry name, in place of the GPU:

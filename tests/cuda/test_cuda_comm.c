@@ -89,7 +89,8 @@ static void two_gpus_body(int gpu) {
     fake_nccl_stats_t n = comm_nccl_stats();
     CHECK_EQ_U64(n.init_all, 1);  /* ncclCommInitAll over both GPUs, once */
     CHECK_EQ_U64(n.group_ends, 2 + 2); /* one group call per round, two before the first gate */
-    CHECK(c.stream_waits >= 2 && c.stream_writes >= 4);
+    /* device 0 posts last: its part runs on its own stream, device 1's behind a gate */
+    CHECK(c.stream_waits >= 2 && c.stream_writes >= 2);
   }
   comm_close(&e);
 }

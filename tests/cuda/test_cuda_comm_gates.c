@@ -123,6 +123,11 @@ TEST(cuda_comm_abort_opens_the_gates_before_nccl_frees) {
                                     CUBERT_REDUCE_OPERATION_SUM, NULL));
   comm_expect_queued(e.c[0], CUBERT_ERROR_DEADLINE_EXCEEDED, "collective timeout");
   CHECK_MSG(now_ms() - t0 < 2000, "the abort took %llu ms", (unsigned long long)(now_ms() - t0));
+  { /* the watchdog queues the errors first, then aborts NCCL: wait for it (bounded) */
+    struct timespec tick = {0, 1000000};
+    uint64_t t1 = now_ms();
+    while (comm_nccl_stats().aborts < 2 && now_ms() - t1 < 5000) nanosleep(&tick, NULL);
+  }
   CHECK_EQ_U64(comm_cuda_stats().context_drains_waited, 0);
   CHECK_EQ_U64(comm_nccl_stats().aborts, 2);
   for (i = 0; i < 2; i++) CHECK_OK(cubert_client_handle_release(e.c[i], &h[i], NULL));

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/cuda/test_cuda_comm_costs.c: what one in-process all_reduce round
+ * costs in driver calls (issue 24/30: the 4 KiB latency over raw NCCL is
+ * the host's time per round, about one microsecond per driver call on an
+ * H200). bench_nccl's loop over the fakes: every device's all_reduce of
+ * round k from one thread, device 0 first, no sync between rounds; the
+ * fakes' counters per round are printed (the breakdown of
+ * docs/collectives.md) and bounded, so a change that adds calls to the
+ * round fails here.
+ */
+#include "cuda_comm_test.h"
+
+#include <stdio.h>
+
+#define COST_ROUNDS 20u
+
+typedef struct cost_t {
+  double records, event_waits, value_waits, value_writes, event_queries, stream_queries,
+      ctx_sets, events_created, group_ends, all_reduces;
+} cost_t;
+
+static cost_t cost_of(const fake_cuda_stats_t *a, const fake_cuda_stats_t *b,
+                      const fake_nccl_stats_t *na, const fake_nccl_stats_t *nb) {
+  cost_t c;
+  double r = COST_ROUNDS;
+  c.records = (double)(b->event_records - a->event_records) / r;
+  c.event_waits = (double)(b->stream_wait_events - a->stream_wait_events) / r;
+  c.value_waits = (double)(b->stream_waits - a->stream_waits) / r;
+  c.value_writes = (double)(b->stream_writes - a->stream_writes) / r;
+  c.event_queries = (double)(b->event_queries - a->event_queries) / r;
+  c.stream_queries = (double)(b->stream_queries - a->stream_queries) / r;
+  c.ctx_sets = (double)(b->ctx_set_current_calls - a->ctx_set_current_calls) / r;
+  c.events_created = (double)(b->events_created - a->events_created) / r;
+  c.group_ends = (double)(nb->group_ends - na->group_ends) / r;
+  c.all_reduces = (double)(nb->all_reduces - na->all_reduces) / r;
+  return c;
+}
+
+static void round_costs_body(uint32_t n) {
+  comm_env_t e;
+  cubert_handle_t src[COMM_MAX], dst[COMM_MAX];
+  fake_cuda_stats_t a, b;
+  fake_nccl_stats_t na, nb;
+  float v[8], out[8];
+  uint32_t i, k, round;
+  cost_t c;
+  comm_use(0, n);
+  comm_open(&e, n, 0);
+  for (i = 0; i < n; i++) {
+    for (k = 0; k < 8; k++) v[k] = (float)(i + 1);
+    src[i] = comm_f32(e.c[i], v, 8);
+    CHECK_OK(cubert_client_empty(e.c[i], sizeof v, &dst[i], NULL));
+  }
+  for (round = 0; round < 2u + COST_ROUNDS; round++) {
+    if (round == 2) { /* after the set-up and the first rounds */
+      a = comm_cuda_stats();
+      na = comm_nccl_stats();
+    }
+    for (i = 0; i < n; i++)
+      CHECK_OK(cubert_client_all_reduce(e.c[i], &src[i], &dst[i], CUBERT_COMM_DTYPE_F32, e.ids,
+                                        n, CUBERT_REDUCE_OPERATION_SUM, NULL));
+  }
+  b = comm_cuda_stats();
+  nb = comm_nccl_stats();
+  c = cost_of(&a, &b, &na, &nb);
+  printf("    [%u members] per round: cuEventRecord %.1f, cuStreamWaitEvent %.1f, "
+         "cuStreamWaitValue32 %.1f, cuStreamWriteValue32 %.1f, cuEventQuery %.1f, "
+         "cuStreamQuery %.1f, cuCtxSetCurrent %.1f, cuEventCreate %.1f, ncclGroupEnd %.1f, "
+         "ncclAllReduce %.1f\n",
+         (unsigned)n, c.records, c.event_waits, c.value_waits, c.value_writes, c.event_queries,
+         c.stream_queries, c.ctx_sets, c.events_created, c.group_ends, c.all_reduces);
+  CHECK(c.group_ends == 1.0 && c.all_reduces == (double)n); /* one group call per round */
+  /* the last member's part runs on its own stream: gates for the n - 1 others only */
+  CHECK(c.value_waits == (double)(n - 1) && c.value_writes == (double)(n - 1));
+  /* per member: the server's fence (a record; its wait skipped on an idle
+   * compute stream) and pins event (a record); the gated ones: F (record) and
+   * N's wait for it; no per-round `done` event. Before: 4n records, 2n waits */
+  CHECK(c.records <= (double)(2 * n + (n - 1)));
+  CHECK(c.event_waits <= (double)(n - 1));
+  for (i = 0; i < n; i++) {
+    CHECK_OK(cubert_client_sync_collective(e.c[i], NULL));
+    comm_read_f32(e.c[i], &dst[i], out, 8);
+    for (k = 0; k < 8; k++) CHECK(out[k] == (float)(n * (n + 1) / 2));
+    CHECK_OK(cubert_client_handle_release(e.c[i], &src[i], NULL));
+    CHECK_OK(cubert_client_handle_release(e.c[i], &dst[i], NULL));
+  }
+  comm_close(&e);
+}
+
+TEST(cuda_comm_round_costs_two_members) { round_costs_body(2); }
+TEST(cuda_comm_round_costs_four_members) { round_costs_body(4); }
