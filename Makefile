@@ -131,7 +131,7 @@ HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 # The single-source kernel files whose CUDA images every program of the build
 # carries (one kernel library; nvcc needed, else the images are left out and the
 # GPU tests say so).
-KERNEL_SOURCES := examples/kernels/cubert_kernels.h tests/cts/cts_kernels.h tests/cuda/cuda_test_kernels.h
+KERNEL_SOURCES := examples/kernels/cubert_kernels.h tests/cts/cts_kernels.h tests/cts/cts_kernels_launch.h tests/cuda/cuda_test_kernels.h
 CUDA_LINK_OBJ := $(if $(HAVE_NVCC),$(KERNEL_SOURCES:%.h=$(BUILD)/kernels/%.o))
 FAKE_LIBNCCL_VARIANTS := cuda-fake-nccl cuda-fake-nccl-old cuda-fake-nccl-nosend
 CUDA_TEST_DEPS := $(BUILD)/cuda-fake/libcuda.so.1 $(BUILD)/cuda-fake-nogpa/libcuda.so.1 \
@@ -381,7 +381,7 @@ stress-tsan:
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
 check: test check-freestanding check-headers check-32bit check-cortex-m check-install check-symbols \
        fuzz-replay check-tools check-cortex-m0 check-cxx-host check-embedded-demo check-stack check-hygiene \
-       $(if $(HAVE_CLANG),check-clang)
+       check-launch-arguments $(if $(HAVE_CLANG),check-clang)
 	@echo "check: ok$(if $(HAVE_CLANG),, (check-clang skipped: $(CLANG) not found; Debian: apt-get install clang))"
 
 # memcpy/memset/memmove (emitted for the builtins) and the compiler's own runtime
@@ -423,6 +423,12 @@ check-headers: | $(BUILD)/headers
 	$(CC) $(CUBERT_WARN) -Werror -fshort-enums -Iinclude -Itests/support -c tests/build/enum_sizes.c \
 	  -o $(BUILD)/headers/enum_sizes_short.o; \
 	echo "check-headers: ok ($(words $(PUBLIC_HEADERS)) headers, C99 and C++11; every public enum 4 bytes, also with -fshort-enums)"
+
+# Passing the kernel-side cubert_kernel_args_t (or a handle) to cubert_client_launch
+# is a compile error, not a warning (tests/build/check_launch_arguments.sh).
+.PHONY: check-launch-arguments
+check-launch-arguments:
+	@sh tests/build/check_launch_arguments.sh '$(CC)' $(BUILD)/launch-arguments '$(CXX)'
 
 # tools/cubert-info lists every device it creates and refuses a bad option (exit 2).
 check-tools: $(TOOL_BIN)
@@ -505,7 +511,7 @@ include tests/embedded/embedded.mk
 check-clang:
 	@command -v $(CLANG) >/dev/null || { echo "check-clang: $(CLANG) not found (Debian: apt-get install clang)"; exit 1; }
 	@$(MAKE) --no-print-directory WERROR=$(WERROR) CC=$(CLANG) CXX=$(CLANGXX) BUILD=$(BUILD)/clang \
-	  all examples tools benches fuzz-targets check-freestanding check-headers
+	  all examples tools benches fuzz-targets check-freestanding check-headers check-launch-arguments
 	@$(MAKE) --no-print-directory WERROR=$(WERROR) CC=$(CLANG) CXX=$(CLANGXX) BUILD=$(BUILD)/clang test
 
 # The builds users try (tests/build/check_matrix.sh): gcc and clang at -O0 -g, -O2,
@@ -800,6 +806,7 @@ help:
 	@echo '                      check-hygiene check-embedded-demo, and check-clang'
 	@echo '  check-freestanding  core/: no libc includes/calls, undefined symbols and mutable data allowlisted'
 	@echo '  check-headers       every public header compiles alone as C99 and C++11'
+	@echo '  check-launch-arguments  cubert_kernel_args_t (or a handle) given to cubert_client_launch does not compile'
 	@echo '  check-32bit         core + tests/unit built with -m32 and run (gcc-multilib)'
 	@echo '  check-cortex-m      core cross-compiled for Cortex-M4, symbol allowlist (gcc-arm-none-eabi)'
 	@echo '  check-cortex-m0     core for Cortex-M0 through the critical-section hook; unit tests through the hook'

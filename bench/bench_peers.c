@@ -89,6 +89,7 @@ static cubert_launch_arguments_t args_of(const cubert_binding_t *buffers, uint32
                                          const uint64_t *scalars, uint32_t scalar_count) {
   cubert_launch_arguments_t a;
   memset(&a, 0, sizeof a);
+  cubert_launch_arguments_initialize(&a);
   a.buffers = buffers;
   a.buffer_count = count;
   a.scalars = scalars;

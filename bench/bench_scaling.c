@@ -119,6 +119,7 @@ static void run_ops(lane_t *lanes, int count, op_t op, long n) {
     lane_t *lane = &lanes[l];
     if (++l == count) l = 0;
     if (op != OP_RESERVE) {
+      cubert_launch_arguments_initialize(&args);
       args.buffers = op == OP_LAUNCH_BARE ? NULL : &lane->buffer;
       MUST("launch", cubert_client_launch(lane->client, &ck_empty_kernel, &one, &args, &err));
     } else {

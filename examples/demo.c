@@ -77,6 +77,7 @@ static void *elementwise_worker(void *arg) {
   bufs[1] = hb;
   bufs[2] = hout;
   scalars[0] = cubert_kernel_f32_bits(alpha);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = bufs;
   args.buffer_count = 3;
   args.scalars = scalars;
@@ -132,6 +133,7 @@ static void reduction(void) {
     return;
   bufs[0] = g_shared;
   bufs[1] = hpartial;
+  cubert_launch_arguments_initialize(&args);
   args.buffers = bufs;
   args.buffer_count = 2;
   args.scalars = NULL;
@@ -196,6 +198,7 @@ static void matmul(void) {
   scalars[0] = m;
   scalars[1] = k;
   scalars[2] = n;
+  cubert_launch_arguments_initialize(&args);
   args.buffers = bufs;
   args.buffer_count = 3;
   args.scalars = scalars;

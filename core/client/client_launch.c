@@ -10,9 +10,10 @@ static cubert_status_t launch_with(cubert_client_t *client, const struct cubert_
                                    const cubert_launch_arguments_t *args,
                                    cubert_execution_mode_t mode, cubert_error_t *out_error) {
   uint32_t i;
+  cubert_launch_arguments_t view; /* the slots to use: the caller's arrays or the builder's */
   CLIENT_CHECK(client && kernel && count && args, "launch: NULL argument");
-  CLIENT_CHECK(args->buffer_count == 0 || args->buffers, "launch: NULL buffer list");
-  CLIENT_CHECK(args->scalar_count == 0 || args->scalars, "launch: NULL scalars");
+  CUBERT_RETURN_IF_ERROR(client_arguments_view(args, &view, out_error)); /* client_arguments.c */
+  args = &view;
   if (cubert_cube_count_is_empty(count)) return CUBERT_STATUS_OK; /* dropped */
   for (i = 0; i < args->buffer_count; i++)
     CUBERT_RETURN_IF_ERROR(client_check_device(client, &args->buffers[i], out_error));
@@ -21,14 +22,14 @@ static cubert_status_t launch_with(cubert_client_t *client, const struct cubert_
   return client_launch_task(client, kernel, count, args, mode, out_error);
 }
 
-cubert_status_t cubert_client_launch(cubert_client_t *client, const struct cubert_kernel_t *kernel,
+cubert_status_t(cubert_client_launch)(cubert_client_t *client, const struct cubert_kernel_t *kernel,
                                      const struct cubert_cube_count_t *count,
                                      const cubert_launch_arguments_t *args,
                                      cubert_error_t *out_error) {
   return launch_with(client, kernel, count, args, CUBERT_EXECUTION_CHECKED, out_error);
 }
 
-cubert_status_t cubert_client_launch_unchecked(cubert_client_t *client,
+cubert_status_t(cubert_client_launch_unchecked)(cubert_client_t *client,
                                                const struct cubert_kernel_t *kernel,
                                                const struct cubert_cube_count_t *count,
                                                const cubert_launch_arguments_t *args,

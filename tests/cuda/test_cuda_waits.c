@@ -66,6 +66,7 @@ static void double_and_sync(cubert_client_t *c) {
   CHECK_OK(cubert_client_create_from_slice(c, host, sizeof host, &h[0], NULL));
   CHECK_OK(cubert_client_empty(c, sizeof host, &h[1], NULL));
   memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = h;
   args.buffer_count = 2;
   CHECK_OK(cubert_client_launch(c, &ck_double_u32_kernel, &count, &args, NULL));
@@ -179,6 +180,7 @@ TEST(cuda_waits_drain_skips_the_query_of_an_idle_stream) {
   CHECK_OK(cubert_client_empty(e.client, 4096, &h[0], NULL));
   CHECK_OK(cubert_client_empty(e.client, 4096, &h[1], NULL));
   memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = h;
   args.buffer_count = 2;
   CHECK_OK(cubert_client_launch(e.client, &ck_double_u32_kernel, &four, &args, NULL));

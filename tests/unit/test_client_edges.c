@@ -148,7 +148,7 @@ TEST(client_edges_null_arguments) {
   CHECK_INVALID(cubert_client_launch(NULL, &g_ed_kernel, &count, &args, &e));
   CHECK_INVALID(cubert_client_launch(client, NULL, &count, &args, &e));
   CHECK_INVALID(cubert_client_launch(client, &g_ed_kernel, NULL, &args, &e));
-  CHECK_INVALID(cubert_client_launch(client, &g_ed_kernel, &count, NULL, &e));
+  CHECK_INVALID((cubert_client_launch)(client, &g_ed_kernel, &count, NULL, &e));
   args.buffer_count = 1;
   CHECK_INVALID(cubert_client_launch(client, &g_ed_kernel, &count, &args, &e));
   args.buffer_count = 0;
@@ -361,6 +361,7 @@ static cubert_status_t scenario(cubert_client_t *client, ed_device_t *d, scenari
   CHECK(res.size == 64);
   memset(&args, 0, sizeof args);
   binding = h;
+  cubert_launch_arguments_initialize(&args);
   args.buffers = &binding;
   args.buffer_count = 1;
   STEP(cubert_client_launch(client, &g_ed_kernel, &count, &args, &e));
