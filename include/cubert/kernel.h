@@ -423,19 +423,24 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
 #define CUBERT_KERNEL(name)                                                                  \
   CUBERT_KERNEL_BODY_FN_ void name##_cubert_body_(const cubert_kernel_args_t *cubert_args,   \
                                                   cubert_kernel_cube_t *cubert_cube,         \
-                                                  const int cubert_unchecked_);              \
+                                                  const int cubert_unchecked_,               \
+                                                  cubert_kernel_fast_t *cubert_fast_);       \
   CUBERT_KERNEL_UNUSED_ static void name(const cubert_kernel_args_t *cubert_args,            \
                                          cubert_kernel_cube_t *cubert_cube);                 \
   static void name(const cubert_kernel_args_t *cubert_args, cubert_kernel_cube_t *cubert_cube) { \
-    if (cubert_cube->mode == CUBERT_KERNEL_MODE_UNCHECKED)                                   \
-      name##_cubert_body_(cubert_args, cubert_cube, 1);                                      \
-    else                                                                                     \
-      name##_cubert_body_(cubert_args, cubert_cube, 0);                                      \
+    cubert_kernel_fast_t cubert_fast = CUBERT_KERNEL_FAST_INIT_;                            \
+    int cubert_raw = cubert_cube->mode == CUBERT_KERNEL_MODE_UNCHECKED;                      \
+    if (!cubert_raw) { /* a full cube leaves it at CUBERT_CUBE_BOUNDS_DONE (kernel_bounds.h) */ \
+      name##_cubert_body_(cubert_args, cubert_cube, 0, &cubert_fast);                        \
+      cubert_raw = (int)cubert_fast.full;                                                    \
+    }                                                                                        \
+    if (cubert_raw) name##_cubert_body_(cubert_args, cubert_cube, 1, &cubert_fast);          \
   }                                                                                          \
   CUBERT_KERNEL_BODY_FN_ void name##_cubert_body_(                                           \
       const cubert_kernel_args_t *cubert_args CUBERT_KERNEL_UNUSED_,                         \
       cubert_kernel_cube_t *cubert_cube CUBERT_KERNEL_UNUSED_,                               \
-      const int cubert_unchecked_ CUBERT_KERNEL_UNUSED_)
+      const int cubert_unchecked_ CUBERT_KERNEL_UNUSED_,                                     \
+      cubert_kernel_fast_t *cubert_fast_ CUBERT_KERNEL_UNUSED_)
 
 #define CUBE_POS_X (cubert_cube->pos.x)
 #define CUBE_POS_Y (cubert_cube->pos.y)
@@ -473,8 +478,11 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
 #define CUBERT_UNIT_VAR(type, name) type name[CUBERT_KERNEL_MAX_UNITS]
 #define CUBERT_UNIT(name) (name[cubert_unit.linear])
 
-/* The view: element typedef (for the accessors' casts), pointer, length,
- * slot, and a compile-time check of the slot and element size. */
+/* The view: element typedef (for the accessors' casts), pointer, the length
+ * the accessors check (`len`: the view's, or in VALIDATE a declared cube
+ * bound, kernel_bounds.h), slot, a compile-time check of the slot and
+ * element size, the view's own length (CUBERT_LEN) and whether a bound was
+ * declared. */
 #define CUBERT_BUFFER(type, name, slot)                                                      \
   typedef type cubert_elem_##name##_;                                                        \
   struct {                                                                                   \
@@ -483,8 +491,12 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
     uint32_t index;                                                                          \
     char check_[((slot) < CUBERT_KERNEL_MAX_BUFFERS &&                                       \
                  sizeof(type) <= CUBERT_KERNEL_MAX_ELEMENT_BYTES) ? 1 : -1];                \
+    uint64_t length;                                                                         \
+    uint32_t bounded;                                                                        \
   } name = {(cubert_elem_##name##_ *)cubert_args->buffers[(slot)].ptr,                      \
-            cubert_args->buffers[(slot)].size_bytes / sizeof(type), (uint32_t)(slot), {0}}
+            cubert_kernel_view_len_(cubert_cube, cubert_fast_,                               \
+                                    cubert_args->buffers[(slot)].size_bytes / sizeof(type)), \
+            (uint32_t)(slot), {0}, cubert_args->buffers[(slot)].size_bytes / sizeof(type), 0}
 
 /* The element's address: in the UNCHECKED copy of a body a plain typed
  * pointer (`i` evaluated once on either side of the ?:). */
@@ -503,8 +515,9 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
 
 template <typename T> struct cubert_kernel_view_ {
   T *ptr;
-  uint64_t len;
+  uint64_t len;    /* what the accessors check (a declared bound in VALIDATE) */
   uint32_t index;
+  uint64_t length; /* the view's length (CUBERT_LEN) */
 };
 template <typename T> struct cubert_kernel_unconst_ { typedef T type; };
 template <typename T> struct cubert_kernel_unconst_<const T> { typedef T type; };
@@ -604,7 +617,8 @@ static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(voi
 #define CUBERT_BUFFER(type, name, slot)                                                      \
   cubert_kernel_view_<type> name = {(type *)cubert_args->buffers[(slot)].ptr,               \
                                     cubert_args->buffers[(slot)].size_bytes / sizeof(type),  \
-                                    (uint32_t)(slot)}
+                                    (uint32_t)(slot),                                        \
+                                    cubert_args->buffers[(slot)].size_bytes / sizeof(type)}
 
 #define CUBERT_LOAD(name, i) cubert_kernel_load_(cubert_cube, (name), (uint64_t)(i))
 #define CUBERT_STORE(name, i, value) cubert_kernel_store_(cubert_cube, (name), (uint64_t)(i), (value))
@@ -625,7 +639,7 @@ static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(voi
 #define CUBERT_CUBE_WITHIN(n) ((CUBE_POS + 1u) * (uint64_t)CUBE_DIM <= (uint64_t)(n))
 
 /* Length (elements) of a view. */
-#define CUBERT_LEN(name) ((name).len)
+#define CUBERT_LEN(name) ((name).length)
 
 #define CUBERT_SCALAR_U32(name, slot) const uint32_t name = (uint32_t)cubert_args->scalars[(slot)]
 #define CUBERT_SCALAR_I32(name, slot)                                                        \
@@ -636,5 +650,8 @@ static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(voi
   const float name = cubert_kernel_bits_f32(cubert_args->scalars[(slot)])
 #define CUBERT_SCALAR_F64(name, slot)                                                        \
   const double name = cubert_kernel_bits_f64(cubert_args->scalars[(slot)])
+
+/* Declared cube bounds and the CHECKED fast path; Line access. */
+#include "cubert/kernel_bounds.h"
 
 #endif /* CUBERT_KERNEL_H */
