@@ -430,6 +430,11 @@ check-headers: | $(BUILD)/headers
 check-launch-arguments:
 	@sh tests/build/check_launch_arguments.sh '$(CC)' $(BUILD)/launch-arguments '$(CXX)'
 
+# Line accesses compile to vector loads/stores in nvcc's PTX (needs nvcc, no GPU).
+.PHONY: check-line-ptx
+check-line-ptx:
+	@sh tests/build/check_line_ptx.sh '$(NVCC)' $(BUILD)/line-ptx
+
 # tools/cubert-info lists every device it creates and refuses a bad option (exit 2).
 check-tools: $(TOOL_BIN)
 	@out=$$($(BUILD)/tools/cubert-info -n 2) || { echo "check-tools: cubert-info -n 2 failed"; exit 1; }; \
@@ -807,6 +812,7 @@ help:
 	@echo '  check-freestanding  core/: no libc includes/calls, undefined symbols and mutable data allowlisted'
 	@echo '  check-headers       every public header compiles alone as C99 and C++11'
 	@echo '  check-launch-arguments  cubert_kernel_args_t (or a handle) given to cubert_client_launch does not compile'
+	@echo '  check-line-ptx      line loads/stores are vector instructions in nvcc'"'"'s PTX (needs nvcc, no GPU)'
 	@echo '  check-32bit         core + tests/unit built with -m32 and run (gcc-multilib)'
 	@echo '  check-cortex-m      core cross-compiled for Cortex-M4, symbol allowlist (gcc-arm-none-eabi)'
 	@echo '  check-cortex-m0     core for Cortex-M0 through the critical-section hook; unit tests through the hook'

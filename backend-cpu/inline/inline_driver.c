@@ -326,7 +326,7 @@ static void fill_properties(const cubert_inline_options_t *o, cubert_device_prop
   p->hardware.num_cpu_cores = 1;
   p->hardware.max_vector_size = UINT64_MAX;
   p->memory.max_page_size = o->memory_size ? o->memory_size : ((uint64_t)1 << 30);
-  p->memory.alignment = 8;
+  p->memory.alignment = 16; /* a 16-byte line (cubert/kernel_line.h) of any buffer is aligned */
   p->timing_method = CUBERT_TIMING_SYSTEM;
 }
 

@@ -483,7 +483,10 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
  * bound, kernel_bounds.h), slot, a compile-time check of the slot and
  * element size, the view's own length (CUBERT_LEN) and whether a bound was
  * declared. */
-#define CUBERT_BUFFER(type, name, slot)                                                      \
+#define CUBERT_BUFFER(type, name, slot) CUBERT_BUFFER_ALIGNED_(type, name, slot, 0u)
+/* `align` > 0 (line views, cubert/kernel_line.h): a buffer whose address is
+ * not a multiple of `align` has length 0 for the accessors outside UNCHECKED. */
+#define CUBERT_BUFFER_ALIGNED_(type, name, slot, align)                                      \
   typedef type cubert_elem_##name##_;                                                        \
   struct {                                                                                   \
     cubert_elem_##name##_ *ptr;                                                              \
@@ -495,7 +498,10 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
     uint32_t bounded;                                                                        \
   } name = {(cubert_elem_##name##_ *)cubert_args->buffers[(slot)].ptr,                      \
             cubert_kernel_view_len_(cubert_cube, cubert_fast_,                               \
-                                    cubert_args->buffers[(slot)].size_bytes / sizeof(type)), \
+                                    cubert_kernel_aligned_len_(                              \
+                                        cubert_cube, cubert_args->buffers[(slot)].ptr,       \
+                                        cubert_args->buffers[(slot)].size_bytes / sizeof(type), \
+                                        (align))),                                           \
             (uint32_t)(slot), {0}, cubert_args->buffers[(slot)].size_bytes / sizeof(type), 0}
 
 /* The element's address: in the UNCHECKED copy of a body a plain typed
@@ -614,11 +620,14 @@ static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(voi
 #define CUBERT_UNIT_VAR(type, name) type name
 #define CUBERT_UNIT(name) (name)
 
-#define CUBERT_BUFFER(type, name, slot)                                                      \
-  cubert_kernel_view_<type> name = {(type *)cubert_args->buffers[(slot)].ptr,               \
-                                    cubert_args->buffers[(slot)].size_bytes / sizeof(type),  \
-                                    (uint32_t)(slot),                                        \
-                                    cubert_args->buffers[(slot)].size_bytes / sizeof(type)}
+#define CUBERT_BUFFER(type, name, slot) CUBERT_BUFFER_ALIGNED_(type, name, slot, 0u)
+#define CUBERT_BUFFER_ALIGNED_(type, name, slot, align)                                      \
+  cubert_kernel_view_<type> name = {                                                         \
+      (type *)cubert_args->buffers[(slot)].ptr,                                              \
+      cubert_kernel_aligned_len_(cubert_cube, cubert_args->buffers[(slot)].ptr,             \
+                                 cubert_args->buffers[(slot)].size_bytes / sizeof(type),     \
+                                 (align)),                                                   \
+      (uint32_t)(slot), cubert_args->buffers[(slot)].size_bytes / sizeof(type)}
 
 #define CUBERT_LOAD(name, i) cubert_kernel_load_(cubert_cube, (name), (uint64_t)(i))
 #define CUBERT_STORE(name, i, value) cubert_kernel_store_(cubert_cube, (name), (uint64_t)(i), (value))
@@ -651,7 +660,17 @@ static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(voi
 #define CUBERT_SCALAR_F64(name, slot)                                                        \
   const double name = cubert_kernel_bits_f64(cubert_args->scalars[(slot)])
 
+/* A view's checked length given its alignment need (`align` 0: none). */
+CUBERT_KERNEL_FN_ uint64_t cubert_kernel_aligned_len_(const cubert_kernel_cube_t *cube,
+                                                      const void *ptr, uint64_t len,
+                                                      uint32_t align) {
+  if (align && cube->mode != CUBERT_KERNEL_MODE_UNCHECKED && ((uintptr_t)ptr % align) != 0)
+    return 0;
+  return len;
+}
+
 /* Declared cube bounds and the CHECKED fast path; Line access. */
 #include "cubert/kernel_bounds.h"
+#include "cubert/kernel_line.h"
 
 #endif /* CUBERT_KERNEL_H */

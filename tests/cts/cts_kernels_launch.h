@@ -61,4 +61,71 @@ CUBERT_KERNEL(cts_shape_probe) {
   }
 }
 
+/* ---- lines (cubert/kernel_line.h) ---- */
+
+/* out[j] = a[j] * alpha + out[j] on f32x4 lines, lane by lane, over the
+ * lines [CUBE_POS * per_cube, min(+ per_cube, len(out))) shared by the cube's
+ * units with CUBERT_UNIT_FOR (no barrier). Buffers: a, out (lines); scalars:
+ * alpha (f32), per_cube (u32, lines per cube). */
+CUBERT_KERNEL(cts_line_axpy_f32x4) {
+  CUBERT_BUFFER_LINES(cubert_line_f32x4_t, a, 0);
+  CUBERT_BUFFER_LINES(cubert_line_f32x4_t, out, 1);
+  CUBERT_SCALAR_F32(alpha, 0);
+  CUBERT_SCALAR_U32(per_cube, 1);
+  const uint64_t lo = CUBE_POS * per_cube;
+  const uint64_t hi = lo + per_cube < CUBERT_LEN(out) ? lo + per_cube : CUBERT_LEN(out);
+  CUBERT_CUBE_BOUND(a, hi);
+  CUBERT_CUBE_BOUND(out, hi);
+  CUBERT_CUBE_BOUNDS_DONE;
+  CUBERT_PHASE {
+    CUBERT_UNIT_FOR(j, lo, hi) {
+      cubert_line_f32x4_t x = CUBERT_LOAD(a, j), y = CUBERT_LOAD(out, j);
+      uint32_t l;
+      for (l = 0; l < 4; l++) y.v[l] = x.v[l] * alpha + y.v[l];
+      CUBERT_STORE(out, j, y);
+    }
+  }
+}
+
+/* Every line type: out[j] = in[j] + 1 lane by lane for j < len(out), one
+ * line per unit (ABSOLUTE_POS). Buffers: in, out (lines). */
+#define CTS_LINE_INC(name, line_t)                                                           \
+  CUBERT_KERNEL(name) {                                                                      \
+    CUBERT_BUFFER_LINES(const line_t, in, 0);                                                \
+    CUBERT_BUFFER_LINES(line_t, out, 1);                                                     \
+    CUBERT_PHASE {                                                                           \
+      uint64_t j = ABSOLUTE_POS;                                                             \
+      if (j < CUBERT_LEN(out)) {                                                             \
+        line_t x = CUBERT_LOAD(in, j);                                                       \
+        uint32_t l;                                                                          \
+        for (l = 0; l < CUBERT_LINE_WIDTH(x); l++) x.v[l] += 1;                              \
+        CUBERT_STORE(out, j, x);                                                             \
+      }                                                                                      \
+    }                                                                                        \
+  }
+CTS_LINE_INC(cts_line_inc_u8x2, cubert_line_u8x2_t)
+CTS_LINE_INC(cts_line_inc_u16x2, cubert_line_u16x2_t)
+CTS_LINE_INC(cts_line_inc_u32x2, cubert_line_u32x2_t)
+CTS_LINE_INC(cts_line_inc_u8x16, cubert_line_u8x16_t)
+CTS_LINE_INC(cts_line_inc_f64x2, cubert_line_f64x2_t)
+
+/* Lines at the bounds, unit 0 of cube 0: out[0] = in[len(in) - 1] (the last
+ * whole line), out[1] = in[len(in)] (the line past the end: zeros in
+ * CHECKED), then a store of {9, 9, 9, 9} at out[len(out)] (dropped as a
+ * unit: no lane lands even where the buffer has room for part of it).
+ * Buffers: in, out (u32x4 lines). */
+CUBERT_KERNEL(cts_line_edges_u32x4) {
+  CUBERT_BUFFER_LINES(const cubert_line_u32x4_t, in, 0);
+  CUBERT_BUFFER_LINES(cubert_line_u32x4_t, out, 1);
+  CUBERT_PHASE {
+    if (UNIT_POS == 0 && CUBE_POS == 0) {
+      cubert_line_u32x4_t nine;
+      nine.v[0] = nine.v[1] = nine.v[2] = nine.v[3] = 9u;
+      CUBERT_STORE(out, 0, CUBERT_LOAD(in, CUBERT_LEN(in) - 1u));
+      CUBERT_STORE(out, 1, CUBERT_LOAD(in, CUBERT_LEN(in)));
+      CUBERT_STORE(out, CUBERT_LEN(out), nine);
+    }
+  }
+}
+
 #endif /* CUBERT_TESTS_CTS_KERNELS_LAUNCH_H */

@@ -38,6 +38,13 @@ CUBERT_KERNEL_DESCRIPTOR(g_cts_oob_rw, cts_oob_rw_u32, 2, 0, 0, 4, 1, 1);
 CUBERT_KERNEL_DESCRIPTOR(g_cts_nop, cts_nop, 1, 0, 0, 1, 1, 1);
 CUBERT_KERNEL_DESCRIPTOR(g_cts_scalars_typed, cts_scalars_typed, 1, 6, 0, 1, 1, 1);
 CUBERT_KERNEL_DESCRIPTOR(g_cts_shape_probe, cts_shape_probe, 2, 0, 16, 4, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_line_axpy, cts_line_axpy_f32x4, 2, 2, 0, 7, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_line_inc_u8x2, cts_line_inc_u8x2, 2, 0, 0, 5, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_line_inc_u16x2, cts_line_inc_u16x2, 2, 0, 0, 5, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_line_inc_u32x2, cts_line_inc_u32x2, 2, 0, 0, 5, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_line_inc_u8x16, cts_line_inc_u8x16, 2, 0, 0, 5, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_line_inc_f64x2, cts_line_inc_f64x2, 2, 0, 0, 5, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_line_edges, cts_line_edges_u32x4, 2, 0, 0, 1, 1, 1);
 
 static const cubert_kernel_t *const k_kernels[] = {
     &ck_add_f32_kernel,      &ck_axpy_f32_kernel,  &ck_axpy_offset_f32_kernel,
@@ -47,6 +54,9 @@ static const cubert_kernel_t *const k_kernels[] = {
     &ck_positions_kernel,    &ck_reverse_u32_kernel, &ck_oob_copy_f32_kernel,
     &ck_oob_write_u32_kernel, &g_cts_sleep,        &g_cts_oob_rw,
     &g_cts_nop,              &g_cts_scalars_typed, &g_cts_shape_probe,
+    &g_cts_line_axpy,        &g_cts_line_inc_u8x2, &g_cts_line_inc_u16x2,
+    &g_cts_line_inc_u32x2,   &g_cts_line_inc_u8x16, &g_cts_line_inc_f64x2,
+    &g_cts_line_edges,
 };
 #define KERNEL_COUNT (sizeof k_kernels / sizeof k_kernels[0])
 
