@@ -57,7 +57,12 @@
  *              (lowest cube, then program order): buffer slot, element index,
  *              view length, load or store, cube position.
  * `name` must be the identifier given to CUBERT_BUFFER (the macros paste it).
- * Direct `name.ptr[i]` is a raw access in every mode.
+ * Direct `name.ptr[i]` is a raw access in every mode. CUBERT_LEN(name) is
+ * the view's length in elements.
+ * Declared cube bounds (CUBERT_CUBE_BOUND, CUBERT_CUBE_BOUNDS_DONE) let full
+ * cubes of a CHECKED launch run unchecked: cubert/kernel_bounds.h. Line views
+ * (CUBERT_BUFFER_LINES: 2/4/8/16-byte groups checked as a unit) and the
+ * barrier-free CUBERT_UNIT_FOR: cubert/kernel_line.h. Both are included here.
  *
  * Scalars. CUBERT_SCALAR_U32/I32/U64/I64/F32/F64(name, slot) declares a const
  * local holding scalar slot `slot` (each slot is 8 bytes; see
@@ -66,7 +71,7 @@
  * Shared memory. CUBERT_SHARED(type, name, count) declares a per-cube array
  * (count a compile-time constant; on the CPU an array in the cube's frame,
  * on CUDA __shared__). CUBERT_SHARED_DYNAMIC(type, name) points at the
- * per-cube dynamic block of kernel->shared_memory_bytes
+ * per-cube dynamic block of the launch's size (launch arguments, else kernel->shared_memory_bytes)
  * (CUBERT_SHARED_DYNAMIC_BYTES). Every cube has its own shared memory; its
  * initial content is unspecified. Declare both in uniform code.
  *
