@@ -52,10 +52,12 @@
  * CUBERT_CUBE_BOUNDS_DONE does nothing (a GPU's bounds test is a predicated
  * instruction, not a lost vector loop).
  */
-#ifndef CUBERT_KERNEL_BOUNDS_H
-#define CUBERT_KERNEL_BOUNDS_H
+#include "cubert/base.h"
 
-#include "cubert/kernel.h"
+/* Part of the dialect: cubert/kernel.h includes this file at its end (after
+ * the types it uses); include cubert/kernel.h. Alone it declares nothing. */
+#if defined(CUBERT_KERNEL_H) && !defined(CUBERT_KERNEL_BOUNDS_H)
+#define CUBERT_KERNEL_BOUNDS_H
 
 #if !defined(__CUDACC__)
 

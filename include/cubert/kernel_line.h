@@ -48,10 +48,12 @@
  * begin and end are evaluated once per unit; they must be the same for
  * every unit of the cube.
  */
-#ifndef CUBERT_KERNEL_LINE_H
-#define CUBERT_KERNEL_LINE_H
+#include "cubert/base.h"
 
-#include "cubert/kernel.h"
+/* Part of the dialect: cubert/kernel.h includes this file at its end (after
+ * the types it uses); include cubert/kernel.h. Alone it declares nothing. */
+#if defined(CUBERT_KERNEL_H) && !defined(CUBERT_KERNEL_LINE_H)
+#define CUBERT_KERNEL_LINE_H
 
 #if defined(__CUDACC__)
 #define CUBERT_LINE_ALIGN_(n) __align__(n)
