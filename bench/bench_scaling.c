@@ -113,7 +113,7 @@ static void run_ops(lane_t *lanes, int count, op_t op, long n) {
   cubert_handle_t h;
   long i;
   int l = 0;
-  memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   args.buffer_count = op == OP_LAUNCH_BARE ? 0 : 1;
   for (i = 0; i < n; i++) {
     lane_t *lane = &lanes[l];

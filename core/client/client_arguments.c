@@ -14,6 +14,7 @@ typedef char launch_limits_match_[(CUBERT_LAUNCH_MAX_BUFFERS == CUBERT_KERNEL_MA
 void cubert_launch_arguments_initialize(cubert_launch_arguments_t *args) {
   if (!args) return;
   __builtin_memset(args, 0, sizeof(*args));
+  args->initialized = CUBERT_LAUNCH_ARGUMENTS_INITIALIZED;
   args->buffers = NULL;
   args->scalars = NULL;
   args->failed_reason = NULL;
@@ -32,7 +33,8 @@ static cubert_status_t set_failed(cubert_launch_arguments_t *args, uint32_t slot
 
 cubert_status_t cubert_launch_arguments_set_buffer(cubert_launch_arguments_t *args, uint32_t slot,
                                                    const cubert_handle_t *handle) {
-  if (!args) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!args || args->initialized != CUBERT_LAUNCH_ARGUMENTS_INITIALIZED)
+    return CUBERT_STATUS_INVALID_ARGUMENT;
   if (slot >= CUBERT_LAUNCH_MAX_BUFFERS)
     return set_failed(args, slot, "launch arguments: buffer slot beyond CUBERT_LAUNCH_MAX_BUFFERS");
   if (!handle) return set_failed(args, slot, "launch arguments: NULL buffer handle");
@@ -47,7 +49,8 @@ cubert_status_t cubert_launch_arguments_set_buffer(cubert_launch_arguments_t *ar
 
 static cubert_status_t set_scalar(cubert_launch_arguments_t *args, uint32_t slot, uint64_t bits,
                                   cubert_scalar_type_t type) {
-  if (!args) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!args || args->initialized != CUBERT_LAUNCH_ARGUMENTS_INITIALIZED)
+    return CUBERT_STATUS_INVALID_ARGUMENT;
   if (slot >= CUBERT_LAUNCH_MAX_SCALARS)
     return set_failed(args, slot, "launch arguments: scalar slot beyond CUBERT_LAUNCH_MAX_SCALARS");
   if (args->scalars)
@@ -92,7 +95,8 @@ cubert_status_t cubert_launch_arguments_set_f64(cubert_launch_arguments_t *args,
 
 cubert_status_t cubert_launch_arguments_set_cube_dim(cubert_launch_arguments_t *args, uint32_t x,
                                                      uint32_t y, uint32_t z) {
-  if (!args) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!args || args->initialized != CUBERT_LAUNCH_ARGUMENTS_INITIALIZED)
+    return CUBERT_STATUS_INVALID_ARGUMENT;
   if (x == 0 || y == 0 || z == 0)
     return set_failed(args, 0, "launch arguments: cube dim has a zero component");
   args->cube_dim.x = x;
@@ -103,7 +107,8 @@ cubert_status_t cubert_launch_arguments_set_cube_dim(cubert_launch_arguments_t *
 
 cubert_status_t cubert_launch_arguments_set_shared_memory_bytes(cubert_launch_arguments_t *args,
                                                                 uint64_t bytes) {
-  if (!args) return CUBERT_STATUS_INVALID_ARGUMENT;
+  if (!args || args->initialized != CUBERT_LAUNCH_ARGUMENTS_INITIALIZED)
+    return CUBERT_STATUS_INVALID_ARGUMENT;
   if (bytes > UINT32_MAX)
     return set_failed(args, 0, "launch arguments: shared memory bytes above 2^32 - 1");
   args->shared_memory_bytes = bytes;
@@ -114,6 +119,10 @@ cubert_status_t cubert_launch_arguments_set_shared_memory_bytes(cubert_launch_ar
 cubert_status_t client_arguments_view(const cubert_launch_arguments_t *args,
                                       cubert_launch_arguments_t *view, cubert_error_t *out_error) {
   uint32_t i;
+  if (args->initialized != CUBERT_LAUNCH_ARGUMENTS_INITIALIZED)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "launch arguments: not initialized "
+                            "(cubert_launch_arguments_initialize)");
   if (args->failed) {
     uint64_t f = args->failed_slot;
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, &f, 1,

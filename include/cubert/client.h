@@ -107,8 +107,10 @@ typedef struct cubert_resource_t {
  *   cubert_launch_arguments_set_cube_dim(&args, 96, 1, 1);   // optional
  *   cubert_client_launch(client, &kernel, &count, &args, &err);
  *
- * Every slot below buffer_count / scalar_count must have been set (a gap is
- * refused at launch: INVALID_ARGUMENT). A setter given a bad slot or a NULL
+ * Initialize first: a struct that was not (or was zeroed with memset) is
+ * refused by the setters and the launch (INVALID_ARGUMENT). Every slot below
+ * buffer_count / scalar_count must have been set (a gap is refused at
+ * launch: INVALID_ARGUMENT). A setter given a bad slot or a NULL
  * handle returns INVALID_ARGUMENT, leaves the struct's slots unchanged and
  * marks it failed: a launch with it is refused with the setter's reason, so
  * a chain of setters may be checked once, at the launch.
@@ -140,6 +142,10 @@ typedef enum cubert_scalar_type_e {
   CUBERT_SCALAR_TYPE_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_scalar_type_t;
 
+/* What cubert_launch_arguments_initialize writes in `initialized`: a struct
+ * without it (never initialized, or zeroed with memset) is refused by the
+ * setters and the launch (INVALID_ARGUMENT), never read as garbage. */
+#define CUBERT_LAUNCH_ARGUMENTS_INITIALIZED 0x4C41524Eu
 #define CUBERT_LAUNCH_MAX_BUFFERS 16 /* = CUBERT_KERNEL_MAX_BUFFERS */
 #define CUBERT_LAUNCH_MAX_SCALARS 16 /* = CUBERT_KERNEL_MAX_SCALARS */
 
@@ -153,6 +159,7 @@ typedef struct cubert_launch_arguments_t {
   uint64_t shared_memory_bytes;
   uint32_t buffer_set_mask;        /* bit i: buffer slot i was set */
   uint32_t scalar_set_mask;        /* bit j: scalar slot j was set */
+  uint32_t initialized;            /* CUBERT_LAUNCH_ARGUMENTS_INITIALIZED after initialize */
   uint32_t failed;                 /* a setter failed: the launch is refused */
   uint32_t failed_slot;            /* its slot */
   const char *failed_reason;       /* its reason (static text) */
@@ -168,8 +175,9 @@ typedef struct cubert_launch_arguments_t {
 CUBERT_API void cubert_launch_arguments_initialize(cubert_launch_arguments_t *args);
 /* Buffer slot `slot` (< CUBERT_LAUNCH_MAX_BUFFERS) is `handle` (copied, not
  * retained: keep it alive until the launch call returned); buffer_count grows
- * to cover it. INVALID_ARGUMENT: NULL args or handle, slot out of range, or
- * the struct uses the low-level form (`buffers` set). Pure. */
+ * to cover it. INVALID_ARGUMENT: NULL args or handle, args not initialized
+ * (nothing written), slot out of range, or the struct uses the low-level form
+ * (`buffers` set). Pure. */
 CUBERT_API cubert_status_t cubert_launch_arguments_set_buffer(cubert_launch_arguments_t *args,
                                                               uint32_t slot,
                                                               const cubert_handle_t *handle);

@@ -146,6 +146,15 @@ TEST(cts_launch_arguments_refused_with_the_reason) {
   args.has_shared_memory_bytes = 1;
   args.shared_memory_bytes = (uint64_t)1 << 33;
   refused(&env, &h, &args, CUBERT_STATUS_INVALID_ARGUMENT, "above 2^32 - 1");
+  /* a struct never initialized (here: zeroed) is refused by the setters and the launch */
+  memset(&args, 0, sizeof args);
+  CHECK_STATUS(cubert_launch_arguments_set_buffer(&args, 0, &h), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_launch_arguments_set_u32(&args, 0, 1), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_launch_arguments_set_cube_dim(&args, 1, 1, 1), CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_STATUS(cubert_launch_arguments_set_shared_memory_bytes(&args, 1),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK_EQ_U64(args.buffer_count, 0); /* nothing written */
+  refused(&env, &h, &args, CUBERT_STATUS_INVALID_ARGUMENT, "not initialized");
   /* NULL struct: the setters refuse without touching anything */
   cubert_launch_arguments_initialize(NULL);
   CHECK_STATUS(cubert_launch_arguments_set_buffer(NULL, 0, &h), CUBERT_STATUS_INVALID_ARGUMENT);

@@ -328,7 +328,6 @@ TEST(hostenv_profile_summary_at_release) {
     CHECK_OK_E(cubert_client_create_from_slice(client, data, sizeof data, &h[i], &err), err);
     b[i] = h[i];
   }
-  memset(&args, 0, sizeof args);
   cubert_launch_arguments_initialize(&args);
   args.buffers = b;
   args.buffer_count = 3;
@@ -384,7 +383,6 @@ TEST(hostenv_log_stream_error_at_warn) {
   }
   CHECK_OK_E(cubert_client_create_from_slice(client, huge, sizeof huge, &h[3], &err), err);
   count = cubert_cube_count_new_dynamic(&h[3]);
-  memset(&args, 0, sizeof args);
   cubert_launch_arguments_initialize(&args);
   args.buffers = b;
   args.buffer_count = 3;
