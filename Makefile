@@ -10,7 +10,8 @@
 #                   + check-install + check-symbols + fuzz-replay + check-tools + check-cortex-m0
 #                   + check-stack + check-hygiene (SPDX lines, no references outside the repo,
 #                   include graph: tests/build/check_hygiene.sh, check_includes.sh)
-#                   + check-cxx-host + check-embedded-demo (+ check-clang when clang is installed)
+#                   + check-cxx-host + check-embedded-demo + check-launch-arguments + check-line-ptx
+#                   (+ check-clang when clang is installed)
 #   make test-cortex-m | test-bigendian   unit tests + conformance suite on Cortex-M4 (QEMU, inline
 #                   driver; and the static-arena demo) | s390x (qemu-user, three drivers)
 #   make bench      benchmarks (ratios to peers measured in the same run; docs/benchmarks.md)
@@ -381,7 +382,7 @@ stress-tsan:
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
 check: test check-freestanding check-headers check-32bit check-cortex-m check-install check-symbols \
        fuzz-replay check-tools check-cortex-m0 check-cxx-host check-embedded-demo check-stack check-hygiene \
-       check-launch-arguments $(if $(HAVE_CLANG),check-clang)
+       check-launch-arguments check-line-ptx $(if $(HAVE_CLANG),check-clang)
 	@echo "check: ok$(if $(HAVE_CLANG),, (check-clang skipped: $(CLANG) not found; Debian: apt-get install clang))"
 
 # memcpy/memset/memmove (emitted for the builtins) and the compiler's own runtime
