@@ -98,7 +98,7 @@ static cubert_client_t *device_create(uint32_t workers) {
 
 static cubert_launch_arguments_t args_of(const cubert_binding_t *buffers, uint32_t count) {
   cubert_launch_arguments_t a;
-  memset(&a, 0, sizeof a);
+  cubert_launch_arguments_initialize(&a);
   a.buffers = buffers;
   a.buffer_count = count;
   a.scalars = NULL;

@@ -53,7 +53,7 @@ static bench_stat_t round_trip(cubert_client_t *client, int runs, long n) {
   cubert_status_t s;
   long i;
   int r;
-  memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   for (r = -1; r < runs; r++) { /* r = -1: warm-up */
     double t0 = bench_now_ns();
     for (i = 0; i < n; i++) {

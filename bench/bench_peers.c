@@ -88,7 +88,7 @@ static void fail(const char *what) {
 static cubert_launch_arguments_t args_of(const cubert_binding_t *buffers, uint32_t count,
                                          const uint64_t *scalars, uint32_t scalar_count) {
   cubert_launch_arguments_t a;
-  memset(&a, 0, sizeof a);
+  cubert_launch_arguments_initialize(&a);
   a.buffers = buffers;
   a.buffer_count = count;
   a.scalars = scalars;

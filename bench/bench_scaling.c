@@ -113,12 +113,13 @@ static void run_ops(lane_t *lanes, int count, op_t op, long n) {
   cubert_handle_t h;
   long i;
   int l = 0;
-  memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   args.buffer_count = op == OP_LAUNCH_BARE ? 0 : 1;
   for (i = 0; i < n; i++) {
     lane_t *lane = &lanes[l];
     if (++l == count) l = 0;
     if (op != OP_RESERVE) {
+      cubert_launch_arguments_initialize(&args);
       args.buffers = op == OP_LAUNCH_BARE ? NULL : &lane->buffer;
       MUST("launch", cubert_client_launch(lane->client, &ck_empty_kernel, &one, &args, &err));
     } else {

@@ -56,8 +56,6 @@ static void *elementwise_worker(void *arg) {
   float *out = (float *)malloc(N * sizeof(float));
   float alpha = 0.5f + (float)id;
   cubert_handle_t ha, hb, hout;
-  cubert_binding_t bufs[3];
-  uint64_t scalars[1];
   cubert_launch_arguments_t args;
   cubert_cube_count_t count;
   cubert_error_t err;
@@ -73,14 +71,12 @@ static void *elementwise_worker(void *arg) {
       !check(cubert_client_create_from_slice(g_client, b, N * sizeof(float), &hb, &err), &err, label) ||
       !check(cubert_client_empty(g_client, N * sizeof(float), &hout, &err), &err, label))
     goto done;
-  bufs[0] = ha;
-  bufs[1] = hb;
-  bufs[2] = hout;
-  scalars[0] = cubert_kernel_f32_bits(alpha);
-  args.buffers = bufs;
-  args.buffer_count = 3;
-  args.scalars = scalars;
-  args.scalar_count = 1;
+  /* typed arguments: buffers by handle, scalars by type (docs/kernels.md, "Arguments") */
+  cubert_launch_arguments_initialize(&args);
+  (void)cubert_launch_arguments_set_buffer(&args, 0, &ha);
+  (void)cubert_launch_arguments_set_buffer(&args, 1, &hb);
+  (void)cubert_launch_arguments_set_buffer(&args, 2, &hout);
+  (void)cubert_launch_arguments_set_f32(&args, 0, alpha); /* a failed setter fails the launch */
   count = cubert_cube_count_new_1d(cubes_for(N));
   if (check(cubert_client_launch(g_client, &ck_axpy_f32_kernel, &count, &args, &err), &err, label) &&
       check(cubert_client_read_one(g_client, &hout, out, N * sizeof(float), &err), &err, label)) {
@@ -132,6 +128,7 @@ static void reduction(void) {
     return;
   bufs[0] = g_shared;
   bufs[1] = hpartial;
+  cubert_launch_arguments_initialize(&args);
   args.buffers = bufs;
   args.buffer_count = 2;
   args.scalars = NULL;
@@ -196,6 +193,7 @@ static void matmul(void) {
   scalars[0] = m;
   scalars[1] = k;
   scalars[2] = n;
+  cubert_launch_arguments_initialize(&args);
   args.buffers = bufs;
   args.buffer_count = 3;
   args.scalars = scalars;

@@ -80,6 +80,7 @@ int main(int argc, char **argv) {
   bufs[0] = a;
   bufs[1] = b;
   bufs[2] = sum;
+  cubert_launch_arguments_initialize(&args);
   args.buffers = bufs;
   args.buffer_count = 3;
   args.scalars = NULL;

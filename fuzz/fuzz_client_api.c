@@ -400,6 +400,7 @@ static void op_launch(ctx_t *x) {
     count = cubert_cube_count_new_3d(dims[0], dims[1], dims[2]);
   }
   units = (uint64_t)dims[0] * dims[1] * dims[2] * DIM;
+  cubert_launch_arguments_initialize(&args);
   args.buffers = bind;
   args.buffer_count = nb;
   args.scalars = &scalar;
@@ -532,6 +533,7 @@ static void op_forged(ctx_t *x) {
       cubert_cube_count_t one = cubert_cube_count_new_single();
       cubert_launch_arguments_t args;
       uint64_t scalar = 1;
+      cubert_launch_arguments_initialize(&args);
       args.buffers = &f;
       args.buffer_count = 1;
       args.scalars = &scalar;
@@ -561,6 +563,7 @@ static cubert_status_t profiled(void *user, cubert_error_t *out_error) {
     cubert_launch_arguments_t args;
     uint64_t scalar = 3;
     cubert_binding_t b = p->target->h;
+    cubert_launch_arguments_initialize(&args);
     args.buffers = &b;
     args.buffer_count = 1;
     args.scalars = &scalar;

@@ -457,6 +457,7 @@ static void op_launch(thread_t *t) {
     count.binding = dyn;
     have_dyn = 1;
   }
+  cubert_launch_arguments_initialize(&args);
   args.buffers = buffers;
   args.buffer_count = bc;
   args.scalars = scalars;

@@ -38,6 +38,7 @@ static void launch(cubert_client_t *c, const cubert_kernel_t *k, const cubert_ha
                    uint32_t nb, uint64_t scalar) {
   cubert_launch_arguments_t a;
   cubert_cube_count_t count = cubert_cube_count_new_single();
+  cubert_launch_arguments_initialize(&a);
   a.buffers = b;
   a.buffer_count = nb;
   a.scalars = &scalar;

@@ -69,6 +69,7 @@ static void launch(cubert_client_t *c, const cubert_kernel_t *k, const cubert_ha
   cubert_error_t err;
   b[0] = *src;
   b[1] = *dst;
+  cubert_launch_arguments_initialize(&args);
   args.buffers = b;
   args.buffer_count = 2;
   args.scalars = &scalar;

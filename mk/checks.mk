@@ -17,7 +17,7 @@ MINIMAL_CONFIG := -DCUBERT_CONFIG_RACE_CHECKER=0 -DCUBERT_CONFIG_SIMULATION=0 \
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
 check: test check-freestanding check-headers check-32bit check-cortex-m check-install check-symbols \
        fuzz-replay check-tools check-cortex-m0 check-cxx-host check-embedded-demo check-stack check-hygiene \
-       $(if $(HAVE_CLANG),check-clang)
+       check-launch-arguments check-line-ptx $(if $(HAVE_CLANG),check-clang)
 	@echo "check: ok$(if $(HAVE_CLANG),, (check-clang skipped: $(CLANG) not found; Debian: apt-get install clang))"
 
 # memcpy/memset/memmove (emitted for the builtins) and the compiler's own runtime
@@ -49,6 +49,17 @@ check-freestanding: | $(BUILD)/freestanding
 PUBLIC_HEADERS := $(sort $(wildcard include/cubert/*.h include/cubert/driver/*.h))
 check-headers:
 	@sh tests/build/check_headers.sh '$(CC)' '$(CXX)' '$(CUBERT_WARN)' $(BUILD)/headers $(PUBLIC_HEADERS)
+
+# Passing the kernel-side cubert_kernel_args_t (or a handle) to cubert_client_launch
+# is a compile error, not a warning (tests/build/check_launch_arguments.sh).
+.PHONY: check-launch-arguments
+check-launch-arguments:
+	@sh tests/build/check_launch_arguments.sh '$(CC)' $(BUILD)/launch-arguments '$(CXX)'
+
+# Line accesses compile to vector loads/stores in nvcc's PTX (needs nvcc, no GPU).
+.PHONY: check-line-ptx
+check-line-ptx:
+	@sh tests/build/check_line_ptx.sh '$(NVCC)' $(BUILD)/line-ptx
 
 # tools/cubert-info lists every device it creates and refuses a bad option (exit 2);
 # every program answers --help (usage on stdout, exit 0) and an unknown option (exit 2).
@@ -103,7 +114,7 @@ include tests/embedded/embedded.mk
 check-clang:
 	@command -v $(CLANG) >/dev/null || { echo "check-clang: $(CLANG) not found (Debian: apt-get install clang)"; exit 1; }
 	@$(MAKE) --no-print-directory WERROR=$(WERROR) CC=$(CLANG) CXX=$(CLANGXX) BUILD=$(BUILD)/clang \
-	  all examples tools benches fuzz-targets check-freestanding check-headers
+	  all examples tools benches fuzz-targets check-freestanding check-headers check-launch-arguments
 	@$(MAKE) --no-print-directory WERROR=$(WERROR) CC=$(CLANG) CXX=$(CLANGXX) BUILD=$(BUILD)/clang test
 
 # The builds users try (tests/build/check_matrix.sh): gcc and clang at -O0 -g, -O2,

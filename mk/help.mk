@@ -12,6 +12,8 @@ help:
 	@echo '                      check-hygiene check-embedded-demo, and check-clang'
 	@echo '  check-freestanding  core/: no libc includes/calls, undefined symbols and mutable data allowlisted'
 	@echo '  check-headers       every public header compiles alone as C99 and C++11'
+	@echo '  check-launch-arguments  cubert_kernel_args_t (or a handle) given to cubert_client_launch does not compile'
+	@echo '  check-line-ptx      line loads/stores are vector instructions in nvcc'"'"'s PTX (needs nvcc, no GPU)'
 	@echo '  check-32bit         core + tests/unit built with -m32 and run (gcc-multilib)'
 	@echo '  check-cortex-m      core cross-compiled for Cortex-M4, symbol allowlist (gcc-arm-none-eabi)'
 	@echo '  check-cortex-m0     core for Cortex-M0 through the critical-section hook; unit tests through the hook'

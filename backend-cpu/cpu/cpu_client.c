@@ -49,7 +49,7 @@ void cpu_fill_properties(const cubert_cpu_options_t *o, cubert_device_properties
   p->hardware.num_cpu_cores = cores;
   p->hardware.max_vector_size = UINT64_MAX;
   p->memory.max_page_size = o->device.memory_size;
-  p->memory.alignment = 8;
+  p->memory.alignment = 16; /* a 16-byte line (cubert/kernel_line.h) of any buffer is aligned */
   p->timing_method = CUBERT_TIMING_SYSTEM;
 }
 

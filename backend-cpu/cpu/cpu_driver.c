@@ -203,8 +203,9 @@ static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_er
   status = cpu_kernel_launch_count(l, &d->properties.hardware, &count, error);
   if (status == CUBERT_STATUS_OK) {
     cpu_kernel_launch_args(l, &args);
-    status = cubert__cpu_executor_run(d->executor, l->kernel, count, l->kernel->cube_dim, &args,
-                                      (cubert_execution_mode_t)l->execution, &report, error);
+    status = cubert__cpu_executor_run_shared(d->executor, l->kernel, count, l->cube_dim,
+                                             l->shared_memory_bytes, &args,
+                                             (cubert_execution_mode_t)l->execution, &report, error);
     if (status != CUBERT_STATUS_OK)
       status = cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
     else

@@ -429,6 +429,19 @@ cubert_status_t cubert__cpu_executor_run(cubert_cpu_executor_t *executor,
                                          cubert_execution_mode_t mode,
                                          cubert_kernel_report_t *out_report,
                                          cubert_error_t *out_error) {
+  return cubert__cpu_executor_run_shared(executor, kernel, cube_count, cube_dim,
+                                         kernel ? kernel->shared_memory_bytes : 0u, args, mode,
+                                         out_report, out_error);
+}
+
+cubert_status_t cubert__cpu_executor_run_shared(cubert_cpu_executor_t *executor,
+                                                const cubert_kernel_t *kernel,
+                                                cubert_dim3_t cube_count, cubert_dim3_t cube_dim,
+                                                uint32_t shared_memory_bytes,
+                                                const cubert_kernel_args_t *args,
+                                                cubert_execution_mode_t mode,
+                                                cubert_kernel_report_t *out_report,
+                                                cubert_error_t *out_error) {
   cubert_cpu_executor_t *ex = executor;
   cpu_kernel_grid_t grid;
   uint64_t chunk;
@@ -437,6 +450,7 @@ cubert_status_t cubert__cpu_executor_run(cubert_cpu_executor_t *executor,
     return cubert_error_set(out_error, CUBERT_ERROR_SERVER_VALIDATION, NULL, 0,
                             "cpu executor: NULL argument");
   CUBERT_RETURN_IF_ERROR(cpu_kernel_grid(kernel, cube_count, cube_dim, args, mode, &grid, out_error));
+  cpu_kernel_grid_set_shared(&grid, shared_memory_bytes);
   if (out_report) {
     cpu_kernel_report_reset(out_report);
     out_report->kernel_name = kernel->name;

@@ -88,5 +88,15 @@ cubert_status_t cubert__cpu_executor_run(cubert_cpu_executor_t *executor,
                                          cubert_execution_mode_t mode,
                                          cubert_kernel_report_t *out_report,
                                          cubert_error_t *out_error);
+/* The same with `shared_memory_bytes` of dynamic shared memory per cube (a
+ * launch-time size) instead of kernel->shared_memory_bytes. */
+cubert_status_t cubert__cpu_executor_run_shared(cubert_cpu_executor_t *executor,
+                                                const cubert_kernel_t *kernel,
+                                                cubert_dim3_t cube_count, cubert_dim3_t cube_dim,
+                                                uint32_t shared_memory_bytes,
+                                                const cubert_kernel_args_t *args,
+                                                cubert_execution_mode_t mode,
+                                                cubert_kernel_report_t *out_report,
+                                                cubert_error_t *out_error);
 
 #endif /* CUBERT_CPU_EXECUTOR_H */

@@ -144,9 +144,10 @@ static cubert_status_t run_launch(inline_device_t *d, const cpu_kernel_launch_t 
   if (l->fault) return cpu_fault_launch_error(l->kernel, stream, error);
   CUBERT_RETURN_IF_ERROR(cpu_kernel_launch_count(l, &d->properties.hardware, &count, error));
   cpu_kernel_launch_args(l, &args);
-  if (cpu_kernel_grid(l->kernel, count, l->kernel->cube_dim, &args,
+  if (cpu_kernel_grid(l->kernel, count, l->cube_dim, &args,
                       (cubert_execution_mode_t)l->execution, &grid, error) != CUBERT_STATUS_OK)
     return cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
+  cpu_kernel_grid_set_shared(&grid, l->shared_memory_bytes);
   if (grid.total == 0) return CUBERT_STATUS_OK;
   if (cpu_kernel_context_reserve(&d->context, d->allocator, grid.shared_bytes) != CUBERT_STATUS_OK) {
     cubert_error_set(error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, 0, 0,
@@ -325,7 +326,7 @@ static void fill_properties(const cubert_inline_options_t *o, cubert_device_prop
   p->hardware.num_cpu_cores = 1;
   p->hardware.max_vector_size = UINT64_MAX;
   p->memory.max_page_size = o->device.memory_size ? o->device.memory_size : ((uint64_t)1 << 30);
-  p->memory.alignment = 8;
+  p->memory.alignment = 16; /* a 16-byte line (cubert/kernel_line.h) of any buffer is aligned */
   p->timing_method = CUBERT_TIMING_SYSTEM;
 }
 

@@ -58,7 +58,13 @@ cubert_status_t cpu_kernel_grid(const cubert_kernel_t *kernel, cubert_dim3_t cub
   out_grid->mode = (uint32_t)mode;
   out_grid->total = total;
   out_grid->shared_bytes = ((size_t)kernel->shared_memory_bytes + 63u) & ~(size_t)63u;
+  out_grid->dynamic_bytes = kernel->shared_memory_bytes;
   return CUBERT_STATUS_OK;
+}
+
+void cpu_kernel_grid_set_shared(cpu_kernel_grid_t *grid, uint32_t bytes) {
+  grid->shared_bytes = ((size_t)bytes + 63u) & ~(size_t)63u;
+  grid->dynamic_bytes = bytes;
 }
 
 /* ---- reports ---------------------------------------------------------------------- */
@@ -115,7 +121,8 @@ void cpu_kernel_context_begin(cpu_kernel_context_t *ctx, const cubert_kernel_t *
   cube->count_linear = grid->total;
   cube->mode = grid->mode;
   cube->dynamic_shared = ctx->dynamic_shared;
-  cube->dynamic_shared_bytes = kernel->shared_memory_bytes;
+  cube->dynamic_shared_bytes = grid->dynamic_bytes;
+  (void)kernel;
   cube->report = &ctx->report;
   cube->oob_sink = ctx->oob_sink.bytes;
   cube->oob_zero = ctx->oob_zero.bytes;
@@ -185,6 +192,8 @@ void cpu_kernel_launch_record(const cubert_driver_launch_t *l, cpu_kernel_launch
   out->scalar_count = (uint8_t)l->scalar_count;
   out->fault = 0;
   out->count = l->count;
+  out->cube_dim = l->cube_dim;
+  out->shared_memory_bytes = l->shared_memory_bytes;
   if (l->dynamic) out->dynamic_count = (const unsigned char *)(uintptr_t)l->dynamic_count;
   for (i = 0; i < l->buffer_count; i++) {
     out->buffers[i].ptr = (void *)(uintptr_t)l->buffers[i].address;

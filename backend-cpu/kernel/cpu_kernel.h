@@ -46,6 +46,8 @@ typedef struct cpu_kernel_grid_t {
   uint32_t mode; /* CUBERT_KERNEL_MODE_* */
   uint64_t total; /* cubes */
   size_t shared_bytes; /* dynamic shared memory per cube, rounded up to 64 */
+  uint64_t dynamic_bytes; /* CUBERT_SHARED_DYNAMIC_BYTES: the kernel's, or the launch's
+                             (cpu_kernel_grid_set_shared) */
 } cpu_kernel_grid_t;
 
 /* Check a run of `kernel` over cube_count x cube_dim with `args` in `mode`
@@ -57,6 +59,10 @@ cubert_status_t cpu_kernel_grid(const cubert_kernel_t *kernel, cubert_dim3_t cub
                                 cubert_dim3_t cube_dim, const cubert_kernel_args_t *args,
                                 cubert_execution_mode_t mode, cpu_kernel_grid_t *out_grid,
                                 cubert_error_t *out_error);
+
+/* Give the grid `bytes` of dynamic shared memory per cube (a launch-time
+ * size) instead of the kernel descriptor's. */
+void cpu_kernel_grid_set_shared(cpu_kernel_grid_t *grid, uint32_t bytes);
 
 /* Zero a report. */
 void cpu_kernel_report_reset(cubert_kernel_report_t *report);
@@ -92,6 +98,8 @@ typedef struct cpu_kernel_launch_t {
   uint32_t fault;       /* test only: 1 fails the launch when it runs (cpu_fault_plan_t) */
   cubert_dim3_t count;
   const unsigned char *dynamic_count; /* 12 bytes: u32 x, y, z */
+  cubert_dim3_t cube_dim;       /* the launch's (cubert_driver_launch_t) */
+  uint32_t shared_memory_bytes; /* the launch's dynamic shared bytes per cube */
   cubert_kernel_buffer_t buffers[CUBERT_KERNEL_MAX_BUFFERS];
   uint64_t scalars[CUBERT_KERNEL_MAX_SCALARS];
 } cpu_kernel_launch_t;

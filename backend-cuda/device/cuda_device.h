@@ -99,7 +99,7 @@ typedef struct cubert_cuda_function_t {
   const char *entry_name;
   const void *image;
   uint32_t shared_memory_bytes;
-  uint32_t reserved_;
+  uint32_t dynamic_limit; /* MAX_DYNAMIC_SHARED_SIZE_BYTES raised by a launch-time size (0: not) */
   CUfunction handle;
   uint32_t max_threads;   /* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK */
   uint32_t static_shared; /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
@@ -493,6 +493,22 @@ void cubert__cuda_module_cache_deinitialize(cubert_cuda_device_t *device);
 cubert_status_t cubert__cuda_launch_check(const cubert_cuda_device_t *device,
                                           const cubert_cuda_function_t *function,
                                           cubert_dim3_t count, cubert_error_t *out_error);
+
+/* cubert__cuda_launch_check for a launch-time shape: `dim` units per cube and
+ * `shared_bytes` of dynamic shared memory instead of the descriptor's. */
+cubert_status_t cubert__cuda_launch_check_shaped(const cubert_cuda_device_t *device,
+                                                 const cubert_cuda_function_t *function,
+                                                 cubert_dim3_t count, cubert_dim3_t dim,
+                                                 uint32_t shared_bytes, cubert_error_t *out_error);
+/* cubert__cuda_launch with a launch-time shape (`dim`, `shared_bytes`); above
+ * 48 KiB of dynamic shared memory it raises the function's
+ * MAX_DYNAMIC_SHARED_SIZE_BYTES first (cuFuncSetAttribute's error, mapped). */
+cubert_status_t cubert__cuda_launch_shaped(cubert_cuda_stream_t *stream,
+                                           const cubert_cuda_function_t *function,
+                                           cubert_dim3_t count, cubert_dim3_t dim,
+                                           uint32_t shared_bytes, const cubert_kernel_args_t *args,
+                                           uint32_t mode, CUdeviceptr report,
+                                           cubert_error_t *out_error);
 
 /* Launch `function` on the stream over `count` cubes of kernel->cube_dim
  * units with kernel->shared_memory_bytes of dynamic shared memory:

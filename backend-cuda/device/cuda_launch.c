@@ -23,14 +23,21 @@ static cubert_status_t launch_limit(cubert_error_t *out_error, cubert_error_kind
 cubert_status_t cubert__cuda_launch_check(const cubert_cuda_device_t *device,
                                           const cubert_cuda_function_t *function,
                                           cubert_dim3_t count, cubert_error_t *out_error) {
-  const cubert_hardware_properties_t *hw = &device->info.properties.hardware;
   const cubert_kernel_t *k = function->kernel;
-  uint64_t units = (uint64_t)k->cube_dim.x * k->cube_dim.y * k->cube_dim.z;
-  uint64_t shared = (uint64_t)k->shared_memory_bytes + function->static_shared;
-  if (k->cube_dim.x == 0 || k->cube_dim.y == 0 || k->cube_dim.z == 0 ||
-      k->cube_dim.x > hw->max_cube_dim.x || k->cube_dim.y > hw->max_cube_dim.y ||
-      k->cube_dim.z > hw->max_cube_dim.z) {
-    cubert_error_set_resource_cube_dim(out_error, k->cube_dim, hw->max_cube_dim);
+  return cubert__cuda_launch_check_shaped(device, function, count, k->cube_dim,
+                                          k->shared_memory_bytes, out_error);
+}
+
+cubert_status_t cubert__cuda_launch_check_shaped(const cubert_cuda_device_t *device,
+                                                 const cubert_cuda_function_t *function,
+                                                 cubert_dim3_t count, cubert_dim3_t dim,
+                                                 uint32_t shared_bytes, cubert_error_t *out_error) {
+  const cubert_hardware_properties_t *hw = &device->info.properties.hardware;
+  uint64_t units = (uint64_t)dim.x * dim.y * dim.z;
+  uint64_t shared = (uint64_t)shared_bytes + function->static_shared;
+  if (dim.x == 0 || dim.y == 0 || dim.z == 0 || dim.x > hw->max_cube_dim.x ||
+      dim.y > hw->max_cube_dim.y || dim.z > hw->max_cube_dim.z) {
+    cubert_error_set_resource_cube_dim(out_error, dim, hw->max_cube_dim);
     cubert_error_wrap(out_error, CUBERT_ERROR_LAUNCH_TOO_MANY_RESOURCES);
     return cubert_error_wrap(out_error, CUBERT_ERROR_SERVER_LAUNCH);
   }
@@ -60,6 +67,40 @@ cubert_status_t cubert__cuda_launch(cubert_cuda_stream_t *stream,
                                     const cubert_cuda_function_t *function, cubert_dim3_t count,
                                     const cubert_kernel_args_t *args, uint32_t mode,
                                     CUdeviceptr report, cubert_error_t *out_error) {
+  if (!function)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "cubert__cuda_launch: NULL argument");
+  return cubert__cuda_launch_shaped(stream, function, count, function->kernel->cube_dim,
+                                    function->kernel->shared_memory_bytes, args, mode, report,
+                                    out_error);
+}
+
+/* Dynamic shared memory above 48 KiB needs the function's opt-in attribute;
+ * raised (never lowered) to what a launch asks. The function record is the
+ * device's cache entry, used under the device's launch path. */
+static cubert_status_t raise_dynamic_limit(cubert_cuda_device_t *device,
+                                           const cubert_cuda_function_t *function,
+                                           uint32_t shared_bytes, cubert_error_t *out_error) {
+  cubert_cuda_function_t *f = (cubert_cuda_function_t *)(uintptr_t)function;
+  CUresult r;
+  if (shared_bytes <= 48u * 1024u || shared_bytes <= f->shared_memory_bytes ||
+      shared_bytes <= f->dynamic_limit)
+    return CUBERT_STATUS_OK;
+  r = device->cu->cuFuncSetAttribute(f->handle, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     (int)shared_bytes);
+  if (r != CUDA_SUCCESS)
+    return cubert__cuda_device_fail(device, r, CUBERT_CUDA_OP_LAUNCH, "cuFuncSetAttribute", 0,
+                                    out_error);
+  f->dynamic_limit = shared_bytes;
+  return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert__cuda_launch_shaped(cubert_cuda_stream_t *stream,
+                                           const cubert_cuda_function_t *function,
+                                           cubert_dim3_t count, cubert_dim3_t dim,
+                                           uint32_t shared_bytes, const cubert_kernel_args_t *args,
+                                           uint32_t mode, CUdeviceptr report,
+                                           cubert_error_t *out_error) {
   cubert_cuda_device_t *device;
   const cubert_kernel_t *k;
   void *params[3];
@@ -80,15 +121,16 @@ cubert_status_t cubert__cuda_launch(cubert_cuda_stream_t *stream,
   device = stream->device;
   st = cubert__cuda_device_enter(device, out_error);
   if (st != CUBERT_STATUS_OK) return st;
-  st = cubert__cuda_launch_check(device, function, count, out_error);
+  st = cubert__cuda_launch_check_shaped(device, function, count, dim, shared_bytes, out_error);
   if (st != CUBERT_STATUS_OK) return st;
   if (count.x == 0 || count.y == 0 || count.z == 0) return CUBERT_STATUS_OK;
+  st = raise_dynamic_limit(device, function, shared_bytes, out_error);
+  if (st != CUBERT_STATUS_OK) return st;
   params[0] = (void *)args;
   params[1] = &mode;
   params[2] = &report;
-  r = device->cu->cuLaunchKernel(function->handle, count.x, count.y, count.z, k->cube_dim.x,
-                                 k->cube_dim.y, k->cube_dim.z, k->shared_memory_bytes,
-                                 stream->handle, params, NULL);
+  r = device->cu->cuLaunchKernel(function->handle, count.x, count.y, count.z, dim.x, dim.y, dim.z,
+                                 shared_bytes, stream->handle, params, NULL);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_device_fail(device, r, CUBERT_CUDA_OP_LAUNCH, "cuLaunchKernel", 0,
                                     out_error);

@@ -245,6 +245,7 @@ static cubert_status_t function_make(cubert_cuda_device_t *d, const cubert_kerne
   out->entry_name = k->cuda_entry_name;
   out->image = k->cuda_image;
   out->shared_memory_bytes = k->shared_memory_bytes;
+  out->dynamic_limit = 0;
   out->max_threads = threads > 0 ? (uint32_t)threads : 0u;
   out->static_shared = shared > 0 ? (uint32_t)shared : 0u;
   out->registers = regs > 0 ? (uint32_t)regs : 0u;

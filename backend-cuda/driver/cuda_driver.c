@@ -170,7 +170,8 @@ static cubert_status_t drv_launch(void *self, const cubert_driver_launch_t *l,
     st = cuda_reports_prepare(s, &report, out_error);
     if (st != CUBERT_STATUS_OK) return st;
   }
-  st = cubert__cuda_launch(&s->s, f, count, args, l->execution, report, &e);
+  st = cubert__cuda_launch_shaped(&s->s, f, count, l->cube_dim, l->shared_memory_bytes, args,
+                                  l->execution, report, &e);
   s->ops++;
   if (st == CUBERT_STATUS_OK) {
     if (report) cuda_reports_launched(s, l->kernel);

@@ -98,6 +98,12 @@ cubert_status_t client_do_create(cubert_client_t *client,
                                  const void *const *data, cubert_bytes_t *owned,
                                  cubert_memory_layout_t *out_layouts, cubert_error_t *out_error);
 
+/* client_arguments.c: check a launch's arguments (a failed setter, a slot
+ * below the counts never set, the shape's form) and fill *view's slots,
+ * counts and shape (only those fields) with the arrays to use. */
+cubert_status_t client_arguments_view(const cubert_launch_arguments_t *args,
+                                      cubert_launch_arguments_t *view, cubert_error_t *out_error);
+
 /* client_task.c: a launch task (arguments checked) run through the device. */
 cubert_status_t client_launch_task(cubert_client_t *client, const cubert_kernel_t *kernel,
                                    const cubert_cube_count_t *count,

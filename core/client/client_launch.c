@@ -40,6 +40,7 @@ static cubert_status_t launch_with(cubert_client_t *client, const struct cubert_
                                    cubert_execution_mode_t mode, cubert_error_t *out_error) {
   uint32_t i;
   uint64_t f[2];
+  cubert_launch_arguments_t view; /* the slots to use: the caller's arrays or the builder's */
   CLIENT_CHECK(client && kernel && count && args, "launch: NULL argument");
   /* the counts are checked before either array is read */
   if (args->buffer_count > CUBERT_KERNEL_MAX_BUFFERS || args->scalar_count > CUBERT_KERNEL_MAX_SCALARS) {
@@ -50,6 +51,8 @@ static cubert_status_t launch_with(cubert_client_t *client, const struct cubert_
                             buffers ? "launch: buffer_count above CUBERT_KERNEL_MAX_BUFFERS (16)"
                                     : "launch: scalar_count above CUBERT_KERNEL_MAX_SCALARS (16)");
   }
+  CUBERT_RETURN_IF_ERROR(client_arguments_view(args, &view, out_error)); /* client_arguments.c */
+  args = &view;
   CLIENT_CHECK(args->buffer_count == 0 || args->buffers, "launch: NULL buffer list");
   CLIENT_CHECK(args->scalar_count == 0 || args->scalars, "launch: NULL scalars");
   if ((uint32_t)count->kind > (uint32_t)CUBERT_CUBE_COUNT_DYNAMIC) {
@@ -72,18 +75,18 @@ static cubert_status_t launch_with(cubert_client_t *client, const struct cubert_
   return client_launch_task(client, kernel, count, args, mode, out_error);
 }
 
-cubert_status_t cubert_client_launch(cubert_client_t *client, const struct cubert_kernel_t *kernel,
-                                     const struct cubert_cube_count_t *count,
-                                     const cubert_launch_arguments_t *args,
-                                     cubert_error_t *out_error) {
+cubert_status_t(cubert_client_launch)(cubert_client_t *client, const struct cubert_kernel_t *kernel,
+                                      const struct cubert_cube_count_t *count,
+                                      const cubert_launch_arguments_t *args,
+                                      cubert_error_t *out_error) {
   return launch_with(client, kernel, count, args, CUBERT_EXECUTION_CHECKED, out_error);
 }
 
-cubert_status_t cubert_client_launch_unchecked(cubert_client_t *client,
-                                               const struct cubert_kernel_t *kernel,
-                                               const struct cubert_cube_count_t *count,
-                                               const cubert_launch_arguments_t *args,
-                                               cubert_error_t *out_error) {
+cubert_status_t(cubert_client_launch_unchecked)(cubert_client_t *client,
+                                                const struct cubert_kernel_t *kernel,
+                                                const struct cubert_cube_count_t *count,
+                                                const cubert_launch_arguments_t *args,
+                                                cubert_error_t *out_error) {
   cubert_execution_mode_t mode = CUBERT_EXECUTION_UNCHECKED;
   CLIENT_CHECK(client, "launch_unchecked: NULL client");
   switch (client->state->bounds_check) {

@@ -26,18 +26,32 @@ static cubert_status_t limit_error(cubert_error_t *e, cubert_error_kind_t kind, 
   return cubert_error_wrap(e, CUBERT_ERROR_SERVER_LAUNCH);
 }
 
+/* The shape of a launch: the launch arguments' cube dim and dynamic shared
+ * bytes where given, else the descriptor's. */
+static cubert_dim3_t launch_dim(const cubert_server_launch_t *op) {
+  const cubert_dim3_t d = op->args->cube_dim;
+  return (d.x | d.y | d.z) ? d : op->kernel->cube_dim;
+}
+
+static uint64_t launch_shared(const cubert_server_launch_t *op) {
+  return op->args->has_shared_memory_bytes ? op->args->shared_memory_bytes
+                                           : (uint64_t)op->kernel->shared_memory_bytes;
+}
+
 /* Resource limits: cube dim, then units, then shared memory, then
  * a static count. */
-static cubert_status_t check_limits(const cubert_server_t *server, const cubert_kernel_t *k,
-                                    const cubert_cube_count_t *count, cubert_error_t *e) {
+static cubert_status_t check_limits(const cubert_server_t *server, const cubert_server_launch_t *op,
+                                    cubert_error_t *e) {
   const cubert_hardware_properties_t *hw = &server->properties.hardware;
-  uint64_t units = (uint64_t)k->cube_dim.x * k->cube_dim.y * k->cube_dim.z;
-  if (k->cube_dim.x > hw->max_cube_dim.x || k->cube_dim.y > hw->max_cube_dim.y ||
-      k->cube_dim.z > hw->max_cube_dim.z) {
+  const cubert_cube_count_t *count = op->count;
+  const cubert_dim3_t dim = launch_dim(op);
+  const uint64_t shared = launch_shared(op);
+  uint64_t units = (uint64_t)dim.x * dim.y * dim.z;
+  if (dim.x > hw->max_cube_dim.x || dim.y > hw->max_cube_dim.y || dim.z > hw->max_cube_dim.z) {
     cubert_error_set(e, CUBERT_ERROR_RESOURCE_CUBE_DIM, NULL, 0, "cube dim above the device's");
-    e->field[0] = k->cube_dim.x;
-    e->field[1] = k->cube_dim.y;
-    e->field[2] = k->cube_dim.z;
+    e->field[0] = dim.x;
+    e->field[1] = dim.y;
+    e->field[2] = dim.z;
     e->field2[0] = hw->max_cube_dim.x;
     e->field2[1] = hw->max_cube_dim.y;
     e->field2[2] = hw->max_cube_dim.z;
@@ -47,8 +61,8 @@ static cubert_status_t check_limits(const cubert_server_t *server, const cubert_
   if (units > hw->max_units_per_cube)
     return limit_error(e, CUBERT_ERROR_RESOURCE_UNITS, units, hw->max_units_per_cube,
                        "units per cube above the device's");
-  if (k->shared_memory_bytes > hw->max_shared_memory_size)
-    return limit_error(e, CUBERT_ERROR_RESOURCE_SHARED_MEMORY, k->shared_memory_bytes,
+  if (shared > hw->max_shared_memory_size)
+    return limit_error(e, CUBERT_ERROR_RESOURCE_SHARED_MEMORY, shared,
                        hw->max_shared_memory_size, "shared memory above the device's");
   if (count->kind == CUBERT_CUBE_COUNT_STATIC) {
     const uint32_t got[3] = {count->count.x, count->count.y, count->count.z};
@@ -71,10 +85,12 @@ static cubert_status_t check_limits(const cubert_server_t *server, const cubert_
   return CUBERT_STATUS_OK;
 }
 
-static cubert_status_t check_arguments(const cubert_kernel_t *k, const cubert_cube_count_t *count,
-                                       const cubert_launch_arguments_t *args,
-                                       cubert_execution_mode_t execution,
-                                       cubert_error_t *out_error) {
+static cubert_status_t check_arguments(const cubert_server_launch_t *op, cubert_error_t *out_error) {
+  const cubert_kernel_t *k = op->kernel;
+  const cubert_cube_count_t *count = op->count;
+  const cubert_launch_arguments_t *args = op->args;
+  const cubert_execution_mode_t execution = op->execution;
+  cubert_dim3_t dim;
   /* unreachable: NULLs (the client's launch_with, the only caller, refuses them first) */
   if (!k || !count || !args || (args->buffer_count && !args->buffers) ||
       (args->scalar_count && !args->scalars))
@@ -84,7 +100,8 @@ static cubert_status_t check_arguments(const cubert_kernel_t *k, const cubert_cu
   if ((unsigned)execution > (unsigned)CUBERT_EXECUTION_UNCHECKED)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "unknown execution mode");
-  if (k->cube_dim.x == 0 || k->cube_dim.y == 0 || k->cube_dim.z == 0)
+  dim = launch_dim(op);
+  if (dim.x == 0 || dim.y == 0 || dim.z == 0)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "cube dim has a zero component");
   if (args->buffer_count > CUBERT_KERNEL_MAX_BUFFERS || args->buffer_count < k->buffer_count) {
@@ -160,8 +177,8 @@ cubert_status_t cubert__server_launch(cubert_server_t *server, const cubert_serv
   uint32_t nbind = 0;
   cubert_status_t status;
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
-  CUBERT_RETURN_IF_ERROR(check_arguments(op->kernel, op->count, op->args, op->execution, out_error));
-  if (check_limits(server, op->kernel, op->count, &limit) != CUBERT_STATUS_OK) {
+  CUBERT_RETURN_IF_ERROR(check_arguments(op, out_error));
+  if (check_limits(server, op, &limit) != CUBERT_STATUS_OK) {
     server_push_error(server, op->stream, &limit); /* surfaces at the next flush / sync */
     return CUBERT_STATUS_OK;
   }
@@ -179,6 +196,8 @@ cubert_status_t cubert__server_launch(cubert_server_t *server, const cubert_serv
   launch.scalar_count = op->args->scalar_count;
   launch.buffers = buffers;
   launch.scalars = op->args->scalars;
+  launch.cube_dim = launch_dim(op);
+  launch.shared_memory_bytes = (uint32_t)launch_shared(op); /* <= max_shared_memory_size */
   CUBERT_RETURN_IF_ERROR(
       resolve_arguments(server, op, &launch, buffers, bindings, &nbind, out_error));
   CUBERT_RETURN_IF_ERROR(server_order_begin(server, op->stream, bindings, nbind, &order, out_error));

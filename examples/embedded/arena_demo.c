@@ -167,12 +167,14 @@ static void run_rounds(cubert_client_t *client, const cubert_handle_t *h,
   axpy_buffers[0] = h[0];
   axpy_buffers[1] = h[1];
   axpy_buffers[2] = h[2];
+  cubert_launch_arguments_initialize(&axpy);
   axpy.buffers = axpy_buffers;
   axpy.buffer_count = 3;
   axpy.scalars = &alpha;
   axpy.scalar_count = 1;
   sum_buffers[0] = h[2];
   sum_buffers[1] = h[3];
+  cubert_launch_arguments_initialize(&sum);
   sum.buffers = sum_buffers;
   sum.buffer_count = 2;
   sum.scalars = NULL;

@@ -169,12 +169,14 @@ int run(TrackingAllocator &memory) {
   cubert_binding_t scale_buffers[2] = {hx.handle(), scaled.handle()};
   uint64_t scalars[1] = {cubert_kernel_f32_bits(factor)};
   cubert_launch_arguments_t scale_args;
+  cubert_launch_arguments_initialize(&scale_args);
   scale_args.buffers = scale_buffers;
   scale_args.buffer_count = 2;
   scale_args.scalars = scalars;
   scale_args.scalar_count = 1;
   cubert_binding_t add_buffers[3] = {scaled.handle(), hy.handle(), sum.handle()};
   cubert_launch_arguments_t add_args;
+  cubert_launch_arguments_initialize(&add_args);
   add_args.buffers = add_buffers;
   add_args.buffer_count = 3;
   add_args.scalars = NULL;

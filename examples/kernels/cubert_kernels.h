@@ -47,11 +47,17 @@
 
 /* ---- f32 ------------------------------------------------------------------------ */
 
-/* out[i] = a[i] + b[i] for every i < len(out). Buffers: a, b, out. */
+/* out[i] = a[i] + b[i] for every i < len(out). Buffers: a, b, out. Every
+ * index used is < len(out) (the declared bounds, cubert/kernel_bounds.h): a
+ * CHECKED launch with a and b at least as long as out runs unchecked. */
 CUBERT_KERNEL(ck_add_f32) {
   CUBERT_BUFFER(const float, a, 0);
   CUBERT_BUFFER(const float, b, 1);
   CUBERT_BUFFER(float, out, 2);
+  CUBERT_CUBE_BOUND(a, CUBERT_LEN(out));
+  CUBERT_CUBE_BOUND(b, CUBERT_LEN(out));
+  CUBERT_CUBE_BOUND(out, CUBERT_LEN(out));
+  CUBERT_CUBE_BOUNDS_DONE;
   if (CUBERT_CUBE_WITHIN(CUBERT_LEN(out))) {
     CUBERT_PHASE {
       uint64_t i = ABSOLUTE_POS;
@@ -72,6 +78,10 @@ CUBERT_KERNEL(ck_axpy_f32) {
   CUBERT_BUFFER(const float, b, 1);
   CUBERT_BUFFER(float, out, 2);
   CUBERT_SCALAR_F32(alpha, 0);
+  CUBERT_CUBE_BOUND(a, CUBERT_LEN(out));
+  CUBERT_CUBE_BOUND(b, CUBERT_LEN(out));
+  CUBERT_CUBE_BOUND(out, CUBERT_LEN(out));
+  CUBERT_CUBE_BOUNDS_DONE;
   CUBERT_PHASE {
     uint64_t i = ABSOLUTE_POS;
     if (i >= CUBERT_LEN(out)) CUBERT_UNIT_DONE;
@@ -121,7 +131,9 @@ CUBERT_KERNEL(ck_reduce_sum_f32) {
  * (ceil(n / CK_TILE), ceil(m / CK_TILE), 1). Buffers: a, b, c; scalars: m, k, n.
  * A cube whose tiles lie wholly inside a, b and c (`full`, uniform) loads and
  * stores without the edge tests: on the CPU those phases are plain loops over
- * x the compiler vectorizes (docs/kernels.md). */
+ * x the compiler vectorizes (docs/kernels.md). Every index used is below
+ * m*k, k*n, m*n (the declared bounds): a CHECKED launch over buffers that
+ * large runs unchecked. */
 CUBERT_KERNEL(ck_matmul_f32) {
   CUBERT_BUFFER(const float, a, 0);
   CUBERT_BUFFER(const float, b, 1);
@@ -135,6 +147,10 @@ CUBERT_KERNEL(ck_matmul_f32) {
   const uint64_t row0 = (uint64_t)CUBE_POS_Y * CK_TILE, col0 = (uint64_t)CUBE_POS_X * CK_TILE;
   const int full = row0 + CK_TILE <= m && col0 + CK_TILE <= n && k % CK_TILE == 0;
   uint32_t t;
+  CUBERT_CUBE_BOUND(a, (uint64_t)m * k);
+  CUBERT_CUBE_BOUND(b, (uint64_t)k * n);
+  CUBERT_CUBE_BOUND(c, (uint64_t)m * n);
+  CUBERT_CUBE_BOUNDS_DONE;
   CUBERT_PHASE { CUBERT_UNIT(acc) = 0.0f; }
   for (t = 0; t < k; t += CK_TILE) {
     if (full) {

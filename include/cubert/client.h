@@ -91,15 +91,130 @@ typedef struct cubert_resource_t {
   uint64_t size;
 } cubert_resource_t;
 
-/* Kernel arguments as the client passes them: buffer bindings (borrowed for
- * the call; the device retains what it keeps) and scalar slots of 8 bytes
- * each (the layout of cubert_kernel_args_t.scalars in cubert/kernel.h). */
+/* ---- launch arguments ---------------------------------------------------------
+ * What cubert_client_launch takes: the buffers (by handle), the scalars (by
+ * type) and, optionally, the launch-time shape. This is the client-side
+ * struct; cubert_kernel_args_t (cubert/kernel.h) is what a kernel receives
+ * and is a different type: passing it to cubert_client_launch does not
+ * compile (tests/build/check_launch_arguments.sh).
+ *
+ * Build it with the functions below:
+ *
+ *   cubert_launch_arguments_t args;
+ *   cubert_launch_arguments_initialize(&args);           // empty, default shape
+ *   cubert_launch_arguments_set_buffer(&args, 0, &a);    // slot 0: handle a
+ *   cubert_launch_arguments_set_buffer(&args, 1, &out);
+ *   cubert_launch_arguments_set_f32(&args, 0, 2.5f);     // scalar slot 0
+ *   cubert_launch_arguments_set_cube_dim(&args, 96, 1, 1);   // optional
+ *   cubert_client_launch(client, &kernel, &count, &args, &err);
+ *
+ * Initialize first: a struct that was not (or was zeroed with memset) is
+ * refused by the setters and the launch (INVALID_ARGUMENT). Every slot below
+ * buffer_count / scalar_count must have been set (a gap is refused at
+ * launch: INVALID_ARGUMENT). A setter given a bad slot or a NULL
+ * handle returns INVALID_ARGUMENT, leaves the struct's slots unchanged and
+ * marks it failed: a launch with it is refused with the setter's reason, so
+ * a chain of setters may be checked once, at the launch.
+ *
+ * Fields (read them; write them only through the functions, except the
+ * low-level form below):
+ *   buffers, buffer_count, scalars, scalar_count
+ *       the slots. With the builder `buffers` and `scalars` stay NULL and the
+ *       slots live in the struct itself (buffer_slots / scalar_slots), so a
+ *       built struct may be copied by assignment. The low-level form: after
+ *       initialize, point `buffers` at the caller's array of bindings and
+ *       `scalars` at 8-byte slots (cubert_kernel_args_t's layout) and set the
+ *       counts; the arrays are then borrowed for the call.
+ *   cube_dim     units per cube of this launch; {0, 0, 0}: the descriptor's
+ *                (cubert_kernel_t.cube_dim). Up to the device's limits.
+ *   shared_memory_bytes / has_shared_memory_bytes
+ *                dynamic shared memory per cube of this launch; without it,
+ *                the descriptor's shared_memory_bytes.
+ * Plain data, no allocation; buffers are borrowed for the launch call (the
+ * device retains what it keeps). Not thread-safe on one struct. */
+typedef enum cubert_scalar_type_e {
+  CUBERT_SCALAR_NONE = 0, /* slot not set */
+  CUBERT_SCALAR_U32 = 1,
+  CUBERT_SCALAR_I32 = 2,
+  CUBERT_SCALAR_U64 = 3,
+  CUBERT_SCALAR_I64 = 4,
+  CUBERT_SCALAR_F32 = 5,
+  CUBERT_SCALAR_F64 = 6,
+  CUBERT_SCALAR_TYPE_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
+} cubert_scalar_type_t;
+
+/* What cubert_launch_arguments_initialize writes in `initialized`: a struct
+ * without it (never initialized, or zeroed with memset) is refused by the
+ * setters and the launch (INVALID_ARGUMENT), never read as garbage. */
+#define CUBERT_LAUNCH_ARGUMENTS_INITIALIZED 0x4C41524Eu
+#define CUBERT_LAUNCH_MAX_BUFFERS 16 /* = CUBERT_KERNEL_MAX_BUFFERS */
+#define CUBERT_LAUNCH_MAX_SCALARS 16 /* = CUBERT_KERNEL_MAX_SCALARS */
+
 typedef struct cubert_launch_arguments_t {
-  const cubert_binding_t *buffers;
+  const cubert_binding_t *buffers; /* NULL: buffer_slots */
   uint32_t buffer_count;
   uint32_t scalar_count;
-  const uint64_t *scalars;
+  const uint64_t *scalars;         /* NULL: scalar_slots */
+  cubert_dim3_t cube_dim;          /* {0,0,0}: the descriptor's */
+  uint32_t has_shared_memory_bytes;
+  uint64_t shared_memory_bytes;
+  uint32_t buffer_set_mask;        /* bit i: buffer slot i was set */
+  uint32_t scalar_set_mask;        /* bit j: scalar slot j was set */
+  uint32_t initialized;            /* CUBERT_LAUNCH_ARGUMENTS_INITIALIZED after initialize */
+  uint32_t failed;                 /* a setter failed: the launch is refused */
+  uint32_t failed_slot;            /* its slot */
+  const char *failed_reason;       /* its reason (static text) */
+  uint8_t scalar_types[CUBERT_LAUNCH_MAX_SCALARS]; /* cubert_scalar_type_t */
+  cubert_binding_t buffer_slots[CUBERT_LAUNCH_MAX_BUFFERS];
+  uint64_t scalar_slots[CUBERT_LAUNCH_MAX_SCALARS];
+  /* Names this struct for the type check of cubert_client_launch (a
+   * cubert_kernel_args_t has no such member). Never read. */
+  uint32_t cubert_launch_arguments_tag_;
 } cubert_launch_arguments_t;
+
+/* Empty arguments, the descriptor's shape. NULL: nothing. Pure. */
+CUBERT_API void cubert_launch_arguments_initialize(cubert_launch_arguments_t *args);
+/* Buffer slot `slot` (< CUBERT_LAUNCH_MAX_BUFFERS) is `handle` (copied, not
+ * retained: keep it alive until the launch call returned); buffer_count grows
+ * to cover it. INVALID_ARGUMENT: NULL args or handle, args not initialized
+ * (nothing written), slot out of range, or the struct uses the low-level form
+ * (`buffers` set). Pure. */
+CUBERT_API cubert_status_t cubert_launch_arguments_set_buffer(cubert_launch_arguments_t *args,
+                                                              uint32_t slot,
+                                                              const cubert_handle_t *handle);
+/* Scalar slot `slot` (< CUBERT_LAUNCH_MAX_SCALARS) holds `value`, read in the
+ * kernel by the CUBERT_SCALAR_<TYPE> of the same type (u32/i32/f32 in the low
+ * 32 bits, f32/f64 as their IEEE bits); scalar_count grows to cover it.
+ * INVALID_ARGUMENT: NULL args, slot out of range, low-level form (`scalars`
+ * set). Pure. */
+CUBERT_API cubert_status_t cubert_launch_arguments_set_u32(cubert_launch_arguments_t *args,
+                                                           uint32_t slot, uint32_t value);
+CUBERT_API cubert_status_t cubert_launch_arguments_set_i32(cubert_launch_arguments_t *args,
+                                                           uint32_t slot, int32_t value);
+CUBERT_API cubert_status_t cubert_launch_arguments_set_u64(cubert_launch_arguments_t *args,
+                                                           uint32_t slot, uint64_t value);
+CUBERT_API cubert_status_t cubert_launch_arguments_set_i64(cubert_launch_arguments_t *args,
+                                                           uint32_t slot, int64_t value);
+CUBERT_API cubert_status_t cubert_launch_arguments_set_f32(cubert_launch_arguments_t *args,
+                                                           uint32_t slot, float value);
+CUBERT_API cubert_status_t cubert_launch_arguments_set_f64(cubert_launch_arguments_t *args,
+                                                           uint32_t slot, double value);
+/* Launch-time cube size (CubeCL's CubeDim given at launch): x*y*z units per
+ * cube instead of the descriptor's. The launch checks it against the
+ * device's limits (max_cube_dim per axis, max_units_per_cube; the CPU
+ * drivers allow CUBERT_KERNEL_MAX_UNITS): a larger one is queued on the
+ * stream as LAUNCH_TOO_MANY_RESOURCES (RESOURCE_CUBE_DIM / RESOURCE_UNITS),
+ * as a descriptor's would be. INVALID_ARGUMENT: NULL, or a zero component.
+ * Pure. */
+CUBERT_API cubert_status_t cubert_launch_arguments_set_cube_dim(cubert_launch_arguments_t *args,
+                                                                uint32_t x, uint32_t y,
+                                                                uint32_t z);
+/* Launch-time dynamic shared memory per cube (CUBERT_SHARED_DYNAMIC),
+ * instead of the descriptor's shared_memory_bytes; 0 is allowed. Checked at
+ * launch against max_shared_memory_size (RESOURCE_SHARED_MEMORY, queued).
+ * INVALID_ARGUMENT: NULL, or above 2^32 - 1. Pure. */
+CUBERT_API cubert_status_t cubert_launch_arguments_set_shared_memory_bytes(
+    cubert_launch_arguments_t *args, uint64_t bytes);
 
 /* ---- completions ------------------------------------------------------------
  * An asynchronous operation (read_async, sync_async) fills a caller-owned
@@ -347,10 +462,16 @@ CUBERT_API cubert_status_t cubert_client_get_resource(cubert_client_t *client,
 
 /* ---- launch, flush, sync ------------------------------------------ */
 
-/* Launch in Checked mode. A static count with a zero component returns OK at
- * once with nothing submitted. Bad arguments (NULL kernel, a buffer of another
- * device, a dead handle) return an error with nothing submitted; failures while
- * running are queued on the stream. Non-blocking.
+/* Launch in Checked mode (CHECKED: an out-of-bounds load gives 0, a store
+ * is dropped; full in-bounds cubes run unchecked, docs/kernels.md). A static
+ * count with a zero component returns OK at once with nothing submitted. Bad
+ * arguments (NULL kernel, a buffer of another device, a dead handle, a slot
+ * below the counts never set, a failed setter, fewer slots than the kernel
+ * reads) return an error with nothing submitted; failures while running
+ * (resource limits of the shape, faults) are queued on the stream.
+ * Non-blocking. `args` must be a cubert_launch_arguments_t: the macro below
+ * makes any other struct (cubert_kernel_args_t) a compile error; a literal
+ * NULL needs the function's name in parentheses.
  * Ownership: `count` and `args` (the arrays, the scalars' values) are read
  * before the call returns; `kernel` is borrowed until the launch ran (the
  * drivers keep the pointer: a descriptor is normally `static const`; one on
@@ -367,18 +488,28 @@ CUBERT_API cubert_status_t cubert_client_get_resource(cubert_client_t *client,
  *     or a buffer_align that is not a power of two up to 64: INVALID_ARGUMENT
  *     (SERVER_VALIDATION; fields: slot, offset, alignment). docs/kernels.md,
  *     "Alignment". */
-CUBERT_API cubert_status_t cubert_client_launch(cubert_client_t *client,
-                                                const struct cubert_kernel_t *kernel,
-                                                const struct cubert_cube_count_t *count,
-                                                const cubert_launch_arguments_t *args,
-                                                cubert_error_t *out_error);
+CUBERT_API cubert_status_t(cubert_client_launch)(cubert_client_t *client,
+                                                 const struct cubert_kernel_t *kernel,
+                                                 const struct cubert_cube_count_t *count,
+                                                 const cubert_launch_arguments_t *args,
+                                                 cubert_error_t *out_error);
 /* Launch with the execution mode the bounds-check mode maps to (Auto:
  * Unchecked, Enforce: Checked, Validate: Validate). */
-CUBERT_API cubert_status_t cubert_client_launch_unchecked(cubert_client_t *client,
-                                                          const struct cubert_kernel_t *kernel,
-                                                          const struct cubert_cube_count_t *count,
-                                                          const cubert_launch_arguments_t *args,
-                                                          cubert_error_t *out_error);
+CUBERT_API cubert_status_t(cubert_client_launch_unchecked)(cubert_client_t *client,
+                                                           const struct cubert_kernel_t *kernel,
+                                                           const struct cubert_cube_count_t *count,
+                                                           const cubert_launch_arguments_t *args,
+                                                           cubert_error_t *out_error);
+/* The type check: `args` must point at a struct with the tag member only
+ * cubert_launch_arguments_t has (not evaluated; `args` is evaluated once). */
+#define CUBERT_LAUNCH_ARGUMENTS_CHECK_(args)                                                 \
+  ((void)sizeof((args)->cubert_launch_arguments_tag_), (args))
+#define cubert_client_launch(client, kernel, count, args, out_error)                         \
+  (cubert_client_launch)((client), (kernel), (count), CUBERT_LAUNCH_ARGUMENTS_CHECK_(args),   \
+                         (out_error))
+#define cubert_client_launch_unchecked(client, kernel, count, args, out_error)               \
+  (cubert_client_launch_unchecked)((client), (kernel), (count),                              \
+                                   CUBERT_LAUNCH_ARGUMENTS_CHECK_(args), (out_error))
 /* Submit outstanding work; returns the stream's queued errors. Blocks briefly. */
 CUBERT_API cubert_status_t cubert_client_flush(cubert_client_t *client, cubert_error_t *out_error);
 /* Wait for every operation submitted to this client's stream. Blocks. */

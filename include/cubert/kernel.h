@@ -57,7 +57,12 @@
  *              (lowest cube, then program order): buffer slot, element index,
  *              view length, load or store, cube position.
  * `name` must be the identifier given to CUBERT_BUFFER (the macros paste it).
- * Direct `name.ptr[i]` is a raw access in every mode.
+ * Direct `name.ptr[i]` is a raw access in every mode. CUBERT_LEN(name) is
+ * the view's length in elements.
+ * Declared cube bounds (CUBERT_CUBE_BOUND, CUBERT_CUBE_BOUNDS_DONE) let full
+ * cubes of a CHECKED launch run unchecked: cubert/kernel_bounds.h. Line views
+ * (CUBERT_BUFFER_LINES: 2/4/8/16-byte groups checked as a unit) and the
+ * barrier-free CUBERT_UNIT_FOR: cubert/kernel_line.h. Both are included here.
  *
  * Scalars. CUBERT_SCALAR_U32/I32/U64/I64/F32/F64(name, slot) declares a const
  * local holding scalar slot `slot` (each slot is 8 bytes; see
@@ -66,7 +71,7 @@
  * Shared memory. CUBERT_SHARED(type, name, count) declares a per-cube array
  * (count a compile-time constant; on the CPU an array in the cube's frame,
  * on CUDA __shared__). CUBERT_SHARED_DYNAMIC(type, name) points at the
- * per-cube dynamic block of kernel->shared_memory_bytes
+ * per-cube dynamic block of the launch's size (launch arguments, else kernel->shared_memory_bytes)
  * (CUBERT_SHARED_DYNAMIC_BYTES). Every cube has its own shared memory; its
  * initial content is unspecified. Declare both in uniform code.
  *
@@ -436,19 +441,24 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
 #define CUBERT_KERNEL(name)                                                                  \
   CUBERT_KERNEL_BODY_FN_ void name##_cubert_body_(const cubert_kernel_args_t *cubert_args,   \
                                                   cubert_kernel_cube_t *cubert_cube,         \
-                                                  const int cubert_unchecked_);              \
+                                                  const int cubert_unchecked_,               \
+                                                  cubert_kernel_fast_t *cubert_fast_);       \
   CUBERT_KERNEL_UNUSED_ static void name(const cubert_kernel_args_t *cubert_args,            \
                                          cubert_kernel_cube_t *cubert_cube);                 \
   static void name(const cubert_kernel_args_t *cubert_args, cubert_kernel_cube_t *cubert_cube) { \
-    if (cubert_cube->mode == CUBERT_KERNEL_MODE_UNCHECKED)                                   \
-      name##_cubert_body_(cubert_args, cubert_cube, 1);                                      \
-    else                                                                                     \
-      name##_cubert_body_(cubert_args, cubert_cube, 0);                                      \
+    cubert_kernel_fast_t cubert_fast = CUBERT_KERNEL_FAST_INIT_;                            \
+    int cubert_raw = cubert_cube->mode == CUBERT_KERNEL_MODE_UNCHECKED;                      \
+    if (!cubert_raw) { /* a full cube leaves it at CUBERT_CUBE_BOUNDS_DONE (kernel_bounds.h) */ \
+      name##_cubert_body_(cubert_args, cubert_cube, 0, &cubert_fast);                        \
+      cubert_raw = (int)cubert_fast.full;                                                    \
+    }                                                                                        \
+    if (cubert_raw) name##_cubert_body_(cubert_args, cubert_cube, 1, &cubert_fast);          \
   }                                                                                          \
   CUBERT_KERNEL_BODY_FN_ void name##_cubert_body_(                                           \
       const cubert_kernel_args_t *cubert_args CUBERT_KERNEL_UNUSED_,                         \
       cubert_kernel_cube_t *cubert_cube CUBERT_KERNEL_UNUSED_,                               \
-      const int cubert_unchecked_ CUBERT_KERNEL_UNUSED_)
+      const int cubert_unchecked_ CUBERT_KERNEL_UNUSED_,                                     \
+      cubert_kernel_fast_t *cubert_fast_ CUBERT_KERNEL_UNUSED_)
 
 #define CUBE_POS_X (cubert_cube->pos.x)
 #define CUBE_POS_Y (cubert_cube->pos.y)
@@ -486,9 +496,15 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
 #define CUBERT_UNIT_VAR(type, name) type name[CUBERT_KERNEL_MAX_UNITS]
 #define CUBERT_UNIT(name) (name[cubert_unit.linear])
 
-/* The view: element typedef (for the accessors' casts), pointer, length,
- * slot, and a compile-time check of the slot and element size. */
-#define CUBERT_BUFFER(type, name, slot)                                                      \
+/* The view: element typedef (for the accessors' casts), pointer, the length
+ * the accessors check (`len`: the view's, or in VALIDATE a declared cube
+ * bound, kernel_bounds.h), slot, a compile-time check of the slot and
+ * element size, the view's own length (CUBERT_LEN) and whether a bound was
+ * declared. */
+#define CUBERT_BUFFER(type, name, slot) CUBERT_BUFFER_ALIGNED_(type, name, slot, 0u)
+/* `align` > 0 (line views, cubert/kernel_line.h): a buffer whose address is
+ * not a multiple of `align` has length 0 for the accessors outside UNCHECKED. */
+#define CUBERT_BUFFER_ALIGNED_(type, name, slot, align)                                      \
   typedef type cubert_elem_##name##_;                                                        \
   struct {                                                                                   \
     cubert_elem_##name##_ *ptr;                                                              \
@@ -496,8 +512,15 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
     uint32_t index;                                                                          \
     char check_[((slot) < CUBERT_KERNEL_MAX_BUFFERS &&                                       \
                  sizeof(type) <= CUBERT_KERNEL_MAX_ELEMENT_BYTES) ? 1 : -1];                \
+    uint64_t length;                                                                         \
+    uint32_t bounded;                                                                        \
   } name = {(cubert_elem_##name##_ *)cubert_args->buffers[(slot)].ptr,                      \
-            cubert_args->buffers[(slot)].size_bytes / sizeof(type), (uint32_t)(slot), {0}}
+            cubert_kernel_view_len_(cubert_cube, cubert_fast_,                               \
+                                    cubert_kernel_aligned_len_(                              \
+                                        cubert_cube, cubert_args->buffers[(slot)].ptr,       \
+                                        cubert_args->buffers[(slot)].size_bytes / sizeof(type), \
+                                        (align))),                                           \
+            (uint32_t)(slot), {0}, cubert_args->buffers[(slot)].size_bytes / sizeof(type), 0}
 
 /* The element's address: in the UNCHECKED copy of a body a plain typed
  * pointer (`i` evaluated once on either side of the ?:). */
@@ -516,8 +539,9 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
 
 template <typename T> struct cubert_kernel_view_ {
   T *ptr;
-  uint64_t len;
+  uint64_t len;    /* what the accessors check (a declared bound in VALIDATE) */
   uint32_t index;
+  uint64_t length; /* the view's length (CUBERT_LEN) */
 };
 template <typename T> struct cubert_kernel_unconst_ { typedef T type; };
 template <typename T> struct cubert_kernel_unconst_<const T> { typedef T type; };
@@ -614,10 +638,14 @@ static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(voi
 #define CUBERT_UNIT_VAR(type, name) type name
 #define CUBERT_UNIT(name) (name)
 
-#define CUBERT_BUFFER(type, name, slot)                                                      \
-  cubert_kernel_view_<type> name = {(type *)cubert_args->buffers[(slot)].ptr,               \
-                                    cubert_args->buffers[(slot)].size_bytes / sizeof(type),  \
-                                    (uint32_t)(slot)}
+#define CUBERT_BUFFER(type, name, slot) CUBERT_BUFFER_ALIGNED_(type, name, slot, 0u)
+#define CUBERT_BUFFER_ALIGNED_(type, name, slot, align)                                      \
+  cubert_kernel_view_<type> name = {                                                         \
+      (type *)cubert_args->buffers[(slot)].ptr,                                              \
+      cubert_kernel_aligned_len_(cubert_cube, cubert_args->buffers[(slot)].ptr,             \
+                                 cubert_args->buffers[(slot)].size_bytes / sizeof(type),     \
+                                 (align)),                                                   \
+      (uint32_t)(slot), cubert_args->buffers[(slot)].size_bytes / sizeof(type)}
 
 #define CUBERT_LOAD(name, i) cubert_kernel_load_(cubert_cube, (name), (uint64_t)(i))
 #define CUBERT_STORE(name, i, value) cubert_kernel_store_(cubert_cube, (name), (uint64_t)(i), (value))
@@ -638,7 +666,7 @@ static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(voi
 #define CUBERT_CUBE_WITHIN(n) ((CUBE_POS + 1u) * (uint64_t)CUBE_DIM <= (uint64_t)(n))
 
 /* Length (elements) of a view. */
-#define CUBERT_LEN(name) ((name).len)
+#define CUBERT_LEN(name) ((name).length)
 
 #define CUBERT_SCALAR_U32(name, slot) const uint32_t name = (uint32_t)cubert_args->scalars[(slot)]
 #define CUBERT_SCALAR_I32(name, slot)                                                        \
@@ -649,5 +677,18 @@ static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(voi
   const float name = cubert_kernel_bits_f32(cubert_args->scalars[(slot)])
 #define CUBERT_SCALAR_F64(name, slot)                                                        \
   const double name = cubert_kernel_bits_f64(cubert_args->scalars[(slot)])
+
+/* A view's checked length given its alignment need (`align` 0: none). */
+CUBERT_KERNEL_FN_ uint64_t cubert_kernel_aligned_len_(const cubert_kernel_cube_t *cube,
+                                                      const void *ptr, uint64_t len,
+                                                      uint32_t align) {
+  if (align && cube->mode != CUBERT_KERNEL_MODE_UNCHECKED && ((uintptr_t)ptr % align) != 0)
+    return 0;
+  return len;
+}
+
+/* Declared cube bounds and the CHECKED fast path; Line access. */
+#include "cubert/kernel_bounds.h"
+#include "cubert/kernel_line.h"
 
 #endif /* CUBERT_KERNEL_H */

@@ -47,6 +47,7 @@ static cubert_status_t device_calls_inside(void *user, cubert_error_t *err) {
   uint64_t delta = 10;
   cubert_launch_arguments_t args;
   cubert_cube_count_t count = cubert_cube_count_new_single();
+  cubert_launch_arguments_initialize(&args);
   args.buffers = &in->handle;
   args.buffer_count = 1;
   args.scalars = &delta;

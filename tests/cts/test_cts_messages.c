@@ -29,7 +29,7 @@ static void check_lacks(const char *text, const char *needle) {
 
 static cubert_launch_arguments_t three_buffers(const cubert_handle_t *h) {
   cubert_launch_arguments_t args;
-  memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = h;
   args.buffer_count = 3;
   return args;

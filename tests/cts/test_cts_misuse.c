@@ -83,6 +83,7 @@ static void check_refused(cubert_client_t *c, const cubert_handle_t *h, const ch
   check_mismatch(&err, h, what);
   CHECK_STATUS(cubert_client_handle_release(c, h, &err), CUBERT_STATUS_DEVICE_MISMATCH);
   check_mismatch(&err, h, what);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = h;
   args.buffer_count = 1;
   args.scalars = &delta;
@@ -241,6 +242,7 @@ TEST(cts_misuse_launch_counts_checked_before_the_arrays) {
   uint64_t scalar = 1;
   cts_setup(&env, 0);
   h = make_u32(env.client, 0, 16);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = &h;
   args.buffer_count = UINT32_MAX;
   args.scalars = &scalar;
@@ -284,6 +286,7 @@ static cubert_status_t add_one(cubert_client_t *c, const cubert_kernel_t *k,
   cubert_launch_arguments_t args;
   cubert_cube_count_t count = cubert_cube_count_new_single();
   uint64_t delta = 1;
+  cubert_launch_arguments_initialize(&args);
   args.buffers = h;
   args.buffer_count = 1;
   args.scalars = &delta;
@@ -330,6 +333,7 @@ TEST(cts_misuse_misaligned_view_is_refused_at_launch) {
     uint64_t delta = 1;
     CHECK_OK(cubert_client_handle_offset(env.client, &base, 2, 2, &dyn, NULL));
     count = cubert_cube_count_new_dynamic(&dyn);
+    cubert_launch_arguments_initialize(&args);
     args.buffers = &sub;
     args.buffer_count = 1;
     args.scalars = &delta;
@@ -362,6 +366,7 @@ TEST(cts_misuse_unknown_cube_count_kind) {
   uint64_t delta = 1;
   cts_setup(&env, 0);
   h = make_u32(env.client, 5, 16);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = &h;
   args.buffer_count = 1;
   args.scalars = &delta;

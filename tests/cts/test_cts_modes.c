@@ -51,6 +51,7 @@ static cubert_status_t mode_launch(mode_env_t *m, int unchecked, cubert_error_t 
   cubert_cube_count_t count = cubert_cube_count_new_single();
   b[0] = m->view;
   b[1] = m->out;
+  cubert_launch_arguments_initialize(&args);
   args.buffers = b;
   args.buffer_count = 2;
   args.scalars = NULL;
@@ -151,6 +152,7 @@ static void limit_case(cubert_client_t *client, const cubert_handle_t *h,
   cubert_launch_arguments_t args;
   cubert_error_t err;
   uint32_t out[1];
+  cubert_launch_arguments_initialize(&args);
   args.buffers = h;
   args.buffer_count = 1;
   args.scalars = NULL;
@@ -204,6 +206,7 @@ TEST(cts_resource_limits_each_reported_with_requested_and_max) {
   CHECK_EQ_U64(first.field[0], 70000);
   CHECK_EQ_U64(first.field[1], p.hardware.max_cube_count.y);
   /* at the limits exactly: runs */
+  cubert_launch_arguments_initialize(&args);
   args.buffers = &h;
   args.buffer_count = 1;
   args.scalars = NULL;

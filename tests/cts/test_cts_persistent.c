@@ -221,6 +221,7 @@ static cubert_status_t outer_launch_then_nest(void *user, cubert_error_t *err) {
   uint64_t delta = 5;
   cubert_launch_arguments_t args;
   cubert_cube_count_t count = cubert_cube_count_new_single();
+  cubert_launch_arguments_initialize(&args);
   args.buffers = &n->h;
   args.buffer_count = 1;
   args.scalars = &delta;

@@ -26,6 +26,7 @@ CUBERT_KERNEL_DESCRIPTOR(cts_sleep_kernel, cts_sleep_u32, 1, 0, 0, 1, 1, 1);
 
 static cubert_launch_arguments_t one_buffer(const cubert_handle_t *h, const uint64_t *scalar) {
   cubert_launch_arguments_t a;
+  cubert_launch_arguments_initialize(&a);
   a.buffers = h;
   a.buffer_count = 1;
   a.scalars = scalar;
@@ -260,6 +261,7 @@ static uint32_t run_program(cubert_client_t *client, int adds) {
   args = one_buffer(&h[0], &delta);
   for (i = 0; i < adds; i++)
     CHECK_OK(cubert_client_launch(client, &ck_add_scalar_u32_kernel, &count, &args, NULL));
+  cubert_launch_arguments_initialize(&args);
   args.buffers = h;
   args.buffer_count = 2;
   args.scalar_count = 0;

@@ -196,6 +196,7 @@ TEST(cuda_gpu_client_pitched_round_trips) { pitched_body(1); }
 static cubert_launch_arguments_t args_of(const cubert_binding_t *b, uint32_t nb, const uint64_t *s,
                                          uint32_t ns) {
   cubert_launch_arguments_t a;
+  cubert_launch_arguments_initialize(&a);
   a.buffers = b;
   a.buffer_count = nb;
   a.scalars = s;

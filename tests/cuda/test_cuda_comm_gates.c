@@ -170,6 +170,7 @@ static void loss_body(int gpu) {
   CHECK_OK(cubert_client_all_reduce(e.c[1], &h[1], &h[1], CUBERT_COMM_DTYPE_F32, e.ids, 2,
                                     CUBERT_REDUCE_OPERATION_SUM, NULL));
   t0 = now_ms();
+  cubert_launch_arguments_initialize(&args);
   args.buffers = NULL;
   args.buffer_count = 0;
   args.scalars = &address;

@@ -27,6 +27,7 @@
 #include "kernel/cpu_kernel.h"
 #include "cts_kernels.h"
 #include "cts.h"
+#include "cts_kernels_launch.h"
 
 /* Declared here and in tests/cts/cts.c / cts_multi.c (the CUDA build's hooks). */
 int cts_cuda_prepare(char *skip, size_t size);
@@ -40,6 +41,15 @@ const cubert_kernel_t *cuda_test_kernel_by_entry(const char *entry);
 CUBERT_KERNEL_DESCRIPTOR(g_cts_sleep, cts_sleep_u32, 1, 0, 0, 1, 1, 1);
 CUBERT_KERNEL_DESCRIPTOR(g_cts_oob_rw, cts_oob_rw_u32, 2, 0, 0, 4, 1, 1);
 CUBERT_KERNEL_DESCRIPTOR(g_cts_nop, cts_nop, 1, 0, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_scalars_typed, cts_scalars_typed, 1, 6, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_shape_probe, cts_shape_probe, 2, 0, 16, 4, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_line_axpy, cts_line_axpy_f32x4, 2, 2, 0, 7, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_line_inc_u8x2, cts_line_inc_u8x2, 2, 0, 0, 5, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_line_inc_u16x2, cts_line_inc_u16x2, 2, 0, 0, 5, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_line_inc_u32x2, cts_line_inc_u32x2, 2, 0, 0, 5, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_line_inc_u8x16, cts_line_inc_u8x16, 2, 0, 0, 5, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_line_inc_f64x2, cts_line_inc_f64x2, 2, 0, 0, 5, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_line_edges, cts_line_edges_u32x4, 2, 0, 0, 1, 1, 1);
 
 static const cubert_kernel_t *const k_kernels[] = {
     &ck_add_f32_kernel,      &ck_axpy_f32_kernel,  &ck_axpy_offset_f32_kernel,
@@ -48,7 +58,10 @@ static const cubert_kernel_t *const k_kernels[] = {
     &ck_mix_u32_kernel,      &ck_sum_u32_kernel,   &ck_empty_kernel,
     &ck_positions_kernel,    &ck_reverse_u32_kernel, &ck_oob_copy_f32_kernel,
     &ck_oob_write_u32_kernel, &g_cts_sleep,        &g_cts_oob_rw,
-    &g_cts_nop,
+    &g_cts_nop,              &g_cts_scalars_typed, &g_cts_shape_probe,
+    &g_cts_line_axpy,        &g_cts_line_inc_u8x2, &g_cts_line_inc_u16x2,
+    &g_cts_line_inc_u32x2,   &g_cts_line_inc_u8x16, &g_cts_line_inc_f64x2,
+    &g_cts_line_edges,
 };
 #define KERNEL_COUNT (sizeof k_kernels / sizeof k_kernels[0])
 
@@ -81,7 +94,6 @@ static int host_run(const char *entry, const unsigned grid[3], const unsigned bl
   cpu_kernel_grid_t g;
   cubert_error_t e;
   if (!k) return CUDA_ERROR_NOT_FOUND;
-  (void)shared_bytes;
   memcpy(&args, params[0], sizeof args);
   memcpy(&mode, params[1], sizeof mode);
   memcpy(&report, params[2], sizeof report);
@@ -94,6 +106,7 @@ static int host_run(const char *entry, const unsigned grid[3], const unsigned bl
   if (cpu_kernel_grid(k, count, dim, &args, (cubert_execution_mode_t)mode, &g, &e) !=
       CUBERT_STATUS_OK)
     return CUDA_ERROR_INVALID_VALUE;
+  cpu_kernel_grid_set_shared(&g, shared_bytes); /* the launch's dynamic shared bytes */
   pthread_mutex_lock(&g_run_mutex);
   if (cpu_kernel_context_reserve(&g_context, cubert_allocator_libc(), g.shared_bytes) !=
       CUBERT_STATUS_OK) {

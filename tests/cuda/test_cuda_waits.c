@@ -65,7 +65,7 @@ static void double_and_sync(cubert_client_t *c) {
   for (i = 0; i < 1024; i++) host[i] = (uint32_t)i * 3u;
   CHECK_OK(cubert_client_create_from_slice(c, host, sizeof host, &h[0], NULL));
   CHECK_OK(cubert_client_empty(c, sizeof host, &h[1], NULL));
-  memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = h;
   args.buffer_count = 2;
   CHECK_OK(cubert_client_launch(c, &ck_double_u32_kernel, &count, &args, NULL));
@@ -158,7 +158,7 @@ TEST(cuda_waits_drain_skips_the_query_of_an_idle_stream) {
   cubert_launch_arguments_t args;
   cubert_handle_t h[2];
   cubert_error_t err;
-  memset(&none, 0, sizeof none);
+  cubert_launch_arguments_initialize(&none);
   fake_knob("CUBERT_FAKE_CUDA_FUNC_MAX_THREADS", "32"); /* below ck_double_u32's 64 */
   waits_open(&e, 0, NULL);
   CHECK_OK(cubert_client_launch(e.client, &ck_empty_kernel, &one, &none, NULL));
@@ -178,7 +178,7 @@ TEST(cuda_waits_drain_skips_the_query_of_an_idle_stream) {
    * stream: the sync's drain returns it although it skips the query */
   CHECK_OK(cubert_client_empty(e.client, 4096, &h[0], NULL));
   CHECK_OK(cubert_client_empty(e.client, 4096, &h[1], NULL));
-  memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = h;
   args.buffer_count = 2;
   CHECK_OK(cubert_client_launch(e.client, &ck_double_u32_kernel, &four, &args, NULL));

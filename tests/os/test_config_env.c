@@ -329,7 +329,7 @@ TEST(hostenv_profile_summary_at_release) {
     CHECK_OK_E(cubert_client_create_from_slice(client, data, sizeof data, &h[i], &err), err);
     b[i] = h[i];
   }
-  memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = b;
   args.buffer_count = 3;
   for (i = 0; i < 5; i++)
@@ -384,7 +384,7 @@ TEST(hostenv_log_stream_error_at_warn) {
   }
   CHECK_OK_E(cubert_client_create_from_slice(client, huge, sizeof huge, &h[3], &err), err);
   count = cubert_cube_count_new_dynamic(&h[3]);
-  memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = b;
   args.buffer_count = 3;
   CHECK_OK_E(cubert_client_launch(client, &ck_add_f32_kernel, &count, &args, &err), err);

@@ -166,6 +166,7 @@ static void client_calls(cubert_client_t *client, cubert_client_t *other, int ti
   abc[1] = h;
   abc[2] = empty;
   memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = abc;
   args.buffer_count = 3;
   UNTOUCHED(cubert_client_launch(client, &ck_add_f32_kernel, &count, &args, &e));

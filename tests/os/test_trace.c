@@ -444,7 +444,7 @@ static int run_program(cubert_allocator_t a, uint32_t mode, uint32_t device_inde
   bufs[0] = ha;
   bufs[1] = hb;
   bufs[2] = hsum;
-  memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = bufs;
   args.buffer_count = 3;
   for (i = 0; i < (uint32_t)launches; i++)

@@ -107,6 +107,7 @@ static void launch(cubert_client_t *c, const cubert_kernel_t *k, const cubert_bi
                    uint32_t nb, const uint64_t *scalars, uint32_t ns) {
   cubert_launch_arguments_t a;
   cubert_cube_count_t count = cubert_cube_count_new_single();
+  cubert_launch_arguments_initialize(&a);
   a.buffers = b;
   a.buffer_count = nb;
   a.scalars = scalars;

@@ -235,6 +235,7 @@ static void p_raw_dynamic_count(sim_env_t *e, int bug, cubert_handle_t *expect) 
   }
   if (!bug) sim_sync(B);
   count = cubert_cube_count_new_dynamic(&h[0]);
+  cubert_launch_arguments_initialize(&a);
   a.buffers = &h[1];
   a.buffer_count = 1;
   a.scalars = &delta;

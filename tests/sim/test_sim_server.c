@@ -568,6 +568,7 @@ TEST_EX(simdet_allocation_failure_loop, 240) {
             cubert_status_t st;
             b[0] = h;
             b[1] = y;
+            cubert_launch_arguments_initialize(&args);
             args.buffers = b;
             args.buffer_count = 2;
             args.scalars = NULL;

@@ -150,6 +150,7 @@ static int launch_add(worker_t *w, cubert_client_t *c, const cubert_handle_t *h,
   cubert_cube_count_t cubes = cubert_cube_count_new_1d((s->words + CK_SMALL_BLOCK - 1) /
                                                        CK_SMALL_BLOCK);
   uint32_t i;
+  cubert_launch_arguments_initialize(&args);
   args.buffers = h;
   args.buffer_count = 1;
   args.scalar_count = 1;

@@ -83,7 +83,7 @@ TEST(client_edges_null_arguments) {
   cd.strides[0] = 1;
   cd.elem_size = 4;
   memset(big_shape, 0, sizeof big_shape);
-  memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   /* creation */
   CHECK_INVALID(cubert_client_create_from_slice(NULL, data, 4, &out, &e));
   CHECK_INVALID(cubert_client_create_from_slice(client, NULL, 4, &out, &e));
@@ -148,7 +148,7 @@ TEST(client_edges_null_arguments) {
   CHECK_INVALID(cubert_client_launch(NULL, &g_ed_kernel, &count, &args, &e));
   CHECK_INVALID(cubert_client_launch(client, NULL, &count, &args, &e));
   CHECK_INVALID(cubert_client_launch(client, &g_ed_kernel, NULL, &args, &e));
-  CHECK_INVALID(cubert_client_launch(client, &g_ed_kernel, &count, NULL, &e));
+  CHECK_INVALID((cubert_client_launch)(client, &g_ed_kernel, &count, NULL, &e));
   args.buffer_count = 1;
   CHECK_INVALID(cubert_client_launch(client, &g_ed_kernel, &count, &args, &e));
   args.buffer_count = 0;
@@ -359,8 +359,9 @@ static cubert_status_t scenario(cubert_client_t *client, fake_device_t *d, scena
   STEP(cubert_completion_wait(&comp, UINT64_MAX, &e));
   STEP(cubert_client_get_resource(client, &h, &res, &e));
   CHECK(res.size == 64);
-  memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   binding = h;
+  cubert_launch_arguments_initialize(&args);
   args.buffers = &binding;
   args.buffer_count = 1;
   STEP(cubert_client_launch(client, &g_ed_kernel, &count, &args, &e));
@@ -604,7 +605,7 @@ TEST(client_edges_foreign_handles_empty_buffers_and_limits) {
     cubert_cube_count_t one = cubert_cube_count_new_single();
     cubert_cube_count_t dyn = cubert_cube_count_new_dynamic(&h);
     uint32_t counts[3] = {1, 1, 1};
-    memset(&args, 0, sizeof args);
+    cubert_launch_arguments_initialize(&args);
     CHECK_OK(cubert_client_write(client, &h, counts, sizeof counts, NULL));
     memset(&sink, 0, sizeof sink);
     CHECK_OK(cubert_client_set_profiling(client, CUBERT_PROFILE_LEVEL_FULL, sink_fn, &sink, NULL));
@@ -761,7 +762,7 @@ TEST(client_edges_refusing_device_handle) {
   CHECK_REFUSED(cubert_client_create_tensors_from_slices(client, ld, srcs, 2, layouts, &e));
   CHECK_REFUSED(cubert_client_empty(client, 8, &h, &e));
   CHECK_REFUSED(cubert_client_empty_tensors(client, ld, 2, layouts, &e));
-  memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   CHECK_REFUSED(cubert_client_launch(client, &g_ed_kernel_none, &one, &args, &e));
   CHECK_REFUSED(cubert_client_flush(client, &e));
   CHECK_REFUSED(cubert_client_sync(client, &e));

@@ -45,7 +45,7 @@ static const cubert_kernel_t k_fake = {"fake_kernel", fake_kernel_entry, NULL, N
 static cubert_status_t launch_once(cubert_client_t *client, cubert_error_t *err) {
   cubert_launch_arguments_t args;
   cubert_cube_count_t count = cubert_cube_count_new_single();
-  memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   return cubert_client_launch(client, &k_fake, &count, &args, err);
 }
 

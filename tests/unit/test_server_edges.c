@@ -109,7 +109,7 @@ TEST(server_edges_launch_arguments_and_limits) {
   CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
   CHECK_OK(cubert_client_create_from_slice(client, data, 8, &small, NULL));
   for (i = 0; i <= CUBERT_KERNEL_MAX_BUFFERS; i++) buffers[i] = h;
-  memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = buffers;
   args.buffer_count = 1;
   args.scalars = scalars;
@@ -464,7 +464,7 @@ TEST(server_edges_race_seed_and_many_cross_stream_pins) {
   cubert_client_set_stream(client, 1);
   for (i = 0; i < 12; i++) CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h[i], NULL));
   cubert_client_set_stream(client, 2);
-  memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = h;
   args.buffer_count = 12;
   CHECK_OK(cubert_client_launch(client, &k, &one, &args, NULL));

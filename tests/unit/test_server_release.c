@@ -33,6 +33,7 @@ static void rel_launch(rel_t *r, uint64_t stream, cubert_handle_t *h) {
   cubert_launch_arguments_t args;
   cubert_cube_count_t one = cubert_cube_count_new_single();
   memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = h;
   args.buffer_count = 1;
   cubert_client_set_stream(r->client, stream);
@@ -201,6 +202,7 @@ TEST(server_release_one_wait_per_origin_slot) {
   cubert_client_set_stream(r.client, 3);
   CHECK_OK(cubert_client_create_from_slice(r.client, data, sizeof data, &h[2], NULL));
   memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = h;
   args.buffer_count = 3;
   rel_count(&r, "event_wait");
@@ -249,6 +251,7 @@ TEST(server_release_failed_wait_enqueues_nothing) {
   rel_count(&r, "fake: event_wait failed");
   r.d.fail_at = 1;
   memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = &h;
   args.buffer_count = 1;
   cubert_client_set_stream(r.client, 2);
@@ -284,6 +287,7 @@ TEST(server_release_pin_ring_wraps) {
   CHECK_OK(cubert_client_sync(r.client, NULL));
   for (i = 0; i < 12; i++) base[i] = rel_refs(&r, &h[i]);
   memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = h;
   args.buffer_count = 12;
   r.d.busy = 1;
@@ -394,6 +398,7 @@ TEST(server_release_synchronous_driver_releases_at_once) {
   CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
   base = (uint32_t)cubert__memory_id_descriptor_count(cubert__client_handle_table(client), h.memory);
   memset(&args, 0, sizeof args);
+  cubert_launch_arguments_initialize(&args);
   args.buffers = &h;
   args.buffer_count = 1;
   cubert_client_set_stream(client, 2);

@@ -170,6 +170,13 @@ typedef struct cubert_driver_launch_t {
   cubert_device_ptr_t dynamic_count;
   const cubert_driver_buffer_t *buffers; /* buffer_count entries */
   const uint64_t *scalars;               /* scalar_count 8-byte slots */
+  /* The shape of this launch: the kernel descriptor's cube_dim and
+   * shared_memory_bytes, or what the launch arguments gave instead
+   * (cubert_launch_arguments_set_cube_dim / _set_shared_memory_bytes). Use
+   * these, not the descriptor's; the server has checked them against the
+   * device's limits. */
+  cubert_dim3_t cube_dim;
+  uint32_t shared_memory_bytes;
 } cubert_driver_launch_t;
 
 /* ---- collectives (optional) ------------------------------------------------------ */

@@ -46,6 +46,7 @@ int main(void) {
              "upload b") ||
       failed(cubert_client_empty(client, N * sizeof(float), &h[2], &err), &err, "empty"))
     return 1;
+  cubert_launch_arguments_initialize(&args);
   args.buffers = h;
   args.buffer_count = 3;
   args.scalars = NULL;
