@@ -126,4 +126,8 @@ void client_profile_destroy(device_state_t *state);
 #define client_profile_destroy(state) ((void)(state))
 #endif
 
+/* Free a device's state (its server, handle, table, registry entry, lock hook); the last
+ * reference of a device, or a failed create (client_driver.c). */
+void client_state_free(device_state_t *state);
+
 #endif
