@@ -16,7 +16,7 @@ MINIMAL_CONFIG := -DCUBERT_CONFIG_RACE_CHECKER=0 -DCUBERT_CONFIG_SIMULATION=0 \
 
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
 check: test check-freestanding check-headers check-32bit check-cortex-m check-install check-symbols \
-       fuzz-replay check-tools check-cortex-m0 check-cxx-host check-embedded-demo check-stack check-hygiene \
+       fuzz-replay check-tools check-cortex-m0 check-cxx-host check-embedded-demo check-stack check-hygiene check-docs \
        check-launch-arguments check-line-ptx $(if $(HAVE_CLANG),check-clang)
 	@echo "check: ok$(if $(HAVE_CLANG),, (check-clang skipped: $(CLANG) not found; Debian: apt-get install clang))"
 
