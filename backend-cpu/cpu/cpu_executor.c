@@ -92,6 +92,7 @@ struct cubert_cpu_executor_t {
   unsigned char pad2[EXECUTOR_LINE];
   executor_context_t caller; /* the launching thread's context */
   uint32_t trace_device;     /* the device's index, for the timeline trace */
+  uint32_t plane_dim;        /* PLANE_DIM of the kernels (0: CPU_KERNEL_PLANE_DIM) */
 };
 
 enum { WORKER_IDLE = 0, WORKER_OFFERED = 1, WORKER_RUNNING = 2 };
@@ -347,6 +348,10 @@ void cubert_cpu_executor_destroy(cubert_cpu_executor_t *executor) {
   if (executor) executor_teardown(executor, 1);
 }
 
+void cubert_cpu_executor_set_plane_dim(cubert_cpu_executor_t *executor, uint32_t plane_dim) {
+  if (executor && CPU_KERNEL_PLANE_DIM_VALID(plane_dim)) executor->plane_dim = plane_dim;
+}
+
 void cubert_cpu_executor_set_trace_device(cubert_cpu_executor_t *executor, uint32_t device_index) {
   if (executor) executor->trace_device = device_index;
 }
@@ -441,7 +446,25 @@ cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,
   if (executor_reserve_shared(ex, grid.shared_bytes) != CUBERT_STATUS_OK) {
     cubert_host_mutex_unlock(&ex->run_mutex);
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
-                            "cpu executor: cannot allocate dynamic shared memory");
+                            "cpu executor: cannot allocate the cubes' shared memory");
+  }
+  if (ex->plane_dim) grid.plane_dim = ex->plane_dim;
+  if (mode == CUBERT_EXECUTION_RACECHECK) { /* the race checker: cubes in order, one thread */
+    cpu_kernel_race_t race;
+    cubert_status_t st;
+    cpu_kernel_report_reset(&ex->caller.report);
+    cpu_kernel_context_begin(&ex->caller, kernel, &grid);
+    st = cpu_kernel_race_begin(&ex->caller, &race, ex->allocator);
+    if (st == CUBERT_STATUS_OK) {
+      cpu_kernel_run_all(&ex->caller, kernel, args, &grid);
+      st = cpu_kernel_race_end(&ex->caller, &race);
+    }
+    if (out_report) cpu_kernel_report_merge(out_report, &ex->caller.report);
+    cubert_host_mutex_unlock(&ex->run_mutex);
+    if (st != CUBERT_STATUS_OK)
+      return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
+                              "cpu executor: the kernel race checker ran out of memory");
+    return CUBERT_STATUS_OK;
   }
   participants = grid.total - 1 < ex->worker_count ? (uint32_t)(grid.total - 1) : ex->worker_count;
   if (participants == 0) { /* one thread: cubes in order, no shared counter */

@@ -55,6 +55,10 @@ void cubert_cpu_executor_destroy(cubert_cpu_executor_t *executor);
 
 /* Number of worker threads (not counting the caller). */
 uint32_t cubert_cpu_executor_worker_count(const cubert_cpu_executor_t *executor);
+/* PLANE_DIM of the kernels it runs from now on (cubert/kernel_plane.h): a
+ * power of two from 1 to 64; another value is ignored. Default 32. Not
+ * thread-safe against a run. */
+void cubert_cpu_executor_set_plane_dim(cubert_cpu_executor_t *executor, uint32_t plane_dim);
 /* Timeline trace (cubert/trace.h): record each pool worker's share of a
  * kernel on track HOST_TRACE_TID_WORKER + worker of device `device_index`. */
 void cubert_cpu_executor_set_trace_device(cubert_cpu_executor_t *executor, uint32_t device_index);
@@ -66,6 +70,9 @@ void cubert_cpu_executor_set_trace_device(cubert_cpu_executor_t *executor, uint3
  *   out_report (may be NULL)  OOB count and, in VALIDATE mode, the first
  *           violation (lowest linear cube; same for every worker count); its
  *           kernel_name is kernel->name. Zeroed for a launch with no cube.
+ *           RACECHECK: as VALIDATE plus the race checker's count and first
+ *           report (cubert/kernel_race.h); the cubes then run in linear
+ *           order on the calling thread.
  * A cube_count with a zero component runs nothing and returns OK.
  * Errors (nothing runs, executor unchanged):
  *   INVALID_ARGUMENT  NULL executor/kernel/args; a zero cube_dim component;
@@ -79,7 +86,9 @@ void cubert_cpu_executor_set_trace_device(cubert_cpu_executor_t *executor, uint3
  *   LIMIT_EXCEEDED    more than CUBERT_KERNEL_MAX_UNITS units per cube (kind
  *                     RESOURCE_MAX_UNIT_PER_CUBE: requested, max), or a grid
  *                     of more than 2^63 cubes (kind RESOURCE_UNITS);
- *   RESOURCE_EXHAUSTED  growing the dynamic shared blocks failed.
+ *   RESOURCE_EXHAUSTED  growing the cubes' blocks (shared memory, unit
+ *                     variables) failed, or RACECHECK's shadow table (its
+ *                     reports are then incomplete; kind HOST_OUT_OF_MEMORY).
  * Thread-safe: concurrent runs on one executor are serialized (each uses the
  * whole pool). Blocks. Must not be called from inside a kernel. */
 cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,

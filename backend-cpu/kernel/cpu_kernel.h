@@ -45,8 +45,37 @@ typedef struct cpu_kernel_grid_t {
   uint32_t units;
   uint32_t mode; /* CUBERT_KERNEL_MODE_* */
   uint64_t total; /* cubes */
-  size_t shared_bytes; /* dynamic shared memory per cube, rounded up to 64 */
+  /* A running cube's block (cpu_kernel_context_reserve): the static shared
+   * block (CUBERT_KERNEL_MAX_STATIC_SHARED), the unit variables (units *
+   * CUBERT_KERNEL_MAX_UNIT_VAR_BYTES), the plane scratch (units *
+   * CUBERT_KERNEL_MAX_ELEMENT_BYTES), then the dynamic shared memory rounded
+   * up to 64. */
+  size_t shared_bytes;
+  uint32_t plane_dim; /* PLANE_DIM: CPU_KERNEL_PLANE_DIM unless the caller sets it */
 } cpu_kernel_grid_t;
+
+/* Units per plane by default (a warp). */
+#define CPU_KERNEL_PLANE_DIM 32u
+/* 1 when n is a plane size the CPU drivers accept (a power of two, 1..64). */
+#define CPU_KERNEL_PLANE_DIM_VALID(n) ((n) >= 1u && (n) <= 64u && ((n) & ((n) - 1u)) == 0u)
+
+/* The kernel race checker's state for one RACECHECK launch (cpu_race.c). */
+typedef struct cpu_kernel_race_t {
+  cubert_allocator_t allocator;
+  struct race_cell_t *cells;
+  size_t capacity; /* a power of two, or 0 */
+  size_t used;
+  int failed;      /* the table could not grow: checking stopped */
+} cpu_kernel_race_t;
+
+/* Start checking the launch `ctx` is about to run (its cubes must run in
+ * linear order on this thread: cpu_kernel_run_all). RESOURCE_EXHAUSTED when
+ * the first table cannot be allocated (nothing to end then). */
+cubert_status_t cpu_kernel_race_begin(cpu_kernel_context_t *ctx, cpu_kernel_race_t *race,
+                                      cubert_allocator_t allocator);
+/* Stop checking and free the table; RESOURCE_EXHAUSTED when it could not
+ * grow during the launch (the reports are incomplete). */
+cubert_status_t cpu_kernel_race_end(cpu_kernel_context_t *ctx, cpu_kernel_race_t *race);
 
 /* Check a run of `kernel` over cube_count x cube_dim with `args` in `mode`
  * and fill *out_grid. Errors as cubert_cpu_executor_run documents
@@ -114,11 +143,17 @@ void cpu_kernel_launch_args(const cpu_kernel_launch_t *launch, cubert_kernel_arg
 /* A VALIDATE launch's first violation as a stream error (SERVER_VALIDATION,
  * fields {buffer slot, element index, buffer length, is_write}, reason
  * "kernel <name> failed on stream <stream>: out-of-bounds <read|write>");
- * OK when there was none. `stream` is the driver's stream index (the kit's
+ * OK when there was none. A RACECHECK launch: the same for an out-of-bounds
+ * access, else its first race report (cpu_kernel_race_text: fields {kind,
+ * view, element, phase}; the reason names both units or cubes). `stream` is the driver's stream index (the kit's
  * slot: stream id mod max_streams). */
 cubert_status_t cpu_kernel_launch_report(const cpu_kernel_launch_t *launch,
                                          const cubert_kernel_report_t *report, uint32_t stream,
                                          cubert_error_t *out_error);
+
+/* The reason text of a race report (no prefix), e.g. "race: units 3 and 4
+ * of cube 0 in phase 2: write/read of shared sums[3] (no barrier between)". */
+void cpu_kernel_race_text(const cubert_kernel_report_t *report, char *text, size_t size);
 
 /* ---- test-only run-time faults (cubert/backend/testing.h) ----------------------------
  * Which launches and copies fail while they run: decided at submit (in

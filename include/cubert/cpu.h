@@ -85,6 +85,10 @@ typedef struct cubert_cpu_options_t {
   cubert_memory_configuration_t memory_config;
   /* Non-zero: read no CUBERT_* variable at create (the fields are all). */
   uint32_t ignore_environment;
+  /* PLANE_DIM of the kernels (cubert/kernel_plane.h): units per plane, a
+   * power of two from 1 to 64; 0: CUBERT_CPU_PLANE_DIM, else 32 (a warp).
+   * Another size than 32 is a test mode: a kernel that assumes 32 fails. */
+  uint32_t plane_dim;
 } cubert_cpu_options_t;
 
 /* Defaults for every field (zeros mean "default" too). Reads no

@@ -52,6 +52,9 @@ typedef struct cubert_inline_options_t {
    * size from the allocator, given back when released (docs/embedding.md).
    * A CUSTOM list is copied (borrowed for the call only). */
   cubert_memory_configuration_t memory_config;
+  /* PLANE_DIM of the kernels (cubert/kernel_plane.h): a power of two from 1
+   * to 64; 0: 32. */
+  uint32_t plane_dim;
 } cubert_inline_options_t;
 
 /* Zeros (the defaults above): no lock, no clock, stream 0. NULL: no-op. */

@@ -22,6 +22,7 @@
 #include "cubert_kernels.h"
 #include "kernel/cpu_kernel.h"
 #include "cts_kernels.h"
+#include "cts_dialect_kernels.h"
 
 /* Declared here and in tests/cts/cts.c / cts_multi.c (the CUDA build's hooks). */
 int cts_cuda_prepare(char *skip, size_t size);
@@ -35,6 +36,16 @@ const cubert_kernel_t *cuda_test_kernel_by_entry(const char *entry);
 CUBERT_KERNEL_DESCRIPTOR(g_cts_sleep, cts_sleep_u32, 1, 0, 0, 1, 1, 1);
 CUBERT_KERNEL_DESCRIPTOR(g_cts_oob_rw, cts_oob_rw_u32, 2, 0, 0, 4, 1, 1);
 CUBERT_KERNEL_DESCRIPTOR(g_cts_nop, cts_nop, 1, 0, 0, 1, 1, 1);
+/* tests/cts/cts_dialect_kernels.h (the tests' descriptors differ in cube dim
+ * only: the host runner takes the launch's) */
+CUBERT_KERNEL_DESCRIPTOR(g_cts_atomic_u32, cts_atomic_u32, 3, 0, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_atomic_i32, cts_atomic_i32, 3, 0, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_atomic_u64, cts_atomic_u64, 3, 0, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_atomic_i64, cts_atomic_i64, 3, 0, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_atomic_f32, cts_atomic_f32, 3, 0, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_plane_u32, cts_plane_u32, 2, 0, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_plane_f32, cts_plane_f32, 2, 0, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_barrier_u32, cts_barrier_u32, 2, 0, 0, 1, 1, 1);
 
 static const cubert_kernel_t *const k_kernels[] = {
     &ck_add_f32_kernel,      &ck_axpy_f32_kernel,  &ck_axpy_offset_f32_kernel,
@@ -43,7 +54,9 @@ static const cubert_kernel_t *const k_kernels[] = {
     &ck_mix_u32_kernel,      &ck_sum_u32_kernel,   &ck_empty_kernel,
     &ck_positions_kernel,    &ck_reverse_u32_kernel, &ck_oob_copy_f32_kernel,
     &ck_oob_write_u32_kernel, &g_cts_sleep,        &g_cts_oob_rw,
-    &g_cts_nop,
+    &g_cts_nop,              &g_cts_atomic_u32,   &g_cts_atomic_i32,
+    &g_cts_atomic_u64,       &g_cts_atomic_i64,   &g_cts_atomic_f32,
+    &g_cts_plane_u32,        &g_cts_plane_f32,    &g_cts_barrier_u32,
 };
 #define KERNEL_COUNT (sizeof k_kernels / sizeof k_kernels[0])
 
