@@ -169,7 +169,7 @@ TOOL_SRC := $(sort $(wildcard tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 
 .PHONY: all test check run bench benches size install uninstall clean check-freestanding \
-        check-headers check-32bit check-cortex-m check-clang check-install check-symbols check-stack check-hygiene check-minimal check-tools asan tsan examples \
+        check-headers check-kernel-warnings check-32bit check-cortex-m check-clang check-install check-symbols check-stack check-hygiene check-minimal check-tools asan tsan examples \
         tools fuzz fuzz-build fuzz-replay fuzz-targets valgrind help check-matrix coverage
 .DEFAULT_GOAL := all
 
@@ -380,7 +380,7 @@ stress-tsan:
 
 # ---- checks ---------------------------------------------------------------------------
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
-check: test check-freestanding check-headers check-32bit check-cortex-m check-install check-symbols \
+check: test check-freestanding check-headers check-kernel-warnings check-32bit check-cortex-m check-install check-symbols \
        fuzz-replay check-tools check-cortex-m0 check-cxx-host check-embedded-demo check-stack check-hygiene \
        $(if $(HAVE_CLANG),check-clang)
 	@echo "check: ok$(if $(HAVE_CLANG),, (check-clang skipped: $(CLANG) not found; Debian: apt-get install clang))"
@@ -412,6 +412,18 @@ check-freestanding: | $(BUILD)/freestanding
 # compile the core the library build compiles, and check includes, symbols and data
 # apart from the compiler's diagnostics.
 PUBLIC_HEADERS := $(sort $(wildcard include/cubert/*.h include/cubert/backend/*.h))
+# Every kernel source of the project in one file (tests/build/kernel_warnings.c),
+# gcc and clang at -O3 -Wall -Wextra -Werror: correct kernels give no warning
+# (docs/kernels.md; issue 22's -Wmaybe-uninitialized).
+KERNEL_WARN_INC := -Iinclude -Iexamples/kernels -Itests/cts -Itests/cuda -Ibackend-cuda
+check-kernel-warnings: | $(BUILD)/headers
+	@set -e; for cc in $(or $(KERNEL_WARN_CCS),gcc clang); do \
+	  if ! command -v $$cc >/dev/null 2>&1; then echo "check-kernel-warnings: $$cc not installed, skipped"; continue; fi; \
+	  $$cc -std=c99 -pedantic -Wall -Wextra -Wshadow -Werror -O3 -D_POSIX_C_SOURCE=200809L $(KERNEL_WARN_INC) \
+	    -c tests/build/kernel_warnings.c -o $(BUILD)/headers/kernel_warnings_$$cc.o; \
+	  echo "check-kernel-warnings: $$cc -O3 -Wall -Wextra: no warning"; \
+	done
+
 check-headers: | $(BUILD)/headers
 	@set -e; for h in $(PUBLIC_HEADERS); do \
 	  p=$${h#include/}; n=$$(printf '%s' "$${p%.h}" | tr / _); \
@@ -801,6 +813,7 @@ help:
 	@echo '                      check-hygiene check-embedded-demo, and check-clang'
 	@echo '  check-freestanding  core/: no libc includes/calls, undefined symbols and mutable data allowlisted'
 	@echo '  check-headers       every public header compiles alone as C99 and C++11'
+	@echo '  check-kernel-warnings every kernel source at gcc and clang -O3 -Wall -Wextra -Werror (tests/build/kernel_warnings.c)'
 	@echo '  check-32bit         core + tests/unit built with -m32 and run (gcc-multilib)'
 	@echo '  check-cortex-m      core cross-compiled for Cortex-M4, symbol allowlist (gcc-arm-none-eabi)'
 	@echo '  check-cortex-m0     core for Cortex-M0 through the critical-section hook; unit tests through the hook'
