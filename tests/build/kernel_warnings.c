@@ -34,7 +34,7 @@ const cubert_kernel_cpu_fn_t kernel_warnings_table[] = {
     ck_sum_u32,      ck_empty,         ck_positions,       ck_reverse_u32,    ck_oob_copy_f32,
     ck_oob_write_u32, cts_sleep_u32,   cts_oob_rw_u32,     cts_nop,           cts_atomic_u32,
     cts_atomic_i32,  cts_atomic_u64,   cts_atomic_i64,     cts_atomic_f32,    cts_plane_u32,
-    cts_plane_f32,   cts_barrier_u32,  cuda_test_poke_u32, kw_broadcast_f32,
+    cts_plane_f32,   cts_barrier_u32,  cts_math_f32,  cuda_test_poke_u32, kw_broadcast_f32,
     cubert_comm_mean_f32, cubert_comm_mean_f64, cubert_comm_mean_i32, cubert_comm_mean_i64,
     cubert_comm_mean_u32, cubert_comm_mean_u64, cubert_comm_mean_i8, cubert_comm_mean_u8,
 };

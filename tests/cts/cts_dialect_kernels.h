@@ -176,4 +176,53 @@ CUBERT_KERNEL(cts_barrier_u32) {
   CUBERT_PHASE { CUBERT_STORE(out, ABSOLUTE_POS, seen + (uint32_t)UNIT_POS); }
 }
 
+/* The portable math (cubert/kernel_math.h): function k of the table below
+ * over its own block of inputs, out[k * n + i] = f_k(x, y, z) with
+ * x = in[k * n + i], y = in[k * n + (i + 1) % n], z = in[k * n + (i + 2) % n].
+ * Buffers: in, out (CTS_MATH_FUNCS * n each); scalar: n (u32). */
+#define CTS_MATH_FUNCS 24
+CUBERT_KERNEL(cts_math_f32) {
+  CUBERT_BUFFER(const float, in, 0);
+  CUBERT_BUFFER(float, out, 1);
+  CUBERT_SCALAR_U32(n, 0);
+  CUBERT_PHASE {
+    const uint64_t i = ABSOLUTE_POS;
+    if (i >= n) CUBERT_UNIT_DONE;
+#define CTS_X_(k) CUBERT_LOAD(in, (uint64_t)(k) * n + i)
+#define CTS_Y_(k) CUBERT_LOAD(in, (uint64_t)(k) * n + (i + 1u) % n)
+#define CTS_Z_(k) CUBERT_LOAD(in, (uint64_t)(k) * n + (i + 2u) % n)
+#define CTS_F1_(k, f) CUBERT_STORE(out, (uint64_t)(k) * n + i, f(CTS_X_(k)))
+#define CTS_F2_(k, f) CUBERT_STORE(out, (uint64_t)(k) * n + i, f(CTS_X_(k), CTS_Y_(k)))
+    CTS_F1_(0, cubert_expf);
+    CTS_F1_(1, cubert_exp2f);
+    CTS_F1_(2, cubert_logf);
+    CTS_F1_(3, cubert_log2f);
+    CTS_F1_(4, cubert_sqrtf);
+    CTS_F1_(5, cubert_rsqrtf);
+    CTS_F1_(6, cubert_tanhf);
+    CTS_F1_(7, cubert_erff);
+    CTS_F1_(8, cubert_sinf);
+    CTS_F1_(9, cubert_cosf);
+    CTS_F2_(10, cubert_powf);
+    CUBERT_STORE(out, 11u * n + i, cubert_fmaf(CTS_X_(11), CTS_Y_(11), CTS_Z_(11)));
+    CTS_F2_(12, cubert_fminf);
+    CTS_F2_(13, cubert_fmaxf);
+    CTS_F1_(14, cubert_fabsf);
+    CTS_F1_(15, cubert_floorf);
+    CTS_F1_(16, cubert_ceilf);
+    CTS_F1_(17, cubert_roundf);
+    CTS_F1_(18, cubert_fast_expf);
+    CTS_F1_(19, cubert_fast_logf);
+    CTS_F1_(20, cubert_fast_log2f);
+    CTS_F1_(21, cubert_fast_sinf);
+    CTS_F1_(22, cubert_fast_cosf);
+    CTS_F2_(23, cubert_fast_powf);
+#undef CTS_X_
+#undef CTS_Y_
+#undef CTS_Z_
+#undef CTS_F1_
+#undef CTS_F2_
+  }
+}
+
 #endif /* CUBERT_TESTS_CTS_DIALECT_KERNELS_H */

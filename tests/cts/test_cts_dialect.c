@@ -7,6 +7,7 @@
  * tests/host/test_kernel_dialect.c. */
 #include "cts.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,4 +271,139 @@ TEST(cts_barrier_uniform_code_reads_the_phase_before) {
   CHECK_OK(cubert_client_handle_release(env.client, &h[0], NULL));
   CHECK_OK(cubert_client_handle_release(env.client, &h[1], NULL));
   cts_teardown(&env);
+}
+
+/* ---- portable math ----------------------------------------------------------------- */
+
+CUBERT_KERNEL_DESCRIPTOR(k_math_kernel, cts_math_f32, 2, 1, 0, 128, 1, 1);
+
+/* How a function's error is bounded: in ulp of the correctly rounded
+ * result, or as an absolute or relative error. */
+enum { MATH_ULP = 0, MATH_ABS = 1, MATH_REL = 2 };
+
+typedef struct math_case_t {
+  const char *name;
+  int kind;
+  double bound;    /* the contract (docs/kernels.md, "Math") */
+  double lo, hi;   /* inputs, log-spaced when lo > 0 and hi / lo > 1000 */
+} math_case_t;
+
+static const math_case_t k_math[CTS_MATH_FUNCS] = {
+    {"expf", MATH_ULP, 2, -87, 88},
+    {"exp2f", MATH_ULP, 2, -125, 127},
+    {"logf", MATH_ULP, 1, 1e-30, 1e30},
+    {"log2f", MATH_ULP, 1, 1e-30, 1e30},
+    {"sqrtf", MATH_ULP, 0, 1e-30, 1e30},
+    {"rsqrtf", MATH_ULP, 2, 1e-30, 1e30},
+    {"tanhf", MATH_ULP, 2, -10, 10},
+    {"erff", MATH_ULP, 2, -5, 5},
+    {"sinf", MATH_ULP, 2, -1000, 1000},
+    {"cosf", MATH_ULP, 2, -1000, 1000},
+    {"powf", MATH_ULP, 4, 0.01, 100}, /* y: the next input, so pow(0.01..100, 0.01..100) */
+    {"fmaf", MATH_ULP, 0, -10, 10},
+    {"fminf", MATH_ULP, 0, -100, 100},
+    {"fmaxf", MATH_ULP, 0, -100, 100},
+    {"fabsf", MATH_ULP, 0, -100, 100},
+    {"floorf", MATH_ULP, 0, -100, 100},
+    {"ceilf", MATH_ULP, 0, -100, 100},
+    {"roundf", MATH_ULP, 0, -100, 100},
+    {"fast_expf", MATH_ULP, 14, -10, 10}, /* CUDA: 2 + floor(|1.173 x|) */
+    {"fast_logf", MATH_ULP, 3, 2, 1e30},  /* CUDA: 3 outside [0.5, 2] */
+    {"fast_log2f", MATH_ULP, 2, 2, 1e30}, /* CUDA: 2 outside [0.5, 2] */
+    {"fast_sinf", MATH_ABS, 3.6e-7, -3.14159, 3.14159}, /* CUDA: 2^-21.41 on [-pi, pi] */
+    {"fast_cosf", MATH_ABS, 3.6e-7, -3.14159, 3.14159},
+    {"fast_powf", MATH_REL, 1.0 / 65536, 0.5, 2}, /* exp2(y log2 x), y in [0.5, 2] too */
+};
+
+static long double math_reference(int k, float x, float y, float z) {
+  switch (k) {
+    case 0: case 18: return expl(x);
+    case 1: return exp2l(x);
+    case 2: case 19: return logl(x);
+    case 3: case 20: return log2l(x);
+    case 4: return sqrtl(x);
+    case 5: return 1.0L / sqrtl(x);
+    case 6: return tanhl(x);
+    case 7: return erfl(x);
+    case 8: case 21: return sinl(x);
+    case 9: case 22: return cosl(x);
+    case 10: case 23: return powl(x, y);
+    case 11: return (long double)x * y + z;
+    case 12: return fminf(x, y);
+    case 13: return fmaxf(x, y);
+    case 14: return fabsf(x);
+    case 15: return floorf(x);
+    case 16: return ceilf(x);
+    default: return roundf(x);
+  }
+}
+
+/* The error of `got` against `ref` in the case's unit. */
+static double math_error(const math_case_t *c, float got, long double ref) {
+  double r = (double)ref;
+  int e;
+  if ((isnan(got) && isnan(r)) || (double)got == r) return 0;
+  if (c->kind == MATH_ULP && (float)r == got) return 0.5; /* correctly rounded */
+  if (c->kind == MATH_ABS) return fabs((double)got - r);
+  if (c->kind == MATH_REL) return fabs(((double)got - r) / r);
+  if (isinf(got) || isnan(got) || isinf(r) || isnan(r)) return 1e9;
+  frexp((double)(float)r, &e); /* |r| in [2^(e-1), 2^e): float ulp 2^(e-24), subnormals 2^-149 */
+  return fabs((double)got - r) / ldexp(1.0, e - 24 < -149 ? -149 : e - 24);
+}
+
+TEST(cts_math_within_documented_ulp) {
+  cts_env_t env;
+  enum { N = 4096 };
+  float *in = (float *)malloc((size_t)CTS_MATH_FUNCS * N * 4),
+        *out = (float *)malloc((size_t)CTS_MATH_FUNCS * N * 4);
+  uint64_t n = N;
+  cubert_handle_t h[2];
+  cubert_launch_arguments_t args;
+  cubert_cube_count_t count = cubert_cube_count_new_3d((N + 127) / 128, 1, 1);
+  int k, i;
+  CHECK(in && out);
+  for (k = 0; k < CTS_MATH_FUNCS; k++) {
+    const math_case_t *c = &k_math[k];
+    for (i = 0; i < N; i++) {
+      double t = (double)i / (N - 1), v;
+      if (c->lo > 0 && c->hi / c->lo > 1000) v = c->lo * pow(c->hi / c->lo, t);
+      else v = c->lo + (c->hi - c->lo) * t;
+      if (k >= 12 && k <= 17 && i % 7 == 0) v = floor(v) + 0.5; /* halves: round, floor, ceil */
+      in[k * N + i] = (float)v;
+    }
+  }
+  cts_setup(&env, 0);
+  CHECK_OK(cubert_client_create_from_slice(env.client, in, (size_t)CTS_MATH_FUNCS * N * 4, &h[0],
+                                           NULL));
+  CHECK_OK(cubert_client_empty(env.client, (size_t)CTS_MATH_FUNCS * N * 4, &h[1], NULL));
+  args = args_of(h, 2);
+  args.scalars = &n;
+  args.scalar_count = 1;
+  CHECK_OK(cubert_client_launch(env.client, &k_math_kernel, &count, &args, NULL));
+  CHECK_OK(cubert_client_read_one(env.client, &h[1], out, (size_t)CTS_MATH_FUNCS * N * 4, NULL));
+  for (k = 0; k < CTS_MATH_FUNCS; k++) {
+    const math_case_t *c = &k_math[k];
+    double worst = 0;
+    int at = 0;
+    for (i = 0; i < N; i++) {
+      float x = in[k * N + i], y = in[k * N + (i + 1) % N], z = in[k * N + (i + 2) % N];
+      double err = math_error(c, out[k * N + i], math_reference(k, x, y, z));
+      if (err > worst) {
+        worst = err;
+        at = i;
+      }
+    }
+    /* the measured figure, for docs/kernels.md's table */
+    printf("  math %-11s max %s %.3g (bound %.3g) at x=%.9g on %s\n", c->name,
+           c->kind == MATH_ULP ? "ulp" : c->kind == MATH_ABS ? "abs" : "rel", worst, c->bound,
+           (double)in[k * N + at], cts_server_name());
+    CHECK_MSG(worst <= (c->kind == MATH_ULP ? c->bound + 0.5 : c->bound),
+              "%s: error %.3g above its bound %.3g at x=%.9g (got %.9g)", c->name, worst, c->bound,
+              (double)in[k * N + at], (double)out[k * N + at]);
+  }
+  CHECK_OK(cubert_client_handle_release(env.client, &h[0], NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &h[1], NULL));
+  cts_teardown(&env);
+  free(in);
+  free(out);
 }

@@ -46,6 +46,7 @@ CUBERT_KERNEL_DESCRIPTOR(g_cts_atomic_f32, cts_atomic_f32, 3, 0, 0, 1, 1, 1);
 CUBERT_KERNEL_DESCRIPTOR(g_cts_plane_u32, cts_plane_u32, 2, 0, 0, 1, 1, 1);
 CUBERT_KERNEL_DESCRIPTOR(g_cts_plane_f32, cts_plane_f32, 2, 0, 0, 1, 1, 1);
 CUBERT_KERNEL_DESCRIPTOR(g_cts_barrier_u32, cts_barrier_u32, 2, 0, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_math_f32, cts_math_f32, 2, 1, 0, 1, 1, 1);
 
 static const cubert_kernel_t *const k_kernels[] = {
     &ck_add_f32_kernel,      &ck_axpy_f32_kernel,  &ck_axpy_offset_f32_kernel,
@@ -57,6 +58,7 @@ static const cubert_kernel_t *const k_kernels[] = {
     &g_cts_nop,              &g_cts_atomic_u32,   &g_cts_atomic_i32,
     &g_cts_atomic_u64,       &g_cts_atomic_i64,   &g_cts_atomic_f32,
     &g_cts_plane_u32,        &g_cts_plane_f32,    &g_cts_barrier_u32,
+    &g_cts_math_f32,
 };
 #define KERNEL_COUNT (sizeof k_kernels / sizeof k_kernels[0])
 
