@@ -18,36 +18,42 @@
 #include "kernel/cpu_kernel.h"
 #include "base/fmt.h"
 
-#define RACE_NONE 0xFFFFFFFFu
-#define RACE_NO_CUBE UINT64_MAX
+#define RACE_NONE 0xFFFFFFFFu      /* no cube (cube ids are the low 32 bits of CUBE_POS) */
+#define RACE_NO_UNIT 0xFFFFu       /* no unit */
+#define RACE_UNIFORM_UNIT 0xFFFEu  /* uniform code (CUBERT_KERNEL_UNIFORM) */
 
+/* 20 bytes per kind, 72 per element. Cube ids keep their low 32 bits: two
+ * cubes 2^32 apart are taken for one (a launch that large is not checked in
+ * practice). */
 typedef struct race_kind_t {
-  uint64_t cube;       /* epoch: cube of the latest access (RACE_NO_CUBE: none yet) */
-  uint64_t first_cube; /* launch: first cube (RACE_NO_CUBE: none) */
-  uint64_t other_cube; /* launch: a second cube (RACE_NO_CUBE: none) */
+  uint32_t cube;       /* epoch: cube of the latest access (RACE_NONE: none yet) */
   uint32_t phase;      /* epoch: the cube's phase epoch */
-  uint32_t unit;       /* epoch: first unit */
-  uint32_t other_unit; /* epoch: a second unit (RACE_NONE: none) */
-  uint32_t pad;
+  uint32_t first_cube; /* launch: first cube (RACE_NONE: none) */
+  uint32_t other_cube; /* launch: a second cube (RACE_NONE: none) */
+  uint16_t unit;       /* epoch: first unit */
+  uint16_t other_unit; /* epoch: a second unit (RACE_NO_UNIT: none) */
 } race_kind_t;
 
 typedef struct race_cell_t {
-  uintptr_t address; /* 0: empty */
-  uint64_t shared_cube; /* shared cells: the cube they belong to; else RACE_NO_CUBE */
+  uintptr_t address;    /* 0: empty */
+  uint32_t shared_cube; /* shared cells: the cube they belong to; else RACE_NONE */
   race_kind_t kinds[3]; /* CUBERT_KERNEL_ACCESS_READ / WRITE / ATOMIC */
 } race_cell_t;
 
-
 static void kind_clear(race_kind_t *k) {
-  k->cube = k->first_cube = k->other_cube = RACE_NO_CUBE;
+  k->cube = k->first_cube = k->other_cube = RACE_NONE;
   k->phase = 0;
-  k->unit = k->other_unit = RACE_NONE;
-  k->pad = 0;
+  k->unit = k->other_unit = RACE_NO_UNIT;
 }
 
+static uint32_t unit_of16(uint32_t u) { return u == RACE_UNIFORM_UNIT ? CUBERT_KERNEL_UNIFORM : u; }
+
+/* splitmix64's finalizer: elements 4 bytes apart spread over the table. */
 static size_t hash_address(uintptr_t a, size_t mask) {
-  uint64_t h = (uint64_t)a * 0x9E3779B97F4A7C15ull;
-  return (size_t)(h >> 20) & mask;
+  uint64_t h = (uint64_t)a;
+  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+  return (size_t)(h ^ (h >> 31)) & mask;
 }
 
 static race_cell_t *find_slot(race_cell_t *cells, size_t capacity, uintptr_t a) {
@@ -84,7 +90,7 @@ static race_cell_t *cell_of(cpu_kernel_race_t *r, const void *address) {
   c = find_slot(r->cells, r->capacity, a);
   if (!c->address) {
     c->address = a;
-    c->shared_cube = RACE_NO_CUBE;
+    c->shared_cube = RACE_NONE;
     for (k = 0; k < 3; k++) kind_clear(&c->kinds[k]);
     r->used++;
   }
@@ -122,30 +128,31 @@ static uint32_t conflicts_of(uint32_t a) {
 static void note(cubert_kernel_cube_t *cube, const void *address, uint32_t view, const char *name,
                  uint64_t index, uint32_t access) {
   cpu_kernel_race_t *r = (cpu_kernel_race_t *)cube->race;
-  const uint64_t c = cube->pos_linear;
-  const uint32_t u = cube->unit, p = cube->phase;
+  const uint32_t c = (uint32_t)cube->pos_linear, u32 = cube->unit, p = cube->phase;
+  const uint16_t u = u32 == CUBERT_KERNEL_UNIFORM ? RACE_UNIFORM_UNIT : (uint16_t)u32;
   const int shared = (view & CUBERT_KERNEL_SHARED_VIEW) != 0;
   race_cell_t *cell;
   race_kind_t *mine;
   uint32_t bits, k;
-  int reported = 0;
   if (access == CUBERT_KERNEL_EVENT_SYNC) {
-    report(cube, CUBERT_KERNEL_RACE_SYNC_DIVERGENT, 0, name, 0, 0, 0, u, c);
+    report(cube, CUBERT_KERNEL_RACE_SYNC_DIVERGENT, 0, name, 0, 0, 0, u32, cube->pos_linear);
     return;
   }
   if (access == CUBERT_KERNEL_EVENT_PLANE) {
-    report(cube, CUBERT_KERNEL_RACE_PLANE_DIVERGENT, 0, name, index, 0, 0, u, c);
+    report(cube, CUBERT_KERNEL_RACE_PLANE_DIVERGENT, 0, name, index, 0, 0, u32, cube->pos_linear);
     return;
   }
   if (access == CUBERT_KERNEL_EVENT_PLANE_LANE) {
-    report(cube, CUBERT_KERNEL_RACE_PLANE_LANE, 0, name, index, 0, 0, u, c);
+    report(cube, CUBERT_KERNEL_RACE_PLANE_LANE, 0, name, index, 0, 0, u32, cube->pos_linear);
     return;
   }
   if (access > CUBERT_KERNEL_ACCESS_ATOMIC) return;
-  if (cube->unit_done && u != CUBERT_KERNEL_UNIFORM)
-    report(cube, CUBERT_KERNEL_RACE_UNIT_DONE, view, name, index, access, access, u, c);
-  if (u == CUBERT_KERNEL_UNIFORM && access != CUBERT_KERNEL_ACCESS_READ) {
-    report(cube, CUBERT_KERNEL_RACE_UNIFORM_WRITE, view, name, index, access, access, u, c);
+  if (cube->unit_done && u32 != CUBERT_KERNEL_UNIFORM)
+    report(cube, CUBERT_KERNEL_RACE_UNIT_DONE, view, name, index, access, access, u32,
+           cube->pos_linear);
+  if (u32 == CUBERT_KERNEL_UNIFORM && access != CUBERT_KERNEL_ACCESS_READ) {
+    report(cube, CUBERT_KERNEL_RACE_UNIFORM_WRITE, view, name, index, access, access, u32,
+           cube->pos_linear);
     return;
   }
   cell = cell_of(r, address);
@@ -155,19 +162,19 @@ static void note(cubert_kernel_cube_t *cube, const void *address, uint32_t view,
     cell->shared_cube = c;
   }
   bits = conflicts_of(access);
-  for (k = 0; k < 3 && !reported; k++) {
+  for (k = 0; k < 3; k++) {
     const race_kind_t *o = &cell->kinds[k];
     if (!(bits & (1u << k))) continue;
-    if (o->cube == c && o->phase == p && o->unit != RACE_NONE &&
-        (o->unit != u || o->other_unit != RACE_NONE)) {
+    if (o->cube == c && o->phase == p && o->unit != RACE_NO_UNIT &&
+        (o->unit != u || o->other_unit != RACE_NO_UNIT)) {
       report(cube, CUBERT_KERNEL_RACE_UNITS, view, name, index, k, access,
-             o->unit != u ? o->unit : o->other_unit, c);
-      reported = 1;
-    } else if (!shared && o->first_cube != RACE_NO_CUBE &&
-               (o->first_cube != c || o->other_cube != RACE_NO_CUBE)) {
-      report(cube, CUBERT_KERNEL_RACE_CUBES, view, name, index, k, access, RACE_NONE,
+             unit_of16(o->unit != u ? o->unit : o->other_unit), cube->pos_linear);
+      break;
+    }
+    if (!shared && o->first_cube != RACE_NONE && (o->first_cube != c || o->other_cube != RACE_NONE)) {
+      report(cube, CUBERT_KERNEL_RACE_CUBES, view, name, index, k, access, CUBERT_KERNEL_UNIFORM,
              o->first_cube != c ? o->first_cube : o->other_cube);
-      reported = 1;
+      break;
     }
   }
   mine = &cell->kinds[access];
@@ -175,12 +182,12 @@ static void note(cubert_kernel_cube_t *cube, const void *address, uint32_t view,
     mine->cube = c;
     mine->phase = p;
     mine->unit = u;
-    mine->other_unit = RACE_NONE;
-  } else if (u != mine->unit && mine->other_unit == RACE_NONE) {
+    mine->other_unit = RACE_NO_UNIT;
+  } else if (u != mine->unit && mine->other_unit == RACE_NO_UNIT) {
     mine->other_unit = u;
   }
-  if (mine->first_cube == RACE_NO_CUBE) mine->first_cube = c;
-  else if (mine->first_cube != c && mine->other_cube == RACE_NO_CUBE) mine->other_cube = c;
+  if (mine->first_cube == RACE_NONE) mine->first_cube = c;
+  else if (mine->first_cube != c && mine->other_cube == RACE_NONE) mine->other_cube = c;
 }
 
 cubert_status_t cpu_kernel_race_begin(cpu_kernel_context_t *ctx, cpu_kernel_race_t *race,
