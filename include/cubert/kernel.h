@@ -21,20 +21,29 @@
  * *uniform*: on the CPU it runs once per cube, on CUDA every unit (thread)
  * runs it redundantly, so it must compute the same value for every unit and
  * must not write memory (declare views, scalars, shared arrays, loop
- * counters; loop over phases). `CUBERT_PHASE { ... }` is a cube-wide barrier
- * followed by a block that every unit runs: on the CPU a loop over the
- * cube's units, on CUDA __syncthreads() then the block. So every phase
- * boundary is a barrier, and
+ * counters; loop over phases; read memory). `CUBERT_PHASE { ... }` is a block
+ * that every unit runs, between two cube-wide barriers: on the CPU a loop
+ * over the cube's units, on CUDA __syncthreads(), the block, __syncthreads().
+ * The barrier rule (cubert/kernel_sync.h), the same on both sides: a phase
+ * begins and ends with a barrier, so
+ *   - what a phase writes is visible to the next phase and to the uniform
+ *     code after it; only units of one phase (and cubes) can race, which the
+ *     RACECHECK mode checks (cubert/kernel_race.h);
  *   - values that cross a phase boundary live in shared memory
  *     (CUBERT_SHARED) or in a per-unit variable (CUBERT_UNIT_VAR/CUBERT_UNIT);
  *     a plain local declared inside a phase dies at the end of the phase;
  *   - phases must not nest, and a phase may only sit under uniform control
  *     flow (an `if`/`for` whose condition is the same for all units);
- *   - leave a phase early for the current unit with CUBERT_UNIT_DONE (never
- *     `return` or a `break` out of the phase: on the CPU that would skip the
- *     remaining units).
+ *   - leave a phase early for the current unit with CUBERT_UNIT_DONE, at the
+ *     phase's own level (never `return` or a `break` out of the phase: on the
+ *     CPU that would skip the remaining units; inside a loop nested in the
+ *     phase CUBERT_UNIT_DONE is that loop's `continue`: RACECHECK reports a
+ *     unit that goes on after it).
  * Units of one phase run in order on the CPU (unit 0, 1, ...) but kernels
- * must not rely on it: on CUDA they run concurrently.
+ * must not rely on it: on CUDA they run concurrently. Plane (warp) operations
+ * and the cube-wide reduce / scan are statements of uniform code
+ * (cubert/kernel_plane.h); atomics: cubert/kernel_atomic.h; math:
+ * cubert/kernel_math.h.
  *
  * Positions (CubeCL's names): CUBE_POS_X/Y/Z (uint32_t), CUBE_POS (uint64_t,
  * linear: x + X*(y + Y*z)), CUBE_COUNT_X/Y/Z, CUBE_COUNT (uint64_t),
@@ -55,7 +64,9 @@
  *              dropped; the launch report counts them;
  *   VALIDATE   as CHECKED, and the report also holds the first violation
  *              (lowest cube, then program order): buffer slot, element index,
- *              view length, load or store, cube position.
+ *              view length, load or store, cube position;
+ *   RACECHECK  as VALIDATE, and the kernel race checker runs (CPU drivers;
+ *              cubert/kernel_race.h; CUDA runs it as VALIDATE).
  * `name` must be the identifier given to CUBERT_BUFFER (the macros paste it).
  * Direct `name.ptr[i]` is a raw access in every mode.
  *
@@ -64,16 +75,22 @@
  * cubert_kernel_args_t).
  *
  * Shared memory. CUBERT_SHARED(type, name, count) declares a per-cube array
- * (count a compile-time constant; on the CPU an array in the cube's frame,
- * on CUDA __shared__). CUBERT_SHARED_DYNAMIC(type, name) points at the
- * per-cube dynamic block of kernel->shared_memory_bytes
+ * as a view, like a buffer's: CUBERT_LOAD / CUBERT_STORE / the atomics take
+ * it (bounds-checked, seen by the race checker; `name.ptr[i]` is raw). count
+ * is a compile-time constant, all of them together at most
+ * CUBERT_KERNEL_MAX_STATIC_SHARED bytes (CUDA's static limit); on the CPU the
+ * storage is the cube's part of a per-thread block (so the compiler sees no
+ * uninitialized local), on CUDA __shared__. CUBERT_SHARED_DYNAMIC(type, name)
+ * is the view of the per-cube dynamic block of kernel->shared_memory_bytes
  * (CUBERT_SHARED_DYNAMIC_BYTES). Every cube has its own shared memory; its
- * initial content is unspecified. Declare both in uniform code.
+ * initial content is unspecified. Declare both in uniform code, at the
+ * kernel's top level (not in a loop: each declaration takes new storage).
  *
  * Per-unit variables. CUBERT_UNIT_VAR(type, name) in uniform code declares a
- * variable every unit has its own copy of (CPU: an array of
- * CUBERT_KERNEL_MAX_UNITS; CUDA: a register); CUBERT_UNIT(name) is the
- * current unit's copy, inside a phase.
+ * variable every unit has its own copy of (CPU: CUBE_DIM copies from the
+ * cube's block, at most CUBERT_KERNEL_MAX_UNIT_VAR_BYTES per unit in all;
+ * CUDA: a register); CUBERT_UNIT(name) is the current unit's copy, inside a
+ * phase. Declare them at the kernel's top level too.
  *
  * Entry points. On the CPU, CUBERT_KERNEL(name) defines
  *   static void name(const cubert_kernel_args_t *args, cubert_kernel_cube_t *cube)

@@ -8,6 +8,7 @@
  * checked, and the project's kernels running clean under it; the options
  * that choose the plane size; the checker's out-of-memory paths.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -653,6 +654,78 @@ TEST(dialect_shared_past_the_block_is_reported) {
   CHECK(r.buffer_index & CUBERT_KERNEL_SHARED_VIEW);
   CHECK_EQ_U64(r.buffer_length, CUBERT_KERNEL_MAX_STATIC_SHARED);
   for (u = 0; u < 16; u++) CHECK_EQ_U64(out[u], 7); /* still memory-safe */
+  cubert_cpu_executor_destroy(ex);
+  CHECK_EQ_I64(c.live_blocks, 0);
+  counting_allocator_destroy(&c);
+}
+
+/* ---- the worked example of docs/kernels.md ------------------------------------------------ */
+
+/* out[r][j] = exp(x[r][j] - max_r) / sum_j exp(x[r][j] - max_r): one cube
+ * per row, each unit walks its columns with a stride of CUBE_DIM. */
+CUBERT_KERNEL(softmax_rows_f32) {
+  CUBERT_BUFFER(const float, x, 0);
+  CUBERT_BUFFER(float, out, 1);
+  CUBERT_SCALAR_U32(cols, 0);
+  CUBERT_SHARED(float, scratch, 256); /* a slot per plane: CUBE_DIM <= 256 */
+  CUBERT_UNIT_VAR(float, v);
+  CUBERT_UNIT_VAR(float, m);
+  const uint64_t row = (uint64_t)CUBE_POS * cols;
+  CUBERT_PHASE { /* each unit: the largest of its columns */
+    uint32_t j;
+    CUBERT_UNIT(v) = -3.0e38f;
+    for (j = (uint32_t)UNIT_POS; j < cols; j += CUBE_DIM)
+      CUBERT_UNIT(v) = cubert_fmaxf(CUBERT_UNIT(v), CUBERT_LOAD(x, row + j));
+  }
+  CUBERT_CUBE_MAX(m, v, scratch); /* uniform: every unit gets the row's max */
+  CUBERT_PHASE {
+    uint32_t j;
+    CUBERT_UNIT(v) = 0.0f;
+    for (j = (uint32_t)UNIT_POS; j < cols; j += CUBE_DIM)
+      CUBERT_UNIT(v) += cubert_expf(CUBERT_LOAD(x, row + j) - CUBERT_UNIT(m));
+  }
+  CUBERT_CUBE_SUM(v, v, scratch); /* every unit gets the row's sum */
+  CUBERT_PHASE {
+    uint32_t j;
+    for (j = (uint32_t)UNIT_POS; j < cols; j += CUBE_DIM)
+      CUBERT_STORE(out, row + j, cubert_expf(CUBERT_LOAD(x, row + j) - CUBERT_UNIT(m)) / CUBERT_UNIT(v));
+  }
+}
+CUBERT_KERNEL_DESCRIPTOR(k_softmax, softmax_rows_f32, 2, 1, 0, 96, 1, 1);
+
+TEST(dialect_worked_example_softmax) {
+  static const uint32_t planes[] = {4, 32, 64};
+  enum { ROWS = 5, COLS = 1000 };
+  static float x[ROWS * COLS], out[ROWS * COLS];
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_initialize(&c);
+  cubert_cpu_executor_t *ex = NULL;
+  cubert_kernel_args_t args;
+  cubert_kernel_report_t r;
+  uint32_t i, j, p;
+  for (i = 0; i < ROWS * COLS; i++) x[i] = (float)((i * 37u) % 101u) / 10.0f - 5.0f;
+  CHECK_OK(cubert_cpu_executor_create(a, 2, &ex, NULL));
+  cubert_kernel_args_initialize(&args);
+  cubert_kernel_args_set_buffer(&args, 0, x, sizeof x);
+  cubert_kernel_args_set_buffer(&args, 1, out, sizeof out);
+  cubert_kernel_args_set_u32(&args, 0, COLS);
+  for (p = 0; p < 3; p++) {
+    cubert_cpu_executor_set_plane_dim(ex, planes[p]);
+    CHECK_OK(cubert_cpu_executor_run(ex, &k_softmax, d3(ROWS, 1, 1), k_softmax.cube_dim, &args,
+                                     CUBERT_EXECUTION_RACECHECK, &r, NULL));
+    CHECK_EQ_U64(r.race_count, 0);
+    CHECK_EQ_U64(r.oob_count, 0);
+    for (i = 0; i < ROWS; i++) {
+      double mx = -1e30, sum = 0;
+      for (j = 0; j < COLS; j++) mx = x[i * COLS + j] > mx ? x[i * COLS + j] : mx;
+      for (j = 0; j < COLS; j++) sum += exp(x[i * COLS + j] - mx);
+      for (j = 0; j < COLS; j++) {
+        double want = exp(x[i * COLS + j] - mx) / sum;
+        CHECK_MSG(fabs(out[i * COLS + j] - want) <= 1e-6 * want + 1e-9, "row %u col %u: %g vs %g", i,
+                  j, out[i * COLS + j], want);
+      }
+    }
+  }
   cubert_cpu_executor_destroy(ex);
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
