@@ -16,10 +16,11 @@
  *   chunks from the other ranges until every cube ran.
  *   A launch with fewer cubes than threads wakes only as many workers as it
  *   can use (a 1-cube launch runs on the caller alone).
- * - Each running cube has its own shared memory: static CUBERT_SHARED arrays
- *   live in the cube's call frame, and each thread owns its dynamic shared
- *   block, so two cubes running at the same time never share a byte
- *   (CubeCL's CPU backend aliased them, cubecl#1575).
+ * - Each running cube has its own shared memory: each thread owns a block
+ *   holding the static CUBERT_SHARED arrays, the CUBERT_UNIT_VAR copies and
+ *   the dynamic shared memory of the cube it runs, so two cubes running at
+ *   the same time never share a byte (CubeCL's CPU backend aliased them,
+ *   cubecl#1575).
  * - n_workers == 0: everything runs on the calling thread, cubes in linear
  *   order (deterministic).
  */
@@ -33,7 +34,8 @@ typedef struct cubert_cpu_executor_t cubert_cpu_executor_t;
 
 /* Most worker threads an executor accepts. */
 #define CUBERT_CPU_EXECUTOR_MAX_WORKERS 1024
-/* Worker stack size (kernels keep shared arrays and unit variables on it). */
+/* Worker stack size (kernels' locals; shared arrays and unit variables are
+ * in the thread's block, not on the stack). */
 #define CUBERT_CPU_EXECUTOR_STACK_BYTES ((size_t)8 << 20)
 
 /* Create an executor with n_workers worker threads (0: run on the caller
