@@ -31,7 +31,10 @@
 #ifndef CUBERT_KERNEL_ATOMIC_H
 #define CUBERT_KERNEL_ATOMIC_H
 
-#include "cubert/kernel.h"
+#include "cubert/base.h"
+
+/* Part of cubert/kernel.h (which includes it at its end): include that.
+ * Alone it defines only macros (and, under nvcc, what needs kernel.h). */
 
 #define CUBERT_ATOMIC_OP_ADD_(a, b) ((a) + (b))
 #define CUBERT_ATOMIC_OP_SUB_(a, b) ((a) - (b))
@@ -102,15 +105,21 @@ template <> struct cubert_atomic_native_<unsigned long> { typedef unsigned long 
 
 template <typename T> static __device__ __forceinline__ T cubert_atomic_from_bits_(
     typename cubert_atomic_bits_<T>::type b) {
-  T v;
-  memcpy(&v, &b, sizeof v);
-  return v;
+  union {
+    typename cubert_atomic_bits_<T>::type b;
+    T v;
+  } u;
+  u.b = b;
+  return u.v;
 }
 template <typename T> static __device__ __forceinline__ typename cubert_atomic_bits_<T>::type
 cubert_atomic_to_bits_(T v) {
-  typename cubert_atomic_bits_<T>::type b;
-  memcpy(&b, &v, sizeof v);
-  return b;
+  union {
+    typename cubert_atomic_bits_<T>::type b;
+    T v;
+  } u;
+  u.v = v;
+  return u.b;
 }
 
 struct cubert_atomic_add_op_ { template <typename T> __device__ T operator()(T a, T b) const { return CUBERT_ATOMIC_OP_ADD_(a, b); } };

@@ -23,7 +23,10 @@
 #ifndef CUBERT_KERNEL_MATH_H
 #define CUBERT_KERNEL_MATH_H
 
-#include "cubert/kernel.h"
+#include "cubert/base.h"
+
+/* Part of cubert/kernel.h (which includes it at its end): include that.
+ * Alone it defines only macros (and, under nvcc, what needs kernel.h). */
 
 #if defined(__CUDACC__)
 #define CUBERT_MATH_FN_ static __device__ __forceinline__

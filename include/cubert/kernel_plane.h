@@ -46,7 +46,10 @@
 #ifndef CUBERT_KERNEL_PLANE_H
 #define CUBERT_KERNEL_PLANE_H
 
-#include "cubert/kernel.h"
+#include "cubert/base.h"
+
+/* Part of cubert/kernel.h (which includes it at its end): include that.
+ * Alone it defines only macros (and, under nvcc, what needs kernel.h). */
 
 #define CUBERT_PLANE_OP_SUM_(a, b) ((a) + (b))
 #define CUBERT_PLANE_OP_PROD_(a, b) ((a) * (b))
@@ -59,21 +62,19 @@
 #define UNIT_POS_PLANE ((uint32_t)cubert_unit.linear & (cubert_cube->plane_dim - 1u))
 
 /* Checked copy: a plane operation inside a phase is reported (RACECHECK). */
-CUBERT_KERNEL_FN_ void cubert_kernel_plane_check_(cubert_kernel_cube_t *cube, int unchecked,
-                                                  const char *name) {
-  if (!unchecked && cube->unit != CUBERT_KERNEL_UNIFORM && cube->race_note)
-    cube->race_note(cube, 0, 0, name, cube->unit, CUBERT_KERNEL_EVENT_PLANE);
-}
-/* A lane the plane lacks (RACECHECK). */
-CUBERT_KERNEL_FN_ void cubert_kernel_plane_lane_(cubert_kernel_cube_t *cube, int unchecked,
-                                                 const char *name, uint32_t unit, uint32_t lane) {
-  if (!unchecked && cube->race_note) {
-    uint32_t saved = cube->unit;
-    cube->unit = unit;
-    cube->race_note(cube, 0, 0, name, lane, CUBERT_KERNEL_EVENT_PLANE_LANE);
-    cube->unit = saved;
-  }
-}
+#define cubert_kernel_plane_check_(cube, unchecked, name)                                    \
+  ((void)((unchecked) || (cube)->unit == CUBERT_KERNEL_UNIFORM || !(cube)->race_note ||      \
+          ((cube)->race_note((cube), 0, 0, (name), (cube)->unit, CUBERT_KERNEL_EVENT_PLANE), 0)))
+/* A lane the plane lacks (RACECHECK): reported as unit `unit`'s. */
+#define cubert_kernel_plane_lane_(cube, unchecked, name, unit_, lane)                        \
+  do {                                                                                       \
+    if (!(unchecked) && (cube)->race_note) {                                                 \
+      uint32_t cubert_saved_unit_ = (cube)->unit;                                            \
+      (cube)->unit = (unit_);                                                                \
+      (cube)->race_note((cube), 0, 0, (name), (lane), CUBERT_KERNEL_EVENT_PLANE_LANE);       \
+      (cube)->unit = cubert_saved_unit_;                                                     \
+    }                                                                                        \
+  } while (0)
 
 #define CUBERT_PLANE_LOOP_(b, e)                                                             \
   for (b = 0; b < cubert_cube->units; b += cubert_cube->plane_dim)                           \

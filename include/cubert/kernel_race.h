@@ -36,7 +36,10 @@
 #ifndef CUBERT_KERNEL_RACE_H
 #define CUBERT_KERNEL_RACE_H
 
-#include "cubert/kernel.h"
+#include "cubert/base.h"
+
+/* Part of cubert/kernel.h (which includes it at its end): include that.
+ * Alone it defines only macros (and, under nvcc, what needs kernel.h). */
 
 #define CUBERT_KERNEL_RACE_NONE 0u
 #define CUBERT_KERNEL_RACE_UNITS 1u

@@ -25,18 +25,20 @@
 #ifndef CUBERT_KERNEL_SYNC_H
 #define CUBERT_KERNEL_SYNC_H
 
-#include "cubert/kernel.h"
+#include "cubert/base.h"
+
+/* Part of cubert/kernel.h (which includes it at its end): include that.
+ * Alone it defines only macros (and, under nvcc, what needs kernel.h). */
 
 #if !defined(__CUDACC__)
 /* Checked copy: a barrier inside a phase is reported (RACECHECK); between
  * phases there is nothing to do on the CPU (uniform code sits between the
  * barriers of the phases around it). */
-CUBERT_KERNEL_FN_ void cubert_kernel_sync_cube_(cubert_kernel_cube_t *cube, int unchecked) {
-  if (unchecked) return;
-  if (cube->unit != CUBERT_KERNEL_UNIFORM && cube->race_note)
-    cube->race_note(cube, NULL, 0, "sync_cube", 0, CUBERT_KERNEL_EVENT_SYNC);
-}
-#define CUBERT_SYNC_CUBE() cubert_kernel_sync_cube_(cubert_cube, cubert_unchecked_)
+#define CUBERT_SYNC_CUBE()                                                                   \
+  ((void)(cubert_unchecked_ || cubert_cube->unit == CUBERT_KERNEL_UNIFORM ||                 \
+          !cubert_cube->race_note ||                                                         \
+          (cubert_cube->race_note(cubert_cube, 0, 0, "sync_cube", 0, CUBERT_KERNEL_EVENT_SYNC), \
+           0)))
 #else
 #define CUBERT_SYNC_CUBE() __syncthreads()
 #endif
