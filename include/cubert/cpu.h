@@ -111,7 +111,8 @@ CUBERT_API void cubert_cpu_options_initialize(cubert_cpu_options_t *options);
  * log when CUBERT_LOG is on).
  *
  * ALREADY_EXISTS when the device index is taken; RESOURCE_EXHAUSTED; INTERNAL
- * when a thread cannot be started; INVALID_ARGUMENT for an invalid
+ * when a thread cannot be started; INVALID_ARGUMENT for a plane_dim that is
+ * not a power of two from 1 to 64 (field 0: it), for an invalid
  * profile_level, an unknown mode, replay / choice_bytes given together, a
  * NULL array with a non-zero count, or replay / choice_bytes without
  * DETERMINISTIC mode, or an invalid environment variable (nothing is left

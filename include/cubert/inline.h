@@ -62,7 +62,8 @@ CUBERT_API void cubert_inline_options_initialize(cubert_inline_options_t *option
 
 /* Create an inline device and its first client (registered in the device
  * registry; cubert_client_load finds it). options NULL: the defaults.
- * INVALID_ARGUMENT (NULL out_client, max_streams above 255, half a lock);
+ * INVALID_ARGUMENT (NULL out_client, max_streams above 255, half a lock, a
+ * plane_dim that is not a power of two from 1 to 64);
  * a bad memory_config: the errors of cubert_memory_configuration_pools;
  * ALREADY_EXISTS (kind SERVICE_CREATION) when the index is taken;
  * RESOURCE_EXHAUSTED. Nothing is left behind on failure. Thread-safe when
