@@ -381,13 +381,20 @@ static cubert_status_t executor_reserve_shared(cubert_cpu_executor_t *ex, size_t
     if (s != CUBERT_STATUS_OK) {
       cubert_allocator_free(ex->allocator, ctx->pending, need, 64);
     } else {
-      context_free(ex->allocator, ctx);
+      cubert_allocator_free(ex->allocator, ctx->dynamic_shared, ctx->dynamic_capacity, 64);
       ctx->dynamic_shared = ctx->pending;
       ctx->dynamic_capacity = need;
     }
     ctx->pending = NULL;
   }
   return s;
+}
+
+/* A cube whose shared arrays and unit variables could not get their block
+ * (it did not run; cpu_kernel_run_range). */
+static cubert_status_t executor_scratch_error(cubert_error_t *out_error) {
+  return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
+                          "cpu executor: cannot allocate the cubes' shared memory");
 }
 
 /* Offer the job to `participants` workers, run cubes on this thread too,
@@ -432,6 +439,7 @@ cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,
   cpu_kernel_grid_t grid;
   uint64_t chunk;
   uint32_t participants, i;
+  int failed = 0;
   if (!ex)
     return cubert_error_set(out_error, CUBERT_ERROR_SERVER_VALIDATION, NULL, 0,
                             "cpu executor: NULL argument");
@@ -449,6 +457,7 @@ cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,
                             "cpu executor: cannot allocate the cubes' shared memory");
   }
   if (ex->plane_dim) grid.plane_dim = ex->plane_dim;
+  for (i = 0; i <= ex->worker_count; i++) executor_context(ex, i)->allocator = ex->allocator;
   if (mode == CUBERT_EXECUTION_RACECHECK) { /* the race checker: cubes in order, one thread */
     cpu_kernel_race_t race;
     cubert_status_t st;
@@ -461,6 +470,7 @@ cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,
     }
     if (out_report) cpu_kernel_report_merge(out_report, &ex->caller.report);
     cubert_host_mutex_unlock(&ex->run_mutex);
+    if (ex->caller.scratch_failed) return executor_scratch_error(out_error);
     if (st != CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                               "cpu executor: the kernel race checker ran out of memory");
@@ -472,6 +482,7 @@ cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,
     cpu_kernel_run_all(&ex->caller, kernel, args, &grid);
     if (out_report) cpu_kernel_report_merge(out_report, &ex->caller.report);
     cubert_host_mutex_unlock(&ex->run_mutex);
+    if (ex->caller.scratch_failed) return executor_scratch_error(out_error);
     return CUBERT_STATUS_OK;
   }
   chunk = grid.total / (((uint64_t)participants + 1) * 8u); /* 8 chunks per range */
@@ -487,6 +498,9 @@ cubert_status_t cubert_cpu_executor_run(cubert_cpu_executor_t *executor,
       cpu_kernel_report_merge(out_report, &executor_worker(ex, i)->context.report);
     cpu_kernel_report_merge(out_report, &ex->caller.report);
   }
+  for (i = 0; i < participants; i++)
+    if (executor_worker(ex, i)->context.scratch_failed) failed = 1;
   cubert_host_mutex_unlock(&ex->run_mutex);
+  if (failed || ex->caller.scratch_failed) return executor_scratch_error(out_error);
   return CUBERT_STATUS_OK;
 }

@@ -166,13 +166,18 @@ static cubert_status_t run_launch(inline_device_t *d, const cpu_kernel_launch_t 
     }
     cpu_kernel_run_all(&d->context, l->kernel, &args, &grid);
     st = cpu_kernel_race_end(&d->context, &race);
-    if (st != CUBERT_STATUS_OK) {
+    if (st != CUBERT_STATUS_OK || d->context.scratch_failed) {
       cubert_error_set(error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, 0, 0,
                        "the kernel race checker ran out of memory");
       return cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
     }
   } else {
     cpu_kernel_run_all(&d->context, l->kernel, &args, &grid);
+  }
+  if (d->context.scratch_failed) {
+    cubert_error_set(error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, 0, 0,
+                     "cannot allocate the cubes' shared memory");
+    return cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
   }
   return cpu_kernel_launch_report(l, &d->context.report, stream, error);
 }

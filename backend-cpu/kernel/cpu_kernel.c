@@ -59,10 +59,7 @@ cubert_status_t cpu_kernel_grid(const cubert_kernel_t *kernel, cubert_dim3_t cub
   out_grid->units = (uint32_t)units;
   out_grid->mode = (uint32_t)mode;
   out_grid->total = total;
-  out_grid->shared_bytes = CUBERT_KERNEL_MAX_STATIC_SHARED +
-                          (size_t)units * (CUBERT_KERNEL_MAX_UNIT_VAR_BYTES +
-                                           CUBERT_KERNEL_MAX_ELEMENT_BYTES) +
-                          (((size_t)kernel->shared_memory_bytes + 63u) & ~(size_t)63u);
+  out_grid->shared_bytes = ((size_t)kernel->shared_memory_bytes + 63u) & ~(size_t)63u;
   out_grid->plane_dim = CPU_KERNEL_PLANE_DIM;
   return CUBERT_STATUS_OK;
 }
@@ -122,6 +119,7 @@ void cpu_kernel_report_merge(cubert_kernel_report_t *total, const cubert_kernel_
 cubert_status_t cpu_kernel_context_reserve(cpu_kernel_context_t *ctx, cubert_allocator_t allocator,
                                            size_t need) {
   void *block = 0;
+  ctx->allocator = allocator;
   if (need == 0 || ctx->dynamic_capacity >= need) return CUBERT_STATUS_OK;
   CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, need, 64, &block, NULL));
   cubert_allocator_free(allocator, ctx->dynamic_shared, ctx->dynamic_capacity, 64);
@@ -134,6 +132,26 @@ void cpu_kernel_context_free(cpu_kernel_context_t *ctx, cubert_allocator_t alloc
   cubert_allocator_free(allocator, ctx->dynamic_shared, ctx->dynamic_capacity, 64);
   ctx->dynamic_shared = 0;
   ctx->dynamic_capacity = 0;
+  cubert_allocator_free(allocator, ctx->scratch, ctx->scratch_capacity, 64);
+  ctx->scratch = 0;
+  ctx->scratch_capacity = 0;
+}
+
+/* Grow the cubes' block to `need` bytes (the content goes: the cube runs
+ * again). 0 when it cannot. */
+static int scratch_grow(cpu_kernel_context_t *ctx, uint64_t need) {
+  void *block = 0;
+  size_t bytes;
+  if (need > (uint64_t)((size_t)-1 / 2)) return 0;
+  bytes = ((size_t)need + 63u) & ~(size_t)63u;
+  if (bytes < 2 * ctx->scratch_capacity) bytes = 2 * ctx->scratch_capacity; /* fewer regrowths */
+  if (cubert_allocator_malloc(ctx->allocator, bytes, 64, &block, NULL) != CUBERT_STATUS_OK) return 0;
+  cubert_allocator_free(ctx->allocator, ctx->scratch, ctx->scratch_capacity, 64);
+  ctx->scratch = (unsigned char *)block;
+  ctx->scratch_capacity = bytes;
+  ctx->cube.scratch = ctx->scratch;
+  ctx->cube.scratch_bytes = bytes;
+  return 1;
 }
 
 void cpu_kernel_context_begin(cpu_kernel_context_t *ctx, const cubert_kernel_t *kernel,
@@ -144,12 +162,10 @@ void cpu_kernel_context_begin(cpu_kernel_context_t *ctx, const cubert_kernel_t *
   cube->units = grid->units;
   cube->count_linear = grid->total;
   cube->mode = grid->mode;
-  cube->shared_static = ctx->dynamic_shared;
-  cube->unit_vars = ctx->dynamic_shared + CUBERT_KERNEL_MAX_STATIC_SHARED;
-  cube->unit_vars_bytes = (uint64_t)grid->units * CUBERT_KERNEL_MAX_UNIT_VAR_BYTES;
-  cube->plane_scratch = cube->unit_vars + cube->unit_vars_bytes;
-  cube->dynamic_shared =
-      cube->plane_scratch + (size_t)grid->units * CUBERT_KERNEL_MAX_ELEMENT_BYTES;
+  cube->scratch = ctx->scratch;
+  cube->scratch_bytes = ctx->scratch_capacity;
+  cube->dynamic_shared = ctx->dynamic_shared;
+  ctx->scratch_failed = 0;
   cube->dynamic_shared_bytes = kernel->shared_memory_bytes;
   cube->plane_dim = grid->plane_dim; /* race / race_note: cpu_kernel_race_begin, _end */
   cube->report = &ctx->report;
@@ -162,8 +178,27 @@ static void cpu_kernel_cube_reset(cubert_kernel_cube_t *cube) {
   cube->unit = CUBERT_KERNEL_UNIFORM;
   cube->phase = 0;
   cube->unit_done = 0;
-  cube->shared_static_used = 0;
-  cube->unit_vars_used = 0;
+  cube->scratch_used = 0;
+  cube->scratch_short = 0;
+  cube->plane_scratch = 0;
+}
+
+/* Run the cube at cube->pos: again, with a grown block, when its
+ * declarations did not fit (it ran no phase: it wrote nothing). 0 when the
+ * block cannot grow. */
+static int run_cube(cpu_kernel_context_t *ctx, cubert_kernel_cpu_fn_t entry,
+                    const cubert_kernel_args_t *args) {
+  cubert_kernel_cube_t *cube = &ctx->cube;
+  cpu_kernel_cube_reset(cube);
+  entry(args, cube);
+  if (!cube->scratch_short) return 1;
+  if (!scratch_grow(ctx, cube->scratch_used)) {
+    ctx->scratch_failed = 1;
+    return 0;
+  }
+  cpu_kernel_cube_reset(cube);
+  entry(args, cube);
+  return 1;
 }
 
 void cpu_kernel_run_range(cpu_kernel_context_t *ctx, const cubert_kernel_t *kernel,
@@ -178,8 +213,7 @@ void cpu_kernel_run_range(cpu_kernel_context_t *ctx, const cubert_kernel_t *kern
     cube->pos.y = y;
     cube->pos.z = z;
     cube->pos_linear = i;
-    cpu_kernel_cube_reset(cube);
-    entry(args, cube);
+    if (!run_cube(ctx, entry, args)) return;
     if (++x == cx) {
       x = 0;
       if (++y == cy) {
@@ -204,8 +238,7 @@ void cpu_kernel_run_all(cpu_kernel_context_t *ctx, const cubert_kernel_t *kernel
         cube->pos.y = y;
         cube->pos.z = z;
         cube->pos_linear = linear++;
-        cpu_kernel_cube_reset(cube);
-        entry(args, cube);
+        if (!run_cube(ctx, entry, args)) return;
       }
 }
 

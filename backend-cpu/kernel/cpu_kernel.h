@@ -36,6 +36,12 @@ typedef struct cpu_kernel_context_t {
   unsigned char *pending;        /* a larger block being prepared */
   cpu_kernel_scratch_t oob_sink; /* written by dropped stores, never read */
   cpu_kernel_scratch_t oob_zero; /* read by out-of-bounds loads, never written */
+  /* The cubes' shared arrays and unit variables (kernel.h: cube.scratch),
+   * grown by the runner to what a kernel declares (64-aligned). */
+  unsigned char *scratch;
+  size_t scratch_capacity;
+  cubert_allocator_t allocator; /* of `scratch` (set by cpu_kernel_context_reserve) */
+  uint32_t scratch_failed;      /* a cube could not get its block: it did not run */
 } cpu_kernel_context_t;
 
 /* One launch's grid, checked (cpu_kernel_grid). */
@@ -45,12 +51,7 @@ typedef struct cpu_kernel_grid_t {
   uint32_t units;
   uint32_t mode; /* CUBERT_KERNEL_MODE_* */
   uint64_t total; /* cubes */
-  /* A running cube's block (cpu_kernel_context_reserve): the static shared
-   * block (CUBERT_KERNEL_MAX_STATIC_SHARED), the unit variables (units *
-   * CUBERT_KERNEL_MAX_UNIT_VAR_BYTES), the plane scratch (units *
-   * CUBERT_KERNEL_MAX_ELEMENT_BYTES), then the dynamic shared memory rounded
-   * up to 64. */
-  size_t shared_bytes;
+  size_t shared_bytes; /* dynamic shared memory per cube, rounded up to 64 */
   uint32_t plane_dim; /* PLANE_DIM: CPU_KERNEL_PLANE_DIM unless the caller sets it */
 } cpu_kernel_grid_t;
 
@@ -93,7 +94,8 @@ void cpu_kernel_report_reset(cubert_kernel_report_t *report);
 void cpu_kernel_report_merge(cubert_kernel_report_t *total, const cubert_kernel_report_t *part);
 
 /* Make the context's dynamic shared block at least `need` bytes (64-aligned
- * from `allocator`). RESOURCE_EXHAUSTED leaves it unchanged. */
+ * from `allocator`, which the context keeps for its cubes' block too).
+ * RESOURCE_EXHAUSTED leaves it unchanged. */
 cubert_status_t cpu_kernel_context_reserve(cpu_kernel_context_t *ctx, cubert_allocator_t allocator,
                                            size_t need);
 /* Free the context's blocks. */
@@ -102,7 +104,11 @@ void cpu_kernel_context_free(cpu_kernel_context_t *ctx, cubert_allocator_t alloc
 /* Point the context's cube record at a launch (reset its report first). */
 void cpu_kernel_context_begin(cpu_kernel_context_t *ctx, const cubert_kernel_t *kernel,
                               const cpu_kernel_grid_t *grid);
-/* Run the linear cubes [start, end) (x fastest, then y, then z). */
+/* Run the linear cubes [start, end) (x fastest, then y, then z). A cube
+ * whose shared arrays and unit variables do not fit the context's block runs
+ * again once the block has grown; when it cannot grow, scratch_failed is set
+ * and the cubes left do not run (the caller fails the launch:
+ * RESOURCE_EXHAUSTED). */
 void cpu_kernel_run_range(cpu_kernel_context_t *ctx, const cubert_kernel_t *kernel,
                           const cubert_kernel_args_t *args, uint64_t start, uint64_t end);
 /* Run every cube in linear order on this thread (begin included). */

@@ -77,10 +77,12 @@
  * Shared memory. CUBERT_SHARED(type, name, count) declares a per-cube array
  * as a view, like a buffer's: CUBERT_LOAD / CUBERT_STORE / the atomics take
  * it (bounds-checked, seen by the race checker; `name.ptr[i]` is raw). count
- * is a compile-time constant, all of them together at most
- * CUBERT_KERNEL_MAX_STATIC_SHARED bytes (CUDA's static limit); on the CPU the
- * storage is the cube's part of a per-thread block (so the compiler sees no
- * uninitialized local), on CUDA __shared__. CUBERT_SHARED_DYNAMIC(type, name)
+ * is a compile-time constant, each array at most
+ * CUBERT_KERNEL_MAX_STATIC_SHARED bytes (CUDA's static limit, for all of
+ * them together there); on the CPU the storage is the cube's part of a
+ * per-thread block that grows to what the kernel declares (so the compiler
+ * sees no uninitialized local, and a kernel without shared arrays costs
+ * nothing), on CUDA __shared__. CUBERT_SHARED_DYNAMIC(type, name)
  * is the view of the per-cube dynamic block of kernel->shared_memory_bytes
  * (CUBERT_SHARED_DYNAMIC_BYTES). Every cube has its own shared memory; its
  * initial content is unspecified. Declare both in uniform code, at the
@@ -88,9 +90,8 @@
  *
  * Per-unit variables. CUBERT_UNIT_VAR(type, name) in uniform code declares a
  * variable every unit has its own copy of (CPU: CUBE_DIM copies from the
- * cube's block, at most CUBERT_KERNEL_MAX_UNIT_VAR_BYTES per unit in all;
- * CUDA: a register); CUBERT_UNIT(name) is the current unit's copy, inside a
- * phase. Declare them at the kernel's top level too.
+ * cube's block; CUDA: a register); CUBERT_UNIT(name) is the current unit's
+ * copy, inside a phase. Declare them at the kernel's top level too.
  *
  * Entry points. On the CPU, CUBERT_KERNEL(name) defines
  *   static void name(const cubert_kernel_args_t *args, cubert_kernel_cube_t *cube)
@@ -121,9 +122,8 @@
 /* Static shared memory of one cube (the CUBERT_SHARED arrays together; CUDA's
  * limit for static __shared__ data). */
 #define CUBERT_KERNEL_MAX_STATIC_SHARED 49152
-/* Per-unit variables of one unit (the CUBERT_UNIT_VAR copies together, each
- * rounded up to 64 bytes per cube; on CUDA they are registers). */
-#define CUBERT_KERNEL_MAX_UNIT_VAR_BYTES 1024
+/* Largest element of a plane operation's variables (bytes). */
+#define CUBERT_KERNEL_PLANE_ELEMENT_BYTES 16
 /* The unit of uniform code (cubert_kernel_cube_t.unit, race reports). */
 #define CUBERT_KERNEL_UNIFORM 0xFFFFFFFFu
 /* A view's index for a shared array: this bit | the source line of its
@@ -343,12 +343,18 @@ typedef struct cubert_kernel_cube_t {
   uint32_t unit;                 /* checked copy: the unit a phase runs (UNIFORM between) */
   uint32_t phase;                /* +1 at each phase's start and end (the race epochs) */
   uint32_t unit_done;            /* checked copy: CUBERT_UNIT_DONE ran for `unit` */
-  unsigned char *shared_static;  /* this cube's CUBERT_SHARED arrays */
-  uint64_t shared_static_used;   /* bytes handed out (CUBERT_KERNEL_MAX_STATIC_SHARED) */
-  unsigned char *unit_vars;      /* this cube's CUBERT_UNIT_VAR copies */
-  uint64_t unit_vars_bytes;      /* units * CUBERT_KERNEL_MAX_UNIT_VAR_BYTES */
-  uint64_t unit_vars_used;
-  unsigned char *plane_scratch;  /* units * CUBERT_KERNEL_MAX_ELEMENT_BYTES (plane shuffles) */
+  /* The cube's block for its CUBERT_SHARED arrays, CUBERT_UNIT_VAR copies and
+   * the plane operations' scratch, handed out in declaration order. A cube
+   * whose declarations do not fit runs no phase and no plane operation
+   * (scratch_short); the runner grows the block to scratch_used and runs
+   * the cube again, so the block fits every kernel after its first cube. */
+  unsigned char *scratch;
+  uint64_t scratch_bytes;
+  uint64_t scratch_used;
+  uint32_t scratch_short;
+  uint32_t reserved2;
+  unsigned char *plane_scratch;  /* units * CUBERT_KERNEL_PLANE_ELEMENT_BYTES, from `scratch`
+                                    at the first CUBERT_UNIT_VAR */
   void *race;                    /* RACECHECK: the checker's state; NULL otherwise */
   /* RACECHECK: record an access (the checker's; NULL otherwise). */
   void (*race_note)(struct cubert_kernel_cube_t *cube, const void *address, uint32_t view,
@@ -488,8 +494,10 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
  * checked copy keeps the unit and the phase epoch for the race checker. */
 CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_phase_begin_(cubert_kernel_cube_t *cube,
                                                                   int unchecked) {
+  cubert_kernel_unit_t u = cubert_kernel_unit_first_();
   if (!unchecked) cube->phase++;
-  return cubert_kernel_unit_first_();
+  if (cube->scratch_short) u.z = cube->dim.z; /* the cube runs again: no phase now */
+  return u;
 }
 
 CUBERT_KERNEL_FN_ int cubert_kernel_phase_end_(cubert_kernel_cube_t *cube, int unchecked) {
@@ -516,29 +524,25 @@ CUBERT_KERNEL_FN_ int cubert_kernel_unit_done_(cubert_kernel_cube_t *cube, int u
 }
 
 /* CUBERT_SHARED's and CUBERT_UNIT_VAR's storage: handed out in order from
- * the cube's blocks (reset for every cube). Declared past the block's end
- * (declarations in a loop, or more than the limit): reported as an
- * out-of-bounds write of the view, and the block's start is reused. */
-CUBERT_KERNEL_FN_ void *cubert_kernel_shared_static_(cubert_kernel_cube_t *cube, uint64_t bytes,
-                                                     uint32_t line) {
-  uint64_t at = (cube->shared_static_used + 63u) & ~(uint64_t)63u;
-  if (at + bytes > CUBERT_KERNEL_MAX_STATIC_SHARED) {
-    cubert_kernel_oob_(cube, CUBERT_KERNEL_SHARED_VIEW | line, at + bytes,
-                       CUBERT_KERNEL_MAX_STATIC_SHARED, 1);
-    return cube->shared_static;
+ * the cube's block (reset for every cube). When the block is too small the
+ * cube is marked short (it then runs no phase and no plane operation, and
+ * the runner runs it again with a block of scratch_used bytes); meanwhile the
+ * declaration gets the never-written zero block, which uniform code may read. */
+CUBERT_KERNEL_FN_ void *cubert_kernel_scratch_(cubert_kernel_cube_t *cube, uint64_t bytes) {
+  uint64_t at = (cube->scratch_used + 63u) & ~(uint64_t)63u;
+  cube->scratch_used = at + bytes;
+  if (at + bytes > cube->scratch_bytes || cube->scratch_short) {
+    cube->scratch_short = 1;
+    return (void *)cube->oob_zero;
   }
-  cube->shared_static_used = at + bytes;
-  return cube->shared_static + at;
+  return cube->scratch + at;
 }
 
 CUBERT_KERNEL_FN_ void *cubert_kernel_unit_var_(cubert_kernel_cube_t *cube, uint64_t bytes) {
-  uint64_t at = cube->unit_vars_used, need = (bytes * cube->units + 63u) & ~(uint64_t)63u;
-  if (at + need > cube->unit_vars_bytes) {
-    cubert_kernel_oob_(cube, CUBERT_KERNEL_SHARED_VIEW, at + need, cube->unit_vars_bytes, 1);
-    return cube->unit_vars;
-  }
-  cube->unit_vars_used = at + need;
-  return cube->unit_vars + at;
+  if (!cube->plane_scratch) /* the plane operations' scratch, with the first unit variable */
+    cube->plane_scratch = (unsigned char *)cubert_kernel_scratch_(
+        cube, (uint64_t)cube->units * CUBERT_KERNEL_PLANE_ELEMENT_BYTES);
+  return cubert_kernel_scratch_(cube, bytes * cube->units);
 }
 
 /* The entry point runs one of two copies of the body: one where every access
@@ -606,8 +610,8 @@ CUBERT_KERNEL_FN_ void *cubert_kernel_unit_var_(cubert_kernel_cube_t *cube, uint
   default:                                                                                   \
     continue
 
-/* A view over this cube's part of the static shared block (zeroed never:
- * the content is unspecified at the cube's start, as on a GPU). */
+/* A view over this cube's part of the block (never zeroed: the content is
+ * unspecified at the cube's start, as on a GPU). */
 #define CUBERT_SHARED(type, name, count)                                                     \
   typedef type cubert_elem_##name##_;                                                        \
   struct {                                                                                   \
@@ -615,8 +619,8 @@ CUBERT_KERNEL_FN_ void *cubert_kernel_unit_var_(cubert_kernel_cube_t *cube, uint
     uint64_t len;                                                                            \
     uint32_t index;                                                                          \
     char check_[(uint64_t)sizeof(type) * (count) <= CUBERT_KERNEL_MAX_STATIC_SHARED ? 1 : -1]; \
-  } name = {(cubert_elem_##name##_ *)cubert_kernel_shared_static_(                          \
-                cubert_cube, (uint64_t)sizeof(type) * (count), (uint32_t)__LINE__),          \
+  } name = {(cubert_elem_##name##_ *)cubert_kernel_scratch_(                                \
+                cubert_cube, (uint64_t)sizeof(type) * (count)),                              \
             (uint64_t)(count), CUBERT_KERNEL_SHARED_VIEW | (uint32_t)__LINE__, {0}}
 #define CUBERT_SHARED_DYNAMIC(type, name)                                                    \
   typedef type cubert_elem_##name##_;                                                        \
@@ -628,7 +632,7 @@ CUBERT_KERNEL_FN_ void *cubert_kernel_unit_var_(cubert_kernel_cube_t *cube, uint
             cubert_cube->dynamic_shared_bytes / sizeof(type), CUBERT_KERNEL_SHARED_VIEW}
 #define CUBERT_SHARED_DYNAMIC_BYTES (cubert_cube->dynamic_shared_bytes)
 
-/* CUBE_DIM copies, from the cube's unit-variable block (sized to the cube). */
+/* CUBE_DIM copies, from the cube's block (sized to the cube). */
 #define CUBERT_UNIT_VAR(type, name)                                                          \
   type *const name = (type *)cubert_kernel_unit_var_(cubert_cube, (uint64_t)sizeof(type))
 #define CUBERT_UNIT(name) (name[cubert_unit.linear])

@@ -32,6 +32,7 @@
  * when it exists), then lane 0's value; the scans are Hillis-Steele
  * (offsets 1, 2, 4 ..: lane l adds lane l - off, lower lane first); the
  * exclusive scan is the inclusive one moved up a lane (lane 0: 0).
+ * Variables of a shuffle are at most CUBERT_KERNEL_PLANE_ELEMENT_BYTES (16).
  * A broadcast / shuffle from a lane the plane lacks is undefined (CUDA); on
  * the CPU the unit keeps its own value and RACECHECK reports it.
  *
@@ -87,6 +88,7 @@
   do {                                                                                       \
     uint32_t cubert_pb_, cubert_pe_, cubert_po_, cubert_pl_;                                 \
     cubert_kernel_plane_check_(cubert_cube, cubert_unchecked_, opname);                      \
+    if (cubert_cube->scratch_short) break; /* the cube runs again */                      \
     for (cubert_pl_ = 0; cubert_pl_ < cubert_cube->units; cubert_pl_++)                      \
       (dst)[cubert_pl_] = (src)[cubert_pl_];                                                 \
     CUBERT_PLANE_LOOP_(cubert_pb_, cubert_pe_) {                                             \
@@ -103,6 +105,7 @@
     uint32_t cubert_pb_, cubert_pe_, cubert_pl_;                                             \
     int cubert_pv_;                                                                          \
     cubert_kernel_plane_check_(cubert_cube, cubert_unchecked_, opname);                      \
+    if (cubert_cube->scratch_short) break; /* the cube runs again */                      \
     CUBERT_PLANE_LOOP_(cubert_pb_, cubert_pe_) {                                             \
       cubert_pv_ = (ALL);                                                                    \
       for (cubert_pl_ = cubert_pb_; cubert_pl_ < cubert_pe_; cubert_pl_++)                   \
@@ -127,6 +130,7 @@
     uint32_t cubert_pb_, cubert_pe_, cubert_pl_, cubert_ps_;                                 \
     const uint32_t cubert_plane_lane_ = (uint32_t)(lane);                                    \
     cubert_kernel_plane_check_(cubert_cube, cubert_unchecked_, "plane_broadcast");           \
+    if (cubert_cube->scratch_short) break; /* the cube runs again */                      \
     CUBERT_PLANE_LOOP_(cubert_pb_, cubert_pe_) {                                             \
       cubert_ps_ = cubert_pb_ + cubert_plane_lane_;                                          \
       if (cubert_plane_lane_ >= cubert_cube->plane_dim || cubert_ps_ >= cubert_pe_) {        \
@@ -148,9 +152,12 @@
 #define CUBERT_PLANE_PERMUTE_(dst, src, LANE_OF, opname)                                     \
   do {                                                                                       \
     uint32_t cubert_pb_, cubert_pe_, cubert_pl_, cubert_ps_;                                 \
-    const size_t cubert_pz_ = sizeof((src)[0]);                                              \
+    const size_t cubert_pz_ = sizeof(char[sizeof((src)[0]) <= CUBERT_KERNEL_PLANE_ELEMENT_BYTES \
+                                              ? sizeof((src)[0])                              \
+                                              : (size_t)-1]); /* at most 16 bytes */          \
     unsigned char *cubert_pt_ = cubert_cube->plane_scratch;                                  \
     cubert_kernel_plane_check_(cubert_cube, cubert_unchecked_, opname);                      \
+    if (cubert_cube->scratch_short) break; /* the cube runs again */                      \
     __builtin_memcpy(cubert_pt_, &(src)[0], cubert_pz_ * cubert_cube->units);                \
     CUBERT_PLANE_LOOP_(cubert_pb_, cubert_pe_) {                                             \
       for (cubert_pl_ = cubert_pb_; cubert_pl_ < cubert_pe_; cubert_pl_++) {                 \
@@ -183,6 +190,7 @@
   do {                                                                                       \
     uint32_t cubert_pb_, cubert_pe_, cubert_po_, cubert_pl_;                                 \
     cubert_kernel_plane_check_(cubert_cube, cubert_unchecked_, "plane_inclusive_sum");       \
+    if (cubert_cube->scratch_short) break; /* the cube runs again */                      \
     for (cubert_pl_ = 0; cubert_pl_ < cubert_cube->units; cubert_pl_++)                      \
       (dst)[cubert_pl_] = (src)[cubert_pl_];                                                 \
     CUBERT_PLANE_LOOP_(cubert_pb_, cubert_pe_) {                                             \
@@ -195,6 +203,7 @@
   do {                                                                                       \
     uint32_t cubert_xb_, cubert_xe_, cubert_xl_;                                             \
     CUBERT_PLANE_INCLUSIVE_SUM(dst, src);                                                    \
+    if (cubert_cube->scratch_short) break;                                                   \
     CUBERT_PLANE_LOOP_(cubert_xb_, cubert_xe_) {                                             \
       for (cubert_xl_ = cubert_xe_ - 1u; cubert_xl_ > cubert_xb_; cubert_xl_--)              \
         (dst)[cubert_xl_] = (dst)[cubert_xl_ - 1u];                                          \

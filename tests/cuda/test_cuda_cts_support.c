@@ -112,6 +112,10 @@ static int host_run(const char *entry, const unsigned grid[3], const unsigned bl
   }
   cpu_kernel_report_reset(&g_context.report);
   cpu_kernel_run_all(&g_context, k, &args, &g);
+  if (g_context.scratch_failed) {
+    pthread_mutex_unlock(&g_run_mutex);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   if (report) { /* as the GPU kernel records it: counts add up, the first claim wins */
     cubert_kernel_report_t *r = (cubert_kernel_report_t *)(uintptr_t)report;
     r->oob_count += g_context.report.oob_count;

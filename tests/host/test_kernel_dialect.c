@@ -621,40 +621,61 @@ TEST(dialect_race_out_of_memory) {
   counting_allocator_destroy(&c);
 }
 
-/* ---- storage of the cube: shared arrays declared past the block ------------------------- */
+/* ---- storage of the cube: the block grows to what a kernel declares ------------------- */
 
-/* A shared array declared in a uniform loop takes new storage each time:
- * past the static block it is reported as an out-of-bounds write of the
- * array (SHARED_VIEW | line) and the block's start is reused. */
+/* A shared array declared in a uniform loop takes new storage each time (8
+ * x 8 KiB here): the first cube finds the block too small, runs no phase,
+ * and runs again once it grew; the results are those of a plain run. */
 CUBERT_KERNEL(shared_in_loop) {
   CUBERT_BUFFER(uint32_t, out, 0);
   uint32_t i;
   for (i = 0; i < 8; i++) {
-    CUBERT_SHARED(uint32_t, big, 2048); /* 8 KiB each: the 7th is past 48 KiB */
+    CUBERT_SHARED(uint32_t, big, 2048);
     CUBERT_PHASE { CUBERT_STORE(big, UNIT_POS, i); }
-    CUBERT_PHASE { CUBERT_STORE(out, ABSOLUTE_POS, CUBERT_LOAD(big, UNIT_POS)); }
+    CUBERT_PHASE { CUBERT_STORE(out, ABSOLUTE_POS, CUBERT_LOAD(out, ABSOLUTE_POS) + CUBERT_LOAD(big, UNIT_POS)); }
   }
 }
 CUBERT_KERNEL_DESCRIPTOR(k_shared_in_loop, shared_in_loop, 1, 0, 0, 16, 1, 1);
 
-TEST(dialect_shared_past_the_block_is_reported) {
+TEST(dialect_cube_block_grows_to_the_declarations) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   cubert_cpu_executor_t *ex = NULL;
-  uint32_t out[16], u;
+  uint32_t out[64], u;
   cubert_kernel_args_t args;
   cubert_kernel_report_t r;
-  CHECK_OK(cubert_cpu_executor_create(a, 0, &ex, NULL));
-  cubert_kernel_args_initialize(&args);
-  cubert_kernel_args_set_buffer(&args, 0, out, sizeof out);
-  CHECK_OK(cubert_cpu_executor_run(ex, &k_shared_in_loop, d3(1, 1, 1), d3(16, 1, 1), &args,
-                                   CUBERT_EXECUTION_VALIDATE, &r, NULL));
-  CHECK_EQ_U64(r.has_violation, 1);
-  CHECK_EQ_U64(r.oob_count, 2); /* the 7th and the 8th declarations */
-  CHECK(r.buffer_index & CUBERT_KERNEL_SHARED_VIEW);
-  CHECK_EQ_U64(r.buffer_length, CUBERT_KERNEL_MAX_STATIC_SHARED);
-  for (u = 0; u < 16; u++) CHECK_EQ_U64(out[u], 7); /* still memory-safe */
-  cubert_cpu_executor_destroy(ex);
+  cubert_error_t e;
+  int w;
+  for (w = 0; w < 2; w++) {
+    CHECK_OK(cubert_cpu_executor_create(a, (uint32_t)w * 2, &ex, NULL));
+    cubert_kernel_args_initialize(&args);
+    cubert_kernel_args_set_buffer(&args, 0, out, sizeof out);
+    /* the block cannot grow: the launch fails, nothing ran */
+    memset(out, 0, sizeof out);
+    counting_allocator_fail_at(&c, 1, 1);
+    CHECK_STATUS(cubert_cpu_executor_run(ex, &k_shared_in_loop, d3(4, 1, 1), d3(16, 1, 1), &args,
+                                         CUBERT_EXECUTION_CHECKED, &r, &e),
+                 CUBERT_STATUS_RESOURCE_EXHAUSTED);
+    CHECK(cubert_error_kind(&e) == CUBERT_ERROR_HOST_OUT_OF_MEMORY);
+    CHECK(strstr(e.reason, "shared memory") != NULL);
+    for (u = 0; u < 64; u++) CHECK_EQ_U64(out[u], 0);
+    c.fail_at = 0;
+    c.fail_persist = 0;
+    /* it grows, each cube runs once in effect */
+    CHECK_OK(cubert_cpu_executor_run(ex, &k_shared_in_loop, d3(4, 1, 1), d3(16, 1, 1), &args,
+                                     CUBERT_EXECUTION_VALIDATE, &r, NULL));
+    CHECK_EQ_U64(r.oob_count, 0);
+    for (u = 0; u < 64; u++) CHECK_EQ_U64(out[u], 28); /* 0 + 1 + .. + 7 */
+    /* then it fits: no allocation */
+    {
+      uint64_t calls = c.calls;
+      CHECK_OK(cubert_cpu_executor_run(ex, &k_shared_in_loop, d3(4, 1, 1), d3(16, 1, 1), &args,
+                                       CUBERT_EXECUTION_UNCHECKED, &r, NULL));
+      CHECK_EQ_U64(c.calls, calls);
+      for (u = 0; u < 64; u++) CHECK_EQ_U64(out[u], 56);
+    }
+    cubert_cpu_executor_destroy(ex);
+  }
   CHECK_EQ_I64(c.live_blocks, 0);
   counting_allocator_destroy(&c);
 }
