@@ -100,7 +100,8 @@ HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 # The single-source kernel files whose CUDA images every program of the build
 # carries (one kernel library; nvcc needed, else the images are left out and the
 # GPU tests say so).
-KERNEL_SOURCES := examples/kernels/cubert_kernels.h tests/cts/cts_kernels.h tests/cts/cts_kernels_launch.h tests/cuda/cuda_test_kernels.h
+KERNEL_SOURCES := examples/kernels/cubert_kernels.h tests/cts/cts_kernels.h tests/cts/cts_kernels_launch.h \
+  tests/cts/cts_dialect_kernels.h tests/cuda/cuda_test_kernels.h
 CUDA_LINK_OBJ := $(if $(HAVE_NVCC),$(KERNEL_SOURCES:%.h=$(BUILD)/kernels/%.o))
 FAKE_LIBNCCL_VARIANTS := cuda-fake-nccl cuda-fake-nccl-old cuda-fake-nccl-nosend
 CUDA_TEST_DEPS := $(BUILD)/cuda-fake/libcuda.so.1 $(BUILD)/cuda-fake-nogpa/libcuda.so.1 \

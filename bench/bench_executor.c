@@ -8,7 +8,10 @@
  *   2. elementwise f32 add over 64 MiB buffers (a + b -> out, CHECKED mode),
  *      with the whole pool and with 0 workers, next to memcpy of 64 MiB
  *      measured in the same run. GB/s counts bytes read + written (add: 3 x
- *      64 MiB, memcpy: 2 x 64 MiB).
+ *      64 MiB, memcpy: 2 x 64 MiB);
+ *   3. the kernel race checker's cost: add over 256 Ki floats and a
+ *      128 x 128 x 128 matmul in RACECHECK mode against CHECKED, both on the
+ *      calling thread (RACECHECK runs the cubes in order on one thread).
  *
  *   make BUILD=build bench   or   build/bench/bench_executor [workers]
  * workers defaults to online CPUs - 1 (the caller is the extra thread).
@@ -93,6 +96,49 @@ static double bench_add(cubert_cpu_executor_t *ex, float *a, float *b, float *ou
   return (double)median(t, REPEATS);
 }
 
+/* Median nanoseconds of one launch of `k` over `count` in `mode`. */
+static double bench_mode(cubert_cpu_executor_t *ex, const cubert_kernel_t *k, cubert_dim3_t count,
+                         cubert_kernel_args_t *args, cubert_execution_mode_t mode) {
+  uint64_t t[REPEATS];
+  int r;
+  for (r = -1; r < REPEATS; r++) {
+    cubert_kernel_report_t report;
+    uint64_t t0 = cubert__os_clock_ns();
+    if (cubert__cpu_executor_run(ex, k, count, k->cube_dim, args, mode, &report, NULL) !=
+        CUBERT_STATUS_OK ||
+        report.race_count != 0) {
+      fprintf(stderr, "bench_executor: %s failed or raced\n", k->name);
+      exit(1);
+    }
+    if (r >= 0) t[r] = cubert__os_clock_ns() - t0;
+  }
+  return (double)median(t, REPEATS);
+}
+
+/* RACECHECK against CHECKED on one thread: add over 256 Ki floats, matmul 128^3. */
+static void bench_racecheck(cubert_cpu_executor_t *ex0, float *a, float *b, float *out) {
+  const size_t n = (size_t)1 << 18;
+  const uint32_t m = 128;
+  cubert_kernel_args_t args;
+  double add_c, add_r, mm_c, mm_r;
+  cubert_dim3_t add_count = dim3((uint32_t)(n / CK_BLOCK), 1, 1), mm_count = dim3(m / CK_TILE, m / CK_TILE, 1);
+  cubert_kernel_args_initialize(&args);
+  cubert_kernel_args_set_buffer(&args, 0, a, n * sizeof(float));
+  cubert_kernel_args_set_buffer(&args, 1, b, n * sizeof(float));
+  cubert_kernel_args_set_buffer(&args, 2, out, n * sizeof(float));
+  add_c = bench_mode(ex0, &ck_add_f32_kernel, add_count, &args, CUBERT_EXECUTION_CHECKED);
+  add_r = bench_mode(ex0, &ck_add_f32_kernel, add_count, &args, CUBERT_EXECUTION_RACECHECK);
+  cubert_kernel_args_set_u32(&args, 0, m);
+  cubert_kernel_args_set_u32(&args, 1, m);
+  cubert_kernel_args_set_u32(&args, 2, m);
+  mm_c = bench_mode(ex0, &ck_matmul_f32_kernel, mm_count, &args, CUBERT_EXECUTION_CHECKED);
+  mm_r = bench_mode(ex0, &ck_matmul_f32_kernel, mm_count, &args, CUBERT_EXECUTION_RACECHECK);
+  printf("race checker, 1 thread: add f32 256 Ki  CHECKED %8.3f ms  RACECHECK %8.3f ms  (%.0fx)\n",
+         add_c / 1e6, add_r / 1e6, add_r / add_c);
+  printf("race checker, 1 thread: matmul 128^3   CHECKED %8.3f ms  RACECHECK %8.3f ms  (%.0fx)\n",
+         mm_c / 1e6, mm_r / 1e6, mm_r / mm_c);
+}
+
 static double bench_memcpy(void *dst, const void *src, size_t bytes) {
   uint64_t t[REPEATS];
   int r;
@@ -166,6 +212,7 @@ int main(int argc, char **argv) {
   printf("ratio GB/s add(pool)/memcpy = %.2f, add(1 thread)/memcpy = %.2f\n",
          (3.0 * (double)bytes / add_pool) / (2.0 * (double)bytes / mc),
          (3.0 * (double)bytes / add_one) / (2.0 * (double)bytes / mc));
+  bench_racecheck(ex0, a, b, out);
   cubert__cpu_executor_destroy(ex);
   cubert__cpu_executor_destroy(ex0);
   free(a);

@@ -185,7 +185,7 @@ static dev_opts_t read_opts(fuzz_reader_t *r) {
 }
 
 static int opts_valid(const dev_opts_t *o, int cpu) {
-  if (o->bounds > 2 || o->config_kind > 2) return 0;
+  if (o->bounds > 3 || o->config_kind > 2) return 0;
   if (o->config_kind == 2 && (o->pool_count == 0 || o->pools_null)) return 0;
   if (cpu && (o->mode != 0 || o->profile != 0)) return 0;
   return 1;

@@ -15,7 +15,7 @@ MINIMAL_CONFIG := -DCUBERT_CONFIG_RACE_CHECKER=0 -DCUBERT_CONFIG_SIMULATION=0 \
   -DCUBERT_CONFIG_DEVICE_REGISTRY_CAPACITY=8 -DCUBERT_CONFIG_ERROR_REASONS=0
 
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
-check: test check-freestanding check-headers check-32bit check-cortex-m check-install check-symbols \
+check: test check-freestanding check-headers check-kernel-warnings check-32bit check-cortex-m check-install check-symbols \
        fuzz-replay check-tools check-cortex-m0 check-cxx-host check-embedded-demo check-stack check-hygiene check-docs \
        check-launch-arguments check-line-ptx $(if $(HAVE_CLANG),check-clang)
 	@echo "check: ok$(if $(HAVE_CLANG),, (check-clang skipped: $(CLANG) not found; Debian: apt-get install clang))"
@@ -49,6 +49,19 @@ check-freestanding: | $(BUILD)/freestanding
 PUBLIC_HEADERS := $(sort $(wildcard include/cubert/*.h include/cubert/driver/*.h))
 check-headers:
 	@sh tests/build/check_headers.sh '$(CC)' '$(CXX)' '$(CUBERT_WARN)' $(BUILD)/headers $(PUBLIC_HEADERS)
+
+# Every kernel source of the project in one file (tests/build/kernel_warnings.c),
+# gcc and clang at -O3 -Wall -Wextra -Werror: correct kernels give no warning
+# (docs/kernels.md; issue 22's -Wmaybe-uninitialized).
+KERNEL_WARN_INC := -Iinclude -Iexamples/kernels -Itests/cts -Itests/cuda -Ibackend-cuda
+.PHONY: check-kernel-warnings
+check-kernel-warnings:
+	@set -e; mkdir -p $(BUILD)/headers; for cc in $(or $(KERNEL_WARN_CCS),gcc clang); do \
+	  if ! command -v $$cc >/dev/null 2>&1; then echo "check-kernel-warnings: $$cc not installed, skipped"; continue; fi; \
+	  $$cc -std=c99 -pedantic -Wall -Wextra -Wshadow -Werror -O3 -D_POSIX_C_SOURCE=200809L $(KERNEL_WARN_INC) \
+	    -c tests/build/kernel_warnings.c -o $(BUILD)/headers/kernel_warnings_$$cc.o; \
+	  echo "check-kernel-warnings: $$cc -O3 -Wall -Wextra: no warning"; \
+	done
 
 # Passing the kernel-side cubert_kernel_args_t (or a handle) to cubert_client_launch
 # is a compile error, not a warning (tests/build/check_launch_arguments.sh).

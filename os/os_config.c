@@ -150,5 +150,12 @@ cubert_status_t cubert__os_config_read(cubert_os_config_t *c, cubert_error_t *ou
                                      CUBERT_TRACE_MIN_CAPACITY, CUBERT_TRACE_MAX_CAPACITY,
                                      "a number of events, 16 to 16777216", &n, c, out_error));
   c->trace_buffer = (uint32_t)n;
+  n = 0;
+  CUBERT_RETURN_IF_ERROR(read_number("CUBERT_CPU_PLANE_DIM", HOST_CONFIG_CPU_PLANE_DIM, 1, 64,
+                                     "a power of two, 1 to 64", &n, c, out_error));
+  if ((c->set & HOST_CONFIG_CPU_PLANE_DIM) && (n & (n - 1u)) != 0)
+    return invalid("CUBERT_CPU_PLANE_DIM", env("CUBERT_CPU_PLANE_DIM"), "a power of two, 1 to 64",
+                   out_error);
+  c->cpu_plane_dim = (uint32_t)n;
   return CUBERT_STATUS_OK;
 }

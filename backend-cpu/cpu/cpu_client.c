@@ -32,10 +32,10 @@ void cpu_fill_properties(const cubert_cpu_options_t *o, cubert_device_properties
   strcpy(p->name, "cubert cpu");
   p->features = CUBERT_FEATURE_DYNAMIC_CUBE_COUNT | CUBERT_FEATURE_SHARED_MEMORY |
                 CUBERT_FEATURE_CHECKED_EXECUTION | CUBERT_FEATURE_UNALIGNED_IO |
-                CUBERT_FEATURE_STAGING;
+                CUBERT_FEATURE_STAGING | CUBERT_FEATURE_PLANE;
   p->hardware.load_width = 512;
-  p->hardware.plane_size_min = 1;
-  p->hardware.plane_size_max = 1;
+  p->hardware.plane_size_min = o->plane_dim ? o->plane_dim : CPU_KERNEL_PLANE_DIM;
+  p->hardware.plane_size_max = p->hardware.plane_size_min;
   p->hardware.max_bindings = CUBERT_KERNEL_MAX_BUFFERS + 1;
   p->hardware.max_shared_memory_size = 64 * 1024;
   /* the same limits as CUDA so tests stay portable (docs/cuda.md: the CUDA limits) */
@@ -77,6 +77,7 @@ static cubert_status_t apply_environment(cubert_cpu_options_t *o, cubert_os_conf
   if (!o->workers && (c->set & HOST_CONFIG_CPU_WORKERS)) o->workers = c->cpu_workers;
   if (o->mode == CUBERT_CPU_MODE_THREADED && (c->set & HOST_CONFIG_CPU_MODE)) o->mode = c->cpu_mode;
   if (!o->seed && (c->set & HOST_CONFIG_CPU_SEED)) o->seed = c->cpu_seed;
+  if (!o->plane_dim && (c->set & HOST_CONFIG_CPU_PLANE_DIM)) o->plane_dim = c->cpu_plane_dim;
   if (o->memory_config.kind == CUBERT_MEMORY_CONFIGURATION_SUB_SLICES && !o->memory_config.pools &&
       !o->memory_config.pool_count && (c->set & HOST_CONFIG_MEMORY))
     o->memory_config.kind = c->memory;
@@ -114,6 +115,13 @@ static cubert_status_t check_options(cubert_cpu_options_t *o, const cubert_cpu_o
   if (!cubert_profile_level_is_valid(o->profile_level))
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "unknown profile level");
+  if (!o->plane_dim) o->plane_dim = CPU_KERNEL_PLANE_DIM;
+  if (!CPU_KERNEL_PLANE_DIM_VALID(o->plane_dim)) {
+    uint64_t f[1];
+    f[0] = o->plane_dim;
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 1,
+                            "plane_dim is not a power of two from 1 to 64");
+  }
   if (!o->workers) o->workers = cpus > 1 ? (uint32_t)(cpus - 1) : 1u;
   return CUBERT_STATUS_OK;
 }
@@ -152,6 +160,7 @@ static cubert_status_t device_create(cubert_allocator_t allocator, const cubert_
     return status;
   }
   cubert__cpu_executor_set_trace_device(d->executor, d->device_index);
+  cubert__cpu_executor_set_plane_dim(d->executor, o->plane_dim);
   *out_device = d;
   return CUBERT_STATUS_OK;
 }

@@ -94,6 +94,7 @@ struct cubert_cpu_executor_t {
   unsigned char pad2[EXECUTOR_LINE];
   executor_context_t caller; /* the launching thread's context */
   uint32_t trace_device;     /* the device's index, for the timeline trace */
+  uint32_t plane_dim;        /* PLANE_DIM of the kernels (0: CPU_KERNEL_PLANE_DIM) */
 };
 
 enum { WORKER_IDLE = 0, WORKER_OFFERED = 1, WORKER_RUNNING = 2 };
@@ -353,6 +354,10 @@ void cubert__cpu_executor_destroy(cubert_cpu_executor_t *executor) {
   if (executor) executor_teardown(executor, 1);
 }
 
+void cubert__cpu_executor_set_plane_dim(cubert_cpu_executor_t *executor, uint32_t plane_dim) {
+  if (executor && CPU_KERNEL_PLANE_DIM_VALID(plane_dim)) executor->plane_dim = plane_dim;
+}
+
 void cubert__cpu_executor_set_trace_device(cubert_cpu_executor_t *executor, uint32_t device_index) {
   if (executor) executor->trace_device = device_index;
 }
@@ -382,13 +387,20 @@ static cubert_status_t executor_reserve_shared(cubert_cpu_executor_t *ex, size_t
     if (s != CUBERT_STATUS_OK) {
       cubert_allocator_free(ex->allocator, ctx->pending, need, 64);
     } else {
-      context_free(ex->allocator, ctx);
+      cubert_allocator_free(ex->allocator, ctx->dynamic_shared, ctx->dynamic_capacity, 64);
       ctx->dynamic_shared = ctx->pending;
       ctx->dynamic_capacity = need;
     }
     ctx->pending = NULL;
   }
   return s;
+}
+
+/* A cube whose shared arrays and unit variables could not get their block
+ * (it did not run; cpu_kernel_run_range). */
+static cubert_status_t executor_scratch_error(cubert_error_t *out_error) {
+  return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
+                          "cpu executor: cannot allocate the cubes' shared memory");
 }
 
 /* Offer the job to `participants` workers, run cubes on this thread too,
@@ -446,6 +458,7 @@ cubert_status_t cubert__cpu_executor_run_shared(cubert_cpu_executor_t *executor,
   cpu_kernel_grid_t grid;
   uint64_t chunk;
   uint32_t participants, i;
+  int failed = 0;
   if (!ex)
     return cubert_error_set(out_error, CUBERT_ERROR_SERVER_VALIDATION, NULL, 0,
                             "cpu executor: NULL argument");
@@ -461,7 +474,27 @@ cubert_status_t cubert__cpu_executor_run_shared(cubert_cpu_executor_t *executor,
   if (executor_reserve_shared(ex, grid.shared_bytes) != CUBERT_STATUS_OK) {
     cubert__os_mutex_unlock(&ex->run_mutex);
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
-                            "cpu executor: cannot allocate dynamic shared memory");
+                            "cpu executor: cannot allocate the cubes' shared memory");
+  }
+  if (ex->plane_dim) grid.plane_dim = ex->plane_dim;
+  for (i = 0; i <= ex->worker_count; i++) executor_context(ex, i)->allocator = ex->allocator;
+  if (mode == CUBERT_EXECUTION_RACECHECK) { /* the race checker: cubes in order, one thread */
+    cpu_kernel_race_t race;
+    cubert_status_t st;
+    cpu_kernel_report_reset(&ex->caller.report);
+    cpu_kernel_context_begin(&ex->caller, kernel, &grid);
+    st = cpu_kernel_race_begin(&ex->caller, &race, ex->allocator);
+    if (st == CUBERT_STATUS_OK) {
+      cpu_kernel_run_all(&ex->caller, kernel, args, &grid);
+      st = cpu_kernel_race_end(&ex->caller, &race);
+    }
+    if (out_report) cpu_kernel_report_merge(out_report, &ex->caller.report);
+    cubert__os_mutex_unlock(&ex->run_mutex);
+    if (ex->caller.scratch_failed) return executor_scratch_error(out_error);
+    if (st != CUBERT_STATUS_OK)
+      return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
+                              "cpu executor: the kernel race checker ran out of memory");
+    return CUBERT_STATUS_OK;
   }
   participants = grid.total - 1 < ex->worker_count ? (uint32_t)(grid.total - 1) : ex->worker_count;
   if (participants == 0) { /* one thread: cubes in order, no shared counter */
@@ -469,6 +502,7 @@ cubert_status_t cubert__cpu_executor_run_shared(cubert_cpu_executor_t *executor,
     cpu_kernel_run_all(&ex->caller, kernel, args, &grid);
     if (out_report) cpu_kernel_report_merge(out_report, &ex->caller.report);
     cubert__os_mutex_unlock(&ex->run_mutex);
+    if (ex->caller.scratch_failed) return executor_scratch_error(out_error);
     return CUBERT_STATUS_OK;
   }
   chunk = grid.total / (((uint64_t)participants + 1) * 8u); /* 8 chunks per range */
@@ -484,6 +518,9 @@ cubert_status_t cubert__cpu_executor_run_shared(cubert_cpu_executor_t *executor,
       cpu_kernel_report_merge(out_report, &executor_worker(ex, i)->context.report);
     cpu_kernel_report_merge(out_report, &ex->caller.report);
   }
+  for (i = 0; i < participants; i++)
+    if (executor_worker(ex, i)->context.scratch_failed) failed = 1;
   cubert__os_mutex_unlock(&ex->run_mutex);
+  if (failed || ex->caller.scratch_failed) return executor_scratch_error(out_error);
   return CUBERT_STATUS_OK;
 }

@@ -16,10 +16,11 @@
  *   chunks from the other ranges until every cube ran.
  *   A launch with fewer cubes than threads wakes only as many workers as it
  *   can use (a 1-cube launch runs on the caller alone).
- * - Each running cube has its own shared memory: static CUBERT_SHARED arrays
- *   live in the cube's call frame, and each thread owns its dynamic shared
- *   block, so two cubes running at the same time never share a byte
- *   (CubeCL's CPU driver aliased them, cubecl#1575).
+ * - Each running cube has its own shared memory: each thread owns a block
+ *   holding the static CUBERT_SHARED arrays, the CUBERT_UNIT_VAR copies and
+ *   the dynamic shared memory of the cube it runs, so two cubes running at
+ *   the same time never share a byte (CubeCL's CPU driver aliased them,
+ *   cubecl#1575).
  * - n_workers == 0: everything runs on the calling thread, cubes in linear
  *   order (deterministic).
  */
@@ -33,7 +34,8 @@ typedef struct cubert_cpu_executor_t cubert_cpu_executor_t;
 
 /* Most worker threads an executor accepts. */
 #define CUBERT_CPU_EXECUTOR_MAX_WORKERS 1024
-/* Worker stack size (kernels keep shared arrays and unit variables on it). */
+/* Worker stack size (kernels' locals; shared arrays and unit variables are
+ * in the thread's block, not on the stack). */
 #define CUBERT_CPU_EXECUTOR_STACK_BYTES ((size_t)8 << 20)
 
 /* Create an executor with n_workers worker threads (0: run on the caller
@@ -55,6 +57,10 @@ void cubert__cpu_executor_destroy(cubert_cpu_executor_t *executor);
 
 /* Number of worker threads (not counting the caller). */
 uint32_t cubert__cpu_executor_worker_count(const cubert_cpu_executor_t *executor);
+/* PLANE_DIM of the kernels it runs from now on (cubert/kernel_plane.h): a
+ * power of two from 1 to 64; another value is ignored. Default 32. Not
+ * thread-safe against a run. */
+void cubert__cpu_executor_set_plane_dim(cubert_cpu_executor_t *executor, uint32_t plane_dim);
 /* Timeline trace (cubert/trace.h): record each pool worker's share of a
  * kernel on track OS_TRACE_TID_WORKER + worker of device `device_index`. */
 void cubert__cpu_executor_set_trace_device(cubert_cpu_executor_t *executor, uint32_t device_index);
@@ -66,6 +72,9 @@ void cubert__cpu_executor_set_trace_device(cubert_cpu_executor_t *executor, uint
  *   out_report (may be NULL)  OOB count and, in VALIDATE mode, the first
  *           violation (lowest linear cube; same for every worker count); its
  *           kernel_name is kernel->name. Zeroed for a launch with no cube.
+ *           RACECHECK: as VALIDATE plus the race checker's count and first
+ *           report (cubert/kernel_race.h); the cubes then run in linear
+ *           order on the calling thread.
  * A cube_count with a zero component runs nothing and returns OK.
  * Errors (nothing runs, executor unchanged):
  *   INVALID_ARGUMENT  NULL executor/kernel/args; a zero cube_dim component;
@@ -79,7 +88,9 @@ void cubert__cpu_executor_set_trace_device(cubert_cpu_executor_t *executor, uint
  *   LIMIT_EXCEEDED    more than CUBERT_KERNEL_MAX_UNITS units per cube (kind
  *                     RESOURCE_MAX_UNIT_PER_CUBE: requested, max), or a grid
  *                     of more than 2^63 cubes (kind RESOURCE_UNITS);
- *   RESOURCE_EXHAUSTED  growing the dynamic shared blocks failed.
+ *   RESOURCE_EXHAUSTED  growing the cubes' blocks (shared memory, unit
+ *                     variables) failed, or RACECHECK's shadow table (its
+ *                     reports are then incomplete; kind HOST_OUT_OF_MEMORY).
  * Thread-safe: concurrent runs on one executor are serialized (each uses the
  * whole pool). Blocks. Must not be called from inside a kernel. */
 cubert_status_t cubert__cpu_executor_run(cubert_cpu_executor_t *executor,

@@ -149,13 +149,37 @@ static cubert_status_t run_launch(inline_device_t *d, const cpu_kernel_launch_t 
     return cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
   cpu_kernel_grid_set_shared(&grid, l->shared_memory_bytes);
   if (grid.total == 0) return CUBERT_STATUS_OK;
+  grid.plane_dim = d->properties.hardware.plane_size_max;
   if (cpu_kernel_context_reserve(&d->context, d->allocator, grid.shared_bytes) != CUBERT_STATUS_OK) {
     cubert_error_set(error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, 0, 0,
                      "cannot allocate dynamic shared memory");
     return cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
   }
   cpu_kernel_report_reset(&d->context.report);
-  cpu_kernel_run_all(&d->context, l->kernel, &args, &grid);
+  if (l->execution == (uint8_t)CUBERT_EXECUTION_RACECHECK) {
+    cpu_kernel_race_t race;
+    cubert_status_t st;
+    cpu_kernel_context_begin(&d->context, l->kernel, &grid);
+    if (cpu_kernel_race_begin(&d->context, &race, d->allocator) != CUBERT_STATUS_OK) {
+      cubert_error_set(error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, 0, 0,
+                       "the kernel race checker ran out of memory");
+      return cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
+    }
+    cpu_kernel_run_all(&d->context, l->kernel, &args, &grid);
+    st = cpu_kernel_race_end(&d->context, &race);
+    if (st != CUBERT_STATUS_OK || d->context.scratch_failed) {
+      cubert_error_set(error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, 0, 0,
+                       "the kernel race checker ran out of memory");
+      return cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
+    }
+  } else {
+    cpu_kernel_run_all(&d->context, l->kernel, &args, &grid);
+  }
+  if (d->context.scratch_failed) {
+    cubert_error_set(error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, 0, 0,
+                     "cannot allocate the cubes' shared memory");
+    return cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
+  }
   return cpu_kernel_launch_report(l, &d->context.report, stream, error);
 }
 
@@ -310,10 +334,10 @@ static void fill_properties(const cubert_inline_options_t *o, cubert_device_prop
   __builtin_memcpy(p->name, name, sizeof name);
   p->features = CUBERT_FEATURE_DYNAMIC_CUBE_COUNT | CUBERT_FEATURE_SHARED_MEMORY |
                 CUBERT_FEATURE_CHECKED_EXECUTION | CUBERT_FEATURE_UNALIGNED_IO |
-                CUBERT_FEATURE_STAGING;
+                CUBERT_FEATURE_STAGING | CUBERT_FEATURE_PLANE;
   p->hardware.load_width = 512;
-  p->hardware.plane_size_min = 1;
-  p->hardware.plane_size_max = 1;
+  p->hardware.plane_size_min = o->plane_dim ? o->plane_dim : CPU_KERNEL_PLANE_DIM;
+  p->hardware.plane_size_max = p->hardware.plane_size_min;
   p->hardware.max_bindings = CUBERT_KERNEL_MAX_BUFFERS + 1;
   p->hardware.max_shared_memory_size = 64 * 1024;
   p->hardware.max_cube_count.x = 0x7FFFFFFFu; /* CUDA's limits: portable tests */
@@ -343,6 +367,12 @@ cubert_status_t cubert_inline_client_create(cubert_allocator_t allocator,
   if (!out_client || (!o.lock.lock) != (!o.lock.unlock))
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, 0, 0,
                             "inline: NULL out_client or half a lock");
+  if (o.plane_dim && !CPU_KERNEL_PLANE_DIM_VALID(o.plane_dim)) {
+    uint64_t f[1];
+    f[0] = o.plane_dim;
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 1,
+                            "inline: plane_dim is not a power of two from 1 to 64");
+  }
   if (cubert_allocator_malloc(allocator, sizeof(*d), 0, (void **)&d, NULL) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, 0, 0, "inline device");
   __builtin_memset(d, 0, sizeof(*d));

@@ -9,7 +9,9 @@ typedef char cpu_kernel_mode_values_match_[(CUBERT_KERNEL_MODE_CHECKED == CUBERT
                                             CUBERT_KERNEL_MODE_VALIDATE ==
                                             CUBERT_EXECUTION_VALIDATE &&
                                             CUBERT_KERNEL_MODE_UNCHECKED ==
-                                            CUBERT_EXECUTION_UNCHECKED)
+                                            CUBERT_EXECUTION_UNCHECKED &&
+                                            CUBERT_KERNEL_MODE_RACECHECK ==
+                                            CUBERT_EXECUTION_RACECHECK)
                                                ? 1
                                                : -1];
 
@@ -25,7 +27,7 @@ cubert_status_t cpu_kernel_grid(const cubert_kernel_t *kernel, cubert_dim3_t cub
   if (!kernel || !args) return grid_invalid(out_error, "cpu executor: NULL argument");
   if (cube_dim.x == 0 || cube_dim.y == 0 || cube_dim.z == 0)
     return grid_invalid(out_error, "cpu executor: cube dim has a zero component");
-  if ((unsigned)mode > (unsigned)CUBERT_EXECUTION_UNCHECKED)
+  if ((unsigned)mode > (unsigned)CUBERT_EXECUTION_RACECHECK)
     return grid_invalid(out_error, "cpu executor: unknown execution mode");
   if (args->buffer_count > CUBERT_KERNEL_MAX_BUFFERS ||
       args->scalar_count > CUBERT_KERNEL_MAX_SCALARS)
@@ -59,6 +61,7 @@ cubert_status_t cpu_kernel_grid(const cubert_kernel_t *kernel, cubert_dim3_t cub
   out_grid->total = total;
   out_grid->shared_bytes = ((size_t)kernel->shared_memory_bytes + 63u) & ~(size_t)63u;
   out_grid->dynamic_bytes = kernel->shared_memory_bytes;
+  out_grid->plane_dim = CPU_KERNEL_PLANE_DIM;
   return CUBERT_STATUS_OK;
 }
 
@@ -80,16 +83,40 @@ void cpu_kernel_report_reset(cubert_kernel_report_t *r) {
   r->cube_pos.x = r->cube_pos.y = r->cube_pos.z = 0;
   r->cube_linear = 0;
   r->kernel_name = 0;
+  r->race_count = 0;
+  r->race_kind = 0;
+  r->race_phase = 0;
+  r->race_view = 0;
+  r->race_access = 0;
+  r->race_unit_a = r->race_unit_b = 0;
+  r->race_cube_a = r->race_cube_b = 0;
+  r->race_element = 0;
+  r->race_name = 0;
 }
 
 void cpu_kernel_report_merge(cubert_kernel_report_t *total, const cubert_kernel_report_t *part) {
   total->oob_count += part->oob_count;
+  total->race_count += part->race_count;
   if (part->has_violation && (!total->has_violation || part->cube_linear < total->cube_linear)) {
-    uint64_t count = total->oob_count;
-    const char *name = total->kernel_name;
-    *total = *part;
-    total->oob_count = count;
-    total->kernel_name = name;
+    total->has_violation = 1;
+    total->buffer_index = part->buffer_index;
+    total->element_index = part->element_index;
+    total->buffer_length = part->buffer_length;
+    total->is_write = part->is_write;
+    total->cube_pos = part->cube_pos;
+    total->cube_linear = part->cube_linear;
+  }
+  if (part->race_kind && (!total->race_kind || part->race_cube_b < total->race_cube_b)) {
+    total->race_kind = part->race_kind;
+    total->race_phase = part->race_phase;
+    total->race_view = part->race_view;
+    total->race_access = part->race_access;
+    total->race_unit_a = part->race_unit_a;
+    total->race_unit_b = part->race_unit_b;
+    total->race_cube_a = part->race_cube_a;
+    total->race_cube_b = part->race_cube_b;
+    total->race_element = part->race_element;
+    total->race_name = part->race_name;
   }
 }
 
@@ -98,6 +125,7 @@ void cpu_kernel_report_merge(cubert_kernel_report_t *total, const cubert_kernel_
 cubert_status_t cpu_kernel_context_reserve(cpu_kernel_context_t *ctx, cubert_allocator_t allocator,
                                            size_t need) {
   void *block = 0;
+  ctx->allocator = allocator;
   if (need == 0 || ctx->dynamic_capacity >= need) return CUBERT_STATUS_OK;
   CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc(allocator, need, 64, &block, NULL));
   cubert_allocator_free(allocator, ctx->dynamic_shared, ctx->dynamic_capacity, 64);
@@ -110,6 +138,26 @@ void cpu_kernel_context_free(cpu_kernel_context_t *ctx, cubert_allocator_t alloc
   cubert_allocator_free(allocator, ctx->dynamic_shared, ctx->dynamic_capacity, 64);
   ctx->dynamic_shared = 0;
   ctx->dynamic_capacity = 0;
+  cubert_allocator_free(allocator, ctx->scratch, ctx->scratch_capacity, 64);
+  ctx->scratch = 0;
+  ctx->scratch_capacity = 0;
+}
+
+/* Grow the cubes' block to `need` bytes (the content goes: the cube runs
+ * again). 0 when it cannot. */
+static int scratch_grow(cpu_kernel_context_t *ctx, uint64_t need) {
+  void *block = 0;
+  size_t bytes;
+  if (need > (uint64_t)((size_t)-1 / 2)) return 0;
+  bytes = ((size_t)need + 63u) & ~(size_t)63u;
+  if (bytes < 2 * ctx->scratch_capacity) bytes = 2 * ctx->scratch_capacity; /* fewer regrowths */
+  if (cubert_allocator_malloc(ctx->allocator, bytes, 64, &block, NULL) != CUBERT_STATUS_OK) return 0;
+  cubert_allocator_free(ctx->allocator, ctx->scratch, ctx->scratch_capacity, 64);
+  ctx->scratch = (unsigned char *)block;
+  ctx->scratch_capacity = bytes;
+  ctx->cube.scratch = ctx->scratch;
+  ctx->cube.scratch_bytes = bytes;
+  return 1;
 }
 
 void cpu_kernel_context_begin(cpu_kernel_context_t *ctx, const cubert_kernel_t *kernel,
@@ -120,12 +168,44 @@ void cpu_kernel_context_begin(cpu_kernel_context_t *ctx, const cubert_kernel_t *
   cube->units = grid->units;
   cube->count_linear = grid->total;
   cube->mode = grid->mode;
+  cube->scratch = ctx->scratch;
+  cube->scratch_bytes = ctx->scratch_capacity;
   cube->dynamic_shared = ctx->dynamic_shared;
+  ctx->scratch_failed = 0;
   cube->dynamic_shared_bytes = grid->dynamic_bytes;
+  cube->plane_dim = grid->plane_dim; /* race / race_note: cpu_kernel_race_begin, _end */
   (void)kernel;
   cube->report = &ctx->report;
   cube->oob_sink = ctx->oob_sink.bytes;
   cube->oob_zero = ctx->oob_zero.bytes;
+}
+
+/* What a cube starts with: uniform code, no phase yet, no storage handed out. */
+static void cpu_kernel_cube_reset(cubert_kernel_cube_t *cube) {
+  cube->unit = CUBERT_KERNEL_UNIFORM;
+  cube->phase = 0;
+  cube->unit_done = 0;
+  cube->scratch_used = 0;
+  cube->scratch_short = 0;
+  cube->plane_scratch = 0;
+}
+
+/* Run the cube at cube->pos: again, with a grown block, when its
+ * declarations did not fit (it ran no phase: it wrote nothing). 0 when the
+ * block cannot grow. */
+static int run_cube(cpu_kernel_context_t *ctx, cubert_kernel_cpu_fn_t entry,
+                    const cubert_kernel_args_t *args) {
+  cubert_kernel_cube_t *cube = &ctx->cube;
+  cpu_kernel_cube_reset(cube);
+  entry(args, cube);
+  if (!cube->scratch_short) return 1;
+  if (!scratch_grow(ctx, cube->scratch_used)) {
+    ctx->scratch_failed = 1;
+    return 0;
+  }
+  cpu_kernel_cube_reset(cube);
+  entry(args, cube);
+  return 1;
 }
 
 void cpu_kernel_run_range(cpu_kernel_context_t *ctx, const cubert_kernel_t *kernel,
@@ -140,7 +220,7 @@ void cpu_kernel_run_range(cpu_kernel_context_t *ctx, const cubert_kernel_t *kern
     cube->pos.y = y;
     cube->pos.z = z;
     cube->pos_linear = i;
-    entry(args, cube);
+    if (!run_cube(ctx, entry, args)) return;
     if (++x == cx) {
       x = 0;
       if (++y == cy) {
@@ -165,7 +245,7 @@ void cpu_kernel_run_all(cpu_kernel_context_t *ctx, const cubert_kernel_t *kernel
         cube->pos.y = y;
         cube->pos.z = z;
         cube->pos_linear = linear++;
-        entry(args, cube);
+        if (!run_cube(ctx, entry, args)) return;
       }
 }
 
@@ -264,8 +344,19 @@ cubert_status_t cpu_kernel_launch_report(const cpu_kernel_launch_t *l,
                                          const cubert_kernel_report_t *r, uint32_t stream,
                                          cubert_error_t *out_error) {
   uint64_t f[4];
-  char text[CUBERT_ERROR_REASON_SIZE];
-  if (l->execution != (uint8_t)CUBERT_EXECUTION_VALIDATE || !r->has_violation)
+  char text[CUBERT_ERROR_REASON_SIZE], race[CUBERT_ERROR_REASON_SIZE];
+  if (l->execution == (uint8_t)CUBERT_EXECUTION_RACECHECK && !r->has_violation && r->race_kind) {
+    f[0] = r->race_kind;
+    f[1] = r->race_view;
+    f[2] = r->race_element;
+    f[3] = r->race_phase;
+    cpu_kernel_race_text(r, race, sizeof race);
+    kernel_failed(text, sizeof text, l->kernel, stream, race);
+    return cubert_error_set(out_error, CUBERT_ERROR_SERVER_VALIDATION, f, 4, text);
+  }
+  if ((l->execution != (uint8_t)CUBERT_EXECUTION_VALIDATE &&
+       l->execution != (uint8_t)CUBERT_EXECUTION_RACECHECK) ||
+      !r->has_violation)
     return CUBERT_STATUS_OK;
   f[0] = r->buffer_index;
   f[1] = r->element_index;

@@ -36,6 +36,12 @@ typedef struct cpu_kernel_context_t {
   unsigned char *pending;        /* a larger block being prepared */
   cpu_kernel_scratch_t oob_sink; /* written by dropped stores, never read */
   cpu_kernel_scratch_t oob_zero; /* read by out-of-bounds loads, never written */
+  /* The cubes' shared arrays and unit variables (kernel.h: cube.scratch),
+   * grown by the runner to what a kernel declares (64-aligned). */
+  unsigned char *scratch;
+  size_t scratch_capacity;
+  cubert_allocator_t allocator; /* of `scratch` (set by cpu_kernel_context_reserve) */
+  uint32_t scratch_failed;      /* a cube could not get its block: it did not run */
 } cpu_kernel_context_t;
 
 /* One launch's grid, checked (cpu_kernel_grid). */
@@ -48,7 +54,31 @@ typedef struct cpu_kernel_grid_t {
   size_t shared_bytes; /* dynamic shared memory per cube, rounded up to 64 */
   uint64_t dynamic_bytes; /* CUBERT_SHARED_DYNAMIC_BYTES: the kernel's, or the launch's
                              (cpu_kernel_grid_set_shared) */
+  uint32_t plane_dim; /* PLANE_DIM: CPU_KERNEL_PLANE_DIM unless the caller sets it */
 } cpu_kernel_grid_t;
+
+/* Units per plane by default (a warp). */
+#define CPU_KERNEL_PLANE_DIM 32u
+/* 1 when n is a plane size the CPU drivers accept (a power of two, 1..64). */
+#define CPU_KERNEL_PLANE_DIM_VALID(n) ((n) >= 1u && (n) <= 64u && ((n) & ((n) - 1u)) == 0u)
+
+/* The kernel race checker's state for one RACECHECK launch (cpu_race.c). */
+typedef struct cpu_kernel_race_t {
+  cubert_allocator_t allocator;
+  struct race_cell_t *cells;
+  size_t capacity; /* a power of two, or 0 */
+  size_t used;
+  int failed;      /* the table could not grow: checking stopped */
+} cpu_kernel_race_t;
+
+/* Start checking the launch `ctx` is about to run (its cubes must run in
+ * linear order on this thread: cpu_kernel_run_all). RESOURCE_EXHAUSTED when
+ * the first table cannot be allocated (nothing to end then). */
+cubert_status_t cpu_kernel_race_begin(cpu_kernel_context_t *ctx, cpu_kernel_race_t *race,
+                                      cubert_allocator_t allocator);
+/* Stop checking and free the table; RESOURCE_EXHAUSTED when it could not
+ * grow during the launch (the reports are incomplete). */
+cubert_status_t cpu_kernel_race_end(cpu_kernel_context_t *ctx, cpu_kernel_race_t *race);
 
 /* Check a run of `kernel` over cube_count x cube_dim with `args` in `mode`
  * and fill *out_grid. Errors as cubert__cpu_executor_run documents
@@ -70,7 +100,8 @@ void cpu_kernel_report_reset(cubert_kernel_report_t *report);
 void cpu_kernel_report_merge(cubert_kernel_report_t *total, const cubert_kernel_report_t *part);
 
 /* Make the context's dynamic shared block at least `need` bytes (64-aligned
- * from `allocator`). RESOURCE_EXHAUSTED leaves it unchanged. */
+ * from `allocator`, which the context keeps for its cubes' block too).
+ * RESOURCE_EXHAUSTED leaves it unchanged. */
 cubert_status_t cpu_kernel_context_reserve(cpu_kernel_context_t *ctx, cubert_allocator_t allocator,
                                            size_t need);
 /* Free the context's blocks. */
@@ -79,7 +110,11 @@ void cpu_kernel_context_free(cpu_kernel_context_t *ctx, cubert_allocator_t alloc
 /* Point the context's cube record at a launch (reset its report first). */
 void cpu_kernel_context_begin(cpu_kernel_context_t *ctx, const cubert_kernel_t *kernel,
                               const cpu_kernel_grid_t *grid);
-/* Run the linear cubes [start, end) (x fastest, then y, then z). */
+/* Run the linear cubes [start, end) (x fastest, then y, then z). A cube
+ * whose shared arrays and unit variables do not fit the context's block runs
+ * again once the block has grown; when it cannot grow, scratch_failed is set
+ * and the cubes left do not run (the caller fails the launch:
+ * RESOURCE_EXHAUSTED). */
 void cpu_kernel_run_range(cpu_kernel_context_t *ctx, const cubert_kernel_t *kernel,
                           const cubert_kernel_args_t *args, uint64_t start, uint64_t end);
 /* Run every cube in linear order on this thread (begin included). */
@@ -122,11 +157,17 @@ void cpu_kernel_launch_args(const cpu_kernel_launch_t *launch, cubert_kernel_arg
 /* A VALIDATE launch's first violation as a stream error (SERVER_VALIDATION,
  * fields {buffer slot, element index, buffer length, is_write}, reason
  * "kernel <name> failed on stream <stream>: out-of-bounds <read|write>");
- * OK when there was none. `stream` is the driver's stream index (the server's
+ * OK when there was none. A RACECHECK launch: the same for an out-of-bounds
+ * access, else its first race report (cpu_kernel_race_text: fields {kind,
+ * view, element, phase}; the reason names both units or cubes). `stream` is the driver's stream index (the server's
  * slot: stream id mod max_streams). */
 cubert_status_t cpu_kernel_launch_report(const cpu_kernel_launch_t *launch,
                                          const cubert_kernel_report_t *report, uint32_t stream,
                                          cubert_error_t *out_error);
+
+/* The reason text of a race report (no prefix), e.g. "race: units 3 and 4
+ * of cube 0 in phase 2: write/read of shared sums[3] (no barrier between)". */
+void cpu_kernel_race_text(const cubert_kernel_report_t *report, char *text, size_t size);
 
 /* ---- test-only run-time faults (core/server/server_faults.h) ----------------------------
  * Which launches and copies fail while they run: decided at submit (in

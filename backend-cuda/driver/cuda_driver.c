@@ -166,12 +166,16 @@ static cubert_status_t drv_launch(void *self, const cubert_driver_launch_t *l,
     }
     if (count.x == 0 || count.y == 0 || count.z == 0) return CUBERT_STATUS_OK; /* runs nothing */
   }
-  if (l->execution == CUBERT_EXECUTION_VALIDATE) {
+  /* RACECHECK has no GPU side: it runs as VALIDATE (the CPU drivers check races) */
+  if (l->execution == CUBERT_EXECUTION_VALIDATE || l->execution == CUBERT_EXECUTION_RACECHECK) {
     st = cuda_reports_prepare(s, &report, out_error);
     if (st != CUBERT_STATUS_OK) return st;
   }
   st = cubert__cuda_launch_shaped(&s->s, f, count, l->cube_dim, l->shared_memory_bytes, args,
-                                  l->execution, report, &e);
+                                  l->execution == CUBERT_EXECUTION_RACECHECK
+                                      ? CUBERT_KERNEL_MODE_VALIDATE
+                                      : (uint32_t)l->execution,
+                                  report, &e);
   s->ops++;
   if (st == CUBERT_STATUS_OK) {
     if (report) cuda_reports_launched(s, l->kernel);

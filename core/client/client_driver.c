@@ -84,11 +84,12 @@ static cubert_status_t register_device(device_state_t *s, cubert_error_t *out_er
  * made (every driver's create comes through here). */
 static cubert_status_t check_option_enums(const cubert_server_options_t *o, cubert_error_t *out_error) {
   uint64_t f[2];
-  if ((uint32_t)o->bounds_check > (uint32_t)CUBERT_BOUNDS_CHECK_VALIDATE) {
+  if ((uint32_t)o->bounds_check > (uint32_t)CUBERT_BOUNDS_CHECK_RACECHECK) {
     f[0] = (uint32_t)o->bounds_check;
-    f[1] = CUBERT_BOUNDS_CHECK_VALIDATE;
+    f[1] = CUBERT_BOUNDS_CHECK_RACECHECK;
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2,
-                            "create: unknown bounds_check mode (AUTO, ENFORCE or VALIDATE)");
+                            "create: unknown bounds_check mode (AUTO, ENFORCE, VALIDATE or "
+                            "RACECHECK)");
   }
   if ((uint32_t)o->layout_policy.kind > (uint32_t)CUBERT_LAYOUT_POLICY_PITCHED) {
     f[0] = (uint32_t)o->layout_policy.kind;

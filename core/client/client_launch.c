@@ -79,7 +79,12 @@ cubert_status_t(cubert_client_launch)(cubert_client_t *client, const struct cube
                                       const struct cubert_cube_count_t *count,
                                       const cubert_launch_arguments_t *args,
                                       cubert_error_t *out_error) {
-  return launch_with(client, kernel, count, args, CUBERT_EXECUTION_CHECKED, out_error);
+  CLIENT_CHECK(client, "launch: NULL client");
+  return launch_with(client, kernel, count, args,
+                     client->state->bounds_check == CUBERT_BOUNDS_CHECK_RACECHECK
+                         ? CUBERT_EXECUTION_RACECHECK
+                         : CUBERT_EXECUTION_CHECKED,
+                     out_error);
 }
 
 cubert_status_t(cubert_client_launch_unchecked)(cubert_client_t *client,
@@ -95,6 +100,9 @@ cubert_status_t(cubert_client_launch_unchecked)(cubert_client_t *client,
       break;
     case CUBERT_BOUNDS_CHECK_VALIDATE:
       mode = CUBERT_EXECUTION_VALIDATE;
+      break;
+    case CUBERT_BOUNDS_CHECK_RACECHECK:
+      mode = CUBERT_EXECUTION_RACECHECK;
       break;
     case CUBERT_BOUNDS_CHECK_AUTO:
     default:

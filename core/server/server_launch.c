@@ -96,8 +96,8 @@ static cubert_status_t check_arguments(const cubert_server_launch_t *op, cubert_
       (args->scalar_count && !args->scalars))
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "NULL launch argument");
-  /* unreachable: a mode beyond UNCHECKED (the client passes only its own constants) */
-  if ((unsigned)execution > (unsigned)CUBERT_EXECUTION_UNCHECKED)
+  /* unreachable: a mode beyond RACECHECK (the client passes only its own constants) */
+  if ((unsigned)execution > (unsigned)CUBERT_EXECUTION_RACECHECK)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "unknown execution mode");
   dim = launch_dim(op);

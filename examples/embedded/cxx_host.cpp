@@ -17,7 +17,7 @@
 #include "cubert/os.h"              // cubert_allocator_libc
 #include "cubert/inline.h"
 #include "cubert/kernel.h"
-#include "memory/memory.h"
+#include "cubert/memory.h"
 
 namespace {
 
@@ -138,9 +138,9 @@ int run(TrackingAllocator &memory) {
   const cubert_memory_pool_options_t direct = cubert_memory_pool_direct(0);
   cubert_inline_options_t options;
   cubert_inline_options_initialize(&options);
-  options.max_streams = 1;
-  options.memory_size = 1u << 20;
-  options.max_handles = 16;
+  options.device.max_streams = 1;
+  options.device.memory_size = 1u << 20;
+  options.device.max_handles = 16;
   options.memory_config.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;
   options.memory_config.pools = &direct;
   options.memory_config.pool_count = 1;

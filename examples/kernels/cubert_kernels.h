@@ -114,15 +114,16 @@ CUBERT_KERNEL(ck_reduce_sum_f32) {
   uint32_t stride;
   CUBERT_PHASE {
     uint64_t i = ABSOLUTE_POS;
-    sums[UNIT_POS] = i < CUBERT_LEN(input) ? CUBERT_LOAD(input, i) : 0.0f;
+    CUBERT_STORE(sums, UNIT_POS, i < CUBERT_LEN(input) ? CUBERT_LOAD(input, i) : 0.0f);
   }
   for (stride = CUBE_DIM / 2; stride > 0; stride /= 2) {
     CUBERT_PHASE {
-      if (UNIT_POS < stride) sums[UNIT_POS] += sums[UNIT_POS + stride];
+      if (UNIT_POS < stride)
+        CUBERT_STORE(sums, UNIT_POS, CUBERT_LOAD(sums, UNIT_POS) + CUBERT_LOAD(sums, UNIT_POS + stride));
     }
   }
   CUBERT_PHASE {
-    if (UNIT_POS == 0) CUBERT_STORE(partial, CUBE_POS, sums[0]);
+    if (UNIT_POS == 0) CUBERT_STORE(partial, CUBE_POS, CUBERT_LOAD(sums, 0));
   }
 }
 
@@ -155,21 +156,24 @@ CUBERT_KERNEL(ck_matmul_f32) {
   for (t = 0; t < k; t += CK_TILE) {
     if (full) {
       CUBERT_PHASE { /* each unit loads one element of each tile */
-        tile_a[UNIT_POS] = CUBERT_LOAD(a, (row0 + UNIT_POS_Y) * k + t + UNIT_POS_X);
-        tile_b[UNIT_POS] = CUBERT_LOAD(b, ((uint64_t)t + UNIT_POS_Y) * n + col0 + UNIT_POS_X);
+        CUBERT_STORE(tile_a, UNIT_POS, CUBERT_LOAD(a, (row0 + UNIT_POS_Y) * k + t + UNIT_POS_X));
+        CUBERT_STORE(tile_b, UNIT_POS,
+                     CUBERT_LOAD(b, ((uint64_t)t + UNIT_POS_Y) * n + col0 + UNIT_POS_X));
       }
     } else {
       CUBERT_PHASE { /* the same at the edges: zeros outside a and b */
         uint64_t row = row0 + UNIT_POS_Y, col = col0 + UNIT_POS_X;
         uint32_t ka = t + UNIT_POS_X, kb = t + UNIT_POS_Y;
-        tile_a[UNIT_POS] = row < m && ka < k ? CUBERT_LOAD(a, row * k + ka) : 0.0f;
-        tile_b[UNIT_POS] = kb < k && col < n ? CUBERT_LOAD(b, (uint64_t)kb * n + col) : 0.0f;
+        CUBERT_STORE(tile_a, UNIT_POS, row < m && ka < k ? CUBERT_LOAD(a, row * k + ka) : 0.0f);
+        CUBERT_STORE(tile_b, UNIT_POS,
+                     kb < k && col < n ? CUBERT_LOAD(b, (uint64_t)kb * n + col) : 0.0f);
       }
     }
     CUBERT_PHASE { /* then multiplies the tiles */
       uint32_t i;
       for (i = 0; i < CK_TILE; i++)
-        CUBERT_UNIT(acc) += tile_a[UNIT_POS_Y * CK_TILE + i] * tile_b[i * CK_TILE + UNIT_POS_X];
+        CUBERT_UNIT(acc) += CUBERT_LOAD(tile_a, UNIT_POS_Y * CK_TILE + i) *
+                            CUBERT_LOAD(tile_b, i * CK_TILE + UNIT_POS_X);
     }
   }
   if (full) {
@@ -289,8 +293,8 @@ CUBERT_KERNEL(ck_reverse_u32) {
   CUBERT_BUFFER(const uint32_t, in, 0);
   CUBERT_BUFFER(uint32_t, out, 1);
   CUBERT_SHARED_DYNAMIC(uint32_t, block);
-  CUBERT_PHASE { block[UNIT_POS] = CUBERT_LOAD(in, ABSOLUTE_POS); }
-  CUBERT_PHASE { CUBERT_STORE(out, ABSOLUTE_POS, block[CUBE_DIM - 1 - UNIT_POS]); }
+  CUBERT_PHASE { CUBERT_STORE(block, UNIT_POS, CUBERT_LOAD(in, ABSOLUTE_POS)); }
+  CUBERT_PHASE { CUBERT_STORE(out, ABSOLUTE_POS, CUBERT_LOAD(block, CUBE_DIM - 1 - UNIT_POS)); }
 }
 
 /* Deliberately unbounded: out[i] = in[i] + 1 for every unit, whatever the

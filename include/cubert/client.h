@@ -47,6 +47,10 @@ typedef enum cubert_bounds_check_mode_e {
   CUBERT_BOUNDS_CHECK_AUTO = 0,    /* launch_unchecked runs Unchecked */
   CUBERT_BOUNDS_CHECK_ENFORCE = 1, /* launch_unchecked runs Checked */
   CUBERT_BOUNDS_CHECK_VALIDATE = 2, /* launch_unchecked runs Validate */
+  /* Every launch (launch and launch_unchecked) runs RACECHECK: Validate plus
+   * the kernel race checker on the CPU drivers (cubert/kernel_race.h; CUDA:
+   * Validate). A test setting, not for speed. */
+  CUBERT_BOUNDS_CHECK_RACECHECK = 3,
   CUBERT_BOUNDS_CHECK_MODE_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_bounds_check_mode_t;
 

@@ -78,6 +78,10 @@ typedef struct cubert_cpu_options_t {
   cubert_memory_configuration_t memory_config;
   /* Non-zero: read no CUBERT_* variable at create (the fields are all). */
   uint32_t ignore_environment;
+  /* PLANE_DIM of the kernels (cubert/kernel_plane.h): units per plane, a
+   * power of two from 1 to 64; 0: CUBERT_CPU_PLANE_DIM, else 32 (a warp).
+   * Another size than 32 is a test mode: a kernel that assumes 32 fails. */
+  uint32_t plane_dim;
 } cubert_cpu_options_t;
 
 /* Defaults for every field (zeros mean "default" too). Reads no
@@ -100,7 +104,8 @@ CUBERT_API void cubert_cpu_options_initialize(cubert_cpu_options_t *options);
  * log when CUBERT_LOG is on).
  *
  * ALREADY_EXISTS when the device index is taken; RESOURCE_EXHAUSTED; INTERNAL
- * when a thread cannot be started; INVALID_ARGUMENT for an invalid
+ * when a thread cannot be started; INVALID_ARGUMENT for a plane_dim that is
+ * not a power of two from 1 to 64 (field 0: it), for an invalid
  * profile_level, an unknown mode, replay / choice_bytes given together, a
  * NULL array with a non-zero count, or replay / choice_bytes without
  * DETERMINISTIC mode, or an invalid environment variable (nothing is left

@@ -48,6 +48,9 @@ typedef struct cubert_inline_options_t {
    * size from the allocator, given back when released (docs/embedding.md).
    * A CUSTOM list is copied (borrowed for the call only). */
   cubert_memory_configuration_t memory_config;
+  /* PLANE_DIM of the kernels (cubert/kernel_plane.h): a power of two from 1
+   * to 64; 0: 32. */
+  uint32_t plane_dim;
 } cubert_inline_options_t;
 
 /* Zeros (the defaults above): no lock, no clock, stream 0. NULL: no-op. */
@@ -55,7 +58,8 @@ CUBERT_API void cubert_inline_options_initialize(cubert_inline_options_t *option
 
 /* Create an inline device and its first client (registered in the device
  * registry; cubert_client_load finds it). options NULL: the defaults.
- * INVALID_ARGUMENT (NULL out_client, max_streams above 255, half a lock);
+ * INVALID_ARGUMENT (NULL out_client, max_streams above 255, half a lock, a
+ * plane_dim that is not a power of two from 1 to 64);
  * a bad memory_config: the errors of cubert_memory_configuration_pools;
  * ALREADY_EXISTS (kind SERVICE_CREATION) when the index is taken;
  * RESOURCE_EXHAUSTED. Nothing is left behind on failure. Thread-safe when

@@ -21,20 +21,29 @@
  * *uniform*: on the CPU it runs once per cube, on CUDA every unit (thread)
  * runs it redundantly, so it must compute the same value for every unit and
  * must not write memory (declare views, scalars, shared arrays, loop
- * counters; loop over phases). `CUBERT_PHASE { ... }` is a cube-wide barrier
- * followed by a block that every unit runs: on the CPU a loop over the
- * cube's units, on CUDA __syncthreads() then the block. So every phase
- * boundary is a barrier, and
+ * counters; loop over phases; read memory). `CUBERT_PHASE { ... }` is a block
+ * that every unit runs, between two cube-wide barriers: on the CPU a loop
+ * over the cube's units, on CUDA __syncthreads(), the block, __syncthreads().
+ * The barrier rule (cubert/kernel_sync.h), the same on both sides: a phase
+ * begins and ends with a barrier, so
+ *   - what a phase writes is visible to the next phase and to the uniform
+ *     code after it; only units of one phase (and cubes) can race, which the
+ *     RACECHECK mode checks (cubert/kernel_race.h);
  *   - values that cross a phase boundary live in shared memory
  *     (CUBERT_SHARED) or in a per-unit variable (CUBERT_UNIT_VAR/CUBERT_UNIT);
  *     a plain local declared inside a phase dies at the end of the phase;
  *   - phases must not nest, and a phase may only sit under uniform control
  *     flow (an `if`/`for` whose condition is the same for all units);
- *   - leave a phase early for the current unit with CUBERT_UNIT_DONE (never
- *     `return` or a `break` out of the phase: on the CPU that would skip the
- *     remaining units).
+ *   - leave a phase early for the current unit with CUBERT_UNIT_DONE, at the
+ *     phase's own level (never `return` or a `break` out of the phase: on the
+ *     CPU that would skip the remaining units; inside a loop nested in the
+ *     phase CUBERT_UNIT_DONE is that loop's `continue`: RACECHECK reports a
+ *     unit that goes on after it).
  * Units of one phase run in order on the CPU (unit 0, 1, ...) but kernels
- * must not rely on it: on CUDA they run concurrently.
+ * must not rely on it: on CUDA they run concurrently. Plane (warp) operations
+ * and the cube-wide reduce / scan are statements of uniform code
+ * (cubert/kernel_plane.h); atomics: cubert/kernel_atomic.h; math:
+ * cubert/kernel_math.h.
  *
  * Positions (CubeCL's names): CUBE_POS_X/Y/Z (uint32_t), CUBE_POS (uint64_t,
  * linear: x + X*(y + Y*z)), CUBE_COUNT_X/Y/Z, CUBE_COUNT (uint64_t),
@@ -55,7 +64,9 @@
  *              dropped; the launch report counts them;
  *   VALIDATE   as CHECKED, and the report also holds the first violation
  *              (lowest cube, then program order): buffer slot, element index,
- *              view length, load or store, cube position.
+ *              view length, load or store, cube position;
+ *   RACECHECK  as VALIDATE, and the kernel race checker runs (CPU drivers;
+ *              cubert/kernel_race.h; CUDA runs it as VALIDATE).
  * `name` must be the identifier given to CUBERT_BUFFER (the macros paste it).
  * Direct `name.ptr[i]` is a raw access in every mode. CUBERT_LEN(name) is
  * the view's length in elements.
@@ -69,16 +80,24 @@
  * cubert_kernel_args_t).
  *
  * Shared memory. CUBERT_SHARED(type, name, count) declares a per-cube array
- * (count a compile-time constant; on the CPU an array in the cube's frame,
- * on CUDA __shared__). CUBERT_SHARED_DYNAMIC(type, name) points at the
- * per-cube dynamic block of the launch's size (launch arguments, else kernel->shared_memory_bytes)
+ * as a view, like a buffer's: CUBERT_LOAD / CUBERT_STORE / the atomics take
+ * it (bounds-checked, seen by the race checker; `name.ptr[i]` is raw). count
+ * is a compile-time constant, each array at most
+ * CUBERT_KERNEL_MAX_STATIC_SHARED bytes (CUDA's static limit, for all of
+ * them together there); on the CPU the storage is the cube's part of a
+ * per-thread block that grows to what the kernel declares (so the compiler
+ * sees no uninitialized local, and a kernel without shared arrays costs
+ * nothing), on CUDA __shared__. CUBERT_SHARED_DYNAMIC(type, name)
+ * is the view of the per-cube dynamic block of the launch's size (launch
+ * arguments, else kernel->shared_memory_bytes)
  * (CUBERT_SHARED_DYNAMIC_BYTES). Every cube has its own shared memory; its
- * initial content is unspecified. Declare both in uniform code.
+ * initial content is unspecified. Declare both in uniform code, at the
+ * kernel's top level (not in a loop: each declaration takes new storage).
  *
  * Per-unit variables. CUBERT_UNIT_VAR(type, name) in uniform code declares a
- * variable every unit has its own copy of (CPU: an array of
- * CUBERT_KERNEL_MAX_UNITS; CUDA: a register); CUBERT_UNIT(name) is the
- * current unit's copy, inside a phase.
+ * variable every unit has its own copy of (CPU: CUBE_DIM copies from the
+ * cube's block; CUDA: a register); CUBERT_UNIT(name) is the current unit's
+ * copy, inside a phase. Declare them at the kernel's top level too.
  *
  * Entry points. On the CPU, CUBERT_KERNEL(name) defines
  *   static void name(const cubert_kernel_args_t *args, cubert_kernel_cube_t *cube)
@@ -106,12 +125,27 @@
 #define CUBERT_KERNEL_MAX_UNITS 1024
 /* Largest element type of a buffer view (bytes). */
 #define CUBERT_KERNEL_MAX_ELEMENT_BYTES 64
+/* Static shared memory of one cube (the CUBERT_SHARED arrays together; CUDA's
+ * limit for static __shared__ data). */
+#define CUBERT_KERNEL_MAX_STATIC_SHARED 49152
+/* Largest element of a plane operation's variables (bytes). */
+#define CUBERT_KERNEL_PLANE_ELEMENT_BYTES 16
+/* The unit of uniform code (cubert_kernel_cube_t.unit, race reports). */
+#define CUBERT_KERNEL_UNIFORM 0xFFFFFFFFu
+/* A view's index for a shared array: this bit | the source line of its
+ * CUBERT_SHARED (CUBERT_SHARED_DYNAMIC: | 0). */
+#define CUBERT_KERNEL_SHARED_VIEW 0x80000000u
+/* Access kinds (the accessors' is_write argument; race reports). */
+#define CUBERT_KERNEL_ACCESS_READ 0u
+#define CUBERT_KERNEL_ACCESS_WRITE 1u
+#define CUBERT_KERNEL_ACCESS_ATOMIC 2u
 
 /* Execution modes as the dialect sees them; the values equal
  * cubert_execution_mode_t (below). */
 #define CUBERT_KERNEL_MODE_CHECKED 0
 #define CUBERT_KERNEL_MODE_VALIDATE 1
 #define CUBERT_KERNEL_MODE_UNCHECKED 2
+#define CUBERT_KERNEL_MODE_RACECHECK 3
 
 #if defined(__CUDACC__)
 #define CUBERT_KERNEL_FN_ static __host__ __device__ __forceinline__
@@ -136,6 +170,9 @@ typedef enum cubert_execution_mode_e {
   CUBERT_EXECUTION_CHECKED = 0,   /* OOB reads give 0, OOB writes are dropped */
   CUBERT_EXECUTION_VALIDATE = 1,  /* as checked, and an error is queued */
   CUBERT_EXECUTION_UNCHECKED = 2, /* raw accesses */
+  CUBERT_EXECUTION_RACECHECK = 3, /* as validate, and the kernel race checker runs
+                                     (CPU drivers: cubes one after another on one
+                                      thread; CUDA: runs as VALIDATE) */
   CUBERT_EXECUTION_MODE_FORCE_32BIT_ = 0x7FFFFFFF /* 4 bytes everywhere */
 } cubert_execution_mode_t;
 
@@ -178,6 +215,19 @@ typedef struct cubert_kernel_report_t {
   cubert_dim3_t cube_pos;   /* cube that made the access */
   uint64_t cube_linear;     /* its CUBE_POS */
   const char *kernel_name;  /* the descriptor's name (set by the server) */
+  /* RACECHECK (CPU drivers; cubert/kernel_race.h): the first report of the
+   * kernel race checker, in cube order then program order. */
+  uint64_t race_count;      /* reports of the launch (all kinds) */
+  uint32_t race_kind;       /* CUBERT_KERNEL_RACE_*; 0: none */
+  uint32_t race_phase;      /* the cube's phase (1: its first; 0: uniform code before it) */
+  uint32_t race_view;       /* buffer slot, or CUBERT_KERNEL_SHARED_VIEW | line */
+  uint32_t race_access;     /* first access kind | second << 4 (CUBERT_KERNEL_ACCESS_*) */
+  uint32_t race_unit_a;     /* the earlier unit (CUBERT_KERNEL_UNIFORM: uniform code) */
+  uint32_t race_unit_b;     /* the later one */
+  uint64_t race_cube_a;     /* the earlier access's cube (linear) */
+  uint64_t race_cube_b;     /* the later one's */
+  uint64_t race_element;    /* the element's index in the view */
+  const char *race_name;    /* the view's identifier, or the primitive's name */
 } cubert_kernel_report_t;
 
 /* Zero every field. */
@@ -294,6 +344,27 @@ typedef struct cubert_kernel_cube_t {
   cubert_kernel_report_t *report;/* where the accessors record violations */
   void *oob_sink;                /* CUBERT_KERNEL_MAX_ELEMENT_BYTES writable bytes */
   const void *oob_zero;          /* as many zero bytes, never written */
+  /* ---- the execution model (kernel_sync.h, kernel_plane.h, kernel_race.h) ---- */
+  uint32_t plane_dim;            /* PLANE_DIM: units per plane (a power of two; 32) */
+  uint32_t unit;                 /* checked copy: the unit a phase runs (UNIFORM between) */
+  uint32_t phase;                /* +1 at each phase's start and end (the race epochs) */
+  uint32_t unit_done;            /* checked copy: CUBERT_UNIT_DONE ran for `unit` */
+  /* The cube's block for its CUBERT_SHARED arrays, CUBERT_UNIT_VAR copies and
+   * the plane operations' scratch, handed out in declaration order. A cube
+   * whose declarations do not fit runs no phase and no plane operation
+   * (scratch_short); the runner grows the block to scratch_used and runs
+   * the cube again, so the block fits every kernel after its first cube. */
+  unsigned char *scratch;
+  uint64_t scratch_bytes;
+  uint64_t scratch_used;
+  uint32_t scratch_short;
+  uint32_t reserved2;
+  unsigned char *plane_scratch;  /* units * CUBERT_KERNEL_PLANE_ELEMENT_BYTES, from `scratch`
+                                    at the first CUBERT_UNIT_VAR */
+  void *race;                    /* RACECHECK: the checker's state; NULL otherwise */
+  /* RACECHECK: record an access (the checker's; NULL otherwise). */
+  void (*race_note)(struct cubert_kernel_cube_t *cube, const void *address, uint32_t view,
+                    const char *name, uint64_t index, uint32_t access);
 } cubert_kernel_cube_t;
 
 /* The unit a phase is running (CPU). `linear` (UNIT_POS) is 64-bit so that
@@ -401,13 +472,13 @@ CUBERT_KERNEL_FN_ void cubert_kernel_oob_(cubert_kernel_cube_t *cube, uint32_t b
   cubert_kernel_report_t *r = cube->report;
   if (!r) return;
   r->oob_count++;
-  if (cube->mode == CUBERT_KERNEL_MODE_VALIDATE &&
+  if ((cube->mode == CUBERT_KERNEL_MODE_VALIDATE || cube->mode == CUBERT_KERNEL_MODE_RACECHECK) &&
       (!r->has_violation || cube->pos_linear < r->cube_linear)) {
     r->has_violation = 1;
     r->buffer_index = buffer_index;
     r->element_index = index;
     r->buffer_length = len;
-    r->is_write = is_write;
+    r->is_write = is_write != 0;
     r->cube_pos = cube->pos;
     r->cube_linear = cube->pos_linear;
   }
@@ -416,13 +487,17 @@ CUBERT_KERNEL_FN_ void cubert_kernel_oob_(cubert_kernel_cube_t *cube, uint32_t b
 /* The address an accessor uses: the element, or (out of bounds, not
  * UNCHECKED) the zero block for a load / the sink for a store. `unchecked` is
  * a compile-time constant in each of the two copies CUBERT_KERNEL makes of a
- * body, so the UNCHECKED copy has no test at all (its loops vectorize). */
+ * body, so the UNCHECKED copy has no test at all (its loops vectorize).
+ * is_write: CUBERT_KERNEL_ACCESS_*. RACECHECK records the access. */
 CUBERT_KERNEL_FN_ void *cubert_kernel_access_(cubert_kernel_cube_t *cube, int unchecked,
                                               const void *base, uint64_t len, uint64_t index,
                                               size_t elem_bytes, uint32_t buffer_index,
-                                              uint32_t is_write) {
-  if (unchecked || CUBERT_KERNEL_LIKELY_(index < len))
-    return (void *)((const unsigned char *)base + index * elem_bytes);
+                                              uint32_t is_write, const char *name) {
+  if (unchecked || CUBERT_KERNEL_LIKELY_(index < len)) {
+    void *at = (void *)((const unsigned char *)base + index * elem_bytes);
+    if (!unchecked && cube->race_note) cube->race_note(cube, at, buffer_index, name, index, is_write);
+    return at;
+  }
   cubert_kernel_oob_(cube, buffer_index, index, len, is_write);
   return is_write ? cube->oob_sink : (void *)cube->oob_zero;
 }
@@ -434,10 +509,66 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
   return u;
 }
 
+/* A phase's start and end (once per phase) and each unit's start: the
+ * checked copy keeps the unit and the phase epoch for the race checker. */
+CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_phase_begin_(cubert_kernel_cube_t *cube,
+                                                                  int unchecked) {
+  cubert_kernel_unit_t u = cubert_kernel_unit_first_();
+  if (!unchecked) cube->phase++;
+  if (cube->scratch_short) u.z = cube->dim.z; /* the cube runs again: no phase now */
+  return u;
+}
+
+CUBERT_KERNEL_FN_ int cubert_kernel_phase_end_(cubert_kernel_cube_t *cube, int unchecked) {
+  if (!unchecked) {
+    cube->phase++;
+    cube->unit = CUBERT_KERNEL_UNIFORM;
+    cube->unit_done = 0;
+  }
+  return 0;
+}
+
+CUBERT_KERNEL_FN_ int cubert_kernel_unit_enter_(cubert_kernel_cube_t *cube, int unchecked,
+                                                uint64_t linear) {
+  if (!unchecked) {
+    cube->unit = (uint32_t)linear;
+    cube->unit_done = 0;
+  }
+  return 1;
+}
+
+CUBERT_KERNEL_FN_ int cubert_kernel_unit_done_(cubert_kernel_cube_t *cube, int unchecked) {
+  if (!unchecked) cube->unit_done = 1;
+  return 1;
+}
+
+/* CUBERT_SHARED's and CUBERT_UNIT_VAR's storage: handed out in order from
+ * the cube's block (reset for every cube). When the block is too small the
+ * cube is marked short (it then runs no phase and no plane operation, and
+ * the runner runs it again with a block of scratch_used bytes); meanwhile the
+ * declaration gets the never-written zero block, which uniform code may read. */
+CUBERT_KERNEL_FN_ void *cubert_kernel_scratch_(cubert_kernel_cube_t *cube, uint64_t bytes) {
+  uint64_t at = (cube->scratch_used + 63u) & ~(uint64_t)63u;
+  cube->scratch_used = at + bytes;
+  if (at + bytes > cube->scratch_bytes || cube->scratch_short) {
+    cube->scratch_short = 1;
+    return (void *)cube->oob_zero;
+  }
+  return cube->scratch + at;
+}
+
+CUBERT_KERNEL_FN_ void *cubert_kernel_unit_var_(cubert_kernel_cube_t *cube, uint64_t bytes) {
+  if (!cube->plane_scratch) /* the plane operations' scratch, with the first unit variable */
+    cube->plane_scratch = (unsigned char *)cubert_kernel_scratch_(
+        cube, (uint64_t)cube->units * CUBERT_KERNEL_PLANE_ELEMENT_BYTES);
+  return cubert_kernel_scratch_(cube, bytes * cube->units);
+}
+
 /* The entry point runs one of two copies of the body: one where every access
  * is raw (the launch is UNCHECKED) and one where every access is tested
- * (CHECKED, VALIDATE). The body is inlined into both, so in the first the
- * accessors compile to plain loads and stores and the unit loops vectorize. */
+ * (CHECKED, VALIDATE, RACECHECK). The body is inlined into both, so in the
+ * first the accessors compile to plain loads and stores and the unit loops
+ * vectorize. */
 #define CUBERT_KERNEL(name)                                                                  \
   CUBERT_KERNEL_BODY_FN_ void name##_cubert_body_(const cubert_kernel_args_t *cubert_args,   \
                                                   cubert_kernel_cube_t *cubert_cube,         \
@@ -451,6 +582,10 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
     if (!cubert_raw) { /* a full cube leaves it at CUBERT_CUBE_BOUNDS_DONE (kernel_bounds.h) */ \
       name##_cubert_body_(cubert_args, cubert_cube, 0, &cubert_fast);                        \
       cubert_raw = (int)cubert_fast.full;                                                    \
+      if (cubert_raw && !cubert_cube->scratch_short) { /* the raw copy declares again */     \
+        cubert_cube->scratch_used = 0;                                                       \
+        cubert_cube->plane_scratch = 0;                                                      \
+      }                                                                                      \
     }                                                                                        \
     if (cubert_raw) name##_cubert_body_(cubert_args, cubert_cube, 1, &cubert_fast);          \
   }                                                                                          \
@@ -479,21 +614,61 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
 #define ABSOLUTE_POS (CUBE_POS * (uint64_t)CUBE_DIM + cubert_unit.linear)
 
 /* Three nested counted loops (z, y, x; `linear` counts along), so the
- * innermost one is a plain loop over x the compiler can optimize. */
+ * innermost one is a plain loop over x the compiler can optimize. The
+ * barriers at both ends are implicit: the units of a phase all finish before
+ * anything after it runs. In the checked copy the phase's start and end and
+ * each unit's start are noted (constant-folded away in the UNCHECKED one). */
 #define CUBERT_PHASE                                                                         \
-  for (cubert_kernel_unit_t cubert_unit = cubert_kernel_unit_first_();                      \
-       cubert_unit.z < cubert_cube->dim.z; cubert_unit.z++)                                  \
+  for (cubert_kernel_unit_t cubert_unit =                                                    \
+       cubert_kernel_phase_begin_(cubert_cube, cubert_unchecked_);                       \
+       cubert_unit.z < cubert_cube->dim.z ||                                                 \
+       cubert_kernel_phase_end_(cubert_cube, cubert_unchecked_);                             \
+       cubert_unit.z++)                                                                      \
     for (cubert_unit.y = 0; cubert_unit.y < cubert_cube->dim.y; cubert_unit.y++)             \
-      for (cubert_unit.x = 0; cubert_unit.x < cubert_cube->dim.x;                            \
+      for (cubert_unit.x = 0;                                                                \
+           cubert_unit.x < cubert_cube->dim.x &&                                             \
+           cubert_kernel_unit_enter_(cubert_cube, cubert_unchecked_, cubert_unit.linear);    \
            cubert_unit.x++, cubert_unit.linear++)
 
-#define CUBERT_UNIT_DONE continue
+/* `continue` of the unit loop: valid at the phase's own level, not inside a
+ * loop nested in the phase (there it would continue that loop; RACECHECK
+ * reports the unit's next access). The switch keeps it one statement. */
+#define CUBERT_UNIT_DONE                                                                     \
+  switch (cubert_kernel_unit_done_(cubert_cube, cubert_unchecked_))                          \
+  default:                                                                                   \
+    continue
 
-#define CUBERT_SHARED(type, name, count) type name[count]
-#define CUBERT_SHARED_DYNAMIC(type, name) type *name = (type *)cubert_cube->dynamic_shared
+/* A view over this cube's part of the block (never zeroed: the content is
+ * unspecified at the cube's start, as on a GPU). */
+#define CUBERT_SHARED(type, name, count)                                                     \
+  typedef type cubert_elem_##name##_;                                                        \
+  struct {                                                                                   \
+    cubert_elem_##name##_ *ptr;                                                              \
+    uint64_t len;                                                                            \
+    uint32_t index;                                                                          \
+    char check_[(uint64_t)sizeof(type) * (count) <= CUBERT_KERNEL_MAX_STATIC_SHARED ? 1 : -1]; \
+    uint64_t length;                                                                         \
+    uint32_t bounded;                                                                        \
+  } name = {(cubert_elem_##name##_ *)cubert_kernel_scratch_(                                \
+                cubert_cube, (uint64_t)sizeof(type) * (count)),                              \
+            (uint64_t)(count), CUBERT_KERNEL_SHARED_VIEW | (uint32_t)__LINE__, {0},          \
+            (uint64_t)(count), 0}
+#define CUBERT_SHARED_DYNAMIC(type, name)                                                    \
+  typedef type cubert_elem_##name##_;                                                        \
+  struct {                                                                                   \
+    cubert_elem_##name##_ *ptr;                                                              \
+    uint64_t len;                                                                            \
+    uint32_t index;                                                                          \
+    uint64_t length;                                                                         \
+    uint32_t bounded;                                                                        \
+  } name = {(cubert_elem_##name##_ *)cubert_cube->dynamic_shared,                           \
+            cubert_cube->dynamic_shared_bytes / sizeof(type), CUBERT_KERNEL_SHARED_VIEW,     \
+            cubert_cube->dynamic_shared_bytes / sizeof(type), 0}
 #define CUBERT_SHARED_DYNAMIC_BYTES (cubert_cube->dynamic_shared_bytes)
 
-#define CUBERT_UNIT_VAR(type, name) type name[CUBERT_KERNEL_MAX_UNITS]
+/* CUBE_DIM copies, from the cube's block (sized to the cube). */
+#define CUBERT_UNIT_VAR(type, name)                                                          \
+  type *const name = (type *)cubert_kernel_unit_var_(cubert_cube, (uint64_t)sizeof(type))
 #define CUBERT_UNIT(name) (name[cubert_unit.linear])
 
 /* The view: element typedef (for the accessors' casts), pointer, the length
@@ -528,7 +703,7 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
   (cubert_unchecked_ ? (name).ptr + (uint64_t)(i)                                            \
                      : (cubert_elem_##name##_ *)cubert_kernel_access_(                       \
                            cubert_cube, 0, (name).ptr, (name).len, (uint64_t)(i),            \
-                           sizeof(*(name).ptr), (name).index, (is_write)))
+                           sizeof(*(name).ptr), (name).index, (is_write), #name))
 #define CUBERT_LOAD(name, i) (*(const cubert_elem_##name##_ *)CUBERT_ADDR_(name, i, 0))
 #define CUBERT_STORE(name, i, value) ((void)(*CUBERT_ADDR_(name, i, 1) = (value)))
 
@@ -624,15 +799,25 @@ static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(voi
 #define UNIT_POS (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))
 #define ABSOLUTE_POS (CUBE_POS * (uint64_t)CUBE_DIM + UNIT_POS)
 
+/* A barrier, the block, a barrier: CUBERT_UNIT_DONE (`continue`) and the
+ * block's end both reach the second one (the loop's step). */
 #define CUBERT_PHASE                                                                         \
-  for (int cubert_phase_once_ = (__syncthreads(), 0); cubert_phase_once_ < 1; ++cubert_phase_once_)
+  for (int cubert_phase_once_ = (__syncthreads(), 0); cubert_phase_once_ < 1;                \
+       __syncthreads(), ++cubert_phase_once_)
 
 #define CUBERT_UNIT_DONE continue
 
-#define CUBERT_SHARED(type, name, count) __shared__ type name[count]
+#define CUBERT_SHARED(type, name, count)                                                     \
+  __shared__ type name##_cubert_storage_[count];                                             \
+  cubert_kernel_view_<type> name = {name##_cubert_storage_, (uint64_t)(count),               \
+                                    CUBERT_KERNEL_SHARED_VIEW | (uint32_t)__LINE__,          \
+                                    (uint64_t)(count)}
 #define CUBERT_SHARED_DYNAMIC(type, name)                                                    \
   extern __shared__ __align__(16) unsigned char cubert_dynamic_shared_[];                    \
-  type *name = (type *)cubert_dynamic_shared_
+  cubert_kernel_view_<type> name = {(type *)cubert_dynamic_shared_,                          \
+                                    (uint64_t)cubert_kernel_dynamic_smem_bytes_() / sizeof(type), \
+                                    CUBERT_KERNEL_SHARED_VIEW,                               \
+                                    (uint64_t)cubert_kernel_dynamic_smem_bytes_() / sizeof(type)}
 #define CUBERT_SHARED_DYNAMIC_BYTES ((uint64_t)cubert_kernel_dynamic_smem_bytes_())
 
 #define CUBERT_UNIT_VAR(type, name) type name
@@ -677,6 +862,13 @@ static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(voi
   const float name = cubert_kernel_bits_f32(cubert_args->scalars[(slot)])
 #define CUBERT_SCALAR_F64(name, slot)                                                        \
   const double name = cubert_kernel_bits_f64(cubert_args->scalars[(slot)])
+
+/* The execution model's primitives, one concept per header. */
+#include "cubert/kernel_race.h"
+#include "cubert/kernel_sync.h"
+#include "cubert/kernel_atomic.h"
+#include "cubert/kernel_plane.h"
+#include "cubert/kernel_math.h"
 
 /* A view's checked length given its alignment need (`align` 0: none). */
 CUBERT_KERNEL_FN_ uint64_t cubert_kernel_aligned_len_(const cubert_kernel_cube_t *cube,

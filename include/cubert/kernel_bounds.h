@@ -78,7 +78,9 @@ typedef struct cubert_kernel_fast_t {
 CUBERT_KERNEL_FN_ uint64_t cubert_kernel_view_len_(const cubert_kernel_cube_t *cube,
                                                    cubert_kernel_fast_t *fast, uint64_t len) {
   fast->views++;
-  if (fast->decided && cube->mode == CUBERT_KERNEL_MODE_VALIDATE) return 0;
+  if (fast->decided && (cube->mode == CUBERT_KERNEL_MODE_VALIDATE ||
+                        cube->mode == CUBERT_KERNEL_MODE_RACECHECK))
+    return 0;
   return len;
 }
 
@@ -90,7 +92,9 @@ CUBERT_KERNEL_FN_ void cubert_kernel_bound_(const cubert_kernel_cube_t *cube,
     fast->bounded++;
   }
   if (end > length) fast->fits = 0;
-  if (cube->mode == CUBERT_KERNEL_MODE_VALIDATE && end < *len) *len = end;
+  if ((cube->mode == CUBERT_KERNEL_MODE_VALIDATE || cube->mode == CUBERT_KERNEL_MODE_RACECHECK) &&
+      end < *len)
+    *len = end;
 }
 
 #define CUBERT_CUBE_BOUND(name, end)                                                         \

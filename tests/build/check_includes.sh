@@ -7,7 +7,8 @@
 # Public headers are ranked (a public header includes only public headers of a lower rank):
 #   0 base.h
 #   1 status.h config.h properties.h device.h handle.h stream_id.h race.h critical_section.h
-#   2 error.h, driver/arith.h
+#   2 error.h, driver/arith.h, the dialect's parts kernel_*.h (kernel.h includes them at
+#     its end)
 #   3 driver/error.h
 #   3 allocator.h layout.h memory.h comm.h sim.h kernel.h
 #   4 profile.h cube.h trace.h, driver/sim.h driver/device.h driver/driver.h
@@ -76,6 +77,7 @@ function pubrank(f,   n) {
   if (n == "base.h") return 0
   if (n ~ /^(status|config|properties|device|handle|stream_id|race|critical_section)\.h$/) return 1
   if (n == "error.h") return 2
+  if (n ~ /^kernel_[a-z]+\.h$/) return 2
   if (n ~ /^(allocator|layout|memory|comm|sim|kernel)\.h$/) return 3
   if (n ~ /^(profile|cube|trace)\.h$/) return 4
   if (n == "client.h") return 5

@@ -52,12 +52,13 @@ CUBERT_KERNEL(cts_shape_probe) {
       CUBERT_STORE(info, 3, (uint64_t)CUBE_DIM);
       CUBERT_STORE(info, 4, (uint64_t)CUBERT_SHARED_DYNAMIC_BYTES);
     }
-    tile[UNIT_POS] = (uint32_t)UNIT_POS + 1u;
+    CUBERT_STORE(tile, UNIT_POS, (uint32_t)UNIT_POS + 1u);
   }
   CUBERT_PHASE {
     uint64_t i = ABSOLUTE_POS;
     if (i < CUBERT_LEN(out))
-      CUBERT_STORE(out, i, tile[CUBE_DIM - 1u - UNIT_POS] + 1000u * (uint32_t)CUBE_POS);
+      CUBERT_STORE(out, i,
+                   CUBERT_LOAD(tile, CUBE_DIM - 1u - UNIT_POS) + 1000u * (uint32_t)CUBE_POS);
   }
 }
 

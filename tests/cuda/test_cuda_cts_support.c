@@ -28,6 +28,7 @@
 #include "cts_kernels.h"
 #include "cts.h"
 #include "cts_kernels_launch.h"
+#include "cts_dialect_kernels.h"
 
 /* Declared here and in tests/cts/cts.c / cts_multi.c (the CUDA build's hooks). */
 int cts_cuda_prepare(char *skip, size_t size);
@@ -50,6 +51,17 @@ CUBERT_KERNEL_DESCRIPTOR(g_cts_line_inc_u32x2, cts_line_inc_u32x2, 2, 0, 0, 5, 1
 CUBERT_KERNEL_DESCRIPTOR(g_cts_line_inc_u8x16, cts_line_inc_u8x16, 2, 0, 0, 5, 1, 1);
 CUBERT_KERNEL_DESCRIPTOR(g_cts_line_inc_f64x2, cts_line_inc_f64x2, 2, 0, 0, 5, 1, 1);
 CUBERT_KERNEL_DESCRIPTOR(g_cts_line_edges, cts_line_edges_u32x4, 2, 0, 0, 1, 1, 1);
+/* tests/cts/cts_dialect_kernels.h (the tests' descriptors differ in cube dim
+ * only: the host runner takes the launch's) */
+CUBERT_KERNEL_DESCRIPTOR(g_cts_atomic_u32, cts_atomic_u32, 3, 0, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_atomic_i32, cts_atomic_i32, 3, 0, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_atomic_u64, cts_atomic_u64, 3, 0, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_atomic_i64, cts_atomic_i64, 3, 0, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_atomic_f32, cts_atomic_f32, 3, 0, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_plane_u32, cts_plane_u32, 2, 0, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_plane_f32, cts_plane_f32, 2, 0, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_barrier_u32, cts_barrier_u32, 2, 0, 0, 1, 1, 1);
+CUBERT_KERNEL_DESCRIPTOR(g_cts_math_f32, cts_math_f32, 2, 1, 0, 1, 1, 1);
 
 static const cubert_kernel_t *const k_kernels[] = {
     &ck_add_f32_kernel,      &ck_axpy_f32_kernel,  &ck_axpy_offset_f32_kernel,
@@ -62,6 +74,9 @@ static const cubert_kernel_t *const k_kernels[] = {
     &g_cts_line_axpy,        &g_cts_line_inc_u8x2, &g_cts_line_inc_u16x2,
     &g_cts_line_inc_u32x2,   &g_cts_line_inc_u8x16, &g_cts_line_inc_f64x2,
     &g_cts_line_edges,
+    &g_cts_atomic_u32,       &g_cts_atomic_i32,    &g_cts_atomic_u64,
+    &g_cts_atomic_i64,       &g_cts_atomic_f32,    &g_cts_plane_u32,
+    &g_cts_plane_f32,        &g_cts_barrier_u32,   &g_cts_math_f32,
 };
 #define KERNEL_COUNT (sizeof k_kernels / sizeof k_kernels[0])
 
@@ -115,6 +130,10 @@ static int host_run(const char *entry, const unsigned grid[3], const unsigned bl
   }
   cpu_kernel_report_reset(&g_context.report);
   cpu_kernel_run_all(&g_context, k, &args, &g);
+  if (g_context.scratch_failed) {
+    pthread_mutex_unlock(&g_run_mutex);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   if (report) { /* as the GPU kernel records it: counts add up, the first claim wins */
     cubert_kernel_report_t *r = (cubert_kernel_report_t *)(uintptr_t)report;
     r->oob_count += g_context.report.oob_count;

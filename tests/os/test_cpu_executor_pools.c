@@ -101,7 +101,7 @@ TEST(executor_run_bad_arguments) {
   CHECK(cubert_error_kind(&e) == CUBERT_ERROR_SERVER_VALIDATION);
   CHECK_STATUS(RUN(ex, &k, dim3(1, 1, 1), dim3(1, 0, 1), &args, CUBERT_EXECUTION_CHECKED),
                CUBERT_STATUS_INVALID_ARGUMENT);
-  CHECK_STATUS(RUN(ex, &k, dim3(1, 1, 1), dim3(1, 1, 1), &args, (cubert_execution_mode_t)3),
+  CHECK_STATUS(RUN(ex, &k, dim3(1, 1, 1), dim3(1, 1, 1), &args, (cubert_execution_mode_t)4),
                CUBERT_STATUS_INVALID_ARGUMENT);
   /* units per cube */
   CHECK_STATUS(RUN(ex, &k, dim3(1, 1, 1), dim3(1025, 1, 1), &args, CUBERT_EXECUTION_CHECKED),
