@@ -667,12 +667,15 @@ TEST(dialect_cube_block_grows_to_the_declarations) {
                                       CUBERT_EXECUTION_VALIDATE, &r, NULL));
     CHECK_EQ_U64(r.oob_count, 0);
     for (u = 0; u < 64; u++) CHECK_EQ_U64(out[u], 28); /* 0 + 1 + .. + 7 */
-    /* then it fits: no allocation */
+    /* then it fits: no allocation on a thread whose block grew. The blocks are per
+     * thread: with workers, one that ran no cube of the launch above grows its own
+     * once (at most one allocation per participant: the workers and the caller) */
     {
       uint64_t calls = c.calls;
       CHECK_OK(cubert__cpu_executor_run(ex, &k_shared_in_loop, d3(4, 1, 1), d3(16, 1, 1), &args,
                                         CUBERT_EXECUTION_UNCHECKED, &r, NULL));
-      CHECK_EQ_U64(c.calls, calls);
+      if (w == 0) CHECK_EQ_U64(c.calls, calls);
+      else CHECK(c.calls <= calls + (uint64_t)w * 2 + 1);
       for (u = 0; u < 64; u++) CHECK_EQ_U64(out[u], 56);
     }
     cubert__cpu_executor_destroy(ex);
