@@ -33,8 +33,9 @@
  * (offsets 1, 2, 4 ..: lane l adds lane l - off, lower lane first); the
  * exclusive scan is the inclusive one moved up a lane (lane 0: 0).
  * Variables of a shuffle are at most CUBERT_KERNEL_PLANE_ELEMENT_BYTES (16).
- * A broadcast / shuffle from a lane the plane lacks is undefined (CUDA); on
- * the CPU the unit keeps its own value and RACECHECK reports it.
+ * A broadcast / shuffle from a lane the plane lacks (past the end of a partial
+ * last plane): the unit keeps its own value, on the CPU and on CUDA alike, and
+ * RACECHECK reports it (a kernel that relies on it is likely wrong).
  *
  * Cube-wide (uniform code too; three steps, two of them phases; `scratch` is
  * a shared view of at least ceil(CUBE_DIM / PLANE_DIM) elements of the
@@ -254,11 +255,17 @@ template <typename T> static __device__ __forceinline__ T cubert_plane_exclusive
   T t = __shfl_up_sync(mask, cubert_plane_inclusive_(v), 1u);
   return (UNIT_POS & 31u) == 0u ? T() : t;
 }
+/* A source lane the plane lacks (a partial last plane): the unit keeps its own value, as
+ * on the CPU (the intrinsic's result for an inactive lane is undefined: it is not used). */
 template <typename T> static __device__ __forceinline__ T cubert_plane_shfl_(T v, uint32_t lane) {
-  return __shfl_sync(cubert_plane_mask_of_(cubert_plane_count_()), v, (int)lane);
+  const uint32_t n = cubert_plane_count_();
+  T t = __shfl_sync(cubert_plane_mask_of_(n), v, (int)(lane & 31u));
+  return lane < n ? t : v;
 }
 template <typename T> static __device__ __forceinline__ T cubert_plane_shfl_xor_(T v, uint32_t m) {
-  return __shfl_xor_sync(cubert_plane_mask_of_(cubert_plane_count_()), v, (int)m);
+  const uint32_t n = cubert_plane_count_();
+  T t = __shfl_xor_sync(cubert_plane_mask_of_(n), v, (int)(m & 31u));
+  return (((UNIT_POS & 31u) ^ (m & 31u)) < n) ? t : v;
 }
 
 #define CUBERT_PLANE_SUM(dst, src) ((dst) = cubert_plane_reduce_<cubert_plane_sum_op_>(src))
