@@ -158,11 +158,18 @@ int main(int argc, char **argv) {
   cubert_client_t *client;
   cubert_error_t err;
   int runs = 11, quick = 0, i;
+  static const char k_options[] = "[--runs N] [--quick] [-h|--help]";
+  if (bench_wants_help(argc, argv))
+    return bench_usage(stdout, "bench_checked", k_options,
+                       "CHECKED vs UNCHECKED launches on the CPU server (add f32, matmul f32):\n"
+                       "the ratio of their medians, in one run (docs/benchmarks.md).");
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
       runs = atoi(argv[++i]);
     else if (strcmp(argv[i], "--quick") == 0)
       quick = 1;
+    else
+      return bench_bad_option("bench_checked", argv[i], k_options);
   }
   if (quick) runs = 3;
   if (runs < 1 || runs > BENCH_MAX_RUNS) runs = 11;
