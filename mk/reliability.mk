@@ -66,7 +66,7 @@ stress-tsan:
 # fails the target. TESTS="prefix ..." narrows every suite; VALGRIND_SUITES=sim adds the simulation
 # suite (long under valgrind). About a minute for the default suites on 2 cores.
 VALGRIND ?= valgrind
-VALGRIND_SUITES ?= unit host cts
+VALGRIND_SUITES ?= unit os cts
 VALGRIND_JOBS ?= 2
 VALGRIND_FLAGS ?= --tool=memcheck --error-exitcode=99 --leak-check=full --show-leak-kinds=definite \
   --errors-for-leak-kinds=definite --num-callers=30
@@ -76,7 +76,7 @@ $(BUILD)/valgrind/cubert-$(1)-test: $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) \
     $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/$(1)/*.c)) $(INTERNAL_LIB) | $(BUILD)/valgrind
 	$(QUIET_LINK)$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(INTERNAL_LIB) $(HOST_LIBS)
 endef
-$(foreach s,unit host cts sim,$(eval $(call VALGRIND_SUITE_RULE,$(s))))
+$(foreach s,unit os cts sim,$(eval $(call VALGRIND_SUITE_RULE,$(s))))
 
 valgrind: $(VALGRIND_SUITES:%=$(BUILD)/valgrind/cubert-%-test)
 	@sh tests/build/valgrind.sh '$(VALGRIND)' '$(VALGRIND_FLAGS)' $(BUILD)/valgrind $(VALGRIND_JOBS) '$(VALGRIND_SUITES)' $(TESTS)

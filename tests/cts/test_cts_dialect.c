@@ -182,7 +182,7 @@ uint64_t cts_plane_compare(const uint32_t *got, const uint32_t *want, uint64_t n
     for (i = 0; i < n; i++)
       if (got[k * n + i] != want[k * n + i] && bad++ < 5)
         printf("  %s: %s unit %llu: got %u want %u\n", what, k_plane_names[k],
-               (unsigned long long)i, got[k * n + i], want[k * n + i]);
+               (unsigned long long)i, (unsigned)got[k * n + i], (unsigned)want[k * n + i]);
   return bad;
 }
 
@@ -239,9 +239,9 @@ TEST(cts_plane_ops_f32_sums_are_exact) {
     for (b = pb; b < pe; b++) plane += in[b];
     for (b = c0; b < c0 + D; b++) cube += in[b];
     for (b = pb; b <= i; b++) incl += in[b];
-    CHECK_MSG(out[i] == plane, "plane_sum unit %u: %g vs %g", i, out[i], plane);
-    CHECK_MSG(out[N + i] == cube, "cube_sum unit %u: %g vs %g", i, out[N + i], cube);
-    CHECK_MSG(out[2 * N + i] == incl, "plane_inclusive_sum unit %u: %g vs %g", i, out[2 * N + i],
+    CHECK_MSG(out[i] == plane, "plane_sum unit %u: %g vs %g", (unsigned)i, out[i], plane);
+    CHECK_MSG(out[N + i] == cube, "cube_sum unit %u: %g vs %g", (unsigned)i, out[N + i], cube);
+    CHECK_MSG(out[2 * N + i] == incl, "plane_inclusive_sum unit %u: %g vs %g", (unsigned)i, out[2 * N + i],
               incl);
   }
   CHECK_OK(cubert_client_handle_release(env.client, &h[0], NULL));

@@ -200,8 +200,8 @@ static void probe(cts_env_t *env, uint32_t x, uint32_t y, uint32_t z, uint32_t s
   for (i = 0; i < n; i++) {
     uint32_t want = units - (uint32_t)(i % units) + 1000u * (uint32_t)(i / units);
     if (out[i] != want) {
-      CHECK_MSG(0, "dim (%u,%u,%u): out[%llu] = %u, want %u", x, y, z, (unsigned long long)i,
-                out[i], want);
+      CHECK_MSG(0, "dim (%u,%u,%u): out[%llu] = %u, want %u", (unsigned)x, (unsigned)y, (unsigned)z,
+                (unsigned long long)i, (unsigned)out[i], (unsigned)want);
       break;
     }
   }

@@ -55,7 +55,7 @@ TEST(cts_line_unit_for_walks_f32x4_lines) {
     for (i = 0; i < N; i++) {
       float want = i < 4 * 37 ? (float)i * 0.5f * 2.0f + 1.0f : 1.0f;
       if (got[i] != want) {
-        CHECK_MSG(0, "mode %u: out[%u] = %g, want %g", mode, i, (double)got[i], (double)want);
+        CHECK_MSG(0, "mode %u: out[%u] = %g, want %g", (unsigned)mode, (unsigned)i, (double)got[i], (double)want);
         break;
       }
     }
@@ -94,7 +94,7 @@ static void inc_case(cts_env_t *env, const cubert_kernel_t *kernel, uint32_t lin
     for (i = 0; i + 8 <= line * lines; i += 8) {
       double d;
       memcpy(&d, out + i, 8);
-      CHECK_MSG(d == (double)i + 1.0, "f64 at byte %u: %g", i, d);
+      CHECK_MSG(d == (double)i + 1.0, "f64 at byte %u: %g", (unsigned)i, d);
     }
   } else {
     uint32_t lane = line == 2 && kernel == &cts_line_inc_u16x2_kernel ? 2u
@@ -106,14 +106,14 @@ static void inc_case(cts_env_t *env, const cubert_kernel_t *kernel, uint32_t lin
       memcpy(&x, in + i, lane);
       memcpy(&y, out + i, lane);
       if (y != ((x + 1u) & ((lane == 8 ? 0 : (1ull << (8 * lane))) - 1u))) {
-        CHECK_MSG(0, "%s byte %u: %llu, want %llu + 1", kernel->name, i, (unsigned long long)y,
+        CHECK_MSG(0, "%s byte %u: %llu, want %llu + 1", kernel->name, (unsigned)i, (unsigned long long)y,
                   (unsigned long long)x);
         break;
       }
     }
   }
   for (i = line * lines; i < size; i++) /* the partial line is not part of the view */
-    CHECK_MSG(out[i] == 0xAB, "%s: byte %u past the last whole line written", kernel->name, i);
+    CHECK_MSG(out[i] == 0xAB, "%s: byte %u past the last whole line written", kernel->name, (unsigned)i);
   CHECK_OK(cubert_client_handle_release(env->client, &h[0], NULL));
   CHECK_OK(cubert_client_handle_release(env->client, &h[1], NULL));
 }

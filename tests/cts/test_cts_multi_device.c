@@ -180,7 +180,9 @@ TEST(cts_to_client_sees_pending_writes) {
   CHECK_OK(cubert_client_read_one(m.env[1].client, &dst1, out, sizeof out, NULL));
   if (memcmp(out, w, sizeof w) != 0)
     fprintf(stderr, "to_client read %u %u %u %u, want %u %u %u %u (the second write: %u %u %u %u)\n",
-            out[0], out[1], out[2], out[255], w[0], w[1], w[2], w[255], v[0], v[1], v[2], v[255]);
+            (unsigned)out[0], (unsigned)out[1], (unsigned)out[2], (unsigned)out[255], (unsigned)w[0],
+            (unsigned)w[1], (unsigned)w[2], (unsigned)w[255], (unsigned)v[0], (unsigned)v[1],
+            (unsigned)v[2], (unsigned)v[255]);
   CHECK(memcmp(out, w, sizeof w) == 0);
   if (mdev_collectives(&m.env[0])) { /* the tensor path needs collectives */
     memset(&d, 0, sizeof d);

@@ -10,7 +10,7 @@
 #                         critical-section hook, linked; plus the host unit tests through that hook
 #   make check-cxx-host   examples/embedded/cxx_host.cpp with g++ and clang++ -std=c++11 -Werror
 #   make check-embedded-demo  examples/embedded/arena_demo.c on the build machine;
-#                         make cortex-m-demo: bare metal on the Cortex-M4F (QEMU, 8 KiB stack),
+#                         make cortex-m-demo: bare metal on the Cortex-M4F (QEMU, 12 KiB stack),
 #                         run first by test-cortex-m
 #
 # Missing Debian packages are installed by tests/embedded/need_packages.sh (apt-get, as root or
@@ -46,7 +46,7 @@ CM4_CORE_FLAGS = $(CM4_COMMON) -Icore -Ibackend-cpu -ffreestanding -nostdinc -is
 # there is no environment to choose a driver with, and no OS layer).
 CM4_TEST_FLAGS = $(CM4_COMMON) $(HOST_DEFS) -DCUBERT_TEST_EMBEDDED=1 -DCUBERT_CTS_INLINE_ONLY=1 \
   -Itests/embedded/include -Itests/embedded/cortex-m -Itests/support -Icore -Ibackend-cpu $(KERNELS_INC)
-CM4_HARNESS_SRC := tests/embedded/runner.c tests/embedded/cortex-m/startup.c \
+CM4_HARNESS_SRC := tests/embedded/runner.c tests/embedded/cortex-m/startup.c tests/embedded/cortex-m/atomic8.c \
   tests/embedded/cortex-m/newlib_extra.c
 CM4_CTS_SRC := $(sort $(wildcard tests/cts/*.c))
 CM4_TEST_SRC := $(filter-out tests/support/runner.c,$(SUPPORT_SRC)) $(UNIT_SRC) $(CM4_CTS_SRC) $(CM4_HARNESS_SRC)
@@ -83,13 +83,13 @@ $(CM4_BUILD)/libcubert-core.a: $(CM4_CORE_OBJ)
 
 $(CM4_BIN): $(CM4_TEST_OBJ) $(CM4_BUILD)/libcubert-core.a $(CM4_LD)
 	$(ARM_CC) $(CM4_ARCH) -nostartfiles -T $(CM4_LD) -Wl,--gc-sections -Wl,-Map,$(CM4_BUILD)/cubert-cortex-m-test.map \
-	  -o $@ $(CM4_TEST_OBJ) $(CM4_BUILD)/libcubert-core.a -Wl,--start-group -lc -lrdimon -lgcc -Wl,--end-group
+	  -o $@ $(CM4_TEST_OBJ) $(CM4_BUILD)/libcubert-core.a -Wl,--start-group -lc -lm -lrdimon -lgcc -Wl,--end-group
 
 # ---- the static-arena demo (examples/embedded/arena_demo.c) ------------------------------------
-# On the target: bare metal with an 8 KiB stack (painted), no newlib beyond memcpy/memset/memmove
+# On the target: bare metal with a 12 KiB stack (painted), no newlib beyond memcpy/memset/memmove
 # (start-up built with EMBEDDED_NEWLIB=0: no stdio, no heap), output over semihosting. The link
 # map must show no other libc member. On the build machine: against libcubert.a.
-DEMO_STACK ?= 8192
+DEMO_STACK ?= 12288
 CM4_DEMO_ELF := $(CM4_BUILD)/arena-demo.elf
 CM4_DEMO_OBJ := $(CM4_BUILD)/obj/examples/embedded/arena_demo.o $(CM4_BUILD)/obj/demo-startup.o
 DEMO_LIBC_ALLOW := mem(cpy|set|move)
