@@ -166,6 +166,7 @@ void server_gc_retire_command(cubert_server_t *server, const server_order_t *ord
   bool unpinned = false;
   if (!event) { /* the command completes before its bindings may go */
     sync_instead(server, order->slot->stream);
+    server_race_host_sync(server, order->slot->index); /* the host saw the slot finish */
     server_race_release(server, race);
     return;
   }
@@ -186,6 +187,7 @@ void server_gc_retire_command(cubert_server_t *server, const server_order_t *ord
     cubert_error_t e;
     cubert_error_clear(&e);
     (void)server_note(server, server->driver->event_synchronize(server->self, event, UINT64_MAX, &e), &e);
+    server_race_host_sync(server, order->slot->index); /* the host saw the command finish */
   }
   if (server->driver->flags & CUBERT_DRIVER_SYNCHRONOUS) (void)server_gc_poll(server);
 }

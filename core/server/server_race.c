@@ -20,7 +20,9 @@ cubert_status_t server_race_create(cubert_server_t *server, const cubert_server_
   cubert_race_options_t ro;
   if (!o->race_check) return CUBERT_STATUS_OK;
   cubert__race_options_initialize(&ro);
-  ro.max_streams = server->max_streams;
+  /* one timeline per stream slot, and one more for the release ring (no driver stream:
+   * server_race_released) */
+  ro.max_streams = server->max_streams + 1u;
   ro.sink = o->race_sink;
   if (cubert__race_checker_create(server->allocator, &ro, &server->race, out_error) != CUBERT_STATUS_OK) {
     server->race = NULL;
@@ -93,12 +95,22 @@ void server_race_host_sync(cubert_server_t *server, uint32_t slot) {
  * point on the buffer's own slot). */
 void server_race_released(cubert_server_t *server, cubert_race_event_t race,
                           const server_pin_t *pins, uint32_t count) {
+  const uint32_t ring = server->max_streams; /* the release ring's timeline */
+  cubert_race_event_t point = race;
   uint32_t i;
   if (!server->race) return;
+  /* The ring releases its entries in order, each once its event completed: its own
+   * timeline waits for every released point, so a buffer that two commands pinned is
+   * checked, when the last pin goes, against both commands (not only the last one).
+   * Neither the host nor any stream is ordered by it: a missing sync stays reported. */
+  race_note(server, cubert__race_stream_wait_event(server->race, ring, race));
+  if (cubert__race_event_record(server->race, ring, &point) != CUBERT_STATUS_OK) point = race;
   for (i = 0; i < count; i++)
     if (!cubert__memory_id_is_alive(server->table, pins[i].memory))
       race_note(server, cubert__race_reclaim_at_event(server->race, cubert__race_buffer_id(pins[i].memory),
-                                                      pins[i].slot, race));
+                                                      pins[i].slot, point));
+  if (point.index != race.index || point.generation != race.generation)
+    race_note(server, cubert__race_event_release(server->race, point));
   race_note(server, cubert__race_event_release(server->race, race));
 }
 
