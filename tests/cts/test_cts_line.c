@@ -66,6 +66,24 @@ TEST(cts_line_unit_for_walks_f32x4_lines) {
 }
 
 /* One width: bytes of `line` each, `lines` whole lines plus `extra` bytes. */
+/* A lane of `lane` bytes (1, 2 or 4) as a number, in the host's byte order (a memcpy into
+ * the low bytes of a u64 is the high bytes on a big-endian host). */
+static uint64_t load_lane(const unsigned char *p, uint32_t lane) {
+  uint8_t b1;
+  uint16_t b2;
+  uint32_t b4;
+  if (lane == 1) {
+    memcpy(&b1, p, 1);
+    return b1;
+  }
+  if (lane == 2) {
+    memcpy(&b2, p, 2);
+    return b2;
+  }
+  memcpy(&b4, p, 4);
+  return b4;
+}
+
 static void inc_case(cts_env_t *env, const cubert_kernel_t *kernel, uint32_t line,
                      uint32_t lines, uint32_t extra, int is_f64) {
   unsigned char in[16 * 23 + 15], out[16 * 23 + 15];
@@ -102,9 +120,7 @@ static void inc_case(cts_env_t *env, const cubert_kernel_t *kernel, uint32_t lin
                     : kernel == &cts_line_inc_u16x2_kernel            ? 2u
                                                                       : 1u;
     for (i = 0; i < line * lines; i += lane) {
-      uint64_t x = 0, y = 0;
-      memcpy(&x, in + i, lane);
-      memcpy(&y, out + i, lane);
+      uint64_t x = load_lane(in + i, lane), y = load_lane(out + i, lane);
       if (y != ((x + 1u) & ((lane == 8 ? 0 : (1ull << (8 * lane))) - 1u))) {
         CHECK_MSG(0, "%s byte %u: %llu, want %llu + 1", kernel->name, (unsigned)i, (unsigned long long)y,
                   (unsigned long long)x);
