@@ -489,8 +489,9 @@ cubert_status_t cubert__cpu_executor_run_shared(cubert_cpu_executor_t *executor,
       st = cpu_kernel_race_end(&ex->caller, &race);
     }
     if (out_report) cpu_kernel_report_merge(out_report, &ex->caller.report);
+    failed = ex->caller.scratch_failed != 0; /* read under the run mutex */
     cubert__os_mutex_unlock(&ex->run_mutex);
-    if (ex->caller.scratch_failed) return executor_scratch_error(out_error);
+    if (failed) return executor_scratch_error(out_error);
     if (st != CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                               "cpu executor: the kernel race checker ran out of memory");
@@ -501,8 +502,9 @@ cubert_status_t cubert__cpu_executor_run_shared(cubert_cpu_executor_t *executor,
     cpu_kernel_report_reset(&ex->caller.report);
     cpu_kernel_run_all(&ex->caller, kernel, args, &grid);
     if (out_report) cpu_kernel_report_merge(out_report, &ex->caller.report);
+    failed = ex->caller.scratch_failed != 0; /* read before the next launch may reset it */
     cubert__os_mutex_unlock(&ex->run_mutex);
-    if (ex->caller.scratch_failed) return executor_scratch_error(out_error);
+    if (failed) return executor_scratch_error(out_error);
     return CUBERT_STATUS_OK;
   }
   chunk = grid.total / (((uint64_t)participants + 1) * 8u); /* 8 chunks per range */
@@ -520,7 +522,8 @@ cubert_status_t cubert__cpu_executor_run_shared(cubert_cpu_executor_t *executor,
   }
   for (i = 0; i < participants; i++)
     if (executor_worker(ex, i)->context.scratch_failed) failed = 1;
+  if (ex->caller.scratch_failed) failed = 1; /* read under the run mutex */
   cubert__os_mutex_unlock(&ex->run_mutex);
-  if (failed || ex->caller.scratch_failed) return executor_scratch_error(out_error);
+  if (failed) return executor_scratch_error(out_error);
   return CUBERT_STATUS_OK;
 }
