@@ -71,8 +71,11 @@ VALGRIND_JOBS ?= 2
 VALGRIND_FLAGS ?= --tool=memcheck --error-exitcode=99 --leak-check=full --show-leak-kinds=definite \
   --errors-for-leak-kinds=definite --num-callers=30
 
+# The OS-layer suite's kernel-dialect tests share the conformance suite's plane helpers
+# (tests/cts/test_cts_dialect.c and the suite's driver records): they link in with it.
+VALGRIND_EXTRA_os = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/cts/cts*.c) tests/cts/test_cts_dialect.c)
 define VALGRIND_SUITE_RULE
-$(BUILD)/valgrind/cubert-$(1)-test: $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) \
+$(BUILD)/valgrind/cubert-$(1)-test: $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o) $(VALGRIND_EXTRA_$(1)) \
     $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/$(1)/*.c)) $(INTERNAL_LIB) | $(BUILD)/valgrind
 	$(QUIET_LINK)$(CC) $(VARIANT_FLAGS) $(CFLAGS) $(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(INTERNAL_LIB) $(HOST_LIBS)
 endef

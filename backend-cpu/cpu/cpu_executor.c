@@ -514,6 +514,9 @@ cubert_status_t cubert__cpu_executor_run_shared(cubert_cpu_executor_t *executor,
   ex->args = args;
   ex->grid = grid;
   ex->chunk = chunk;
+  /* a participant that gets no cube of this launch must not report the last one's failure */
+  for (i = 0; i < participants; i++) executor_worker(ex, i)->context.scratch_failed = 0;
+  ex->caller.scratch_failed = 0;
   executor_run_pool(ex, participants);
   if (out_report) {
     for (i = 0; i < participants; i++)
