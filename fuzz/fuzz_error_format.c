@@ -95,9 +95,12 @@ static void build_api(cubert_error_t *e, fuzz_reader_t *r) {
   fuzz_fill(r, reason, len);
   reason[len] = '\0';
   kind = fuzz_u8(r) % (CUBERT_ERROR_KIND_COUNT_ + 2u); /* a few out of range */
+  /* a kind outside the list records INVALID_ARGUMENT instead (cubert/error.h) */
   FUZZ_CHECK(cubert_error_set(e, (cubert_error_kind_t)kind, fields, nfields,
                               (fuzz_u8(r) & 1) ? reason : NULL) ==
-             cubert_error_kind_status((cubert_error_kind_t)kind));
+             (kind < (unsigned)CUBERT_ERROR_KIND_COUNT_
+                  ? cubert_error_kind_status((cubert_error_kind_t)kind)
+                  : CUBERT_STATUS_INVALID_ARGUMENT));
   FUZZ_CHECK(strlen(e->reason) < CUBERT_ERROR_REASON_SIZE);
   if (fuzz_u8(r) & 1) {
     for (i = 0; i < 3; i++) e->field2[i] = fuzz_u64(r);
