@@ -71,10 +71,25 @@ static cubert_status_t server_oom(cubert_error_t *out_error, const char *what) {
   return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, what);
 }
 
+/* Before any stream is destroyed, every stream has run what it was given:
+ * a queued wait names another stream's event, and the driver may read that
+ * stream until the wait ran (the CPU driver's waiting worker does). One pass
+ * suffices: at teardown nothing enqueues any more. Not after a lost device
+ * (nothing may block then). */
+static void server_streams_synchronize(cubert_server_t *server) {
+  uint32_t i;
+  if (server_lost(server, NULL) != CUBERT_STATUS_OK) return;
+  for (i = 0; server->slots && i < server->max_streams; i++)
+    if (server->slots[i])
+      (void)server->driver->stream_synchronize(server->self, server->slots[i]->stream, NULL);
+  if (server->comm) (void)server->driver->stream_synchronize(server->self, server->comm->stream, NULL);
+}
+
 static void server_free(cubert_server_t *server) {
   cubert_allocator_t a = server->allocator;
-  server_comm_destroy(server);
+  server_streams_synchronize(server);
   server_slots_destroy(server);
+  server_comm_destroy(server); /* after the slots: their streams wait on its events */
   cubert__multi_stream_destroy(server->multi);
   server_gc_destroy(server);
 #if CUBERT_CONFIG_PROFILING

@@ -274,7 +274,9 @@ typedef struct cubert_driver_t {
   cubert_status_t (*stream_create)(void *self, uint32_t index, cubert_driver_stream_t **out_stream,
                                    cubert_error_t *out_error);
   /* Run what is still enqueued on the stream, then destroy it. The server
-   * synchronized the stream and destroyed its events first. May block. */
+   * synchronized every stream of the device first (unless the device is
+   * lost), so no stream still waits on one of this stream's events, and it
+   * destroyed this stream's events. May block. */
   void (*stream_destroy)(void *self, cubert_driver_stream_t *stream);
   /* Block until everything enqueued on the stream so far completed
    * (cuStreamSynchronize). Must not allocate: the server uses it when it cannot
