@@ -17,7 +17,7 @@ MINIMAL_CONFIG := -DCUBERT_CONFIG_RACE_CHECKER=0 -DCUBERT_CONFIG_SIMULATION=0 \
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
 check: test check-freestanding check-headers check-kernel-warnings check-32bit check-cortex-m check-install check-symbols \
        fuzz-replay check-tools check-cortex-m0 check-cxx-host check-embedded-demo check-stack check-hygiene check-docs \
-       check-launch-arguments check-line-ptx $(if $(HAVE_CLANG),check-clang)
+       check-launch-arguments check-line-ptx check-unit-done $(if $(HAVE_CLANG),check-clang)
 	@echo "check: ok$(if $(HAVE_CLANG),, (check-clang skipped: $(CLANG) not found; Debian: apt-get install clang))"
 
 # memcpy/memset/memmove (emitted for the builtins) and the compiler's own runtime
@@ -73,6 +73,12 @@ check-launch-arguments:
 .PHONY: check-line-ptx
 check-line-ptx:
 	@sh tests/build/check_line_ptx.sh '$(NVCC)' $(BUILD)/line-ptx
+
+# CUBERT_UNIT_DONE inside CUBERT_UNIT_FOR does not compile (gcc, clang, nvcc when
+# found); its right uses compile warning-free (tests/build/check_unit_done.sh).
+.PHONY: check-unit-done
+check-unit-done:
+	@sh tests/build/check_unit_done.sh $(BUILD)/unit-done $(or $(KERNEL_WARN_CCS),gcc clang) -- '$(NVCC)'
 
 # tools/cubert-info lists every device it creates and refuses a bad option (exit 2);
 # every program answers --help (usage on stdout, exit 0) and an unknown option (exit 2).

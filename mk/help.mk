@@ -15,6 +15,7 @@ help:
 	@echo '  check-kernel-warnings every kernel source at gcc and clang -O3 -Wall -Wextra -Werror (tests/build/kernel_warnings.c)'
 	@echo '  check-launch-arguments  cubert_kernel_args_t (or a handle) given to cubert_client_launch does not compile'
 	@echo '  check-line-ptx      line loads/stores are vector instructions in nvcc'"'"'s PTX (needs nvcc, no GPU)'
+	@echo '  check-unit-done     CUBERT_UNIT_DONE inside CUBERT_UNIT_FOR does not compile (gcc, clang, nvcc)'
 	@echo '  check-32bit         core + tests/unit built with -m32 and run (gcc-multilib)'
 	@echo '  check-cortex-m      core cross-compiled for Cortex-M4, symbol allowlist (gcc-arm-none-eabi)'
 	@echo '  check-cortex-m0     core for Cortex-M0 through the critical-section hook; unit tests through the hook'

@@ -345,7 +345,12 @@ cubert_status_t cpu_kernel_launch_report(const cpu_kernel_launch_t *l,
                                          cubert_error_t *out_error) {
   uint64_t f[4];
   char text[CUBERT_ERROR_REASON_SIZE], race[CUBERT_ERROR_REASON_SIZE];
-  if (l->execution == (uint8_t)CUBERT_EXECUTION_RACECHECK && !r->has_violation && r->race_kind) {
+  /* RACECHECK's reports; in VALIDATE the one kind it checks too (a unit that
+   * went on after CUBERT_UNIT_DONE, cubert_kernel_after_unit_done_) */
+  if ((l->execution == (uint8_t)CUBERT_EXECUTION_RACECHECK ||
+       (l->execution == (uint8_t)CUBERT_EXECUTION_VALIDATE &&
+        r->race_kind == CUBERT_KERNEL_RACE_UNIT_DONE)) &&
+      !r->has_violation && r->race_kind) {
     f[0] = r->race_kind;
     f[1] = r->race_view;
     f[2] = r->race_element;

@@ -36,9 +36,11 @@
  *     flow (an `if`/`for` whose condition is the same for all units);
  *   - leave a phase early for the current unit with CUBERT_UNIT_DONE, at the
  *     phase's own level (never `return` or a `break` out of the phase: on the
- *     CPU that would skip the remaining units; inside a loop nested in the
- *     phase CUBERT_UNIT_DONE is that loop's `continue`: RACECHECK reports a
- *     unit that goes on after it).
+ *     CPU that would skip the remaining units). It cannot end the unit from
+ *     inside a loop nested in the phase (C has no `continue` of an outer
+ *     loop): inside CUBERT_UNIT_FOR it does not compile; inside a plain loop
+ *     it continues that loop, and VALIDATE and RACECHECK launches fail at the
+ *     unit's next access (docs/kernels.md).
  * Units of one phase run in order on the CPU (unit 0, 1, ...) but kernels
  * must not rely on it: on CUDA they run concurrently. Plane (warp) operations
  * and the cube-wide reduce / scan are statements of uniform code
@@ -152,6 +154,11 @@
 #else
 #define CUBERT_KERNEL_FN_ static inline
 #endif
+
+/* CUBERT_UNIT_DONE's case label: this constant at the phase's level;
+ * CUBERT_UNIT_FOR declares a variable of the same name, so CUBERT_UNIT_DONE
+ * inside that loop (where it could not end the unit) does not compile. */
+enum { CUBERT_UNIT_DONE_cannot_leave_a_CUBERT_UNIT_FOR_loop = 0 };
 
 #if defined(__GNUC__) || defined(__clang__)
 #define CUBERT_KERNEL_UNUSED_ __attribute__((unused))
@@ -519,11 +526,45 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_phase_begin_(cubert_kernel_
   return u;
 }
 
+/* VALIDATE: the accessors' note while a unit's CUBERT_UNIT_DONE has run (no
+ * other note is set then: RACECHECK's own note checks the same). An access
+ * means the unit went on: CUBERT_UNIT_DONE was used in a loop nested in the
+ * phase, where it continues that loop. Reported like a race of kind
+ * CUBERT_KERNEL_RACE_UNIT_DONE (6, cubert/kernel_race.h): the launch fails. */
+CUBERT_KERNEL_FN_ void cubert_kernel_after_unit_done_(cubert_kernel_cube_t *cube,
+                                                      const void *address, uint32_t view,
+                                                      const char *name, uint64_t index,
+                                                      uint32_t access) {
+  cubert_kernel_report_t *r = cube->report;
+  (void)address;
+  if (!r) return;
+  r->race_count++;
+  if (r->race_kind) return;
+  r->race_kind = 6u; /* CUBERT_KERNEL_RACE_UNIT_DONE */
+  r->race_phase = (cube->phase + 1u) / 2u;
+  r->race_view = view;
+  r->race_access = access | (access << 4);
+  r->race_unit_a = cube->unit;
+  r->race_unit_b = cube->unit;
+  r->race_cube_a = cube->pos_linear;
+  r->race_cube_b = cube->pos_linear;
+  r->race_element = index;
+  r->race_name = name;
+}
+
+/* A unit's CUBERT_UNIT_DONE state ends with the unit (checked copy). */
+CUBERT_KERNEL_FN_ void cubert_kernel_unit_done_clear_(cubert_kernel_cube_t *cube) {
+  if (cube->unit_done) {
+    cube->unit_done = 0;
+    if (cube->race_note == cubert_kernel_after_unit_done_) cube->race_note = 0;
+  }
+}
+
 CUBERT_KERNEL_FN_ int cubert_kernel_phase_end_(cubert_kernel_cube_t *cube, int unchecked) {
   if (!unchecked) {
     cube->phase++;
     cube->unit = CUBERT_KERNEL_UNIFORM;
-    cube->unit_done = 0;
+    cubert_kernel_unit_done_clear_(cube);
   }
   return 0;
 }
@@ -532,13 +573,17 @@ CUBERT_KERNEL_FN_ int cubert_kernel_unit_enter_(cubert_kernel_cube_t *cube, int 
                                                 uint64_t linear) {
   if (!unchecked) {
     cube->unit = (uint32_t)linear;
-    cube->unit_done = 0;
+    cubert_kernel_unit_done_clear_(cube);
   }
   return 1;
 }
 
 CUBERT_KERNEL_FN_ int cubert_kernel_unit_done_(cubert_kernel_cube_t *cube, int unchecked) {
-  if (!unchecked) cube->unit_done = 1;
+  if (!unchecked) {
+    cube->unit_done = 1;
+    if (!cube->race_note && cube->mode == CUBERT_KERNEL_MODE_VALIDATE)
+      cube->race_note = cubert_kernel_after_unit_done_;
+  }
   return 1;
 }
 
@@ -631,10 +676,14 @@ CUBERT_KERNEL_FN_ void *cubert_kernel_unit_var_(cubert_kernel_cube_t *cube, uint
            cubert_unit.x++, cubert_unit.linear++)
 
 /* `continue` of the unit loop: valid at the phase's own level, not inside a
- * loop nested in the phase (there it would continue that loop; RACECHECK
- * reports the unit's next access). The switch keeps it one statement. */
+ * loop nested in the phase. Inside CUBERT_UNIT_FOR it does not compile (the
+ * case label names the loop's variable, not a constant); inside another loop
+ * nested in the phase it would continue that loop: VALIDATE and RACECHECK
+ * fail the launch at the unit's next access. The switch keeps it one
+ * statement. */
 #define CUBERT_UNIT_DONE                                                                     \
   switch (cubert_kernel_unit_done_(cubert_cube, cubert_unchecked_))                          \
+  case CUBERT_UNIT_DONE_cannot_leave_a_CUBERT_UNIT_FOR_loop:                                 \
   default:                                                                                   \
     continue
 
@@ -805,7 +854,14 @@ static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(voi
   for (int cubert_phase_once_ = (__syncthreads(), 0); cubert_phase_once_ < 1;                \
        __syncthreads(), ++cubert_phase_once_)
 
-#define CUBERT_UNIT_DONE continue
+/* CUBERT_UNIT_DONE after a CUBERT_UNIT_FOR in the same block: nvcc's note
+ * that old for-init scoping would have found the loop's variable. */
+#pragma nv_diag_suppress 780
+#define CUBERT_UNIT_DONE                                                                     \
+  switch (1)                                                                                 \
+  case CUBERT_UNIT_DONE_cannot_leave_a_CUBERT_UNIT_FOR_loop:                                 \
+  default:                                                                                   \
+    continue
 
 #define CUBERT_SHARED(type, name, count)                                                     \
   __shared__ type name##_cubert_storage_[count];                                             \

@@ -93,6 +93,18 @@ CUBERT_LINE_TYPE_(f64x2, double, 2, 16);
 #define CUBERT_BUFFER_LINES(line_type, name, slot)                                           \
   CUBERT_BUFFER_ALIGNED_(line_type, name, slot, (uint32_t)sizeof(line_type))
 
+/* A one-pass loop around CUBERT_UNIT_FOR that declares a variable named like
+ * CUBERT_UNIT_DONE's case-label constant (cubert/kernel.h): inside the loop
+ * the label is no constant, so CUBERT_UNIT_DONE there (where `continue`
+ * would continue this loop, not end the unit) does not compile. -Wshadow is
+ * off for that one declaration only. `break` in the body leaves both loops. */
+#define CUBERT_UNIT_FOR_MARK_                                                                \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wshadow\"")              \
+  for (int CUBERT_UNIT_DONE_cannot_leave_a_CUBERT_UNIT_FOR_loop = 0;                         \
+       CUBERT_UNIT_DONE_cannot_leave_a_CUBERT_UNIT_FOR_loop == 0;                            \
+       CUBERT_UNIT_DONE_cannot_leave_a_CUBERT_UNIT_FOR_loop = 1)                             \
+  _Pragma("GCC diagnostic pop")
+
 #if !defined(__CUDACC__)
 
 /* The first index and the end of the current unit's contiguous chunk. */
@@ -111,6 +123,7 @@ CUBERT_KERNEL_FN_ uint64_t cubert_kernel_chunk_end_(uint64_t begin, uint64_t end
 }
 
 #define CUBERT_UNIT_FOR(i, begin, end)                                                       \
+  CUBERT_UNIT_FOR_MARK_                                                                      \
   for (uint64_t i = cubert_kernel_chunk_first_((uint64_t)(begin), (uint64_t)(end), UNIT_POS,  \
                                                CUBE_DIM),                                    \
                 cubert_stop_##i = cubert_kernel_chunk_end_((uint64_t)(begin), (uint64_t)(end), \
@@ -120,7 +133,8 @@ CUBERT_KERNEL_FN_ uint64_t cubert_kernel_chunk_end_(uint64_t begin, uint64_t end
 #else /* __CUDACC__ */
 
 #define CUBERT_UNIT_FOR(i, begin, end)                                                       \
-  for (uint64_t i = (uint64_t)(begin) + UNIT_POS, cubert_stop_##i = (uint64_t)(end); \
+  CUBERT_UNIT_FOR_MARK_                                                                      \
+  for (uint64_t i = (uint64_t)(begin) + UNIT_POS, cubert_stop_##i = (uint64_t)(end);         \
        i < cubert_stop_##i; i += CUBE_DIM)
 
 #endif /* __CUDACC__ */

@@ -48,6 +48,7 @@
 #define CUBERT_KERNEL_RACE_PLANE_DIVERGENT 4u
 #define CUBERT_KERNEL_RACE_SYNC_DIVERGENT 5u
 #define CUBERT_KERNEL_RACE_UNIT_DONE 6u
+typedef char cubert_kernel_race_unit_done_is_6_[CUBERT_KERNEL_RACE_UNIT_DONE == 6u ? 1 : -1]; /* kernel.h reports it by number */
 #define CUBERT_KERNEL_RACE_PLANE_LANE 7u
 
 /* Events the dialect gives the checker besides accesses (race_note's

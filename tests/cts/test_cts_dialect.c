@@ -409,3 +409,58 @@ TEST(cts_math_within_documented_ulp) {
   free(in);
   free(out);
 }
+
+/* ---- CUBERT_UNIT_DONE inside a loop nested in a phase ------------------------------------ */
+
+/* CUBERT_UNIT_DONE continues the inner loop here (it cannot end the unit from
+ * inside a plain loop; inside CUBERT_UNIT_FOR it does not compile, see
+ * tests/build/check_unit_done.sh), and units 5.. go on to the store. */
+CUBERT_KERNEL(cts_unit_done_in_loop) {
+  CUBERT_BUFFER(uint32_t, out, 0);
+  CUBERT_PHASE {
+    uint32_t i;
+    for (i = 0; i < 2; i++)
+      if (UNIT_POS >= 5) CUBERT_UNIT_DONE;
+    CUBERT_STORE(out, ABSOLUTE_POS, 1u);
+  }
+}
+CUBERT_KERNEL_DESCRIPTOR(k_unit_done_in_loop, cts_unit_done_in_loop, 1, 0, 0, 8, 1, 1);
+
+static void unit_done_in_loop_case(cubert_bounds_check_mode_t mode) {
+  uint32_t data[8] = {0};
+  cubert_handle_t h;
+  cubert_launch_arguments_t args;
+  cubert_cube_count_t count = cubert_cube_count_new_single();
+  cubert_error_t err;
+  cts_options_t o;
+  cubert_client_t *client = NULL;
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_initialize(&c);
+  memset(&o, 0, sizeof o);
+  o.bounds_check = mode;
+  o.workers = 1;
+  CHECK_OK(cts_client_create(a, &o, &client, NULL));
+  CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL));
+  args = args_of(&h, 1);
+  CHECK_OK(cubert_client_launch_unchecked(client, &k_unit_done_in_loop, &count, &args, NULL));
+  CHECK_STATUS(cubert_client_sync(client, &err), CUBERT_STATUS_SERVER_UNHEALTHY);
+  CHECK(cubert_error_has_kind(&err, CUBERT_ERROR_SERVER_VALIDATION));
+  CHECK_MSG(strstr(err.reason, "cts_unit_done_in_loop") != NULL &&
+                strstr(err.reason, "unit 5 of cube 0 went on after CUBERT_UNIT_DONE") != NULL,
+            "reason: %s", err.reason);
+  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
+  cubert_client_release(client);
+  CHECK_EQ_I64(c.live_blocks, 0);
+  counting_allocator_destroy(&c);
+}
+
+/* VALIDATE (the mode tests run in) and RACECHECK fail the launch, naming the
+ * kernel, the unit and the access; the GPU cannot see it (CUDA runs the
+ * body as written: units 5.. store too, as on the CPU). */
+TEST(cts_unit_done_in_a_nested_loop_fails_validate_and_racecheck) {
+  if (cts_driver_is("cuda"))
+    TEST_SKIP("the CUDA driver runs the kernel as written: a unit going on after CUBERT_UNIT_DONE "
+              "is checked by the CPU drivers only");
+  unit_done_in_loop_case(CUBERT_BOUNDS_CHECK_VALIDATE);
+  unit_done_in_loop_case(CUBERT_BOUNDS_CHECK_RACECHECK);
+}

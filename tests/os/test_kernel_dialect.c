@@ -365,11 +365,23 @@ TEST(dialect_race_seeded_bugs_executor) {
       cpu_kernel_race_text(&r, text, sizeof text);
       CHECK_MSG(strcmp(text, b->text) == 0, "%s:\n  got  %s\n  want %s", b->kernel->name, text,
                 b->text);
-      /* the other modes run it without a report */
+      /* VALIDATE runs it without a report, except a unit going on after
+       * CUBERT_UNIT_DONE, which it checks too (the same report) */
       CHECK_OK(cubert__cpu_executor_run(ex, b->kernel, d3(b->cubes, 1, 1), b->kernel->cube_dim,
                                         &args, CUBERT_EXECUTION_VALIDATE, &r, NULL));
+      if (b->kind == CUBERT_KERNEL_RACE_UNIT_DONE) {
+        CHECK_EQ_U64(r.race_kind, CUBERT_KERNEL_RACE_UNIT_DONE);
+        cpu_kernel_race_text(&r, text, sizeof text);
+        CHECK_MSG(strcmp(text, b->text) == 0, "VALIDATE %s:\n  got  %s\n  want %s",
+                  b->kernel->name, text, b->text);
+      } else {
+        CHECK_EQ_U64(r.race_kind, 0);
+        CHECK_EQ_U64(r.race_count, 0);
+      }
+      /* CHECKED does not check it */
+      CHECK_OK(cubert__cpu_executor_run(ex, b->kernel, d3(b->cubes, 1, 1), b->kernel->cube_dim,
+                                        &args, CUBERT_EXECUTION_CHECKED, &r, NULL));
       CHECK_EQ_U64(r.race_kind, 0);
-      CHECK_EQ_U64(r.race_count, 0);
     }
     cubert__cpu_executor_destroy(ex);
   }
