@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/cuda/fake_libcuda_gates.c: the fake driver's stream memory
+ * backend-cuda/fake/fake_libcuda_gates.c: the fake driver's stream memory
  * operations (cuStreamWaitValue32 / cuStreamWriteValue32) and peer copies,
  * for the CUDA driver's collectives (backend-cuda/comm/cuda_comm.h, "Gates").
  *
@@ -127,6 +127,7 @@ CUresult fake_context_drain(int device) {
 CUresult cubert_fake_cuda_context_drain(int device) { return fake_context_drain(device); }
 
 CUresult fake_stream_settle(CUstream s) {
+  s = fake_stream_special(s);
   return s ? gates_settle(&s->gates) : CUDA_SUCCESS;
 }
 
@@ -152,6 +153,7 @@ CUresult fake_cuStreamWaitValue32(CUstream s, CUdeviceptr addr, cuuint32_t value
   g.addr = (const uint32_t *)(uintptr_t)addr;
   g.value = value;
   pthread_mutex_lock(&fake_mutex);
+  s = fake_stream_special(s);
   if (fake_pooled_address(addr)) {
     pthread_mutex_unlock(&fake_mutex);
     return CUDA_ERROR_INVALID_VALUE;
@@ -177,6 +179,7 @@ CUresult fake_cuStreamWriteValue32(CUstream s, CUdeviceptr addr, cuuint32_t valu
   fake_stats_.stream_writes++;
   pthread_mutex_unlock(&fake_mutex);
   return CUDA_SUCCESS;
+  s = fake_stream_special(s);
 }
 
 /* Exported: open gates on `addr` (under fake_mutex, so that what the writer
@@ -221,6 +224,7 @@ CUresult fake_cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr 
   fake_stats_.copies_peer++;
   pthread_mutex_unlock(&fake_mutex);
   return CUDA_SUCCESS;
+  s = fake_stream_special(s);
 }
 
 /* Exported for the fake libnccl (dlsym): work on `s` from now on stands

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/cuda/fake_libcuda_exec.c: the fake CUDA driver's memory, copies,
+ * backend-cuda/fake/fake_libcuda_exec.c: the fake CUDA driver's memory, copies,
  * modules and launches (fake_libcuda.h says what they do).
  */
 #include <stdio.h>
@@ -138,6 +138,7 @@ CUresult fake_cuMemAllocAsync(CUdeviceptr *out, size_t size, CUstream s) {
   if (r != CUDA_SUCCESS) return r;
   if (fake_knob("CUBERT_FAKE_CUDA_NO_POOLS", 0)) return CUDA_ERROR_NOT_SUPPORTED;
   return device_alloc(out, size, 1);
+  s = fake_stream_special(s);
 }
 
 /* CUBERT_FAKE_CUDA_DEFER_FREES=1: a free on a stream gives the memory back
@@ -150,6 +151,7 @@ CUresult fake_cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   if (!s || !p || !fake_knob("CUBERT_FAKE_CUDA_DEFER_FREES", 0)) return device_free(p, 1);
   b = (fake_block_t *)(uintptr_t)(p - FAKE_HEADER);
   pthread_mutex_lock(&fake_mutex);
+  s = fake_stream_special(s);
   if (b->deferred) {
     pthread_mutex_unlock(&fake_mutex);
     return CUDA_ERROR_INVALID_VALUE; /* freed twice */
@@ -238,6 +240,7 @@ CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUst
   memcpy((void *)(uintptr_t)dst, src, n);
   count(&fake_stats_.copies_h2d);
   return CUDA_SUCCESS;
+  s = fake_stream_special(s);
 }
 
 CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s) {
@@ -248,6 +251,7 @@ CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s
   memcpy(dst, (const void *)(uintptr_t)src, n);
   count(&fake_stats_.copies_d2h);
   return CUDA_SUCCESS;
+  s = fake_stream_special(s);
 }
 
 CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
@@ -257,6 +261,7 @@ CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUst
   memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
   count(&fake_stats_.copies_d2d);
   return CUDA_SUCCESS;
+  s = fake_stream_special(s);
 }
 
 CUresult fake_cuMemcpy2DAsync(const CUDA_MEMCPY2D *c, CUstream s) {
@@ -265,6 +270,7 @@ CUresult fake_cuMemcpy2DAsync(const CUDA_MEMCPY2D *c, CUstream s) {
   size_t row;
   CUresult r = fake_stream_ready(s);
   if (r != CUDA_SUCCESS) return r;
+  s = fake_stream_special(s);
   if (!c || c->srcPitch < c->WidthInBytes || c->dstPitch < c->WidthInBytes)
     return CUDA_ERROR_INVALID_VALUE;
   src = c->srcMemoryType == CU_MEMORYTYPE_HOST ? (const unsigned char *)c->srcHost
@@ -287,6 +293,7 @@ CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstre
   memset((void *)(uintptr_t)dst, v, n);
   count(&fake_stats_.memsets);
   return CUDA_SUCCESS;
+  s = fake_stream_special(s);
 }
 
 /* ---- modules and launches ------------------------------------------------------------ */
@@ -446,6 +453,21 @@ static void run_add_scalar(const unsigned char *args, uint64_t units) {
 
 static fake_cuda_kernel_host_fn g_kernel_host;
 
+/* What a launch of a kernel with no CPU body does: CUBERT_FAKE_CUDA_UNKNOWN_KERNELS
+ * "fail" (CUDA_ERROR_NOT_SUPPORTED) or "skip" (a no-op); the default is the
+ * build's: fail in the installed libcubert-fakecuda.so (FAKE_CUDA_INSTALLED),
+ * skip in the test suite's build (its stand-in kernels do nothing). */
+static int unknown_kernels_fail(void) {
+  const char *v = getenv("CUBERT_FAKE_CUDA_UNKNOWN_KERNELS");
+  if (v && strcmp(v, "fail") == 0) return 1;
+  if (v && strcmp(v, "skip") == 0) return 0;
+#if defined(FAKE_CUDA_INSTALLED)
+  return 1;
+#else
+  return 0;
+#endif
+}
+
 void cubert_fake_cuda_set_kernel_host(fake_cuda_kernel_host_fn fn) {
   pthread_mutex_lock(&fake_mutex);
   g_kernel_host = fn;
@@ -460,6 +482,7 @@ CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz
   fake_cuda_kernel_host_fn host;
   (void)extra;
   if (r != CUDA_SUCCESS) return r;
+  s = fake_stream_special(s);
   if (!f || !params || gx == 0 || gy == 0 || gz == 0 || bx * by * bz > 1024)
     return CUDA_ERROR_INVALID_VALUE;
   if (shared > 49152 && (int)shared > f->dynamic_shared) return CUDA_ERROR_INVALID_VALUE;
@@ -498,7 +521,20 @@ CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz
   }
   if (strcmp(f->name, "ck_add_scalar_u32") == 0)
     run_add_scalar((const unsigned char *)params[0], (uint64_t)gx * gy * gz * bx * by * bz);
-  if (strcmp(f->name, "fake_fault") == 0) fake_poison(CUDA_ERROR_ILLEGAL_ADDRESS);
+  else if (strcmp(f->name, "fake_fault") == 0)
+    fake_poison(CUDA_ERROR_ILLEGAL_ADDRESS);
+  else if (unknown_kernels_fail()) {
+    /* a kernel with no CPU body (not launched through cubert, or a
+     * descriptor without cpu_entry): the fake cannot run it */
+    static int said;
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+      fprintf(stderr,
+              "libcubert-fakecuda: kernel %s has no CPU body to run: cuLaunchKernel returns "
+              "CUDA_ERROR_NOT_SUPPORTED (CUBERT_FAKE_CUDA_UNKNOWN_KERNELS=skip: launch it as a "
+              "no-op)\n",
+              f->name);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
   return CUDA_SUCCESS;
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/cuda/fake_libcuda.c: a fake CUDA driver (libcuda.so.1) on host
+ * backend-cuda/fake/fake_libcuda.c: a fake CUDA driver (libcuda.so.1) on host
  * memory, for the CUDA driver's tests on machines without a GPU. What it
  * does and its knobs: fake_libcuda.h. This file: knobs, devices, contexts,
  * streams, events, errors and cuGetProcAddress; memory, copies, modules and
@@ -359,6 +359,7 @@ static void event_detach(struct CUevent_st *e) {
 
 CUresult fake_stream_check(CUstream s) {
   CUresult r = fake_ctx_check();
+  s = fake_stream_special(s);
   if (r != CUDA_SUCCESS) return r;
   if (s && s->ctx != fake_current) return CUDA_ERROR_INVALID_HANDLE;
   return CUDA_SUCCESS;
@@ -368,6 +369,7 @@ static CUresult fake_cuStreamSynchronize(CUstream s) {
   CUresult r = fake_stream_ready(s);
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.stream_syncs++;
+  s = fake_stream_special(s);
   if (r == CUDA_SUCCESS && s) {
     s->completed = s->recorded;
     fake_stream_free_deferred(s);
@@ -388,6 +390,7 @@ static CUresult fake_cuStreamQuery(CUstream s) {
   if (s->gates.n) r = CUDA_ERROR_NOT_READY;
   pthread_mutex_unlock(&fake_mutex);
   return r;
+  s = fake_stream_special(s);
 }
 
 static CUresult fake_cuEventCreate(CUevent *out, unsigned int flags) {
@@ -423,6 +426,7 @@ static CUresult fake_cuEventRecord(CUevent e, CUstream s) {
   e->pending = (int)fake_knob("CUBERT_FAKE_CUDA_EVENT_DELAY", 0);
   event_detach(e);
   e->gates.n = 0;
+  s = fake_stream_special(s);
   if (s) {
     e->stream = s;
     e->seq = ++s->recorded;
@@ -481,6 +485,7 @@ static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags
   if (fake_gates_merge(&s->gates, &e->gates) != 0) r = CUDA_ERROR_NOT_SUPPORTED;
   pthread_mutex_unlock(&fake_mutex);
   return r;
+  s = fake_stream_special(s);
 }
 
 static CUresult fake_cuEventElapsedTime(float *ms, CUevent a, CUevent b) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/cuda/fake_libcuda.h: the fake CUDA driver the CUDA tests load in
+ * backend-cuda/fake/fake_libcuda.h: the fake CUDA driver the CUDA tests load in
  * place of libcuda.so.1 (built by `make CUDA=1` as
  * $(BUILD)/cuda-fake/libcuda.so.1, and $(BUILD)/cuda-fake-nogpa/libcuda.so.1
  * without cuGetProcAddress_v2).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/cuda/fake_libcuda_internal.h: what the two files of the fake CUDA
+ * backend-cuda/fake/fake_libcuda_internal.h: what the two files of the fake CUDA
  * driver share (fake_libcuda.c: devices, contexts, streams, events,
  * cuGetProcAddress; fake_libcuda_exec.c: memory, copies, modules,
  * launches). The handle types of cuda.h are completed here. Not installed.
@@ -75,6 +75,14 @@ struct CUfunc_st {
   char name[64];
   int dynamic_shared;
 };
+
+/* The special stream handles (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) as the
+ * NULL stream: work runs at once on every stream, so the default streams'
+ * implicit synchronization holds trivially. */
+static inline CUstream fake_stream_special(CUstream s) {
+  uintptr_t v = (uintptr_t)s;
+  return (v == (uintptr_t)CU_STREAM_LEGACY || v == (uintptr_t)CU_STREAM_PER_THREAD) ? NULL : s;
+}
 
 /* State, under fake_mutex (fake_current is the calling thread's context). */
 extern pthread_mutex_t fake_mutex;
