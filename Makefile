@@ -105,6 +105,7 @@ KERNEL_SOURCES := examples/kernels/cubert_kernels.h tests/cts/cts_kernels.h test
 CUDA_LINK_OBJ := $(if $(HAVE_NVCC),$(KERNEL_SOURCES:%.h=$(BUILD)/kernels/%.o))
 FAKE_LIBNCCL_VARIANTS := cuda-fake-nccl cuda-fake-nccl-old cuda-fake-nccl-nosend
 CUDA_TEST_DEPS := $(BUILD)/cuda-fake/libcuda.so.1 $(BUILD)/cuda-fake-nogpa/libcuda.so.1 \
+  $(BUILD)/libcubert-fakecuda.so \
   $(FAKE_LIBNCCL_VARIANTS:%=$(BUILD)/%/libnccl.so.2)
 endif
 
@@ -233,7 +234,8 @@ TEST_WRAPPER ?=
 test: $(TEST_BIN) $(if $(filter 1,$(CUDA)),$(BUILD)/cuda-smoke) $(if $(TESTS),,fuzz-replay \
   $(if $(filter 1,$(CUDA)),check-fakecuda))
 	@$(if $(filter 1,$(CUDA)),CUBERT_FAKE_LIBCUDA=$(abspath $(BUILD))/cuda-fake/libcuda.so.1 \
-	  CUBERT_FAKE_LIBNCCL=$(abspath $(BUILD))/cuda-fake-nccl/libnccl.so.2) \
+	  CUBERT_FAKE_LIBNCCL=$(abspath $(BUILD))/cuda-fake-nccl/libnccl.so.2 \
+	  CUBERT_FAKECUDA_LIB=$(abspath $(BUILD))/libcubert-fakecuda.so) \
 	  sh tests/build/run_suite.sh '$(TEST_WRAPPER)' $(TEST_BIN) $(TESTS)
 
 # The conformance suite on one driver: make cts DRIVER=name, a driver registered by its

@@ -64,6 +64,9 @@ else
 	@$(MAKE) --no-print-directory install DESTDIR='$(FAKECUDA_STAGE)' PREFIX=/usr >/dev/null
 	@test -f '$(FAKECUDA_STAGE)/usr/lib/libcubert-fakecuda.so' || \
 	  { echo "check-fakecuda: make install did not install libcubert-fakecuda.so"; exit 1; }
+	@bad=$$($(NM) -D --defined-only '$(FAKECUDA_STAGE)/usr/lib/libcubert-fakecuda.so' | \
+	  awk 'NF >= 3 && $$3 !~ /^(cu[A-Z]|cubert_fake_cuda_)/ {print $$3}'); \
+	  test -z "$$bad" || { echo "check-fakecuda: libcubert-fakecuda.so exports:" $$bad; exit 1; }
 	CUBERT_LIBCUDA='$(FAKECUDA_STAGE)/usr/lib/libcubert-fakecuda.so' $(BUILD)/examples/cuda_fake
 	CUBERT_LIBCUDA='$(FAKECUDA_STAGE)/usr/lib/libcubert-fakecuda.so' CUBERT_FAKE_CUDA_SEED=20261128 \
 	  $(BUILD)/examples/cuda_fake >/dev/null
