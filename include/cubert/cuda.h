@@ -281,8 +281,9 @@ CUBERT_API cubert_status_t cubert_cuda_client_jit_log(cubert_client_t *client, c
  * wait. The cubert side is `client`'s stream (the calling thread's, or the
  * pinned one: cubert_client_set_stream) on its CUDA device; the other side
  * an event or a stream of the same GPU's primary context (the one the CUDA
- * runtime uses for that device; a stream or event of another context is
- * refused by the driver: INVALID_ARGUMENT). The types are cuda.h's CUevent
+ * runtime uses for that device; the driver refuses to record an event on a
+ * stream of another context: INVALID_ARGUMENT, while waiting on an event of
+ * another context is allowed, as in CUDA). The types are cuda.h's CUevent
  * and CUstream (cudaEvent_t and cudaStream_t are the same handles), spelled
  * `struct CUevent_st *` / `struct CUstream_st *` so that this header does not
  * need cuda.h. A NULL stream is the legacy default stream, as in CUDA;
@@ -296,10 +297,10 @@ CUBERT_API cubert_status_t cubert_cuda_client_jit_log(cubert_client_t *client, c
  * client, out_event or event); UNSUPPORTED (kind IO_UNSUPPORTED_IO_OPERATION,
  * "... not a CUDA device") for a client on another driver; the lost record
  * (UNAVAILABLE, DEVICE_LOST) on a lost device; the mapped CUresult of a
- * failed driver call (an event or stream of another context or a destroyed
- * one: INVALID_ARGUMENT, driver_code CUDA_ERROR_INVALID_HANDLE or
- * CUDA_ERROR_INVALID_CONTEXT). Nothing is enqueued on failure, and no event
- * is left behind. Defined in CUDA=1 builds. */
+ * failed driver call (a stream of another context: INVALID_ARGUMENT,
+ * driver_code CUDA_ERROR_INVALID_HANDLE; a destroyed event or stream is
+ * undefined behaviour in CUDA, as here). Nothing is enqueued on failure, and
+ * no event is left behind. Defined in CUDA=1 builds. */
 struct CUevent_st;
 struct CUstream_st;
 

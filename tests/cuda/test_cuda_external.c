@@ -301,3 +301,40 @@ TEST(cuda_external_import_stream_of_another_context) {
   CHECK(e.cu->cuDevicePrimaryCtxRelease(1) == CUDA_SUCCESS);
   ext_close(&e);
 }
+
+/* A lost device (a kernel faulted): every call answers the lost record at
+ * once, nothing is enqueued. */
+TEST(cuda_external_on_a_lost_device) {
+  static const char fault_ptx[] = "// fake\n.visible .entry fake_fault(\n)\n{\n}\n";
+  ext_env_t e;
+  cubert_error_t err;
+  cubert_kernel_t fault = fake_kernel("fake_fault", fault_ptx, 1, 0, 0);
+  cubert_launch_arguments_t args;
+  cubert_cube_count_t one = cubert_cube_count_new_1d(1);
+  CUevent ev = NULL, keep = (CUevent)(uintptr_t)0x1234;
+  uint64_t waits;
+  ext_open(&e, 0);
+  CHECK(e.cu->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS);
+  cubert_launch_arguments_initialize(&args);
+  CHECK_OK(cubert_client_launch(e.client, &fault, &one, &args, NULL));
+  CHECK_STATUS(cubert_client_sync(e.client, &err), CUBERT_STATUS_UNAVAILABLE);
+  waits = fake_stats(e.cu).stream_wait_events;
+  CHECK_STATUS(cubert_cuda_export_event(e.client, &keep, &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_DEVICE_LOST);
+  CHECK(keep == (CUevent)(uintptr_t)0x1234);
+  CHECK_STATUS(cubert_cuda_import_event(e.client, ev, &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_DEVICE_LOST);
+  CHECK_STATUS(cubert_cuda_import_stream(e.client, e.other, &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK_STATUS(cubert_cuda_export_to_stream(e.client, e.other, &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK_EQ_U64(fake_stats(e.cu).stream_wait_events, waits);
+  CHECK(e.cu->cuEventDestroy(ev) == CUDA_SUCCESS);
+  /* the process is poisoned (as the driver): the other library's calls fail too */
+  CHECK_OK(cubert_client_handle_release(e.client, &e.in, NULL));
+  CHECK_OK(cubert_client_handle_release(e.client, &e.out, NULL));
+  cubert_client_release(e.client);
+  (void)e.cu->cuStreamDestroy(e.other);
+  (void)e.cu->cuStreamDestroy(e.opener);
+  (void)e.cu->cuDevicePrimaryCtxRelease(0);
+  CHECK_MSG(e.counting.live_blocks == 0, "leaked %lld blocks", (long long)e.counting.live_blocks);
+  counting_allocator_destroy(&e.counting);
+}
