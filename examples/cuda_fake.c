@@ -32,6 +32,7 @@
 #endif
 #include "cubert_kernels.h"
 
+#if defined(CUBERT_HAVE_BACKEND_CUDA)
 #define N 70000u       /* elements of the 1-D kernels (not a multiple of a cube) */
 #define M 45u          /* matmul: c (M x NN) = a (M x K) . b (K x NN) */
 #define K 64u
@@ -163,8 +164,19 @@ static void compare(const char *what, const void *x, const void *y, size_t n, in
   if (!same && must) g_failed = 1;
 }
 
-int main(void) {
+#endif /* CUBERT_HAVE_BACKEND_CUDA */
+
+int main(int argc, char **argv) {
+  if (argc > 1) { /* -h / --help: the usage on stdout; anything else is an error */
+    int help = strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0;
+    fprintf(help ? stdout : stderr, "usage: %s [-h|--help]\n%s\n", "cuda_fake",
+            "The same kernels on a CPU client and a CUDA client, results compared byte for byte;\n"
+            "without a GPU: CUBERT_LIBCUDA=<libdir>/libcubert-fakecuda.so "
+            "[CUBERT_FAKE_CUDA_SEED=n] cuda_fake");
+    return help ? 0 : 2;
+  }
 #if !defined(CUBERT_HAVE_BACKEND_CUDA)
+  (void)argv;
   printf("cuda_fake: needs a CUDA=1 build (make CUDA=1 examples)\n");
   return 2;
 #else
