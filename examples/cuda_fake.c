@@ -164,22 +164,7 @@ static void compare(const char *what, const void *x, const void *y, size_t n, in
   if (!same && must) g_failed = 1;
 }
 
-#endif /* CUBERT_HAVE_BACKEND_CUDA */
-
-int main(int argc, char **argv) {
-  if (argc > 1) { /* -h / --help: the usage on stdout; anything else is an error */
-    int help = strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0;
-    fprintf(help ? stdout : stderr, "usage: %s [-h|--help]\n%s\n", "cuda_fake",
-            "The same kernels on a CPU client and a CUDA client, results compared byte for byte;\n"
-            "without a GPU: CUBERT_LIBCUDA=<libdir>/libcubert-fakecuda.so "
-            "[CUBERT_FAKE_CUDA_SEED=n] cuda_fake");
-    return help ? 0 : 2;
-  }
-#if !defined(CUBERT_HAVE_BACKEND_CUDA)
-  (void)argv;
-  printf("cuda_fake: needs a CUDA=1 build (make CUDA=1 examples)\n");
-  return 2;
-#else
+static int run_example(void) {
   static results_t cpu, gpu;
   cubert_client_t *cc = NULL, *gc = NULL;
   cubert_cuda_device_info_t info;
@@ -212,5 +197,24 @@ int main(int argc, char **argv) {
   cubert_client_release(cc);
   printf("%s\n", g_failed ? "cuda_fake: FAILED" : "cuda_fake: ok");
   return g_failed ? 1 : 0;
+}
+#endif /* CUBERT_HAVE_BACKEND_CUDA */
+
+int main(int argc, char **argv) {
+  if (argc > 1) { /* -h / --help: the usage on stdout; anything else is an error */
+    int help = strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0;
+    fprintf(help ? stdout : stderr, "usage: %s [-h|--help]\n%s\n", "cuda_fake",
+            "The same kernels on a CPU client and a CUDA client, results compared byte for byte;\n"
+            "without a GPU: CUBERT_LIBCUDA=<libdir>/libcubert-fakecuda.so "
+            "[CUBERT_FAKE_CUDA_SEED=n] cuda_fake");
+    return help ? 0 : 2;
+  }
+#if defined(CUBERT_HAVE_BACKEND_CUDA)
+  (void)argv;
+  return run_example();
+#else
+  (void)argv;
+  printf("cuda_fake: needs a CUDA=1 build (make CUDA=1 examples)\n");
+  return 2;
 #endif
 }
