@@ -82,7 +82,7 @@ pc=$lib/pkgconfig/cubert.pc
 grep -qx 'prefix=/usr' "$pc" || fail "cubert.pc: prefix is not /usr: $(grep '^prefix=' "$pc")"
 grep -qx "Version: $VERSION" "$pc" || fail "cubert.pc: version is not $VERSION"
 if grep -n '@[A-Z_]*@' "$pc"; then fail "cubert.pc has unsubstituted @VARS@"; fi
-grep -qx 'Libs.private: -lpthread' "$pc" || fail "cubert.pc: Libs.private is not -lpthread: $(grep '^Libs.private' "$pc")"
+grep -qxE 'Libs.private: -lpthread( -ldl)?' "$pc" || fail "cubert.pc: Libs.private is not -lpthread (-ldl in a CUDA=1 build): $(grep '^Libs.private' "$pc")"
 cmp -s examples/kernels/cubert_kernels.h "$inc/cubert/cubert_kernels.h" || fail "cubert_kernels.h not installed"
 [ -x "$dest/usr/bin/cubert-info" ] || fail "cubert-info not installed in bindir"
 "$dest/usr/bin/cubert-info" | grep -q '^Device ' || fail "the installed cubert-info lists no device"
