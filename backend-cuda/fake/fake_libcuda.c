@@ -365,11 +365,11 @@ CUresult fake_stream_check(CUstream s) {
   return CUDA_SUCCESS;
 }
 
-static CUresult fake_cuStreamSynchronize(CUstream s) {
+static CUresult fake_cuStreamSynchronize(CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_ready(s);
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.stream_syncs++;
-  s = fake_stream_special(s);
   if (r == CUDA_SUCCESS && s) {
     s->completed = s->recorded;
     fake_stream_free_deferred(s);
@@ -378,7 +378,8 @@ static CUresult fake_cuStreamSynchronize(CUstream s) {
   return r;
 }
 
-static CUresult fake_cuStreamQuery(CUstream s) {
+static CUresult fake_cuStreamQuery(CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r;
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.stream_queries++;
@@ -390,7 +391,6 @@ static CUresult fake_cuStreamQuery(CUstream s) {
   if (s->gates.n) r = CUDA_ERROR_NOT_READY;
   pthread_mutex_unlock(&fake_mutex);
   return r;
-  s = fake_stream_special(s);
 }
 
 static CUresult fake_cuEventCreate(CUevent *out, unsigned int flags) {
@@ -418,15 +418,18 @@ static CUresult fake_cuEventDestroy(CUevent e) {
   return CUDA_SUCCESS;
 }
 
-static CUresult fake_cuEventRecord(CUevent e, CUstream s) {
+static CUresult fake_cuEventRecord(CUevent e, CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_check(s);
   if (r != CUDA_SUCCESS) return r;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  /* the event and the stream must share a context (the current one for the
+   * NULL stream), as the driver requires */
+  if (e->ctx != (s ? s->ctx : fake_current)) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_mutex);
   e->pending = (int)fake_knob("CUBERT_FAKE_CUDA_EVENT_DELAY", 0);
   event_detach(e);
   e->gates.n = 0;
-  s = fake_stream_special(s);
   if (s) {
     e->stream = s;
     e->seq = ++s->recorded;
@@ -474,7 +477,8 @@ static CUresult fake_cuEventSynchronize(CUevent e) {
   return CUDA_SUCCESS;
 }
 
-static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
+static CUresult fake_cuStreamWaitEvent(CUstream s_arg, CUevent e, unsigned int flags) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_check(s);
   (void)flags;
   if (r != CUDA_SUCCESS) return r;
@@ -485,7 +489,6 @@ static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags
   if (fake_gates_merge(&s->gates, &e->gates) != 0) r = CUDA_ERROR_NOT_SUPPORTED;
   pthread_mutex_unlock(&fake_mutex);
   return r;
-  s = fake_stream_special(s);
 }
 
 static CUresult fake_cuEventElapsedTime(float *ms, CUevent a, CUevent b) {

@@ -133,25 +133,25 @@ CUresult fake_cuMemFree(CUdeviceptr p) {
   return r != CUDA_SUCCESS ? r : device_free(p, 0);
 }
 
-CUresult fake_cuMemAllocAsync(CUdeviceptr *out, size_t size, CUstream s) {
+CUresult fake_cuMemAllocAsync(CUdeviceptr *out, size_t size, CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_ready(s);
   if (r != CUDA_SUCCESS) return r;
   if (fake_knob("CUBERT_FAKE_CUDA_NO_POOLS", 0)) return CUDA_ERROR_NOT_SUPPORTED;
   return device_alloc(out, size, 1);
-  s = fake_stream_special(s);
 }
 
 /* CUBERT_FAKE_CUDA_DEFER_FREES=1: a free on a stream gives the memory back
  * only at that stream's next synchronize (as a pool whose frees have not
  * completed yet). */
-CUresult fake_cuMemFreeAsync(CUdeviceptr p, CUstream s) {
+CUresult fake_cuMemFreeAsync(CUdeviceptr p, CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   fake_block_t *b;
   CUresult r = fake_stream_ready(s);
   if (r != CUDA_SUCCESS) return r;
   if (!s || !p || !fake_knob("CUBERT_FAKE_CUDA_DEFER_FREES", 0)) return device_free(p, 1);
   b = (fake_block_t *)(uintptr_t)(p - FAKE_HEADER);
   pthread_mutex_lock(&fake_mutex);
-  s = fake_stream_special(s);
   if (b->deferred) {
     pthread_mutex_unlock(&fake_mutex);
     return CUDA_ERROR_INVALID_VALUE; /* freed twice */
@@ -232,7 +232,8 @@ static void count(uint64_t *counter) {
   pthread_mutex_unlock(&fake_mutex);
 }
 
-CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
+CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_ready(s);
   if (r == CUDA_SUCCESS) r = copy_result();
   if (r != CUDA_SUCCESS) return r;
@@ -240,10 +241,10 @@ CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUst
   memcpy((void *)(uintptr_t)dst, src, n);
   count(&fake_stats_.copies_h2d);
   return CUDA_SUCCESS;
-  s = fake_stream_special(s);
 }
 
-CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s) {
+CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_ready(s);
   if (r == CUDA_SUCCESS) r = copy_result();
   if (r != CUDA_SUCCESS) return r;
@@ -251,26 +252,25 @@ CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s
   memcpy(dst, (const void *)(uintptr_t)src, n);
   count(&fake_stats_.copies_d2h);
   return CUDA_SUCCESS;
-  s = fake_stream_special(s);
 }
 
-CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_ready(s);
   if (r != CUDA_SUCCESS) return r;
   if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
   memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
   count(&fake_stats_.copies_d2d);
   return CUDA_SUCCESS;
-  s = fake_stream_special(s);
 }
 
-CUresult fake_cuMemcpy2DAsync(const CUDA_MEMCPY2D *c, CUstream s) {
+CUresult fake_cuMemcpy2DAsync(const CUDA_MEMCPY2D *c, CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   const unsigned char *src;
   unsigned char *dst;
   size_t row;
   CUresult r = fake_stream_ready(s);
   if (r != CUDA_SUCCESS) return r;
-  s = fake_stream_special(s);
   if (!c || c->srcPitch < c->WidthInBytes || c->dstPitch < c->WidthInBytes)
     return CUDA_ERROR_INVALID_VALUE;
   src = c->srcMemoryType == CU_MEMORYTYPE_HOST ? (const unsigned char *)c->srcHost
@@ -286,14 +286,14 @@ CUresult fake_cuMemcpy2DAsync(const CUDA_MEMCPY2D *c, CUstream s) {
   return CUDA_SUCCESS;
 }
 
-CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
+CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_ready(s);
   if (r != CUDA_SUCCESS) return r;
   if (!dst) return CUDA_ERROR_INVALID_VALUE;
   memset((void *)(uintptr_t)dst, v, n);
   count(&fake_stats_.memsets);
   return CUDA_SUCCESS;
-  s = fake_stream_special(s);
 }
 
 /* ---- modules and launches ------------------------------------------------------------ */
@@ -476,13 +476,13 @@ void cubert_fake_cuda_set_kernel_host(fake_cuda_kernel_host_fn fn) {
 
 CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                     unsigned bx, unsigned by, unsigned bz, unsigned shared,
-                                    CUstream s, void **params, void **extra) {
+                                    CUstream s_arg, void **params, void **extra) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult want = (CUresult)fake_knob("CUBERT_FAKE_CUDA_LAUNCH_RESULT", 0);
   CUresult r = fake_stream_ready(s);
   fake_cuda_kernel_host_fn host;
   (void)extra;
   if (r != CUDA_SUCCESS) return r;
-  s = fake_stream_special(s);
   if (!f || !params || gx == 0 || gy == 0 || gz == 0 || bx * by * bz > 1024)
     return CUDA_ERROR_INVALID_VALUE;
   if (shared > 49152 && (int)shared > f->dynamic_shared) return CUDA_ERROR_INVALID_VALUE;

@@ -143,8 +143,9 @@ CUresult fake_stream_ready(CUstream s) {
  * there (found with dlsym in this library). */
 CUresult cubert_fake_cuda_stream_settle(CUstream s) { return fake_stream_settle(s); }
 
-CUresult fake_cuStreamWaitValue32(CUstream s, CUdeviceptr addr, cuuint32_t value,
+CUresult fake_cuStreamWaitValue32(CUstream s_arg, CUdeviceptr addr, cuuint32_t value,
                                   unsigned int flags) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_check(s);
   fake_gate_t g;
   if (r != CUDA_SUCCESS) return r;
@@ -153,7 +154,6 @@ CUresult fake_cuStreamWaitValue32(CUstream s, CUdeviceptr addr, cuuint32_t value
   g.addr = (const uint32_t *)(uintptr_t)addr;
   g.value = value;
   pthread_mutex_lock(&fake_mutex);
-  s = fake_stream_special(s);
   if (fake_pooled_address(addr)) {
     pthread_mutex_unlock(&fake_mutex);
     return CUDA_ERROR_INVALID_VALUE;
@@ -164,8 +164,9 @@ CUresult fake_cuStreamWaitValue32(CUstream s, CUdeviceptr addr, cuuint32_t value
   return r;
 }
 
-CUresult fake_cuStreamWriteValue32(CUstream s, CUdeviceptr addr, cuuint32_t value,
+CUresult fake_cuStreamWriteValue32(CUstream s_arg, CUdeviceptr addr, cuuint32_t value,
                                    unsigned int flags) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_ready(s);
   (void)flags;
   if (r != CUDA_SUCCESS) return r;
@@ -179,7 +180,6 @@ CUresult fake_cuStreamWriteValue32(CUstream s, CUdeviceptr addr, cuuint32_t valu
   fake_stats_.stream_writes++;
   pthread_mutex_unlock(&fake_mutex);
   return CUDA_SUCCESS;
-  s = fake_stream_special(s);
 }
 
 /* Exported: open gates on `addr` (under fake_mutex, so that what the writer
@@ -215,7 +215,8 @@ CUresult fake_cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
 }
 
 CUresult fake_cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
-                                CUcontext src_ctx, size_t n, CUstream s) {
+                                CUcontext src_ctx, size_t n, CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_ready(s);
   if (r != CUDA_SUCCESS) return r;
   if (!dst || !src || !dst_ctx || !src_ctx) return CUDA_ERROR_INVALID_VALUE;
@@ -224,7 +225,6 @@ CUresult fake_cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr 
   fake_stats_.copies_peer++;
   pthread_mutex_unlock(&fake_mutex);
   return CUDA_SUCCESS;
-  s = fake_stream_special(s);
 }
 
 /* Exported for the fake libnccl (dlsym): work on `s` from now on stands

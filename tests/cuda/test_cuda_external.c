@@ -296,6 +296,17 @@ TEST(cuda_external_import_stream_of_another_context) {
   }
   CHECK(e.cu->cuCtxSetCurrent(e.ctx) == CUDA_SUCCESS);
   CHECK_EQ_U64(double_and_count(&e), 0);
+  { /* an event of the other context: recording it on a stream of this one is
+     * refused (the fake as the driver), waiting on it is allowed (as in CUDA) */
+    CUevent ev1 = NULL;
+    CHECK(e.cu->cuCtxSetCurrent(ctx1) == CUDA_SUCCESS);
+    CHECK(e.cu->cuEventCreate(&ev1, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS);
+    CHECK(e.cu->cuEventRecord(ev1, s1) == CUDA_SUCCESS);
+    CHECK(e.cu->cuCtxSetCurrent(e.ctx) == CUDA_SUCCESS);
+    CHECK(e.cu->cuEventRecord(ev1, e.other) == CUDA_ERROR_INVALID_HANDLE);
+    CHECK_OK(cubert_cuda_import_event(e.client, ev1, NULL));
+    CHECK(e.cu->cuEventDestroy(ev1) == CUDA_SUCCESS);
+  }
   CHECK(e.cu->cuCtxSetCurrent(ctx1) == CUDA_SUCCESS);
   CHECK(e.cu->cuStreamDestroy(s1) == CUDA_SUCCESS);
   CHECK(e.cu->cuDevicePrimaryCtxRelease(1) == CUDA_SUCCESS);
