@@ -29,7 +29,8 @@ $(BUILD)/obj/tests/cuda/%.o: tests/cuda/%.c | cuda-headers
 
 # The fake driver the CUDA tests load instead of libcuda.so.1 (backend-cuda/fake/fake_libcuda.c),
 # and a variant without cuGetProcAddress_v2 (a driver library missing a symbol).
-FAKE_LIBCUDA_SRC := backend-cuda/fake/fake_libcuda.c backend-cuda/fake/fake_libcuda_exec.c backend-cuda/fake/fake_libcuda_gates.c
+FAKE_LIBCUDA_SRC := backend-cuda/fake/fake_libcuda.c backend-cuda/fake/fake_libcuda_exec.c backend-cuda/fake/fake_libcuda_gates.c \
+  backend-cuda/fake/fake_libcuda_async.c
 FAKE_LIBCUDA_DEPS := $(FAKE_LIBCUDA_SRC) backend-cuda/fake/fake_libcuda.h backend-cuda/fake/fake_libcuda_internal.h
 $(BUILD)/cuda-fake/libcuda.so.1: $(FAKE_LIBCUDA_DEPS) | cuda-headers
 	@mkdir -p $(@D)
@@ -51,7 +52,8 @@ $(FAKE_CUDA_LIB): $(FAKE_LIBCUDA_DEPS) backend-cuda/fake/fakecuda.map | cuda-hea
 
 # The installed fake under a user program (docs/cuda.md, "The CUDA driver without a GPU"):
 # `make install` into a staging tree, then examples/cuda_fake against the staged
-# libcubert-fakecuda.so, with linear and with seeded cube order: its kernels' results
+# libcubert-fakecuda.so, with linear and with seeded cube order and in the asynchronous
+# mode: its kernels' results
 # must match the CPU server's bit for bit. Part of `make CUDA=1 test`.
 FAKECUDA_STAGE = $(abspath $(BUILD))/fakecuda-stage
 .PHONY: check-fakecuda
@@ -69,6 +71,8 @@ else
 	  test -z "$$bad" || { echo "check-fakecuda: libcubert-fakecuda.so exports:" $$bad; exit 1; }
 	CUBERT_LIBCUDA='$(FAKECUDA_STAGE)/usr/lib/libcubert-fakecuda.so' $(BUILD)/examples/cuda_fake
 	CUBERT_LIBCUDA='$(FAKECUDA_STAGE)/usr/lib/libcubert-fakecuda.so' CUBERT_FAKE_CUDA_SEED=20261128 \
+	  $(BUILD)/examples/cuda_fake >/dev/null
+	CUBERT_LIBCUDA='$(FAKECUDA_STAGE)/usr/lib/libcubert-fakecuda.so' CUBERT_FAKE_CUDA_ASYNC=1 \
 	  $(BUILD)/examples/cuda_fake >/dev/null
 	@rm -rf '$(FAKECUDA_STAGE)'
 endif

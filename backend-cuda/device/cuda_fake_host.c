@@ -73,31 +73,23 @@ static void run_permuted(const cubert_kernel_t *k, const cubert_kernel_args_t *a
   }
 }
 
-int cubert__cuda_fake_host_run(const char *entry, const unsigned grid[3], const unsigned block[3],
-                               unsigned shared_bytes, void **params) {
-  const cubert_kernel_t *k = t_launching;
-  cubert_kernel_args_t args;
-  uint32_t mode;
-  CUdeviceptr report;
+/* Run kernel k over the launch's grid with its argument block (the caller's
+ * copy), mode and report address: a CUresult. */
+static int run_kernel(const cubert_kernel_t *k, const cubert_kernel_args_t *args, uint32_t mode,
+                      CUdeviceptr report, const unsigned grid[3], const unsigned block[3],
+                      unsigned shared_bytes) {
   cubert_dim3_t count, dim;
   cpu_kernel_grid_t g;
   cubert_error_t e;
   const char *seed_text;
   uint64_t seed;
-  /* a launch not made by the device layer, or a kernel without a CPU body */
-  if (!k || !entry || !k->cuda_entry_name || strcmp(k->cuda_entry_name, entry) != 0 ||
-      !k->cpu_entry)
-    return CUDA_ERROR_NOT_FOUND;
-  memcpy(&args, params[0], sizeof args);
-  memcpy(&mode, params[1], sizeof mode);
-  memcpy(&report, params[2], sizeof report);
   count.x = grid[0];
   count.y = grid[1];
   count.z = grid[2];
   dim.x = block[0];
   dim.y = block[1];
   dim.z = block[2];
-  if (cpu_kernel_grid(k, count, dim, &args, (cubert_execution_mode_t)mode, &g, &e) !=
+  if (cpu_kernel_grid(k, count, dim, args, (cubert_execution_mode_t)mode, &g, &e) !=
       CUBERT_STATUS_OK)
     return CUDA_ERROR_INVALID_VALUE;
   cpu_kernel_grid_set_shared(&g, shared_bytes); /* the launch's dynamic shared bytes */
@@ -110,10 +102,10 @@ int cubert__cuda_fake_host_run(const char *entry, const unsigned grid[3], const 
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   if (seed == 0) {
-    cpu_kernel_run_all(&g_context, k, &args, &g);
+    cpu_kernel_run_all(&g_context, k, args, &g);
   } else {
     cpu_kernel_context_begin(&g_context, k, &g);
-    run_permuted(k, &args, g.total, seed);
+    run_permuted(k, args, g.total, seed);
   }
   if (g_context.scratch_failed) {
     pthread_mutex_unlock(&g_run_mutex);
@@ -135,3 +127,55 @@ int cubert__cuda_fake_host_run(const char *entry, const unsigned grid[3], const 
   pthread_mutex_unlock(&g_run_mutex);
   return CUDA_SUCCESS;
 }
+
+/* The kernel this thread is launching, when it is `entry` and has a CPU body. */
+static const cubert_kernel_t *launching(const char *entry) {
+  const cubert_kernel_t *k = t_launching;
+  if (!k || !entry || !k->cuda_entry_name || strcmp(k->cuda_entry_name, entry) != 0 ||
+      !k->cpu_entry)
+    return NULL;
+  return k;
+}
+
+int cubert__cuda_fake_host_run(const char *entry, const unsigned grid[3], const unsigned block[3],
+                               unsigned shared_bytes, void **params) {
+  const cubert_kernel_t *k = launching(entry);
+  cubert_kernel_args_t args;
+  uint32_t mode;
+  CUdeviceptr report;
+  if (!k) return CUDA_ERROR_NOT_FOUND; /* not launched by the device layer, or no CPU body */
+  memcpy(&args, params[0], sizeof args);
+  memcpy(&mode, params[1], sizeof mode);
+  memcpy(&report, params[2], sizeof report);
+  return run_kernel(k, &args, mode, report, grid, block, shared_bytes);
+}
+
+/* The fake's asynchronous mode (CUBERT_FAKE_CUDA_ASYNC=1): a launch to run
+ * later keeps copies of its descriptor and argument block. */
+typedef struct captured_t {
+  cubert_kernel_t kernel;
+  cubert_kernel_args_t args;
+  uint32_t mode;
+  CUdeviceptr report;
+} captured_t;
+
+void *cubert__cuda_fake_capture(const char *entry, void **params) {
+  const cubert_kernel_t *k = launching(entry);
+  captured_t *c;
+  if (!k) return NULL;
+  c = (captured_t *)malloc(sizeof *c);
+  if (!c) return NULL; /* the launch then runs at once */
+  c->kernel = *k;
+  memcpy(&c->args, params[0], sizeof c->args);
+  memcpy(&c->mode, params[1], sizeof c->mode);
+  memcpy(&c->report, params[2], sizeof c->report);
+  return c;
+}
+
+int cubert__cuda_fake_run_captured(void *token, const unsigned grid[3], const unsigned block[3],
+                                   unsigned shared_bytes) {
+  captured_t *c = (captured_t *)token;
+  return run_kernel(&c->kernel, &c->args, c->mode, c->report, grid, block, shared_bytes);
+}
+
+void cubert__cuda_fake_release(void *token) { free(token); }

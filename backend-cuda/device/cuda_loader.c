@@ -193,6 +193,15 @@ cubert_status_t cubert__cuda_loader_open(const char *path, cubert_cuda_loader_t 
       set(cubert__cuda_fake_host_run);
       cu->fake = 1;
     }
+    sym = dlsym(cu->library, "cubert_fake_cuda_set_kernel_capture");
+    if (sym) { /* its asynchronous mode queues launches: copies of them */
+      typedef void (*set_capture_fn)(void *(*)(const char *, void **),
+                                     int (*)(void *, const unsigned[3], const unsigned[3], unsigned),
+                                     void (*)(void *));
+      set_capture_fn set;
+      memcpy(&set, &sym, sizeof sym);
+      set(cubert__cuda_fake_capture, cubert__cuda_fake_run_captured, cubert__cuda_fake_release);
+    }
   }
   return st;
 }

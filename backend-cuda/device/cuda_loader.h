@@ -128,6 +128,12 @@ cubert_status_t cubert__cuda_loader_open(const char *path, cubert_cuda_loader_t 
  * its entry name is `entry`; CUDA_ERROR_NOT_FOUND otherwise. */
 int cubert__cuda_fake_host_run(const char *entry, const unsigned grid[3], const unsigned block[3],
                                unsigned shared_bytes, void **params);
+/* The fake's asynchronous mode: copy a launch of the kernel named on this
+ * thread (NULL when it is not `entry` or has no CPU body), run a copy, free it. */
+void *cubert__cuda_fake_capture(const char *entry, void **params);
+int cubert__cuda_fake_run_captured(void *token, const unsigned grid[3], const unsigned block[3],
+                                   unsigned shared_bytes);
+void cubert__cuda_fake_release(void *token);
 /* Name the kernel of the calling thread's next cuLaunchKernel (NULL after it). */
 struct cubert_kernel_t;
 void cubert__cuda_fake_launching(const struct cubert_kernel_t *kernel);

@@ -43,6 +43,9 @@
  *                                    body) returns CUDA_ERROR_NOT_SUPPORTED (said once
  *                                    on stderr); "skip": it is a no-op. Default: fail
  *                                    in libcubert-fakecuda.so, skip in the tests' build
+ *   CUBERT_FAKE_CUDA_ASYNC           1: work is queued on its stream and runs when
+ *                                    something asks for it (fake_libcuda_async.c),
+ *                                    read once per process
  *   (CUBERT_FAKE_CUDA_SEED is libcubert's: the host runner's cube order,
  *    backend-cuda/device/cuda_fake_host.c)
  *   CUBERT_FAKE_CUDA_NO_DRAIN        1: cuMemFree and cuModuleLoadDataEx do not
@@ -123,6 +126,22 @@ typedef int (*fake_cuda_kernel_host_fn)(const char *entry, const unsigned grid[3
 /* Exported by the fake (dlsym): install the host runner (NULL: none). */
 typedef void (*fake_cuda_set_kernel_host_fn)(fake_cuda_kernel_host_fn fn);
 void cubert_fake_cuda_set_kernel_host(fake_cuda_kernel_host_fn fn);
+
+/* The asynchronous mode (CUBERT_FAKE_CUDA_ASYNC=1, fake_libcuda_async.c)
+ * queues a launch to run later: `capture` copies what the launch needs
+ * (entry name and cuLaunchKernel's params) into a token, NULL when it cannot
+ * (the launch then runs at once); `run` runs a token's kernel (a CUresult);
+ * `release` frees it. Exported by the fake (dlsym): install the three. */
+typedef void *(*fake_cuda_kernel_capture_fn)(const char *entry, void **params);
+typedef int (*fake_cuda_kernel_run_fn)(void *token, const unsigned grid[3], const unsigned block[3],
+                                       unsigned shared_bytes);
+typedef void (*fake_cuda_kernel_release_fn)(void *token);
+typedef void (*fake_cuda_set_kernel_capture_fn)(fake_cuda_kernel_capture_fn capture,
+                                                fake_cuda_kernel_run_fn run,
+                                                fake_cuda_kernel_release_fn release);
+void cubert_fake_cuda_set_kernel_capture(fake_cuda_kernel_capture_fn capture,
+                                         fake_cuda_kernel_run_fn run,
+                                         fake_cuda_kernel_release_fn release);
 
 /* Exported by the fake (find it with dlsym): a consistent copy of its counters. */
 typedef void (*fake_cuda_stats_fn)(fake_cuda_stats_t *out);

@@ -92,6 +92,7 @@ CUresult fake_context_drain(int device) {
   long long limit_ms = fake_knob("CUBERT_FAKE_CUDA_GATE_TIMEOUT_MS", 30000);
   struct timespec start, now;
   int waited = 0;
+  fake_async_run_all();
   (void)clock_gettime(CLOCK_MONOTONIC, &start);
   for (;;) {
     struct CUstream_st *s;
@@ -141,7 +142,11 @@ CUresult fake_stream_ready(CUstream s) {
 
 /* Exported: the fake libnccl settles a stream before it runs a collective
  * there (found with dlsym in this library). */
-CUresult cubert_fake_cuda_stream_settle(CUstream s) { return fake_stream_settle(s); }
+CUresult cubert_fake_cuda_stream_settle(CUstream s) {
+  CUresult r = fake_stream_settle(s);
+  if (r == CUDA_SUCCESS) fake_async_run(fake_stream_special(s), UINT64_MAX);
+  return r;
+}
 
 CUresult fake_cuStreamWaitValue32(CUstream s_arg, CUdeviceptr addr, cuuint32_t value,
                                   unsigned int flags) {
@@ -171,6 +176,7 @@ CUresult fake_cuStreamWriteValue32(CUstream s_arg, CUdeviceptr addr, cuuint32_t 
   (void)flags;
   if (r != CUDA_SUCCESS) return r;
   if (!addr) return CUDA_ERROR_INVALID_VALUE;
+  fake_async_run(s, UINT64_MAX); /* the write comes after the stream's work */
   pthread_mutex_lock(&fake_mutex);
   r = fake_pooled_address(addr) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
   pthread_mutex_unlock(&fake_mutex);
@@ -220,6 +226,7 @@ CUresult fake_cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr 
   CUresult r = fake_stream_ready(s);
   if (r != CUDA_SUCCESS) return r;
   if (!dst || !src || !dst_ctx || !src_ctx) return CUDA_ERROR_INVALID_VALUE;
+  fake_async_run(s, UINT64_MAX);
   memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.copies_peer++;
