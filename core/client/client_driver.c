@@ -159,7 +159,6 @@ cubert_status_t cubert_server_driver_of(const cubert_client_t *client,
   return CUBERT_STATUS_OK;
 }
 
-
 cubert_status_t cubert__client_driver_stream(cubert_client_t *client, uint64_t stream,
                                              cubert_driver_stream_t **out_stream,
                                              cubert_error_t *out_error) {
