@@ -58,7 +58,9 @@ $(FAKE_CUDA_LIB): $(FAKE_LIBCUDA_DEPS) backend-cuda/fake/fakecuda.map | cuda-hea
 FAKECUDA_STAGE = $(abspath $(BUILD))/fakecuda-stage
 .PHONY: check-fakecuda
 ifeq ($(CUDA),1)
-check-fakecuda: $(BUILD)/examples/cuda_fake $(FAKE_CUDA_LIB) $(BUILD)/tools/cubert-info
+# (everything `install` needs is a prerequisite: the nested make only copies files, even
+# when this runs beside the rest of `make -j test`)
+check-fakecuda: all $(BUILD)/examples/cuda_fake $(FAKE_CUDA_LIB) $(BUILD)/tools/cubert-info
 ifeq ($(HAVE_NVCC),)
 	@echo "check-fakecuda: skipped: nvcc not found (examples/cuda_fake has no kernel images)"
 else
