@@ -94,7 +94,7 @@ CUDA_LINK_OBJ :=
 CUDA_TEST_DEPS :=
 HAVE_NVCC :=
 ifeq ($(CUDA),1)
-CUDA_SRC := $(sort $(wildcard backend-cuda/*/*.c))
+CUDA_SRC := $(sort $(filter-out backend-cuda/fake/%,$(wildcard backend-cuda/*/*.c)))
 CUBERT_CFLAGS += -DCUBERT_HAVE_BACKEND_CUDA=1
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 # The single-source kernel files whose CUDA images every program of the build
@@ -105,6 +105,7 @@ KERNEL_SOURCES := examples/kernels/cubert_kernels.h tests/cts/cts_kernels.h test
 CUDA_LINK_OBJ := $(if $(HAVE_NVCC),$(KERNEL_SOURCES:%.h=$(BUILD)/kernels/%.o))
 FAKE_LIBNCCL_VARIANTS := cuda-fake-nccl cuda-fake-nccl-old cuda-fake-nccl-nosend
 CUDA_TEST_DEPS := $(BUILD)/cuda-fake/libcuda.so.1 $(BUILD)/cuda-fake-nogpa/libcuda.so.1 \
+  $(BUILD)/libcubert-fakecuda.so \
   $(FAKE_LIBNCCL_VARIANTS:%=$(BUILD)/%/libnccl.so.2)
 endif
 
@@ -142,7 +143,7 @@ TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
         tools fuzz fuzz-build fuzz-replay fuzz-targets valgrind help check-matrix coverage
 .DEFAULT_GOAL := all
 
-all: $(STATIC_LIB) $(SHARED_LIB) $(PC_FILE)
+all: $(STATIC_LIB) $(SHARED_LIB) $(PC_FILE) $(if $(filter 1,$(CUDA)),$(BUILD)/libcubert-fakecuda.so)
 
 # ---- objects -------------------------------------------------------------------
 # Header dependencies are tracked by the compiler (-MMD -MP): touching a header
@@ -174,7 +175,7 @@ $(BUILD)/obj/backend-cpu/inline/%.o: backend-cpu/inline/%.c
 # cuda.h is a system header here (-isystem): it uses anonymous unions, which C99 lacks.
 $(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c | cuda-headers
 	@mkdir -p $(dir $@)
-	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I. -Icore -Ibackend-cuda -isystem $(CUDA_INCLUDE) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
+	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -I. -Icore -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
 # The kernel library every example, test, tool, bench and fuzz target uses
 # (examples/kernels/cubert_kernels.h, docs/kernels.md).
@@ -228,10 +229,13 @@ $(TEST_BIN): $(TEST_OBJ) $(CUDA_LINK_OBJ) $(INTERNAL_LIB) $(CUDA_TEST_DEPS)
 # (tests/build/run_suite.sh); TESTS="prefix ..." runs only those tests. The full suite
 # (no TESTS) also replays every fuzz target's committed corpus first (fuzz-replay).
 TEST_WRAPPER ?=
-# A CUDA=1 build also runs the conformance suite on the CUDA driver over the fake libcuda.
-test: $(TEST_BIN) $(if $(filter 1,$(CUDA)),$(BUILD)/cuda-smoke) $(if $(TESTS),,fuzz-replay)
+# A CUDA=1 build also runs the conformance suite on the CUDA driver over the fake libcuda,
+# and (full suite) check-fakecuda: examples/cuda_fake over the installed fake (mk/cuda.mk).
+test: $(TEST_BIN) $(if $(filter 1,$(CUDA)),$(BUILD)/cuda-smoke) $(if $(TESTS),,fuzz-replay \
+  $(if $(filter 1,$(CUDA)),check-fakecuda))
 	@$(if $(filter 1,$(CUDA)),CUBERT_FAKE_LIBCUDA=$(abspath $(BUILD))/cuda-fake/libcuda.so.1 \
-	  CUBERT_FAKE_LIBNCCL=$(abspath $(BUILD))/cuda-fake-nccl/libnccl.so.2) \
+	  CUBERT_FAKE_LIBNCCL=$(abspath $(BUILD))/cuda-fake-nccl/libnccl.so.2 \
+	  CUBERT_FAKECUDA_LIB=$(abspath $(BUILD))/libcubert-fakecuda.so) \
 	  sh tests/build/run_suite.sh '$(TEST_WRAPPER)' $(TEST_BIN) $(TESTS)
 
 # The conformance suite on one driver: make cts DRIVER=name, a driver registered by its

@@ -8,7 +8,7 @@
 NVCC_FLAGS ?= -std=c++14 -O3
 NVCC_PTX_ARCH ?= compute_75
 NVCC_CUBIN_ARCH ?= sm_90
-CUDA_TEST_CFLAGS = -Itests/support -Itests/cts -Icore -Ibackend-cuda -I. -Ibackend-cpu -isystem $(CUDA_INCLUDE) \
+CUDA_TEST_CFLAGS = -Itests/support -Ibackend-cuda/fake -Itests/cts -Icore -Ibackend-cuda -I. -Ibackend-cpu -isystem $(CUDA_INCLUDE) \
   $(KERNELS_INC) -DCUBERT_TEST_BUILD_DIR='"$(abspath $(BUILD))"' -DCUBERT_TEST_HAVE_IMAGES=$(if $(HAVE_NVCC),1,0)
 
 .PHONY: cuda-headers cuda-smoke kernel-image
@@ -27,18 +27,61 @@ $(BUILD)/obj/tests/cuda/%.o: tests/cuda/%.c | cuda-headers
 	@mkdir -p $(dir $@)
 	$(QUIET_CC)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(CUDA_TEST_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) -c $< -o $@
 
-# The fake driver the CUDA tests load instead of libcuda.so.1 (tests/cuda/fake_libcuda.c),
+# The fake driver the CUDA tests load instead of libcuda.so.1 (backend-cuda/fake/fake_libcuda.c),
 # and a variant without cuGetProcAddress_v2 (a driver library missing a symbol).
-FAKE_LIBCUDA_SRC := tests/cuda/fake_libcuda.c tests/cuda/fake_libcuda_exec.c tests/cuda/fake_libcuda_gates.c
-FAKE_LIBCUDA_DEPS := $(FAKE_LIBCUDA_SRC) tests/cuda/fake_libcuda.h tests/cuda/fake_libcuda_internal.h
+FAKE_LIBCUDA_SRC := backend-cuda/fake/fake_libcuda.c backend-cuda/fake/fake_libcuda_exec.c backend-cuda/fake/fake_libcuda_gates.c \
+  backend-cuda/fake/fake_libcuda_async.c
+FAKE_LIBCUDA_DEPS := $(FAKE_LIBCUDA_SRC) backend-cuda/fake/fake_libcuda.h backend-cuda/fake/fake_libcuda_internal.h
 $(BUILD)/cuda-fake/libcuda.so.1: $(FAKE_LIBCUDA_DEPS) | cuda-headers
 	@mkdir -p $(@D)
-	$(CC) $(CUBERT_WARN) $(HOST_DEFS) -Itests/cuda -isystem $(CUDA_INCLUDE) $(CFLAGS) -fPIC -shared \
+	$(CC) $(CUBERT_WARN) $(HOST_DEFS) -Ibackend-cuda/fake -isystem $(CUDA_INCLUDE) $(CFLAGS) -fPIC -shared \
 	  -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_LIBCUDA_SRC) -lpthread
 $(BUILD)/cuda-fake-nogpa/libcuda.so.1: $(FAKE_LIBCUDA_DEPS) | cuda-headers
 	@mkdir -p $(@D)
-	$(CC) $(CUBERT_WARN) $(HOST_DEFS) -DFAKE_CUDA_NO_GET_PROC_ADDRESS -Itests/cuda -isystem $(CUDA_INCLUDE) \
+	$(CC) $(CUBERT_WARN) $(HOST_DEFS) -DFAKE_CUDA_NO_GET_PROC_ADDRESS -Ibackend-cuda/fake -isystem $(CUDA_INCLUDE) \
 	  $(CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $(FAKE_LIBCUDA_SRC) -lpthread
+
+# The fake libcuda users install (docs/cuda.md, "The CUDA driver without a GPU"): the same
+# fake, a launch of a kernel with no CPU body fails (CUBERT_FAKE_CUDA_UNKNOWN_KERNELS).
+FAKE_CUDA_LIB := $(BUILD)/libcubert-fakecuda.so
+$(FAKE_CUDA_LIB): $(FAKE_LIBCUDA_DEPS) backend-cuda/fake/fakecuda.map | cuda-headers
+	$(QUIET_LINK)$(CC) $(CUBERT_WARN) $(CUBERT_WERROR) $(HOST_DEFS) -DFAKE_CUDA_INSTALLED -Ibackend-cuda/fake \
+	  -isystem $(CUDA_INCLUDE) $(CFLAGS) $(LDFLAGS) -fPIC -shared -Wl,-soname,libcubert-fakecuda.so \
+	  -Wl,--version-script,backend-cuda/fake/fakecuda.map \
+	  -o $@ $(FAKE_LIBCUDA_SRC) -lpthread
+
+# The installed fake under a user program (docs/cuda.md, "The CUDA driver without a GPU"):
+# `make install` into a staging tree, then examples/cuda_fake against the staged
+# libcubert-fakecuda.so, with linear and with seeded cube order and in the asynchronous
+# mode: its kernels' results
+# must match the CPU server's bit for bit. Part of `make CUDA=1 test`.
+FAKECUDA_STAGE = $(abspath $(BUILD))/fakecuda-stage
+.PHONY: check-fakecuda
+ifeq ($(CUDA),1)
+# (everything `install` needs is a prerequisite: the nested make only copies files, even
+# when this runs beside the rest of `make -j test`)
+check-fakecuda: all $(BUILD)/examples/cuda_fake $(FAKE_CUDA_LIB) $(BUILD)/tools/cubert-info
+ifeq ($(HAVE_NVCC),)
+	@echo "check-fakecuda: skipped: nvcc not found (examples/cuda_fake has no kernel images)"
+else
+	@rm -rf '$(FAKECUDA_STAGE)'
+	@$(MAKE) --no-print-directory install DESTDIR='$(FAKECUDA_STAGE)' PREFIX=/usr >/dev/null
+	@test -f '$(FAKECUDA_STAGE)/usr/lib/libcubert-fakecuda.so' || \
+	  { echo "check-fakecuda: make install did not install libcubert-fakecuda.so"; exit 1; }
+	@bad=$$($(NM) -D --defined-only '$(FAKECUDA_STAGE)/usr/lib/libcubert-fakecuda.so' | \
+	  awk 'NF >= 3 && $$3 !~ /^(cu[A-Z]|cubert_fake_cuda_)/ {print $$3}'); \
+	  test -z "$$bad" || { echo "check-fakecuda: libcubert-fakecuda.so exports:" $$bad; exit 1; }
+	CUBERT_LIBCUDA='$(FAKECUDA_STAGE)/usr/lib/libcubert-fakecuda.so' $(BUILD)/examples/cuda_fake
+	CUBERT_LIBCUDA='$(FAKECUDA_STAGE)/usr/lib/libcubert-fakecuda.so' CUBERT_FAKE_CUDA_SEED=20261128 \
+	  $(BUILD)/examples/cuda_fake >/dev/null
+	CUBERT_LIBCUDA='$(FAKECUDA_STAGE)/usr/lib/libcubert-fakecuda.so' CUBERT_FAKE_CUDA_ASYNC=1 \
+	  $(BUILD)/examples/cuda_fake >/dev/null
+	@rm -rf '$(FAKECUDA_STAGE)'
+endif
+else
+check-fakecuda:
+	@echo "check-fakecuda: needs CUDA=1 (make CUDA=1 check-fakecuda)"; exit 1
+endif
 
 # The fake NCCL (tests/cuda/fake_libnccl.c) the collective tests load instead of
 # libnccl.so.2, and variants: too old (2.6.4, no ncclCommInitRankConfig), no ncclSend.

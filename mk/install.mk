@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # mk/install.mk (included by the Makefile): install, uninstall.
-# Installs the libraries, the public headers (the user API and the driver interface) and the
+# Installs the libraries (a CUDA=1 build adds libcubert-fakecuda.so, the fake libcuda
+# of docs/cuda.md), the public headers (the user API and the driver interface) and the
 # kernel library header (<cubert/cubert_kernels.h>), tools/cubert-info (bindir), cubert.pc
 # (pkgconfigdir) and the CMake package (cmakedir: find_package(cubert CONFIG), targets
 # cubert::cubert and cubert::cubert_static). cubert.pc and the CMake files are written at
@@ -22,6 +23,7 @@ install: all $(BUILD)/tools/cubert-info
 	ln -sf libcubert.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libcubert.so
 	install -m 755 $(BUILD)/tools/cubert-info $(DESTDIR)$(bindir)/
+	$(if $(filter 1,$(CUDA)),install -m 755 $(BUILD)/libcubert-fakecuda.so $(DESTDIR)$(libdir)/)
 	sed $(INSTALL_SUBST) cubert.pc.in > $(DESTDIR)$(pkgconfigdir)/cubert.pc
 	chmod 644 $(DESTDIR)$(pkgconfigdir)/cubert.pc
 	sed $(INSTALL_SUBST) -e "s|@PREFIX_FROM_CMAKEDIR@|$(call relpath,$(cmakedir),$(PREFIX))|" \
@@ -37,6 +39,7 @@ install: all $(BUILD)/tools/cubert-info
 uninstall:
 	rm -f $(DESTDIR)$(libdir)/libcubert.a $(DESTDIR)$(libdir)/libcubert.so \
 	  $(DESTDIR)$(libdir)/$(SONAME) $(DESTDIR)$(libdir)/libcubert.so.$(VERSION) \
-	  $(DESTDIR)$(pkgconfigdir)/cubert.pc $(DESTDIR)$(bindir)/cubert-info
+	  $(DESTDIR)$(pkgconfigdir)/cubert.pc $(DESTDIR)$(bindir)/cubert-info \
+	  $(DESTDIR)$(libdir)/libcubert-fakecuda.so
 	rm -rf $(DESTDIR)$(includedir)/cubert $(DESTDIR)$(cmakedir)
 

@@ -15,11 +15,13 @@
 #   3. cubert-info: CPU devices, then the CUDA devices
 #   4. make cts DRIVER=cuda: the conformance suite on the GPU
 #   5. the CUDA tests (cuda_: the device layer and the client, on the fake
-#      driver and on the GPU)
+#      driver and on the GPU; cuda_gpu_external_*: stream order with CUDA code
+#      outside cubert, cubert/cuda.h)
 #   6. cuda-smoke (device layer checks and raw figures), cuda-smoke --lost
 #   7. bench_cuda: the client against the raw Driver API (its waits, the
 #      allocation path, uploads by copy threads, the context's scheduling)
-#   8. make run CUDA=1: the demo on the GPU
+#   8. examples/cuda_fake on the GPU and over libcubert-fakecuda.so; make run
+#      CUDA=1: the demo on the GPU
 #   9. compute-sanitizer memcheck over cuda-smoke --quick and over a few
 #      client tests (when installed)
 # Files under $OUT (8, no subfolder): summary.txt (printed last), build.log,
@@ -145,6 +147,14 @@ fi
 # shellcheck disable=SC2086
 step bench 180 "$OUT/bench.txt" env CUBERT_BENCH_CSV="$OUT/bench.csv" $BENCH_WRAP "$B/bench/bench_cuda"
 grep -E '^(\||bench_cuda|#[0-9])' "$OUT/bench.txt" | tee -a "$SUMMARY"
+
+# examples/cuda_fake: a user program on the GPU (integer kernels must match the CPU
+# server's bytes; float ones may differ in the last bits), then over the installed-form
+# fake libcuda (every byte must match)
+step cuda-fake-example-gpu 60 "$OUT/smoke.txt" "$B/examples/cuda_fake"
+step cuda-fake-example-fake 60 "$OUT/smoke.txt" env CUBERT_LIBCUDA="$B/libcubert-fakecuda.so" \
+  "$B/examples/cuda_fake"
+grep -E '^(CUDA device 0|CPU server vs|  ck_|cuda_fake)' "$OUT/smoke.txt" | tee -a "$SUMMARY"
 
 step demo 60 "$OUT/smoke.txt" make CUDA=1 run
 grep -E '^(cubert .* demo|not on the GPU|demo |  .*FAIL)' "$OUT/smoke.txt" | tee -a "$SUMMARY"

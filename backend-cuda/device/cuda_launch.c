@@ -129,8 +129,10 @@ cubert_status_t cubert__cuda_launch_shaped(cubert_cuda_stream_t *stream,
   params[0] = (void *)args;
   params[1] = &mode;
   params[2] = &report;
+  if (device->cu->fake) cubert__cuda_fake_launching(k); /* its CPU body runs inside */
   r = device->cu->cuLaunchKernel(function->handle, count.x, count.y, count.z, dim.x, dim.y, dim.z,
                                  shared_bytes, stream->handle, params, NULL);
+  if (device->cu->fake) cubert__cuda_fake_launching(NULL);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_device_fail(device, r, CUBERT_CUDA_OP_LAUNCH, "cuLaunchKernel", 0,
                                     out_error);

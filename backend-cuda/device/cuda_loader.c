@@ -179,6 +179,29 @@ cubert_status_t cubert__cuda_loader_open(const char *path, cubert_cuda_loader_t 
   if (st != CUBERT_STATUS_OK) {
     (void)dlclose(cu->library);
     memset(cu, 0, sizeof *cu);
+    return st;
+  }
+  {
+    /* cubert's fake libcuda: it runs a launched kernel's CPU body through
+     * the runner installed here (cuda_fake_host.c) */
+    typedef void (*set_host_fn)(int (*)(const char *, const unsigned[3], const unsigned[3],
+                                        unsigned, void **));
+    void *sym = dlsym(cu->library, "cubert_fake_cuda_set_kernel_host");
+    if (sym) {
+      set_host_fn set;
+      memcpy(&set, &sym, sizeof sym);
+      set(cubert__cuda_fake_host_run);
+      cu->fake = 1;
+    }
+    sym = dlsym(cu->library, "cubert_fake_cuda_set_kernel_capture");
+    if (sym) { /* its asynchronous mode queues launches: copies of them */
+      typedef void (*set_capture_fn)(void *(*)(const char *, void **),
+                                     int (*)(void *, const unsigned[3], const unsigned[3], unsigned),
+                                     void (*)(void *));
+      set_capture_fn set;
+      memcpy(&set, &sym, sizeof sym);
+      set(cubert__cuda_fake_capture, cubert__cuda_fake_run_captured, cubert__cuda_fake_release);
+    }
   }
   return st;
 }

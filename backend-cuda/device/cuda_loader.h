@@ -104,6 +104,8 @@ typedef struct cubert_cuda_loader_t {
   void *library;       /* dlopen handle (NULL when closed) */
   int driver_version;  /* cuDriverGetVersion, e.g. 13000 */
   int device_count;    /* cuDeviceGetCount after cuInit */
+  int fake;            /* 1: cubert's fake libcuda (libcubert-fakecuda.so): launches
+                          run their kernel's CPU body (cuda_fake_host.c) */
   char path[256];      /* the file opened */
 #define CUBERT_CUDA_LOADER_FIELD_(name, version) PFN_##name##_v##version name;
   CUBERT_CUDA_ENTRY_POINTS(CUBERT_CUDA_LOADER_FIELD_)
@@ -119,6 +121,22 @@ typedef struct cubert_cuda_loader_t {
  * initializes. Thread-safe on distinct loaders. */
 cubert_status_t cubert__cuda_loader_open(const char *path, cubert_cuda_loader_t *out_loader,
                                          cubert_error_t *out_error);
+
+/* The fake libcuda's host runner (cuda_fake_host.c): the loader installs it
+ * in a library that exports cubert_fake_cuda_set_kernel_host. Runs the CPU
+ * body of the kernel cubert__cuda_fake_launching named on this thread, when
+ * its entry name is `entry`; CUDA_ERROR_NOT_FOUND otherwise. */
+int cubert__cuda_fake_host_run(const char *entry, const unsigned grid[3], const unsigned block[3],
+                               unsigned shared_bytes, void **params);
+/* The fake's asynchronous mode: copy a launch of the kernel named on this
+ * thread (NULL when it is not `entry` or has no CPU body), run a copy, free it. */
+void *cubert__cuda_fake_capture(const char *entry, void **params);
+int cubert__cuda_fake_run_captured(void *token, const unsigned grid[3], const unsigned block[3],
+                                   unsigned shared_bytes);
+void cubert__cuda_fake_release(void *token);
+/* Name the kernel of the calling thread's next cuLaunchKernel (NULL after it). */
+struct cubert_kernel_t;
+void cubert__cuda_fake_launching(const struct cubert_kernel_t *kernel);
 
 /* dlclose the library (never call it on the shared loader, nor while objects
  * made through the loader live). NULL or a closed loader: no-op. */

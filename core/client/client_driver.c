@@ -159,3 +159,8 @@ cubert_status_t cubert_server_driver_of(const cubert_client_t *client,
   return CUBERT_STATUS_OK;
 }
 
+cubert_status_t cubert__client_driver_stream(cubert_client_t *client, uint64_t stream,
+                                             cubert_driver_stream_t **out_stream,
+                                             cubert_error_t *out_error) {
+  return cubert__server_driver_stream(client->state->server, stream, out_stream, out_error);
+}

@@ -130,4 +130,10 @@ void client_profile_destroy(device_state_t *state);
  * reference of a device, or a failed create (client_driver.c). */
 void client_state_free(device_state_t *state);
 
+/* The driver stream of `client`'s stream `stream` (cubert__server_driver_stream):
+ * called with the device held, inside cubert_client_exclusive's function. */
+cubert_status_t cubert__client_driver_stream(cubert_client_t *client, uint64_t stream,
+                                             cubert_driver_stream_t **out_stream,
+                                             cubert_error_t *out_error);
+
 #endif

@@ -128,6 +128,13 @@ cubert_status_t cubert__server_get_resource(cubert_server_t *server, uint64_t st
                                             const cubert_binding_t *binding,
                                             cubert_resource_t *out_resource, cubert_error_t *out_error);
 
+/* The driver stream of `stream`'s slot (made if it was not yet), for a
+ * driver's calls that order work with code outside cubert; the device must be
+ * held (an exclusive section). The lost record when the server is lost. */
+cubert_status_t cubert__server_driver_stream(cubert_server_t *server, uint64_t stream,
+                                             cubert_driver_stream_t **out_stream,
+                                             cubert_error_t *out_error);
+
 /* ---- launch, flush, sync ---- */
 
 typedef struct cubert_server_launch_t {

@@ -275,6 +275,68 @@ CUBERT_API cubert_status_t cubert_cuda_client_stats(cubert_client_t *client,
 CUBERT_API cubert_status_t cubert_cuda_client_jit_log(cubert_client_t *client, char *out_error_log,
                                                       char *out_info_log, size_t size);
 
+/* ---- stream order with other CUDA code -----------------------------------------
+ * Work of cubert and of another library (the CUDA runtime, PyTorch, CuPy, a
+ * library of the Driver API) on one GPU, ordered on the GPU without a host
+ * wait. The cubert side is `client`'s stream (the calling thread's, or the
+ * pinned one: cubert_client_set_stream) on its CUDA device; the other side
+ * an event or a stream of the same GPU's primary context (the one the CUDA
+ * runtime uses for that device; the driver refuses to record an event on a
+ * stream of another context: INVALID_ARGUMENT, while waiting on an event of
+ * another context is allowed, as in CUDA). The types are cuda.h's CUevent
+ * and CUstream (cudaEvent_t and cudaStream_t are the same handles), spelled
+ * `struct CUevent_st *` / `struct CUstream_st *` so that this header does not
+ * need cuda.h. A NULL stream is the legacy default stream, as in CUDA;
+ * CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are accepted too.
+ *
+ * Each call covers the work submitted to the cubert stream before it (the
+ * server submits every operation to the GPU when it is called), not later
+ * work; none waits for the GPU: they return once the event is recorded or
+ * the wait enqueued. Thread-safe: each takes the device briefly (as an
+ * exclusive section). Codes, for all four: OK; INVALID_ARGUMENT (a NULL
+ * client, out_event or event); UNSUPPORTED (kind IO_UNSUPPORTED_IO_OPERATION,
+ * "... not a CUDA device") for a client on another driver; the lost record
+ * (UNAVAILABLE, DEVICE_LOST) on a lost device; the mapped CUresult of a
+ * failed driver call (a stream of another context: INVALID_ARGUMENT,
+ * driver_code CUDA_ERROR_INVALID_HANDLE; a destroyed event or stream is
+ * undefined behaviour in CUDA, as here). Nothing is enqueued on failure, and
+ * no event is left behind. Defined in CUDA=1 builds. */
+struct CUevent_st;
+struct CUstream_st;
+
+/* Export as an event: record a new event (CU_EVENT_DISABLE_TIMING) after
+ * the work submitted so far on the client's stream, into *out_event. The
+ * caller owns it: wait on it (cuStreamWaitEvent, cudaStreamWaitEvent,
+ * torch.cuda.Event... ) as often as it likes and destroy it with
+ * cuEventDestroy (or cudaEventDestroy) once done; cubert never touches it
+ * again. *out_event is untouched on failure. */
+CUBERT_API cubert_status_t cubert_cuda_export_event(cubert_client_t *client,
+                                                    struct CUevent_st **out_event,
+                                                    cubert_error_t *out_error);
+
+/* Export into a stream: the caller's `stream`'s later work waits for the
+ * work submitted so far on the client's stream (an event recorded there,
+ * cuStreamWaitEvent on `stream`, the event released: nothing for the caller
+ * to free). */
+CUBERT_API cubert_status_t cubert_cuda_export_to_stream(cubert_client_t *client,
+                                                        struct CUstream_st *stream,
+                                                        cubert_error_t *out_error);
+
+/* Import an event: the client's stream's later work waits for `event`'s
+ * last record at the time of the call (cuStreamWaitEvent; an event never
+ * recorded is complete: no wait, as in CUDA). The event stays the caller's:
+ * it may be recorded again or destroyed right after the call. */
+CUBERT_API cubert_status_t cubert_cuda_import_event(cubert_client_t *client,
+                                                    struct CUevent_st *event,
+                                                    cubert_error_t *out_error);
+
+/* Import a stream: the client's stream's later work waits for the work
+ * submitted to `stream` so far (an event recorded there and waited on,
+ * then released). */
+CUBERT_API cubert_status_t cubert_cuda_import_stream(cubert_client_t *client,
+                                                     struct CUstream_st *stream,
+                                                     cubert_error_t *out_error);
+
 /* ---- process communicators (NCCL across processes) ---------------------------
  * Collectives among CUDA devices of one process need nothing more: the
  * device list of all_reduce / send / recv names them (docs/collectives.md).

@@ -9,7 +9,8 @@
 # deterministic mode and on the inline driver (`make cts DRIVER=...`), and,
 # when CUBERT_FAKE_LIBCUDA names the fake CUDA driver (a CUDA=1 build), on
 # the CUDA driver over it (with the fake NCCL of CUBERT_FAKE_LIBNCCL: once
-# on one fake GPU, once more for the collective tests on 8); and a closing
+# on one fake GPU, once more for the collective tests on 8), and over the
+# installed fake CUBERT_FAKECUDA_LIB names, asynchronous, with a cube-order seed; and a closing
 # line that adds the runs up:
 # "N passed, N failed[, N skipped]".
 # With prefixes: only those tests, as the runner prints them. Exit status 1
@@ -41,6 +42,15 @@ if [ -n "${CUBERT_FAKE_LIBCUDA:-}" ]; then
   run "conformance suite: CUDA driver over the fake libcuda (host kernels) and the fake libnccl, one GPU" \
     CUBERT_CTS_DRIVER=cuda CUBERT_LIBCUDA="$CUBERT_FAKE_LIBCUDA" CUBERT_FAKE_CUDA_MEMORY=1073741824 \
     CUBERT_LIBNCCL="${CUBERT_FAKE_LIBNCCL:-}" $wrapper "$bin" cts_
+  # the installed fake (libcubert-fakecuda.so: a kernel without a CPU body fails its launch)
+  # as a user runs it (docs/cuda.md): asynchronous (work runs when asked for: a missing
+  # wait reads old bytes), its cubes in a seeded order
+  if [ -n "${CUBERT_FAKECUDA_LIB:-}" ]; then
+    run "conformance suite: CUDA driver over the installed fake libcuda, asynchronous, seeded cube order" \
+      CUBERT_CTS_DRIVER=cuda CUBERT_LIBCUDA="$CUBERT_FAKECUDA_LIB" CUBERT_FAKE_CUDA_SEED=29 \
+      CUBERT_FAKE_CUDA_ASYNC=1 \
+      CUBERT_FAKE_CUDA_MEMORY=1073741824 CUBERT_LIBNCCL="${CUBERT_FAKE_LIBNCCL:-}" $wrapper "$bin" cts_
+  fi
   # the collective tests again with one fake GPU per device (NCCL takes one rank per GPU)
   run "conformance suite, collectives: CUDA driver over the fake libcuda with 8 GPUs and the fake libnccl" \
     CUBERT_CTS_DRIVER=cuda CUBERT_LIBCUDA="$CUBERT_FAKE_LIBCUDA" CUBERT_FAKE_CUDA_MEMORY=1073741824 \

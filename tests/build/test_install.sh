@@ -6,7 +6,8 @@
 #
 #  1. install with PREFIX=/usr; every public header, libcubert.a, the
 #     libcubert.so -> libcubert.so.MAJOR -> libcubert.so.VERSION chain,
-#     the soname (readelf) and cubert.pc (prefix, version) are checked;
+#     the soname (readelf) and cubert.pc (prefix, version) are checked, and in
+#     a CUDA=1 build libcubert-fakecuda.so and its exports;
 #  2. the installed headers are exactly include/cubert/ and include/cubert/driver/ (none
 #     includes a header that is not installed); the shared library exports only cubert_*
 #     symbols, each declared in an installed header, none internal (cubert__);
@@ -81,7 +82,7 @@ pc=$lib/pkgconfig/cubert.pc
 grep -qx 'prefix=/usr' "$pc" || fail "cubert.pc: prefix is not /usr: $(grep '^prefix=' "$pc")"
 grep -qx "Version: $VERSION" "$pc" || fail "cubert.pc: version is not $VERSION"
 if grep -n '@[A-Z_]*@' "$pc"; then fail "cubert.pc has unsubstituted @VARS@"; fi
-grep -qx 'Libs.private: -lpthread' "$pc" || fail "cubert.pc: Libs.private is not -lpthread: $(grep '^Libs.private' "$pc")"
+grep -qxE 'Libs.private: -lpthread( -ldl)?' "$pc" || fail "cubert.pc: Libs.private is not -lpthread (-ldl in a CUDA=1 build): $(grep '^Libs.private' "$pc")"
 cmp -s examples/kernels/cubert_kernels.h "$inc/cubert/cubert_kernels.h" || fail "cubert_kernels.h not installed"
 [ -x "$dest/usr/bin/cubert-info" ] || fail "cubert-info not installed in bindir"
 "$dest/usr/bin/cubert-info" | grep -q '^Device ' || fail "the installed cubert-info lists no device"
@@ -89,6 +90,15 @@ for f in cubertConfig.cmake cubertConfigVersion.cmake; do
   [ -f "$lib/cmake/cubert/$f" ] || fail "$f not installed in $lib/cmake/cubert"
   if grep -n '@[A-Z_]*@' "$lib/cmake/cubert/$f"; then fail "$f has unsubstituted @VARS@"; fi
 done
+
+# A CUDA=1 build installs the fake libcuda too (docs/cuda.md): exporting the driver's entry
+# points and cubert_fake_cuda_* only.
+if [ -f "$BUILD/libcubert-fakecuda.so" ]; then
+  [ -f "$lib/libcubert-fakecuda.so" ] || fail "libcubert-fakecuda.so not installed (a CUDA=1 build)"
+  bad=$($NM -D --defined-only "$lib/libcubert-fakecuda.so" |
+    awk 'NF >= 3 && $3 !~ /^(cu[A-Z]|cubert_fake_cuda_)/ {print $3}')
+  [ -z "$bad" ] || fail "libcubert-fakecuda.so exports: $(echo $bad)"
+fi
 
 # ---- 2. exported symbols ----------------------------------------------------------
 $NM -D --defined-only "$lib/libcubert.so.$VERSION" >"$tmp/exports.txt"

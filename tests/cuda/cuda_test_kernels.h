@@ -22,4 +22,16 @@ CUBERT_KERNEL(cuda_test_poke_u32) {
   }
 }
 
+/* Unit 0 of each cube takes a ticket (atomic add on counter[0]) and stores
+ * it at order[CUBE_POS]: the order the cubes ran in (the fake libcuda's cube
+ * order, tests/cuda/test_cuda_fake_user.c). Buffers: counter, order. */
+CUBERT_KERNEL(cuda_test_ticket_u32) {
+  CUBERT_BUFFER(uint32_t, counter, 0);
+  CUBERT_BUFFER(uint32_t, order, 1);
+  CUBERT_PHASE {
+    if (UNIT_POS == 0 && CUBE_POS < CUBERT_LEN(order))
+      CUBERT_STORE(order, CUBE_POS, CUBERT_ATOMIC_ADD(counter, 0, 1u));
+  }
+}
+
 #endif /* CUBERT_TESTS_CUDA_TEST_KERNELS_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/cuda/fake_libcuda_exec.c: the fake CUDA driver's memory, copies,
+ * backend-cuda/fake/fake_libcuda_exec.c: the fake CUDA driver's memory, copies,
  * modules and launches (fake_libcuda.h says what they do).
  */
 #include <stdio.h>
@@ -124,6 +124,7 @@ CUresult fake_cuMemAlloc(CUdeviceptr *out, size_t size) {
  * CUBERT_FAKE_CUDA_NO_DRAIN=1. */
 static CUresult drain_current(void) {
   CUresult r = fake_ctx_check();
+  fake_async_run_all(); /* (the asynchronous mode: every queue runs first) */
   if (r != CUDA_SUCCESS || fake_knob("CUBERT_FAKE_CUDA_NO_DRAIN", 0)) return r;
   return fake_context_drain(fake_current->device);
 }
@@ -133,7 +134,8 @@ CUresult fake_cuMemFree(CUdeviceptr p) {
   return r != CUDA_SUCCESS ? r : device_free(p, 0);
 }
 
-CUresult fake_cuMemAllocAsync(CUdeviceptr *out, size_t size, CUstream s) {
+CUresult fake_cuMemAllocAsync(CUdeviceptr *out, size_t size, CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_ready(s);
   if (r != CUDA_SUCCESS) return r;
   if (fake_knob("CUBERT_FAKE_CUDA_NO_POOLS", 0)) return CUDA_ERROR_NOT_SUPPORTED;
@@ -143,10 +145,12 @@ CUresult fake_cuMemAllocAsync(CUdeviceptr *out, size_t size, CUstream s) {
 /* CUBERT_FAKE_CUDA_DEFER_FREES=1: a free on a stream gives the memory back
  * only at that stream's next synchronize (as a pool whose frees have not
  * completed yet). */
-CUresult fake_cuMemFreeAsync(CUdeviceptr p, CUstream s) {
+CUresult fake_cuMemFreeAsync(CUdeviceptr p, CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   fake_block_t *b;
   CUresult r = fake_stream_ready(s);
   if (r != CUDA_SUCCESS) return r;
+  fake_async_run(s, UINT64_MAX); /* the stream's earlier work before the free */
   if (!s || !p || !fake_knob("CUBERT_FAKE_CUDA_DEFER_FREES", 0)) return device_free(p, 1);
   b = (fake_block_t *)(uintptr_t)(p - FAKE_HEADER);
   pthread_mutex_lock(&fake_mutex);
@@ -181,6 +185,7 @@ CUresult fake_cuMemHostAlloc(void **out, size_t size, unsigned int flags) {
   fake_stats_.host_allocs++;
   fake_stats_.host_bytes_live += (int64_t)size;
   pthread_mutex_unlock(&fake_mutex);
+  fake_pinned_add(block + 64, size);
   *out = block + 64;
   return CUDA_SUCCESS;
 }
@@ -189,6 +194,8 @@ CUresult fake_cuMemFreeHost(void *p) {
   unsigned char *block;
   size_t size;
   if (!p) return CUDA_ERROR_INVALID_VALUE;
+  fake_async_run_all(); /* cuMemFreeHost synchronizes the device */
+  fake_pinned_remove(p);
   block = (unsigned char *)p - 64;
   memcpy(&size, block, sizeof size);
   pthread_mutex_lock(&fake_mutex);
@@ -213,6 +220,7 @@ CUresult fake_cuMemHostRegister(void *p, size_t size, unsigned int flags) {
 
 CUresult fake_cuMemHostUnregister(void *p) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
+  fake_async_run_all();
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.host_unregisters++;
   pthread_mutex_unlock(&fake_mutex);
@@ -230,36 +238,49 @@ static void count(uint64_t *counter) {
   pthread_mutex_unlock(&fake_mutex);
 }
 
-CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
+CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_ready(s);
   if (r == CUDA_SUCCESS) r = copy_result();
   if (r != CUDA_SUCCESS) return r;
   if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
-  memcpy((void *)(uintptr_t)dst, src, n);
+  if (!fake_async_copy(s, (void *)(uintptr_t)dst, src, n, 1, 0)) {
+    fake_async_run(s, UINT64_MAX);
+    memcpy((void *)(uintptr_t)dst, src, n);
+  }
   count(&fake_stats_.copies_h2d);
   return CUDA_SUCCESS;
 }
 
-CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s) {
+CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_ready(s);
   if (r == CUDA_SUCCESS) r = copy_result();
   if (r != CUDA_SUCCESS) return r;
   if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
-  memcpy(dst, (const void *)(uintptr_t)src, n);
+  if (!fake_async_copy(s, dst, (const void *)(uintptr_t)src, n, 0, 1)) {
+    fake_async_run(s, UINT64_MAX);
+    memcpy(dst, (const void *)(uintptr_t)src, n);
+  }
   count(&fake_stats_.copies_d2h);
   return CUDA_SUCCESS;
 }
 
-CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_ready(s);
   if (r != CUDA_SUCCESS) return r;
   if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
-  memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+  if (!fake_async_copy(s, (void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, 0, 0)) {
+    fake_async_run(s, UINT64_MAX);
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+  }
   count(&fake_stats_.copies_d2d);
   return CUDA_SUCCESS;
 }
 
-CUresult fake_cuMemcpy2DAsync(const CUDA_MEMCPY2D *c, CUstream s) {
+CUresult fake_cuMemcpy2DAsync(const CUDA_MEMCPY2D *c, CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   const unsigned char *src;
   unsigned char *dst;
   size_t row;
@@ -272,6 +293,7 @@ CUresult fake_cuMemcpy2DAsync(const CUDA_MEMCPY2D *c, CUstream s) {
   dst = c->dstMemoryType == CU_MEMORYTYPE_HOST ? (unsigned char *)c->dstHost
                                                : (unsigned char *)(uintptr_t)c->dstDevice;
   if (!src || !dst) return CUDA_ERROR_INVALID_VALUE;
+  fake_async_run(s, UINT64_MAX); /* 2-D copies run at once, after the stream's work */
   src += c->srcY * c->srcPitch + c->srcXInBytes;
   dst += c->dstY * c->dstPitch + c->dstXInBytes;
   for (row = 0; row < c->Height; row++)
@@ -280,11 +302,15 @@ CUresult fake_cuMemcpy2DAsync(const CUDA_MEMCPY2D *c, CUstream s) {
   return CUDA_SUCCESS;
 }
 
-CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
+CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_ready(s);
   if (r != CUDA_SUCCESS) return r;
   if (!dst) return CUDA_ERROR_INVALID_VALUE;
-  memset((void *)(uintptr_t)dst, v, n);
+  if (!fake_async_set(s, (void *)(uintptr_t)dst, v, n)) {
+    fake_async_run(s, UINT64_MAX);
+    memset((void *)(uintptr_t)dst, v, n);
+  }
   count(&fake_stats_.memsets);
   return CUDA_SUCCESS;
 }
@@ -357,6 +383,7 @@ CUresult fake_cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned int 
 
 CUresult fake_cuModuleUnload(CUmodule m) {
   if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  fake_async_run_all();
   while (m->funcs) {
     struct CUfunc_st *f = m->funcs;
     m->funcs = f->next;
@@ -446,6 +473,21 @@ static void run_add_scalar(const unsigned char *args, uint64_t units) {
 
 static fake_cuda_kernel_host_fn g_kernel_host;
 
+/* What a launch of a kernel with no CPU body does: CUBERT_FAKE_CUDA_UNKNOWN_KERNELS
+ * "fail" (CUDA_ERROR_NOT_SUPPORTED) or "skip" (a no-op); the default is the
+ * build's: fail in the installed libcubert-fakecuda.so (FAKE_CUDA_INSTALLED),
+ * skip in the test suite's build (its stand-in kernels do nothing). */
+static int unknown_kernels_fail(void) {
+  const char *v = getenv("CUBERT_FAKE_CUDA_UNKNOWN_KERNELS");
+  if (v && strcmp(v, "fail") == 0) return 1;
+  if (v && strcmp(v, "skip") == 0) return 0;
+#if defined(FAKE_CUDA_INSTALLED)
+  return 1;
+#else
+  return 0;
+#endif
+}
+
 void cubert_fake_cuda_set_kernel_host(fake_cuda_kernel_host_fn fn) {
   pthread_mutex_lock(&fake_mutex);
   g_kernel_host = fn;
@@ -454,10 +496,12 @@ void cubert_fake_cuda_set_kernel_host(fake_cuda_kernel_host_fn fn) {
 
 CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                     unsigned bx, unsigned by, unsigned bz, unsigned shared,
-                                    CUstream s, void **params, void **extra) {
+                                    CUstream s_arg, void **params, void **extra) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult want = (CUresult)fake_knob("CUBERT_FAKE_CUDA_LAUNCH_RESULT", 0);
   CUresult r = fake_stream_ready(s);
   fake_cuda_kernel_host_fn host;
+  unsigned grid[3], block[3];
   (void)extra;
   if (r != CUDA_SUCCESS) return r;
   if (!f || !params || gx == 0 || gy == 0 || gz == 0 || bx * by * bz > 1024)
@@ -482,14 +526,18 @@ CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz
   snprintf(fake_stats_.kernel, sizeof fake_stats_.kernel, "%s", f->name);
   host = g_kernel_host;
   pthread_mutex_unlock(&fake_mutex);
+  grid[0] = gx;
+  grid[1] = gy;
+  grid[2] = gz;
+  block[0] = bx;
+  block[1] = by;
+  block[2] = bz;
+  /* the asynchronous mode queues a kernel the runner captured */
+  if (strcmp(f->name, "fake_fault") != 0 &&
+      fake_async_launch(s, f->name, grid, block, shared, params))
+    return CUDA_SUCCESS;
+  fake_async_run(s, UINT64_MAX);
   if (host && strcmp(f->name, "fake_fault") != 0) {
-    unsigned grid[3], block[3];
-    grid[0] = gx;
-    grid[1] = gy;
-    grid[2] = gz;
-    block[0] = bx;
-    block[1] = by;
-    block[2] = bz;
     r = (CUresult)host(f->name, grid, block, shared, params);
     if (r != CUDA_ERROR_NOT_FOUND) {
       if (fake_is_fatal(r)) fake_poison(r);
@@ -498,7 +546,20 @@ CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz
   }
   if (strcmp(f->name, "ck_add_scalar_u32") == 0)
     run_add_scalar((const unsigned char *)params[0], (uint64_t)gx * gy * gz * bx * by * bz);
-  if (strcmp(f->name, "fake_fault") == 0) fake_poison(CUDA_ERROR_ILLEGAL_ADDRESS);
+  else if (strcmp(f->name, "fake_fault") == 0)
+    fake_poison(CUDA_ERROR_ILLEGAL_ADDRESS);
+  else if (unknown_kernels_fail()) {
+    /* a kernel with no CPU body (not launched through cubert, or a
+     * descriptor without cpu_entry): the fake cannot run it */
+    static int said;
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+      fprintf(stderr,
+              "libcubert-fakecuda: kernel %s has no CPU body to run: cuLaunchKernel returns "
+              "CUDA_ERROR_NOT_SUPPORTED (CUBERT_FAKE_CUDA_UNKNOWN_KERNELS=skip: launch it as a "
+              "no-op)\n",
+              f->name);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
   return CUDA_SUCCESS;
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/cuda/fake_libcuda.c: a fake CUDA driver (libcuda.so.1) on host
+ * backend-cuda/fake/fake_libcuda.c: a fake CUDA driver (libcuda.so.1) on host
  * memory, for the CUDA driver's tests on machines without a GPU. What it
  * does and its knobs: fake_libcuda.h. This file: knobs, devices, contexts,
  * streams, events, errors and cuGetProcAddress; memory, copies, modules and
@@ -259,6 +259,7 @@ static CUresult fake_cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags
 static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice dev) {
   CUresult r = device_check(dev);
   if (r != CUDA_SUCCESS) return r;
+  fake_async_run_all();
   pthread_mutex_lock(&fake_mutex);
   if (g_ctx[dev].refs > 0) {
     g_ctx[dev].refs--;
@@ -325,8 +326,14 @@ static void stream_maybe_free(struct CUstream_st *s) {
   if (s->destroyed && s->refs == 0) free(s);
 }
 
+void fake_stream_unref(struct CUstream_st *s) {
+  s->refs--;
+  stream_maybe_free(s);
+}
+
 static CUresult fake_cuStreamDestroy(CUstream s) {
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  fake_async_run(s, UINT64_MAX); /* the GPU finishes a destroyed stream's work */
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.streams_destroyed++;
   fake_stream_free_deferred(s);
@@ -359,13 +366,16 @@ static void event_detach(struct CUevent_st *e) {
 
 CUresult fake_stream_check(CUstream s) {
   CUresult r = fake_ctx_check();
+  s = fake_stream_special(s);
   if (r != CUDA_SUCCESS) return r;
   if (s && s->ctx != fake_current) return CUDA_ERROR_INVALID_HANDLE;
   return CUDA_SUCCESS;
 }
 
-static CUresult fake_cuStreamSynchronize(CUstream s) {
+static CUresult fake_cuStreamSynchronize(CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_ready(s);
+  if (r == CUDA_SUCCESS) fake_async_run(s, UINT64_MAX);
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.stream_syncs++;
   if (r == CUDA_SUCCESS && s) {
@@ -376,13 +386,15 @@ static CUresult fake_cuStreamSynchronize(CUstream s) {
   return r;
 }
 
-static CUresult fake_cuStreamQuery(CUstream s) {
+static CUresult fake_cuStreamQuery(CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r;
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.stream_queries++;
   pthread_mutex_unlock(&fake_mutex);
   r = fake_stream_check(s);
   if (r != CUDA_SUCCESS || !s) return r;
+  fake_async_run(s, UINT64_MAX); /* lazily: the work runs when someone looks */
   pthread_mutex_lock(&fake_mutex);
   fake_gates_prune(&s->gates);
   if (s->gates.n) r = CUDA_ERROR_NOT_READY;
@@ -415,10 +427,14 @@ static CUresult fake_cuEventDestroy(CUevent e) {
   return CUDA_SUCCESS;
 }
 
-static CUresult fake_cuEventRecord(CUevent e, CUstream s) {
+static CUresult fake_cuEventRecord(CUevent e, CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_check(s);
   if (r != CUDA_SUCCESS) return r;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  /* the event and the stream must share a context (the current one for the
+   * NULL stream), as the driver requires */
+  if (e->ctx != (s ? s->ctx : fake_current)) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_mutex);
   e->pending = (int)fake_knob("CUBERT_FAKE_CUDA_EVENT_DELAY", 0);
   event_detach(e);
@@ -432,13 +448,32 @@ static CUresult fake_cuEventRecord(CUevent e, CUstream s) {
   }
   fake_stats_.event_records++;
   pthread_mutex_unlock(&fake_mutex);
+  if (s && fake_async_on()) fake_async_record(s, e->seq);
   return CUDA_SUCCESS;
+}
+
+/* The asynchronous mode: run e's stream up to e (lazily, when asked). */
+static void event_run(CUevent e) {
+  struct CUstream_st *s;
+  uint64_t seq;
+  if (!fake_async_on()) return;
+  pthread_mutex_lock(&fake_mutex);
+  s = e->stream;
+  seq = e->seq;
+  if (s) s->refs++;
+  pthread_mutex_unlock(&fake_mutex);
+  if (!s) return;
+  fake_async_run(s, seq);
+  pthread_mutex_lock(&fake_mutex);
+  fake_stream_unref(s);
+  pthread_mutex_unlock(&fake_mutex);
 }
 
 static CUresult fake_cuEventQuery(CUevent e) {
   CUresult r = fake_ctx_check();
   if (r != CUDA_SUCCESS) return r;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  event_run(e);
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.event_queries++;
   fake_gates_prune(&e->gates);
@@ -463,6 +498,7 @@ static CUresult fake_cuEventSynchronize(CUevent e) {
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   r = fake_event_settle(e);
   if (r != CUDA_SUCCESS) return r;
+  event_run(e);
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.event_syncs++;
   event_complete(e);
@@ -470,8 +506,11 @@ static CUresult fake_cuEventSynchronize(CUevent e) {
   return CUDA_SUCCESS;
 }
 
-static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
+static CUresult fake_cuStreamWaitEvent(CUstream s_arg, CUevent e, unsigned int flags) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_check(s);
+  struct CUstream_st *target;
+  uint64_t seq;
   (void)flags;
   if (r != CUDA_SUCCESS) return r;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
@@ -479,7 +518,11 @@ static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.stream_wait_events++;
   if (fake_gates_merge(&s->gates, &e->gates) != 0) r = CUDA_ERROR_NOT_SUPPORTED;
+  target = e->stream;
+  seq = e->seq;
   pthread_mutex_unlock(&fake_mutex);
+  /* the asynchronous mode: s's later work waits for e's record to run */
+  if (r == CUDA_SUCCESS && target && target != s) fake_async_wait(s, target, seq);
   return r;
 }
 

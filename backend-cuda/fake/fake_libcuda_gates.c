@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/cuda/fake_libcuda_gates.c: the fake driver's stream memory
+ * backend-cuda/fake/fake_libcuda_gates.c: the fake driver's stream memory
  * operations (cuStreamWaitValue32 / cuStreamWriteValue32) and peer copies,
  * for the CUDA driver's collectives (backend-cuda/comm/cuda_comm.h, "Gates").
  *
@@ -92,6 +92,7 @@ CUresult fake_context_drain(int device) {
   long long limit_ms = fake_knob("CUBERT_FAKE_CUDA_GATE_TIMEOUT_MS", 30000);
   struct timespec start, now;
   int waited = 0;
+  fake_async_run_all();
   (void)clock_gettime(CLOCK_MONOTONIC, &start);
   for (;;) {
     struct CUstream_st *s;
@@ -127,6 +128,7 @@ CUresult fake_context_drain(int device) {
 CUresult cubert_fake_cuda_context_drain(int device) { return fake_context_drain(device); }
 
 CUresult fake_stream_settle(CUstream s) {
+  s = fake_stream_special(s);
   return s ? gates_settle(&s->gates) : CUDA_SUCCESS;
 }
 
@@ -140,10 +142,15 @@ CUresult fake_stream_ready(CUstream s) {
 
 /* Exported: the fake libnccl settles a stream before it runs a collective
  * there (found with dlsym in this library). */
-CUresult cubert_fake_cuda_stream_settle(CUstream s) { return fake_stream_settle(s); }
+CUresult cubert_fake_cuda_stream_settle(CUstream s) {
+  CUresult r = fake_stream_settle(s);
+  if (r == CUDA_SUCCESS) fake_async_run(fake_stream_special(s), UINT64_MAX);
+  return r;
+}
 
-CUresult fake_cuStreamWaitValue32(CUstream s, CUdeviceptr addr, cuuint32_t value,
+CUresult fake_cuStreamWaitValue32(CUstream s_arg, CUdeviceptr addr, cuuint32_t value,
                                   unsigned int flags) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_check(s);
   fake_gate_t g;
   if (r != CUDA_SUCCESS) return r;
@@ -162,12 +169,14 @@ CUresult fake_cuStreamWaitValue32(CUstream s, CUdeviceptr addr, cuuint32_t value
   return r;
 }
 
-CUresult fake_cuStreamWriteValue32(CUstream s, CUdeviceptr addr, cuuint32_t value,
+CUresult fake_cuStreamWriteValue32(CUstream s_arg, CUdeviceptr addr, cuuint32_t value,
                                    unsigned int flags) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_ready(s);
   (void)flags;
   if (r != CUDA_SUCCESS) return r;
   if (!addr) return CUDA_ERROR_INVALID_VALUE;
+  fake_async_run(s, UINT64_MAX); /* the write comes after the stream's work */
   pthread_mutex_lock(&fake_mutex);
   r = fake_pooled_address(addr) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
   pthread_mutex_unlock(&fake_mutex);
@@ -212,10 +221,12 @@ CUresult fake_cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
 }
 
 CUresult fake_cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
-                                CUcontext src_ctx, size_t n, CUstream s) {
+                                CUcontext src_ctx, size_t n, CUstream s_arg) {
+  CUstream s = fake_stream_special(s_arg);
   CUresult r = fake_stream_ready(s);
   if (r != CUDA_SUCCESS) return r;
   if (!dst || !src || !dst_ctx || !src_ctx) return CUDA_ERROR_INVALID_VALUE;
+  fake_async_run(s, UINT64_MAX);
   memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
   pthread_mutex_lock(&fake_mutex);
   fake_stats_.copies_peer++;

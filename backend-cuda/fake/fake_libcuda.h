@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/cuda/fake_libcuda.h: the fake CUDA driver the CUDA tests load in
+ * backend-cuda/fake/fake_libcuda.h: the fake CUDA driver the CUDA tests load in
  * place of libcuda.so.1 (built by `make CUDA=1` as
  * $(BUILD)/cuda-fake/libcuda.so.1, and $(BUILD)/cuda-fake-nogpa/libcuda.so.1
- * without cuGetProcAddress_v2).
+ * without cuGetProcAddress_v2), and that users install as
+ * libcubert-fakecuda.so (-DFAKE_CUDA_INSTALLED; exports only the cu* entry
+ * points and cubert_fake_cuda_*: fakecuda.map). docs/cuda.md, "The CUDA
+ * driver without a GPU", says what it models and what not. Not installed.
  *
  * It implements the entry points the CUDA driver resolves, on host memory:
  * device pointers are host addresses, streams run everything at once,
@@ -36,6 +39,15 @@
  *                                    cuStreamWaitValue32 waits at most this
  *                                    long (default 30000), then CUDA_ERROR_TIMEOUT
  *   CUBERT_FAKE_CUDA_NO_PEER         1: cuDeviceCanAccessPeer answers 0
+ *   CUBERT_FAKE_CUDA_UNKNOWN_KERNELS "fail": a launch no host runner ran (no CPU
+ *                                    body) returns CUDA_ERROR_NOT_SUPPORTED (said once
+ *                                    on stderr); "skip": it is a no-op. Default: fail
+ *                                    in libcubert-fakecuda.so, skip in the tests' build
+ *   CUBERT_FAKE_CUDA_ASYNC           1: work is queued on its stream and runs when
+ *                                    something asks for it (fake_libcuda_async.c),
+ *                                    read once per process
+ *   (CUBERT_FAKE_CUDA_SEED is libcubert's: the host runner's cube order,
+ *    backend-cuda/device/cuda_fake_host.c)
  *   CUBERT_FAKE_CUDA_NO_DRAIN        1: cuMemFree and cuModuleLoadDataEx do not
  *                                    wait for the context's gated streams (by
  *                                    default they do, as the driver; they give
@@ -45,9 +57,11 @@
  * Stream memory operations and peer copies: fake_libcuda_gates.c.
  * Events complete in stream order: one found complete completes those
  * recorded before it on its stream; cuStreamSynchronize completes them all.
- * Kernels with a host implementation (by entry name), after the host
- * runner a test program may install (cubert_fake_cuda_set_kernel_host: the
- * CUDA tests run the kernel library's CPU entry points through it):
+ * The special stream handles (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) are the
+ * NULL stream. Kernels: the host runner installed with
+ * cubert_fake_cuda_set_kernel_host runs a launch first (libcubert's loader
+ * installs one that runs the launched descriptor's CPU body); then these
+ * built-in host implementations (by entry name):
  *   ck_add_scalar_u32        buffer 0 (u32) += scalar 0, one element per unit
  *   fake_fault                launches fine, then poisons the process with
  *                             CUDA_ERROR_ILLEGAL_ADDRESS (seen at the next
@@ -112,6 +126,22 @@ typedef int (*fake_cuda_kernel_host_fn)(const char *entry, const unsigned grid[3
 /* Exported by the fake (dlsym): install the host runner (NULL: none). */
 typedef void (*fake_cuda_set_kernel_host_fn)(fake_cuda_kernel_host_fn fn);
 void cubert_fake_cuda_set_kernel_host(fake_cuda_kernel_host_fn fn);
+
+/* The asynchronous mode (CUBERT_FAKE_CUDA_ASYNC=1, fake_libcuda_async.c)
+ * queues a launch to run later: `capture` copies what the launch needs
+ * (entry name and cuLaunchKernel's params) into a token, NULL when it cannot
+ * (the launch then runs at once); `run` runs a token's kernel (a CUresult);
+ * `release` frees it. Exported by the fake (dlsym): install the three. */
+typedef void *(*fake_cuda_kernel_capture_fn)(const char *entry, void **params);
+typedef int (*fake_cuda_kernel_run_fn)(void *token, const unsigned grid[3], const unsigned block[3],
+                                       unsigned shared_bytes);
+typedef void (*fake_cuda_kernel_release_fn)(void *token);
+typedef void (*fake_cuda_set_kernel_capture_fn)(fake_cuda_kernel_capture_fn capture,
+                                                fake_cuda_kernel_run_fn run,
+                                                fake_cuda_kernel_release_fn release);
+void cubert_fake_cuda_set_kernel_capture(fake_cuda_kernel_capture_fn capture,
+                                         fake_cuda_kernel_run_fn run,
+                                         fake_cuda_kernel_release_fn release);
 
 /* Exported by the fake (find it with dlsym): a consistent copy of its counters. */
 typedef void (*fake_cuda_stats_fn)(fake_cuda_stats_t *out);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/cuda/fake_libcuda_internal.h: what the two files of the fake CUDA
+ * backend-cuda/fake/fake_libcuda_internal.h: what the files of the fake CUDA
  * driver share (fake_libcuda.c: devices, contexts, streams, events,
  * cuGetProcAddress; fake_libcuda_exec.c: memory, copies, modules,
- * launches). The handle types of cuda.h are completed here. Not installed.
+ * launches; fake_libcuda_gates.c: stream memory operations, peer copies;
+ * fake_libcuda_async.c: the asynchronous mode's queues). The handle types of cuda.h are completed here. Not installed.
  */
 #ifndef CUBERT_TESTS_FAKE_LIBCUDA_INTERNAL_H
 #define CUBERT_TESTS_FAKE_LIBCUDA_INTERNAL_H
@@ -49,6 +50,8 @@ struct CUstream_st {
   int destroyed;
   void *deferred;     /* CUBERT_FAKE_CUDA_DEFER_FREES: blocks freed on it, not yet given back */
   fake_gates_t gates; /* closed waits its later work stands behind */
+  struct fake_op_t *ops_head, *ops_tail; /* CUBERT_FAKE_CUDA_ASYNC: work not run yet */
+  uint64_t ran;       /* records 1..ran reached by its work (asynchronous mode) */
   struct CUstream_st *live_next; /* the list of streams not destroyed (fake_mutex) */
 };
 
@@ -75,6 +78,14 @@ struct CUfunc_st {
   char name[64];
   int dynamic_shared;
 };
+
+/* The special stream handles (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) as the
+ * NULL stream: work runs at once on every stream, so the default streams'
+ * implicit synchronization holds trivially. */
+static inline CUstream fake_stream_special(CUstream s) {
+  uintptr_t v = (uintptr_t)s;
+  return (v == (uintptr_t)CU_STREAM_LEGACY || v == (uintptr_t)CU_STREAM_PER_THREAD) ? NULL : s;
+}
 
 /* State, under fake_mutex (fake_current is the calling thread's context). */
 extern pthread_mutex_t fake_mutex;
@@ -147,6 +158,25 @@ CUresult fake_cuDeviceCanAccessPeer(int *can, CUdevice a, CUdevice b);
 CUresult fake_cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags);
 CUresult fake_cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
                                 CUcontext src_ctx, size_t n, CUstream s);
+
+/* The asynchronous mode (fake_libcuda_async.c; none of these with fake_mutex
+ * held). fake_async_copy / _set / _launch return 1 when they queued the work,
+ * 0 when the caller runs it at once (after fake_async_run of the stream). */
+struct fake_op_t;
+int fake_async_on(void);
+void fake_async_run(struct CUstream_st *s, uint64_t upto); /* UINT64_MAX: all */
+void fake_async_run_all(void);
+int fake_async_copy(CUstream s, void *dst, const void *src, size_t n, int from_host, int to_host);
+int fake_async_set(CUstream s, void *dst, unsigned char value, size_t n);
+int fake_async_launch(CUstream s, const char *entry, const unsigned grid[3],
+                      const unsigned block[3], unsigned shared, void **params);
+void fake_async_record(struct CUstream_st *s, uint64_t seq);
+void fake_async_wait(struct CUstream_st *s, struct CUstream_st *target, uint64_t seq);
+void fake_pinned_add(const void *p, size_t n);
+void fake_pinned_remove(const void *p);
+/* Drop a reference to a stream (an event's, a queued wait's); frees a
+ * destroyed one nothing refers to (fake_mutex held). */
+void fake_stream_unref(struct CUstream_st *s);
 
 /* Entry points of fake_libcuda_exec.c (reached through cuGetProcAddress). */
 CUresult fake_cuMemAlloc(CUdeviceptr *out, size_t size);
