@@ -232,6 +232,7 @@ void cubert__server_destroy(cubert_server_t *server, bool destroy_driver) {
   self = server->self;
   server_comm_shutdown(server);
   server_gc_drain(server);
+  server_record_destroy_all(server);
   server_free(server);
   if (destroy_driver) driver->destroy(self);
 }
