@@ -44,6 +44,7 @@ typedef struct record_op_t {
   void *bytes;
   uint64_t size;
   uint8_t dst_slot;
+  uint8_t dirty; /* RECORD_LAUNCH: scalars changed since the driver's plan saw them */
 } record_op_t;
 
 typedef struct record_buffer_t {
@@ -60,9 +61,15 @@ struct cubert_server_recording_t {
   uint32_t buffer_count;
   record_buffer_t buffers[RECORD_MAX_BUFFERS];
   cubert_device_ptr_t addresses[RECORD_MAX_BUFFERS]; /* resolved by the last replay */
-  /* streams that replayed writes (host bytes read by pending copies), by slot index */
-  uint64_t write_streams[2];
-  uint32_t write_streams_all; /* a slot index >= 128 replayed writes: sync every slot */
+  /* the driver's plan (plan_create) and the addresses it holds; plan_refused:
+   * the driver cannot plan these launches (replayed launch by launch) */
+  cubert_driver_plan_t *plan;
+  uint32_t plan_refused;
+  cubert_device_ptr_t plan_addresses[RECORD_MAX_BUFFERS];
+  /* streams that replayed writes (host bytes read by pending copies) or the
+   * plan, by slot index: synchronized before the recording goes */
+  uint64_t used_streams[2];
+  uint32_t used_streams_all; /* a slot index >= 128: sync every slot */
 };
 
 /* ---- the in-progress list ----------------------------------------------------------------- */
@@ -404,6 +411,7 @@ cubert_status_t cubert__server_recording_set_scalars(cubert_server_recording_t *
     o->scalars[i] = args->scalars[i];
     if (args->scalar_types[i] != CUBERT_SCALAR_NONE) o->types[i] = args->scalar_types[i];
   }
+  o->dirty = 1;
   return CUBERT_STATUS_OK;
 }
 
@@ -429,6 +437,51 @@ void cubert__server_recording_counts(const cubert_server_recording_t *r, uint32_
 
 /* ---- replay ------------------------------------------------------------------------------- */
 
+static void mark_used(cubert_server_recording_t *r, uint32_t index) {
+  if (index < 128u)
+    r->used_streams[index / 64u] |= (uint64_t)1 << (index % 64u);
+  else
+    r->used_streams_all = 1;
+}
+
+/* The driver's view of a recorded launch over the slots' resolved addresses;
+ * `buffers` holds its CUBERT_KERNEL_MAX_BUFFERS entries. */
+static void fill_launch(const cubert_server_recording_t *r, const record_op_t *o,
+                        cubert_driver_launch_t *launch, cubert_driver_buffer_t *buffers) {
+  uint32_t i;
+  launch->kernel = o->kernel;
+  launch->execution = o->execution;
+  launch->dynamic = o->dynamic;
+  launch->count = o->count;
+  launch->dynamic_count = o->dynamic ? r->addresses[o->count_slot] : 0;
+  launch->buffer_count = o->buffer_count;
+  launch->scalar_count = o->scalar_count;
+  launch->buffers = buffers;
+  launch->scalars = o->scalars;
+  launch->cube_dim = o->cube_dim;
+  launch->shared_memory_bytes = o->shared_memory_bytes;
+  for (i = 0; i < o->buffer_count; i++) {
+    buffers[i].address = r->addresses[o->slot[i]];
+    buffers[i].size = r->buffers[o->slot[i]].size;
+  }
+}
+
+/* The bindings of a recorded launch (and a dynamic count's) with their race modes. */
+static uint32_t launch_bindings(const cubert_server_recording_t *r, const record_op_t *o,
+                                cubert_binding_t *bindings, uint8_t *modes) {
+  uint32_t i, n = o->buffer_count;
+  for (i = 0; i < o->buffer_count; i++) {
+    bindings[i] = r->buffers[o->slot[i]].binding;
+    modes[i] = (i < 32 && !(o->kernel->read_only_mask & (1u << i))) ? CUBERT_RACE_WRITE
+                                                                      : CUBERT_RACE_READ;
+  }
+  if (o->dynamic) {
+    modes[n] = CUBERT_RACE_READ;
+    bindings[n++] = r->buffers[o->count_slot].binding;
+  }
+  return n;
+}
+
 static cubert_status_t replay_launch(cubert_server_t *server, uint64_t stream,
                                      cubert_server_recording_t *r, const record_op_t *o,
                                      cubert_error_t *out_error) {
@@ -437,38 +490,113 @@ static cubert_status_t replay_launch(cubert_server_t *server, uint64_t stream,
   cubert_driver_buffer_t buffers[CUBERT_KERNEL_MAX_BUFFERS];
   cubert_driver_launch_t launch;
   server_order_t order;
-  uint32_t i, nbind = o->buffer_count;
+  uint32_t nbind;
   cubert_status_t status;
-  launch.kernel = o->kernel;
-  launch.execution = o->execution;
-  launch.dynamic = o->dynamic;
-  launch.count = o->count;
-  launch.dynamic_count = o->dynamic ? r->addresses[o->count_slot] : 0;
-  launch.buffer_count = o->buffer_count;
-  launch.scalar_count = o->scalar_count;
-  launch.buffers = buffers;
-  launch.scalars = o->scalars;
-  launch.cube_dim = o->cube_dim;
-  launch.shared_memory_bytes = o->shared_memory_bytes;
-  for (i = 0; i < o->buffer_count; i++) {
-    const record_buffer_t *b = &r->buffers[o->slot[i]];
-    bindings[i] = b->binding;
-    buffers[i].address = r->addresses[o->slot[i]];
-    buffers[i].size = b->size;
-    modes[i] = (i < 32 && !(o->kernel->read_only_mask & (1u << i))) ? CUBERT_RACE_WRITE
-                                                                      : CUBERT_RACE_READ;
-  }
-  if (o->dynamic) {
-    modes[nbind] = CUBERT_RACE_READ;
-    bindings[nbind++] = r->buffers[o->count_slot].binding;
-  }
+  fill_launch(r, o, &launch, buffers);
+  nbind = launch_bindings(r, o, bindings, modes);
   CUBERT_RETURN_IF_ERROR(server_order_begin(server, stream, bindings, nbind, &order, out_error));
   status = server_note(server, server->driver->launch(server->self, &launch, order.slot->stream, out_error),
                        out_error);
   if (status == CUBERT_STATUS_OK && server->race)
     server_race_op(server, order.slot->index, o->kernel->name, bindings, modes, nbind);
   server_order_end(server, &order, bindings, nbind);
-  (void)modes;
+  return status;
+}
+
+/* ---- the driver's plan ---- */
+
+/* Build the plan (first replay): every launch, in order. */
+static cubert_status_t plan_build(cubert_server_t *server, cubert_server_recording_t *r,
+                                  cubert_error_t *out_error) {
+  cubert_driver_launch_t *launches = NULL;
+  cubert_driver_buffer_t *buffers = NULL;
+  size_t nl = r->launch_count, nb = (size_t)r->launch_count * CUBERT_KERNEL_MAX_BUFFERS;
+  uint32_t i, k = 0;
+  cubert_status_t status;
+  if (cubert_allocator_malloc(r->allocator, nl * sizeof(*launches), 0, (void **)&launches, NULL) !=
+          CUBERT_STATUS_OK ||
+      cubert_allocator_malloc(r->allocator, nb * sizeof(*buffers), 0, (void **)&buffers, NULL) !=
+          CUBERT_STATUS_OK) {
+    if (launches) cubert_allocator_free(r->allocator, launches, nl * sizeof(*launches), 0);
+    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
+                            "replay: no memory to plan the recording");
+  }
+  for (i = 0; i < r->op_count; i++)
+    if (r->ops[i].kind == RECORD_LAUNCH) {
+      fill_launch(r, &r->ops[i], &launches[k], buffers + (size_t)k * CUBERT_KERNEL_MAX_BUFFERS);
+      k++;
+    }
+  status = server_note(server, server->driver->plan_create(server->self, launches, k, &r->plan, out_error),
+                       out_error);
+  cubert_allocator_free(r->allocator, buffers, nb * sizeof(*buffers), 0);
+  cubert_allocator_free(r->allocator, launches, nl * sizeof(*launches), 0);
+  if (status == CUBERT_STATUS_UNSUPPORTED || status == CUBERT_STATUS_COMPILATION_FAILED) {
+    r->plan = NULL;
+    r->plan_refused = 1; /* replayed launch by launch, which reports the launch's refusal */
+    return CUBERT_STATUS_OK;
+  }
+  if (status != CUBERT_STATUS_OK) {
+    r->plan = NULL;
+    return status;
+  }
+  for (i = 0; i < r->op_count; i++) r->ops[i].dirty = 0;
+  cubert_memcpy(r->plan_addresses, r->addresses, sizeof r->addresses);
+  return CUBERT_STATUS_OK;
+}
+
+/* Bring the plan up to the recording: launches with new scalars or a slot at a
+ * new address are updated in place (plan_update). */
+static cubert_status_t plan_refresh(cubert_server_t *server, cubert_server_recording_t *r,
+                                    cubert_error_t *out_error) {
+  cubert_driver_buffer_t buffers[CUBERT_KERNEL_MAX_BUFFERS];
+  cubert_driver_launch_t launch;
+  bool moved[RECORD_MAX_BUFFERS], any = false;
+  uint32_t i, b, k = 0;
+  for (i = 0; i < r->buffer_count; i++) {
+    moved[i] = r->addresses[i] != r->plan_addresses[i];
+    any = any || moved[i];
+  }
+  for (i = 0; i < r->op_count; i++) {
+    record_op_t *o = &r->ops[i];
+    bool changed;
+    if (o->kind != RECORD_LAUNCH) continue;
+    changed = o->dirty != 0;
+    for (b = 0; any && !changed && b < o->buffer_count; b++) changed = moved[o->slot[b]];
+    if (any && !changed && o->dynamic) changed = moved[o->count_slot];
+    if (changed) {
+      fill_launch(r, o, &launch, buffers);
+      CUBERT_RETURN_IF_ERROR(server_note(
+          server, server->driver->plan_update(server->self, r->plan, k, &launch, out_error), out_error));
+      o->dirty = 0;
+    }
+    k++;
+  }
+  if (any) cubert_memcpy(r->plan_addresses, r->addresses, sizeof r->addresses);
+  return CUBERT_STATUS_OK;
+}
+
+/* One plan_launch, ordered over every slot's binding, each launch told to the race checker. */
+static cubert_status_t replay_plan(cubert_server_t *server, uint64_t stream,
+                                   cubert_server_recording_t *r, cubert_error_t *out_error) {
+  cubert_binding_t all[RECORD_MAX_BUFFERS];
+  server_order_t order;
+  uint32_t i;
+  cubert_status_t status;
+  for (i = 0; i < r->buffer_count; i++) all[i] = r->buffers[i].binding;
+  CUBERT_RETURN_IF_ERROR(server_order_begin(server, stream, all, r->buffer_count, &order, out_error));
+  status = server_note(server, server->driver->plan_launch(server->self, r->plan, order.slot->stream, out_error),
+                       out_error);
+  if (status == CUBERT_STATUS_OK) {
+    mark_used(r, order.slot->index);
+    if (server->race)
+      for (i = 0; i < r->op_count; i++) {
+        cubert_binding_t bindings[SERVER_MAX_BINDINGS];
+        uint8_t modes[SERVER_MAX_BINDINGS];
+        uint32_t n = launch_bindings(r, &r->ops[i], bindings, modes);
+        server_race_op(server, order.slot->index, r->ops[i].kernel->name, bindings, modes, n);
+      }
+  }
+  server_order_end(server, &order, all, r->buffer_count);
   return status;
 }
 
@@ -492,10 +620,7 @@ static cubert_status_t replay_write(cubert_server_t *server, uint64_t stream,
   if (status == CUBERT_STATUS_OK) {
     uint32_t index = order.slot->index;
     server_race_op(server, index, "write", binding, &mode, 1);
-    if (index < 128u)
-      r->write_streams[index / 64u] |= (uint64_t)1 << (index % 64u);
-    else
-      r->write_streams_all = 1;
+    mark_used(r, index);
   }
   server_order_end(server, &order, binding, 1);
   return status;
@@ -512,6 +637,16 @@ cubert_status_t cubert__server_replay(cubert_server_t *server, uint64_t stream,
   for (i = 0; i < r->buffer_count; i++)
     CUBERT_RETURN_IF_ERROR(check_fits(server, r, i, &r->buffers[i].binding, &r->addresses[i], out_error));
   CUBERT_RETURN_IF_ERROR(server_slot(server, stream, &slot, out_error));
+  /* a driver with plans: launches only (writes read host bytes: launch by launch) */
+  if (server->driver->plan_create && r->write_count == 0 && r->launch_count && !r->plan_refused) {
+    status = r->plan ? plan_refresh(server, r, out_error) : plan_build(server, r, out_error);
+    if (status != CUBERT_STATUS_OK) return status;
+    if (r->plan) {
+      status = replay_plan(server, stream, r, out_error);
+      server_gc_poll_if_pending(server);
+      return status;
+    }
+  }
   for (i = 0; i < r->op_count && status == CUBERT_STATUS_OK; i++)
     status = r->ops[i].kind == RECORD_LAUNCH ? replay_launch(server, stream, r, &r->ops[i], out_error)
                                              : replay_write(server, stream, r, &r->ops[i], out_error);
@@ -521,14 +656,15 @@ cubert_status_t cubert__server_replay(cubert_server_t *server, uint64_t stream,
 
 void cubert__server_recording_destroy(cubert_server_t *server, cubert_server_recording_t *r) {
   uint32_t i;
-  /* pending replayed writes read the recording's bytes: let them finish */
-  if (r->write_count && server_lost(server, NULL) == CUBERT_STATUS_OK) {
+  /* pending replayed writes read the recording's bytes, pending plan launches the plan */
+  if ((r->write_count || r->plan) && server_lost(server, NULL) == CUBERT_STATUS_OK) {
     for (i = 0; server->slots && i < server->max_streams; i++) {
-      bool used = r->write_streams_all ||
-                  (i < 128u && (r->write_streams[i / 64u] & ((uint64_t)1 << (i % 64u))));
+      bool used = r->used_streams_all ||
+                  (i < 128u && (r->used_streams[i / 64u] & ((uint64_t)1 << (i % 64u))));
       if (used && server->slots[i])
         (void)server->driver->stream_synchronize(server->self, server->slots[i]->stream, NULL);
     }
   }
+  if (r->plan) server->driver->plan_destroy(server->self, r->plan);
   recording_free(r);
 }
