@@ -337,8 +337,10 @@ static cubert_status_t cpu_plan_update(void *self, cubert_driver_plan_t *plan, u
     if (cubert_allocator_malloc(d->allocator, snapshot_size(p->count), 64, (void **)&copy, NULL) !=
         CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cpu plan update");
-    memcpy(copy, s, snapshot_size(p->count));
+    /* the records only: `refs` is the workers' (atomic) */
+    memcpy(copy->launches, s->launches, (size_t)p->count * sizeof(cpu_kernel_launch_t));
     copy->refs = 0;
+    copy->count = p->count;
     copy->next = NULL;
     s->next = p->retired;
     p->retired = s;

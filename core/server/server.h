@@ -99,6 +99,7 @@ typedef struct cubert_server_write_t {
   cubert_bytes_t *bytes;
   size_t count;
   bool borrowed;
+  bool upload; /* the upload of a create: enqueued at once, also on a recording stream */
 } cubert_server_write_t;
 
 /* Whether an upload of `size` bytes may read the caller's memory in place:

@@ -159,11 +159,12 @@ static cubert_status_t write_now(cubert_server_t *server, const cubert_server_wr
 cubert_status_t cubert__server_write(cubert_server_t *server, const cubert_server_write_t *op,
                                      cubert_error_t *out_error) {
   struct cubert_server_recording_t *recording =
-      server->recording_count ? server_recording_of(server, op->stream) : NULL;
+      server->recording_count && !op->upload ? server_recording_of(server, op->stream) : NULL;
   cubert_status_t status;
   if (!recording) return write_now(server, op, out_error);
-  /* a recording stream: each item's bytes are copied into the recording */
+  /* a recording stream: the item's bytes are copied into the recording */
   status = server_lost(server, out_error);
+  /* unreachable: several items (cubert_client_write, the one non-upload caller, writes one) */
   if (status == CUBERT_STATUS_OK && op->count != 1)
     status = cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                               "recording: a write of one item only is recorded");
@@ -232,6 +233,7 @@ cubert_status_t cubert__server_create_memory(cubert_server_t *server, const cube
   write.bytes = op->bytes;
   write.count = op->count;
   write.borrowed = false;
+  write.upload = true;
   return write_now(server, &write, out_error); /* creates run at once, recording or not */
 }
 

@@ -252,6 +252,7 @@ cubert_status_t server_record_write(cubert_server_t *server, cubert_server_recor
   cubert_status_t status;
   CUBERT_RETURN_IF_ERROR(server_resolve(server, &d->binding, &address, &size, out_error));
   CUBERT_RETURN_IF_ERROR(server_copy_shape(d, &width, &height, &pitch, out_error));
+  /* unreachable: a pitched write (cubert_client_write, the one recorded write, is contiguous) */
   if (height != 1)
     return cubert_error_set(out_error, CUBERT_ERROR_IO_UNSUPPORTED_STRIDES, NULL, 0,
                             "recording: only contiguous writes are recorded");

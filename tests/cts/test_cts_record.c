@@ -454,3 +454,69 @@ TEST(cts_record_replay_on_another_device) {
   cts_teardown(&env2);
   cts_teardown(&env);
 }
+
+/* Creates while recording run at once (not recorded); more distinct buffers than a
+ * recording holds (64) are refused, the recording goes on. */
+TEST(cts_record_creates_run_at_once_and_slots_are_bounded) {
+  cts_env_t env;
+  cubert_handle_t a, made, many[65];
+  cubert_recording_t *rec = NULL;
+  cubert_error_t err;
+  uint32_t launches = 0, buffers = 0, i;
+  cts_setup(&env, 0);
+  create(env.client, 0, &a);
+  CHECK_OK(cubert_client_record_begin(env.client, NULL));
+  create(env.client, 7, &made); /* uploaded now */
+  CHECK_OK(add(env.client, &made, 1, NULL));
+  for (i = 0; i < 65; i++) CHECK_OK(cubert_client_empty(env.client, 64, &many[i], NULL));
+  for (i = 0; i < 63; i++) {
+    cubert_launch_arguments_t args;
+    cubert_cube_count_t one = cubert_cube_count_new_single();
+    cubert_launch_arguments_initialize(&args);
+    cubert_launch_arguments_set_buffer(&args, 0, &many[i]);
+    cubert_launch_arguments_set_u32(&args, 0, 1);
+    CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &one, &args, NULL));
+  }
+  {
+    cubert_launch_arguments_t args;
+    cubert_cube_count_t one = cubert_cube_count_new_single();
+    cubert_launch_arguments_initialize(&args);
+    cubert_launch_arguments_set_buffer(&args, 0, &many[63]);
+    cubert_launch_arguments_set_u32(&args, 0, 1);
+    CHECK_STATUS(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &one, &args, &err),
+                 CUBERT_STATUS_OUT_OF_RANGE);
+    CHECK_MSG(strstr(err.reason, "64") != NULL, "reason: %s", err.reason);
+  }
+  CHECK_OK(cubert_client_record_end(env.client, &rec, NULL));
+  cubert_recording_counts(rec, &launches, NULL, &buffers);
+  CHECK_EQ_U64(launches, 64);
+  CHECK_EQ_U64(buffers, 64);
+  expect(env.client, &made, 7); /* the create ran, the launch did not */
+  CHECK_OK(cubert_client_replay(env.client, rec, NULL));
+  expect(env.client, &made, 8);
+  cubert_recording_destroy(rec);
+  for (i = 0; i < 65; i++) CHECK_OK(cubert_client_handle_release(env.client, &many[i], NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &made, NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &a, NULL));
+  cts_teardown(&env);
+}
+
+/* A write larger than its buffer is refused while recording, and not recorded. */
+TEST(cts_record_refuses_writes_it_cannot_replay) {
+  cts_env_t env;
+  cubert_handle_t a;
+  cubert_recording_t *rec = NULL;
+  cubert_error_t err;
+  uint32_t big[N + 1], writes = 9;
+  cts_setup(&env, 0);
+  create(env.client, 0, &a);
+  memset(big, 0, sizeof big);
+  CHECK_OK(cubert_client_record_begin(env.client, NULL));
+  CHECK_STATUS(cubert_client_write(env.client, &a, big, sizeof big, &err), CUBERT_STATUS_OUT_OF_RANGE);
+  CHECK_OK(cubert_client_record_end(env.client, &rec, NULL));
+  cubert_recording_counts(rec, NULL, &writes, NULL);
+  CHECK_EQ_U64(writes, 0);
+  cubert_recording_destroy(rec);
+  CHECK_OK(cubert_client_handle_release(env.client, &a, NULL));
+  cts_teardown(&env);
+}
