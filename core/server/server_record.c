@@ -66,6 +66,7 @@ struct cubert_server_recording_t {
   cubert_driver_plan_t *plan;
   uint32_t plan_refused;
   cubert_device_ptr_t plan_addresses[RECORD_MAX_BUFFERS];
+  cubert_binding_t all[RECORD_MAX_BUFFERS]; /* a plan replay's bindings (off the stack) */
   /* streams that replayed writes (host bytes read by pending copies) or the
    * plan, by slot index: synchronized before the recording goes */
   uint64_t used_streams[2];
@@ -579,7 +580,7 @@ static cubert_status_t plan_refresh(cubert_server_t *server, cubert_server_recor
 /* One plan_launch, ordered over every slot's binding, each launch told to the race checker. */
 static cubert_status_t replay_plan(cubert_server_t *server, uint64_t stream,
                                    cubert_server_recording_t *r, cubert_error_t *out_error) {
-  cubert_binding_t all[RECORD_MAX_BUFFERS];
+  cubert_binding_t *all = r->all;
   server_order_t order;
   uint32_t i;
   cubert_status_t status;
