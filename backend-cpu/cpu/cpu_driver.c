@@ -282,8 +282,18 @@ static void plan_collect(cpu_device_t *d, struct cubert_driver_plan_t *p) {
   }
 }
 
+/* A replay's ring op: the snapshot it runs, and the failures after the first
+ * (the first is the op's own, queued and carried across waits as a launch's;
+ * the later ones, aggregated here, are queued after it by plan_done), so the
+ * stream reports every failing launch, in order, as launches one by one. */
+typedef struct cpu_plan_op_t {
+  cpu_plan_snapshot_t *snapshot;
+  cubert_error_t later;
+} cpu_plan_op_t;
+
 static cubert_status_t plan_run(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
-  cpu_plan_snapshot_t *s = *(cpu_plan_snapshot_t **)payload;
+  cpu_plan_op_t *op = (cpu_plan_op_t *)payload;
+  cpu_plan_snapshot_t *s = op->snapshot;
   cubert_status_t status = CUBERT_STATUS_OK;
   uint32_t i;
   for (i = 0; i < s->count; i++) {
@@ -291,13 +301,24 @@ static cubert_status_t plan_run(cpu_stream_t *stream, void *payload, cubert_erro
     cubert_status_t st;
     cubert_error_clear(&e);
     st = launch_run(stream, &s->launches[i], &e);
-    if (st != CUBERT_STATUS_OK && status == CUBERT_STATUS_OK) { /* the first failure is the op's */
+    if (st == CUBERT_STATUS_OK) continue;
+    if (e.status == CUBERT_STATUS_OK) e.status = st;
+    if (status == CUBERT_STATUS_OK) {
       status = st;
       *error = e;
+    } else {
+      (void)cubert_error_aggregate(&op->later, &e);
     }
   }
   __atomic_sub_fetch(&s->refs, 1, __ATOMIC_RELEASE);
   return status;
+}
+
+static cubert_status_t plan_done(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
+  cpu_plan_op_t *op = (cpu_plan_op_t *)payload;
+  (void)error;
+  if (op->later.depth) cpu_stream_push_error(stream, &op->later);
+  return CUBERT_STATUS_OK;
 }
 
 static cubert_status_t cpu_plan_create(void *self, const cubert_driver_launch_t *launches,
@@ -353,13 +374,17 @@ static cubert_status_t cpu_plan_update(void *self, cubert_driver_plan_t *plan, u
 static cubert_status_t cpu_plan_launch(void *self, cubert_driver_plan_t *plan,
                                        cubert_driver_stream_t *stream, cubert_error_t *out_error) {
   struct cubert_driver_plan_t *p = plan;
+  cpu_plan_op_t *record;
   cpu_op_t *op;
   (void)out_error;
   if (p->retired) plan_collect(device_of(self), p);
   __atomic_add_fetch(&p->current->refs, 1, __ATOMIC_RELAXED); /* published by the commit */
   op = cpu_stream_reserve(stream_of(stream));
-  *(cpu_plan_snapshot_t **)cpu_op_payload(op) = p->current;
+  record = (cpu_plan_op_t *)cpu_op_payload(op);
+  record->snapshot = p->current;
+  cubert_error_clear(&record->later);
   op->run = plan_run;
+  op->done = plan_done;
   (void)cpu_stream_commit(stream_of(stream));
   return CUBERT_STATUS_OK;
 }
@@ -609,6 +634,7 @@ const cubert_driver_t cpu_driver = {
 
 /* Every op record must fit the stream's fixed op slot. */
 typedef char cpu_launch_op_fits_[sizeof(cpu_kernel_launch_t) <= CPU_OP_PAYLOAD ? 1 : -1];
+typedef char cpu_plan_op_fits_[sizeof(cpu_plan_op_t) <= CPU_OP_PAYLOAD ? 1 : -1];
 /* an empty launch's fields share the op header's cache line */
 typedef char cpu_launch_op_first_line_[offsetof(cpu_op_t, payload) +
                                                offsetof(cpu_kernel_launch_t, dynamic_count) <=

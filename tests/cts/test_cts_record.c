@@ -344,8 +344,9 @@ TEST(cts_record_replay_errors_reach_the_stream) {
   cubert_handle_t a;
   cubert_recording_t *rec = NULL;
   cubert_launch_arguments_t args;
+  cubert_launch_arguments_t args2;
   cubert_cube_count_t one = cubert_cube_count_new_single();
-  cubert_error_t err;
+  cubert_error_t err, first;
   memset(&o, 0, sizeof o);
   o.bounds_check = CUBERT_BOUNDS_CHECK_VALIDATE;
   cts_setup_with(&env, &o);
@@ -353,12 +354,22 @@ TEST(cts_record_replay_errors_reach_the_stream) {
   CHECK_OK(cubert_client_record_begin(env.client, NULL));
   cubert_launch_arguments_initialize(&args);
   cubert_launch_arguments_set_buffer(&args, 0, &a);
+  cubert_launch_arguments_initialize(&args2);
+  cubert_launch_arguments_set_buffer(&args2, 0, &a);
+  cubert_launch_arguments_set_u32(&args2, 0, 1);
+  CHECK_OK(cubert_client_launch_unchecked(env.client, &ck_oob_write_u32_kernel, &one, &args, NULL));
+  CHECK_OK(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &one, &args2, NULL));
+  CHECK_OK(cubert_client_launch_unchecked(env.client, &ck_oob_write_u32_kernel, &one, &args, NULL));
   CHECK_OK(cubert_client_launch_unchecked(env.client, &ck_oob_write_u32_kernel, &one, &args, NULL));
   CHECK_OK(cubert_client_record_end(env.client, &rec, NULL));
   CHECK_OK(cubert_client_sync(env.client, NULL)); /* nothing ran */
   CHECK_OK(cubert_client_replay(env.client, rec, NULL));
   CHECK_STATUS(cubert_client_sync(env.client, &err), CUBERT_STATUS_SERVER_UNHEALTHY);
   CHECK(cubert_error_has_kind(&err, CUBERT_ERROR_SERVER_VALIDATION));
+  CHECK_EQ_U64(cubert_error_aggregate_count(&err), 3); /* every failing launch, as one by one */
+  CHECK_OK(cubert_error_unhealthy_first(&err, &first));
+  CHECK_EQ_U64(first.field[0], 0); /* buffer slot */
+  CHECK_EQ_U64(first.field[1], N); /* the index written: one past the end */
   CHECK_OK(cubert_client_sync(env.client, NULL)); /* drained */
   cubert_recording_destroy(rec);
   CHECK_OK(cubert_client_handle_release(env.client, &a, NULL));
