@@ -85,6 +85,8 @@ CUBERT_API cubert_status_t cubert_client_record_end(cubert_client_t *client,
  * runs go to the stream's errors, as a launch's. A driver refusal in the
  * middle (e.g. a kernel it cannot run) returns that error; the operations
  * before it stay enqueued. */
+/* Borrows `recording` for the call (replays already enqueued need nothing of
+ * the caller). */
 CUBERT_API cubert_status_t cubert_client_replay(cubert_client_t *client,
                                                 cubert_recording_t *recording,
                                                 cubert_error_t *out_error);
@@ -122,10 +124,13 @@ CUBERT_API cubert_status_t cubert_recording_find_buffer(cubert_recording_t *reco
  * may be NULL; NULL recording: zeros). Never fails. */
 CUBERT_API void cubert_recording_counts(cubert_recording_t *recording, uint32_t *out_launches,
                                         uint32_t *out_writes, uint32_t *out_buffers);
-/* Destroy the recording: BLOCKS until the replays that write its bytes
- * completed (a recording without writes does not wait), then frees it and
- * drops its device reference (the last one tears the device down, as the
- * last client's release). NULL: nothing. Any thread. */
+/* Destroy the recording: BLOCKS until the replays that still read it
+ * completed (its writes' bytes, or the driver's plan: the streams it was
+ * replayed on are synchronized; a recording of launches on a driver without
+ * plans does not wait), then frees it and drops its device reference (the
+ * last one tears the device down, as the last client's release). NULL:
+ * nothing. Any thread, but no other call on the same recording may be
+ * running or start (as for any object: cubert/cubert.h). */
 CUBERT_API void cubert_recording_destroy(cubert_recording_t *recording);
 
 CUBERT_EXTERN_C_END
