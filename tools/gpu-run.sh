@@ -168,7 +168,7 @@ if [ -x "$SANITIZER" ]; then
   step memcheck-client 90 "$OUT/sanitizer.txt" \
     "$SANITIZER" --tool memcheck --report-api-errors no --error-exitcode 3 \
     "$B/cubert-test" --no-fork cuda_gpu_client_transfers cuda_gpu_client_pitched cuda_gpu_client_dynamic \
-    cuda_gpu_client_validate cuda_gpu_paths cuda_gpu_waits
+    cuda_gpu_client_validate cuda_gpu_paths cuda_gpu_waits cuda_gpu_record
   grep -E 'ERROR SUMMARY|cuda-smoke:|passed' "$OUT/sanitizer.txt" | tee -a "$SUMMARY"
 else
   echo "compute-sanitizer not installed" > "$OUT/sanitizer.txt"
