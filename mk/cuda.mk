@@ -30,7 +30,7 @@ $(BUILD)/obj/tests/cuda/%.o: tests/cuda/%.c | cuda-headers
 # The fake driver the CUDA tests load instead of libcuda.so.1 (backend-cuda/fake/fake_libcuda.c),
 # and a variant without cuGetProcAddress_v2 (a driver library missing a symbol).
 FAKE_LIBCUDA_SRC := backend-cuda/fake/fake_libcuda.c backend-cuda/fake/fake_libcuda_exec.c backend-cuda/fake/fake_libcuda_gates.c \
-  backend-cuda/fake/fake_libcuda_async.c
+  backend-cuda/fake/fake_libcuda_async.c backend-cuda/fake/fake_libcuda_graph.c
 FAKE_LIBCUDA_DEPS := $(FAKE_LIBCUDA_SRC) backend-cuda/fake/fake_libcuda.h backend-cuda/fake/fake_libcuda_internal.h
 $(BUILD)/cuda-fake/libcuda.so.1: $(FAKE_LIBCUDA_DEPS) | cuda-headers
 	@mkdir -p $(@D)
@@ -117,6 +117,9 @@ endif
 # with the kernel images linked in.
 ifeq ($(CUDA),1)
 $(BUILD)/bench/bench_cuda: bench/bench_cuda.c $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench cuda-headers
+	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -I. -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+# bench/bench_cuda_record.c: recorded sequences (CUDA graphs) next to a raw launch loop and a raw graph.
+$(BUILD)/bench/bench_cuda_record: bench/bench_cuda_record.c $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench cuda-headers
 	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -I. -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 # bench/bench_nccl.c: all_reduce through the client next to raw NCCL (the loaders' tables).
 $(BUILD)/bench/bench_nccl: bench/bench_nccl.c $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench cuda-headers

@@ -19,15 +19,18 @@
 #      outside cubert, cubert/cuda.h)
 #   6. cuda-smoke (device layer checks and raw figures), cuda-smoke --lost
 #   7. bench_cuda: the client against the raw Driver API (its waits, the
-#      allocation path, uploads by copy threads, the context's scheduling)
+#      allocation path, uploads by copy threads, the context's scheduling);
+#      bench_cuda_record: 10 adds replayed from a recording (a CUDA graph) vs a
+#      raw cuLaunchKernel loop and a raw CUDA graph; tools/bench_torch_graph.py:
+#      PyTorch eager and CUDA-graph replay on the same shape (when importable)
 #   8. examples/cuda_fake on the GPU and over libcubert-fakecuda.so; make run
 #      CUDA=1: the demo on the GPU
 #   9. compute-sanitizer memcheck over cuda-smoke --quick and over a few
 #      client tests (when installed)
-# Files under $OUT (8, no subfolder): summary.txt (printed last), build.log,
+# Files under $OUT (10, no subfolder): summary.txt (printed last), build.log,
 # cts.log, cuda-tests.log, smoke.txt (cubert-info, both smoke runs, the
-# demo), bench.txt, bench.csv (join it to `make bench`: BENCH_EXTRA_CSV),
-# sanitizer.txt.
+# demo), bench.txt, bench-record.txt, bench.csv (join it to `make bench`: BENCH_EXTRA_CSV),
+# torch.csv (the PyTorch rows), sanitizer.txt.
 # Exit status: 0 when every step passed, else 1.
 set -u
 
@@ -49,10 +52,10 @@ export CUDA_PATH
 mkdir -p "$OUT"
 JOBS=$(nproc 2>/dev/null || echo 4)
 SUMMARY=$OUT/summary.txt
-for f in summary.txt build.log cts.log cuda-tests.log smoke.txt bench.txt sanitizer.txt; do
+for f in summary.txt build.log cts.log cuda-tests.log smoke.txt bench.txt bench-record.txt sanitizer.txt; do
   : > "$OUT/$f"
 done
-rm -f "$OUT/bench.csv"
+rm -f "$OUT/bench.csv" "$OUT/torch.csv"
 failed=0
 start=$(date +%s)
 deadline=$((start + ${GPU_RUN_BUDGET:-540}))
@@ -113,7 +116,8 @@ step() {
 
 B=build/cuda
 step build 240 "$OUT/build.log" \
-  make -j"$JOBS" CUDA=1 all tools examples "$B/cubert-test" "$B/cuda-smoke" "$B/bench/bench_cuda"
+  make -j"$JOBS" CUDA=1 all tools examples "$B/cubert-test" "$B/cuda-smoke" "$B/bench/bench_cuda" \
+  "$B/bench/bench_cuda_record"
 images=$(find "$B/kernels" -name '*.o' 2>/dev/null | wc -l)
 if [ "$images" -ge 1 ]; then
   note "kernel images: $images embedded"
@@ -156,6 +160,14 @@ step cuda-fake-example-fake 60 "$OUT/smoke.txt" env CUBERT_LIBCUDA="$B/libcubert
   "$B/examples/cuda_fake"
 grep -E '^(CUDA device 0|CPU server vs|  ck_|cuda_fake)' "$OUT/smoke.txt" | tee -a "$SUMMARY"
 
+# Recorded sequences (docs/recording.md): the client's replays (a CUDA graph) vs raw
+# loops and a raw graph, then PyTorch's CUDA graphs on the same 10 adds of 1024 floats.
+step bench-record 60 "$OUT/bench-record.txt" \
+  env CUBERT_BENCH_CSV="$OUT/bench.csv" "$B/bench/bench_cuda_record"
+grep -E '^(\||bench_cuda_record)' "$OUT/bench-record.txt" | tee -a "$SUMMARY"
+step bench-torch 90 "$OUT/bench-record.txt" python3 tools/bench_torch_graph.py --csv "$OUT/torch.csv"
+grep -E '^(\| torch|bench_torch_graph)' "$OUT/bench-record.txt" | tee -a "$SUMMARY"
+
 step demo 60 "$OUT/smoke.txt" make CUDA=1 run
 grep -E '^(cubert .* demo|not on the GPU|demo |  .*FAIL)' "$OUT/smoke.txt" | tee -a "$SUMMARY"
 
@@ -166,7 +178,7 @@ if [ -x "$SANITIZER" ]; then
   step memcheck-client 90 "$OUT/sanitizer.txt" \
     "$SANITIZER" --tool memcheck --report-api-errors no --error-exitcode 3 \
     "$B/cubert-test" --no-fork cuda_gpu_client_transfers cuda_gpu_client_pitched cuda_gpu_client_dynamic \
-    cuda_gpu_client_validate cuda_gpu_paths cuda_gpu_waits
+    cuda_gpu_client_validate cuda_gpu_paths cuda_gpu_waits cuda_gpu_record
   grep -E 'ERROR SUMMARY|cuda-smoke:|passed' "$OUT/sanitizer.txt" | tee -a "$SUMMARY"
 else
   echo "compute-sanitizer not installed" > "$OUT/sanitizer.txt"

@@ -242,6 +242,166 @@ static cubert_status_t cpu_launch(void *self, const cubert_driver_launch_t *laun
   return CUBERT_STATUS_OK;
 }
 
+/* ---- plans (recorded sequences) ---------------------------------------------------------
+ * A plan is a pre-planned task list: the launch records of a recording, made
+ * once, run by ONE stream op per replay (the launches in order on the stream's
+ * worker), so a replay costs one ring slot and no allocation. The records a
+ * pending op reads are a snapshot with a count of the ops that still read it:
+ * plan_update writes in place when none does, else into a copy that becomes
+ * current (the old snapshot is freed by the host once its ops ran), as
+ * cuGraphExecKernelNodeSetParams leaves enqueued launches alone. */
+
+typedef struct cpu_plan_snapshot_t {
+  uint32_t refs; /* ops enqueued that have not run it yet (atomic) */
+  uint32_t count;
+  struct cpu_plan_snapshot_t *next; /* the retired list */
+  cpu_kernel_launch_t launches[];
+} cpu_plan_snapshot_t;
+
+struct cubert_driver_plan_t {
+  cpu_plan_snapshot_t *current;
+  cpu_plan_snapshot_t *retired; /* older snapshots still read by pending ops */
+  uint32_t count;
+};
+
+static size_t snapshot_size(uint32_t count) {
+  return sizeof(cpu_plan_snapshot_t) + (size_t)count * sizeof(cpu_kernel_launch_t);
+}
+
+/* Free the retired snapshots no pending op reads any more. */
+static void plan_collect(cpu_device_t *d, struct cubert_driver_plan_t *p) {
+  cpu_plan_snapshot_t **link = &p->retired;
+  while (*link) {
+    cpu_plan_snapshot_t *s = *link;
+    if (__atomic_load_n(&s->refs, __ATOMIC_ACQUIRE) == 0) {
+      *link = s->next;
+      cubert_allocator_free(d->allocator, s, snapshot_size(s->count), 64);
+    } else {
+      link = &s->next;
+    }
+  }
+}
+
+/* A replay's ring op: the snapshot it runs, and the failures after the first
+ * (the first is the op's own, queued and carried across waits as a launch's;
+ * the later ones, aggregated here, are queued after it by plan_done), so the
+ * stream reports every failing launch, in order, as launches one by one. */
+typedef struct cpu_plan_op_t {
+  cpu_plan_snapshot_t *snapshot;
+  cubert_error_t later;
+} cpu_plan_op_t;
+
+static cubert_status_t plan_run(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
+  cpu_plan_op_t *op = (cpu_plan_op_t *)payload;
+  cpu_plan_snapshot_t *s = op->snapshot;
+  cubert_status_t status = CUBERT_STATUS_OK;
+  uint32_t i;
+  for (i = 0; i < s->count; i++) {
+    cubert_error_t e;
+    cubert_status_t st;
+    cubert_error_clear(&e);
+    st = launch_run(stream, &s->launches[i], &e);
+    if (st == CUBERT_STATUS_OK) continue;
+    if (e.status == CUBERT_STATUS_OK) e.status = st;
+    if (status == CUBERT_STATUS_OK) {
+      status = st;
+      *error = e;
+    } else {
+      (void)cubert_error_aggregate(&op->later, &e);
+    }
+  }
+  __atomic_sub_fetch(&s->refs, 1, __ATOMIC_RELEASE);
+  return status;
+}
+
+static cubert_status_t plan_done(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
+  cpu_plan_op_t *op = (cpu_plan_op_t *)payload;
+  (void)error;
+  if (op->later.depth) cpu_stream_push_error(stream, &op->later);
+  return CUBERT_STATUS_OK;
+}
+
+static cubert_status_t cpu_plan_create(void *self, const cubert_driver_launch_t *launches,
+                                       uint32_t count, cubert_driver_plan_t **out_plan,
+                                       cubert_error_t *out_error) {
+  cpu_device_t *d = device_of(self);
+  struct cubert_driver_plan_t *p = NULL;
+  cpu_plan_snapshot_t *s = NULL;
+  uint32_t i;
+  for (i = 0; i < count; i++) CUBERT_RETURN_IF_ERROR(cpu_kernel_launch_check(&launches[i], out_error));
+  if (cubert_allocator_malloc(d->allocator, sizeof(*p), 0, (void **)&p, NULL) != CUBERT_STATUS_OK ||
+      cubert_allocator_malloc(d->allocator, snapshot_size(count), 64, (void **)&s, NULL) !=
+          CUBERT_STATUS_OK) {
+    if (p) cubert_allocator_free(d->allocator, p, sizeof(*p), 0);
+    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cpu plan");
+  }
+  memset(s, 0, snapshot_size(count));
+  s->count = count;
+  for (i = 0; i < count; i++) cpu_kernel_launch_record(&launches[i], &s->launches[i]);
+  p->current = s;
+  p->retired = NULL;
+  p->count = count;
+  *out_plan = p;
+  return CUBERT_STATUS_OK;
+}
+
+static cubert_status_t cpu_plan_update(void *self, cubert_driver_plan_t *plan, uint32_t index,
+                                       const cubert_driver_launch_t *launch, cubert_error_t *out_error) {
+  cpu_device_t *d = device_of(self);
+  struct cubert_driver_plan_t *p = plan;
+  cpu_plan_snapshot_t *s = p->current, *copy = NULL;
+  /* unreachable: an index past the plan (the server updates the launches it planned) */
+  if (index >= p->count)
+    return cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0, "cpu plan: no such launch");
+  plan_collect(d, p);
+  if (__atomic_load_n(&s->refs, __ATOMIC_ACQUIRE) != 0) { /* pending ops read it: a new snapshot */
+    if (cubert_allocator_malloc(d->allocator, snapshot_size(p->count), 64, (void **)&copy, NULL) !=
+        CUBERT_STATUS_OK)
+      return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cpu plan update");
+    /* the records only: `refs` is the workers' (atomic) */
+    memcpy(copy->launches, s->launches, (size_t)p->count * sizeof(cpu_kernel_launch_t));
+    copy->refs = 0;
+    copy->count = p->count;
+    copy->next = NULL;
+    s->next = p->retired;
+    p->retired = s;
+    p->current = s = copy;
+  }
+  cpu_kernel_launch_record(launch, &s->launches[index]);
+  return CUBERT_STATUS_OK;
+}
+
+static cubert_status_t cpu_plan_launch(void *self, cubert_driver_plan_t *plan,
+                                       cubert_driver_stream_t *stream, cubert_error_t *out_error) {
+  struct cubert_driver_plan_t *p = plan;
+  cpu_plan_op_t *record;
+  cpu_op_t *op;
+  (void)out_error;
+  if (p->retired) plan_collect(device_of(self), p);
+  __atomic_add_fetch(&p->current->refs, 1, __ATOMIC_RELAXED); /* published by the commit */
+  op = cpu_stream_reserve(stream_of(stream));
+  record = (cpu_plan_op_t *)cpu_op_payload(op);
+  record->snapshot = p->current;
+  cubert_error_clear(&record->later);
+  op->run = plan_run;
+  op->done = plan_done;
+  (void)cpu_stream_commit(stream_of(stream));
+  return CUBERT_STATUS_OK;
+}
+
+static void cpu_plan_destroy(void *self, cubert_driver_plan_t *plan) {
+  cpu_device_t *d = device_of(self);
+  struct cubert_driver_plan_t *p = plan;
+  /* every op ran (the server synchronized the streams) unless the device was lost */
+  while (p->retired) {
+    cpu_plan_snapshot_t *s = p->retired;
+    p->retired = s->next;
+    cubert_allocator_free(d->allocator, s, snapshot_size(s->count), 64);
+  }
+  cubert_allocator_free(d->allocator, p->current, snapshot_size(p->count), 64);
+  cubert_allocator_free(d->allocator, p, sizeof(*p), 0);
+}
+
 /* ---- streams --------------------------------------------------------------------------- */
 
 static cubert_status_t cpu_stream_create(void *self, uint32_t index,
@@ -466,10 +626,15 @@ const cubert_driver_t cpu_driver = {
     .comm_query = cpu_comm_query,
     .comm_destroy = cpu_comm_destroy,
     .collective = cpu_collective,
+    .plan_create = cpu_plan_create,
+    .plan_update = cpu_plan_update,
+    .plan_launch = cpu_plan_launch,
+    .plan_destroy = cpu_plan_destroy,
 };
 
 /* Every op record must fit the stream's fixed op slot. */
 typedef char cpu_launch_op_fits_[sizeof(cpu_kernel_launch_t) <= CPU_OP_PAYLOAD ? 1 : -1];
+typedef char cpu_plan_op_fits_[sizeof(cpu_plan_op_t) <= CPU_OP_PAYLOAD ? 1 : -1];
 /* an empty launch's fields share the op header's cache line */
 typedef char cpu_launch_op_first_line_[offsetof(cpu_op_t, payload) +
                                                offsetof(cpu_kernel_launch_t, dynamic_count) <=

@@ -96,7 +96,14 @@
   X(cuStreamWriteValue32, 11070)        \
   X(cuMemcpyPeerAsync, 4000)            \
   X(cuDeviceCanAccessPeer, 4000)        \
-  X(cuCtxEnablePeerAccess, 4000)
+  X(cuCtxEnablePeerAccess, 4000)        \
+  X(cuGraphCreate, 10000)               \
+  X(cuGraphAddKernelNode, 12000)        \
+  X(cuGraphInstantiateWithFlags, 11040) \
+  X(cuGraphExecKernelNodeSetParams, 12000) \
+  X(cuGraphLaunch, 10000)               \
+  X(cuGraphExecDestroy, 10000)          \
+  X(cuGraphDestroy, 10000)
 
 /* The function table and what loading found. Plain data once open; read it
  * from any thread. */

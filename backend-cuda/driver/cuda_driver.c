@@ -429,4 +429,9 @@ const cubert_driver_t cuda_driver = {
     .comm_query = cuda_comm_query,
     .comm_destroy = cuda_comm_destroy,
     .collective = cuda_comm_collective,
+    /* recorded sequences: CUDA graphs (cuda_plan.c, docs/recording.md) */
+    .plan_create = cuda_drv_plan_create,
+    .plan_update = cuda_drv_plan_update,
+    .plan_launch = cuda_drv_plan_launch,
+    .plan_destroy = cuda_drv_plan_destroy,
 };

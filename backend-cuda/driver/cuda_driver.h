@@ -144,6 +144,7 @@ typedef struct cuda_drv_stats_t {
   uint64_t sync_spins;         /* waits that ended polling (atomic: any thread) */
   uint64_t sync_blocks;        /* waits that ended in cuEventSynchronize (atomic) */
   uint64_t queries_skipped;    /* error drains without cuStreamQuery */
+  uint64_t plans_created, plan_updates, plan_launches; /* CUDA graphs (cuda_plan.c) */
 } cuda_drv_stats_t;
 
 struct cuda_drv_t {
@@ -204,6 +205,15 @@ void cuda_drv_copy_outs(cuda_drv_stream_t *s, uint64_t upto);
 void cuda_drv_copy_outs_drop(cuda_drv_stream_t *s);
 /* Give back every staging buffer still handed out (driver destroy). */
 void cuda_drv_pinned_free_all(cuda_drv_t *d);
+/* The plan primitives (cuda_plan.c: CUDA graphs; cubert/driver/driver.h). */
+cubert_status_t cuda_drv_plan_create(void *self, const cubert_driver_launch_t *launches,
+                                     uint32_t count, cubert_driver_plan_t **out_plan,
+                                     cubert_error_t *out_error);
+cubert_status_t cuda_drv_plan_update(void *self, cubert_driver_plan_t *plan, uint32_t index,
+                                     const cubert_driver_launch_t *launch, cubert_error_t *out_error);
+cubert_status_t cuda_drv_plan_launch(void *self, cubert_driver_plan_t *plan,
+                                     cubert_driver_stream_t *stream, cubert_error_t *out_error);
+void cuda_drv_plan_destroy(void *self, cubert_driver_plan_t *plan);
 
 /* ---- cuda_sync.c -------------------------------------------------------------------- */
 

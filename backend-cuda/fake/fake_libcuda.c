@@ -567,7 +567,9 @@ static const struct {
     FAKE_ENTRY(cuFuncSetAttribute), FAKE_ENTRY(cuLaunchKernel),
     FAKE_ENTRY(cuStreamWaitValue32), FAKE_ENTRY(cuStreamWriteValue32),
     FAKE_ENTRY(cuMemcpyPeerAsync), FAKE_ENTRY(cuDeviceCanAccessPeer),
-    FAKE_ENTRY(cuCtxEnablePeerAccess),
+    FAKE_ENTRY(cuCtxEnablePeerAccess), FAKE_ENTRY(cuGraphCreate), FAKE_ENTRY(cuGraphAddKernelNode),
+    FAKE_ENTRY(cuGraphInstantiateWithFlags), FAKE_ENTRY(cuGraphExecKernelNodeSetParams),
+    FAKE_ENTRY(cuGraphLaunch), FAKE_ENTRY(cuGraphExecDestroy), FAKE_ENTRY(cuGraphDestroy),
 };
 
 /* Without cuGetProcAddress_v2 (a library missing the symbol) the lookup is

@@ -113,6 +113,10 @@ typedef struct fake_cuda_stats_t {
    * behind a closed gate and waited (a real driver would deadlock there) */
   uint64_t context_drains, context_drains_waited;
   uint64_t stream_wait_events; /* cuStreamWaitEvent calls */
+  /* graphs (fake_libcuda_graph.c): cuGraphLaunch calls, instantiations,
+   * cuGraphExecKernelNodeSetParams calls, graphs and executable graphs alive */
+  uint64_t graph_launches, graph_instantiations, graph_node_updates;
+  int64_t graphs_live, graph_execs_live;
 } fake_cuda_stats_t;
 
 /* Runs a kernel on the host, by its entry name, in place of the GPU:

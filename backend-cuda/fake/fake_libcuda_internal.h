@@ -178,6 +178,17 @@ void fake_pinned_remove(const void *p);
  * destroyed one nothing refers to (fake_mutex held). */
 void fake_stream_unref(struct CUstream_st *s);
 
+/* Entry points of fake_libcuda_graph.c (reached through cuGetProcAddress). */
+CUresult fake_cuGraphCreate(CUgraph *out, unsigned int flags);
+CUresult fake_cuGraphAddKernelNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                   const CUDA_KERNEL_NODE_PARAMS_v2 *params);
+CUresult fake_cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigned long long flags);
+CUresult fake_cuGraphExecKernelNodeSetParams(CUgraphExec x, CUgraphNode n,
+                                             const CUDA_KERNEL_NODE_PARAMS_v2 *params);
+CUresult fake_cuGraphLaunch(CUgraphExec x, CUstream s);
+CUresult fake_cuGraphExecDestroy(CUgraphExec x);
+CUresult fake_cuGraphDestroy(CUgraph g);
+
 /* Entry points of fake_libcuda_exec.c (reached through cuGetProcAddress). */
 CUresult fake_cuMemAlloc(CUdeviceptr *out, size_t size);
 CUresult fake_cuMemFree(CUdeviceptr p);

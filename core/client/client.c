@@ -67,6 +67,8 @@ static void state_release(device_state_t *state) {
   client_state_free(state);
 }
 
+void client_state_release(device_state_t *state) { state_release(state); }
+
 void cubert_client_release(cubert_client_t *client) {
   device_state_t *state;
   if (!client) return;

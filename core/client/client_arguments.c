@@ -166,6 +166,11 @@ cubert_status_t client_arguments_view(const cubert_launch_arguments_t *args,
       }
     view->scalars = args->scalar_slots;
   }
+  /* the types of builder-set scalars (recordings check them); none for the low-level form */
+  if (!args->scalars)
+    cubert_memcpy(view->scalar_types, args->scalar_types, sizeof view->scalar_types);
+  else
+    cubert_memset(view->scalar_types, 0, sizeof view->scalar_types);
   view->buffer_count = args->buffer_count;
   view->scalar_count = args->scalar_count;
   view->cube_dim = args->cube_dim;

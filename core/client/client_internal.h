@@ -126,6 +126,10 @@ void client_profile_destroy(device_state_t *state);
 #define client_profile_destroy(state) ((void)(state))
 #endif
 
+/* Drop a device reference (a client's, a kept completion's, a recording's):
+ * the last one tears the device down (client.c). */
+void client_state_release(device_state_t *state);
+
 /* Free a device's state (its server, handle, table, registry entry, lock hook); the last
  * reference of a device, or a failed create (client_driver.c). */
 void client_state_free(device_state_t *state);

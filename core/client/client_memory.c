@@ -214,6 +214,7 @@ static void create_one_run(void *context, void *payload) {
   write.bytes = t->bytes;
   write.count = 1;
   write.borrowed = t->borrowed;
+  write.upload = true; /* a create runs at once, recording or not */
   t->head.status = cubert__server_write(server, &write, t->head.error); /* takes the bytes */
 }
 
@@ -513,6 +514,7 @@ cubert_status_t cubert_client_write(cubert_client_t *client, const cubert_handle
   t.op.bytes = &bytes;
   t.op.count = 1;
   t.op.borrowed = borrowed;
+  t.op.upload = false; /* cubert_client_write: recorded on a recording stream */
   status = client_submit(client, write_run, &t.head, out_error);
   if (!t.ran) release_bytes(&bytes, 0, 1);
   return status;

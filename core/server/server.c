@@ -21,7 +21,7 @@ static cubert_status_t driver_incomplete(cubert_error_t *out_error, const char *
 }
 
 cubert_status_t cubert__server_check_driver(const cubert_driver_t *d, cubert_error_t *out_error) {
-  int pinned, comm;
+  int pinned, comm, plan;
   if (!d) return driver_incomplete(out_error, "server: NULL driver");
   if (d->abi_version != CUBERT_DRIVER_ABI_VERSION) {
     uint64_t f[2];
@@ -42,6 +42,10 @@ cubert_status_t cubert__server_check_driver(const cubert_driver_t *d, cubert_err
   if (pinned == 1) return driver_incomplete(out_error, "server: host_alloc without host_free");
   if (comm != 0 && comm != 4)
     return driver_incomplete(out_error, "server: the collective primitives come all four or none");
+  plan = (d->plan_create != NULL) + (d->plan_update != NULL) + (d->plan_launch != NULL) +
+         (d->plan_destroy != NULL);
+  if (plan != 0 && plan != 4)
+    return driver_incomplete(out_error, "server: the plan primitives come all four or none");
   return CUBERT_STATUS_OK;
 }
 
@@ -232,6 +236,7 @@ void cubert__server_destroy(cubert_server_t *server, bool destroy_driver) {
   self = server->self;
   server_comm_shutdown(server);
   server_gc_drain(server);
+  server_record_destroy_all(server);
   server_free(server);
   if (destroy_driver) driver->destroy(self);
 }

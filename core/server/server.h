@@ -99,6 +99,7 @@ typedef struct cubert_server_write_t {
   cubert_bytes_t *bytes;
   size_t count;
   bool borrowed;
+  bool upload; /* the upload of a create: enqueued at once, also on a recording stream */
 } cubert_server_write_t;
 
 /* Whether an upload of `size` bytes may read the caller's memory in place:
@@ -146,6 +147,41 @@ typedef struct cubert_server_launch_t {
 } cubert_server_launch_t;
 cubert_status_t cubert__server_launch(cubert_server_t *server, const cubert_server_launch_t *op,
                                       cubert_error_t *out_error);
+
+/* ---- recorded launch sequences (server_record.c, cubert/record.h) ----
+ * While a stream records, cubert__server_launch and cubert__server_write on it
+ * append to the recording instead of enqueuing; sync, read, flush,
+ * get_resource, profile_start and collectives on it are refused
+ * (FAILED_PRECONDITION). */
+typedef struct cubert_server_recording_t cubert_server_recording_t;
+cubert_status_t cubert__server_record_begin(cubert_server_t *server, uint64_t stream,
+                                            cubert_error_t *out_error);
+cubert_status_t cubert__server_record_end(cubert_server_t *server, uint64_t stream,
+                                          cubert_server_recording_t **out_recording,
+                                          cubert_error_t *out_error);
+cubert_status_t cubert__server_replay(cubert_server_t *server, uint64_t stream,
+                                      cubert_server_recording_t *recording, cubert_error_t *out_error);
+cubert_status_t cubert__server_recording_set_buffer(cubert_server_t *server,
+                                                    cubert_server_recording_t *recording,
+                                                    uint32_t slot, const cubert_handle_t *handle,
+                                                    cubert_error_t *out_error);
+/* `args`: a checked view (client_arguments_view), buffer_count 0. */
+cubert_status_t cubert__server_recording_set_scalars(cubert_server_recording_t *recording,
+                                                     uint32_t launch,
+                                                     const cubert_launch_arguments_t *args,
+                                                     cubert_error_t *out_error);
+cubert_status_t cubert__server_recording_find_buffer(const cubert_server_recording_t *recording,
+                                                     const cubert_handle_t *handle,
+                                                     uint32_t *out_slot, cubert_error_t *out_error);
+void cubert__server_recording_counts(const cubert_server_recording_t *recording,
+                                     uint32_t *out_launches, uint32_t *out_copies,
+                                     uint32_t *out_buffers);
+/* Waits for the replays that read the recording's host bytes (BLOCKS), then frees it. */
+void cubert__server_recording_destroy(cubert_server_t *server, cubert_server_recording_t *recording);
+/* Refused while `stream` records: FAILED_PRECONDITION naming `what`; OK otherwise. */
+cubert_status_t cubert__server_not_recording(const cubert_server_t *server, uint64_t stream,
+                                             const char *what, cubert_error_t *out_error);
+
 /* The stream's queued errors (SERVER_UNHEALTHY), drained. */
 cubert_status_t cubert__server_flush(cubert_server_t *server, uint64_t stream, cubert_error_t *out_error);
 /* The wait of a completion the server armed (its vtable's): DEADLINE_EXCEEDED

@@ -281,6 +281,7 @@ cubert_status_t cubert__server_collective(cubert_server_t *server, const cubert_
   uint32_t n = 0, i;
   cubert_status_t status;
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
+  CUBERT_RETURN_IF_ERROR(cubert__server_not_recording(server, op->stream, "collective", out_error));
   if (!server->driver->collective) return server_unsupported(server, "collectives", out_error);
   CUBERT_RETURN_IF_ERROR(check_op(op, out_error));
   CUBERT_RETURN_IF_ERROR(find_joined(server, op, &comm, out_error));
@@ -321,6 +322,7 @@ cubert_status_t cubert__server_sync_collective(cubert_server_t *server, uint64_t
   cubert_driver_event_t *event = NULL;
   cubert_status_t status;
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
+  CUBERT_RETURN_IF_ERROR(cubert__server_not_recording(server, stream, "sync_collective", out_error));
   if (!server->comm || !server->comm->enqueued) return CUBERT_STATUS_OK; /* nothing to wait for */
   CUBERT_RETURN_IF_ERROR(server_slot(server, stream, &slot, out_error));
   CUBERT_RETURN_IF_ERROR(server_note(

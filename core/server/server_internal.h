@@ -128,6 +128,10 @@ struct cubert_server_t {
   void (*observe)(void *self, cubert_server_observe_t point, uint64_t a, uint64_t b);
   void *observe_self;
   server_comm_t *comm;
+  /* recordings in progress (server_record.c): a list, and its length (0:
+   * the launch path costs one load and one branch) */
+  struct cubert_server_recording_t *recordings;
+  uint32_t recording_count;
   /* every slot's memory configuration; a CUSTOM list points at the server's
    * own copy (memory_pools, memory_config.pool_count entries) */
   cubert_memory_configuration_t memory_config;
@@ -191,6 +195,20 @@ cubert_status_t server_drain(cubert_server_t *server, uint64_t stream_id, cubert
 /* UNSUPPORTED (IO_UNSUPPORTED_IO_OPERATION) naming the missing primitive. */
 cubert_status_t server_unsupported(const cubert_server_t *server, const char *what,
                                    cubert_error_t *out_error);
+
+/* ---- server_record.c ---- */
+/* The recording of `stream_id` in progress, or NULL. */
+struct cubert_server_recording_t *server_recording_of(const cubert_server_t *server, uint64_t stream_id);
+/* Append a checked launch (limits passed) to `recording`. */
+cubert_status_t server_record_launch(cubert_server_t *server, struct cubert_server_recording_t *recording,
+                                     const cubert_server_launch_t *op, cubert_dim3_t cube_dim,
+                                     uint32_t shared_memory_bytes, cubert_error_t *out_error);
+/* Append a contiguous write (bytes copied; the caller still owns them). */
+cubert_status_t server_record_write(cubert_server_t *server, struct cubert_server_recording_t *recording,
+                                    const cubert_copy_descriptor_t *descriptor,
+                                    const cubert_bytes_t *bytes, cubert_error_t *out_error);
+/* Free the recordings still in progress (server teardown). */
+void server_record_destroy_all(cubert_server_t *server);
 
 /* ---- server_memory.c ---- */
 cubert_status_t server_memory_create(cubert_server_t *server, server_slot_t *slot, cubert_error_t *out_error);

@@ -178,6 +178,17 @@ cubert_status_t cubert__server_launch(cubert_server_t *server, const cubert_serv
   cubert_status_t status;
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
   CUBERT_RETURN_IF_ERROR(check_arguments(op, out_error));
+  if (server->recording_count) { /* a recording stream: appended, not enqueued */
+    struct cubert_server_recording_t *recording = server_recording_of(server, op->stream);
+    if (recording) {
+      if (check_limits(server, op, &limit) != CUBERT_STATUS_OK) { /* refused, not queued */
+        if (out_error) *out_error = limit;
+        return limit.status;
+      }
+      return server_record_launch(server, recording, op, launch_dim(op), (uint32_t)launch_shared(op),
+                                  out_error);
+    }
+  }
   if (check_limits(server, op, &limit) != CUBERT_STATUS_OK) {
     server_push_error(server, op->stream, &limit); /* surfaces at the next flush / sync */
     return CUBERT_STATUS_OK;

@@ -153,8 +153,29 @@ static cubert_status_t write_copy(cubert_server_t *server, const cubert_copy_des
   return CUBERT_STATUS_OK;
 }
 
+static cubert_status_t write_now(cubert_server_t *server, const cubert_server_write_t *op,
+                                 cubert_error_t *out_error);
+
 cubert_status_t cubert__server_write(cubert_server_t *server, const cubert_server_write_t *op,
                                      cubert_error_t *out_error) {
+  struct cubert_server_recording_t *recording =
+      server->recording_count && !op->upload ? server_recording_of(server, op->stream) : NULL;
+  cubert_status_t status;
+  if (!recording) return write_now(server, op, out_error);
+  /* a recording stream: the item's bytes are copied into the recording */
+  status = server_lost(server, out_error);
+  /* unreachable: several items (cubert_client_write, the one non-upload caller, writes one) */
+  if (status == CUBERT_STATUS_OK && op->count != 1)
+    status = cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                              "recording: a write of one item only is recorded");
+  if (status == CUBERT_STATUS_OK)
+    status = server_record_write(server, recording, &op->descriptors[0], &op->bytes[0], out_error);
+  release_bytes(op->bytes, op->count);
+  return status;
+}
+
+static cubert_status_t write_now(cubert_server_t *server, const cubert_server_write_t *op,
+                                 cubert_error_t *out_error) {
   cubert_driver_copy_t copy;
   server_slot_t *slot = NULL;
   cubert_status_t status;
@@ -212,7 +233,8 @@ cubert_status_t cubert__server_create_memory(cubert_server_t *server, const cube
   write.bytes = op->bytes;
   write.count = op->count;
   write.borrowed = false;
-  return cubert__server_write(server, &write, out_error);
+  write.upload = true;
+  return write_now(server, &write, out_error); /* creates run at once, recording or not */
 }
 
 cubert_status_t cubert__server_reserve_memory(cubert_server_t *server, uint64_t stream, uint64_t size,
@@ -330,6 +352,7 @@ cubert_status_t cubert__server_sync(cubert_server_t *server, uint64_t stream,
                                     cubert_completion_t *completion, cubert_error_t *out_error) {
   server_slot_t *slot = NULL;
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
+  CUBERT_RETURN_IF_ERROR(cubert__server_not_recording(server, stream, "sync", out_error));
   CUBERT_RETURN_IF_ERROR(server_slot(server, stream, &slot, out_error));
   server_gc_poll_if_pending(server);
   return completion_arm(server, slot, completion, out_error);
@@ -376,6 +399,7 @@ cubert_status_t cubert__server_read(cubert_server_t *server, const cubert_server
   server_slot_t *slot = NULL;
   size_t i;
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
+  CUBERT_RETURN_IF_ERROR(cubert__server_not_recording(server, op->stream, "read", out_error));
   for (i = 0; i < op->count; i++)
     CUBERT_RETURN_IF_ERROR(read_copy(server, op, i, &copy, &b, out_error));
   CUBERT_RETURN_IF_ERROR(server_slot(server, op->stream, &slot, out_error));
@@ -398,6 +422,7 @@ cubert_status_t cubert__server_get_resource(cubert_server_t *server, uint64_t st
   uint64_t size;
   server_slot_t *slot = NULL;
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
+  CUBERT_RETURN_IF_ERROR(cubert__server_not_recording(server, stream, "get_resource", out_error));
   CUBERT_RETURN_IF_ERROR(server_resolve(server, binding, &address, &size, out_error));
   /* the resource is used by the host right away: align both streams first */
   CUBERT_RETURN_IF_ERROR(server_stream_sync(server, binding->stream, out_error));
@@ -418,6 +443,7 @@ cubert_status_t cubert__server_get_resource(cubert_server_t *server, uint64_t st
 /* ---- flush ------------------------------------------------------------------------ */
 
 cubert_status_t cubert__server_flush(cubert_server_t *server, uint64_t stream, cubert_error_t *out_error) {
+  CUBERT_RETURN_IF_ERROR(cubert__server_not_recording(server, stream, "flush", out_error));
   server_gc_poll_if_pending(server);
   return server_drain(server, stream, out_error);
 }

@@ -27,6 +27,7 @@ cubert_status_t cubert__server_profile_start(cubert_server_t *server, uint64_t s
                                              cubert_profiling_token_t *out_token,
                                              cubert_error_t *out_error) {
   if (!server->profiler) return server_unsupported(server, "clock: profiling needs one", out_error);
+  CUBERT_RETURN_IF_ERROR(cubert__server_not_recording(server, stream, "profile", out_error));
   CUBERT_RETURN_IF_ERROR(profile_sync(server, stream, out_error));
   return cubert__profiler_start(server->profiler, out_token, out_error);
 }

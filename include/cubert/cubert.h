@@ -17,6 +17,8 @@
  *    cubert/cuda.h, and the OS layer cubert/os.h;
  *  - cubert/critical_section.h, the hook an embedded host without atomics
  *    provides;
+ *  - cubert/record.h, recorded launch sequences (record once, replay many
+ *    times: docs/recording.md);
  *  - everything for server authors, under cubert/driver/: the driver table
  *    and the server (driver.h, server.h), the handle table and memory ids
  *    (handle_table.h), the memory manager and pools (memory.h), the

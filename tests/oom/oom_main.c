@@ -68,6 +68,7 @@
 #include "cts.h"
 #include "cubert/cpu.h"
 #include "cubert/inline.h"
+#include "cubert/record.h"
 #include "server/server_faults.h"
 
 /* ---- the tests (registered by the CTS objects' constructors) ---------------- */
@@ -146,6 +147,9 @@ static size_t g_allocator_count;
 #define MAX_CLIENTS 1024
 static cubert_client_t *g_clients[MAX_CLIENTS];
 static size_t g_client_count;
+/* Every recording the test holds (each holds its device: destroyed before the clients). */
+static cubert_recording_t *g_recordings[MAX_CLIENTS];
+static size_t g_recording_count;
 
 static void park_forever(void) __attribute__((noreturn));
 static void park_forever(void) {
@@ -522,6 +526,38 @@ void __wrap_cubert_client_release(cubert_client_t *client) {
   __real_cubert_client_release(client);
 }
 
+cubert_status_t __real_cubert_client_record_end(cubert_client_t *client,
+                                                cubert_recording_t **out_recording,
+                                                cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_record_end(cubert_client_t *client,
+                                                cubert_recording_t **out_recording,
+                                                cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_record_end(cubert_client_t *client,
+                                                cubert_recording_t **out_recording,
+                                                cubert_error_t *out_error) {
+  cubert_status_t s = __real_cubert_client_record_end(client, out_recording, out_error);
+  if (s == CUBERT_STATUS_OK && out_recording && *out_recording) {
+    pthread_mutex_lock(&g_mutex);
+    if (g_recording_count < MAX_CLIENTS) g_recordings[g_recording_count++] = *out_recording;
+    pthread_mutex_unlock(&g_mutex);
+  }
+  return s;
+}
+
+void __real_cubert_recording_destroy(cubert_recording_t *recording);
+void __wrap_cubert_recording_destroy(cubert_recording_t *recording);
+void __wrap_cubert_recording_destroy(cubert_recording_t *recording) {
+  size_t i;
+  pthread_mutex_lock(&g_mutex);
+  for (i = g_recording_count; i-- > 0;)
+    if (g_recordings[i] == recording) {
+      g_recordings[i] = g_recordings[--g_recording_count];
+      break;
+    }
+  pthread_mutex_unlock(&g_mutex);
+  __real_cubert_recording_destroy(recording);
+}
+
 /* ---- device-held sections and caller-owned host bytes ----------------------- */
 
 cubert_status_t __real_cubert_client_exclusive(cubert_client_t *client, cubert_client_fn_t fn,
@@ -761,10 +797,12 @@ static void child_run(const oom_test_t *t, uint64_t fail_at, int persist, int fd
     if (write(fd, &r, sizeof r) != (ssize_t)sizeof r) _exit(4);
     _exit(0);
   }
-  /* release what the test still holds: its host buffers, then its clients (most recent first) */
+  /* release what the test still holds: its host buffers, its recordings, then its clients
+   * (most recent first) */
   for (i = 0; i < g_bytes_count; i++)
     if (!g_bytes[i].released && !g_bytes[i].moved)
       bytes_released(&g_bytes[i], g_bytes[i].data, g_bytes[i].size);
+  while (g_recording_count > 0) __real_cubert_recording_destroy(g_recordings[--g_recording_count]);
   while (g_client_count > 0) {
     cubert_client_t *c = g_clients[--g_client_count];
     __real_cubert_client_release(c);

@@ -21,6 +21,11 @@
  * (tests/support/counting_allocator.h); after the device is released its
  * live blocks and bytes are back to the starting figure (0).
  *
+ * Recorded sequences (cubert/record.h): each thread records, on its own
+ * stream, two adds over a buffer slot, then replays it now and then with a
+ * new scalar for the first add and one of its two replay buffers in the slot
+ * (shadowed and checked like the others).
+ *
  * STRESS_BUSY=N starts N threads that spin (no sleeping) for the whole run:
  * the oversubscribed case of a 2-core machine. STRESS_SEED (default 1).
  * Prints "stress: N ops, 8 threads, 0 corrupted, 0 leaked"; exit status 1 on any
@@ -40,6 +45,7 @@
 #include "cubert/cpu.h"
 #include "cubert/cube.h"
 #include "cubert/driver/server.h"
+#include "cubert/record.h"
 #include "cubert_kernels.h"
 
 #define MAX_THREADS 64
@@ -68,6 +74,10 @@ typedef struct worker_t {
   uint64_t ops_target;
   slot_t slots[PRIVATE_SLOTS];
   const char *last_op; /* for the watchdog's report */
+  /* the thread's recording (two adds over slot 0) and its two buffers */
+  cubert_recording_t *rec;
+  slot_t rslots[2];
+  uint32_t rdelta; /* the second add's recorded delta */
 } worker_t;
 
 static cubert_client_t *g_device;
@@ -225,6 +235,57 @@ static int op_on(worker_t *w, cubert_client_t *c, slot_t *s, int may_release) {
   }
 }
 
+#define REPLAY_WORDS 256
+
+/* buf += delta (a typed u32 scalar), run or recorded */
+static int add_typed(cubert_client_t *c, const cubert_handle_t *h, uint32_t delta) {
+  cubert_launch_arguments_t args;
+  cubert_cube_count_t cubes = cubert_cube_count_new_1d(REPLAY_WORDS / CK_SMALL_BLOCK);
+  cubert_launch_arguments_initialize(&args);
+  cubert_launch_arguments_set_buffer(&args, 0, h);
+  cubert_launch_arguments_set_u32(&args, 0, delta);
+  MUST("launch (recorded)", cubert_client_launch(c, &ck_add_scalar_u32_kernel, &cubes, &args, &must_err_));
+  return 0;
+}
+
+/* Replay the thread's recording (made at the first call) with a new delta and
+ * one of its two buffers; now and then read that buffer back. */
+static int op_replay(worker_t *w, cubert_client_t *c) {
+  cubert_launch_arguments_t scalars;
+  uint32_t j, d1, i;
+  slot_t *s;
+  if (!w->rec) {
+    for (j = 0; j < 2; j++) {
+      s = &w->rslots[j];
+      s->words = REPLAY_WORDS;
+      fill_random(s->shadow, s->words, &w->rng);
+      w->last_op = "create (replay)";
+      MUST("create_from_slice", cubert_client_create_from_slice(c, s->shadow, REPLAY_WORDS * 4u,
+                                                                &s->handle, &must_err_));
+      s->live = 1;
+    }
+    w->rdelta = (uint32_t)next_rand(&w->rng);
+    w->last_op = "record";
+    MUST("record_begin", cubert_client_record_begin(c, &must_err_));
+    add_typed(c, &w->rslots[0].handle, 0);
+    add_typed(c, &w->rslots[0].handle, w->rdelta);
+    MUST("record_end", cubert_client_record_end(c, &w->rec, &must_err_));
+  }
+  j = (uint32_t)(next_rand(&w->rng) & 1);
+  s = &w->rslots[j];
+  d1 = (uint32_t)next_rand(&w->rng);
+  cubert_launch_arguments_initialize(&scalars);
+  cubert_launch_arguments_set_u32(&scalars, 0, d1);
+  w->last_op = "replay";
+  MUST("recording_set_buffer", cubert_recording_set_buffer(w->rec, 0, &s->handle, &must_err_));
+  MUST("recording_set_scalars", cubert_recording_set_scalars(w->rec, 0, &scalars, &must_err_));
+  MUST("replay", cubert_client_replay(c, w->rec, &must_err_));
+  for (i = 0; i < s->words; i++) s->shadow[i] += d1 + w->rdelta;
+  count(&g_launches, 2);
+  if (next_rand(&w->rng) % 4 == 0) return op_read(w, c, &s->handle, s);
+  return 0;
+}
+
 static void *worker_main(void *arg) {
   worker_t *w = (worker_t *)arg;
   uint64_t done = 0;
@@ -232,7 +293,9 @@ static void *worker_main(void *arg) {
   while (done < w->ops_target) {
     int failed;
     uint64_t r = next_rand(&w->rng);
-    if ((g_shared_mode == 0) || (g_shared_mode == 1 && (r & 1))) {
+    if (r % 16 == 15) {
+      failed = op_replay(w, w->client);
+    } else if ((g_shared_mode == 0) || (g_shared_mode == 1 && (r & 1))) {
       failed = op_on(w, w->client, &w->slots[next_rand(&w->rng) % PRIVATE_SLOTS], 1);
     } else {
       shared_slot_t *sh = &g_shared[next_rand(&w->rng) % SHARED_SLOTS];
@@ -250,12 +313,19 @@ static void *worker_main(void *arg) {
     count(&g_ops, 1);
     if (failed) break;
   }
-  /* final check and release of the private buffers */
+  /* final check and release of the private buffers (and the recording's) */
   for (i = 0; i < PRIVATE_SLOTS; i++)
     if (w->slots[i].live) {
       op_read(w, w->client, &w->slots[i].handle, &w->slots[i]);
       op_release(w, w->client, &w->slots[i]);
     }
+  for (i = 0; i < 2; i++)
+    if (w->rslots[i].live) {
+      op_read(w, w->client, &w->rslots[i].handle, &w->rslots[i]);
+      op_release(w, w->client, &w->rslots[i]);
+    }
+  cubert_recording_destroy(w->rec);
+  w->rec = NULL;
   op_sync(w, w->client);
   w->last_op = "done";
   return NULL;

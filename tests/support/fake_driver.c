@@ -235,6 +235,57 @@ static cubert_status_t fake_collective(void *self, cubert_driver_comm_t *c,
   return CUBERT_STATUS_OK;
 }
 
+/* A plan: how many launches it runs. */
+struct cubert_driver_plan_t {
+  uint32_t count;
+};
+
+static cubert_status_t fake_plan_create(void *self, const cubert_driver_launch_t *launches,
+                                        uint32_t count, cubert_driver_plan_t **out,
+                                        cubert_error_t *err) {
+  fake_device_t *d = fake_of(self);
+  cubert_driver_plan_t *p = NULL;
+  (void)launches;
+  CUBERT_RETURN_IF_ERROR(fake_fault(d, err, "fake: plan_create failed"));
+  if (d->plan_refuse)
+    return cubert_error_set(err, CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION, NULL, 0,
+                            "fake: plan_create refused");
+  if (cubert_allocator_malloc(d->allocator, sizeof(*p), 0, (void **)&p, NULL) != CUBERT_STATUS_OK)
+    return cubert_error_set(err, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "fake plan");
+  p->count = count;
+  d->live_plans++;
+  d->plans_created++;
+  *out = p;
+  return CUBERT_STATUS_OK;
+}
+
+static cubert_status_t fake_plan_update(void *self, cubert_driver_plan_t *plan, uint32_t index,
+                                        const cubert_driver_launch_t *launch, cubert_error_t *err) {
+  fake_device_t *d = fake_of(self);
+  (void)launch;
+  CUBERT_RETURN_IF_ERROR(fake_fault(d, err, "fake: plan_update failed"));
+  if (index >= plan->count)
+    return cubert_error_set(err, CUBERT_ERROR_OUT_OF_RANGE, NULL, 0, "fake: no such launch");
+  d->plan_updates++;
+  return CUBERT_STATUS_OK;
+}
+
+static cubert_status_t fake_plan_launch(void *self, cubert_driver_plan_t *plan,
+                                        cubert_driver_stream_t *stream, cubert_error_t *err) {
+  fake_device_t *d = fake_of(self);
+  (void)stream;
+  CUBERT_RETURN_IF_ERROR(fake_fault(d, err, "fake: plan_launch failed"));
+  d->plan_launches++;
+  d->launches += (int)plan->count;
+  return CUBERT_STATUS_OK;
+}
+
+static void fake_plan_destroy(void *self, cubert_driver_plan_t *plan) {
+  fake_device_t *d = fake_of(self);
+  d->live_plans--;
+  cubert_allocator_free(d->allocator, plan, sizeof(*plan), 0);
+}
+
 const cubert_driver_t fake_driver = {
     .name = "fake",
     .abi_version = CUBERT_DRIVER_ABI_VERSION,
@@ -281,6 +332,10 @@ const cubert_driver_t fake_driver_full = {
     .comm_query = fake_comm_query,
     .comm_destroy = fake_comm_destroy,
     .collective = fake_collective,
+    .plan_create = fake_plan_create,
+    .plan_update = fake_plan_update,
+    .plan_launch = fake_plan_launch,
+    .plan_destroy = fake_plan_destroy,
 };
 
 void fake_device_initialize(fake_device_t *d, cubert_allocator_t a) {
@@ -317,6 +372,7 @@ void fake_release(cubert_client_t *client, fake_device_t *d, counting_allocator_
   CHECK_EQ_I64(d->live_events, 0);
   CHECK_EQ_I64(d->live_host, 0);
   CHECK_EQ_I64(d->live_comms, 0);
+  CHECK_EQ_I64(d->live_plans, 0);
   CHECK_EQ_I64(c->live_blocks, 0);
   counting_allocator_destroy(c);
 }

@@ -20,7 +20,10 @@
  * failing call's record empty (a careless driver). `fail_copy`: every copy
  * fails. `lose_at_launch`: the next launch reports the device lost (once).
  * `async_errors`: the next stream_errors calls hand that many asynchronous
- * errors to the server.
+ * errors to the server. Plans (fake_driver_full only; plan_create, plan_update
+ * and plan_launch are fallible calls too): `plan_refuse` makes plan_create
+ * answer UNSUPPORTED (the server then replays launch by launch); a plan
+ * launch counts its launches in `launches` and itself in `plan_launches`.
  *
  * Not thread-safe: a device is used by one test thread (its lock does nothing).
  */
@@ -47,6 +50,7 @@ typedef struct fake_device_t {
   int lost_silent;        /* lost, but stream_errors has no record of it */
   int async_errors;       /* stream_errors hands this many errors (one per call) */
   int busy;               /* event_query answers BUSY (only event_synchronize completes) */
+  int plan_refuse;        /* plan_create answers UNSUPPORTED */
   /* ---- what happened ---- */
   int calls;              /* fallible calls so far */
   int failed;             /* calls failed so far */
@@ -54,6 +58,7 @@ typedef struct fake_device_t {
   uint64_t last_height, last_src_pitch, last_dst_pitch; /* of the last copy */
   uint32_t last_flags;                                  /* of the last copy */
   int live_blocks, live_streams, live_events, live_host, live_comms;
+  int live_plans, plans_created, plan_updates, plan_launches;
   unsigned char stream_token, event_token, comm_token;
 } fake_device_t;
 

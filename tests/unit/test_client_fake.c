@@ -399,6 +399,11 @@ TEST(client_kit_refuses_incomplete_drivers) {
   CHECK_STATUS(cubert_server_client_create(a, &o, &bad, &d, &client, &err),
                CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK(strstr(err.reason, "all four or none") != NULL);
+  bad = fake_driver_full;
+  bad.plan_update = NULL;
+  CHECK_STATUS(cubert_server_client_create(a, &o, &bad, &d, &client, &err),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  CHECK(strstr(err.reason, "plan primitives come all four or none") != NULL);
   bad = fake_driver;
   bad.host_free = fd_host_free;
   CHECK_STATUS(cubert_server_client_create(a, &o, &bad, &d, &client, &err),

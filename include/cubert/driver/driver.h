@@ -25,6 +25,10 @@
  *   comm_create / query / destroy, collective
  *                        ncclCommInitRank / ncclCommGetAsyncError /
  *                        ncclCommAbort / ncclAllReduce, ncclSend, ncclRecv (optional)
+ *   plan_create / update / launch / destroy
+ *                        cuGraphAddKernelNode + cuGraphInstantiate /
+ *                        cuGraphExecKernelNodeSetParams / cuGraphLaunch /
+ *                        cuGraphExecDestroy (optional: recorded sequences)
  *
  * A driver is a `static const cubert_driver_t` with designated initializers
  * plus the `self` pointer of one device; backend-cpu/inline/inline_driver.c
@@ -76,14 +80,16 @@ CUBERT_EXTERN_C_BEGIN
 
 struct cubert_kernel_t; /* cubert/kernel.h */
 
-/* Version of this table's layout; a driver sets `abi_version` to it. */
-#define CUBERT_DRIVER_ABI_VERSION 1u
+/* Version of this table's layout; a driver sets `abi_version` to it (2: the
+ * plan primitives were added at the end). */
+#define CUBERT_DRIVER_ABI_VERSION 2u
 
 /* ---- driver objects ----------------------------------------------------------
  * Opaque to the server: each driver defines the structs behind them. */
 typedef struct cubert_driver_stream_t cubert_driver_stream_t; /* CUstream */
 typedef struct cubert_driver_event_t cubert_driver_event_t;   /* CUevent */
 typedef struct cubert_driver_comm_t cubert_driver_comm_t;     /* ncclComm_t */
+typedef struct cubert_driver_plan_t cubert_driver_plan_t;     /* CUgraphExec */
 
 /* A device address (CUdeviceptr). 0 is never a valid allocation. */
 typedef uint64_t cubert_device_ptr_t;
@@ -350,6 +356,40 @@ typedef struct cubert_driver_t {
   cubert_status_t (*collective)(void *self, cubert_driver_comm_t *comm,
                                 const cubert_driver_collective_t *collective,
                                 cubert_driver_stream_t *stream, cubert_error_t *out_error);
+
+  /* ---- recorded sequences (optional: all four or none; docs/recording.md) ----
+   * A plan is a fixed sequence of launches that a replay enqueues at once
+   * (a CUDA graph: instantiated once, its nodes' parameters updated in
+   * place). Without these the server replays a recording by calling launch
+   * once per recorded launch. The server has checked every launch as it
+   * checks one for `launch` (counts, limits, resolved buffers). */
+
+  /* Build a plan of `count` (>= 1) launches run in order on the stream a
+   * plan_launch names (cuGraphCreate, one kernel node each depending on
+   * the previous, cuGraphInstantiate). Borrows `launches` for the call: the
+   * driver copies what it keeps (kernel pointers stay borrowed, as for
+   * launch). OK with *out_plan; RESOURCE_EXHAUSTED; COMPILATION_FAILED or
+   * UNSUPPORTED for a launch it cannot run (as launch refuses it: the
+   * server then replays that recording launch by launch); UNAVAILABLE. */
+  cubert_status_t (*plan_create)(void *self, const cubert_driver_launch_t *launches, uint32_t count,
+                                 cubert_driver_plan_t **out_plan, cubert_error_t *out_error);
+  /* Give launch `index` of the plan new buffers and scalars (the same
+   * kernel, execution mode, counts and shape as it was created with:
+   * cuGraphExecKernelNodeSetParams). Only plan_launch calls made after it
+   * see them; launches of the plan already enqueued keep the values they
+   * were enqueued with. Must not block. OK; RESOURCE_EXHAUSTED (the plan is
+   * unchanged); UNAVAILABLE. */
+  cubert_status_t (*plan_update)(void *self, cubert_driver_plan_t *plan, uint32_t index,
+                                 const cubert_driver_launch_t *launch, cubert_error_t *out_error);
+  /* Enqueue the plan's launches on `stream` (cuGraphLaunch), in order, as
+   * that many launch calls would; failures while they run are the stream's
+   * errors. Must not allocate in steady state. OK, RESOURCE_EXHAUSTED,
+   * UNAVAILABLE. */
+  cubert_status_t (*plan_launch)(void *self, cubert_driver_plan_t *plan,
+                                 cubert_driver_stream_t *stream, cubert_error_t *out_error);
+  /* Free the plan. The server synchronized every stream the plan was
+   * launched on first (unless the device is lost). Never fails. */
+  void (*plan_destroy)(void *self, cubert_driver_plan_t *plan);
 } cubert_driver_t;
 
 CUBERT_EXTERN_C_END
