@@ -30,7 +30,29 @@
 
 static __thread const cubert_kernel_t *t_launching;
 
+/* Kernels a graph node launches (cuda_plan.c names them when it builds the
+ * graph: the fake runs a graph's nodes inside cuGraphLaunch, where no
+ * launch names its kernel), by CUDA entry name; copies, kept for the
+ * process (descriptors may live on the caller's stack). */
+#define FAKE_HOST_KNOWN 256
+static pthread_mutex_t g_known_mutex = PTHREAD_MUTEX_INITIALIZER;
+static cubert_kernel_t g_known[FAKE_HOST_KNOWN];
+static uint32_t g_known_count;
+
 void cubert__cuda_fake_launching(const cubert_kernel_t *kernel) { t_launching = kernel; }
+
+void cubert__cuda_fake_known(const cubert_kernel_t *kernel) {
+  uint32_t i;
+  if (!kernel || !kernel->cuda_entry_name || !kernel->cpu_entry) return;
+  pthread_mutex_lock(&g_known_mutex);
+  for (i = 0; i < g_known_count; i++)
+    if (strcmp(g_known[i].cuda_entry_name, kernel->cuda_entry_name) == 0) break;
+  if (i < FAKE_HOST_KNOWN) {
+    g_known[i] = *kernel; /* the newest descriptor of that entry */
+    if (i == g_known_count) g_known_count++;
+  }
+  pthread_mutex_unlock(&g_known_mutex);
+}
 
 static pthread_mutex_t g_run_mutex = PTHREAD_MUTEX_INITIALIZER;
 /* One context for the process (its blocks come from libc and are kept:
@@ -128,18 +150,29 @@ static int run_kernel(const cubert_kernel_t *k, const cubert_kernel_args_t *args
   return CUDA_SUCCESS;
 }
 
-/* The kernel this thread is launching, when it is `entry` and has a CPU body. */
-static const cubert_kernel_t *launching(const char *entry) {
+/* The kernel this thread is launching, when it is `entry` and has a CPU
+ * body, else a graph node's kernel of that entry: a copy in *out. */
+static const cubert_kernel_t *launching(const char *entry, cubert_kernel_t *out) {
   const cubert_kernel_t *k = t_launching;
-  if (!k || !entry || !k->cuda_entry_name || strcmp(k->cuda_entry_name, entry) != 0 ||
-      !k->cpu_entry)
-    return NULL;
-  return k;
+  uint32_t i;
+  if (!entry) return NULL;
+  if (k && k->cuda_entry_name && strcmp(k->cuda_entry_name, entry) == 0) {
+    if (!k->cpu_entry) return NULL;
+    *out = *k;
+    return out;
+  }
+  pthread_mutex_lock(&g_known_mutex);
+  for (i = 0; i < g_known_count; i++)
+    if (strcmp(g_known[i].cuda_entry_name, entry) == 0) break;
+  if (i < g_known_count) *out = g_known[i];
+  pthread_mutex_unlock(&g_known_mutex);
+  return i < g_known_count ? out : NULL;
 }
 
 int cubert__cuda_fake_host_run(const char *entry, const unsigned grid[3], const unsigned block[3],
                                unsigned shared_bytes, void **params) {
-  const cubert_kernel_t *k = launching(entry);
+  cubert_kernel_t kernel;
+  const cubert_kernel_t *k = launching(entry, &kernel);
   cubert_kernel_args_t args;
   uint32_t mode;
   CUdeviceptr report;
@@ -160,7 +193,8 @@ typedef struct captured_t {
 } captured_t;
 
 void *cubert__cuda_fake_capture(const char *entry, void **params) {
-  const cubert_kernel_t *k = launching(entry);
+  cubert_kernel_t kernel;
+  const cubert_kernel_t *k = launching(entry, &kernel);
   captured_t *c;
   if (!k) return NULL;
   c = (captured_t *)malloc(sizeof *c);

@@ -144,6 +144,10 @@ void cubert__cuda_fake_release(void *token);
 /* Name the kernel of the calling thread's next cuLaunchKernel (NULL after it). */
 struct cubert_kernel_t;
 void cubert__cuda_fake_launching(const struct cubert_kernel_t *kernel);
+/* Name a kernel a graph node launches (the fake runs graph nodes inside
+ * cuGraphLaunch, with no launch naming them): kept by entry name for the
+ * process; a kernel without a CUDA entry name or CPU body is ignored. */
+void cubert__cuda_fake_known(const struct cubert_kernel_t *kernel);
 
 /* dlclose the library (never call it on the shared loader, nor while objects
  * made through the loader live). NULL or a closed loader: no-op. */

@@ -51,6 +51,7 @@ static cubert_status_t plan_function(cuda_drv_t *d, const cubert_driver_launch_t
       cubert__cuda_launch_check_shaped(d->dev, *out_function, l->count, l->cube_dim,
                                        l->shared_memory_bytes, &e) != CUBERT_STATUS_OK)
     return plan_unsupported(l, "the launch path refuses or queues it", out_error);
+  if (d->dev->cu->fake) cubert__cuda_fake_known(l->kernel); /* its CPU body runs in the graph */
   return CUBERT_STATUS_OK;
 }
 
