@@ -295,8 +295,8 @@ TF_FN_ int tf_data_init(tf_data_t *d, tf_shape_t s, int with_head) {
   return 0;
 }
 
-/* Release the device copies (when uploaded) and the host arrays. */
-TF_FN_ void tf_data_free(tf_data_t *d) {
+/* Release the device copies (when uploaded); the host arrays stay. */
+TF_FN_ void tf_data_release_device(tf_data_t *d) {
   int l;
   if (d->uploaded) {
     cubert_handle_t *hs[] = {&d->h_tokens, &d->h_wte, &d->h_wpe,  &d->h_x,     &d->h_y,
@@ -308,6 +308,12 @@ TF_FN_ void tf_data_free(tf_data_t *d) {
       if (d->out_len[l]) (void)cubert_client_handle_release(d->client, &d->h_out[l], NULL);
     d->uploaded = 0;
   }
+}
+
+/* Release the device copies (when uploaded) and the host arrays. */
+TF_FN_ void tf_data_free(tf_data_t *d) {
+  int l;
+  tf_data_release_device(d);
   free(d->tokens);
   free(d->wte);
   free(d->wpe);
@@ -366,11 +372,13 @@ TF_FN_ cubert_status_t tf_data_upload(tf_data_t *d, cubert_client_t *client, cub
   return st;
 }
 
-/* Launch layer `l` on the uploaded data (no wait). */
+/* Launch layer `l` on the uploaded data (no wait); INVALID_ARGUMENT for a layer
+ * the data lack (the head without with_head). */
 TF_FN_ cubert_status_t tf_layer_launch(tf_data_t *d, const tf_plan_t *p, int l, cubert_error_t *e) {
   const tf_shape_t s = d->s;
   const uint32_t BT = s.B * s.T;
   cubert_client_t *c = d->client;
+  if (l < 0 || l >= TF_LAYERS || !d->out_len[l] || !d->uploaded) return CUBERT_STATUS_INVALID_ARGUMENT;
   switch (l) {
   case TF_ENCODER:
     return tf_encoder(c, p, &d->h_out[l], &d->h_tokens, &d->h_wte, &d->h_wpe, s.B, s.T, s.C, e);
