@@ -39,23 +39,24 @@ typedef struct tf_plan_t {
   const char *name;
   uint32_t encoder, layernorm, elementwise, per_cube, attention, softmax;
   uint32_t softmax_online; /* tk_softmax's algorithm: 1 online (GPU), 0 three passes (CPU) */
+  uint32_t attention_online; /* tk_attention's: 1 online (GPU), 0 transposed keys (CPU) */
 } tf_plan_t;
 
 /* The CPU: one unit per row walks it as a plain loop (vectorized); the
  * elementwise kernels take 2048 lines a cube; attention: a cube per
  * (batch, head), a unit per query. */
 TF_FN_ tf_plan_t tf_plan_cpu(void) {
-  tf_plan_t p = {"cpu", 1, 1, 1, 2048, 64, 1, 0};
+  tf_plan_t p = {"cpu", 1, 1, 1, 2048, 64, 1, 0, 0};
   return p;
 }
 /* A GPU: a unit per line (coalesced), large cubes for the long rows. */
 TF_FN_ tf_plan_t tf_plan_gpu(void) {
-  tf_plan_t p = {"gpu", 192, 192, 256, 256, 32, 1024, 1};
+  tf_plan_t p = {"gpu", 192, 192, 256, 256, 32, 1024, 1, 1};
   return p;
 }
 /* Odd sizes everywhere (the tests: partial planes, units without work). */
 TF_FN_ tf_plan_t tf_plan_odd(void) {
-  tf_plan_t p = {"odd", 37, 37, 37, 50, 5, 37, 1};
+  tf_plan_t p = {"odd", 37, 37, 37, 50, 5, 37, 0, 0};
   return p;
 }
 /* The plan for `client`'s device: the GPU plan on a CUDA device, else the CPU one. */
@@ -141,6 +142,7 @@ TF_FN_ cubert_status_t tf_attention(cubert_client_t *c, const tf_plan_t *p, cons
   (void)cubert_launch_arguments_set_buffer(&a, 1, out);
   (void)cubert_launch_arguments_set_u32(&a, 0, T);
   (void)cubert_launch_arguments_set_u32(&a, 1, C);
+  (void)cubert_launch_arguments_set_u32(&a, 2, p->attention_online);
   return tf_launch_(c, &tk_attention_kernel, tf_ceil_div(T, units), NH, B, units, &a, e);
 }
 

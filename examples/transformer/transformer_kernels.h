@@ -19,7 +19,7 @@
  *   tk_encoder    out[b,t,:] = wte[inp[b,t],:] + wpe[t,:]            (lines, CUBERT_UNIT_FOR)
  *   tk_layernorm  out = (x - mean) * rstd * w + b per row; mean, rstd  (one pass, plane sums)
  *   tk_matmul     out = inp . weight^T + bias (register-tiled, shared-memory staging)
- *   tk_attention  causal self-attention, fused, online softmax (short sequences, TK_HS = 64)
+ *   tk_attention  causal self-attention, fused (short sequences, TK_HS = 64)
  *   tk_gelu       out = gelu_tanh(x)                                  (lines, elementwise)
  *   tk_residual   out = a + b                                         (lines, elementwise)
  *   tk_softmax    probs = softmax(logits[:V]) per row of Vp, 0 past V  (one pass, cube max/sum)
@@ -378,19 +378,29 @@ CUBERT_KERNEL(tk_matmul) {
 /* Causal self-attention fused in one kernel, for sequences up to
  * TK_ATT_MAX_T: a cube takes CUBE_DIM query positions of one (batch, head);
  * it stages the keys and values of positions 0 .. its last query into shared
- * memory (lines), then each unit runs its query's row in one pass with an
- * online softmax (running max and sum, the accumulator rescaled when the max
- * grows), q and the output in registers. No T x T matrix is written.
+ * memory, then each unit computes its query's row; no T x T matrix is
+ * written. Two ways, picked by the scalar `online` (uniform), both tested on
+ * every driver:
+ *   online = 1 (a GPU): one pass over the keys with an online softmax
+ *     (running max and sum, the accumulator rescaled when the max grows), q
+ *     and the output in registers, keys and values read as lines (the units
+ *     of a warp read the same key: a broadcast);
+ *   online = 0 (the CPU): the keys staged transposed (channel-major), so the
+ *     row's scores are axpys over the keys (q[d] * k[d][0..t]) and the output
+ *     axpys over the channels (p[t2] * v[t2][0..63]): plain loops the
+ *     compiler vectorizes (a dot product per key, a reduction, does not).
  * Buffers: qkv (B*T*3C: q, k, v of a position side by side, as llm.c's
- * attention_forward reads them), out (B*T*C). Scalars: T, C (= NH * TK_HS).
- * Cube count (ceil(T / CUBE_DIM), NH, B). */
+ * attention_forward reads them), out (B*T*C). Scalars: T, C (= NH * TK_HS),
+ * online. Cube count (ceil(T / CUBE_DIM), NH, B). */
 CUBERT_KERNEL(tk_attention) {
   CUBERT_BUFFER_LINES(const cubert_line_f32x4_t, qkv, 0);
   CUBERT_BUFFER_LINES(cubert_line_f32x4_t, out, 1);
   CUBERT_SCALAR_U32(T, 0);
   CUBERT_SCALAR_U32(C, 1);
+  CUBERT_SCALAR_U32(online, 2);
   CUBERT_SHARED(cubert_line_f32x4_t, ks, TK_ATT_MAX_T * (TK_HS / 4));
   CUBERT_SHARED(cubert_line_f32x4_t, vs, TK_ATT_MAX_T * (TK_HS / 4));
+  CUBERT_SHARED(float, kt, TK_HS * TK_ATT_MAX_T); /* online = 0: kt[d * TK_ATT_MAX_T + t2] */
   const uint32_t c4 = C / 4u, h4 = (uint32_t)CUBE_POS_Y * (TK_HS / 4);
   const uint64_t b = CUBE_POS_Z, first = (uint64_t)CUBE_POS_X * CUBE_DIM;
   const uint64_t last = first + CUBE_DIM < T ? first + CUBE_DIM : T; /* keys 0 .. last - 1 */
@@ -399,59 +409,104 @@ CUBERT_KERNEL(tk_attention) {
   CUBERT_CUBE_BOUND(qkv, (b * T + last) * 3u * c4);
   CUBERT_CUBE_BOUND(out, (b * T + last) * c4);
   CUBERT_CUBE_BOUNDS_DONE;
-  CUBERT_PHASE {
-    CUBERT_UNIT_FOR(i, 0, nkeys * (TK_HS / 4)) {
-      const uint64_t t2 = i / (TK_HS / 4), d = i % (TK_HS / 4);
-      const uint64_t at = (b * T + t2) * 3u * c4 + h4 + d;
-      CUBERT_STORE(ks, i, CUBERT_LOAD(qkv, at + c4));
-      CUBERT_STORE(vs, i, CUBERT_LOAD(qkv, at + 2u * c4));
-    }
-  }
-  CUBERT_PHASE {
-    const uint64_t t = first + UNIT_POS;
-    cubert_line_f32x4_t q[TK_HS / 4], o[TK_HS / 4];
-    float mx = -TK_FLT_MAX, sum = 0.0f;
-    uint32_t d, l, t2;
-    if (t >= last || t >= TK_ATT_MAX_T) CUBERT_UNIT_DONE;
-    TK_UNROLL
-    for (d = 0; d < TK_HS / 4; d++) {
-      q[d] = CUBERT_LOAD(qkv, (b * T + t) * 3u * c4 + h4 + d);
-      for (l = 0; l < 4; l++) {
-        q[d].v[l] *= scale;
-        o[d].v[l] = 0.0f;
+  if (online) {
+    CUBERT_PHASE {
+      CUBERT_UNIT_FOR(i, 0, nkeys * (TK_HS / 4)) {
+        const uint64_t t2 = i / (TK_HS / 4), d = i % (TK_HS / 4);
+        const uint64_t at = (b * T + t2) * 3u * c4 + h4 + d;
+        CUBERT_STORE(ks, i, CUBERT_LOAD(qkv, at + c4));
+        CUBERT_STORE(vs, i, CUBERT_LOAD(qkv, at + 2u * c4));
       }
     }
-    for (t2 = 0; t2 <= (uint32_t)t; t2++) {
-      float part[4] = {0, 0, 0, 0}, s, p;
+    CUBERT_PHASE {
+      const uint64_t t = first + UNIT_POS;
+      cubert_line_f32x4_t q[TK_HS / 4], o[TK_HS / 4];
+      float mx = -TK_FLT_MAX, sum = 0.0f;
+      uint32_t d, l, t2;
+      if (t >= last || t >= TK_ATT_MAX_T) CUBERT_UNIT_DONE;
       TK_UNROLL
       for (d = 0; d < TK_HS / 4; d++) {
-        const cubert_line_f32x4_t kv = CUBERT_LOAD(ks, t2 * (TK_HS / 4) + d);
-        for (l = 0; l < 4; l++) part[l] += q[d].v[l] * kv.v[l];
+        q[d] = CUBERT_LOAD(qkv, (b * T + t) * 3u * c4 + h4 + d);
+        for (l = 0; l < 4; l++) {
+          q[d].v[l] *= scale;
+          o[d].v[l] = 0.0f;
+        }
       }
-      s = (part[0] + part[1]) + (part[2] + part[3]);
-      if (s > mx) { /* a new maximum: rescale what was summed so far */
-        const float c = tk_expf(mx - s);
-        sum *= c;
+      for (t2 = 0; t2 <= (uint32_t)t; t2++) {
+        float part[4] = {0, 0, 0, 0}, sc, p;
         TK_UNROLL
-        for (d = 0; d < TK_HS / 4; d++)
-          for (l = 0; l < 4; l++) o[d].v[l] *= c;
-        mx = s;
+        for (d = 0; d < TK_HS / 4; d++) {
+          const cubert_line_f32x4_t kv = CUBERT_LOAD(ks, t2 * (TK_HS / 4) + d);
+          for (l = 0; l < 4; l++) part[l] += q[d].v[l] * kv.v[l];
+        }
+        sc = (part[0] + part[1]) + (part[2] + part[3]);
+        if (sc > mx) { /* a new maximum: rescale what was summed so far */
+          const float c = tk_expf(mx - sc);
+          sum *= c;
+          TK_UNROLL
+          for (d = 0; d < TK_HS / 4; d++)
+            for (l = 0; l < 4; l++) o[d].v[l] *= c;
+          mx = sc;
+        }
+        p = tk_expf(sc - mx);
+        sum += p;
+        TK_UNROLL
+        for (d = 0; d < TK_HS / 4; d++) {
+          const cubert_line_f32x4_t vv = CUBERT_LOAD(vs, t2 * (TK_HS / 4) + d);
+          for (l = 0; l < 4; l++) o[d].v[l] += p * vv.v[l];
+        }
       }
-      p = tk_expf(s - mx);
-      sum += p;
-      TK_UNROLL
-      for (d = 0; d < TK_HS / 4; d++) {
-        const cubert_line_f32x4_t vv = CUBERT_LOAD(vs, t2 * (TK_HS / 4) + d);
-        for (l = 0; l < 4; l++) o[d].v[l] += p * vv.v[l];
+      {
+        const float inv = 1.0f / sum;
+        TK_UNROLL
+        for (d = 0; d < TK_HS / 4; d++) {
+          for (l = 0; l < 4; l++) o[d].v[l] *= inv;
+          CUBERT_STORE(out, (b * T + t) * c4 + h4 + d, o[d]);
+        }
       }
     }
-    {
-      const float inv = 1.0f / sum;
-      TK_UNROLL
-      for (d = 0; d < TK_HS / 4; d++) {
-        for (l = 0; l < 4; l++) o[d].v[l] *= inv;
-        CUBERT_STORE(out, (b * T + t) * c4 + h4 + d, o[d]);
+  } else {
+    CUBERT_PHASE { /* keys transposed, values as lines */
+      CUBERT_UNIT_FOR(i, 0, nkeys * (TK_HS / 4)) {
+        const uint64_t t2 = i / (TK_HS / 4), d = i % (TK_HS / 4);
+        const uint64_t at = (b * T + t2) * 3u * c4 + h4 + d;
+        const cubert_line_f32x4_t k = CUBERT_LOAD(qkv, at + c4);
+        uint32_t e;
+        for (e = 0; e < 4; e++) CUBERT_STORE(kt, (4u * d + e) * TK_ATT_MAX_T + t2, k.v[e]);
+        CUBERT_STORE(vs, i, CUBERT_LOAD(qkv, at + 2u * c4));
       }
+    }
+    CUBERT_PHASE {
+      const uint64_t t = first + UNIT_POS;
+      float sc[TK_ATT_MAX_T], mx = -TK_FLT_MAX, sum = 0.0f;
+      cubert_line_f32x4_t o[TK_HS / 4];
+      uint32_t d, l, t2, n;
+      if (t >= last || t >= TK_ATT_MAX_T) CUBERT_UNIT_DONE;
+      n = (uint32_t)t + 1u;
+      for (t2 = 0; t2 < n; t2++) sc[t2] = 0.0f;
+      for (d = 0; d < TK_HS / 4; d++) { /* scores: an axpy over the keys per channel */
+        const cubert_line_f32x4_t q = CUBERT_LOAD(qkv, (b * T + t) * 3u * c4 + h4 + d);
+        for (l = 0; l < 4; l++) {
+          const float qd = q.v[l] * scale;
+          const uint32_t row = (4u * d + l) * TK_ATT_MAX_T;
+          for (t2 = 0; t2 < n; t2++) sc[t2] += qd * CUBERT_LOAD(kt, row + t2);
+        }
+      }
+      for (t2 = 0; t2 < n; t2++) mx = sc[t2] > mx ? sc[t2] : mx;
+      for (t2 = 0; t2 < n; t2++) {
+        sc[t2] = tk_expf(sc[t2] - mx);
+        sum += sc[t2];
+      }
+      for (d = 0; d < TK_HS / 4; d++)
+        for (l = 0; l < 4; l++) o[d].v[l] = 0.0f;
+      for (t2 = 0; t2 < n; t2++) { /* output: an axpy over the channels per key */
+        const float p = sc[t2] / sum;
+        for (d = 0; d < TK_HS / 4; d++) {
+          const cubert_line_f32x4_t vv = CUBERT_LOAD(vs, t2 * (TK_HS / 4) + d);
+          for (l = 0; l < 4; l++) o[d].v[l] += p * vv.v[l];
+        }
+      }
+      for (d = 0; d < TK_HS / 4; d++) CUBERT_STORE(out, (b * T + t) * c4 + h4 + d, o[d]);
     }
   }
 }
@@ -586,7 +641,7 @@ CUBERT_KERNEL_DESCRIPTOR_RO(tk_residual_kernel, tk_residual, 3, 1, 0, 256, 1, 1,
 CUBERT_KERNEL_DESCRIPTOR_RO(tk_gelu_kernel, tk_gelu, 2, 1, 0, 256, 1, 1, 0x1u);
 CUBERT_KERNEL_DESCRIPTOR_RO(tk_layernorm_kernel, tk_layernorm, 6, 1, 0, 128, 1, 1, 0x7u);
 CUBERT_KERNEL_DESCRIPTOR_RO(tk_matmul_kernel, tk_matmul, 4, 3, 0, TK_MM_UNITS, 1, 1, 0x7u);
-CUBERT_KERNEL_DESCRIPTOR_RO(tk_attention_kernel, tk_attention, 2, 2, 0, 32, 1, 1, 0x1u);
+CUBERT_KERNEL_DESCRIPTOR_RO(tk_attention_kernel, tk_attention, 2, 3, 0, 32, 1, 1, 0x1u);
 CUBERT_KERNEL_DESCRIPTOR_RO(tk_softmax_kernel, tk_softmax, 2, 3, 0, 1024, 1, 1, 0x1u);
 
 #endif /* CUBERT_EXAMPLES_TRANSFORMER_KERNELS_H */
