@@ -275,6 +275,30 @@ CUBERT_KERNEL(tk_layernorm) {
 typedef struct tk_mm_acc_t {
   float v[4][8];
 } tk_mm_acc_t;
+/* The 4 x 4 block of inp or weight a unit stages: 4 rows, one line each. */
+typedef struct tk_mm_stage_t {
+  cubert_line_f32x4_t r[4];
+} tk_mm_stage_t;
+
+/* Inside a phase of tk_matmul: the unit's 4 x 4 block of the tile at channel
+ * tt (units 0..63: inp rows, 64..127: weight rows) into CUBERT_UNIT(st);
+ * zeros outside the matrices. */
+#define TK_MM_FETCH_(tt)                                                                     \
+  do {                                                                                       \
+    const uint32_t u_ = (uint32_t)UNIT_POS, rq_ = (u_ & 63u) >> 2;                           \
+    const uint32_t kl_ = (uint32_t)(tt) / 4u + (u_ & 3u); /* the channel line */             \
+    const uint64_t base_ = u_ < 64u ? row0 : col0, limit_ = u_ < 64u ? m : n;                \
+    uint32_t i_, e_;                                                                         \
+    for (i_ = 0; i_ < 4; i_++) {                                                             \
+      const uint64_t row_ = base_ + 4u * rq_ + i_;                                           \
+      if (full || (row_ < limit_ && kl_ < k4)) {                                             \
+        CUBERT_UNIT(st).r[i_] = u_ < 64u ? CUBERT_LOAD(inp, row_ * k4 + kl_)                 \
+                                         : CUBERT_LOAD(weight, row_ * k4 + kl_);             \
+      } else {                                                                               \
+        for (e_ = 0; e_ < 4; e_++) CUBERT_UNIT(st).r[i_].v[e_] = 0.0f;                       \
+      }                                                                                      \
+    }                                                                                        \
+  } while (0)
 
 /* out (m x n) = inp (m x k) . weight (n x k)^T + bias (n): llm.c's
  * matmul_forward (weight rows are output channels). Register-tiled: a cube
@@ -282,10 +306,12 @@ typedef struct tk_mm_acc_t {
  * each step stages a tile of inp and of weight into shared memory as lines
  * transposed (4 rows of one channel per line: each unit turns one 4 x 4
  * block), then every unit multiplies its 4 x 8 block in registers from one
- * line of the inp tile and two of the weight tile per channel. Rows and
- * columns past m and n, channels past k are zeros; k % 4 == 0. Launch with
- * TK_MM_UNITS units, cube count (ceil(n / TK_MM_BN), ceil(m / TK_MM_BM)).
- * Buffers: inp, weight, bias, out; scalars: m, k, n. */
+ * line of the inp tile and two of the weight tile per channel. The next
+ * tile's global loads are issued (into a per-unit variable) before the
+ * multiply, so their latency hides behind it. Rows and columns past m and n,
+ * channels past k are zeros; k % 4 == 0. Launch with TK_MM_UNITS units, cube
+ * count (ceil(n / TK_MM_BN), ceil(m / TK_MM_BM)). Buffers: inp, weight,
+ * bias, out; scalars: m, k, n. */
 CUBERT_KERNEL(tk_matmul) {
   CUBERT_BUFFER_LINES(const cubert_line_f32x4_t, inp, 0);
   CUBERT_BUFFER_LINES(const cubert_line_f32x4_t, weight, 1);
@@ -297,6 +323,7 @@ CUBERT_KERNEL(tk_matmul) {
   CUBERT_SHARED(cubert_line_f32x4_t, as, TK_MM_BK * TK_MM_ROW4);
   CUBERT_SHARED(cubert_line_f32x4_t, ws, TK_MM_BK * TK_MM_ROW4);
   CUBERT_UNIT_VAR(tk_mm_acc_t, acc);
+  CUBERT_UNIT_VAR(tk_mm_stage_t, st);
   const uint32_t k4 = k / 4u;
   const uint64_t row0 = (uint64_t)CUBE_POS_Y * TK_MM_BM, col0 = (uint64_t)CUBE_POS_X * TK_MM_BN;
   const int full = row0 + TK_MM_BM <= m && col0 + TK_MM_BN <= n && k % TK_MM_BK == 0;
@@ -306,41 +333,33 @@ CUBERT_KERNEL(tk_matmul) {
   CUBERT_CUBE_BOUND(bias, n);
   CUBERT_CUBE_BOUND(out, (uint64_t)m * n);
   CUBERT_CUBE_BOUNDS_DONE;
-  CUBERT_PHASE {
+  CUBERT_PHASE { /* zero the block, fetch the first tile */
     uint32_t i, j;
     if (UNIT_POS >= TK_MM_UNITS) CUBERT_UNIT_DONE;
     for (i = 0; i < 4; i++)
       for (j = 0; j < 8; j++) CUBERT_UNIT(acc).v[i][j] = 0.0f;
+    TK_MM_FETCH_(0u);
   }
   for (t = 0; t < k; t += TK_MM_BK) {
-    CUBERT_PHASE { /* stage: units 0..63 a 4 x 4 block of inp, 64..127 one of weight */
-      const uint32_t u = (uint32_t)UNIT_POS, blk = u & 63u, rq = blk >> 2, kq = blk & 3u;
-      const uint32_t kl = t / 4u + kq; /* the channel line */
-      const uint64_t base = u < 64u ? row0 : col0, limit = u < 64u ? m : n;
-      cubert_line_f32x4_t r[4], o;
+    CUBERT_PHASE { /* stage: the fetched 4 x 4 block, transposed, into the tile */
+      const uint32_t u = (uint32_t)UNIT_POS, rq = (u & 63u) >> 2, kq = u & 3u;
+      cubert_line_f32x4_t o;
       uint32_t i, e;
       if (u >= TK_MM_UNITS) CUBERT_UNIT_DONE;
-      for (i = 0; i < 4; i++) {
-        const uint64_t row = base + 4u * rq + i;
-        if (full || (row < limit && kl < k4)) {
-          r[i] = u < 64u ? CUBERT_LOAD(inp, row * k4 + kl) : CUBERT_LOAD(weight, row * k4 + kl);
-        } else {
-          for (e = 0; e < 4; e++) r[i].v[e] = 0.0f;
-        }
-      }
       for (e = 0; e < 4; e++) {
-        for (i = 0; i < 4; i++) o.v[i] = r[i].v[e];
+        for (i = 0; i < 4; i++) o.v[i] = CUBERT_UNIT(st).r[i].v[e];
         if (u < 64u)
           CUBERT_STORE(as, (4u * kq + e) * TK_MM_ROW4 + rq, o);
         else
           CUBERT_STORE(ws, (4u * kq + e) * TK_MM_ROW4 + rq, o);
       }
     }
-    CUBERT_PHASE { /* multiply: the unit's 4 x 8 block, in registers */
+    CUBERT_PHASE { /* fetch the next tile, then multiply: the unit's 4 x 8 block, in registers */
       const uint32_t tx = (uint32_t)UNIT_POS & 7u, ty = (uint32_t)UNIT_POS >> 3;
       tk_mm_acc_t r;
       uint32_t kk, i, j;
       if (UNIT_POS >= TK_MM_UNITS) CUBERT_UNIT_DONE;
+      if (t + TK_MM_BK < k) TK_MM_FETCH_(t + TK_MM_BK);
       r = CUBERT_UNIT(acc);
       for (kk = 0; kk < TK_MM_BK; kk++) {
         const cubert_line_f32x4_t a = CUBERT_LOAD(as, kk * TK_MM_ROW4 + ty);
