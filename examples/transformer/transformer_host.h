@@ -38,7 +38,8 @@
 typedef struct tf_plan_t {
   const char *name;
   uint32_t encoder, layernorm, elementwise, per_cube, attention, softmax;
-  uint32_t softmax_online; /* tk_softmax's algorithm: 1 online (GPU), 0 three passes (CPU) */
+  uint32_t softmax_online; /* tk_softmax's algorithm: 2 online with the row in shared memory
+                              (GPU), 1 online, 0 three passes (CPU) */
   uint32_t attention_online; /* tk_attention's: 1 online (GPU), 0 transposed keys (CPU) */
 } tf_plan_t;
 
@@ -51,12 +52,17 @@ TF_FN_ tf_plan_t tf_plan_cpu(void) {
 }
 /* A GPU: a unit per line (coalesced), large cubes for the long rows. */
 TF_FN_ tf_plan_t tf_plan_gpu(void) {
-  tf_plan_t p = {"gpu", 192, 192, 256, 256, 32, 1024, 1, 1};
+  tf_plan_t p = {"gpu", 192, 192, 256, 256, 32, 1024, 2, 1};
   return p;
 }
 /* Odd sizes everywhere (the tests: partial planes, units without work). */
 TF_FN_ tf_plan_t tf_plan_odd(void) {
   tf_plan_t p = {"odd", 37, 37, 37, 50, 5, 37, 0, 0};
+  return p;
+}
+/* The GPU plan's other ways: the online softmax without shared memory, 16-unit cubes. */
+TF_FN_ tf_plan_t tf_plan_gpu_online(void) {
+  tf_plan_t p = {"gpu-online", 64, 96, 128, 512, 16, 256, 1, 1};
   return p;
 }
 /* The plan for `client`'s device: the GPU plan on a CUDA device, else the CPU one. */
@@ -180,6 +186,14 @@ TF_FN_ cubert_status_t tf_softmax(cubert_client_t *c, const tf_plan_t *p, const 
   (void)cubert_launch_arguments_set_u32(&a, 0, Vp / 4u);
   (void)cubert_launch_arguments_set_u32(&a, 1, V);
   (void)cubert_launch_arguments_set_u32(&a, 2, p->softmax_online);
+  if (p->softmax_online == 2) { /* the row in dynamic shared memory, when the device has room */
+    cubert_device_properties_t props;
+    cubert_client_properties(c, &props);
+    if ((uint64_t)Vp * 4u <= props.hardware.max_shared_memory_size)
+      (void)cubert_launch_arguments_set_shared_memory_bytes(&a, (uint64_t)Vp * 4u);
+    else
+      (void)cubert_launch_arguments_set_u32(&a, 2, 1u);
+  }
   return tf_launch_(c, &tk_softmax_kernel, rows, 1, 1, p->softmax, &a, e);
 }
 

@@ -536,18 +536,24 @@ CUBERT_KERNEL(tk_attention) {
  * softmax_forward); one cube per row of Vp = 4 * vp4 values, any cube size.
  * Two algorithms, picked by the scalar `online` (uniform), both tested on
  * every driver:
- *   online = 1 (a GPU): one pass over the row for the max and the sum
- *     together (each lane keeps a running max and a sum rescaled when the max
- *     grows: one exp per value), the units' (max, sum) pairs combined with
+ *   online = 1: one pass over the row for the max and the sum together
+ *     (each lane keeps a running max and a sum rescaled when the max grows:
+ *     one exp per value), the units' (max, sum) pairs combined with
  *     CUBERT_CUBE_MAX and CUBERT_CUBE_SUM, then a pass that writes: the row
  *     is read twice and written once;
+ *   online = 2 (a GPU): the same, the first pass also keeping the row in
+ *     dynamic shared memory (CUBERT_SHARED_DYNAMIC, the launch gives Vp * 4
+ *     bytes: 201 KB here, above CUDA's 48 KB static limit), which the second
+ *     pass reads: the row is read once from memory and written once (with
+ *     fewer bytes it runs as online = 1);
  *   online = 0 (the CPU): llm.c's three passes (max; exp stored and summed;
  *     scaled), each a plain loop the compiler vectorizes (a running max
  *     updated by a select is a loop-carried dependence gcc cannot vectorize),
  *     one exp per value; the row stays in the core's cache between passes.
  * The lines below V need no mask (`whole`); the line holding V and the
  * padding take a second, masked loop. Buffers: logits, probs (B*T*Vp);
- * scalars: vp4, V, online. Cube count: B*T (x). */
+ * scalars: vp4, V, online. Dynamic shared memory: Vp * 4 bytes for online = 2.
+ * Cube count: B*T (x). */
 CUBERT_KERNEL(tk_softmax) {
   CUBERT_BUFFER_LINES(const cubert_line_f32x4_t, logits, 0);
   CUBERT_BUFFER_LINES(cubert_line_f32x4_t, probs, 1);
@@ -558,7 +564,9 @@ CUBERT_KERNEL(tk_softmax) {
   CUBERT_UNIT_VAR(float, m);
   CUBERT_UNIT_VAR(float, s);
   CUBERT_UNIT_VAR(float, mall);
+  CUBERT_SHARED_DYNAMIC(cubert_line_f32x4_t, keep); /* online = 2: the row */
   const uint64_t row = CUBE_POS * vp4, whole = V / 4u < vp4 ? V / 4u : vp4; /* lines all below V */
+  const int staged = online == 2 && CUBERT_LEN(keep) >= vp4;
   CUBERT_CUBE_BOUND(logits, row + vp4);
   CUBERT_CUBE_BOUND(probs, row + vp4);
   CUBERT_CUBE_BOUNDS_DONE;
@@ -569,6 +577,7 @@ CUBERT_KERNEL(tk_softmax) {
       for (l = 0; l < 4; l++) lm[l] = -TK_FLT_MAX;
       CUBERT_UNIT_FOR(i, 0, vp4) {
         const cubert_line_f32x4_t x = CUBERT_LOAD(logits, row + i);
+        if (staged) CUBERT_STORE(keep, i, x);
         for (l = 0; l < 4; l++) {
           const float d = x.v[l] - lm[l], e = tk_expf(-__builtin_fabsf(d));
           if (i >= whole && 4u * i + l >= V) continue;
@@ -587,15 +596,15 @@ CUBERT_KERNEL(tk_softmax) {
     CUBERT_CUBE_SUM(s, s, scratch);
     CUBERT_PHASE {
       const float mu = CUBERT_UNIT(mall), inv = 1.0f / CUBERT_UNIT(s);
-      CUBERT_UNIT_FOR(i, 0, whole) {
-        const cubert_line_f32x4_t x = CUBERT_LOAD(logits, row + i);
+      CUBERT_UNIT_FOR(i, 0, whole) { /* each unit reads back what it kept (the same share) */
+        const cubert_line_f32x4_t x = staged ? CUBERT_LOAD(keep, i) : CUBERT_LOAD(logits, row + i);
         cubert_line_f32x4_t o;
         uint32_t l;
         for (l = 0; l < 4; l++) o.v[l] = tk_expf(x.v[l] - mu) * inv;
         CUBERT_STORE(probs, row + i, o);
       }
       CUBERT_UNIT_FOR(i, whole, vp4) {
-        const cubert_line_f32x4_t x = CUBERT_LOAD(logits, row + i);
+        const cubert_line_f32x4_t x = staged ? CUBERT_LOAD(keep, i) : CUBERT_LOAD(logits, row + i);
         cubert_line_f32x4_t o;
         uint32_t l;
         for (l = 0; l < 4; l++) o.v[l] = 4u * i + l < V ? tk_expf(x.v[l] - mu) * inv : 0.0f;

@@ -64,18 +64,19 @@ static void run_layers(cubert_client_t *client, tf_data_t *d, const tf_plan_t *p
 static void layers_on(const cts_options_t *options) {
   cts_env_t env;
   tf_data_t d;
-  tf_plan_t plans[3];
+  tf_plan_t plans[4];
   int p, ran = 0;
   plans[0] = tf_plan_cpu();
   plans[1] = tf_plan_gpu();
   plans[2] = tf_plan_odd();
+  plans[3] = tf_plan_gpu_online();
   if (options)
     cts_setup_with(&env, options);
   else
     cts_setup(&env, 0);
   CHECK(tf_data_init(&d, small_shape(), 1) == 0);
   CHECK_OK(tf_data_upload(&d, env.client, NULL));
-  for (p = 0; p < 3; p++) run_layers(env.client, &d, &plans[p], &ran);
+  for (p = 0; p < 4; p++) run_layers(env.client, &d, &plans[p], &ran);
   tf_data_free(&d);
   cts_teardown(&env);
 }
