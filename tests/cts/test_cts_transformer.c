@@ -15,8 +15,10 @@
 #include <string.h>
 
 #include "cts.h"
+#if !CUBERT_CTS_INLINE_ONLY
 #include "cubert/cpu.h"
 #include "cubert/os.h"
+#endif
 #include "transformer_host.h"
 
 /* B=2 T=13 C=128 NH=2: partial matmul tiles (26 rows), a partial last query
@@ -124,7 +126,8 @@ TEST(cts_transformer_matmul_partial_tiles) {
     CHECK_OK(cubert_client_read_one(env.client, &h[3], out, m * n * sizeof(float), NULL));
     for (i = 0; i < m * n; i++) /* small integers and quarters: exact in every order */
       if (out[i] != ref[i]) {
-        CHECK_MSG(0, "%ux%ux%u: out[%u] = %g, want %g", m, k, n, i, (double)out[i], (double)ref[i]);
+        CHECK_MSG(0, "%ux%ux%u: out[%u] = %g, want %g", (unsigned)m, (unsigned)k, (unsigned)n,
+                  (unsigned)i, (double)out[i], (double)ref[i]);
         break;
       }
     for (i = 0; i < 4; i++) CHECK_OK(cubert_client_handle_release(env.client, &h[i], NULL));
@@ -138,12 +141,14 @@ TEST(cts_transformer_matmul_partial_tiles) {
  * would fail here): the GPU plan's cubes of 192 and 1024 units and the odd
  * plan's 37, with planes of 1 to 64, under RACECHECK. */
 TEST(transformer_every_plane_size) {
+#if CUBERT_CTS_INLINE_ONLY
+  CTS_REQUIRE_HOST("the CPU driver");
+#else
   static const uint32_t planes[] = {1, 2, 4, 8, 16, 64};
   tf_plan_t plans[2];
   tf_data_t d;
   size_t i;
   int p, ran = 0;
-  CTS_REQUIRE_HOST("the CPU driver");
   TEST_SKIP_IF_EMBEDDED("the layers' data take ~2 MiB");
   plans[0] = tf_plan_gpu();
   plans[1] = tf_plan_odd();
@@ -167,6 +172,7 @@ TEST(transformer_every_plane_size) {
     counting_allocator_destroy(&c);
   }
   tf_data_free(&d);
+#endif
 }
 
 /* tk_expf and tk_tanhf (the CPU's vectorizable versions) against the C library. */
