@@ -16,8 +16,10 @@
  *       writes their medians to a file this program reads (--torch FILE), so
  *       one `bash tools/gpu-run.sh` gives the ratios. Goals: every layer
  *       >= 1.0x PyTorch, the matmuls >= 0.6x.
- * Every result is checked against the reference first (exit status 1 when
- * one differs). Rows in the table and CSV of bench/bench_util.h.
+ * And the whole block (ten launches, one sync: examples/transformer's
+ * tf_block_launch) against the same peers (PyTorch: the same ten ops, one
+ * synchronize). Every result is checked against the reference first (exit
+ * status 1 when one differs). Rows in the table and CSV of bench/bench_util.h.
  *
  *   build/bench/bench_transformer [--runs R] [--quick] [--head] [--only LAYER]
  *                                 [--gpu] [--torch FILE]
@@ -80,6 +82,45 @@ static void omp_layer(tf_data_t *d, int l) {
   case TF_RESIDUAL: tf_omp_residual(d->ref[l], d->x, d->y, B * T * C); break;
   case TF_SOFTMAX: tf_omp_softmax(d->ref[l], d->logits, B, T, (int)s.V, (int)s.Vp); break;
   default: tf_omp_matmul(d->ref[l], d->x, d->wte, d->b_head, B, T, C, (int)s.Vp); break;
+  }
+}
+
+/* The block with the OpenMP reference (into k->act). */
+static void omp_block(tf_block_t *k, tf_data_t *d) {
+  const int B = (int)d->s.B, T = (int)d->s.T, C = (int)d->s.C, NH = (int)d->s.NH;
+  float **a = k->act;
+  tf_omp_layernorm(a[TF_B_LN1], d->ref_mean, d->ref_rstd, d->x, d->ln_w, d->ln_b, B, T, C);
+  tf_omp_matmul(a[TF_B_QKV], a[TF_B_LN1], d->w_qkv, d->b_qkv, B, T, C, 3 * C);
+  tf_omp_attention(a[TF_B_ATTY], d->preatt, d->att, a[TF_B_QKV], B, T, C, NH);
+  tf_omp_matmul(a[TF_B_ATTPROJ], a[TF_B_ATTY], k->w_proj, k->b_proj, B, T, C, C);
+  tf_omp_residual(a[TF_B_RES2], d->x, a[TF_B_ATTPROJ], B * T * C);
+  tf_omp_layernorm(a[TF_B_LN2], d->ref_mean, d->ref_rstd, a[TF_B_RES2], d->ln_w, d->ln_b, B, T, C);
+  tf_omp_matmul(a[TF_B_FCH], a[TF_B_LN2], k->w_fc, k->b_fc, B, T, C, 4 * C);
+  tf_omp_gelu(a[TF_B_FCHG], a[TF_B_FCH], B * T * 4 * C);
+  tf_omp_matmul(a[TF_B_FCPROJ], a[TF_B_FCHG], k->w_fcproj, k->b_fcproj, B, T, 4 * C, C);
+  tf_omp_residual(a[TF_B_OUT], a[TF_B_RES2], a[TF_B_FCPROJ], B * T * C);
+}
+
+/* The block through the client: ten launches, one sync (ms). */
+static double time_block(tf_block_t *k, tf_data_t *d, const tf_plan_t *p) {
+  cubert_error_t e;
+  cubert_status_t st;
+  double t0 = bench_now_ns();
+  if ((st = tf_block_launch(k, d, p, &e)) != CUBERT_STATUS_OK ||
+      (st = cubert_client_sync(d->client, &e)) != CUBERT_STATUS_OK)
+    die("block", st, &e);
+  return (bench_now_ns() - t0) / 1e6;
+}
+
+static void check_block(tf_block_t *k, tf_data_t *d, const char *where) {
+  double worst;
+  cubert_status_t st;
+  cubert_error_t e;
+  size_t bad = tf_block_compare(k, d, &worst, &st, &e);
+  if (st != CUBERT_STATUS_OK) die("read back", st, &e);
+  if (bad) {
+    printf("%s block: %zu values differ from the reference (worst %g x tolerance)\n", where, bad, worst);
+    failures++;
   }
 }
 
@@ -172,6 +213,47 @@ static void bench_cpu(const cfg_t *cfg) {
     row.goal = 1.0;
     bench_emit(&row);
   }
+  if (!cfg->only || strcmp(cfg->only, "block") == 0) { /* the whole block: ten launches, one sync */
+    double ours[BENCH_MAX_RUNS], one[BENCH_MAX_RUNS], omp[BENCH_MAX_RUNS];
+    double r1[BENCH_MAX_RUNS], romp[BENCH_MAX_RUNS];
+    bench_row_t row;
+    tf_block_t k;
+    char figure[96];
+    if (tf_block_init(&k, &d) != 0) die("block data", CUBERT_STATUS_RESOURCE_EXHAUSTED, NULL);
+    if ((st = tf_block_upload(&k, &d, &e)) != CUBERT_STATUS_OK) die("upload the block", st, &e);
+    tf_block_reference(&k, &d);
+    (void)time_block(&k, &d, &plan);
+    check_block(&k, &d, "cpu");
+    for (r = 0; r < cfg->runs; r++) {
+      double t0;
+      ours[r] = time_block(&k, &d, &plan);
+      bench_settle(2000);
+      t0 = bench_now_ns();
+      tf_block_reference(&k, &d);
+      one[r] = (bench_now_ns() - t0) / 1e6;
+      t0 = bench_now_ns();
+      omp_block(&k, &d);
+      omp[r] = (bench_now_ns() - t0) / 1e6;
+      bench_settle(2000);
+      r1[r] = one[r] / ours[r];
+      romp[r] = omp[r] / ours[r];
+    }
+    row = bench_row("transformer cpu", "cpu block (10 launches, 1 sync) vs C, 1 thread", "ms", 0,
+                    bench_stat_of(ours, cfg->runs));
+    row.peer = "C 1T";
+    row.peer_stat = bench_stat_of(one, cfg->runs);
+    row.ratio = bench_stat_of(r1, cfg->runs).median;
+    bench_emit(&row);
+    snprintf(figure, sizeof figure, "cpu block: vs C OpenMP (%d threads)", threads);
+    row = bench_row("transformer cpu", figure, "ms", 0, bench_stat_of(ours, cfg->runs));
+    row.peer = "C OpenMP";
+    row.peer_stat = bench_stat_of(omp, cfg->runs);
+    row.ratio = bench_stat_of(romp, cfg->runs).median;
+    row.skipped = omp_why;
+    row.goal = 1.0;
+    bench_emit(&row);
+    tf_block_free(&k, &d);
+  }
   tf_data_free(&d);
   cubert_client_release(client);
 }
@@ -241,6 +323,29 @@ static void bench_gpu(const cfg_t *cfg) {
       row.goal = l == TF_MATMUL_QKV || l == TF_MATMUL_HEAD ? 0.6 : 1.0;
       bench_emit(&row);
     }
+  }
+  if (!cfg->only || strcmp(cfg->only, "block") == 0) { /* the whole block: ten launches, one sync */
+    double ours[BENCH_MAX_RUNS];
+    const int runs = cfg->runs < 21 ? 21 : cfg->runs;
+    char why[160];
+    bench_row_t row;
+    tf_block_t k;
+    if (tf_block_init(&k, &d) != 0) die("block data", CUBERT_STATUS_RESOURCE_EXHAUSTED, NULL);
+    if ((st = tf_block_upload(&k, &d, &e)) != CUBERT_STATUS_OK) die("upload the block", st, &e);
+    tf_block_reference(&k, &d);
+    for (r = 0; r < 3; r++) (void)time_block(&k, &d, &plan);
+    check_block(&k, &d, "gpu");
+    for (r = 0; r < runs; r++) ours[r] = time_block(&k, &d, &plan);
+    row = bench_row("transformer gpu", "gpu block (10 launches, 1 sync) vs PyTorch", "ms", 0,
+                    bench_stat_of(ours, runs));
+    row.peer = "PyTorch eager";
+    if (!torch_figure(cfg->torch, "block", &row.peer_stat)) {
+      snprintf(why, sizeof why, "no PyTorch figure 'block' (--torch FILE, from tools/transformer_torch.py)");
+      row.skipped = why;
+    }
+    row.goal = 1.0;
+    bench_emit(&row);
+    tf_block_free(&k, &d);
   }
   tf_data_free(&d);
   cubert_client_release(client);

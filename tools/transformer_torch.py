@@ -21,6 +21,8 @@ Ops (llm.c's forward layers written the way a PyTorch user would):
   residual      a + b
   softmax       torch.softmax over rows of V = 50257 (a contiguous (B*T, V) tensor)
   matmul_head   F.linear(x, wte (Vp x C), b)                     (cuBLAS)
+  block         the whole block: ln1, qkv, attention (unfused), proj, residual, ln2, fc, gelu,
+                fcproj, residual; one synchronize
 Exit status 0; 0 with a line "skipped: ..." when torch or a GPU is missing.
 """
 import argparse
@@ -84,6 +86,22 @@ def main():
         o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return o.transpose(1, 2).contiguous().view(B, T, C)
 
+    w_proj, b_proj = rnd(C, C, lo=-0.05, hi=0.05), rnd(C, lo=-0.1, hi=0.1)
+    w_fc, b_fc = rnd(4 * C, C, lo=-0.05, hi=0.05), rnd(4 * C, lo=-0.1, hi=0.1)
+    w_fcproj, b_fcproj = rnd(C, 4 * C, lo=-0.03, hi=0.03), rnd(C, lo=-0.1, hi=0.1)
+
+    def block():  # llm.c's block forward, the attention as llm.c writes it (unfused)
+        ln1 = F.layer_norm(x, (C,), ln_w, ln_b, 1e-5)
+        q, k, v = F.linear(ln1, w_qkv, b_qkv).split(C, dim=2)
+        q = q.view(B, T, NH, hs).transpose(1, 2)
+        k = k.view(B, T, NH, hs).transpose(1, 2)
+        v = v.view(B, T, NH, hs).transpose(1, 2)
+        att = torch.softmax(((q @ k.transpose(-2, -1)) * scale).masked_fill(~mask, float("-inf")), dim=-1)
+        atty = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        res2 = x + F.linear(atty, w_proj, b_proj)
+        ln2 = F.layer_norm(res2, (C,), ln_w, ln_b, 1e-5)
+        return res2 + F.linear(F.gelu(F.linear(ln2, w_fc, b_fc), approximate="tanh"), w_fcproj, b_fcproj)
+
     ops = [
         ("encoder", lambda: wte[tokens] + wpe[:T]),
         ("layernorm", lambda: F.layer_norm(x, (C,), ln_w, ln_b, 1e-5)),
@@ -94,6 +112,7 @@ def main():
         ("residual", lambda: x + y),
         ("softmax", lambda: torch.softmax(logits, dim=-1)),
         ("matmul_head", lambda: F.linear(x, wte, b_head)),
+        ("block", block),
     ]
     rows = []
     print(f"PyTorch {torch.__version__} eager on {torch.cuda.get_device_name(0)}, float32, TF32 off, "

@@ -12,7 +12,8 @@
  *     --small  B=2 T=13 C=128 NH=2 V=1000 (a quick check)
  *     --head   also the 50,304-wide head matmul (slow on a CPU: 20 GFLOP)
  *     --cpu    the CPU server even in a CUDA=1 build
- *     --only   one layer ("encoder", "layernorm", "matmul qkv", ...)
+ *     --only   one layer ("encoder", "layernorm", "matmul qkv", ..., "block": the whole
+ *              block, ten launches and one sync)
  * Exit status 0 when every layer matched the reference.
  */
 #include <stdio.h>
@@ -131,6 +132,38 @@ int main(int argc, char **argv) {
     printf("  %-12s %-6s %12.3f %14.3f %8.2fx   %.3g (at %zu: %g vs %g)\n", tf_layer_names[l],
            bad ? "FAIL" : "ok", ours, ref, ref / ours, worst, at, (double)d.out[l][at],
            (double)d.ref[l][at]);
+  }
+  if (!only || strcmp(only, "block") == 0) { /* the whole block: ten launches, one sync */
+    tf_block_t k;
+    double t[101], tr[3], worst;
+    size_t bad;
+    int r;
+    if (tf_block_init(&k, &d) != 0) {
+      fprintf(stderr, "transformer: out of memory for the block\n");
+      return 1;
+    }
+    if ((st = tf_block_upload(&k, &d, &err)) != CUBERT_STATUS_OK) die("upload the block", st, &err);
+    for (r = 0; r < 3 && r < runs; r++) {
+      double t0 = now_ms();
+      tf_block_reference(&k, &d);
+      tr[r] = now_ms() - t0;
+    }
+    for (r = 0; r <= runs; r++) {
+      double t0 = now_ms();
+      if ((st = tf_block_launch(&k, &d, &plan, &err)) != CUBERT_STATUS_OK ||
+          (st = cubert_client_sync(client, &err)) != CUBERT_STATUS_OK)
+        die("block", st, &err);
+      if (r) t[r - 1] = now_ms() - t0;
+    }
+    bad = tf_block_compare(&k, &d, &worst, &st, &err);
+    if (st != CUBERT_STATUS_OK) die("read back", st, &err);
+    if (bad) failures++;
+    {
+      const double ours = median(t, runs), ref = median(tr, r < 3 ? r : 3);
+      printf("  %-12s %-6s %12.3f %14.3f %8.2fx   %.3g (10 launches, one sync)\n", "block",
+             bad ? "FAIL" : "ok", ours, ref, ref / ours, worst);
+    }
+    tf_block_free(&k, &d);
   }
   tf_data_free(&d);
   cubert_client_release(client);

@@ -470,4 +470,141 @@ TF_FN_ size_t tf_layer_compare(tf_data_t *d, int l, double *worst, size_t *at, c
   return bad;
 }
 
+/* ---- the whole block: ten launches, one sync ------------------------------------------------
+ * llm.c's block forward: ln1 = layernorm(x); qkv = ln1 . Wqkv^T + b; atty = attention(qkv);
+ * attproj = atty . Wproj^T + b; res2 = x + attproj; ln2 = layernorm(res2);
+ * fch = ln2 . Wfc^T + b; fchg = gelu(fch); fcproj = fchg . Wfcproj^T + b;
+ * out = res2 + fcproj. The inputs are the harness's (x, ln_w, ln_b, w_qkv, b_qkv) and
+ * the block's own weights. */
+enum { TF_B_LN1, TF_B_QKV, TF_B_ATTY, TF_B_ATTPROJ, TF_B_RES2, TF_B_LN2, TF_B_FCH, TF_B_FCHG,
+       TF_B_FCPROJ, TF_B_OUT, TF_B_ACTS };
+typedef struct tf_block_t {
+  float *w_proj, *b_proj, *w_fc, *b_fc, *w_fcproj, *b_fcproj;
+  float *act[TF_B_ACTS], *out; /* the reference's activations; the device's output */
+  size_t act_len[TF_B_ACTS];
+  cubert_handle_t h_w_proj, h_b_proj, h_w_fc, h_b_fc, h_w_fcproj, h_b_fcproj;
+  cubert_handle_t h_act[TF_B_ACTS];
+  int uploaded;
+} tf_block_t;
+
+TF_FN_ void tf_block_free(tf_block_t *k, tf_data_t *d) {
+  int i;
+  if (k->uploaded) {
+    cubert_handle_t *hs[] = {&k->h_w_proj, &k->h_b_proj, &k->h_w_fc, &k->h_b_fc, &k->h_w_fcproj,
+                             &k->h_b_fcproj};
+    size_t j;
+    for (j = 0; j < sizeof hs / sizeof hs[0]; j++) (void)cubert_client_handle_release(d->client, hs[j], NULL);
+    for (i = 0; i < TF_B_ACTS; i++) (void)cubert_client_handle_release(d->client, &k->h_act[i], NULL);
+  }
+  free(k->w_proj);
+  free(k->b_proj);
+  free(k->w_fc);
+  free(k->b_fc);
+  free(k->w_fcproj);
+  free(k->b_fcproj);
+  free(k->out);
+  for (i = 0; i < TF_B_ACTS; i++) free(k->act[i]);
+  memset(k, 0, sizeof *k);
+}
+
+/* Host data of the block for d's shape. 0 on success. */
+TF_FN_ int tf_block_init(tf_block_t *k, const tf_data_t *d) {
+  const size_t BT = (size_t)d->s.B * d->s.T, C = d->s.C;
+  static const int wide[TF_B_ACTS] = {1, 3, 1, 1, 1, 1, 4, 4, 1, 1};
+  int i, ok = 1;
+  memset(k, 0, sizeof *k);
+  k->w_proj = tf_fill_(C * C, -0.05f, 0.05f);
+  k->b_proj = tf_fill_(C, -0.1f, 0.1f);
+  k->w_fc = tf_fill_(4 * C * C, -0.05f, 0.05f);
+  k->b_fc = tf_fill_(4 * C, -0.1f, 0.1f);
+  k->w_fcproj = tf_fill_(4 * C * C, -0.03f, 0.03f);
+  k->b_fcproj = tf_fill_(C, -0.1f, 0.1f);
+  k->out = tf_fill_(BT * C, 0, 0);
+  for (i = 0; i < TF_B_ACTS; i++) {
+    k->act_len[i] = BT * C * (size_t)wide[i];
+    k->act[i] = tf_fill_(k->act_len[i], 0, 0);
+    ok = ok && k->act[i];
+  }
+  if (!ok || !k->w_proj || !k->b_proj || !k->w_fc || !k->b_fc || !k->w_fcproj || !k->b_fcproj || !k->out) {
+    tf_block_free(k, NULL);
+    return -1;
+  }
+  return 0;
+}
+
+TF_FN_ cubert_status_t tf_block_upload(tf_block_t *k, tf_data_t *d, cubert_error_t *e) {
+  const size_t C = d->s.C, F = sizeof(float);
+  cubert_status_t st = CUBERT_STATUS_OK;
+  int i;
+#define TF_UP_(h, ptr, bytes)                                                                \
+  if (st == CUBERT_STATUS_OK) st = cubert_client_create_from_slice(d->client, (ptr), (bytes), &(h), e)
+  TF_UP_(k->h_w_proj, k->w_proj, C * C * F);
+  TF_UP_(k->h_b_proj, k->b_proj, C * F);
+  TF_UP_(k->h_w_fc, k->w_fc, 4 * C * C * F);
+  TF_UP_(k->h_b_fc, k->b_fc, 4 * C * F);
+  TF_UP_(k->h_w_fcproj, k->w_fcproj, 4 * C * C * F);
+  TF_UP_(k->h_b_fcproj, k->b_fcproj, C * F);
+  for (i = 0; i < TF_B_ACTS; i++) TF_UP_(k->h_act[i], k->act[i], k->act_len[i] * F);
+#undef TF_UP_
+  if (st == CUBERT_STATUS_OK) st = cubert_client_sync(d->client, e);
+  k->uploaded = 1;
+  return st;
+}
+
+/* The block's ten launches (no wait). */
+TF_FN_ cubert_status_t tf_block_launch(tf_block_t *k, tf_data_t *d, const tf_plan_t *p, cubert_error_t *e) {
+  const tf_shape_t s = d->s;
+  const uint32_t BT = s.B * s.T, C = s.C;
+  cubert_client_t *c = d->client;
+  cubert_handle_t *a = k->h_act;
+  cubert_status_t st;
+#define TF_DO_(call)                                                                         \
+  if ((st = (call)) != CUBERT_STATUS_OK) return st
+  TF_DO_(tf_layernorm(c, p, &a[TF_B_LN1], &d->h_mean, &d->h_rstd, &d->h_x, &d->h_ln_w, &d->h_ln_b, BT, C, e));
+  TF_DO_(tf_matmul(c, p, &a[TF_B_QKV], &a[TF_B_LN1], &d->h_w_qkv, &d->h_b_qkv, BT, C, 3 * C, e));
+  TF_DO_(tf_attention(c, p, &a[TF_B_ATTY], &a[TF_B_QKV], s.B, s.T, C, s.NH, e));
+  TF_DO_(tf_matmul(c, p, &a[TF_B_ATTPROJ], &a[TF_B_ATTY], &k->h_w_proj, &k->h_b_proj, BT, C, C, e));
+  TF_DO_(tf_residual(c, p, &a[TF_B_RES2], &d->h_x, &a[TF_B_ATTPROJ], (uint64_t)BT * C, e));
+  TF_DO_(tf_layernorm(c, p, &a[TF_B_LN2], &d->h_mean, &d->h_rstd, &a[TF_B_RES2], &d->h_ln_w, &d->h_ln_b, BT, C, e));
+  TF_DO_(tf_matmul(c, p, &a[TF_B_FCH], &a[TF_B_LN2], &k->h_w_fc, &k->h_b_fc, BT, C, 4 * C, e));
+  TF_DO_(tf_gelu(c, p, &a[TF_B_FCHG], &a[TF_B_FCH], (uint64_t)BT * 4 * C, e));
+  TF_DO_(tf_matmul(c, p, &a[TF_B_FCPROJ], &a[TF_B_FCHG], &k->h_w_fcproj, &k->h_b_fcproj, BT, 4 * C, C, e));
+  TF_DO_(tf_residual(c, p, &a[TF_B_OUT], &a[TF_B_RES2], &a[TF_B_FCPROJ], (uint64_t)BT * C, e));
+#undef TF_DO_
+  return CUBERT_STATUS_OK;
+}
+
+/* The block on the host with the single-threaded reference (into k->act). */
+TF_FN_ void tf_block_reference(tf_block_t *k, tf_data_t *d) {
+  const int B = (int)d->s.B, T = (int)d->s.T, C = (int)d->s.C, NH = (int)d->s.NH;
+  float **a = k->act;
+  tf_ref_layernorm(a[TF_B_LN1], d->ref_mean, d->ref_rstd, d->x, d->ln_w, d->ln_b, B, T, C);
+  tf_ref_matmul(a[TF_B_QKV], a[TF_B_LN1], d->w_qkv, d->b_qkv, B, T, C, 3 * C);
+  tf_ref_attention(a[TF_B_ATTY], d->preatt, d->att, a[TF_B_QKV], B, T, C, NH);
+  tf_ref_matmul(a[TF_B_ATTPROJ], a[TF_B_ATTY], k->w_proj, k->b_proj, B, T, C, C);
+  tf_ref_residual(a[TF_B_RES2], d->x, a[TF_B_ATTPROJ], B * T * C);
+  tf_ref_layernorm(a[TF_B_LN2], d->ref_mean, d->ref_rstd, a[TF_B_RES2], d->ln_w, d->ln_b, B, T, C);
+  tf_ref_matmul(a[TF_B_FCH], a[TF_B_LN2], k->w_fc, k->b_fc, B, T, C, 4 * C);
+  tf_ref_gelu(a[TF_B_FCHG], a[TF_B_FCH], B * T * 4 * C);
+  tf_ref_matmul(a[TF_B_FCPROJ], a[TF_B_FCHG], k->w_fcproj, k->b_fcproj, B, T, 4 * C, C);
+  tf_ref_residual(a[TF_B_OUT], a[TF_B_RES2], a[TF_B_FCPROJ], B * T * C);
+}
+
+/* Read the block's output and compare it with the reference's (which must have run):
+ * |out - ref| <= 1e-3 + 1e-3 |ref| (ten layers of rounding). Returns the mismatches. */
+TF_FN_ size_t tf_block_compare(tf_block_t *k, tf_data_t *d, double *worst, cubert_status_t *st,
+                               cubert_error_t *e) {
+  size_t i, bad = 0, n = k->act_len[TF_B_OUT];
+  *worst = 0;
+  *st = cubert_client_read_one(d->client, &k->h_act[TF_B_OUT], k->out, n * sizeof(float), e);
+  if (*st != CUBERT_STATUS_OK) return n;
+  for (i = 0; i < n; i++) {
+    double diff = fabs((double)k->out[i] - (double)k->act[TF_B_OUT][i]);
+    double q = diff / (1e-3 + 1e-3 * fabs((double)k->act[TF_B_OUT][i]));
+    if (!(q <= 1.0)) bad++;
+    if (q > *worst) *worst = q;
+  }
+  return bad;
+}
+
 #endif /* CUBERT_EXAMPLES_TRANSFORMER_HOST_H */

@@ -79,6 +79,21 @@ static void layers_on(const cts_options_t *options) {
   CHECK(tf_data_init(&d, small_shape(), 1) == 0);
   CHECK_OK(tf_data_upload(&d, env.client, NULL));
   for (p = 0; p < 4; p++) run_layers(env.client, &d, &plans[p], &ran);
+  { /* the whole block (ten launches, one sync) with the CPU and the GPU plans */
+    tf_block_t k;
+    double worst;
+    cubert_status_t st;
+    CHECK(tf_block_init(&k, &d) == 0);
+    CHECK_OK(tf_block_upload(&k, &d, NULL));
+    tf_block_reference(&k, &d);
+    for (p = 0; p < 2; p++) {
+      CHECK_OK(tf_block_launch(&k, &d, &plans[p], NULL));
+      CHECK_EQ_U64(tf_block_compare(&k, &d, &worst, &st, NULL), 0);
+      CHECK_OK(st);
+      CHECK_MSG(worst <= 1.0, "plan %s: block worst %g x tolerance", plans[p].name, worst);
+    }
+    tf_block_free(&k, &d);
+  }
   tf_data_free(&d);
   cts_teardown(&env);
 }
