@@ -41,28 +41,31 @@ typedef struct tf_plan_t {
   uint32_t softmax_online; /* tk_softmax's algorithm: 2 online with the row in shared memory
                               (GPU), 1 online, 0 three passes (CPU) */
   uint32_t attention_online; /* tk_attention's: 1 online (GPU), 0 transposed keys (CPU) */
+  uint32_t unchecked; /* 1: launch_unchecked (a GPU: no bounds test per access); 0: CHECKED,
+                         whose full cubes run unchecked on the CPU (declared cube bounds) */
 } tf_plan_t;
 
 /* The CPU: one unit per row walks it as a plain loop (vectorized); the
  * elementwise kernels take 2048 lines a cube; attention: a cube per
  * (batch, head), a unit per query. */
 TF_FN_ tf_plan_t tf_plan_cpu(void) {
-  tf_plan_t p = {"cpu", 1, 1, 1, 2048, 64, 1, 0, 0};
+  tf_plan_t p = {"cpu", 1, 1, 1, 2048, 64, 1, 0, 0, 0};
   return p;
 }
-/* A GPU: a unit per line (coalesced), large cubes for the long rows. */
+/* A GPU: a unit per line (coalesced), large cubes for the long rows, the
+ * online softmax (row in shared memory) and attention, unchecked launches. */
 TF_FN_ tf_plan_t tf_plan_gpu(void) {
-  tf_plan_t p = {"gpu", 192, 192, 256, 256, 32, 1024, 2, 1};
+  tf_plan_t p = {"gpu", 192, 192, 256, 256, 32, 1024, 2, 1, 1};
   return p;
 }
 /* Odd sizes everywhere (the tests: partial planes, units without work). */
 TF_FN_ tf_plan_t tf_plan_odd(void) {
-  tf_plan_t p = {"odd", 37, 37, 37, 50, 5, 37, 0, 0};
+  tf_plan_t p = {"odd", 37, 37, 37, 50, 5, 37, 0, 0, 0};
   return p;
 }
 /* The GPU plan's other ways: the online softmax without shared memory, 16-unit cubes. */
 TF_FN_ tf_plan_t tf_plan_gpu_online(void) {
-  tf_plan_t p = {"gpu-online", 64, 96, 128, 512, 16, 256, 1, 1};
+  tf_plan_t p = {"gpu-online", 64, 96, 128, 512, 16, 256, 1, 1, 0};
   return p;
 }
 /* The plan for `client`'s device: the GPU plan on a CUDA device, else the CPU one. */
@@ -77,12 +80,16 @@ TF_FN_ tf_plan_t tf_plan_for(cubert_client_t *client) {
 
 TF_FN_ uint32_t tf_ceil_div(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1u) / b); }
 
-TF_FN_ cubert_status_t tf_launch_(cubert_client_t *c, const cubert_kernel_t *k, uint32_t cx,
-                                  uint32_t cy, uint32_t cz, uint32_t units,
+/* CHECKED (cubert_client_launch) unless the plan says unchecked
+ * (cubert_client_launch_unchecked: UNCHECKED on a device whose bounds-check
+ * mode is AUTO; a VALIDATE or RACECHECK device still checks it). */
+TF_FN_ cubert_status_t tf_launch_(cubert_client_t *c, const tf_plan_t *p, const cubert_kernel_t *k,
+                                  uint32_t cx, uint32_t cy, uint32_t cz, uint32_t units,
                                   cubert_launch_arguments_t *a, cubert_error_t *e) {
   cubert_cube_count_t count = cubert_cube_count_new_3d(cx, cy, cz);
   cubert_status_t st = cubert_launch_arguments_set_cube_dim(a, units, 1, 1);
   if (st != CUBERT_STATUS_OK) return st;
+  if (p->unchecked) return cubert_client_launch_unchecked(c, k, &count, a, e);
   return cubert_client_launch(c, k, &count, a, e);
 }
 
@@ -99,7 +106,7 @@ TF_FN_ cubert_status_t tf_encoder(cubert_client_t *c, const tf_plan_t *p, const 
   (void)cubert_launch_arguments_set_buffer(&a, 3, out);
   (void)cubert_launch_arguments_set_u32(&a, 0, T);
   (void)cubert_launch_arguments_set_u32(&a, 1, C / 4u);
-  return tf_launch_(c, &tk_encoder_kernel, B * T, 1, 1, p->encoder, &a, e);
+  return tf_launch_(c, p, &tk_encoder_kernel, B * T, 1, 1, p->encoder, &a, e);
 }
 
 TF_FN_ cubert_status_t tf_layernorm(cubert_client_t *c, const tf_plan_t *p, const cubert_handle_t *out,
@@ -116,7 +123,7 @@ TF_FN_ cubert_status_t tf_layernorm(cubert_client_t *c, const tf_plan_t *p, cons
   (void)cubert_launch_arguments_set_buffer(&a, 4, mean);
   (void)cubert_launch_arguments_set_buffer(&a, 5, rstd);
   (void)cubert_launch_arguments_set_u32(&a, 0, C / 4u);
-  return tf_launch_(c, &tk_layernorm_kernel, rows, 1, 1, p->layernorm, &a, e);
+  return tf_launch_(c, p, &tk_layernorm_kernel, rows, 1, 1, p->layernorm, &a, e);
 }
 
 /* out (m, n) = inp (m, k) . weight (n, k)^T + bias (n). */
@@ -134,7 +141,7 @@ TF_FN_ cubert_status_t tf_matmul(cubert_client_t *c, const tf_plan_t *p, const c
   (void)cubert_launch_arguments_set_u32(&a, 0, m);
   (void)cubert_launch_arguments_set_u32(&a, 1, k);
   (void)cubert_launch_arguments_set_u32(&a, 2, n);
-  return tf_launch_(c, &tk_matmul_kernel, tf_ceil_div(n, TK_MM_BN), tf_ceil_div(m, TK_MM_BM), 1,
+  return tf_launch_(c, p, &tk_matmul_kernel, tf_ceil_div(n, TK_MM_BN), tf_ceil_div(m, TK_MM_BM), 1,
                     TK_MM_UNITS, &a, e);
 }
 
@@ -149,7 +156,7 @@ TF_FN_ cubert_status_t tf_attention(cubert_client_t *c, const tf_plan_t *p, cons
   (void)cubert_launch_arguments_set_u32(&a, 0, T);
   (void)cubert_launch_arguments_set_u32(&a, 1, C);
   (void)cubert_launch_arguments_set_u32(&a, 2, p->attention_online);
-  return tf_launch_(c, &tk_attention_kernel, tf_ceil_div(T, units), NH, B, units, &a, e);
+  return tf_launch_(c, p, &tk_attention_kernel, tf_ceil_div(T, units), NH, B, units, &a, e);
 }
 
 TF_FN_ cubert_status_t tf_gelu(cubert_client_t *c, const tf_plan_t *p, const cubert_handle_t *out,
@@ -159,7 +166,7 @@ TF_FN_ cubert_status_t tf_gelu(cubert_client_t *c, const tf_plan_t *p, const cub
   (void)cubert_launch_arguments_set_buffer(&a, 0, in);
   (void)cubert_launch_arguments_set_buffer(&a, 1, out);
   (void)cubert_launch_arguments_set_u32(&a, 0, p->per_cube);
-  return tf_launch_(c, &tk_gelu_kernel, tf_ceil_div(n / 4u, p->per_cube), 1, 1, p->elementwise,
+  return tf_launch_(c, p, &tk_gelu_kernel, tf_ceil_div(n / 4u, p->per_cube), 1, 1, p->elementwise,
                     &a, e);
 }
 
@@ -172,7 +179,7 @@ TF_FN_ cubert_status_t tf_residual(cubert_client_t *c, const tf_plan_t *p, const
   (void)cubert_launch_arguments_set_buffer(&a, 1, y);
   (void)cubert_launch_arguments_set_buffer(&a, 2, out);
   (void)cubert_launch_arguments_set_u32(&a, 0, p->per_cube);
-  return tf_launch_(c, &tk_residual_kernel, tf_ceil_div(n / 4u, p->per_cube), 1, 1, p->elementwise,
+  return tf_launch_(c, p, &tk_residual_kernel, tf_ceil_div(n / 4u, p->per_cube), 1, 1, p->elementwise,
                     &a, e);
 }
 
@@ -194,7 +201,7 @@ TF_FN_ cubert_status_t tf_softmax(cubert_client_t *c, const tf_plan_t *p, const 
     else
       (void)cubert_launch_arguments_set_u32(&a, 2, 1u);
   }
-  return tf_launch_(c, &tk_softmax_kernel, rows, 1, 1, p->softmax, &a, e);
+  return tf_launch_(c, p, &tk_softmax_kernel, rows, 1, 1, p->softmax, &a, e);
 }
 
 /* ---- the harness: every layer's inputs at one shape ------------------------------------ */

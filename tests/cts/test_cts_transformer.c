@@ -120,11 +120,14 @@ TEST(cts_transformer_layers_racecheck_clean) {
 TEST(cts_transformer_matmul_partial_tiles) {
   static const uint32_t shapes[2][3] = {{37, 20, 70}, {3, 4, 5}};
   cts_env_t env;
-  tf_plan_t plan = tf_plan_gpu();
+  tf_plan_t plans[2];
   int c;
+  plans[0] = tf_plan_cpu(); /* CHECKED */
+  plans[1] = tf_plan_gpu(); /* launch_unchecked */
   cts_setup(&env, 0);
-  for (c = 0; c < 2; c++) {
-    const uint32_t m = shapes[c][0], k = shapes[c][1], n = shapes[c][2];
+  for (c = 0; c < 4; c++) {
+    const tf_plan_t plan = plans[c / 2];
+    const uint32_t m = shapes[c % 2][0], k = shapes[c % 2][1], n = shapes[c % 2][2];
     float inp[37 * 20], w[70 * 20], bias[70], out[37 * 70], ref[37 * 70];
     cubert_handle_t h[4];
     uint32_t i;
