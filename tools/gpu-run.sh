@@ -129,8 +129,8 @@ else
 fi
 
 # The transformer's layers (examples/transformer): checked and timed on the GPU, then
-# against PyTorch eager on the same GPU (steps 10-12; first, so that they run within the
-# budget; `bash tools/gpu-run.sh transformer` runs only these).
+# against PyTorch eager on the same GPU (steps 10-12: last in a full run; `bash
+# tools/gpu-run.sh transformer` runs only these after the build).
 transformer_steps() {
   step transformer 60 "$OUT/transformer.txt" "$B/examples/transformer"
   grep -E '^(GPT-2|  [a-z]|not on|every|some)' "$OUT/transformer.txt" | tee -a "$SUMMARY"
@@ -141,8 +141,8 @@ transformer_steps() {
     "$B/bench/bench_transformer" --gpu --torch "$OUT/torch.txt"
   grep -E '^\| gpu|bench_transformer' "$OUT/transformer.txt" | tee -a "$SUMMARY"
 }
-transformer_steps
 if [ "$ONLY" = "transformer" ]; then
+  transformer_steps
   printf '\n==== summary (%ss; logs in %s)\n' "$(($(date +%s) - start))" "$OUT"
   cat "$SUMMARY"
   exit "$failed"
@@ -191,6 +191,8 @@ else
   echo "compute-sanitizer not installed" > "$OUT/sanitizer.txt"
   note "step memcheck: skipped (compute-sanitizer not installed)"
 fi
+
+transformer_steps
 
 printf '\n==== summary (%ss; logs in %s)\n' "$(($(date +%s) - start))" "$OUT"
 cat "$SUMMARY"
