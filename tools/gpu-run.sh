@@ -139,7 +139,7 @@ transformer_steps() {
   grep -E '^(PyTorch|  [a-z_]+ +[0-9]|transformer_torch)' "$OUT/transformer.txt" | tee -a "$SUMMARY"
   step transformer-bench 120 "$OUT/transformer.txt" env CUBERT_BENCH_CSV="$OUT/bench.csv" \
     "$B/bench/bench_transformer" --gpu --torch "$OUT/torch.txt"
-  grep -E '^\| gpu|bench_transformer' "$OUT/transformer.txt" | tee -a "$SUMMARY"
+  grep -E '^(\| gpu|bench_transformer)' "$OUT/transformer.txt" | tee -a "$SUMMARY"
 }
 if [ "$ONLY" = "transformer" ]; then
   transformer_steps
