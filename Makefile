@@ -101,7 +101,7 @@ HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 # carries (one kernel library; nvcc needed, else the images are left out and the
 # GPU tests say so).
 KERNEL_SOURCES := examples/kernels/cubert_kernels.h tests/cts/cts_kernels.h tests/cts/cts_kernels_launch.h \
-  tests/cts/cts_dialect_kernels.h tests/cuda/cuda_test_kernels.h
+  tests/cts/cts_dialect_kernels.h tests/cuda/cuda_test_kernels.h examples/transformer/transformer_kernels.h
 CUDA_LINK_OBJ := $(if $(HAVE_NVCC),$(KERNEL_SOURCES:%.h=$(BUILD)/kernels/%.o))
 FAKE_LIBNCCL_VARIANTS := cuda-fake-nccl cuda-fake-nccl-old cuda-fake-nccl-nosend
 CUDA_TEST_DEPS := $(BUILD)/cuda-fake/libcuda.so.1 $(BUILD)/cuda-fake-nogpa/libcuda.so.1 \
@@ -179,7 +179,7 @@ $(BUILD)/obj/backend-cuda/%.o: backend-cuda/%.c | cuda-headers
 
 # The kernel library every example, test, tool, bench and fuzz target uses
 # (examples/kernels/cubert_kernels.h, docs/kernels.md).
-KERNELS_INC := -Iexamples/kernels
+KERNELS_INC := -Iexamples/kernels -Iexamples/transformer
 
 # Tests, examples, benches and tools are hosted code (they may use libc).
 $(BUILD)/obj/tests/%.o: tests/%.c
@@ -254,6 +254,18 @@ $(BUILD)/examples/%: examples/%.c $(CUDA_LINK_OBJ) $(STATIC_LIB) | $(BUILD)/exam
 $(BUILD)/tools/%: tools/%.c $(CUDA_LINK_OBJ) $(STATIC_LIB) | $(BUILD)/tools
 	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
 -include $(wildcard $(BUILD)/examples/*.d $(BUILD)/bench/*.d $(BUILD)/tools/*.d)
+
+# examples/transformer/: the forward layers of a GPT-2 block in the kernel dialect, each
+# checked against the plain C reference and timed (`make transformer`; TRANSFORMER_ARGS, e.g.
+# --small, --head, --runs N). Built with BENCH_OPT (-O3, the host's vector width) after
+# CFLAGS: the kernels' phases are loops the compiler vectorizes from -O3 on (docs/kernels.md).
+TRANSFORMER_BIN := $(BUILD)/examples/transformer
+EXAMPLE_BIN += $(TRANSFORMER_BIN)
+$(TRANSFORMER_BIN): examples/transformer/transformer.c $(CUDA_LINK_OBJ) $(STATIC_LIB) | $(BUILD)/examples
+	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(BENCH_OPT) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+.PHONY: transformer
+transformer: $(TRANSFORMER_BIN)
+	$(TRANSFORMER_BIN) $(TRANSFORMER_ARGS)
 
 examples: $(EXAMPLE_BIN)
 tools: $(TOOL_BIN)

@@ -34,6 +34,9 @@ $(BUILD)/bench/peers.flags: FORCE | $(BUILD)/bench
 $(BUILD)/bench/bench_peers: $(BUILD)/bench/peers.flags
 $(BUILD)/bench/bench_peers: BENCH_EXTRA_CFLAGS = $(BENCH_PEER_CFLAGS)
 $(BUILD)/bench/bench_peers: BENCH_EXTRA_LIBS = $(BENCH_PEER_LIBS)
+# bench/bench_transformer.c: the OpenMP flavour of the transformer's C reference (the same probe).
+$(BUILD)/bench/bench_transformer: $(BUILD)/bench/peers.flags
+$(BUILD)/bench/bench_transformer: BENCH_EXTRA_CFLAGS = $(BENCH_PEER_CFLAGS)
 .PHONY: FORCE
 FORCE:
 

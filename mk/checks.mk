@@ -53,7 +53,7 @@ check-headers:
 # Every kernel source of the project in one file (tests/build/kernel_warnings.c),
 # gcc and clang at -O3 -Wall -Wextra -Werror: correct kernels give no warning
 # (docs/kernels.md; issue 22's -Wmaybe-uninitialized).
-KERNEL_WARN_INC := -Iinclude -Iexamples/kernels -Itests/cts -Itests/cuda -Ibackend-cuda
+KERNEL_WARN_INC := -Iinclude -Iexamples/kernels -Iexamples/transformer -Itests/cts -Itests/cuda -Ibackend-cuda
 .PHONY: check-kernel-warnings
 check-kernel-warnings:
 	@set -e; mkdir -p $(BUILD)/headers; for cc in $(or $(KERNEL_WARN_CCS),gcc clang); do \

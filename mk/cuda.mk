@@ -121,6 +121,10 @@ $(BUILD)/bench/bench_cuda: bench/bench_cuda.c $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_O
 # bench/bench_cuda_record.c: recorded sequences (CUDA graphs) next to a raw launch loop and a raw graph.
 $(BUILD)/bench/bench_cuda_record: bench/bench_cuda_record.c $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench cuda-headers
 	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -I. -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
+# bench/bench_transformer.c: the transformer's layers on the GPU (and the CPU rows), with the
+# kernel images linked in, OpenMP as in bench.mk.
+$(BUILD)/bench/bench_transformer: bench/bench_transformer.c $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench cuda-headers
+	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -I. -Ibackend-cpu -Itests/support $(KERNELS_INC) $(BENCH_EXTRA_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(BENCH_OPT) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)
 # bench/bench_nccl.c: all_reduce through the client next to raw NCCL (the loaders' tables).
 $(BUILD)/bench/bench_nccl: bench/bench_nccl.c $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) | $(BUILD)/bench cuda-headers
 	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) -Icore -I. -Ibackend-cpu -Ibackend-cuda -isystem $(CUDA_INCLUDE) -Itests/support $(KERNELS_INC) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) $(LDFLAGS) -o $@ $< $(CUDA_LINK_OBJ) $(BENCH_SUPPORT_OBJ) $(INTERNAL_LIB) $(HOST_LIBS)

@@ -4,6 +4,7 @@ help:
 	@echo 'cubert $(VERSION). Targets (BUILD=$(BUILD); every output goes under it):'
 	@echo '  all (default)       libcubert.a, libcubert.so.$(VERSION) + symlinks, cubert.pc'
 	@echo '  run                 build the examples and run examples/demo'
+	@echo '  transformer         the GPT-2 block layers (examples/transformer): checked and timed (TRANSFORMER_ARGS)'
 	@echo '  test                build and run the suite, then the conformance suite on all three drivers'
 	@echo '                      (after fuzz-replay); TESTS="prefix ..." runs a subset'
 	@echo '  cts                 the conformance suite on one registered driver: DRIVER=cpu|deterministic|inline|cuda (CUDA=1)|probe'

@@ -5,6 +5,7 @@
 # repository root:
 #
 #   bash tools/gpu-run.sh            # logs to $OUT (or build/gpu-run when unset)
+#   bash tools/gpu-run.sh transformer  # only the build and the transformer steps (10-12)
 #
 # Steps, each under a time limit cut to what is left of GPU_RUN_BUDGET
 # (default 540 s; a step with less than 15 s left is skipped and said so),
@@ -27,10 +28,16 @@
 #      CUDA=1: the demo on the GPU
 #   9. compute-sanitizer memcheck over cuda-smoke --quick and over a few
 #      client tests (when installed)
-# Files under $OUT (10, no subfolder): summary.txt (printed last), build.log,
+#  10. examples/transformer: the GPT-2 block's layers on the GPU, each checked
+#      against the C reference and timed
+#  11. tools/transformer_torch.py: the same ops in PyTorch eager (the GPU
+#      machine's python3; float32, TF32 off), medians to torch.txt
+#  12. bench_transformer --gpu --torch torch.txt: the layers vs those figures
+#      (rows in bench.txt / bench.csv too)
+# Files under $OUT (13, no subfolder): summary.txt (printed last), build.log,
 # cts.log, cuda-tests.log, smoke.txt (cubert-info, both smoke runs, the
 # demo), bench.txt, bench-record.txt, bench.csv (join it to `make bench`: BENCH_EXTRA_CSV),
-# torch.csv (the PyTorch rows), sanitizer.txt.
+# torch.csv (the PyTorch graph rows), sanitizer.txt, transformer.txt (steps 10-12), torch.txt.
 # Exit status: 0 when every step passed, else 1.
 set -u
 
@@ -52,7 +59,8 @@ export CUDA_PATH
 mkdir -p "$OUT"
 JOBS=$(nproc 2>/dev/null || echo 4)
 SUMMARY=$OUT/summary.txt
-for f in summary.txt build.log cts.log cuda-tests.log smoke.txt bench.txt bench-record.txt sanitizer.txt; do
+ONLY=${1:-}
+for f in summary.txt build.log cts.log cuda-tests.log smoke.txt bench.txt bench-record.txt sanitizer.txt transformer.txt; do
   : > "$OUT/$f"
 done
 rm -f "$OUT/bench.csv" "$OUT/torch.csv"
@@ -117,12 +125,32 @@ step() {
 B=build/cuda
 step build 240 "$OUT/build.log" \
   make -j"$JOBS" CUDA=1 all tools examples "$B/cubert-test" "$B/cuda-smoke" "$B/bench/bench_cuda" \
-  "$B/bench/bench_cuda_record"
+  "$B/bench/bench_cuda_record" "$B/bench/bench_transformer"
 images=$(find "$B/kernels" -name '*.o' 2>/dev/null | wc -l)
 if [ "$images" -ge 1 ]; then
   note "kernel images: $images embedded"
 else
   note "kernel images: NOT embedded (nvcc not found? see build.log)"
+fi
+
+# The transformer's layers (examples/transformer): checked and timed on the GPU, then
+# against PyTorch eager on the same GPU (steps 10-12: last in a full run; `bash
+# tools/gpu-run.sh transformer` runs only these after the build).
+transformer_steps() {
+  step transformer 60 "$OUT/transformer.txt" "$B/examples/transformer"
+  grep -E '^(GPT-2|  [a-z]|not on|every|some)' "$OUT/transformer.txt" | tee -a "$SUMMARY"
+  rm -f "$OUT/torch.txt"
+  step transformer-torch 150 "$OUT/transformer.txt" python3 tools/transformer_torch.py --out "$OUT/torch.txt"
+  grep -E '^(PyTorch|  [a-z_]+ +[0-9]|transformer_torch)' "$OUT/transformer.txt" | tee -a "$SUMMARY"
+  step transformer-bench 120 "$OUT/transformer.txt" env CUBERT_BENCH_CSV="$OUT/bench.csv" \
+    "$B/bench/bench_transformer" --gpu --torch "$OUT/torch.txt"
+  grep -E '^(\| gpu|bench_transformer)' "$OUT/transformer.txt" | tee -a "$SUMMARY"
+}
+if [ "$ONLY" = "transformer" ]; then
+  transformer_steps
+  printf '\n==== summary (%ss; logs in %s)\n' "$(($(date +%s) - start))" "$OUT"
+  cat "$SUMMARY"
+  exit "$failed"
 fi
 
 step cubert-info 30 "$OUT/smoke.txt" "$B/tools/cubert-info"
@@ -184,6 +212,8 @@ else
   echo "compute-sanitizer not installed" > "$OUT/sanitizer.txt"
   note "step memcheck: skipped (compute-sanitizer not installed)"
 fi
+
+transformer_steps
 
 printf '\n==== summary (%ss; logs in %s)\n' "$(($(date +%s) - start))" "$OUT"
 cat "$SUMMARY"

@@ -11,6 +11,7 @@
 #include "cts_kernels.h"
 #include "cts_kernels_launch.h"
 #include "cts_dialect_kernels.h"
+#include "transformer_kernels.h"
 #include "cuda_test_kernels.h"
 #include "comm/cuda_comm_kernels.h"
 
@@ -36,6 +37,8 @@ const cubert_kernel_cpu_fn_t kernel_warnings_table[] = {
     ck_oob_write_u32, cts_sleep_u32,   cts_oob_rw_u32,     cts_nop,           cts_atomic_u32,
     cts_atomic_i32,  cts_atomic_u64,   cts_atomic_i64,     cts_atomic_f32,    cts_plane_u32,
     cts_plane_f32,   cts_barrier_u32,  cts_math_f32,  cuda_test_poke_u32, kw_broadcast_f32,
+    tk_encoder,      tk_layernorm,     tk_matmul,          tk_attention,      tk_gelu,
+    tk_residual,     tk_softmax,
     cubert_comm_mean_f32, cubert_comm_mean_f64, cubert_comm_mean_i32, cubert_comm_mean_i64,
     cubert_comm_mean_u32, cubert_comm_mean_u64, cubert_comm_mean_i8, cubert_comm_mean_u8,
     cts_scalars_typed, cts_shape_probe, cts_line_axpy_f32x4, cts_line_edges_u32x4,

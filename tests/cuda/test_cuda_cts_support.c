@@ -29,6 +29,7 @@
 #include "cts.h"
 #include "cts_kernels_launch.h"
 #include "cts_dialect_kernels.h"
+#include "transformer_kernels.h"
 
 /* Declared here and in tests/cts/cts.c / cts_multi.c (the CUDA build's hooks). */
 int cts_cuda_prepare(char *skip, size_t size);
@@ -77,6 +78,10 @@ static const cubert_kernel_t *const k_kernels[] = {
     &g_cts_atomic_u32,       &g_cts_atomic_i32,    &g_cts_atomic_u64,
     &g_cts_atomic_i64,       &g_cts_atomic_f32,    &g_cts_plane_u32,
     &g_cts_plane_f32,        &g_cts_barrier_u32,   &g_cts_math_f32,
+    /* examples/transformer/transformer_kernels.h (tests/cts/test_cts_transformer.c) */
+    &tk_encoder_kernel,      &tk_layernorm_kernel, &tk_matmul_kernel,
+    &tk_attention_kernel,    &tk_gelu_kernel,      &tk_residual_kernel,
+    &tk_softmax_kernel,
 };
 #define KERNEL_COUNT (sizeof k_kernels / sizeof k_kernels[0])
 
