@@ -160,6 +160,13 @@ cubert_status_t client_check_owner(const device_state_t *state, const cubert_han
   uint64_t fields[4];
   if (handle->device == state->device.index_id && handle->device_key == state->device_key)
     return CUBERT_STATUS_OK;
+  if (handle->device_key == 0) { /* instance numbers start at 1: no device issued it */
+    cubert__fmt_initialize(&f, reason, sizeof(reason));
+    cubert__fmt_append_str(&f, fn);
+    cubert__fmt_append_str(&f, ": the handle was never issued (device_key 0: a zeroed or "
+                               "uninitialized handle)");
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_HANDLE, NULL, 0, reason);
+  }
   fields[0] = handle->device;
   fields[1] = handle->device_key;
   fields[2] = state->device.index_id;
@@ -172,7 +179,6 @@ cubert_status_t client_check_owner(const device_state_t *state, const cubert_han
                                 ? ": the handle belongs to another device"
                                 : ": the handle belongs to an earlier device with this id");
   return cubert_error_set(out_error, CUBERT_ERROR_DEVICE_MISMATCH, fields, 4, reason);
-  return CUBERT_STATUS_OK;
 }
 
 /* The record of a failed handle-table call (status only): dead handles and

@@ -485,8 +485,8 @@ CUBERT_API cubert_status_t cubert_client_get_resource(cubert_client_t *client,
  *     CUBERT_KERNEL_MAX_SCALARS: INVALID_ARGUMENT (SERVER_VALIDATION), checked
  *     before either array is read;
  *   - a cube count kind other than STATIC / DYNAMIC: INVALID_ARGUMENT;
- *   - a buffer of another device: DEVICE_MISMATCH; a released one:
- *     INVALID_HANDLE;
+ *   - a buffer of another device: DEVICE_MISMATCH; a released one, or one
+ *     never issued (a zeroed handle: device_key 0): INVALID_HANDLE;
  *   - a buffer whose byte offset (handle offset_start) is not a multiple of
  *     the slot's kernel->buffer_align (0: CUBERT_KERNEL_DEFAULT_BUFFER_ALIGN),
  *     or a buffer_align that is not a power of two up to 64: INVALID_ARGUMENT

@@ -288,7 +288,7 @@ TEST(cts_launch_bad_arguments_enqueue_nothing) {
   cts_env_t env;
   uint32_t data[4] = {1, 2, 3, 4}, out[4];
   uint64_t delta = 1;
-  cubert_handle_t h, dead;
+  cubert_handle_t h, dead, zeroed;
   cubert_launch_arguments_t args;
   cubert_cube_count_t count = cubert_cube_count_new_single();
   cubert_kernel_t no_entry = ck_add_scalar_u32_kernel;
@@ -302,6 +302,18 @@ TEST(cts_launch_bad_arguments_enqueue_nothing) {
   args = args_of(&h, 1, &delta, 0); /* the kernel needs one scalar */
   CHECK_STATUS(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL),
                CUBERT_STATUS_INVALID_ARGUMENT);
+  memset(&zeroed, 0, sizeof zeroed); /* a handle never created */
+  args = args_of(&zeroed, 1, &delta, 1);
+  CHECK_STATUS(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL),
+               CUBERT_STATUS_INVALID_HANDLE);
+  CHECK_STATUS(cubert_client_launch_unchecked(env.client, &ck_add_scalar_u32_kernel, &count, &args,
+                                              NULL),
+               CUBERT_STATUS_INVALID_HANDLE);
+  cubert_launch_arguments_initialize(&args); /* the same through the builder */
+  CHECK_OK(cubert_launch_arguments_set_buffer(&args, 0, &zeroed));
+  CHECK_OK(cubert_launch_arguments_set_u32(&args, 0, 1u));
+  CHECK_STATUS(cubert_client_launch(env.client, &ck_add_scalar_u32_kernel, &count, &args, NULL),
+               CUBERT_STATUS_INVALID_HANDLE);
   no_entry.cpu_entry = NULL; /* no entry point for any device */
   no_entry.cuda_entry_name = NULL;
   args = args_of(&h, 1, &delta, 1);
