@@ -331,6 +331,7 @@ cubert_status_t cubert__server_sync(cubert_server_t *server, uint64_t stream,
   server_slot_t *slot = NULL;
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
   CUBERT_RETURN_IF_ERROR(server_slot(server, stream, &slot, out_error));
+  if (server->external_live) server_external_poll(server, false);
   server_gc_poll_if_pending(server);
   return completion_arm(server, slot, completion, out_error);
 }
@@ -418,6 +419,7 @@ cubert_status_t cubert__server_get_resource(cubert_server_t *server, uint64_t st
 /* ---- flush ------------------------------------------------------------------------ */
 
 cubert_status_t cubert__server_flush(cubert_server_t *server, uint64_t stream, cubert_error_t *out_error) {
+  if (server->external_live) server_external_poll(server, false);
   server_gc_poll_if_pending(server);
   return server_drain(server, stream, out_error);
 }
