@@ -776,3 +776,71 @@ TEST(cts_get_resource_async) {
   CHECK_STATUS(cubert_client_get_resource_async(env.client, &h, &r, &c, &err), CUBERT_STATUS_INVALID_HANDLE);
   cts_teardown(&env);
 }
+
+/* Another device's tensor (two devices of one driver share the memory
+ * space: CPU devices host memory, CUDA devices of one GPU its device memory)
+ * is adopted, not copied: a kernel of the importer writes the exporter's
+ * memory; the exporter's deleter runs once, when the importer's last
+ * reference went and its work completed. */
+TEST(cts_dlpack_import_from_another_device) {
+  cts_env_t env;
+  cts_options_t o;
+  cubert_client_t *b = NULL;
+  uint32_t data[N], back[N];
+  cubert_handle_t h;
+  cubert_copy_descriptor_t d;
+  cubert_dlpack_managed_tensor_versioned_t *t = NULL;
+  cubert_dlpack_imported_t im;
+  cubert_resource_t ra, rb;
+  int64_t blocks;
+  int i;
+  cts_setup(&env, 0);
+  memset(&o, 0, sizeof o);
+  o.device_index = 1;
+  CHECK_OK(cts_client_create(env.allocator, &o, &b, NULL));
+  for (i = 0; i < N; i++) data[i] = (uint32_t)i;
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
+  d = desc_1d(&h, N, 4);
+  CHECK_OK(cubert_client_dlpack_export(env.client, &d, dt(CUBERT_DLPACK_UINT, 32, 1), NULL, &t, NULL));
+  blocks = env.counting.live_blocks;
+  CHECK_OK(cubert_client_dlpack_import(b, t, NULL, &im, NULL));
+  CHECK(im.tensor.binding.device == 1);
+  CHECK_OK(cubert_client_get_resource(env.client, &h, &ra, NULL));
+  CHECK_OK(cubert_client_get_resource(b, &im.tensor.binding, &rb, NULL));
+  CHECK_EQ_U64(ra.address, rb.address); /* the same memory */
+  CHECK_OK(add(b, &im.tensor.binding, 9));
+  CHECK_OK(cubert_client_sync(b, NULL)); /* the importer's work ran */
+  CHECK_OK(cubert_client_read_one(env.client, &h, back, sizeof back, NULL));
+  for (i = 0; i < N; i++) CHECK_EQ_U64(back[i], (uint32_t)i + 9u);
+  CHECK(env.counting.live_blocks >= blocks); /* the export is alive */
+  CHECK_OK(cubert_client_handle_release(b, &im.tensor.binding, NULL));
+  CHECK_OK(cubert_client_sync(b, NULL)); /* the importer gives it back: the export's deleter */
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
+  cubert_client_release(b);
+  cts_teardown(&env); /* every block back: the export's deleter ran (once: no bad free) */
+}
+
+/* The importing device goes first: its teardown gives the tensor back. */
+TEST(cts_dlpack_import_given_back_at_importer_teardown) {
+  cts_env_t env;
+  cts_options_t o;
+  cubert_client_t *b = NULL;
+  uint32_t data[4] = {1, 2, 3, 4};
+  cubert_handle_t h;
+  cubert_copy_descriptor_t d;
+  cubert_dlpack_managed_tensor_t *t = NULL;
+  cubert_dlpack_imported_t im;
+  cts_setup(&env, 0);
+  memset(&o, 0, sizeof o);
+  o.device_index = 1;
+  CHECK_OK(cts_client_create(env.allocator, &o, &b, NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
+  d = desc_1d(&h, 4, 4);
+  CHECK_OK(cubert_client_dlpack_export_unversioned(env.client, &d, dt(CUBERT_DLPACK_FLOAT, 32, 1), NULL,
+                                                   &t, NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL)); /* the tensor holds the memory */
+  CHECK_OK(cubert_client_dlpack_import_unversioned(b, t, NULL, &im, NULL));
+  CHECK_OK(add(b, &im.tensor.binding, 1)); /* still pending, the handle never released */
+  cubert_client_release(b); /* b's teardown: after its work, the export's deleter */
+  cts_teardown(&env);
+}
