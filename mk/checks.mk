@@ -20,8 +20,8 @@ check: test check-freestanding check-headers check-kernel-warnings check-32bit c
        check-launch-arguments check-line-ptx check-dlpack-numpy $(if $(HAVE_CLANG),check-clang)
 	@echo "check: ok$(if $(HAVE_CLANG),, (check-clang skipped: $(CLANG) not found; Debian: apt-get install clang))"
 
-# DLPack with NumPy (docs/interop.md): the ctypes helper library over the static library,
-# then examples/python/dlpack_numpy.py round-trips tensors with NumPy on the CPU driver (the
+# DLPack (docs/interop.md): the C example (examples/dlpack.c), then, with NumPy, the ctypes
+# helper library over the static library and examples/python/dlpack_numpy.py round-trips tensors with NumPy on the CPU driver (the
 # same addresses both ways, a cubert kernel writing NumPy's memory, every dtype). The first
 # python3 that imports numpy runs it (PYTHON, then /usr/bin/python3: Debian's python3-numpy);
 # without one it prints "skipped: <reason>".
@@ -33,7 +33,9 @@ $(DLPACK_PY_LIB): examples/python/cubert_dlpack.c $(CUDA_LINK_OBJ) $(STATIC_LIB)
 	@mkdir -p $(@D)
 	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) \
 	  $(LDFLAGS) -shared -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
-check-dlpack-numpy: $(DLPACK_PY_LIB)
+check-dlpack-numpy: $(DLPACK_PY_LIB) $(BUILD)/examples/dlpack
+	@$(BUILD)/examples/dlpack > $(BUILD)/examples/dlpack.out || { cat $(BUILD)/examples/dlpack.out; \
+	  echo "check-dlpack-numpy: examples/dlpack failed"; exit 1; }
 	@py=; for p in $(PYTHON) /usr/bin/python3; do \
 	  if command -v $$p >/dev/null 2>&1 && $$p -c 'import numpy' >/dev/null 2>&1; then py=$$p; break; fi; \
 	done; \
