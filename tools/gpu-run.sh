@@ -16,14 +16,16 @@
 #   4. make cts DRIVER=cuda: the conformance suite on the GPU
 #   5. the CUDA tests (cuda_: the device layer and the client, on the fake
 #      driver and on the GPU)
+#   5b. DLPack with PyTorch on the GPU (tools/gpu-dlpack-torch.py over
+#      build/cuda/examples/python/libcubert_dlpack.so; docs/interop.md)
 #   6. cuda-smoke (device layer checks and raw figures), cuda-smoke --lost
 #   7. bench_cuda: the client against the raw Driver API (its waits, the
 #      allocation path, uploads by copy threads, the context's scheduling)
 #   8. make run CUDA=1: the demo on the GPU
 #   9. compute-sanitizer memcheck over cuda-smoke --quick and over a few
 #      client tests (when installed)
-# Files under $OUT (8, no subfolder): summary.txt (printed last), build.log,
-# cts.log, cuda-tests.log, smoke.txt (cubert-info, both smoke runs, the
+# Files under $OUT (9, no subfolder): summary.txt (printed last), build.log,
+# cts.log, cuda-tests.log, dlpack-torch.log, smoke.txt (cubert-info, both smoke runs, the
 # demo), bench.txt, bench.csv (join it to `make bench`: BENCH_EXTRA_CSV),
 # sanitizer.txt.
 # Exit status: 0 when every step passed, else 1.
@@ -47,7 +49,7 @@ export CUDA_PATH
 mkdir -p "$OUT"
 JOBS=$(nproc 2>/dev/null || echo 4)
 SUMMARY=$OUT/summary.txt
-for f in summary.txt build.log cts.log cuda-tests.log smoke.txt bench.txt sanitizer.txt; do
+for f in summary.txt build.log cts.log cuda-tests.log dlpack-torch.log smoke.txt bench.txt sanitizer.txt; do
   : > "$OUT/$f"
 done
 rm -f "$OUT/bench.csv"
@@ -111,7 +113,7 @@ step() {
 
 B=build/cuda
 step build 240 "$OUT/build.log" \
-  make -j"$JOBS" CUDA=1 all tools examples "$B/cubert-test" "$B/cuda-smoke" "$B/bench/bench_cuda"
+  make -j"$JOBS" CUDA=1 all tools examples dlpack-python "$B/cubert-test" "$B/cuda-smoke" "$B/bench/bench_cuda"
 images=$(find "$B/kernels" -name '*.o' 2>/dev/null | wc -l)
 if [ "$images" -ge 1 ]; then
   note "kernel images: $images embedded"
@@ -131,6 +133,11 @@ step cuda-tests 90 "$OUT/cuda-tests.log" "$B/cubert-test" -j 8 cuda_
 results "$OUT/cuda-tests.log"
 grep -E '^ok   cuda_gpu' "$OUT/cuda-tests.log" | sed 's/ ([0-9]* ms)//' | tr '\n' ' ' | fold -w 160 | tee -a "$SUMMARY"
 echo | tee -a "$SUMMARY"
+
+# DLPack with PyTorch: the same device addresses, ordering by streams only, every dtype.
+step dlpack-torch 90 "$OUT/dlpack-torch.log" python3 tools/gpu-dlpack-torch.py \
+  "$B/examples/python/libcubert_dlpack.so"
+grep -E '^(FAIL|skipped|note|dlpack-torch)' "$OUT/dlpack-torch.log" | tee -a "$SUMMARY"
 
 step smoke 90 "$OUT/smoke.txt" "$B/cuda-smoke"
 grep -E '^(bench|cuda-smoke|  FAIL)' "$OUT/smoke.txt" | tee -a "$SUMMARY"
