@@ -178,7 +178,7 @@ STACK_SRC ?=
 check-hygiene:
 	@sh tests/build/check_hygiene.sh check
 
-# Every path and every function, type or macro that docs/architecture.md and
+# Every path and every function, type or macro that docs/architecture.md, docs/interop.md and
 # docs/writing-a-driver.md name exists where they say (tests/build/check_docs.sh).
 .PHONY: check-docs
 check-docs:
