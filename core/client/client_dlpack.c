@@ -405,18 +405,30 @@ static cubert_status_t import_check(cubert_client_t *client, const cubert_dlpack
   return CUBERT_STATUS_OK;
 }
 
-/* A tensor this very device exported comes back as its own handle. */
+/* A tensor this very device exported comes back as its own memory: a
+ * sub-handle of the exported handle over the tensor's span (the consumer
+ * may have moved data / byte_offset within it). Adopting it instead would
+ * make the device's teardown wait for a deleter that holds the device. */
 static bool import_own(cubert_client_t *client, void (*deleter)(void), void *ctx, import_view_t *v,
                        cubert_error_t *out_error, cubert_status_t *out_status) {
   dlpack_export_t *x = (dlpack_export_t *)ctx;
-  uint64_t used;
+  uint64_t used, start;
   if ((deleter != (void (*)(void))export_deleter_versioned &&
        deleter != (void (*)(void))export_deleter_unversioned) ||
-      !x || x->device_key != client->state->device_key || x->address != v->pointer)
+      !x || x->device_key != client->state->device_key)
     return false;
   used = cubert_handle_size_in_used(&x->handle);
-  if (v->bytes > used) return false; /* unreachable: the export checked its span */
-  *out_status = cubert_client_handle_offset(client, &x->handle, 0, used - v->bytes,
+  start = v->pointer - x->address; /* wraps (huge) below the export's first byte */
+  if (v->pointer < x->address || start > used || v->bytes > used - start) {
+    uint64_t f[3];
+    f[0] = v->pointer;
+    f[1] = x->address;
+    f[2] = used;
+    *out_status = cubert_error_set(out_error, CUBERT_ERROR_OUT_OF_RANGE, f, 3,
+                                   "dlpack import: the tensor lies outside the memory this device exported");
+    return true;
+  }
+  *out_status = cubert_client_handle_offset(client, &x->handle, start, used - start - v->bytes,
                                             &v->out.tensor.binding, out_error);
   return true;
 }

@@ -36,7 +36,8 @@
  * on a thread that runs a server call of this device (a flush, sync, read,
  * import, memory usage or cleanup notices it) or at the device's teardown
  * at the latest. A tensor cubert exported from the same device comes back
- * as a clone of its own handle (the tensor's deleter runs at once). On a
+ * as a sub-handle of its own handle (the same memory id; the tensor's
+ * deleter runs at once). On a
  * refusal nothing was adopted and the caller still owns the tensor (call
  * its deleter itself).
  *
@@ -220,6 +221,8 @@ CUBERT_API cubert_status_t cubert_client_dlpack_export_unversioned(
  *                     elements; IO_UNSUPPORTED_STRIDES); a driver without
  *                     memory_import; a NATIVE stream without native streams;
  *   OVERFLOW          the span does not fit in 64 bits;
+ *   OUT_OF_RANGE      a tensor this device exported whose data was moved
+ *                     outside the exported memory;
  *   RESOURCE_EXHAUSTED / OUT_OF_RANGE  no room for the handle.
  * Blocks: a device round trip (never for the producer's work). */
 CUBERT_API cubert_status_t cubert_client_dlpack_import(

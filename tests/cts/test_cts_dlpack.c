@@ -396,6 +396,39 @@ TEST(cts_dlpack_round_trip_same_device) {
   cts_teardown(&env);
 }
 
+/* A consumer may move data / byte_offset within what was exported: the
+ * import is a sub-handle there; outside it, OUT_OF_RANGE and the tensor
+ * stays the caller's. */
+TEST(cts_dlpack_round_trip_moved_view) {
+  cts_env_t env;
+  uint32_t data[16], back[8];
+  cubert_handle_t h;
+  cubert_copy_descriptor_t d;
+  cubert_dlpack_managed_tensor_versioned_t *t = NULL;
+  cubert_dlpack_imported_t im;
+  cubert_error_t err;
+  int i;
+  cts_setup(&env, 0);
+  for (i = 0; i < 16; i++) data[i] = (uint32_t)i;
+  CHECK_OK(cubert_client_create_from_slice(env.client, data, sizeof data, &h, NULL));
+  d = desc_1d(&h, 16, 4);
+  CHECK_OK(cubert_client_dlpack_export(env.client, &d, dt(CUBERT_DLPACK_UINT, 32, 1), NULL, &t, NULL));
+  t->dl_tensor.byte_offset = 64 + 4; /* past the end */
+  t->dl_tensor.shape[0] = 8;
+  memset(&err, 0, sizeof err);
+  CHECK_STATUS(cubert_client_dlpack_import(env.client, t, NULL, &im, &err), CUBERT_STATUS_OUT_OF_RANGE);
+  CHECK_RECORD(err, CUBERT_ERROR_OUT_OF_RANGE, "outside the memory this device exported");
+  t->dl_tensor.byte_offset = 4 * 4; /* elements 4..11 */
+  CHECK_OK(cubert_client_dlpack_import(env.client, t, NULL, &im, NULL));
+  CHECK_EQ_U64(im.tensor.binding.memory.index, h.memory.index);
+  CHECK_EQ_U64(cubert_handle_size_in_used(&im.tensor.binding), 32);
+  CHECK_OK(cubert_client_read_one(env.client, &im.tensor.binding, back, sizeof back, NULL));
+  for (i = 0; i < 8; i++) CHECK_EQ_U64(back[i], (uint32_t)i + 4u);
+  CHECK_OK(cubert_client_handle_release(env.client, &im.tensor.binding, NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
+  cts_teardown(&env);
+}
+
 /* Every dtype cubert takes, both ways: exported with its width, imported
  * back (own tensor), and a host tensor of it imported and read. */
 TEST(cts_dlpack_every_dtype) {
