@@ -108,7 +108,7 @@ def main(lib):
     h = take_from_torch(dev, a, s, False)
     check(h.address == a.data_ptr(), "torch -> cubert: the same device address")
     check(h.device_address() == a.data_ptr(), "torch -> cubert: cubert's resource is torch's memory")
-    zeros = dev.create(size=a.numel() * 4)
+    zeros = dev.create(bytes(a.numel() * 4))  # uploaded: fresh GPU memory is not zeroed
     out = dev.create(size=a.numel() * 4)
     dev.add_u8(h, zeros, out)  # cubert reads torch's write (its stream waited for s)
     got = out.read()
@@ -158,7 +158,7 @@ def main(lib):
                 continue
             check(h.address == x.data_ptr(), "%s %s: torch -> cubert address" % (name, form))
             o = dev.tensor(bytes(m * w), (m,), code, bits)
-            z = dev.create(size=m * w)
+            z = dev.create(bytes(m * w))
             dev.add_u8(h, z, o)  # o = x's bytes, written by a cubert kernel
             with torch.cuda.stream(s):
                 try:
