@@ -96,7 +96,7 @@ static cubert_status_t external_entry(cubert_server_t *server, uint32_t *out_ind
       return CUBERT_STATUS_OK;
     }
   cap = server->external_capacity ? server->external_capacity * 2u : 8u;
-  if (cap > CUBERT_HANDLE_TABLE_MAX_SLOTS ||
+  if (cap > CUBERT_HANDLE_TABLE_MAX_SLOTS || /* (more than the handle table could ever hold) */
       cubert_allocator_realloc(server->allocator, server->externals,
                                (size_t)server->external_capacity * sizeof(server_external_t),
                                (size_t)cap * sizeof(server_external_t), 0, &grown,
@@ -141,7 +141,7 @@ static cubert_status_t native_order(cubert_server_t *server, server_slot_t *slot
 static cubert_status_t order_check(cubert_server_t *server, uint32_t order, cubert_error_t *out_error) {
   if (order == CUBERT_SERVER_ORDER_NATIVE && !server->driver->stream_order_native)
     return server_unsupported(server, "stream_order_native (a native stream)", out_error);
-  if (order > CUBERT_SERVER_ORDER_COMPLETION) {
+  if (order > CUBERT_SERVER_ORDER_COMPLETION) { /* unreachable: the client maps its four kinds */
     uint64_t f = order;
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, &f, 1,
                             "unknown stream-order kind");
@@ -163,7 +163,7 @@ cubert_status_t cubert__server_import_memory(cubert_server_t *server, const cube
   if (!server->driver->memory_import)
     return server_unsupported(server, "memory_import (adopting another library's memory)", out_error);
   CUBERT_RETURN_IF_ERROR(order_check(server, op->order, out_error));
-  if (op->order == CUBERT_SERVER_ORDER_COMPLETION)
+  if (op->order == CUBERT_SERVER_ORDER_COMPLETION) /* unreachable: the client never asks */
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "an import is ordered after a stream, not a completion");
   CUBERT_RETURN_IF_ERROR(server_slot(server, op->stream, &slot, out_error));

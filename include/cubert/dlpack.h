@@ -186,8 +186,9 @@ typedef struct cubert_dlpack_imported_t {
  *                     (fields: span, size);
  *   DEVICE_MISMATCH / INVALID_HANDLE   a handle of another device / a dead one;
  *   RESOURCE_EXHAUSTED the allocator failed;
- *   the codes of the ordering (a sync's SERVER_UNHEALTHY: the stream's
- *   queued errors, returned, nothing exported).
+ *   the driver's codes of the ordering (an event that cannot be recorded or
+ *   waited on; UNAVAILABLE for a lost device). The stream's queued errors
+ *   stay queued for the next flush / sync / read.
  * Blocks: a device round trip; HOST also waits for the pending writes. */
 CUBERT_API cubert_status_t cubert_client_dlpack_export(
     cubert_client_t *client, const cubert_copy_descriptor_t *tensor, cubert_dlpack_dtype_t dtype,

@@ -184,6 +184,47 @@ TEST(server_external_native_order_and_driver_refusals) {
   CHECK_EQ_I64(p.deleted, 0);
 }
 
+/* A forged binding past the adopted memory is refused; an export whose
+ * ordering fails exports and retains nothing. */
+TEST(server_external_forged_offsets_and_failed_share) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_initialize(&c);
+  fake_device_t d;
+  cubert_server_options_t o;
+  cubert_client_t *client;
+  cubert_dlpack_imported_t im;
+  cubert_dlpack_managed_tensor_versioned_t *t = NULL;
+  cubert_dlpack_dtype_t u32 = {CUBERT_DLPACK_UINT, 32, 1};
+  cubert_handle_t forged;
+  cubert_error_t err;
+  producer_t p;
+  uint8_t out[64];
+  int64_t blocks;
+  fake_server_options(&o, 78, 5);
+  client = fake_client(a, &d, &o, &fake_driver_full);
+  producer_init(&p);
+  CHECK_OK(cubert_client_dlpack_import(client, &p.t, NULL, &im, NULL));
+  forged = im.tensor.binding;
+  forged.offset_start = 65; /* the memory holds 64 bytes */
+  CHECK_STATUS(cubert_client_read_one(client, &forged, out, sizeof out, &err), CUBERT_STATUS_OUT_OF_RANGE);
+  CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_OUT_OF_RANGE);
+  CHECK_OK(cubert_client_read_one(client, &im.tensor.binding, out, sizeof out, NULL));
+  CHECK(memcmp(out, p.data, 64) == 0);
+  /* HOST ordering fails (its event cannot be recorded): nothing exported */
+  blocks = c.live_blocks;
+  d.fail_only = "event_record";
+  d.calls = 0;
+  d.fail_at = 1;
+  CHECK_STATUS(cubert_client_dlpack_export(client, &im.tensor, u32, NULL, &t, &err), CUBERT_STATUS_INTERNAL);
+  CHECK(t == NULL);
+  d.fail_at = 0;
+  d.fail_only = NULL;
+  CHECK_EQ_I64(c.live_blocks, blocks);
+  CHECK_OK(cubert_client_handle_release(client, &im.tensor.binding, NULL));
+  fake_release(client, &d, &c);
+  CHECK_EQ_I64(p.deleted, 1);
+}
+
 /* Host memory runs out at each allocation of an import in turn: refused,
  * nothing adopted, then it works; the deleter runs once. */
 TEST(server_external_import_host_oom) {
