@@ -385,6 +385,7 @@ cubert_status_t cubert__server_read(cubert_server_t *server, const cubert_server
     CUBERT_RETURN_IF_ERROR(
         enqueue_copy(server, op->stream, b, &copy, CUBERT_RACE_READ, "read", out_error));
   }
+  if (server->external_live) server_external_poll(server, false);
   server_gc_poll_if_pending(server);
   return completion_arm(server, slot, op->completion, out_error);
 }
