@@ -165,7 +165,7 @@ cubert_status_t cubert_client_get_resource_async(cubert_client_t *client, const 
  * forms of the managed tensor (one of them handed out). */
 typedef struct dlpack_export_t {
   cubert_allocator_t allocator;
-  cubert_client_t *client; /* a clone: the device outlives its clients */
+  device_state_t *state;   /* a reference: the device outlives its clients */
   cubert_handle_t handle;  /* a clone: the memory */
   uint32_t device_key;
   uint64_t address;        /* data as exported */
@@ -176,11 +176,10 @@ typedef struct dlpack_export_t {
 } dlpack_export_t;
 
 static void export_free(dlpack_export_t *x) {
-  cubert_client_t *client = x->client;
-  cubert_allocator_t a = x->allocator;
-  (void)cubert_client_handle_release(client, &x->handle, NULL);
-  cubert_allocator_free(a, x, sizeof(*x), 0);
-  cubert_client_release(client); /* last: it may tear the device down */
+  device_state_t *state = x->state;
+  (void)cubert__handle_release(state->table, &x->handle);
+  cubert_allocator_free(x->allocator, x, sizeof(*x), 0);
+  client_device_drop(state); /* last: it may tear the device down */
 }
 
 static void export_deleter_versioned(cubert_dlpack_managed_tensor_versioned_t *self) {
@@ -243,17 +242,15 @@ static cubert_status_t export_tensor(cubert_client_t *client, const cubert_copy_
                                                 "dlpack export: the managed tensor"));
   x->allocator = st->allocator;
   x->device_key = st->device_key;
-  status = cubert_client_clone(client, &x->client, out_error);
-  if (status != CUBERT_STATUS_OK) {
+  status = cubert__handle_clone(st->table, &tensor->binding, &x->handle);
+  if (status != CUBERT_STATUS_OK) { /* the handle died meanwhile, or its count saturated */
     cubert_allocator_free(st->allocator, x, sizeof(*x), 0);
-    return status;
+    return cubert_error_set(out_error, status == CUBERT_STATUS_OVERFLOW ? CUBERT_ERROR_OVERFLOW
+                                                                        : CUBERT_ERROR_INVALID_HANDLE,
+                            NULL, 0, "dlpack export: the handle cannot be retained");
   }
-  status = cubert_client_handle_clone(client, &tensor->binding, &x->handle, out_error);
-  if (status != CUBERT_STATUS_OK) {
-    cubert_client_release(x->client);
-    cubert_allocator_free(st->allocator, x, sizeof(*x), 0);
-    return status;
-  }
+  x->state = st;
+  client_device_keep(st);
   status = share(client, &tensor->binding, server_order(options->stream_kind), options->stream, NULL,
                  &r, out_error);
   if (status != CUBERT_STATUS_OK) {

@@ -18,9 +18,9 @@
  * Export (cubert_client_dlpack_export): a handle plus its shape, strides
  * (in elements) and dtype become a managed tensor. The managed tensor and
  * its shape and strides come from the client's allocator; it holds a
- * reference on the handle (the memory stays alive) and on the device (a
- * client clone: the device outlives its last client while a consumer holds
- * the tensor). Its deleter, called once by the consumer (DLPack's rule),
+ * reference on the handle (the memory stays alive) and on the device (as a
+ * pending completion does: the device outlives its last client while a
+ * consumer holds the tensor). Its deleter, called once by the consumer (DLPack's rule),
  * releases both and frees the tensor; it may be called from any thread and
  * may tear the device down when it holds the last reference (it then
  * blocks for the teardown). data is the first element's address (the
