@@ -17,8 +17,31 @@ MINIMAL_CONFIG := -DCUBERT_CONFIG_RACE_CHECKER=0 -DCUBERT_CONFIG_SIMULATION=0 \
 HAVE_CLANG := $(shell command -v $(CLANG) 2>/dev/null)
 check: test check-freestanding check-headers check-kernel-warnings check-32bit check-cortex-m check-install check-symbols \
        fuzz-replay check-tools check-cortex-m0 check-cxx-host check-embedded-demo check-stack check-hygiene check-docs \
-       check-launch-arguments check-line-ptx check-unit-done $(if $(HAVE_CLANG),check-clang)
+       check-launch-arguments check-line-ptx check-unit-done check-dlpack-numpy $(if $(HAVE_CLANG),check-clang)
 	@echo "check: ok$(if $(HAVE_CLANG),, (check-clang skipped: $(CLANG) not found; Debian: apt-get install clang))"
+
+# DLPack (docs/interop.md): the C example (examples/dlpack.c), then, with NumPy, the ctypes
+# helper library over the static library and examples/python/dlpack_numpy.py round-trips tensors with NumPy on the CPU driver (the
+# same addresses both ways, a cubert kernel writing NumPy's memory, every dtype). The first
+# python3 that imports numpy runs it (PYTHON, then /usr/bin/python3: Debian's python3-numpy);
+# without one it prints "skipped: <reason>".
+DLPACK_PY_LIB := $(BUILD)/examples/python/libcubert_dlpack.so
+PYTHON ?= python3
+.PHONY: dlpack-python check-dlpack-numpy
+dlpack-python: $(DLPACK_PY_LIB)
+$(DLPACK_PY_LIB): examples/python/cubert_dlpack.c $(CUDA_LINK_OBJ) $(STATIC_LIB) $(FLAGS_FILE)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CUBERT_CFLAGS) $(HOST_DEFS) $(KERNELS_INC) $(CPPFLAGS) $(CFLAGS) $(CUBERT_REQUIRED) \
+	  $(LDFLAGS) -shared -o $@ $< $(CUDA_LINK_OBJ) $(STATIC_LIB) $(HOST_LIBS)
+check-dlpack-numpy: $(DLPACK_PY_LIB) $(BUILD)/examples/dlpack
+	@$(BUILD)/examples/dlpack > $(BUILD)/examples/dlpack.out || { cat $(BUILD)/examples/dlpack.out; \
+	  echo "check-dlpack-numpy: examples/dlpack failed"; exit 1; }
+	@py=; for p in $(PYTHON) /usr/bin/python3; do \
+	  if command -v $$p >/dev/null 2>&1 && $$p -c 'import numpy' >/dev/null 2>&1; then py=$$p; break; fi; \
+	done; \
+	if [ -z "$$py" ]; then \
+	  echo "check-dlpack-numpy: skipped: no python3 with NumPy (Debian: apt-get install python3-numpy)"; \
+	else $$py examples/python/dlpack_numpy.py $(DLPACK_PY_LIB); fi
 
 # memcpy/memset/memmove (emitted for the builtins) and the compiler's own runtime
 # (libgcc / compiler-rt: 64-bit division on 32-bit targets, __aeabi_* on ARM).
@@ -161,7 +184,7 @@ STACK_SRC ?=
 check-hygiene:
 	@sh tests/build/check_hygiene.sh check
 
-# Every path and every function, type or macro that docs/architecture.md and
+# Every path and every function, type or macro that docs/architecture.md, docs/interop.md and
 # docs/writing-a-driver.md name exists where they say (tests/build/check_docs.sh).
 .PHONY: check-docs
 check-docs:

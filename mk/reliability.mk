@@ -26,7 +26,9 @@ OOM_WRAP := counting_allocator_initialize counting_allocator_destroy cubert_cpu_
   cubert_client_exclusive cubert_client_profile cubert_client_reserve_staging cubert_client_staging \
   cubert_client_create_from_bytes \
   cubert_inline_client_create cubert_client_load cubert_client_clone cubert_client_release \
-  cubert_client_record_end cubert_recording_destroy
+  cubert_client_record_end cubert_recording_destroy \
+  cubert_client_dlpack_export cubert_client_dlpack_export_unversioned cubert_client_dlpack_import \
+  cubert_client_dlpack_import_unversioned
 # The CTS objects, copied with their pthread_create renamed (the driver tracks the tests' threads).
 OOM_CTS_OBJ := $(patsubst tests/cts/%.c,$(BUILD)/oom/%.o,$(sort $(wildcard tests/cts/*.c)))
 OOM_OBJ := $(BUILD)/obj/tests/oom/oom_main.o $(OOM_CTS_OBJ) \

@@ -18,6 +18,8 @@
 #   5. the CUDA tests (cuda_: the device layer and the client, on the fake
 #      driver and on the GPU; cuda_gpu_external_*: stream order with CUDA code
 #      outside cubert, cubert/cuda.h)
+#   5b. DLPack with PyTorch on the GPU (tools/gpu-dlpack-torch.py over
+#      build/cuda/examples/python/libcubert_dlpack.so; docs/interop.md)
 #   6. cuda-smoke (device layer checks and raw figures), cuda-smoke --lost
 #   7. bench_cuda: the client against the raw Driver API (its waits, the
 #      allocation path, uploads by copy threads, the context's scheduling);
@@ -34,8 +36,8 @@
 #      machine's python3; float32, TF32 off), medians to torch.txt
 #  12. bench_transformer --gpu --torch torch.txt: the layers vs those figures
 #      (rows in bench.txt / bench.csv too)
-# Files under $OUT (13, no subfolder): summary.txt (printed last), build.log,
-# cts.log, cuda-tests.log, smoke.txt (cubert-info, both smoke runs, the
+# Files under $OUT (14, no subfolder): summary.txt (printed last), build.log,
+# cts.log, cuda-tests.log, dlpack-torch.log, smoke.txt (cubert-info, both smoke runs, the
 # demo), bench.txt, bench-record.txt, bench.csv (join it to `make bench`: BENCH_EXTRA_CSV),
 # torch.csv (the PyTorch graph rows), sanitizer.txt, transformer.txt (steps 10-12), torch.txt.
 # Exit status: 0 when every step passed, else 1.
@@ -60,7 +62,7 @@ mkdir -p "$OUT"
 JOBS=$(nproc 2>/dev/null || echo 4)
 SUMMARY=$OUT/summary.txt
 ONLY=${1:-}
-for f in summary.txt build.log cts.log cuda-tests.log smoke.txt bench.txt bench-record.txt sanitizer.txt transformer.txt; do
+for f in summary.txt build.log cts.log cuda-tests.log dlpack-torch.log smoke.txt bench.txt bench-record.txt sanitizer.txt transformer.txt; do
   : > "$OUT/$f"
 done
 rm -f "$OUT/bench.csv" "$OUT/torch.csv"
@@ -124,7 +126,7 @@ step() {
 
 B=build/cuda
 step build 240 "$OUT/build.log" \
-  make -j"$JOBS" CUDA=1 all tools examples "$B/cubert-test" "$B/cuda-smoke" "$B/bench/bench_cuda" \
+  make -j"$JOBS" CUDA=1 all tools examples dlpack-python "$B/cubert-test" "$B/cuda-smoke" "$B/bench/bench_cuda" \
   "$B/bench/bench_cuda_record" "$B/bench/bench_transformer"
 images=$(find "$B/kernels" -name '*.o' 2>/dev/null | wc -l)
 if [ "$images" -ge 1 ]; then
@@ -165,6 +167,11 @@ step cuda-tests 90 "$OUT/cuda-tests.log" "$B/cubert-test" -j 8 cuda_
 results "$OUT/cuda-tests.log"
 grep -E '^ok   cuda_gpu' "$OUT/cuda-tests.log" | sed 's/ ([0-9]* ms)//' | tr '\n' ' ' | fold -w 160 | tee -a "$SUMMARY"
 echo | tee -a "$SUMMARY"
+
+# DLPack with PyTorch: the same device addresses, ordering by streams only, every dtype.
+step dlpack-torch 90 "$OUT/dlpack-torch.log" python3 tools/gpu-dlpack-torch.py \
+  "$B/examples/python/libcubert_dlpack.so"
+grep -E '^(FAIL|skipped|note|dlpack-torch)' "$OUT/dlpack-torch.log" | tee -a "$SUMMARY"
 
 step smoke 90 "$OUT/smoke.txt" "$B/cuda-smoke"
 grep -E '^(bench|cuda-smoke|  FAIL)' "$OUT/smoke.txt" | tee -a "$SUMMARY"

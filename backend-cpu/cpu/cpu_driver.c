@@ -601,6 +601,26 @@ static void cpu_destroy(void *self) {
   cubert_allocator_free(d->allocator, d, sizeof(*d), 0);
 }
 
+/* ---- memory of other libraries (DLPack, docs/interop.md) ---- */
+
+/* Host memory: DLPack's kDLCPU, device 0. */
+static void cpu_memory_device(void *self, int32_t *out_device_type, int32_t *out_device_id) {
+  (void)self;
+  *out_device_type = 1; /* kDLCPU */
+  *out_device_id = 0;
+}
+
+/* Host memory is this device's memory: the pointer is the address. */
+static cubert_status_t cpu_memory_import(void *self, uint64_t pointer, uint64_t size,
+                                       cubert_device_ptr_t *out_address, cubert_error_t *out_error) {
+  (void)self;
+  if (pointer == 0 && size != 0)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "a NULL pointer with a size");
+  *out_address = (cubert_device_ptr_t)pointer;
+  return CUBERT_STATUS_OK;
+}
+
 const cubert_driver_t cpu_driver = {
     .name = "cpu",
     .abi_version = CUBERT_DRIVER_ABI_VERSION,
@@ -630,6 +650,8 @@ const cubert_driver_t cpu_driver = {
     .plan_update = cpu_plan_update,
     .plan_launch = cpu_plan_launch,
     .plan_destroy = cpu_plan_destroy,
+    .memory_device = cpu_memory_device, /* DLPack: host memory */
+    .memory_import = cpu_memory_import,
 };
 
 /* Every op record must fit the stream's fixed op slot. */

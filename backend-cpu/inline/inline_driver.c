@@ -298,6 +298,26 @@ static void inline_event_destroy(void *self, cubert_driver_event_t *event) {
     cubert_allocator_free(d->allocator, event, sizeof(inline_event_t), 0);
 }
 
+/* ---- memory of other libraries (DLPack, docs/interop.md) ---- */
+
+/* Host memory: DLPack's kDLCPU, device 0. */
+static void inline_memory_device(void *self, int32_t *out_device_type, int32_t *out_device_id) {
+  (void)self;
+  *out_device_type = 1; /* kDLCPU */
+  *out_device_id = 0;
+}
+
+/* Host memory is this device's memory: the pointer is the address. */
+static cubert_status_t inline_memory_import(void *self, uint64_t pointer, uint64_t size,
+                                       cubert_device_ptr_t *out_address, cubert_error_t *out_error) {
+  (void)self;
+  if (pointer == 0 && size != 0)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "a NULL pointer with a size");
+  *out_address = (cubert_device_ptr_t)pointer;
+  return CUBERT_STATUS_OK;
+}
+
 static const cubert_driver_t g_inline_driver = {
     .name = "inline",
     .abi_version = CUBERT_DRIVER_ABI_VERSION,
@@ -318,6 +338,8 @@ static const cubert_driver_t g_inline_driver = {
     .event_synchronize = inline_event_synchronize,
     .event_destroy = inline_event_destroy,
     /* no pinned memory (the server serves staging from its allocator), no collectives */
+    .memory_device = inline_memory_device, /* DLPack: host memory */
+    .memory_import = inline_memory_import,
 };
 
 /* ---- creating a device ---- */

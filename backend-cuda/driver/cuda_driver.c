@@ -402,6 +402,58 @@ cubert_status_t cuda_drv_create(cubert_allocator_t allocator, const cubert_cuda_
   return CUBERT_STATUS_OK;
 }
 
+/* ---- memory of other libraries (DLPack, docs/interop.md) ----------------------------------- */
+
+static void drv_memory_device(void *self, int32_t *out_device_type, int32_t *out_device_id) {
+  cuda_drv_t *d = cuda_drv_of(self);
+  *out_device_type = 2; /* kDLCUDA */
+  *out_device_id = (int32_t)d->dev->ordinal;
+}
+
+/* A CUdeviceptr of this GPU is used as is (the caller says it is this
+ * device's: its DLPack device; the driver does not query the pointer). */
+static cubert_status_t drv_memory_import(void *self, uint64_t pointer, uint64_t size,
+                                         cubert_device_ptr_t *out_address,
+                                         cubert_error_t *out_error) {
+  (void)self;
+  if (pointer == 0 && size != 0)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "a NULL device pointer with a size");
+  *out_address = (cubert_device_ptr_t)pointer;
+  return CUBERT_STATUS_OK;
+}
+
+/* An event recorded on one stream, waited on by the other (pooled events;
+ * the other library's CUstream taken as is: CU_STREAM_LEGACY is 1 and
+ * CU_STREAM_PER_THREAD 2, DLPack's stream numbers). */
+static cubert_status_t drv_stream_order_native(void *self, cubert_driver_stream_t *stream,
+                                               uint64_t native, uint32_t direction,
+                                               cubert_error_t *out_error) {
+  cuda_drv_t *d = cuda_drv_of(self);
+  cuda_drv_stream_t *s = cuda_drv_stream_of(stream);
+  cubert_cuda_stream_t other;
+  cubert_cuda_event_t *e = NULL;
+  cubert_status_t st;
+  if (native == 0)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "native stream 0 is ambiguous (DLPack: use 1 for the legacy default stream)");
+  memset(&other, 0, sizeof other);
+  other.device = d->dev;
+  other.handle = (CUstream)(uintptr_t)native;
+  if (direction == CUBERT_NATIVE_WAITS) {
+    st = cubert__cuda_event_record(&s->s, false, &e, out_error);
+    if (st == CUBERT_STATUS_OK) st = cubert__cuda_event_wait(&other, e, out_error);
+  } else {
+    st = cubert__cuda_event_record(&other, false, &e, out_error);
+    if (st == CUBERT_STATUS_OK) {
+      s->ops++;
+      st = cubert__cuda_event_wait(&s->s, e, out_error);
+    }
+  }
+  cubert__cuda_event_release(d->dev, e);
+  return st;
+}
+
 const cubert_driver_t cuda_driver = {
     .name = "cuda",
     .abi_version = CUBERT_DRIVER_ABI_VERSION,
@@ -434,4 +486,8 @@ const cubert_driver_t cuda_driver = {
     .plan_update = cuda_drv_plan_update,
     .plan_launch = cuda_drv_plan_launch,
     .plan_destroy = cuda_drv_plan_destroy,
+    /* DLPack: CUdeviceptrs as is, ordering against another library's CUstream */
+    .memory_device = drv_memory_device,
+    .memory_import = drv_memory_import,
+    .stream_order_native = drv_stream_order_native,
 };

@@ -77,6 +77,11 @@ void cubert_client_release(cubert_client_t *client) {
   state_release(state);
 }
 
+/* A reference on the device for an object that outlives its clients (a DLPack
+ * export, client_dlpack.c): the caller holds a client, so refs >= 1 (no 0 -> 1). */
+void client_device_keep(device_state_t *state) { cubert__atomic_fetch_add_u32(&state->refs, 1); }
+void client_device_drop(device_state_t *state) { state_release(state); }
+
 /* ---- completions that keep their device ------------------------------------------ */
 
 /* The server's wait, then the device reference the completion held is dropped

@@ -81,6 +81,12 @@ cubert_status_t client_check_owner(const device_state_t *state, const cubert_han
 cubert_status_t client_check_device(const cubert_client_t *client, const cubert_handle_t *handle,
                                     cubert_error_t *out_error);
 
+/* A reference on the device (client.c) for what outlives the device's clients
+ * (a DLPack export): keep while holding a client; the drop of the last
+ * reference tears the device down (it blocks then). */
+void client_device_keep(device_state_t *state);
+void client_device_drop(device_state_t *state);
+
 /* An armed completion (read_async / sync_async returned OK) takes a reference
  * on the device, dropped when the wait finishes (cubert/client.h): waiting
  * after the last client was released finds the device still there. */

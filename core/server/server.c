@@ -40,6 +40,8 @@ cubert_status_t cubert__server_check_driver(const cubert_driver_t *d, cubert_err
   comm = (d->comm_create != NULL) + (d->comm_query != NULL) + (d->comm_destroy != NULL) +
          (d->collective != NULL);
   if (pinned == 1) return driver_incomplete(out_error, "server: host_alloc without host_free");
+  if ((d->memory_device != NULL) != (d->memory_import != NULL))
+    return driver_incomplete(out_error, "server: memory_device and memory_import come both or neither");
   if (comm != 0 && comm != 4)
     return driver_incomplete(out_error, "server: the collective primitives come all four or none");
   plan = (d->plan_create != NULL) + (d->plan_update != NULL) + (d->plan_launch != NULL) +
@@ -235,8 +237,10 @@ void cubert__server_destroy(cubert_server_t *server, bool destroy_driver) {
   driver = server->driver;
   self = server->self;
   server_comm_shutdown(server);
-  server_gc_drain(server);
+  server_external_poll(server, true); /* every owner gets its memory back... */
+  server_gc_drain(server);            /* ...once the work that used it ran */
   server_record_destroy_all(server);
+  server_external_destroy(server);
   server_free(server);
   if (destroy_driver) driver->destroy(self);
 }

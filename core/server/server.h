@@ -136,6 +136,57 @@ cubert_status_t cubert__server_driver_stream(cubert_server_t *server, uint64_t s
                                              cubert_driver_stream_t **out_stream,
                                              cubert_error_t *out_error);
 
+/* ---- memory shared with other libraries (server_external.c, docs/interop.md) ---- */
+
+/* How work of another party is ordered against this device's. */
+typedef enum cubert_server_order_e {
+  CUBERT_SERVER_ORDER_HOST = 0,   /* the host: share blocks until the pending writes ran */
+  CUBERT_SERVER_ORDER_NONE = 1,   /* nothing: the other party orders itself */
+  CUBERT_SERVER_ORDER_STREAM = 2, /* a stream id of this device (`value`) */
+  CUBERT_SERVER_ORDER_NATIVE = 3, /* another library's stream (`value`: the driver's
+                                     stream_order_native; UNSUPPORTED without it) */
+  CUBERT_SERVER_ORDER_COMPLETION = 4, /* share: a completion armed after the writes */
+  CUBERT_SERVER_ORDER_FORCE_32BIT_ = 0x7FFFFFFF
+} cubert_server_order_t;
+
+/* import: adopt `size` bytes at `pointer` (another library's memory on this
+ * device) as a new memory id the caller holds one handle reference of,
+ * located on `stream`'s slot; `owner.release` is called once, after the id's
+ * last reference went and the slot's work completed (or at teardown).
+ * `order` / `value`: the producer's work this stream's later work waits for
+ * (HOST / NONE: nothing; STREAM: a stream id; NATIVE: a native stream). On
+ * failure nothing is adopted and owner is untouched (the caller still owns
+ * the memory). UNSUPPORTED (the driver has no memory_import / no
+ * stream_order_native), the driver's codes, RESOURCE_EXHAUSTED. */
+typedef struct cubert_server_import_t {
+  uint64_t stream;
+  uint64_t pointer;
+  uint64_t size;
+  uint32_t order; /* cubert_server_order_t, not COMPLETION */
+  uint64_t value;
+  cubert_bytes_t owner;
+} cubert_server_import_t;
+cubert_status_t cubert__server_import_memory(cubert_server_t *server, const cubert_server_import_t *op,
+                                             cubert_memory_id_t *out_memory, cubert_error_t *out_error);
+
+/* share: the resource of `binding` with its pending writes (on its stream
+ * and on `stream`) ordered before the consumer `order` names: HOST (blocks:
+ * both streams synchronized), STREAM (a stream id of this device waits),
+ * NATIVE (another library's stream waits), COMPLETION (`completion` armed
+ * after them; the caller waits on it), NONE. */
+typedef struct cubert_server_share_t {
+  uint64_t stream;
+  const cubert_binding_t *binding;
+  uint32_t order; /* cubert_server_order_t */
+  uint64_t value;
+  cubert_completion_t *completion;
+} cubert_server_share_t;
+cubert_status_t cubert__server_share(cubert_server_t *server, const cubert_server_share_t *op,
+                                     cubert_resource_t *out_resource, cubert_error_t *out_error);
+/* The driver's memory_device ({0, 0} without it). Pure. */
+void cubert__server_memory_device(const cubert_server_t *server, int32_t *out_device_type,
+                                  int32_t *out_device_id);
+
 /* ---- launch, flush, sync ---- */
 
 typedef struct cubert_server_launch_t {

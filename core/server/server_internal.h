@@ -95,6 +95,22 @@ typedef struct server_comm_t {
 
 
 
+/* Memory adopted from another library (server_external.c): the id the
+ * server owns for it (null: the entry is free), where it is, the slot whose
+ * stream it was imported on, and who gets it back (bytes.release, called
+ * once after the last reference went and that stream's work completed). */
+typedef struct server_external_t {
+  cubert_memory_id_t memory;
+  cubert_device_ptr_t address;
+  uint64_t size;
+  uint32_t slot;
+  cubert_bytes_t owner;
+} server_external_t;
+
+/* The location pool of an adopted id (never a pool of the memory manager:
+ * 0..253 are dynamic pools, 255 the persistent pool). */
+#define SERVER_EXTERNAL_POOL 254u
+
 struct cubert_server_t {
   cubert_allocator_t allocator;
   const cubert_driver_t *driver;
@@ -136,6 +152,10 @@ struct cubert_server_t {
    * own copy (memory_pools, memory_config.pool_count entries) */
   cubert_memory_configuration_t memory_config;
   cubert_memory_pool_options_t *memory_pools;
+  /* adopted memory (server_external.c); external_live 0: none, and
+   * server_resolve never looks */
+  server_external_t *externals;
+  uint32_t external_capacity, external_live;
 };
 
 /* An observation point (cubert_server_observer_t): a relaxed load of the
@@ -217,6 +237,20 @@ void server_memory_destroy(server_slot_t *slot);
 cubert_status_t server_resolve(cubert_server_t *server, const cubert_binding_t *binding,
                                cubert_device_ptr_t *out_address, uint64_t *out_size,
                                cubert_error_t *out_error);
+
+/* ---- server_external.c: memory adopted from another library ---- */
+/* The adopted memory of `b` (its location's pool is SERVER_EXTERNAL_POOL):
+ * true with *out_address / *out_size (offsets applied; OUT_OF_RANGE in
+ * *out_status when they exceed it); false when b is not adopted memory. */
+bool server_external_resolve(cubert_server_t *server, const cubert_binding_t *b,
+                             cubert_device_ptr_t *out_address, uint64_t *out_size,
+                             cubert_status_t *out_status, cubert_error_t *out_error);
+/* Give back every adopted memory whose last reference went (all: every one,
+ * at teardown): its owner's release goes to the release ring after an event
+ * recorded now on its slot's stream. Non-blocking. */
+void server_external_poll(cubert_server_t *server, bool all);
+/* Free the table (teardown, after the ring was drained). */
+void server_external_destroy(cubert_server_t *server);
 
 /* ---- server_gc.c: the one release ring ---- */
 cubert_status_t server_gc_create(cubert_server_t *server, uint32_t capacity, cubert_error_t *out_error);

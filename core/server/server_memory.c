@@ -150,6 +150,10 @@ cubert_status_t server_resolve(cubert_server_t *server, const cubert_binding_t *
   if (!cubert__memory_id_is_alive(server->table, b->memory))
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_HANDLE, NULL, 0,
                             "binding was released");
+  if (server->external_live) { /* one branch while nothing was adopted */
+    cubert_status_t status = CUBERT_STATUS_OK;
+    if (server_external_resolve(server, b, out_address, out_size, &status, out_error)) return status;
+  }
   slot = server_slot_existing(server, b->stream);
   if (!slot || !slot->manager)
     return cubert_error_set(out_error, CUBERT_ERROR_IO_NOT_FOUND, NULL, 0,
@@ -168,6 +172,7 @@ cubert_status_t cubert__server_memory_usage(cubert_server_t *server, cubert_memo
                                             cubert_error_t *out_error) {
   uint32_t i;
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
+  server_external_poll(server, false);
   server_gc_drain(server); /* exact: what the GC still pins is released first */
   cubert_memset(out_usage, 0, sizeof(*out_usage));
   for (i = 0; i < server->max_streams; i++) {
@@ -182,6 +187,7 @@ cubert_status_t cubert__server_memory_usage(cubert_server_t *server, cubert_memo
 cubert_status_t cubert__server_memory_cleanup(cubert_server_t *server, cubert_error_t *out_error) {
   uint32_t i;
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
+  server_external_poll(server, false);
   server_gc_drain(server);
   for (i = 0; i < server->max_streams; i++)
     if (server->slots[i] && server->slots[i]->manager)

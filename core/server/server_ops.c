@@ -354,6 +354,7 @@ cubert_status_t cubert__server_sync(cubert_server_t *server, uint64_t stream,
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
   CUBERT_RETURN_IF_ERROR(cubert__server_not_recording(server, stream, "sync", out_error));
   CUBERT_RETURN_IF_ERROR(server_slot(server, stream, &slot, out_error));
+  if (server->external_live) server_external_poll(server, false);
   server_gc_poll_if_pending(server);
   return completion_arm(server, slot, completion, out_error);
 }
@@ -408,6 +409,7 @@ cubert_status_t cubert__server_read(cubert_server_t *server, const cubert_server
     CUBERT_RETURN_IF_ERROR(
         enqueue_copy(server, op->stream, b, &copy, CUBERT_RACE_READ, "read", out_error));
   }
+  if (server->external_live) server_external_poll(server, false);
   server_gc_poll_if_pending(server);
   return completion_arm(server, slot, op->completion, out_error);
 }
@@ -444,6 +446,7 @@ cubert_status_t cubert__server_get_resource(cubert_server_t *server, uint64_t st
 
 cubert_status_t cubert__server_flush(cubert_server_t *server, uint64_t stream, cubert_error_t *out_error) {
   CUBERT_RETURN_IF_ERROR(cubert__server_not_recording(server, stream, "flush", out_error));
+  if (server->external_live) server_external_poll(server, false);
   server_gc_poll_if_pending(server);
   return server_drain(server, stream, out_error);
 }

@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # tests/build/check_docs.sh: the docs that describe the code still describe it (make check-docs,
-# part of make check). For each document given (default: docs/architecture.md and
-# docs/writing-a-driver.md):
+# part of make check). For each document given (default: docs/architecture.md,
+# docs/writing-a-driver.md and docs/interop.md):
 #   - every repository path it names (core/..., os/..., backend-cpu/..., include/..., tests/...,
 #     docs/..., mk/..., tools/..., examples/..., bench/..., fuzz/...) exists; a name with a `*`
 #     must match at least one file;
@@ -17,7 +17,7 @@
 #   <!-- check-docs: ignore WORD ... -->
 # in the document adds its own. POSIX sh + awk + grep; run from the repository root.
 set -u
-docs=${*:-docs/architecture.md docs/writing-a-driver.md}
+docs=${*:-docs/architecture.md docs/writing-a-driver.md docs/interop.md}
 SOURCES="include core os backend-cpu backend-cuda tests examples tools bench fuzz mk Makefile"
 tmp=${TMPDIR:-/tmp}/cubert-check-docs.$$
 mkdir -p "$tmp"

@@ -13,7 +13,7 @@
 #   3 allocator.h layout.h memory.h comm.h sim.h kernel.h
 #   4 profile.h cube.h trace.h, driver/sim.h driver/device.h driver/driver.h
 #   5 client.h
-#   6 cubert.h (the umbrella), record.h, the device constructors cpu.h inline.h cuda.h, os.h (the OS
+#   6 cubert.h (the umbrella), record.h, the device constructors cpu.h inline.h cuda.h, dlpack.h, os.h (the OS
 #     layer), and the driver interface's server.h (creating a device over a driver)
 # Core layers, lowest first (a file may include its own layer's directory, lower layers, and
 # public headers up to the rank its layer may see):
@@ -81,7 +81,7 @@ function pubrank(f,   n) {
   if (n ~ /^(allocator|layout|memory|comm|sim|kernel)\.h$/) return 3
   if (n ~ /^(profile|cube|trace)\.h$/) return 4
   if (n == "client.h") return 5
-  if (n ~ /^(cubert|cpu|inline|cuda|os|record)\.h$/) return 6
+  if (n ~ /^(cubert|cpu|inline|cuda|os|record|dlpack)\.h$/) return 6
   return -1
 }
 # the highest public rank a core layer may include

@@ -67,6 +67,7 @@
 
 #include "cts.h"
 #include "cubert/cpu.h"
+#include "cubert/dlpack.h"
 #include "cubert/inline.h"
 #include "cubert/record.h"
 #include "server/server_faults.h"
@@ -660,6 +661,183 @@ cubert_status_t __wrap_cubert_client_create_from_bytes(cubert_client_t *client,
   return __real_cubert_client_create_from_bytes(client, bytes, out_handle, out_error);
 }
 
+/* DLPack exports (cubert/dlpack.h) hold their device (a client clone made
+ * inside the library) until their deleter runs: a test that failed before
+ * calling it would leave the device alive. The wrappers track every
+ * exported tensor through a deleter of their own (the test's call reaches
+ * the library's deleter through it); an import hands the library's own
+ * deleter back for the call (the library recognizes its exports by it) and,
+ * once the import succeeded, the tensor is the runtime's. The cleanup of a
+ * failed run calls the deleter of those still held, before the clients. */
+#define MAX_EXPORTS 256
+typedef struct tracked_export_t {
+  void *tensor;
+  int versioned;
+  void (*deleter_v)(cubert_dlpack_managed_tensor_versioned_t *);
+  void (*deleter_u)(cubert_dlpack_managed_tensor_t *);
+  int done; /* deleted, or taken by an import */
+} tracked_export_t;
+static tracked_export_t g_exports[MAX_EXPORTS];
+static size_t g_export_count;
+
+static tracked_export_t *export_find(const void *tensor) {
+  size_t i;
+  for (i = g_export_count; i-- > 0;)
+    if (g_exports[i].tensor == tensor && !g_exports[i].done) return &g_exports[i];
+  return NULL;
+}
+
+static void export_deleter_v(cubert_dlpack_managed_tensor_versioned_t *self) {
+  tracked_export_t *e;
+  pthread_mutex_lock(&g_mutex);
+  e = export_find(self);
+  if (e) e->done = 1;
+  pthread_mutex_unlock(&g_mutex);
+  if (e) e->deleter_v(self);
+}
+
+static void export_deleter_u(cubert_dlpack_managed_tensor_t *self) {
+  tracked_export_t *e;
+  pthread_mutex_lock(&g_mutex);
+  e = export_find(self);
+  if (e) e->done = 1;
+  pthread_mutex_unlock(&g_mutex);
+  if (e) e->deleter_u(self);
+}
+
+static void export_track(void *tensor, int versioned) {
+  tracked_export_t *e;
+  pthread_mutex_lock(&g_mutex);
+  if (g_export_count == MAX_EXPORTS) {
+    pthread_mutex_unlock(&g_mutex);
+    return;
+  }
+  e = &g_exports[g_export_count++];
+  memset(e, 0, sizeof *e);
+  e->tensor = tensor;
+  e->versioned = versioned;
+  if (versioned) {
+    cubert_dlpack_managed_tensor_versioned_t *t = (cubert_dlpack_managed_tensor_versioned_t *)tensor;
+    e->deleter_v = t->deleter;
+    t->deleter = export_deleter_v;
+  } else {
+    cubert_dlpack_managed_tensor_t *t = (cubert_dlpack_managed_tensor_t *)tensor;
+    e->deleter_u = t->deleter;
+    t->deleter = export_deleter_u;
+  }
+  pthread_mutex_unlock(&g_mutex);
+}
+
+/* Before an import: the library's deleter back (NULL: not a tracked export). */
+static tracked_export_t *export_untrack(void *tensor, int versioned) {
+  tracked_export_t *e;
+  pthread_mutex_lock(&g_mutex);
+  e = export_find(tensor);
+  pthread_mutex_unlock(&g_mutex);
+  if (!e) return NULL;
+  if (versioned)
+    ((cubert_dlpack_managed_tensor_versioned_t *)tensor)->deleter = e->deleter_v;
+  else
+    ((cubert_dlpack_managed_tensor_t *)tensor)->deleter = e->deleter_u;
+  return e;
+}
+
+/* After it: the runtime's on success, tracked again on failure. */
+static void export_retrack(tracked_export_t *e, cubert_status_t status) {
+  if (!e) return;
+  if (status == CUBERT_STATUS_OK) {
+    pthread_mutex_lock(&g_mutex);
+    e->done = 1;
+    pthread_mutex_unlock(&g_mutex);
+  } else if (e->versioned) {
+    ((cubert_dlpack_managed_tensor_versioned_t *)e->tensor)->deleter = export_deleter_v;
+  } else {
+    ((cubert_dlpack_managed_tensor_t *)e->tensor)->deleter = export_deleter_u;
+  }
+}
+
+static void exports_release(void) {
+  size_t i;
+  for (i = g_export_count; i-- > 0;) {
+    tracked_export_t *e = &g_exports[i];
+    if (e->done) continue;
+    e->done = 1;
+    if (e->versioned) e->deleter_v((cubert_dlpack_managed_tensor_versioned_t *)e->tensor);
+    else e->deleter_u((cubert_dlpack_managed_tensor_t *)e->tensor);
+  }
+}
+
+cubert_status_t __real_cubert_client_dlpack_export(cubert_client_t *client, const cubert_copy_descriptor_t *tensor,
+                                                   cubert_dlpack_dtype_t dtype, const cubert_dlpack_options_t *options,
+                                                   cubert_dlpack_managed_tensor_versioned_t **out_tensor,
+                                                   cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_dlpack_export(cubert_client_t *client, const cubert_copy_descriptor_t *tensor,
+                                                   cubert_dlpack_dtype_t dtype, const cubert_dlpack_options_t *options,
+                                                   cubert_dlpack_managed_tensor_versioned_t **out_tensor,
+                                                   cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_dlpack_export(cubert_client_t *client, const cubert_copy_descriptor_t *tensor,
+                                                   cubert_dlpack_dtype_t dtype, const cubert_dlpack_options_t *options,
+                                                   cubert_dlpack_managed_tensor_versioned_t **out_tensor,
+                                                   cubert_error_t *out_error) {
+  cubert_status_t s = __real_cubert_client_dlpack_export(client, tensor, dtype, options, out_tensor, out_error);
+  if (s == CUBERT_STATUS_OK) export_track(*out_tensor, 1);
+  return s;
+}
+
+cubert_status_t __real_cubert_client_dlpack_export_unversioned(
+    cubert_client_t *client, const cubert_copy_descriptor_t *tensor, cubert_dlpack_dtype_t dtype,
+    const cubert_dlpack_options_t *options, cubert_dlpack_managed_tensor_t **out_tensor, cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_dlpack_export_unversioned(
+    cubert_client_t *client, const cubert_copy_descriptor_t *tensor, cubert_dlpack_dtype_t dtype,
+    const cubert_dlpack_options_t *options, cubert_dlpack_managed_tensor_t **out_tensor, cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_dlpack_export_unversioned(
+    cubert_client_t *client, const cubert_copy_descriptor_t *tensor, cubert_dlpack_dtype_t dtype,
+    const cubert_dlpack_options_t *options, cubert_dlpack_managed_tensor_t **out_tensor, cubert_error_t *out_error) {
+  cubert_status_t s =
+      __real_cubert_client_dlpack_export_unversioned(client, tensor, dtype, options, out_tensor, out_error);
+  if (s == CUBERT_STATUS_OK) export_track(*out_tensor, 0);
+  return s;
+}
+
+cubert_status_t __real_cubert_client_dlpack_import(cubert_client_t *client,
+                                                   cubert_dlpack_managed_tensor_versioned_t *tensor,
+                                                   const cubert_dlpack_options_t *options,
+                                                   cubert_dlpack_imported_t *out, cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_dlpack_import(cubert_client_t *client,
+                                                   cubert_dlpack_managed_tensor_versioned_t *tensor,
+                                                   const cubert_dlpack_options_t *options,
+                                                   cubert_dlpack_imported_t *out, cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_dlpack_import(cubert_client_t *client,
+                                                   cubert_dlpack_managed_tensor_versioned_t *tensor,
+                                                   const cubert_dlpack_options_t *options,
+                                                   cubert_dlpack_imported_t *out, cubert_error_t *out_error) {
+  tracked_export_t *e = tensor ? export_untrack(tensor, 1) : NULL;
+  cubert_status_t s = __real_cubert_client_dlpack_import(client, tensor, options, out, out_error);
+  export_retrack(e, s);
+  return s;
+}
+
+cubert_status_t __real_cubert_client_dlpack_import_unversioned(cubert_client_t *client,
+                                                               cubert_dlpack_managed_tensor_t *tensor,
+                                                               const cubert_dlpack_options_t *options,
+                                                               cubert_dlpack_imported_t *out,
+                                                               cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_dlpack_import_unversioned(cubert_client_t *client,
+                                                               cubert_dlpack_managed_tensor_t *tensor,
+                                                               const cubert_dlpack_options_t *options,
+                                                               cubert_dlpack_imported_t *out,
+                                                               cubert_error_t *out_error);
+cubert_status_t __wrap_cubert_client_dlpack_import_unversioned(cubert_client_t *client,
+                                                               cubert_dlpack_managed_tensor_t *tensor,
+                                                               const cubert_dlpack_options_t *options,
+                                                               cubert_dlpack_imported_t *out,
+                                                               cubert_error_t *out_error) {
+  tracked_export_t *e = tensor ? export_untrack(tensor, 0) : NULL;
+  cubert_status_t s = __real_cubert_client_dlpack_import_unversioned(client, tensor, options, out, out_error);
+  export_retrack(e, s);
+  return s;
+}
+
 cubert_status_t __real_cubert_client_reserve_staging(cubert_client_t *client,
                                                      const uint64_t *sizes, size_t count,
                                                      cubert_bytes_t *out_bytes,
@@ -797,8 +975,9 @@ static void child_run(const oom_test_t *t, uint64_t fail_at, int persist, int fd
     if (write(fd, &r, sizeof r) != (ssize_t)sizeof r) _exit(4);
     _exit(0);
   }
-  /* release what the test still holds: its host buffers, its recordings, then its clients
-   * (most recent first) */
+  /* release what the test still holds: its host buffers, its DLPack exports, its recordings,
+   * then its clients (most recent first) */
+  exports_release();
   for (i = 0; i < g_bytes_count; i++)
     if (!g_bytes[i].released && !g_bytes[i].moved)
       bytes_released(&g_bytes[i], g_bytes[i].data, g_bytes[i].size);

@@ -286,6 +286,36 @@ static void fake_plan_destroy(void *self, cubert_driver_plan_t *plan) {
   cubert_allocator_free(d->allocator, plan, sizeof(*plan), 0);
 }
 
+
+/* DLPack (fake_driver_full): host memory, kDLCPU 0; a native stream is any
+ * non-zero token, ordered at once. */
+static void fake_memory_device(void *self, int32_t *out_type, int32_t *out_id) {
+  (void)self;
+  *out_type = 1;
+  *out_id = 0;
+}
+
+static cubert_status_t fake_memory_import(void *self, uint64_t pointer, uint64_t size,
+                                          cubert_device_ptr_t *out, cubert_error_t *err) {
+  fake_device_t *d = fake_of(self);
+  (void)size;
+  CUBERT_RETURN_IF_ERROR(fake_fault(d, err, "fake: memory_import failed"));
+  d->imports++;
+  *out = pointer;
+  return CUBERT_STATUS_OK;
+}
+
+static cubert_status_t fake_stream_order_native(void *self, cubert_driver_stream_t *s, uint64_t native,
+                                                uint32_t direction, cubert_error_t *err) {
+  fake_device_t *d = fake_of(self);
+  (void)s;
+  (void)direction;
+  CUBERT_RETURN_IF_ERROR(fake_fault(d, err, "fake: stream_order_native failed"));
+  if (native == 0) return cubert_error_set(err, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "fake: native 0");
+  d->native_orders++;
+  return CUBERT_STATUS_OK;
+}
+
 const cubert_driver_t fake_driver = {
     .name = "fake",
     .abi_version = CUBERT_DRIVER_ABI_VERSION,
@@ -336,6 +366,9 @@ const cubert_driver_t fake_driver_full = {
     .plan_update = fake_plan_update,
     .plan_launch = fake_plan_launch,
     .plan_destroy = fake_plan_destroy,
+    .memory_device = fake_memory_device,
+    .memory_import = fake_memory_import,
+    .stream_order_native = fake_stream_order_native,
 };
 
 void fake_device_initialize(fake_device_t *d, cubert_allocator_t a) {

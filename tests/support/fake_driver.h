@@ -8,11 +8,12 @@
  *
  * Two tables: fake_driver (the required primitives only: no pinned memory, no
  * collectives) and fake_driver_full (every primitive, host-addressable
- * memory). A test copies one to change a primitive or a flag.
+ * memory, kDLCPU for DLPack, native streams as tokens). A test copies one to change a primitive or a flag.
  *
  * Faults: every fallible primitive (memory_alloc, host_alloc, copy, launch,
  * stream_create, stream_synchronize, event_record, event_wait,
- * event_synchronize, comm_create, comm_query, collective) counts a call in
+ * event_synchronize, comm_create, comm_query, collective, memory_import,
+ * stream_order_native) counts a call in
  * `calls`; the call numbered `fail_at` fails with an error of kind
  * `fail_kind` (DEVICE_LOST: the device is lost from then on: stream_errors
  * and event_query report it). `fail_only` counts only the primitives whose
@@ -55,6 +56,7 @@ typedef struct fake_device_t {
   int calls;              /* fallible calls so far */
   int failed;             /* calls failed so far */
   int launches, copies, collectives, destroyed, queries, syncs, host_allocs, host_frees;
+  int imports, native_orders; /* memory_import / stream_order_native (fake_driver_full) */
   uint64_t last_height, last_src_pitch, last_dst_pitch; /* of the last copy */
   uint32_t last_flags;                                  /* of the last copy */
   int live_blocks, live_streams, live_events, live_host, live_comms;

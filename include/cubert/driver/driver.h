@@ -29,6 +29,10 @@
  *                        cuGraphAddKernelNode + cuGraphInstantiate /
  *                        cuGraphExecKernelNodeSetParams / cuGraphLaunch /
  *                        cuGraphExecDestroy (optional: recorded sequences)
+ *   memory_device / memory_import, stream_order_native
+ *                        cuDeviceGet ordinal / a CUdeviceptr taken as is,
+ *                        cuEventRecord + cuStreamWaitEvent across another
+ *                        library's CUstream (optional: DLPack, docs/interop.md)
  *
  * A driver is a `static const cubert_driver_t` with designated initializers
  * plus the `self` pointer of one device; backend-cpu/inline/inline_driver.c
@@ -81,8 +85,8 @@ CUBERT_EXTERN_C_BEGIN
 struct cubert_kernel_t; /* cubert/kernel.h */
 
 /* Version of this table's layout; a driver sets `abi_version` to it (2: the
- * plan primitives were added at the end). */
-#define CUBERT_DRIVER_ABI_VERSION 2u
+ * plan primitives were added at the end; 3: then the external-memory ones). */
+#define CUBERT_DRIVER_ABI_VERSION 3u
 
 /* ---- driver objects ----------------------------------------------------------
  * Opaque to the server: each driver defines the structs behind them. */
@@ -390,7 +394,43 @@ typedef struct cubert_driver_t {
   /* Free the plan. The server synchronized every stream the plan was
    * launched on first (unless the device is lost). Never fails. */
   void (*plan_destroy)(void *self, cubert_driver_plan_t *plan);
+
+  /* ---- external memory (optional: memory_device and memory_import both or
+   * neither; DLPack, docs/interop.md) ---- */
+
+  /* Where this device's memory lives, in DLPack's terms: *out_device_type a
+   * DLDeviceType (1 kDLCPU: host memory, the CPU and inline drivers; 2
+   * kDLCUDA) and *out_device_id its ordinal (0 for host memory). Without
+   * it the server exports no tensor and imports none (UNSUPPORTED). Never
+   * fails; pure. */
+  void (*memory_device)(void *self, int32_t *out_device_type, int32_t *out_device_id);
+  /* Adopt `size` bytes at `pointer`: memory another library allocated on
+   * this device (the memory_device above) and still owns. *out_address: the
+   * device address kernels and copies of this device use for it (host-
+   * addressable drivers: the pointer itself; CUDA: the CUdeviceptr as is).
+   * The driver never frees it (memory_free is never called for it; the
+   * server hands it back to its owner once its last use completed). size 0
+   * is allowed (pointer may then be 0). OK, INVALID_ARGUMENT (the device
+   * cannot use that memory), UNAVAILABLE. Non-blocking. */
+  cubert_status_t (*memory_import)(void *self, uint64_t pointer, uint64_t size,
+                                   cubert_device_ptr_t *out_address, cubert_error_t *out_error);
+  /* Order `stream` against `native`, a stream of another library on this
+   * device (CUDA: a CUstream; DLPack's stream numbers 1 and 2 are the
+   * CU_STREAM_LEGACY and CU_STREAM_PER_THREAD handles): direction
+   * CUBERT_NATIVE_WAITS: work enqueued on `native` from now on waits for
+   * what was enqueued on `stream` so far; CUBERT_STREAM_WAITS: work
+   * enqueued on `stream` from now on waits for what was enqueued on
+   * `native` so far. Non-blocking (an event recorded on one, waited on by
+   * the other). OK, INVALID_ARGUMENT, RESOURCE_EXHAUSTED, UNAVAILABLE.
+   * Optional on its own (NULL: a native stream is UNSUPPORTED). */
+  cubert_status_t (*stream_order_native)(void *self, cubert_driver_stream_t *stream,
+                                         uint64_t native, uint32_t direction,
+                                         cubert_error_t *out_error);
 } cubert_driver_t;
+
+/* stream_order_native's direction. */
+#define CUBERT_NATIVE_WAITS 0u /* the other library's stream waits for ours */
+#define CUBERT_STREAM_WAITS 1u /* our stream waits for the other library's */
 
 CUBERT_EXTERN_C_END
 
