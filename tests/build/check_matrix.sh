@@ -163,7 +163,7 @@ log=$dir.log
 user_cflags="-O1 -fno-PIC -fvisibility=default -std=gnu11"
 user_ldflags="-Wl,--as-needed"
 t0=$(now)
-if build "$name" "$log" "$dir" -j"$JOBS" CFLAGS="$user_cflags" LDFLAGS="$user_ldflags"; then
+if build "$name" "$log" "$dir" -j"$JOBS" V=1 CFLAGS="$user_cflags" LDFLAGS="$user_ldflags"; then
   # Every compile: the user's -O1, then the required flags after the user's (the last
   # -std, -f[no-]PIC and -fvisibility win); core/ also freestanding without libc headers.
   why=$(awk -v ld="$user_ldflags" '
