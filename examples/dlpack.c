@@ -15,6 +15,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cubert/cubert.h"
 #include "cubert/cpu.h"
@@ -76,7 +77,21 @@ static int fail(const char *what, cubert_status_t status, const cubert_error_t *
   return 1;
 }
 
-int main(void) {
+static int run_example(void);
+
+int main(int argc, char **argv) {
+  if (argc > 1) { /* -h / --help: the usage on stdout; anything else is an error */
+    int help = strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0;
+    fprintf(help ? stdout : stderr, "usage: %s [-h|--help]\n%s\n", "dlpack",
+            "Shares tensors with another library through DLPack, both ways, without a copy\n"
+            "(docs/interop.md).");
+    return help ? 0 : 2;
+  }
+  (void)argv;
+  return run_example();
+}
+
+static int run_example(void) {
   cubert_client_t *client = NULL;
   cubert_error_t err;
   cubert_status_t st;
