@@ -22,7 +22,10 @@
  * status 1 when one differs). Rows in the table and CSV of bench/bench_util.h.
  *
  *   build/bench/bench_transformer [--runs R] [--quick] [--head] [--only LAYER]
- *                                 [--gpu] [--torch FILE]
+ *                                 [--gpu] [--torch FILE] [--tune]
+ *     --tune  instead of the rows (GPU only): every matmul tile and split
+ *             of transformer_host.h at the block's and the head's shapes,
+ *             each checked, then timed (launch + sync, median of 15)
  *     --head  also the 50,304-wide head matmul on the CPU (20 GFLOP a run;
  *             always on the GPU)
  *     --gpu   the GPU rows only (a CUDA=1 build)
@@ -50,10 +53,10 @@
 #include <omp.h>
 #endif
 
-#define OPTIONS "[--runs R] [--quick] [--head] [--only LAYER] [--gpu] [--torch FILE] [-h|--help]"
+#define OPTIONS "[--runs R] [--quick] [--head] [--only LAYER] [--gpu] [--torch FILE] [--tune] [-h|--help]"
 
 typedef struct cfg_t {
-  int runs, head, gpu_only;
+  int runs, head, gpu_only, tune;
   const char *only, *torch;
 } cfg_t;
 
@@ -151,6 +154,86 @@ static void check_layer(tf_data_t *d, int l, const char *where) {
 static int wanted(const cfg_t *cfg, int l) {
   return !cfg->only || strcmp(cfg->only, tf_layer_names[l]) == 0;
 }
+
+#if defined(CUBERT_HAVE_BACKEND_CUDA)
+/* ---- --tune: every matmul tile and split at the block's and the head's shapes ------------ */
+
+/* Launch + sync of one (tile, splits) matmul (ms). */
+static double time_matmul(cubert_client_t *c, const tf_plan_t *p, uint32_t tile, uint32_t splits,
+                          const cubert_handle_t *h, uint32_t m, uint32_t k, uint32_t n) {
+  cubert_error_t e;
+  cubert_status_t st;
+  double t0 = bench_now_ns();
+  if ((st = tf_matmul_tiled(c, p, tile, splits, &h[3], &h[0], &h[1], &h[2], m, k, n, &e)) !=
+          CUBERT_STATUS_OK ||
+      (st = cubert_client_sync(c, &e)) != CUBERT_STATUS_OK)
+    die("matmul", st, &e);
+  return (bench_now_ns() - t0) / 1e6;
+}
+
+/* Prints, for each matmul shape of the block and the head, every tile and
+ * split: the median launch + sync and TFLOP/s, each checked against the
+ * reference first. What tf_matmul_pick's GPU table comes from. */
+static void bench_tune(cubert_client_t *client, const char *where) {
+  static const uint32_t shapes[5][3] = {
+      {256, 768, 2304}, {256, 768, 768}, {256, 768, 3072}, {256, 3072, 768}, {256, 768, 50304}};
+  static const char *const names[5] = {"qkv", "attproj", "fc", "fcproj", "head"};
+  static const uint32_t splits[] = {1, 2, 3, 4, 6, 8};
+  const size_t max_in = 256u * 3072u, max_w = 50304u * 768u, max_out = 256u * 50304u;
+  float *inp = tf_fill_(max_in, -1.0f, 1.0f), *w = tf_fill_(max_w, -0.05f, 0.05f);
+  float *bias = tf_fill_(50304u, -0.1f, 0.1f), *out = (float *)malloc(max_out * sizeof(float));
+  float *ref = (float *)malloc(max_out * sizeof(float));
+  tf_plan_t plan = tf_plan_for(client);
+  cubert_handle_t h[4];
+  cubert_error_t e;
+  cubert_status_t st;
+  size_t sh, t, sp;
+  if (!inp || !w || !bias || !out || !ref) die("tune data", CUBERT_STATUS_RESOURCE_EXHAUSTED, NULL);
+  if ((st = cubert_client_create_from_slice(client, inp, max_in * 4u, &h[0], &e)) != CUBERT_STATUS_OK ||
+      (st = cubert_client_create_from_slice(client, w, max_w * 4u, &h[1], &e)) != CUBERT_STATUS_OK ||
+      (st = cubert_client_create_from_slice(client, bias, 50304u * 4u, &h[2], &e)) != CUBERT_STATUS_OK ||
+      (st = cubert_client_empty(client, max_out * 4u, &h[3], &e)) != CUBERT_STATUS_OK)
+    die("tune upload", st, &e);
+  for (sh = 0; sh < 5; sh++) {
+    const uint32_t m = shapes[sh][0], k = shapes[sh][1], n = shapes[sh][2];
+    tf_omp_matmul(ref, inp, w, bias, 1, (int)m, (int)k, (int)n);
+    for (t = 0; t < TF_MM_TILES; t++)
+      for (sp = 0; sp < sizeof splits / sizeof splits[0]; sp++) {
+        const uint32_t steps = (k + 15u) / 16u;
+        double ms[BENCH_MAX_RUNS], worst = 0;
+        size_t i, bad = 0;
+        int r;
+        bench_stat_t stat;
+        if (splits[sp] > 1u && steps / splits[sp] < 4u) continue;
+        for (r = 0; r < 3; r++) (void)time_matmul(client, &plan, (uint32_t)t, splits[sp], h, m, k, n);
+        if ((st = cubert_client_read_one(client, &h[3], out, max_out * 4u, &e)) != CUBERT_STATUS_OK)
+          die("tune read", st, &e);
+        for (i = 0; i < (size_t)m * n; i++) {
+          double d = fabs((double)out[i] - (double)ref[i]), lim = 2e-4 + 2e-4 * fabs((double)ref[i]);
+          if (!(d <= lim)) bad++;
+          if (d / lim > worst) worst = d / lim;
+        }
+        for (r = 0; r < 15; r++) ms[r] = time_matmul(client, &plan, (uint32_t)t, splits[sp], h, m, k, n);
+        stat = bench_stat_of(ms, 15);
+        printf("%s tune %-8s %ux%ux%u  %-14s split %u: %8.4f ms [%.4f..%.4f]  %6.2f TFLOP/s%s\n", where,
+               names[sh], (unsigned)m, (unsigned)k, (unsigned)n, tf_mm_tiles[t].name, (unsigned)splits[sp],
+               stat.median, stat.min, stat.max, 2.0 * m * k * n / (stat.median * 1e-3) / 1e12,
+               bad ? "  MISMATCH" : "");
+        if (bad) {
+          printf("  %zu values differ (worst %g x tolerance)\n", bad, worst);
+          failures++;
+        }
+      }
+  }
+  for (t = 0; t < 4; t++) (void)cubert_client_handle_release(client, &h[t], NULL);
+  free(inp);
+  free(w);
+  free(bias);
+  free(out);
+  free(ref);
+}
+
+#endif
 
 /* ---- CPU: the CPU server vs the C reference, 1 thread and OpenMP ------------------------- */
 
@@ -296,6 +379,11 @@ static void bench_gpu(const cfg_t *cfg) {
     return;
   }
   plan = tf_plan_for(client);
+  if (cfg->tune) {
+    bench_tune(client, "gpu");
+    cubert_client_release(client);
+    return;
+  }
   if (tf_data_init(&d, tf_shape_gpt2(), 1) != 0) die("data", CUBERT_STATUS_RESOURCE_EXHAUSTED, NULL);
   if ((st = tf_data_upload(&d, client, &e)) != CUBERT_STATUS_OK) die("upload", st, &e);
   for (l = 0; l < TF_LAYERS; l++) {
@@ -375,6 +463,9 @@ int main(int argc, char **argv) {
       cfg.only = argv[++i];
     } else if (strcmp(argv[i], "--torch") == 0 && i + 1 < argc) {
       cfg.torch = argv[++i];
+    } else if (strcmp(argv[i], "--tune") == 0) {
+      cfg.tune = 1;
+      cfg.gpu_only = 1;
     } else {
       return bench_bad_option("bench_transformer", argv[i], OPTIONS);
     }

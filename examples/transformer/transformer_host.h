@@ -33,8 +33,20 @@
 
 /* ---- plans: the cube size of each layer ------------------------------------------------ */
 
-/* Units per cube of each kernel (the matmul always takes TK_MM_UNITS), and
+/* Units per cube of each kernel (the matmul's are its tile's), and
  * the lines per cube of the elementwise kernels. */
+/* The matmul's tiles (tf_mm_tiles, below). */
+enum {
+  TF_MM_64X64,
+  TF_MM_128X128,
+  TF_MM_128X64,
+  TF_MM_64X64S,
+  TF_MM_32X64,
+  TF_MM_64X64K32,
+  TF_MM_64X128,
+  TF_MM_128X64T84,
+  TF_MM_TILES
+};
 typedef struct tf_plan_t {
   const char *name;
   uint32_t encoder, layernorm, elementwise, per_cube, attention, softmax;
@@ -43,29 +55,34 @@ typedef struct tf_plan_t {
   uint32_t attention_online; /* tk_attention's: 1 online (GPU), 0 transposed keys (CPU) */
   uint32_t unchecked; /* 1: launch_unchecked (a GPU: no bounds test per access); 0: CHECKED,
                          whose full cubes run unchecked on the CPU (declared cube bounds) */
+  uint32_t matmul_tile; /* the matmul's tile (TF_MM_*) unless tf_matmul_pick picks by shape */
+  uint32_t attention_per_cube; /* > 0: tk_attention_planes, this many queries a cube (`attention`
+                                  units); 0: tk_attention */
+  uint32_t matmul_waves; /* > 0: split k for about this many matmul cubes per multiprocessor */
+  uint32_t matmul_tile_large; /* the tile of matmuls with many cubes (TF_MM_TILES: none) */
 } tf_plan_t;
 
 /* The CPU: one unit per row walks it as a plain loop (vectorized); the
  * elementwise kernels take 2048 lines a cube; attention: a cube per
  * (batch, head), a unit per query. */
 TF_FN_ tf_plan_t tf_plan_cpu(void) {
-  tf_plan_t p = {"cpu", 1, 1, 1, 2048, 64, 1, 0, 0, 0};
+  tf_plan_t p = {"cpu", 1, 1, 1, 2048, 64, 1, 0, 0, 0, TF_MM_64X64, 0, 0, TF_MM_TILES};
   return p;
 }
 /* A GPU: a unit per line (coalesced), large cubes for the long rows, the
  * online softmax (row in shared memory) and attention, unchecked launches. */
 TF_FN_ tf_plan_t tf_plan_gpu(void) {
-  tf_plan_t p = {"gpu", 192, 192, 256, 256, 32, 1024, 2, 1, 1};
+  tf_plan_t p = {"gpu", 192, 192, 256, 256, 256, 1024, 2, 1, 1, TF_MM_64X64, 8, 3, TF_MM_128X64};
   return p;
 }
 /* Odd sizes everywhere (the tests: partial planes, units without work). */
 TF_FN_ tf_plan_t tf_plan_odd(void) {
-  tf_plan_t p = {"odd", 37, 37, 37, 50, 5, 37, 0, 0, 0};
+  tf_plan_t p = {"odd", 37, 37, 37, 50, 5, 37, 0, 0, 0, TF_MM_32X64, 3, 5, TF_MM_128X128};
   return p;
 }
 /* The GPU plan's other ways: the online softmax without shared memory, 16-unit cubes. */
 TF_FN_ tf_plan_t tf_plan_gpu_online(void) {
-  tf_plan_t p = {"gpu-online", 64, 96, 128, 512, 16, 256, 1, 1, 0};
+  tf_plan_t p = {"gpu-online", 64, 96, 128, 512, 16, 256, 1, 1, 0, TF_MM_64X128, 0, 0, TF_MM_TILES};
   return p;
 }
 /* The plan for `client`'s device: the GPU plan on a CUDA device, else the CPU one. */
@@ -126,13 +143,44 @@ TF_FN_ cubert_status_t tf_layernorm(cubert_client_t *c, const tf_plan_t *p, cons
   return tf_launch_(c, p, &tk_layernorm_kernel, rows, 1, 1, p->layernorm, &a, e);
 }
 
-/* out (m, n) = inp (m, k) . weight (n, k)^T + bias (n). */
-TF_FN_ cubert_status_t tf_matmul(cubert_client_t *c, const tf_plan_t *p, const cubert_handle_t *out,
-                                 const cubert_handle_t *inp, const cubert_handle_t *weight,
-                                 const cubert_handle_t *bias, uint32_t m, uint32_t k, uint32_t n,
-                                 cubert_error_t *e) {
+/* The matmul's tiles (transformer_kernels.h): the kernel, its block of out
+ * (bm x bn) and its units. */
+typedef struct tf_mm_tile_t {
+  const char *name;
+  const cubert_kernel_t *kernel;
+  uint32_t bm, bn, units;
+} tf_mm_tile_t;
+static const tf_mm_tile_t tf_mm_tiles[TF_MM_TILES] = {
+    {"64x64 (4x8)", &tk_matmul_kernel, TK_MM_BM, TK_MM_BN, TK_MM_UNITS},
+    {"128x128 (8x8)", &tk_matmul_128x128_kernel, 128, 128, 256},
+    {"128x64 (8x8)", &tk_matmul_128x64_kernel, 128, 64, 128},
+    {"64x64 (4x4)", &tk_matmul_64x64s_kernel, 64, 64, 256},
+    {"32x64 (4x4)", &tk_matmul_32x64_kernel, 32, 64, 128},
+    {"64x64k32 (4x8)", &tk_matmul_64x64k32_kernel, 64, 64, 128},
+    {"64x128 (4x8)", &tk_matmul_64x128_kernel, 64, 128, 256},
+    {"128x64 (8x4)", &tk_matmul_128x64t84_kernel, 128, 64, 256}};
+
+/* out (m, n) = inp (m, k) . weight (n, k)^T + bias (n) with tile `tile`,
+ * k split in `splits` runs (> 1: a launch of tk_matmul_bias_rows first, then
+ * the split cubes add into out). */
+TF_FN_ cubert_status_t tf_matmul_tiled(cubert_client_t *c, const tf_plan_t *p, uint32_t tile,
+                                       uint32_t splits, const cubert_handle_t *out,
+                                       const cubert_handle_t *inp, const cubert_handle_t *weight,
+                                       const cubert_handle_t *bias, uint32_t m, uint32_t k,
+                                       uint32_t n, cubert_error_t *e) {
+  const tf_mm_tile_t *t = &tf_mm_tiles[tile < TF_MM_TILES ? tile : 0];
   cubert_launch_arguments_t a;
-  (void)p;
+  if (splits > 1u) {
+    cubert_status_t st;
+    cubert_launch_arguments_initialize(&a);
+    (void)cubert_launch_arguments_set_buffer(&a, 0, bias);
+    (void)cubert_launch_arguments_set_buffer(&a, 1, out);
+    (void)cubert_launch_arguments_set_u32(&a, 0, m);
+    (void)cubert_launch_arguments_set_u32(&a, 1, n);
+    st = tf_launch_(c, p, &tk_matmul_bias_rows_kernel, tf_ceil_div((uint64_t)m * n, 256u), 1, 1,
+                    256u, &a, e);
+    if (st != CUBERT_STATUS_OK) return st;
+  }
   cubert_launch_arguments_initialize(&a);
   (void)cubert_launch_arguments_set_buffer(&a, 0, inp);
   (void)cubert_launch_arguments_set_buffer(&a, 1, weight);
@@ -141,8 +189,54 @@ TF_FN_ cubert_status_t tf_matmul(cubert_client_t *c, const tf_plan_t *p, const c
   (void)cubert_launch_arguments_set_u32(&a, 0, m);
   (void)cubert_launch_arguments_set_u32(&a, 1, k);
   (void)cubert_launch_arguments_set_u32(&a, 2, n);
-  return tf_launch_(c, p, &tk_matmul_kernel, tf_ceil_div(n, TK_MM_BN), tf_ceil_div(m, TK_MM_BM), 1,
-                    TK_MM_UNITS, &a, e);
+  return tf_launch_(c, p, t->kernel, tf_ceil_div(n, t->bn), tf_ceil_div(m, t->bm), splits ? splits : 1u,
+                    t->units, &a, e);
+}
+
+/* The tile and split a plan takes for an (m, k, n) matmul. Without
+ * matmul_waves (the CPU): the plan's tile, one run over k. With matmul_waves
+ * (a GPU), by the number of the plan tile's cubes against the device's
+ * multiprocessors (SMs):
+ *   - at least 4 x matmul_waves cubes per SM (the 50,304-wide head): the
+ *     plan's large tile (more work per unit), one run over k;
+ *   - else the plan's tile with k split so that the cubes fill about
+ *     matmul_waves cubes per SM (at most 8 runs of at least 4 steps each):
+ *     a matmul whose out has few blocks (m = 256 rows: the block's
+ *     projections) gets the cubes its device needs.
+ * Measured on an H200 (docs/benchmarks.md, "The transformer's layers":
+ * bench_transformer --tune prints every tile and split). */
+TF_FN_ void tf_matmul_pick(cubert_client_t *c, const tf_plan_t *p, uint32_t m, uint32_t k, uint32_t n,
+                           uint32_t *tile, uint32_t *splits) {
+  const tf_mm_tile_t *t = &tf_mm_tiles[p->matmul_tile < TF_MM_TILES ? p->matmul_tile : 0];
+  *tile = p->matmul_tile;
+  *splits = 1u;
+  if (p->matmul_waves) {
+    cubert_device_properties_t props;
+    const uint64_t cubes = (uint64_t)tf_ceil_div(n, t->bn) * tf_ceil_div(m, t->bm);
+    const uint32_t steps = tf_ceil_div(k, 16u);
+    uint64_t target, s;
+    cubert_client_properties(c, &props);
+    target = (uint64_t)p->matmul_waves *
+             (props.hardware.num_streaming_multiprocessors ? props.hardware.num_streaming_multiprocessors : 1u);
+    if (p->matmul_tile_large < TF_MM_TILES && cubes >= 4u * target) {
+      *tile = p->matmul_tile_large;
+      return;
+    }
+    s = cubes ? (target + cubes / 2u) / cubes : 1u;
+    if (s > 8u) s = 8u;
+    while (s > 1u && steps / s < 4u) s--;
+    *splits = s ? (uint32_t)s : 1u;
+  }
+}
+
+/* out (m, n) = inp (m, k) . weight (n, k)^T + bias (n): the plan's tile. */
+TF_FN_ cubert_status_t tf_matmul(cubert_client_t *c, const tf_plan_t *p, const cubert_handle_t *out,
+                                 const cubert_handle_t *inp, const cubert_handle_t *weight,
+                                 const cubert_handle_t *bias, uint32_t m, uint32_t k, uint32_t n,
+                                 cubert_error_t *e) {
+  uint32_t tile, splits;
+  tf_matmul_pick(c, p, m, k, n, &tile, &splits);
+  return tf_matmul_tiled(c, p, tile, splits, out, inp, weight, bias, m, k, n, e);
 }
 
 TF_FN_ cubert_status_t tf_attention(cubert_client_t *c, const tf_plan_t *p, const cubert_handle_t *out,
@@ -151,6 +245,15 @@ TF_FN_ cubert_status_t tf_attention(cubert_client_t *c, const tf_plan_t *p, cons
   cubert_launch_arguments_t a;
   uint32_t units = p->attention < T ? p->attention : T;
   cubert_launch_arguments_initialize(&a);
+  if (p->attention_per_cube) { /* a plane per query */
+    (void)cubert_launch_arguments_set_buffer(&a, 0, qkv);
+    (void)cubert_launch_arguments_set_buffer(&a, 1, out);
+    (void)cubert_launch_arguments_set_u32(&a, 0, T);
+    (void)cubert_launch_arguments_set_u32(&a, 1, C);
+    (void)cubert_launch_arguments_set_u32(&a, 2, p->attention_per_cube);
+    return tf_launch_(c, p, &tk_attention_planes_kernel, tf_ceil_div(T, p->attention_per_cube), NH, B,
+                      p->attention, &a, e);
+  }
   (void)cubert_launch_arguments_set_buffer(&a, 0, qkv);
   (void)cubert_launch_arguments_set_buffer(&a, 1, out);
   (void)cubert_launch_arguments_set_u32(&a, 0, T);

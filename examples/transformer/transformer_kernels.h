@@ -20,6 +20,7 @@
  *   tk_layernorm  out = (x - mean) * rstd * w + b per row; mean, rstd  (one pass, plane sums)
  *   tk_matmul     out = inp . weight^T + bias (register-tiled, shared-memory staging)
  *   tk_attention  causal self-attention, fused (short sequences, TK_HS = 64)
+ *   tk_attention_planes  the same, a plane per query (a GPU's)
  *   tk_gelu       out = gelu_tanh(x)                                  (lines, elementwise)
  *   tk_residual   out = a + b                                         (lines, elementwise)
  *   tk_softmax    probs = softmax(logits[:V]) per row of Vp, 0 past V  (one pass, cube max/sum)
@@ -270,125 +271,90 @@ CUBERT_KERNEL(tk_layernorm) {
 
 /* ---- matmul ------------------------------------------------------------------------- */
 
-/* A unit's 4 x 8 block of outputs: rows 4 ty .. 4 ty + 3, columns 4 tx ..
- * 4 tx + 3 (v[i][0..3]) and 32 + 4 tx .. 32 + 4 tx + 3 (v[i][4..7]). */
-typedef struct tk_mm_acc_t {
-  float v[4][8];
-} tk_mm_acc_t;
-/* The 4 x 4 block of inp or weight a unit stages: 4 rows, one line each. */
-typedef struct tk_mm_stage_t {
-  cubert_line_f32x4_t r[4];
-} tk_mm_stage_t;
+/* The register-tiled matmul, one kernel per tile shape
+ * (examples/transformer/transformer_matmul.h has the algorithm). tk_matmul:
+ * 64 x 64 blocks, 16 channels a step, a unit's block 4 x 8 (128 units): the
+ * CPU's, and a GPU's for the shapes no other tile beats. The GPU tiles the
+ * host picks from by shape (transformer_host.h, tf_matmul_tile): */
+#define TK_MMT_NAME tk_matmul
+#define TK_MMT_BM TK_MM_BM
+#define TK_MMT_BN TK_MM_BN
+#define TK_MMT_BK TK_MM_BK
+#define TK_MMT_TM 4
+#define TK_MMT_TN 8
+#include "transformer_matmul.h"
+/* 128 x 128 blocks, 8 channels a step, 8 x 8 per unit (256 units). */
+#define TK_MMT_NAME tk_matmul_128x128
+#define TK_MMT_BM 128
+#define TK_MMT_BN 128
+#define TK_MMT_BK 8
+#define TK_MMT_TM 8
+#define TK_MMT_TN 8
+#include "transformer_matmul.h"
+/* 128 x 64 blocks, 16 channels a step, 8 x 8 per unit (128 units). */
+#define TK_MMT_NAME tk_matmul_128x64
+#define TK_MMT_BM 128
+#define TK_MMT_BN 64
+#define TK_MMT_BK 16
+#define TK_MMT_TM 8
+#define TK_MMT_TN 8
+#include "transformer_matmul.h"
+/* 64 x 64 blocks, 16 channels a step, 4 x 4 per unit (256 units). */
+#define TK_MMT_NAME tk_matmul_64x64s
+#define TK_MMT_BM 64
+#define TK_MMT_BN 64
+#define TK_MMT_BK 16
+#define TK_MMT_TM 4
+#define TK_MMT_TN 4
+#include "transformer_matmul.h"
+/* 32 x 64 blocks, 16 channels a step, 4 x 4 per unit (128 units). */
+#define TK_MMT_NAME tk_matmul_32x64
+#define TK_MMT_BM 32
+#define TK_MMT_BN 64
+#define TK_MMT_BK 16
+#define TK_MMT_TM 4
+#define TK_MMT_TN 4
+#include "transformer_matmul.h"
 
-/* Inside a phase of tk_matmul: the unit's 4 x 4 block of the tile at channel
- * tt (units 0..63: inp rows, 64..127: weight rows) into CUBERT_UNIT(st);
- * zeros outside the matrices. */
-#define TK_MM_FETCH_(tt)                                                                     \
-  do {                                                                                       \
-    const uint32_t u_ = (uint32_t)UNIT_POS, rq_ = (u_ & 63u) >> 2;                           \
-    const uint32_t kl_ = (uint32_t)(tt) / 4u + (u_ & 3u); /* the channel line */             \
-    const uint64_t base_ = u_ < 64u ? row0 : col0, limit_ = u_ < 64u ? m : n;                \
-    uint32_t i_, e_;                                                                         \
-    for (i_ = 0; i_ < 4; i_++) {                                                             \
-      const uint64_t row_ = base_ + 4u * rq_ + i_;                                           \
-      if (full || (row_ < limit_ && kl_ < k4)) {                                             \
-        CUBERT_UNIT(st).r[i_] = u_ < 64u ? CUBERT_LOAD(inp, row_ * k4 + kl_)                 \
-                                         : CUBERT_LOAD(weight, row_ * k4 + kl_);             \
-      } else {                                                                               \
-        for (e_ = 0; e_ < 4; e_++) CUBERT_UNIT(st).r[i_].v[e_] = 0.0f;                       \
-      }                                                                                      \
-    }                                                                                        \
-  } while (0)
+/* 64 x 64 blocks, 32 channels a step, 4 x 8 per unit (128 units). */
+#define TK_MMT_NAME tk_matmul_64x64k32
+#define TK_MMT_BM 64
+#define TK_MMT_BN 64
+#define TK_MMT_BK 32
+#define TK_MMT_TM 4
+#define TK_MMT_TN 8
+#include "transformer_matmul.h"
+/* 64 x 128 blocks, 16 channels a step, 4 x 8 per unit (256 units). */
+#define TK_MMT_NAME tk_matmul_64x128
+#define TK_MMT_BM 64
+#define TK_MMT_BN 128
+#define TK_MMT_BK 16
+#define TK_MMT_TM 4
+#define TK_MMT_TN 8
+#include "transformer_matmul.h"
+/* 128 x 64 blocks, 16 channels a step, 8 x 4 per unit (256 units). */
+#define TK_MMT_NAME tk_matmul_128x64t84
+#define TK_MMT_BM 128
+#define TK_MMT_BN 64
+#define TK_MMT_BK 16
+#define TK_MMT_TM 8
+#define TK_MMT_TN 4
+#include "transformer_matmul.h"
 
-/* out (m x n) = inp (m x k) . weight (n x k)^T + bias (n): llm.c's
- * matmul_forward (weight rows are output channels). Register-tiled: a cube
- * computes a TK_MM_BM x TK_MM_BN block of out, TK_MM_BK channels at a time;
- * each step stages a tile of inp and of weight into shared memory as lines
- * transposed (4 rows of one channel per line: each unit turns one 4 x 4
- * block), then every unit multiplies its 4 x 8 block in registers from one
- * line of the inp tile and two of the weight tile per channel. The next
- * tile's global loads are issued (into a per-unit variable) before the
- * multiply, so their latency hides behind it. Rows and columns past m and n,
- * channels past k are zeros; k % 4 == 0. Launch with TK_MM_UNITS units, cube
- * count (ceil(n / TK_MM_BN), ceil(m / TK_MM_BM)). Buffers: inp, weight,
- * bias, out; scalars: m, k, n. */
-CUBERT_KERNEL(tk_matmul) {
-  CUBERT_BUFFER_LINES(const cubert_line_f32x4_t, inp, 0);
-  CUBERT_BUFFER_LINES(const cubert_line_f32x4_t, weight, 1);
-  CUBERT_BUFFER(const float, bias, 2);
-  CUBERT_BUFFER(float, out, 3);
+/* out[r, c] = bias[c] for r < m, c < n: what a matmul split over k (cube
+ * count z > 1) adds its partial sums to. Buffers: bias, out; scalars: m, n.
+ * Any cube size; cube count (ceil(m * n / CUBE_DIM)). */
+CUBERT_KERNEL(tk_matmul_bias_rows) {
+  CUBERT_BUFFER(const float, bias, 0);
+  CUBERT_BUFFER(float, out, 1);
   CUBERT_SCALAR_U32(m, 0);
-  CUBERT_SCALAR_U32(k, 1);
-  CUBERT_SCALAR_U32(n, 2);
-  CUBERT_SHARED(cubert_line_f32x4_t, as, TK_MM_BK * TK_MM_ROW4);
-  CUBERT_SHARED(cubert_line_f32x4_t, ws, TK_MM_BK * TK_MM_ROW4);
-  CUBERT_UNIT_VAR(tk_mm_acc_t, acc);
-  CUBERT_UNIT_VAR(tk_mm_stage_t, st);
-  const uint32_t k4 = k / 4u;
-  const uint64_t row0 = (uint64_t)CUBE_POS_Y * TK_MM_BM, col0 = (uint64_t)CUBE_POS_X * TK_MM_BN;
-  const int full = row0 + TK_MM_BM <= m && col0 + TK_MM_BN <= n && k % TK_MM_BK == 0;
-  uint32_t t;
-  CUBERT_CUBE_BOUND(inp, (uint64_t)m * k4);
-  CUBERT_CUBE_BOUND(weight, (uint64_t)n * k4);
+  CUBERT_SCALAR_U32(n, 1);
   CUBERT_CUBE_BOUND(bias, n);
   CUBERT_CUBE_BOUND(out, (uint64_t)m * n);
   CUBERT_CUBE_BOUNDS_DONE;
-  CUBERT_PHASE { /* zero the block, fetch the first tile */
-    uint32_t i, j;
-    if (UNIT_POS >= TK_MM_UNITS) CUBERT_UNIT_DONE;
-    for (i = 0; i < 4; i++)
-      for (j = 0; j < 8; j++) CUBERT_UNIT(acc).v[i][j] = 0.0f;
-    TK_MM_FETCH_(0u);
-  }
-  for (t = 0; t < k; t += TK_MM_BK) {
-    CUBERT_PHASE { /* stage: the fetched 4 x 4 block, transposed, into the tile */
-      const uint32_t u = (uint32_t)UNIT_POS, rq = (u & 63u) >> 2, kq = u & 3u;
-      cubert_line_f32x4_t o;
-      uint32_t i, e;
-      if (u >= TK_MM_UNITS) CUBERT_UNIT_DONE;
-      for (e = 0; e < 4; e++) {
-        for (i = 0; i < 4; i++) o.v[i] = CUBERT_UNIT(st).r[i].v[e];
-        if (u < 64u)
-          CUBERT_STORE(as, (4u * kq + e) * TK_MM_ROW4 + rq, o);
-        else
-          CUBERT_STORE(ws, (4u * kq + e) * TK_MM_ROW4 + rq, o);
-      }
-    }
-    CUBERT_PHASE { /* fetch the next tile, then multiply: the unit's 4 x 8 block, in registers */
-      const uint32_t tx = (uint32_t)UNIT_POS & 7u, ty = (uint32_t)UNIT_POS >> 3;
-      tk_mm_acc_t r;
-      uint32_t kk, i, j;
-      if (UNIT_POS >= TK_MM_UNITS) CUBERT_UNIT_DONE;
-      if (t + TK_MM_BK < k) TK_MM_FETCH_(t + TK_MM_BK);
-      r = CUBERT_UNIT(acc);
-      for (kk = 0; kk < TK_MM_BK; kk++) {
-        const cubert_line_f32x4_t a = CUBERT_LOAD(as, kk * TK_MM_ROW4 + ty);
-        const cubert_line_f32x4_t b0 = CUBERT_LOAD(ws, kk * TK_MM_ROW4 + tx);
-        const cubert_line_f32x4_t b1 = CUBERT_LOAD(ws, kk * TK_MM_ROW4 + 8u + tx);
-        TK_UNROLL
-        for (i = 0; i < 4; i++) {
-          TK_UNROLL
-          for (j = 0; j < 4; j++) {
-            r.v[i][j] += a.v[i] * b0.v[j];
-            r.v[i][4 + j] += a.v[i] * b1.v[j];
-          }
-        }
-      }
-      CUBERT_UNIT(acc) = r;
-    }
-  }
   CUBERT_PHASE {
-    const uint32_t tx = (uint32_t)UNIT_POS & 7u, ty = (uint32_t)UNIT_POS >> 3;
-    uint32_t i, j;
-    if (UNIT_POS >= TK_MM_UNITS) CUBERT_UNIT_DONE;
-    for (i = 0; i < 4; i++) {
-      const uint64_t row = row0 + 4u * ty + i;
-      for (j = 0; j < 8; j++) {
-        const uint64_t col = col0 + (j < 4 ? 4u * tx + j : 32u + 4u * tx + (j - 4u));
-        if (full || (row < m && col < n))
-          CUBERT_STORE(out, row * n + col, CUBERT_UNIT(acc).v[i][j] + CUBERT_LOAD(bias, col));
-      }
-    }
+    const uint64_t i = (uint64_t)CUBE_POS * CUBE_DIM + UNIT_POS;
+    if (i < (uint64_t)m * n) CUBERT_STORE(out, i, CUBERT_LOAD(bias, i % n));
   }
 }
 
@@ -526,6 +492,128 @@ CUBERT_KERNEL(tk_attention) {
         }
       }
       for (d = 0; d < TK_HS / 4; d++) CUBERT_STORE(out, (b * T + t) * c4 + h4 + d, o[d]);
+    }
+  }
+}
+
+/* Planes of tk_attention_planes that take queries (its scores' shared rows). */
+#define TK_ATT_PLANES 32
+/* A staged key row, in lines, padded (lanes reading different keys' line d
+ * hit different shared-memory banks). */
+#define TK_ATT_KROW4 (TK_HS / 4 + 1)
+
+/* Causal self-attention fused in one kernel, a plane per query (a GPU's:
+ * short critical paths, many cubes). A cube takes `per_cube` query positions
+ * of one (batch, head) and stages the keys and values of positions 0 .. its
+ * last query into shared memory; then, a round at a time, each of its first
+ * TK_ATT_PLANES planes takes one query:
+ *   1. its lanes take the keys in turn (lane l: keys l, l + P, ...: P the
+ *      plane's units), each a 64-channel dot product with the query (held in
+ *      registers), into the plane's row of scores; a plane max;
+ *   2. each lane turns its scores into exp(score - max); a plane sum;
+ *   3. its lanes take the output's lines in turn (lane l: channels 4l ..
+ *      4l + 3, ...), each a sum over the keys of score x value, / the sum.
+ * Any cube size and plane size (a partial last plane takes fewer keys per
+ * lane); a unit past TK_ATT_PLANES planes idles. Buffers: qkv (B*T*3C, as
+ * tk_attention), out (B*T*C). Scalars: T, C (= NH * TK_HS), per_cube. Cube
+ * count (ceil(T / per_cube), NH, B). */
+CUBERT_KERNEL(tk_attention_planes) {
+  CUBERT_BUFFER_LINES(const cubert_line_f32x4_t, qkv, 0);
+  CUBERT_BUFFER_LINES(cubert_line_f32x4_t, out, 1);
+  CUBERT_SCALAR_U32(T, 0);
+  CUBERT_SCALAR_U32(C, 1);
+  CUBERT_SCALAR_U32(per_cube, 2);
+  CUBERT_SHARED(cubert_line_f32x4_t, ks, TK_ATT_MAX_T * TK_ATT_KROW4);
+  CUBERT_SHARED(cubert_line_f32x4_t, vs, TK_ATT_MAX_T * (TK_HS / 4));
+  CUBERT_SHARED(float, ps, TK_ATT_PLANES * TK_ATT_MAX_T);
+  CUBERT_UNIT_VAR(float, mx);
+  CUBERT_UNIT_VAR(float, sum);
+  const uint32_t c4 = C / 4u, h4 = (uint32_t)CUBE_POS_Y * (TK_HS / 4);
+  const uint32_t planes_ = (uint32_t)((CUBE_DIM + PLANE_DIM - 1u) / PLANE_DIM);
+  const uint32_t planes = planes_ < TK_ATT_PLANES ? planes_ : TK_ATT_PLANES;
+  const uint64_t b = CUBE_POS_Z, first = (uint64_t)CUBE_POS_X * per_cube;
+  const uint64_t last_ = first + per_cube < T ? first + per_cube : T;
+  const uint64_t last = last_ < TK_ATT_MAX_T ? last_ : TK_ATT_MAX_T; /* keys 0 .. last - 1 */
+  const float scale = 1.0f / cubert_sqrtf((float)TK_HS);
+  uint64_t q0;
+  CUBERT_CUBE_BOUND(qkv, (b * T + last) * 3u * c4);
+  CUBERT_CUBE_BOUND(out, (b * T + last) * c4);
+  CUBERT_CUBE_BOUNDS_DONE;
+  CUBERT_PHASE {
+    CUBERT_UNIT_FOR(i, 0, last * (TK_HS / 4)) {
+      const uint64_t t2 = i / (TK_HS / 4), d = i % (TK_HS / 4);
+      const uint64_t at = (b * T + t2) * 3u * c4 + h4 + d;
+      CUBERT_STORE(ks, t2 * TK_ATT_KROW4 + d, CUBERT_LOAD(qkv, at + c4));
+      CUBERT_STORE(vs, i, CUBERT_LOAD(qkv, at + 2u * c4));
+    }
+  }
+  for (q0 = first; q0 < last; q0 += planes) {
+    CUBERT_PHASE { /* 1: scores of the plane's query, a lane per key */
+      const uint32_t plane = (uint32_t)(UNIT_POS / PLANE_DIM), lane = (uint32_t)UNIT_POS_PLANE;
+      const uint32_t pu_ = (uint32_t)CUBE_DIM - plane * (uint32_t)PLANE_DIM;
+      const uint32_t pu = pu_ < PLANE_DIM ? pu_ : (uint32_t)PLANE_DIM; /* units of this plane */
+      const uint64_t t = q0 + plane;
+      float m = -TK_FLT_MAX;
+      if (plane < planes && t < last) {
+        cubert_line_f32x4_t q[TK_HS / 4];
+        uint32_t d, l, t2;
+        TK_UNROLL
+        for (d = 0; d < TK_HS / 4; d++) {
+          q[d] = CUBERT_LOAD(qkv, (b * T + t) * 3u * c4 + h4 + d);
+          for (l = 0; l < 4; l++) q[d].v[l] *= scale;
+        }
+        for (t2 = lane; t2 <= (uint32_t)t; t2 += pu) {
+          float part[4] = {0, 0, 0, 0}, sc;
+          TK_UNROLL
+          for (d = 0; d < TK_HS / 4; d++) {
+            const cubert_line_f32x4_t kv = CUBERT_LOAD(ks, t2 * TK_ATT_KROW4 + d);
+            for (l = 0; l < 4; l++) part[l] += q[d].v[l] * kv.v[l];
+          }
+          sc = (part[0] + part[1]) + (part[2] + part[3]);
+          CUBERT_STORE(ps, plane * TK_ATT_MAX_T + t2, sc);
+          m = sc > m ? sc : m;
+        }
+      }
+      CUBERT_UNIT(mx) = m;
+    }
+    CUBERT_PLANE_MAX(mx, mx);
+    CUBERT_PHASE { /* 2: exp(score - max), a lane per key */
+      const uint32_t plane = (uint32_t)(UNIT_POS / PLANE_DIM), lane = (uint32_t)UNIT_POS_PLANE;
+      const uint32_t pu_ = (uint32_t)CUBE_DIM - plane * (uint32_t)PLANE_DIM;
+      const uint32_t pu = pu_ < PLANE_DIM ? pu_ : (uint32_t)PLANE_DIM;
+      const uint64_t t = q0 + plane;
+      float s = 0.0f;
+      if (plane < planes && t < last) {
+        uint32_t t2;
+        for (t2 = lane; t2 <= (uint32_t)t; t2 += pu) {
+          const float p = tk_expf(CUBERT_LOAD(ps, plane * TK_ATT_MAX_T + t2) - CUBERT_UNIT(mx));
+          CUBERT_STORE(ps, plane * TK_ATT_MAX_T + t2, p);
+          s += p;
+        }
+      }
+      CUBERT_UNIT(sum) = s;
+    }
+    CUBERT_PLANE_SUM(sum, sum);
+    CUBERT_PHASE { /* 3: the output, a lane per line of channels */
+      const uint32_t plane = (uint32_t)(UNIT_POS / PLANE_DIM), lane = (uint32_t)UNIT_POS_PLANE;
+      const uint32_t pu_ = (uint32_t)CUBE_DIM - plane * (uint32_t)PLANE_DIM;
+      const uint32_t pu = pu_ < PLANE_DIM ? pu_ : (uint32_t)PLANE_DIM;
+      const uint64_t t = q0 + plane;
+      if (plane < planes && t < last) {
+        const float inv = 1.0f / CUBERT_UNIT(sum);
+        uint32_t d, l, t2;
+        for (d = lane; d < TK_HS / 4; d += pu) {
+          cubert_line_f32x4_t o;
+          for (l = 0; l < 4; l++) o.v[l] = 0.0f;
+          for (t2 = 0; t2 <= (uint32_t)t; t2++) {
+            const float p = CUBERT_LOAD(ps, plane * TK_ATT_MAX_T + t2);
+            const cubert_line_f32x4_t vv = CUBERT_LOAD(vs, t2 * (TK_HS / 4) + d);
+            for (l = 0; l < 4; l++) o.v[l] += p * vv.v[l];
+          }
+          for (l = 0; l < 4; l++) o.v[l] *= inv;
+          CUBERT_STORE(out, (b * T + t) * c4 + h4 + d, o);
+        }
+      }
     }
   }
 }
@@ -669,7 +757,16 @@ CUBERT_KERNEL_DESCRIPTOR_RO(tk_residual_kernel, tk_residual, 3, 1, 0, 256, 1, 1,
 CUBERT_KERNEL_DESCRIPTOR_RO(tk_gelu_kernel, tk_gelu, 2, 1, 0, 256, 1, 1, 0x1u);
 CUBERT_KERNEL_DESCRIPTOR_RO(tk_layernorm_kernel, tk_layernorm, 6, 1, 0, 128, 1, 1, 0x7u);
 CUBERT_KERNEL_DESCRIPTOR_RO(tk_matmul_kernel, tk_matmul, 4, 3, 0, TK_MM_UNITS, 1, 1, 0x7u);
+CUBERT_KERNEL_DESCRIPTOR_RO(tk_matmul_128x128_kernel, tk_matmul_128x128, 4, 3, 0, 256, 1, 1, 0x7u);
+CUBERT_KERNEL_DESCRIPTOR_RO(tk_matmul_128x64_kernel, tk_matmul_128x64, 4, 3, 0, 128, 1, 1, 0x7u);
+CUBERT_KERNEL_DESCRIPTOR_RO(tk_matmul_64x64s_kernel, tk_matmul_64x64s, 4, 3, 0, 256, 1, 1, 0x7u);
+CUBERT_KERNEL_DESCRIPTOR_RO(tk_matmul_32x64_kernel, tk_matmul_32x64, 4, 3, 0, 128, 1, 1, 0x7u);
+CUBERT_KERNEL_DESCRIPTOR_RO(tk_matmul_64x64k32_kernel, tk_matmul_64x64k32, 4, 3, 0, 128, 1, 1, 0x7u);
+CUBERT_KERNEL_DESCRIPTOR_RO(tk_matmul_64x128_kernel, tk_matmul_64x128, 4, 3, 0, 256, 1, 1, 0x7u);
+CUBERT_KERNEL_DESCRIPTOR_RO(tk_matmul_128x64t84_kernel, tk_matmul_128x64t84, 4, 3, 0, 256, 1, 1, 0x7u);
+CUBERT_KERNEL_DESCRIPTOR_RO(tk_matmul_bias_rows_kernel, tk_matmul_bias_rows, 2, 2, 0, 256, 1, 1, 0x1u);
 CUBERT_KERNEL_DESCRIPTOR_RO(tk_attention_kernel, tk_attention, 2, 3, 0, 32, 1, 1, 0x1u);
+CUBERT_KERNEL_DESCRIPTOR_RO(tk_attention_planes_kernel, tk_attention_planes, 2, 3, 0, 256, 1, 1, 0x1u);
 CUBERT_KERNEL_DESCRIPTOR_RO(tk_softmax_kernel, tk_softmax, 2, 3, 0, 1024, 1, 1, 0x1u);
 
 #endif /* CUBERT_EXAMPLES_TRANSFORMER_KERNELS_H */

@@ -790,10 +790,13 @@ static __device__ __noinline__ void cubert_kernel_oob_(cubert_kernel_cube_t *cub
   }
 }
 
+/* `unchecked`: a constant in each of the body's two copies (CUBERT_KERNEL), so
+ * the UNCHECKED copy's accesses are plain loads and stores, no test. */
 template <typename T>
 static __device__ __forceinline__ typename cubert_kernel_unconst_<T>::type
-cubert_kernel_load_(cubert_kernel_cube_t *cube, const cubert_kernel_view_<T> &v, uint64_t i) {
-  if (i < v.len || cube->mode == CUBERT_KERNEL_MODE_UNCHECKED) return v.ptr[i];
+cubert_kernel_load_(cubert_kernel_cube_t *cube, const cubert_kernel_view_<T> &v, uint64_t i,
+                    bool unchecked) {
+  if (unchecked || i < v.len || cube->mode == CUBERT_KERNEL_MODE_UNCHECKED) return v.ptr[i];
   cubert_kernel_oob_(cube, v.index, i, v.len, 0);
   return typename cubert_kernel_unconst_<T>::type();
 }
@@ -801,8 +804,8 @@ cubert_kernel_load_(cubert_kernel_cube_t *cube, const cubert_kernel_view_<T> &v,
 template <typename T>
 static __device__ __forceinline__ void cubert_kernel_store_(
     cubert_kernel_cube_t *cube, const cubert_kernel_view_<T> &v, uint64_t i,
-    typename cubert_kernel_unconst_<T>::type value) {
-  if (i < v.len || cube->mode == CUBERT_KERNEL_MODE_UNCHECKED) {
+    typename cubert_kernel_unconst_<T>::type value, bool unchecked) {
+  if (unchecked || i < v.len || cube->mode == CUBERT_KERNEL_MODE_UNCHECKED) {
     v.ptr[i] = value;
     return;
   }
@@ -815,18 +818,27 @@ static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(voi
   return n;
 }
 
+/* The body is inlined twice: an UNCHECKED launch runs the copy whose
+ * cubert_unchecked_ is the constant true (its accesses test nothing: no
+ * compare and branch per load in an inner loop, fewer registers), every other
+ * mode the checking copy (as the CPU expansion's two copies). */
 #define CUBERT_KERNEL(name)                                                                  \
   static __device__ __forceinline__ void name##_cubert_body_(                                \
-      const cubert_kernel_args_t *cubert_args, cubert_kernel_cube_t *cubert_cube);           \
+      const cubert_kernel_args_t *cubert_args, cubert_kernel_cube_t *cubert_cube,            \
+      const bool cubert_unchecked_);                                                         \
   extern "C" __global__ void name(const cubert_kernel_args_t cubert_args_value,              \
                                   uint32_t cubert_mode, cubert_kernel_report_t *cubert_report) { \
     cubert_kernel_cube_t cubert_cube_value;                                                  \
     cubert_cube_value.mode = cubert_mode;                                                    \
     cubert_cube_value.report = cubert_report;                                                \
-    name##_cubert_body_(&cubert_args_value, &cubert_cube_value);                             \
+    if (cubert_mode == CUBERT_KERNEL_MODE_UNCHECKED)                                         \
+      name##_cubert_body_(&cubert_args_value, &cubert_cube_value, true);                     \
+    else                                                                                     \
+      name##_cubert_body_(&cubert_args_value, &cubert_cube_value, false);                    \
   }                                                                                          \
   static __device__ __forceinline__ void name##_cubert_body_(                                \
-      const cubert_kernel_args_t *cubert_args, cubert_kernel_cube_t *cubert_cube)
+      const cubert_kernel_args_t *cubert_args, cubert_kernel_cube_t *cubert_cube,            \
+      const bool cubert_unchecked_ CUBERT_KERNEL_UNUSED_)
 
 #define CUBE_POS_X (blockIdx.x)
 #define CUBE_POS_Y (blockIdx.y)
@@ -888,8 +900,9 @@ static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(voi
                                  (align)),                                                   \
       (uint32_t)(slot), cubert_args->buffers[(slot)].size_bytes / sizeof(type)}
 
-#define CUBERT_LOAD(name, i) cubert_kernel_load_(cubert_cube, (name), (uint64_t)(i))
-#define CUBERT_STORE(name, i, value) cubert_kernel_store_(cubert_cube, (name), (uint64_t)(i), (value))
+#define CUBERT_LOAD(name, i) cubert_kernel_load_(cubert_cube, (name), (uint64_t)(i), cubert_unchecked_)
+#define CUBERT_STORE(name, i, value)                                                         \
+  cubert_kernel_store_(cubert_cube, (name), (uint64_t)(i), (value), cubert_unchecked_)
 
 #endif /* __CUDACC__ */
 

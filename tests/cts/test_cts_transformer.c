@@ -125,38 +125,43 @@ TEST(cts_transformer_layers_racecheck_clean) {
 /* The matmul where no dimension is a multiple of its tile (m 37, k 20, n 70),
  * and where one is smaller than a tile in every direction (m 3, k 4, n 5). */
 TEST(cts_transformer_matmul_partial_tiles) {
-  static const uint32_t shapes[2][3] = {{37, 20, 70}, {3, 4, 5}};
+  static const uint32_t shapes[3][3] = {{37, 20, 70}, {3, 4, 5}, {130, 36, 136}};
+  static const uint32_t splits[2] = {1, 3};
+  static float inp[130 * 36], w[136 * 36], bias[136], out[130 * 136], ref[130 * 136];
   cts_env_t env;
   tf_plan_t plans[2];
-  int c;
+  uint32_t c, tile, sp;
   plans[0] = tf_plan_cpu(); /* CHECKED */
   plans[1] = tf_plan_gpu(); /* launch_unchecked */
   cts_setup(&env, 0);
-  for (c = 0; c < 4; c++) {
-    const tf_plan_t plan = plans[c / 2];
-    const uint32_t m = shapes[c % 2][0], k = shapes[c % 2][1], n = shapes[c % 2][2];
-    float inp[37 * 20], w[70 * 20], bias[70], out[37 * 70], ref[37 * 70];
-    cubert_handle_t h[4];
-    uint32_t i;
-    for (i = 0; i < m * k; i++) inp[i] = (float)((i * 7u) % 13u) - 6.0f;
-    for (i = 0; i < n * k; i++) w[i] = (float)((i * 5u) % 11u) * 0.25f - 1.0f;
-    for (i = 0; i < n; i++) bias[i] = (float)i * 0.5f;
-    for (i = 0; i < m * n; i++) out[i] = -1.0f;
-    tf_ref_matmul(ref, inp, w, bias, 1, (int)m, (int)k, (int)n);
-    CHECK_OK(cubert_client_create_from_slice(env.client, inp, m * k * sizeof(float), &h[0], NULL));
-    CHECK_OK(cubert_client_create_from_slice(env.client, w, n * k * sizeof(float), &h[1], NULL));
-    CHECK_OK(cubert_client_create_from_slice(env.client, bias, n * sizeof(float), &h[2], NULL));
-    CHECK_OK(cubert_client_create_from_slice(env.client, out, m * n * sizeof(float), &h[3], NULL));
-    CHECK_OK(tf_matmul(env.client, &plan, &h[3], &h[0], &h[1], &h[2], m, k, n, NULL));
-    CHECK_OK(cubert_client_read_one(env.client, &h[3], out, m * n * sizeof(float), NULL));
-    for (i = 0; i < m * n; i++) /* small integers and quarters: exact in every order */
-      if (out[i] != ref[i]) {
-        CHECK_MSG(0, "%ux%ux%u: out[%u] = %g, want %g", (unsigned)m, (unsigned)k, (unsigned)n,
-                  (unsigned)i, (double)out[i], (double)ref[i]);
-        break;
+  for (tile = 0; tile < TF_MM_TILES; tile++)
+    for (sp = 0; sp < 2; sp++)
+      for (c = 0; c < 6; c++) {
+        const tf_plan_t plan = plans[c / 3];
+        const uint32_t m = shapes[c % 3][0], k = shapes[c % 3][1], n = shapes[c % 3][2];
+        cubert_handle_t h[4];
+        uint32_t i;
+        for (i = 0; i < m * k; i++) inp[i] = (float)((i * 7u) % 13u) - 6.0f;
+        for (i = 0; i < n * k; i++) w[i] = (float)((i * 5u) % 11u) * 0.25f - 1.0f;
+        for (i = 0; i < n; i++) bias[i] = (float)i * 0.5f;
+        for (i = 0; i < m * n; i++) out[i] = -1.0f;
+        tf_ref_matmul(ref, inp, w, bias, 1, (int)m, (int)k, (int)n);
+        CHECK_OK(cubert_client_create_from_slice(env.client, inp, m * k * sizeof(float), &h[0], NULL));
+        CHECK_OK(cubert_client_create_from_slice(env.client, w, n * k * sizeof(float), &h[1], NULL));
+        CHECK_OK(cubert_client_create_from_slice(env.client, bias, n * sizeof(float), &h[2], NULL));
+        CHECK_OK(cubert_client_create_from_slice(env.client, out, m * n * sizeof(float), &h[3], NULL));
+        CHECK_OK(tf_matmul_tiled(env.client, &plan, tile, splits[sp], &h[3], &h[0], &h[1], &h[2], m, k, n,
+                                 NULL));
+        CHECK_OK(cubert_client_read_one(env.client, &h[3], out, m * n * sizeof(float), NULL));
+        for (i = 0; i < m * n; i++) /* small integers and quarters: exact in every order */
+          if (out[i] != ref[i]) {
+            CHECK_MSG(0, "tile %s, %u split(s), %ux%ux%u: out[%u] = %g, want %g", tf_mm_tiles[tile].name,
+                      (unsigned)splits[sp], (unsigned)m, (unsigned)k, (unsigned)n, (unsigned)i,
+                      (double)out[i], (double)ref[i]);
+            break;
+          }
+        for (i = 0; i < 4; i++) CHECK_OK(cubert_client_handle_release(env.client, &h[i], NULL));
       }
-    for (i = 0; i < 4; i++) CHECK_OK(cubert_client_handle_release(env.client, &h[i], NULL));
-  }
   cts_teardown(&env);
 }
 

@@ -81,7 +81,10 @@ static const cubert_kernel_t *const k_kernels[] = {
     /* examples/transformer/transformer_kernels.h (tests/cts/test_cts_transformer.c) */
     &tk_encoder_kernel,      &tk_layernorm_kernel, &tk_matmul_kernel,
     &tk_attention_kernel,    &tk_gelu_kernel,      &tk_residual_kernel,
-    &tk_softmax_kernel,
+    &tk_softmax_kernel,      &tk_matmul_128x128_kernel, &tk_matmul_128x64_kernel,
+    &tk_matmul_64x64s_kernel, &tk_matmul_32x64_kernel, &tk_matmul_bias_rows_kernel,
+    &tk_attention_planes_kernel, &tk_matmul_64x64k32_kernel, &tk_matmul_64x128_kernel,
+    &tk_matmul_128x64t84_kernel,
 };
 #define KERNEL_COUNT (sizeof k_kernels / sizeof k_kernels[0])
 
