@@ -424,7 +424,7 @@ static void bench_gpu(const cfg_t *cfg) {
     for (r = 0; r < 3; r++) (void)time_block(&k, &d, &plan);
     check_block(&k, &d, "gpu");
     for (r = 0; r < runs; r++) ours[r] = time_block(&k, &d, &plan);
-    row = bench_row("transformer gpu", "gpu block (10 launches, 1 sync) vs PyTorch", "ms", 0,
+    row = bench_row("transformer gpu", "gpu block (10 layers, 1 sync) vs PyTorch", "ms", 0,
                     bench_stat_of(ours, runs));
     row.peer = "PyTorch eager";
     if (!torch_figure(cfg->torch, "block", &row.peer_stat)) {

@@ -23,6 +23,8 @@ Ops (llm.c's forward layers written the way a PyTorch user would):
   matmul_head   F.linear(x, wte (Vp x C), b)                     (cuBLAS)
   block         the whole block: ln1, qkv, attention (unfused), proj, residual, ln2, fc, gelu,
                 fcproj, residual; one synchronize
+  block_graph   the same block captured once as a CUDA graph (torch.cuda.graph), replayed
+                (PyTorch's answer to launch cost: the peer of a replayed cubert recording)
 Exit status 0; 0 with a line "skipped: ..." when torch or a GPU is missing.
 """
 import argparse
@@ -118,6 +120,19 @@ def main():
     print(f"PyTorch {torch.__version__} eager on {torch.cuda.get_device_name(0)}, float32, TF32 off, "
           f"B={B} T={T} C={C} NH={NH} V={V}: launch + synchronize per op, median of {args.runs} runs")
     with torch.no_grad():
+        try:  # the block as a CUDA graph: warm up on a side stream, capture once, replay
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    block()
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                block()
+            ops.append(("block_graph", graph.replay))
+        except Exception as e:  # noqa: BLE001
+            print(f"  block_graph: skipped: CUDA graph capture failed: {e}")
         for name, fn in ops:
             for _ in range(5):  # warm-up: kernels loaded, cuBLAS handles and workspaces made
                 fn()
