@@ -98,6 +98,17 @@ CUcontext cuda_comm_ctx_enter(const cubert_cuda_loader_t *cu, CUcontext ctx) {
   return saved;
 }
 
+CUcontext cuda_comm_ctx_enter_any(const cubert_cuda_loader_t *cu, const CUcontext *ctx,
+                                  uint32_t n) {
+  CUcontext saved = NULL;
+  uint32_t i;
+  (void)cu->cuCtxGetCurrent(&saved);
+  for (i = 0; i < n; i++)
+    if (saved && saved == ctx[i]) return saved;
+  if (saved != ctx[0]) (void)cu->cuCtxSetCurrent(ctx[0]);
+  return saved;
+}
+
 void cuda_comm_ctx_restore(const cubert_cuda_loader_t *cu, CUcontext saved) {
   CUcontext now = NULL;
   (void)cu->cuCtxGetCurrent(&now);
@@ -299,7 +310,7 @@ void cuda_comm_abort(cuda_group_t *g, const cubert_error_t *cause, const cubert_
   n = g->size;
   for (i = 0; i < n; i++) {
     members[i] = g->members[i];
-    pending[i] = members[i] && members[i]->posted > members[i]->written;
+    pending[i] = members[i] && members[i]->posted > g->issued; /* waits for its peers */
   }
   cuda_comm_unlock();
   /* the errors first: a sync that the abort releases finds them queued */
@@ -440,6 +451,7 @@ cubert_status_t cuda_comm_collective(void *self, cubert_driver_comm_t *comm,
     return cubert_error_set(out_error, CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION, &f, 1,
                             "all_reduce does not compute on this dtype on the CUDA device");
   }
+  cuda_drv_settle(s); /* a lazy post of any group on S goes before this one */
   s->ops++; /* work on S (the fence skip of drv_event_wait counts on it) */
   if (!m->s) { /* others read it under issue_mutex */
     (void)pthread_mutex_lock(g->issue_mutex);

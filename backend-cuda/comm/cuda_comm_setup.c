@@ -139,8 +139,9 @@ static int make_and_warm(cuda_group_t *g, const int *ordinals, const CUcontext *
 }
 
 /* A stream of one of these GPUs may wait on a gate: a member of a local
- * group there (not `skip`, not aborted: those gates were opened) posted a
- * round not issued yet (g_comm_mutex held). */
+ * group there (not `skip`, not aborted: those gates were opened) enqueued a
+ * gate wait (or is about to) not written yet; a lazy post closes none
+ * (g_comm_mutex held). */
 static int gpu_gated(const uint32_t *ordinals, uint32_t n, const cuda_group_t *skip) {
   uint32_t s, r, i;
   for (s = 0; s < CUDA_COMM_MAX; s++) {
@@ -149,7 +150,7 @@ static int gpu_gated(const uint32_t *ordinals, uint32_t n, const cuda_group_t *s
       continue;
     for (r = 0; r < o->size; r++) {
       const cuda_member_t *p = o->members[r];
-      if (!p || p->posted <= o->issued) continue;
+      if (!p || p->closed <= p->written) continue;
       for (i = 0; i < n; i++)
         if (ordinals[i] == p->ordinal) return 1;
     }
