@@ -60,14 +60,20 @@ void cuda_comm_nccl_unlock(uint32_t ordinal) {
   (void)pthread_mutex_unlock(&g_nccl_mutexes[ordinal % NCCL_MUTEXES]);
 }
 
-/* The distinct slots of `ordinals`, ascending, in out (returns how many). */
+/* The distinct slots of `ordinals`, ascending, in out (returns how many):
+ * an insertion sort, n being a communicator's few GPUs (every round's
+ * group call takes them). */
 static uint32_t nccl_slots(const uint32_t *ordinals, uint32_t n, uint32_t *out) {
-  uint8_t seen[NCCL_MUTEXES];
-  uint32_t i, k = 0;
-  memset(seen, 0, sizeof seen);
-  for (i = 0; i < n; i++) seen[ordinals[i] % NCCL_MUTEXES] = 1;
-  for (i = 0; i < NCCL_MUTEXES; i++)
-    if (seen[i]) out[k++] = i;
+  uint32_t i, j, k = 0;
+  for (i = 0; i < n && k < NCCL_MUTEXES; i++) {
+    uint32_t v = ordinals[i] % NCCL_MUTEXES;
+    for (j = k; j > 0 && out[j - 1] > v; j--) {
+    }
+    if (j > 0 && out[j - 1] == v) continue; /* taken once */
+    memmove(out + j + 1, out + j, (k - j) * sizeof *out);
+    out[j] = v;
+    k++;
+  }
   return k;
 }
 
