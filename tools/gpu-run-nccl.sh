@@ -22,9 +22,14 @@
 #      are as many GPUs as devices (else "skipped: ... need N GPUs")
 #   5. examples/cuda_multiprocess with 1 process, then 2 (prints "skipped:
 #      2 processes need 2 GPUs" on one GPU)
-#   6. bench_nccl: all_reduce 4 KiB .. 1 GiB, client vs raw NCCL
-# Files under $OUT (7, no subfolder): summary.txt (printed last), build.log,
-# tests.log, cts.log, example.txt, bench.txt, bench.csv.
+#   6. bench_nccl: all_reduce 4 KiB .. 1 GiB, client vs raw NCCL, on every GPU
+#   7. on a machine of more than 2 GPUs: bench_nccl --gpus 2 --max-mib 1 (the
+#      small sizes on two GPUs too: the 4 KiB latency over raw NCCL of both)
+#   8. the driver calls per round over the fakes (cuda_comm_round_costs_*,
+#      printed: what the host pays per round beside NCCL's group call)
+# Files under $OUT (10, no subfolder): summary.txt (printed last), build.log,
+# tests.log, cts.log, example.txt, bench.txt, bench.csv, bench2.txt,
+# bench2.csv, costs.txt.
 # Exit status: 0 when every step passed, else 1.
 set -u
 
@@ -46,10 +51,10 @@ export CUDA_PATH
 mkdir -p "$OUT"
 JOBS=$(nproc 2>/dev/null || echo 4)
 SUMMARY=$OUT/summary.txt
-for f in summary.txt build.log tests.log cts.log example.txt bench.txt; do
+for f in summary.txt build.log tests.log cts.log example.txt bench.txt bench2.txt costs.txt; do
   : > "$OUT/$f"
 done
-rm -f "$OUT/bench.csv"
+rm -f "$OUT/bench.csv" "$OUT/bench2.csv"
 failed=0
 start=$(date +%s)
 deadline=$((start + ${GPU_RUN_BUDGET:-540}))
@@ -133,6 +138,17 @@ grep -E '^(ok|skipped|FAILED|rank)' "$OUT/example.txt" | tee -a "$SUMMARY"
 
 step bench 150 "$OUT/bench.txt" env CUBERT_BENCH_CSV="$OUT/bench.csv" "$B/bench/bench_nccl"
 grep -E '^(\||bench_nccl)' "$OUT/bench.txt" | tee -a "$SUMMARY"
+
+ngpus=$(timeout 30 nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+if [ "${ngpus:-0}" -gt 2 ]; then
+  step bench-2-gpus 60 "$OUT/bench2.txt" env CUBERT_BENCH_CSV="$OUT/bench2.csv" \
+    "$B/bench/bench_nccl" --gpus 2 --max-mib 1
+  grep -E '^(\||bench_nccl)' "$OUT/bench2.txt" | tee -a "$SUMMARY"
+fi
+
+# the counts behind the 4 KiB figure (over the fakes: no GPU used)
+step costs 60 "$OUT/costs.txt" "$B/cubert-test" --no-fork cuda_comm_round_costs
+grep -E 'per round' "$OUT/costs.txt" | tee -a "$SUMMARY"
 
 printf '\n==== summary (%ss; logs in %s)\n' "$(($(date +%s) - start))" "$OUT"
 cat "$SUMMARY"

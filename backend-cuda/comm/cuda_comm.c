@@ -60,14 +60,20 @@ void cuda_comm_nccl_unlock(uint32_t ordinal) {
   (void)pthread_mutex_unlock(&g_nccl_mutexes[ordinal % NCCL_MUTEXES]);
 }
 
-/* The distinct slots of `ordinals`, ascending, in out (returns how many). */
+/* The distinct slots of `ordinals`, ascending, in out (returns how many):
+ * an insertion sort, n being a communicator's few GPUs (every round's
+ * group call takes them). */
 static uint32_t nccl_slots(const uint32_t *ordinals, uint32_t n, uint32_t *out) {
-  uint8_t seen[NCCL_MUTEXES];
-  uint32_t i, k = 0;
-  memset(seen, 0, sizeof seen);
-  for (i = 0; i < n; i++) seen[ordinals[i] % NCCL_MUTEXES] = 1;
-  for (i = 0; i < NCCL_MUTEXES; i++)
-    if (seen[i]) out[k++] = i;
+  uint32_t i, j, k = 0;
+  for (i = 0; i < n && k < NCCL_MUTEXES; i++) {
+    uint32_t v = ordinals[i] % NCCL_MUTEXES;
+    for (j = k; j > 0 && out[j - 1] > v; j--) {
+    }
+    if (j > 0 && out[j - 1] == v) continue; /* taken once */
+    memmove(out + j + 1, out + j, (k - j) * sizeof *out);
+    out[j] = v;
+    k++;
+  }
   return k;
 }
 
@@ -95,6 +101,17 @@ CUcontext cuda_comm_ctx_enter(const cubert_cuda_loader_t *cu, CUcontext ctx) {
   CUcontext saved = NULL;
   (void)cu->cuCtxGetCurrent(&saved);
   if (saved != ctx) (void)cu->cuCtxSetCurrent(ctx);
+  return saved;
+}
+
+CUcontext cuda_comm_ctx_enter_any(const cubert_cuda_loader_t *cu, const CUcontext *ctx,
+                                  uint32_t n) {
+  CUcontext saved = NULL;
+  uint32_t i;
+  (void)cu->cuCtxGetCurrent(&saved);
+  for (i = 0; i < n; i++)
+    if (saved && saved == ctx[i]) return saved;
+  if (saved != ctx[0]) (void)cu->cuCtxSetCurrent(ctx[0]);
   return saved;
 }
 
@@ -299,7 +316,7 @@ void cuda_comm_abort(cuda_group_t *g, const cubert_error_t *cause, const cubert_
   n = g->size;
   for (i = 0; i < n; i++) {
     members[i] = g->members[i];
-    pending[i] = members[i] && members[i]->posted > members[i]->written;
+    pending[i] = members[i] && members[i]->posted > g->issued; /* waits for its peers */
   }
   cuda_comm_unlock();
   /* the errors first: a sync that the abort releases finds them queued */
@@ -440,6 +457,7 @@ cubert_status_t cuda_comm_collective(void *self, cubert_driver_comm_t *comm,
     return cubert_error_set(out_error, CUBERT_ERROR_IO_UNSUPPORTED_IO_OPERATION, &f, 1,
                             "all_reduce does not compute on this dtype on the CUDA device");
   }
+  cuda_drv_settle(s); /* a lazy post of any group on S goes before this one */
   s->ops++; /* work on S (the fence skip of drv_event_wait counts on it) */
   if (!m->s) { /* others read it under issue_mutex */
     (void)pthread_mutex_lock(g->issue_mutex);

@@ -46,9 +46,22 @@
  * earlier round is pending and no other thread issues is issued by its own
  * thread before the call returns, so that member's part runs on its S
  * itself, after the fence and before anything the server enqueues later: no
- * F, no gate wait, no N, no gate write for it (the peers keep theirs). The
- * rank's `done` event is recorded once, when the member leaves (on N after
- * S), not after every round: it covers every round of the rank.
+ * F, no gate wait, no N, no gate write for it. The rank's `done` event is
+ * recorded once, when the member leaves (on N after S), not after every
+ * round: it covers every round of the rank.
+ *
+ * Lazy posts (all_reduce): the other members' posts enqueue nothing at the
+ * call. The post is published, and S remembers it (cuda_drv_stream_t.lazy).
+ * If the round is issued before anything else is enqueued on S (a client
+ * posting every member back to back: the common case), the issuer enqueues
+ * that member's part on S itself, as for a direct post: no F, gate, N wait
+ * or gate write. If the device's thread enqueues more work on S first (the
+ * next collective, the server's pins or sync_collective event, a fence's
+ * wait, a sync), cuda_drv_settle closes the gate first (cuda_comm_settle:
+ * F and the gate wait on S, the post switched to N), under the group's
+ * issue_mutex so that no issuer runs meanwhile: S keeps the call order.
+ * The issuer enqueues on a lazy member's S while holding issue_mutex and
+ * clears S's mark after (compare-and-swap: only its own member's).
  */
 #ifndef CUBERT_BACKEND_CUDA_COMM_CUDA_COMM_H
 #define CUBERT_BACKEND_CUDA_COMM_CUDA_COMM_H
@@ -87,7 +100,7 @@ typedef struct cuda_post_t {
   uint32_t dtype; /* cubert_comm_dtype_t */
   uint32_t op;    /* cubert_reduce_operation_t */
   uint32_t peer;  /* send / recv: the peer's rank */
-  uint32_t direct; /* all_reduce posted last by its own thread: run on S, no gate (below) */
+  uint32_t on_s;  /* all_reduce run on S itself: a direct or lazy post, no gate (above) */
   CUdeviceptr src, dst;
   uint64_t bytes;
   uint64_t posted_ns;
@@ -112,9 +125,11 @@ typedef struct cuda_member_t {
   cubert_cuda_stream_t n;   /* N: where rounds run (handle NULL until made) */
   CUdeviceptr word;         /* the gate word (cubert__cuda_word_alloc: zeroed, not pooled) */
   uint32_t posted;          /* rounds posted (g_comm_mutex) */
-  uint32_t written;         /* gate value enqueued on N (issue_mutex) */
+  uint32_t closed;          /* the last round whose gate wait is (being) enqueued on S (g_comm_mutex) */
+  uint32_t written;         /* gate value enqueued on N (issue_mutex; set under g_comm_mutex) */
+  uint32_t lazy_k;          /* the round posted lazily (own; cuda_comm_settle reads it) */
   uint32_t errors_queued;   /* an abort error was queued on S (issue_mutex) */
-  uint32_t ran_on_s;        /* a round of it ran on S (direct posts; g_comm_mutex) */
+  uint32_t ran_on_s;        /* a round of it ran on S (direct and lazy posts; g_comm_mutex) */
   const cubert_cuda_function_t *mean[8]; /* Mean kernels by dtype, fetched by the own thread */
   cuda_post_t posts[CUDA_COMM_RING];     /* round k at posts[(k - 1) % RING] */
   CUevent ready[CUDA_COMM_RING];         /* F of round k, raw events (own: created lazily) */
@@ -197,6 +212,10 @@ void cuda_comm_abort(cuda_group_t *g, const cubert_error_t *cause, const cubert_
  * context it made current per thread: every switch made here is undone. */
 CUcontext cuda_comm_ctx_enter(const cubert_cuda_loader_t *cu, CUcontext ctx);
 void cuda_comm_ctx_restore(const cubert_cuda_loader_t *cu, CUcontext saved);
+/* The same for NCCL's group calls over the contexts ctx[0..n): the context
+ * current on this thread is kept when it is one of them (NCCL switches to
+ * each rank's GPU itself and back), else ctx[0] is made current. */
+CUcontext cuda_comm_ctx_enter_any(const cubert_cuda_loader_t *cu, const CUcontext *ctx, uint32_t n);
 
 /* Monotonic nanoseconds. */
 uint64_t cuda_comm_now_ns(void);
@@ -242,8 +261,9 @@ void cuda_comm_device_remove(const void *owner);
  * round posted and not issued); else leave them to the issue. A failure of NCCL is kept in the group (the round reports
  * it); returns OK, or UNSUPPORTED "NCCL unavailable". Takes issue_mutex. */
 cubert_status_t cuda_comm_setup_early(cuda_member_t *m, cubert_error_t *out_error);
-/* A stream of one of these GPUs may wait on a gate (a round posted and not
- * issued by a member of a local group other than `skip`, not aborted).
+/* A stream of one of these GPUs may wait on a gate (a gate wait enqueued, or
+ * about to be, and not written yet, by a member of a local group other than
+ * `skip`, not aborted; a lazy post closes none).
  * NCCL's destroy and abort free memory, which then deadlocks on a real
  * driver. Takes g_comm_mutex. */
 int cuda_comm_gpus_gated(const uint32_t *ordinals, uint32_t n, const cuda_group_t *skip);

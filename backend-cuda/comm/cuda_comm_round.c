@@ -5,9 +5,11 @@
  *
  * Round k of a group is the k-th collective of every member. A member's
  * post enqueues on its communication stream S an event F (inputs ready)
- * and a wait for its gate word to reach k, then publishes the post. The
- * thread whose post completes a round issues it, on each member's stream
- * N, under the group's issue_mutex:
+ * and a wait for its gate word to reach k, then publishes the post (an
+ * all_reduce: only once more work comes to S before the round was issued;
+ * until then nothing: a lazy post, cuda_comm.h). The thread whose post
+ * completes a round issues it, on each gated member's stream N (on S for
+ * a direct or lazy post), under the group's issue_mutex:
  *   - the members must agree (same operation; all_reduce: dtype, op, size;
  *     a send and a recv naming each other, same dtype and size), else every
  *     member gets SERVER_VALIDATION and nothing is written;
@@ -63,7 +65,7 @@ static cubert_status_t member_prepare(cuda_member_t *m, cuda_drv_stream_t *s,
 /* Enqueue "gate := value" on N (issue_mutex held). */
 static void gate_write(cuda_member_t *m, uint32_t value) {
   CUresult r;
-  if (value <= m->written || !m->n.handle) return; /* nothing posted: n may be in the making */
+  if (value <= m->written || !m->n.handle) return; /* nothing closed: n may be in the making */
   if (cubert__cuda_device_enter(m->drv->dev, NULL) != CUBERT_STATUS_OK) return; /* lost */
   r = m->cu->cuStreamWriteValue32(m->n.handle, m->word, value, CU_STREAM_WRITE_VALUE_DEFAULT);
   if (r != CUDA_SUCCESS) {
@@ -73,7 +75,9 @@ static void gate_write(cuda_member_t *m, uint32_t value) {
     if (m->s) cubert__cuda_stream_queue_error(&m->s->s, &e);
     return;
   }
+  cuda_comm_lock(); /* (cuda_comm_gpus_gated reads it) */
   m->written = value;
+  cuda_comm_unlock();
 }
 
 /* The failure of a call made for member m: queued on its S. */
@@ -84,25 +88,37 @@ static void member_fail(cuda_member_t *m, CUresult r, const char *what) {
 }
 
 void cuda_comm_release(cuda_member_t *m, const cubert_error_t *error) {
-  uint32_t posted;
+  uint32_t closed;
   if (error && error->depth && m->s) cubert__cuda_stream_queue_error(&m->s->s, error);
   cuda_comm_lock();
-  posted = m->posted;
+  closed = m->closed;
   cuda_comm_unlock();
-  gate_write(m, posted);
+  gate_write(m, closed);
+}
+
+/* A lazy post of m on S was enqueued by an issuer (or will never be): S no
+ * longer needs settling for it. Only m's mark goes: S may carry another
+ * member's by now. */
+static void lazy_clear(cuda_member_t *m) {
+  void *expected = m;
+  if (m->s)
+    (void)__atomic_compare_exchange_n(&m->s->lazy, &expected, NULL, false, __ATOMIC_RELEASE,
+                                      __ATOMIC_RELAXED);
 }
 
 static void record_done(cuda_group_t *g, cuda_member_t *m);
 
 void cuda_comm_member_close(cuda_member_t *m) {
   uint32_t i, ran_on_s;
+  lazy_clear(m); /* (released: nothing of it may stay on S's mark) */
+  if (m->s) m->s->ops++; /* S's point moves (its word's free, `done`) */
   if (m->n.handle) {
     cubert_cuda_event_t *q = NULL;
     cuda_comm_release(m, NULL);
     cuda_comm_lock();
     ran_on_s = m->ran_on_s;
     cuda_comm_unlock();
-    /* the rank's `done`: after every round it ran, on N and (direct posts) on S */
+    /* the rank's `done`: after every round it ran, on N and (direct and lazy posts) on S */
     if (ran_on_s && m->s && cubert__cuda_event_record(&m->s->s, false, &q, NULL) == CUBERT_STATUS_OK) {
       (void)cubert__cuda_event_wait(&m->n, q, NULL);
       cubert__cuda_event_release(m->drv->dev, q);
@@ -189,7 +205,7 @@ static void issue_loop(cuda_group_t *g, cuda_member_t *self);
 
 /* Publish m's post of round k (g_comm_mutex held). */
 static void post_fill(cuda_group_t *g, cuda_member_t *m, const cubert_driver_collective_t *c,
-                      uint32_t k, uint32_t direct) {
+                      uint32_t k, uint32_t on_s) {
   cuda_post_t *p = &m->posts[(k - 1u) % CUDA_COMM_RING];
   uint32_t i;
   p->kind = c->kind;
@@ -198,7 +214,7 @@ static void post_fill(cuda_group_t *g, cuda_member_t *m, const cubert_driver_col
   p->peer = 0;
   for (i = 0; i < g->size; i++)
     if (g->devices[i] == c->peer) p->peer = i;
-  p->direct = direct;
+  p->on_s = on_s;
   p->src = (CUdeviceptr)c->src;
   p->dst = (CUdeviceptr)c->dst;
   p->bytes = c->bytes;
@@ -217,10 +233,54 @@ static int completes_now(const cuda_group_t *g, const cuda_member_t *m, uint32_t
   return 1;
 }
 
+/* The round can never complete (aborted, or a peer left): queue why on m's
+ * S and release its gates (no lock held). */
+static void post_refused(cuda_group_t *g, cuda_member_t *m, uint32_t aborted) {
+  cubert_error_t e;
+  (void)pthread_mutex_lock(g->issue_mutex);
+  if (aborted) {
+    cuda_comm_lock();
+    e = g->abort_error;
+    cuda_comm_unlock();
+    cuda_comm_release(m, &e);
+  } else {
+    (void)cubert_error_set(&e, CUBERT_ERROR_DEVICE_LOST, NULL, 0,
+                           "a member of the communicator was released: its peers cannot "
+                           "complete a collective");
+    cuda_comm_abort(g, &e, &e, NULL);
+  }
+  (void)pthread_mutex_unlock(g->issue_mutex);
+}
+
+/* After m's post of round k was published (g_comm_mutex held): whether
+ * this thread issues now (*out_issue; g->issuing taken), and whether the
+ * round can never complete (returned: 1 aborted, 2 a peer left). */
+static uint32_t post_next(cuda_group_t *g, int *out_issue) {
+  uint32_t i, ready = 1, peer_left = 0;
+  for (i = 0; i < g->size; i++) {
+    if (!g->members[i]) {
+      ready = 0;
+      if (g->left & (1ull << (i & 63u))) peer_left = 1;
+    } else if (g->members[i]->posted <= g->issued) {
+      ready = 0;
+    }
+  }
+  *out_issue = 0;
+  if (g->aborted) return 1;
+  if (peer_left) return 2;
+  if (ready && !g->issuing) {
+    g->issuing = 1;
+    *out_issue = 1;
+  }
+  return 0;
+}
+
 cubert_status_t cuda_comm_post(cuda_member_t *m, const cubert_driver_collective_t *c,
                                cuda_drv_stream_t *s, cubert_error_t *out_error) {
   cuda_group_t *g = m->group;
-  uint32_t k, i, issue = 0, ready = 1, peer_left = 0, aborted;
+  uint32_t k, closed, refused;
+  int issue = 0;
+  cubert_status_t st;
   if (c->kind == CUBERT_COLLECTIVE_ALL_REDUCE)
     CUBERT_RETURN_IF_ERROR(all_reduce_possible(m, c, out_error));
   CUBERT_RETURN_IF_ERROR(member_prepare(m, s, out_error));
@@ -241,43 +301,64 @@ cubert_status_t cuda_comm_post(cuda_member_t *m, const cubert_driver_collective_
     issue_loop(g, m);
     return CUBERT_STATUS_OK;
   }
-  cuda_comm_unlock();
-  CUBERT_RETURN_IF_ERROR(enqueue_gate(m, s, k, out_error));
-  cuda_comm_lock();
-  post_fill(g, m, c, k, 0u);
-  aborted = g->aborted;
-  for (i = 0; i < g->size; i++) {
-    if (!g->members[i]) {
-      ready = 0;
-      if (g->left & (1ull << (i & 63u))) peer_left = 1;
-    } else if (g->members[i]->posted <= g->issued) {
-      ready = 0;
+  if (c->kind == CUBERT_COLLECTIVE_ALL_REDUCE && !g->aborted) {
+    /* lazy: nothing enqueued yet; S's next work closes the gate first
+     * (cuda_comm_settle), unless the round was issued on S by then */
+    post_fill(g, m, c, k, 1u);
+    m->ran_on_s = 1;
+    refused = post_next(g, &issue);
+    if (!refused) {
+      m->lazy_k = k;
+      __atomic_store_n(&s->lazy, (void *)m, __ATOMIC_RELEASE);
     }
-  }
-  if (!aborted && !peer_left && ready && !g->issuing) {
-    g->issuing = 1;
-    issue = 1;
-  }
-  cuda_comm_unlock();
-  if (aborted || peer_left) { /* queued: the round can never complete */
-    cubert_error_t e;
-    (void)pthread_mutex_lock(g->issue_mutex);
-    if (aborted) {
-      cuda_comm_lock();
-      e = g->abort_error;
-      cuda_comm_unlock();
-      cuda_comm_release(m, &e);
-    } else {
-      (void)cubert_error_set(&e, CUBERT_ERROR_DEVICE_LOST, NULL, 0,
-                             "a member of the communicator was released: its peers cannot "
-                             "complete a collective");
-      cuda_comm_abort(g, &e, &e, NULL);
-    }
-    (void)pthread_mutex_unlock(g->issue_mutex);
+    cuda_comm_unlock();
+    if (refused) post_refused(g, m, refused == 1u);
+    else if (issue) issue_loop(g, m);
     return CUBERT_STATUS_OK;
   }
-  if (issue) issue_loop(g, m);
+  closed = m->closed; /* gated: the gate may be closed from here on (cuda_comm_gpus_gated) */
+  m->closed = k;
+  cuda_comm_unlock();
+  st = enqueue_gate(m, s, k, out_error);
+  cuda_comm_lock();
+  if (st != CUBERT_STATUS_OK) {
+    m->closed = closed;
+    cuda_comm_unlock();
+    return st;
+  }
+  post_fill(g, m, c, k, 0u);
+  refused = post_next(g, &issue);
+  cuda_comm_unlock();
+  if (refused) post_refused(g, m, refused == 1u); /* queued: the round can never complete */
+  else if (issue) issue_loop(g, m);
   return CUBERT_STATUS_OK;
+}
+
+void cuda_comm_settle(cuda_drv_stream_t *s) {
+  cuda_member_t *m = (cuda_member_t *)__atomic_load_n(&s->lazy, __ATOMIC_ACQUIRE);
+  cuda_group_t *g;
+  uint32_t k, close = 0;
+  if (!m) return;
+  g = m->group;
+  (void)pthread_mutex_lock(g->issue_mutex); /* no issuer runs meanwhile */
+  cuda_comm_lock();
+  k = m->lazy_k;
+  if (__atomic_load_n(&s->lazy, __ATOMIC_ACQUIRE) == (void *)m && k && k > g->issued &&
+      !g->aborted) {
+    /* not issued yet: its part moves to N, behind F and the gate on S */
+    m->posts[(k - 1u) % CUDA_COMM_RING].on_s = 0;
+    m->closed = k;
+    close = 1;
+  }
+  m->lazy_k = 0;
+  lazy_clear(m);
+  cuda_comm_unlock();
+  if (close) {
+    cubert_error_t e;
+    if (enqueue_gate(m, s, k, &e) != CUBERT_STATUS_OK) /* S's order cannot be kept */
+      cuda_comm_abort(g, &e, &e, &e);
+  }
+  (void)pthread_mutex_unlock(g->issue_mutex);
 }
 
 /* ---- issuing ------------------------------------------------------------------------------- */
@@ -336,12 +417,19 @@ static int pair_agrees(const round_t *rd, uint32_t *out_sender, cubert_error_t *
   return 1;
 }
 
+/* Member i's part of round k was enqueued (or never will be): its gate
+ * opens (N), or S's lazy mark goes (its part ran on S). */
+static void round_member_done(round_t *rd, uint32_t i) {
+  if (rd->p[i].on_s) lazy_clear(rd->m[i]);
+  else gate_write(rd->m[i], rd->k);
+}
+
 /* Every member: `error` (may be NULL) queued, then its gate opened for round k. */
 static void round_finish(round_t *rd, const cubert_error_t *error) {
   uint32_t i;
   for (i = 0; i < rd->n; i++) {
     if (error && rd->m[i]->s) cubert__cuda_stream_queue_error(&rd->m[i]->s->s, error);
-    gate_write(rd->m[i], rd->k);
+    round_member_done(rd, i);
   }
 }
 
@@ -371,9 +459,10 @@ static void wait_ready(cuda_member_t *on, const cuda_member_t *of, uint32_t k) {
 
 /* ---- all_reduce --------------------------------------------------------------------------- */
 
-/* Where member i's part of the round runs: S for a direct post, else N. */
+/* Where member i's part of the round runs: S for a direct or lazy post,
+ * else N. */
 static cubert_cuda_stream_t *round_stream(round_t *rd, uint32_t i) {
-  return rd->p[i].direct ? &rd->m[i]->s->s : &rd->m[i]->n;
+  return rd->p[i].on_s ? &rd->m[i]->s->s : &rd->m[i]->n;
 }
 
 /* The NCCL communicators of the group: ncclCommInitAll over the members'
@@ -397,7 +486,7 @@ static cubert_status_t group_nccl(cuda_group_t *g, round_t *rd, cubert_error_t *
    * call; ncclCommInitAll would refuse them too, ncclInvalidUsage) */
   for (i = 0; i < rd->n; i++) devlist[i] = (int)rd->m[i]->ordinal;
   memset(comms, 0, sizeof comms);
-  saved = cuda_comm_ctx_enter(g->cu, g->ctx[0]);
+  saved = cuda_comm_ctx_enter_any(g->cu, g->ctx, rd->n);
   cuda_comm_nccl_lock_all(g->ordinals, rd->n);
   res = (int)g->nl->ncclCommInitAll(comms, (int)rd->n, devlist);
   cuda_comm_nccl_unlock_all(g->ordinals, rd->n);
@@ -423,8 +512,8 @@ static void issue_all_reduce(cuda_group_t *g, round_t *rd) {
     return;
   }
   for (i = 0; i < rd->n; i++)
-    if (!rd->p[i].direct) wait_ready(rd->m[i], rd->m[i], rd->k);
-  saved = cuda_comm_ctx_enter(g->cu, g->ctx[0]);
+    if (!rd->p[i].on_s) wait_ready(rd->m[i], rd->m[i], rd->k);
+  saved = cuda_comm_ctx_enter_any(g->cu, g->ctx, rd->n);
   cuda_comm_nccl_lock_all(g->ordinals, rd->n);
   (void)g->nl->ncclGroupStart();
   for (i = 0; i < rd->n; i++) {
@@ -445,10 +534,13 @@ static void issue_all_reduce(cuda_group_t *g, round_t *rd) {
   cuda_comm_ctx_restore(g->cu, saved);
   if (res != CUBERT_NCCL_SUCCESS) {
     (void)cubert__nccl_error_set(&e, g->nl, res, "ncclAllReduce");
-    if (res == CUBERT_NCCL_INVALID_ARGUMENT || res == CUBERT_NCCL_INVALID_USAGE)
+    if (res == CUBERT_NCCL_INVALID_ARGUMENT || res == CUBERT_NCCL_INVALID_USAGE) {
       round_finish(rd, &e); /* refused: nothing ran, the communicators are fine */
-    else
+    } else {
       cuda_comm_abort(g, &e, &e, &e); /* the communicators are in an unknown state */
+      for (i = 0; i < rd->n; i++)
+        if (rd->p[i].on_s) lazy_clear(rd->m[i]);
+    }
     return;
   }
   if (p->op == CUBERT_REDUCE_OPERATION_MEAN)
@@ -459,8 +551,7 @@ static void issue_all_reduce(cuda_group_t *g, round_t *rd) {
           rd->m[i]->s)
         cubert__cuda_stream_queue_error(&rd->m[i]->s->s, &me);
     }
-  for (i = 0; i < rd->n; i++) /* (`done`: recorded when the member leaves) */
-    if (!rd->p[i].direct) gate_write(rd->m[i], rd->k);
+  for (i = 0; i < rd->n; i++) round_member_done(rd, i); /* (`done`: at the member's leave) */
 }
 
 /* ---- send / recv: a copy ------------------------------------------------------------------ */

@@ -72,9 +72,8 @@ void cuda_comm_device_remove(const void *owner) {
 /* The communicators over ordinals[] (rank order), then the warm-up: every
  * rank's all_reduce in one group call on a stream of its own, waited for.
  * issue_mutex held. NCCL's result (CUBERT_NCCL_SUCCESS: g->nccl filled). */
-static int make_and_warm(cuda_group_t *g, const int *ordinals, const CUcontext *ctx, uint32_t n,
-                         const char **out_what) {
-  const cubert_cuda_loader_t *cu = g->cu;
+static int make_and_warm(cuda_group_t *g, const cubert_cuda_loader_t *cu, const int *ordinals,
+                         const CUcontext *ctx, uint32_t n, const char **out_what) {
   cubert_nccl_comm_t comms[CUDA_COMM_MAX_MEMBERS];
   CUstream st[CUDA_COMM_MAX_MEMBERS];
   CUdeviceptr buf[CUDA_COMM_MAX_MEMBERS];
@@ -139,8 +138,9 @@ static int make_and_warm(cuda_group_t *g, const int *ordinals, const CUcontext *
 }
 
 /* A stream of one of these GPUs may wait on a gate: a member of a local
- * group there (not `skip`, not aborted: those gates were opened) posted a
- * round not issued yet (g_comm_mutex held). */
+ * group there (not `skip`, not aborted: those gates were opened) enqueued a
+ * gate wait (or is about to) not written yet; a lazy post closes none
+ * (g_comm_mutex held). */
 static int gpu_gated(const uint32_t *ordinals, uint32_t n, const cuda_group_t *skip) {
   uint32_t s, r, i;
   for (s = 0; s < CUDA_COMM_MAX; s++) {
@@ -149,7 +149,7 @@ static int gpu_gated(const uint32_t *ordinals, uint32_t n, const cuda_group_t *s
       continue;
     for (r = 0; r < o->size; r++) {
       const cuda_member_t *p = o->members[r];
-      if (!p || p->posted <= o->issued) continue;
+      if (!p || p->closed <= p->written) continue;
       for (i = 0; i < n; i++)
         if (ordinals[i] == p->ordinal) return 1;
     }
@@ -228,6 +228,7 @@ cubert_status_t cuda_comm_setup_early(cuda_member_t *m, cubert_error_t *out_erro
   uint32_t uords[CUDA_COMM_MAX_MEMBERS];
   CUcontext ctx[CUDA_COMM_MAX_MEMBERS];
   const cubert_nccl_loader_t *nl = NULL;
+  const cubert_cuda_loader_t *cu;
   uint32_t i, j, n, ok = 1;
   const char *what = "";
   int res;
@@ -236,6 +237,7 @@ cubert_status_t cuda_comm_setup_early(cuda_member_t *m, cubert_error_t *out_erro
   (void)pthread_mutex_lock(g->issue_mutex);
   cuda_comm_lock();
   n = g->size;
+  cu = g->cu; /* (a member joining writes it, under the lock) */
   if (g->nccl_state != CUDA_NCCL_NONE || g->aborted) ok = 0;
   for (i = 0; ok && i < n; i++) {
     const cuda_member_t *p = g->members[i];
@@ -264,9 +266,11 @@ cubert_status_t cuda_comm_setup_early(cuda_member_t *m, cubert_error_t *out_erro
     return CUBERT_STATUS_OK; /* made when the round is issued */
   }
   g->nl = nl;
-  res = make_and_warm(g, ordinals, ctx, n, &what);
+  res = make_and_warm(g, cu, ordinals, ctx, n, &what);
   if (res == CUBERT_NCCL_SUCCESS) {
+    cuda_comm_lock(); /* (a member joining writes its entry, under the lock) */
     for (i = 0; i < n; i++) g->ordinals[i] = (uint32_t)ordinals[i];
+    cuda_comm_unlock();
     g->nccl_state = CUDA_NCCL_READY;
   } else {
     (void)cubert__nccl_error_set(&g->nccl_error, nl, res, what);

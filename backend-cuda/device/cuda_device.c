@@ -226,6 +226,11 @@ cubert_status_t cubert__cuda_device_fail(cubert_cuda_device_t *device, CUresult 
   return st;
 }
 
+cubert_status_t cubert__cuda_device_check(cubert_cuda_device_t *device, cubert_error_t *out_error) {
+  if (__atomic_load_n(&g_process_lost, __ATOMIC_ACQUIRE)) reached_by_loss(device);
+  return cubert__cuda_device_lost_error(device, out_error);
+}
+
 cubert_status_t cubert__cuda_device_enter(cubert_cuda_device_t *device, cubert_error_t *out_error) {
   uint32_t epoch;
   CUresult r;

@@ -63,15 +63,16 @@ typedef struct cubert_cuda_device_t cubert_cuda_device_t;
 
 /* ---- events ------------------------------------------------------------------ */
 
-/* A pooled event. Owned by whoever recorded it until released. `owner`,
- * `seq` and `mark` are the recorder's (the CUDA driver notes the stream, how
- * many staged reads and how much work preceded the record); the pool leaves
- * them alone. */
+/* A pooled event. Owned by whoever recorded it until released; a holder
+ * may share it (cubert__cuda_event_retain: one more release before it goes
+ * back to the pool). `owner`, `seq` and `mark` are the recorder's (the CUDA
+ * driver notes the stream, how many staged reads and how much work preceded
+ * the record); the pool clears them when the last holder released it. */
 typedef struct cubert_cuda_event_t {
   CUevent handle;
   struct cubert_cuda_event_t *next; /* free-list link while pooled */
   uint32_t timed;                   /* 1: created without CU_EVENT_DISABLE_TIMING */
-  uint32_t reserved;
+  uint32_t refs;                    /* holders (atomic): 1 when handed out by a record */
   void *owner;
   uint64_t seq;
   uint64_t mark;
@@ -235,6 +236,12 @@ bool cubert__cuda_process_lost(cubert_error_t *out_cause);
 /* True once the device is lost. Thread-safe, lock-free. */
 bool cubert__cuda_device_is_lost(const cubert_cuda_device_t *device);
 
+/* What cubert__cuda_device_enter answers for a lost device (a loss of the
+ * process reaching this one included), without making its context current:
+ * for a caller that makes no CUDA call. OK, or UNAVAILABLE with the lost
+ * record. Thread-safe. */
+cubert_status_t cubert__cuda_device_check(cubert_cuda_device_t *device, cubert_error_t *out_error);
+
 /* Copy the lost record into out_error (may be NULL) and return UNAVAILABLE;
  * OK (nothing written) when the device is not lost. Thread-safe. */
 cubert_status_t cubert__cuda_device_lost_error(cubert_cuda_device_t *device,
@@ -333,9 +340,14 @@ cubert_status_t cubert__cuda_event_elapsed(cubert_cuda_device_t *device,
                                            const cubert_cuda_event_t *end, uint64_t *out_ns,
                                            cubert_error_t *out_error);
 
-/* Give the event back to the pool (it may be re-recorded at once: an event
- * in flight is fine, CUDA re-records it). NULL: no-op. Thread-safe. */
+/* Give the event back to the pool once every holder released it (it may be
+ * re-recorded at once: an event in flight is fine, CUDA re-records it).
+ * NULL: no-op. Thread-safe. */
 void cubert__cuda_event_release(cubert_cuda_device_t *device, cubert_cuda_event_t *event);
+
+/* One more holder of a handed-out event (it stays out of the pool until
+ * that holder released it too). Thread-safe. */
+void cubert__cuda_event_retain(cubert_cuda_event_t *event);
 
 /* Pool counters (created, reused, live). Thread-safe. */
 void cubert__cuda_event_pool_counts(cubert_cuda_device_t *device, uint64_t *out_created,

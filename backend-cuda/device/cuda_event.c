@@ -48,6 +48,7 @@ static cubert_status_t event_take(cubert_cuda_device_t *device, bool timed,
   (void)pthread_mutex_unlock(&pool->mutex);
   if (e) {
     e->next = NULL;
+    e->refs = 1;
     *out_event = e;
     return CUBERT_STATUS_OK;
   }
@@ -62,6 +63,10 @@ static cubert_status_t event_take(cubert_cuda_device_t *device, bool timed,
                                     out_error);
   }
   e->timed = timed ? 1u : 0u;
+  e->refs = 1;
+  e->next = NULL;
+  e->owner = NULL;
+  e->seq = e->mark = e->epoch = 0;
   (void)pthread_mutex_lock(&pool->mutex);
   pool->created++;
   pool->live++;
@@ -73,6 +78,9 @@ static cubert_status_t event_take(cubert_cuda_device_t *device, bool timed,
 void cubert__cuda_event_release(cubert_cuda_device_t *device, cubert_cuda_event_t *event) {
   cubert_cuda_event_pool_t *pool;
   if (!device || !event) return;
+  if (__atomic_sub_fetch(&event->refs, 1u, __ATOMIC_ACQ_REL) != 0) return; /* shared: still held */
+  event->owner = NULL; /* the recorder's notes go with the last holder */
+  event->seq = event->mark = event->epoch = 0;
   pool = &device->events;
   (void)pthread_mutex_lock(&pool->mutex);
   if (event->timed) {
@@ -84,6 +92,10 @@ void cubert__cuda_event_release(cubert_cuda_device_t *device, cubert_cuda_event_
   }
   pool->live--;
   (void)pthread_mutex_unlock(&pool->mutex);
+}
+
+void cubert__cuda_event_retain(cubert_cuda_event_t *event) {
+  if (event) (void)__atomic_add_fetch(&event->refs, 1u, __ATOMIC_RELAXED);
 }
 
 cubert_status_t cubert__cuda_event_record(cubert_cuda_stream_t *stream, bool timed,

@@ -40,6 +40,7 @@ static cubert_status_t drv_memory_alloc(void *self, uint64_t size, cubert_driver
   cuda_drv_t *d = cuda_drv_of(self);
   CUdeviceptr p = 0;
   cubert_status_t st;
+  cuda_drv_settle(cuda_drv_stream_of(stream));
   cuda_drv_stream_of(stream)->ops++; /* stream-ordered (cuMemAllocAsync) */
   st = cubert__cuda_memory_alloc_retry(&cuda_drv_stream_of(stream)->s, size, reclaim, d, &p,
                                        out_error);
@@ -57,6 +58,7 @@ static void drv_memory_free(void *self, cubert_device_ptr_t address, uint64_t si
     return;
   }
   /* a lost device: nothing is called (the context's memory goes with it) */
+  cuda_drv_settle(cuda_drv_stream_of(stream));
   cuda_drv_stream_of(stream)->ops++; /* stream-ordered (cuMemFreeAsync) */
   (void)cubert__cuda_memory_free(&cuda_drv_stream_of(stream)->s, (CUdeviceptr)address, NULL);
 }
@@ -146,6 +148,7 @@ static cubert_status_t drv_launch(void *self, const cubert_driver_launch_t *l,
   cubert_error_t e;
   cubert_status_t st;
   if (!l->kernel->cuda_entry_name) return no_entry(l->kernel, out_error);
+  cuda_drv_settle(s);
   st = cubert__cuda_function_get(d->dev, l->kernel, &f, &e); /* e: set on failure */
   if (st != CUBERT_STATUS_OK) {
     if (launch_refused(st)) {
@@ -224,11 +227,14 @@ static cubert_status_t drv_stream_create(void *self, uint32_t index,
 static void drv_stream_destroy(void *self, cubert_driver_stream_t *stream) {
   cuda_drv_t *d = cuda_drv_of(self);
   cuda_drv_stream_t *s = cuda_drv_stream_of(stream);
+  cuda_drv_settle(s); /* (the communicators left first: nothing is lazy any more) */
   /* what is still enqueued runs (a lost device: returns at once) */
   if (cubert__cuda_stream_synchronize(&s->s, NULL) == CUBERT_STATUS_OK)
     cuda_drv_copy_outs(s, s->outs_enqueued);
   cuda_drv_copy_outs_drop(s);
   cuda_reports_free(s);
+  cubert__cuda_event_release(d->dev, s->last);
+  s->last = NULL;
   cubert__cuda_stream_deinitialize(&s->s);
   (void)pthread_mutex_destroy(&s->outs_mutex);
   d->streams[s->index] = NULL;
@@ -240,6 +246,7 @@ static cubert_status_t drv_stream_synchronize(void *self, cubert_driver_stream_t
   cuda_drv_stream_t *s = cuda_drv_stream_of(stream);
   cubert_status_t st;
   (void)self;
+  cuda_drv_settle(s);
   st = cubert__cuda_stream_synchronize(&s->s, out_error);
   if (st == CUBERT_STATUS_OK) {
     cuda_drv_copy_outs(s, s->outs_enqueued);
@@ -269,10 +276,19 @@ static uint64_t g_work_epoch;
 static cubert_status_t drv_event_record(void *self, cubert_driver_stream_t *stream,
                                         cubert_driver_event_t **out_event,
                                         cubert_error_t *out_error) {
+  cuda_drv_t *d = cuda_drv_of(self);
   cuda_drv_stream_t *s = cuda_drv_stream_of(stream);
   cubert_cuda_event_t *e = NULL;
   cubert_status_t st;
-  (void)self;
+  cuda_drv_settle(s);
+  if (s->last && s->ops == s->rec_ops) {
+    /* nothing enqueued since the last record: the same point (cuda_driver.h) */
+    CUBERT_RETURN_IF_ERROR(cubert__cuda_device_check(d->dev, out_error));
+    cubert__cuda_event_retain(s->last);
+    d->stats.records_reused++;
+    *out_event = (cubert_driver_event_t *)(void *)s->last;
+    return CUBERT_STATUS_OK;
+  }
   st = cubert__cuda_event_record(&s->s, false, &e, out_error);
   if (st != CUBERT_STATUS_OK) return st;
   if (s->ops != s->rec_ops || !s->epoch)
@@ -282,6 +298,9 @@ static cubert_status_t drv_event_record(void *self, cubert_driver_stream_t *stre
   e->mark = ++s->ops;        /* and the work */
   e->epoch = s->epoch;
   s->rec_ops = s->ops;
+  cubert__cuda_event_retain(e); /* the stream's reference */
+  cubert__cuda_event_release(d->dev, s->last);
+  s->last = e;
   *out_event = (cubert_driver_event_t *)(void *)e;
   return CUBERT_STATUS_OK;
 }
@@ -294,6 +313,7 @@ static cubert_status_t drv_event_wait(void *self, cubert_driver_stream_t *stream
   (void)self;
   if (e->owner && e->owner == s->waited && e->epoch == s->waited_epoch)
     return CUBERT_STATUS_OK; /* already waits for that point (cuda_driver.h) */
+  cuda_drv_settle(s);
   s->ops++;
   st = cubert__cuda_event_wait(&s->s, e, out_error);
   if (st == CUBERT_STATUS_OK && e->owner) {
@@ -336,12 +356,8 @@ static cubert_status_t drv_event_synchronize(void *self, cubert_driver_event_t *
 }
 
 static void drv_event_destroy(void *self, cubert_driver_event_t *event) {
-  cubert_cuda_event_t *e = event_of(event);
-  e->owner = NULL;
-  e->epoch = 0;
-  e->seq = 0;
-  e->mark = 0;
-  cubert__cuda_event_release(cuda_drv_of(self)->dev, e);
+  /* (the pool clears the recorder's notes once the stream let go of it too) */
+  cubert__cuda_event_release(cuda_drv_of(self)->dev, event_of(event));
 }
 
 /* ---- the device ---------------------------------------------------------------------------- */
@@ -440,6 +456,7 @@ static cubert_status_t drv_stream_order_native(void *self, cubert_driver_stream_
   memset(&other, 0, sizeof other);
   other.device = d->dev;
   other.handle = (CUstream)(uintptr_t)native;
+  cuda_drv_settle(s);
   if (direction == CUBERT_NATIVE_WAITS) {
     st = cubert__cuda_event_record(&s->s, false, &e, out_error);
     if (st == CUBERT_STATUS_OK) st = cubert__cuda_event_wait(&other, e, out_error);

@@ -123,6 +123,17 @@ typedef struct cuda_drv_stream_t {
   uint64_t epoch;
   const void *waited;
   uint64_t waited_epoch;
+  /* The last event recorded here (one reference held): a record with no
+   * work since it (ops == rec_ops) hands out that event again instead of
+   * recording another (the server's fence of each collective on an idle
+   * compute stream costs no driver call). Under the device. */
+  cubert_cuda_event_t *last;
+  /* The communication stream: a collective posted here and not enqueued
+   * yet (cuda_comm.h, "Lazy posts": its cuda_member_t), or NULL. Set by the
+   * device's thread; cleared by it or by the thread that enqueued the
+   * collective (atomic). Any work enqueued here first settles it
+   * (cuda_drv_settle). */
+  void *lazy;
   /* The argument block of the stream's launches (cuLaunchKernel copies it
    * at the launch): zeroed once, then each launch writes its own slots and
    * clears the ones the launch before used beyond them. */
@@ -144,6 +155,7 @@ typedef struct cuda_drv_stats_t {
   uint64_t sync_spins;         /* waits that ended polling (atomic: any thread) */
   uint64_t sync_blocks;        /* waits that ended in cuEventSynchronize (atomic) */
   uint64_t queries_skipped;    /* error drains without cuStreamQuery */
+  uint64_t records_reused;     /* event_record answered with the stream's last event */
   uint64_t plans_created, plan_updates, plan_launches; /* CUDA graphs (cuda_plan.c) */
 } cuda_drv_stats_t;
 
@@ -182,6 +194,15 @@ cubert_status_t cuda_drv_create(cubert_allocator_t allocator, const cubert_cuda_
 static inline cuda_drv_t *cuda_drv_of(void *self) { return (cuda_drv_t *)self; }
 static inline cuda_drv_stream_t *cuda_drv_stream_of(cubert_driver_stream_t *s) {
   return (cuda_drv_stream_t *)(void *)s;
+}
+
+/* A collective posted on `s` without anything enqueued for it yet (a lazy
+ * post, cuda_comm.h) must be ordered before the work about to be enqueued:
+ * close its gate now (its F and gate wait on s), unless its round was
+ * issued already. cuda_comm_round.c; the device's thread, no lock held. */
+void cuda_comm_settle(cuda_drv_stream_t *s);
+static inline void cuda_drv_settle(cuda_drv_stream_t *s) {
+  if (__atomic_load_n(&s->lazy, __ATOMIC_ACQUIRE)) cuda_comm_settle(s);
 }
 
 /* The driver's own stream_errors (cuda_driver.c); the table's entry is

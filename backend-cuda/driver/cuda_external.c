@@ -67,6 +67,7 @@ static cubert_status_t ext_run(void *user, cubert_error_t *out_error) {
   cubert_status_t st;
   CUBERT_RETURN_IF_ERROR(cubert__client_driver_stream(t->client, t->stream, &ds, out_error));
   s = cuda_drv_stream_of(ds);
+  cuda_drv_settle(s);
   CUBERT_RETURN_IF_ERROR(cubert__cuda_device_enter(s->s.device, out_error));
   cu = s->s.device->cu;
   if (cu->cuCtxGetCurrent(&before) != CUDA_SUCCESS) before = s->s.device->context;

@@ -184,7 +184,9 @@ cubert_status_t cuda_drv_plan_launch(void *self, cubert_driver_plan_t *plan,
   cuda_drv_t *d = cuda_drv_of(self);
   cuda_drv_stream_t *s = cuda_drv_stream_of(stream);
   CUresult r;
-  cubert_status_t st = cubert__cuda_device_enter(d->dev, out_error);
+  cubert_status_t st;
+  cuda_drv_settle(s);
+  st = cubert__cuda_device_enter(d->dev, out_error);
   if (st != CUBERT_STATUS_OK) return st;
   r = d->dev->cu->cuGraphLaunch(plan->exec, s->s.handle);
   s->ops++;

@@ -406,6 +406,7 @@ cubert_status_t cuda_drv_copy(void *self, const cubert_driver_copy_t *c,
   if (c->kind > CUBERT_COPY_DEVICE_TO_DEVICE)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0, "unknown copy kind");
   if (c->width == 0 || c->height == 0) return CUBERT_STATUS_OK;
+  cuda_drv_settle(s);
   s->ops++; /* (also when it fails: the errors are then polled for) */
   if ((c->height > 1 && (c->src_pitch < c->width || c->dst_pitch < c->width)) ||
       cubert_u64_mul(c->width, c->height, &bytes) != CUBERT_STATUS_OK)

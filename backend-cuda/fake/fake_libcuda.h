@@ -38,6 +38,8 @@
  *   CUBERT_FAKE_CUDA_GATE_TIMEOUT_MS work on a stream behind a closed
  *                                    cuStreamWaitValue32 waits at most this
  *                                    long (default 30000), then CUDA_ERROR_TIMEOUT
+ *   CUBERT_FAKE_CUDA_WAIT_VALUE_RESULT  cuStreamWaitValue32 returns this CUresult
+ *                                    (enqueuing nothing)
  *   CUBERT_FAKE_CUDA_NO_PEER         1: cuDeviceCanAccessPeer answers 0
  *   CUBERT_FAKE_CUDA_UNKNOWN_KERNELS "fail": a launch no host runner ran (no CPU
  *                                    body) returns CUDA_ERROR_NOT_SUPPORTED (said once

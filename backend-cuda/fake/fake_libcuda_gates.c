@@ -155,6 +155,8 @@ CUresult fake_cuStreamWaitValue32(CUstream s_arg, CUdeviceptr addr, cuuint32_t v
   fake_gate_t g;
   if (r != CUDA_SUCCESS) return r;
   if (!s || !addr) return CUDA_ERROR_INVALID_VALUE;
+  r = (CUresult)fake_knob("CUBERT_FAKE_CUDA_WAIT_VALUE_RESULT", 0);
+  if (r != CUDA_SUCCESS) return r;
   if ((flags & 0xf) != CU_STREAM_WAIT_VALUE_GEQ) return CUDA_ERROR_NOT_SUPPORTED;
   g.addr = (const uint32_t *)(uintptr_t)addr;
   g.value = value;

@@ -11,7 +11,15 @@
  *  - the ordering: a collective starts after the work enqueued before it on
  *    the caller's stream (the MultiStream resolves that stream over the
  *    bindings, an event recorded there is waited on by the communication
- *    stream), and its bindings stay pinned until it ran;
+ *    stream), and its bindings stay pinned until it ran: they are held
+ *    with those of the next collectives, and up to SERVER_COMM_HELD
+ *    collectives' pins go to the release ring behind one event recorded on
+ *    the communication stream after the last of them (at the next
+ *    collective once that many are held, at sync_collective, at any drain of
+ *    the ring: memory_usage, memory_cleanup, teardown), not one event per
+ *    collective: a driver call the small collectives' host time does not
+ *    pay (the CUDA driver enqueues nothing for a posted collective until its
+ *    peers posted, docs/collectives.md);
  *  - sync_collective: the caller's stream waits for everything enqueued on
  *    the communication stream so far, and that stream's errors up to there
  *    are surfaced by the caller's next drain (flush / sync / read).
@@ -288,6 +296,10 @@ cubert_status_t cubert__server_collective(cubert_server_t *server, const cubert_
   if (op->kind == CUBERT_COLLECTIVE_RECV) /* reserve and bind the new handle first */
     CUBERT_RETURN_IF_ERROR(recv_memory(server, op, out_error));
   CUBERT_RETURN_IF_ERROR(prepare(server, op, &c, out_error));
+  /* a full hold goes now, before this collective's fence: an event after
+   * the earlier collectives, not after this one (which the CUDA driver
+   * enqueues only once its peers posted) */
+  if (server->comm->held_collectives >= SERVER_COMM_HELD) server_comm_release_held(server);
   if (op->src) bindings[n++] = *op->src;
   if (op->dst) bindings[n++] = *op->dst;
   for (i = 0; i < n; i++) {
@@ -307,7 +319,8 @@ cubert_status_t cubert__server_collective(cubert_server_t *server, const cubert_
     return status;
   }
   server->comm->enqueued = 1;
-  server_gc_retire_pins(server, server->comm->stream, pins, n); /* until the collective ran */
+  for (i = 0; i < n; i++) server->comm->held[server->comm->held_count++] = pins[i];
+  server->comm->held_collectives++; /* until an event after it completed */
   return CUBERT_STATUS_OK;
 }
 
@@ -315,6 +328,15 @@ cubert_status_t cubert__server_collective(cubert_server_t *server, const cubert_
 
 /* ---- kept when collectives are compiled out: with no communicator (none is
  * ever made then) each does nothing ---- */
+
+void server_comm_release_held(cubert_server_t *server) {
+  server_comm_t *c = server->comm;
+  if (!c || c->held_collectives == 0) return;
+  /* (a collective pins one or two bindings: the hold fits one ring entry) */
+  server_gc_retire_pins(server, c->stream, c->held, c->held_count);
+  c->held_count = 0;
+  c->held_collectives = 0;
+}
 
 cubert_status_t cubert__server_sync_collective(cubert_server_t *server, uint64_t stream,
                                                cubert_error_t *out_error) {
@@ -325,6 +347,7 @@ cubert_status_t cubert__server_sync_collective(cubert_server_t *server, uint64_t
   CUBERT_RETURN_IF_ERROR(cubert__server_not_recording(server, stream, "sync_collective", out_error));
   if (!server->comm || !server->comm->enqueued) return CUBERT_STATUS_OK; /* nothing to wait for */
   CUBERT_RETURN_IF_ERROR(server_slot(server, stream, &slot, out_error));
+  server_comm_release_held(server); /* the bindings go once what the caller waits for ran */
   CUBERT_RETURN_IF_ERROR(server_note(
       server, server->driver->event_record(server->self, server->comm->stream, &event, out_error), out_error));
   status = server_note(server, server->driver->event_wait(server->self, slot->stream, event, out_error),
@@ -349,6 +372,7 @@ void server_comm_shutdown(cubert_server_t *server) {
   /* leaving aborts what waits for peers: the stream then drains quickly */
   for (i = 0; i < c->joined_count; i++) server->driver->comm_destroy(server->self, c->joined[i].comm);
   c->joined_count = 0;
+  server_comm_release_held(server); /* (the drain below waits for them) */
   if (server_lost(server, NULL) == CUBERT_STATUS_OK &&
       server->driver->event_record(server->self, c->stream, &event, NULL) == CUBERT_STATUS_OK) {
     (void)server->driver->event_synchronize(server->self, event, UINT64_MAX, NULL);

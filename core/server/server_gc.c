@@ -23,6 +23,8 @@
 /* Pins of one command at most (a launch's bindings): the pin ring holds at
  * least twice that, so one entry always fits once the ring is empty. */
 #define GC_MIN_PINS (2u * SERVER_MAX_BINDINGS)
+/* the collectives' held pins (server_comm.c) fit one entry */
+typedef char gc_held_pins_fit[2u * SERVER_COMM_HELD <= GC_MIN_PINS ? 1 : -1];
 
 cubert_status_t server_gc_create(cubert_server_t *server, uint32_t capacity, cubert_error_t *out_error) {
   /* twice the entries (most commands pin one or two bindings), at least GC_MIN_PINS */
@@ -95,6 +97,7 @@ uint32_t server_gc_poll(cubert_server_t *server) {
 }
 
 void server_gc_drain(cubert_server_t *server) {
+  server_comm_release_held(server); /* the collectives' held pins too (server_comm.c) */
   while (server->ring_len) wait_oldest(server);
 }
 
@@ -118,8 +121,9 @@ static bool has_room(const cubert_server_t *server, uint32_t npins) {
 }
 
 /* A new entry after `event` with room for `npins` contiguous pins (at most
- * GC_MIN_PINS / 2, so an empty ring always has room): completed entries go
- * first, then the oldest are waited for. */
+ * GC_MIN_PINS, which the pin ring always holds, so an empty ring has room: a
+ * command's pins, or the held pins of SERVER_COMM_HELD collectives):
+ * completed entries go first, then the oldest are waited for. */
 static server_retire_t *push_entry(cubert_server_t *server, cubert_driver_event_t *event,
                                    uint32_t npins) {
   server_retire_t *e;

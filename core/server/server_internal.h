@@ -86,11 +86,19 @@ typedef struct server_comm_joined_t {
   cubert_driver_comm_t *comm;
 } server_comm_joined_t;
 
+/* Collectives whose bindings are held together (server_comm.c): their pins
+ * go to the release ring behind one event recorded after the last of them,
+ * when this many are held, or at sync_collective or any drain of the ring. */
+#define SERVER_COMM_HELD 16u
+
 typedef struct server_comm_t {
   cubert_driver_stream_t *stream; /* the communication stream */
   uint32_t enqueued;              /* a collective ran or is pending there */
   uint32_t joined_count;
   server_comm_joined_t joined[CUBERT_SERVER_MAX_COMMUNICATORS];
+  /* pins of the collectives enqueued since the last release point */
+  uint32_t held_count, held_collectives;
+  cubert_memory_id_t held[2u * SERVER_COMM_HELD];
 } server_comm_t;
 
 
@@ -321,6 +329,10 @@ void server_race_released(cubert_server_t *server, cubert_race_event_t race,
 #endif
 
 /* ---- server_comm.c ---- */
+/* The held pins of the collectives enqueued so far go to the release ring
+ * behind one event recorded on the communication stream now (none held:
+ * nothing). Never fails (server_gc_retire_pins). */
+void server_comm_release_held(cubert_server_t *server);
 void server_comm_shutdown(cubert_server_t *server);
 void server_comm_destroy(cubert_server_t *server);
 

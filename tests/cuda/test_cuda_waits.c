@@ -251,3 +251,75 @@ TEST(cuda_waits_schedule_sets_the_context_flags) {
   CHECK_EQ_I64(counting.live_blocks, 0);
   counting_allocator_destroy(&counting);
 }
+
+/* A record on a stream with nothing enqueued since its last record hands
+ * out that event again (backend-cuda/driver/cuda_driver.h, `last`): syncs
+ * of an idle stream make no cuEventRecord (nor does the server's fence of a
+ * collective on an idle compute stream, test_cuda_comm_costs.c); new work
+ * makes the next record a real one. */
+TEST(cuda_waits_record_on_an_idle_stream_reuses_its_last_event) {
+  waits_env_t e;
+  fake_cuda_stats_t f0, f1;
+  cubert_cube_count_t one = cubert_cube_count_new_single();
+  cubert_launch_arguments_t none;
+  int i;
+  cubert_launch_arguments_initialize(&none);
+  waits_open(&e, 0, NULL);
+  CHECK_OK(cubert_client_launch(e.client, &ck_empty_kernel, &one, &none, NULL));
+  f0 = fake_stats(e.cu);
+  CHECK_OK(cubert_client_sync(e.client, NULL));
+  f1 = fake_stats(e.cu);
+  CHECK_EQ_U64(f1.event_records, f0.event_records + 1);
+  for (i = 0; i < 3; i++) CHECK_OK(cubert_client_sync(e.client, NULL));
+  f0 = fake_stats(e.cu);
+  CHECK_EQ_U64(f0.event_records, f1.event_records); /* the same point, three times */
+  CHECK_OK(cubert_client_launch(e.client, &ck_empty_kernel, &one, &none, NULL));
+  CHECK_OK(cubert_client_sync(e.client, NULL));
+  f1 = fake_stats(e.cu);
+  CHECK_EQ_U64(f1.event_records, f0.event_records + 1);
+  waits_close(&e); /* the stream's reference went with it: nothing leaked */
+}
+
+static const char k_waits_fault_ptx[] = "// fake\n.visible .entry fake_fault(\n)\n{\n}\n";
+
+/* The reused event of an idle stream still reports a loss that reached its
+ * device: GPU 0's kernel faults (the process's CUDA state is lost); GPU 1's
+ * device, idle since its last sync, answers its next sync with the loss
+ * naming the first cause, without recording anything. */
+TEST(cuda_waits_reused_event_reports_a_lost_process) {
+  waits_env_t e;
+  cubert_client_t *other = NULL;
+  counting_allocator_t oc;
+  cubert_cuda_options_t o;
+  cubert_kernel_t fault;
+  cubert_cube_count_t one = cubert_cube_count_new_single();
+  cubert_launch_arguments_t none;
+  fake_cuda_stats_t f0, f1;
+  cubert_error_t err;
+  cubert_launch_arguments_initialize(&none);
+  fake_knob("CUBERT_FAKE_CUDA_DEVICES", "2");
+  waits_open(&e, 0, NULL);
+  cubert_cuda_options_initialize(&o);
+  o.ordinal = 1;
+  o.device.index = 1;
+  CHECK_OK_E(cubert_cuda_client_create(counting_allocator_initialize(&oc), &o, &other, &err),
+             err);
+  CHECK_OK(cubert_client_launch(other, &ck_empty_kernel, &one, &none, NULL));
+  CHECK_OK(cubert_client_sync(other, NULL));
+  fault = ck_empty_kernel;
+  fault.cuda_entry_name = "fake_fault";
+  fault.cuda_image = k_waits_fault_ptx;
+  fault.cuda_image_size = sizeof k_waits_fault_ptx;
+  CHECK_OK(cubert_client_launch(e.client, &fault, &one, &none, NULL));
+  CHECK_STATUS(cubert_client_sync(e.client, &err), CUBERT_STATUS_UNAVAILABLE);
+  f0 = fake_stats(e.cu);
+  CHECK_STATUS(cubert_client_sync(other, &err), CUBERT_STATUS_UNAVAILABLE);
+  f1 = fake_stats(e.cu);
+  CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_DEVICE_LOST);
+  CHECK_MSG(strstr(err.reason, "CUDA device 0 lost first") != NULL, "%s", err.reason);
+  CHECK_EQ_U64(f1.event_records, f0.event_records);
+  cubert_client_release(other);
+  CHECK_EQ_I64(oc.live_blocks, 0);
+  counting_allocator_destroy(&oc);
+  waits_close(&e);
+}
