@@ -16,6 +16,7 @@
 #include "stream/stream.h"
 #include "cubert/os.h"
 #include "os/os_obs.h"
+#include "os/os_thread.h"
 
 void cubert_cpu_options_initialize(cubert_cpu_options_t *options) {
   if (!options) return;
@@ -196,6 +197,12 @@ static void server_options(const cubert_cpu_options_t *o, cpu_device_t *d, cuber
   k->layout_policy.mem_alignment = 8;
   if (d->deterministic && d->sim->source == CUBERT_SIM_SOURCE_SEED) k->race_seed = d->sim->seed;
   k->lock = *lock;
+  /* launches on different streams enqueue without the device lock (each
+   * stream's ring has one producer at a time: the shard's holder); not in
+   * deterministic mode (its step loop is the device's) nor with test faults
+   * that count launches */
+  k->concurrent_launch = !d->deterministic && !(d->faults.fail_launch | d->faults.has_kernel);
+  k->yield = cubert__os_thread_yield;
   k->clock = cubert_os_clock();
   k->stream_source = cubert_os_stream_source;
   k->host_release = release_lock;

@@ -35,6 +35,9 @@ typedef struct device_state_t {
   void *stream_source_self;
   cubert_server_t *server;
   cubert_device_handle_t handle;
+  /* the device lock's shards (core/device/device_shards.h): NULL unless the
+   * server was made with concurrent_launch over the direct handle */
+  struct cubert_device_shards_t *shards;
   cubert_handle_table_t *table;
   cubert_device_properties_t properties;
   void (*host_release)(void *self);

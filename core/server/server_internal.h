@@ -121,6 +121,9 @@ struct cubert_server_t {
   uint32_t device_key; /* cubert_handle_t.device_key of this device's handles */
   uint16_t device_type;
   uint32_t max_streams;
+  /* options.concurrent_launch: launches on their own stream's buffers may run
+   * with only their shard entered (cubert__server_launch_sharded) */
+  uint32_t concurrent_launch;
   cubert_device_handle_t handle; /* for completion drains (set after creation) */
   cubert_multi_stream_t *multi;
   server_slot_t **slots; /* max_streams, NULL until created */
