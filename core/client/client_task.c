@@ -51,29 +51,33 @@ static void lost_run(void *context, void *payload) {
   if (t->head.error) *t->head.error = t->lost;
 }
 
+void client_sharded_done(device_state_t *s, cubert_status_t status, const cubert_error_t *error,
+                         cubert_error_t *out_error) {
+  lost_task_t lost;
+  if (status == CUBERT_STATUS_OK) return;
+  lost.lost = *error;
+  if (status == CUBERT_STATUS_UNAVAILABLE) { /* the device is lost: made sticky, held */
+    lost.head.status = CUBERT_STATUS_INTERNAL;
+    lost.head.error = out_error;
+    if (s->handle.vtable->submit_blocking(s->handle.self, lost_run, &lost) == CUBERT_STATUS_OK) return;
+  }
+  if (out_error) *out_error = lost.lost;
+}
+
 /* The launch through its stream's shard (core/device/device_shards.h), when
  * the device lock is not held or wanted and the server takes it
  * (cubert__server_launch_sharded); false: run it with the device held. */
 static bool launch_sharded(device_state_t *s, const cubert_server_launch_t *op,
                            cubert_status_t *out_status, cubert_error_t *out_error) {
   uint32_t shard = cubert__server_shard_of(s->server, op->stream);
-  lost_task_t lost;
+  cubert_error_t e;
   bool taken;
   if (!cubert__device_shards_enter(s->shards, shard)) return false;
-  cubert_error_clear(&lost.lost);
-  taken = cubert__server_launch_sharded(s->server, op, out_status, &lost.lost);
+  cubert_error_clear(&e);
+  taken = cubert__server_launch_sharded(s->server, op, out_status, &e);
   cubert__device_shards_leave(s->shards, shard);
-  if (!taken) return false;
-  if (*out_status == CUBERT_STATUS_UNAVAILABLE) { /* the device is lost: made sticky, held */
-    lost.head.status = CUBERT_STATUS_INTERNAL;
-    lost.head.error = out_error;
-    if (s->handle.vtable->submit_blocking(s->handle.self, lost_run, &lost) != CUBERT_STATUS_OK &&
-        out_error)
-      *out_error = lost.lost;
-  } else if (*out_status != CUBERT_STATUS_OK && out_error) {
-    *out_error = lost.lost;
-  }
-  return true;
+  if (taken) client_sharded_done(s, *out_status, &e, out_error);
+  return taken;
 }
 
 cubert_status_t client_launch_task(cubert_client_t *client, const cubert_kernel_t *kernel,

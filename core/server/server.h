@@ -211,6 +211,15 @@ cubert_status_t cubert__server_launch(cubert_server_t *server, const cubert_serv
  * cubert__server_note_lost with the device held. */
 bool cubert__server_launch_sharded(cubert_server_t *server, const cubert_server_launch_t *op,
                                    cubert_status_t *out_status, cubert_error_t *out_error);
+/* A reserve (cubert__server_reserve_memory) with only the shard of `stream`
+ * entered, as the sharded launch: false (nothing happened) without
+ * concurrent_launch, on a lost device or a slot never made; true:
+ * *out_status is the reserve's (UNAVAILABLE: pass the error to
+ * cubert__server_note_lost with the device held). The release ring is not
+ * polled here (the next call with the device held does). */
+bool cubert__server_reserve_sharded(cubert_server_t *server, uint64_t stream, uint64_t size,
+                                    cubert_memory_id_t *out_memory, cubert_status_t *out_status,
+                                    cubert_error_t *out_error);
 /* The shard of `stream` (its slot index); UINT32_MAX: the server was made
  * without concurrent_launch (no sharded launch). */
 uint32_t cubert__server_shard_of(const cubert_server_t *server, uint64_t stream);

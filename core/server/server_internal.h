@@ -48,6 +48,9 @@ typedef struct server_slot_t {
   /* sync_collective: the communication stream's errors up to this event
    * belong to this slot's next drain once it completed (server_comm.c). */
   cubert_driver_event_t *comm_event;
+  /* 1 while a sharded reserve runs on this slot (cubert__server_reserve_sharded):
+   * its storage leaves a lost device to the caller (server_note reads every slot) */
+  uint32_t sharded;
 } server_slot_t;
 
 /* A pinned binding reference held by the release ring: the memory id and the

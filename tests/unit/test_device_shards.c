@@ -329,3 +329,49 @@ TEST(shards_handshake) {
   cubert__device_shards_destroy(NULL);
   CHECK_EQ_I64(c.live_blocks, 0);
 }
+
+/* An empty buffer's reserve on a stream whose slot exists: no device lock;
+ * the driver's allocation failing comes back with its record (nothing
+ * reserved); a lost device there is made sticky. */
+TEST(shards_reserve_skips_the_device_lock) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_initialize(&c);
+  fake_device_t d;
+  cubert_server_options_t o;
+  count_lock_t l = {0, 0, 0};
+  cubert_client_t *client;
+  cubert_handle_t h, e1, e2;
+  cubert_error_t err;
+  uint8_t data[16] = {0};
+  int locks, calls;
+  cubert_status_t st;
+  SKIP_UNLESS_SHARDS();
+  options(&o, &l);
+  client = fake_client(a, &d, &o, &fake_driver);
+  CHECK_OK(cubert_client_create_from_slice(client, data, sizeof data, &h, NULL)); /* slot 0 made */
+  locks = l.locks;
+  CHECK_OK(cubert_client_empty(client, 256, &e1, NULL));
+  CHECK_OK(launch_with(client, &e1, NULL)); /* bound on stream 0: sharded too */
+  CHECK_EQ_I64(l.locks, locks);
+  CHECK_OK(cubert_client_handle_release(client, &e1, NULL));
+  /* a new page's allocation refused */
+  d.fail_only = "memory_alloc";
+  d.fail_at = d.calls + 1;
+  st = cubert_client_empty(client, 700u << 10, &e2, &err);
+  CHECK_STATUS(st, CUBERT_STATUS_INTERNAL); /* the fake's SERVER_GENERIC */
+  CHECK_EQ_I64(d.failed, 1);
+  CHECK(strstr(err.reason, "fake: memory_alloc failed") != NULL);
+  CHECK_EQ_I64(l.locks, locks);
+  /* the device lost there */
+  d.fail_kind = CUBERT_ERROR_DEVICE_LOST;
+  d.fail_at = d.calls + 1;
+  CHECK_STATUS(cubert_client_empty(client, 900u << 10, &e2, &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK_EQ_I64(l.locks, locks + 1); /* noted with the lock */
+  calls = d.calls;
+  CHECK_STATUS(cubert_client_empty(client, 256, &e2, &err), CUBERT_STATUS_UNAVAILABLE);
+  CHECK_EQ_U64(cubert_error_kind(&err), CUBERT_ERROR_DEVICE_LOST);
+  CHECK_EQ_I64(d.calls, calls);
+  d.fail_only = NULL;
+  CHECK_OK(cubert_client_handle_release(client, &h, NULL));
+  fake_release(client, &d, &c);
+}
