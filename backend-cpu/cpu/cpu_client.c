@@ -149,6 +149,11 @@ static cubert_status_t device_create(cubert_allocator_t allocator, const cubert_
       cubert_allocator_malloc_array(allocator, d->stream_count, sizeof(cpu_stream_t *), 0,
                                     (void **)&d->streams, NULL) != CUBERT_STATUS_OK)
     status = cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "streams");
+  if (status == CUBERT_STATUS_OK && !d->deterministic &&
+      cubert_allocator_malloc_array(allocator, d->stream_count, sizeof(cpu_kernel_context_t), 0,
+                                    (void **)&d->solo, NULL) != CUBERT_STATUS_OK)
+    status = cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
+                              "stream kernel contexts");
   if (status == CUBERT_STATUS_OK)
     status = cubert__cpu_executor_create(allocator, d->deterministic ? 0 : o->workers,
                                          &d->executor, out_error);
@@ -162,6 +167,7 @@ static cubert_status_t device_create(cubert_allocator_t allocator, const cubert_
   }
   cubert__cpu_executor_set_trace_device(d->executor, d->device_index);
   cubert__cpu_executor_set_plane_dim(d->executor, o->plane_dim);
+  if (CPU_KERNEL_PLANE_DIM_VALID(o->plane_dim)) d->plane_dim = o->plane_dim;
   *out_device = d;
   return CUBERT_STATUS_OK;
 }

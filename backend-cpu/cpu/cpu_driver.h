@@ -48,6 +48,12 @@ typedef struct cpu_device_t {
   uint64_t sim_deadlocks;
   /* test-only run-time faults (core/server/server_faults.h), decided at submit */
   cpu_fault_plan_t faults;
+  /* threaded mode: one kernel context per stream (stream_count), where a
+   * one-cube launch runs on its stream's worker without the executor's run
+   * lock, so small launches on different streams do not serialize (issue 27);
+   * NULL in deterministic mode (every launch goes through the executor) */
+  cpu_kernel_context_t *solo;
+  uint32_t plane_dim; /* options.plane_dim (0: the kernels' default) */
   /* options.profile_summary (cpu_client.c): executions by kernel name,
    * written to the log's sink at destroy; NULL: off */
   cubert_profile_summary_t *summary;
