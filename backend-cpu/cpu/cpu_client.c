@@ -150,7 +150,7 @@ static cubert_status_t device_create(cubert_allocator_t allocator, const cubert_
                                     (void **)&d->streams, NULL) != CUBERT_STATUS_OK)
     status = cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "streams");
   if (status == CUBERT_STATUS_OK && !d->deterministic &&
-      cubert_allocator_malloc_array(allocator, d->stream_count, sizeof(cpu_kernel_context_t), 0,
+      cubert_allocator_malloc_array(allocator, d->stream_count, sizeof(cpu_solo_context_t), 64,
                                     (void **)&d->solo, NULL) != CUBERT_STATUS_OK)
     status = cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                               "stream kernel contexts");

@@ -233,7 +233,7 @@ static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_er
     cpu_kernel_launch_args(l, &args);
     if (d->solo && count.x == 1 && count.y == 1 && count.z == 1 &&
         l->execution != (uint8_t)CUBERT_EXECUTION_RACECHECK)
-      status = launch_solo(d, &d->solo[stream->slot], l, count, &args, &report, error);
+      status = launch_solo(d, &d->solo[stream->slot].context, l, count, &args, &report, error);
     else
       status = cubert__cpu_executor_run_shared(d->executor, l->kernel, count, l->cube_dim,
                                                l->shared_memory_bytes, &args,
@@ -630,8 +630,8 @@ static void cpu_destroy(void *self) {
   cubert__cpu_executor_destroy(d->executor);
   if (d->solo) {
     uint32_t i;
-    for (i = 0; i < d->stream_count; i++) cpu_kernel_context_free(&d->solo[i], d->allocator);
-    cubert_allocator_free(d->allocator, d->solo, d->stream_count * sizeof(cpu_kernel_context_t), 0);
+    for (i = 0; i < d->stream_count; i++) cpu_kernel_context_free(&d->solo[i].context, d->allocator);
+    cubert_allocator_free(d->allocator, d->solo, d->stream_count * sizeof(cpu_solo_context_t), 64);
   }
   cpu_sim_destroy(d);
   pthread_mutex_destroy(&d->events_mutex);
