@@ -9,6 +9,10 @@
  *  1. empty-kernel launches, sustained: N launches (1 cube of 1 unit) then
  *     one sync; launches/s vs a raw cuLaunchKernel loop + cuStreamSynchronize
  *     (goal >= 0.9x);
+ *  1b. the same with 8 client threads, each on its own stream (aggregate
+ *     launches/s over the wall time of all, then one sync each) vs 8 threads
+ *     calling cuLaunchKernel on 8 raw streams (goal >= 0.9x, issue 27: the
+ *     client's launches on different streams take no device-wide lock);
  *  2. async launch, client side: bursts of 256 launches into an idle stream,
  *     timed until the last launch returned; ns per launch vs raw
  *     cuLaunchKernel, and the difference (what the client adds; goal
@@ -46,6 +50,7 @@
  * "bench_cuda: skipped: CUDA unavailable: <reason>" and exits 0. Exit
  * status 1 when an operation failed or a result did not check.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,6 +215,115 @@ static void bench_launches(const cfg_t *cfg, cubert_client_t *c, raw_t *r) {
        bench_stat_of(bur_c, cfg->runs), "raw cuLaunchKernel", bench_stat_of(bur_r, cfg->runs), 0);
   emit("gpu launch", "what the client adds to an async launch", "ns", 0,
        bench_stat_of(diff, cfg->runs), "goal", constant(500), 1.0);
+}
+
+/* ---- 1b: launches from 8 threads on 8 streams ---------------------------------------------- */
+
+#define LAUNCH_THREADS 8
+
+typedef struct team_t {
+  pthread_barrier_t start, done;
+  cubert_client_t *client; /* NULL: raw */
+  raw_t *raw;
+  CUfunction f_empty;
+  int per_thread, runs;
+  double began[LAUNCH_THREADS], ended[LAUNCH_THREADS];
+} team_t;
+
+typedef struct member_t {
+  team_t *team;
+  int index;
+} member_t;
+
+static void *team_member(void *arg) {
+  team_t *t = ((member_t *)arg)->team;
+  const int me = ((member_t *)arg)->index;
+  cubert_cube_count_t one = cubert_cube_count_new_single();
+  cubert_launch_arguments_t none = args_of(NULL, 0, NULL, 0);
+  cubert_kernel_args_t raw_none;
+  cubert_dim3_t d1 = {1, 1, 1};
+  cubert_client_t *c = NULL;
+  raw_t mine;
+  int run, k;
+  cubert_kernel_args_initialize(&raw_none);
+  if (t->client) {
+    MUST("clone", cubert_client_clone(t->client, &c, NULL));
+    cubert_client_set_stream(c, 100u + (uint64_t)me); /* slots 100.. of 16: distinct */
+    MUST("launch", cubert_client_launch(c, &ck_empty_kernel, &one, &none, NULL)); /* the slot */
+    MUST("sync", cubert_client_sync(c, NULL));
+  } else {
+    mine = *t->raw; /* its own stream in the same context */
+    RAW_CU("cuCtxSetCurrent", mine.cu->cuCtxSetCurrent(mine.ctx));
+    RAW_CU("cuStreamCreate", mine.cu->cuStreamCreate(&mine.stream, CU_STREAM_NON_BLOCKING));
+  }
+  for (run = -1; run < t->runs; run++) { /* run -1: warm-up */
+    pthread_barrier_wait(&t->start);
+    t->began[me] = bench_now_ns();
+    if (c) {
+      for (k = 0; k < t->per_thread; k++)
+        MUST("launch", cubert_client_launch(c, &ck_empty_kernel, &one, &none, NULL));
+      MUST("sync", cubert_client_sync(c, NULL));
+    } else {
+      for (k = 0; k < t->per_thread; k++) raw_launch(&mine, t->f_empty, &ck_empty_kernel, d1, &raw_none);
+      raw_sync(&mine);
+    }
+    t->ended[me] = bench_now_ns();
+    pthread_barrier_wait(&t->done);
+  }
+  if (c) cubert_client_release(c);
+  else (void)mine.cu->cuStreamDestroy(mine.stream);
+  return NULL;
+}
+
+/* ns per launch over all threads (wall / all launches), one value per run. */
+static void team_measure(team_t *t, double *out) {
+  pthread_t th[LAUNCH_THREADS];
+  member_t m[LAUNCH_THREADS];
+  int i, run;
+  pthread_barrier_init(&t->start, NULL, LAUNCH_THREADS + 1);
+  pthread_barrier_init(&t->done, NULL, LAUNCH_THREADS + 1);
+  for (i = 0; i < LAUNCH_THREADS; i++) {
+    m[i].team = t;
+    m[i].index = i;
+    if (pthread_create(&th[i], NULL, team_member, &m[i]) != 0) {
+      fprintf(stderr, "bench_cuda: pthread_create failed\n");
+      exit(1);
+    }
+  }
+  for (run = -1; run < t->runs; run++) {
+    double lo, hi;
+    pthread_barrier_wait(&t->start);
+    pthread_barrier_wait(&t->done);
+    lo = t->began[0];
+    hi = t->ended[0];
+    for (i = 1; i < LAUNCH_THREADS; i++) {
+      if (t->began[i] < lo) lo = t->began[i];
+      if (t->ended[i] > hi) hi = t->ended[i];
+    }
+    if (run >= 0) out[run] = (hi - lo) / ((double)t->per_thread * LAUNCH_THREADS);
+  }
+  for (i = 0; i < LAUNCH_THREADS; i++) pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&t->start);
+  pthread_barrier_destroy(&t->done);
+}
+
+static void bench_launch_threads(const cfg_t *cfg, cubert_client_t *c, raw_t *r) {
+  double ours[MAX_RUNS], theirs[MAX_RUNS];
+  team_t t;
+  memset(&t, 0, sizeof t);
+  t.per_thread = cfg->quick ? 500 : 5000;
+  t.runs = cfg->runs;
+  t.raw = r;
+  t.f_empty = raw_function(r, &ck_empty_kernel);
+  t.client = NULL; /* raw first: both warm */
+  team_measure(&t, theirs);
+  t.client = c;
+  team_measure(&t, ours);
+  (void)r->cu->cuCtxSetCurrent(r->ctx);
+  emit("gpu launch", "empty kernel, 8 threads on 8 streams (aggregate, then 1 sync each)",
+       "M launches/s", 1, bench_stat_rate(bench_stat_of(ours, cfg->runs), 1e3),
+       "raw cuLaunchKernel, 8 threads on 8 streams",
+       bench_stat_rate(bench_stat_of(theirs, cfg->runs), 1e3), 0.9);
 }
 
 /* ---- 3 and 8: launch + sync of a 1024-float add ------------------------------------------- */
@@ -797,6 +911,7 @@ int main(int argc, char **argv) {
   bench_table_begin("bench_cuda");
   g_section = "launches";
   bench_launches(&cfg, clients[0], &r);
+  bench_launch_threads(&cfg, clients[0], &r);
   g_section = "waits";
   bench_waits(&cfg, clients, &r);
   g_section = "alloc";

@@ -6,6 +6,8 @@
 #
 #   bash tools/gpu-run.sh            # logs to $OUT (or build/gpu-run when unset)
 #   bash tools/gpu-run.sh transformer  # only the build and the transformer steps (10-12)
+#   bash tools/gpu-run.sh scaling      # only the build, bench_scaling (threads, streams:
+#                                      # the CPU server on this host's cores) and bench_cuda
 #
 # Steps, each under a time limit cut to what is left of GPU_RUN_BUDGET
 # (default 540 s; a step with less than 15 s left is skipped and said so),
@@ -39,7 +41,8 @@
 # Files under $OUT (14, no subfolder): summary.txt (printed last), build.log,
 # cts.log, cuda-tests.log, dlpack-torch.log, smoke.txt (cubert-info, both smoke runs, the
 # demo), bench.txt, bench-record.txt, bench.csv (join it to `make bench`: BENCH_EXTRA_CSV),
-# torch.csv (the PyTorch graph rows), sanitizer.txt, transformer.txt (steps 10-12), torch.txt.
+# torch.csv (the PyTorch graph rows), sanitizer.txt, transformer.txt (steps 10-12), torch.txt;
+# the scaling mode writes scaling.txt (bench_scaling) and bench.txt.
 # Exit status: 0 when every step passed, else 1.
 set -u
 
@@ -125,9 +128,13 @@ step() {
 } | tee -a "$SUMMARY"
 
 B=build/cuda
-step build 240 "$OUT/build.log" \
-  make -j"$JOBS" CUDA=1 all tools examples dlpack-python "$B/cubert-test" "$B/cuda-smoke" "$B/bench/bench_cuda" \
-  "$B/bench/bench_cuda_record" "$B/bench/bench_transformer"
+if [ "$ONLY" = "scaling" ]; then
+  step build 240 "$OUT/build.log" make -j"$JOBS" CUDA=1 "$B/bench/bench_cuda" "$B/bench/bench_scaling"
+else
+  step build 240 "$OUT/build.log" \
+    make -j"$JOBS" CUDA=1 all tools examples dlpack-python "$B/cubert-test" "$B/cuda-smoke" "$B/bench/bench_cuda" \
+    "$B/bench/bench_cuda_record" "$B/bench/bench_transformer"
+fi
 images=$(find "$B/kernels" -name '*.o' 2>/dev/null | wc -l)
 if [ "$images" -ge 1 ]; then
   note "kernel images: $images embedded"
@@ -148,6 +155,22 @@ transformer_steps() {
     "$B/bench/bench_transformer" --gpu --torch "$OUT/torch.txt"
   grep -E '^(\| gpu|bench_transformer)' "$OUT/transformer.txt" | tee -a "$SUMMARY"
 }
+# Issue 27's figures: launches and pool reserves from 1..8 client threads on their own
+# streams and over 1..64 streams from one thread (the CPU server: it wants 16+ cores),
+# then bench_cuda (its row "8 threads on 8 streams" against raw cuLaunchKernel).
+if [ "$ONLY" = "scaling" ]; then
+  : > "$OUT/scaling.txt"
+  step scaling-threads 90 "$OUT/scaling.txt" env CUBERT_BENCH_CSV="$OUT/bench.csv" \
+    "$B/bench/bench_scaling" --only threads
+  step scaling-streams 90 "$OUT/scaling.txt" env CUBERT_BENCH_CSV="$OUT/bench.csv" \
+    "$B/bench/bench_scaling" --only streams
+  grep -E '^(\||bench_scaling)' "$OUT/scaling.txt" | tee -a "$SUMMARY"
+  step bench 180 "$OUT/bench.txt" env CUBERT_BENCH_CSV="$OUT/bench.csv" "$B/bench/bench_cuda"
+  grep -E '^(\||bench_cuda)' "$OUT/bench.txt" | tee -a "$SUMMARY"
+  printf '\n==== summary (%ss; logs in %s)\n' "$(($(date +%s) - start))" "$OUT"
+  cat "$SUMMARY"
+  exit "$failed"
+fi
 if [ "$ONLY" = "transformer" ]; then
   transformer_steps
   printf '\n==== summary (%ss; logs in %s)\n' "$(($(date +%s) - start))" "$OUT"

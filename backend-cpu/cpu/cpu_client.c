@@ -16,6 +16,7 @@
 #include "stream/stream.h"
 #include "cubert/os.h"
 #include "os/os_obs.h"
+#include "os/os_thread.h"
 
 void cubert_cpu_options_initialize(cubert_cpu_options_t *options) {
   if (!options) return;
@@ -148,6 +149,11 @@ static cubert_status_t device_create(cubert_allocator_t allocator, const cubert_
       cubert_allocator_malloc_array(allocator, d->stream_count, sizeof(cpu_stream_t *), 0,
                                     (void **)&d->streams, NULL) != CUBERT_STATUS_OK)
     status = cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "streams");
+  if (status == CUBERT_STATUS_OK && !d->deterministic &&
+      cubert_allocator_malloc_array(allocator, d->stream_count, sizeof(cpu_solo_context_t), 64,
+                                    (void **)&d->solo, NULL) != CUBERT_STATUS_OK)
+    status = cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
+                              "stream kernel contexts");
   if (status == CUBERT_STATUS_OK)
     status = cubert__cpu_executor_create(allocator, d->deterministic ? 0 : o->workers,
                                          &d->executor, out_error);
@@ -161,6 +167,7 @@ static cubert_status_t device_create(cubert_allocator_t allocator, const cubert_
   }
   cubert__cpu_executor_set_trace_device(d->executor, d->device_index);
   cubert__cpu_executor_set_plane_dim(d->executor, o->plane_dim);
+  if (CPU_KERNEL_PLANE_DIM_VALID(o->plane_dim)) d->plane_dim = o->plane_dim;
   *out_device = d;
   return CUBERT_STATUS_OK;
 }
@@ -196,6 +203,12 @@ static void server_options(const cubert_cpu_options_t *o, cpu_device_t *d, cuber
   k->layout_policy.mem_alignment = 8;
   if (d->deterministic && d->sim->source == CUBERT_SIM_SOURCE_SEED) k->race_seed = d->sim->seed;
   k->lock = *lock;
+  /* launches on different streams enqueue without the device lock (each
+   * stream's ring has one producer at a time: the shard's holder); not in
+   * deterministic mode (its step loop is the device's) nor with test faults
+   * that count launches */
+  k->concurrent_launch = !d->deterministic && !(d->faults.fail_launch | d->faults.has_kernel);
+  k->yield = cubert__os_thread_yield;
   k->clock = cubert_os_clock();
   k->stream_source = cubert_os_stream_source;
   k->host_release = release_lock;

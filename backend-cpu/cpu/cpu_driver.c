@@ -190,6 +190,34 @@ static cubert_status_t cpu_copy(void *self, const cubert_driver_copy_t *c,
 
 /* ---- launches ------------------------------------------------------------------------- */
 
+/* A one-cube launch on its stream's own kernel context (d->solo), on the
+ * stream's worker, without the executor's run lock: what the executor does
+ * for a grid of one cube (cubert__cpu_executor_run_shared: one thread, cubes
+ * in order), with a context nobody else uses. */
+static cubert_status_t launch_solo(cpu_device_t *d, cpu_kernel_context_t *ctx,
+                                   const cpu_kernel_launch_t *l, cubert_dim3_t count,
+                                   const cubert_kernel_args_t *args, cubert_kernel_report_t *report,
+                                   cubert_error_t *error) {
+  cpu_kernel_grid_t grid;
+  CUBERT_RETURN_IF_ERROR(cpu_kernel_grid(l->kernel, count, l->cube_dim, args,
+                                         (cubert_execution_mode_t)l->execution, &grid, error));
+  cpu_kernel_grid_set_shared(&grid, l->shared_memory_bytes);
+  cpu_kernel_report_reset(report);
+  report->kernel_name = l->kernel->name;
+  if (d->plane_dim) grid.plane_dim = d->plane_dim;
+  if (cpu_kernel_context_reserve(ctx, d->allocator, grid.shared_bytes) != CUBERT_STATUS_OK)
+    return cubert_error_set(error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
+                            "cpu executor: cannot allocate the cubes' shared memory");
+  ctx->scratch_failed = 0;
+  cpu_kernel_report_reset(&ctx->report);
+  cpu_kernel_run_all(ctx, l->kernel, args, &grid);
+  cpu_kernel_report_merge(report, &ctx->report);
+  if (ctx->scratch_failed) /* the executor's words for it */
+    return cubert_error_set(error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
+                            "cpu executor: cannot allocate the cubes' shared memory");
+  return CUBERT_STATUS_OK;
+}
+
 static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
   const cpu_kernel_launch_t *l = (const cpu_kernel_launch_t *)payload;
   cpu_device_t *d = (cpu_device_t *)stream->owner;
@@ -203,9 +231,14 @@ static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_er
   status = cpu_kernel_launch_count(l, &d->properties.hardware, &count, error);
   if (status == CUBERT_STATUS_OK) {
     cpu_kernel_launch_args(l, &args);
-    status = cubert__cpu_executor_run_shared(d->executor, l->kernel, count, l->cube_dim,
-                                             l->shared_memory_bytes, &args,
-                                             (cubert_execution_mode_t)l->execution, &report, error);
+    if (d->solo && count.x == 1 && count.y == 1 && count.z == 1 &&
+        l->execution != (uint8_t)CUBERT_EXECUTION_RACECHECK)
+      status = launch_solo(d, &d->solo[stream->slot].context, l, count, &args, &report, error);
+    else
+      status = cubert__cpu_executor_run_shared(d->executor, l->kernel, count, l->cube_dim,
+                                               l->shared_memory_bytes, &args,
+                                               (cubert_execution_mode_t)l->execution, &report,
+                                               error);
     if (status != CUBERT_STATUS_OK)
       status = cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
     else
@@ -595,6 +628,11 @@ static void cpu_destroy(void *self) {
     cubert_allocator_free(d->allocator, ev, sizeof(*ev), 0);
   }
   cubert__cpu_executor_destroy(d->executor);
+  if (d->solo) {
+    uint32_t i;
+    for (i = 0; i < d->stream_count; i++) cpu_kernel_context_free(&d->solo[i].context, d->allocator);
+    cubert_allocator_free(d->allocator, d->solo, d->stream_count * sizeof(cpu_solo_context_t), 64);
+  }
   cpu_sim_destroy(d);
   pthread_mutex_destroy(&d->events_mutex);
   cubert_allocator_free(d->allocator, d->streams, d->stream_count * sizeof(cpu_stream_t *), 0);

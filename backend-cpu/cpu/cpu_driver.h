@@ -22,6 +22,13 @@
 typedef struct cpu_event_t cpu_event_t;
 typedef struct cpu_comm_t cpu_comm_t;
 
+/* A stream's own kernel context on cache lines of its own (its worker writes
+ * the cube record and the report of every launch it runs). */
+typedef union cpu_solo_context_t {
+  cpu_kernel_context_t context;
+  unsigned char lines_[((sizeof(cpu_kernel_context_t) + 63u) / 64u) * 64u];
+} cpu_solo_context_t;
+
 typedef struct cpu_device_t {
   cubert_allocator_t allocator;
   cubert_device_properties_t properties;
@@ -48,6 +55,12 @@ typedef struct cpu_device_t {
   uint64_t sim_deadlocks;
   /* test-only run-time faults (core/server/server_faults.h), decided at submit */
   cpu_fault_plan_t faults;
+  /* threaded mode: one kernel context per stream (stream_count), where a
+   * one-cube launch runs on its stream's worker without the executor's run
+   * lock, so small launches on different streams do not serialize (issue 27);
+   * NULL in deterministic mode (every launch goes through the executor) */
+  cpu_solo_context_t *solo; /* 64-byte aligned */
+  uint32_t plane_dim; /* options.plane_dim (0: the kernels' default) */
   /* options.profile_summary (cpu_client.c): executions by kernel name,
    * written to the log's sink at destroy; NULL: off */
   cubert_profile_summary_t *summary;

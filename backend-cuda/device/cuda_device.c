@@ -312,6 +312,14 @@ cubert_status_t cubert__cuda_device_open(const cubert_cuda_loader_t *cu, uint32_
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "cannot create a mutex");
   }
+  if (pthread_mutex_init(&d->modules.mutex, NULL) != 0) {
+    (void)pthread_mutex_destroy(&d->staging.mutex);
+    (void)pthread_mutex_destroy(&d->events.mutex);
+    (void)pthread_mutex_destroy(&d->lost_mutex);
+    device_free(d);
+    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
+                            "cannot create a mutex");
+  }
   /* a context current on this thread answers for the next calls: a poisoned
    * one (another device lost) would fail this device's retain */
   (void)cu->cuCtxSetCurrent(NULL);
@@ -355,6 +363,7 @@ void cubert__cuda_device_close(cubert_cuda_device_t *device) {
     (void)device->cu->cuDevicePrimaryCtxRelease(device->device);
     context_epoch_bump();
   }
+  (void)pthread_mutex_destroy(&device->modules.mutex);
   (void)pthread_mutex_destroy(&device->staging.mutex);
   (void)pthread_mutex_destroy(&device->events.mutex);
   (void)pthread_mutex_destroy(&device->lost_mutex);

@@ -123,6 +123,9 @@ typedef struct cubert_cuda_module_cache_t {
   uint64_t loads;                    /* cuModuleLoadDataEx calls that succeeded */
   char info_log[CUBERT_CUDA_JIT_LOG_SIZE];  /* the last load's JIT info log */
   char error_log[CUBERT_CUDA_JIT_LOG_SIZE]; /* the last failed load's JIT error log */
+  /* lookups, loads and a function's dynamic limit: launches on different
+   * streams run at once (the server's concurrent_launch, issue 27) */
+  pthread_mutex_t mutex;
 } cubert_cuda_module_cache_t;
 
 /* ---- the pinned staging pool (cuda_staging.c) ------------------------------------ */

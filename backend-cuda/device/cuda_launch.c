@@ -82,16 +82,19 @@ static cubert_status_t raise_dynamic_limit(cubert_cuda_device_t *device,
                                            const cubert_cuda_function_t *function,
                                            uint32_t shared_bytes, cubert_error_t *out_error) {
   cubert_cuda_function_t *f = (cubert_cuda_function_t *)(uintptr_t)function;
-  CUresult r;
-  if (shared_bytes <= 48u * 1024u || shared_bytes <= f->shared_memory_bytes ||
-      shared_bytes <= f->dynamic_limit)
-    return CUBERT_STATUS_OK;
-  r = device->cu->cuFuncSetAttribute(f->handle, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                     (int)shared_bytes);
+  CUresult r = CUDA_SUCCESS;
+  if (shared_bytes <= 48u * 1024u || shared_bytes <= f->shared_memory_bytes) return CUBERT_STATUS_OK;
+  /* the record is shared by launches on other streams (the module cache's mutex) */
+  (void)pthread_mutex_lock(&device->modules.mutex);
+  if (shared_bytes > f->dynamic_limit) {
+    r = device->cu->cuFuncSetAttribute(f->handle, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                       (int)shared_bytes);
+    if (r == CUDA_SUCCESS) f->dynamic_limit = shared_bytes;
+  }
+  (void)pthread_mutex_unlock(&device->modules.mutex);
   if (r != CUDA_SUCCESS)
     return cubert__cuda_device_fail(device, r, CUBERT_CUDA_OP_LAUNCH, "cuFuncSetAttribute", 0,
                                     out_error);
-  f->dynamic_limit = shared_bytes;
   return CUBERT_STATUS_OK;
 }
 

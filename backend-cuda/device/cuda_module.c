@@ -269,18 +269,14 @@ static cubert_status_t function_make(cubert_cuda_device_t *d, const cubert_kerne
   return CUBERT_STATUS_OK;
 }
 
-cubert_status_t cubert__cuda_function_get(cubert_cuda_device_t *device,
-                                          const cubert_kernel_t *kernel,
-                                          const cubert_cuda_function_t **out_function,
-                                          cubert_error_t *out_error) {
+static cubert_status_t function_get(cubert_cuda_device_t *device, const cubert_kernel_t *kernel,
+                                    const cubert_cuda_function_t **out_function,
+                                    cubert_error_t *out_error) {
   cubert_cuda_function_t *hit, *made = NULL;
   module_source_t src;
   CUmodule m = NULL;
   cubert_status_t st;
   uint32_t mask, i;
-  if (!device || !kernel || !out_function || !kernel->cuda_entry_name)
-    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
-                            "cubert__cuda_function_get: NULL kernel or entry name");
   if (cubert__cuda_device_is_lost(device)) return cubert__cuda_device_lost_error(device, out_error);
   hit = function_find(&device->modules, kernel);
   if (hit && hit->entry_name == kernel->cuda_entry_name && hit->image == kernel->cuda_image &&
@@ -318,6 +314,20 @@ cubert_status_t cubert__cuda_function_get(cubert_cuda_device_t *device,
   device->modules.function_count++;
   *out_function = made;
   return CUBERT_STATUS_OK;
+}
+
+cubert_status_t cubert__cuda_function_get(cubert_cuda_device_t *device,
+                                          const cubert_kernel_t *kernel,
+                                          const cubert_cuda_function_t **out_function,
+                                          cubert_error_t *out_error) {
+  cubert_status_t st;
+  if (!device || !kernel || !out_function || !kernel->cuda_entry_name)
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
+                            "cubert__cuda_function_get: NULL kernel or entry name");
+  (void)pthread_mutex_lock(&device->modules.mutex);
+  st = function_get(device, kernel, out_function, out_error);
+  (void)pthread_mutex_unlock(&device->modules.mutex);
+  return st;
 }
 
 const char *cubert__cuda_module_error_log(const cubert_cuda_device_t *device) {

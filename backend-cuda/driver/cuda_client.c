@@ -20,6 +20,7 @@
 #include "cubert/driver/server.h"
 #include "stream/stream.h"
 #include "cubert/os.h"
+#include "os/os_thread.h"
 #include "comm/cuda_comm.h"
 #include "driver/cuda_driver.h"
 
@@ -144,6 +145,11 @@ static void server_options(const cubert_cuda_options_t *o, cuda_host_t *h, cuber
   k->layout_policy.kind = CUBERT_LAYOUT_POLICY_PITCHED;
   k->layout_policy.mem_alignment = CUBERT_CUDA_MEMORY_ALIGNMENT;
   k->lock = h->lock;
+  /* cuLaunchKernel on different streams from different threads: the
+   * driver's launch path shares only the module cache (its mutex) and the
+   * device's lost state (atomic) */
+  k->concurrent_launch = 1;
+  k->yield = cubert__os_thread_yield;
   k->clock = cubert_os_clock();
   k->stream_source = cubert_os_stream_source;
   k->host_release = host_release;

@@ -31,7 +31,8 @@ static void reclaim(void *user) {
   uint32_t i;
   for (i = 0; i < d->stream_count; i++)
     if (d->streams[i]) (void)cubert__cuda_stream_synchronize(&d->streams[i]->s, NULL);
-  d->stats.alloc_retries++;
+  /* atomic: a sharded pool reserve (concurrent_launch) may allocate on two streams at once */
+  __atomic_add_fetch(&d->stats.alloc_retries, 1, __ATOMIC_RELAXED);
 }
 
 static cubert_status_t drv_memory_alloc(void *self, uint64_t size, cubert_driver_stream_t *stream,

@@ -176,6 +176,27 @@ static inline bool cubert__atomic_cas_ptr(void *volatile *p, void **expected, vo
                                      __ATOMIC_ACQUIRE);
 }
 
+/* Sequentially consistent forms, for the one store-then-load handshake that
+ * needs a total order (core/device/device_shards.c: a thread announces itself,
+ * then looks at the other side's word). Only this branch has them
+ * (CUBERT_ATOMIC_SEQ_CST 1): single-threaded and critical-section builds
+ * have no concurrent launches to order. */
+#define CUBERT_ATOMIC_SEQ_CST 1
+static inline uint32_t cubert__atomic_load_u32_seq(const cubert_atomic_u32_t *a) {
+  return __atomic_load_n(&a->value, __ATOMIC_SEQ_CST);
+}
+static inline void cubert__atomic_store_u32_seq(cubert_atomic_u32_t *a, uint32_t v) {
+  __atomic_store_n(&a->value, v, __ATOMIC_SEQ_CST);
+}
+static inline uint32_t cubert__atomic_fetch_or_u32_seq(cubert_atomic_u32_t *a, uint32_t v) {
+  return __atomic_fetch_or(&a->value, v, __ATOMIC_SEQ_CST);
+}
+static inline bool cubert__atomic_cas_u32_seq(cubert_atomic_u32_t *a, uint32_t *expected,
+                                              uint32_t desired) {
+  return __atomic_compare_exchange_n(&a->value, expected, desired, false, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_SEQ_CST);
+}
+
 #endif
 
 #endif /* CUBERT_CORE_ATOMIC_H */

@@ -8,6 +8,7 @@
 #include "memory/handle_table.h"
 #include "cubert/driver/device.h"
 #include "device/device_registry.h"
+#include "device/device_shards.h"
 
 /* ---- devices ---------------------------------------------------------------------- */
 
@@ -16,18 +17,25 @@ void client_state_free(device_state_t *state) {
   void (*release)(void *) = state->host_release;
   void *release_self = state->host_release_self;
   cubert__handle_table_destroy(state->table);
+  cubert__device_shards_destroy(state->shards); /* after the handle that locked through them */
   cubert_allocator_free(allocator, state, sizeof(*state), 0);
   if (release) release(release_self);
 }
 
-/* The device handle over the server: the host's factory, or a direct one. */
+/* The device handle over the server: the host's factory, or a direct one
+ * (over the shards of the host's lock with concurrent_launch). */
 static cubert_status_t make_handle(device_state_t *s, const cubert_server_options_t *o,
                                    cubert_error_t *out_error) {
-  cubert_status_t status;
-  if (o->handle_factory)
+  cubert_status_t status = CUBERT_STATUS_OK;
+  cubert_lock_t lock = o->lock;
+  if (!o->handle_factory && o->concurrent_launch) {
+    status = cubert__device_shards_create(s->allocator, o->lock, o->yield, &s->shards);
+    if (status == CUBERT_STATUS_OK) lock = cubert__device_shards_lock(s->shards);
+  }
+  if (status == CUBERT_STATUS_OK && o->handle_factory)
     status = o->handle_factory(o->handle_factory_self, s->allocator, s->server, &s->handle);
-  else
-    status = cubert_device_handle_direct_create(s->allocator, s->server, o->lock, &s->handle);
+  else if (status == CUBERT_STATUS_OK)
+    status = cubert_device_handle_direct_create(s->allocator, s->server, lock, &s->handle);
   if (status != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, status == CUBERT_STATUS_RESOURCE_EXHAUSTED
                                            ? CUBERT_ERROR_HOST_OUT_OF_MEMORY

@@ -35,6 +35,9 @@ typedef struct device_state_t {
   void *stream_source_self;
   cubert_server_t *server;
   cubert_device_handle_t handle;
+  /* the device lock's shards (core/device/device_shards.h): NULL unless the
+   * server was made with concurrent_launch over the direct handle */
+  struct cubert_device_shards_t *shards;
   cubert_handle_table_t *table;
   cubert_device_properties_t properties;
   void (*host_release)(void *self);
@@ -73,6 +76,11 @@ typedef struct client_task_t {
  * DEVICE_LOST (UNAVAILABLE) when the device handle refuses (shut down). */
 cubert_status_t client_submit(cubert_client_t *client, cubert_device_task_fn_t fn,
                               client_task_t *task, cubert_error_t *out_error);
+/* After an operation ran through its stream's shard (core/device/device_shards.h)
+ * with `status` and record `error`: a failure's record goes to out_error; an
+ * UNAVAILABLE makes the device lost (the device taken for that). */
+void client_sharded_done(device_state_t *state, cubert_status_t status, const cubert_error_t *error,
+                         cubert_error_t *out_error);
 /* DEVICE_MISMATCH unless `handle` was issued by this device (index and key;
  * fn names the call in the reason). */
 cubert_status_t client_check_owner(const device_state_t *state, const cubert_handle_t *handle,

@@ -5,6 +5,7 @@
  * reserves, binds and copies in stream order (a create task, a write task). */
 #include "client/client_internal.h"
 #include "memory/handle_table.h"
+#include "device/device_shards.h"
 
 /* ---- device tasks ---- */
 
@@ -263,6 +264,21 @@ static cubert_status_t one_upload(device_state_t *st, const cubert_layout_descri
   return CUBERT_STATUS_OK;
 }
 
+/* An empty buffer's reserve through its stream's shard (core/device/device_shards.h);
+ * false: run it with the device held. */
+static bool reserve_sharded(device_state_t *st, cubert_handle_t *h, cubert_status_t *out_status,
+                            cubert_error_t *out_error) {
+  uint32_t shard = cubert__server_shard_of(st->server, h->stream);
+  cubert_error_t e;
+  bool taken;
+  if (!cubert__device_shards_enter(st->shards, shard)) return false;
+  cubert_error_clear(&e);
+  taken = cubert__server_reserve_sharded(st->server, h->stream, h->size, &h->memory, out_status, &e);
+  cubert__device_shards_leave(st->shards, shard);
+  if (taken) client_sharded_done(st, *out_status, &e, out_error);
+  return taken;
+}
+
 static cubert_status_t create_one(cubert_client_t *client, const cubert_layout_descriptor_t *d,
                                   const void *data, cubert_bytes_t *owned,
                                   cubert_memory_layout_t *out_layout, cubert_error_t *out_error) {
@@ -296,11 +312,15 @@ static cubert_status_t create_one(cubert_client_t *client, const cubert_layout_d
   t.bytes = &bytes;
   t.ran = 0;
   t.reserved = 0;
-  status = client_submit(client, create_one_run, &t.head, out_error);
-  if (!t.ran && has) release_bytes(&bytes, 0, 1);
-  if (status != CUBERT_STATUS_OK) {
-    if (t.reserved) (void)cubert__handle_release(st->table, &h); /* the write failed */
-    return status;
+  if (!has && st->shards && reserve_sharded(st, &h, &status, out_error)) {
+    if (status != CUBERT_STATUS_OK) return status; /* nothing reserved */
+  } else {
+    status = client_submit(client, create_one_run, &t.head, out_error);
+    if (!t.ran && has) release_bytes(&bytes, 0, 1);
+    if (status != CUBERT_STATUS_OK) {
+      if (t.reserved) (void)cubert__handle_release(st->table, &h); /* the write failed */
+      return status;
+    }
   }
   out_layout->memory = h;
   out_layout->rank = l.rank;

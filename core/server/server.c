@@ -191,6 +191,7 @@ cubert_status_t cubert__server_create(cubert_allocator_t allocator, const cubert
   server->device_index = o->device.index_id;
   server->device_type = o->device.type_id;
   server->max_streams = max_streams;
+  server->concurrent_launch = o->concurrent_launch ? 1u : 0u;
   server->observe_on = &server_observe_never;
   if (o->observer.enabled && o->observer.event) {
     server->observe_on = o->observer.enabled;

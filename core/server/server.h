@@ -198,6 +198,33 @@ typedef struct cubert_server_launch_t {
 } cubert_server_launch_t;
 cubert_status_t cubert__server_launch(cubert_server_t *server, const cubert_server_launch_t *op,
                                       cubert_error_t *out_error);
+/* The sharded launch (issue 27, core/device/device_shards.h): run with only
+ * the shard of cubert__server_shard_of(op->stream) entered, concurrently
+ * with the same call on other shards (never with anything else). Takes the
+ * launches whose whole path is the stream's own: the server was made with
+ * concurrent_launch, the stream's slot exists, no recording, no race checker,
+ * no adopted memory, a static count, an UNCHECKED or CHECKED execution, every
+ * buffer bound on op->stream, the arguments and limits pass. false: declined,
+ * nothing happened (the caller runs cubert__server_launch with the device
+ * held, which answers those cases). true: *out_status is the launch's (as
+ * cubert__server_launch's); an UNAVAILABLE one must then be passed to
+ * cubert__server_note_lost with the device held. */
+bool cubert__server_launch_sharded(cubert_server_t *server, const cubert_server_launch_t *op,
+                                   cubert_status_t *out_status, cubert_error_t *out_error);
+/* A reserve (cubert__server_reserve_memory) with only the shard of `stream`
+ * entered, as the sharded launch: false (nothing happened) without
+ * concurrent_launch, on a lost device or a slot never made; true:
+ * *out_status is the reserve's (UNAVAILABLE: pass the error to
+ * cubert__server_note_lost with the device held). The release ring is not
+ * polled here (the next call with the device held does). */
+bool cubert__server_reserve_sharded(cubert_server_t *server, uint64_t stream, uint64_t size,
+                                    cubert_memory_id_t *out_memory, cubert_status_t *out_status,
+                                    cubert_error_t *out_error);
+/* The shard of `stream` (its slot index); UINT32_MAX: the server was made
+ * without concurrent_launch (no sharded launch). */
+uint32_t cubert__server_shard_of(const cubert_server_t *server, uint64_t stream);
+/* A sharded launch's UNAVAILABLE: the device is lost from now on (the device held). */
+void cubert__server_note_lost(cubert_server_t *server, const cubert_error_t *error);
 
 /* ---- recorded launch sequences (server_record.c, cubert/record.h) ----
  * While a stream records, cubert__server_launch and cubert__server_write on it

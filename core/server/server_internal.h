@@ -48,6 +48,9 @@ typedef struct server_slot_t {
   /* sync_collective: the communication stream's errors up to this event
    * belong to this slot's next drain once it completed (server_comm.c). */
   cubert_driver_event_t *comm_event;
+  /* 1 while a sharded reserve runs on this slot (cubert__server_reserve_sharded):
+   * its storage leaves a lost device to the caller (server_note reads every slot) */
+  uint32_t sharded;
 } server_slot_t;
 
 /* A pinned binding reference held by the release ring: the memory id and the
@@ -129,6 +132,9 @@ struct cubert_server_t {
   uint32_t device_key; /* cubert_handle_t.device_key of this device's handles */
   uint16_t device_type;
   uint32_t max_streams;
+  /* options.concurrent_launch: launches on their own stream's buffers may run
+   * with only their shard entered (cubert__server_launch_sharded) */
+  uint32_t concurrent_launch;
   cubert_device_handle_t handle; /* for completion drains (set after creation) */
   cubert_multi_stream_t *multi;
   server_slot_t **slots; /* max_streams, NULL until created */

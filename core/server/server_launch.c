@@ -220,3 +220,64 @@ cubert_status_t cubert__server_launch(cubert_server_t *server, const cubert_serv
   server_gc_poll_if_pending(server);
   return status;
 }
+
+/* ---- the sharded launch (server.h; core/device/device_shards.h) -------------------------
+ * What it touches, and why nothing else runs beside it on those: the
+ * server's fields it reads (lost, recording_count, race, external_live,
+ * properties, slots[]) change only with the device held, which waits for
+ * every shard to be left; the slot's multi-stream cursor, its memory
+ * manager and storage, and its driver stream belong to its shard; the handle
+ * table's words are atomic. A launch that would touch anything else (a
+ * binding of another stream: waits, pins, the release ring; a queued limit
+ * error; the checker; a recording) is declined before anything changed. */
+
+uint32_t cubert__server_shard_of(const cubert_server_t *server, uint64_t stream) {
+  return server->concurrent_launch ? (uint32_t)(stream % server->max_streams) : UINT32_MAX;
+}
+
+void cubert__server_note_lost(cubert_server_t *server, const cubert_error_t *error) {
+  (void)server_note(server, CUBERT_STATUS_UNAVAILABLE, error);
+}
+
+bool cubert__server_launch_sharded(cubert_server_t *server, const cubert_server_launch_t *op,
+                                   cubert_status_t *out_status, cubert_error_t *out_error) {
+  cubert_driver_buffer_t buffers[CUBERT_KERNEL_MAX_BUFFERS];
+  cubert_driver_launch_t launch;
+  cubert_error_t scratch;
+  const cubert_launch_arguments_t *args = op->args;
+  server_slot_t *slot;
+  uint32_t i;
+  if (!server->concurrent_launch || server->lost.status != CUBERT_STATUS_OK ||
+      server->recording_count || server->race || server->external_live ||
+      op->count->kind != CUBERT_CUBE_COUNT_STATIC ||
+      (op->execution != CUBERT_EXECUTION_UNCHECKED && op->execution != CUBERT_EXECUTION_CHECKED))
+    return false;
+  slot = server_slot_existing(server, op->stream);
+  if (!slot || !slot->manager) return false;
+  cubert_error_clear(&scratch);
+  if (check_arguments(op, &scratch) != CUBERT_STATUS_OK ||
+      check_limits(server, op, &scratch) != CUBERT_STATUS_OK)
+    return false;
+  if (op->count->count.x == 0 || op->count->count.y == 0 || op->count->count.z == 0) return false;
+  for (i = 0; i < args->buffer_count; i++) {
+    if (args->buffers[i].stream != op->stream ||
+        server_resolve(server, &args->buffers[i], &buffers[i].address, &buffers[i].size, &scratch) !=
+            CUBERT_STATUS_OK)
+      return false;
+  }
+  launch.kernel = op->kernel;
+  launch.execution = (uint32_t)op->execution;
+  launch.dynamic = 0;
+  launch.count = op->count->count;
+  launch.dynamic_count = 0;
+  launch.buffer_count = args->buffer_count;
+  launch.scalar_count = args->scalar_count;
+  launch.buffers = buffers;
+  launch.scalars = args->scalars;
+  launch.cube_dim = launch_dim(op);
+  launch.shared_memory_bytes = (uint32_t)launch_shared(op);
+  /* the plan of a launch over its own stream's buffers: cursor + 1, no wait, no pin */
+  (void)cubert__multi_stream_advance(server->multi, op->stream);
+  *out_status = server->driver->launch(server->self, &launch, slot->stream, out_error);
+  return true;
+}

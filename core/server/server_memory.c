@@ -41,10 +41,12 @@ static cubert_status_t st_alloc(void *self, uint64_t size, cubert_storage_handle
     st->capacity = cap;
   }
   if (size) {
-    CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
-    CUBERT_RETURN_IF_ERROR(server_note(
-        server, server->driver->memory_alloc(server->self, size, st->slot->stream, &address, out_error),
-        out_error));
+    cubert_status_t status = server_lost(server, out_error);
+    if (status != CUBERT_STATUS_OK) return status;
+    status = server->driver->memory_alloc(server->self, size, st->slot->stream, &address, out_error);
+    /* a sharded reserve: the caller notes a loss with the device held */
+    if (!st->slot->sharded) status = server_note(server, status, out_error);
+    if (status != CUBERT_STATUS_OK) return status;
   }
   st->blocks[st->count].id = st->next_id++;
   st->blocks[st->count].size = size;

@@ -252,6 +252,22 @@ cubert_status_t cubert__server_reserve_memory(cubert_server_t *server, uint64_t 
   return CUBERT_STATUS_OK;
 }
 
+bool cubert__server_reserve_sharded(cubert_server_t *server, uint64_t stream, uint64_t size,
+                                    cubert_memory_id_t *out_memory, cubert_status_t *out_status,
+                                    cubert_error_t *out_error) {
+  /* the slot's manager, storage and driver stream are the shard's; the
+   * handle table is lock-free; lost and the slots change only with the
+   * device held (device_shards.h) */
+  server_slot_t *slot;
+  if (!server->concurrent_launch || server->lost.status != CUBERT_STATUS_OK) return false;
+  slot = server_slot_existing(server, stream);
+  if (!slot || !slot->manager) return false;
+  slot->sharded = 1;
+  *out_status = cubert__memory_manager_reserve(slot->manager, size, out_memory, out_error);
+  slot->sharded = 0;
+  return true;
+}
+
 bool cubert__server_can_borrow(const cubert_server_t *server, uint64_t size) {
   uint32_t flags = server->driver->flags;
   return (flags & CUBERT_DRIVER_SYNCHRONOUS) != 0 ||

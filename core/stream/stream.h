@@ -143,6 +143,13 @@ static inline bool cubert__stream_plan_pins(const cubert_stream_plan_t *plan,
 cubert_status_t cubert__multi_stream_commit(cubert_multi_stream_t *multi_stream,
                                             const cubert_stream_plan_t *plan);
 
+/* The plan and commit of a command on stream_id whose bindings all belong to
+ * stream_id (no wait, no pin: the plan would hold only cursor + 1), made
+ * without the latest-plan state, so it may run concurrently with the same
+ * call on another slot (core/device/device_shards.h): the slot's cursor += 1.
+ * false (nothing changed) when the slot was never made. */
+bool cubert__multi_stream_advance(cubert_multi_stream_t *multi_stream, uint64_t stream_id);
+
 /* The waits alone (seed's update_shared_bindings; no side effect, creates
  * nothing): for each binding, out_origin_slots[i] (may be NULL) = the origin
  * slot it needs a wait on, or CUBERT_STREAM_NOT_SHARED. Returns the number of

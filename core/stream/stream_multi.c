@@ -253,6 +253,13 @@ cubert_status_t cubert__multi_stream_commit(cubert_multi_stream_t *ms,
   return CUBERT_STATUS_OK;
 }
 
+bool cubert__multi_stream_advance(cubert_multi_stream_t *ms, uint64_t stream_id) {
+  stream_slot_t *cur = ms ? slot_of(ms, stream_id) : NULL;
+  if (!cur) return false;
+  cur->cursor++;
+  return true;
+}
+
 /* ---- inspection ---------------------------------------------------------------------------- */
 
 bool cubert__multi_stream_slot_exists(const cubert_multi_stream_t *ms, uint32_t slot) {

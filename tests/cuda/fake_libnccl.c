@@ -94,8 +94,11 @@ typedef int (*fake_nccl_drain_fn)(int device);
 static fake_nccl_drain_fn g_drain;
 
 static void hooks_find(void) {
+  /* the fake libcuda as libcuda.so.1, or the installed one under its own name
+   * (without its hooks a collective would not wait for its stream's work) */
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   void *a, *b;
+  if (!lib) lib = dlopen("libcubert-fakecuda.so", RTLD_NOW | RTLD_NOLOAD);
   if (!lib) return;
   a = dlsym(lib, "cubert_fake_cuda_stream_settle");
   b = dlsym(lib, "cubert_fake_cuda_stream_gate");

@@ -44,8 +44,12 @@
  *    event_synchronize may also be called by a thread that waits for a
  *    completion without the device held, concurrently with any other
  *    primitive (not with event_destroy of the same event); host_free may be
- *    called from any thread at any time before destroy. The driver's own
- *    threads (stream workers, ...) are its business.
+ *    called from any thread at any time before destroy. With the server
+ *    option concurrent_launch (cubert/driver/server.h), launch, memory_alloc
+ *    and memory_free may run on several threads at once, each on a different
+ *    stream (one thread per stream at a time), never beside another
+ *    primitive. The driver's own threads (stream workers, ...) are its
+ *    business.
  *  - Blocking. Only event_synchronize, stream_synchronize, stream_destroy and
  *    destroy may block
  *    the calling thread until device work finished. Every other primitive

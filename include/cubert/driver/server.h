@@ -123,6 +123,20 @@ typedef struct cubert_server_options_t {
   cubert_memory_configuration_t memory_config;
   /* The host's observer (log, trace); zeroed: none. */
   cubert_server_observer_t observer;
+  /* Non-zero: the driver's launch may be called by several threads at once,
+   * each on a different stream (one thread per stream at a time; no other
+   * primitive runs meanwhile). The client then enqueues a launch whose
+   * buffers were all bound on the launching stream without the device lock
+   * (a per-stream shard of it, core/device/device_shards.h), so threads on
+   * different streams do not serialize; everything else, and those launches
+   * while the race checker or a recording is on, still takes the device
+   * lock. Needs the direct device handle (handle_factory NULL). 0: every
+   * call takes the device lock. */
+  uint32_t concurrent_launch;
+  /* With concurrent_launch: called by the thread that holds the device lock
+   * while it waits for a launch to leave its stream's shard (e.g.
+   * sched_yield); NULL: it spins. */
+  void (*yield)(void);
 } cubert_server_options_t;
 
 /* Zeros: 16 streams, defaults everywhere, no lock (set one), no clock. NULL

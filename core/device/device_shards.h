@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/device/device_shards.h: per-stream submission without the device lock
+ * (issue 27). The device lock (the host's recursive lock behind the direct
+ * device handle) becomes the "whole device" side of a sharded reader/writer
+ * scheme:
+ *
+ *  - a shard (one of CUBERT_DEVICE_SHARDS, a stream slot's index modulo that)
+ *    is a word on its own cache line; a launch that touches only its own
+ *    slot's state enters the shard (one compare-and-swap on that line) instead
+ *    of taking the device lock, so launches on different streams from
+ *    different threads do not meet;
+ *  - every other device call takes the device lock through the wrapped lock
+ *    (cubert__device_shards_lock): its outermost acquisition raises the
+ *    `whole` word and waits until no shard that was ever entered is held; a
+ *    shard entered while `whole` is up is left at once (the caller then takes
+ *    the device lock: the ordinary path). So a call holding the device lock
+ *    sees no launch in flight, exactly as before.
+ *
+ * The handshake (enter: take the shard, then read `whole`; device lock: raise
+ * `whole`, then read the shards) is sequentially consistent: one of the two
+ * sides always sees the other. Builds without seq_cst atomics
+ * (CUBERT_SINGLE_THREADED, CUBERT_ATOMIC_CRITICAL_SECTION) never enter a shard.
+ * Not installed.
+ */
+#ifndef CUBERT_CORE_DEVICE_SHARDS_H
+#define CUBERT_CORE_DEVICE_SHARDS_H
+
+#include "base/internal.h"
+#include "cubert/device.h"
+
+#define CUBERT_DEVICE_SHARDS 32u
+
+typedef struct cubert_device_shards_t cubert_device_shards_t;
+
+/* Shards over the host's recursive `inner` lock (borrowed until destroy);
+ * `yield` (NULL: spin) is called by the device lock's owner while it waits
+ * for a shard's holder. RESOURCE_EXHAUSTED. */
+cubert_status_t cubert__device_shards_create(cubert_allocator_t allocator, cubert_lock_t inner,
+                                             void (*yield)(void),
+                                             cubert_device_shards_t **out_shards);
+/* After the device handle that used the wrapped lock was destroyed. NULL: no-op. */
+void cubert__device_shards_destroy(cubert_device_shards_t *shards);
+/* The device lock to give the direct device handle: the host's lock plus the
+ * handshake above (recursive like it). Borrowed from `shards`. */
+cubert_lock_t cubert__device_shards_lock(cubert_device_shards_t *shards);
+/* Enter shard `index` (any value: taken modulo CUBERT_DEVICE_SHARDS). false:
+ * not entered (the device lock is held or wanted, or another thread holds
+ * the shard): take the device lock instead. Never blocks. */
+bool cubert__device_shards_enter(cubert_device_shards_t *shards, uint32_t index);
+/* Leave the shard entered by the same thread. */
+void cubert__device_shards_leave(cubert_device_shards_t *shards, uint32_t index);
+
+#endif /* CUBERT_CORE_DEVICE_SHARDS_H */
