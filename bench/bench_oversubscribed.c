@@ -84,6 +84,7 @@ int main(int argc, char **argv) {
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
     else if (strcmp(argv[i], "--busy") == 0 && i + 1 < argc) busy = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--trips") == 0 && i + 1 < argc) n = atol(argv[++i]);
     else if (strcmp(argv[i], "--quick") == 0) {
       runs = 5;
       n = 200;
