@@ -174,67 +174,43 @@ int cubert__os_cpu_has_prefetch_write(void) {
 
 void cubert__os_backoff_initialize(cubert_os_backoff_t *b) {
   __atomic_store_n(&b->spin_ns, CUBERT_OS_BACKOFF_SPIN_MAX_NS, __ATOMIC_RELAXED);
-  __atomic_store_n(&b->slow_yields, 0u, __ATOMIC_RELAXED);
+  __atomic_store_n(&b->preempted, 0u, __ATOMIC_RELAXED);
 }
 
 uint32_t cubert__os_backoff_spin_ns(const cubert_os_backoff_t *b) {
   return __atomic_load_n(&b->spin_ns, __ATOMIC_RELAXED);
 }
 
-static void backoff_adapt(cubert_os_backoff_t *b, uint32_t budget, int grow) {
-  uint32_t next;
-  if (grow)
-    next = budget >= CUBERT_OS_BACKOFF_SPIN_MAX_NS / 2 ? CUBERT_OS_BACKOFF_SPIN_MAX_NS : budget * 2u;
-  else
-    next = budget / 2u < CUBERT_OS_BACKOFF_SPIN_MIN_NS ? CUBERT_OS_BACKOFF_SPIN_MIN_NS : budget / 2u;
-  if (next != budget) __atomic_store_n(&b->spin_ns, next, __ATOMIC_RELAXED);
-}
-
 int cubert__os_backoff_wait(cubert_os_backoff_t *b, cubert_os_ready_fn_t ready, void *arg,
                             uint64_t deadline_ns) {
-  uint32_t budget = __atomic_load_n(&b->spin_ns, __ATOMIC_RELAXED), i, fast = 0;
+  uint32_t budget = __atomic_load_n(&b->spin_ns, __ATOMIC_RELAXED), i;
   uint64_t start, last, now;
-  int gap = 0, slow = 0;
-  if (ready(arg, 0)) return 1;
-  start = last = now = cubert__os_clock_ns();
+  if (ready(arg)) return 1;
   if (budget < CUBERT_OS_BACKOFF_SPIN_MIN_NS || budget > CUBERT_OS_BACKOFF_SPIN_MAX_NS)
     budget = CUBERT_OS_BACKOFF_SPIN_MAX_NS;
-  /* spin */
+  start = last = cubert__os_clock_ns();
   for (i = 1;; i++) {
     cubert__os_cpu_relax();
-    if (ready(arg, 0)) {
-      if (gap)
-        backoff_adapt(b, budget, 0);
-      else if (budget < CUBERT_OS_BACKOFF_SPIN_MAX_NS)
-        backoff_adapt(b, budget, 1);
+    if (ready(arg)) {
+      if (budget < CUBERT_OS_BACKOFF_SPIN_MAX_NS)
+        __atomic_store_n(&b->spin_ns,
+                         budget >= CUBERT_OS_BACKOFF_SPIN_MAX_NS / 2 ? CUBERT_OS_BACKOFF_SPIN_MAX_NS
+                                                                     : budget * 2u,
+                         __ATOMIC_RELAXED);
       return 1;
     }
     if ((i & 63u) == 0) {
       now = cubert__os_clock_ns();
-      if (now - last > CUBERT_OS_BACKOFF_GAP_NS) gap = 1; /* descheduled while spinning */
+      if (now - last >= CUBERT_OS_BACKOFF_GAP_NS) { /* descheduled while spinning */
+        __atomic_store_n(&b->spin_ns,
+                         budget / 2u < CUBERT_OS_BACKOFF_SPIN_MIN_NS ? CUBERT_OS_BACKOFF_SPIN_MIN_NS
+                                                                     : budget / 2u,
+                         __ATOMIC_RELAXED);
+        __atomic_add_fetch(&b->preempted, 1u, __ATOMIC_RELAXED);
+        return 0;
+      }
       last = now;
-      if (now >= deadline_ns) return 0;
-      if (now - start >= budget) break;
+      if (now >= deadline_ns || now - start >= budget) return 0;
     }
   }
-  /* yield, while the yields show other threads waiting for this core */
-  start = now;
-  for (;;) {
-    uint64_t t0 = now;
-    cubert__os_thread_yield();
-    now = cubert__os_clock_ns();
-    if (ready(arg, 1)) {
-      backoff_adapt(b, budget, !(slow || gap || now - t0 >= CUBERT_OS_BACKOFF_YIELD_FAST_NS));
-      return 1;
-    }
-    if (now - t0 < CUBERT_OS_BACKOFF_YIELD_FAST_NS) {
-      if (++fast >= 2) break;
-    } else {
-      slow = 1;
-      __atomic_add_fetch(&b->slow_yields, 1u, __ATOMIC_RELAXED);
-    }
-    if (now >= deadline_ns || now - start >= CUBERT_OS_BACKOFF_YIELD_MAX_NS) break;
-  }
-  backoff_adapt(b, budget, !(slow || gap));
-  return 0;
 }

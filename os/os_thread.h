@@ -96,48 +96,45 @@ void cubert__os_sleep_ns(uint64_t ns);
 
 /* ---- adaptive waiting ----------------------------------------------------------
  * A thread that waits for another thread's store (a stream's worker, a host
- * waiter, a kernel worker) first spins, then yields, then blocks on its own
- * condition variable. cubert__os_backoff_wait does the first two phases and
- * adapts the spin to the machine:
- *   - spin: pause-spin for up to `spin_ns` (at most CUBERT_OS_BACKOFF_SPIN_MAX_NS);
- *   - yield: sched_yield while the yields show other runnable threads on this
- *     core (a yield that returns after CUBERT_OS_BACKOFF_YIELD_FAST_NS or more:
- *     the core was oversubscribed), for at most CUBERT_OS_BACKOFF_YIELD_MAX_NS;
- *     two fast yields (nobody else wanted the core) end it at once.
- * Adaptation (the budget is a hint shared by the threads that use one backoff;
- * relaxed atomics, a lost update only delays the adaptation by one wait):
- *   - a slow yield, or a gap of CUBERT_OS_BACKOFF_GAP_NS between two looks at
- *     the clock while spinning (the spinner was descheduled), halves the
- *     budget down to CUBERT_OS_BACKOFF_SPIN_MIN_NS: on an oversubscribed
- *     machine a spin burns a time slice that the thread it waits for needs;
- *   - a spin that succeeded without a gap, or a yield phase whose yields all
- *     came back at once (the machine has idle cores), doubles it back up to
- *     the maximum.
- * The caller blocks when it returns 0, after publishing that it sleeps (the
- * Dekker pattern of its own protocol): the backoff never decides that a
- * wake-up is not needed, so it cannot lose one. */
+ * waiter, a kernel worker) first spins, then blocks on its own condition
+ * variable. cubert__os_backoff_wait is the spin, and adapts it to the
+ * machine:
+ *   - it pause-spins for up to `spin_ns` (CUBERT_OS_BACKOFF_SPIN_MIN_NS ..
+ *     CUBERT_OS_BACKOFF_SPIN_MAX_NS), looking at the clock every 64 spins;
+ *   - a gap of CUBERT_OS_BACKOFF_GAP_NS or more between two looks at the
+ *     clock means the spinner was descheduled: the machine has more runnable
+ *     threads than cores, where a spin burns a time slice the thread it waits
+ *     for may need. The spin ends at once (the caller blocks) and the budget
+ *     halves, down to the minimum;
+ *   - a spin that saw its condition without a gap doubles the budget back,
+ *     up to the maximum.
+ * It does not yield: under Linux's EEVDF (and CFS) scheduler a thread that
+ * calls sched_yield among threads that never yield waits for their whole
+ * time slices, while a thread woken from a futex runs at once; measured in
+ * docs/benchmarks.md ("Oversubscribed"). The budget is a hint shared by the
+ * threads that use one backoff (relaxed atomics: a lost update delays the
+ * adaptation by one wait). The caller blocks when it returns 0, after
+ * publishing that it sleeps (the Dekker pattern of its own protocol): the
+ * backoff never decides that a wake-up is not needed, so it cannot lose one. */
 #define CUBERT_OS_BACKOFF_SPIN_MAX_NS 50000u
 #define CUBERT_OS_BACKOFF_SPIN_MIN_NS 1000u
 #define CUBERT_OS_BACKOFF_GAP_NS 20000u
-#define CUBERT_OS_BACKOFF_YIELD_FAST_NS 5000u
-#define CUBERT_OS_BACKOFF_YIELD_MAX_NS 2000000u
 
 typedef struct cubert_os_backoff_t {
   uint32_t spin_ns;     /* atomic (relaxed): the current spin budget */
-  uint32_t slow_yields; /* atomic (relaxed): yields that found the core busy (statistics) */
+  uint32_t preempted;   /* atomic (relaxed): spins that ended on a gap (statistics) */
 } cubert_os_backoff_t;
 
-/* The condition a waiter waits for; called often (keep it cheap). `yielded`:
- * 1 when the call follows a yield (a good time for a costlier look). */
-typedef int (*cubert_os_ready_fn_t)(void *arg, int yielded);
+/* The condition a waiter waits for; called on every spin (keep it cheap). */
+typedef int (*cubert_os_ready_fn_t)(void *arg);
 
 /* Start at the full spin budget. */
 void cubert__os_backoff_initialize(cubert_os_backoff_t *backoff);
-/* Spin, then yield while the core is oversubscribed, until ready(arg)
- * returns non-zero (returns 1) or the phases ran out (returns 0: the caller
- * blocks) or the clock reached deadline_ns (cubert__os_clock_ns; UINT64_MAX:
- * none; returns 0). ready is called at least once. Thread-safe (the budget
- * is shared); never blocks in the kernel other than by sched_yield. */
+/* Spin until ready(arg) returns non-zero (returns 1), or the budget ran out,
+ * the spinner was descheduled, or the clock reached deadline_ns
+ * (cubert__os_clock_ns; UINT64_MAX: none) (returns 0: the caller blocks).
+ * ready is called at least once. Thread-safe (the budget is shared); never
+ * blocks. */
 int cubert__os_backoff_wait(cubert_os_backoff_t *backoff, cubert_os_ready_fn_t ready, void *arg,
                             uint64_t deadline_ns);
 /* The current spin budget (tests, statistics). */

@@ -139,15 +139,14 @@ typedef struct wake_look_t {
   uint32_t value;
 } wake_look_t;
 
-static int wake_ready(void *arg, int yielded) {
+static int wake_ready(void *arg) {
   wake_look_t *l = (wake_look_t *)arg;
-  (void)yielded;
   l->value = __atomic_load_n(&l->worker->wake, __ATOMIC_ACQUIRE);
   return l->value != l->seen;
 }
 
-/* An idle worker: spin / yield (adaptive, cubert__os_backoff_wait), then
- * sleep until the launcher bumps `wake`. */
+/* An idle worker: spin (adaptive, cubert__os_backoff_wait), then sleep
+ * until the launcher bumps `wake`. */
 static uint32_t worker_wait(executor_worker_t *w, uint32_t seen) {
   wake_look_t look;
   uint32_t v;
@@ -208,13 +207,12 @@ static void worker_wake(executor_worker_t *w) {
   }
 }
 
-static int all_done(void *arg, int yielded) {
-  (void)yielded;
+static int all_done(void *arg) {
   return __atomic_load_n(&((cubert_cpu_executor_t *)arg)->remaining, __ATOMIC_ACQUIRE) == 0;
 }
 
-/* The launcher: spin / yield (adaptive), then sleep until the last
- * participant finished. */
+/* The launcher: spin (adaptive), then sleep until the last participant
+ * finished. */
 static void executor_wait_done(cubert_cpu_executor_t *ex) {
   if (cubert__os_backoff_wait(&ex->backoff, all_done, ex, UINT64_MAX)) return;
   cubert__os_mutex_lock(&ex->done_mutex);

@@ -206,18 +206,18 @@ static void role_release(cpu_stream_t *s) {
 
 /* The idle worker's look for work (cubert__os_backoff_wait's condition):
  * published work it can claim (it then holds the role), the unpublished tail
- * every STREAM_PULL_SPINS looks and after each yield, and the stop. */
+ * every STREAM_PULL_SPINS looks, and the stop. */
 typedef struct worker_look_t {
   cpu_stream_t *stream;
   uint32_t looks;
   int stop;
 } worker_look_t;
 
-static int worker_ready(void *arg, int yielded) {
+static int worker_ready(void *arg) {
   worker_look_t *w = (worker_look_t *)arg;
   cpu_stream_t *s = w->stream;
   int work = has_published_work(s);
-  if (!work && (yielded || (++w->looks & (STREAM_PULL_SPINS - 1u)) == 0)) {
+  if (!work && (++w->looks & (STREAM_PULL_SPINS - 1u)) == 0) {
     work = pull_committed(s);
     /* stopped: deinitialize stores running after the last commit, so a
      * pull after seeing it sees every committed op */
@@ -234,14 +234,14 @@ static int worker_ready(void *arg, int yielded) {
 }
 
 /* Worker: wait until it holds the role with an op visible (1) or the stream
- * stopped with every committed op run (0). Spins / yields (adaptive), then
- * sleeps on cond_work. Dekker with cpu_stream_publish: sleeping is
+ * stopped with every committed op run (0). Spins (adaptive), then sleeps on
+ * cond_work. Dekker with cpu_stream_publish: sleeping is
  * published (seq_cst) before published is read again, and a publisher's
  * seq_cst compare-and-swap of published precedes its read of sleeping, so
  * one of the two sees the other; the same with role_release. */
 static int worker_wait(cpu_stream_t *s) {
   worker_look_t w;
-  int first = 1;
+  int first;
   w.stream = s;
   w.looks = 0;
   w.stop = 0;
@@ -253,7 +253,13 @@ static int worker_wait(cpu_stream_t *s) {
     }
     pthread_mutex_lock(&s->mutex);
     __atomic_store_n(&s->sleeping, 1, __ATOMIC_SEQ_CST);
-    while (!claimable_work(s) && __atomic_load_n(&s->running, __ATOMIC_SEQ_CST)) {
+    first = 1;
+    for (;;) {
+      /* publishers signal once per sleep (wake_sent); cleared before each
+       * look at the work (seq_cst both: a publisher whose exchange saw the
+       * stale 1 published before this clear, so the look sees its op) */
+      __atomic_store_n(&s->wake_sent, 0u, __ATOMIC_SEQ_CST);
+      if (claimable_work(s) || !__atomic_load_n(&s->running, __ATOMIC_SEQ_CST)) break;
       if (first) {
         /* A commit's relaxed look at `sleeping` (no fence on the fast path)
          * can miss this sleep while its tail store is still on its way: the
@@ -269,8 +275,9 @@ static int worker_wait(cpu_stream_t *s) {
     }
     __atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&s->mutex);
-    /* woken by work (claimed at the next look), or stopped */
+    /* woken by work (claimed at the next look, which pulls), or stopped */
     if (!__atomic_load_n(&s->running, __ATOMIC_ACQUIRE) && !pull_committed(s)) return 0;
+    w.looks = STREAM_PULL_SPINS - 1u;
   }
 }
 
@@ -376,16 +383,35 @@ static cubert_status_t sleep_until(cpu_stream_t *s, int (*pred)(cpu_stream_t *, 
   return status;
 }
 
-/* Producer facing a full ring: spin until a quarter of the ring is free
- * (true) or STREAM_SPIN_NS passed (false). Progress is read every 32
+/* Producer facing a full ring: a quarter of the ring is free. */
+static int quarter_free(cpu_stream_t *s) {
+  s->head_seen = load_progress(s);
+  return s->tail - s->head_seen <= s->ring_size - s->ring_size / 4;
+}
+
+/* Producer facing a full ring with the consumer role free (the worker is
+ * not running: asleep, or not scheduled on a busy machine): run ops on this
+ * thread until a quarter of the ring is free, as a waiter helps. */
+static int help_room(cpu_stream_t *s) {
+  if (__atomic_load_n(&s->worker_only, __ATOMIC_RELAXED) || !role_claim(s)) return 0;
+  while (s->tail - s->head > s->ring_size - s->ring_size / 4) {
+    run_head(s, &s->ring[s->head % s->ring_size]);
+    __atomic_add_fetch(&s->helped, 1u, __ATOMIC_RELAXED);
+  }
+  role_release(s);
+  return 1;
+}
+
+/* Spin until a quarter of the ring is free (true), helping when the role
+ * is free, or STREAM_SPIN_NS passed (false). Progress is read every 32
  * pauses, not on every spin: each read pulls the line the worker writes per
  * op. */
 static int wait_for_room(cpu_stream_t *s) {
   uint64_t start = 0;
   uint32_t i, k;
   for (i = 1;; i++) {
-    s->head_seen = load_progress(s);
-    if (s->tail - s->head_seen <= s->ring_size - s->ring_size / 4) return 1;
+    if (quarter_free(s)) return 1;
+    if (__atomic_load_n(&s->consumer, __ATOMIC_RELAXED) == 0 && help_room(s)) return 1;
     for (k = 0; k < 32; k++) cubert__os_cpu_relax();
     if ((i & 7u) == 0 && spin_budget_spent(&start)) return 0;
   }
@@ -402,7 +428,7 @@ cpu_op_t *cpu_stream_reserve(cpu_stream_t *s) {
        * anyway rather than hang */
       if (s->run_until(s->owner, stream_has_room, s) != CUBERT_STATUS_OK)
         cpu_stream_step(s);
-    } else {
+    } else if (!help_room(s)) { /* no thread runs the ops: run a quarter of the ring here */
       cpu_stream_publish(s); /* the worker must see what fills the ring */
       if (!wait_for_room(s)) (void)sleep_until(s, has_room, 0, NULL);
     }
@@ -422,7 +448,10 @@ void cpu_stream_publish(cpu_stream_t *s) {
   while (p < t &&
          !__atomic_compare_exchange_n(&s->published, &p, t, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
   }
-  if (__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST)) {
+  /* one signal per sleep: a burst of commits that find the worker asleep
+   * (it needs a while to be scheduled) makes one system call, not one each */
+  if (__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST) &&
+      !__atomic_exchange_n(&s->wake_sent, 1u, __ATOMIC_SEQ_CST)) {
     pthread_mutex_lock(&s->mutex);
     pthread_cond_signal(&s->cond_work);
     pthread_mutex_unlock(&s->mutex);
@@ -480,9 +509,8 @@ static int help_until(cpu_stream_t *s, uint64_t seq) {
   return 1;
 }
 
-static int point_ready(void *arg, int yielded) {
+static int point_ready(void *arg) {
   point_t *p = (point_t *)arg;
-  (void)yielded;
   if (point_done(p->stream, p->seq)) return 1;
   return p->help && __atomic_load_n(&p->stream->consumer, __ATOMIC_RELAXED) == 0 &&
          help_until(p->stream, p->seq);
@@ -510,7 +538,7 @@ cubert_status_t cpu_stream_wait_point(cpu_stream_t *s, uint64_t seq, uint64_t ti
   if (s->deterministic) /* virtual time: the step loop runs until the point */
     return s->run_until(s->owner, point_done_fn, &p);
   /* no thread runs the stream's ops: run them here, no hand-off */
-  if (p.help && point_ready(&p, 0)) return CUBERT_STATUS_OK;
+  if (p.help && point_ready(&p)) return CUBERT_STATUS_OK;
   cpu_stream_publish(s); /* the point may be unpublished; wakes a sleeping worker */
   if (timeout_ns != UINT64_MAX) {
     uint64_t now = cubert__os_clock_ns();

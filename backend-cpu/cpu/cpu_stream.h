@@ -26,10 +26,10 @@
  * cpu_stream_set_worker_only) is left to its worker.
  *
  * Waiting adapts to the machine (os_thread.h, cubert__os_backoff_wait): an
- * idle worker and a waiting host spin (up to 50 us, less once the machine
- * showed itself oversubscribed), then yield while other threads want the
- * core, then sleep; a launch + sync round trip needs no system call in
- * steady state, quiet or busy.
+ * idle worker and a waiting host spin (up to 50 us; a spinner that finds it
+ * was descheduled sleeps at once and spins half as long next time), then
+ * sleep; a launch + sync round trip needs no system call in steady state,
+ * quiet or busy (the waiter runs the op itself).
  *
  * Failures carried across streams (docs/errors.md, "Errors from a running
  * stream"): on a stream that takes part (`propagates`: the server's regular
@@ -103,6 +103,7 @@ struct cpu_stream_t {
   int running;  /* atomic: cleared at deinitialize */
   int started;
   int sleeping; /* atomic: the worker sleeps on cond_work (producer must signal) */
+  uint32_t wake_sent; /* atomic: a publisher signalled the sleeping worker (one signal per sleep) */
   uint32_t waiters; /* atomic: threads sleeping on cond_progress */
   cpu_op_t *ring; /* ring_size entries */
   uint64_t ring_size;

@@ -340,6 +340,29 @@ TEST(cpu_stream_helper_wakes_the_sleeping_worker_for_the_ops_after_its_point) {
   stream_stop(&s, &ca);
 }
 
+/* A producer facing a full ring while the worker is not scheduled (held):
+ * it runs a quarter of the ring itself instead of waiting for the worker. */
+TEST(cpu_stream_full_ring_producer_runs_ops_while_the_worker_is_not_scheduled) {
+  static cpu_stream_t s;
+  counting_allocator_t ca;
+  uint64_t seq = 0, i, n = CPU_STREAM_RING * 3;
+  stream_start(&s, &ca);
+  g_out_of_order = 0;
+  hold_worker(&s, 1);
+  for (i = 0; i < n; i++) seq = commit_recording_op(&s);
+  CHECK_EQ_U64(seq, n);
+  /* the ring holds at most CPU_STREAM_RING unrun ops: the producer ran the rest */
+  CHECK(runs() >= n - CPU_STREAM_RING);
+  CHECK_EQ_U64(__atomic_load_n(&s.helped, __ATOMIC_SEQ_CST), runs());
+  CHECK(pthread_equal(g_ran_on[0], pthread_self()));
+  CHECK_EQ_U64(__atomic_load_n(&s.consumer, __ATOMIC_SEQ_CST), 0);
+  hold_worker(&s, 0);
+  CHECK_OK(cpu_stream_wait_point(&s, seq, UINT64_MAX));
+  CHECK_EQ_U64(runs(), n);
+  CHECK_EQ_U64(g_out_of_order, 0);
+  stream_stop(&s, &ca);
+}
+
 /* ---- stress: waiters, helpers and the worker under spinning threads --------------- */
 
 static int g_busy_stop; /* atomic */
@@ -382,7 +405,8 @@ static void *stress_wait(void *arg) {
 }
 
 /* One producer committing 20,000 ops (each checks it runs once, in order),
- * itself waiting now and then, three more threads waiting on the tail, and
+ * itself waiting now and then (then never: full rings, which it helps
+ * drain), three more threads waiting on the tail, and
  * 2 x CPUs threads spinning without ever yielding: every op runs once, in
  * order, every wait returns (a lost wake-up hangs a waiter: the test's
  * timeout), the role ends free. */
@@ -411,7 +435,8 @@ TEST_EX(cpu_stream_adaptive_waits_lose_no_wake_up_under_busy_threads, 120) {
     op->run = record_run;
     *(uint64_t *)cpu_op_payload(op) = k;
     seq = cpu_stream_commit(&s);
-    if (k % 7 == 0) CHECK_OK(cpu_stream_wait_point(&s, seq, UINT64_MAX));
+    /* the first half waits now and then; the second fills the ring */
+    if (k % 7 == 0 && k < n / 2) CHECK_OK(cpu_stream_wait_point(&s, seq, UINT64_MAX));
     if (k % 1000 == 0) sleep_ms(1); /* let the worker fall asleep now and then */
   }
   CHECK_OK(cpu_stream_wait_point(&s, seq, UINT64_MAX));
