@@ -494,19 +494,21 @@ static bool point_done_fn(void *arg) {
 
 /* A waiter on (s, seq) whose consumer role is free: take it and run the ops
  * up to seq on this thread (the worker is not running them: asleep, not
- * scheduled, or about to look). True when the point completed. */
+ * scheduled, or about to look). True when the point completed (always, for
+ * a committed point). */
 static int help_until(cpu_stream_t *s, uint64_t seq) {
-  uint64_t h;
+  uint64_t h, t;
   if (!role_claim(s)) return 0;
   /* the ops below seq were committed before the caller learned seq; the
-   * acquire pairs with the commit's release (their records are visible) */
-  (void)__atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
-  for (h = s->head; h < seq; h = s->head) {
+   * acquire pairs with the commit's release (their records are visible);
+   * never past the tail (a point beyond it is a caller's bug: wait instead) */
+  t = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+  for (h = s->head; h < seq && h < t; h = s->head) {
     run_head(s, &s->ring[h % s->ring_size]);
     __atomic_add_fetch(&s->helped, 1u, __ATOMIC_RELAXED);
   }
   role_release(s);
-  return 1;
+  return point_done(s, seq);
 }
 
 static int point_ready(void *arg) {
@@ -521,8 +523,10 @@ void cpu_stream_set_worker_only(cpu_stream_t *s) {
 }
 
 /* Host waiters sleep until the point completed, or (when they may help) the
- * role is free with the point not reached (the worker gave it back; it
- * broadcasts cond_progress after each op, so a free role is seen). */
+ * role is free with the point not reached. The role's holder broadcasts
+ * cond_progress after each op; a holder that gives the role back with ops
+ * left wakes the worker (role_release), whose ops wake this waiter: the
+ * point is always reached, by this thread or by the worker. */
 static int point_done_or_helpable(cpu_stream_t *s, uint64_t seq) {
   return point_done(s, seq) || __atomic_load_n(&s->consumer, __ATOMIC_SEQ_CST) == 0;
 }
