@@ -369,13 +369,13 @@ static void bench_gpu(const cfg_t *cfg) {
     const int runs = cfg->runs < 21 ? 21 : cfg->runs;
     char why[160];
     bench_row_t row;
-    tf_block_t k;
-    if (tf_block_init(&k, &d) != 0) die("block data", CUBERT_STATUS_RESOURCE_EXHAUSTED, NULL);
-    if ((st = tf_block_upload(&k, &d, &e)) != CUBERT_STATUS_OK) die("upload the block", st, &e);
-    tf_block_reference(&k, &d);
-    for (r = 0; r < 3; r++) (void)time_block(&k, &d, &plan);
-    check_block(&k, &d, "gpu");
-    for (r = 0; r < runs; r++) ours[r] = time_block(&k, &d, &plan);
+    tf_block_t blk;
+    if (tf_block_init(&blk, &d) != 0) die("block data", CUBERT_STATUS_RESOURCE_EXHAUSTED, NULL);
+    if ((st = tf_block_upload(&blk, &d, &e)) != CUBERT_STATUS_OK) die("upload the block", st, &e);
+    tf_block_reference(&blk, &d);
+    for (r = 0; r < 3; r++) (void)time_block(&blk, &d, &plan);
+    check_block(&blk, &d, "gpu");
+    for (r = 0; r < runs; r++) ours[r] = time_block(&blk, &d, &plan);
     row = bench_row("transformer gpu", "gpu block (10 launches, 1 sync) vs PyTorch", "ms", 0,
                     bench_stat_of(ours, runs));
     row.peer = "PyTorch eager";
@@ -387,11 +387,11 @@ static void bench_gpu(const cfg_t *cfg) {
     bench_emit(&row);
     { /* the same block recorded once (a CUDA graph), replayed */
       double rep[BENCH_MAX_RUNS], launched[BENCH_MAX_RUNS], rr[BENCH_MAX_RUNS];
-      cubert_recording_t *rec = record_block(&k, &d, &plan);
+      cubert_recording_t *rec = record_block(&blk, &d, &plan);
       for (r = 0; r < 3; r++) (void)time_replay(rec, &d);
-      check_block(&k, &d, "gpu replayed");
+      check_block(&blk, &d, "gpu replayed");
       for (r = 0; r < runs; r++) {
-        launched[r] = time_block(&k, &d, &plan);
+        launched[r] = time_block(&blk, &d, &plan);
         rep[r] = time_replay(rec, &d);
         rr[r] = launched[r] / rep[r];
       }
@@ -410,7 +410,7 @@ static void bench_gpu(const cfg_t *cfg) {
       bench_emit(&row);
       cubert_recording_destroy(rec);
     }
-    tf_block_free(&k, &d);
+    tf_block_free(&blk, &d);
   }
   tf_data_free(&d);
   cubert_client_release(client);
