@@ -396,7 +396,7 @@ static int help_room(cpu_stream_t *s) {
   if (__atomic_load_n(&s->worker_only, __ATOMIC_RELAXED) || !role_claim(s)) return 0;
   while (s->tail - s->head > s->ring_size - s->ring_size / 4) {
     run_head(s, &s->ring[s->head % s->ring_size]);
-    __atomic_add_fetch(&s->helped, 1u, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->helped, s->helped + 1u, __ATOMIC_RELAXED); /* the role holder only */
   }
   role_release(s);
   return 1;
@@ -505,7 +505,7 @@ static int help_until(cpu_stream_t *s, uint64_t seq) {
   t = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
   for (h = s->head; h < seq && h < t; h = s->head) {
     run_head(s, &s->ring[h % s->ring_size]);
-    __atomic_add_fetch(&s->helped, 1u, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->helped, s->helped + 1u, __ATOMIC_RELAXED); /* the role holder only */
   }
   role_release(s);
   return point_done(s, seq);
