@@ -18,8 +18,11 @@
  *       >= 1.0x PyTorch, the matmuls >= 0.6x.
  * And the whole block (ten launches, one sync: examples/transformer's
  * tf_block_launch) against the same peers (PyTorch: the same ten ops, one
- * synchronize). Every result is checked against the reference first (exit
- * status 1 when one differs). Rows in the table and CSV of bench/bench_util.h.
+ * synchronize), and that block recorded once (cubert/record.h: the CPU
+ * driver's pre-planned task list, a CUDA graph on the GPU) and replayed: one
+ * replay + one sync against the ten launches + sync measured in turn with it
+ * (and, on the GPU, against PyTorch eager's block). Every result is checked
+ * against the reference first (exit status 1 when one differs). Rows in the table and CSV of bench/bench_util.h.
  *
  *   build/bench/bench_transformer [--runs R] [--quick] [--head] [--only LAYER]
  *                                 [--gpu] [--torch FILE] [--tune]
@@ -113,6 +116,25 @@ static double time_block(tf_block_t *k, tf_data_t *d, const tf_plan_t *p) {
       (st = cubert_client_sync(d->client, &e)) != CUBERT_STATUS_OK)
     die("block", st, &e);
   return (bench_now_ns() - t0) / 1e6;
+}
+
+/* The block recorded once (tf_block_record): one replay, one sync (ms). */
+static double time_replay(cubert_recording_t *rec, tf_data_t *d) {
+  cubert_error_t e;
+  cubert_status_t st;
+  double t0 = bench_now_ns();
+  if ((st = cubert_client_replay(d->client, rec, &e)) != CUBERT_STATUS_OK ||
+      (st = cubert_client_sync(d->client, &e)) != CUBERT_STATUS_OK)
+    die("block replay", st, &e);
+  return (bench_now_ns() - t0) / 1e6;
+}
+
+static cubert_recording_t *record_block(tf_block_t *k, tf_data_t *d, const tf_plan_t *p) {
+  cubert_recording_t *rec = NULL;
+  cubert_error_t e;
+  cubert_status_t st = tf_block_record(k, d, p, &rec, &e);
+  if (st != CUBERT_STATUS_OK) die("record the block", st, &e);
+  return rec;
 }
 
 static void check_block(tf_block_t *k, tf_data_t *d, const char *where) {
@@ -335,6 +357,24 @@ static void bench_cpu(const cfg_t *cfg) {
     row.skipped = omp_why;
     row.goal = 1.0;
     bench_emit(&row);
+    { /* the same block recorded once, replayed: 1 replay + 1 sync, against the launches in turn */
+      double rep[BENCH_MAX_RUNS], launched[BENCH_MAX_RUNS], rr[BENCH_MAX_RUNS];
+      cubert_recording_t *rec = record_block(&k, &d, &plan);
+      (void)time_replay(rec, &d);
+      check_block(&k, &d, "cpu replayed");
+      for (r = 0; r < cfg->runs; r++) {
+        launched[r] = time_block(&k, &d, &plan);
+        rep[r] = time_replay(rec, &d);
+        rr[r] = launched[r] / rep[r];
+      }
+      row = bench_row("transformer cpu", "cpu block replayed (1 replay, 1 sync) vs launched", "ms", 0,
+                      bench_stat_of(rep, cfg->runs));
+      row.peer = "10 launches + sync";
+      row.peer_stat = bench_stat_of(launched, cfg->runs);
+      row.ratio = bench_stat_of(rr, cfg->runs).median;
+      bench_emit(&row);
+      cubert_recording_destroy(rec);
+    }
     tf_block_free(&k, &d);
   }
   tf_data_free(&d);
@@ -433,6 +473,41 @@ static void bench_gpu(const cfg_t *cfg) {
     }
     row.goal = 1.0;
     bench_emit(&row);
+    { /* the same block recorded once (a CUDA graph), replayed */
+      double rep[BENCH_MAX_RUNS], launched[BENCH_MAX_RUNS], rr[BENCH_MAX_RUNS];
+      cubert_recording_t *rec = record_block(&blk, &d, &plan);
+      for (r = 0; r < 3; r++) (void)time_replay(rec, &d);
+      check_block(&blk, &d, "gpu replayed");
+      for (r = 0; r < runs; r++) {
+        launched[r] = time_block(&blk, &d, &plan);
+        rep[r] = time_replay(rec, &d);
+        rr[r] = launched[r] / rep[r];
+      }
+      row = bench_row("transformer gpu", "gpu block replayed (1 replay, 1 sync) vs launched", "ms", 0,
+                      bench_stat_of(rep, runs));
+      row.peer = "10 launches + sync";
+      row.peer_stat = bench_stat_of(launched, runs);
+      row.ratio = bench_stat_of(rr, runs).median;
+      bench_emit(&row);
+      row = bench_row("transformer gpu", "gpu block replayed vs PyTorch", "ms", 0, bench_stat_of(rep, runs));
+      row.peer = "PyTorch eager";
+      if (!torch_figure(cfg->torch, "block", &row.peer_stat)) {
+        snprintf(why, sizeof why, "no PyTorch figure 'block' (--torch FILE, from tools/transformer_torch.py)");
+        row.skipped = why;
+      }
+      bench_emit(&row);
+      row = bench_row("transformer gpu", "gpu block replayed vs PyTorch CUDA graph replay", "ms", 0,
+                      bench_stat_of(rep, runs));
+      row.peer = "PyTorch graph";
+      if (!torch_figure(cfg->torch, "block_graph", &row.peer_stat)) {
+        snprintf(why, sizeof why,
+                 "no PyTorch figure 'block_graph' (--torch FILE, from tools/transformer_torch.py)");
+        row.skipped = why;
+      }
+      row.goal = 1.0;
+      bench_emit(&row);
+      cubert_recording_destroy(rec);
+    }
     tf_block_free(&blk, &d);
   }
   tf_data_free(&d);

@@ -169,3 +169,48 @@ int cubert__os_cpu_has_prefetch_write(void) {
   return 1;
 #endif
 }
+
+/* ---- adaptive waiting (see os_thread.h) ---------------------------------------- */
+
+void cubert__os_backoff_initialize(cubert_os_backoff_t *b) {
+  __atomic_store_n(&b->spin_ns, CUBERT_OS_BACKOFF_SPIN_MAX_NS, __ATOMIC_RELAXED);
+  __atomic_store_n(&b->preempted, 0u, __ATOMIC_RELAXED);
+}
+
+uint32_t cubert__os_backoff_spin_ns(const cubert_os_backoff_t *b) {
+  return __atomic_load_n(&b->spin_ns, __ATOMIC_RELAXED);
+}
+
+int cubert__os_backoff_wait(cubert_os_backoff_t *b, cubert_os_ready_fn_t ready, void *arg,
+                            uint64_t deadline_ns) {
+  uint32_t budget = __atomic_load_n(&b->spin_ns, __ATOMIC_RELAXED), i;
+  uint64_t start, last, now;
+  if (ready(arg)) return 1;
+  if (budget < CUBERT_OS_BACKOFF_SPIN_MIN_NS || budget > CUBERT_OS_BACKOFF_SPIN_MAX_NS)
+    budget = CUBERT_OS_BACKOFF_SPIN_MAX_NS;
+  start = last = cubert__os_clock_ns();
+  for (i = 1;; i++) {
+    cubert__os_cpu_relax();
+    if (ready(arg)) {
+      if (budget < CUBERT_OS_BACKOFF_SPIN_MAX_NS)
+        __atomic_store_n(&b->spin_ns,
+                         budget >= CUBERT_OS_BACKOFF_SPIN_MAX_NS / 2 ? CUBERT_OS_BACKOFF_SPIN_MAX_NS
+                                                                     : budget * 2u,
+                         __ATOMIC_RELAXED);
+      return 1;
+    }
+    if ((i & 63u) == 0) {
+      now = cubert__os_clock_ns();
+      if (now - last >= CUBERT_OS_BACKOFF_GAP_NS) { /* descheduled while spinning */
+        __atomic_store_n(&b->spin_ns,
+                         budget / 2u < CUBERT_OS_BACKOFF_SPIN_MIN_NS ? CUBERT_OS_BACKOFF_SPIN_MIN_NS
+                                                                     : budget / 2u,
+                         __ATOMIC_RELAXED);
+        __atomic_add_fetch(&b->preempted, 1u, __ATOMIC_RELAXED);
+        return 0;
+      }
+      last = now;
+      if (now >= deadline_ns || now - start >= budget) return 0;
+    }
+  }
+}

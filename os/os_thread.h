@@ -94,6 +94,52 @@ void cubert__os_thread_yield(void);
 /* Sleep for at least ns nanoseconds (nanosleep, restarted on EINTR). */
 void cubert__os_sleep_ns(uint64_t ns);
 
+/* ---- adaptive waiting ----------------------------------------------------------
+ * A thread that waits for another thread's store (a stream's worker, a host
+ * waiter, a kernel worker) first spins, then blocks on its own condition
+ * variable. cubert__os_backoff_wait is the spin, and adapts it to the
+ * machine:
+ *   - it pause-spins for up to `spin_ns` (CUBERT_OS_BACKOFF_SPIN_MIN_NS ..
+ *     CUBERT_OS_BACKOFF_SPIN_MAX_NS), looking at the clock every 64 spins;
+ *   - a gap of CUBERT_OS_BACKOFF_GAP_NS or more between two looks at the
+ *     clock means the spinner was descheduled: the machine has more runnable
+ *     threads than cores, where a spin burns a time slice the thread it waits
+ *     for may need. The spin ends at once (the caller blocks) and the budget
+ *     halves, down to the minimum;
+ *   - a spin that saw its condition without a gap doubles the budget back,
+ *     up to the maximum.
+ * It does not yield: under Linux's EEVDF (and CFS) scheduler a thread that
+ * calls sched_yield among threads that never yield waits for their whole
+ * time slices, while a thread woken from a futex runs at once; measured in
+ * docs/benchmarks.md ("Oversubscribed"). The budget is a hint shared by the
+ * threads that use one backoff (relaxed atomics: a lost update delays the
+ * adaptation by one wait). The caller blocks when it returns 0, after
+ * publishing that it sleeps (the Dekker pattern of its own protocol): the
+ * backoff never decides that a wake-up is not needed, so it cannot lose one. */
+#define CUBERT_OS_BACKOFF_SPIN_MAX_NS 50000u
+#define CUBERT_OS_BACKOFF_SPIN_MIN_NS 1000u
+#define CUBERT_OS_BACKOFF_GAP_NS 20000u
+
+typedef struct cubert_os_backoff_t {
+  uint32_t spin_ns;     /* atomic (relaxed): the current spin budget */
+  uint32_t preempted;   /* atomic (relaxed): spins that ended on a gap (statistics) */
+} cubert_os_backoff_t;
+
+/* The condition a waiter waits for; called on every spin (keep it cheap). */
+typedef int (*cubert_os_ready_fn_t)(void *arg);
+
+/* Start at the full spin budget. */
+void cubert__os_backoff_initialize(cubert_os_backoff_t *backoff);
+/* Spin until ready(arg) returns non-zero (returns 1), or the budget ran out,
+ * the spinner was descheduled, or the clock reached deadline_ns
+ * (cubert__os_clock_ns; UINT64_MAX: none) (returns 0: the caller blocks).
+ * ready is called at least once. Thread-safe (the budget is shared); never
+ * blocks. */
+int cubert__os_backoff_wait(cubert_os_backoff_t *backoff, cubert_os_ready_fn_t ready, void *arg,
+                            uint64_t deadline_ns);
+/* The current spin budget (tests, statistics). */
+uint32_t cubert__os_backoff_spin_ns(const cubert_os_backoff_t *backoff);
+
 /* 1 when cubert__os_prefetch_write can ask for ownership of a line on this
  * CPU (x86: the PRFCHW cpuid bit; other targets: their write prefetch). */
 int cubert__os_cpu_has_prefetch_write(void);

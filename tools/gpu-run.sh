@@ -8,6 +8,10 @@
 #   bash tools/gpu-run.sh transformer  # only the build and the transformer steps (10-12)
 #   bash tools/gpu-run.sh scaling      # only the build, bench_scaling (threads, streams:
 #                                      # the CPU server on this host's cores) and bench_cuda
+#   bash tools/gpu-run.sh cpu          # only the CPU server on this host's CPUs (issue 27 part 2:
+#                                      # the round trip with 4 spinning threads on 2 cores, the
+#                                      # quiet round trip and async launches, recorded sequences,
+#                                      # the stress with busy threads; cpu-host.txt)
 #
 # Steps, each under a time limit cut to what is left of GPU_RUN_BUDGET
 # (default 540 s; a step with less than 15 s left is skipped and said so),
@@ -38,11 +42,11 @@
 #      machine's python3; float32, TF32 off), medians to torch.txt
 #  12. bench_transformer --gpu --torch torch.txt: the layers vs those figures
 #      (rows in bench.txt / bench.csv too)
-# Files under $OUT (14, no subfolder): summary.txt (printed last), build.log,
+# Files under $OUT (15, no subfolder): summary.txt (printed last), build.log,
 # cts.log, cuda-tests.log, dlpack-torch.log, smoke.txt (cubert-info, both smoke runs, the
 # demo), bench.txt, bench-record.txt, bench.csv (join it to `make bench`: BENCH_EXTRA_CSV),
 # torch.csv (the PyTorch graph rows), sanitizer.txt, transformer.txt (steps 10-12), torch.txt;
-# the scaling mode writes scaling.txt (bench_scaling) and bench.txt.
+# the scaling mode writes scaling.txt (bench_scaling) and bench.txt, the cpu mode cpu-host.txt.
 # Exit status: 0 when every step passed, else 1.
 set -u
 
@@ -65,7 +69,7 @@ mkdir -p "$OUT"
 JOBS=$(nproc 2>/dev/null || echo 4)
 SUMMARY=$OUT/summary.txt
 ONLY=${1:-}
-for f in summary.txt build.log cts.log cuda-tests.log dlpack-torch.log smoke.txt bench.txt bench-record.txt sanitizer.txt transformer.txt; do
+for f in summary.txt build.log cts.log cuda-tests.log dlpack-torch.log smoke.txt bench.txt bench-record.txt sanitizer.txt transformer.txt cpu-host.txt; do
   : > "$OUT/$f"
 done
 rm -f "$OUT/bench.csv" "$OUT/torch.csv"
@@ -126,6 +130,27 @@ step() {
   timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,pci.bus_id \
     --format=csv 2>&1 | sed 's/^/  /'
 } | tee -a "$SUMMARY"
+
+# The CPU server on this host's CPUs (docs/benchmarks.md, "Oversubscribed"): the plain
+# build (no CUDA), then each figure twice; the oversubscribed ones pinned to two CPUs.
+if [ "$ONLY" = "cpu" ]; then
+  C=$OUT/cpu-host.txt
+  step cpu-build 240 "$OUT/build.log" make -j"$JOBS" build/bench/bench_oversubscribed \
+    build/bench/bench_client build/bench/bench_record build/bench/bench_peers build/cubert-stress
+  for i in 1 2; do
+    step oversubscribed 60 "$C" taskset -c 0,1 build/bench/bench_oversubscribed --runs 21
+    step client-rt 30 "$C" build/bench/bench_client --only rt
+    step client-async 30 "$C" build/bench/bench_client --only async
+    step record 60 "$C" build/bench/bench_record --runs 15
+  done
+  step peers-launch 60 "$C" build/bench/bench_peers --only launch
+  step stress-2cpu 120 "$C" taskset -c 0,1 env STRESS_OPS=100000 STRESS_BUSY=0 build/cubert-stress
+  step stress-2cpu-busy 120 "$C" taskset -c 0,1 env STRESS_OPS=100000 STRESS_BUSY=4 build/cubert-stress
+  grep -E '^(\| |busy /|rt:|async:|stress: [0-9]+ ops|stress: .* s, host|load average)' "$C" | tee -a "$SUMMARY"
+  printf '\n==== summary (%ss; logs in %s)\n' "$(($(date +%s) - start))" "$OUT"
+  cat "$SUMMARY"
+  exit "$failed"
+fi
 
 B=build/cuda
 if [ "$ONLY" = "scaling" ]; then

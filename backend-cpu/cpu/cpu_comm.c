@@ -121,6 +121,9 @@ cubert_status_t cpu_collective(void *self, cubert_driver_comm_t *comm,
   p->contrib.dst = (unsigned char *)(uintptr_t)collective->dst;
   p->contrib.bytes = collective->bytes;
   op->run = comm_run;
+  /* it blocks until the peers' workers run theirs: never on a waiting host
+   * thread (set before the commit: a waiter that learns of this op sees it) */
+  cpu_stream_set_worker_only(s);
   (void)cpu_stream_commit(s);
   c->used = 1;
   return CUBERT_STATUS_OK;

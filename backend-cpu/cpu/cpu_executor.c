@@ -37,8 +37,6 @@
 #include "os/os_thread.h"
 #include "kernel/cpu_kernel.h"
 
-/* How long an idle worker (or a waiting launcher) spins before sleeping. */
-#define EXECUTOR_SPIN_NS 50000u
 /* Padding against false sharing between threads' hot data (two lines: the
  * adjacent-line prefetcher pairs them), and the allocation alignment. */
 #define EXECUTOR_LINE 128u
@@ -66,6 +64,7 @@ typedef struct executor_worker_t {
   uint32_t state;    /* atomic: WORKER_IDLE / WORKER_OFFERED / WORKER_RUNNING */
   uint32_t sleeping; /* atomic: 1 while blocked (or about to) on cond */
   uint32_t index;    /* its place in `workers` (and its range's, when offered) */
+  cubert_os_backoff_t backoff; /* its idle wait (adapts to the machine) */
   int sync_ready;    /* mutex and cond initialized */
   int started;       /* thread running */
 } executor_worker_t;
@@ -95,6 +94,7 @@ struct cubert_cpu_executor_t {
   executor_context_t caller; /* the launching thread's context */
   uint32_t trace_device;     /* the device's index, for the timeline trace */
   uint32_t plane_dim;        /* PLANE_DIM of the kernels (0: CPU_KERNEL_PLANE_DIM) */
+  cubert_os_backoff_t backoff; /* the launcher's wait for the participants */
 };
 
 enum { WORKER_IDLE = 0, WORKER_OFFERED = 1, WORKER_RUNNING = 2 };
@@ -133,21 +133,26 @@ static void executor_work(cubert_cpu_executor_t *ex, executor_context_t *ctx, ui
 
 /* ---- workers ----------------------------------------------------------------- */
 
+typedef struct wake_look_t {
+  executor_worker_t *worker;
+  uint32_t seen;
+  uint32_t value;
+} wake_look_t;
+
+static int wake_ready(void *arg) {
+  wake_look_t *l = (wake_look_t *)arg;
+  l->value = __atomic_load_n(&l->worker->wake, __ATOMIC_ACQUIRE);
+  return l->value != l->seen;
+}
+
+/* An idle worker: spin (adaptive, cubert__os_backoff_wait), then sleep
+ * until the launcher bumps `wake`. */
 static uint32_t worker_wait(executor_worker_t *w, uint32_t seen) {
-  uint64_t start = 0;
-  uint32_t v, i;
-  for (i = 1;; i++) {
-    v = __atomic_load_n(&w->wake, __ATOMIC_ACQUIRE);
-    if (v != seen) return v;
-    if ((i & 63u) == 0) {
-      uint64_t now = cubert__os_clock_ns();
-      if (!start)
-        start = now;
-      else if (now - start > EXECUTOR_SPIN_NS)
-        break;
-    }
-    cubert__os_cpu_relax();
-  }
+  wake_look_t look;
+  uint32_t v;
+  look.worker = w;
+  look.seen = seen;
+  if (cubert__os_backoff_wait(&w->backoff, wake_ready, &look, UINT64_MAX)) return look.value;
   cubert__os_mutex_lock(&w->mutex);
   __atomic_store_n(&w->sleeping, 1u, __ATOMIC_SEQ_CST);
   while ((v = __atomic_load_n(&w->wake, __ATOMIC_SEQ_CST)) == seen)
@@ -202,26 +207,20 @@ static void worker_wake(executor_worker_t *w) {
   }
 }
 
+static int all_done(void *arg) {
+  return __atomic_load_n(&((cubert_cpu_executor_t *)arg)->remaining, __ATOMIC_ACQUIRE) == 0;
+}
+
+/* The launcher: spin (adaptive), then sleep until the last participant
+ * finished. */
 static void executor_wait_done(cubert_cpu_executor_t *ex) {
-  uint64_t start = 0;
-  uint32_t i;
-  for (i = 1; __atomic_load_n(&ex->remaining, __ATOMIC_ACQUIRE) != 0; i++) {
-    if ((i & 63u) == 0) {
-      uint64_t now = cubert__os_clock_ns();
-      if (!start) {
-        start = now;
-      } else if (now - start > EXECUTOR_SPIN_NS) {
-        cubert__os_mutex_lock(&ex->done_mutex);
-        __atomic_store_n(&ex->caller_waiting, 1u, __ATOMIC_SEQ_CST);
-        while (__atomic_load_n(&ex->remaining, __ATOMIC_SEQ_CST) != 0)
-          cubert__os_cond_wait(&ex->done_cond, &ex->done_mutex);
-        __atomic_store_n(&ex->caller_waiting, 0u, __ATOMIC_RELAXED);
-        cubert__os_mutex_unlock(&ex->done_mutex);
-        return;
-      }
-    }
-    cubert__os_cpu_relax();
-  }
+  if (cubert__os_backoff_wait(&ex->backoff, all_done, ex, UINT64_MAX)) return;
+  cubert__os_mutex_lock(&ex->done_mutex);
+  __atomic_store_n(&ex->caller_waiting, 1u, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&ex->remaining, __ATOMIC_SEQ_CST) != 0)
+    cubert__os_cond_wait(&ex->done_cond, &ex->done_mutex);
+  __atomic_store_n(&ex->caller_waiting, 0u, __ATOMIC_RELAXED);
+  cubert__os_mutex_unlock(&ex->done_mutex);
 }
 
 /* ---- lifecycle ---------------------------------------------------------------- */
@@ -312,6 +311,7 @@ cubert_status_t cubert__cpu_executor_create(cubert_allocator_t allocator, uint32
   s = cubert_allocator_malloc(allocator, sizeof(*ex), EXECUTOR_ALIGN, (void **)&ex, NULL);
   if (s != CUBERT_STATUS_OK) return executor_fail(out_error, s, "cpu executor: allocation failed");
   ex->allocator = allocator;
+  cubert__os_backoff_initialize(&ex->backoff);
   stride = (sizeof(executor_worker_t) + EXECUTOR_LINE - 1) / EXECUTOR_LINE * EXECUTOR_LINE;
   ex->range_offset = stride;
   stride += EXECUTOR_LINE; /* the worker's range, on a line of its own */
@@ -335,6 +335,7 @@ cubert_status_t cubert__cpu_executor_create(cubert_allocator_t allocator, uint32
     executor_worker_t *w = executor_worker(ex, i);
     w->executor = ex;
     w->index = i;
+    cubert__os_backoff_initialize(&w->backoff);
     s = executor_sync_init(&w->mutex, NULL, &w->cond);
     if (s != CUBERT_STATUS_OK) break;
     w->sync_ready = 1;

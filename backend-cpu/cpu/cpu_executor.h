@@ -6,7 +6,8 @@
  *
  * - Workers are created once (cubert__cpu_executor_create) and sleep between
  *   launches (after spinning briefly, so back-to-back launches do not pay a
- *   wake-up). A launch creates no thread and, in steady state, allocates
+ *   wake-up; the spin adapts to the machine: it stops as soon as the
+ *   thread was descheduled, cubert__os_backoff_wait in os/os_thread.h). A launch creates no thread and, in steady state, allocates
  *   nothing: the per-worker dynamic shared blocks only grow when a kernel asks
  *   for more than any kernel before it.
  * - The linear cube indices (x fastest, then y, then z) are cut into one

@@ -20,13 +20,13 @@ static void deadline_after(struct timespec *ts, uint64_t timeout_ns) {
   }
 }
 
-/* How long an idle worker, a host waiter or a producer facing a full ring spins
- * before it sleeps on the stream's condition variables (as the executor). */
+/* A producer facing a full ring spins this long before it sleeps (the idle
+ * worker and host waiters adapt theirs: cubert__os_backoff_wait). */
 #define STREAM_SPIN_NS 50000u
 /* An idle spinning worker looks at the producer's unpublished tail (and the
- * clock) every this many spins (power of two): work nobody flushes starts
- * within tens of microseconds, and the producer's line moves once per pull,
- * not once per op. */
+ * clock) every this many spins (power of two), and after every yield: work
+ * nobody flushes starts within tens of microseconds, and the producer's line
+ * moves once per pull, not once per op. */
 #define STREAM_PULL_SPINS 1024u
 /* The worker's first sleep after spinning is bounded (see worker_wait). */
 #define STREAM_FIRST_SLEEP_NS 1000000u
@@ -42,32 +42,23 @@ static int spin_budget_spent(uint64_t *start) {
   return now - *start > STREAM_SPIN_NS;
 }
 
-/* Spin until done(s, arg) or STREAM_SPIN_NS passed; true when done. */
-static int spin_until(cpu_stream_t *s, int (*done)(cpu_stream_t *, uint64_t), uint64_t arg) {
-  uint64_t start = 0;
-  uint32_t i;
-  for (i = 1;; i++) {
-    if (done(s, arg)) return 1;
-    if ((i & 63u) == 0 && spin_budget_spent(&start)) return 0;
-    cubert__os_cpu_relax();
-  }
-}
+static uint64_t load_head(cpu_stream_t *s) { return __atomic_load_n(&s->head, __ATOMIC_ACQUIRE); }
 
 /* Worker side: ops published so far. published is re-read only when the
  * last value seen is used up; it can lag behind what a pull saw (and so
  * behind head), hence the orderings, never equality. */
 static int has_published_work(cpu_stream_t *s) {
-  uint64_t p;
-  if (s->tail_seen > s->head) return 1;
+  uint64_t p, h = load_head(s);
+  if (s->tail_seen > h) return 1;
   p = __atomic_load_n(&s->published, __ATOMIC_ACQUIRE);
   if (p > s->tail_seen) s->tail_seen = p;
-  return s->tail_seen > s->head;
+  return s->tail_seen > h;
 }
 /* Worker side: the lazy pull of committed ops not published yet (a read of
  * the producer's line, so not on every spin). */
 static int pull_committed(cpu_stream_t *s) {
   s->tail_seen = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
-  return s->tail_seen > s->head;
+  return s->tail_seen > load_head(s);
 }
 static int point_done(cpu_stream_t *s, uint64_t seq) {
   return __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) >= seq;
@@ -84,6 +75,17 @@ static int has_room(cpu_stream_t *s, uint64_t unused) {
   if (s->tail - s->head_seen < s->ring_size) return 1;
   s->head_seen = load_progress(s);
   return s->tail - s->head_seen < s->ring_size;
+}
+
+/* The consumer role: one thread at a time runs ops (writes head, completed,
+ * fault_marks). Taken with acquire (what the last holder wrote is visible),
+ * given back seq_cst (the Dekker pair with a worker about to sleep: see
+ * role_release). */
+static int role_claim(cpu_stream_t *s) {
+  uint32_t free_role = 0;
+  return __atomic_load_n(&s->consumer, __ATOMIC_RELAXED) == 0 &&
+         __atomic_compare_exchange_n(&s->consumer, &free_role, 1u, false, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED);
 }
 
 /* Queue an error an op raised (the op at `seq`) and log it for waiters. */
@@ -164,65 +166,136 @@ static void wake_waiters(cpu_stream_t *s) {
   }
 }
 
-/* Worker: wait until an op is visible (1) or the stream stops with every
- * committed op run (0). Spins on `published`, pulls `tail` every
- * STREAM_PULL_SPINS spins, sleeps on cond_work after STREAM_SPIN_NS.
- * Dekker with cpu_stream_publish: sleeping is published (seq_cst) before
- * published is read again, and a publisher's seq_cst compare-and-swap of
- * published precedes its read of sleeping, so one of the two sees the
- * other. */
-static int worker_wait(cpu_stream_t *s) {
-  uint64_t start = 0;
-  uint32_t i;
-  int first;
-  for (i = 1;; i++) {
-    if (has_published_work(s)) return 1;
-    if ((i & (STREAM_PULL_SPINS - 1u)) == 0) {
-      if (pull_committed(s)) return 1;
-      /* stopped: deinitialize stores running after the last commit, so a
-       * pull after seeing it sees every committed op */
-      if (!__atomic_load_n(&s->running, __ATOMIC_ACQUIRE)) return pull_committed(s);
-      if (spin_budget_spent(&start)) break;
-    }
-    cubert__os_cpu_relax();
-  }
-  pthread_mutex_lock(&s->mutex);
-  __atomic_store_n(&s->sleeping, 1, __ATOMIC_SEQ_CST);
-  first = 1;
-  while (__atomic_load_n(&s->published, __ATOMIC_SEQ_CST) <= s->head &&
-         __atomic_load_n(&s->tail, __ATOMIC_SEQ_CST) == s->head &&
-         __atomic_load_n(&s->running, __ATOMIC_SEQ_CST)) {
-    if (first) {
-      /* A commit's relaxed look at `sleeping` (no fence on the fast path)
-       * can miss this sleep while its tail store is still on its way: the
-       * first sleep is 1 ms, so such an op starts within 1 ms even if
-       * nobody publishes. Later sleeps need a wake-up. */
-      struct timespec deadline;
-      deadline_after(&deadline, STREAM_FIRST_SLEEP_NS);
-      (void)pthread_cond_timedwait(&s->cond_work, &s->mutex, &deadline);
-      first = 0;
-    } else {
-      pthread_cond_wait(&s->cond_work, &s->mutex);
-    }
-  }
-  __atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
-  pthread_mutex_unlock(&s->mutex);
-  return pull_committed(s); /* woken by work, or stopped (as above) */
+/* The role's holder: run the op at head and mark it completed. */
+static void run_head(cpu_stream_t *s, cpu_op_t *op) {
+  uint64_t h = s->head; /* the holder's own field */
+  run_op(s, op);
+  __atomic_store_n(&s->completed, h + 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&s->head, h + 1, __ATOMIC_RELEASE);
+  wake_waiters(s);
 }
 
-/* The worker is the only consumer: it alone writes head and completed. */
+/* Work the worker may start: a committed op beyond head and a free role.
+ * seq_cst loads: the sleeping side of the Dekker pairs with publishers
+ * (published / tail, then sleeping) and role_release (consumer, then
+ * sleeping). */
+static int claimable_work(cpu_stream_t *s) {
+  uint64_t h = __atomic_load_n(&s->head, __ATOMIC_SEQ_CST);
+  return (__atomic_load_n(&s->published, __ATOMIC_SEQ_CST) > h ||
+          __atomic_load_n(&s->tail, __ATOMIC_SEQ_CST) > h) &&
+         __atomic_load_n(&s->consumer, __ATOMIC_SEQ_CST) == 0 &&
+         !__atomic_load_n(&s->test_hold_worker, __ATOMIC_RELAXED);
+}
+
+/* Give the role back; if committed work is left and the worker sleeps (it
+ * went to sleep while this thread held the role), wake it: the worker
+ * stores `sleeping` before it reads `consumer`, this thread stores
+ * `consumer` before it reads `sleeping` (both seq_cst), so one sees the
+ * other. */
+static void role_release(cpu_stream_t *s) {
+  uint64_t h;
+  __atomic_store_n(&s->consumer, 0u, __ATOMIC_SEQ_CST);
+  if (!__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST)) return;
+  h = load_head(s);
+  if (__atomic_load_n(&s->tail, __ATOMIC_SEQ_CST) > h) {
+    pthread_mutex_lock(&s->mutex);
+    pthread_cond_signal(&s->cond_work);
+    pthread_mutex_unlock(&s->mutex);
+  }
+}
+
+/* The idle worker's look for work (cubert__os_backoff_wait's condition):
+ * published work it can claim (it then holds the role), the unpublished tail
+ * every STREAM_PULL_SPINS looks, and the stop. */
+typedef struct worker_look_t {
+  cpu_stream_t *stream;
+  uint32_t looks;
+  int stop;
+} worker_look_t;
+
+static int worker_ready(void *arg) {
+  worker_look_t *w = (worker_look_t *)arg;
+  cpu_stream_t *s = w->stream;
+  int work = has_published_work(s);
+  if (!work && (++w->looks & (STREAM_PULL_SPINS - 1u)) == 0) {
+    work = pull_committed(s);
+    /* stopped: deinitialize stores running after the last commit, so a
+     * pull after seeing it sees every committed op */
+    if (!work && !__atomic_load_n(&s->running, __ATOMIC_ACQUIRE)) {
+      w->stop = 1;
+      return 1;
+    }
+  }
+  if (!work || __atomic_load_n(&s->test_hold_worker, __ATOMIC_RELAXED) || !role_claim(s))
+    return 0; /* nothing, or a helping waiter runs it */
+  if (has_published_work(s) || pull_committed(s)) return 1;
+  role_release(s); /* the helper ran it meanwhile */
+  return 0;
+}
+
+/* Worker: wait until it holds the role with an op visible (1) or the stream
+ * stopped with every committed op run (0). Spins (adaptive), then sleeps on
+ * cond_work. Dekker with cpu_stream_publish: sleeping is
+ * published (seq_cst) before published is read again, and a publisher's
+ * seq_cst compare-and-swap of published precedes its read of sleeping, so
+ * one of the two sees the other; the same with role_release. */
+static int worker_wait(cpu_stream_t *s) {
+  worker_look_t w;
+  int first;
+  w.stream = s;
+  w.looks = 0;
+  w.stop = 0;
+  for (;;) {
+    if (cubert__os_backoff_wait(&s->worker_backoff, worker_ready, &w, UINT64_MAX)) {
+      if (!w.stop) return 1;
+      /* stopped with nothing left (no waiter helps at teardown) */
+      return 0;
+    }
+    pthread_mutex_lock(&s->mutex);
+    __atomic_store_n(&s->sleeping, 1, __ATOMIC_SEQ_CST);
+    first = 1;
+    for (;;) {
+      /* publishers signal once per sleep (wake_sent); cleared before each
+       * look at the work (seq_cst both: a publisher whose exchange saw the
+       * stale 1 published before this clear, so the look sees its op) */
+      __atomic_store_n(&s->wake_sent, 0u, __ATOMIC_SEQ_CST);
+      if (claimable_work(s) || !__atomic_load_n(&s->running, __ATOMIC_SEQ_CST)) break;
+      if (first) {
+        /* A commit's relaxed look at `sleeping` (no fence on the fast path)
+         * can miss this sleep while its tail store is still on its way: the
+         * first sleep is 1 ms, so such an op starts within 1 ms even if
+         * nobody publishes. Later sleeps need a wake-up. */
+        struct timespec deadline;
+        deadline_after(&deadline, STREAM_FIRST_SLEEP_NS);
+        (void)pthread_cond_timedwait(&s->cond_work, &s->mutex, &deadline);
+        first = 0;
+      } else {
+        pthread_cond_wait(&s->cond_work, &s->mutex);
+      }
+    }
+    __atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&s->mutex);
+    /* woken by work (claimed at the next look, which pulls), or stopped */
+    if (!__atomic_load_n(&s->running, __ATOMIC_ACQUIRE) && !pull_committed(s)) return 0;
+    w.looks = STREAM_PULL_SPINS - 1u;
+  }
+}
+
+/* The worker: claims the role when it sees work, runs every op it sees,
+ * gives the role back when it caught up (so a waiter may run later ops
+ * while the worker is not scheduled). */
 static void *worker_main(void *arg) {
   cpu_stream_t *s = (cpu_stream_t *)arg;
   for (;;) {
-    cpu_op_t *op;
-    if (s->tail_seen <= s->head && !worker_wait(s)) break;
-    op = &s->ring[s->head % s->ring_size];
-    if (s->tail_seen > s->head + 2) /* the op after next, written on the producer's core */
-      __builtin_prefetch(&s->ring[(s->head + 2) % s->ring_size], 0, 3);
-    run_op(s, op);
-    __atomic_store_n(&s->completed, s->head + 1, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&s->head, s->head + 1, __ATOMIC_RELEASE);
-    wake_waiters(s);
+    if (!worker_wait(s)) break;
+    do {
+      uint64_t h = s->head;
+      cpu_op_t *op = &s->ring[h % s->ring_size];
+      if (s->tail_seen > h + 2) /* the op after next, written on the producer's core */
+        __builtin_prefetch(&s->ring[(h + 2) % s->ring_size], 0, 3);
+      run_head(s, op);
+    } while (has_published_work(s));
+    role_release(s);
   }
   return NULL;
 }
@@ -240,6 +313,8 @@ cubert_status_t cpu_stream_initialize(cpu_stream_t *s, cubert_allocator_t alloca
   s->prefetch_write = cubert__os_cpu_has_prefetch_write();
   s->faults.entries = s->fault_entries;
   s->faults.capacity = CPU_STREAM_FAULT_LOG;
+  cubert__os_backoff_initialize(&s->worker_backoff);
+  cubert__os_backoff_initialize(&s->host_backoff);
   CUBERT_RETURN_IF_ERROR(cubert_allocator_malloc_array(allocator, (size_t)s->ring_size,
                                                        sizeof(cpu_op_t), 64, (void **)&s->ring,
                                                        NULL));
@@ -308,16 +383,35 @@ static cubert_status_t sleep_until(cpu_stream_t *s, int (*pred)(cpu_stream_t *, 
   return status;
 }
 
-/* Producer facing a full ring: spin until a quarter of the ring is free
- * (true) or STREAM_SPIN_NS passed (false). Progress is read every 32
+/* Producer facing a full ring: a quarter of the ring is free. */
+static int quarter_free(cpu_stream_t *s) {
+  s->head_seen = load_progress(s);
+  return s->tail - s->head_seen <= s->ring_size - s->ring_size / 4;
+}
+
+/* Producer facing a full ring with the consumer role free (the worker is
+ * not running: asleep, or not scheduled on a busy machine): run ops on this
+ * thread until a quarter of the ring is free, as a waiter helps. */
+static int help_room(cpu_stream_t *s) {
+  if (__atomic_load_n(&s->worker_only, __ATOMIC_RELAXED) || !role_claim(s)) return 0;
+  while (s->tail - s->head > s->ring_size - s->ring_size / 4) {
+    run_head(s, &s->ring[s->head % s->ring_size]);
+    __atomic_store_n(&s->helped, s->helped + 1u, __ATOMIC_RELAXED); /* the role holder only */
+  }
+  role_release(s);
+  return 1;
+}
+
+/* Spin until a quarter of the ring is free (true), helping when the role
+ * is free, or STREAM_SPIN_NS passed (false). Progress is read every 32
  * pauses, not on every spin: each read pulls the line the worker writes per
  * op. */
 static int wait_for_room(cpu_stream_t *s) {
   uint64_t start = 0;
   uint32_t i, k;
   for (i = 1;; i++) {
-    s->head_seen = load_progress(s);
-    if (s->tail - s->head_seen <= s->ring_size - s->ring_size / 4) return 1;
+    if (quarter_free(s)) return 1;
+    if (__atomic_load_n(&s->consumer, __ATOMIC_RELAXED) == 0 && help_room(s)) return 1;
     for (k = 0; k < 32; k++) cubert__os_cpu_relax();
     if ((i & 7u) == 0 && spin_budget_spent(&start)) return 0;
   }
@@ -334,7 +428,7 @@ cpu_op_t *cpu_stream_reserve(cpu_stream_t *s) {
        * anyway rather than hang */
       if (s->run_until(s->owner, stream_has_room, s) != CUBERT_STATUS_OK)
         cpu_stream_step(s);
-    } else {
+    } else if (!help_room(s)) { /* no thread runs the ops: run a quarter of the ring here */
       cpu_stream_publish(s); /* the worker must see what fills the ring */
       if (!wait_for_room(s)) (void)sleep_until(s, has_room, 0, NULL);
     }
@@ -354,7 +448,10 @@ void cpu_stream_publish(cpu_stream_t *s) {
   while (p < t &&
          !__atomic_compare_exchange_n(&s->published, &p, t, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
   }
-  if (__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST)) {
+  /* one signal per sleep: a burst of commits that find the worker asleep
+   * (it needs a while to be scheduled) makes one system call, not one each */
+  if (__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST) &&
+      !__atomic_exchange_n(&s->wake_sent, 1u, __ATOMIC_SEQ_CST)) {
     pthread_mutex_lock(&s->mutex);
     pthread_cond_signal(&s->cond_work);
     pthread_mutex_unlock(&s->mutex);
@@ -387,6 +484,7 @@ int cpu_stream_point_completed(cpu_stream_t *s, uint64_t seq) {
 typedef struct point_t {
   cpu_stream_t *stream;
   uint64_t seq;
+  int help; /* the waiter may run ops itself */
 } point_t;
 
 static bool point_done_fn(void *arg) {
@@ -394,20 +492,77 @@ static bool point_done_fn(void *arg) {
   return point_done(p->stream, p->seq) != 0;
 }
 
+/* A waiter on (s, seq) whose consumer role is free: take it and run the ops
+ * up to seq on this thread (the worker is not running them: asleep, not
+ * scheduled, or about to look). True when the point completed (always, for
+ * a committed point). */
+static int help_until(cpu_stream_t *s, uint64_t seq) {
+  uint64_t h, t;
+  if (!role_claim(s)) return 0;
+  /* the ops below seq were committed before the caller learned seq; the
+   * acquire pairs with the commit's release (their records are visible);
+   * never past the tail (a point beyond it is a caller's bug: wait instead) */
+  t = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+  for (h = s->head; h < seq && h < t; h = s->head) {
+    run_head(s, &s->ring[h % s->ring_size]);
+    __atomic_store_n(&s->helped, s->helped + 1u, __ATOMIC_RELAXED); /* the role holder only */
+  }
+  role_release(s);
+  return point_done(s, seq);
+}
+
+static int point_ready(void *arg) {
+  point_t *p = (point_t *)arg;
+  if (point_done(p->stream, p->seq)) return 1;
+  return p->help && __atomic_load_n(&p->stream->consumer, __ATOMIC_RELAXED) == 0 &&
+         help_until(p->stream, p->seq);
+}
+
+void cpu_stream_set_worker_only(cpu_stream_t *s) {
+  __atomic_store_n(&s->worker_only, 1, __ATOMIC_RELAXED);
+}
+
+/* Host waiters sleep until the point completed, or (when they may help) the
+ * role is free with the point not reached. The role's holder broadcasts
+ * cond_progress after each op; a holder that gives the role back with ops
+ * left wakes the worker (role_release), whose ops wake this waiter: the
+ * point is always reached, by this thread or by the worker. */
+static int point_done_or_helpable(cpu_stream_t *s, uint64_t seq) {
+  return point_done(s, seq) || __atomic_load_n(&s->consumer, __ATOMIC_SEQ_CST) == 0;
+}
+
 cubert_status_t cpu_stream_wait_point(cpu_stream_t *s, uint64_t seq, uint64_t timeout_ns) {
   struct timespec deadline;
+  point_t p;
+  uint64_t deadline_ns = UINT64_MAX;
   if (point_done(s, seq)) return CUBERT_STATUS_OK;
-  if (!s->deterministic) cpu_stream_publish(s); /* the point may be unpublished */
-  if (s->deterministic) { /* virtual time: the step loop runs until the point */
-    point_t p;
-    p.stream = s;
-    p.seq = seq;
+  p.stream = s;
+  p.seq = seq;
+  p.help = timeout_ns == UINT64_MAX && !__atomic_load_n(&s->worker_only, __ATOMIC_RELAXED);
+  if (s->deterministic) /* virtual time: the step loop runs until the point */
     return s->run_until(s->owner, point_done_fn, &p);
+  /* no thread runs the stream's ops: run them here, no hand-off */
+  if (p.help && point_ready(&p)) return CUBERT_STATUS_OK;
+  cpu_stream_publish(s); /* the point may be unpublished; wakes a sleeping worker */
+  if (timeout_ns != UINT64_MAX) {
+    uint64_t now = cubert__os_clock_ns();
+    deadline_ns = timeout_ns < UINT64_MAX - now ? now + timeout_ns : UINT64_MAX - 1;
   }
-  if (spin_until(s, point_done, seq)) return CUBERT_STATUS_OK;
-  if (timeout_ns == UINT64_MAX) return sleep_until(s, point_done, seq, NULL);
-  deadline_after(&deadline, timeout_ns);
-  return sleep_until(s, point_done, seq, &deadline);
+  for (;;) {
+    cubert_status_t st;
+    if (cubert__os_backoff_wait(&s->host_backoff, point_ready, &p, deadline_ns))
+      return CUBERT_STATUS_OK;
+    if (!p.help) {
+      if (timeout_ns == UINT64_MAX) return sleep_until(s, point_done, seq, NULL);
+      {
+        uint64_t now = cubert__os_clock_ns();
+        deadline_after(&deadline, deadline_ns > now ? deadline_ns - now : 0);
+      }
+      return sleep_until(s, point_done, seq, &deadline);
+    }
+    st = sleep_until(s, point_done_or_helpable, seq, NULL);
+    if (st != CUBERT_STATUS_OK || point_done(s, seq)) return st;
+  }
 }
 
 void cpu_stream_push_error(cpu_stream_t *s, const cubert_error_t *error) {

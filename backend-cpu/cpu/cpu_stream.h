@@ -14,9 +14,22 @@
  * worker. Committed operations are published to the worker in batches
  * (CPU_STREAM_BATCH) and at every wait, so a launch writes no shared index;
  * an idle worker also looks at the unpublished tail now and then, so work
- * nobody waits for still starts. An idle worker and a waiting host spin for
- * up to 50 us before they sleep, so a launch + sync round trip needs no
- * system call in steady state.
+ * nobody waits for still starts.
+ *
+ * Who runs the ops: one thread at a time holds the stream's consumer role
+ * (`consumer`) and runs ops in order: the worker, or a host thread that
+ * waits on a point of the stream (cpu_stream_wait_point) while the role is
+ * free: that waiter runs the ops up to its point itself instead of waiting
+ * for the worker to be scheduled (on a machine with more runnable threads
+ * than cores a hand-off costs a time slice). A stream marked worker_only
+ * (one that carries collectives, which rendezvous with other threads:
+ * cpu_stream_set_worker_only) is left to its worker.
+ *
+ * Waiting adapts to the machine (os_thread.h, cubert__os_backoff_wait): an
+ * idle worker and a waiting host spin (up to 50 us; a spinner that finds it
+ * was descheduled sleeps at once and spins half as long next time), then
+ * sleep; a launch + sync round trip needs no system call in steady state,
+ * quiet or busy (the waiter runs the op itself).
  *
  * Failures carried across streams (docs/errors.md, "Errors from a running
  * stream"): on a stream that takes part (`propagates`: the server's regular
@@ -34,6 +47,7 @@
 
 #include "cubert/cubert.h"
 #include "kernel/cpu_kernel.h"
+#include "os/os_thread.h"
 
 #define CPU_STREAM_RING 512
 /* Committed ops are published to the worker in batches of this many, and
@@ -89,6 +103,7 @@ struct cpu_stream_t {
   int running;  /* atomic: cleared at deinitialize */
   int started;
   int sleeping; /* atomic: the worker sleeps on cond_work (producer must signal) */
+  uint32_t wake_sent; /* atomic: a publisher signalled the sleeping worker (one signal per sleep) */
   uint32_t waiters; /* atomic: threads sleeping on cond_progress */
   cpu_op_t *ring; /* ring_size entries */
   uint64_t ring_size;
@@ -107,10 +122,20 @@ struct cpu_stream_t {
   char pad_published_[CPU_STREAM_LINE];
   uint64_t published; /* atomic: ops below it are visible to the worker */
   char pad_consumer_[CPU_STREAM_LINE];
-  uint64_t head;      /* next op to run (index = head % ring_size) */
-  uint64_t completed; /* sequence of the last completed op */
-  uint64_t tail_seen; /* the worker's last read of published or tail */
+  /* The consumer's fields: written by the holder of the consumer role only
+   * (atomic stores: other threads read them). */
+  uint64_t head;      /* atomic: next op to run (index = head % ring_size) */
+  uint64_t completed; /* atomic: sequence of the last completed op */
+  uint32_t consumer;  /* atomic: 1 while a thread (the worker or a helping waiter) runs ops */
+  uint64_t tail_seen; /* the worker's last read of published or tail (the worker's only) */
   char pad_end_[CPU_STREAM_LINE];
+  cubert_os_backoff_t worker_backoff; /* the worker's idle wait */
+  cubert_os_backoff_t host_backoff;   /* host waiters' waits (shared, a hint) */
+  uint64_t helped;                    /* atomic: ops run by waiting host threads (statistics) */
+  int worker_only;                    /* atomic: waiting host threads never run its ops */
+  /* atomic, tests only: while set the worker claims no op (as a worker that
+   * is never scheduled); clearing it wakes nothing */
+  uint32_t test_hold_worker;
   cubert_error_t errors; /* aggregate of queued errors (SERVER_UNHEALTHY) */
   uint32_t error_count;  /* atomic reads: drains skip the mutex when 0 */
   void *owner; /* the driver's device, for ops and run_until */
@@ -160,12 +185,21 @@ uint64_t cpu_stream_commit(cpu_stream_t *stream);
  * Any thread; lock-free except the wake. */
 void cpu_stream_publish(cpu_stream_t *stream);
 
+/* From now on only the stream's worker runs its ops (a waiting host thread
+ * does not help): for a stream whose ops may block on other threads (a
+ * collective). Thread-safe; sticky. */
+void cpu_stream_set_worker_only(cpu_stream_t *stream);
+
 /* True once (stream, seq) completed. Thread-safe. */
 int cpu_stream_point_completed(cpu_stream_t *stream, uint64_t seq);
 /* Block until (stream, seq) completed or timeout_ns passed (UINT64_MAX: no
- * timeout). OK or DEADLINE_EXCEEDED. Thread-safe. Deterministic mode: runs
- * the device's step loop until the point completed (no timeout: time is
- * virtual); FAILED_PRECONDITION when no step is runnable first (deadlock). */
+ * timeout). OK or DEADLINE_EXCEEDED. Thread-safe. Without a timeout, while no
+ * thread runs the stream's ops (the consumer role is free), the caller runs
+ * them itself, in order, up to its point (not on a worker_only stream); with a
+ * timeout it only waits (an op it ran could outlast the timeout). seq must
+ * be committed (at most the tail). Deterministic mode: runs the device's step loop until the point
+ * completed (no timeout: time is virtual); FAILED_PRECONDITION when no step is
+ * runnable first (deadlock). */
 cubert_status_t cpu_stream_wait_point(cpu_stream_t *stream, uint64_t seq, uint64_t timeout_ns);
 
 /* Queue an error on the stream (worker or producer). */

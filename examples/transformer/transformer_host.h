@@ -22,6 +22,7 @@
 #include "cubert/cpu.h"
 #include "cubert/cube.h"
 #include "cubert/inline.h"
+#include "cubert/record.h"
 #include "transformer_kernels.h"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -681,6 +682,24 @@ TF_FN_ cubert_status_t tf_block_launch(tf_block_t *k, tf_data_t *d, const tf_pla
   TF_DO_(tf_matmul(c, p, &a[TF_B_FCPROJ], &a[TF_B_FCHG], &k->h_w_fcproj, &k->h_b_fcproj, BT, 4 * C, C, e));
   TF_DO_(tf_residual(c, p, &a[TF_B_OUT], &a[TF_B_RES2], &a[TF_B_FCPROJ], (uint64_t)BT * C, e));
 #undef TF_DO_
+  return CUBERT_STATUS_OK;
+}
+
+/* The block's ten launches recorded once (cubert/record.h, nothing runs): replay it with
+ * cubert_client_replay, then a sync. *out: the caller's (cubert_recording_destroy). */
+TF_FN_ cubert_status_t tf_block_record(tf_block_t *k, tf_data_t *d, const tf_plan_t *p,
+                                       cubert_recording_t **out, cubert_error_t *e) {
+  cubert_recording_t *rec = NULL;
+  cubert_status_t st = cubert_client_record_begin(d->client, e), end;
+  if (st != CUBERT_STATUS_OK) return st;
+  st = tf_block_launch(k, d, p, e);
+  end = cubert_client_record_end(d->client, &rec, st == CUBERT_STATUS_OK ? e : NULL);
+  if (st == CUBERT_STATUS_OK) st = end;
+  if (st != CUBERT_STATUS_OK) {
+    if (rec) cubert_recording_destroy(rec);
+    return st;
+  }
+  *out = rec;
   return CUBERT_STATUS_OK;
 }
 

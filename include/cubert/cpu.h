@@ -4,7 +4,10 @@
  * (backend-cpu/cpu) under the server. Streams are simulated by one
  * worker thread per stream slot; kernels are C functions (written in the
  * kernel dialect of cubert/kernel.h) run over the cube grid by a persistent
- * worker pool. In deterministic mode (docs/simulation.md) no thread is
+ * worker pool. A thread that waits for a stream without a timeout (a sync,
+ * a read, an event wait) while the stream's worker is not running its ops
+ * runs them itself, in order (docs/streams.md): a kernel may run on the
+ * calling thread's stack, as with the inline driver. In deterministic mode (docs/simulation.md) no thread is
  * started and a seeded chooser orders every step; the server's race checker
  * (docs/race-checker.md) can run in either mode. Test-only switches:
  * core/server/server_faults.h.

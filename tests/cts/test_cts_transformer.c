@@ -86,7 +86,8 @@ static void layers_on(const cts_options_t *options, tf_shape_t shape) {
   CHECK(tf_data_init(&d, shape, 1) == 0);
   CHECK_OK(tf_data_upload(&d, env.client, NULL));
   for (p = 0; p < 4; p++) run_layers(env.client, &d, &plans[p], &ran);
-  { /* the whole block (ten launches, one sync) with the CPU and the GPU plans */
+  { /* the whole block (ten launches, one sync) with the CPU and the GPU plans, launched, then
+     * recorded once and replayed */
     tf_block_t k;
     double worst;
     cubert_status_t st;
@@ -94,10 +95,30 @@ static void layers_on(const cts_options_t *options, tf_shape_t shape) {
     CHECK_OK(tf_block_upload(&k, &d, NULL));
     tf_block_reference(&k, &d);
     for (p = 0; p < 2; p++) {
+      size_t n = k.act_len[TF_B_OUT], i, differ = 0;
+      float *launched = (float *)malloc(n * sizeof(float));
+      cubert_recording_t *rec = NULL;
+      CHECK(launched != NULL);
       CHECK_OK(tf_block_launch(&k, &d, &plans[p], NULL));
       CHECK_EQ_U64(tf_block_compare(&k, &d, &worst, &st, NULL), 0);
       CHECK_OK(st);
       CHECK_MSG(worst <= 1.0, "plan %s: block worst %g x tolerance", plans[p].name, worst);
+      /* the same block recorded once and replayed (twice): the same bytes out */
+      memcpy(launched, k.out, n * sizeof(float));
+      CHECK_OK(tf_block_record(&k, &d, &plans[p], &rec, NULL));
+      for (i = 0; i < 2; i++) {
+        memset(k.out, 0xff, n * sizeof(float)); /* NaNs: a replay that did not run shows */
+        CHECK_OK(cubert_client_write(env.client, &k.h_act[TF_B_OUT], k.out, n * sizeof(float), NULL));
+        CHECK_OK(cubert_client_replay(env.client, rec, NULL));
+        CHECK_OK(cubert_client_sync(env.client, NULL));
+        CHECK_EQ_U64(tf_block_compare(&k, &d, &worst, &st, NULL), 0);
+        CHECK_OK(st);
+      }
+      for (i = 0; i < n; i++) differ += memcmp(&launched[i], &k.out[i], sizeof(float)) != 0;
+      CHECK_MSG(differ == 0, "plan %s: %zu of %zu values of the replayed block differ from the launched one",
+                plans[p].name, differ, n);
+      cubert_recording_destroy(rec);
+      free(launched);
     }
     tf_block_free(&k, &d);
   }

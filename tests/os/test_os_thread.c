@@ -131,3 +131,138 @@ TEST(host_thread_create_errors_and_injection) {
   CHECK_STATUS(cubert__os_mutex_initialize(NULL), CUBERT_STATUS_INVALID_ARGUMENT);
   CHECK_STATUS(cubert__os_cond_initialize(NULL), CUBERT_STATUS_INVALID_ARGUMENT);
 }
+
+/* ---- adaptive waiting (cubert__os_backoff_wait) ------------------------------------ */
+
+typedef struct look_t {
+  uint32_t calls;
+  uint32_t ready_at;    /* ready from this call on (0: never) */
+  const uint32_t *flag; /* or: ready once *flag (atomic) */
+} look_t;
+
+static int look_ready(void *arg) {
+  look_t *l = (look_t *)arg;
+  l->calls++;
+  if (l->flag) return __atomic_load_n(l->flag, __ATOMIC_ACQUIRE) != 0;
+  return l->ready_at && l->calls >= l->ready_at;
+}
+
+static look_t look_at(uint32_t ready_at) {
+  look_t l;
+  l.calls = 0;
+  l.ready_at = ready_at;
+  l.flag = NULL;
+  return l;
+}
+
+/* A condition already true: 1 after one look, nothing else done. */
+TEST(host_backoff_ready_at_once) {
+  cubert_os_backoff_t b;
+  look_t l = look_at(1);
+  cubert__os_backoff_initialize(&b);
+  CHECK_EQ_U64(cubert__os_backoff_spin_ns(&b), CUBERT_OS_BACKOFF_SPIN_MAX_NS);
+  CHECK_EQ_I64(cubert__os_backoff_wait(&b, look_ready, &l, UINT64_MAX), 1);
+  CHECK_EQ_U64(l.calls, 1);
+  CHECK_EQ_U64(cubert__os_backoff_spin_ns(&b), CUBERT_OS_BACKOFF_SPIN_MAX_NS);
+}
+
+/* A condition that never holds: 0 (the caller blocks) after spinning for
+ * the budget (or less, when the spinner was descheduled: it then sleeps at
+ * once and the budget halved). */
+TEST(host_backoff_gives_up_after_the_spin) {
+  cubert_os_backoff_t b;
+  look_t l = look_at(0);
+  uint64_t t0, t1;
+  cubert__os_backoff_initialize(&b);
+  t0 = cubert__os_clock_ns();
+  CHECK_EQ_I64(cubert__os_backoff_wait(&b, look_ready, &l, UINT64_MAX), 0);
+  t1 = cubert__os_clock_ns();
+  CHECK(l.calls > 64);
+  if (__atomic_load_n(&b.preempted, __ATOMIC_RELAXED) == 0) {
+    CHECK(t1 - t0 >= CUBERT_OS_BACKOFF_SPIN_MAX_NS);
+    CHECK_EQ_U64(cubert__os_backoff_spin_ns(&b), CUBERT_OS_BACKOFF_SPIN_MAX_NS);
+  } else {
+    CHECK_EQ_U64(cubert__os_backoff_spin_ns(&b), CUBERT_OS_BACKOFF_SPIN_MAX_NS / 2);
+  }
+}
+
+/* A deadline in the past ends the wait at the first look at the clock. */
+TEST(host_backoff_deadline_ends_the_wait) {
+  cubert_os_backoff_t b;
+  look_t l = look_at(0);
+  cubert__os_backoff_initialize(&b);
+  CHECK_EQ_I64(cubert__os_backoff_wait(&b, look_ready, &l, cubert__os_clock_ns()), 0);
+  CHECK(l.calls <= 65); /* the first look, then 64 spins to the first clock read */
+}
+
+/* A condition met during the spin without a gap grows a shrunk budget back
+ * (up to the maximum); a budget out of range (a zeroed backoff) counts as
+ * the maximum. Growth needs a spin that was not descheduled: on a loaded
+ * machine a few tries. */
+TEST(host_backoff_grows_back_when_spins_succeed) {
+  cubert_os_backoff_t b;
+  int i, grew = 0;
+  b.preempted = 0;
+  for (i = 0; i < 200 && !grew; i++) {
+    look_t l = look_at(10);
+    __atomic_store_n(&b.spin_ns, CUBERT_OS_BACKOFF_SPIN_MIN_NS, __ATOMIC_RELAXED);
+    CHECK_EQ_I64(cubert__os_backoff_wait(&b, look_ready, &l, UINT64_MAX), 1);
+    grew = cubert__os_backoff_spin_ns(&b) == 2 * CUBERT_OS_BACKOFF_SPIN_MIN_NS;
+  }
+  CHECK(grew);
+  for (i = 0; i < 200; i++) {
+    look_t l = look_at(0);
+    uint64_t t0;
+    b.spin_ns = 0;
+    b.preempted = 0;
+    t0 = cubert__os_clock_ns();
+    CHECK_EQ_I64(cubert__os_backoff_wait(&b, look_ready, &l, UINT64_MAX), 0);
+    if (b.preempted) continue; /* descheduled: try again */
+    CHECK(cubert__os_clock_ns() - t0 >= CUBERT_OS_BACKOFF_SPIN_MAX_NS); /* spun the maximum */
+    break;
+  }
+  CHECK(i < 200);
+}
+
+static uint32_t g_hog_stop; /* atomic */
+
+static void hog_main(void *arg) {
+  volatile uint64_t x = 0;
+  (void)arg;
+  while (!__atomic_load_n(&g_hog_stop, __ATOMIC_RELAXED)) x++;
+}
+
+/* Oversubscribed: 2 threads per CPU that never yield. A spinner is then
+ * descheduled during its spin now and then (the scheduler's time slices
+ * are shorter than the waits below), which halves the budget each time:
+ * it shrinks, down to the minimum, and a spin still sees a condition that
+ * another thread set. */
+TEST_EX(host_backoff_shrinks_when_the_machine_is_oversubscribed, 120) {
+  cubert_os_backoff_t b;
+  cubert_os_thread_t hogs[64];
+  uint32_t n = 2 * cubert__os_cpu_count(), i;
+  uint64_t t0 = cubert__os_clock_ns();
+  if (n > 64) n = 64;
+  cubert__os_backoff_initialize(&b);
+  g_hog_stop = 0;
+  for (i = 0; i < n; i++) CHECK_OK(cubert__os_thread_create(&hogs[i], hog_main, NULL, 0));
+  /* waits that never succeed, until the budget is at its minimum (30 s at most) */
+  while (cubert__os_backoff_spin_ns(&b) > CUBERT_OS_BACKOFF_SPIN_MIN_NS &&
+         cubert__os_clock_ns() - t0 < 30000000000ull) {
+    look_t l = look_at(0);
+    CHECK_EQ_I64(cubert__os_backoff_wait(&b, look_ready, &l, UINT64_MAX), 0);
+  }
+  CHECK_MSG(cubert__os_backoff_spin_ns(&b) == CUBERT_OS_BACKOFF_SPIN_MIN_NS,
+            "spin budget %u ns among %u spinning threads (%u preempted spins)",
+            (unsigned)cubert__os_backoff_spin_ns(&b), (unsigned)n,
+            (unsigned)__atomic_load_n(&b.preempted, __ATOMIC_RELAXED));
+  CHECK(__atomic_load_n(&b.preempted, __ATOMIC_RELAXED) >= 5); /* 50 us -> 1 us: 6 halvings */
+  {
+    look_t l = look_at(0);
+    uint32_t flag = 1;
+    l.flag = &flag;
+    CHECK_EQ_I64(cubert__os_backoff_wait(&b, look_ready, &l, UINT64_MAX), 1);
+  }
+  __atomic_store_n(&g_hog_stop, 1u, __ATOMIC_RELAXED);
+  for (i = 0; i < n; i++) cubert__os_thread_join(&hogs[i]);
+}

@@ -86,7 +86,7 @@ static worker_t g_workers[MAX_THREADS];
 static unsigned g_threads = 8;
 static int g_shared_mode = 1; /* STRESS_SHARED: 0 private only, 1 half, 2 shared only */
 static uint64_t g_wait_ns;
-static volatile int g_stop_busy;
+static int g_stop_busy; /* atomic */
 static pthread_mutex_t g_count_mutex = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_ops, g_corrupted, g_errors, g_reads, g_launches;
 static int g_done;
@@ -334,7 +334,7 @@ static void *worker_main(void *arg) {
 static void *busy_main(void *arg) {
   volatile uint64_t x = 0;
   (void)arg;
-  while (!g_stop_busy) x++;
+  while (!__atomic_load_n(&g_stop_busy, __ATOMIC_RELAXED)) x++;
   return NULL;
 }
 
@@ -458,7 +458,7 @@ int main(void) {
   g_done = 1;
   pthread_mutex_unlock(&g_count_mutex);
   pthread_join(watchdog, NULL);
-  g_stop_busy = 1;
+  __atomic_store_n(&g_stop_busy, 1, __ATOMIC_RELAXED);
   for (i = 0; i < nbusy; i++) pthread_join(busy[i], NULL);
 
   pthread_mutex_lock(&counting.mutex);
