@@ -114,9 +114,14 @@ static void layers_on(const cts_options_t *options, tf_shape_t shape) {
         CHECK_EQ_U64(tf_block_compare(&k, &d, &worst, &st, NULL), 0);
         CHECK_OK(st);
       }
-      for (i = 0; i < n; i++) differ += memcmp(&launched[i], &k.out[i], sizeof(float)) != 0;
-      CHECK_MSG(differ == 0, "plan %s: %zu of %zu values of the replayed block differ from the launched one",
-                plans[p].name, differ, n);
+      /* byte for byte unless the plan splits its matmuls over k: their cubes add partial
+       * sums atomically in no fixed order (the last bits move run to run; the reference
+       * check above holds either way) */
+      if (plans[p].matmul_waves == 0) {
+        for (i = 0; i < n; i++) differ += memcmp(&launched[i], &k.out[i], sizeof(float)) != 0;
+        CHECK_MSG(differ == 0, "plan %s: %zu of %zu values of the replayed block differ from the launched one",
+                  plans[p].name, differ, n);
+      }
       cubert_recording_destroy(rec);
       free(launched);
     }
