@@ -58,6 +58,15 @@
 
 #define OPTIONS "[--runs R] [--quick] [--head] [--only LAYER] [--gpu] [--torch FILE] [--tune] [-h|--help]"
 
+/* The pause after the OpenMP reference's run, before cubert's next one. libgomp's idle
+ * threads spin after a parallel region (its default wait policy: milliseconds; measured on
+ * the 16-core host, 2026-11-28: with a 2 ms pause its 15 spinning threads still held the
+ * cores through cubert's next run, and the small layers took 0.25-1.0 ms instead of
+ * 0.07-0.09), so each side's run must start with the other side's threads asleep. cubert's
+ * own workers spin at most 50 us (os/os_thread.c, the backoff), hence the 2 ms after its
+ * run. */
+#define OMP_SETTLE_US 100000
+
 typedef struct cfg_t {
   int runs, head, gpu_only, tune;
   const char *only, *torch;
@@ -299,7 +308,7 @@ static void bench_cpu(const cfg_t *cfg) {
       t0 = bench_now_ns();
       omp_layer(&d, l);
       omp[r] = (bench_now_ns() - t0) / 1e6;
-      bench_settle(2000);
+      bench_settle(OMP_SETTLE_US);
       r1[r] = one[r] / ours[r];
       romp[r] = omp[r] / ours[r];
     }
@@ -339,7 +348,7 @@ static void bench_cpu(const cfg_t *cfg) {
       t0 = bench_now_ns();
       omp_block(&k, &d);
       omp[r] = (bench_now_ns() - t0) / 1e6;
-      bench_settle(2000);
+      bench_settle(OMP_SETTLE_US);
       r1[r] = one[r] / ours[r];
       romp[r] = omp[r] / ours[r];
     }
