@@ -51,13 +51,14 @@ if [ -n "${CUBERT_FAKE_LIBCUDA:-}" ]; then
       CUBERT_FAKE_CUDA_ASYNC=1 \
       CUBERT_FAKE_CUDA_MEMORY=1073741824 CUBERT_LIBNCCL="${CUBERT_FAKE_LIBNCCL:-}" $wrapper "$bin" cts_
   fi
-  # the collective tests again with one fake GPU per device (NCCL takes one rank per GPU)
-  run "conformance suite, collectives: CUDA driver over the fake libcuda with 8 GPUs and the fake libnccl" \
+  # the collective tests again with one fake GPU per device (NCCL takes one rank per GPU), and
+  # the DLPack tests (a tensor of GPU 0 offered to a device of GPU 1 is refused: DEVICE_MISMATCH)
+  run "conformance suite, collectives and DLPack: CUDA driver over the fake libcuda with 8 GPUs and the fake libnccl" \
     CUBERT_CTS_DRIVER=cuda CUBERT_LIBCUDA="$CUBERT_FAKE_LIBCUDA" CUBERT_FAKE_CUDA_MEMORY=1073741824 \
     CUBERT_FAKE_CUDA_DEVICES=8 CUBERT_LIBNCCL="${CUBERT_FAKE_LIBNCCL:-}" \
     $wrapper "$bin" cts_all_reduce cts_send_recv cts_to_client cts_kit_comm cts_ensure_init \
     cts_collective cts_release cts_released cts_recv_refused cts_multi_device_teardown \
-    cts_sync_collective cts_config_collectives
+    cts_sync_collective cts_config_collectives cts_dlpack
 fi
 awk '
   { for (i = 1; i < NF; i++) {

@@ -831,6 +831,14 @@ TEST(cts_get_resource_async) {
   cts_teardown(&env);
 }
 
+/* Whether two clients' devices share a memory space in DLPack's terms (CPU
+ * devices; CUDA devices of one GPU). On a machine of several GPUs the CUDA
+ * driver's device 1 is GPU 1: a tensor of device 0 is then refused. */
+static int same_dlpack_device(const cubert_client_t *a, const cubert_client_t *b) {
+  const cubert_dlpack_device_t x = cubert_client_dlpack_device(a), y = cubert_client_dlpack_device(b);
+  return x.device_type == y.device_type && x.device_id == y.device_id;
+}
+
 /* Another device's tensor (two devices of one driver share the memory
  * space: CPU devices host memory, CUDA devices of one GPU its device memory)
  * is adopted, not copied: a kernel of the importer writes the exporter's
@@ -857,6 +865,16 @@ TEST(cts_dlpack_import_from_another_device) {
   d = desc_1d(&h, N, 4);
   CHECK_OK(cubert_client_dlpack_export(env.client, &d, dt(CUBERT_DLPACK_UINT, 32, 1), NULL, &t, NULL));
   blocks = env.counting.live_blocks;
+  if (!same_dlpack_device(env.client, b)) { /* two GPUs: refused, nothing adopted */
+    cubert_error_t err;
+    CHECK_STATUS(cubert_client_dlpack_import(b, t, NULL, &im, &err), CUBERT_STATUS_DEVICE_MISMATCH);
+    CHECK_DL_RECORD(err, CUBERT_ERROR_DEVICE_MISMATCH, "another device");
+    t->deleter(t); /* the caller still owns a refused tensor */
+    CHECK_OK(cubert_client_handle_release(env.client, &h, NULL));
+    cubert_client_release(b);
+    cts_teardown(&env);
+    return;
+  }
   CHECK_OK(cubert_client_dlpack_import(b, t, NULL, &im, NULL));
   CHECK(im.tensor.binding.device == 1);
   CHECK_OK(cubert_client_get_resource(env.client, &h, &ra, NULL));
@@ -893,6 +911,14 @@ TEST(cts_dlpack_import_given_back_at_importer_teardown) {
   CHECK_OK(cubert_client_dlpack_export_unversioned(env.client, &d, dt(CUBERT_DLPACK_FLOAT, 32, 1), NULL,
                                                    &t, NULL));
   CHECK_OK(cubert_client_handle_release(env.client, &h, NULL)); /* the tensor holds the memory */
+  if (!same_dlpack_device(env.client, b)) { /* two GPUs: refused, nothing adopted */
+    CHECK_STATUS(cubert_client_dlpack_import_unversioned(b, t, NULL, &im, NULL),
+                 CUBERT_STATUS_DEVICE_MISMATCH);
+    t->deleter(t); /* the caller still owns a refused tensor */
+    cubert_client_release(b);
+    cts_teardown(&env);
+    return;
+  }
   CHECK_OK(cubert_client_dlpack_import_unversioned(b, t, NULL, &im, NULL));
   CHECK_OK(add(b, &im.tensor.binding, 1)); /* still pending, the handle never released */
   cubert_client_release(b); /* b's teardown: after its work, the export's deleter */
