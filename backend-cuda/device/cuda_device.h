@@ -106,7 +106,29 @@ typedef struct cubert_cuda_function_t {
   uint32_t static_shared; /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
   uint32_t registers;     /* CU_FUNC_ATTRIBUTE_NUM_REGS */
   uint32_t reserved;
+  /* A record replaced in the table (its descriptor address reused for
+   * another kernel) is kept here until the cache is deinitialized: a
+   * stream's memo may still point at it (cubert_cuda_function_memo_t). */
+  struct cubert_cuda_function_t *retired_next;
 } cubert_cuda_function_t;
+
+/* A stream's memo of the functions it launched (cubert__cuda_function_get_memo):
+ * direct-mapped by kernel pointer, with the descriptor's fields as they
+ * were when the entry was made, so a hit reads neither the shared table nor
+ * its mutex. Owned by one stream and used only by the thread that holds it
+ * (the server gives a stream to one launch at a time); zero it before use.
+ * Records are never freed or changed in their key fields before the
+ * device's module cache is deinitialized, so an entry never dangles. */
+#define CUBERT_CUDA_FUNCTION_MEMO 8u
+typedef struct cubert_cuda_function_memo_t {
+  struct {
+    const cubert_kernel_t *kernel;
+    const char *entry_name;
+    const void *image;
+    uint32_t shared_memory_bytes;
+    const cubert_cuda_function_t *function;
+  } entries[CUBERT_CUDA_FUNCTION_MEMO];
+} cubert_cuda_function_memo_t;
 
 typedef struct cubert_cuda_module_slot_t {
   const void *key; /* the registered image, or the descriptor's raw image */
@@ -121,6 +143,7 @@ typedef struct cubert_cuda_module_cache_t {
   uint32_t module_capacity;
   uint32_t module_count;
   uint64_t loads;                    /* cuModuleLoadDataEx calls that succeeded */
+  cubert_cuda_function_t *retired;   /* replaced records (retired_next), freed at deinit */
   char info_log[CUBERT_CUDA_JIT_LOG_SIZE];  /* the last load's JIT info log */
   char error_log[CUBERT_CUDA_JIT_LOG_SIZE]; /* the last failed load's JIT error log */
   /* lookups, loads and a function's dynamic limit: launches on different
@@ -489,6 +512,17 @@ cubert_status_t cubert__cuda_function_get(cubert_cuda_device_t *device,
                                           const cubert_kernel_t *kernel,
                                           const cubert_cuda_function_t **out_function,
                                           cubert_error_t *out_error);
+/* The same through a stream's memo: a kernel the memo holds (same
+ * descriptor address, entry name, image and shared size) is answered
+ * without the module cache's mutex (the launch path of many threads on
+ * many streams, issue 27); a miss takes cubert__cuda_function_get and
+ * remembers its answer. A lost device answers its lost record either way.
+ * Same errors. */
+cubert_status_t cubert__cuda_function_get_memo(cubert_cuda_device_t *device,
+                                               cubert_cuda_function_memo_t *memo,
+                                               const cubert_kernel_t *kernel,
+                                               const cubert_cuda_function_t **out_function,
+                                               cubert_error_t *out_error);
 
 /* The JIT logs of the last module load (error log of the last failure).
  * Valid until the next load on the device. */

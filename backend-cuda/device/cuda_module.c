@@ -246,6 +246,7 @@ static cubert_status_t function_make(cubert_cuda_device_t *d, const cubert_kerne
   out->image = k->cuda_image;
   out->shared_memory_bytes = k->shared_memory_bytes;
   out->dynamic_limit = 0;
+  out->retired_next = NULL;
   out->max_threads = threads > 0 ? (uint32_t)threads : 0u;
   out->static_shared = shared > 0 ? (uint32_t)shared : 0u;
   out->registers = regs > 0 ? (uint32_t)regs : 0u;
@@ -286,13 +287,28 @@ static cubert_status_t function_get(cubert_cuda_device_t *device, const cubert_k
   }
   st = cubert__cuda_device_enter(device, out_error);
   if (st == CUBERT_STATUS_OK) st = module_source(kernel, &src, out_error);
-  if (st == CUBERT_STATUS_OK && hit) { /* the same descriptor address, another kernel */
-    cubert_cuda_function_t made_again;
+  if (st == CUBERT_STATUS_OK && hit) {
+    /* the same descriptor address, another kernel: a new record takes the
+     * old one's place; the old one is retired, not changed or freed (a
+     * stream's memo may hold it, cubert_cuda_function_memo_t) */
     st = module_get(device, &src, &m, out_error);
-    if (st == CUBERT_STATUS_OK) st = function_make(device, kernel, m, src.name, &made_again, out_error);
     if (st != CUBERT_STATUS_OK) return st;
-    *hit = made_again;
-    *out_function = hit;
+    if (cubert_allocator_malloc(device->allocator, sizeof *made, 0, (void **)&made, NULL) !=
+        CUBERT_STATUS_OK)
+      return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
+                              "cannot allocate a CUDA function record");
+    st = function_make(device, kernel, m, src.name, made, out_error);
+    if (st != CUBERT_STATUS_OK) {
+      cubert_allocator_free(device->allocator, made, sizeof *made, 0);
+      return st;
+    }
+    mask = device->modules.function_capacity - 1;
+    for (i = function_hash(kernel) & mask; device->modules.functions[i] != hit; i = (i + 1) & mask) {
+    }
+    device->modules.functions[i] = made;
+    hit->retired_next = device->modules.retired;
+    device->modules.retired = hit;
+    *out_function = made;
     return CUBERT_STATUS_OK;
   }
   if (st == CUBERT_STATUS_OK) st = function_reserve(device, out_error);
@@ -330,6 +346,32 @@ cubert_status_t cubert__cuda_function_get(cubert_cuda_device_t *device,
   return st;
 }
 
+cubert_status_t cubert__cuda_function_get_memo(cubert_cuda_device_t *device,
+                                               cubert_cuda_function_memo_t *memo,
+                                               const cubert_kernel_t *kernel,
+                                               const cubert_cuda_function_t **out_function,
+                                               cubert_error_t *out_error) {
+  uint32_t at;
+  cubert_status_t st;
+  if (!memo || !kernel) return cubert__cuda_function_get(device, kernel, out_function, out_error);
+  at = function_hash(kernel) & (CUBERT_CUDA_FUNCTION_MEMO - 1u);
+  if (memo->entries[at].kernel == kernel && memo->entries[at].entry_name == kernel->cuda_entry_name &&
+      memo->entries[at].image == kernel->cuda_image &&
+      memo->entries[at].shared_memory_bytes == kernel->shared_memory_bytes && device && out_function) {
+    if (cubert__cuda_device_is_lost(device)) return cubert__cuda_device_lost_error(device, out_error);
+    *out_function = memo->entries[at].function;
+    return CUBERT_STATUS_OK;
+  }
+  st = cubert__cuda_function_get(device, kernel, out_function, out_error);
+  if (st != CUBERT_STATUS_OK) return st;
+  memo->entries[at].kernel = kernel;
+  memo->entries[at].entry_name = kernel->cuda_entry_name;
+  memo->entries[at].image = kernel->cuda_image;
+  memo->entries[at].shared_memory_bytes = kernel->shared_memory_bytes;
+  memo->entries[at].function = *out_function;
+  return CUBERT_STATUS_OK;
+}
+
 const char *cubert__cuda_module_error_log(const cubert_cuda_device_t *device) {
   return device->modules.error_log;
 }
@@ -344,6 +386,11 @@ void cubert__cuda_module_cache_deinitialize(cubert_cuda_device_t *device) {
   for (i = 0; i < c->module_count; i++) (void)device->cu->cuModuleUnload(c->modules[i].module);
   for (i = 0; i < c->function_capacity; i++)
     cubert_allocator_free(device->allocator, c->functions[i], sizeof *c->functions[i], 0);
+  while (c->retired) {
+    cubert_cuda_function_t *next = c->retired->retired_next;
+    cubert_allocator_free(device->allocator, c->retired, sizeof *c->retired, 0);
+    c->retired = next;
+  }
   cubert_allocator_free(device->allocator, c->modules,
                         (size_t)c->module_capacity * sizeof *c->modules, 0);
   cubert_allocator_free(device->allocator, c->functions,

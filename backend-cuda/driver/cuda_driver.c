@@ -150,7 +150,7 @@ static cubert_status_t drv_launch(void *self, const cubert_driver_launch_t *l,
   cubert_status_t st;
   if (!l->kernel->cuda_entry_name) return no_entry(l->kernel, out_error);
   cuda_drv_settle(s);
-  st = cubert__cuda_function_get(d->dev, l->kernel, &f, &e); /* e: set on failure */
+  st = cubert__cuda_function_get_memo(d->dev, &s->functions, l->kernel, &f, &e); /* e: on failure */
   if (st != CUBERT_STATUS_OK) {
     if (launch_refused(st)) {
       if (out_error) *out_error = e;

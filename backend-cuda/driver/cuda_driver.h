@@ -138,6 +138,8 @@ typedef struct cuda_drv_stream_t {
    * at the launch): zeroed once, then each launch writes its own slots and
    * clears the ones the launch before used beyond them. */
   cubert_kernel_args_t args;
+  /* The functions this stream launched (hits take no lock; cuda_device.h). */
+  cubert_cuda_function_memo_t functions;
 } cuda_drv_stream_t;
 
 /* Counters (tests, benchmarks). */

@@ -123,6 +123,46 @@ TEST(cuda_function_cache_and_launch) {
   fake_env_close(&env);
 }
 
+/* A stream's memo (cubert__cuda_function_get_memo): a hit is the table's
+ * record; a descriptor address reused for another kernel misses it and gets
+ * a new record, while the old one stays readable (retired, freed with the
+ * cache: fake_env_close checks the allocator). */
+TEST(cuda_function_memo_hits_and_a_reused_descriptor) {
+  fake_env_t env;
+  cubert_error_t err;
+  cubert_cuda_function_memo_t memo;
+  cubert_kernel_t k = fake_kernel("ck_add_scalar_u32", k_ptx, 64, 1, 1);
+  const cubert_cuda_function_t *f = NULL, *again = NULL, *g = NULL, *table = NULL;
+  fake_env_open(&env);
+  memset(&memo, 0, sizeof memo);
+  CHECK_OK(cubert__cuda_function_get_memo(env.device, &memo, &k, &f, &err));
+  CHECK_EQ_STR(f->entry_name, "ck_add_scalar_u32");
+  CHECK_OK(cubert__cuda_function_get_memo(env.device, &memo, &k, &again, &err));
+  CHECK(again == f);
+  CHECK_OK(cubert__cuda_function_get(env.device, &k, &table, &err));
+  CHECK(table == f);
+  CHECK_EQ_U64(fake_stats(&env.cu).module_loads, 1);
+  /* the same address now describes fake_noop */
+  k = fake_kernel("fake_noop", k_ptx, 32, 0, 0);
+  CHECK_OK(cubert__cuda_function_get_memo(env.device, &memo, &k, &g, &err));
+  CHECK(g != f);
+  CHECK_EQ_STR(g->entry_name, "fake_noop");
+  CHECK_EQ_STR(f->entry_name, "ck_add_scalar_u32"); /* retired, unchanged */
+  CHECK_OK(cubert__cuda_function_get(env.device, &k, &table, &err));
+  CHECK(table == g);
+  CHECK_OK(cubert__cuda_function_get_memo(env.device, &memo, &k, &again, &err));
+  CHECK(again == g);
+  /* and back: another new record (the memo's entry is replaced again) */
+  k = fake_kernel("ck_add_scalar_u32", k_ptx, 64, 1, 1);
+  CHECK_OK(cubert__cuda_function_get_memo(env.device, &memo, &k, &again, &err));
+  CHECK(again != f && again != g);
+  CHECK_EQ_STR(again->entry_name, "ck_add_scalar_u32");
+  /* bad input answers as the plain lookup does */
+  CHECK_STATUS(cubert__cuda_function_get_memo(env.device, &memo, NULL, &again, &err),
+               CUBERT_STATUS_INVALID_ARGUMENT);
+  fake_env_close(&env);
+}
+
 TEST(cuda_function_from_the_registry) {
   static const cubert_cuda_image_t image = {"fake_registry", k_ptx, sizeof k_ptx, k_cubin,
                                             sizeof k_cubin, 90, k_entries, 2};

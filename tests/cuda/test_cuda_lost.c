@@ -79,12 +79,16 @@ TEST(cuda_device_lost_on_a_synchronous_poisoning_code) {
   cubert_dim3_t one = {1, 1, 1};
   bool done = false;
   cubert_cuda_event_t *e = NULL;
+  cubert_cuda_function_memo_t memo;
   fake_env_open(&env);
   cubert_kernel_args_initialize(&args);
-  CHECK_OK(cubert__cuda_function_get(env.device, &noop, &g, &err));
+  memset(&memo, 0, sizeof memo);
+  CHECK_OK(cubert__cuda_function_get_memo(env.device, &memo, &noop, &g, &err));
   CHECK_OK(cubert__cuda_event_record(&env.stream, false, &e, &err));
   fake_knob("CUBERT_FAKE_CUDA_LAUNCH_RESULT", "700");
   check_lost(cubert__cuda_launch(&env.stream, g, one, &args, 0, 0, &err), &err);
+  /* a memo's hit answers the lost record too */
+  check_lost(cubert__cuda_function_get_memo(env.device, &memo, &noop, &g, &err), &err);
   check_lost(cubert__cuda_event_query(env.device, e, &done, &err), &err);
   check_lost(cubert__cuda_event_synchronize(env.device, e, &err), &err);
   cubert__cuda_event_release(env.device, e); /* still accepted: back to the pool */
