@@ -388,10 +388,19 @@ typedef struct cubert_kernel_unit_t {
 typedef void (*cubert_kernel_cpu_fn_t)(const cubert_kernel_args_t *args,
                                        cubert_kernel_cube_t *cube);
 #else
-/* On CUDA the cube context carries only the mode and the report. */
+/* On CUDA the cube context carries the mode, the report and the unit's
+ * out-of-bounds accesses not reported yet: the accessors only count them
+ * (registers: no memory write between two loads, so a checked body's loads
+ * issue together as an unchecked one's do), and the entry point reports
+ * them when the body returns (cubert_kernel_oob_report_). */
 typedef struct cubert_kernel_cube_t {
   uint32_t mode;
   cubert_kernel_report_t *report;
+  uint64_t oob_count;    /* this unit's out-of-bounds loads + stores so far */
+  uint32_t oob_buffer;   /* the first one's buffer slot, */
+  uint64_t oob_index;    /* index, */
+  uint64_t oob_len;      /* the view's checked length */
+  uint32_t oob_is_write; /* and kind */
 } cubert_kernel_cube_t;
 typedef void (*cubert_kernel_cpu_fn_t)(const cubert_kernel_args_t *args, void *cube);
 #endif
@@ -770,14 +779,32 @@ template <typename T> struct cubert_kernel_view_ {
 template <typename T> struct cubert_kernel_unconst_ { typedef T type; };
 template <typename T> struct cubert_kernel_unconst_<const T> { typedef T type; };
 
-static __device__ __noinline__ void cubert_kernel_oob_(cubert_kernel_cube_t *cube,
-                                                       uint32_t buffer_index, uint64_t index,
-                                                       uint64_t len, uint32_t is_write) {
-  cubert_kernel_report_t *r = cube->report;
+/* Zero bytes an out-of-bounds load reads instead (any element type). */
+static __device__ __align__(64) const unsigned char
+    cubert_kernel_oob_zero_[CUBERT_KERNEL_MAX_ELEMENT_BYTES] = {0};
+
+/* Note an out-of-bounds access of this unit (registers only). */
+static __device__ __forceinline__ void cubert_kernel_oob_(cubert_kernel_cube_t *cube,
+                                                          uint32_t buffer_index, uint64_t index,
+                                                          uint64_t len, uint32_t is_write) {
+  if (cube->oob_count++ == 0u) {
+    cube->oob_buffer = buffer_index;
+    cube->oob_index = index;
+    cube->oob_len = len;
+    cube->oob_is_write = is_write;
+  }
+}
+
+/* The unit's out-of-bounds accesses into the launch's report, once, when
+ * the body returns: every access counted; in VALIDATE the first unit to
+ * claim the record writes its first access (not ordered by cube on the
+ * GPU). By value: nothing of the cube's context lives in memory. */
+static __device__ __noinline__ void cubert_kernel_oob_report_(
+    cubert_kernel_report_t *r, uint32_t mode, uint64_t count, uint32_t buffer_index,
+    uint64_t index, uint64_t len, uint32_t is_write) {
   if (!r) return;
-  atomicAdd((unsigned long long *)&r->oob_count, 1ull);
-  if (cube->mode == CUBERT_KERNEL_MODE_VALIDATE && atomicCAS(&r->has_violation, 0u, 1u) == 0u) {
-    /* First to claim wins (not ordered by cube on the GPU). */
+  atomicAdd((unsigned long long *)&r->oob_count, (unsigned long long)count);
+  if (mode == CUBERT_KERNEL_MODE_VALIDATE && atomicCAS(&r->has_violation, 0u, 1u) == 0u) {
     r->buffer_index = buffer_index;
     r->element_index = index;
     r->buffer_length = len;
@@ -791,14 +818,20 @@ static __device__ __noinline__ void cubert_kernel_oob_(cubert_kernel_cube_t *cub
 }
 
 /* `unchecked`: a constant in each of the body's two copies (CUBERT_KERNEL), so
- * the UNCHECKED copy's accesses are plain loads and stores, no test. */
+ * the UNCHECKED copy's accesses are plain loads and stores, no test. A
+ * checked load reads its element or, out of bounds, zeros
+ * (cubert_kernel_oob_zero_) with no branch around the load, and notes the
+ * access after it. */
 template <typename T>
 static __device__ __forceinline__ typename cubert_kernel_unconst_<T>::type
 cubert_kernel_load_(cubert_kernel_cube_t *cube, const cubert_kernel_view_<T> &v, uint64_t i,
                     bool unchecked) {
-  if (unchecked || i < v.len || cube->mode == CUBERT_KERNEL_MODE_UNCHECKED) return v.ptr[i];
-  cubert_kernel_oob_(cube, v.index, i, v.len, 0);
-  return typename cubert_kernel_unconst_<T>::type();
+  typedef typename cubert_kernel_unconst_<T>::type U;
+  if (unchecked || cube->mode == CUBERT_KERNEL_MODE_UNCHECKED) return v.ptr[i];
+  const bool in = i < v.len;
+  const U x = *(in ? (const U *)(v.ptr + i) : (const U *)(const void *)cubert_kernel_oob_zero_);
+  if (!in) cubert_kernel_oob_(cube, v.index, i, v.len, 0);
+  return x;
 }
 
 template <typename T>
@@ -831,10 +864,20 @@ static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(voi
     cubert_kernel_cube_t cubert_cube_value;                                                  \
     cubert_cube_value.mode = cubert_mode;                                                    \
     cubert_cube_value.report = cubert_report;                                                \
-    if (cubert_mode == CUBERT_KERNEL_MODE_UNCHECKED)                                         \
+    cubert_cube_value.oob_count = 0u;                                                        \
+    cubert_cube_value.oob_buffer = 0u;                                                       \
+    cubert_cube_value.oob_index = 0u;                                                        \
+    cubert_cube_value.oob_len = 0u;                                                          \
+    cubert_cube_value.oob_is_write = 0u;                                                     \
+    if (cubert_mode == CUBERT_KERNEL_MODE_UNCHECKED) {                                       \
       name##_cubert_body_(&cubert_args_value, &cubert_cube_value, true);                     \
-    else                                                                                     \
-      name##_cubert_body_(&cubert_args_value, &cubert_cube_value, false);                    \
+      return;                                                                                \
+    }                                                                                        \
+    name##_cubert_body_(&cubert_args_value, &cubert_cube_value, false);                      \
+    if (cubert_cube_value.oob_count)                                                         \
+      cubert_kernel_oob_report_(cubert_report, cubert_mode, cubert_cube_value.oob_count,     \
+                                cubert_cube_value.oob_buffer, cubert_cube_value.oob_index,   \
+                                cubert_cube_value.oob_len, cubert_cube_value.oob_is_write);  \
   }                                                                                          \
   static __device__ __forceinline__ void name##_cubert_body_(                                \
       const cubert_kernel_args_t *cubert_args, cubert_kernel_cube_t *cubert_cube,            \
