@@ -34,8 +34,11 @@
  * shows what that oversubscription costs. Run it on a larger machine too
  * (docs/benchmarks.md).
  *
- *   make bench   or   build/bench/bench_scaling [--runs R] [--quick]
+ *   make bench   or   build/bench/bench_scaling [--runs R] [--quick] [--ops N]
  *                                               [--only handles|streams|threads]
+ *                                               [--threads 1|2|4|8] [--streams 1|4|16|64]
+ * (--ops: operations per run, default 20000; --threads / --streams: that
+ * point of the curve only, e.g. to attach a debugger to a long run of it)
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -62,6 +65,8 @@ typedef struct config_t {
   int runs;
   long ops; /* operations per run (split over the threads in the threads curve) */
   const char *only;
+  int threads; /* the threads curve at this count only (0: 1, 2, 4 and 8) */
+  int streams; /* the streams curve at this count only (0: 1, 4, 16 and 64) */
 } config_t;
 
 static void die(const char *what, cubert_status_t status, const cubert_error_t *err) {
@@ -223,12 +228,15 @@ static void curve_streams(cubert_client_t *client, const config_t *cfg) {
   for (p = 0; p < (int)(sizeof counts / sizeof counts[0]); p++)
     for (op = 0; op < 2; op++) {
       char series[96], figure[96];
-      bench_stat_t s = measure(lanes, counts[p], (op_t)op, cfg->ops, cfg->runs);
+      bench_stat_t s;
+      if (cfg->streams && counts[p] != cfg->streams) continue;
+      s = measure(lanes, counts[p], (op_t)op, cfg->ops, cfg->runs);
       snprintf(series, sizeof series, "scaling: %s vs streams (one thread)", op_name((op_t)op));
       snprintf(figure, sizeof figure, "%s, %d stream%s, one thread", op_name((op_t)op),
                counts[p], counts[p] > 1 ? "s" : "");
       if (p == 0) first[op] = s;
-      emit_point(series, figure, (op_t)op, s, p ? &first[op] : NULL, "baseline: 1 stream",
+      emit_point(series, figure, (op_t)op, s, p && !cfg->streams ? &first[op] : NULL,
+                 "baseline: 1 stream",
                  (double)counts[p], 0);
     }
   for (i = 0; i < MAX_STREAMS; i++) {
@@ -324,17 +332,22 @@ static void curve_threads(cubert_client_t *client, const config_t *cfg) {
   for (p = 0; p < (int)(sizeof counts / sizeof counts[0]); p++)
     for (op = 0; op < 2; op++) {
       char series[96], figure[96];
-      bench_stat_t s = measure_threads(client, counts[p], (op_t)op, cfg);
+      bench_stat_t s;
+      if (cfg->threads && counts[p] != cfg->threads) continue;
+      s = measure_threads(client, counts[p], (op_t)op, cfg);
       snprintf(series, sizeof series, "scaling: %s vs client threads", op_name((op_t)op));
       snprintf(figure, sizeof figure, "%s, %d client thread%s (wall / all ops)",
                op_name((op_t)op), counts[p], counts[p] > 1 ? "s" : "");
       if (p == 0) first[op] = s;
-      emit_point(series, figure, (op_t)op, s, p ? &first[op] : NULL, "baseline: 1 thread",
+      emit_point(series, figure, (op_t)op, s, p && !cfg->threads ? &first[op] : NULL,
+                 "baseline: 1 thread",
                  (double)counts[p], 0);
     }
 }
 
-#define SCALING_OPTIONS "[--runs R] [--quick] [--only handles|streams|threads] [-h|--help]"
+#define SCALING_OPTIONS                                                                    \
+  "[--runs R] [--quick] [--ops N] [--only handles|streams|threads] [--threads 1|2|4|8] "  \
+  "[--streams 1|4|16|64] [-h|--help]"
 
 int main(int argc, char **argv) {
   config_t cfg;
@@ -346,6 +359,8 @@ int main(int argc, char **argv) {
   cfg.runs = 7;
   cfg.ops = 20000;
   cfg.only = NULL;
+  cfg.threads = 0;
+  cfg.streams = 0;
   if (bench_wants_help(argc, argv))
     return bench_usage(stdout, "bench_scaling", SCALING_OPTIONS,
                        "How the client's operations scale with live handles, streams and "
@@ -356,11 +371,25 @@ int main(int argc, char **argv) {
       cfg.ops = 4000;
     } else if (strcmp(argv[k], "--runs") == 0 && k + 1 < argc) {
       cfg.runs = atoi(argv[++k]);
+    } else if (strcmp(argv[k], "--ops") == 0 && k + 1 < argc) {
+      cfg.ops = atol(argv[++k]);
+    } else if (strcmp(argv[k], "--streams") == 0 && k + 1 < argc) {
+      cfg.streams = atoi(argv[++k]);
+    } else if (strcmp(argv[k], "--threads") == 0 && k + 1 < argc) {
+      cfg.threads = atoi(argv[++k]);
     } else if (strcmp(argv[k], "--only") == 0 && k + 1 < argc) {
       cfg.only = argv[++k];
     } else {
       return bench_bad_option("bench_scaling", argv[k], SCALING_OPTIONS);
     }
+  }
+  if (cfg.ops < 8 || (cfg.threads != 0 && cfg.threads != 1 && cfg.threads != 2 &&
+                      cfg.threads != 4 && cfg.threads != 8) ||
+      (cfg.streams != 0 && cfg.streams != 1 && cfg.streams != 4 && cfg.streams != 16 &&
+       cfg.streams != 64)) {
+    fprintf(stderr, "bench_scaling: --ops must be 8 or more, --threads 1, 2, 4 or 8, --streams 1, "
+                    "4, 16 or 64\n");
+    return 2;
   }
   if (cfg.runs < 1 || cfg.runs > BENCH_MAX_RUNS) {
     fprintf(stderr, "bench_scaling: --runs must be 1..%d\n", BENCH_MAX_RUNS);
