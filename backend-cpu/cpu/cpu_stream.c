@@ -213,15 +213,27 @@ typedef struct worker_look_t {
   int stop;
 } worker_look_t;
 
+/* The idle worker's pull of the committed ops (*out_work: some), and whether
+ * it may stop: the stream stopped and nothing is left. deinitialize stores
+ * `running` after the last commit, so a pull after seeing it sees every
+ * committed op: `running` is read before the pull. Read after it, a commit
+ * made between the two (the stream's last op at teardown: a page's
+ * stream-ordered free) was neither pulled nor run, and its memory leaked
+ * (the rare "leaked N blocks" of simdiff_threaded_and_deterministic_agree). */
+static int worker_stopped(cpu_stream_t *s, int *out_work) {
+  void (*hook)(cpu_stream_t *) = __atomic_load_n(&s->test_before_pull, __ATOMIC_ACQUIRE);
+  int stopped = !__atomic_load_n(&s->running, __ATOMIC_ACQUIRE);
+  if (hook) hook(s);
+  *out_work = pull_committed(s);
+  return stopped && !*out_work;
+}
+
 static int worker_ready(void *arg) {
   worker_look_t *w = (worker_look_t *)arg;
   cpu_stream_t *s = w->stream;
   int work = has_published_work(s);
   if (!work && (++w->looks & (STREAM_PULL_SPINS - 1u)) == 0) {
-    work = pull_committed(s);
-    /* stopped: deinitialize stores running after the last commit, so a
-     * pull after seeing it sees every committed op */
-    if (!work && !__atomic_load_n(&s->running, __ATOMIC_ACQUIRE)) {
+    if (worker_stopped(s, &work)) {
       w->stop = 1;
       return 1;
     }
@@ -241,7 +253,7 @@ static int worker_ready(void *arg) {
  * one of the two sees the other; the same with role_release. */
 static int worker_wait(cpu_stream_t *s) {
   worker_look_t w;
-  int first;
+  int first, work;
   w.stream = s;
   w.looks = 0;
   w.stop = 0;
@@ -276,7 +288,7 @@ static int worker_wait(cpu_stream_t *s) {
     __atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&s->mutex);
     /* woken by work (claimed at the next look, which pulls), or stopped */
-    if (!__atomic_load_n(&s->running, __ATOMIC_ACQUIRE) && !pull_committed(s)) return 0;
+    if (worker_stopped(s, &work)) return 0;
     w.looks = STREAM_PULL_SPINS - 1u;
   }
 }

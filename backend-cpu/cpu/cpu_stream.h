@@ -136,6 +136,10 @@ struct cpu_stream_t {
   /* atomic, tests only: while set the worker claims no op (as a worker that
    * is never scheduled); clearing it wakes nothing */
   uint32_t test_hold_worker;
+  /* atomic, tests only (NULL otherwise): called by the idle worker between
+   * its read of `running` and its pull of the committed ops, the moment a
+   * commit and a stop may arrive (cpu_stream_teardown_runs_an_op_committed_at_the_stop) */
+  void (*test_before_pull)(struct cpu_stream_t *stream);
   cubert_error_t errors; /* aggregate of queued errors (SERVER_UNHEALTHY) */
   uint32_t error_count;  /* atomic reads: drains skip the mutex when 0 */
   void *owner; /* the driver's device, for ops and run_until */

@@ -188,6 +188,43 @@ TEST(cpu_stream_teardown_runs_unpublished_ops) {
   CHECK_EQ_U64(runs(), 3);
 }
 
+/* The teardown's last commit (a page's stream-ordered free) lands just as
+ * the idle worker looks at `running` and pulls: the hook commits an op and
+ * stops the stream right between the two, once. Whether the worker was
+ * spinning (the look every STREAM_PULL_SPINS) or asleep (woken by the
+ * stop), the op runs before it exits. */
+static uint32_t g_hook_calls; /* atomic */
+
+static void commit_and_stop(cpu_stream_t *s) {
+  if (__atomic_fetch_add(&g_hook_calls, 1u, __ATOMIC_SEQ_CST) != 0) return;
+  commit_counting_op(s); /* the producer side: the test thread commits nothing meanwhile */
+  __atomic_store_n(&s->running, 0, __ATOMIC_SEQ_CST);
+}
+
+TEST(cpu_stream_teardown_runs_an_op_committed_at_the_stop) {
+  static cpu_stream_t s;
+  counting_allocator_t ca;
+  int round;
+  for (round = 0; round < 2; round++) {
+    stream_start(&s, &ca);
+    __atomic_store_n(&g_hook_calls, 0u, __ATOMIC_SEQ_CST);
+    if (round == 0) { /* the worker spinning: let it reach its look */
+      commit_counting_op(&s);
+      CHECK(completed_within(&s, 1));
+      g_runs = 0;
+    } else { /* asleep: the stop's broadcast wakes it */
+      sleep_ms(5);
+    }
+    __atomic_store_n(&s.test_before_pull, commit_and_stop, __ATOMIC_RELEASE);
+    while (round == 0 && __atomic_load_n(&g_hook_calls, __ATOMIC_SEQ_CST) == 0 &&
+           __atomic_load_n(&s.sleeping, __ATOMIC_SEQ_CST) == 0)
+      sleep_ms(1);
+    stream_stop(&s, &ca);
+    CHECK(__atomic_load_n(&g_hook_calls, __ATOMIC_SEQ_CST) >= 1u);
+    CHECK_EQ_U64(runs(), 1);
+  }
+}
+
 /* ---- who runs the ops: the worker, or a waiter that helps ------------------------- */
 
 /* Ops that check they run once each, in order, and note the thread. */
