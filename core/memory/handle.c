@@ -507,6 +507,23 @@ static take_e table_take(cubert_handle_table_t *t, uint32_t lane, uint32_t n, ui
   return skipped ? TAKE_SKIPPED : TAKE_FULL;
 }
 
+/* The common case, first: the lane's cursor is in the lane's own chunk and
+ * that chunk has a free slot (what table_take would find at its first step,
+ * with nothing else to read or write). */
+static bool lane_take_home(cubert_handle_table_t *t, lane_t *l, uint32_t state,
+                           const cubert_memory_location_t *loc, cubert_memory_id_t *out_id) {
+  uint32_t home = cubert__atomic_load_u32(&l->home), start = cubert__atomic_load_u32(&l->cursor);
+  uint32_t local, c;
+  chunk_t *chunk;
+  if (home == 0 || (start >> CHUNK_SHIFT) != home - 1u) return false;
+  c = home - 1u;
+  chunk = chunk_at(t, c);
+  if (!chunk_take(chunk, start & (CHUNK_SLOTS - 1u), &local)) return false;
+  slot_activate(t, chunk, local, (c << CHUNK_SHIFT) + local, state, loc, out_id);
+  cubert__atomic_store_u32(&l->cursor, (c << CHUNK_SHIFT) + local + 1u);
+  return true;
+}
+
 /* Add chunks n, n+1, ... while 7/8 or more of the capacity is live (the
  * live count is taken once, by counting the bitmaps of chunks [0, n)).
  * Best effort: stops at max_chunks or at the first failed allocation. */
@@ -525,6 +542,7 @@ static cubert_status_t table_acquire(cubert_handle_table_t *table, uint32_t lane
   bool grow_failed = false, share = false;
   cubert_status_t grow_status = CUBERT_STATUS_OK;
   lane &= table->lane_mask;
+  if (lane_take_home(table, &table->lanes[lane], state, loc, out_id)) return CUBERT_STATUS_OK;
   for (;;) {
     uint32_t n = cubert__atomic_load_u32(&table->chunk_count), cap;
     bool wrapped = false;
