@@ -176,8 +176,12 @@ static uint32_t chunk_valid(const cubert_handle_table_t *t, uint32_t n) {
   return valid > CHUNK_SLOTS ? CHUNK_SLOTS : valid;
 }
 
+/* Rounded up to whole cache lines: the allocator puts nothing else on the
+ * line of a chunk's last slots (another thread's data there would meet the
+ * lane that writes them). */
 static size_t chunk_bytes(const cubert_handle_table_t *t, uint32_t n) {
-  return offsetof(chunk_t, slots) + (size_t)chunk_valid(t, n) * sizeof(slot_t);
+  size_t bytes = offsetof(chunk_t, slots) + (size_t)chunk_valid(t, n) * sizeof(slot_t);
+  return (bytes + (CHUNK_ALIGN - 1u)) / CHUNK_ALIGN * CHUNK_ALIGN;
 }
 
 /* Decode an id to its slot. False for the null id, a foreign tag, an index
