@@ -108,19 +108,21 @@ typedef struct chunk_t {
 #define CACHE_LINE 64u
 #define LANES CUBERT_HANDLE_TABLE_LANES
 
-/* A lane's cursor, alone on its cache line. */
+/* A lane's cursor. Lane i is lanes[i * LANE_SPREAD]: alone on its cache line. */
 typedef struct lane_t {
   cubert_atomic_u32_t cursor; /* next-fit hint: slot index to try first */
   cubert_atomic_u32_t home;   /* 1 + the chunk the lane marked as its own; 0: none */
-  uint8_t pad[CACHE_LINE - 2u * sizeof(cubert_atomic_u32_t)];
 } lane_t;
+
+#define LANE_SPREAD (CACHE_LINE / sizeof(lane_t))
 
 /* The header is read by every call and changes only when the table grows
  * (chunk_count). Its lanes follow it in the same block, from the next cache
  * line on (the block is allocated on a line boundary), one line each, so no
  * cursor shares a line with the header or with another lane. A table of
  * fewer than LANES chunks has fewer lanes (the next power of two of its
- * chunk count: a 16-slot table of an embedded device keeps one). */
+ * chunk count); a table of one chunk (an embedded device's 16 slots) has
+ * one lane, right after the header, and nothing padded or aligned. */
 struct cubert_handle_table_t {
   cubert_allocator_t allocator;
   uint32_t max_slots;
@@ -129,13 +131,24 @@ struct cubert_handle_table_t {
   uint32_t lane_mask;              /* lanes - 1 (a power of two) */
   cubert_atomic_u32_t chunk_count; /* chunks [0, chunk_count) are published */
   void *volatile *chunks;          /* max_chunks pointers to chunk_t (NULL until grown) */
-  lane_t *lanes;                   /* lane_mask + 1 lanes, in this block */
+  lane_t *lanes;                   /* lane_mask + 1 lanes, LANE_SPREAD apart, in this block */
 };
 
-#define HEADER_BYTES \
+#define HEADER_LINES \
   ((sizeof(struct cubert_handle_table_t) + (CACHE_LINE - 1u)) / CACHE_LINE * CACHE_LINE)
 
-static size_t table_bytes(uint32_t lanes) { return HEADER_BYTES + (size_t)lanes * sizeof(lane_t); }
+/* Where the lanes start in the table's block, the block's size and alignment. */
+static size_t table_lanes_offset(uint32_t lanes) {
+  return lanes > 1u ? HEADER_LINES : sizeof(struct cubert_handle_table_t);
+}
+static size_t table_bytes(uint32_t lanes) {
+  return table_lanes_offset(lanes) + (lanes > 1u ? (size_t)lanes * CACHE_LINE : sizeof(lane_t));
+}
+static size_t table_align(uint32_t lanes) { return lanes > 1u ? CACHE_LINE : 0; }
+
+static lane_t *lane_at(const cubert_handle_table_t *t, uint32_t lane) {
+  return &t->lanes[lane * LANE_SPREAD];
+}
 
 /* Lanes of a table of max_chunks chunks: LANES, or the next power of two of
  * a smaller chunk count (more lanes than chunks would only share them). */
@@ -176,12 +189,12 @@ static uint32_t chunk_valid(const cubert_handle_table_t *t, uint32_t n) {
   return valid > CHUNK_SLOTS ? CHUNK_SLOTS : valid;
 }
 
-/* Rounded up to whole cache lines: the allocator puts nothing else on the
- * line of a chunk's last slots (another thread's data there would meet the
- * lane that writes them). */
+/* With lanes, rounded up to whole cache lines: the allocator puts nothing
+ * else on the line of a chunk's last slots (another thread's data there
+ * would meet the lane that writes them). */
 static size_t chunk_bytes(const cubert_handle_table_t *t, uint32_t n) {
   size_t bytes = offsetof(chunk_t, slots) + (size_t)chunk_valid(t, n) * sizeof(slot_t);
-  return (bytes + (CHUNK_ALIGN - 1u)) / CHUNK_ALIGN * CHUNK_ALIGN;
+  return t->lane_mask ? (bytes + (CHUNK_ALIGN - 1u)) / CHUNK_ALIGN * CHUNK_ALIGN : bytes;
 }
 
 /* Decode an id to its slot. False for the null id, a foreign tag, an index
@@ -298,12 +311,12 @@ cubert_status_t cubert__handle_table_create(cubert_allocator_t allocator, uint32
     return CUBERT_STATUS_INVALID_ARGUMENT;
   max_chunks = (max_slots + (CHUNK_SLOTS - 1u)) >> CHUNK_SHIFT;
   lanes = table_lanes(max_chunks);
-  st = cubert_allocator_malloc(allocator, table_bytes(lanes), CACHE_LINE, &mem, NULL);
+  st = cubert_allocator_malloc(allocator, table_bytes(lanes), table_align(lanes), &mem, NULL);
   if (st != CUBERT_STATUS_OK) return st;
   t = (cubert_handle_table_t *)mem;
   st = cubert_allocator_malloc_array(allocator, max_chunks, sizeof(void *), 0, &mem, NULL);
   if (st != CUBERT_STATUS_OK) {
-    cubert_allocator_free(allocator, t, table_bytes(lanes), CACHE_LINE);
+    cubert_allocator_free(allocator, t, table_bytes(lanes), table_align(lanes));
     return st;
   }
   t->allocator = allocator;
@@ -313,10 +326,10 @@ cubert_status_t cubert__handle_table_create(cubert_allocator_t allocator, uint32
   t->chunks = (void *volatile *)mem; /* zero-filled: every chunk NULL */
   cubert__atomic_store_u32(&t->chunk_count, 0);
   t->lane_mask = lanes - 1u;
-  t->lanes = (lane_t *)(void *)((unsigned char *)t + HEADER_BYTES);
+  t->lanes = (lane_t *)(void *)((unsigned char *)t + table_lanes_offset(lanes));
   for (i = 0; i < lanes; i++) {
-    cubert__atomic_store_u32(&t->lanes[i].cursor, 0);
-    cubert__atomic_store_u32(&t->lanes[i].home, 0);
+    cubert__atomic_store_u32(&lane_at(t, i)->cursor, 0);
+    cubert__atomic_store_u32(&lane_at(t, i)->home, 0);
   }
   *out_table = t;
   return CUBERT_STATUS_OK;
@@ -331,7 +344,8 @@ void cubert__handle_table_destroy(cubert_handle_table_t *table) {
   }
   cubert_allocator_free(table->allocator, (void *)table->chunks,
                         (size_t)table->max_chunks * sizeof(void *), 0);
-  cubert_allocator_free(table->allocator, table, table_bytes(table->lane_mask + 1u), CACHE_LINE);
+  cubert_allocator_free(table->allocator, table, table_bytes(table->lane_mask + 1u),
+                        table_align(table->lane_mask + 1u));
 }
 
 static uint32_t popcount32(uint32_t v) {
@@ -446,7 +460,7 @@ static void slot_activate(cubert_handle_table_t *t, chunk_t *chunk, uint32_t loc
  * which at worst makes another lane skip that chunk until this lane passes
  * through it again. */
 static void lane_move(cubert_handle_table_t *t, uint32_t lane, uint32_t c) {
-  lane_t *l = &t->lanes[lane];
+  lane_t *l = lane_at(t, lane);
   uint32_t home = cubert__atomic_load_u32(&l->home), mark = 0;
   chunk_t *chunk;
   if (home == c + 1u) return;
@@ -477,9 +491,9 @@ typedef enum take_e { TAKE_FULL, TAKE_SKIPPED, TAKE_OK } take_e;
 static take_e table_take(cubert_handle_table_t *t, uint32_t lane, uint32_t n, uint32_t cap,
                          bool share, uint32_t state, const cubert_memory_location_t *loc,
                          cubert_memory_id_t *out_id, bool *out_wrapped) {
-  cubert_atomic_u32_t *cursor = &t->lanes[lane].cursor;
+  cubert_atomic_u32_t *cursor = &lane_at(t, lane)->cursor;
   uint32_t start = cubert__atomic_load_u32(cursor), c0, i;
-  uint32_t home = cubert__atomic_load_u32(&t->lanes[lane].home);
+  uint32_t home = cubert__atomic_load_u32(&lane_at(t, lane)->home);
   bool skipped = false;
   if (start >= cap) {
     start = 0;
@@ -546,7 +560,7 @@ static cubert_status_t table_acquire(cubert_handle_table_t *table, uint32_t lane
   bool grow_failed = false, share = false;
   cubert_status_t grow_status = CUBERT_STATUS_OK;
   lane &= table->lane_mask;
-  if (lane_take_home(table, &table->lanes[lane], state, loc, out_id)) return CUBERT_STATUS_OK;
+  if (lane_take_home(table, lane_at(table, lane), state, loc, out_id)) return CUBERT_STATUS_OK;
   for (;;) {
     uint32_t n = cubert__atomic_load_u32(&table->chunk_count), cap;
     bool wrapped = false;
