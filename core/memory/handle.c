@@ -54,19 +54,24 @@
  *
  * Lanes (issue 27: threads that do not meet). An acquire names a lane (a
  * hint: the memory manager of a stream slot passes the slot's index; the
- * plain acquires use lane 0); each of the CUBERT_HANDLE_TABLE_LANES lanes
- * has its own cursor on its own cache line, and a lane takes its ids from a
- * chunk no other lane is in when it can. A chunk records the lane whose
- * cursor is in it (`lane`, next to its bitmap: a hint, written only when a
- * lane moves to another chunk); the search skips chunks held by another
- * lane, and when those are the only ones with room and the table has at most
- * CUBERT_HANDLE_TABLE_LANES chunks it grows one for the lane (so at most
- * LANES + 1 chunks are added for lanes, on top of the 7/8 rule); otherwise
- * (a larger table, a failed growth) the lane shares a chunk, as before lanes.
- * So threads on distinct lanes write distinct bitmap and slot cache lines
- * and no shared cursor: with one chunk and one cursor for all, two threads
- * made a reserve + release 8x dearer (each claim and release a contended
- * CAS on the same bitmap line). One lane alone behaves exactly as before.
+ * plain acquires use lane 0); each lane (CUBERT_HANDLE_TABLE_LANES, fewer in
+ * a table of fewer chunks) has its own cursor on its own cache line, and a
+ * lane takes its ids from a chunk no other lane is in when it can. A chunk
+ * records the lane whose cursor is in it (`lane`, next to its bitmap: a
+ * hint, written only when a lane moves to another chunk); the search skips
+ * chunks held by another lane (not the lane's own home, even when it had to
+ * share it), and when those are the only ones with room and the table has
+ * at most as many chunks as lanes it grows one for the lane (so at most
+ * lanes + 1 chunks are added for lanes, on top of the 7/8 rule); otherwise
+ * (a larger table, a failed growth) the lane shares a chunk, as before
+ * lanes. A lane whose sweep reaches the end of its chunk while every other
+ * chunk is held comes back to its own: its reuse distance is then its
+ * chunk's free slots (about 250 with few ids live), as a single cursor's
+ * was in a one-chunk table. So threads on distinct lanes write distinct
+ * bitmap and slot cache lines and no shared cursor: with one chunk and one
+ * cursor for all, two threads made a reserve + release up to 8x dearer
+ * (each claim and release a contended CAS on the same bitmap line). One
+ * lane alone behaves as before (the same searches, growth and reuse).
  *
  * Growth: any thread may allocate chunk n; it publishes it with a CAS on the
  * NULL pointer, and the loser frees its chunk. The published chunk count is
