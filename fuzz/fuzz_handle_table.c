@@ -140,7 +140,7 @@ static void check_new_id(ctx_t *x, cubert_memory_id_t id, int owned, cubert_memo
   m->loc = loc;
 }
 
-/* acquire / acquire_owned / handle_create */
+/* acquire / acquire_owned (on lane 0 or another lane) / handle_create */
 static void op_acquire(ctx_t *x, int kind) {
   cubert_memory_location_t loc = read_loc(x->r), zero;
   cubert_memory_id_t id;
@@ -150,8 +150,12 @@ static void op_acquire(ctx_t *x, int kind) {
   memset(&zero, 0, sizeof zero);
   if (x->nids == MAX_IDS) return;
   want = model_live(x) >= x->max_slots ? CUBERT_STATUS_OUT_OF_RANGE : CUBERT_STATUS_OK;
-  if (kind == 0) st = cubert__memory_id_acquire(x->table, &id);
-  else if (kind == 1) st = cubert__memory_id_acquire_owned(x->table, loc, &id);
+  /* the lane: 0 (the plain calls) or 1..7 (the _lane calls; a table of up to three chunks has
+   * up to four lanes, so lanes alias, share chunks and grow the table for a chunk of their own) */
+  if (kind == 0 && (loc.page & 7u) == 0) st = cubert__memory_id_acquire(x->table, &id);
+  else if (kind == 0) st = cubert__memory_id_acquire_lane(x->table, loc.page & 7u, &id);
+  else if (kind == 1 && (loc.page & 7u) == 0) st = cubert__memory_id_acquire_owned(x->table, loc, &id);
+  else if (kind == 1) st = cubert__memory_id_acquire_owned_lane(x->table, loc.page & 7u, loc, &id);
   else {
     st = cubert__handle_create(x->table, 7, 9, 11, size, &h);
     id = h.memory;

@@ -52,6 +52,27 @@
  * the live slots are counted from the bitmaps and chunks are added until
  * less than 7/8 of the capacity is live, which keeps searches short.
  *
+ * Lanes (issue 27: threads that do not meet). An acquire names a lane (a
+ * hint: the memory manager of a stream slot passes the slot's index; the
+ * plain acquires use lane 0); each lane (CUBERT_HANDLE_TABLE_LANES, fewer in
+ * a table of fewer chunks) has its own cursor on its own cache line, and a
+ * lane takes its ids from a chunk no other lane is in when it can. A chunk
+ * records the lane whose cursor is in it (`lane`, next to its bitmap: a
+ * hint, written only when a lane moves to another chunk); the search skips
+ * chunks held by another lane (not the lane's own home, even when it had to
+ * share it), and when those are the only ones with room and the table has
+ * at most as many chunks as lanes it grows one for the lane (so at most
+ * lanes + 1 chunks are added for lanes, on top of the 7/8 rule); otherwise
+ * (a larger table, a failed growth) the lane shares a chunk, as before
+ * lanes. A lane whose sweep reaches the end of its chunk while every other
+ * chunk is held comes back to its own: its reuse distance is then its
+ * chunk's free slots (about 250 with few ids live), as a single cursor's
+ * was in a one-chunk table. So threads on distinct lanes write distinct
+ * bitmap and slot cache lines and no shared cursor: with one chunk and one
+ * cursor for all, two threads made a reserve + release up to 8x dearer
+ * (each claim and release a contended CAS on the same bitmap line). One
+ * lane alone behaves as before (the same searches, growth and reuse).
+ *
  * Growth: any thread may allocate chunk n; it publishes it with a CAS on the
  * NULL pointer, and the loser frees its chunk. The published chunk count is
  * advanced (CAS) by whoever sees the chunk, so chunks are contiguous.
@@ -85,18 +106,62 @@ typedef struct slot_t {
 
 typedef struct chunk_t {
   cubert_atomic_u32_t free_bits[CHUNK_WORDS];
+  cubert_atomic_u32_t lane; /* 1 + the lane whose cursor is here; 0: none (a hint) */
   slot_t slots[CHUNK_SLOTS];
 } chunk_t;
 
+#define CACHE_LINE 64u
+#define LANES CUBERT_HANDLE_TABLE_LANES
+
+/* A lane's cursor. Lane i is lanes[i * LANE_SPREAD]: alone on its cache line. */
+typedef struct lane_t {
+  cubert_atomic_u32_t cursor; /* next-fit hint: slot index to try first */
+  cubert_atomic_u32_t home;   /* 1 + the chunk the lane marked as its own; 0: none */
+} lane_t;
+
+#define LANE_SPREAD (CACHE_LINE / sizeof(lane_t))
+
+/* The header is read by every call and changes only when the table grows
+ * (chunk_count). Its lanes follow it in the same block, from the next cache
+ * line on (the block is allocated on a line boundary), one line each, so no
+ * cursor shares a line with the header or with another lane. A table of
+ * fewer than LANES chunks has fewer lanes (the next power of two of its
+ * chunk count); a table of one chunk (an embedded device's 16 slots) has
+ * one lane, right after the header, and nothing padded or aligned. */
 struct cubert_handle_table_t {
   cubert_allocator_t allocator;
   uint32_t max_slots;
   uint32_t max_chunks;
   uint32_t tag;
+  uint32_t lane_mask;              /* lanes - 1 (a power of two) */
   cubert_atomic_u32_t chunk_count; /* chunks [0, chunk_count) are published */
-  cubert_atomic_u32_t cursor;      /* next-fit hint: slot index to try first */
   void *volatile *chunks;          /* max_chunks pointers to chunk_t (NULL until grown) */
+  lane_t *lanes;                   /* lane_mask + 1 lanes, LANE_SPREAD apart, in this block */
 };
+
+#define HEADER_LINES \
+  ((sizeof(struct cubert_handle_table_t) + (CACHE_LINE - 1u)) / CACHE_LINE * CACHE_LINE)
+
+/* Where the lanes start in the table's block, the block's size and alignment. */
+static size_t table_lanes_offset(uint32_t lanes) {
+  return lanes > 1u ? HEADER_LINES : sizeof(struct cubert_handle_table_t);
+}
+static size_t table_bytes(uint32_t lanes) {
+  return table_lanes_offset(lanes) + (lanes > 1u ? (size_t)lanes * CACHE_LINE : sizeof(lane_t));
+}
+static size_t table_align(uint32_t lanes) { return lanes > 1u ? CACHE_LINE : 0; }
+
+static lane_t *lane_at(const cubert_handle_table_t *t, uint32_t lane) {
+  return &t->lanes[lane * LANE_SPREAD];
+}
+
+/* Lanes of a table of max_chunks chunks: LANES, or the next power of two of
+ * a smaller chunk count (more lanes than chunks would only share them). */
+static uint32_t table_lanes(uint32_t max_chunks) {
+  uint32_t lanes = 1;
+  while (lanes < LANES && lanes < max_chunks) lanes <<= 1;
+  return lanes;
+}
 
 typedef struct slot_ref_t {
   chunk_t *chunk;
@@ -104,7 +169,7 @@ typedef struct slot_ref_t {
   uint32_t local; /* index in the chunk */
 } slot_ref_t;
 
-#define CHUNK_ALIGN 64u
+#define CHUNK_ALIGN CACHE_LINE
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -129,8 +194,12 @@ static uint32_t chunk_valid(const cubert_handle_table_t *t, uint32_t n) {
   return valid > CHUNK_SLOTS ? CHUNK_SLOTS : valid;
 }
 
+/* With lanes, rounded up to whole cache lines: the allocator puts nothing
+ * else on the line of a chunk's last slots (another thread's data there
+ * would meet the lane that writes them). */
 static size_t chunk_bytes(const cubert_handle_table_t *t, uint32_t n) {
-  return offsetof(chunk_t, slots) + (size_t)chunk_valid(t, n) * sizeof(slot_t);
+  size_t bytes = offsetof(chunk_t, slots) + (size_t)chunk_valid(t, n) * sizeof(slot_t);
+  return t->lane_mask ? (bytes + (CHUNK_ALIGN - 1u)) / CHUNK_ALIGN * CHUNK_ALIGN : bytes;
 }
 
 /* Decode an id to its slot. False for the null id, a foreign tag, an index
@@ -241,17 +310,18 @@ cubert_status_t cubert__handle_table_create(cubert_allocator_t allocator, uint32
                                             uint8_t tag, cubert_handle_table_t **out_table) {
   cubert_handle_table_t *t = NULL;
   void *mem = NULL;
-  uint32_t max_chunks;
+  uint32_t max_chunks, lanes, i;
   cubert_status_t st;
   if (!out_table || !allocator.fn || max_slots == 0 || max_slots > CUBERT_HANDLE_TABLE_MAX_SLOTS)
     return CUBERT_STATUS_INVALID_ARGUMENT;
   max_chunks = (max_slots + (CHUNK_SLOTS - 1u)) >> CHUNK_SHIFT;
-  st = cubert_allocator_malloc(allocator, sizeof *t, 0, &mem, NULL);
+  lanes = table_lanes(max_chunks);
+  st = cubert_allocator_malloc(allocator, table_bytes(lanes), table_align(lanes), &mem, NULL);
   if (st != CUBERT_STATUS_OK) return st;
   t = (cubert_handle_table_t *)mem;
   st = cubert_allocator_malloc_array(allocator, max_chunks, sizeof(void *), 0, &mem, NULL);
   if (st != CUBERT_STATUS_OK) {
-    cubert_allocator_free(allocator, t, sizeof *t, 0);
+    cubert_allocator_free(allocator, t, table_bytes(lanes), table_align(lanes));
     return st;
   }
   t->allocator = allocator;
@@ -260,7 +330,12 @@ cubert_status_t cubert__handle_table_create(cubert_allocator_t allocator, uint32
   t->tag = tag;
   t->chunks = (void *volatile *)mem; /* zero-filled: every chunk NULL */
   cubert__atomic_store_u32(&t->chunk_count, 0);
-  cubert__atomic_store_u32(&t->cursor, 0);
+  t->lane_mask = lanes - 1u;
+  t->lanes = (lane_t *)(void *)((unsigned char *)t + table_lanes_offset(lanes));
+  for (i = 0; i < lanes; i++) {
+    cubert__atomic_store_u32(&lane_at(t, i)->cursor, 0);
+    cubert__atomic_store_u32(&lane_at(t, i)->home, 0);
+  }
   *out_table = t;
   return CUBERT_STATUS_OK;
 }
@@ -274,7 +349,8 @@ void cubert__handle_table_destroy(cubert_handle_table_t *table) {
   }
   cubert_allocator_free(table->allocator, (void *)table->chunks,
                         (size_t)table->max_chunks * sizeof(void *), 0);
-  cubert_allocator_free(table->allocator, table, sizeof *table, 0);
+  cubert_allocator_free(table->allocator, table, table_bytes(table->lane_mask + 1u),
+                        table_align(table->lane_mask + 1u));
 }
 
 static uint32_t popcount32(uint32_t v) {
@@ -309,6 +385,7 @@ uint32_t cubert__handle_table_live(const cubert_handle_table_t *table) {
 static void chunk_init(chunk_t *chunk, uint32_t valid) {
   uint32_t i;
   for (i = 0; i < valid; i++) cubert__atomic_store_u32(&chunk->slots[i].pins, PIN_FREE);
+  cubert__atomic_store_u32(&chunk->lane, 0);
   for (i = 0; i < CHUNK_WORDS; i++) {
     uint32_t lo = i * 32u, bits;
     if (valid >= lo + 32u) bits = 0xFFFFFFFFu;
@@ -382,13 +459,47 @@ static void slot_activate(cubert_handle_table_t *t, chunk_t *chunk, uint32_t loc
   out_id->generation = g;
 }
 
-/* Next-fit search over the n published chunks (capacity cap). *out_wrapped:
- * the search went past the last chunk back to the first (the cursor's sweep
- * over the table ended). */
-static bool table_take(cubert_handle_table_t *t, uint32_t n, uint32_t cap, uint32_t state,
-                       const cubert_memory_location_t *loc, cubert_memory_id_t *out_id,
-                       bool *out_wrapped) {
-  uint32_t start = cubert__atomic_load_u32(&t->cursor), c0, i;
+/* The lane's cursor moved to chunk c (it took a slot there): mark c as the
+ * lane's (unless another lane holds it) and unmark the chunk it leaves. A
+ * hint only: two threads moving one lane at once may leave a mark behind,
+ * which at worst makes another lane skip that chunk until this lane passes
+ * through it again. */
+static void lane_move(cubert_handle_table_t *t, uint32_t lane, uint32_t c) {
+  lane_t *l = lane_at(t, lane);
+  uint32_t home = cubert__atomic_load_u32(&l->home), mark = 0;
+  chunk_t *chunk;
+  if (home == c + 1u) return;
+  /* unreachable: in single-threaded tests (another thread moved the lane first) */
+  if (!cubert__atomic_cas_u32(&l->home, &home, c + 1u)) return;
+  chunk = chunk_at(t, c);
+  (void)cubert__atomic_cas_u32(&chunk->lane, &mark, lane + 1u);
+  if (home != 0) {
+    mark = lane + 1u;
+    (void)cubert__atomic_cas_u32(&chunk_at(t, home - 1u)->lane, &mark, 0);
+  }
+}
+
+/* Chunk c is held by a lane other than `lane`. */
+static bool chunk_held_by_other(const chunk_t *chunk, uint32_t lane) {
+  uint32_t mark = cubert__atomic_load_u32(&chunk->lane);
+  return mark != 0 && mark != lane + 1u;
+}
+
+typedef enum take_e { TAKE_FULL, TAKE_SKIPPED, TAKE_OK } take_e;
+
+/* Next-fit search of `lane` over the n published chunks (capacity cap), from
+ * the lane's cursor. Unless `share`, chunks held by another lane are skipped
+ * (TAKE_SKIPPED: no slot found elsewhere), but for the lane's own home (a
+ * lane that had to share a chunk keeps it until its cursor moves on).
+ * *out_wrapped: the search went past the last chunk back to the first (the
+ * cursor's sweep over the table ended). */
+static take_e table_take(cubert_handle_table_t *t, uint32_t lane, uint32_t n, uint32_t cap,
+                         bool share, uint32_t state, const cubert_memory_location_t *loc,
+                         cubert_memory_id_t *out_id, bool *out_wrapped) {
+  cubert_atomic_u32_t *cursor = &lane_at(t, lane)->cursor;
+  uint32_t start = cubert__atomic_load_u32(cursor), c0, i;
+  uint32_t home = cubert__atomic_load_u32(&lane_at(t, lane)->home);
+  bool skipped = false;
   if (start >= cap) {
     start = 0;
     *out_wrapped = true;
@@ -403,14 +514,37 @@ static bool table_take(cubert_handle_table_t *t, uint32_t n, uint32_t cap, uint3
     }
     chunk = chunk_at(t, c);
     /* unreachable: chunk NULL (chunks below chunk_count are published before it moves) */
-    if (chunk && chunk_take(chunk, i == 0 ? (start & (CHUNK_SLOTS - 1u)) : 0, &local)) {
+    if (!chunk) continue;
+    if (!share && c + 1u != home && chunk_held_by_other(chunk, lane)) {
+      skipped = true;
+      continue;
+    }
+    if (chunk_take(chunk, i == 0 ? (start & (CHUNK_SLOTS - 1u)) : 0, &local)) {
       uint32_t slot_index = (c << CHUNK_SHIFT) + local;
       slot_activate(t, chunk, local, slot_index, state, loc, out_id);
-      cubert__atomic_store_u32(&t->cursor, slot_index + 1u);
-      return true;
+      cubert__atomic_store_u32(cursor, slot_index + 1u);
+      lane_move(t, lane, c);
+      return TAKE_OK;
     }
   }
-  return false;
+  return skipped ? TAKE_SKIPPED : TAKE_FULL;
+}
+
+/* The common case, first: the lane's cursor is in the lane's own chunk and
+ * that chunk has a free slot (what table_take would find at its first step,
+ * with nothing else to read or write). */
+static bool lane_take_home(cubert_handle_table_t *t, lane_t *l, uint32_t state,
+                           const cubert_memory_location_t *loc, cubert_memory_id_t *out_id) {
+  uint32_t home = cubert__atomic_load_u32(&l->home), start = cubert__atomic_load_u32(&l->cursor);
+  uint32_t local, c;
+  chunk_t *chunk;
+  if (home == 0 || (start >> CHUNK_SHIFT) != home - 1u) return false;
+  c = home - 1u;
+  chunk = chunk_at(t, c);
+  if (!chunk_take(chunk, start & (CHUNK_SLOTS - 1u), &local)) return false;
+  slot_activate(t, chunk, local, (c << CHUNK_SHIFT) + local, state, loc, out_id);
+  cubert__atomic_store_u32(&l->cursor, (c << CHUNK_SHIFT) + local + 1u);
+  return true;
 }
 
 /* Add chunks n, n+1, ... while 7/8 or more of the capacity is live (the
@@ -425,14 +559,17 @@ static void table_grow_while_crowded(cubert_handle_table_t *t, uint32_t n) {
   }
 }
 
-static cubert_status_t table_acquire(cubert_handle_table_t *table, uint32_t state,
-                                     const cubert_memory_location_t *loc,
+static cubert_status_t table_acquire(cubert_handle_table_t *table, uint32_t lane,
+                                     uint32_t state, const cubert_memory_location_t *loc,
                                      cubert_memory_id_t *out_id) {
-  bool grow_failed = false;
+  bool grow_failed = false, share = false;
   cubert_status_t grow_status = CUBERT_STATUS_OK;
+  lane &= table->lane_mask;
+  if (lane_take_home(table, lane_at(table, lane), state, loc, out_id)) return CUBERT_STATUS_OK;
   for (;;) {
     uint32_t n = cubert__atomic_load_u32(&table->chunk_count), cap;
     bool wrapped = false;
+    take_e took = TAKE_FULL;
     /* unreachable: in single-threaded tests (a chunk published, its count not yet advanced) */
     if (n < table->max_chunks && chunk_at(table, n)) {
       /* Someone published chunk n but has not advanced the count yet. */
@@ -440,7 +577,8 @@ static cubert_status_t table_acquire(cubert_handle_table_t *table, uint32_t stat
       continue;
     }
     cap = n >= table->max_chunks ? table->max_slots : n << CHUNK_SHIFT;
-    if (n > 0 && table_take(table, n, cap, state, loc, out_id, &wrapped)) {
+    if (n > 0) took = table_take(table, lane, n, cap, share, state, loc, out_id, &wrapped);
+    if (took == TAKE_OK) {
       /* Growth is checked once per sweep of the cursor over the table (and
        * when it is full, below), not per call: the table keeps no live
        * counter, which would cost two atomic RMWs per acquire + release.
@@ -450,7 +588,19 @@ static cubert_status_t table_acquire(cubert_handle_table_t *table, uint32_t stat
       if (wrapped && n < table->max_chunks) table_grow_while_crowded(table, n);
       return CUBERT_STATUS_OK;
     }
-    /* unreachable: grow_failed here (a failed growth returns; only a racing publish loops) */
+    if (took == TAKE_SKIPPED) {
+      /* Room only in chunks other lanes hold: a chunk of its own for this
+       * lane while the table is small (at most lanes + 1 chunks this way),
+       * else (or when that growth fails) share one. */
+      if (!grow_failed && n < table->max_chunks && n <= table->lane_mask + 1u) {
+        grow_status = table_grow(table, n);
+        if (grow_status == CUBERT_STATUS_OK) continue;
+        grow_failed = true;
+      }
+      share = true;
+      continue;
+    }
+    /* grow_failed here: a lane's growth failed, and then the table was full */
     if (!grow_failed && n < table->max_chunks) {
       grow_status = table_grow(table, n);
       if (grow_status == CUBERT_STATUS_OK) {
@@ -465,8 +615,13 @@ static cubert_status_t table_acquire(cubert_handle_table_t *table, uint32_t stat
 
 cubert_status_t cubert__memory_id_acquire(cubert_handle_table_t *table,
                                           cubert_memory_id_t *out_id) {
+  return cubert__memory_id_acquire_lane(table, 0, out_id);
+}
+
+cubert_status_t cubert__memory_id_acquire_lane(cubert_handle_table_t *table, uint32_t lane,
+                                               cubert_memory_id_t *out_id) {
   if (!table || !out_id) return CUBERT_STATUS_INVALID_ARGUMENT;
-  return table_acquire(table, 1u, NULL, out_id);
+  return table_acquire(table, lane, 1u, NULL, out_id);
 }
 
 /* acquire + set_owned(true) + set_location fused: the slot is activated
@@ -475,8 +630,14 @@ cubert_status_t cubert__memory_id_acquire(cubert_handle_table_t *table,
 cubert_status_t cubert__memory_id_acquire_owned(cubert_handle_table_t *table,
                                                 cubert_memory_location_t location,
                                                 cubert_memory_id_t *out_id) {
+  return cubert__memory_id_acquire_owned_lane(table, 0, location, out_id);
+}
+
+cubert_status_t cubert__memory_id_acquire_owned_lane(cubert_handle_table_t *table, uint32_t lane,
+                                                     cubert_memory_location_t location,
+                                                     cubert_memory_id_t *out_id) {
   if (!table || !out_id) return CUBERT_STATUS_INVALID_ARGUMENT;
-  return table_acquire(table, 1u | STATE_OWNED, &location, out_id);
+  return table_acquire(table, lane, 1u | STATE_OWNED, &location, out_id);
 }
 
 /* ---- counts ---------------------------------------------------------------- */

@@ -60,6 +60,14 @@ CUBERT_EXTERN_C_BEGIN
 /* Largest max_slots of a table (the id index keeps 24 bits for the slot). */
 #define CUBERT_HANDLE_TABLE_MAX_SLOTS 0x00FFFFFFu
 
+/* Acquire lanes (a power of two): an acquire names a lane, taken modulo this;
+ * threads that acquire on distinct lanes take their ids from distinct chunks
+ * of 256 slots where the table can give them (handle.c, "Lanes"), so they
+ * write no shared cache line. The memory manager of stream slot i acquires
+ * on lane i; the plain acquires use lane 0. A hint for speed only: ids,
+ * counts, reuse and every answer are the same on any lane. */
+#define CUBERT_HANDLE_TABLE_LANES 32u
+
 /* Where a pool put the memory of an id (CubeCL's MemoryLocation).
  * init == 0: not bound to any pool yet. */
 typedef struct cubert_memory_location_t {
@@ -99,6 +107,14 @@ uint32_t cubert__handle_table_live(const cubert_handle_table_t *table);
  * in use. *out_id untouched on failure. Thread-safe, lock-free. */
 cubert_status_t cubert__memory_id_acquire(cubert_handle_table_t *table,
                                                     cubert_memory_id_t *out_id);
+/* cubert__memory_id_acquire on lane `lane` (any value, taken modulo
+ * CUBERT_HANDLE_TABLE_LANES; cubert__memory_id_acquire is lane 0). Same codes.
+ * A lane takes slots from a chunk no other lane holds while the table has
+ * one or can grow one (up to CUBERT_HANDLE_TABLE_LANES + 1 chunks are added
+ * for lanes, besides the growth of a crowded table); else it shares a chunk.
+ * Thread-safe, lock-free. */
+cubert_status_t cubert__memory_id_acquire_lane(cubert_handle_table_t *table, uint32_t lane,
+                                               cubert_memory_id_t *out_id);
 /* acquire + set_owned(true) + set_location in one step: a new id with
  * handle count 1 and descriptor count 1, already owned by the caller (a
  * pool, on behalf of the memory manager), with `location`. The slot is
@@ -108,6 +124,11 @@ cubert_status_t cubert__memory_id_acquire(cubert_handle_table_t *table,
 cubert_status_t cubert__memory_id_acquire_owned(cubert_handle_table_t *table,
                                                           cubert_memory_location_t location,
                                                           cubert_memory_id_t *out_id);
+/* cubert__memory_id_acquire_owned on lane `lane` (see
+ * cubert__memory_id_acquire_lane; cubert__memory_id_acquire_owned is lane 0). */
+cubert_status_t cubert__memory_id_acquire_owned_lane(cubert_handle_table_t *table, uint32_t lane,
+                                                     cubert_memory_location_t location,
+                                                     cubert_memory_id_t *out_id);
 
 /* +1 handle count and +1 descriptor count. INVALID_HANDLE (null, dead,
  * forged or other table's id), OVERFLOW (descriptor count already at

@@ -119,6 +119,12 @@ typedef struct cubert_memory_manager_options_t {
   /* Oldest slices a sliced pool polls for release at every reservation;
    * 0 (the default, the fastest) polls only when no known-free slice fits. */
   uint32_t poll_per_reserve;
+  /* The handle table lane of the manager's new ids (0, the default; any
+   * value, modulo CUBERT_HANDLE_TABLE_LANES): managers that reserve from
+   * different threads at once (the stream slots of a server) give distinct
+   * lanes, so their ids come from distinct chunks of the table
+   * (cubert__memory_id_acquire_owned_lane). */
+  uint32_t handle_lane;
 } cubert_memory_manager_options_t;
 
 /* Defaults: ENABLED, no explicit mode, reclaim_and_retry true. NULL no-op. */

@@ -25,6 +25,7 @@ struct cubert_memory_manager_t {
   uint32_t persistent_depth; /* effective mode is Persistent while > 0 */
   bool reclaim_and_retry;
   uint32_t poll_per_reserve;
+  uint32_t handle_lane;
   uint64_t next_check; /* earliest alloc_reserve_count a periodic cleanup does anything */
 };
 
@@ -38,6 +39,7 @@ void cubert__memory_manager_options_initialize(cubert_memory_manager_options_t *
   options->initial_mode = CUBERT_MEMORY_ALLOCATION_MODE_AUTO;
   options->reclaim_and_retry = true;
   options->poll_per_reserve = 0;
+  options->handle_lane = 0;
 }
 
 /* ---- pool dispatch ------------------------------------------------------------ */
@@ -274,6 +276,7 @@ cubert_status_t cubert__memory_manager_create(
   mm->persistent_memory = options->persistent_memory;
   mm->reclaim_and_retry = options->reclaim_and_retry;
   mm->poll_per_reserve = options->poll_per_reserve;
+  mm->handle_lane = options->handle_lane;
   if (options->has_initial_mode)
     mm->persistent_depth = options->initial_mode == CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT;
   else
@@ -503,7 +506,7 @@ cubert_status_t cubert__memory_manager_reserve(cubert_memory_manager_t *mm, uint
   cleanup(mm, false);
   cubert_memset(&unset, 0, sizeof unset);
   /* The new id is owned by the manager (its pools) from the start. */
-  status = cubert__memory_id_acquire_owned(mm->env.table, unset, &nid);
+  status = cubert__memory_id_acquire_owned_lane(mm->env.table, mm->handle_lane, unset, &nid);
   if (status != CUBERT_STATUS_OK)
     return cubert_error_set(out_error,
                             status == CUBERT_STATUS_RESOURCE_EXHAUSTED

@@ -64,6 +64,21 @@ cubert_status_t server_unsupported(const cubert_server_t *server, const char *wh
 
 /* ---- slots --------------------------------------------------------------------------- */
 
+/* With several streams a slot takes whole cache lines: the sharded reserve
+ * and launch of its stream write it (sharded) and read it from the stream's
+ * thread, which must not meet another stream's thread on a line (issue 27).
+ * One stream (a small device): no padding. */
+#define SLOT_LINE 64u
+
+static size_t slot_bytes(const cubert_server_t *server) {
+  return server->max_streams > 1u ? (sizeof(server_slot_t) + (SLOT_LINE - 1u)) / SLOT_LINE * SLOT_LINE
+                                  : sizeof(server_slot_t);
+}
+
+static size_t slot_align(const cubert_server_t *server) {
+  return server->max_streams > 1u ? SLOT_LINE : 0;
+}
+
 cubert_status_t server_slot(cubert_server_t *server, uint64_t stream_id, server_slot_t **out_slot,
                             cubert_error_t *out_error) {
   uint32_t index = (uint32_t)(stream_id % server->max_streams);
@@ -74,7 +89,8 @@ cubert_status_t server_slot(cubert_server_t *server, uint64_t stream_id, server_
     return CUBERT_STATUS_OK;
   }
   CUBERT_RETURN_IF_ERROR(server_lost(server, out_error));
-  if (cubert_allocator_malloc(server->allocator, sizeof(*slot), 0, (void **)&slot, NULL) !=
+  if (cubert_allocator_malloc(server->allocator, slot_bytes(server), slot_align(server), (void **)&slot,
+                              NULL) !=
       CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "stream slot");
   slot->server = server;
@@ -87,7 +103,7 @@ cubert_status_t server_slot(cubert_server_t *server, uint64_t stream_id, server_
     if (status != CUBERT_STATUS_OK) server->driver->stream_destroy(server->self, slot->stream);
   }
   if (status != CUBERT_STATUS_OK) {
-    cubert_allocator_free(server->allocator, slot, sizeof(*slot), 0);
+    cubert_allocator_free(server->allocator, slot, slot_bytes(server), slot_align(server));
     return status;
   }
   server->slots[index] = slot;
@@ -105,7 +121,7 @@ void server_slots_destroy(cubert_server_t *server) {
     if (slot->comm_event) server->driver->event_destroy(server->self, slot->comm_event);
     server->driver->stream_destroy(server->self, slot->stream);
     server->slots[i] = NULL;
-    cubert_allocator_free(server->allocator, slot, sizeof(*slot), 0);
+    cubert_allocator_free(server->allocator, slot, slot_bytes(server), slot_align(server));
   }
 }
 

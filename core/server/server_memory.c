@@ -111,6 +111,7 @@ static const cubert_storage_vtable_t g_kit_storage = {st_alignment, st_alloc, st
 
 cubert_status_t server_memory_create(cubert_server_t *server, server_slot_t *slot, cubert_error_t *out_error) {
   cubert_storage_t storage;
+  cubert_memory_manager_options_t options;
   slot->storage.server = server;
   slot->storage.slot = slot;
   slot->storage.blocks = NULL;
@@ -119,8 +120,13 @@ cubert_status_t server_memory_create(cubert_server_t *server, server_slot_t *slo
   slot->storage.next_id = 1;
   storage.self = &slot->storage;
   storage.vtable = &g_kit_storage;
+  /* the slot's own lane of the handle table: reserves on different streams
+   * (cubert__server_reserve_sharded, from several threads) take their ids
+   * from different chunks */
+  cubert__memory_manager_options_initialize(&options);
+  options.handle_lane = slot->index;
   return cubert__memory_manager_create(server->allocator, storage, server->table, server->properties.memory,
-                                       &server->memory_config, NULL, &slot->manager, out_error);
+                                       &server->memory_config, &options, &slot->manager, out_error);
 }
 
 void server_memory_destroy(server_slot_t *slot) {

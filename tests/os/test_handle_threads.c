@@ -8,8 +8,10 @@
  * recycled) and "weak" ids published to other threads, which retain them
  * racing with their last release (no
  * resurrection, never acting on a new occupant). Afterwards every count is
- * exact and the table holds exactly the shared ids. Run under TSan:
- * `make tsan TESTS=handle_threads_`.
+ * exact and the table holds exactly the shared ids. The *_lanes variants
+ * acquire on the threads' own lanes of the table (issue 27: distinct chunks,
+ * crossed by the other threads' retains, releases and stale probes). Run
+ * under TSan: `make tsan TESTS=handle_threads_`.
  */
 #include <pthread.h>
 
@@ -45,6 +47,7 @@ typedef struct shared_state_t {
   cubert_handle_t shared[NSHARED];
   uint64_t weak[NWEAK]; /* packed id (index << 32 | generation), 0 = empty */
   pthread_barrier_t start;
+  bool lanes; /* each worker acquires on its own lane (else all on lane 0) */
 } shared_state_t;
 
 typedef struct worker_t {
@@ -67,6 +70,12 @@ static uint32_t rnd(worker_t *w, uint32_t n) {
   x ^= x << 17;
   w->rng = x;
   return (uint32_t)((x >> 16) % n);
+}
+
+/* A worker's acquire: on lane 0, or on its own lane in the *_lanes tests. */
+static cubert_status_t worker_acquire(worker_t *w, cubert_memory_id_t *out_id) {
+  if (!w->st->lanes) return cubert__memory_id_acquire(w->st->table, out_id);
+  return cubert__memory_id_acquire_lane(w->st->table, (uint32_t)w->index, out_id);
 }
 
 static uint64_t pack(cubert_memory_id_t id) { return ((uint64_t)id.index << 32) | id.generation; }
@@ -148,7 +157,7 @@ static void op_private(worker_t *w) {
   cubert_memory_location_t loc;
   if (!p->used) {
     memset(p, 0, sizeof *p);
-    CHECK_OK(cubert__memory_id_acquire(t, &p->id));
+    CHECK_OK(worker_acquire(w, &p->id));
     p->used = true;
     p->handles = 1;
     p->cell = -1;
@@ -324,7 +333,7 @@ static void op_stale(worker_t *w) {
 static void burst(worker_t *w) {
   cubert_memory_id_t ids[NBURST];
   int i;
-  for (i = 0; i < NBURST; i++) CHECK_OK(cubert__memory_id_acquire(w->st->table, &ids[i]));
+  for (i = 0; i < NBURST; i++) CHECK_OK(worker_acquire(w, &ids[i]));
   for (i = 0; i < NBURST; i++) {
     CHECK_EQ_U64(cubert__memory_id_handle_count(w->st->table, ids[i]), 1);
     CHECK_OK(cubert__memory_id_release_handle(w->st->table, ids[i]));
@@ -368,7 +377,7 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-TEST_EX(handle_threads_stress, 600) {
+static void stress_run(bool lanes) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   static shared_state_t st;
@@ -378,6 +387,7 @@ TEST_EX(handle_threads_stress, 600) {
   uint64_t weak_ok = 0, weak_refused = 0, stale_checked = 0, acquired = 0;
   int i;
   memset(&st, 0, sizeof st);
+  st.lanes = lanes;
   CHECK_OK(cubert__handle_table_create(a, TABLE_SLOTS, 0x42, &st.table));
   for (i = 0; i < NSHARED; i++)
     CHECK_OK(cubert__handle_create(st.table, 0, (uint64_t)i, 0, 4096, &st.shared[i]));
@@ -415,8 +425,8 @@ TEST_EX(handle_threads_stress, 600) {
   CHECK(acquired > 1000);
   CHECK(stale_checked > 1000);
   CHECK(weak_ok + weak_refused > 100);
-  printf("  handle_threads_stress: %llu private acquires, %llu stale probes, weak retains %llu ok / "
-         "%llu refused\n",
+  printf("  handle_threads_stress%s: %llu private acquires, %llu stale probes, weak retains %llu ok / "
+         "%llu refused\n", lanes ? "_lanes" : "",
          (unsigned long long)acquired, (unsigned long long)stale_checked,
          (unsigned long long)weak_ok, (unsigned long long)weak_refused);
   cubert__handle_table_destroy(st.table);
@@ -424,6 +434,10 @@ TEST_EX(handle_threads_stress, 600) {
   CHECK_EQ_U64(c.bad_frees, 0);
   counting_allocator_destroy(&c);
 }
+
+TEST_EX(handle_threads_stress, 600) { stress_run(false); }
+
+TEST_EX(handle_threads_stress_lanes, 600) { stress_run(true); }
 
 /* ---- a 4-slot table: every release is immediately followed by a reuse ---- */
 
@@ -612,6 +626,7 @@ typedef struct owner_state_t {
   uint64_t cells[OWNER_CELLS];
   uint64_t stale[NTHREADS][OWNER_STALE]; /* each thread's dead ids, readable by all */
   pthread_barrier_t start;
+  bool lanes; /* each thread acquires on its own lane (else all on lane 0) */
 } owner_state_t;
 
 typedef struct owner_worker_t {
@@ -689,7 +704,8 @@ static void *owner_main(void *arg) {
     loc.init = 0;
     loc.page = (uint16_t)w->index;
     loc.slice = (uint32_t)round;
-    st = cubert__memory_id_acquire_owned(t, loc, &id);
+    st = w->st->lanes ? cubert__memory_id_acquire_owned_lane(t, (uint32_t)w->index, loc, &id)
+                      : cubert__memory_id_acquire_owned(t, loc, &id);
     if (st == CUBERT_STATUS_OUT_OF_RANGE) {
       w->full++;
       continue;
@@ -751,7 +767,10 @@ static void *owner_main(void *arg) {
   return NULL;
 }
 
-TEST_EX(handle_threads_owner_fast_paths, 600) {
+/* slots: OWNER_SLOTS (every freed slot reused at once), or, with lanes,
+ * 3 chunks for 4 lanes (three lanes get a chunk each, the fourth shares;
+ * each lane reuses its chunk's slots after a sweep of it). */
+static void owner_run(bool lanes, uint32_t slots) {
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
   static owner_state_t st;
@@ -761,7 +780,8 @@ TEST_EX(handle_threads_owner_fast_paths, 600) {
   uint32_t alive = 1, dead_owned = 1;
   int i;
   memset(&st, 0, sizeof st);
-  CHECK_OK(cubert__handle_table_create(a, OWNER_SLOTS, 0x2B, &st.table));
+  st.lanes = lanes;
+  CHECK_OK(cubert__handle_table_create(a, slots, 0x2B, &st.table));
   CHECK(pthread_barrier_init(&st.start, NULL, NTHREADS) == 0);
   for (i = 0; i < NTHREADS; i++) {
     memset(&workers[i], 0, sizeof workers[i]);
@@ -788,10 +808,111 @@ TEST_EX(handle_threads_owner_fast_paths, 600) {
   CHECK(reuses > 1000);
   CHECK(probes > 1000);
   CHECK(frees > 1000);
-  printf("  handle_threads_owner_fast_paths: %llu reuses, %llu table-full, %llu release-then-disown, "
-         "%llu stale probes, foreign ops %llu ok / %llu refused\n",
+  if (lanes) CHECK(c.live_blocks - 2 <= (int64_t)(slots + 255u) / 256); /* no growth past capacity */
+  printf("  handle_threads_owner_fast_paths%s: %llu reuses, %llu table-full, %llu release-then-disown, "
+         "%llu stale probes, foreign ops %llu ok / %llu refused\n", lanes ? "_lanes" : "",
          (unsigned long long)reuses, (unsigned long long)full, (unsigned long long)frees,
          (unsigned long long)probes, (unsigned long long)ok, (unsigned long long)refused);
+  cubert__handle_table_destroy(st.table);
+  CHECK_EQ_I64(c.live_blocks, 0);
+  CHECK_EQ_U64(c.bad_frees, 0);
+  counting_allocator_destroy(&c);
+}
+
+TEST_EX(handle_threads_owner_fast_paths, 600) { owner_run(false, OWNER_SLOTS); }
+
+TEST_EX(handle_threads_owner_fast_paths_lanes, 600) { owner_run(true, 3u * 256u); }
+
+/* ---- lanes stay apart: the memory manager's pattern on 4 lanes ------------
+ *
+ * Each thread reserves on its own lane (acquire_owned_lane, set_location_owned,
+ * the user's release, the pool's disown of the previous id), 200k rounds with
+ * two ids live; the other threads probe its ids. Every count is exact, and
+ * the table grows no more than a chunk per lane plus one: a lane grows the
+ * table only when every chunk with room is held by another lane (the
+ * single-threaded tests of test_handle_lanes.c check which chunks a lane
+ * takes; here threads may race for an unheld chunk and share it until one
+ * of them sweeps on, which the figure printed shows). */
+
+#define APART_ROUNDS 200000
+
+typedef struct apart_state_t {
+  cubert_handle_table_t *table;
+  uint64_t last[NTHREADS]; /* each thread's latest id (packed), probed by the others */
+  pthread_barrier_t start;
+} apart_state_t;
+
+typedef struct apart_worker_t {
+  apart_state_t *st;
+  int index;
+  uint32_t chunks_seen; /* chunks this lane took ids from (bit per chunk, first 32) */
+  uint64_t probes_ok;
+} apart_worker_t;
+
+static void *apart_main(void *arg) {
+  apart_worker_t *w = (apart_worker_t *)arg;
+  cubert_handle_table_t *t = w->st->table;
+  cubert_memory_location_t loc = {1, 1, 0, 0};
+  cubert_memory_id_t prev = {0, 0}, id;
+  uint32_t lane = 1u + (uint32_t)w->index;
+  int round;
+  pthread_barrier_wait(&w->st->start);
+  for (round = 0; round < APART_ROUNDS; round++) {
+    uint64_t v = __atomic_load_n(&w->st->last[(w->index + 1 + round) % NTHREADS], __ATOMIC_ACQUIRE);
+    CHECK_OK(cubert__memory_id_acquire_owned_lane(t, lane, loc, &id));
+    w->chunks_seen |= 1u << ((((id.index & 0xFFFFFFu) - 1u) >> 8) & 31u);
+    loc.slice = (uint32_t)round;
+    CHECK_OK(cubert__memory_id_set_location_owned(t, id, loc));
+    __atomic_store_n(&w->st->last[w->index], pack(id), __ATOMIC_RELEASE);
+    if (prev.index) CHECK_OK(cubert__memory_id_disown(t, prev));
+    /* another lane's id: a retain that races with its owner's release */
+    if (v && cubert__memory_id_retain_binding(t, unpack(v)) == CUBERT_STATUS_OK) {
+      w->probes_ok++;
+      CHECK_OK(cubert__memory_id_release_binding(t, unpack(v)));
+    }
+    CHECK_OK(cubert__memory_id_release_handle(t, id));
+    prev = id;
+  }
+  CHECK_OK(cubert__memory_id_disown(t, prev));
+  return NULL;
+}
+
+TEST_EX(handle_threads_lanes_stay_apart, 600) {
+  counting_allocator_t c;
+  cubert_allocator_t a = counting_allocator_initialize(&c);
+  static apart_state_t st;
+  static apart_worker_t workers[NTHREADS];
+  pthread_t threads[NTHREADS];
+  uint32_t alive = 1, dead_owned = 1;
+  uint64_t probes = 0;
+  int i, k;
+  memset(&st, 0, sizeof st);
+  CHECK_OK(cubert__handle_table_create(a, 1u << 20, 0x2C, &st.table));
+  CHECK(pthread_barrier_init(&st.start, NULL, NTHREADS) == 0);
+  for (i = 0; i < NTHREADS; i++) {
+    memset(&workers[i], 0, sizeof workers[i]);
+    workers[i].st = &st;
+    workers[i].index = i;
+    CHECK(pthread_create(&threads[i], NULL, apart_main, &workers[i]) == 0);
+  }
+  for (i = 0; i < NTHREADS; i++) {
+    CHECK(pthread_join(threads[i], NULL) == 0);
+    probes += workers[i].probes_ok;
+  }
+  pthread_barrier_destroy(&st.start);
+  CHECK_OK(cubert__handle_table_debug_check(st.table, &alive, &dead_owned));
+  CHECK_EQ_U64(alive, 0);
+  CHECK_EQ_U64(dead_owned, 0);
+  CHECK(c.live_blocks - 2 <= NTHREADS + 1);
+  printf("  handle_threads_lanes_stay_apart: %lld chunks for %d lanes, chunks per lane:",
+         (long long)(c.live_blocks - 2), NTHREADS);
+  for (i = 0; i < NTHREADS; i++) {
+    int n = 0;
+    for (k = 0; k < 32; k++) n += (workers[i].chunks_seen >> k) & 1u;
+    CHECK(n >= 1);
+    printf(" %d", n);
+  }
+  printf(", %llu cross-lane retains\n", (unsigned long long)probes);
   cubert__handle_table_destroy(st.table);
   CHECK_EQ_I64(c.live_blocks, 0);
   CHECK_EQ_U64(c.bad_frees, 0);
