@@ -59,7 +59,8 @@ static void expect(cubert_client_t *c, const cubert_handle_t *h, uint32_t base) 
   CHECK_OK(cubert_client_read_one(c, h, v, sizeof v, NULL));
   for (i = 0; i < N; i++)
     if (v[i] != base + i) {
-      CHECK_MSG(0, "element %u is %u, expected %u", i, v[i], base + i);
+      CHECK_MSG(0, "element %u is %u, expected %u", (unsigned)i, (unsigned)v[i],
+                (unsigned)(base + i));
       return;
     }
 }
