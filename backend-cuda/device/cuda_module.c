@@ -270,14 +270,48 @@ static cubert_status_t function_make(cubert_cuda_device_t *d, const cubert_kerne
   return CUBERT_STATUS_OK;
 }
 
+/* A new record for `kernel` (its module loaded), in the table's slot of
+ * `replaced` (retired: not changed or freed, a stream's memo may hold it,
+ * cubert_cuda_function_memo_t) or, with NULL, in a free slot (room reserved). */
+static cubert_status_t function_add(cubert_cuda_device_t *device, const cubert_kernel_t *kernel,
+                                    const module_source_t *src, cubert_cuda_function_t *replaced,
+                                    const cubert_cuda_function_t **out_function,
+                                    cubert_error_t *out_error) {
+  cubert_cuda_module_cache_t *c = &device->modules;
+  cubert_cuda_function_t *made = NULL;
+  CUmodule m = NULL;
+  cubert_status_t st = module_get(device, src, &m, out_error);
+  uint32_t mask, i;
+  if (st != CUBERT_STATUS_OK) return st;
+  if (cubert_allocator_malloc(device->allocator, sizeof *made, 0, (void **)&made, NULL) !=
+      CUBERT_STATUS_OK)
+    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
+                            "cannot allocate a CUDA function record");
+  st = function_make(device, kernel, m, src->name, made, out_error);
+  if (st != CUBERT_STATUS_OK) {
+    cubert_allocator_free(device->allocator, made, sizeof *made, 0);
+    return st;
+  }
+  mask = c->function_capacity - 1;
+  for (i = function_hash(kernel) & mask; c->functions[i] != replaced; i = (i + 1) & mask) {
+  }
+  c->functions[i] = made;
+  if (replaced) {
+    replaced->retired_next = c->retired;
+    c->retired = replaced;
+  } else {
+    c->function_count++;
+  }
+  *out_function = made;
+  return CUBERT_STATUS_OK;
+}
+
 static cubert_status_t function_get(cubert_cuda_device_t *device, const cubert_kernel_t *kernel,
                                     const cubert_cuda_function_t **out_function,
                                     cubert_error_t *out_error) {
-  cubert_cuda_function_t *hit, *made = NULL;
+  cubert_cuda_function_t *hit;
   module_source_t src;
-  CUmodule m = NULL;
   cubert_status_t st;
-  uint32_t mask, i;
   if (cubert__cuda_device_is_lost(device)) return cubert__cuda_device_lost_error(device, out_error);
   hit = function_find(&device->modules, kernel);
   if (hit && hit->entry_name == kernel->cuda_entry_name && hit->image == kernel->cuda_image &&
@@ -287,49 +321,10 @@ static cubert_status_t function_get(cubert_cuda_device_t *device, const cubert_k
   }
   st = cubert__cuda_device_enter(device, out_error);
   if (st == CUBERT_STATUS_OK) st = module_source(kernel, &src, out_error);
-  if (st == CUBERT_STATUS_OK && hit) {
-    /* the same descriptor address, another kernel: a new record takes the
-     * old one's place; the old one is retired, not changed or freed (a
-     * stream's memo may hold it, cubert_cuda_function_memo_t) */
-    st = module_get(device, &src, &m, out_error);
-    if (st != CUBERT_STATUS_OK) return st;
-    if (cubert_allocator_malloc(device->allocator, sizeof *made, 0, (void **)&made, NULL) !=
-        CUBERT_STATUS_OK)
-      return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
-                              "cannot allocate a CUDA function record");
-    st = function_make(device, kernel, m, src.name, made, out_error);
-    if (st != CUBERT_STATUS_OK) {
-      cubert_allocator_free(device->allocator, made, sizeof *made, 0);
-      return st;
-    }
-    mask = device->modules.function_capacity - 1;
-    for (i = function_hash(kernel) & mask; device->modules.functions[i] != hit; i = (i + 1) & mask) {
-    }
-    device->modules.functions[i] = made;
-    hit->retired_next = device->modules.retired;
-    device->modules.retired = hit;
-    *out_function = made;
-    return CUBERT_STATUS_OK;
-  }
-  if (st == CUBERT_STATUS_OK) st = function_reserve(device, out_error);
-  if (st == CUBERT_STATUS_OK) st = module_get(device, &src, &m, out_error);
+  /* the same descriptor address, another kernel: a new record takes its place */
+  if (st == CUBERT_STATUS_OK && !hit) st = function_reserve(device, out_error);
   if (st != CUBERT_STATUS_OK) return st;
-  if (cubert_allocator_malloc(device->allocator, sizeof *made, 0, (void **)&made, NULL) !=
-      CUBERT_STATUS_OK)
-    return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
-                            "cannot allocate a CUDA function record");
-  st = function_make(device, kernel, m, src.name, made, out_error);
-  if (st != CUBERT_STATUS_OK) {
-    cubert_allocator_free(device->allocator, made, sizeof *made, 0);
-    return st;
-  }
-  mask = device->modules.function_capacity - 1;
-  for (i = function_hash(kernel) & mask; device->modules.functions[i]; i = (i + 1) & mask) {
-  }
-  device->modules.functions[i] = made;
-  device->modules.function_count++;
-  *out_function = made;
-  return CUBERT_STATUS_OK;
+  return function_add(device, kernel, &src, hit, out_function, out_error);
 }
 
 cubert_status_t cubert__cuda_function_get(cubert_cuda_device_t *device,
