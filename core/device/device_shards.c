@@ -86,6 +86,24 @@ bool cubert__device_shards_enter(cubert_device_shards_t *s, uint32_t index) {
 #endif
 }
 
+bool cubert__device_shards_enter_wait(cubert_device_shards_t *s, uint32_t index) {
+#ifdef CUBERT_ATOMIC_SEQ_CST
+  shard_t *shard = &s->shards[index % CUBERT_DEVICE_SHARDS];
+  uint32_t looks = 0;
+  for (;;) {
+    if (cubert__device_shards_enter(s, index)) return true;
+    /* wait while the device lock or the shard is held, then try again */
+    while (cubert__atomic_load_u32(&s->whole) || cubert__atomic_load_u32(&shard->held))
+      if (++looks >= CUBERT_DEVICE_SHARDS_WAIT) return false;
+    if (++looks >= CUBERT_DEVICE_SHARDS_WAIT) return false;
+  }
+#else
+  (void)s;
+  (void)index;
+  return false;
+#endif
+}
+
 void cubert__device_shards_leave(cubert_device_shards_t *s, uint32_t index) {
   cubert__atomic_store_u32(&s->shards[index % CUBERT_DEVICE_SHARDS].held, 0);
 }

@@ -48,6 +48,16 @@ cubert_lock_t cubert__device_shards_lock(cubert_device_shards_t *shards);
  * not entered (the device lock is held or wanted, or another thread holds
  * the shard): take the device lock instead. Never blocks. */
 bool cubert__device_shards_enter(cubert_device_shards_t *shards, uint32_t index);
+/* Enter shard `index`, waiting a little (CUBERT_DEVICE_SHARDS_WAIT looks)
+ * while the device lock is held by another thread or the shard by another
+ * stream's launch, instead of giving up at once: a caller that gives up
+ * takes the device lock, and while one thread waits for or holds it every
+ * other thread's enter fails too, so one call that needed the device lock
+ * (a sync) turned every launch and reserve after it into a queue on that
+ * lock (bench_scaling's 8 threads; docs/benchmarks.md, "Scaling curves").
+ * false: not entered (take the device lock). Never blocks. */
+#define CUBERT_DEVICE_SHARDS_WAIT 4096u
+bool cubert__device_shards_enter_wait(cubert_device_shards_t *shards, uint32_t index);
 /* Leave the shard entered by the same thread. */
 void cubert__device_shards_leave(cubert_device_shards_t *shards, uint32_t index);
 

@@ -323,7 +323,17 @@ TEST(shards_handshake) {
   lock.unlock(lock.self);
   CHECK(cubert__device_shards_enter(s, 5));
   cubert__device_shards_leave(s, 5);
-  CHECK_EQ_I64(l.locks, 2);
+  /* the waiting enter: free at once; held (the shard, or the device lock by
+   * this very thread) gives up after its bounded wait, never hangs */
+  CHECK(cubert__device_shards_enter_wait(s, 6));
+  CHECK(!cubert__device_shards_enter_wait(s, 6 + CUBERT_DEVICE_SHARDS));
+  cubert__device_shards_leave(s, 6);
+  lock.lock(lock.self);
+  CHECK(!cubert__device_shards_enter_wait(s, 7));
+  lock.unlock(lock.self);
+  CHECK(cubert__device_shards_enter_wait(s, 7));
+  cubert__device_shards_leave(s, 7);
+  CHECK_EQ_I64(l.locks, 3);
   CHECK_EQ_I64(l.depth, 0);
   cubert__device_shards_destroy(s);
   cubert__device_shards_destroy(NULL);
