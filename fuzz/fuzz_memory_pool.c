@@ -429,6 +429,14 @@ static int in_dynamic_pool(const ctx_t *x, uint32_t i) {
          loc.pool != CUBERT_MEMORY_PERSISTENT_POOL_POS;
 }
 
+/* Drop every reference the harness holds on an orphaned allocation. */
+static void orphan_release(ctx_t *x, live_t *o) {
+  while (o->bindings--)
+    FUZZ_CHECK(cubert__memory_id_release_binding(x->table, o->id) == CUBERT_STATUS_OK);
+  while (o->handles--)
+    FUZZ_CHECK(cubert__memory_id_release_handle(x->table, o->id) == CUBERT_STATUS_OK);
+}
+
 static void op_layout(ctx_t *x, uint8_t which) {
   cubert_memory_configuration_t config;
   cubert_memory_usage_t rem;
@@ -458,8 +466,10 @@ static void op_layout(ctx_t *x, uint8_t which) {
     x->npools = 1;
     for (i = x->nlive; i-- > 0;) /* orphaned zero-byte allocations (see above) */
       if (in_dynamic_pool(x, i)) {
-        FUZZ_CHECK(x->norphans < MAX_LIVE);
-        x->orphans[x->norphans++] = x->live[i];
+        if (x->norphans < MAX_LIVE) /* kept to the end; a full list lets go now */
+          x->orphans[x->norphans++] = x->live[i];
+        else
+          orphan_release(x, &x->live[i]);
         x->live[i] = x->live[--x->nlive];
       }
   } else {
@@ -560,12 +570,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_all(x);
   check_report(x);
   while (x->nlive) drop_ref(x, 0, x->live[0].handles == 0);
-  for (i = 0; i < x->norphans; i++) {
-    while (x->orphans[i].bindings--)
-      FUZZ_CHECK(cubert__memory_id_release_binding(x->table, x->orphans[i].id) == CUBERT_STATUS_OK);
-    while (x->orphans[i].handles--)
-      FUZZ_CHECK(cubert__memory_id_release_handle(x->table, x->orphans[i].id) == CUBERT_STATUS_OK);
-  }
+  for (i = 0; i < x->norphans; i++) orphan_release(x, &x->orphans[i]);
   check_all(x);
   /* nothing referenced: an explicit cleanup gives every byte back */
   cubert__memory_manager_cleanup(x->mm, true);
