@@ -72,4 +72,75 @@ static inline bool id_eq(cubert_memory_id_t a, cubert_memory_id_t b) {
   return a.index == b.index && a.generation == b.generation;
 }
 
+/* The OOM loop (reliability row 39): fail the allocator's 1st, 2nd, ...
+ * call (once, then persistently) while creating a table and acquiring ids
+ * across several chunk growths; `lanes` 0: cubert__memory_id_acquire, else
+ * lanes 0..lanes-1 in turn (aliased past the table's). Every call is OK or
+ * RESOURCE_EXHAUSTED; a failed call changes nothing; nothing leaks. */
+static inline cubert_status_t handle_oom_acquire(cubert_handle_table_t *t, uint32_t lanes, int i,
+                                                 cubert_memory_id_t *out_id) {
+  return lanes ? cubert__memory_id_acquire_lane(t, (uint32_t)i % lanes, out_id)
+               : cubert__memory_id_acquire(t, out_id);
+}
+
+static inline void handle_oom_loop(uint32_t lanes) {
+  enum { MAX_SLOTS = 2000, WANT = 1500 };
+  static cubert_memory_id_t ids[WANT];
+  int persist;
+  for (persist = 0; persist <= 1; persist++) {
+    uint64_t k;
+    int done = 0;
+    for (k = 1; !done; k++) {
+      counting_allocator_t c;
+      cubert_allocator_t a = counting_allocator_initialize(&c);
+      cubert_handle_table_t *t = NULL;
+      cubert_status_t st;
+      int n = 0, i, failures = 0;
+      CHECK(k < 1000);
+      counting_allocator_fail_at(&c, k, persist);
+      st = cubert__handle_table_create(a, MAX_SLOTS, 3, &t);
+      if (st != CUBERT_STATUS_OK) {
+        CHECK_STATUS(st, CUBERT_STATUS_RESOURCE_EXHAUSTED);
+        CHECK(t == NULL);
+        CHECK_EQ_I64(c.live_blocks, 0);
+        counting_allocator_destroy(&c);
+        continue;
+      }
+      for (i = 0; i < WANT; i++) {
+        uint32_t live_before = cubert__handle_table_live(t);
+        cubert_memory_id_t id = {0xDEAD, 0xBEEF};
+        st = handle_oom_acquire(t, lanes, i, &id);
+        if (st == CUBERT_STATUS_OK) {
+          ids[n++] = id;
+          continue;
+        }
+        CHECK_STATUS(st, CUBERT_STATUS_RESOURCE_EXHAUSTED);
+        failures++;
+        CHECK_EQ_U64(id.index, 0xDEAD);
+        CHECK_EQ_U64(id.generation, 0xBEEF);
+        CHECK_EQ_U64(cubert__handle_table_live(t), live_before);
+        check_consistent(t, (uint32_t)n, 0);
+        if (!persist) { /* the next valid call succeeds */
+          CHECK_OK(handle_oom_acquire(t, lanes, i, &ids[n]));
+          n++;
+        }
+      }
+      CHECK(persist || n == WANT);
+      check_consistent(t, (uint32_t)n, 0);
+      for (i = 0; i < n; i++) {
+        check_counts(t, ids[i], 1, 1);
+        CHECK_OK(cubert__memory_id_release_handle(t, ids[i]));
+      }
+      check_consistent(t, 0, 0);
+      cubert__handle_table_destroy(t);
+      CHECK_EQ_I64(c.live_blocks, 0);
+      CHECK_EQ_U64(c.bad_frees, 0);
+      if (c.failures == 0) done = 1;
+      if (persist && failures > 0) CHECK(n < WANT); /* growth stopped for good */
+      counting_allocator_destroy(&c);
+    }
+    CHECK(k > 5); /* create (2 blocks) and several chunk growths were failed */
+  }
+}
+
 #endif /* CUBERT_TEST_HANDLE_FIXTURE_H */
