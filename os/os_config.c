@@ -157,5 +157,9 @@ cubert_status_t cubert__os_config_read(cubert_os_config_t *c, cubert_error_t *ou
     return invalid("CUBERT_CPU_PLANE_DIM", env("CUBERT_CPU_PLANE_DIM"), "a power of two, 1 to 64",
                    out_error);
   c->cpu_plane_dim = (uint32_t)n;
+  n = 0;
+  CUBERT_RETURN_IF_ERROR(read_number("CUBERT_CPU_STREAM_HELPERS", HOST_CONFIG_CPU_STREAM_HELPERS, 0,
+                                     64, "a number of threads, 0 (none) to 64", &n, c, out_error));
+  c->cpu_stream_helpers = (uint32_t)n;
   return CUBERT_STATUS_OK;
 }

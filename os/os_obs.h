@@ -33,6 +33,7 @@
 #define OS_CONFIG_TRACE 0x100u
 #define OS_CONFIG_TRACE_BUFFER 0x200u
 #define HOST_CONFIG_CPU_PLANE_DIM 0x400u
+#define HOST_CONFIG_CPU_STREAM_HELPERS 0x800u
 
 /* Largest CUBERT_CPU_WORKERS accepted: the CPU executor's limit
  * (CUBERT_CPU_EXECUTOR_MAX_WORKERS, backend-cpu/cpu/cpu_executor.h). */
@@ -51,6 +52,7 @@ typedef struct cubert_os_config_t {
   const char *trace_path;               /* CUBERT_TRACE (getenv's string) */
   uint32_t trace_buffer;                /* CUBERT_TRACE_BUFFER: events */
   uint32_t cpu_plane_dim;               /* CUBERT_CPU_PLANE_DIM: 1, 2, 4 .. 64 */
+  uint32_t cpu_stream_helpers;          /* CUBERT_CPU_STREAM_HELPERS: 0 (none) .. 64 */
 } cubert_os_config_t;
 
 /* Read every CUBERT_* variable of docs/configuration.md. An unset or empty

@@ -79,6 +79,8 @@ static cubert_status_t apply_environment(cubert_cpu_options_t *o, cubert_os_conf
   if (o->mode == CUBERT_CPU_MODE_THREADED && (c->set & HOST_CONFIG_CPU_MODE)) o->mode = c->cpu_mode;
   if (!o->seed && (c->set & HOST_CONFIG_CPU_SEED)) o->seed = c->cpu_seed;
   if (!o->plane_dim && (c->set & HOST_CONFIG_CPU_PLANE_DIM)) o->plane_dim = c->cpu_plane_dim;
+  if (!o->stream_helpers && (c->set & HOST_CONFIG_CPU_STREAM_HELPERS))
+    o->stream_helpers = c->cpu_stream_helpers ? c->cpu_stream_helpers : CUBERT_CPU_STREAM_HELPERS_NONE;
   if (o->memory_config.kind == CUBERT_MEMORY_CONFIGURATION_SUB_SLICES && !o->memory_config.pools &&
       !o->memory_config.pool_count && (c->set & HOST_CONFIG_MEMORY))
     o->memory_config.kind = c->memory;
@@ -124,6 +126,16 @@ static cubert_status_t check_options(cubert_cpu_options_t *o, const cubert_cpu_o
                             "plane_dim is not a power of two from 1 to 64");
   }
   if (!o->workers) o->workers = cpus > 1 ? (uint32_t)(cpus - 1) : 1u;
+  if (o->stream_helpers > CUBERT_CPU_STREAM_HELPERS_MAX &&
+      o->stream_helpers != CUBERT_CPU_STREAM_HELPERS_NONE) {
+    uint64_t f[2];
+    f[0] = o->stream_helpers;
+    f[1] = CUBERT_CPU_STREAM_HELPERS_MAX;
+    return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2,
+                            "stream_helpers above the limit");
+  }
+  if (!o->stream_helpers) /* a quarter of the cores, 1 to 8 */
+    o->stream_helpers = cpus >= 8 ? (cpus >= 32 ? 8u : (uint32_t)(cpus / 4)) : 1u;
   return CUBERT_STATUS_OK;
 }
 
@@ -157,6 +169,13 @@ static cubert_status_t device_create(cubert_allocator_t allocator, const cubert_
   if (status == CUBERT_STATUS_OK)
     status = cubert__cpu_executor_create(allocator, d->deterministic ? 0 : o->workers,
                                          &d->executor, out_error);
+  if (status == CUBERT_STATUS_OK && !d->deterministic &&
+      o->stream_helpers != CUBERT_CPU_STREAM_HELPERS_NONE) {
+    status = cpu_helpers_create(allocator, o->stream_helpers, d->stream_count, &d->helpers);
+    if (status != CUBERT_STATUS_OK)
+      status = cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
+                                "cannot start the stream helpers");
+  }
   pthread_mutex_init(&d->summary_mutex, NULL);
   if (status == CUBERT_STATUS_OK && o->profile_summary)
     status = cubert_profile_summary_create(allocator, CUBERT_PROFILE_LEVEL_BASIC, 256, 16384,
@@ -265,9 +284,11 @@ static void log_created(const cubert_cpu_options_t *o, const cpu_device_t *d) {
   if (!OS_LOG_ON(CUBERT_LOG_LEVEL_INFO)) return;
   cubert__os_log_write(
       CUBERT_LOG_LEVEL_INFO,
-      "cpu device %u created: %s, %u kernel workers, %u streams, memory %s, profiling %s%s",
+      "cpu device %u created: %s, %u kernel workers, %u streams, %u stream helpers, memory %s, "
+      "profiling %s%s",
       (unsigned)o->device.index, d->deterministic ? "deterministic" : "threaded",
       (unsigned)cubert__cpu_executor_worker_count(d->executor), (unsigned)o->device.max_streams,
+      d->helpers ? (unsigned)cpu_helpers_count(d->helpers) : 0u,
       o->memory_config.kind == CUBERT_MEMORY_CONFIGURATION_EXCLUSIVE_PAGES ? "exclusive-pages"
       : o->memory_config.kind == CUBERT_MEMORY_CONFIGURATION_CUSTOM        ? "custom"
                                                                            : "sub-slices",

@@ -460,6 +460,7 @@ static cubert_status_t cpu_stream_create(void *self, uint32_t index,
    * communication streams (the last two) do not */
   s->propagates = index + 2u < d->stream_count;
   s->device_index = d->device_index;
+  if (d->helpers) cpu_helpers_register(d->helpers, s);
   cpu_sim_set_stream(d, index, s);
   *out_stream = (cubert_driver_stream_t *)(void *)s;
   return CUBERT_STATUS_OK;
@@ -627,6 +628,7 @@ static void cpu_destroy(void *self) {
     d->all_events = ev->all;
     cubert_allocator_free(d->allocator, ev, sizeof(*ev), 0);
   }
+  cpu_helpers_destroy(d->helpers); /* every stream is gone */
   cubert__cpu_executor_destroy(d->executor);
   if (d->solo) {
     uint32_t i;

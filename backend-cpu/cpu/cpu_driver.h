@@ -16,6 +16,7 @@
 #include "cubert/cpu.h"
 #include "cubert/sim.h"
 #include "cpu/cpu_executor.h"
+#include "cpu/cpu_helpers.h"
 #include "cpu/cpu_stream.h"
 #include "kernel/cpu_kernel.h"
 
@@ -36,6 +37,10 @@ typedef struct cpu_device_t {
   uint32_t stream_count;  /* max_streams + 2: regular, GC, communication */
   cpu_stream_t **streams; /* by index, NULL until created */
   cubert_cpu_executor_t *executor;
+  /* threaded mode: the stream helpers (cpu_helpers.h) that run the ops of
+   * streams whose worker sleeps; NULL: none (options.stream_helpers NONE,
+   * deterministic mode) */
+  cpu_helpers_t *helpers;
   /* events: a free list, and every event made (freed at destroy) */
   pthread_mutex_t events_mutex;
   cpu_event_t *free_events;

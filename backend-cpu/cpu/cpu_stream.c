@@ -2,6 +2,8 @@
 /* backend-cpu/cpu/cpu_stream.c: simulated streams (see cpu_stream.h). */
 #include "cpu/cpu_stream.h"
 
+#include "cpu/cpu_helpers.h"
+
 #include "os/os_obs.h"
 #include "os/os_thread.h"
 
@@ -187,21 +189,41 @@ static int claimable_work(cpu_stream_t *s) {
          !__atomic_load_n(&s->test_hold_worker, __ATOMIC_RELAXED);
 }
 
+/* The stream may be offered to the device's helpers (cpu_helpers.h): it
+ * has some, it carries no collective, and no test holds its worker. */
+static int helpers_take_it(cpu_stream_t *s) {
+  return s->helpers && !__atomic_load_n(&s->worker_only, __ATOMIC_RELAXED) &&
+         !__atomic_load_n(&s->test_hold_worker, __ATOMIC_RELAXED);
+}
+
+/* Offer the stream to the helpers, once until one takes it (`offered`,
+ * cleared by the taker before it reads the tail). */
+static void offer_to_helpers(cpu_stream_t *s) {
+  if (!__atomic_exchange_n(&s->offered, 1u, __ATOMIC_SEQ_CST)) cpu_helpers_offer(s->helpers, s);
+}
+
+/* The worker sleeps with committed work: the helpers, or wake the worker. */
+static void wake_consumer(cpu_stream_t *s) {
+  if (helpers_take_it(s)) {
+    offer_to_helpers(s);
+    return;
+  }
+  pthread_mutex_lock(&s->mutex);
+  pthread_cond_signal(&s->cond_work);
+  pthread_mutex_unlock(&s->mutex);
+}
+
 /* Give the role back; if committed work is left and the worker sleeps (it
- * went to sleep while this thread held the role), wake it: the worker
- * stores `sleeping` before it reads `consumer`, this thread stores
- * `consumer` before it reads `sleeping` (both seq_cst), so one sees the
- * other. */
+ * went to sleep while this thread held the role), wake it (or offer the
+ * stream to the helpers): the worker stores `sleeping` before it reads
+ * `consumer`, this thread stores `consumer` before it reads `sleeping`
+ * (both seq_cst), so one sees the other. */
 static void role_release(cpu_stream_t *s) {
   uint64_t h;
   __atomic_store_n(&s->consumer, 0u, __ATOMIC_SEQ_CST);
   if (!__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST)) return;
   h = load_head(s);
-  if (__atomic_load_n(&s->tail, __ATOMIC_SEQ_CST) > h) {
-    pthread_mutex_lock(&s->mutex);
-    pthread_cond_signal(&s->cond_work);
-    pthread_mutex_unlock(&s->mutex);
-  }
+  if (__atomic_load_n(&s->tail, __ATOMIC_SEQ_CST) > h) wake_consumer(s);
 }
 
 /* The idle worker's look for work (cubert__os_backoff_wait's condition):
@@ -354,6 +376,8 @@ static bool stream_idle_fn(void *arg) { return cpu_stream_idle((cpu_stream_t *)a
 
 void cpu_stream_deinitialize(cpu_stream_t *s) {
   if (!s->started) return;
+  /* no helper uses the stream from here on; the worker runs what is left */
+  if (s->helpers) cpu_helpers_unregister(s->helpers, s);
   if (s->deterministic) {
     /* run what is queued (other streams' steps too, in the chooser's order);
      * a deadlock cannot hold the teardown: the rest runs in order */
@@ -460,14 +484,56 @@ void cpu_stream_publish(cpu_stream_t *s) {
   while (p < t &&
          !__atomic_compare_exchange_n(&s->published, &p, t, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
   }
+  if (!__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST)) return;
+  /* the worker sleeps: an awake helper runs the ops, no wake-up (64 streams
+   * from one thread found 64 sleeping workers, one wake-up per launch) */
+  if (helpers_take_it(s)) {
+    offer_to_helpers(s);
+    return;
+  }
   /* one signal per sleep: a burst of commits that find the worker asleep
    * (it needs a while to be scheduled) makes one system call, not one each */
-  if (__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST) &&
-      !__atomic_exchange_n(&s->wake_sent, 1u, __ATOMIC_SEQ_CST)) {
+  if (!__atomic_exchange_n(&s->wake_sent, 1u, __ATOMIC_SEQ_CST)) {
     pthread_mutex_lock(&s->mutex);
     pthread_cond_signal(&s->cond_work);
     pthread_mutex_unlock(&s->mutex);
   }
+}
+
+void cpu_stream_wake_worker(cpu_stream_t *s) {
+  __atomic_store_n(&s->offered, 0u, __ATOMIC_SEQ_CST);
+  pthread_mutex_lock(&s->mutex);
+  pthread_cond_signal(&s->cond_work);
+  pthread_mutex_unlock(&s->mutex);
+}
+
+int cpu_stream_help_ops(cpu_stream_t *s, uint32_t max_ops) {
+  uint32_t n = 0;
+  uint64_t t;
+  int blocked = 0;
+  /* cleared before the tail is read: an offer skipped because it saw the
+   * flag still set committed its op before, so the read below sees it */
+  __atomic_store_n(&s->offered, 0u, __ATOMIC_SEQ_CST);
+  if (!role_claim(s)) return 0; /* its holder runs them; its release offers what it leaves */
+  t = __atomic_load_n(&s->tail, __ATOMIC_SEQ_CST);
+  while (s->head < t) {
+    cpu_op_t *op = &s->ring[s->head % s->ring_size];
+    if (op->wait_stream && !point_done(op->wait_stream, op->wait_seq)) {
+      blocked = 1; /* a wait that could block: the worker's */
+      break;
+    }
+    run_head(s, op);
+    if (++n >= max_ops) break;
+    if (s->head == t) t = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+  }
+  if (n) __atomic_store_n(&s->helper_ops, s->helper_ops + n, __ATOMIC_RELAXED); /* holder only */
+  if (blocked) {
+    __atomic_store_n(&s->consumer, 0u, __ATOMIC_SEQ_CST);
+    cpu_stream_wake_worker(s);
+  } else {
+    role_release(s); /* more committed meanwhile, or max_ops: offered again */
+  }
+  return n != 0;
 }
 
 uint64_t cpu_stream_commit(cpu_stream_t *s) {

@@ -71,6 +71,7 @@
 
 typedef struct cpu_stream_t cpu_stream_t;
 typedef struct cpu_op_t cpu_op_t;
+struct cpu_helpers_t; /* cpu_helpers.h */
 
 /* Deterministic mode: the owner's step loop, run on a thread that must wait
  * (a point, room in the ring, teardown): steps until done(arg), OK, or
@@ -121,6 +122,7 @@ struct cpu_stream_t {
   uint64_t published_seen; /* the producer's last publication */
   char pad_published_[CPU_STREAM_LINE];
   uint64_t published; /* atomic: ops below it are visible to the worker */
+  uint32_t offered;   /* atomic: offered to the helpers, not taken yet (one offer at a time) */
   char pad_consumer_[CPU_STREAM_LINE];
   /* The consumer's fields: written by the holder of the consumer role only
    * (atomic stores: other threads read them). */
@@ -132,6 +134,11 @@ struct cpu_stream_t {
   cubert_os_backoff_t worker_backoff; /* the worker's idle wait */
   cubert_os_backoff_t host_backoff;   /* host waiters' waits (shared, a hint) */
   uint64_t helped;                    /* atomic: ops run by waiting host threads (statistics) */
+  uint64_t helper_ops;                /* atomic: ops run by the device's helpers (statistics) */
+  /* The device's stream helpers (cpu_helpers.h), NULL: none. A commit that
+   * finds the worker asleep offers the stream to them instead of waking it.
+   * Set by cpu_helpers_register before the stream is used. */
+  struct cpu_helpers_t *helpers;
   int worker_only;                    /* atomic: waiting host threads never run its ops */
   /* atomic, tests only: while set the worker claims no op (as a worker that
    * is never scheduled); clearing it wakes nothing */
@@ -188,6 +195,16 @@ uint64_t cpu_stream_commit(cpu_stream_t *stream);
 /* Make every committed op visible to the worker (and wake it if it sleeps).
  * Any thread; lock-free except the wake. */
 void cpu_stream_publish(cpu_stream_t *stream);
+
+/* A stream helper's turn (cpu_helpers.c) after it took the stream's offer:
+ * if the consumer role is free, run the committed ops in order, at most
+ * max_ops, stopping before a wait op whose point is not done (the worker is
+ * then woken for it: a helper never blocks). True when it ran an op.
+ * Thread-safe. */
+int cpu_stream_help_ops(cpu_stream_t *stream, uint32_t max_ops);
+/* Wake the stream's worker for its committed ops (an offer the helpers
+ * hand back). Thread-safe; takes the stream's mutex. */
+void cpu_stream_wake_worker(cpu_stream_t *stream);
 
 /* From now on only the stream's worker runs its ops (a waiting host thread
  * does not help): for a stream whose ops may block on other threads (a

@@ -85,7 +85,20 @@ typedef struct cubert_cpu_options_t {
    * power of two from 1 to 64; 0: CUBERT_CPU_PLANE_DIM, else 32 (a warp).
    * Another size than 32 is a test mode: a kernel that assumes 32 fails. */
   uint32_t plane_dim;
+  /* Stream helpers (docs/streams.md, "Stream helpers"): threads shared by
+   * the device's streams that run the ops of a stream whose own worker
+   * sleeps, so that launches spread over many streams (more than the cores)
+   * do not wake a worker each. 0: CUBERT_CPU_STREAM_HELPERS, else online
+   * CPUs / 4, at least 1, at most 8; CUBERT_CPU_STREAM_HELPERS_NONE: none
+   * (every stream's worker alone, as before); at most 64. Deterministic
+   * mode has none. */
+  uint32_t stream_helpers;
 } cubert_cpu_options_t;
+
+/* cubert_cpu_options_t.stream_helpers: no stream helper. */
+#define CUBERT_CPU_STREAM_HELPERS_NONE 0xFFFFFFFFu
+/* The most stream helpers a device may have. */
+#define CUBERT_CPU_STREAM_HELPERS_MAX 64u
 
 /* Defaults for every field (zeros mean "default" too). Reads no
  * environment variable: cubert_cpu_client_create does, for the fields left

@@ -163,6 +163,8 @@ TEST(hostenv_invalid_values_fail_the_create) {
       {"CUBERT_CPU_SEED", "18446744073709551616", "unsigned 64-bit"},
       {"CUBERT_MEMORY", "huge", "sub-slices or exclusive-pages"},
       {"CUBERT_TRACE_BUFFER", "8", "16 to 16777216"},
+      {"CUBERT_CPU_STREAM_HELPERS", "65", "0 (none) to 64"},
+      {"CUBERT_CPU_STREAM_HELPERS", "two", "0 (none) to 64"},
   };
   counting_allocator_t c;
   cubert_allocator_t a = counting_allocator_initialize(&c);
