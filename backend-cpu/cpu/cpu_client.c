@@ -134,8 +134,7 @@ static cubert_status_t check_options(cubert_cpu_options_t *o, const cubert_cpu_o
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2,
                             "stream_helpers above the limit");
   }
-  if (!o->stream_helpers) /* a quarter of the cores, 1 to 8 */
-    o->stream_helpers = cpus >= 8 ? (cpus >= 32 ? 8u : (uint32_t)(cpus / 4)) : 1u;
+  if (!o->stream_helpers) o->stream_helpers = CUBERT_CPU_STREAM_HELPERS_NONE; /* off by default */
   return CUBERT_STATUS_OK;
 }
 

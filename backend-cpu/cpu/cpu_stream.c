@@ -509,13 +509,13 @@ void cpu_stream_wake_worker(cpu_stream_t *s) {
 
 int cpu_stream_help_ops(cpu_stream_t *s, uint32_t max_ops) {
   uint32_t n = 0;
-  uint64_t t;
+  uint64_t t, t0;
   int blocked = 0;
   /* cleared before the tail is read: an offer skipped because it saw the
    * flag still set committed its op before, so the read below sees it */
   __atomic_store_n(&s->offered, 0u, __ATOMIC_SEQ_CST);
   if (!role_claim(s)) return 0; /* its holder runs them; its release offers what it leaves */
-  t = __atomic_load_n(&s->tail, __ATOMIC_SEQ_CST);
+  t = t0 = __atomic_load_n(&s->tail, __ATOMIC_SEQ_CST);
   while (s->head < t) {
     cpu_op_t *op = &s->ring[s->head % s->ring_size];
     if (op->wait_stream && !point_done(op->wait_stream, op->wait_seq)) {
@@ -527,11 +527,16 @@ int cpu_stream_help_ops(cpu_stream_t *s, uint32_t max_ops) {
     if (s->head == t) t = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
   }
   if (n) __atomic_store_n(&s->helper_ops, s->helper_ops + n, __ATOMIC_RELAXED); /* holder only */
-  if (blocked) {
+  /* blocked, or hot: more ops were committed while this helper ran (or it
+   * ran max_ops): the stream's own worker takes over (it batches, and stays
+   * awake while launches keep coming); a cold stream (one op now and then,
+   * the many-streams case) stays the helpers' */
+  if (blocked || n >= max_ops || __atomic_load_n(&s->tail, __ATOMIC_SEQ_CST) > t0) {
     __atomic_store_n(&s->consumer, 0u, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&s->helper_handoffs, 1u, __ATOMIC_RELAXED);
     cpu_stream_wake_worker(s);
   } else {
-    role_release(s); /* more committed meanwhile, or max_ops: offered again */
+    role_release(s); /* a commit racing with the release: offered again */
   }
   return n != 0;
 }

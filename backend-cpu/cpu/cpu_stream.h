@@ -135,6 +135,7 @@ struct cpu_stream_t {
   cubert_os_backoff_t host_backoff;   /* host waiters' waits (shared, a hint) */
   uint64_t helped;                    /* atomic: ops run by waiting host threads (statistics) */
   uint64_t helper_ops;                /* atomic: ops run by the device's helpers (statistics) */
+  uint64_t helper_handoffs;           /* atomic: helpers that woke the worker (statistics) */
   /* The device's stream helpers (cpu_helpers.h), NULL: none. A commit that
    * finds the worker asleep offers the stream to them instead of waking it.
    * Set by cpu_helpers_register before the stream is used. */
@@ -199,8 +200,9 @@ void cpu_stream_publish(cpu_stream_t *stream);
 /* A stream helper's turn (cpu_helpers.c) after it took the stream's offer:
  * if the consumer role is free, run the committed ops in order, at most
  * max_ops, stopping before a wait op whose point is not done (the worker is
- * then woken for it: a helper never blocks). True when it ran an op.
- * Thread-safe. */
+ * then woken for it: a helper never blocks). A stream that is hot (ops
+ * committed while the helper ran them, or max_ops reached) is handed to its
+ * worker too. True when it ran an op. Thread-safe. */
 int cpu_stream_help_ops(cpu_stream_t *stream, uint32_t max_ops);
 /* Wake the stream's worker for its committed ops (an offer the helpers
  * hand back). Thread-safe; takes the stream's mutex. */

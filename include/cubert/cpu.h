@@ -88,10 +88,12 @@ typedef struct cubert_cpu_options_t {
   /* Stream helpers (docs/streams.md, "Stream helpers"): threads shared by
    * the device's streams that run the ops of a stream whose own worker
    * sleeps, so that launches spread over many streams (more than the cores)
-   * do not wake a worker each. 0: CUBERT_CPU_STREAM_HELPERS, else online
-   * CPUs / 4, at least 1, at most 8; CUBERT_CPU_STREAM_HELPERS_NONE: none
-   * (every stream's worker alone, as before); at most 64. Deterministic
-   * mode has none. */
+   * do not wake a worker each (measured: docs/benchmarks.md, "Stream
+   * helpers": 64 streams from one thread 3-4x faster with 4 helpers on 16
+   * cores, but 8 threads on their own busy streams launch 2x slower, so
+   * they are off by default). 0: CUBERT_CPU_STREAM_HELPERS, else none;
+   * 1..64: that many; CUBERT_CPU_STREAM_HELPERS_NONE: none whatever the
+   * environment. Deterministic mode has none. */
   uint32_t stream_helpers;
 } cubert_cpu_options_t;
 
