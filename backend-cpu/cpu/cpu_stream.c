@@ -477,7 +477,9 @@ cpu_op_t *cpu_stream_reserve(cpu_stream_t *s) {
   return op;
 }
 
-void cpu_stream_publish(cpu_stream_t *s) {
+/* Publish; `producer`: the caller is the stream's producer (a commit),
+ * which may wake a hot stream's worker itself (see below). */
+static void publish(cpu_stream_t *s, int producer) {
   uint64_t t = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
   uint64_t p = __atomic_load_n(&s->published, __ATOMIC_RELAXED);
   /* published only grows: a publisher with an older tail loses the race */
@@ -485,12 +487,19 @@ void cpu_stream_publish(cpu_stream_t *s) {
          !__atomic_compare_exchange_n(&s->published, &p, t, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
   }
   if (!__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST)) return;
-  /* the worker sleeps: an awake helper runs the ops, no wake-up (64 streams
-   * from one thread found 64 sleeping workers, one wake-up per launch) */
-  if (helpers_take_it(s)) {
+  if (s->helpers && __atomic_load_n(&s->wake_sent, __ATOMIC_SEQ_CST))
+    return; /* the worker is being woken: it runs the ops */
+  /* the worker sleeps: an awake helper runs the ops of a cold stream, no
+   * wake-up (64 streams from one thread found 64 sleeping workers, one
+   * wake-up per launch). A hot stream (its producer saw the worker awake at
+   * the commit before: it fell asleep between bursts) gets its worker back,
+   * woken here: a hop through a helper costs busy streams more than it
+   * saves (docs/benchmarks.md, "Stream helpers"). */
+  if (helpers_take_it(s) && (!producer || s->producer_saw_asleep)) {
     offer_to_helpers(s);
     return;
   }
+  if (producer) s->producer_saw_asleep = 1;
   /* one signal per sleep: a burst of commits that find the worker asleep
    * (it needs a while to be scheduled) makes one system call, not one each */
   if (!__atomic_exchange_n(&s->wake_sent, 1u, __ATOMIC_SEQ_CST)) {
@@ -499,6 +508,8 @@ void cpu_stream_publish(cpu_stream_t *s) {
     pthread_mutex_unlock(&s->mutex);
   }
 }
+
+void cpu_stream_publish(cpu_stream_t *s) { publish(s, 0); }
 
 void cpu_stream_wake_worker(cpu_stream_t *s) {
   __atomic_store_n(&s->offered, 0u, __ATOMIC_SEQ_CST);
@@ -551,9 +562,15 @@ uint64_t cpu_stream_commit(cpu_stream_t *s) {
   /* publish a full batch, or wake a sleeping worker (a relaxed look: a
    * sleep that begins right now is caught by the next publish, which every
    * wait does first, or at the end of the worker's first, 1 ms sleep) */
-  if (t - s->published_seen >= CPU_STREAM_BATCH || __atomic_load_n(&s->sleeping, __ATOMIC_RELAXED)) {
+  if (__atomic_load_n(&s->sleeping, __ATOMIC_RELAXED)) {
     s->published_seen = t;
-    cpu_stream_publish(s);
+    publish(s, 1);
+  } else {
+    if (s->producer_saw_asleep) s->producer_saw_asleep = 0; /* the producer's own line */
+    if (t - s->published_seen >= CPU_STREAM_BATCH) {
+      s->published_seen = t;
+      publish(s, 1);
+    }
   }
   return t;
 }

@@ -120,6 +120,7 @@ struct cpu_stream_t {
   uint64_t head_seen; /* the producer's last read of the worker's progress */
   int prefetch_write;  /* cubert__os_cpu_has_prefetch_write() */
   uint64_t published_seen; /* the producer's last publication */
+  int producer_saw_asleep; /* the producer's: its last commit found the worker asleep */
   char pad_published_[CPU_STREAM_LINE];
   uint64_t published; /* atomic: ops below it are visible to the worker */
   uint32_t offered;   /* atomic: offered to the helpers, not taken yet (one offer at a time) */

@@ -88,6 +88,11 @@ static void reset(void) {
   g_in_gate = 0;
 }
 
+/* A cold stream: its producer's last commit found the worker asleep (one op
+ * now and then), so the next commit that finds it asleep offers the stream
+ * to the helpers instead of waking the worker (a hot stream's). */
+static void cold(cpu_stream_t *s) { s->producer_saw_asleep = 1; }
+
 static void start(cpu_stream_t *s, cubert_allocator_t a, uint32_t slot, cpu_helpers_t *h) {
   CHECK_OK(cpu_stream_initialize(s, a, slot, NULL, 0));
   if (h) cpu_helpers_register(h, s);
@@ -110,6 +115,7 @@ TEST(cpu_helpers_run_the_ops_of_a_stream_whose_worker_sleeps) {
   CHECK(s.helpers == h);
   for (i = 0; i < 10; i++) {
     CHECK(asleep_within(&s));
+    cold(&s);
     seq = commit_op(&s, count_run);
     CHECK(completed_within(&s, seq));
   }
@@ -144,12 +150,14 @@ TEST(cpu_helpers_hand_a_blocked_wait_to_the_worker) {
   cpu_stream_publish(&b_s);
   CHECK(in_gate_within(1));
   CHECK(asleep_within(&a_s));
+  cold(&a_s);
   (void)commit_wait(&a_s, &b_s, b_seq);
   a_seq = commit_op(&a_s, count_run);
   sleep_ms(20);
   CHECK_EQ_U64(completed(&a_s), 0); /* waits for b */
   CHECK_EQ_U64(helper_ops(&a_s), 0); /* the helper did not run the wait */
   CHECK(asleep_within(&c_s));
+  cold(&c_s);
   c_seq = commit_op(&c_s, count_run); /* the helper is not stuck in a's wait */
   CHECK(completed_within(&c_s, c_seq));
   CHECK_EQ_U64(completed(&a_s), 0);
@@ -183,6 +191,7 @@ TEST(cpu_helpers_busy_helpers_hand_offers_to_the_workers) {
   for (i = 0; i < 20 && !helper_ran; i++) {
     CHECK(asleep_within(&a_s));
     __atomic_store_n(&g_gate, 0u, __ATOMIC_SEQ_CST);
+    cold(&a_s);
     a_seq = commit_op(&a_s, gated_run);
     CHECK(in_gate_within(1));
     if (!__atomic_load_n(&a_s.sleeping, __ATOMIC_SEQ_CST)) {
@@ -193,6 +202,7 @@ TEST(cpu_helpers_busy_helpers_hand_offers_to_the_workers) {
     }
     helper_ran = 1;
     CHECK(asleep_within(&c_s));
+    cold(&c_s);
     c_seq = commit_op(&c_s, count_run);
     CHECK(completed_within(&c_s, c_seq)); /* while a's op still runs */
     CHECK_EQ_U64(completed(&a_s), a_seq - 1u);
@@ -205,6 +215,33 @@ TEST(cpu_helpers_busy_helpers_hand_offers_to_the_workers) {
   CHECK(helper_ran);
   cpu_stream_deinitialize(&c_s);
   cpu_stream_deinitialize(&a_s);
+  cpu_helpers_destroy(h);
+  CHECK_EQ_U64(ca.live_blocks, 0);
+  counting_allocator_destroy(&ca);
+}
+
+/* A hot stream (its producer's last commit found the worker awake: it fell
+ * asleep between bursts) is not offered: the commit wakes its worker, which
+ * runs the op; no helper takes part. */
+TEST(cpu_helpers_leave_a_hot_stream_to_its_worker) {
+  static cpu_stream_t s;
+  counting_allocator_t ca;
+  cubert_allocator_t a = counting_allocator_initialize(&ca);
+  cpu_helpers_t *h = NULL;
+  uint64_t seq;
+  reset();
+  CHECK_OK(cpu_helpers_create(a, 2, 4, &h));
+  start(&s, a, 0, h);
+  CHECK(asleep_within(&s));
+  s.producer_saw_asleep = 0; /* the last commit found it awake */
+  seq = commit_op(&s, count_run);
+  CHECK(s.producer_saw_asleep); /* this one found it asleep */
+  CHECK(completed_within(&s, seq));
+  CHECK_EQ_U64(runs(), 1);
+  CHECK_EQ_U64(helper_ops(&s), 0);
+  CHECK_EQ_U64(cpu_helpers_served(h), 0);
+  CHECK_EQ_U64(__atomic_load_n(&s.offered, __ATOMIC_SEQ_CST), 0);
+  cpu_stream_deinitialize(&s);
   cpu_helpers_destroy(h);
   CHECK_EQ_U64(ca.live_blocks, 0);
   counting_allocator_destroy(&ca);
@@ -224,6 +261,7 @@ TEST(cpu_helpers_never_take_a_worker_only_stream) {
   cpu_stream_set_worker_only(&s);
   for (i = 0; i < 3; i++) {
     CHECK(asleep_within(&s));
+    cold(&s);
     seq = commit_op(&s, count_run);
     CHECK(completed_within(&s, seq));
   }
