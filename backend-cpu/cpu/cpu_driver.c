@@ -437,6 +437,27 @@ static void cpu_plan_destroy(void *self, cubert_driver_plan_t *plan) {
 
 /* ---- streams --------------------------------------------------------------------------- */
 
+/* What a stream helper may run (cpu_helpers.h): ops whose cost is small and
+ * bounded by their record: a one-cube launch (a static count of 1: one
+ * thread's work, like the launch path's own), a copy of at most 256 KiB, a
+ * free, a satisfied wait. Recorded sequences, many-cube launches (the
+ * executor's workers join in), big copies and collectives are the
+ * worker's. */
+#define CPU_HELPER_COPY_MAX (256u * 1024u)
+static int cpu_op_small(const cpu_op_t *op) {
+  const void *payload = op->payload;
+  if (!op->run || op->run == free_run) return 1;
+  if (op->run == launch_run) {
+    const cpu_kernel_launch_t *l = (const cpu_kernel_launch_t *)payload;
+    return !l->dynamic && l->count.x == 1u && l->count.y == 1u && l->count.z == 1u;
+  }
+  if (op->run == copy_run) {
+    const copy_op_t *c = (const copy_op_t *)payload;
+    return c->height <= CPU_HELPER_COPY_MAX && c->width * c->height <= CPU_HELPER_COPY_MAX;
+  }
+  return 0;
+}
+
 static cubert_status_t cpu_stream_create(void *self, uint32_t index,
                                          cubert_driver_stream_t **out_stream,
                                          cubert_error_t *out_error) {
@@ -460,6 +481,7 @@ static cubert_status_t cpu_stream_create(void *self, uint32_t index,
    * communication streams (the last two) do not */
   s->propagates = index + 2u < d->stream_count;
   s->device_index = d->device_index;
+  s->op_small = cpu_op_small;
   if (d->helpers) cpu_helpers_register(d->helpers, s);
   cpu_sim_set_stream(d, index, s);
   *out_stream = (cubert_driver_stream_t *)(void *)s;

@@ -6,12 +6,21 @@
 
 #include "cpu/cpu_stream.h"
 
-/* One helper: its thread and its hazard pointer, on lines of its own. */
+/* An awake helper that found no work this long sleeps. */
+#define HELPERS_IDLE_NS 200000u
+/* A gap this long between two passes: the helper was descheduled (more
+ * runnable threads than cores): it sleeps at once (as os_thread.h's
+ * backoff). */
+#define HELPERS_GAP_NS 20000u
+/* A helper's first sleep is bounded (see cpu_helpers.h, "Waking"). */
+#define HELPERS_FIRST_SLEEP_NS 1000000u
+
+/* One helper: its thread and its epoch, on lines of its own. */
 typedef struct cpu_helper_t {
   cubert_os_thread_t thread;
   struct cpu_helpers_t *helpers;
-  cpu_stream_t *hazard; /* atomic: the stream this helper is about to use or uses */
-  uint32_t next_word;   /* where its next scan starts (fairness) */
+  uint64_t epoch;     /* atomic: odd while it looks at registered streams */
+  uint32_t next_slot; /* where its next pass starts (fairness) */
   unsigned char pad_[64];
 } cpu_helper_t;
 
@@ -20,135 +29,128 @@ struct cpu_helpers_t {
   uint32_t count;
   uint32_t started;       /* threads started (teardown joins these) */
   uint32_t stream_count;
-  uint32_t words;         /* of `ready` */
   cpu_stream_t **streams; /* atomic entries: registered streams by slot */
   cpu_helper_t *helper;   /* count entries, 64-aligned */
   cubert_os_mutex_t mutex;
   cubert_os_cond_t cond;  /* helpers sleep here */
-  cubert_os_backoff_t backoff;
   int running;            /* atomic */
   uint64_t served;        /* atomic (statistics) */
   uint64_t handed_back;   /* atomic (statistics) */
-  unsigned char pad_state_[64];
-  uint32_t idle;          /* atomic: helpers awake and looking for offers */
-  uint32_t asleep;        /* atomic: helpers waiting on cond (under mutex) */
-  unsigned char pad_ready_[64];
-  uint64_t ready[(CPU_STREAM_MAX_INDEX + 63) / 64]; /* atomic: offered slots */
+  unsigned char pad_awake_[64];
+  /* read by producers on every commit that finds a worker asleep: written
+   * only when a helper falls asleep or wakes */
+  uint32_t awake;  /* atomic: helpers not asleep */
+  uint32_t asleep; /* atomic: helpers waiting on cond (under mutex) */
+  unsigned char pad_busy_[64];
+  uint32_t busy; /* atomic: helpers running ops (the helpers' own line) */
+  unsigned char pad_end_[64];
 };
 
-static int any_ready(cpu_helpers_t *h) {
-  uint32_t w;
-  for (w = 0; w < h->words; w++)
-    if (__atomic_load_n(&h->ready[w], __ATOMIC_SEQ_CST)) return 1;
-  return 0;
+static cpu_stream_t *registered(cpu_helpers_t *h, uint32_t slot) {
+  return __atomic_load_n(&h->streams[slot], __ATOMIC_SEQ_CST); /* after the epoch's entry */
 }
 
-/* Take the offer of `slot` (its bit), true when it was there. */
-static int take(cpu_helpers_t *h, uint32_t slot) {
-  uint64_t bit = 1ull << (slot & 63u);
-  return (__atomic_fetch_and(&h->ready[slot >> 6], ~bit, __ATOMIC_SEQ_CST) & bit) != 0;
-}
+static void epoch_enter(cpu_helper_t *me) { __atomic_add_fetch(&me->epoch, 1u, __ATOMIC_SEQ_CST); }
+static void epoch_leave(cpu_helper_t *me) { __atomic_add_fetch(&me->epoch, 1u, __ATOMIC_RELEASE); }
 
-/* The registered stream of `slot`, announced in *hazard (NULL: gone; the
- * caller clears *hazard when done). */
-static cpu_stream_t *protect(cpu_helpers_t *h, cpu_stream_t **hazard, uint32_t slot) {
-  cpu_stream_t *s = __atomic_load_n(&h->streams[slot], __ATOMIC_ACQUIRE);
-  if (!s) return NULL;
-  __atomic_store_n(hazard, s, __ATOMIC_SEQ_CST);
-  if (__atomic_load_n(&h->streams[slot], __ATOMIC_SEQ_CST) == s) return s;
-  __atomic_store_n(hazard, NULL, __ATOMIC_RELEASE);
-  return NULL;
-}
-
-/* Every helper busy (none idle, none asleep): the offers still pending go to
- * their streams' workers, so none waits behind a helper's long op. */
-static void hand_pending_to_workers(cpu_helper_t *me) {
-  cpu_helpers_t *h = me->helpers;
-  uint32_t w;
-  for (w = 0; w < h->words; w++) {
-    uint64_t bits = __atomic_load_n(&h->ready[w], __ATOMIC_SEQ_CST);
-    while (bits) {
-      uint32_t slot = w * 64u + (uint32_t)__builtin_ctzll(bits);
-      cpu_stream_t *s;
-      bits &= bits - 1u;
-      if (!take(h, slot)) continue;
-      s = protect(h, &me->hazard, slot);
-      if (!s) continue;
-      cpu_stream_wake_worker(s);
-      __atomic_store_n(&me->hazard, NULL, __ATOMIC_RELEASE);
-      __atomic_add_fetch(&h->handed_back, 1u, __ATOMIC_RELAXED);
-    }
-  }
-}
-
-/* A helper about to run ops: if offers are pending and no helper is left
- * idle, wake a sleeping one, or (all busy) hand them to their workers.
- * Dekker with cpu_helpers_offer: the helper decremented `idle` before this
- * look at `ready`, an offer sets `ready` before its look at `idle`. */
-static void keep_offers_moving(cpu_helper_t *me) {
-  cpu_helpers_t *h = me->helpers;
-  int wake_sleeper = 0;
-  if (!any_ready(h) || __atomic_load_n(&h->idle, __ATOMIC_SEQ_CST) != 0) return;
+/* Wake one sleeping helper, if any sleeps. */
+static void wake_one(cpu_helpers_t *h) {
   cubert__os_mutex_lock(&h->mutex);
-  if (__atomic_load_n(&h->asleep, __ATOMIC_SEQ_CST)) {
-    cubert__os_cond_signal(&h->cond);
-    wake_sleeper = 1;
-  }
+  if (__atomic_load_n(&h->asleep, __ATOMIC_SEQ_CST)) cubert__os_cond_signal(&h->cond);
   cubert__os_mutex_unlock(&h->mutex);
-  if (!wake_sleeper) hand_pending_to_workers(me);
 }
 
-static void serve(cpu_helper_t *me, uint32_t slot) {
+/* Run the stream's ops if it is the helpers' (see cpu_stream_help_ops);
+ * true when it ran some. */
+static int serve(cpu_helper_t *me, cpu_stream_t *s) {
   cpu_helpers_t *h = me->helpers;
-  cpu_stream_t *s = protect(h, &me->hazard, slot);
-  if (!s) return;
-  if (cpu_stream_help_ops(s, CPU_HELPERS_BATCH)) __atomic_add_fetch(&h->served, 1u, __ATOMIC_RELAXED);
-  __atomic_store_n(&me->hazard, NULL, __ATOMIC_RELEASE);
+  int ran;
+  /* the last free helper going busy keeps one awake if it can, so that a
+   * long op here does not hold up the other streams (cpu_helpers.h) */
+  if (__atomic_add_fetch(&h->busy, 1u, __ATOMIC_SEQ_CST) >=
+          __atomic_load_n(&h->awake, __ATOMIC_SEQ_CST) &&
+      __atomic_load_n(&h->asleep, __ATOMIC_SEQ_CST))
+    wake_one(h);
+  ran = cpu_stream_help_ops(s, CPU_HELPERS_BATCH);
+  __atomic_sub_fetch(&h->busy, 1u, __ATOMIC_SEQ_CST);
+  if (ran) __atomic_add_fetch(&h->served, 1u, __ATOMIC_RELAXED);
+  return ran;
 }
 
-/* Take and serve every offer seen in one pass over the bitmap. */
-static void serve_offers(cpu_helper_t *me) {
+/* One pass over the registered streams whose worker sleeps: run the ops
+ * of those with work (published, or committed: cpu_stream_helpers_work).
+ * True when it ran an op. */
+static int pass(cpu_helper_t *me, uint64_t now) {
+  cpu_helpers_t *h = me->helpers;
+  uint32_t i, n = h->stream_count;
+  int found = 0;
+  epoch_enter(me);
+  for (i = 0; i < n; i++) {
+    uint32_t slot = (me->next_slot + i) % n;
+    cpu_stream_t *s = registered(h, slot);
+    if (s && cpu_stream_helpers_work(s, now) && serve(me, s)) found = 1;
+  }
+  epoch_leave(me);
+  me->next_slot = (me->next_slot + 1u) % n;
+  return found;
+}
+
+/* Committed work on a stream the helpers serve (a look, no op run). */
+static int pending(cpu_helper_t *me) {
   cpu_helpers_t *h = me->helpers;
   uint32_t i;
-  for (i = 0; i < h->words; i++) {
-    uint32_t w = (me->next_word + i) % h->words;
-    uint64_t bits = __atomic_load_n(&h->ready[w], __ATOMIC_ACQUIRE);
-    while (bits) {
-      uint32_t slot = w * 64u + (uint32_t)__builtin_ctzll(bits);
-      bits &= bits - 1u;
-      if (!take(h, slot)) continue;
-      __atomic_sub_fetch(&h->idle, 1u, __ATOMIC_SEQ_CST);
-      keep_offers_moving(me);
-      serve(me, slot);
-      __atomic_add_fetch(&h->idle, 1u, __ATOMIC_SEQ_CST);
-    }
+  int any = 0;
+  epoch_enter(me);
+  for (i = 0; i < h->stream_count && !any; i++) {
+    cpu_stream_t *s = registered(h, i);
+    any = s && cpu_stream_helpers_work(s, 0);
   }
-  me->next_word = (me->next_word + 1u) % h->words;
+  epoch_leave(me);
+  return any;
 }
 
-static int look(void *arg) {
-  cpu_helpers_t *h = (cpu_helpers_t *)arg;
-  return any_ready(h) || !__atomic_load_n(&h->running, __ATOMIC_RELAXED);
+/* Sleep until woken (or the first sleep's bound passed) with nothing
+ * pending. Dekker with the producers (cpu_stream_commit): `awake` drops
+ * before the look at the tails; a producer stores its tail before it reads
+ * `awake` (relaxed: a commit racing with this can be missed; the first
+ * sleep is bounded, and its end looks again). */
+static void helper_sleep(cpu_helper_t *me) {
+  cpu_helpers_t *h = me->helpers;
+  int first = 1;
+  cubert__os_mutex_lock(&h->mutex);
+  __atomic_sub_fetch(&h->awake, 1u, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch(&h->asleep, 1u, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&h->running, __ATOMIC_SEQ_CST) && !pending(me)) {
+    if (first) {
+      (void)cubert__os_cond_timed_wait(&h->cond, &h->mutex, HELPERS_FIRST_SLEEP_NS);
+      first = 0;
+    } else {
+      cubert__os_cond_wait(&h->cond, &h->mutex);
+    }
+  }
+  __atomic_sub_fetch(&h->asleep, 1u, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch(&h->awake, 1u, __ATOMIC_SEQ_CST);
+  cubert__os_mutex_unlock(&h->mutex);
 }
 
 static void helper_main(void *arg) {
   cpu_helper_t *me = (cpu_helper_t *)arg;
   cpu_helpers_t *h = me->helpers;
-  for (;;) {
-    if (!cubert__os_backoff_wait(&h->backoff, look, h, UINT64_MAX)) {
-      /* asleep: `idle` drops before the look at `ready` (under the mutex,
-       * which an offer that saw no idle helper takes to signal) */
-      cubert__os_mutex_lock(&h->mutex);
-      __atomic_sub_fetch(&h->idle, 1u, __ATOMIC_SEQ_CST);
-      __atomic_add_fetch(&h->asleep, 1u, __ATOMIC_SEQ_CST);
-      while (__atomic_load_n(&h->running, __ATOMIC_SEQ_CST) && !any_ready(h))
-        cubert__os_cond_wait(&h->cond, &h->mutex);
-      __atomic_sub_fetch(&h->asleep, 1u, __ATOMIC_SEQ_CST);
-      __atomic_add_fetch(&h->idle, 1u, __ATOMIC_SEQ_CST);
-      cubert__os_mutex_unlock(&h->mutex);
+  uint64_t now = cubert__os_clock_ns(), last_work = now, last = now;
+  while (__atomic_load_n(&h->running, __ATOMIC_ACQUIRE)) {
+    int found = pass(me, now ? now : 1u);
+    last = now;
+    now = cubert__os_clock_ns();
+    if (found) {
+      last_work = now;
+      continue;
     }
-    if (!__atomic_load_n(&h->running, __ATOMIC_ACQUIRE)) return;
-    serve_offers(me);
+    if (now - last_work >= HELPERS_IDLE_NS || now - last >= HELPERS_GAP_NS) {
+      helper_sleep(me);
+      now = last_work = cubert__os_clock_ns();
+      continue;
+    }
+    cubert__os_cpu_relax();
   }
 }
 
@@ -184,7 +186,6 @@ cubert_status_t cpu_helpers_create(cubert_allocator_t allocator, uint32_t count,
   h->allocator = allocator;
   h->count = count;
   h->stream_count = stream_count;
-  h->words = (stream_count + 63u) / 64u;
   if (cubert_allocator_malloc_array(allocator, count, sizeof(cpu_helper_t), 64,
                                     (void **)&h->helper, NULL) != CUBERT_STATUS_OK) {
     cubert_allocator_free(allocator, h, sizeof(*h), 64);
@@ -209,16 +210,14 @@ cubert_status_t cpu_helpers_create(cubert_allocator_t allocator, uint32_t count,
     cubert_allocator_free(allocator, h, sizeof(*h), 64);
     return status;
   }
-  cubert__os_backoff_initialize(&h->backoff);
   h->running = 1;
-  h->idle = count; /* each thread starts awake, looking */
+  h->awake = count; /* each thread starts awake, looking */
   for (i = 0; i < count; i++) {
     h->helper[i].helpers = h;
-    h->helper[i].next_word = i % h->words;
+    h->helper[i].next_slot = (i * stream_count) / count;
     status = cubert__os_thread_create(&h->helper[i].thread, helper_main, &h->helper[i], 0);
     if (status != CUBERT_STATUS_OK) {
-      /* the threads not started never count as idle */
-      __atomic_sub_fetch(&h->idle, count - i, __ATOMIC_SEQ_CST);
+      __atomic_sub_fetch(&h->awake, count - i, __ATOMIC_SEQ_CST); /* never started */
       stop_and_join(h);
       helpers_free(h);
       return CUBERT_STATUS_RESOURCE_EXHAUSTED;
@@ -243,28 +242,24 @@ void cpu_helpers_register(cpu_helpers_t *h, cpu_stream_t *s) {
 void cpu_helpers_unregister(cpu_helpers_t *h, cpu_stream_t *s) {
   uint32_t i;
   __atomic_store_n(&h->streams[s->slot], NULL, __ATOMIC_SEQ_CST);
-  (void)take(h, s->slot);
-  for (i = 0; i < h->count; i++)
-    while (__atomic_load_n(&h->helper[i].hazard, __ATOMIC_SEQ_CST) == s) cubert__os_thread_yield();
+  /* a helper in a pass may hold the stream (it read the slot before): wait
+   * for every pass that began before the store to end */
+  for (i = 0; i < h->count; i++) {
+    uint64_t e = __atomic_load_n(&h->helper[i].epoch, __ATOMIC_SEQ_CST);
+    if (e & 1u)
+      while (__atomic_load_n(&h->helper[i].epoch, __ATOMIC_SEQ_CST) == e) cubert__os_thread_yield();
+  }
   s->helpers = NULL;
 }
 
-void cpu_helpers_offer(cpu_helpers_t *h, cpu_stream_t *s) {
-  uint32_t slot = s->slot;
-  int wake_sleeper = 0;
-  __atomic_fetch_or(&h->ready[slot >> 6], 1ull << (slot & 63u), __ATOMIC_SEQ_CST);
-  if (__atomic_load_n(&h->idle, __ATOMIC_SEQ_CST) != 0) return; /* one is looking */
-  cubert__os_mutex_lock(&h->mutex);
-  if (__atomic_load_n(&h->asleep, __ATOMIC_SEQ_CST)) {
-    cubert__os_cond_signal(&h->cond);
-    wake_sleeper = 1;
-  }
-  cubert__os_mutex_unlock(&h->mutex);
-  /* every helper busy: the stream's own worker, unless a helper took it */
-  if (!wake_sleeper && take(h, slot)) {
-    cpu_stream_wake_worker(s);
-    __atomic_add_fetch(&h->handed_back, 1u, __ATOMIC_RELAXED);
-  }
+int cpu_helpers_awake(const cpu_helpers_t *h) {
+  return __atomic_load_n(&h->awake, __ATOMIC_RELAXED) != 0;
+}
+
+void cpu_helpers_wake(cpu_helpers_t *h) { wake_one(h); }
+
+void cpu_helpers_handed_back_one(cpu_helpers_t *h) {
+  __atomic_add_fetch(&h->handed_back, 1u, __ATOMIC_RELAXED);
 }
 
 uint64_t cpu_helpers_served(const cpu_helpers_t *h) {

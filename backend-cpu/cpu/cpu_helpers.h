@@ -1,36 +1,47 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * backend-cpu/cpu/cpu_helpers.h: a CPU device's stream helpers, a few threads
- * shared by all its streams that run the ops of a stream whose own worker
- * sleeps (issue 27: "64 streams from one thread"; docs/streams.md, "Stream
- * helpers").
+ * shared by all its streams that run the ops of cold streams whose own
+ * worker sleeps (issue 27: "64 streams from one thread"; docs/streams.md,
+ * "Stream helpers"). Off by default (cubert_cpu_options_t.stream_helpers).
  *
  * Why: every stream has its worker (cpu_stream.c), which spins a while when
  * idle, then sleeps. A program that spreads launches over more streams than
  * there are cores finds each stream's worker asleep, and every launch paid
- * for waking one (a futex wake, 2 us on a 16-core host: 64 streams cost 10x
- * one stream). A helper that is awake serves any stream: a commit that finds
- * the stream's worker asleep offers the stream to the helpers (a bit in a
- * bitmap) instead of waking the worker, and an idle helper spinning on the
- * bitmap takes the stream's consumer role and runs its ops (the same role a
- * waiting host thread takes: cpu_stream.h, "Who runs the ops").
+ * for waking one (a futex wake, about 2 us on a 16-core host: 64 streams
+ * cost 10x one stream).
  *
- * Rules, so that no op is delayed behind another and none is lost:
- *   - An offer that finds no helper idle wakes a sleeping helper; with every
- *     helper busy it takes its offer back and wakes the stream's own worker
- *     (as without helpers). A helper that takes an offer while others are
- *     pending and no helper is left idle does the same for them. So a long
- *     kernel run by a helper never holds up another stream's op.
- *   - A helper never blocks: it stops at an op whose wait is not satisfied
- *     yet (a cross-stream wait) and hands the stream to its worker; it runs
- *     at most CPU_HELPERS_BATCH ops per offer, then offers the stream again.
+ * How: an awake helper makes passes over the registered streams; a stream
+ * whose worker sleeps and that has published ops not run yet (and, every
+ * 50 us, committed ones: its tail, CPU_STREAM_HELPERS_PULL_NS) is served: the helper takes the stream's
+ * consumer role (the role a waiting host thread takes: cpu_stream.h, "Who
+ * runs the ops") and runs its ops. A commit on a cold stream (its previous
+ * commit found the worker asleep too) then writes nothing shared: no
+ * wake-up, no flag; it publishes every 32 ops as always. A hot stream (the
+ * worker fell asleep between bursts) is woken by its producer as without
+ * helpers, and a helper that finds a stream hot (ops committed while it ran
+ * them) hands it to its worker.
+ *
+ * Rules:
+ *   - A helper never blocks and leaves long ops to the worker: it stops
+ *     before a wait op whose point is not done and before an op the driver
+ *     does not call small (cpu_stream_t.op_small: one-cube launches, small
+ *     copies, frees), and wakes the stream's worker for it. A helper that
+ *     goes busy as the last free one wakes a sleeping helper, if any.
  *   - Streams that carry collectives (worker_only) and streams whose worker a
- *     test holds are never offered.
+ *     test holds are never served.
+ *   - Waking: an awake helper that found nothing for 200 us (or was
+ *     descheduled) sleeps; `awake` drops first, then it looks at every
+ *     stream's tail. A commit on a cold stream that finds no helper awake
+ *     publishes and wakes one. Its look at `awake` is relaxed (no fence on
+ *     the commit): a helper falling asleep at that instant may miss the op,
+ *     so a helper's first sleep lasts at most 1 ms and ends with a look.
  *   - A stream leaves the helpers (cpu_helpers_unregister, at its teardown)
- *     only when no helper uses it: helpers announce the stream they are
- *     about to use (a hazard pointer each) and re-check it is registered.
+ *     only when no helper uses it: helpers look at the registered streams
+ *     inside an epoch (odd while looking); the unregister clears the slot,
+ *     then waits for every epoch in progress to end.
  *
- * Threading: offer and register/unregister are thread-safe; create/destroy
+ * Threading: register/unregister/awake/wake are thread-safe; create/destroy
  * are not (the device's creation and teardown).
  */
 #ifndef CUBERT_CPU_HELPERS_H
@@ -44,7 +55,7 @@ typedef struct cpu_helpers_t cpu_helpers_t;
 
 /* The most helpers a device may have (cubert_cpu_options_t.stream_helpers). */
 #define CPU_HELPERS_MAX 64u
-/* Ops a helper runs per offer before it offers the stream again. */
+/* Ops a helper runs per turn; more means the stream is hot (its worker's). */
 #define CPU_HELPERS_BATCH 64u
 
 /* Start `count` (1..CPU_HELPERS_MAX) helper threads for streams with indexes
@@ -62,14 +73,15 @@ void cpu_helpers_register(cpu_helpers_t *helpers, struct cpu_stream_t *stream);
  * runs its ops to finish them). Thread-safe; blocks briefly. */
 void cpu_helpers_unregister(cpu_helpers_t *helpers, struct cpu_stream_t *stream);
 
-/* A commit found the stream's worker asleep: have a helper run its
- * published ops (see the rules above). Called once per offer by the
- * producer side (cpu_stream.c: the stream's `offered` flag); never blocks
- * beyond a wake-up. */
-void cpu_helpers_offer(cpu_helpers_t *helpers, struct cpu_stream_t *stream);
+/* True when a helper is awake (a relaxed look: cpu_stream_commit's). */
+int cpu_helpers_awake(const cpu_helpers_t *helpers);
+/* Wake one sleeping helper, if any (takes the helpers' mutex). */
+void cpu_helpers_wake(cpu_helpers_t *helpers);
+/* Count a stream a helper handed to its worker (statistics). */
+void cpu_helpers_handed_back_one(cpu_helpers_t *helpers);
 
-/* Statistics (tests): offers the helpers took and ran ops for; offers that
- * went to the stream's worker because every helper was busy. */
+/* Statistics (tests): turns in which a helper ran ops; streams it handed to
+ * their workers. */
 uint64_t cpu_helpers_served(const cpu_helpers_t *helpers);
 uint64_t cpu_helpers_handed_back(const cpu_helpers_t *helpers);
 uint32_t cpu_helpers_count(const cpu_helpers_t *helpers);

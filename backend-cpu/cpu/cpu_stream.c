@@ -189,41 +189,28 @@ static int claimable_work(cpu_stream_t *s) {
          !__atomic_load_n(&s->test_hold_worker, __ATOMIC_RELAXED);
 }
 
-/* The stream may be offered to the device's helpers (cpu_helpers.h): it
- * has some, it carries no collective, and no test holds its worker. */
+/* The helpers may run the stream's ops (cpu_helpers.h): it has some, it
+ * carries no collective, and no test holds its worker. */
 static int helpers_take_it(cpu_stream_t *s) {
   return s->helpers && !__atomic_load_n(&s->worker_only, __ATOMIC_RELAXED) &&
          !__atomic_load_n(&s->test_hold_worker, __ATOMIC_RELAXED);
 }
 
-/* Offer the stream to the helpers, once until one takes it (`offered`,
- * cleared by the taker before it reads the tail). */
-static void offer_to_helpers(cpu_stream_t *s) {
-  if (!__atomic_exchange_n(&s->offered, 1u, __ATOMIC_SEQ_CST)) cpu_helpers_offer(s->helpers, s);
-}
-
-/* The worker sleeps with committed work: the helpers, or wake the worker. */
-static void wake_consumer(cpu_stream_t *s) {
-  if (helpers_take_it(s)) {
-    offer_to_helpers(s);
-    return;
-  }
-  pthread_mutex_lock(&s->mutex);
-  pthread_cond_signal(&s->cond_work);
-  pthread_mutex_unlock(&s->mutex);
-}
-
 /* Give the role back; if committed work is left and the worker sleeps (it
- * went to sleep while this thread held the role), wake it (or offer the
- * stream to the helpers): the worker stores `sleeping` before it reads
- * `consumer`, this thread stores `consumer` before it reads `sleeping`
- * (both seq_cst), so one sees the other. */
+ * went to sleep while this thread held the role), wake it: the worker
+ * stores `sleeping` before it reads `consumer`, this thread stores
+ * `consumer` before it reads `sleeping` (both seq_cst), so one sees the
+ * other. */
 static void role_release(cpu_stream_t *s) {
   uint64_t h;
   __atomic_store_n(&s->consumer, 0u, __ATOMIC_SEQ_CST);
   if (!__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST)) return;
   h = load_head(s);
-  if (__atomic_load_n(&s->tail, __ATOMIC_SEQ_CST) > h) wake_consumer(s);
+  if (__atomic_load_n(&s->tail, __ATOMIC_SEQ_CST) > h) {
+    pthread_mutex_lock(&s->mutex);
+    pthread_cond_signal(&s->cond_work);
+    pthread_mutex_unlock(&s->mutex);
+  }
 }
 
 /* The idle worker's look for work (cubert__os_backoff_wait's condition):
@@ -477,32 +464,27 @@ cpu_op_t *cpu_stream_reserve(cpu_stream_t *s) {
   return op;
 }
 
-/* Publish; `producer`: the caller is the stream's producer (a commit),
- * which may wake a hot stream's worker itself (see below). */
-static void publish(cpu_stream_t *s, int producer) {
+/* Move `published` up to the tail (only forward: a publisher with an older
+ * tail loses the race). */
+static void publish_index(cpu_stream_t *s) {
   uint64_t t = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
   uint64_t p = __atomic_load_n(&s->published, __ATOMIC_RELAXED);
-  /* published only grows: a publisher with an older tail loses the race */
   while (p < t &&
          !__atomic_compare_exchange_n(&s->published, &p, t, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
   }
+}
+
+/* Publish, and wake a sleeping worker; `producer`: the caller is the
+ * stream's producer (a commit), which notes that it found the worker
+ * asleep (the hot / cold test of cpu_stream_commit). */
+static void publish(cpu_stream_t *s, int producer) {
+  publish_index(s);
   if (!__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST)) return;
-  if (s->helpers && __atomic_load_n(&s->wake_sent, __ATOMIC_SEQ_CST))
-    return; /* the worker is being woken: it runs the ops */
-  /* the worker sleeps: an awake helper runs the ops of a cold stream, no
-   * wake-up (64 streams from one thread found 64 sleeping workers, one
-   * wake-up per launch). A hot stream (its producer saw the worker awake at
-   * the commit before: it fell asleep between bursts) gets its worker back,
-   * woken here: a hop through a helper costs busy streams more than it
-   * saves (docs/benchmarks.md, "Stream helpers"). */
-  if (helpers_take_it(s) && (!producer || s->producer_saw_asleep)) {
-    offer_to_helpers(s);
-    return;
-  }
   if (producer) s->producer_saw_asleep = 1;
   /* one signal per sleep: a burst of commits that find the worker asleep
    * (it needs a while to be scheduled) makes one system call, not one each */
   if (!__atomic_exchange_n(&s->wake_sent, 1u, __ATOMIC_SEQ_CST)) {
+    __atomic_add_fetch(&s->publish_wakes, 1u, __ATOMIC_RELAXED);
     pthread_mutex_lock(&s->mutex);
     pthread_cond_signal(&s->cond_work);
     pthread_mutex_unlock(&s->mutex);
@@ -512,25 +494,37 @@ static void publish(cpu_stream_t *s, int producer) {
 void cpu_stream_publish(cpu_stream_t *s) { publish(s, 0); }
 
 void cpu_stream_wake_worker(cpu_stream_t *s) {
-  __atomic_store_n(&s->offered, 0u, __ATOMIC_SEQ_CST);
   pthread_mutex_lock(&s->mutex);
   pthread_cond_signal(&s->cond_work);
   pthread_mutex_unlock(&s->mutex);
 }
 
+int cpu_stream_helpers_work(cpu_stream_t *s, uint64_t now_ns) {
+  uint64_t h;
+  if (!__atomic_load_n(&s->sleeping, __ATOMIC_RELAXED) || !helpers_take_it(s) ||
+      __atomic_load_n(&s->consumer, __ATOMIC_RELAXED))
+    return 0; /* its worker's, or a thread runs its ops */
+  h = load_head(s);
+  if (__atomic_load_n(&s->published, __ATOMIC_SEQ_CST) > h) return 1;
+  if (now_ns) {
+    if (now_ns - __atomic_load_n(&s->helpers_pulled_ns, __ATOMIC_RELAXED) < CPU_STREAM_HELPERS_PULL_NS)
+      return 0;
+    __atomic_store_n(&s->helpers_pulled_ns, now_ns, __ATOMIC_RELAXED);
+  }
+  return __atomic_load_n(&s->tail, __ATOMIC_SEQ_CST) > h;
+}
+
 int cpu_stream_help_ops(cpu_stream_t *s, uint32_t max_ops) {
   uint32_t n = 0;
   uint64_t t, t0;
-  int blocked = 0;
-  /* cleared before the tail is read: an offer skipped because it saw the
-   * flag still set committed its op before, so the read below sees it */
-  __atomic_store_n(&s->offered, 0u, __ATOMIC_SEQ_CST);
-  if (!role_claim(s)) return 0; /* its holder runs them; its release offers what it leaves */
+  int handover = 0;
+  if (!role_claim(s)) return 0; /* a thread runs them */
   t = t0 = __atomic_load_n(&s->tail, __ATOMIC_SEQ_CST);
   while (s->head < t) {
     cpu_op_t *op = &s->ring[s->head % s->ring_size];
-    if (op->wait_stream && !point_done(op->wait_stream, op->wait_seq)) {
-      blocked = 1; /* a wait that could block: the worker's */
+    if ((op->wait_stream && !point_done(op->wait_stream, op->wait_seq)) ||
+        (s->op_small && !s->op_small(op))) {
+      handover = 1; /* a wait that could block, or an op that may be long: the worker's */
       break;
     }
     run_head(s, op);
@@ -538,16 +532,17 @@ int cpu_stream_help_ops(cpu_stream_t *s, uint32_t max_ops) {
     if (s->head == t) t = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
   }
   if (n) __atomic_store_n(&s->helper_ops, s->helper_ops + n, __ATOMIC_RELAXED); /* holder only */
-  /* blocked, or hot: more ops were committed while this helper ran (or it
-   * ran max_ops): the stream's own worker takes over (it batches, and stays
-   * awake while launches keep coming); a cold stream (one op now and then,
-   * the many-streams case) stays the helpers' */
-  if (blocked || n >= max_ops || __atomic_load_n(&s->tail, __ATOMIC_SEQ_CST) > t0) {
+  /* handed over, or hot: more ops were committed while this helper ran (or
+   * it ran max_ops): the stream's own worker takes over (it batches, and
+   * stays awake while launches keep coming); a cold stream (one op now and
+   * then, the many-streams case) stays the helpers' */
+  if (handover || n >= max_ops || __atomic_load_n(&s->tail, __ATOMIC_SEQ_CST) > t0) {
     __atomic_store_n(&s->consumer, 0u, __ATOMIC_SEQ_CST);
     __atomic_add_fetch(&s->helper_handoffs, 1u, __ATOMIC_RELAXED);
+    cpu_helpers_handed_back_one(s->helpers);
     cpu_stream_wake_worker(s);
   } else {
-    role_release(s); /* a commit racing with the release: offered again */
+    role_release(s);
   }
   return n != 0;
 }
@@ -563,6 +558,22 @@ uint64_t cpu_stream_commit(cpu_stream_t *s) {
    * sleep that begins right now is caught by the next publish, which every
    * wait does first, or at the end of the worker's first, 1 ms sleep) */
   if (__atomic_load_n(&s->sleeping, __ATOMIC_RELAXED)) {
+    if (s->producer_saw_asleep && helpers_take_it(s)) {
+      /* a cold stream (its last commit found the worker asleep too): the
+       * stream helpers poll it (cpu_helpers.h), no wake-up and no shared
+       * write; batches are published as usual. With every helper asleep,
+       * publish and wake one (a relaxed look at `awake`: a helper falling
+       * asleep right now looks again at the end of its first, 1 ms sleep) */
+      if (!cpu_helpers_awake(s->helpers)) {
+        s->published_seen = t;
+        publish_index(s);
+        cpu_helpers_wake(s->helpers);
+      } else if (t - s->published_seen >= CPU_STREAM_BATCH) {
+        s->published_seen = t;
+        publish_index(s);
+      }
+      return t;
+    }
     s->published_seen = t;
     publish(s, 1);
   } else {

@@ -65,6 +65,9 @@
 #define CPU_STREAM_LINE 128
 /* Failures a stream keeps for the streams that wait on it. */
 #define CPU_STREAM_FAULT_LOG 16
+/* How often stream helpers read a cold stream's tail (its unpublished ops
+ * start within about this long while helpers are awake). */
+#define CPU_STREAM_HELPERS_PULL_NS 50000u
 /* Stream indexes there can be: max_streams (<= 255) + the GC and
  * communication streams. */
 #define CPU_STREAM_MAX_INDEX 257
@@ -83,6 +86,9 @@ typedef cubert_status_t (*cpu_stream_run_fn_t)(void *owner, cpu_stream_done_fn_t
  * which is queued on the stream. `done` runs after (also on failure) to
  * release what the op holds. */
 typedef cubert_status_t (*cpu_op_fn_t)(cpu_stream_t *stream, void *payload, cubert_error_t *error);
+/* True for an op whose cost is bounded and small (a stream helper may run
+ * it: cpu_helpers.h). */
+typedef int (*cpu_op_small_fn_t)(const cpu_op_t *op);
 
 /* An op's sequence number is its ring position + 1 (not stored). The
  * header is 32 bytes, so a payload's first 32 bytes share its cache line. */
@@ -123,7 +129,6 @@ struct cpu_stream_t {
   int producer_saw_asleep; /* the producer's: its last commit found the worker asleep */
   char pad_published_[CPU_STREAM_LINE];
   uint64_t published; /* atomic: ops below it are visible to the worker */
-  uint32_t offered;   /* atomic: offered to the helpers, not taken yet (one offer at a time) */
   char pad_consumer_[CPU_STREAM_LINE];
   /* The consumer's fields: written by the holder of the consumer role only
    * (atomic stores: other threads read them). */
@@ -131,16 +136,21 @@ struct cpu_stream_t {
   uint64_t completed; /* atomic: sequence of the last completed op */
   uint32_t consumer;  /* atomic: 1 while a thread (the worker or a helping waiter) runs ops */
   uint64_t tail_seen; /* the worker's last read of published or tail (the worker's only) */
+  uint64_t helpers_pulled_ns; /* atomic: when a stream helper last read the tail (cpu_helpers.c) */
   char pad_end_[CPU_STREAM_LINE];
   cubert_os_backoff_t worker_backoff; /* the worker's idle wait */
   cubert_os_backoff_t host_backoff;   /* host waiters' waits (shared, a hint) */
   uint64_t helped;                    /* atomic: ops run by waiting host threads (statistics) */
   uint64_t helper_ops;                /* atomic: ops run by the device's helpers (statistics) */
   uint64_t helper_handoffs;           /* atomic: helpers that woke the worker (statistics) */
-  /* The device's stream helpers (cpu_helpers.h), NULL: none. A commit that
-   * finds the worker asleep offers the stream to them instead of waking it.
-   * Set by cpu_helpers_register before the stream is used. */
+  uint64_t publish_wakes;             /* atomic: publishers that woke the worker (statistics) */
+  /* The device's stream helpers (cpu_helpers.h), NULL: none. While the
+   * worker of a cold stream sleeps, they poll the stream instead of a commit
+   * waking the worker. Set by cpu_helpers_register before the stream is
+   * used. */
   struct cpu_helpers_t *helpers;
+  /* Which ops a helper may run (set by the driver); NULL: every op. */
+  cpu_op_small_fn_t op_small;
   int worker_only;                    /* atomic: waiting host threads never run its ops */
   /* atomic, tests only: while set the worker claims no op (as a worker that
    * is never scheduled); clearing it wakes nothing */
@@ -198,15 +208,23 @@ uint64_t cpu_stream_commit(cpu_stream_t *stream);
  * Any thread; lock-free except the wake. */
 void cpu_stream_publish(cpu_stream_t *stream);
 
-/* A stream helper's turn (cpu_helpers.c) after it took the stream's offer:
- * if the consumer role is free, run the committed ops in order, at most
- * max_ops, stopping before a wait op whose point is not done (the worker is
- * then woken for it: a helper never blocks). A stream that is hot (ops
- * committed while the helper ran them, or max_ops reached) is handed to its
- * worker too. True when it ran an op. Thread-safe. */
+/* A stream helper's look (cpu_helpers.c): the stream is the helpers' (its
+ * worker sleeps, no thread runs its ops, no collective, no held worker) and
+ * has published ops not run yet, or committed ones when no helper read its
+ * tail for CPU_STREAM_HELPERS_PULL_NS (each read costs the producer a
+ * cache-line transfer at its next commit; now_ns: the clock, 0: read the
+ * tail now). Lock-free. */
+int cpu_stream_helpers_work(cpu_stream_t *stream, uint64_t now_ns);
+/* A stream helper's turn: if the consumer role is free, run the committed
+ * ops in order, at most max_ops, stopping before a wait op whose point is
+ * not done or an op that is not small (op_small): the worker is then woken
+ * for it (a helper never blocks, and leaves long ops to the worker). A
+ * stream that is hot (ops committed while the helper ran them, or max_ops
+ * reached) is handed to its worker too. True when it ran an op.
+ * Thread-safe. */
 int cpu_stream_help_ops(cpu_stream_t *stream, uint32_t max_ops);
-/* Wake the stream's worker for its committed ops (an offer the helpers
- * hand back). Thread-safe; takes the stream's mutex. */
+/* Wake the stream's worker for its committed ops (what a helper hands
+ * over). Thread-safe; takes the stream's mutex. */
 void cpu_stream_wake_worker(cpu_stream_t *stream);
 
 /* From now on only the stream's worker runs its ops (a waiting host thread

@@ -86,14 +86,15 @@ typedef struct cubert_cpu_options_t {
    * Another size than 32 is a test mode: a kernel that assumes 32 fails. */
   uint32_t plane_dim;
   /* Stream helpers (docs/streams.md, "Stream helpers"): threads shared by
-   * the device's streams that run the ops of a stream whose own worker
-   * sleeps, so that launches spread over many streams (more than the cores)
-   * do not wake a worker each (measured: docs/benchmarks.md, "Stream
-   * helpers": 64 streams from one thread 3-4x faster with 4 helpers on 16
-   * cores, but 8 threads on their own busy streams launch 2x slower, so
-   * they are off by default). 0: CUBERT_CPU_STREAM_HELPERS, else none;
-   * 1..64: that many; CUBERT_CPU_STREAM_HELPERS_NONE: none whatever the
-   * environment. Deterministic mode has none. */
+   * the device's streams that poll the cold streams whose own worker sleeps
+   * and run their small ops, so that launches spread over many streams
+   * (more than the cores) do not wake a worker each (measured:
+   * docs/benchmarks.md, "Stream helpers": 64 streams from one thread 6-8x
+   * faster with 2 helpers on 16 cores; off by default because 8 threads on
+   * their own busy streams swing up to 1.7x slower with them). 0:
+   * CUBERT_CPU_STREAM_HELPERS, else none; 1..64: that many;
+   * CUBERT_CPU_STREAM_HELPERS_NONE: none whatever the environment.
+   * Deterministic mode has none. */
   uint32_t stream_helpers;
 } cubert_cpu_options_t;
 

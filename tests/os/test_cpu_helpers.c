@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The CPU device's stream helpers (backend-cpu/cpu/cpu_helpers.h) over bare
- * streams: a helper runs the ops of a stream whose worker sleeps; it never
- * blocks on a cross-stream wait (the worker gets it); an offer that finds
- * every helper busy goes to the stream's worker, so one stream's long op
- * does not hold up another; collective (worker_only) streams are never
- * offered; streams leave the helpers at teardown with ops in flight; a
- * helper thread that cannot start fails the create and leaves nothing;
+ * streams: a helper runs the ops of a cold stream whose worker sleeps, and
+ * the commits wake nobody; it never blocks on a cross-stream wait and leaves
+ * long ops to the worker, staying free for other streams; a hot stream's
+ * worker is woken by its producer; collective (worker_only) streams are
+ * never served; streams leave the helpers at teardown with ops in flight;
+ * a helper thread that cannot start fails the create and leaves nothing;
  * the client's option and variable. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -43,6 +43,7 @@ static cubert_status_t gated_run(cpu_stream_t *stream, void *payload, cubert_err
 static uint64_t runs(void) { return __atomic_load_n(&g_runs, __ATOMIC_SEQ_CST); }
 static uint64_t completed(cpu_stream_t *s) { return __atomic_load_n(&s->completed, __ATOMIC_SEQ_CST); }
 static uint64_t helper_ops(cpu_stream_t *s) { return __atomic_load_n(&s->helper_ops, __ATOMIC_SEQ_CST); }
+static uint64_t wakes(cpu_stream_t *s) { return __atomic_load_n(&s->publish_wakes, __ATOMIC_SEQ_CST); }
 
 static uint64_t commit_op(cpu_stream_t *s, cpu_op_fn_t run) {
   cpu_op_t *op = cpu_stream_reserve(s);
@@ -76,6 +77,14 @@ static int asleep_within(cpu_stream_t *s) {
   return __atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST) != 0;
 }
 
+/* Asleep past its first, bounded (1 ms) sleep: only a wake-up or a helper
+ * runs its ops now. */
+static int deep_asleep_within(cpu_stream_t *s) {
+  if (!asleep_within(s)) return 0;
+  sleep_ms(3);
+  return __atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST) != 0;
+}
+
 static int in_gate_within(uint32_t n) {
   int i;
   for (i = 0; i < 10000 && __atomic_load_n(&g_in_gate, __ATOMIC_SEQ_CST) < n; i++) sleep_ms(1);
@@ -89,7 +98,7 @@ static void reset(void) {
 }
 
 /* A cold stream: its producer's last commit found the worker asleep (one op
- * now and then), so the next commit that finds it asleep offers the stream
+ * now and then), so the next commit that finds it asleep leaves the stream
  * to the helpers instead of waking the worker (a hot stream's). */
 static void cold(cpu_stream_t *s) { s->producer_saw_asleep = 1; }
 
@@ -98,9 +107,10 @@ static void start(cpu_stream_t *s, cubert_allocator_t a, uint32_t slot, cpu_help
   if (h) cpu_helpers_register(h, s);
 }
 
-/* Each op committed while the worker sleeps is run by a helper (the worker
- * is not woken: its first sleep alone is bounded, at 1 ms, which the helper
- * beats by far; so most of the ops, and at least one, are the helper's). */
+/* Each op committed on a cold stream while the worker sleeps is run by a
+ * helper; no commit wakes the worker (its first sleep alone is bounded, at
+ * 1 ms, which the helper beats by far: most of the ops, and at least one,
+ * are the helper's). */
 TEST(cpu_helpers_run_the_ops_of_a_stream_whose_worker_sleeps) {
   static cpu_stream_t s;
   counting_allocator_t ca;
@@ -120,6 +130,7 @@ TEST(cpu_helpers_run_the_ops_of_a_stream_whose_worker_sleeps) {
     CHECK(completed_within(&s, seq));
   }
   CHECK_EQ_U64(runs(), 10);
+  CHECK_EQ_U64(wakes(&s), 0); /* no commit woke the worker */
   CHECK(helper_ops(&s) >= 1);
   CHECK(cpu_helpers_served(h) >= 1);
   CHECK_EQ_U64(__atomic_load_n(&s.consumer, __ATOMIC_SEQ_CST), 0);
@@ -172,47 +183,38 @@ TEST(cpu_helpers_hand_a_blocked_wait_to_the_worker) {
   counting_allocator_destroy(&ca);
 }
 
-/* The only helper runs a long op of one stream; an op offered on another
- * stream meanwhile is handed to that stream's worker and completes while
- * the long one still runs. */
-TEST(cpu_helpers_busy_helpers_hand_offers_to_the_workers) {
+static int not_small_if_gated(const cpu_op_t *op) { return op->run != gated_run; }
+
+/* A long op (one the driver does not call small) is handed to the stream's
+ * worker; the only helper stays free and runs another stream's op while the
+ * long one still runs. */
+TEST(cpu_helpers_leave_long_ops_to_the_worker) {
   static cpu_stream_t a_s, c_s;
   counting_allocator_t ca;
   cubert_allocator_t a = counting_allocator_initialize(&ca);
   cpu_helpers_t *h = NULL;
   uint64_t a_seq, c_seq;
-  int i, helper_ran = 0;
   reset();
   CHECK_OK(cpu_helpers_create(a, 1, 4, &h));
   start(&a_s, a, 0, h);
   start(&c_s, a, 3, h);
-  /* until the helper (not a's worker, woken by its first bounded sleep)
-   * takes the long op */
-  for (i = 0; i < 20 && !helper_ran; i++) {
-    CHECK(asleep_within(&a_s));
-    __atomic_store_n(&g_gate, 0u, __ATOMIC_SEQ_CST);
-    cold(&a_s);
-    a_seq = commit_op(&a_s, gated_run);
-    CHECK(in_gate_within(1));
-    if (!__atomic_load_n(&a_s.sleeping, __ATOMIC_SEQ_CST)) {
-      /* the worker took it: let it finish and try again */
-      __atomic_store_n(&g_gate, 1u, __ATOMIC_SEQ_CST);
-      CHECK(completed_within(&a_s, a_seq));
-      continue;
-    }
-    helper_ran = 1;
-    CHECK(asleep_within(&c_s));
-    cold(&c_s);
-    c_seq = commit_op(&c_s, count_run);
-    CHECK(completed_within(&c_s, c_seq)); /* while a's op still runs */
-    CHECK_EQ_U64(completed(&a_s), a_seq - 1u);
-    CHECK(cpu_helpers_handed_back(h) >= 1);
-    CHECK_EQ_U64(helper_ops(&c_s), 0);
-    __atomic_store_n(&g_gate, 1u, __ATOMIC_SEQ_CST);
-    CHECK(completed_within(&a_s, a_seq));
-    CHECK(helper_ops(&a_s) >= 1);
-  }
-  CHECK(helper_ran);
+  a_s.op_small = not_small_if_gated;
+  CHECK(deep_asleep_within(&a_s));
+  cold(&a_s);
+  a_seq = commit_op(&a_s, gated_run);
+  CHECK(in_gate_within(1)); /* the worker runs it (woken by the helper) */
+  CHECK_EQ_U64(helper_ops(&a_s), 0);
+  CHECK(cpu_helpers_handed_back(h) >= 1);
+  CHECK_EQ_U64(wakes(&a_s), 0);
+  CHECK(deep_asleep_within(&c_s));
+  cold(&c_s);
+  c_seq = commit_op(&c_s, count_run);
+  CHECK(completed_within(&c_s, c_seq)); /* while a's op still runs */
+  CHECK_EQ_U64(completed(&a_s), a_seq - 1u);
+  CHECK_EQ_U64(wakes(&c_s), 0);
+  __atomic_store_n(&g_gate, 1u, __ATOMIC_SEQ_CST);
+  CHECK(completed_within(&a_s, a_seq));
+  CHECK_EQ_U64(runs(), 2);
   cpu_stream_deinitialize(&c_s);
   cpu_stream_deinitialize(&a_s);
   cpu_helpers_destroy(h);
@@ -221,8 +223,7 @@ TEST(cpu_helpers_busy_helpers_hand_offers_to_the_workers) {
 }
 
 /* A hot stream (its producer's last commit found the worker awake: it fell
- * asleep between bursts) is not offered: the commit wakes its worker, which
- * runs the op; no helper takes part. */
+ * asleep between bursts): the commit wakes its worker, as without helpers. */
 TEST(cpu_helpers_leave_a_hot_stream_to_its_worker) {
   static cpu_stream_t s;
   counting_allocator_t ca;
@@ -236,18 +237,16 @@ TEST(cpu_helpers_leave_a_hot_stream_to_its_worker) {
   s.producer_saw_asleep = 0; /* the last commit found it awake */
   seq = commit_op(&s, count_run);
   CHECK(s.producer_saw_asleep); /* this one found it asleep */
+  CHECK_EQ_U64(wakes(&s), 1);   /* and woke it */
   CHECK(completed_within(&s, seq));
   CHECK_EQ_U64(runs(), 1);
-  CHECK_EQ_U64(helper_ops(&s), 0);
-  CHECK_EQ_U64(cpu_helpers_served(h), 0);
-  CHECK_EQ_U64(__atomic_load_n(&s.offered, __ATOMIC_SEQ_CST), 0);
   cpu_stream_deinitialize(&s);
   cpu_helpers_destroy(h);
   CHECK_EQ_U64(ca.live_blocks, 0);
   counting_allocator_destroy(&ca);
 }
 
-/* A collective stream (worker_only) is never offered: its worker runs it. */
+/* A collective stream (worker_only) is never served: its worker runs it. */
 TEST(cpu_helpers_never_take_a_worker_only_stream) {
   static cpu_stream_t s;
   counting_allocator_t ca;
@@ -291,7 +290,7 @@ TEST(cpu_helpers_streams_leave_with_ops_in_flight) {
     for (i = 0; i < 300; i++) {
       commit_op(&s[i % 6], count_run);
       total++;
-      if (i % 50 == 49) sleep_ms(1); /* let workers fall asleep: offers */
+      if (i % 50 == 49) sleep_ms(1); /* let workers fall asleep: the helpers' turn */
     }
     for (k = 0; k < 6; k++) cpu_stream_deinitialize(&s[(k + round) % 6]);
     CHECK_EQ_U64(runs(), total);
