@@ -105,7 +105,10 @@ typedef struct cubert_cuda_function_t {
   uint32_t max_threads;   /* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK */
   uint32_t static_shared; /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
   uint32_t registers;     /* CU_FUNC_ATTRIBUTE_NUM_REGS */
-  uint32_t reserved;
+  /* 1: the image marks the entry as waiting for the kernels before it
+   * (NAME_cubert_grid_wait_, include/cubert/kernel.h): a graph node of it
+   * may depend on the node before programmatically (cuda_plan.c) */
+  uint32_t grid_wait;
   /* A record replaced in the table (its descriptor address reused for
    * another kernel) is kept here until the cache is deinitialized: a
    * stream's memo may still point at it (cubert_cuda_function_memo_t). */

@@ -40,6 +40,10 @@ static const loader_entry_t k_entries[] = {
 #define CUBERT_CUDA_LOADER_ENTRY_(name, version) \
   {#name, version, offsetof(cubert_cuda_loader_t, name)},
     CUBERT_CUDA_ENTRY_POINTS(CUBERT_CUDA_LOADER_ENTRY_)
+};
+
+static const loader_entry_t k_optional_entries[] = {
+    CUBERT_CUDA_OPTIONAL_ENTRY_POINTS(CUBERT_CUDA_LOADER_ENTRY_)
 #undef CUBERT_CUDA_LOADER_ENTRY_
 };
 
@@ -76,6 +80,16 @@ static cubert_status_t loader_resolve(cubert_cuda_loader_t *cu, loader_get_proc_
                                       k_entries[i].name, k_entries[i].version,
                                       loader_query_text(q));
     memcpy((unsigned char *)cu + k_entries[i].offset, &fn, sizeof fn);
+  }
+  /* the optional ones: a driver without them (too old) leaves them NULL */
+  for (i = 0; i < sizeof k_optional_entries / sizeof k_optional_entries[0]; i++) {
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (get_proc(k_optional_entries[i].name, &fn, k_optional_entries[i].version,
+                 CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||
+        q != CU_GET_PROC_ADDRESS_SUCCESS)
+      fn = NULL;
+    memcpy((unsigned char *)cu + k_optional_entries[i].offset, &fn, sizeof fn);
   }
   return CUBERT_STATUS_OK;
 }

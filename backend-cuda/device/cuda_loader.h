@@ -105,6 +105,13 @@
   X(cuGraphExecDestroy, 10000)          \
   X(cuGraphDestroy, 10000)
 
+/* Entry points the server uses when the driver has them (NULL otherwise):
+ * programmatic graph edges (CUDA 12.3: cuda_plan.c) and the image's
+ * markers (cuModuleGetGlobal: cuda_module.c). */
+#define CUBERT_CUDA_OPTIONAL_ENTRY_POINTS(X) \
+  X(cuGraphAddDependencies, 12030)           \
+  X(cuModuleGetGlobal, 3020)
+
 /* The function table and what loading found. Plain data once open; read it
  * from any thread. */
 typedef struct cubert_cuda_loader_t {
@@ -116,6 +123,7 @@ typedef struct cubert_cuda_loader_t {
   char path[256];      /* the file opened */
 #define CUBERT_CUDA_LOADER_FIELD_(name, version) PFN_##name##_v##version name;
   CUBERT_CUDA_ENTRY_POINTS(CUBERT_CUDA_LOADER_FIELD_)
+  CUBERT_CUDA_OPTIONAL_ENTRY_POINTS(CUBERT_CUDA_LOADER_FIELD_)
 #undef CUBERT_CUDA_LOADER_FIELD_
 } cubert_cuda_loader_t;
 

@@ -250,6 +250,16 @@ static cubert_status_t function_make(cubert_cuda_device_t *d, const cubert_kerne
   out->max_threads = threads > 0 ? (uint32_t)threads : 0u;
   out->static_shared = shared > 0 ? (uint32_t)shared : 0u;
   out->registers = regs > 0 ? (uint32_t)regs : 0u;
+  out->grid_wait = 0u;
+  if (cu->cuModuleGetGlobal) { /* the entry's marker (include/cubert/kernel.h) */
+    char mark[128];
+    CUdeviceptr at = 0;
+    size_t bytes = 0;
+    int n = snprintf(mark, sizeof mark, "%s_cubert_grid_wait_", k->cuda_entry_name);
+    if (n > 0 && (size_t)n < sizeof mark && cu->cuModuleGetGlobal(&at, &bytes, m, mark) == CUDA_SUCCESS &&
+        bytes == sizeof(unsigned int))
+      out->grid_wait = 1u;
+  }
   if (k->shared_memory_bytes > MODULE_SHARED_DEFAULT_LIMIT) {
     uint64_t max = d->info.properties.hardware.max_shared_memory_size;
     if ((uint64_t)k->shared_memory_bytes + out->static_shared > max) {

@@ -159,6 +159,7 @@ typedef struct cuda_drv_stats_t {
   uint64_t queries_skipped;    /* error drains without cuStreamQuery */
   uint64_t records_reused;     /* event_record answered with the stream's last event */
   uint64_t plans_created, plan_updates, plan_launches; /* CUDA graphs (cuda_plan.c) */
+  uint64_t plan_programmatic_edges; /* graph edges a node's kernel may start early on */
 } cuda_drv_stats_t;
 
 struct cuda_drv_t {

@@ -2,7 +2,9 @@
 /*
  * backend-cuda/driver/cuda_plan.c: the driver's plans (recorded sequences,
  * docs/recording.md) as CUDA graphs: one kernel node per launch, each
- * depending on the one before (cuGraphCreate, cuGraphAddKernelNode),
+ * depending on the one before (cuGraphCreate, cuGraphAddKernelNode;
+ * programmatically, cuGraphAddDependencies, when the node's kernel waits
+ * for the one before at its start: cubert_cuda_function_t.grid_wait),
  * instantiated once (cuGraphInstantiateWithFlags); an update gives a node new
  * parameters in the executable graph (cuGraphExecKernelNodeSetParams: the
  * launches already enqueued keep theirs); a replay is one cuGraphLaunch.
@@ -131,9 +133,30 @@ cubert_status_t cuda_drv_plan_create(void *self, const cubert_driver_launch_t *l
   }
   r = cu->cuGraphCreate(&p->graph, 0);
   for (i = 0; r == CUDA_SUCCESS && i < count; i++) {
+    int programmatic = i && cu->cuGraphAddDependencies && p->functions[i]->grid_wait;
     node_params(&launches[i], p->functions[i], &args, &mode, &report, params, &np);
     what = "cuGraphAddKernelNode";
-    r = cu->cuGraphAddKernelNode(&p->nodes[i], p->graph, i ? &p->nodes[i - 1] : NULL, i ? 1 : 0, &np);
+    r = cu->cuGraphAddKernelNode(&p->nodes[i], p->graph, i && !programmatic ? &p->nodes[i - 1] : NULL,
+                                 i && !programmatic ? 1 : 0, &np);
+    if (r == CUDA_SUCCESS && programmatic) {
+      /* the node's kernel waits for the one before at its start
+       * (griddepcontrol.wait, include/cubert/kernel.h): it may launch as
+       * soon as every cube of the one before started (its trigger), which
+       * takes the launch latency off the chain (docs/recording.md) */
+      CUgraphEdgeData edge;
+      memset(&edge, 0, sizeof edge);
+      edge.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+      edge.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+      what = "cuGraphAddDependencies";
+      r = cu->cuGraphAddDependencies(p->graph, &p->nodes[i - 1], &p->nodes[i], &edge, 1);
+      if (r != CUDA_SUCCESS && !cubert__cuda_result_is_fatal(r)) {
+        edge.from_port = 0; /* refused: the full dependency */
+        edge.type = CU_GRAPH_DEPENDENCY_TYPE_DEFAULT;
+        r = cu->cuGraphAddDependencies(p->graph, &p->nodes[i - 1], &p->nodes[i], &edge, 1);
+      } else if (r == CUDA_SUCCESS) {
+        d->stats.plan_programmatic_edges++;
+      }
+    }
   }
   if (r == CUDA_SUCCESS) {
     what = "cuGraphInstantiateWithFlags";

@@ -570,6 +570,7 @@ static const struct {
     FAKE_ENTRY(cuCtxEnablePeerAccess), FAKE_ENTRY(cuGraphCreate), FAKE_ENTRY(cuGraphAddKernelNode),
     FAKE_ENTRY(cuGraphInstantiateWithFlags), FAKE_ENTRY(cuGraphExecKernelNodeSetParams),
     FAKE_ENTRY(cuGraphLaunch), FAKE_ENTRY(cuGraphExecDestroy), FAKE_ENTRY(cuGraphDestroy),
+    FAKE_ENTRY(cuGraphAddDependencies), FAKE_ENTRY(cuModuleGetGlobal),
 };
 
 /* Without cuGetProcAddress_v2 (a library missing the symbol) the lookup is

@@ -118,6 +118,7 @@ typedef struct fake_cuda_stats_t {
   /* graphs (fake_libcuda_graph.c): cuGraphLaunch calls, instantiations,
    * cuGraphExecKernelNodeSetParams calls, graphs and executable graphs alive */
   uint64_t graph_launches, graph_instantiations, graph_node_updates;
+  uint64_t graph_programmatic_edges; /* cuGraphAddDependencies edges of that type */
   int64_t graphs_live, graph_execs_live;
 } fake_cuda_stats_t;
 

@@ -430,6 +430,35 @@ CUresult fake_cuModuleGetFunction(CUfunction *out, CUmodule m, const char *name)
   return CUDA_SUCCESS;
 }
 
+/* A module-scope variable by name: found as a function is (the ELF string
+ * table, or in PTX its declaration "NAME =" / "NAME;"). The fake knows no
+ * variable's type: it reports a 4-byte word holding 1, which is what
+ * cubert's markers are (include/cubert/kernel.h, NAME_cubert_grid_wait_). */
+CUresult fake_cuModuleGetGlobal(CUdeviceptr *out, size_t *bytes, CUmodule m, const char *name) {
+  char needle[96];
+  size_t len;
+  int found;
+  CUresult r = fake_ctx_check();
+  if (r != CUDA_SUCCESS) return r;
+  if (!m || !name || strlen(name) >= 80) return CUDA_ERROR_INVALID_VALUE;
+  if (m->elf) {
+    len = strlen(name) + 2;
+    needle[0] = '\0';
+    memcpy(needle + 1, name, len - 1);
+    found = module_has(m, needle, len);
+  } else {
+    snprintf(needle, sizeof needle, " %s =", name);
+    found = module_has(m, needle, strlen(needle));
+    snprintf(needle, sizeof needle, " %s;", name);
+    found = found || module_has(m, needle, strlen(needle));
+  }
+  if (!found) return CUDA_ERROR_NOT_FOUND;
+  m->global_word = 1u;
+  if (out) *out = (CUdeviceptr)(uintptr_t)&m->global_word;
+  if (bytes) *bytes = sizeof m->global_word;
+  return CUDA_SUCCESS;
+}
+
 CUresult fake_cuFuncGetAttribute(int *out, CUfunction_attribute a, CUfunction f) {
   CUresult r = fake_ctx_check();
   if (r != CUDA_SUCCESS) return r;

@@ -13,6 +13,8 @@
  *    runs work at enqueue, so they ran already); its function must stay the
  *    one the node was made with (CUDA_ERROR_INVALID_VALUE otherwise), the
  *    node must be of the graph the executable came from;
+ *  - cuGraphAddDependencies links nodes (programmatic edges too; rules at
+ *    the function);
  *  - cuGraphLaunch runs the nodes in dependency order on the stream (here:
  *    the order they were added, which is a chain's), as that many
  *    cuLaunchKernel calls would, and counts one graph launch.
@@ -120,6 +122,43 @@ CUresult fake_cuGraphAddKernelNode(CUgraphNode *out, CUgraph g, const CUgraphNod
   g->nodes[g->count] = node;
   g->handles[g->count++] = h;
   *out = h;
+  return CUDA_SUCCESS;
+}
+
+/* Edges between nodes added before (the real driver's rules for what the
+ * CUDA driver uses): `edges` NULL means default edges; a programmatic edge
+ * (the downstream kernel may start once every block of the upstream one
+ * triggered or ended: it waits in griddepcontrol.wait) must leave from the
+ * PROGRAMMATIC or LAUNCH_ORDER port, the PROGRAMMATIC port only with a
+ * programmatic edge, to_port is 0; both nodes of this graph, distinct. The
+ * fake runs a graph's nodes in the order they were added, which for a
+ * chain of kernels that wait at their start is what the GPU computes. */
+CUresult fake_cuGraphAddDependencies(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+                                     const CUgraphEdgeData *edges, size_t n) {
+  size_t i;
+  CUresult r = fake_ctx_check();
+  if (r != CUDA_SUCCESS) return r;
+  if (!g || (n && (!from || !to))) return CUDA_ERROR_INVALID_VALUE;
+  for (i = 0; i < n; i++) {
+    if (!from[i] || !to[i] || from[i]->graph != g || to[i]->graph != g || from[i] == to[i] ||
+        from[i]->index >= to[i]->index) /* a chain: the fake keeps the order they were added */
+      return CUDA_ERROR_INVALID_VALUE;
+    if (edges) {
+      const CUgraphEdgeData *e = &edges[i];
+      if (e->to_port != 0 || e->type > CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC ||
+          e->from_port > CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER ||
+          (e->type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC &&
+           e->from_port == CU_GRAPH_KERNEL_NODE_PORT_DEFAULT) ||
+          (e->type == CU_GRAPH_DEPENDENCY_TYPE_DEFAULT &&
+           e->from_port == CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC))
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  pthread_mutex_lock(&fake_mutex);
+  for (i = 0; i < n; i++)
+    if (edges && edges[i].type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC)
+      fake_stats_.graph_programmatic_edges++;
+  pthread_mutex_unlock(&fake_mutex);
   return CUDA_SUCCESS;
 }
 

@@ -70,6 +70,7 @@ struct CUmod_st {
   size_t size;
   int elf; /* a real ELF cubin: functions are found by their symbol names */
   struct CUfunc_st *funcs; /* freed with the module */
+  unsigned int global_word; /* what cuModuleGetGlobal points at (cubert's markers: 1) */
 };
 
 struct CUfunc_st {
@@ -207,6 +208,9 @@ CUresult fake_cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned int 
                                  CUjit_option *opts, void **vals);
 CUresult fake_cuModuleUnload(CUmodule m);
 CUresult fake_cuModuleGetFunction(CUfunction *out, CUmodule m, const char *name);
+CUresult fake_cuModuleGetGlobal(CUdeviceptr *out, size_t *bytes, CUmodule m, const char *name);
+CUresult fake_cuGraphAddDependencies(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+                                     const CUgraphEdgeData *edges, size_t n);
 CUresult fake_cuFuncGetAttribute(int *out, CUfunction_attribute a, CUfunction f);
 CUresult fake_cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int value);
 CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,

@@ -851,6 +851,27 @@ static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(voi
   return n;
 }
 
+/* Programmatic dependent launch (sm_90 and later; docs/recording.md, "CUDA
+ * graphs"): every entry first lets the next kernel of a CUDA graph launch
+ * early (griddepcontrol.launch_dependents: its cubes are scheduled while
+ * these still run) and then waits until the kernels before it completed
+ * and their memory is visible (griddepcontrol.wait), before it touches any
+ * memory. Outside a graph edge that asks for it (a plain launch) both are
+ * no-ops. The image marks the entries compiled so with a device word
+ * NAME_cubert_grid_wait_ (cuModuleGetGlobal finds it): the CUDA driver
+ * links two graph nodes programmatically only when the second one has it
+ * (a PTX image for an older architecture, JIT-compiled on a newer GPU, has
+ * neither the wait nor the word). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define CUBERT_KERNEL_GRID_WAIT_MARK_(name) \
+  extern "C" __device__ const unsigned int name##_cubert_grid_wait_ = 1u;
+#define CUBERT_KERNEL_GRID_WAIT_()                                                           \
+  asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;" ::: "memory")
+#else
+#define CUBERT_KERNEL_GRID_WAIT_MARK_(name)
+#define CUBERT_KERNEL_GRID_WAIT_() ((void)0)
+#endif
+
 /* The body is inlined twice: an UNCHECKED launch runs the copy whose
  * cubert_unchecked_ is the constant true (its accesses test nothing: no
  * compare and branch per load in an inner loop, fewer registers), every other
@@ -859,9 +880,11 @@ static __device__ __forceinline__ uint32_t cubert_kernel_dynamic_smem_bytes_(voi
   static __device__ __forceinline__ void name##_cubert_body_(                                \
       const cubert_kernel_args_t *cubert_args, cubert_kernel_cube_t *cubert_cube,            \
       const bool cubert_unchecked_);                                                         \
+  CUBERT_KERNEL_GRID_WAIT_MARK_(name)                                                        \
   extern "C" __global__ void name(const cubert_kernel_args_t cubert_args_value,              \
                                   uint32_t cubert_mode, cubert_kernel_report_t *cubert_report) { \
     cubert_kernel_cube_t cubert_cube_value;                                                  \
+    CUBERT_KERNEL_GRID_WAIT_();                                                              \
     cubert_cube_value.mode = cubert_mode;                                                    \
     cubert_cube_value.report = cubert_report;                                                \
     cubert_cube_value.oob_count = 0u;                                                        \

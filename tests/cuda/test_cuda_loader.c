@@ -52,12 +52,27 @@ TEST(cuda_loader_old_driver) {
 }
 
 TEST(cuda_loader_entry_newer_than_driver) {
-  /* A 12.0 driver: every ABI version asked for is at most 12.0, so it loads. */
+  /* A 12.0 driver: every required ABI version is at most 12.0, so it loads;
+   * the optional programmatic graph edges (12.3) are then absent. */
   cubert_cuda_loader_t cu;
   cubert_error_t err;
   fake_knob("CUBERT_FAKE_CUDA_DRIVER_VERSION", "12000");
   CHECK_OK(cubert__cuda_loader_open(FAKE_LIBCUDA, &cu, &err));
   CHECK_EQ_I64(cu.driver_version, 12000);
+  CHECK(cu.cuGraphAddDependencies == NULL);
+  CHECK(cu.cuModuleGetGlobal != NULL);
+  cubert__cuda_loader_close(&cu);
+}
+
+/* An optional entry point the library lacks is left NULL; the rest loads. */
+TEST(cuda_loader_optional_entry_point_missing) {
+  cubert_cuda_loader_t cu;
+  cubert_error_t err;
+  fake_knob("CUBERT_FAKE_CUDA_MISSING", "cuModuleGetGlobal");
+  CHECK_OK(cubert__cuda_loader_open(FAKE_LIBCUDA, &cu, &err));
+  CHECK(cu.cuModuleGetGlobal == NULL);
+  CHECK(cu.cuGraphAddDependencies != NULL);
+  CHECK(cu.cuLaunchKernel != NULL);
   cubert__cuda_loader_close(&cu);
 }
 
@@ -94,6 +109,7 @@ TEST(cuda_loader_opens_the_fake) {
   /* every entry point resolved, through cuGetProcAddress */
 #define CHECK_ENTRY_(name, version) CHECK_MSG(cu.name != NULL, "%s unresolved", #name);
   CUBERT_CUDA_ENTRY_POINTS(CHECK_ENTRY_)
+  CUBERT_CUDA_OPTIONAL_ENTRY_POINTS(CHECK_ENTRY_) /* the fake has them too */
 #undef CHECK_ENTRY_
   s = fake_stats(&cu);
   CHECK_EQ_U64(s.init_calls, 1);

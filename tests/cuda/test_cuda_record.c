@@ -117,6 +117,10 @@ static void graph_body(int gpu) {
     CHECK_EQ_U64(s1.graph_launches - s0.graph_launches, 3);
     CHECK_EQ_U64(s1.launches - s0.launches, 30); /* each node ran */
     CHECK_EQ_I64(s1.graph_execs_live - s0.graph_execs_live, 1);
+    /* the images' sm_90 cubins mark every entry as waiting at its start
+     * (include/cubert/kernel.h): nodes 2..10 depend programmatically */
+    if (CUBERT_TEST_HAVE_IMAGES)
+      CHECK_EQ_U64(s1.graph_programmatic_edges - s0.graph_programmatic_edges, 9);
   }
   /* launch 9 adds 100 instead of 10; slot 0 is now b */
   cubert_launch_arguments_initialize(&s);
@@ -151,6 +155,45 @@ static void graph_body(int gpu) {
 }
 
 TEST(cuda_record_replays_one_graph) { graph_body(0); }
+
+/* An entry its image does not mark (here PTX with the entry alone, as an
+ * image built before the marks or JIT-compiled from PTX for an older GPU):
+ * no programmatic edge, every node waits for the one before in full; the
+ * replays compute the same. */
+TEST(cuda_record_unmarked_kernels_get_full_edges) {
+  static const char ptx[] = "// no marks\n.visible .entry ck_add_scalar_u32(\n)\n{\n}\n";
+  static cubert_kernel_t plain;
+  cubert_launch_arguments_t a;
+  cubert_cube_count_t count = cubert_cube_count_new_1d(N / CK_SMALL_BLOCK);
+  rec_env_t e;
+  cubert_handle_t h;
+  cubert_recording_t *rec = NULL;
+  fake_cuda_stats_t s0, s1;
+  int i;
+  open_env(&e, 0, CUBERT_BOUNDS_CHECK_AUTO);
+  plain = ck_add_scalar_u32_kernel;
+  plain.cuda_image = ptx;
+  plain.cuda_image_size = sizeof ptx;
+  create(e.client, 0, &h);
+  s0 = graph_stats(&e);
+  CHECK_OK(cubert_client_record_begin(e.client, NULL));
+  for (i = 0; i < 10; i++) {
+    cubert_launch_arguments_initialize(&a);
+    cubert_launch_arguments_set_buffer(&a, 0, &h);
+    cubert_launch_arguments_set_u32(&a, 0, (uint32_t)i + 1u);
+    CHECK_OK(cubert_client_launch(e.client, &plain, &count, &a, NULL));
+  }
+  CHECK_OK(cubert_client_record_end(e.client, &rec, NULL));
+  for (i = 0; i < 2; i++) CHECK_OK(cubert_client_replay(e.client, rec, NULL));
+  expect(e.client, &h, 2u * 55u);
+  s1 = graph_stats(&e);
+  CHECK_EQ_U64(s1.graph_instantiations - s0.graph_instantiations, 1);
+  CHECK_EQ_U64(s1.graph_launches - s0.graph_launches, 2);
+  CHECK_EQ_U64(s1.graph_programmatic_edges - s0.graph_programmatic_edges, 0);
+  cubert_recording_destroy(rec);
+  CHECK_OK(cubert_client_handle_release(e.client, &h, NULL));
+  close_env(&e);
+}
 TEST(cuda_gpu_record_replays_one_graph) { graph_body(1); }
 
 /* VALIDATE launches: no graph; each replay runs them launch by launch and
