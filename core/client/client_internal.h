@@ -43,6 +43,10 @@ typedef struct device_state_t {
   void (*host_release)(void *self);
   void *host_release_self;
   cubert_atomic_u32_t refs; /* client objects alive */
+  /* exclusive sections and profile(f) running (client_launch.c): their
+   * function runs with the device lock held, and a launch from it must not
+   * wait for that lock's holder (itself) before its shard (client_task.c) */
+  cubert_atomic_u32_t exclusive_depth;
   /* kernel profiling (client_profile.c): level read lock-free, the rest
    * under ext_lock (a spin lock: held for short, non-blocking work only) */
   cubert_atomic_u32_t profile_level;
@@ -81,6 +85,14 @@ cubert_status_t client_submit(cubert_client_t *client, cubert_device_task_fn_t f
  * UNAVAILABLE makes the device lost (the device taken for that). */
 void client_sharded_done(device_state_t *state, cubert_status_t status, const cubert_error_t *error,
                          cubert_error_t *out_error);
+/* A sharded operation may wait for the device lock's holder before its
+ * shard (core/device/device_shards.h: patient): no exclusive section or
+ * profile(f) of the device runs, so this thread does not hold it (a
+ * relaxed look: another thread's section only makes the caller fall back
+ * to the lock, as before). */
+static inline bool client_patient(device_state_t *state) {
+  return cubert__atomic_load_u32(&state->exclusive_depth) == 0u;
+}
 /* DEVICE_MISMATCH unless `handle` was issued by this device (index and key;
  * fn names the call in the reason). */
 cubert_status_t client_check_owner(const device_state_t *state, const cubert_handle_t *handle,

@@ -168,10 +168,19 @@ typedef struct exclusive_call_t {
   cubert_error_t local;
 } exclusive_call_t;
 
-static cubert_status_t run_exclusive(void *user) {
-  exclusive_call_t *x = (exclusive_call_t *)user;
-  return x->fn(x->user, x->error);
+/* The section's function, with the device held by this thread. */
+static cubert_status_t run_held(exclusive_call_t *x, cubert_status_t (*fn)(exclusive_call_t *)) {
+  device_state_t *st = x->client->state;
+  cubert_status_t status;
+  (void)cubert__atomic_fetch_add_u32(&st->exclusive_depth, 1u);
+  status = fn(x);
+  (void)cubert__atomic_fetch_sub_u32(&st->exclusive_depth, 1u);
+  return status;
 }
+
+static cubert_status_t call_fn(exclusive_call_t *x) { return x->fn(x->user, x->error); }
+
+static cubert_status_t run_exclusive(void *user) { return run_held((exclusive_call_t *)user, call_fn); }
 
 static void exclusive_init(exclusive_call_t *x, cubert_client_t *client, cubert_client_fn_t fn,
                            void *user, cubert_error_t *out_error) {
@@ -207,8 +216,7 @@ cubert_status_t cubert_client_exclusive(cubert_client_t *client, cubert_client_f
 
 /* Runs inside the exclusive section: the server is called directly (the device
  * is held by this thread). */
-static cubert_status_t run_profile(void *user) {
-  exclusive_call_t *x = (exclusive_call_t *)user;
+static cubert_status_t profile_fn(exclusive_call_t *x) {
   cubert_server_t *server = x->client->state->server;
   uint64_t stream = cubert_client_stream(x->client);
   cubert_profiling_token_t token;
@@ -227,6 +235,8 @@ static cubert_status_t run_profile(void *user) {
   if (status == CUBERT_STATUS_OK && x->duration) *x->duration = duration;
   return status;
 }
+
+static cubert_status_t run_profile(void *user) { return run_held((exclusive_call_t *)user, profile_fn); }
 
 cubert_status_t cubert_client_profile(cubert_client_t *client, cubert_client_fn_t fn, void *user,
                                       const char *name, cubert_profile_duration_t *out_duration,

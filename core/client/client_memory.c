@@ -271,7 +271,7 @@ static bool reserve_sharded(device_state_t *st, cubert_handle_t *h, cubert_statu
   uint32_t shard = cubert__server_shard_of(st->server, h->stream);
   cubert_error_t e;
   bool taken;
-  if (!cubert__device_shards_enter_wait(st->shards, shard)) return false;
+  if (!cubert__device_shards_enter_wait(st->shards, shard, client_patient(st))) return false;
   cubert_error_clear(&e);
   taken = cubert__server_reserve_sharded(st->server, h->stream, h->size, &h->memory, out_status, &e);
   cubert__device_shards_leave(st->shards, shard);

@@ -72,7 +72,7 @@ static bool launch_sharded(device_state_t *s, const cubert_server_launch_t *op,
   uint32_t shard = cubert__server_shard_of(s->server, op->stream);
   cubert_error_t e;
   bool taken;
-  if (!cubert__device_shards_enter_wait(s->shards, shard)) return false;
+  if (!cubert__device_shards_enter_wait(s->shards, shard, client_patient(s))) return false;
   cubert_error_clear(&e);
   taken = cubert__server_launch_sharded(s->server, op, out_status, &e);
   cubert__device_shards_leave(s->shards, shard);

@@ -86,20 +86,28 @@ bool cubert__device_shards_enter(cubert_device_shards_t *s, uint32_t index) {
 #endif
 }
 
-bool cubert__device_shards_enter_wait(cubert_device_shards_t *s, uint32_t index) {
+bool cubert__device_shards_enter_wait(cubert_device_shards_t *s, uint32_t index, bool patient) {
 #ifdef CUBERT_ATOMIC_SEQ_CST
   shard_t *shard = &s->shards[index % CUBERT_DEVICE_SHARDS];
-  uint32_t looks = 0;
+  uint32_t looks = 0, rounds = 0;
   for (;;) {
     if (cubert__device_shards_enter(s, index)) return true;
     /* wait while the device lock or the shard is held, then try again */
-    while (cubert__atomic_load_u32(&s->whole) || cubert__atomic_load_u32(&shard->held))
-      if (++looks >= CUBERT_DEVICE_SHARDS_WAIT) return false;
-    if (++looks >= CUBERT_DEVICE_SHARDS_WAIT) return false;
+    while (looks < CUBERT_DEVICE_SHARDS_WAIT &&
+           (cubert__atomic_load_u32(&s->whole) || cubert__atomic_load_u32(&shard->held)))
+      looks++;
+    if (++looks < CUBERT_DEVICE_SHARDS_WAIT) continue;
+    if (!patient || ++rounds > CUBERT_DEVICE_SHARDS_ROUNDS) return false;
+    /* the holder keeps it long: wait in the lock itself (the launch then
+     * still runs in its shard, not under the lock) */
+    shards_lock(s);
+    shards_unlock(s);
+    looks = 0;
   }
 #else
   (void)s;
   (void)index;
+  (void)patient;
   return false;
 #endif
 }

@@ -55,9 +55,17 @@ bool cubert__device_shards_enter(cubert_device_shards_t *shards, uint32_t index)
  * other thread's enter fails too, so one call that needed the device lock
  * (a sync) turned every launch and reserve after it into a queue on that
  * lock (bench_scaling's 8 threads; docs/benchmarks.md, "Scaling curves").
- * false: not entered (take the device lock). Never blocks. */
+ * `patient` (the caller holds no device lock: it is in no exclusive
+ * section): when the looks run out, wait for the holder by taking and
+ * dropping the device lock (blocks in it, no spinning), then try again, up
+ * to CUBERT_DEVICE_SHARDS_ROUNDS times. A holder that keeps the lock longer
+ * than the looks (a CUDA driver call under it: several microseconds while
+ * other threads launch) would otherwise turn the launches after it into
+ * that queue for good (bench_cuda, 8 threads; docs/benchmarks.md). false:
+ * not entered (take the device lock). Never blocks unless patient. */
 #define CUBERT_DEVICE_SHARDS_WAIT 4096u
-bool cubert__device_shards_enter_wait(cubert_device_shards_t *shards, uint32_t index);
+#define CUBERT_DEVICE_SHARDS_ROUNDS 8u
+bool cubert__device_shards_enter_wait(cubert_device_shards_t *shards, uint32_t index, bool patient);
 /* Leave the shard entered by the same thread. */
 void cubert__device_shards_leave(cubert_device_shards_t *shards, uint32_t index);
 

@@ -325,15 +325,19 @@ TEST(shards_handshake) {
   cubert__device_shards_leave(s, 5);
   /* the waiting enter: free at once; held (the shard, or the device lock by
    * this very thread) gives up after its bounded wait, never hangs */
-  CHECK(cubert__device_shards_enter_wait(s, 6));
-  CHECK(!cubert__device_shards_enter_wait(s, 6 + CUBERT_DEVICE_SHARDS));
+  CHECK(cubert__device_shards_enter_wait(s, 6, false));
+  CHECK(!cubert__device_shards_enter_wait(s, 6 + CUBERT_DEVICE_SHARDS, false));
   cubert__device_shards_leave(s, 6);
   lock.lock(lock.self);
-  CHECK(!cubert__device_shards_enter_wait(s, 7));
+  CHECK(!cubert__device_shards_enter_wait(s, 7, false));
+  /* patient: waits in the (recursive) lock, which this thread holds, a
+   * bounded number of rounds, then gives up: never hangs */
+  CHECK(!cubert__device_shards_enter_wait(s, 7, true));
+  CHECK_EQ_I64(l.depth, 1);
   lock.unlock(lock.self);
-  CHECK(cubert__device_shards_enter_wait(s, 7));
+  CHECK(cubert__device_shards_enter_wait(s, 7, true));
   cubert__device_shards_leave(s, 7);
-  CHECK_EQ_I64(l.locks, 3);
+  CHECK_EQ_I64(l.locks, 3 + CUBERT_DEVICE_SHARDS_ROUNDS);
   CHECK_EQ_I64(l.depth, 0);
   cubert__device_shards_destroy(s);
   cubert__device_shards_destroy(NULL);
