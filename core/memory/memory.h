@@ -125,6 +125,13 @@ typedef struct cubert_memory_manager_options_t {
    * lanes, so their ids come from distinct chunks of the table
    * (cubert__memory_id_acquire_owned_lane). */
   uint32_t handle_lane;
+  /* The manager and its dynamic pools are allocated aligned and padded to
+   * CUBERT_FALSE_SHARING_BYTES (core/base/internal.h): false (the default)
+   * for a manager alone on its device; true for the stream slots of a server
+   * with several streams, whose managers are written at every reservation
+   * by different threads and must not share a line (or a prefetched line
+   * pair) through an allocator that packs their blocks together. */
+  bool padded;
 } cubert_memory_manager_options_t;
 
 /* Defaults: ENABLED, no explicit mode, reclaim_and_retry true. NULL no-op. */

@@ -125,6 +125,7 @@ cubert_status_t server_memory_create(cubert_server_t *server, server_slot_t *slo
    * from different chunks */
   cubert__memory_manager_options_initialize(&options);
   options.handle_lane = slot->index;
+  options.padded = server->max_streams > 1u; /* other streams' threads reserve beside it */
   return cubert__memory_manager_create(server->allocator, storage, server->table, server->properties.memory,
                                        &server->memory_config, &options, &slot->manager, out_error);
 }
