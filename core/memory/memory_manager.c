@@ -25,6 +25,7 @@ struct cubert_memory_manager_t {
   uint32_t persistent_depth; /* effective mode is Persistent while > 0 */
   bool reclaim_and_retry;
   uint32_t poll_per_reserve;
+  uint32_t poll_newest;
   uint32_t handle_lane;
   uint64_t next_check; /* earliest alloc_reserve_count a periodic cleanup does anything */
   bool padded;         /* options.padded: this block and the pools' are padded */
@@ -56,6 +57,7 @@ void cubert__memory_manager_options_initialize(cubert_memory_manager_options_t *
   options->initial_mode = CUBERT_MEMORY_ALLOCATION_MODE_AUTO;
   options->reclaim_and_retry = true;
   options->poll_per_reserve = 0;
+  options->poll_newest = 0;
   options->handle_lane = 0;
   options->padded = false;
 }
@@ -231,6 +233,7 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
         status = cubert__sliced_pool_initialize(&pools[i].u.sliced, &mm->env, (uint8_t)i,
                                                 &options[i], props.alignment, mm->poll_per_reserve,
                                                 out_error);
+        pools[i].u.sliced.poll_newest = mm->poll_newest;
         break;
       case CUBERT_MEMORY_POOL_EXCLUSIVE:
         status = cubert__exclusive_pool_initialize(&pools[i].u.exclusive, &mm->env, (uint8_t)i,
@@ -298,6 +301,7 @@ cubert_status_t cubert__memory_manager_create(
   mm->persistent_memory = options->persistent_memory;
   mm->reclaim_and_retry = options->reclaim_and_retry;
   mm->poll_per_reserve = options->poll_per_reserve;
+  mm->poll_newest = options->poll_newest;
   mm->handle_lane = options->handle_lane;
   if (options->has_initial_mode)
     mm->persistent_depth = options->initial_mode == CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT;
