@@ -28,8 +28,9 @@ typedef struct fuzz_alloc_t {
   uint64_t bad_frees; /* a free or resize with the wrong size, or of an unknown block */
 } fuzz_alloc_t;
 
-/* Header in front of every block; keeps alignments up to 64. */
-#define FUZZ_ALLOC_PAD 64u
+/* Header in front of every block; keeps alignments up to 128 (the core
+ * pads per-stream state to CUBERT_FALSE_SHARING_BYTES). */
+#define FUZZ_ALLOC_PAD 128u
 /* Fresh and freed blocks are filled with a pattern up to this many bytes
  * (like ASan's malloc_fill_byte): enough to catch reliance on contents,
  * cheap for the large blocks a device allocates. */

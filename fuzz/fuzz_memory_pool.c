@@ -532,6 +532,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   o.persistent_memory = x->pm;
   o.reclaim_and_retry = (f2 & 4) == 0;
   o.poll_per_reserve = (f2 >> 3) & 3;
+  o.poll_newest = (f2 >> 6) & 3; /* bits shared with fail_in below */
+  o.padded = (p >> 3) & 1;
   al = fuzz_alloc_init(&x->fa);
   FUZZ_CHECK(cubert__handle_table_create(al, 48u + (p >> 7) * 200u, 3, &x->table) == CUBERT_STATUS_OK);
   config.kind = CUBERT_MEMORY_CONFIGURATION_CUSTOM;

@@ -36,6 +36,21 @@
 #define CUBERT_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define CUBERT_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The span that data written by different threads keeps apart (issue 27):
+ * two 64-byte cache lines. x86 cores since Sandy Bridge prefetch the other
+ * line of an aligned 128-byte pair along with a line they miss on (the L2
+ * adjacent-line prefetcher), so a word written per operation by one thread
+ * and a word written by another on the neighbouring line still move a line
+ * between the two cores; 128 is also the line of Apple's arm64 cores
+ * (folly's and crossbeam's padding are 128 on both). The per-stream words
+ * of the reserve and launch paths (device-lock shards, handle-table lanes
+ * and chunks, server stream slots, memory managers) are aligned and padded
+ * to it. A power of two. */
+#define CUBERT_FALSE_SHARING_BYTES 128u
+/* n rounded up to whole CUBERT_FALSE_SHARING_BYTES spans. */
+#define CUBERT_FALSE_SHARING_ROUND(n) \
+  (((n) + (CUBERT_FALSE_SHARING_BYTES - 1u)) / CUBERT_FALSE_SHARING_BYTES * CUBERT_FALSE_SHARING_BYTES)
+
 /* Fill out_error (may be NULL) with kind INVALID_ARGUMENT and `reason` (a
  * literal naming the function and the argument); returns INVALID_ARGUMENT. */
 static inline cubert_status_t cubert__invalid_argument(cubert_error_t *out_error,

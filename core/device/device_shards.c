@@ -4,15 +4,21 @@
 #include "device/device_shards.h"
 #include "base/atomic.h"
 
-#define SHARD_LINE 64u
+/* A shard's word, alone in its CUBERT_FALSE_SHARING_BYTES span (128: two
+ * cache lines; with 64, the shards of streams 2k and 2k+1, written by their
+ * threads at every launch and reserve, shared a prefetched line pair). */
+#define SHARD_LINE CUBERT_FALSE_SHARING_BYTES
 
 typedef struct shard_t {
   cubert_atomic_u32_t held; /* 1: a thread is inside */
   unsigned char pad_[SHARD_LINE - sizeof(cubert_atomic_u32_t)];
 } shard_t;
 
+typedef char shard_spans_apart_[sizeof(shard_t) == SHARD_LINE ? 1 : -1];
+
 struct cubert_device_shards_t {
-  shard_t shards[CUBERT_DEVICE_SHARDS]; /* first: the allocation is line-aligned */
+  shard_t shards[CUBERT_DEVICE_SHARDS]; /* first: the allocation is SHARD_LINE-aligned */
+  /* read at every enter, written only with the device lock: a span of its own */
   cubert_atomic_u32_t whole;            /* 1: the device lock's owner wants every shard idle */
   cubert_atomic_u32_t used;             /* bit i: shard i was entered at least once */
   uint32_t depth;                       /* the device lock's recursion depth (under it) */

@@ -6,8 +6,10 @@
  * scheme:
  *
  *  - a shard (one of CUBERT_DEVICE_SHARDS, a stream slot's index modulo that)
- *    is a word on its own cache line; a launch that touches only its own
- *    slot's state enters the shard (one compare-and-swap on that line) instead
+ *    is a word alone in a pair of cache lines (CUBERT_FALSE_SHARING_BYTES,
+ *    128: the adjacent-line prefetcher moves lines in pairs); a launch that
+ *    touches only its own slot's state enters the shard (one
+ *    compare-and-swap on that line) instead
  *    of taking the device lock, so launches on different streams from
  *    different threads do not meet;
  *  - every other device call takes the device lock through the wrapped lock

@@ -110,16 +110,21 @@ typedef struct chunk_t {
   slot_t slots[CHUNK_SLOTS];
 } chunk_t;
 
-#define CACHE_LINE 64u
+/* What lanes and chunks keep apart: CUBERT_FALSE_SHARING_BYTES (128, a
+ * pair of 64-byte lines, core/base/internal.h). With 64, lanes 2k and 2k+1
+ * (the stream slots of two threads) shared a prefetched line pair, and each
+ * writes its cursor at every acquire. "Line" below means this span. */
+#define CACHE_LINE CUBERT_FALSE_SHARING_BYTES
 #define LANES CUBERT_HANDLE_TABLE_LANES
 
-/* A lane's cursor. Lane i is lanes[i * LANE_SPREAD]: alone on its cache line. */
+/* A lane's cursor. Lane i is lanes[i * LANE_SPREAD]: alone on its line. */
 typedef struct lane_t {
   cubert_atomic_u32_t cursor; /* next-fit hint: slot index to try first */
   cubert_atomic_u32_t home;   /* 1 + the chunk the lane marked as its own; 0: none */
 } lane_t;
 
 #define LANE_SPREAD (CACHE_LINE / sizeof(lane_t))
+typedef char lanes_lines_apart_[LANE_SPREAD * sizeof(lane_t) == CACHE_LINE ? 1 : -1];
 
 /* The header is read by every call and changes only when the table grows
  * (chunk_count). Its lanes follow it in the same block, from the next cache

@@ -119,12 +119,28 @@ typedef struct cubert_memory_manager_options_t {
   /* Oldest slices a sliced pool polls for release at every reservation;
    * 0 (the default, the fastest) polls only when no known-free slice fits. */
   uint32_t poll_per_reserve;
+  /* Newest slices a sliced pool polls for release at every reservation,
+   * while they are released (0, the default: none). A thread that releases
+   * what it just reserved (a temporary, the reserve + release loop) has its
+   * slice found free at its next reservation instead of after a page's
+   * worth of reservations (the lazy poll above): the pool then holds one
+   * such slice and one such id, not hundreds, and the handle table lane of
+   * the manager (handle_lane) stays in its one chunk, where no other
+   * stream's thread writes (issue 27). The server's stream slots use it. */
+  uint32_t poll_newest;
   /* The handle table lane of the manager's new ids (0, the default; any
    * value, modulo CUBERT_HANDLE_TABLE_LANES): managers that reserve from
    * different threads at once (the stream slots of a server) give distinct
    * lanes, so their ids come from distinct chunks of the table
    * (cubert__memory_id_acquire_owned_lane). */
   uint32_t handle_lane;
+  /* The manager and its dynamic pools are allocated aligned and padded to
+   * CUBERT_FALSE_SHARING_BYTES (core/base/internal.h): false (the default)
+   * for a manager alone on its device; true for the stream slots of a server
+   * with several streams, whose managers are written at every reservation
+   * by different threads and must not share a line (or a prefetched line
+   * pair) through an allocator that packs their blocks together. */
+  bool padded;
 } cubert_memory_manager_options_t;
 
 /* Defaults: ENABLED, no explicit mode, reclaim_and_retry true. NULL no-op. */

@@ -143,6 +143,7 @@ typedef struct cubert_sliced_pool_t {
   bool capped;
   bool merge; /* merge neighbouring free slices when detected (tests turn it off) */
   uint32_t poll_per_reserve;
+  uint32_t poll_newest; /* the manager's options.poll_newest (set after initialize) */
 
   cubert_sliced_node_t *nodes;
   uint32_t node_cap, node_count, node_free;

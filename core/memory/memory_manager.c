@@ -25,11 +25,29 @@ struct cubert_memory_manager_t {
   uint32_t persistent_depth; /* effective mode is Persistent while > 0 */
   bool reclaim_and_retry;
   uint32_t poll_per_reserve;
+  uint32_t poll_newest;
   uint32_t handle_lane;
   uint64_t next_check; /* earliest alloc_reserve_count a periodic cleanup does anything */
+  bool padded;         /* options.padded: this block and the pools' are padded */
 };
 
 static void next_check_update(cubert_memory_manager_t *mm);
+
+/* The manager and its dynamic pools are written at every reservation by the
+ * thread of its stream slot. options.padded: each of the two allocations is
+ * aligned and padded to CUBERT_FALSE_SHARING_BYTES (core/base/internal.h),
+ * so that an allocator that packs small blocks of different threads together
+ * (one heap for all threads) puts no other stream's manager or pools on
+ * their lines; else the allocator's natural alignment, no padding. */
+static size_t mm_align(bool padded) { return padded ? CUBERT_FALSE_SHARING_BYTES : 0; }
+static size_t mm_bytes(bool padded) {
+  return padded ? CUBERT_FALSE_SHARING_ROUND(sizeof(struct cubert_memory_manager_t))
+                : sizeof(struct cubert_memory_manager_t);
+}
+static size_t pools_bytes(const cubert_memory_manager_t *mm, uint32_t count) {
+  size_t bytes = (size_t)count * sizeof(cubert_memory_pool_t); /* count <= the pool maximum */
+  return mm->padded ? CUBERT_FALSE_SHARING_ROUND(bytes) : bytes;
+}
 
 void cubert__memory_manager_options_initialize(cubert_memory_manager_options_t *options) {
   if (!options) return;
@@ -39,7 +57,9 @@ void cubert__memory_manager_options_initialize(cubert_memory_manager_options_t *
   options->initial_mode = CUBERT_MEMORY_ALLOCATION_MODE_AUTO;
   options->reclaim_and_retry = true;
   options->poll_per_reserve = 0;
+  options->poll_newest = 0;
   options->handle_lane = 0;
+  options->padded = false;
 }
 
 /* ---- pool dispatch ------------------------------------------------------------ */
@@ -161,7 +181,7 @@ static void pools_free(cubert_memory_manager_t *mm, cubert_memory_pool_t *pools,
   uint32_t i;
   if (!pools) return;
   for (i = 0; i < count; i++) pool_deinitialize(&pools[i]);
-  cubert_allocator_free(mm->env.allocator, pools, (size_t)count * sizeof(*pools), 0);
+  cubert_allocator_free(mm->env.allocator, pools, pools_bytes(mm, count), mm_align(mm->padded));
 }
 
 /* Build the dynamic pools of `config` (nothing kept on failure). */
@@ -195,8 +215,8 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
   }
   if (cubert_allocator_malloc_array(mm->env.allocator, count, sizeof(*options), 0,
                                     (void **)&options, NULL) != CUBERT_STATUS_OK ||
-      cubert_allocator_malloc_array(mm->env.allocator, count, sizeof(*pools), 0,
-                                    (void **)&pools, NULL) != CUBERT_STATUS_OK) {
+      cubert_allocator_malloc(mm->env.allocator, pools_bytes(mm, count), mm_align(mm->padded),
+                              (void **)&pools, NULL) != CUBERT_STATUS_OK) {
     if (options) cubert_allocator_free(mm->env.allocator, options, count * sizeof(*options), 0);
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "memory pools");
@@ -213,6 +233,7 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
         status = cubert__sliced_pool_initialize(&pools[i].u.sliced, &mm->env, (uint8_t)i,
                                                 &options[i], props.alignment, mm->poll_per_reserve,
                                                 out_error);
+        pools[i].u.sliced.poll_newest = mm->poll_newest;
         break;
       case CUBERT_MEMORY_POOL_EXCLUSIVE:
         status = cubert__exclusive_pool_initialize(&pools[i].u.exclusive, &mm->env, (uint8_t)i,
@@ -230,7 +251,7 @@ static cubert_status_t pools_build(cubert_memory_manager_t *mm,
   /* unreachable: status != OK (no pool fails to initialize, above) */
   if (status != CUBERT_STATUS_OK) {
     /* initialized pools hold no memory yet */
-    cubert_allocator_free(mm->env.allocator, pools, count * sizeof(*pools), 0);
+    cubert_allocator_free(mm->env.allocator, pools, pools_bytes(mm, count), mm_align(mm->padded));
     return status;
   }
   *out_pools = pools;
@@ -253,6 +274,7 @@ cubert_status_t cubert__memory_manager_create(
   cubert_memory_manager_t *mm = NULL;
   cubert_memory_manager_options_t defaults;
   cubert_status_t status;
+  bool padded;
   if (!out_manager || !table || !config || !allocator.fn || !storage.vtable ||
       !storage.vtable->alignment || !storage.vtable->alloc || !storage.vtable->get ||
       !storage.vtable->dealloc || !storage.vtable->flush)
@@ -265,9 +287,12 @@ cubert_status_t cubert__memory_manager_create(
   if ((unsigned)options->persistent_memory > (unsigned)CUBERT_PERSISTENT_MEMORY_ENFORCED)
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, NULL, 0,
                             "persistent_memory");
-  if (cubert_allocator_malloc(allocator, sizeof *mm, 0, (void **)&mm, NULL) != CUBERT_STATUS_OK)
+  padded = options->padded;
+  if (cubert_allocator_malloc(allocator, mm_bytes(padded), mm_align(padded), (void **)&mm, NULL) !=
+      CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "memory manager");
+  mm->padded = padded;
   mm->env.allocator = allocator;
   mm->env.storage = storage;
   mm->env.table = table;
@@ -276,6 +301,7 @@ cubert_status_t cubert__memory_manager_create(
   mm->persistent_memory = options->persistent_memory;
   mm->reclaim_and_retry = options->reclaim_and_retry;
   mm->poll_per_reserve = options->poll_per_reserve;
+  mm->poll_newest = options->poll_newest;
   mm->handle_lane = options->handle_lane;
   if (options->has_initial_mode)
     mm->persistent_depth = options->initial_mode == CUBERT_MEMORY_ALLOCATION_MODE_PERSISTENT;
@@ -285,7 +311,7 @@ cubert_status_t cubert__memory_manager_create(
                                      mm->props.max_page_size);
   status = pools_build(mm, config, mm->props, &mm->pools, &mm->pool_count, out_error);
   if (status != CUBERT_STATUS_OK) {
-    cubert_allocator_free(allocator, mm, sizeof *mm, 0);
+    cubert_allocator_free(allocator, mm, mm_bytes(padded), mm_align(padded));
     return status;
   }
   next_check_update(mm);
@@ -295,12 +321,14 @@ cubert_status_t cubert__memory_manager_create(
 
 void cubert__memory_manager_destroy(cubert_memory_manager_t *mm) {
   cubert_allocator_t allocator;
+  bool padded;
   if (!mm) return;
   allocator = mm->env.allocator;
+  padded = mm->padded;
   pools_free(mm, mm->pools, mm->pool_count);
   cubert__persistent_pool_deinitialize(&mm->persistent);
   mm->env.storage.vtable->flush(mm->env.storage.self);
-  cubert_allocator_free(allocator, mm, sizeof *mm, 0);
+  cubert_allocator_free(allocator, mm, mm_bytes(padded), mm_align(padded));
 }
 
 /* ---- cleanup and modes ------------------------------------------------------------ */

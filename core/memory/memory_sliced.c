@@ -212,6 +212,17 @@ static void poll_oldest(cubert_sliced_pool_t *pool, uint32_t k) {
     (void)detect(pool, pool->hand, pool->merge);
 }
 
+/* Poll the newest slices: detect while they are released, at most k (the
+ * slices of a thread that releases what it just reserved are found at its
+ * next reservation, options.poll_newest). */
+static void poll_newest(cubert_sliced_pool_t *pool, uint32_t k) {
+  while (k-- > 0 && pool->hand != CUBERT_MEMORY_NIL) {
+    uint32_t n = pool->nodes[pool->hand].link_prev; /* the newest: the clock's tail */
+    if (!node_released(pool, n)) return;
+    (void)detect(pool, n, pool->merge);
+  }
+}
+
 /* Poll up to `limit` used slices from the scan cursor on (round robin, so
  * successive bounded scans cover the whole list); stop at the first detected
  * free slice of at least `eff` bytes (eff UINT64_MAX: never stop early). The
@@ -379,6 +390,7 @@ cubert_status_t cubert__sliced_pool_try_reserve(cubert_sliced_pool_t *pool, uint
   if (nodes_ensure(pool, 1) != CUBERT_STATUS_OK)
     return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "sliced pool bookkeeping");
+  if (pool->poll_newest) poll_newest(pool, pool->poll_newest);
   if (pool->poll_per_reserve) poll_oldest(pool, pool->poll_per_reserve);
   if (pool->scan_credit < pool->used_count) pool->scan_credit += SCAN_CREDIT;
   n = find_fit(pool, eff, 8);

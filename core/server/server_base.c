@@ -64,11 +64,12 @@ cubert_status_t server_unsupported(const cubert_server_t *server, const char *wh
 
 /* ---- slots --------------------------------------------------------------------------- */
 
-/* With several streams a slot takes whole cache lines: the sharded reserve
+/* With several streams a slot takes whole cache-line pairs
+ * (CUBERT_FALSE_SHARING_BYTES, core/base/internal.h): the sharded reserve
  * and launch of its stream write it (sharded) and read it from the stream's
- * thread, which must not meet another stream's thread on a line (issue 27).
- * One stream (a small device): no padding. */
-#define SLOT_LINE 64u
+ * thread, which must not meet another stream's thread on a line or on its
+ * prefetched neighbour (issue 27). One stream (a small device): no padding. */
+#define SLOT_LINE CUBERT_FALSE_SHARING_BYTES
 
 static size_t slot_bytes(const cubert_server_t *server) {
   return server->max_streams > 1u ? (sizeof(server_slot_t) + (SLOT_LINE - 1u)) / SLOT_LINE * SLOT_LINE

@@ -109,6 +109,9 @@ static const cubert_storage_vtable_t g_kit_storage = {st_alignment, st_alloc, st
 
 /* ---- per-slot memory ------------------------------------------------------------------- */
 
+/* Newest slices a slot's sliced pools poll at every reserve (options.poll_newest). */
+#define SERVER_POLL_NEWEST 4u
+
 cubert_status_t server_memory_create(cubert_server_t *server, server_slot_t *slot, cubert_error_t *out_error) {
   cubert_storage_t storage;
   cubert_memory_manager_options_t options;
@@ -125,6 +128,12 @@ cubert_status_t server_memory_create(cubert_server_t *server, server_slot_t *slo
    * from different chunks */
   cubert__memory_manager_options_initialize(&options);
   options.handle_lane = slot->index;
+  options.padded = server->max_streams > 1u; /* other streams' threads reserve beside it */
+  /* a temporary released before the stream's next reserve is found free
+   * there: the slot's pool and its lane of the table keep one such slice
+   * and id, not a 16 MiB page's worth (a few hundred ids, which overflowed
+   * the lane's chunk into chunks other streams' threads write) */
+  options.poll_newest = SERVER_POLL_NEWEST;
   return cubert__memory_manager_create(server->allocator, storage, server->table, server->properties.memory,
                                        &server->memory_config, &options, &slot->manager, out_error);
 }

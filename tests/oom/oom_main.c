@@ -290,7 +290,7 @@ typedef struct oom_block_header_t {
   size_t map_len;
 } oom_block_header_t;
 #define OOM_MAGIC 0xC0BE47A110CA7EDULL
-#define OOM_PAD 64
+#define OOM_PAD 128 /* header space; keeps alignment up to 128 (CUBERT_FALSE_SHARING_BYTES) */
 #define POISON_LIMIT 4096u
 /* Blocks from 1 MiB up (the device pages) are mapped on 2 MiB boundaries with
  * transparent huge pages asked for: 8 page faults for 16 MiB instead of 4096

@@ -12,7 +12,7 @@ typedef struct block_header_t {
 } block_header_t;
 
 #define COUNTING_MAGIC 0xC0BE47A110CA7EDULL
-#define COUNTING_PAD 64 /* header space; keeps alignment up to 64 */
+#define COUNTING_PAD 128 /* header space; keeps alignment up to 128 (CUBERT_FALSE_SHARING_BYTES) */
 
 static void *block_payload(void *raw) { return (unsigned char *)raw + COUNTING_PAD; }
 static void *block_raw(void *payload) { return (unsigned char *)payload - COUNTING_PAD; }

@@ -599,3 +599,84 @@ TEST(memory_manage_noslice_alloc_respects_alignment_size) {
   mmf_drop(&f, b);
   mmf_done(&f);
 }
+
+/* options.padded (a server's stream slots, issue 27): the manager and its
+ * pools are blocks of whole CUBERT_FALSE_SHARING_BYTES spans on a span
+ * boundary, so two streams' managers and pools, written at every
+ * reservation by two threads, never share a line or a prefetched line pair
+ * with anything; without it nothing is padded. An allocator over the
+ * counting one sees the requests; a failed allocation of any block of a
+ * padded manager leaves nothing behind. */
+typedef struct span_watch_t {
+  cubert_allocator_t inner;
+  int spans;      /* allocations asked with the span's alignment */
+  int bad_spans;  /* ... of a size that is not whole spans */
+} span_watch_t;
+
+static void *span_watch_fn(void *self, void *ptr, size_t old_size, size_t new_size, size_t align) {
+  span_watch_t *w = (span_watch_t *)self;
+  if (new_size && align >= CUBERT_FALSE_SHARING_BYTES) {
+    w->spans++;
+    if (new_size % CUBERT_FALSE_SHARING_BYTES) w->bad_spans++;
+  }
+  return w->inner.fn(w->inner.self, ptr, old_size, new_size, align);
+}
+
+/* A manager over *w (which must outlive it: the manager keeps its allocator). */
+static int padded_spans(mm_fixture_t *f, span_watch_t *w, bool padded,
+                        cubert_memory_manager_t **out) {
+  cubert_memory_manager_options_t o;
+  cubert_memory_configuration_t config = mmf_kind(CUBERT_MEMORY_CONFIGURATION_SUB_SLICES);
+  cubert_allocator_t a;
+  cubert_error_t err;
+  cubert_memory_id_t id;
+  uintptr_t span = CUBERT_FALSE_SHARING_BYTES;
+  w->inner = f->allocator;
+  w->spans = w->bad_spans = 0;
+  a.self = w;
+  a.fn = span_watch_fn;
+  cubert__memory_manager_options_initialize(&o);
+  CHECK(!o.padded);
+  o.padded = padded;
+  CHECK_OK(cubert__memory_manager_create(a, f->storage.storage, f->table, f->props, &config, &o,
+                                         out, &err));
+  CHECK(cubert__memory_manager_pool_count(*out) > 0);
+  if (padded) {
+    CHECK_EQ_U64((uintptr_t)*out % span, 0);
+    CHECK_EQ_U64((uintptr_t)cubert__memory_manager_pool(*out, 0) % span, 0);
+  }
+  CHECK_OK(cubert__memory_manager_reserve(*out, 1000, &id, &err)); /* works as before */
+  CHECK_OK(cubert__memory_id_release_handle(f->table, id));
+  CHECK_EQ_I64(w->bad_spans, 0);
+  return w->spans;
+}
+
+TEST(memory_manage_padded_managers_do_not_share_lines) {
+  cubert_memory_manager_options_t o;
+  cubert_memory_manager_t *mm[3] = {NULL, NULL, NULL};
+  cubert_memory_configuration_t config = mmf_kind(CUBERT_MEMORY_CONFIGURATION_SUB_SLICES);
+  cubert_error_t err;
+  span_watch_t w[3];
+  mm_fixture_t f;
+  int i, fail;
+  mmf_base(&f, 64 * MIB, 32);
+  CHECK_EQ_I64(padded_spans(&f, &w[0], true, &mm[0]), 2); /* the manager, its pools */
+  CHECK_EQ_I64(padded_spans(&f, &w[1], true, &mm[1]), 2);
+  CHECK_EQ_I64(padded_spans(&f, &w[2], false, &mm[2]), 0);
+  CHECK((uintptr_t)mm[0] / CUBERT_FALSE_SHARING_BYTES != (uintptr_t)mm[1] / CUBERT_FALSE_SHARING_BYTES);
+  for (i = 0; i < 3; i++) cubert__memory_manager_destroy(mm[i]);
+  cubert__memory_manager_options_initialize(&o);
+  o.padded = true;
+  for (fail = 1; fail <= 3; fail++) { /* the manager's block, the pool options, the pools' */
+    cubert_memory_manager_t *none = NULL;
+    int64_t live = f.counting.live_blocks;
+    counting_allocator_fail_at(&f.counting, (uint64_t)fail, 0);
+    CHECK_STATUS(cubert__memory_manager_create(f.allocator, f.storage.storage, f.table, f.props,
+                                               &config, &o, &none, &err),
+                 CUBERT_STATUS_RESOURCE_EXHAUSTED);
+    CHECK(none == NULL);
+    CHECK_EQ_I64(f.counting.live_blocks, live);
+    counting_allocator_fail_at(&f.counting, 0, 0);
+  }
+  mmf_done(&f);
+}

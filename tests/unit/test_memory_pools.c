@@ -579,6 +579,64 @@ TEST(memory_pool_sliced_sliding_window_stays_bounded) {
   CHECK(lazy <= 4 && eager <= 4);
 }
 
+/* options.poll_newest (the server's stream slots, issue 27): a temporary
+ * released before the next reservation is found there, behind an older slice
+ * that stays alive (the lazy oldest-first poll stops at it): the pool keeps
+ * the live slices plus the newest one, and the handle table as many ids;
+ * without it, released slices pile up until a fit fails. A live newest
+ * slice stops the poll; once released, it and the ones before it go at the
+ * next reservation (up to poll_newest of them). Reports are the same. */
+static uint32_t temporaries(uint32_t poll_newest, uint32_t *out_max_live_ids) {
+  static cubert_memory_pool_options_t pools[1];
+  cubert_memory_manager_options_t o;
+  cubert_sliced_pool_t *p;
+  cubert_memory_id_t kept, a, b, c;
+  mm_fixture_t f;
+  uint64_t seed = 99;
+  uint32_t i, max_used = 0;
+  cubert__memory_manager_options_initialize(&o);
+  CHECK_EQ_U64(o.poll_newest, 0);
+  o.poll_newest = poll_newest;
+  pools[0] = cubert_memory_pool_sliced(MIB, CUBERT_MEMORY_NONE, CUBERT_MEMORY_NONE);
+  mmf_init_opts(&f, 128 * MIB, 32, mmf_custom(pools, 1), &o);
+  p = &cubert__memory_manager_pool(f.mm, 0)->u.sliced;
+  kept = mmf_reserve(&f, 64); /* the oldest slice, alive throughout */
+  *out_max_live_ids = 0;
+  for (i = 0; i < 2000; i++) {
+    cubert_memory_id_t t = mmf_reserve(&f, 1 + rng_next(&seed) % (16 * KIB));
+    if (p->used_count > max_used) max_used = p->used_count;
+    if (cubert__handle_table_live(f.table) > *out_max_live_ids)
+      *out_max_live_ids = cubert__handle_table_live(f.table);
+    mmf_drop(&f, t);
+  }
+  CHECK_EQ_U64(mmf_usage(&f).number_allocs, 1); /* reports poll everything, either way */
+  CHECK_EQ_U64(mmf_pool_report(&f, 0).pages_peak, 1);
+  if (poll_newest) { /* a live newest slice stops the poll */
+    a = mmf_reserve(&f, 100);
+    b = mmf_reserve(&f, 100);
+    mmf_drop(&f, a);
+    c = mmf_reserve(&f, 100); /* newest b alive: a stays undetected */
+    CHECK_EQ_U64(p->used_count, 4);
+    mmf_drop(&f, c);
+    mmf_drop(&f, b);
+    c = mmf_reserve(&f, 100); /* c, b, then a (poll_newest >= 3), not kept */
+    CHECK_EQ_U64(p->used_count, 2);
+    mmf_drop(&f, c);
+  }
+  mmf_drop(&f, kept);
+  mmf_done(&f);
+  return max_used;
+}
+
+TEST(memory_pool_sliced_poll_newest_finds_temporaries) {
+  uint32_t ids_eager, ids_lazy;
+  TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
+  CHECK_EQ_U64(temporaries(4, &ids_eager), 2); /* the kept slice and the newest */
+  CHECK(ids_eager <= 2);
+  CHECK(temporaries(0, &ids_lazy) > 50); /* released slices wait for a failed fit */
+  CHECK(ids_lazy > 50);
+}
+
 TEST(memory_pool_sliced_large_pool_random_releases) {
   TEST_REQUIRE_FEATURE(CUBERT_FEATURE_PAGED_POOLS);
   /* above SCAN_ALWAYS slices, full scans are amortized: memory stays within
