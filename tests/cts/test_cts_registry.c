@@ -11,6 +11,7 @@
 #include "cts.h"
 
 #if !CUBERT_CTS_INLINE_ONLY
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -104,6 +105,10 @@ TEST(cts_registry_unknown_name_lists_the_registered) {
   if (pid == 0) {
     dup2(fds[1], 1);
     dup2(fds[1], 2);
+    close(fds[0]);
+    /* a runner whose failures do not end the process (the OOM harness
+     * records them and parks the thread) would keep the pipe open: end */
+    alarm(5);
     setenv("CUBERT_CTS_DRIVER", "no-such-driver", 1);
     (void)cts_driver(); /* fails: exit status 1 */
     _exit(0);
@@ -113,6 +118,9 @@ TEST(cts_registry_unknown_name_lists_the_registered) {
   close(fds[0]);
   out[got] = 0;
   CHECK(waitpid(pid, &status, 0) == pid);
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+    TEST_SKIP("cts_driver's failure did not end the forked process: this runner records "
+              "failures instead (the OOM harness)");
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
   CHECK_MSG(strstr(out, "CUBERT_CTS_DRIVER=no-such-driver: no such driver; registered: cpu, "
                         "deterministic") != NULL, "%s", out);
