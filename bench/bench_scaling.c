@@ -37,8 +37,10 @@
  *   make bench   or   build/bench/bench_scaling [--runs R] [--quick] [--ops N]
  *                                               [--only handles|streams|threads]
  *                                               [--threads 1|2|4|8] [--streams 1|4|16|64]
- * (--ops: operations per run, default 20000; --threads / --streams: that
- * point of the curve only, e.g. to attach a debugger to a long run of it)
+ * (--ops: operations per run, default 20000, and 400000 for the threads curve,
+ * split over its threads: 20,000 lasted about 1 ms at 8 threads, so the
+ * threads' start-up skew was part of the figure; --threads / --streams:
+ * that point of the curve only, e.g. to attach a debugger to a long run of it)
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -63,7 +65,8 @@ typedef enum op_e { OP_LAUNCH = 0, OP_RESERVE = 1, OP_LAUNCH_BARE = 2 } op_t;
 
 typedef struct config_t {
   int runs;
-  long ops; /* operations per run (split over the threads in the threads curve) */
+  long ops; /* operations per run */
+  long thread_ops; /* the threads curve's per run (split over its threads) */
   const char *only;
   int threads; /* the threads curve at this count only (0: 1, 2, 4 and 8) */
   int streams; /* the streams curve at this count only (0: 1, 4, 16 and 64) */
@@ -293,7 +296,7 @@ static bench_stat_t measure_threads(cubert_client_t *client, int threads, op_t o
   int i, r;
   team.client = client;
   team.op = op;
-  team.ops_per_thread = cfg->ops / threads;
+  team.ops_per_thread = cfg->thread_ops / threads;
   team.runs = cfg->runs;
   pthread_barrier_init(&team.start, NULL, (unsigned)threads + 1);
   pthread_barrier_init(&team.done, NULL, (unsigned)threads + 1);
@@ -358,6 +361,7 @@ int main(int argc, char **argv) {
   int k;
   cfg.runs = 7;
   cfg.ops = 20000;
+  cfg.thread_ops = 400000;
   cfg.only = NULL;
   cfg.threads = 0;
   cfg.streams = 0;
@@ -369,10 +373,11 @@ int main(int argc, char **argv) {
     if (strcmp(argv[k], "--quick") == 0) {
       cfg.runs = 3;
       cfg.ops = 4000;
+      cfg.thread_ops = 40000;
     } else if (strcmp(argv[k], "--runs") == 0 && k + 1 < argc) {
       cfg.runs = atoi(argv[++k]);
     } else if (strcmp(argv[k], "--ops") == 0 && k + 1 < argc) {
-      cfg.ops = atol(argv[++k]);
+      cfg.thread_ops = cfg.ops = atol(argv[++k]);
     } else if (strcmp(argv[k], "--streams") == 0 && k + 1 < argc) {
       cfg.streams = atoi(argv[++k]);
     } else if (strcmp(argv[k], "--threads") == 0 && k + 1 < argc) {
@@ -401,8 +406,8 @@ int main(int argc, char **argv) {
   MUST("cubert_cpu_client_create",
        cubert_cpu_client_create(cubert_allocator_libc(), &o, &client, &err));
   printf("bench_scaling: %ld online CPUs; CPU server, default workers, %d stream slots; median of "
-         "%d runs [min..max] of %ld operations each\n\n",
-         online, MAX_STREAMS, cfg.runs, cfg.ops);
+         "%d runs [min..max] of %ld operations each (threads curve: %ld over its threads)\n\n",
+         online, MAX_STREAMS, cfg.runs, cfg.ops, cfg.thread_ops);
   bench_print_load("before");
   bench_table_begin("bench_scaling");
   if (!cfg.only || strcmp(cfg.only, "handles") == 0) curve_live_handles(client, &cfg);

@@ -15,6 +15,7 @@
 #include "counting_allocator.h"
 #include "cpu/cpu_helpers.h"
 #include "cpu/cpu_stream.h"
+#include "cpu_stream_fixture.h"
 #include "cpu/cpu_executor.h"
 #include "cpu/cpu_driver.h"
 #include "cubert/cpu.h"
@@ -41,7 +42,6 @@ static cubert_status_t gated_run(cpu_stream_t *stream, void *payload, cubert_err
 }
 
 static uint64_t runs(void) { return __atomic_load_n(&g_runs, __ATOMIC_SEQ_CST); }
-static uint64_t completed(cpu_stream_t *s) { return __atomic_load_n(&s->completed, __ATOMIC_SEQ_CST); }
 static uint64_t helper_ops(cpu_stream_t *s) { return __atomic_load_n(&s->helper_ops, __ATOMIC_SEQ_CST); }
 static uint64_t wakes(cpu_stream_t *s) { return __atomic_load_n(&s->publish_wakes, __ATOMIC_SEQ_CST); }
 
@@ -56,25 +56,6 @@ static uint64_t commit_wait(cpu_stream_t *s, cpu_stream_t *on, uint64_t seq) {
   op->wait_stream = on;
   op->wait_seq = seq;
   return cpu_stream_commit(s);
-}
-
-static void sleep_ms(long ms) { cubert__os_sleep_ns((uint64_t)ms * 1000000ull); }
-
-/* Poll (without publishing or helping) until `completed` reaches seq; false
- * after 10 s. */
-static int completed_within(cpu_stream_t *s, uint64_t seq) {
-  int i;
-  for (i = 0; i < 10000; i++) {
-    if (completed(s) >= seq) return 1;
-    sleep_ms(1);
-  }
-  return 0;
-}
-
-static int asleep_within(cpu_stream_t *s) {
-  int i;
-  for (i = 0; i < 5000 && !__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST); i++) sleep_ms(1);
-  return __atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST) != 0;
 }
 
 /* Asleep past its first, bounded (1 ms) sleep: only a wake-up or a helper

@@ -11,6 +11,7 @@
 #include "test.h"
 #include "counting_allocator.h"
 #include "cpu/cpu_stream.h"
+#include "cpu_stream_fixture.h"
 
 static uint64_t g_runs; /* atomic */
 
@@ -23,29 +24,11 @@ static cubert_status_t count_run(cpu_stream_t *stream, void *payload, cubert_err
 }
 
 static uint64_t runs(void) { return __atomic_load_n(&g_runs, __ATOMIC_SEQ_CST); }
-static uint64_t completed(cpu_stream_t *s) { return __atomic_load_n(&s->completed, __ATOMIC_SEQ_CST); }
 
 static uint64_t commit_counting_op(cpu_stream_t *s) {
   cpu_op_t *op = cpu_stream_reserve(s);
   op->run = count_run;
   return cpu_stream_commit(s);
-}
-
-static void sleep_ms(long ms) {
-  struct timespec ts;
-  ts.tv_sec = ms / 1000;
-  ts.tv_nsec = (ms % 1000) * 1000000L;
-  nanosleep(&ts, NULL);
-}
-
-/* Poll (without publishing) until `completed` reaches seq; false after 10 s. */
-static int completed_within(cpu_stream_t *s, uint64_t seq) {
-  int i;
-  for (i = 0; i < 10000; i++) {
-    if (completed(s) >= seq) return 1;
-    sleep_ms(1);
-  }
-  return 0;
 }
 
 static void stream_start(cpu_stream_t *s, counting_allocator_t *ca) {
@@ -103,10 +86,8 @@ TEST(cpu_stream_pulled_ops_are_not_run_twice_or_past_the_tail) {
 TEST(cpu_stream_commit_wakes_a_sleeping_worker) {
   static cpu_stream_t s;
   counting_allocator_t ca;
-  int i;
   stream_start(&s, &ca);
-  for (i = 0; i < 5000 && !__atomic_load_n(&s.sleeping, __ATOMIC_SEQ_CST); i++) sleep_ms(1);
-  CHECK(__atomic_load_n(&s.sleeping, __ATOMIC_SEQ_CST));
+  CHECK(asleep_within(&s));
   commit_counting_op(&s);
   CHECK(completed_within(&s, 1));
   CHECK_EQ_U64(runs(), 1);
@@ -354,8 +335,7 @@ TEST(cpu_stream_helper_wakes_the_sleeping_worker_for_the_ops_after_its_point) {
   stream_start(&s, &ca);
   g_out_of_order = 0;
   hold_worker(&s, 1);
-  for (i = 0; i < 5000 && !__atomic_load_n(&s.sleeping, __ATOMIC_SEQ_CST); i++) sleep_ms(1);
-  CHECK(__atomic_load_n(&s.sleeping, __ATOMIC_SEQ_CST));
+  CHECK(asleep_within(&s));
   op = cpu_stream_reserve(&s);
   op->run = slow_run;
   *(uint64_t *)cpu_op_payload(op) = 1;
