@@ -201,14 +201,25 @@ CUBERT_KERNEL(ck_add_u8) {
   }
 }
 
-/* buf[i] += delta for i < len(buf). Buffer: buf; scalar: delta (u32). */
+/* buf[i] += delta for i < len(buf). Buffer: buf; scalar: delta (u32). Every
+ * index used is < len(buf) (the declared bound, cubert/kernel_bounds.h): a
+ * CHECKED launch runs its full cubes unchecked, a plain loop. */
 CUBERT_KERNEL(ck_add_scalar_u32) {
   CUBERT_BUFFER(uint32_t, buf, 0);
   CUBERT_SCALAR_U32(delta, 0);
-  CUBERT_PHASE {
-    uint64_t i = ABSOLUTE_POS;
-    if (i >= CUBERT_LEN(buf)) CUBERT_UNIT_DONE;
-    CUBERT_STORE(buf, i, CUBERT_LOAD(buf, i) + delta);
+  CUBERT_CUBE_BOUND(buf, CUBERT_LEN(buf));
+  CUBERT_CUBE_BOUNDS_DONE;
+  if (CUBERT_CUBE_WITHIN(CUBERT_LEN(buf))) {
+    CUBERT_PHASE {
+      uint64_t i = ABSOLUTE_POS;
+      CUBERT_STORE(buf, i, CUBERT_LOAD(buf, i) + delta);
+    }
+  } else {
+    CUBERT_PHASE {
+      uint64_t i = ABSOLUTE_POS;
+      if (i >= CUBERT_LEN(buf)) CUBERT_UNIT_DONE;
+      CUBERT_STORE(buf, i, CUBERT_LOAD(buf, i) + delta);
+    }
   }
 }
 

@@ -377,11 +377,17 @@ typedef struct cubert_kernel_cube_t {
 /* The unit a phase is running (CPU). `linear` (UNIT_POS) is 64-bit so that
  * the addresses a phase computes from it (ABSOLUTE_POS, tile[UNIT_POS]) are
  * affine in the loop counter, which the compiler needs to vectorize the unit
- * loop; its value is below CUBERT_KERNEL_MAX_UNITS. */
+ * loop; its value is below CUBERT_KERNEL_MAX_UNITS. The cube's dims and its
+ * first absolute position are copied here when the phase begins: the unit
+ * loop's bounds and ABSOLUTE_POS then live in registers, where a store
+ * through a u32 / i32 view cannot change them (read from the cube, every
+ * such store might alias its fields, and the loop reloads them per unit and
+ * does not vectorize). */
 typedef struct cubert_kernel_unit_t {
   uint32_t x, y, z;
-  uint32_t reserved;
+  uint32_t dim_x, dim_y, dim_z; /* cube->dim */
   uint64_t linear;
+  uint64_t base; /* cube->pos_linear * cube->units: ABSOLUTE_POS of unit 0 */
 } cubert_kernel_unit_t;
 
 /* The CPU entry point of a kernel: runs one cube (all its phases). */
@@ -518,10 +524,14 @@ CUBERT_KERNEL_FN_ void *cubert_kernel_access_(cubert_kernel_cube_t *cube, int un
   return is_write ? cube->oob_sink : (void *)cube->oob_zero;
 }
 
-CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
+CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(const cubert_kernel_cube_t *cube) {
   cubert_kernel_unit_t u;
-  u.x = u.y = u.z = u.reserved = 0;
+  u.x = u.y = u.z = 0;
+  u.dim_x = cube->dim.x;
+  u.dim_y = cube->dim.y;
+  u.dim_z = cube->dim.z;
   u.linear = 0;
+  u.base = cube->pos_linear * (uint64_t)cube->units;
   return u;
 }
 
@@ -529,9 +539,9 @@ CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_unit_first_(void) {
  * checked copy keeps the unit and the phase epoch for the race checker. */
 CUBERT_KERNEL_FN_ cubert_kernel_unit_t cubert_kernel_phase_begin_(cubert_kernel_cube_t *cube,
                                                                   int unchecked) {
-  cubert_kernel_unit_t u = cubert_kernel_unit_first_();
+  cubert_kernel_unit_t u = cubert_kernel_unit_first_(cube);
   if (!unchecked) cube->phase++;
-  if (cube->scratch_short) u.z = cube->dim.z; /* the cube runs again: no phase now */
+  if (cube->scratch_short) u.z = u.dim_z; /* the cube runs again: no phase now */
   return u;
 }
 
@@ -665,7 +675,7 @@ CUBERT_KERNEL_FN_ void *cubert_kernel_unit_var_(cubert_kernel_cube_t *cube, uint
 #define UNIT_POS_Y (cubert_unit.y)
 #define UNIT_POS_Z (cubert_unit.z)
 #define UNIT_POS (cubert_unit.linear)
-#define ABSOLUTE_POS (CUBE_POS * (uint64_t)CUBE_DIM + cubert_unit.linear)
+#define ABSOLUTE_POS (cubert_unit.base + cubert_unit.linear)
 
 /* Three nested counted loops (z, y, x; `linear` counts along), so the
  * innermost one is a plain loop over x the compiler can optimize. The
@@ -675,12 +685,12 @@ CUBERT_KERNEL_FN_ void *cubert_kernel_unit_var_(cubert_kernel_cube_t *cube, uint
 #define CUBERT_PHASE                                                                         \
   for (cubert_kernel_unit_t cubert_unit =                                                    \
        cubert_kernel_phase_begin_(cubert_cube, cubert_unchecked_);                       \
-       cubert_unit.z < cubert_cube->dim.z ||                                                 \
+       cubert_unit.z < cubert_unit.dim_z ||                                                  \
        cubert_kernel_phase_end_(cubert_cube, cubert_unchecked_);                             \
        cubert_unit.z++)                                                                      \
-    for (cubert_unit.y = 0; cubert_unit.y < cubert_cube->dim.y; cubert_unit.y++)             \
+    for (cubert_unit.y = 0; cubert_unit.y < cubert_unit.dim_y; cubert_unit.y++)              \
       for (cubert_unit.x = 0;                                                                \
-           cubert_unit.x < cubert_cube->dim.x &&                                             \
+           cubert_unit.x < cubert_unit.dim_x &&                                              \
            cubert_kernel_unit_enter_(cubert_cube, cubert_unchecked_, cubert_unit.linear);    \
            cubert_unit.x++, cubert_unit.linear++)
 
