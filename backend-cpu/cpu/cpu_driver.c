@@ -194,35 +194,52 @@ static cubert_status_t cpu_copy(void *self, const cubert_driver_copy_t *c,
  * stream's worker, without the executor's run lock: what the executor does
  * for a grid of one cube (cubert__cpu_executor_run_shared: one thread, cubes
  * in order), with a context nobody else uses. */
+/* The grid of a one-cube launch: `planned` (a plan's, made when it was
+ * recorded: cpu_plan_grid) or checked now. */
+static cubert_status_t solo_grid(const cpu_device_t *d, const cpu_kernel_launch_t *l,
+                                 cubert_dim3_t count, const cubert_kernel_args_t *args,
+                                 const cpu_kernel_grid_t *planned, cpu_kernel_grid_t *grid,
+                                 cubert_error_t *error) {
+  if (planned) {
+    *grid = *planned;
+    return CUBERT_STATUS_OK;
+  }
+  CUBERT_RETURN_IF_ERROR(cpu_kernel_grid(l->kernel, count, l->cube_dim, args,
+                                         (cubert_execution_mode_t)l->execution, grid, error));
+  cpu_kernel_grid_set_shared(grid, l->shared_memory_bytes);
+  if (d->plane_dim) grid->plane_dim = d->plane_dim;
+  return CUBERT_STATUS_OK;
+}
+
+/* The cube reports into the context's report, which is the launch's. */
 static cubert_status_t launch_solo(cpu_device_t *d, cpu_kernel_context_t *ctx,
                                    const cpu_kernel_launch_t *l, cubert_dim3_t count,
-                                   const cubert_kernel_args_t *args, cubert_kernel_report_t *report,
-                                   cubert_error_t *error) {
+                                   const cubert_kernel_args_t *args,
+                                   const cpu_kernel_grid_t *planned,
+                                   cubert_kernel_report_t **out_report, cubert_error_t *error) {
   cpu_kernel_grid_t grid;
-  CUBERT_RETURN_IF_ERROR(cpu_kernel_grid(l->kernel, count, l->cube_dim, args,
-                                         (cubert_execution_mode_t)l->execution, &grid, error));
-  cpu_kernel_grid_set_shared(&grid, l->shared_memory_bytes);
-  cpu_kernel_report_reset(report);
-  report->kernel_name = l->kernel->name;
-  if (d->plane_dim) grid.plane_dim = d->plane_dim;
+  CUBERT_RETURN_IF_ERROR(solo_grid(d, l, count, args, planned, &grid, error));
   if (cpu_kernel_context_reserve(ctx, d->allocator, grid.shared_bytes) != CUBERT_STATUS_OK)
     return cubert_error_set(error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "cpu executor: cannot allocate the cubes' shared memory");
   ctx->scratch_failed = 0;
   cpu_kernel_report_reset(&ctx->report);
+  ctx->report.kernel_name = l->kernel->name;
+  *out_report = &ctx->report;
   cpu_kernel_run_all(ctx, l->kernel, args, &grid);
-  cpu_kernel_report_merge(report, &ctx->report);
   if (ctx->scratch_failed) /* the executor's words for it */
     return cubert_error_set(error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0,
                             "cpu executor: cannot allocate the cubes' shared memory");
   return CUBERT_STATUS_OK;
 }
 
-static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
-  const cpu_kernel_launch_t *l = (const cpu_kernel_launch_t *)payload;
+/* Run a launch on its stream's thread; `planned`: the grid a plan checked
+ * for it (a one-cube launch of a static count), or NULL. */
+static cubert_status_t launch_run_with(cpu_stream_t *stream, const cpu_kernel_launch_t *l,
+                                       const cpu_kernel_grid_t *planned, cubert_error_t *error) {
   cpu_device_t *d = (cpu_device_t *)stream->owner;
   cubert_kernel_args_t args;
-  cubert_kernel_report_t report;
+  cubert_kernel_report_t report, *r = &report;
   cubert_dim3_t count;
   uint64_t t0 = 0, t1;
   cubert_status_t status;
@@ -233,7 +250,7 @@ static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_er
     cpu_kernel_launch_args(l, &args);
     if (d->solo && count.x == 1 && count.y == 1 && count.z == 1 &&
         l->execution != (uint8_t)CUBERT_EXECUTION_RACECHECK)
-      status = launch_solo(d, &d->solo[stream->slot].context, l, count, &args, &report, error);
+      status = launch_solo(d, &d->solo[stream->slot].context, l, count, &args, planned, &r, error);
     else
       status = cubert__cpu_executor_run_shared(d->executor, l->kernel, count, l->cube_dim,
                                                l->shared_memory_bytes, &args,
@@ -242,7 +259,7 @@ static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_er
     if (status != CUBERT_STATUS_OK)
       status = cubert_error_wrap(error, CUBERT_ERROR_SERVER_LAUNCH);
     else
-      status = cpu_kernel_launch_report(l, &report, stream->slot, error);
+      status = cpu_kernel_launch_report(l, r, stream->slot, error);
   }
   if (!t0) return status;
   t1 = cubert__os_trace_now();
@@ -255,6 +272,10 @@ static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_er
     trace_op(stream, OS_TRACE_CAT_KERNEL, l->kernel->name, t0, 1, "cubes",
              status == CUBERT_STATUS_OK ? (uint64_t)count.x * count.y * count.z : 0);
   return status;
+}
+
+static cubert_status_t launch_run(cpu_stream_t *stream, void *payload, cubert_error_t *error) {
+  return launch_run_with(stream, (const cpu_kernel_launch_t *)payload, NULL, error);
 }
 
 static cubert_status_t cpu_launch(void *self, const cubert_driver_launch_t *launch,
@@ -284,11 +305,21 @@ static cubert_status_t cpu_launch(void *self, const cubert_driver_launch_t *laun
  * current (the old snapshot is freed by the host once its ops ran), as
  * cuGraphExecKernelNodeSetParams leaves enqueued launches alone. */
 
+/* A planned launch: its record and, for a one-cube launch of a static count
+ * whose grid checked at planning, that grid (launch_run_with then skips the
+ * check; a launch whose check failed is checked again when it runs, and
+ * fails there as launched one by one). */
+typedef struct cpu_plan_entry_t {
+  cpu_kernel_launch_t launch;
+  cpu_kernel_grid_t grid;
+  uint32_t planned; /* 1: grid holds the launch's checked grid */
+} cpu_plan_entry_t;
+
 typedef struct cpu_plan_snapshot_t {
   uint32_t refs; /* ops enqueued that have not run it yet (atomic) */
   uint32_t count;
   struct cpu_plan_snapshot_t *next; /* the retired list */
-  cpu_kernel_launch_t launches[];
+  cpu_plan_entry_t entries[];
 } cpu_plan_snapshot_t;
 
 struct cubert_driver_plan_t {
@@ -298,7 +329,23 @@ struct cubert_driver_plan_t {
 };
 
 static size_t snapshot_size(uint32_t count) {
-  return sizeof(cpu_plan_snapshot_t) + (size_t)count * sizeof(cpu_kernel_launch_t);
+  return sizeof(cpu_plan_snapshot_t) + (size_t)count * sizeof(cpu_plan_entry_t);
+}
+
+/* Record a launch into a plan's entry, with its grid when it has one cube
+ * and a static count and the grid checks (what launch_run_with would check
+ * when it runs: nothing it reads changes between the two). */
+static void plan_entry_record(const cpu_device_t *d, const cubert_driver_launch_t *launch,
+                              cpu_plan_entry_t *e) {
+  cubert_kernel_args_t args;
+  const cpu_kernel_launch_t *l = &e->launch;
+  cpu_kernel_launch_record(launch, &e->launch);
+  e->planned = 0;
+  if (l->dynamic || l->count.x != 1 || l->count.y != 1 || l->count.z != 1 ||
+      l->execution == (uint8_t)CUBERT_EXECUTION_RACECHECK)
+    return;
+  cpu_kernel_launch_args(l, &args);
+  if (solo_grid(d, l, l->count, &args, NULL, &e->grid, NULL) == CUBERT_STATUS_OK) e->planned = 1;
 }
 
 /* Free the retired snapshots no pending op reads any more. */
@@ -332,8 +379,9 @@ static cubert_status_t plan_run(cpu_stream_t *stream, void *payload, cubert_erro
   for (i = 0; i < s->count; i++) {
     cubert_error_t e;
     cubert_status_t st;
+    const cpu_plan_entry_t *entry = &s->entries[i];
     cubert_error_clear(&e);
-    st = launch_run(stream, &s->launches[i], &e);
+    st = launch_run_with(stream, &entry->launch, entry->planned ? &entry->grid : NULL, &e);
     if (st == CUBERT_STATUS_OK) continue;
     if (e.status == CUBERT_STATUS_OK) e.status = st;
     if (status == CUBERT_STATUS_OK) {
@@ -370,7 +418,7 @@ static cubert_status_t cpu_plan_create(void *self, const cubert_driver_launch_t 
   }
   memset(s, 0, snapshot_size(count));
   s->count = count;
-  for (i = 0; i < count; i++) cpu_kernel_launch_record(&launches[i], &s->launches[i]);
+  for (i = 0; i < count; i++) plan_entry_record(d, &launches[i], &s->entries[i]);
   p->current = s;
   p->retired = NULL;
   p->count = count;
@@ -392,7 +440,7 @@ static cubert_status_t cpu_plan_update(void *self, cubert_driver_plan_t *plan, u
         CUBERT_STATUS_OK)
       return cubert_error_set(out_error, CUBERT_ERROR_HOST_OUT_OF_MEMORY, NULL, 0, "cpu plan update");
     /* the records only: `refs` is the workers' (atomic) */
-    memcpy(copy->launches, s->launches, (size_t)p->count * sizeof(cpu_kernel_launch_t));
+    memcpy(copy->entries, s->entries, (size_t)p->count * sizeof(cpu_plan_entry_t));
     copy->refs = 0;
     copy->count = p->count;
     copy->next = NULL;
@@ -400,7 +448,7 @@ static cubert_status_t cpu_plan_update(void *self, cubert_driver_plan_t *plan, u
     p->retired = s;
     p->current = s = copy;
   }
-  cpu_kernel_launch_record(launch, &s->launches[index]);
+  plan_entry_record(d, launch, &s->entries[index]);
   return CUBERT_STATUS_OK;
 }
 

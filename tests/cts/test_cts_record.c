@@ -8,6 +8,10 @@
 #include "cubert/cube.h"
 #include "cubert/record.h"
 #include "cubert_kernels.h"
+#include "cts_kernels_launch.h"
+
+/* 2 buffers, 16 bytes of dynamic shared memory and 4 units by default */
+CUBERT_KERNEL_DESCRIPTOR(k_record_shape_probe, cts_shape_probe, 2, 0, 16, 4, 1, 1);
 
 #define N 256 /* u32 elements per buffer: 4 cubes of CK_SMALL_BLOCK */
 
@@ -537,5 +541,50 @@ TEST(cts_record_refuses_writes_it_cannot_replay) {
   CHECK_EQ_U64(writes, 0);
   cubert_recording_destroy(rec);
   CHECK_OK(cubert_client_handle_release(env.client, &a, NULL));
+  cts_teardown(&env);
+}
+
+/* A replayed one-cube launch runs with the shape it was recorded with: its
+ * cube dim (4 x 2 x 2) and its dynamic shared bytes (the CPU driver checks a
+ * planned one-cube launch's grid once, when it is recorded:
+ * backend-cpu/cpu/cpu_driver.c, "plans"), replay after replay. */
+TEST(cts_record_replay_keeps_the_launch_shape) {
+  cts_env_t env;
+  cubert_handle_t h[2];
+  cubert_recording_t *rec = NULL;
+  cubert_launch_arguments_t args;
+  cubert_cube_count_t one = cubert_cube_count_new_single();
+  uint32_t out[16];
+  uint64_t info[5];
+  int replay, i;
+  cts_setup(&env, 0);
+  memset(out, 0, sizeof out);
+  memset(info, 0, sizeof info);
+  CHECK_OK(cubert_client_create_from_slice(env.client, out, sizeof out, &h[0], NULL));
+  CHECK_OK(cubert_client_create_from_slice(env.client, info, sizeof info, &h[1], NULL));
+  cubert_launch_arguments_initialize(&args);
+  CHECK_OK(cubert_launch_arguments_set_buffer(&args, 0, &h[0]));
+  CHECK_OK(cubert_launch_arguments_set_buffer(&args, 1, &h[1]));
+  CHECK_OK(cubert_launch_arguments_set_cube_dim(&args, 4, 2, 2));
+  CHECK_OK(cubert_launch_arguments_set_shared_memory_bytes(&args, 96));
+  CHECK_OK(cubert_client_record_begin(env.client, NULL));
+  CHECK_OK(cubert_client_launch(env.client, &k_record_shape_probe, &one, &args, NULL));
+  CHECK_OK(cubert_client_record_end(env.client, &rec, NULL));
+  for (replay = 0; replay < 3; replay++) {
+    CHECK_OK(cubert_client_replay(env.client, rec, NULL));
+    CHECK_OK(cubert_client_read_one(env.client, &h[1], info, sizeof info, NULL));
+    CHECK_OK(cubert_client_read_one(env.client, &h[0], out, sizeof out, NULL));
+    CHECK_EQ_U64(info[0], 4);
+    CHECK_EQ_U64(info[1], 2);
+    CHECK_EQ_U64(info[2], 2);
+    CHECK_EQ_U64(info[3], 16);
+    CHECK_EQ_U64(info[4], 96);
+    for (i = 0; i < 16; i++) CHECK_EQ_U64(out[i], 16u - (uint32_t)i); /* the units reversed */
+    memset(info, 0, sizeof info);
+    CHECK_OK(cubert_client_write(env.client, &h[1], info, sizeof info, NULL));
+  }
+  cubert_recording_destroy(rec);
+  CHECK_OK(cubert_client_handle_release(env.client, &h[0], NULL));
+  CHECK_OK(cubert_client_handle_release(env.client, &h[1], NULL));
   cts_teardown(&env);
 }
