@@ -4,8 +4,12 @@
  * under the server with the OS layer's hooks (a recursive device
  * lock, the monotonic clock, per-thread stream ids: cubert/os.h), and the
  * simulation and race-checker controls of a CPU device. */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT: cpu_usable_cpus */
+#endif
 #include "cpu/cpu_driver.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +69,21 @@ cubert_status_t cpu_device_of(cubert_client_t *client, cpu_device_t **out_device
 }
 
 /* ---- options ---- */
+
+uint32_t cpu_usable_cpus(void) {
+  long cpus;
+#if defined(__linux__) && defined(CPU_COUNT)
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return (uint32_t)CPU_COUNT(&set);
+#endif
+  cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus > 0 ? (uint32_t)cpus : 1u;
+}
+
+uint32_t cpu_stream_helpers_default(uint32_t usable_cpus) {
+  return usable_cpus >= CPU_STREAM_HELPERS_AUTO_CPUS ? 1u : CUBERT_CPU_STREAM_HELPERS_NONE;
+}
 
 /* The environment fills the fields left at their defaults (cubert/cpu.h,
  * docs/configuration.md); every variable is checked. */
@@ -134,7 +153,7 @@ static cubert_status_t check_options(cubert_cpu_options_t *o, const cubert_cpu_o
     return cubert_error_set(out_error, CUBERT_ERROR_INVALID_ARGUMENT, f, 2,
                             "stream_helpers above the limit");
   }
-  if (!o->stream_helpers) o->stream_helpers = CUBERT_CPU_STREAM_HELPERS_NONE; /* off by default */
+  if (!o->stream_helpers) o->stream_helpers = cpu_stream_helpers_default(cpu_usable_cpus());
   return CUBERT_STATUS_OK;
 }
 

@@ -80,6 +80,18 @@ extern const cubert_driver_t cpu_driver;
  * it is another driver's; INVALID_ARGUMENT for NULL. */
 cubert_status_t cpu_device_of(cubert_client_t *client, cpu_device_t **out_device);
 void cpu_fill_properties(const cubert_cpu_options_t *options, cubert_device_properties_t *out);
+/* The CPUs this process may run on: its affinity mask on Linux (taskset,
+ * a cgroup's cpuset), else the online CPUs; at least 1. */
+uint32_t cpu_usable_cpus(void);
+/* Usable CPUs from which a device has a stream helper by default. */
+#define CPU_STREAM_HELPERS_AUTO_CPUS 16u
+/* cubert_cpu_options_t.stream_helpers when left at 0 (and no variable):
+ * one helper with CPU_STREAM_HELPERS_AUTO_CPUS usable CPUs or more (64
+ * streams from one thread 7-10x faster there, 8 threads on their own
+ * streams within 10%: docs/benchmarks.md, "Stream helpers"), else
+ * CUBERT_CPU_STREAM_HELPERS_NONE (an awake helper takes a core the
+ * workers and the caller need on a small machine). */
+uint32_t cpu_stream_helpers_default(uint32_t usable_cpus);
 
 /* ---- deterministic mode (cpu_sim.c) ---- */
 cubert_status_t cpu_sim_create(cpu_device_t *d, const cubert_cpu_options_t *options,

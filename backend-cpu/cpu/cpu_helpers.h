@@ -3,7 +3,8 @@
  * backend-cpu/cpu/cpu_helpers.h: a CPU device's stream helpers, a few threads
  * shared by all its streams that run the ops of cold streams whose own
  * worker sleeps (issue 27: "64 streams from one thread"; docs/streams.md,
- * "Stream helpers"). Off by default (cubert_cpu_options_t.stream_helpers).
+ * "Stream helpers"). One by default with 16 usable CPUs or more, else none
+ * (cubert_cpu_options_t.stream_helpers, cpu_stream_helpers_default).
  *
  * Why: every stream has its worker (cpu_stream.c), which spins a while when
  * idle, then sleeps. A program that spreads launches over more streams than

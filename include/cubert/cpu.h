@@ -89,12 +89,13 @@ typedef struct cubert_cpu_options_t {
    * the device's streams that poll the cold streams whose own worker sleeps
    * and run their small ops, so that launches spread over many streams
    * (more than the cores) do not wake a worker each (measured:
-   * docs/benchmarks.md, "Stream helpers": 64 streams from one thread 6-8x
-   * faster with 2 helpers on 16 cores; off by default because 8 threads on
-   * their own busy streams swing up to 1.7x slower with them). 0:
-   * CUBERT_CPU_STREAM_HELPERS, else none; 1..64: that many;
-   * CUBERT_CPU_STREAM_HELPERS_NONE: none whatever the environment.
-   * Deterministic mode has none. */
+   * docs/benchmarks.md, "Stream helpers": 64 streams from one thread 7-10x
+   * faster with one helper on 16 cores, 8 threads on their own streams
+   * within 10%). 0: CUBERT_CPU_STREAM_HELPERS, else the default: one helper
+   * when the process may run on 16 CPUs or more (its affinity mask), none
+   * below (a helper's spinning would take a core the workers and the caller
+   * need); 1..64: that many; CUBERT_CPU_STREAM_HELPERS_NONE: none whatever
+   * the environment. Deterministic mode has none. */
   uint32_t stream_helpers;
 } cubert_cpu_options_t;
 

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "test.h"
 #include "counting_allocator.h"
@@ -307,10 +308,43 @@ TEST(cpu_helpers_create_failures_leave_nothing) {
   counting_allocator_destroy(&ca);
 }
 
-/* The client's option: the default, NONE and the variable's 0 have no
- * helpers, a count is honoured, deterministic mode has none, and a count
- * above the limit fails the create with a record (the device untouched:
- * another create with the same index works). */
+/* The default: one helper from CPU_STREAM_HELPERS_AUTO_CPUS usable CPUs on,
+ * none below; a device made with the option at 0 (and no variable) follows
+ * the CPUs this process may use. */
+TEST(cpu_helpers_default_follows_the_usable_cpus) {
+  counting_allocator_t ca;
+  cubert_allocator_t a = counting_allocator_initialize(&ca);
+  cubert_cpu_options_t o;
+  cubert_client_t *c = NULL;
+  cpu_device_t *d = NULL;
+  uint32_t usable = cpu_usable_cpus();
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  CHECK(usable >= 1);
+  CHECK(online < 1 || usable <= (uint32_t)online);
+  CHECK_EQ_U64(cpu_stream_helpers_default(1), CUBERT_CPU_STREAM_HELPERS_NONE);
+  CHECK_EQ_U64(cpu_stream_helpers_default(2), CUBERT_CPU_STREAM_HELPERS_NONE);
+  CHECK_EQ_U64(cpu_stream_helpers_default(CPU_STREAM_HELPERS_AUTO_CPUS - 1u),
+               CUBERT_CPU_STREAM_HELPERS_NONE);
+  CHECK_EQ_U64(cpu_stream_helpers_default(CPU_STREAM_HELPERS_AUTO_CPUS), 1);
+  CHECK_EQ_U64(cpu_stream_helpers_default(256), 1);
+  cubert_cpu_options_initialize(&o);
+  o.ignore_environment = 1;
+  CHECK_OK(cubert_cpu_client_create(a, &o, &c, NULL));
+  CHECK_OK(cpu_device_of(c, &d));
+  if (usable >= CPU_STREAM_HELPERS_AUTO_CPUS)
+    CHECK(d->helpers != NULL && cpu_helpers_count(d->helpers) == 1);
+  else
+    CHECK(d->helpers == NULL);
+  cubert_client_release(c);
+  CHECK_EQ_U64(ca.live_blocks, 0);
+  counting_allocator_destroy(&ca);
+}
+
+/* The client's option: NONE and the variable's 0 have no helpers, the
+ * default is cpu_stream_helpers_default's, a count is honoured,
+ * deterministic mode has none, and a count above the limit fails the
+ * create with a record (the device untouched: another create with the same
+ * index works). */
 TEST(cpu_helpers_client_option_and_variable) {
   counting_allocator_t ca;
   cubert_allocator_t a = counting_allocator_initialize(&ca);
@@ -323,7 +357,10 @@ TEST(cpu_helpers_client_option_and_variable) {
   o.device.index = 71;
   CHECK_OK(cubert_cpu_client_create(a, &o, &c, NULL));
   CHECK_OK(cpu_device_of(c, &d));
-  CHECK(d->helpers == NULL); /* off by default */
+  if (cpu_stream_helpers_default(cpu_usable_cpus()) == CUBERT_CPU_STREAM_HELPERS_NONE)
+    CHECK(d->helpers == NULL); /* none by default below CPU_STREAM_HELPERS_AUTO_CPUS */
+  else
+    CHECK_EQ_U64(cpu_helpers_count(d->helpers), 1);
   cubert_client_release(c);
   o.stream_helpers = 3;
   CHECK_OK(cubert_cpu_client_create(a, &o, &c, NULL));
