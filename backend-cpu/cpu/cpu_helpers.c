@@ -14,6 +14,9 @@
 #define HELPERS_GAP_NS 20000u
 /* A helper's first sleep is bounded (see cpu_helpers.h, "Waking"). */
 #define HELPERS_FIRST_SLEEP_NS 1000000u
+/* A helper reads at most one stream's tail per this long (cpu_helpers.h,
+ * "Pulls"). */
+#define HELPERS_PULL_GAP_NS 16000u
 
 /* One helper: its thread and its epoch, on lines of its own. */
 typedef struct cpu_helper_t {
@@ -21,6 +24,7 @@ typedef struct cpu_helper_t {
   struct cpu_helpers_t *helpers;
   uint64_t epoch;     /* atomic: odd while it looks at registered streams */
   uint32_t next_slot; /* where its next pass starts (fairness) */
+  uint64_t next_pull_ns; /* when it may read a stream's tail again */
   unsigned char pad_[64];
 } cpu_helper_t;
 
@@ -83,12 +87,20 @@ static int serve(cpu_helper_t *me, cpu_stream_t *s) {
 static int pass(cpu_helper_t *me, uint64_t now) {
   cpu_helpers_t *h = me->helpers;
   uint32_t i, n = h->stream_count;
+  uint64_t pull_at = now >= me->next_pull_ns ? now : CPU_STREAM_HELPERS_NO_PULL;
   int found = 0;
   epoch_enter(me);
   for (i = 0; i < n; i++) {
     uint32_t slot = (me->next_slot + i) % n;
     cpu_stream_t *s = registered(h, slot);
-    if (s && cpu_stream_helpers_work(s, now) && serve(me, s)) found = 1;
+    int pulled, work;
+    if (!s) continue;
+    work = cpu_stream_helpers_work(s, pull_at, &pulled);
+    if (pulled) { /* one tail per HELPERS_PULL_GAP_NS */
+      me->next_pull_ns = now + HELPERS_PULL_GAP_NS;
+      pull_at = CPU_STREAM_HELPERS_NO_PULL;
+    }
+    if (work && serve(me, s)) found = 1;
   }
   epoch_leave(me);
   me->next_slot = (me->next_slot + 1u) % n;
@@ -103,7 +115,7 @@ static int pending(cpu_helper_t *me) {
   epoch_enter(me);
   for (i = 0; i < h->stream_count && !any; i++) {
     cpu_stream_t *s = registered(h, i);
-    any = s && cpu_stream_helpers_work(s, 0);
+    any = s && cpu_stream_helpers_work(s, 0, NULL);
   }
   epoch_leave(me);
   return any;

@@ -499,17 +499,20 @@ void cpu_stream_wake_worker(cpu_stream_t *s) {
   pthread_mutex_unlock(&s->mutex);
 }
 
-int cpu_stream_helpers_work(cpu_stream_t *s, uint64_t now_ns) {
+int cpu_stream_helpers_work(cpu_stream_t *s, uint64_t now_ns, int *out_pulled) {
   uint64_t h;
+  if (out_pulled) *out_pulled = 0;
   if (!__atomic_load_n(&s->sleeping, __ATOMIC_RELAXED) || !helpers_take_it(s) ||
       __atomic_load_n(&s->consumer, __ATOMIC_RELAXED))
     return 0; /* its worker's, or a thread runs its ops */
   h = load_head(s);
   if (__atomic_load_n(&s->published, __ATOMIC_SEQ_CST) > h) return 1;
+  if (now_ns == CPU_STREAM_HELPERS_NO_PULL) return 0;
   if (now_ns) {
     if (now_ns - __atomic_load_n(&s->helpers_pulled_ns, __ATOMIC_RELAXED) < CPU_STREAM_HELPERS_PULL_NS)
       return 0;
     __atomic_store_n(&s->helpers_pulled_ns, now_ns, __ATOMIC_RELAXED);
+    if (out_pulled) *out_pulled = 1;
   }
   return __atomic_load_n(&s->tail, __ATOMIC_SEQ_CST) > h;
 }

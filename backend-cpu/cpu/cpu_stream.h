@@ -65,9 +65,12 @@
 #define CPU_STREAM_LINE 128
 /* Failures a stream keeps for the streams that wait on it. */
 #define CPU_STREAM_FAULT_LOG 16
-/* How often stream helpers read a cold stream's tail (its unpublished ops
- * start within about this long while helpers are awake). */
+/* How often, at most, stream helpers read a cold stream's tail (its
+ * unpublished ops start within about this long while helpers are awake, or
+ * longer with many streams: cpu_helpers.c paces the reads). */
 #define CPU_STREAM_HELPERS_PULL_NS 50000u
+/* cpu_stream_helpers_work's now_ns: look at the published index only. */
+#define CPU_STREAM_HELPERS_NO_PULL UINT64_MAX
 /* Stream indexes there can be: max_streams (<= 255) + the GC and
  * communication streams. */
 #define CPU_STREAM_MAX_INDEX 257
@@ -213,8 +216,10 @@ void cpu_stream_publish(cpu_stream_t *stream);
  * has published ops not run yet, or committed ones when no helper read its
  * tail for CPU_STREAM_HELPERS_PULL_NS (each read costs the producer a
  * cache-line transfer at its next commit; now_ns: the clock, 0: read the
- * tail now). Lock-free. */
-int cpu_stream_helpers_work(cpu_stream_t *stream, uint64_t now_ns);
+ * tail now, CPU_STREAM_HELPERS_NO_PULL: do not read it). *out_pulled (may
+ * be NULL) is set to whether it read the tail because its time had come.
+ * Lock-free. */
+int cpu_stream_helpers_work(cpu_stream_t *stream, uint64_t now_ns, int *out_pulled);
 /* A stream helper's turn: if the consumer role is free, run the committed
  * ops in order, at most max_ops, stopping before a wait op whose point is
  * not done or an op that is not small (op_small): the worker is then woken

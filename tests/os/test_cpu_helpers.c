@@ -405,3 +405,76 @@ TEST(cpu_helpers_client_option_and_variable) {
   CHECK_EQ_U64(ca.live_blocks, 0);
   counting_allocator_destroy(&ca);
 }
+
+/* A helper's look at one stream (cpu_stream_helpers_work): an op committed
+ * but not published is found only by a read of the tail, which
+ * CPU_STREAM_HELPERS_NO_PULL forbids, a due time does once per
+ * CPU_STREAM_HELPERS_PULL_NS (and says so), and 0 does at once. The stream
+ * is the helpers' but not registered: no helper thread looks at it. */
+TEST(cpu_helpers_look_reads_the_tail_only_when_due) {
+  static cpu_stream_t s;
+  counting_allocator_t ca;
+  cubert_allocator_t a = counting_allocator_initialize(&ca);
+  cpu_helpers_t *h = NULL;
+  cpu_op_t *op;
+  uint64_t due, seq;
+  int pulled = 7;
+  reset();
+  CHECK_OK(cpu_helpers_create(a, 1, 4, &h));
+  start(&s, a, 1, NULL);
+  s.helpers = h; /* the helpers' stream, unknown to the helper threads */
+  CHECK(deep_asleep_within(&s));
+  op = cpu_stream_reserve(&s);
+  op->run = count_run;
+  seq = s.tail + 1;
+  __atomic_store_n(&s.tail, seq, __ATOMIC_SEQ_CST); /* committed, not published: no wake */
+  CHECK(!cpu_stream_helpers_work(&s, CPU_STREAM_HELPERS_NO_PULL, &pulled));
+  CHECK_EQ_I64(pulled, 0);
+  due = __atomic_load_n(&s.helpers_pulled_ns, __ATOMIC_SEQ_CST) + CPU_STREAM_HELPERS_PULL_NS;
+  CHECK(!cpu_stream_helpers_work(&s, due - 1u, &pulled)); /* not due yet */
+  CHECK_EQ_I64(pulled, 0);
+  CHECK(cpu_stream_helpers_work(&s, due, &pulled));
+  CHECK_EQ_I64(pulled, 1);
+  CHECK(!cpu_stream_helpers_work(&s, due, &pulled)); /* read at `due`: the next is later */
+  CHECK_EQ_I64(pulled, 0);
+  CHECK(cpu_stream_helpers_work(&s, 0, NULL)); /* 0: read it now */
+  CHECK_EQ_U64(runs(), 0);
+  cpu_stream_publish(&s); /* wakes the worker, which runs it */
+  CHECK(completed_within(&s, seq));
+  CHECK_EQ_U64(runs(), 1);
+  cpu_stream_deinitialize(&s);
+  cpu_helpers_destroy(h);
+  CHECK_EQ_U64(ca.live_blocks, 0);
+  counting_allocator_destroy(&ca);
+}
+
+/* Many cold streams, one op each while their workers sleep: the helper's
+ * paced tail reads (one stream per HELPERS_PULL_GAP_NS, cpu_helpers.c)
+ * reach every stream, and every op runs. */
+#define MANY_STREAMS 24
+TEST(cpu_helpers_paced_pulls_reach_every_cold_stream) {
+  static cpu_stream_t s[MANY_STREAMS];
+  counting_allocator_t ca;
+  cubert_allocator_t a = counting_allocator_initialize(&ca);
+  cpu_helpers_t *h = NULL;
+  uint64_t seq[MANY_STREAMS], ops = 0;
+  int i, round;
+  reset();
+  CHECK_OK(cpu_helpers_create(a, 1, MANY_STREAMS, &h));
+  for (i = 0; i < MANY_STREAMS; i++) start(&s[i], a, (uint32_t)i, h);
+  for (round = 0; round < 3; round++) {
+    for (i = 0; i < MANY_STREAMS; i++) CHECK(asleep_within(&s[i]));
+    for (i = 0; i < MANY_STREAMS; i++) {
+      cold(&s[i]);
+      seq[i] = commit_op(&s[i], count_run);
+    }
+    for (i = 0; i < MANY_STREAMS; i++) CHECK(completed_within(&s[i], seq[i]));
+  }
+  CHECK_EQ_U64(runs(), 3u * MANY_STREAMS);
+  for (i = 0; i < MANY_STREAMS; i++) ops += helper_ops(&s[i]);
+  CHECK(ops >= 1); /* the helper ran some (the workers' first sleeps end at 1 ms) */
+  for (i = 0; i < MANY_STREAMS; i++) cpu_stream_deinitialize(&s[i]);
+  cpu_helpers_destroy(h);
+  CHECK_EQ_U64(ca.live_blocks, 0);
+  counting_allocator_destroy(&ca);
+}
