@@ -340,8 +340,8 @@ TEST(cpu_helpers_default_follows_the_usable_cpus) {
   counting_allocator_destroy(&ca);
 }
 
-/* The client's option: NONE and the variable's 0 have no helpers, the
- * default is cpu_stream_helpers_default's, a count is honoured,
+/* The client's option (its default: the test above): NONE and the
+ * variable's 0 have no helpers, a count is honoured,
  * deterministic mode has none, and a count above the limit fails the
  * create with a record (the device untouched: another create with the same
  * index works). */
@@ -355,13 +355,6 @@ TEST(cpu_helpers_client_option_and_variable) {
   cubert_cpu_options_initialize(&o);
   o.ignore_environment = 1;
   o.device.index = 71;
-  CHECK_OK(cubert_cpu_client_create(a, &o, &c, NULL));
-  CHECK_OK(cpu_device_of(c, &d));
-  if (cpu_stream_helpers_default(cpu_usable_cpus()) == CUBERT_CPU_STREAM_HELPERS_NONE)
-    CHECK(d->helpers == NULL); /* none by default below CPU_STREAM_HELPERS_AUTO_CPUS */
-  else
-    CHECK_EQ_U64(cpu_helpers_count(d->helpers), 1);
-  cubert_client_release(c);
   o.stream_helpers = 3;
   CHECK_OK(cubert_cpu_client_create(a, &o, &c, NULL));
   CHECK_OK(cpu_device_of(c, &d));
