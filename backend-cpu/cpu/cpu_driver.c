@@ -307,8 +307,10 @@ static cubert_status_t cpu_launch(void *self, const cubert_driver_launch_t *laun
 
 /* A planned launch: its record and, for a one-cube launch of a static count
  * whose grid checked at planning, that grid (launch_run_with then skips the
- * check; a launch whose check failed is checked again when it runs, and
- * fails there as launched one by one). */
+ * check). A launch whose check failed is checked again when it runs, and
+ * fails there as launched one by one; the client refuses such launches
+ * before they are recorded (cube dims, argument counts, limits), so that is
+ * for a caller of the driver interface only. */
 typedef struct cpu_plan_entry_t {
   cpu_kernel_launch_t launch;
   cpu_kernel_grid_t grid;
