@@ -190,12 +190,8 @@ static cubert_status_t cpu_copy(void *self, const cubert_driver_copy_t *c,
 
 /* ---- launches ------------------------------------------------------------------------- */
 
-/* A one-cube launch on its stream's own kernel context (d->solo), on the
- * stream's worker, without the executor's run lock: what the executor does
- * for a grid of one cube (cubert__cpu_executor_run_shared: one thread, cubes
- * in order), with a context nobody else uses. */
-/* The grid of a one-cube launch: `planned` (a plan's, made when it was
- * recorded: cpu_plan_grid) or checked now. */
+/* The grid of a one-cube launch: `planned` (a plan's, checked when the
+ * launch was recorded: plan_entry_record) or checked now. */
 static cubert_status_t solo_grid(const cpu_device_t *d, const cpu_kernel_launch_t *l,
                                  cubert_dim3_t count, const cubert_kernel_args_t *args,
                                  const cpu_kernel_grid_t *planned, cpu_kernel_grid_t *grid,
@@ -211,7 +207,11 @@ static cubert_status_t solo_grid(const cpu_device_t *d, const cpu_kernel_launch_
   return CUBERT_STATUS_OK;
 }
 
-/* The cube reports into the context's report, which is the launch's. */
+/* A one-cube launch on its stream's own kernel context (d->solo), on the
+ * stream's worker, without the executor's run lock: what the executor does
+ * for a grid of one cube (cubert__cpu_executor_run_shared: one thread, cubes
+ * in order), with a context nobody else uses. The cube reports into the
+ * context's report, which is the launch's (*out_report). */
 static cubert_status_t launch_solo(cpu_device_t *d, cpu_kernel_context_t *ctx,
                                    const cpu_kernel_launch_t *l, cubert_dim3_t count,
                                    const cubert_kernel_args_t *args,

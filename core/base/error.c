@@ -26,8 +26,8 @@ void cubert_error_clear(cubert_error_t *error) {
   error->status = CUBERT_STATUS_OK;
   error->depth = 0;
   for (i = 0; i < CUBERT_ERROR_MAX_DEPTH; i++) error->chain[i] = 0;
-  for (i = 0; i < 4u; i++) error->field[i] = 0;
-  for (i = 0; i < 3u; i++) error->field2[i] = 0;
+  for (i = 0; i < sizeof error->field / sizeof error->field[0]; i++) error->field[i] = 0;
+  for (i = 0; i < sizeof error->field2 / sizeof error->field2[0]; i++) error->field2[i] = 0;
   error->driver_code = 0;
   error->reason[0] = 0;
 }
